@@ -1,0 +1,130 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError } from '../shared/errors.js';
+import { parseConfig, describeReceived, type ForkpoolConfig } from '../shared/config.js';
+
+export const CONFIG_FILE_NAME = 'forkpool.config.json';
+
+/** Flags the CLI (or an embedding program) passes; the strongest layer. */
+export interface ConfigOverrides {
+  configPath?: string | undefined;
+  model?: string | undefined;
+  baseUrl?: string | undefined;
+  workspace?: string | undefined;
+  maxIterations?: number | undefined;
+  concurrency?: number | undefined;
+  isolation?: string | undefined;
+  timeoutMinutes?: number | undefined;
+  grant?: readonly string[] | undefined;
+  permissionMode?: string | undefined;
+  stream?: boolean | undefined;
+}
+
+/** Environment variables read, with the config field each one sets. */
+const ENV_FIELDS: ReadonlyArray<[env: string, field: string, kind: 'string' | 'number' | 'list']> = [
+  ['OPENAI_API_KEY', 'apiKey', 'string'],
+  ['OPENAI_BASE_URL', 'baseUrl', 'string'],
+  ['OPENAI_MODEL', 'model', 'string'],
+  ['FORKPOOL_MODEL', 'model', 'string'],
+  ['FORKPOOL_WORKSPACE', 'workspaceRoot', 'string'],
+  ['FORKPOOL_MAX_BACKGROUND_AGENTS', 'background.maxConcurrent', 'number'],
+  ['FORKPOOL_BACKGROUND_TIMEOUT_MINUTES', 'background.timeoutMinutes', 'number'],
+  ['FORKPOOL_ISOLATION', 'background.isolation', 'string'],
+  ['FORKPOOL_GRANT', 'grantedTools', 'list'],
+];
+
+/**
+ * Builds the configuration from a file, the environment and flags, in that order of strength.
+ * Throws {@link ConfigError} naming the field, what it expected, what it got and where from.
+ */
+export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ForkpoolConfig {
+  const raw: Record<string, unknown> = {};
+  const sources: Record<string, string> = {};
+
+  const filePath = overrides.configPath ? path.resolve(cwd, overrides.configPath) : path.join(cwd, CONFIG_FILE_NAME);
+  if (overrides.configPath || existsSync(filePath)) {
+    const fromFile = readConfigFile(filePath);
+    for (const [key, value] of Object.entries(fromFile)) {
+      raw[key] = value;
+      markSources(sources, key, value, filePath);
+    }
+    if (typeof raw.workspaceRoot === 'string') raw.workspaceRoot = path.resolve(path.dirname(filePath), raw.workspaceRoot);
+  }
+
+  for (const [name, field, kind] of ENV_FIELDS) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setField(raw, field, kind === 'number' ? toNumber(value) : kind === 'list' ? splitList(value) : value);
+    sources[field] = `environment variable ${name}`;
+  }
+
+  const flags: Array<[field: string, value: unknown, flag: string]> = [
+    ['model', overrides.model, '--model'],
+    ['baseUrl', overrides.baseUrl, '--base-url'],
+    ['workspaceRoot', overrides.workspace, '--workspace'],
+    ['maxIterations', overrides.maxIterations, '--max-iterations'],
+    ['background.maxConcurrent', overrides.concurrency, '--concurrency'],
+    ['background.isolation', overrides.isolation, '--isolation'],
+    ['background.timeoutMinutes', overrides.timeoutMinutes, '--timeout'],
+    ['grantedTools', overrides.grant, '--grant'],
+    ['permissionMode', overrides.permissionMode, '--permission-mode'],
+    ['stream', overrides.stream, '--no-stream'],
+  ];
+  for (const [field, value, flag] of flags) {
+    if (value === undefined) continue;
+    setField(raw, field, value);
+    sources[field] = `flag ${flag}`;
+  }
+
+  raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
+  return parseConfig(raw, sources);
+}
+
+function readConfigFile(filePath: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(filePath, 'utf8');
+  } catch (error) {
+    throw new ConfigError([{ field: '(file)', expected: 'a readable JSON file', received: `${(error as NodeJS.ErrnoException).code ?? 'error'} reading ${filePath}` }]);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError([{ field: '(file)', expected: 'valid JSON', received: `${(error as Error).message}`, source: filePath }]);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError([{ field: '(root)', expected: 'a JSON object', received: describeReceived(parsed), source: filePath }]);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function markSources(sources: Record<string, string>, key: string, value: unknown, filePath: string): void {
+  sources[key] = filePath;
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    for (const nested of Object.keys(value)) sources[`${key}.${nested}`] = filePath;
+  }
+}
+
+function setField(target: Record<string, unknown>, dotted: string, value: unknown): void {
+  const [head, ...rest] = dotted.split('.');
+  if (head === undefined) return;
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  const existing = target[head];
+  const nested = existing && typeof existing === 'object' && !Array.isArray(existing) ? { ...(existing as Record<string, unknown>) } : {};
+  setField(nested, rest.join('.'), value);
+  target[head] = nested;
+}
+
+/** A number when it is one; otherwise the string, so the schema reports what was received. */
+function toNumber(value: string): number | string {
+  const n = Number(value);
+  return value.trim() !== '' && Number.isFinite(n) ? n : value;
+}
+
+function splitList(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
+}

@@ -1,0 +1,35 @@
+import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
+import type { ForkpoolConfig } from '../shared/config.js';
+import type { Executor, ExecutorKind } from './executor.js';
+import { PiscinaExecutor } from './piscina-executor.js';
+import { InlineExecutor, TinypoolExecutor, WorkerPerJobExecutor } from './other-executors.js';
+
+/**
+ * Threads for a config: in `thread` isolation one per concurrent job; in `shared`, enough
+ * threads of `tasksPerThread` jobs each, but no more than the machine has cores.
+ */
+export function threadsFor(background: ForkpoolConfig['background']): number {
+  if (background.threads > 0) return background.threads;
+  if (background.isolation === 'thread') return background.maxConcurrent;
+  return Math.max(1, Math.min(availableParallelism(), Math.ceil(background.maxConcurrent / background.tasksPerThread)));
+}
+
+export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: ExecutorKind = 'piscina', workerFile?: string): Executor {
+  const bg = config.background;
+  const threads = threadsFor(bg);
+  const file = workerFile === undefined ? {} : { workerFile };
+  switch (kind) {
+    case 'inline':
+      return new InlineExecutor();
+    case 'tinypool':
+      return new TinypoolExecutor({ threads, heapMb: bg.heapMb, ...file });
+    case 'worker-per-job':
+      return new WorkerPerJobExecutor({ heapMb: bg.heapMb, ...file });
+    case 'piscina': {
+      // Enough room per thread that the cap, not Piscina's own queue, decides what runs.
+      const tasksPerThread = bg.isolation === 'shared' ? Math.max(bg.tasksPerThread, Math.ceil(bg.maxConcurrent / threads)) : 1;
+      return new PiscinaExecutor({ isolation: bg.isolation, threads, tasksPerThread, heapMb: bg.heapMb, ...file, ...(logger ? { logger } : {}) });
+    }
+  }
+}

@@ -1,0 +1,426 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { ForkpoolConfig } from '../shared/config.js';
+import { JobError, serializeError } from '../shared/errors.js';
+import { exposeOnPort } from '../shared/comlink-port.js';
+import { JOB_ROLES, workerMessageSchema, type JobOutcome, type JobRole, type JobSpec, type PermissionService } from '../shared/protocol.js';
+import { SharedRateGate } from '../shared/rate-gate.js';
+import { parseResultTag } from '../shared/result-tag.js';
+import type { LoopEvent } from '../shared/tool-loop.js';
+import { TypedEmitter } from './events.js';
+import type { Executor } from './executor.js';
+import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
+import { PermissionStore } from './permissions.js';
+import { createExecutor } from './executor-factory.js';
+
+export interface BackgroundManagerOptions {
+  config: ForkpoolConfig;
+  /** Defaults to a Piscina executor shaped by `config.background`. */
+  executor?: Executor;
+  /** The session's grants, served to workers; background jobs never ask a person. */
+  permissions?: PermissionStore;
+  logger?: Logger;
+}
+
+export interface SpawnRequest {
+  task: string;
+  label: string;
+  /** Default `primary`. `user` jobs are not wave-gated. */
+  role?: JobRole;
+  /** The agent turn that spawned it; omit for a user-started job. */
+  wave?: number | null;
+  /** The parent's capped session summary (`full_context: true`). */
+  parentSummary?: string;
+}
+
+export interface JobHandle {
+  id: string;
+  label: string;
+  state: JobRecord['state'];
+}
+
+export interface CloseReport {
+  /** Jobs cancelled by close (queued or running). */
+  cancelled: string[];
+  /** Jobs that did not end within the bound and were hard-stopped with their threads. */
+  stragglers: string[];
+}
+
+export type ManagerEvents = {
+  spawned: [JobRecord];
+  started: [JobRecord];
+  progress: [{ jobId: string; event: LoopEvent }];
+  done: [JobRecord];
+  requeued: [JobRecord];
+  'wave-done': [{ wave: number; jobs: JobRecord[] }];
+  idle: [];
+};
+
+const spawnRequestSchema = z.strictObject({
+  task: z.string().trim().min(1, 'task must not be empty').max(200_000),
+  label: z.string().max(200),
+  role: z.enum(JOB_ROLES).optional(),
+  wave: z.number().int().nullable().optional(),
+  parentSummary: z.string().optional(),
+});
+
+/** Main-thread state of a job handed to the executor. Gone once the job ends. */
+interface LiveJob {
+  id: string;
+  port: MessagePort;
+  permissionPort: MessagePort;
+  hardStop: AbortController;
+  stopReason?: 'cancel' | 'timeout' | 'close';
+  hardStopped: boolean;
+  threadId?: number;
+  outcome?: JobOutcome;
+  portClosed: boolean;
+  runSettled: boolean;
+  runError?: unknown;
+  timers: NodeJS.Timeout[];
+}
+
+/**
+ * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
+ * concurrency cap, a timeout that starts when a worker picks the job up, two-phase cancel,
+ * waves, and the ledger every view reads from.
+ */
+export class BackgroundManager extends TypedEmitter<ManagerEvents> {
+  readonly ledger = new DeliveryLedger();
+  readonly #config: ForkpoolConfig;
+  readonly #executor: Executor;
+  readonly #permissions: PermissionStore;
+  readonly #logger: Logger | undefined;
+  readonly #specs = new Map<string, JobSpec>();
+  /** Times each job was handed to the executor; bounds re-queues even before a `started`. */
+  readonly #launches = new Map<string, number>();
+  readonly #queue: string[] = [];
+  readonly #live = new Map<string, LiveJob>();
+  readonly #waves = new Map<number, { members: Set<string>; sealed: boolean; fired: boolean }>();
+  readonly #rateGateBuffer = SharedRateGate.createBuffer();
+  #closed = false;
+  #maxLive = 0;
+
+  constructor(options: BackgroundManagerOptions) {
+    super((error, event) => options.logger?.warn({ err: error, event }, 'background event listener threw'));
+    this.#config = options.config;
+    this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
+    this.#logger = options.logger;
+    this.#executor = options.executor ?? createExecutor(options.config, options.logger);
+  }
+
+  get executor(): Executor {
+    return this.#executor;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The most jobs that were ever handed to the executor at once (never above the cap). */
+  get peakConcurrency(): number {
+    return this.#maxLive;
+  }
+
+  /**
+   * Queues a job and returns at once. Its cancel handle exists from now on. Throws
+   * `MANAGER_CLOSED`, `QUEUE_FULL` or `TOOL_ARGUMENTS_INVALID` (a clear message the model can read).
+   */
+  spawn(request: SpawnRequest): JobHandle {
+    if (this.#closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
+    const parsed = spawnRequestSchema.safeParse(request);
+    if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
+    const { queueLimit } = this.#config.background;
+    if (queueLimit > 0 && this.#queue.length >= queueLimit) {
+      throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
+    }
+    const id = this.ledger.newId();
+    const wave = parsed.data.wave ?? null;
+    const record = this.ledger.add({ id, label: parsed.data.label || id, task: parsed.data.task, role: parsed.data.role ?? 'primary', wave });
+    this.#specs.set(id, {
+      id,
+      label: record.label,
+      task: record.task,
+      role: record.role,
+      config: this.#config,
+      attempt: 1,
+      ...(parsed.data.parentSummary ? { parentSummary: parsed.data.parentSummary } : {}),
+    });
+    if (wave !== null) this.#wave(wave).members.add(id);
+    this.#queue.push(id);
+    this.emit('spawned', structuredClone(record));
+    this.#pump();
+    return { id, label: record.label, state: 'queued' };
+  }
+
+  /** A cheap read-only snapshot of every job. */
+  jobs(): JobRecord[] {
+    return this.ledger.snapshot();
+  }
+
+  get(id: string): JobRecord | undefined {
+    const record = this.ledger.get(id);
+    return record ? structuredClone(record) : undefined;
+  }
+
+  /**
+   * Cancels a job: at once while queued; while running, cooperatively over its port and after
+   * the grace period by stopping its thread. Idempotent; an unknown id throws `JOB_UNKNOWN`.
+   */
+  cancel(id: string): JobHandle {
+    return this.#stop(id, 'cancel');
+  }
+
+  /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
+  drain(turn: number): JobRecord[] {
+    return this.ledger.drain(turn);
+  }
+
+  /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
+  sealWave(wave: number): void {
+    const entry = this.#waves.get(wave);
+    if (!entry) return;
+    entry.sealed = true;
+    this.#checkWave(wave);
+  }
+
+  /** Queued plus handed to the executor. */
+  get pending(): number {
+    return this.#queue.length + this.#live.size;
+  }
+
+  /** Resolves when no job is queued or running (at once if already so). */
+  onIdle(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const off = this.on('idle', () => {
+        off();
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * Stops intake, cancels queued jobs and asks running ones to stop (or, with `drain`, lets
+   * them finish), waits up to `timeoutMs`, hard-stops stragglers, and closes the executor:
+   * no thread is left running.
+   */
+  async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
+    const timeoutMs = options.timeoutMs ?? this.#config.background.closeTimeoutMs;
+    const report: CloseReport = { cancelled: [], stragglers: [] };
+    if (this.#closed) return report;
+    this.#closed = true;
+    for (const id of [...this.#queue]) {
+      this.#stop(id, 'close');
+      report.cancelled.push(id);
+    }
+    const deadline = this.#race(this.onIdle(), timeoutMs);
+    if (!options.drain) {
+      for (const id of [...this.#live.keys()]) {
+        this.#stop(id, 'close');
+        report.cancelled.push(id);
+      }
+    }
+    if (!(await deadline)) {
+      for (const live of this.#live.values()) {
+        report.stragglers.push(live.id);
+        live.stopReason ??= 'close';
+        this.#hardStop(live);
+      }
+      await this.#race(this.onIdle(), 1_000);
+    }
+    await this.#executor.close();
+    // A job whose thread is gone but whose ending never arrived is ended here, so none is lost.
+    for (const live of [...this.#live.values()]) {
+      live.stopReason ??= 'close';
+      live.hardStopped = true;
+      live.runSettled = live.portClosed = true;
+      this.#settle(live);
+    }
+    return report;
+  }
+
+  #stop(id: string, reason: 'cancel' | 'timeout' | 'close'): JobHandle {
+    const record = this.ledger.get(id);
+    if (!record) throw new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
+    const handle = (): JobHandle => ({ id, label: record.label, state: this.ledger.get(id)?.state ?? 'ended' });
+    if (record.state === 'ended') return handle();
+    const queuedAt = this.#queue.indexOf(id);
+    if (queuedAt >= 0) {
+      this.#queue.splice(queuedAt, 1);
+      this.#finish(id, { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error: serializeError(new JobError('JOB_CANCELLED', id, `cancelled while queued (${reason})`)) });
+      return handle();
+    }
+    const live = this.#live.get(id);
+    if (!live || live.stopReason) return handle();
+    live.stopReason = reason;
+    live.port.postMessage({ type: 'cancel', reason });
+    // Phase two: a job that ignores the cooperative cancel loses its thread.
+    live.timers.push(setTimeout(() => this.#hardStop(live), this.#config.background.cancelGraceMs));
+    return handle();
+  }
+
+  #hardStop(live: LiveJob): void {
+    if (live.hardStopped || !this.#live.has(live.id)) return;
+    live.hardStopped = true;
+    live.hardStop.abort(new JobError('JOB_CANCELLED', live.id, 'hard stop'));
+  }
+
+  #pump(): void {
+    // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
+    if (this.#closed) for (const id of [...this.#queue]) this.#stop(id, 'close');
+    const cap = this.#config.background.maxConcurrent;
+    while (this.#live.size < cap && this.#queue.length > 0) this.#launch(this.#queue.shift() as string);
+    this.#maxLive = Math.max(this.#maxLive, this.#live.size);
+    if (this.pending === 0) this.emit('idle');
+  }
+
+  #launch(id: string): void {
+    const spec = this.#specs.get(id) as JobSpec;
+    const attempt = (this.#launches.get(id) ?? 0) + 1;
+    this.#launches.set(id, attempt);
+    const events = new MessageChannel();
+    const permissions = new MessageChannel();
+    const live: LiveJob = { id, port: events.port1, permissionPort: permissions.port1, hardStop: new AbortController(), hardStopped: false, portClosed: false, runSettled: false, timers: [] };
+    this.#live.set(id, live);
+    const service: PermissionService = { isGranted: (tool) => this.#permissions.isGranted(tool) };
+    exposeOnPort(service, permissions.port1);
+    live.port.on('message', (message: unknown) => this.#onMessage(live, message));
+    live.port.once('close', () => {
+      live.portClosed = true;
+      this.#settle(live);
+    });
+    this.#executor
+      .run(
+        { spec: { ...spec, attempt }, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#rateGateBuffer },
+        { hardStop: live.hardStop.signal, threadId: () => live.threadId },
+      )
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          live.runError = error;
+        },
+      )
+      .finally(() => {
+        live.runSettled = true;
+        // A thread that died may leave the port open for a moment; don't wait on it forever.
+        if (!live.portClosed) live.timers.push(setTimeout(() => { live.portClosed = true; this.#settle(live); }, 2_000));
+        this.#settle(live);
+      });
+  }
+
+  #onMessage(live: LiveJob, raw: unknown): void {
+    const parsed = workerMessageSchema.safeParse(raw);
+    if (!parsed.success || parsed.data.jobId !== live.id) {
+      this.#logger?.warn({ jobId: live.id }, 'ignored an invalid message from a worker');
+      return;
+    }
+    const message = parsed.data;
+    if (message.type === 'started') {
+      live.threadId = message.threadId;
+      this.ledger.markRunning(live.id, message.threadId);
+      // The wall clock starts now: time spent queued does not count.
+      const timeoutMs = this.#config.background.timeoutMinutes * 60_000;
+      live.timers.push(setTimeout(() => this.#stop(live.id, 'timeout'), timeoutMs));
+      this.emit('started', this.get(live.id) as JobRecord);
+    } else if (message.type === 'progress') {
+      this.emit('progress', { jobId: live.id, event: message.event as LoopEvent });
+    } else {
+      live.outcome = message.outcome as JobOutcome;
+      this.#settle(live);
+    }
+  }
+
+  /** Ends a live job once enough is known: its `done`, or its port closed and its run settled. */
+  #settle(live: LiveJob): void {
+    if (!this.#live.has(live.id)) return;
+    if (live.outcome) return this.#finish(live.id, this.#endingFromOutcome(live, live.outcome));
+    if (!live.portClosed || !live.runSettled) return;
+    const error = live.runError ?? new JobError('PROTOCOL_INVALID', live.id, 'the worker ended the job without reporting a result');
+    const attempt = this.#launches.get(live.id) ?? 1;
+    // In shared isolation a dead thread takes its neighbours along: they get another try,
+    // a bounded number of times, so a job that kills every thread it lands on still ends.
+    const threadDied = !live.hardStopped && !live.stopReason && this.#executor.isolation === 'shared';
+    if (threadDied && attempt <= this.#config.background.maxRequeues) {
+      return this.#requeue(live, `attempt ${attempt}: its thread died under it (${serializeError(error).message}); re-queued`);
+    }
+    const stopped = live.stopReason !== undefined;
+    const serialized = serializeError(error);
+    if (threadDied) serialized.message = `its thread died on each of ${attempt} tries, so it was given up: ${serialized.message}`;
+    this.#finish(live.id, {
+      status: stopped ? (live.stopReason === 'timeout' ? 'timed_out' : 'cancelled') : 'failed',
+      endedBy: stopped ? 'hard' : 'crash',
+      resultText: '',
+      usage: {},
+      iterations: 0,
+      error: stopped ? serializeError(new JobError(live.stopReason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', live.id, `ended by a hard stop after the cooperative ${live.stopReason} was not honoured`, { cause: error })) : serialized,
+    });
+  }
+
+  #endingFromOutcome(live: LiveJob, outcome: JobOutcome): JobEnding {
+    const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason, error: outcome.error };
+    if (outcome.stopReason === 'final') {
+      const { text, tag } = parseResultTag(outcome.text);
+      return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag };
+    }
+    if (live.stopReason) {
+      return { ...base, status: live.stopReason === 'timeout' ? 'timed_out' : 'cancelled', endedBy: 'cooperative', resultText: outcome.text };
+    }
+    return { ...base, status: 'failed', endedBy: 'completed', resultText: outcome.text };
+  }
+
+  #requeue(live: LiveJob, note: string): void {
+    this.#dispose(live);
+    if (this.ledger.get(live.id)?.state === 'running') this.ledger.requeue(live.id, note);
+    this.#queue.unshift(live.id);
+    this.emit('requeued', this.get(live.id) as JobRecord);
+    this.#pump();
+  }
+
+  #finish(id: string, ending: JobEnding): void {
+    const live = this.#live.get(id);
+    if (live) this.#dispose(live);
+    const record = this.ledger.markEnded(id, ending);
+    this.#specs.delete(id);
+    this.#launches.delete(id);
+    this.emit('done', structuredClone(record));
+    if (record.wave !== null) this.#checkWave(record.wave);
+    this.#pump();
+  }
+
+  #dispose(live: LiveJob): void {
+    for (const timer of live.timers) clearTimeout(timer);
+    live.port.close();
+    live.permissionPort.close();
+    this.#live.delete(live.id);
+  }
+
+  #wave(wave: number) {
+    let entry = this.#waves.get(wave);
+    if (!entry) {
+      entry = { members: new Set(), sealed: false, fired: false };
+      this.#waves.set(wave, entry);
+    }
+    return entry;
+  }
+
+  #checkWave(wave: number): void {
+    const entry = this.#waves.get(wave);
+    if (!entry || !entry.sealed || entry.fired) return;
+    const jobs = [...entry.members].map((id) => this.ledger.get(id));
+    if (!jobs.every((j) => j?.state === 'ended')) return;
+    entry.fired = true;
+    this.emit('wave-done', { wave, jobs: jobs.map((j) => structuredClone(j as JobRecord)) });
+  }
+
+  async #race(promise: Promise<void>, ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    try {
+      return await Promise.race([promise.then(() => true), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import { Worker } from 'node:worker_threads';
+import { Tinypool } from 'tinypool';
+import type { JobTask } from '../shared/protocol.js';
+import { runJobTask } from '../shared/job.js';
+import { scrubEnv } from '../shared/tools/secrets.js';
+import { ForkpoolError } from '../shared/errors.js';
+import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor } from './executor.js';
+
+/**
+ * The in-process baseline: the job's tool loop runs as an async function on the main thread,
+ * as the well-known agents run their sub-agents. No hard stop exists: cancel is cooperative only.
+ */
+export class InlineExecutor implements Executor {
+  readonly kind = 'inline' as const;
+  readonly isolation = 'inline' as const;
+
+  async run(task: JobTask, _options: ExecuteOptions): Promise<void> {
+    await runJobTask(task);
+  }
+
+  threadCount(): number {
+    return 0;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** tinypool behind the same interface, for comparison. One job per thread; hard stop by signal. */
+export class TinypoolExecutor implements Executor {
+  readonly kind = 'tinypool' as const;
+  readonly isolation = 'thread' as const;
+  readonly #pool: Tinypool;
+  #closed = false;
+
+  constructor(options: { threads: number; heapMb: number; workerFile?: string }) {
+    this.#pool = new Tinypool({
+      filename: options.workerFile ?? workerFileUrl('entry'),
+      minThreads: 1,
+      maxThreads: Math.max(1, options.threads),
+      useAtomics: false,
+      resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
+      env: scrubEnv(process.env),
+    });
+  }
+
+  async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
+    try {
+      await this.#pool.run(task, { transferList: [task.port, task.permissionPort], signal: hardStop });
+    } catch (error) {
+      throw classifyWorkerFailure(error, task.spec.id);
+    }
+  }
+
+  threadCount(): number {
+    return this.#closed ? 0 : this.#pool.threads.length;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.destroy();
+  }
+}
+
+/** The naive way: a fresh `new Worker()` per job, ended when the job is. For the bench. */
+export class WorkerPerJobExecutor implements Executor {
+  readonly kind = 'worker-per-job' as const;
+  readonly isolation = 'thread' as const;
+  readonly #live = new Set<Worker>();
+  readonly #heapMb: number;
+  readonly #file: string;
+
+  constructor(options: { heapMb: number; workerFile?: string }) {
+    this.#heapMb = options.heapMb;
+    this.#file = options.workerFile ?? workerFileUrl('naive-entry');
+  }
+
+  run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const worker = new Worker(new URL(this.#file), {
+        workerData: task,
+        transferList: [task.port, task.permissionPort],
+        resourceLimits: { maxOldGenerationSizeMb: this.#heapMb },
+        env: scrubEnv(process.env),
+      });
+      this.#live.add(worker);
+      let failure: unknown;
+      const onAbort = () => void worker.terminate();
+      hardStop.addEventListener('abort', onAbort, { once: true });
+      worker.on('error', (error) => (failure = error));
+      worker.on('exit', (code) => {
+        this.#live.delete(worker);
+        hardStop.removeEventListener('abort', onAbort);
+        if (hardStop.aborted) reject(classifyWorkerFailure(new ForkpoolError('ABORTED', 'terminated by hard stop'), task.spec.id));
+        else if (failure !== undefined) reject(classifyWorkerFailure(failure, task.spec.id));
+        else if (code !== 0) reject(classifyWorkerFailure(new Error(`worker exited with code: ${code}`), task.spec.id));
+        else resolve();
+      });
+    });
+  }
+
+  threadCount(): number {
+    return this.#live.size;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#live].map((w) => w.terminate()));
+  }
+}
+

@@ -1,0 +1,87 @@
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import type { Logger } from 'pino';
+import type { JobTask } from '../shared/protocol.js';
+import { scrubEnv } from '../shared/tools/secrets.js';
+import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor } from './executor.js';
+
+export interface PiscinaExecutorOptions {
+  /** `thread`: one job per thread (hard stop and heap cap hit one job). `shared`: many per thread. */
+  isolation: 'thread' | 'shared';
+  /** Most threads. */
+  threads: number;
+  /** Jobs per thread in `shared` isolation. */
+  tasksPerThread: number;
+  /** Old-generation heap cap of each thread, MiB. */
+  heapMb: number;
+  /** Built worker file URL; defaults to dist/worker/entry.js. Tests pass a fixture here. */
+  workerFile?: string;
+  logger?: Logger;
+}
+
+/** Idle threads stay warm this long, so a later wave starts at once. */
+const IDLE_TIMEOUT_MS = 10 * 60_000;
+const CLOSE_WAIT_MS = 2_000;
+
+/**
+ * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
+ * thread, so `shared` isolation passes none and hard-stops by terminating the job's thread
+ * (found by the `threadId` the job reported); its neighbours die too and the manager re-queues them.
+ */
+export class PiscinaExecutor implements Executor {
+  readonly kind = 'piscina' as const;
+  readonly isolation: 'thread' | 'shared';
+  readonly #pool: Piscina<JobTask, unknown>;
+  #closed = false;
+
+  constructor(options: PiscinaExecutorOptions) {
+    this.isolation = options.isolation;
+    const maxThreads = Math.max(1, options.threads);
+    this.#pool = new Piscina({
+      filename: options.workerFile ?? workerFileUrl('entry'),
+      minThreads: Math.min(maxThreads, Math.max(1, availableParallelism())),
+      maxThreads,
+      idleTimeout: IDLE_TIMEOUT_MS,
+      // The default ('sync') freezes a worker's event loop between tasks: timers and late port traffic stall.
+      atomics: 'disabled',
+      concurrentTasksPerWorker: options.isolation === 'shared' ? Math.max(1, options.tasksPerThread) : 1,
+      resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
+      // Workers get an environment without API keys; a job's key travels in its cloned config.
+      env: scrubEnv(process.env),
+      closeTimeout: CLOSE_WAIT_MS,
+    });
+    // Without a listener, a worker error could crash the host process.
+    this.#pool.on('error', (error: unknown) => options.logger?.warn({ err: error }, 'worker thread error'));
+  }
+
+  async run(task: JobTask, { hardStop, threadId }: ExecuteOptions): Promise<void> {
+    const transferList = [task.port, task.permissionPort];
+    let onAbort: (() => void) | undefined;
+    if (this.isolation === 'shared') {
+      onAbort = () => {
+        const id = threadId();
+        const worker = this.#pool.threads.find((w) => w.threadId === id);
+        void worker?.terminate();
+      };
+      hardStop.addEventListener('abort', onAbort, { once: true });
+    }
+    try {
+      await this.#pool.run(task, { transferList, ...(this.isolation === 'thread' ? { signal: hardStop } : {}) });
+    } catch (error) {
+      throw classifyWorkerFailure(error, task.spec.id);
+    } finally {
+      if (onAbort) hardStop.removeEventListener('abort', onAbort);
+    }
+  }
+
+  threadCount(): number {
+    return this.#closed ? 0 : this.#pool.threads.length;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    // destroy() ends every thread at once; the manager has already drained or cancelled the jobs.
+    await this.#pool.destroy();
+  }
+}

@@ -1,0 +1,62 @@
+import { AbortError } from './errors.js';
+
+/** A child controller that aborts when `parent` does; `dispose()` removes the listener. */
+export function linkedAbort(parent: AbortSignal | undefined): { controller: AbortController; signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  if (!parent) return { controller, signal: controller.signal, dispose() {} };
+  const onAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) controller.abort(parent.reason);
+  else parent.addEventListener('abort', onAbort, { once: true });
+  return { controller, signal: controller.signal, dispose: () => parent.removeEventListener('abort', onAbort) };
+}
+
+/** Sleeps `ms`, rejecting with {@link AbortError} the moment `signal` aborts. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortError(signal.reason));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortError(signal?.reason));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Races `work` against a timeout and a signal. The work gets its own signal, aborted on either,
+ * so it can stop what it is doing; the timer is always cleared.
+ */
+export async function withTimeout<T>(
+  work: (signal: AbortSignal) => Promise<T>,
+  timeoutMs: number,
+  signal: AbortSignal,
+  onTimeout: () => Error,
+): Promise<T> {
+  const local = linkedAbort(signal);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = onTimeout();
+      // Reject first so the race reports the timeout, not the abort it causes.
+      reject(error);
+      local.controller.abort(error);
+    }, timeoutMs);
+  });
+  const aborted = new Promise<never>((_, reject) => {
+    if (local.signal.aborted) reject(new AbortError(local.signal.reason));
+    local.signal.addEventListener('abort', () => reject(new AbortError(local.signal.reason)), { once: true });
+  });
+  // Silence the losers of the race; their rejections are expected.
+  timeout.catch(() => {});
+  aborted.catch(() => {});
+  try {
+    return await Promise.race([work(local.signal), timeout, aborted]);
+  } finally {
+    clearTimeout(timer);
+    local.dispose();
+  }
+}

@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
+import { ConfigError, type ConfigIssue } from './errors.js';
+
+/**
+ * The one configuration schema. Plain data only: a config is structured-cloned into every
+ * worker, so it must survive `postMessage` unchanged.
+ */
+const toolLimitsSchema = z.strictObject({
+  readFileMaxBytes: z.number().int().positive().default(DEFAULTS.tools.readFileMaxBytes),
+  readFileDefaultLines: z.number().int().positive().default(DEFAULTS.tools.readFileDefaultLines),
+  outputMaxChars: z.number().int().min(256).default(DEFAULTS.tools.outputMaxChars),
+  grepMaxMatches: z.number().int().positive().default(DEFAULTS.tools.grepMaxMatches),
+  grepMaxFileBytes: z.number().int().positive().default(DEFAULTS.tools.grepMaxFileBytes),
+  findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
+  bashTimeoutMs: z.number().int().positive().default(DEFAULTS.tools.bashTimeoutMs),
+  toolTimeoutMs: z.number().int().positive().default(DEFAULTS.tools.toolTimeoutMs),
+});
+
+const backgroundSchema = z.strictObject({
+  maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
+  timeoutMinutes: z.number().positive().default(DEFAULTS.background.timeoutMinutes),
+  queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
+  maxDepth: z.number().int().min(0).max(1).default(DEFAULTS.background.maxDepth),
+  isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
+  tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
+  threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
+  heapMb: z.number().int().min(16).default(DEFAULTS.background.heapMb),
+  cancelGraceMs: z.number().int().min(0).default(DEFAULTS.background.cancelGraceMs),
+  resultMaxChars: z.number().int().min(200).default(DEFAULTS.background.resultMaxChars),
+  closeTimeoutMs: z.number().int().min(0).default(DEFAULTS.background.closeTimeoutMs),
+  maxRequeues: z.number().int().min(0).max(10).default(DEFAULTS.background.maxRequeues),
+});
+
+export const configSchema = z.strictObject({
+  model: z.string().min(1).default(DEFAULTS.model),
+  /** OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. Unset: the built-in simulator. */
+  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** Never printed, logged or put in an event. */
+  apiKey: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
+  maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
+  requestTimeoutMs: z.number().int().min(100).default(DEFAULTS.requestTimeoutMs),
+  streamIdleTimeoutMs: z.number().int().min(100).default(DEFAULTS.streamIdleTimeoutMs),
+  maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
+  stream: z.boolean().default(DEFAULTS.stream),
+  /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
+  workspaceRoot: z.string().min(1),
+  /** Built-in tools offered to the model. */
+  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([...BUILTIN_TOOL_NAMES]),
+  /** Gated tools granted up front (`bash`, `write_file`, `edit_file`). */
+  grantedTools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([]),
+  /** `ask`: the parent asks a person on a terminal; `config`: only `grantedTools`. Background jobs never ask. */
+  permissionMode: z.enum(['ask', 'config']).default('config'),
+  loopWarnAfter: z.number().int().min(2).default(DEFAULTS.loopWarnAfter),
+  loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
+  toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
+  background: backgroundSchema.default(backgroundSchema.parse({})),
+  sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
+});
+
+export type ForkpoolConfig = z.output<typeof configSchema>;
+export type ForkpoolConfigInput = z.input<typeof configSchema>;
+export type BackgroundConfig = ForkpoolConfig['background'];
+export type ToolLimits = ForkpoolConfig['toolLimits'];
+
+/** The seeds' snake_case names, accepted in a config file as aliases. */
+const SNAKE_ALIASES: Record<string, [string, string]> = {
+  max_background_agents: ['background', 'maxConcurrent'],
+  background_agent_timeout_minutes: ['background', 'timeoutMinutes'],
+};
+
+/** Rewrites the seeds' snake_case aliases into their nested places. Returns a new object. */
+export function normalizeAliases(input: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...input };
+  for (const [alias, [group, key]] of Object.entries(SNAKE_ALIASES)) {
+    if (!(alias in out)) continue;
+    const value = out[alias];
+    delete out[alias];
+    const existing = out[group];
+    const nested = existing && typeof existing === 'object' ? { ...(existing as Record<string, unknown>) } : {};
+    nested[key] = value;
+    out[group] = nested;
+  }
+  return out;
+}
+
+/**
+ * Validates a raw config object. Throws {@link ConfigError} naming every bad field,
+ * what it expected and what it received. `sources` maps dotted field paths to where
+ * each value came from (file, environment variable, flag) so the message can say.
+ */
+export function parseConfig(raw: unknown, sources: Record<string, string> = {}): ForkpoolConfig {
+  const input = raw && typeof raw === 'object' && !Array.isArray(raw) ? normalizeAliases(raw as Record<string, unknown>) : raw;
+  const result = configSchema.safeParse(input, { reportInput: true });
+  if (result.success) {
+    if (result.data.loopStopAfter <= result.data.loopWarnAfter) {
+      throw new ConfigError([
+        {
+          field: 'loopStopAfter',
+          expected: `a number greater than loopWarnAfter (${result.data.loopWarnAfter})`,
+          received: String(result.data.loopStopAfter),
+        },
+      ]);
+    }
+    return result.data;
+  }
+  throw new ConfigError(result.error.issues.map((issue) => toConfigIssue(issue, sources)));
+}
+
+function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {
+  const base = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const field = issue.keys.map((k) => (base ? `${base}.${k}` : k)).join(', ');
+    return withSource({ field, expected: 'no such key (unknown option)', received: `key ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` }, field, sources);
+  }
+  const field = base || '(root)';
+  return withSource({ field, expected: describeExpected(issue), received: describeReceived(issue.input) }, field, sources);
+}
+
+function withSource(issue: ConfigIssue, field: string, sources: Record<string, string>): ConfigIssue {
+  const source = sources[field];
+  return source ? { ...issue, source } : issue;
+}
+
+function describeExpected(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.expected;
+    case 'invalid_value':
+      return `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'too_small':
+      return `${issue.origin === 'string' ? 'a string of length' : 'a value'} ${issue.inclusive ? '>=' : '>'} ${String(issue.minimum)}`;
+    case 'too_big':
+      return `${issue.origin === 'string' ? 'a string of length' : 'a value'} ${issue.inclusive ? '<=' : '<'} ${String(issue.maximum)}`;
+    case 'invalid_format':
+      return `a valid ${issue.format}`;
+    default:
+      return issue.message;
+  }
+}
+
+export function describeReceived(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,174 @@
+/**
+ * One error hierarchy for forkpool. Every error has a stable `code`; subclasses carry the
+ * fields a caller needs (job id, milliseconds, tool name). Errors cross the worker boundary
+ * as plain {@link SerializedError} objects, because structured clone drops custom fields.
+ */
+
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'TOOL_ARGUMENTS_INVALID'
+  | 'TOOL_UNKNOWN'
+  | 'TOOL_FAILED'
+  | 'TOOL_TIMEOUT'
+  | 'PATH_OUTSIDE_WORKSPACE'
+  | 'PERMISSION_DENIED'
+  | 'MODEL_REQUEST_FAILED'
+  | 'MODEL_STREAM_STALLED'
+  | 'ABORTED'
+  | 'JOB_TIMEOUT'
+  | 'JOB_CANCELLED'
+  | 'JOB_UNKNOWN'
+  | 'QUEUE_FULL'
+  | 'MANAGER_CLOSED'
+  | 'DEPTH_EXCEEDED'
+  | 'WORKER_CRASHED'
+  | 'WORKER_EXITED'
+  | 'WORKER_OUT_OF_MEMORY'
+  | 'PROTOCOL_INVALID'
+  | 'SIM_SCRIPT'
+  | 'INTERNAL';
+
+export class ForkpoolError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ForkpoolError';
+    this.code = code;
+  }
+}
+
+/** A configuration value is wrong: names the field, what was expected and what was received. */
+export class ConfigError extends ForkpoolError {
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: readonly ConfigIssue[]) {
+    super('CONFIG_INVALID', issues.map(formatConfigIssue).join('\n'));
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+export interface ConfigIssue {
+  /** Dotted path of the field, e.g. `background.maxConcurrent`. */
+  field: string;
+  expected: string;
+  received: string;
+  /** Where the value came from: a file path, an environment variable or a flag. */
+  source?: string;
+}
+
+function formatConfigIssue(issue: ConfigIssue): string {
+  const from = issue.source ? ` (from ${issue.source})` : '';
+  return `config field "${issue.field}"${from}: expected ${issue.expected}, received ${issue.received}`;
+}
+
+/** A tool call the model made cannot be carried out; goes back to the model as a tool result. */
+export class ToolError extends ForkpoolError {
+  readonly toolName: string;
+  constructor(code: ErrorCode, toolName: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'ToolError';
+    this.toolName = toolName;
+  }
+}
+
+export class TimeoutError extends ForkpoolError {
+  readonly timeoutMs: number;
+  constructor(code: 'TOOL_TIMEOUT' | 'JOB_TIMEOUT' | 'MODEL_STREAM_STALLED', message: string, timeoutMs: number) {
+    super(code, message);
+    this.name = 'TimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+export class AbortError extends ForkpoolError {
+  constructor(reason?: unknown) {
+    super('ABORTED', `aborted${reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : ''}`, {
+      cause: reason,
+    });
+    this.name = 'AbortError';
+  }
+}
+
+/** An error raised by the background manager about one job. */
+export class JobError extends ForkpoolError {
+  readonly jobId: string;
+  constructor(code: ErrorCode, jobId: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'JobError';
+    this.jobId = jobId;
+  }
+}
+
+/** The plain shape an error takes on the wire (and in job records). */
+export interface SerializedError {
+  name: string;
+  code: ErrorCode;
+  message: string;
+  stack?: string;
+  jobId?: string;
+  toolName?: string;
+  timeoutMs?: number;
+  cause?: SerializedError;
+}
+
+const KNOWN_CODES = new Set<string>([
+  'CONFIG_INVALID', 'TOOL_ARGUMENTS_INVALID', 'TOOL_UNKNOWN', 'TOOL_FAILED', 'TOOL_TIMEOUT',
+  'PATH_OUTSIDE_WORKSPACE', 'PERMISSION_DENIED', 'MODEL_REQUEST_FAILED', 'MODEL_STREAM_STALLED',
+  'ABORTED', 'JOB_TIMEOUT', 'JOB_CANCELLED', 'JOB_UNKNOWN', 'QUEUE_FULL', 'MANAGER_CLOSED',
+  'DEPTH_EXCEEDED', 'WORKER_CRASHED', 'WORKER_EXITED', 'WORKER_OUT_OF_MEMORY', 'PROTOCOL_INVALID',
+  'SIM_SCRIPT', 'INTERNAL',
+]);
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && KNOWN_CODES.has(value);
+}
+
+export function serializeError(error: unknown, depth = 0): SerializedError {
+  if (error instanceof Error) {
+    const raw = error as Error & { code?: unknown; jobId?: unknown; toolName?: unknown; timeoutMs?: unknown };
+    const out: SerializedError = {
+      name: error.name,
+      code: isErrorCode(raw.code) ? raw.code : codeForForeignError(raw),
+      message: error.message,
+    };
+    if (error.stack !== undefined) out.stack = error.stack;
+    if (typeof raw.jobId === 'string') out.jobId = raw.jobId;
+    if (typeof raw.toolName === 'string') out.toolName = raw.toolName;
+    if (typeof raw.timeoutMs === 'number') out.timeoutMs = raw.timeoutMs;
+    if (error.cause !== undefined && depth < 4) out.cause = serializeError(error.cause, depth + 1);
+    return out;
+  }
+  return { name: 'Error', code: 'INTERNAL', message: typeof error === 'string' ? error : safeString(error) };
+}
+
+function codeForForeignError(error: Error & { code?: unknown }): ErrorCode {
+  if (error.name === 'AbortError' || error.name === 'APIUserAbortError') return 'ABORTED';
+  if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') return 'WORKER_OUT_OF_MEMORY';
+  return 'INTERNAL';
+}
+
+function safeString(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Rebuilds the typed error class from its serialized shape. */
+export function deserializeError(data: SerializedError): ForkpoolError {
+  const cause = data.cause ? deserializeError(data.cause) : undefined;
+  const opts = cause ? { cause } : undefined;
+  let error: ForkpoolError;
+  if (data.jobId !== undefined) error = new JobError(data.code, data.jobId, data.message, opts);
+  else if (data.toolName !== undefined) error = new ToolError(data.code, data.toolName, data.message, opts);
+  else if (data.timeoutMs !== undefined && (data.code === 'TOOL_TIMEOUT' || data.code === 'JOB_TIMEOUT' || data.code === 'MODEL_STREAM_STALLED'))
+    error = new TimeoutError(data.code, data.message, data.timeoutMs);
+  else error = new ForkpoolError(data.code, data.message, opts);
+  if (data.stack !== undefined) error.stack = data.stack;
+  return error;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,131 @@
+import { threadId, type MessagePort } from 'node:worker_threads';
+import type OpenAI from 'openai';
+import { AbortError, ForkpoolError, serializeError } from './errors.js';
+import { createModelClient, type RateGate } from './model-call.js';
+import { backgroundSystemPrompt } from './prompts.js';
+import { jobSpecSchema, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type PermissionService, type WorkerMessage } from './protocol.js';
+import { SharedRateGate } from './rate-gate.js';
+import { runToolLoop, type LoopEvent } from './tool-loop.js';
+import { raceRemote, releaseProxy, wrapPort } from './comlink-port.js';
+import { builtinTools } from './tools/index.js';
+import { resolveWorkspaceRoot } from './tools/sandbox.js';
+import { scrubEnv } from './tools/secrets.js';
+import type { PermissionGate } from './tools/types.js';
+import { z } from 'zod';
+
+/** A permission answer slower than this is a denial: a background job never waits on a person. */
+const PERMISSION_TIMEOUT_MS = 5_000;
+
+export interface BackgroundJobDeps {
+  signal: AbortSignal;
+  permissions: PermissionGate;
+  onEvent?: (event: LoopEvent) => void;
+  rateGate?: RateGate | undefined;
+  client?: OpenAI;
+}
+
+/**
+ * Runs one background job's tool loop: the background system prompt, the built-in tools only
+ * (no spawn, cancel or agent tools: depth 1), its own client from the cloned config.
+ * Never throws for a job-level failure; the outcome says how it ended.
+ */
+export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobOutcome> {
+  const { config } = spec;
+  try {
+    const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot);
+    const result = await runToolLoop({
+      client: deps.client ?? clientFor(config),
+      config,
+      messages: [
+        { role: 'system', content: backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) }) },
+        { role: 'user', content: spec.task },
+      ],
+      tools: builtinTools(config.tools),
+      toolContext: { workspaceRoot, limits: config.toolLimits, permissions: deps.permissions, env: scrubEnv(process.env) },
+      signal: deps.signal,
+      rateGate: deps.rateGate,
+      onEvent: deps.onEvent,
+    });
+    return {
+      stopReason: result.stopReason,
+      text: result.finalText,
+      usage: result.usage,
+      iterations: result.iterations,
+      ...(result.error ? { error: result.error } : {}),
+    };
+  } catch (error) {
+    const aborted = deps.signal.aborted;
+    return {
+      stopReason: aborted ? 'aborted' : 'error',
+      text: '',
+      usage: {},
+      iterations: 0,
+      error: serializeError(aborted ? new AbortError(deps.signal.reason) : error),
+    };
+  }
+}
+
+/*
+ * Clients are reused across the jobs a thread runs (shared mode runs many), so their HTTP
+ * connections are pooled. A client holds no job state; keyed by everything that shapes it.
+ */
+const clients = new Map<string, OpenAI>();
+function clientFor(config: JobSpec['config']): OpenAI {
+  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs]);
+  let client = clients.get(key);
+  if (!client) {
+    client = createModelClient(config);
+    clients.set(key, client);
+  }
+  return client;
+}
+
+/**
+ * The task body a worker runs (and the inline executor, on the main thread): validates the
+ * spec, wires cancel and permissions to the ports, posts `started`, progress and an explicit
+ * `done` (port messages can otherwise arrive after the task's promise resolved).
+ */
+export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopReason: JobOutcome['stopReason'] }> {
+  const { port, permissionPort } = task;
+  const post = (message: WorkerMessage) => port.postMessage(message);
+  const parsed = jobSpecSchema.safeParse(task.spec);
+  const jobId = typeof task.spec?.id === 'string' ? task.spec.id : 'unknown';
+  if (!parsed.success) {
+    const error = new ForkpoolError('PROTOCOL_INVALID', `invalid job spec: ${z.prettifyError(parsed.error)}`);
+    post({ type: 'done', jobId, outcome: { stopReason: 'error', text: '', usage: {}, iterations: 0, error: serializeError(error) } });
+    closePorts(task);
+    return { jobId, stopReason: 'error' };
+  }
+  const spec = parsed.data as JobSpec;
+  const controller = new AbortController();
+  const onMessage = (raw: unknown) => {
+    const message = mainMessageSchema.safeParse(raw);
+    if (message.success) controller.abort(new ForkpoolError(message.data.reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${message.data.reason}`));
+  };
+  port.on('message', onMessage);
+  const remote = wrapPort<PermissionService>(permissionPort);
+  const permissions: PermissionGate = {
+    check: (request) =>
+      raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, PERMISSION_TIMEOUT_MS, false, controller.signal),
+  };
+  try {
+    post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
+    const outcome = await runBackgroundJob(spec, {
+      signal: controller.signal,
+      permissions,
+      onEvent: (event) => post({ type: 'progress', jobId: spec.id, event }),
+      rateGate: task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined,
+    });
+    post({ type: 'done', jobId: spec.id, outcome });
+    return { jobId: spec.id, stopReason: outcome.stopReason };
+  } finally {
+    port.off('message', onMessage);
+    remote[releaseProxy]();
+    closePorts(task);
+  }
+}
+
+function closePorts(task: { port: MessagePort; permissionPort: MessagePort }): void {
+  task.port.close();
+  task.permissionPort.close();
+}

@@ -1,0 +1,232 @@
+import OpenAI from 'openai';
+import type { ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
+import { AbortError, ForkpoolError, TimeoutError } from './errors.js';
+import { usageFromApi, type Usage } from './usage.js';
+import { abortableSleep, linkedAbort } from './abort.js';
+import type { ForkpoolConfig } from './config.js';
+
+/** What one model call produced, whether streamed or not. */
+export interface ModelReply {
+  content: string;
+  toolCalls: ChatCompletionMessageFunctionToolCall[];
+  finishReason: string | null;
+  usage: Usage;
+  model: string;
+}
+
+/**
+ * One gate shared by every job of an executor: after a 429 with Retry-After, everybody waits,
+ * not only the job that saw it. The default one is per thread; the executor shares one across
+ * threads (see src/main/rate-gate).
+ */
+export interface RateGate {
+  /** Resolves when requests may be sent again. */
+  wait(signal: AbortSignal): Promise<void>;
+  /** Nobody sends before `Date.now() + ms`. */
+  pauseFor(ms: number): void;
+}
+
+export type RetryEvent = { attempt: number; delayMs: number; reason: string };
+
+export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries'>;
+
+export interface ModelCallOptions {
+  client: OpenAI;
+  config: ModelCallConfig;
+  params: Pick<ChatCompletionCreateParams, 'messages' | 'tools'>;
+  signal: AbortSignal;
+  rateGate?: RateGate | undefined;
+  onRetry?: ((event: RetryEvent) => void) | undefined;
+}
+
+const RETRYABLE_STATUS = new Set([408, 409, 429]);
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_CAP_MS = 8_000;
+
+/** Builds the client from a (cloned) config. Retries are ours, so the SDK's are off. */
+export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'>): OpenAI {
+  return new OpenAI({
+    // The simulator and many local servers need no key, but the SDK insists on one.
+    apiKey: config.apiKey ?? 'forkpool-no-key',
+    ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
+    timeout: config.requestTimeoutMs,
+    maxRetries: 0,
+  });
+}
+
+/**
+ * Sends one chat-completions request, retrying 408/409/429/5xx and transport failures (a body
+ * that is not JSON, a stream cut off or stalled) with exponential backoff, jitter and a cap,
+ * honouring Retry-After. Other 4xx fail at once. Throws {@link ForkpoolError}.
+ */
+export async function callModel(options: ModelCallOptions): Promise<ModelReply> {
+  const { config, signal } = options;
+  for (let attempt = 0; ; attempt++) {
+    if (signal.aborted) throw new AbortError(signal.reason);
+    await options.rateGate?.wait(signal);
+    try {
+      return config.stream ? await streamOnce(options) : await requestOnce(options);
+    } catch (error) {
+      if (signal.aborted) throw new AbortError(signal.reason);
+      const verdict = classify(error);
+      if (!verdict.retryable || attempt >= config.maxRetries) {
+        throw new ForkpoolError('MODEL_REQUEST_FAILED', `model request failed after ${attempt + 1} attempt(s): ${verdict.reason}`, {
+          cause: error,
+        });
+      }
+      const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() * 0.5);
+      const delayMs = Math.max(backoff, verdict.retryAfterMs ?? 0);
+      if (verdict.retryAfterMs !== undefined) options.rateGate?.pauseFor(verdict.retryAfterMs);
+      options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason: verdict.reason });
+      await abortableSleep(delayMs, signal);
+    }
+  }
+}
+
+interface Verdict {
+  retryable: boolean;
+  reason: string;
+  retryAfterMs?: number;
+}
+
+function classify(error: unknown): Verdict {
+  if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
+    const status = error.status;
+    const excerpt = bodyExcerpt(error);
+    const reason = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`;
+    const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
+    const retryAfterMs = parseRetryAfter(error.headers);
+    return retryAfterMs === undefined ? { retryable, reason } : { retryable, reason, retryAfterMs };
+  }
+  if (error instanceof TimeoutError) return { retryable: true, reason: error.message };
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, reason: 'request timed out' };
+  if (error instanceof OpenAI.APIConnectionError) return { retryable: true, reason: `connection error: ${error.message}` };
+  // A body that is not JSON, a stream cut short: transport trouble, worth another try.
+  const message = error instanceof Error ? error.message : String(error);
+  return { retryable: true, reason: `transport error: ${message.slice(0, 200)}` };
+}
+
+function bodyExcerpt(error: InstanceType<typeof OpenAI.APIError>): string {
+  const raw = error.error === undefined ? error.message : JSON.stringify(error.error);
+  return raw.length > 200 ? `${raw.slice(0, 200)}…` : raw;
+}
+
+function parseRetryAfter(headers: Headers | undefined): number | undefined {
+  const ms = headers?.get('retry-after-ms');
+  if (ms && Number.isFinite(Number(ms))) return Number(ms);
+  const value = headers?.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+async function requestOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
+  const response = await client.chat.completions.create(
+    { model: config.model, temperature: config.temperature, messages: params.messages, ...(params.tools?.length ? { tools: params.tools } : {}) },
+    { signal },
+  );
+  if (!response || typeof response !== 'object' || !Array.isArray(response.choices)) {
+    throw new ForkpoolError('MODEL_REQUEST_FAILED', 'response is not a chat completion');
+  }
+  const choice = response.choices[0];
+  const toolCalls = (choice?.message.tool_calls ?? []).filter((c): c is ChatCompletionMessageFunctionToolCall => c.type === 'function');
+  return {
+    content: choice?.message.content ?? '',
+    toolCalls,
+    finishReason: choice?.finish_reason ?? null,
+    usage: usageFromApi(response.usage),
+    model: response.model || config.model,
+  };
+}
+
+/** Streams one response; an idle watchdog aborts a stream that stalls after its headers. */
+async function streamOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
+  const local = linkedAbort(signal);
+  let idleTimer: NodeJS.Timeout | undefined;
+  let stalled = false;
+  const armWatchdog = () => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      stalled = true;
+      local.controller.abort(new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs));
+    }, config.streamIdleTimeoutMs);
+  };
+  try {
+    const stream = await client.chat.completions.create(
+      {
+        model: config.model,
+        temperature: config.temperature,
+        messages: params.messages,
+        ...(params.tools?.length ? { tools: params.tools } : {}),
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      { signal: local.signal },
+    );
+    armWatchdog();
+    const reply = new StreamAssembler(config.model);
+    for await (const chunk of stream) {
+      armWatchdog();
+      reply.add(chunk);
+    }
+    // The SDK ends a stream loop silently on abort: check, or a cut-short answer looks whole.
+    if (stalled) throw new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs);
+    if (local.signal.aborted) throw new AbortError(local.signal.reason);
+    return reply.finish();
+  } catch (error) {
+    if (stalled) throw new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs);
+    throw error;
+  } finally {
+    clearTimeout(idleTimer);
+    local.dispose();
+  }
+}
+
+class StreamAssembler {
+  #content = '';
+  #calls = new Map<number, { id: string; name: string; args: string }>();
+  #finishReason: string | null = null;
+  #usage: Usage | undefined;
+  #model: string;
+
+  constructor(model: string) {
+    this.#model = model;
+  }
+
+  add(chunk: ChatCompletionChunk): void {
+    if (chunk.model) this.#model = chunk.model;
+    if (chunk.usage) this.#usage = usageFromApi(chunk.usage);
+    for (const choice of chunk.choices ?? []) {
+      if (choice.delta?.content) this.#content += choice.delta.content;
+      for (const delta of choice.delta?.tool_calls ?? []) {
+        const call = this.#calls.get(delta.index) ?? { id: '', name: '', args: '' };
+        if (delta.id) call.id = delta.id;
+        if (delta.function?.name) call.name += delta.function.name;
+        if (delta.function?.arguments) call.args += delta.function.arguments;
+        this.#calls.set(delta.index, call);
+      }
+      if (choice.finish_reason) this.#finishReason = choice.finish_reason;
+    }
+  }
+
+  finish(): ModelReply {
+    // A stream that ends with no finish_reason was cut off: retry it rather than trust it.
+    if (this.#finishReason === null) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'stream ended without a finish_reason (cut off)');
+    const toolCalls = [...this.#calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, c]) => ({
+        id: c.id || `call_${index}`,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.args },
+      }));
+    return {
+      content: this.#content,
+      toolCalls,
+      finishReason: this.#finishReason,
+      usage: this.#usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 1 },
+      model: this.#model,
+    };
+  }
+}

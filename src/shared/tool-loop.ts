@@ -1,0 +1,207 @@
+import type OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionMessageFunctionToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { z } from 'zod';
+import type { ForkpoolConfig } from './config.js';
+import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
+import { LoopDetector } from './loop-detector.js';
+import { callModel, type RateGate, type RetryEvent } from './model-call.js';
+import { withTimeout } from './abort.js';
+import { capHeadTail } from './text-budget.js';
+import { toOpenAITool } from './tools/index.js';
+import type { ToolContext, ToolDefinition } from './tools/types.js';
+import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
+
+export type StopReason = 'final' | 'budget_exceeded' | 'loop_detected' | 'aborted' | 'error';
+
+/** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
+export type LoopEvent =
+  | { type: 'model_request'; iteration: number }
+  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string }
+  | { type: 'retry'; attempt: number; delayMs: number; reason: string }
+  | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
+  | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
+  | { type: 'loop_warning'; name: string; repeats: number };
+
+export type LoopConfig = Pick<
+  ForkpoolConfig,
+  'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'maxIterations' | 'loopWarnAfter' | 'loopStopAfter' | 'toolLimits'
+>;
+
+export interface ToolLoopOptions {
+  client: OpenAI;
+  config: LoopConfig;
+  /** The history so far (system prompt, earlier turns, this turn's input). Not mutated. */
+  messages: readonly ChatCompletionMessageParam[];
+  tools: readonly ToolDefinition[];
+  toolContext: Omit<ToolContext, 'signal'>;
+  signal?: AbortSignal | undefined;
+  rateGate?: RateGate | undefined;
+  onEvent?: ((event: LoopEvent) => void) | undefined;
+}
+
+export interface ToolLoopResult {
+  stopReason: StopReason;
+  /** The final answer; for a run cut short, what it had found so far. */
+  finalText: string;
+  /** The whole history including this run's messages; every tool call has its response. */
+  messages: ChatCompletionMessageParam[];
+  usage: UsageByModel;
+  iterations: number;
+  error?: SerializedError;
+}
+
+/**
+ * The one tool loop, shared by the parent agent and background jobs: model → tool calls →
+ * results, until a final answer, the iteration cap, a detected loop, an abort or a model
+ * failure. Ends with a typed reason rather than throwing.
+ */
+export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopResult> {
+  const { config, client } = options;
+  const signal = options.signal ?? new AbortController().signal;
+  const emit = options.onEvent ?? (() => {});
+  const messages: ChatCompletionMessageParam[] = [...options.messages];
+  const toolsByName = new Map(options.tools.map((t) => [t.name, t]));
+  const apiTools: ChatCompletionTool[] = options.tools.map(toOpenAITool);
+  const detector = new LoopDetector(config.loopWarnAfter, config.loopStopAfter);
+  let usage: UsageByModel = {};
+  let iterations = 0;
+  const end = (stopReason: StopReason, finalText: string, error?: unknown): ToolLoopResult => ({
+    stopReason,
+    finalText,
+    messages,
+    usage,
+    iterations,
+    ...(error === undefined ? {} : { error: serializeError(error) }),
+  });
+
+  while (iterations < config.maxIterations) {
+    if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+    iterations++;
+    emit({ type: 'model_request', iteration: iterations });
+    let reply;
+    try {
+      reply = await callModel({
+        client,
+        config,
+        params: { messages, tools: apiTools },
+        signal,
+        rateGate: options.rateGate,
+        onRetry: (e: RetryEvent) => emit({ type: 'retry', ...e }),
+      });
+    } catch (error) {
+      if (signal.aborted || error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
+      return end('error', findingsSoFar(messages), error);
+    }
+    usage = addModelUsage(usage, reply.model, reply.usage);
+    emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
+
+    if (reply.toolCalls.length === 0) {
+      messages.push({ role: 'assistant', content: reply.content });
+      return end('final', reply.content);
+    }
+    messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
+
+    // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
+    const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
+    // Calls in one message run concurrently; each one's result lands in its own slot.
+    const results = await Promise.all(reply.toolCalls.map((call) => executeToolCall(call, toolsByName, options, signal, emit)));
+    reply.toolCalls.forEach((call, i) => {
+      let content = results[i] ?? 'Error: no result';
+      if (verdicts[i] === 'warn') {
+        emit({ type: 'loop_warning', name: call.function.name, repeats: detector.repeats });
+        content += `\n\n[forkpool] You have called ${call.function.name} with these same arguments ${detector.repeats} times in a row. Change approach or answer now.`;
+      }
+      messages.push({ role: 'tool', tool_call_id: call.id, content });
+    });
+    if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+    if (verdicts.includes('stop')) {
+      return end('loop_detected', findingsSoFar(messages), new ForkpoolError('INTERNAL', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`));
+    }
+  }
+  return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('INTERNAL', `iteration cap of ${config.maxIterations} model calls reached`));
+}
+
+/** Runs one call; every failure becomes an `Error: …` result the model can read and adapt to. */
+async function executeToolCall(
+  call: ChatCompletionMessageFunctionToolCall,
+  toolsByName: ReadonlyMap<string, ToolDefinition>,
+  options: ToolLoopOptions,
+  signal: AbortSignal,
+  emit: (event: LoopEvent) => void,
+): Promise<string> {
+  const name = call.function.name;
+  const started = Date.now();
+  emit({ type: 'tool_call', callId: call.id, name, argsPreview: call.function.arguments.slice(0, 200) });
+  let ok = false;
+  let output: string;
+  try {
+    output = await runTool(call, toolsByName.get(name), options, signal);
+    ok = true;
+  } catch (error) {
+    output = `Error: ${errorMessage(error)}`;
+  }
+  output = capHeadTail(output, options.config.toolLimits.outputMaxChars);
+  emit({ type: 'tool_result', callId: call.id, name, ok, chars: output.length, ms: Date.now() - started });
+  return output;
+}
+
+async function runTool(
+  call: ChatCompletionMessageFunctionToolCall,
+  tool: ToolDefinition | undefined,
+  options: ToolLoopOptions,
+  signal: AbortSignal,
+): Promise<string> {
+  const name = call.function.name;
+  if (!tool) {
+    const known = options.tools.map((t) => t.name).join(', ');
+    throw new ToolError('TOOL_UNKNOWN', name, `unknown tool "${name}". Available tools: ${known || 'none'}.`);
+  }
+  let raw: unknown;
+  try {
+    raw = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+  } catch {
+    throw new ToolError('TOOL_ARGUMENTS_INVALID', name, `arguments for ${name} are not valid JSON: ${call.function.arguments.slice(0, 200)}`);
+  }
+  const parsed = tool.parameters.safeParse(raw);
+  if (!parsed.success) {
+    throw new ToolError('TOOL_ARGUMENTS_INVALID', name, `invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
+  }
+  const args = parsed.data;
+  if (tool.gated) {
+    const summary = tool.describeCall?.(args) ?? name;
+    const allowed = await options.toolContext.permissions.check({ tool: name, summary });
+    if (!allowed) {
+      throw new ToolError('PERMISSION_DENIED', name, `permission denied: "${name}" is not granted in this session (${summary}). Do without it, or say that it is needed.`);
+    }
+  }
+  const timeoutMs = options.config.toolLimits.toolTimeoutMs;
+  return withTimeout(
+    (toolSignal) => tool.run(args, { ...options.toolContext, signal: toolSignal }),
+    timeoutMs,
+    signal,
+    () => new TimeoutError('TOOL_TIMEOUT', `tool ${name} timed out after ${timeoutMs} ms`, timeoutMs),
+  );
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** For a run cut short: the last thing the model said, and which tools it had used. */
+function findingsSoFar(messages: readonly ChatCompletionMessageParam[]): string {
+  const said: string[] = [];
+  const used: string[] = [];
+  for (const m of messages) {
+    if (m.role !== 'assistant') continue;
+    if (typeof m.content === 'string' && m.content.trim()) said.push(m.content.trim());
+    for (const c of m.tool_calls ?? []) if (c.type === 'function') used.push(`${c.function.name}(${c.function.arguments.slice(0, 80)})`);
+  }
+  const parts: string[] = [];
+  if (said.length) parts.push(said[said.length - 1] as string);
+  if (used.length) parts.push(`Tool calls made before stopping (${used.length}): ${used.slice(-10).join('; ')}`);
+  return parts.join('\n\n');
+}

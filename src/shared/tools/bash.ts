@@ -1,0 +1,157 @@
+import { spawn } from 'node:child_process';
+import { z } from 'zod';
+import { AbortError, ToolError } from '../errors.js';
+import { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
+import type { ToolDefinition } from './types.js';
+import { capOutput, throwIfAborted } from './util.js';
+
+const NAME = 'bash';
+/** After SIGTERM to the process group, SIGKILL follows this much later. */
+const KILL_GRACE_MS = 500;
+/** After the shell exits, wait this long for its output pipes to close (a background child may hold them). */
+const CLOSE_GRACE_MS = 250;
+
+const parameters = z.strictObject({
+  command: z.string().min(1).describe('Shell command, run with /bin/bash -c in the workspace root. stdin is empty.'),
+  timeout_ms: z.number().int().min(1).optional().describe('Kill the command after this many milliseconds. Default and maximum: the configured bashTimeoutMs (30000).'),
+});
+
+export type BashArgs = z.output<typeof parameters>;
+
+export const bashTool: ToolDefinition<BashArgs> = {
+  name: NAME,
+  description:
+    'Run a shell command with /bin/bash -c, working directory = workspace root, no secrets in the environment. ' +
+    'Returns stdout and stderr interleaved (long output keeps its head and tail) and the exit code. ' +
+    'On timeout the whole process group is killed.',
+  parameters,
+  gated: true,
+  describeCall: (args) => `bash: ${args.command.length > 200 ? `${args.command.slice(0, 200)}…` : args.command}`,
+  async run(args, ctx) {
+    throwIfAborted(ctx.signal);
+    const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
+    const output = new HeadTail(ctx.limits.outputMaxChars);
+    const outcome = await runCommand(args.command, ctx.workspaceRoot, scrubEnv(ctx.env), timeoutMs, ctx.signal, (chunk) => output.push(chunk));
+    const status = outcome.timedOut
+      ? `[timed out after ${timeoutMs} ms; the process group was killed]`
+      : outcome.code !== null
+        ? `[exit code: ${outcome.code}]`
+        : `[killed by signal ${outcome.signal ?? 'unknown'}]`;
+    const raw = output.total === 0 ? '(no output)' : output.text(ctx.limits.outputMaxChars - status.length - 1);
+    const text = raw.endsWith('\n') ? raw.slice(0, -1) : raw;
+    // The child never sees secrets, but a command can still print one it read from a file.
+    return capOutput(`${redactSecrets(text, secretValuesOf(process.env))}\n${status}`, ctx.limits);
+  },
+};
+
+interface Outcome {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+}
+
+function runCommand(
+  command: string,
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+  signal: AbortSignal,
+  onData: (chunk: string) => void,
+): Promise<Outcome> {
+  return new Promise<Outcome>((resolve, reject) => {
+    // detached: the shell leads a new process group, so kill(-pid) reaches its children too.
+    const child = spawn('/bin/bash', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let timedOut = false;
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+
+    const killGroup = (sig: NodeJS.Signals) => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, sig);
+      } catch {
+        // ESRCH: the group is already gone.
+      }
+    };
+    const stop = () => {
+      killGroup('SIGTERM');
+      timers.push(setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS));
+    };
+    const finish = (error?: Error) => {
+      if (settled) return;
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      signal.removeEventListener('abort', onAbort);
+      // Reap anything the command left running in its group (e.g. `sleep 100 &`).
+      killGroup('SIGKILL');
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      if (error) reject(error);
+      else if (signal.aborted) reject(new AbortError(signal.reason));
+      else resolve({ code: exited?.code ?? null, signal: exited?.signal ?? null, timedOut });
+    };
+    const onAbort = () => stop();
+
+    child.stdout?.setEncoding('utf8').on('data', onData);
+    child.stderr?.setEncoding('utf8').on('data', onData);
+    child.on('error', (error) => finish(new ToolError('TOOL_FAILED', NAME, `could not run /bin/bash: ${error.message}`, { cause: error })));
+    child.on('exit', (code, sig) => {
+      exited = { code, signal: sig };
+      timers.push(setTimeout(() => finish(), CLOSE_GRACE_MS));
+    });
+    child.on('close', () => finish());
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        stop();
+      }, timeoutMs),
+    );
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Keeps the first and last `max` characters of a stream and counts the rest, so a command that
+ * prints without end costs bounded memory.
+ */
+class HeadTail {
+  readonly #max: number;
+  #head = '';
+  #tail = '';
+  total = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  push(chunk: string): void {
+    this.total += chunk.length;
+    if (this.#head.length < this.#max) {
+      const room = this.#max - this.#head.length;
+      this.#head += chunk.slice(0, room);
+      chunk = chunk.slice(room);
+      if (chunk.length === 0) return;
+    }
+    this.#tail += chunk;
+    if (this.#tail.length > 2 * this.#max) this.#tail = this.#tail.slice(-this.#max);
+  }
+
+  /** The whole output if it fits in `budget`, else head + marker + tail (the tail gets more room: errors end there). */
+  text(budget: number): string {
+    const marker = (n: number) => `\n…[${n} characters omitted]…\n`;
+    const room = Math.max(0, budget - marker(this.total).length);
+    if (this.total === this.#head.length + this.#tail.length) {
+      // Nothing was dropped yet: cut the complete text.
+      const full = this.#head + this.#tail;
+      if (full.length <= budget) return full;
+      const headKeep = Math.ceil(room * 0.4);
+      const tailKeep = room - headKeep;
+      return full.slice(0, headKeep) + marker(full.length - headKeep - tailKeep) + full.slice(full.length - tailKeep);
+    }
+    // Some middle part was dropped; the tail holds at least `max` >= room characters.
+    const headKeep = Math.min(this.#head.length, Math.ceil(room * 0.4));
+    const tailKeep = Math.min(this.#tail.length, room - headKeep);
+    return this.#head.slice(0, headKeep) + marker(this.total - headKeep - tailKeep) + this.#tail.slice(this.#tail.length - tailKeep);
+  }
+}

@@ -1,0 +1,95 @@
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { ToolError } from '../errors.js';
+import { displayPath, resolveInWorkspace } from './sandbox.js';
+import type { ToolDefinition } from './types.js';
+import { hasNulByte, throwIfAborted } from './util.js';
+
+const NAME = 'edit_file';
+/** Line numbers listed in an ambiguity error. */
+const MAX_LINES_LISTED = 10;
+
+const parameters = z.strictObject({
+  path: z.string().min(1).describe('File to edit, relative to the workspace root.'),
+  old_text: z.string().min(1).describe('Exact text to replace, including whitespace and indentation. Must occur exactly once unless replace_all is true.'),
+  new_text: z.string().describe('Replacement text.'),
+  replace_all: z.boolean().optional().describe('Replace every occurrence of old_text. Default false.'),
+});
+
+export type EditFileArgs = z.output<typeof parameters>;
+
+export const editFileTool: ToolDefinition<EditFileArgs> = {
+  name: NAME,
+  description:
+    'Replace exact text in an existing file. old_text must match the file exactly (copy it from read_file output, without the line-number prefix) ' +
+    'and occur exactly once, or set replace_all.',
+  parameters,
+  gated: true,
+  describeCall: (args) => `edit ${args.path}${args.replace_all ? ' (replace all)' : ''}`,
+  async run(args, ctx) {
+    throwIfAborted(ctx.signal);
+    if (args.old_text === args.new_text) {
+      throw new ToolError('TOOL_ARGUMENTS_INVALID', NAME, 'old_text and new_text are identical; nothing would change');
+    }
+    const file = await resolveInWorkspace(ctx.workspaceRoot, args.path, NAME, { mustExist: true });
+    const shown = displayPath(ctx.workspaceRoot, file);
+    const info = await stat(file);
+    if (!info.isFile()) throw new ToolError('TOOL_FAILED', NAME, `${shown} is not a regular file`);
+    // An edit needs the whole file in memory; bound it by the larger of the read limits.
+    const maxBytes = Math.max(ctx.limits.readFileMaxBytes, ctx.limits.grepMaxFileBytes);
+    if (info.size > maxBytes) throw new ToolError('TOOL_FAILED', NAME, `${shown} is ${info.size} bytes, over the ${maxBytes}-byte limit for edits`);
+    const raw = await readFile(file);
+    if (hasNulByte(raw)) throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file; edit_file only edits text`);
+    const content = raw.toString('utf8');
+
+    let oldText = args.old_text;
+    let newText = args.new_text;
+    let positions = occurrences(content, oldText);
+    // A model usually sends "\n" line endings; match a CRLF file too, and keep its endings.
+    if (positions.length === 0 && content.includes('\r\n') && oldText.includes('\n') && !oldText.includes('\r\n')) {
+      oldText = oldText.replaceAll('\n', '\r\n');
+      newText = newText.replaceAll(/\r?\n/g, '\r\n');
+      positions = occurrences(content, oldText);
+    }
+    if (positions.length === 0) {
+      throw new ToolError('TOOL_FAILED', NAME, `old_text was not found in ${shown}. Read the file again and copy the exact text, including whitespace and indentation`);
+    }
+    if (positions.length > 1 && !args.replace_all) {
+      const lines = positions.slice(0, MAX_LINES_LISTED).map((p) => lineOf(content, p));
+      const more = positions.length > MAX_LINES_LISTED ? ', …' : '';
+      throw new ToolError(
+        'TOOL_FAILED',
+        NAME,
+        `old_text occurs ${positions.length} times in ${shown} (at lines ${lines.join(', ')}${more}); ` +
+          'include more surrounding lines to make it unique, or set replace_all: true to replace every occurrence',
+      );
+    }
+    // Splice by index, not String.replace: new_text may contain "$&" and similar patterns.
+    const parts: string[] = [];
+    let from = 0;
+    for (const p of positions) {
+      parts.push(content.slice(from, p), newText);
+      from = p + oldText.length;
+    }
+    parts.push(content.slice(from));
+    throwIfAborted(ctx.signal);
+    await writeFile(file, parts.join(''), 'utf8');
+    const firstLine = lineOf(content, positions[0] ?? 0);
+    return positions.length === 1
+      ? `Edited ${shown}: replaced 1 occurrence at line ${firstLine}.`
+      : `Edited ${shown}: replaced ${positions.length} occurrences (first at line ${firstLine}).`;
+  },
+};
+
+/** Start indexes of the non-overlapping occurrences of `needle`. */
+function occurrences(haystack: string, needle: string): number[] {
+  const out: number[] = [];
+  for (let i = haystack.indexOf(needle); i !== -1; i = haystack.indexOf(needle, i + needle.length)) out.push(i);
+  return out;
+}
+
+function lineOf(text: string, index: number): number {
+  let line = 1;
+  for (let i = text.indexOf('\n'); i !== -1 && i < index; i = text.indexOf('\n', i + 1)) line++;
+  return line;
+}

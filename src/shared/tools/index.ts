@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import type { BuiltinToolName } from '../defaults.js';
+import { bashTool } from './bash.js';
+import { editFileTool } from './edit-file.js';
+import { findFilesTool } from './find-files.js';
+import { grepTool } from './grep.js';
+import { listDirTool } from './list-dir.js';
+import { readFileTool } from './read-file.js';
+import type { ToolDefinition } from './types.js';
+import { writeFileTool } from './write-file.js';
+
+export type { PermissionGate, PermissionRequest, ToolContext, ToolDefinition } from './types.js';
+export { displayPath, resolveInWorkspace, resolveWorkspaceRoot } from './sandbox.js';
+export { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
+export { bashTool, editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, writeFileTool };
+
+/** Every built-in tool by name. Frozen: callers pick with {@link builtinTools}. */
+export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, ToolDefinition>> = Object.freeze({
+  read_file: readFileTool,
+  list_dir: listDirTool,
+  find_files: findFilesTool,
+  grep: grepTool,
+  bash: bashTool,
+  write_file: writeFileTool,
+  edit_file: editFileTool,
+});
+
+/** The definitions for `names`, in that order, without duplicates. */
+export function builtinTools(names: readonly BuiltinToolName[]): ToolDefinition[] {
+  return [...new Set(names)].map((name) => BUILTIN_TOOLS[name]);
+}
+
+export interface OpenAIFunctionTool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/**
+ * The chat-completions `tools` entry for a definition. The JSON schema describes the *input*
+ * (what the model sends), so fields with defaults are optional; `$schema` is dropped.
+ */
+export function toOpenAITool(def: ToolDefinition): OpenAIFunctionTool {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
+  return { type: 'function', function: { name: def.name, description: def.description, parameters } };
+}

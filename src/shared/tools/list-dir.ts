@@ -1,0 +1,50 @@
+import { opendir, stat } from 'node:fs/promises';
+import { z } from 'zod';
+import { ToolError } from '../errors.js';
+import { displayPath, resolveInWorkspace } from './sandbox.js';
+import type { ToolDefinition } from './types.js';
+import { capOutput, throwIfAborted } from './util.js';
+
+const NAME = 'list_dir';
+/** Entries read from one directory before giving up on an exact count (bounds memory). */
+const MAX_SCAN = 100_000;
+
+const parameters = z.strictObject({
+  path: z.string().min(1).optional().describe('Directory to list, relative to the workspace root. Default "." (the root).'),
+});
+
+export type ListDirArgs = z.output<typeof parameters>;
+
+export const listDirTool: ToolDefinition<ListDirArgs> = {
+  name: NAME,
+  description:
+    'List the entries of a directory in the workspace, sorted by name. Directories end with "/", ' +
+    'symbolic links with "@". Not recursive: use find_files for a recursive search.',
+  parameters,
+  gated: false,
+  describeCall: (args) => `list ${args.path ?? '.'}`,
+  async run(args, ctx) {
+    throwIfAborted(ctx.signal);
+    const dir = await resolveInWorkspace(ctx.workspaceRoot, args.path ?? '.', NAME, { mustExist: true });
+    const shown = displayPath(ctx.workspaceRoot, dir);
+    if (!(await stat(dir)).isDirectory()) {
+      throw new ToolError('TOOL_FAILED', NAME, `${shown} is a file, not a directory; use read_file to read it`);
+    }
+    const entries: string[] = [];
+    let scanned = 0;
+    for await (const entry of await opendir(dir)) {
+      // A huge directory: stay responsive to a cancel while iterating it.
+      if (++scanned % 1024 === 0) throwIfAborted(ctx.signal);
+      if (entries.length >= MAX_SCAN) continue;
+      const suffix = entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : '';
+      entries.push(entry.name + suffix);
+    }
+    if (entries.length === 0) return `${shown}/ is empty.`;
+    entries.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const cap = ctx.limits.findMaxResults;
+    const shownEntries = entries.slice(0, cap);
+    const header = `${shown}/ (${scanned} ${scanned === 1 ? 'entry' : 'entries'})`;
+    const footer = scanned > shownEntries.length ? `\n[${scanned - shownEntries.length} more entries not shown; use find_files with a pattern to narrow]` : '';
+    return capOutput(`${header}\n${shownEntries.join('\n')}${footer}`, ctx.limits);
+  },
+};

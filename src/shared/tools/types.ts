@@ -1,0 +1,44 @@
+import type { z } from 'zod';
+import type { ToolLimits } from '../config.js';
+
+/** A question to the permission store: may this tool run now? */
+export interface PermissionRequest {
+  tool: string;
+  /** One line a person could judge, e.g. the command or the path. Never holds secrets. */
+  summary: string;
+}
+
+/**
+ * Decides whether a gated tool may run. Resolves, never rejects. A background job's gate never
+ * asks a person: a tool already granted works, anything else is denied at once.
+ */
+export interface PermissionGate {
+  check(request: PermissionRequest): Promise<boolean>;
+}
+
+export interface ToolContext {
+  /** Absolute, symlink-resolved workspace root; every path a tool touches stays inside it. */
+  workspaceRoot: string;
+  limits: ToolLimits;
+  /** Aborts the tool at once (job cancel, timeout, parent abort). */
+  signal: AbortSignal;
+  permissions: PermissionGate;
+  /** Environment for child processes, already scrubbed of secrets. */
+  env: Readonly<Record<string, string>>;
+}
+
+/**
+ * One tool the model may call. Arguments are validated with `parameters` before `run`; a
+ * failure in validation or in `run` (throw a `ToolError`) goes back to the model as that
+ * call's result, and the loop continues.
+ */
+export interface ToolDefinition<Args = any> {
+  name: string;
+  description: string;
+  parameters: z.ZodType<Args>;
+  /** Needs a grant in the permission store before it runs. */
+  gated: boolean;
+  /** Summary shown in a permission request (no secrets). */
+  describeCall?(args: Args): string;
+  run(args: Args, ctx: ToolContext): Promise<string>;
+}

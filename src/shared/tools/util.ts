@@ -1,0 +1,144 @@
+import { open } from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
+import { AbortError } from '../errors.js';
+import { capHeadTail } from '../text-budget.js';
+import type { ToolLimits } from '../config.js';
+
+/** Helpers shared by the file tools. Pure; every resource opened here is closed here. */
+
+/** Directories the search tools skip unless the search starts inside one. */
+export const IGNORED_DIRS: readonly string[] = ['node_modules', '.git', 'dist'];
+
+/** Bytes inspected for a NUL byte to call a file binary. */
+export const BINARY_SNIFF_BYTES = 8192;
+
+/** Read chunk size for streaming files. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** Caps a tool's output to `limits.outputMaxChars`, keeping head and tail. */
+export function capOutput(text: string, limits: Pick<ToolLimits, 'outputMaxChars'>): string {
+  return capHeadTail(text, limits.outputMaxChars);
+}
+
+/** Throws an {@link AbortError} carrying the signal's reason when it has fired. */
+export function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw new AbortError(signal.reason);
+}
+
+export function hasNulByte(buffer: Uint8Array, length = buffer.length): boolean {
+  const end = Math.min(length, BINARY_SNIFF_BYTES);
+  for (let i = 0; i < end; i++) if (buffer[i] === 0) return true;
+  return false;
+}
+
+/** Cuts `text` to `max` characters with an ellipsis marker, never splitting a surrogate pair. */
+export function truncateLine(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return `${text.slice(0, end)}… [${text.length - end} more characters]`;
+}
+
+export interface LineReadOptions {
+  /** Characters kept per line; the rest of a longer line is dropped and flagged. */
+  maxLineChars: number;
+  /** Stop reading after this many bytes (guards against a file that grows while read). */
+  maxBytes?: number;
+  /** Report `binary` and read nothing more when the first 8 KiB hold a NUL byte. */
+  detectBinary?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface LineReadResult {
+  binary: boolean;
+  /** Lines passed to `onLine`. */
+  lines: number;
+  /** `onLine` returned `false`, or `maxBytes` was reached, before the end of the file. */
+  stopped: boolean;
+}
+
+/**
+ * Streams a UTF-8 file line by line in 64 KiB chunks: memory stays bounded by the chunk and
+ * `maxLineChars`, whatever the file size. `onLine(text, lineNumber, cut)` gets 1-based line
+ * numbers, without the line ending; returning `false` stops the read.
+ */
+export async function readLines(
+  file: string,
+  options: LineReadOptions,
+  onLine: (text: string, lineNumber: number, cut: boolean) => boolean | void,
+): Promise<LineReadResult> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    const decoder = new StringDecoder('utf8');
+    let current = '';
+    let cut = false;
+    let pending = false; // bytes seen since the last newline
+    let lineNumber = 0;
+    let bytesRead = 0;
+    let first = true;
+    const emit = (): boolean => {
+      lineNumber++;
+      const text = current.endsWith('\r') ? current.slice(0, -1) : current;
+      const keepGoing = onLine(text, lineNumber, cut) !== false;
+      current = '';
+      cut = false;
+      pending = false;
+      return keepGoing;
+    };
+    for (;;) {
+      if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+      const { bytesRead: n } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+      if (n === 0) break;
+      if (first && options.detectBinary && hasNulByte(buffer, n)) return { binary: true, lines: 0, stopped: true };
+      first = false;
+      bytesRead += n;
+      const text = decoder.write(buffer.subarray(0, n));
+      let start = 0;
+      while (start < text.length) {
+        const nl = text.indexOf('\n', start);
+        const end = nl === -1 ? text.length : nl;
+        if (end > start) {
+          pending = true;
+          const room = options.maxLineChars - current.length;
+          if (room >= end - start) current += text.slice(start, end);
+          else {
+            if (room > 0) current += text.slice(start, start + room);
+            cut = true;
+          }
+        }
+        if (nl === -1) break;
+        pending = true;
+        if (!emit()) return { binary: false, lines: lineNumber, stopped: true };
+        start = nl + 1;
+      }
+      if (options.maxBytes !== undefined && bytesRead >= options.maxBytes) {
+        if (pending) emit();
+        return { binary: false, lines: lineNumber, stopped: true };
+      }
+    }
+    current += decoder.end();
+    if (pending || current.length > 0) emit();
+    return { binary: false, lines: lineNumber, stopped: false };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Reads at most `bytes` from the start of a file. */
+export async function readHead(file: string, bytes = BINARY_SNIFF_BYTES): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(bytes);
+    const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `1 line` / `3 lines`; `many` for irregular plurals (`match` → `matches`). */
+export function plural(n: number, word: string, many = `${word}s`): string {
+  return `${n} ${n === 1 ? word : many}`;
+}
