@@ -305,7 +305,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       .finally(() => {
         live.runSettled = true;
         // A thread that died may leave the port open for a moment; don't wait on it forever.
-        if (!live.portClosed) live.timers.push(setTimeout(() => { live.portClosed = true; this.#settle(live); }, 2_000));
+        if (!live.portClosed && this.#live.has(live.id)) {
+          live.timers.push(setTimeout(() => { live.portClosed = true; this.#settle(live); }, 2_000));
+        }
         this.#settle(live);
       });
   }

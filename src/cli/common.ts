@@ -1,0 +1,142 @@
+import type { Logger } from 'pino';
+import { InvalidArgumentError } from 'commander';
+import type { ForkpoolConfig } from '../shared/config.js';
+import { ConfigError, ForkpoolError } from '../shared/errors.js';
+import { loadConfig, type ConfigOverrides } from '../main/config-load.js';
+import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
+import { startSimServer, type SimServer } from '../sim/index.js';
+
+/** Exit codes: 2 for bad usage or config, 130/143 for SIGINT/SIGTERM. */
+export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
+
+/** Flags every command shares. */
+export interface GlobalFlags {
+  config?: string;
+  model?: string;
+  baseUrl?: string;
+  workspace?: string;
+  json?: boolean;
+  logLevel?: string;
+  concurrency?: number;
+  isolation?: string;
+  timeout?: number;
+  grant?: string[];
+  maxIterations?: number;
+  stream?: boolean;
+  simLatency?: number;
+}
+
+export interface CliContext {
+  config: ForkpoolConfig;
+  logger: Logger;
+  json: boolean;
+  /** Set when the built-in simulator serves the model. */
+  sim?: SimServer;
+  /** Writes one line to stdout: a JSON event with `--json`, else nothing. */
+  event(type: string, data: Record<string, unknown>): void;
+  /** One human line on stderr (suppressed with `--json`, where events say it). */
+  note(line: string): void;
+  dispose(): Promise<void>;
+}
+
+export function parseIntFlag(name: string, min = 0) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} expects a whole number >= ${min}, received "${value}"`);
+    return n;
+  };
+}
+
+export function parsePositiveNumber(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} expects a number > 0, received "${value}"`);
+    return n;
+  };
+}
+
+/**
+ * Loads the config (file < environment < flags), builds the logger and, when no model is
+ * configured at all, starts the built-in simulator on loopback and says so in one line.
+ */
+export async function createCliContext(flags: GlobalFlags): Promise<CliContext> {
+  const level = (flags.logLevel ?? 'warn') as LogLevel;
+  if (!LOG_LEVELS.includes(level)) {
+    throw new ConfigError([{ field: 'logLevel', expected: `one of ${LOG_LEVELS.join(', ')}`, received: JSON.stringify(flags.logLevel), source: 'flag --log-level' }]);
+  }
+  const overrides: ConfigOverrides = {
+    configPath: flags.config,
+    model: flags.model,
+    baseUrl: flags.baseUrl,
+    workspace: flags.workspace,
+    maxIterations: flags.maxIterations,
+    concurrency: flags.concurrency,
+    isolation: flags.isolation,
+    timeoutMinutes: flags.timeout,
+    grant: flags.grant,
+    stream: flags.stream === false ? false : undefined,
+  };
+  let config = loadConfig(overrides);
+  const logger = createLogger({ level, secrets: config.apiKey ? [config.apiKey] : [] });
+  const json = flags.json ?? false;
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const context: CliContext = {
+    config,
+    logger,
+    json,
+    event: (type, data) => {
+      if (json) out(JSON.stringify({ type, ...data }));
+    },
+    note: (line) => {
+      if (!json) process.stderr.write(`${line}\n`);
+    },
+    dispose: async () => {},
+  };
+  if (!config.baseUrl && !config.apiKey) {
+    const sim = await startSimServer({ latencyMs: flags.simLatency ?? 40, jitterMs: 20, recordBodies: false });
+    config = { ...config, baseUrl: sim.url };
+    context.config = config;
+    context.sim = sim;
+    context.dispose = () => sim.close();
+    context.note(`forkpool: no model configured; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`);
+    context.event('sim', { url: sim.url });
+  }
+  return context;
+}
+
+/** Prints an error the way a person can act on it, and returns the exit code it deserves. */
+export function reportError(error: unknown): number {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`forkpool: invalid configuration\n${error.message.split('\n').map((l) => `  ${l}`).join('\n')}\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof ForkpoolError) {
+    process.stderr.write(`forkpool: ${error.message} [${error.code}]\n`);
+    return EXIT.failure;
+  }
+  process.stderr.write(`forkpool: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  return EXIT.failure;
+}
+
+/**
+ * Runs `stop` once on the first SIGINT/SIGTERM and exits with 130/143 when it is done.
+ * A second signal exits at once.
+ */
+export function onTermination(stop: (signal: 'SIGINT' | 'SIGTERM') => Promise<void>): () => void {
+  let stopping = false;
+  const handler = (signal: 'SIGINT' | 'SIGTERM') => {
+    const code = signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm;
+    if (stopping) process.exit(code);
+    stopping = true;
+    process.stderr.write(`\nforkpool: ${signal}: stopping background jobs (again to force)…\n`);
+    stop(signal).finally(() => process.exit(code));
+  };
+  const onInt = () => handler('SIGINT');
+  const onTerm = () => handler('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  return () => {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+  };
+}

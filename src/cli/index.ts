@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+import { Command, CommanderError, Option } from 'commander';
+import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
+import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.js';
+import { fanoutCommand } from './fanout.js';
+import { runCommand } from './run.js';
+import { simCommand } from './sim.js';
+
+function globalOptions(command: Command): Command {
+  return command
+    .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
+    .option('-m, --model <name>', 'model name (env FORKPOOL_MODEL / OPENAI_MODEL)')
+    .option('--base-url <url>', 'OpenAI-compatible base URL (env OPENAI_BASE_URL); none and no key: the built-in simulator')
+    .option('-w, --workspace <dir>', 'workspace root the tools are confined to (default: the current directory)')
+    .option('--json', 'one JSON event per line on stdout, for scripts')
+    .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
+    .option('--concurrency <n>', 'background jobs running at once (max_background_agents, default 3)', parseIntFlag('--concurrency', 1))
+    .addOption(new Option('--isolation <mode>', 'thread: one job per worker thread; shared: many per thread').choices(['thread', 'shared']))
+    .option('--timeout <minutes>', 'per-job wall clock, counted from start (default 20)', parsePositiveNumber('--timeout'))
+    .option('--max-iterations <n>', 'model calls per tool loop (default 20)', parseIntFlag('--max-iterations', 1))
+    .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))
+    .option('--no-stream', 'use non-streaming model requests')
+    .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0));
+}
+
+export function buildProgram(setExit: (code: number) => void): Command {
+  const program = new Command('forkpool')
+    .description('Background sub-agents for LLM agents, in Piscina worker threads.')
+    .version('0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  globalOptions(program.command('run').description('run the parent agent on a prompt; background agents fan out and report back'))
+    .argument('[prompt]', 'the prompt, or "-" to read it from stdin')
+    .option('--demo', 'run the built-in demo prompt over this workspace')
+    .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
+
+  globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
+    .argument('<file>', 'JSONL file, or "-" for stdin')
+    .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']).default('piscina'))
+    .option('--no-progress', 'no progress bar')
+    .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
+
+  program
+    .command('sim')
+    .description('run the simulated OpenAI-compatible model server on loopback')
+    .option('-p, --port <n>', 'port (0: any free port)', parseIntFlag('--port', 0), 8787)
+    .option('--host <host>', 'loopback address to bind', '127.0.0.1')
+    .option('--latency <ms>', 'fixed latency before each response', parseIntFlag('--latency', 0))
+    .option('--per-token <ms>', 'extra latency per output token', parseIntFlag('--per-token', 0))
+    .option('--jitter <ms>', 'uniform seeded jitter added to the latency', parseIntFlag('--jitter', 0))
+    .option('--fault-rate <p>', 'probability of a random fault per request (0..1)', (v: string) => {
+      const n = Number(v);
+      if (!(n >= 0 && n <= 1)) throw new CommanderError(EXIT.usage, 'forkpool.invalidArgument', `--fault-rate expects a number from 0 to 1, received "${v}"`);
+      return n;
+    })
+    .option('--faults <kinds>', 'comma-separated fault kinds drawn at that rate')
+    .option('--seed <n>', 'PRNG seed', parseIntFlag('--seed', 0))
+    .action(async (flags) => setExit(await simCommand(flags)));
+
+  return program;
+}
+
+async function main(): Promise<void> {
+  let exitCode: number = EXIT.ok;
+  const program = buildProgram((code) => (exitCode = code));
+  try {
+    await program.parseAsync(process.argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are not errors; every other usage problem exits 2.
+      exitCode = error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT.ok : EXIT.usage;
+    } else {
+      exitCode = reportError(error);
+    }
+  }
+  process.exitCode = exitCode;
+}
+
+await main();

@@ -1,0 +1,191 @@
+import type OpenAI from 'openai';
+import type { Logger } from 'pino';
+import type { ForkpoolConfig } from '../shared/config.js';
+import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
+import { backgroundTools } from './background-tools.js';
+import { formatBackgroundResults } from './delivery-format.js';
+import { TypedEmitter } from './events.js';
+import type { Executor } from './executor.js';
+import type { JobRecord } from './ledger.js';
+import { BackgroundManager, type CloseReport, type JobHandle } from './manager.js';
+import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
+import { PermissionStore, type PermissionAsker } from './permissions.js';
+
+export interface AgentSessionOptions {
+  config: ForkpoolConfig;
+  client?: OpenAI;
+  executor?: Executor;
+  logger?: Logger;
+  asker?: PermissionAsker;
+  role?: AgentRole;
+  /** Offer the background tools to the parent (default: when `background.maxDepth` ≥ 1). */
+  background?: boolean;
+}
+
+export type SessionEvents = {
+  parent: [ParentEvent];
+  'turn-result': [TurnResult & { followUp: boolean }];
+  delivered: [{ turn: number; jobs: JobRecord[] }];
+  'follow-up': [{ reason: 'wave' | 'user-job'; queued: boolean }];
+};
+
+interface QueuedTurn {
+  input: string;
+  followUp: boolean;
+  resolve: (result: TurnResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * A parent agent and its background jobs: drains ended jobs into each turn exactly once,
+ * turns a finished wave (or a user job) into one follow-up turn — at once when idle, after
+ * the current turn when busy — and books every job's usage under `<role>:subagent`.
+ */
+export class AgentSession extends TypedEmitter<SessionEvents> {
+  readonly agent: ParentAgent;
+  readonly manager: BackgroundManager;
+  readonly permissions: PermissionStore;
+  readonly #config: ForkpoolConfig;
+  readonly #queue: QueuedTurn[] = [];
+  #currentTurn = 0;
+  #followUpPending = false;
+  #running = false;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(options: AgentSessionOptions) {
+    super((error, event) => options.logger?.warn({ err: error, event }, 'session event listener threw'));
+    this.#config = options.config;
+    this.permissions = new PermissionStore(options.config.grantedTools);
+    this.manager = new BackgroundManager({
+      config: options.config,
+      permissions: this.permissions,
+      ...(options.executor ? { executor: options.executor } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+    const withBackground = options.background ?? options.config.background.maxDepth >= 1;
+    this.agent = new ParentAgent({
+      config: options.config,
+      permissions: this.permissions,
+      ...(options.client ? { client: options.client } : {}),
+      ...(options.asker ? { asker: options.asker } : {}),
+      ...(options.role ? { role: options.role } : {}),
+      extraTools: withBackground
+        ? backgroundTools({ spawnFromAgent: (r) => this.#spawnFromAgent(r), cancelJob: (id) => this.manager.cancel(id) })
+        : [],
+      turnPreamble: (turn) => this.#deliver(turn),
+      onEvent: (event) => this.emit('parent', event),
+    });
+    this.manager.on('done', (job) => {
+      this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
+      // A user's job is not wave-gated: it reaches the parent as soon as the parent is free.
+      if (job.role === 'user') this.#requestFollowUp('user-job');
+      this.#checkIdle();
+    });
+    this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
+  }
+
+  /** Runs a person's turn now, or after the turns already queued. */
+  submit(input: string): Promise<TurnResult> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ input, followUp: false, resolve, reject });
+      this.#runQueue();
+    });
+  }
+
+  /** A job a person started (`/bg start`): role `user`, no wave, its own usage bucket. */
+  startUserJob(task: string, label?: string): JobHandle {
+    return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null });
+  }
+
+  cancel(id: string): JobHandle {
+    return this.manager.cancel(id);
+  }
+
+  /** True while a turn runs or is queued, a follow-up is owed, or a job is pending. */
+  get busy(): boolean {
+    return this.#running || this.#queue.length > 0 || this.#followUpPending || this.manager.pending > 0;
+  }
+
+  /** Resolves when the parent is idle, no follow-up is owed and no job is left. */
+  onIdle(): Promise<void> {
+    if (!this.busy) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
+    const report = await this.manager.close(options);
+    for (const turn of this.#queue.splice(0)) turn.reject(new Error('session closed'));
+    this.#followUpPending = false;
+    this.#checkIdle();
+    return report;
+  }
+
+  #spawnFromAgent(request: { task: string; label: string; fullContext: boolean }): JobHandle {
+    return this.manager.spawn({
+      task: request.task,
+      label: request.label,
+      role: this.agent.role,
+      wave: this.#currentTurn,
+      ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
+    });
+  }
+
+  /** The turn preamble: every ended, undelivered job, marked delivered in this turn. */
+  #deliver(turn: number): string | undefined {
+    this.#currentTurn = turn;
+    const jobs = this.manager.drain(turn);
+    if (jobs.length === 0) return undefined;
+    this.emit('delivered', { turn, jobs });
+    return formatBackgroundResults(jobs, this.#config.background.resultMaxChars);
+  }
+
+  #requestFollowUp(reason: 'wave' | 'user-job'): void {
+    if (this.manager.closed || this.manager.ledger.undelivered().length === 0) return;
+    const queued = this.#running || this.#queue.length > 0;
+    this.emit('follow-up', { reason, queued });
+    this.#followUpPending = true;
+    this.#runQueue();
+  }
+
+  async #runQueue(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      for (;;) {
+        const next = this.#queue.shift() ?? this.#takeFollowUp();
+        if (!next) break;
+        try {
+          const result = await this.agent.runTurn(next.input, { followUp: next.followUp });
+          // The spawning turn is over: its wave may now end (and fire its follow-up).
+          this.manager.sealWave(result.turn);
+          this.emit('turn-result', { ...result, followUp: next.followUp });
+          next.resolve(result);
+        } catch (error) {
+          next.reject(error);
+        }
+      }
+    } finally {
+      this.#running = false;
+      this.#checkIdle();
+    }
+  }
+
+  /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */
+  #takeFollowUp(): QueuedTurn | undefined {
+    if (!this.#followUpPending) return undefined;
+    this.#followUpPending = false;
+    if (this.manager.ledger.undelivered().length === 0) return undefined;
+    return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };
+  }
+
+  /**
+   * Deferred a tick: a job's `done` arrives before its wave's `wave-done`, and the follow-up
+   * that the latter starts must count as work, or a waiter would wake too early.
+   */
+  #checkIdle(): void {
+    setImmediate(() => {
+      if (this.busy) return;
+      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+    });
+  }
+}

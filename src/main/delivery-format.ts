@@ -1,0 +1,47 @@
+import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../shared/prompts.js';
+import { capHeadTail } from '../shared/text-budget.js';
+import { totalUsage } from '../shared/usage.js';
+import type { JobRecord } from './ledger.js';
+
+/**
+ * Formats delivered jobs as the synthetic block put before a turn's input (never a fake user
+ * or assistant turn). Each job gets a header line, the parsed result tag shown apart from its
+ * text, and its text capped (head and tail) and quoted line by line with `| `, with `<` and
+ * `>` escaped: a job's output can neither close the block nor forge another job's header.
+ */
+export function formatBackgroundResults(jobs: readonly JobRecord[], maxCharsPerJob: number): string {
+  if (jobs.length === 0) return '';
+  const parts = [BACKGROUND_RESULTS_OPEN];
+  for (const job of jobs) parts.push(formatJob(job, maxCharsPerJob));
+  parts.push(BACKGROUND_RESULTS_CLOSE);
+  return parts.join('\n');
+}
+
+function formatJob(job: JobRecord, maxChars: number): string {
+  const facts = [`job ${job.id}`, `status ${job.status ?? 'unknown'}`];
+  if (job.tag && job.tag.filesTouched.length > 0) facts.push(`files touched: ${job.tag.filesTouched.map(sanitize).join(', ')}`);
+  if (job.startedAt !== undefined && job.endedAt !== undefined) facts.push(`${((job.endedAt - job.startedAt) / 1000).toFixed(1)} s`);
+  const tokens = totalUsage(job.usage).totalTokens;
+  if (tokens > 0) facts.push(`${tokens} tokens`);
+  const verb = job.status === 'ok' || job.status === 'partial' || job.status === 'error' ? 'completed' : job.status === 'failed' ? 'failed' : job.status === 'timed_out' ? 'timed out' : 'was cancelled';
+  const header = `[Background agent "${sanitize(job.label)}" ${verb} — ${facts.join(', ')}]`;
+  const lines: string[] = [header];
+  if (job.error && job.status !== 'ok') lines.push(`| reason: ${escapeAngles(job.error.message).slice(0, 500)}`);
+  const text = job.resultText ?? '';
+  if (text.trim()) {
+    for (const line of escapeAngles(capHeadTail(text, maxChars)).split('\n')) lines.push(`| ${line}`);
+  } else {
+    lines.push('| (no text)');
+  }
+  return lines.join('\n');
+}
+
+function escapeAngles(text: string): string {
+  return text.replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** A label or path inside a header: one line, no quotes or angle brackets, bounded. */
+function sanitize(value: string): string {
+  const flat = value.replace(/[\r\n\t]+/g, ' ').replace(/["<>[\]]/g, "'").trim();
+  return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
+}

@@ -1,0 +1,269 @@
+/**
+ * The default "plausible agent": a deterministic model that decides its next message from the
+ * request's messages and offered tools. It never reads the disk itself; it reads the results of
+ * the tool calls it made (run by the real tool loop against the real workspace).
+ *
+ *  (a) a `<background_results>` block in this turn's input → a synthesis naming each job;
+ *  (b) a new user turn with several questions and the spawn tool → one spawn call per question;
+ *  (c) results of its own spawn calls → "I started N background agents (…)";
+ *  (d) otherwise research: find_files + grep, then read_file on the best hit, then a summary.
+ */
+import {
+  BACKGROUND_PROMPT_MARKER,
+  BACKGROUND_RESULTS_CLOSE,
+  BACKGROUND_RESULTS_OPEN,
+  PRIMARY_PROMPT_MARKER,
+} from '../shared/prompts.js';
+import { escapeRegExp, firstSentence, keywordsOf, labelFor, splitQuestions } from './keywords.js';
+import { messagesOf, textOf, toolCall, toolCallsOf, toolNamesOf, type SimReply, type WireMessage } from './reply.js';
+
+export const SPAWN_TOOL = 'spawn_background_agent';
+const TASK_SUFFIX = 'Answer from the files in the workspace.';
+const READ_LIMIT = 60;
+
+export function plausibleReply(body: unknown, n: number): SimReply {
+  const messages = messagesOf(body);
+  const tools = toolNamesOf(body);
+  const lastUser = findLastIndex(messages, (m) => m.role === 'user');
+  const last = messages.at(-1);
+  if (lastUser < 0) return text('There is no question in this conversation for me to answer.');
+
+  const block = backgroundBlock(messages, lastUser);
+  if (block !== undefined) return synthesis(block);
+
+  const task = textOf(messages[lastUser]?.content);
+  if (last?.role === 'user' && tools.has(SPAWN_TOOL)) {
+    const questions = splitQuestions(task);
+    if (questions.length >= 2) return spawnCalls(questions, n);
+  }
+  if (last?.role === 'tool') {
+    const started = spawnSummary(messages);
+    if (started !== undefined) return text(started);
+  }
+  return research(messages, lastUser, task, tools, n);
+}
+
+/** The next message of a model that never stops calling tools (for loop and budget tests). */
+export function endlessReply(body: unknown, n: number): SimReply {
+  const messages = messagesOf(body);
+  const k = messages.filter((m) => m.role === 'assistant' && toolCallsOf(m).length > 0).length;
+  const paths = ['.', 'src', 'test', 'docs'];
+  return { content: null, toolCalls: [toolCall(n, 0, 'list_dir', { path: paths[k % paths.length] ?? '.', attempt: k + 1 })] };
+}
+
+function text(content: string): SimReply {
+  return { content, toolCalls: [] };
+}
+
+function findLastIndex<T>(items: readonly T[], test: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (test(items[i] as T)) return i;
+  return -1;
+}
+
+// ---------------------------------------------------------------- (a) background results
+
+/** The block's text, if this turn's input (the user message and any system text just before it) holds one. */
+function backgroundBlock(messages: readonly WireMessage[], lastUser: number): string | undefined {
+  let start = lastUser;
+  while (start > 0 && messages[start - 1]?.role !== 'assistant' && messages[start - 1]?.role !== 'tool') start--;
+  for (let i = lastUser; i >= start; i--) {
+    // The system prompt may mention the tag while explaining it; only delivered input counts.
+    if (messages[i]?.role !== 'user') continue;
+    const content = textOf(messages[i]?.content);
+    const open = content.indexOf(BACKGROUND_RESULTS_OPEN);
+    if (open < 0) continue;
+    const from = open + BACKGROUND_RESULTS_OPEN.length;
+    const close = content.indexOf(BACKGROUND_RESULTS_CLOSE, from);
+    return content.slice(from, close < 0 ? undefined : close);
+  }
+  return undefined;
+}
+
+function synthesis(block: string): SimReply {
+  const header = /^[ \t]*\[Background agent "([^"\n]*)"[^\n]*$/gm;
+  const jobs: Array<{ label: string; start: number; end: number; rest: string }> = [];
+  for (const match of block.matchAll(header)) {
+    const line = match[0];
+    const afterLabel = line.indexOf('"', line.indexOf('"') + 1);
+    const bracket = line.indexOf(']', afterLabel);
+    const start = match.index ?? 0;
+    const previous = jobs.at(-1);
+    if (previous) previous.end = start;
+    jobs.push({ label: match[1] ?? '', start: start + line.length, end: block.length, rest: bracket < 0 ? '' : line.slice(bracket + 1) });
+  }
+  if (jobs.length === 0) return text('Background results arrived, but I found no background agent in them.');
+  const lines = jobs.map((job) => {
+    // Job text is quoted line by line with "| " in the block; read it without the quoting.
+    const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '');
+    const quote = firstSentence(`${job.rest}\n${body}`);
+    return `- ${job.label}: ${quote ? `"${quote}"` : '(no result text)'}`;
+  });
+  const noun = jobs.length === 1 ? 'agent' : 'agents';
+  return text([`Here is what the ${jobs.length} background ${noun} found:`, ...lines].join('\n'));
+}
+
+// ---------------------------------------------------------------- (b) and (c) spawning
+
+function spawnCalls(questions: readonly string[], n: number): SimReply {
+  const used = new Set<string>();
+  const calls = questions.map((question, i) => {
+    let label = labelFor(question, `question ${i + 1}`);
+    // Labels name jobs to the user: keep them distinct.
+    for (let k = 2; used.has(label); k++) label = `${labelFor(question, `question ${i + 1}`, 34)} (${k})`;
+    used.add(label);
+    const q = question.trim();
+    const task = `${q}${/[.?!]$/.test(q) ? '' : '.'} ${TASK_SUFFIX}`;
+    return toolCall(n, i, SPAWN_TOOL, { task, label });
+  });
+  return { content: null, toolCalls: calls };
+}
+
+/** After the results of its own spawn calls: what it started. Undefined if the last calls were not spawns. */
+function spawnSummary(messages: readonly WireMessage[]): string | undefined {
+  const assistant = findLastIndex(messages, (m) => m.role === 'assistant');
+  const spawns = toolCallsOf(messages[assistant]).filter((c) => c.name === SPAWN_TOOL);
+  if (spawns.length === 0) return undefined;
+  const results = resultsById(messages.slice(assistant + 1));
+  const started: string[] = [];
+  const failed: string[] = [];
+  spawns.forEach((call, i) => {
+    const args = parseObject(call.arguments);
+    const label = typeof args.label === 'string' && args.label ? args.label : typeof args.task === 'string' ? args.task.slice(0, 40) : `job ${i + 1}`;
+    const result = results.get(call.id);
+    if (result !== undefined && isError(result)) failed.push(`${label} (${firstSentence(result, 120)})`);
+    else started.push(label);
+  });
+  const noun = started.length === 1 ? 'agent' : 'agents';
+  let out = `I started ${started.length} background ${noun} (${started.join(', ')}). I will report when they finish.`;
+  if (failed.length > 0) out += ` ${failed.length} could not be started: ${failed.join('; ')}.`;
+  return out;
+}
+
+// ---------------------------------------------------------------- (d) research
+
+interface CallWithResult {
+  name: string;
+  args: Record<string, unknown>;
+  result: string | undefined;
+}
+
+function research(messages: readonly WireMessage[], lastUser: number, task: string, tools: Set<string>, n: number): SimReply {
+  const turn = messages.slice(lastUser + 1);
+  const steps = turn.filter((m) => m.role === 'assistant' && toolCallsOf(m).length > 0).length;
+  const results = resultsById(turn);
+  const calls: CallWithResult[] = turn.flatMap((m) =>
+    m.role === 'assistant' ? toolCallsOf(m).map((c) => ({ name: c.name, args: parseObject(c.arguments), result: results.get(c.id) })) : [],
+  );
+  const keywords = keywordsOf(task, 2);
+  const withTag = !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER)) ||
+    messages.some((m) => m.role === 'system' && textOf(m.content).includes(BACKGROUND_PROMPT_MARKER));
+
+  if (steps === 0 && keywords.length > 0) {
+    const first = keywords[0] as string;
+    const search = [];
+    if (tools.has('find_files')) search.push(toolCall(n, search.length, 'find_files', { pattern: `**/*${first}*` }));
+    if (tools.has('grep')) {
+      search.push(toolCall(n, search.length, 'grep', { pattern: keywords.map(escapeRegExp).join('|'), ignore_case: true }));
+    }
+    if (search.length > 0) return { content: null, toolCalls: search };
+  }
+
+  const found = parseSearch(calls);
+  const best = bestPath(found);
+  const alreadyRead = calls.some((c) => c.name === 'read_file');
+  if (steps === 1 && best !== undefined && !alreadyRead && tools.has('read_file')) {
+    return { content: null, toolCalls: [toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT })] };
+  }
+  return text(finalAnswer(keywords, found, best, calls, withTag));
+}
+
+interface SearchFindings {
+  /** Paths of grep matches, one entry per matching line. */
+  grepHits: string[];
+  /** Paths listed by find_files. */
+  files: string[];
+}
+
+function parseSearch(calls: readonly CallWithResult[]): SearchFindings {
+  const grepHits: string[] = [];
+  const files: string[] = [];
+  for (const call of calls) {
+    if (call.result === undefined || isError(call.result)) continue;
+    for (const raw of call.result.split(/\r?\n/)) {
+      const line = raw.trim();
+      if (call.name === 'grep') {
+        const path = /^(.+?):(\d+):/.exec(line)?.[1];
+        if (path) grepHits.push(path);
+      } else if (call.name === 'find_files') {
+        if (/^[^\s:()[\]]+$/.test(line) && /[./]/.test(line)) files.push(line);
+      }
+    }
+  }
+  return { grepHits, files };
+}
+
+/** The path with the most grep hits (first on a tie), else the first file found. */
+function bestPath(found: SearchFindings): string | undefined {
+  const counts = new Map<string, number>();
+  for (const path of found.grepHits) counts.set(path, (counts.get(path) ?? 0) + 1);
+  let best: string | undefined;
+  let bestCount = 0;
+  for (const [path, count] of counts) {
+    if (count > bestCount) {
+      best = path;
+      bestCount = count;
+    }
+  }
+  return best ?? found.files[0];
+}
+
+function finalAnswer(keywords: readonly string[], found: SearchFindings, best: string | undefined, calls: readonly CallWithResult[], withTag: boolean): string {
+  const kw = keywords.length > 0 ? keywords.join(', ') : '(no keywords)';
+  const read = calls.filter((c) => c.name === 'read_file' && c.result !== undefined && !isError(c.result));
+  const readPaths = [...new Set(read.map((c) => (typeof c.args.path === 'string' ? c.args.path : '')).filter((p) => p))];
+  const lines: string[] = [];
+  if (best === undefined) {
+    lines.push(`Found no matching lines or files for ${kw}.`);
+  } else {
+    const files = new Set(found.grepHits).size;
+    let summary = `Found ${found.grepHits.length} matching lines in ${files} files for ${kw}. Most relevant: ${best}.`;
+    const firstLine = read.map((c) => firstContentLine(c.result ?? '')).find((l) => l);
+    if (firstLine) summary += ` ${firstLine}`;
+    lines.push(summary);
+  }
+  if (withTag) lines.push(`<result status="${best === undefined ? 'partial' : 'ok'}" files_touched="${readPaths.join(',')}"/>`);
+  return lines.join('\n');
+}
+
+/** First non-empty line of a read_file result, without its line number. */
+function firstContentLine(output: string): string {
+  for (const raw of output.split(/\r?\n/)) {
+    const line = raw.replace(/^\s*\d+\s*(?:[:|→\t]\s?|\s)/, '').trim();
+    if (line) return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+  }
+  return '';
+}
+
+// ---------------------------------------------------------------- helpers
+
+function resultsById(messages: readonly WireMessage[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of messages) {
+    if (m.role === 'tool' && typeof m.tool_call_id === 'string') out.set(m.tool_call_id, textOf(m.content));
+  }
+  return out;
+}
+
+/** A tool result that reports a failure counts as no result. */
+function isError(result: string): boolean {
+  return /^\s*error\b/i.test(result);
+}
+
+function parseObject(json: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(json);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,278 @@
+/**
+ * The simulated OpenAI-compatible chat-completions server: a real `node:http` server on
+ * loopback. Routing, fault delivery, pacing and lifecycle live here; what the model says is
+ * decided in agent-behaviour.ts (default) or script.ts (scripted mode).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { endlessReply, plausibleReply } from './agent-behaviour.js';
+import { applyReplyFault, faultErrorBody, HTTP_ERROR_STATUS, randomFault, REPLY_FAULTS } from './faults.js';
+import { resolveOptions, SIM_DEFAULTS, validateOptions, type ResolvedSimOptions } from './options.js';
+import { completionTokens, promptTokens, type SimReply } from './reply.js';
+import { completionBody, SIM_CREATED, streamChunks, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
+import { requestRng } from './rng.js';
+import { ScriptCursor, stepReply } from './script.js';
+import {
+  BodyTooLargeError,
+  cutAfterFlush,
+  readBody,
+  sendError,
+  sendJson,
+  sleep,
+  startSse,
+  waitForAbort,
+  writeSse,
+} from './transport.js';
+import type { FaultKind, FaultSpec, RecordedRequest, ScriptStep, SimServer, SimServerOptions } from './types.js';
+import { ConfigError } from '../shared/errors.js';
+
+export const SIM_MODEL_ID = 'forkpool-sim';
+const CHAT_PATHS = new Set(['/v1/chat/completions', '/chat/completions']);
+const MODEL_PATHS = new Set(['/v1/models', '/models']);
+
+/** Starts the simulator; rejects with a `ConfigError` naming the bad option. */
+export async function startSimServer(opts: SimServerOptions = {}): Promise<SimServer> {
+  const sim = new SimHttpServer(opts, resolveOptions(opts));
+  await sim.listen();
+  return sim;
+}
+
+/** What one chat request will get, decided before any waiting. */
+interface Plan {
+  n: number;
+  stream: boolean;
+  includeUsage: boolean;
+  meta: ResponseMeta;
+  fault: FaultSpec | undefined;
+  reply: SimReply;
+  usage: WireUsage;
+  initialDelayMs: number;
+}
+
+class SimHttpServer implements SimServer {
+  readonly requests: RecordedRequest[] = [];
+  readonly scriptErrors: string[] = [];
+  url = '';
+  port = 0;
+  #raw: SimServerOptions;
+  #options: ResolvedSimOptions;
+  #script: ScriptCursor | undefined;
+  #count = 0;
+  #server: Server;
+  #sockets = new Set<Socket>();
+  #active = new Set<AbortController>();
+  #closing: Promise<void> | undefined;
+
+  constructor(raw: SimServerOptions, options: ResolvedSimOptions) {
+    this.#raw = { ...raw };
+    this.#options = options;
+    this.#script = options.script ? new ScriptCursor(options.script, this.scriptErrors) : undefined;
+    this.#server = createServer((req, res) => this.#onRequest(req, res));
+    // Short keep-alive so idle client sockets do not linger; close() destroys them anyway.
+    this.#server.keepAliveTimeout = 5_000;
+    this.#server.on('connection', (socket) => {
+      this.#sockets.add(socket);
+      socket.on('close', () => this.#sockets.delete(socket));
+    });
+    this.#server.on('clientError', (_error, socket) => socket.destroy());
+  }
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#options.port, this.#options.host, () => {
+        this.#server.off('error', reject);
+        const address = this.#server.address() as AddressInfo;
+        this.port = address.port;
+        const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+        this.url = `http://${host}:${address.port}/v1`;
+        resolve();
+      });
+    });
+  }
+
+  setOptions(patch: Partial<SimServerOptions>): void {
+    const issues = validateOptions(patch);
+    if (issues.length > 0) throw new ConfigError(issues);
+    this.#raw = { ...this.#raw, ...patch };
+    this.#options = resolveOptions(this.#raw);
+    if ('script' in patch) this.#script = this.#options.script ? new ScriptCursor(this.#options.script, this.scriptErrors) : undefined;
+  }
+
+  assertScriptDone(): void {
+    if (this.#script) this.#script.assertDone();
+    else if (this.scriptErrors.length > 0) new ScriptCursor([], this.scriptErrors).assertDone();
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      // Order: stop intake first, then end every wait (clears timers), then cut the sockets.
+      this.#server.close(() => resolve());
+      for (const controller of this.#active) controller.abort(new Error('sim server closed'));
+      for (const socket of this.#sockets) socket.destroy();
+      this.#server.closeAllConnections();
+    });
+    return this.#closing;
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const controller = new AbortController();
+    this.#active.add(controller);
+    // 'close' fires when the response is done or the client went away: either way, stop waiting.
+    res.on('close', () => {
+      controller.abort(new Error('response closed'));
+      this.#active.delete(controller);
+    });
+    req.on('error', () => {});
+    this.#route(req, res, controller.signal).catch((error: unknown) => {
+      if (controller.signal.aborted || res.writableEnded) return;
+      if (error instanceof BodyTooLargeError) return sendError(res, 413, error.message, 'invalid_request_error', 'body_too_large');
+      if (!res.headersSent) sendError(res, 500, `sim internal error: ${String(error)}`, 'server_error', 'internal_error');
+      else res.destroy();
+    });
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]?.replace(/\/+$/, '') || '/';
+    if (CHAT_PATHS.has(path)) {
+      if (req.method !== 'POST') return sendError(res, 405, `use POST for ${path}`, 'invalid_request_error', 'method_not_allowed');
+      return this.#chat(req, res, signal);
+    }
+    if (MODEL_PATHS.has(path) || path.startsWith('/v1/models/')) {
+      if (req.method !== 'GET') return sendError(res, 405, `use GET for ${path}`, 'invalid_request_error', 'method_not_allowed');
+      const model = { id: SIM_MODEL_ID, object: 'model', created: SIM_CREATED, owned_by: 'forkpool' };
+      if (path.startsWith('/v1/models/')) return sendJson(res, 200, JSON.stringify({ ...model, id: decodeURIComponent(path.slice(11)) }));
+      return sendJson(res, 200, JSON.stringify({ object: 'list', data: [model] }));
+    }
+    sendError(res, 404, `unknown route ${req.method ?? 'GET'} ${path}`, 'invalid_request_error', 'not_found');
+  }
+
+  async #chat(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const raw = await readBody(req, SIM_DEFAULTS.maxBodyBytes);
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch (error) {
+      return sendError(res, 400, `request body is not valid JSON: ${(error as Error).message}`, 'invalid_request_error', 'invalid_json');
+    }
+    if (!body || typeof body !== 'object' || !Array.isArray((body as { messages?: unknown }).messages)) {
+      return sendError(res, 400, "request body must be an object with a 'messages' array", 'invalid_request_error', 'invalid_request');
+    }
+    const n = ++this.#count;
+    const plan = this.#plan(n, body as Record<string, unknown>);
+    const record: RecordedRequest = { n, body: this.#options.recordBodies ? body : undefined, receivedAt: Date.now() };
+    if (plan?.fault) record.fault = plan.fault.kind;
+    this.requests.push(record);
+    if (!plan) return sendError(res, 500, `sim script exhausted at request ${n}`, 'server_error', 'sim_script_exhausted');
+    await this.#deliver(plan, res, signal).catch((error: unknown) => {
+      // A wait ended by the client leaving or by close(): nothing left to send.
+      if (!signal.aborted) throw error;
+    });
+  }
+
+  /** Decides fault, reply, usage and delay. Undefined when the script is exhausted. */
+  #plan(n: number, body: Record<string, unknown>): Plan | undefined {
+    const o = this.#options;
+    const rng = requestRng(o.seed, n);
+    // Draw in a fixed order (jitter, then fault) so every request's numbers are reproducible.
+    const jitter = rng() * o.jitterMs;
+    let fault: FaultSpec | undefined = o.faults[n] ?? randomFault(rng, o.faultRate, o.faultKinds);
+    let step: ScriptStep | undefined;
+    // A fault from `faults`/`faultRate` replaces the response and leaves the script step for the retry.
+    if (!fault && this.#script) {
+      step = this.#script.take(n);
+      if (!step) return undefined;
+      fault = step.fault;
+    }
+    let reply: SimReply;
+    if (o.endlessToolCalls || fault?.kind === 'endless_tool_calls') reply = endlessReply(body, n);
+    else reply = step ? stepReply(step, n) : plausibleReply(body, n);
+    if (fault && REPLY_FAULTS.has(fault.kind)) reply = applyReplyFault(fault.kind, reply, n);
+    const usage = usageOf(step?.usage?.prompt_tokens ?? promptTokens(body), step?.usage?.completion_tokens ?? completionTokens(reply));
+    const stream = body.stream === true;
+    const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+    return {
+      n,
+      stream,
+      includeUsage: stream && streamOptions?.include_usage === true,
+      meta: { id: `chatcmpl-sim-${n}`, model: typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID },
+      fault,
+      reply,
+      usage,
+      // Non-stream responses pay their per-token time up front; streams pay it chunk by chunk.
+      initialDelayMs: o.latencyMs + jitter + (stream ? 0 : o.perTokenMs * usage.completion_tokens),
+    };
+  }
+
+  async #deliver(plan: Plan, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const kind: FaultKind | undefined = plan.fault?.kind;
+    // Never answers: the client's timeout or abort, or close(), ends it.
+    if (kind === 'hang_before_headers') return waitForAbort(signal);
+    await sleep(plan.initialDelayMs, signal);
+    const headers = { 'x-request-id': `req_sim_${plan.n}` };
+    const status = kind ? HTTP_ERROR_STATUS[kind] : undefined;
+    if (kind && status !== undefined) {
+      const extra: Record<string, string> = {};
+      if (kind === '429') {
+        const seconds = plan.fault?.retryAfterSeconds ?? SIM_DEFAULTS.retryAfterSeconds;
+        extra['retry-after'] = String(seconds);
+        extra['retry-after-ms'] = String(Math.round(seconds * 1000));
+      }
+      return sendJson(res, status, faultErrorBody(kind, plan.n), { ...headers, ...extra });
+    }
+    if (plan.stream) return this.#deliverStream(plan, res, signal, headers, kind);
+    const json = JSON.stringify(completionBody(plan.reply, plan.meta, plan.usage));
+    if (kind === 'bad_json') return sendJson(res, 200, `{"id": "${plan.meta.id}", "object": "chat.completion", "choices": [ <simulated bad json>`, headers);
+    if (kind === 'truncated_stream') {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)), ...headers });
+      return cutAfterFlush(res, json.slice(0, Math.floor(json.length / 2)));
+    }
+    if (kind === 'stall_mid_stream') {
+      res.writeHead(200, { 'content-type': 'application/json', ...headers });
+      res.write(`{"id": "${plan.meta.id}", `);
+      // JSON allows whitespace between tokens: keep the connection busy, never finish.
+      return this.#keepAlive(res, signal, ' \n');
+    }
+    sendJson(res, 200, json, headers);
+  }
+
+  async #deliverStream(plan: Plan, res: ServerResponse, signal: AbortSignal, headers: Record<string, string>, kind: FaultKind | undefined): Promise<void> {
+    const chunks = streamChunks(plan.reply, plan.meta, plan.usage, {
+      maxTokensPerChunk: this.#options.maxTokensPerChunk,
+      includeUsage: plan.includeUsage,
+    });
+    startSse(res, headers);
+    const first = chunks[0];
+    if (first) writeSse(res, first.json);
+    if (kind === 'stall_mid_stream') return this.#keepAlive(res, signal, ': keep-alive\n\n');
+    if (kind === 'bad_json') {
+      writeSse(res, `{"id": "${plan.meta.id}", "choices": [{"delta": {"content": <simulated bad json>`);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    if (kind === 'truncated_stream') {
+      // Stops before any finish_reason, after about half of the content chunks, without [DONE].
+      const open = chunks.filter((c) => !c.closing);
+      const cut = Math.min(open.length, Math.max(2, Math.floor(open.length / 2)));
+      for (let i = 1; i < cut - 1; i++) await this.#sendChunk(res, signal, open[i]);
+      const lastChunk = cut >= 2 ? open[cut - 1] : undefined;
+      if (lastChunk) await sleep(this.#options.perTokenMs * lastChunk.tokens, signal);
+      return cutAfterFlush(res, lastChunk ? `data: ${lastChunk.json}\n\n` : ': cut\n\n');
+    }
+    for (const chunk of chunks.slice(1)) await this.#sendChunk(res, signal, chunk);
+    res.end('data: [DONE]\n\n');
+  }
+
+  async #sendChunk(res: ServerResponse, signal: AbortSignal, chunk: StreamChunk | undefined): Promise<void> {
+    if (!chunk) return;
+    await sleep(this.#options.perTokenMs * chunk.tokens, signal);
+    writeSse(res, chunk.json);
+  }
+
+  async #keepAlive(res: ServerResponse, signal: AbortSignal, text: string): Promise<void> {
+    for (;;) {
+      await sleep(SIM_DEFAULTS.keepAliveIntervalMs, signal);
+      res.write(text);
+    }
+  }
+}

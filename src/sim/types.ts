@@ -1,0 +1,107 @@
+/** Public types of the simulated chat-completions server. */
+
+export type FaultKind =
+  | '429'
+  | '500'
+  | '502'
+  | '503'
+  | 'bad_json'
+  | 'malformed_tool_args'
+  | 'unknown_tool'
+  | 'truncated_stream'
+  | 'hang_before_headers'
+  | 'stall_mid_stream'
+  | 'endless_tool_calls';
+
+export const FAULT_KINDS: readonly FaultKind[] = [
+  '429',
+  '500',
+  '502',
+  '503',
+  'bad_json',
+  'malformed_tool_args',
+  'unknown_tool',
+  'truncated_stream',
+  'hang_before_headers',
+  'stall_mid_stream',
+  'endless_tool_calls',
+];
+
+export interface FaultSpec {
+  kind: FaultKind;
+  /** For '429': the `Retry-After` value in seconds (fractions allowed; also sent as `retry-after-ms`). Default 1. */
+  retryAfterSeconds?: number;
+}
+
+export interface ScriptToolCall {
+  name: string;
+  /** A string is sent verbatim (so it may be invalid JSON); an object is JSON-encoded. */
+  arguments: string | Record<string, unknown>;
+  /** Default `call_<request>_<index>`. */
+  id?: string;
+}
+
+export interface ScriptStep {
+  content?: string;
+  toolCalls?: ScriptToolCall[];
+  fault?: FaultSpec;
+  /** Overrides the estimated usage of this response. */
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+export interface SimServerOptions {
+  /** TCP port; default 0 (a free port). */
+  port?: number;
+  /** Default '127.0.0.1'. */
+  host?: string;
+  /** Fixed delay before the response starts, in ms. Default 0. */
+  latencyMs?: number;
+  /** Extra delay per output token, spread across stream chunks (non-stream: added up front). Default 0. */
+  perTokenMs?: number;
+  /** Uniform seeded jitter in [0, jitterMs) added to `latencyMs`. Default 0. */
+  jitterMs?: number;
+  /** PRNG seed for jitter and random faults. Default 1. */
+  seed?: number;
+  /** Scripted mode: the exact responses, in order. Absent: the plausible agent answers. */
+  script?: ScriptStep[];
+  /**
+   * Faults keyed by 1-based request number (valid chat-completions requests only). Such a fault
+   * replaces the response and does not consume a script step.
+   */
+  faults?: Record<number, FaultSpec>;
+  /** Probability 0..1 of a random fault per request (seeded). Default 0. */
+  faultRate?: number;
+  /** Kinds drawn when `faultRate` hits. Default: every kind except 'hang_before_headers' and 'stall_mid_stream'. */
+  faultKinds?: FaultKind[];
+  /** Stream chunking: at most this many estimated tokens (4 chars each) per content/arguments chunk. Default 4. */
+  maxTokensPerChunk?: number;
+  /** Every response is a tool call (list_dir with a varying path and counter): a model that never stops. Default false. */
+  endlessToolCalls?: boolean;
+  /** Keep each request's parsed body in `requests` (turn off for long benchmarks to save memory). Default true. */
+  recordBodies?: boolean;
+}
+
+export interface RecordedRequest {
+  /** 1-based number among valid chat-completions requests. */
+  n: number;
+  /** The parsed JSON body (undefined when `recordBodies` is false). */
+  body: any;
+  receivedAt: number;
+  fault?: FaultKind;
+}
+
+export interface SimServer {
+  /** Base URL for the openai client, e.g. `http://127.0.0.1:PORT/v1`. */
+  url: string;
+  port: number;
+  /** Every valid chat-completions request, in arrival order (a live array). */
+  requests: RecordedRequest[];
+  /** e.g. "sim script exhausted at request 4" (a live array). */
+  scriptErrors: string[];
+  /** Changes options at runtime (latency, faults, ...). A new `script` restarts at its first step. */
+  setOptions(patch: Partial<SimServerOptions>): void;
+  /** Throws a `ForkpoolError` (code SIM_SCRIPT) if script steps are unused or a script error happened. */
+  assertScriptDone(): void;
+  /** Closes the server and destroys every open socket (hung requests included); clears all timers. */
+  close(): Promise<void>;
+}
