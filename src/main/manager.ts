@@ -21,7 +21,25 @@ export interface BackgroundManagerOptions {
   /** The session's grants, served to workers; background jobs never ask a person. */
   permissions?: PermissionStore;
   logger?: Logger;
+  /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
+  scheduler?: JobScheduler;
 }
+
+/** What a job timer is for; a manual scheduler can fire them selectively. */
+export interface TimerTag {
+  jobId: string;
+  kind: 'timeout' | 'cancel-grace' | 'port-close';
+}
+
+export interface JobScheduler {
+  set(callback: () => void, ms: number, tag: TimerTag): unknown;
+  clear(handle: unknown): void;
+}
+
+const realScheduler: JobScheduler = {
+  set: (callback, ms) => setTimeout(callback, ms),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 export interface SpawnRequest {
   task: string;
@@ -78,7 +96,7 @@ interface LiveJob {
   portClosed: boolean;
   runSettled: boolean;
   runError?: unknown;
-  timers: NodeJS.Timeout[];
+  timers: unknown[];
 }
 
 /**
@@ -92,6 +110,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #executor: Executor;
   readonly #permissions: PermissionStore;
   readonly #logger: Logger | undefined;
+  readonly #scheduler: JobScheduler;
   readonly #specs = new Map<string, JobSpec>();
   /** Times each job was handed to the executor; bounds re-queues even before a `started`. */
   readonly #launches = new Map<string, number>();
@@ -107,6 +126,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#config = options.config;
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = options.logger;
+    this.#scheduler = options.scheduler ?? realScheduler;
     this.#executor = options.executor ?? createExecutor(options.config, options.logger);
   }
 
@@ -257,7 +277,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     live.stopReason = reason;
     live.port.postMessage({ type: 'cancel', reason });
     // Phase two: a job that ignores the cooperative cancel loses its thread.
-    live.timers.push(setTimeout(() => this.#hardStop(live), this.#config.background.cancelGraceMs));
+    live.timers.push(this.#scheduler.set(() => this.#hardStop(live), this.#config.background.cancelGraceMs, { jobId: id, kind: 'cancel-grace' }));
     return handle();
   }
 
@@ -306,7 +326,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         live.runSettled = true;
         // A thread that died may leave the port open for a moment; don't wait on it forever.
         if (!live.portClosed && this.#live.has(live.id)) {
-          live.timers.push(setTimeout(() => { live.portClosed = true; this.#settle(live); }, 2_000));
+          const onTimer = () => {
+            live.portClosed = true;
+            this.#settle(live);
+          };
+          live.timers.push(this.#scheduler.set(onTimer, 2_000, { jobId: live.id, kind: 'port-close' }));
         }
         this.#settle(live);
       });
@@ -324,7 +348,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.ledger.markRunning(live.id, message.threadId);
       // The wall clock starts now: time spent queued does not count.
       const timeoutMs = this.#config.background.timeoutMinutes * 60_000;
-      live.timers.push(setTimeout(() => this.#stop(live.id, 'timeout'), timeoutMs));
+      live.timers.push(this.#scheduler.set(() => this.#stop(live.id, 'timeout'), timeoutMs, { jobId: live.id, kind: 'timeout' }));
       this.emit('started', this.get(live.id) as JobRecord);
     } else if (message.type === 'progress') {
       this.emit('progress', { jobId: live.id, event: message.event as LoopEvent });
@@ -392,7 +416,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   #dispose(live: LiveJob): void {
-    for (const timer of live.timers) clearTimeout(timer);
+    for (const timer of live.timers) this.#scheduler.clear(timer);
     live.port.close();
     live.permissionPort.close();
     this.#live.delete(live.id);
