@@ -16,6 +16,8 @@ export interface PiscinaExecutorOptions {
   heapMb: number;
   /** Built worker file URL; defaults to dist/worker/entry.js. Tests pass a fixture here. */
   workerFile?: string;
+  /** Idle threads above `minThreads` end after this long (default 10 minutes: keep them warm). */
+  idleTimeoutMs?: number;
   logger?: Logger;
 }
 
@@ -41,7 +43,7 @@ export class PiscinaExecutor implements Executor {
       filename: options.workerFile ?? workerFileUrl('entry'),
       minThreads: Math.min(maxThreads, Math.max(1, availableParallelism())),
       maxThreads,
-      idleTimeout: IDLE_TIMEOUT_MS,
+      idleTimeout: options.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
       // The default ('sync') freezes a worker's event loop between tasks: timers and late port traffic stall.
       atomics: 'disabled',
       concurrentTasksPerWorker: options.isolation === 'shared' ? Math.max(1, options.tasksPerThread) : 1,
@@ -76,6 +78,11 @@ export class PiscinaExecutor implements Executor {
 
   threadCount(): number {
     return this.#closed ? 0 : this.#pool.threads.length;
+  }
+
+  /** Threads the pool keeps alive when idle (and replaces when one dies). */
+  get minThreads(): number {
+    return this.#pool.options.minThreads;
   }
 
   async close(): Promise<void> {

@@ -28,7 +28,7 @@ export interface RateGate {
 
 export type RetryEvent = { attempt: number; delayMs: number; reason: string };
 
-export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries'>;
+export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'>;
 
 export interface ModelCallOptions {
   client: OpenAI;
@@ -51,6 +51,8 @@ export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiK
     ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
     timeout: config.requestTimeoutMs,
     maxRetries: 0,
+    // The SDK would print parse failures to the console; ours become typed retries and events.
+    logLevel: 'off',
   });
 }
 
@@ -123,10 +125,27 @@ function parseRetryAfter(headers: Headers | undefined): number | undefined {
 }
 
 async function requestOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
-  const response = await client.chat.completions.create(
-    { model: config.model, temperature: config.temperature, messages: params.messages, ...(params.tools?.length ? { tools: params.tools } : {}) },
-    { signal },
-  );
+  // The SDK's `timeout` stops at the response headers: a body that stalls after them would hang
+  // forever. This timer covers headers to last byte, as `requestTimeoutMs` promises.
+  const local = linkedAbort(signal);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    local.controller.abort(new ForkpoolError('MODEL_REQUEST_FAILED', `request timed out after ${config.requestTimeoutMs} ms`));
+  }, config.requestTimeoutMs);
+  let response;
+  try {
+    response = await client.chat.completions.create(
+      { model: config.model, temperature: config.temperature, messages: params.messages, ...(params.tools?.length ? { tools: params.tools } : {}) },
+      { signal: local.signal },
+    );
+  } catch (error) {
+    if (timedOut) throw new ForkpoolError('MODEL_REQUEST_FAILED', `request timed out after ${config.requestTimeoutMs} ms (headers to last byte)`, { cause: error });
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    local.dispose();
+  }
   if (!response || typeof response !== 'object' || !Array.isArray(response.choices)) {
     throw new ForkpoolError('MODEL_REQUEST_FAILED', 'response is not a chat completion');
   }
