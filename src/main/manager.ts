@@ -360,7 +360,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** Ends a live job once enough is known: its `done`, or its port closed and its run settled. */
   #settle(live: LiveJob): void {
-    if (!this.#live.has(live.id)) return;
+    // Identity, not id: after a re-queue the same id is live again under a new attempt, and a
+    // late callback of the old attempt (its port's `close`, its run settling) must not end it.
+    if (this.#live.get(live.id) !== live) return;
     if (live.outcome) return this.#finish(live.id, this.#endingFromOutcome(live, live.outcome));
     if (!live.portClosed || !live.runSettled) return;
     const error = live.runError ?? new JobError('PROTOCOL_INVALID', live.id, 'the worker ended the job without reporting a result');

@@ -52,7 +52,7 @@ export class TinypoolExecutor implements Executor {
   }
 
   threadCount(): number {
-    return this.#closed ? 0 : this.#pool.threads.length;
+    return this.#pool.threads.length;
   }
 
   async close(): Promise<void> {

@@ -77,7 +77,8 @@ export class PiscinaExecutor implements Executor {
   }
 
   threadCount(): number {
-    return this.#closed ? 0 : this.#pool.threads.length;
+    // Honest after close too: destroy() leaves the list empty only once every thread is gone.
+    return this.#pool.threads.length;
   }
 
   /** Threads the pool keeps alive when idle (and replaces when one dies). */

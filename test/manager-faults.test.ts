@@ -1,0 +1,184 @@
+/**
+ * Faulty workers through the real Piscina pool: a job whose thread throws, exits, loops or runs
+ * out of heap fails alone, with a typed error; the pool replaces the thread and the next job
+ * runs. In `shared` isolation, innocent neighbours of a killed thread are re-queued once and a
+ * poison job gives up after a bounded number of tries.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { JobRecord } from '../src/main/ledger.js';
+import type { BackgroundManager } from '../src/main/manager.js';
+import {
+  Cleanups,
+  RESEARCH_TASK,
+  ended,
+  fixtureExecutor,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  recordEvents,
+  startSim,
+  startedJob,
+} from './helpers/pool.js';
+
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
+
+async function setup(background: Parameters<typeof makeConfig>[2] = {}) {
+  const root = await makeWorkspace(cleanups);
+  const sim = await startSim(cleanups);
+  const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 100, ...background });
+  const executor = fixtureExecutor(config, cleanups);
+  const manager = makeManager(config, cleanups, executor);
+  return { manager, executor, sim };
+}
+
+/** Spawns the faulty job, then a normal one behind it; returns both records once ended. */
+async function faultThenNormal(manager: BackgroundManager, task: string): Promise<[JobRecord, JobRecord]> {
+  const bad = manager.spawn({ task, label: 'faulty' });
+  const good = manager.spawn({ task: RESEARCH_TASK, label: 'innocent' });
+  return Promise.all([ended(manager, bad.id), ended(manager, good.id)]);
+}
+
+describe('a faulty worker fails only its own job', () => {
+  it.each([
+    ['FAULT:throw_sync', 'WORKER_CRASHED'],
+    ['FAULT:throw_async', 'WORKER_CRASHED'],
+    ['FAULT:exit', 'WORKER_EXITED'],
+  ] as const)('%s → failed with %s; the next job ends ok', async (task, code) => {
+    const { manager } = await setup();
+    const [bad, good] = await faultThenNormal(manager, task);
+    expect(bad.status).toBe('failed');
+    expect(bad.endedBy).toBe('crash');
+    expect(bad.error?.code).toBe(code);
+    expect(bad.error?.jobId).toBe(bad.id);
+    expect(good.status).toBe('ok');
+    expect(good.endedBy).toBe('completed');
+    expect(manager.pending).toBe(0);
+  });
+
+  it('a thread over its heap cap fails with WORKER_OUT_OF_MEMORY; the next job ends ok', async () => {
+    const { manager } = await setup({ heapMb: 64 });
+    const [bad, good] = await faultThenNormal(manager, 'FAULT:oom');
+    expect(bad.status).toBe('failed');
+    expect(bad.endedBy).toBe('crash');
+    expect(bad.error?.code).toBe('WORKER_OUT_OF_MEMORY');
+    expect(good.status).toBe('ok');
+  });
+
+  it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async () => {
+    // 0.005 minutes = 300 ms from start.
+    const { manager } = await setup({ timeoutMinutes: 0.005 });
+    const [bad, good] = await faultThenNormal(manager, 'FAULT:loop');
+    expect(bad.status).toBe('timed_out');
+    expect(bad.endedBy).toBe('hard');
+    expect(bad.error?.code).toBe('JOB_TIMEOUT');
+    expect(good.status).toBe('ok');
+  });
+
+  it('an endless synchronous loop ends by cancel through a hard stop; the next job ends ok', async () => {
+    const { manager } = await setup();
+    const bad = manager.spawn({ task: 'FAULT:loop', label: 'spinner' });
+    const good = manager.spawn({ task: RESEARCH_TASK, label: 'innocent' });
+    await startedJob(manager, bad.id);
+    manager.cancel(bad.id);
+    const record = await ended(manager, bad.id);
+    expect(record.status).toBe('cancelled');
+    expect(record.endedBy).toBe('hard');
+    expect(record.error?.code).toBe('JOB_CANCELLED');
+    expect((await ended(manager, good.id)).status).toBe('ok');
+  });
+
+  it('with several jobs at once, a crash takes only its own job (thread isolation)', async () => {
+    const { manager } = await setup({ maxConcurrent: 3 });
+    const neighbours = [manager.spawn({ task: 'FAULT:slow:400 n1', label: 'n1' }), manager.spawn({ task: 'FAULT:slow:400 n2', label: 'n2' })];
+    await Promise.all(neighbours.map((n) => startedJob(manager, n.id)));
+    const bad = manager.spawn({ task: 'FAULT:exit', label: 'bad' });
+    expect((await ended(manager, bad.id)).status).toBe('failed');
+    for (const n of neighbours) {
+      const record = await ended(manager, n.id);
+      expect(record.status).toBe('ok');
+      expect(record.attempts).toBe(1);
+      expect(record.notes).toEqual([]);
+    }
+  });
+
+  it('the host process is unaffected: no uncaught error reaches it', async () => {
+    const seen: unknown[] = [];
+    const onError = (error: unknown) => seen.push(error);
+    process.on('uncaughtException', onError);
+    process.on('unhandledRejection', onError);
+    cleanups.add(() => {
+      process.off('uncaughtException', onError);
+      process.off('unhandledRejection', onError);
+    });
+    const { manager } = await setup({ maxConcurrent: 2 });
+    const ids = ['FAULT:throw_async', 'FAULT:exit', 'FAULT:throw_sync'].map((task) => manager.spawn({ task, label: task }).id);
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    expect(records.map((r) => r.status)).toEqual(['failed', 'failed', 'failed']);
+    const after = manager.spawn({ task: RESEARCH_TASK, label: 'after' });
+    expect((await ended(manager, after.id)).status).toBe('ok');
+    expect(seen).toEqual([]);
+  });
+});
+
+describe('shared isolation', () => {
+  const shared = { isolation: 'shared', tasksPerThread: 4, threads: 1, maxConcurrent: 4, cancelGraceMs: 100 } as const;
+
+  it('a hard stop kills the whole thread; its innocent neighbours are re-queued once and end ok', async () => {
+    const { manager } = await setup(shared);
+    const log = recordEvents(manager);
+    const stubborn = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
+    const innocents = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:slow:3000 innocent ${i}`, label: `innocent ${i}` }));
+    const started = await Promise.all([stubborn, ...innocents].map((j) => startedJob(manager, j.id)));
+    // All four share the one thread.
+    expect(new Set(started.map((r) => r.threadId)).size).toBe(1);
+
+    manager.cancel(stubborn.id);
+    const killed = await ended(manager, stubborn.id);
+    expect(killed.status).toBe('cancelled');
+    expect(killed.endedBy).toBe('hard');
+
+    const records = await Promise.all(innocents.map((j) => ended(manager, j.id)));
+    for (const record of records) {
+      expect(record.status).toBe('ok');
+      expect(record.attempts).toBe(2);
+      expect(record.notes).toHaveLength(1);
+      expect(record.notes[0]).toMatch(/thread died/);
+      expect(record.threadId).not.toBe(killed.threadId);
+      expect(log.filter((e) => e.type === 'requeued' && e.id === record.id)).toHaveLength(1);
+      expect(log.filter((e) => e.type === 'done' && e.id === record.id)).toHaveLength(1);
+    }
+    expect(log.filter((e) => e.type === 'requeued' && e.id === stubborn.id)).toEqual([]);
+  });
+
+  it('a late callback of a re-queued attempt does not end its next attempt', async () => {
+    // Attempt 1 throws and leaves its port open, so the manager ends it on the port fallback
+    // and re-queues it; closing that old port later must not touch attempt 2.
+    const { manager } = await setup(shared);
+    const log = recordEvents(manager);
+    const job = manager.spawn({ task: 'FAULT:throw_once:300', label: 'flaky' });
+    const record = await ended(manager, job.id);
+    expect(record.status).toBe('ok');
+    expect(record.resultText).toBe('fixture slept 300 ms');
+    expect(log.filter((e) => e.type === 'requeued' && e.id === job.id)).toHaveLength(1);
+    expect(log.filter((e) => e.type === 'done' && e.id === job.id)).toHaveLength(1);
+  });
+
+  it('a poison job that kills every thread fails after maxRequeues + 1 tries and does not loop', async () => {
+    const maxRequeues = 2;
+    const { manager } = await setup({ ...shared, maxRequeues });
+    const log = recordEvents(manager);
+    const poison = manager.spawn({ task: 'FAULT:exit', label: 'poison' });
+    const record = await ended(manager, poison.id);
+    expect(record.status).toBe('failed');
+    expect(record.endedBy).toBe('crash');
+    expect(record.error?.code).toBe('WORKER_EXITED');
+    expect(record.error?.message).toMatch(new RegExp(`died on each of ${maxRequeues + 1} tries`));
+    expect(log.filter((e) => e.type === 'requeued' && e.id === poison.id)).toHaveLength(maxRequeues);
+    expect(log.filter((e) => e.type === 'done' && e.id === poison.id)).toHaveLength(1);
+    await manager.onIdle();
+    // And the pool still works afterwards.
+    const after = manager.spawn({ task: RESEARCH_TASK, label: 'after' });
+    expect((await ended(manager, after.id)).status).toBe('ok');
+  });
+});
