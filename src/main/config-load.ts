@@ -91,7 +91,9 @@ function readConfigFile(filePath: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError([{ field: '(file)', expected: 'valid JSON', received: `${(error as Error).message}`, source: filePath }]);
+    // V8 quotes the text around a syntax error, which may be part of an API key: keep the diagnosis only.
+    const reason = (error as Error).message.replace(/,\s*(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)?\s*is not valid JSON$/, '');
+    throw new ConfigError([{ field: '(file)', expected: 'valid JSON', received: reason, source: filePath }]);
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ConfigError([{ field: '(root)', expected: 'a JSON object', received: describeReceived(parsed), source: filePath }]);

@@ -5,6 +5,8 @@
 export function capHeadTail(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
   const marker = (omitted: number) => `\n…[${omitted} characters omitted]…\n`;
+  // A budget too small for the marker keeps the head only; the marker alone would exceed it.
+  if (maxChars < marker(text.length).length) return text.slice(0, Math.max(0, maxChars));
   // Reserve room for the marker itself so the output never exceeds maxChars.
   const room = Math.max(0, maxChars - marker(text.length).length);
   const head = Math.ceil(room * 0.6);

@@ -24,7 +24,7 @@ export type LoopEvent =
 
 export type LoopConfig = Pick<
   ForkpoolConfig,
-  'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'maxIterations' | 'loopWarnAfter' | 'loopStopAfter' | 'toolLimits'
+  'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'maxIterations' | 'loopWarnAfter' | 'loopStopAfter' | 'toolLimits'
 >;
 
 export interface ToolLoopOptions {

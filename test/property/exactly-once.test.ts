@@ -55,7 +55,7 @@ function nextEvent(manager: BackgroundManager, kinds: Array<'started' | 'done' |
   });
 }
 
-async function runScenario({ isolation, cap, actions }: fc.infer<typeof scenario>): Promise<void> {
+async function runScenario({ isolation, cap, actions }: { isolation: 'thread' | 'shared'; cap: number; actions: Action[] }): Promise<void> {
   const config = parseConfig({ workspaceRoot: process.cwd(), background: { maxConcurrent: cap, maxRequeues: 1, closeTimeoutMs: 500 } });
   const executor = new FakeExecutor(isolation);
   const scheduler = new ManualScheduler();

@@ -1,0 +1,235 @@
+/**
+ * Configuration: schema defaults, the seeds' snake_case aliases, error messages that name the
+ * field, what was expected, what was received and where it came from; file < env < flags.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_FILE_NAME, loadConfig } from '../src/main/config-load.js';
+import { parseConfig } from '../src/shared/config.js';
+import { BUILTIN_TOOL_NAMES, DEFAULTS } from '../src/shared/defaults.js';
+import { ConfigError, type ConfigIssue } from '../src/shared/errors.js';
+import { tempWorkspace, useCleanup } from './helpers/index.js';
+
+const cleanup = useCleanup();
+const WS = '/tmp/forkpool-config-test';
+
+/** The ConfigError thrown by `fn`; fails the test if it does not throw one. */
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+function issueFor(error: ConfigError, field: string): ConfigIssue {
+  const issue = error.issues.find((i) => i.field === field);
+  if (!issue) throw new Error(`no issue for ${field}; got ${JSON.stringify(error.issues)}`);
+  return issue;
+}
+
+/** A temp dir holding forkpool.config.json with `content` (a string is written verbatim). */
+function dirWithConfig(content: unknown): string {
+  const dir = tempWorkspace({}, cleanup);
+  writeFileSync(path.join(dir, CONFIG_FILE_NAME), typeof content === 'string' ? content : JSON.stringify(content));
+  return dir;
+}
+
+describe('parseConfig defaults', () => {
+  it('fills every default from DEFAULTS', () => {
+    const config = parseConfig({ workspaceRoot: WS });
+    expect(config).toMatchObject({
+      model: DEFAULTS.model,
+      temperature: DEFAULTS.temperature,
+      maxIterations: DEFAULTS.maxIterations,
+      requestTimeoutMs: DEFAULTS.requestTimeoutMs,
+      streamIdleTimeoutMs: DEFAULTS.streamIdleTimeoutMs,
+      maxRetries: DEFAULTS.maxRetries,
+      stream: true,
+      workspaceRoot: WS,
+      tools: [...BUILTIN_TOOL_NAMES],
+      grantedTools: [],
+      permissionMode: 'config',
+      loopWarnAfter: DEFAULTS.loopWarnAfter,
+      loopStopAfter: DEFAULTS.loopStopAfter,
+      sessionSummaryMaxChars: DEFAULTS.sessionSummaryMaxChars,
+    });
+    expect(config.toolLimits).toEqual(DEFAULTS.tools);
+    expect(config.background).toEqual(DEFAULTS.background);
+    expect(config.baseUrl).toBeUndefined();
+    expect(config.apiKey).toBeUndefined();
+  });
+
+  it('returns plain data that survives structured clone', () => {
+    const config = parseConfig({ workspaceRoot: WS, background: { maxConcurrent: 5 } });
+    expect(structuredClone(config)).toEqual(config);
+  });
+
+  it('does not write into the caller object', () => {
+    const raw = { workspaceRoot: WS, max_background_agents: 4 };
+    const copy = structuredClone(raw);
+    parseConfig(raw);
+    expect(raw).toEqual(copy);
+  });
+
+  it('requires workspaceRoot', () => {
+    expect(issueFor(configError(() => parseConfig({})), 'workspaceRoot').received).toBe('nothing');
+  });
+});
+
+describe('snake_case aliases of the seeds', () => {
+  it('puts max_background_agents and background_agent_timeout_minutes under background', () => {
+    const config = parseConfig({ workspaceRoot: WS, max_background_agents: 7, background_agent_timeout_minutes: 2.5 });
+    expect(config.background.maxConcurrent).toBe(7);
+    expect(config.background.timeoutMinutes).toBe(2.5);
+    expect(config).not.toHaveProperty('max_background_agents');
+  });
+
+  it('merges an alias with other background fields', () => {
+    const config = parseConfig({ workspaceRoot: WS, background: { isolation: 'shared' }, max_background_agents: 4 });
+    expect(config.background).toMatchObject({ isolation: 'shared', maxConcurrent: 4 });
+  });
+
+  it('reports a bad alias value under its real field', () => {
+    const error = configError(() => parseConfig({ workspaceRoot: WS, max_background_agents: 0 }));
+    expect(issueFor(error, 'background.maxConcurrent').received).toBe('0');
+  });
+
+  it('accepts the aliases in a config file', () => {
+    const dir = dirWithConfig({ max_background_agents: 6, background_agent_timeout_minutes: 1 });
+    const config = loadConfig({}, {}, dir);
+    expect(config.background).toMatchObject({ maxConcurrent: 6, timeoutMinutes: 1 });
+  });
+});
+
+describe('validation errors', () => {
+  it('names the field, what was expected and what was received', () => {
+    const error = configError(() => parseConfig({ workspaceRoot: WS, background: { maxConcurrent: 0 } }));
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.issues).toEqual([{ field: 'background.maxConcurrent', expected: 'a value >= 1', received: '0' }]);
+    expect(error.message).toBe('config field "background.maxConcurrent": expected a value >= 1, received 0');
+  });
+
+  it('names an environment variable as the source of a bad value', () => {
+    const error = configError(() => loadConfig({}, { FORKPOOL_MAX_BACKGROUND_AGENTS: 'abc' }, tempWorkspace({}, cleanup)));
+    const issue = issueFor(error, 'background.maxConcurrent');
+    expect(issue).toEqual({ field: 'background.maxConcurrent', expected: 'number', received: '"abc"', source: 'environment variable FORKPOOL_MAX_BACKGROUND_AGENTS' });
+    expect(error.message).toContain('(from environment variable FORKPOOL_MAX_BACKGROUND_AGENTS)');
+  });
+
+  it('names a flag and a file as sources', () => {
+    const dir = dirWithConfig({ background: { isolation: 'process' } });
+    const fromFile = issueFor(configError(() => loadConfig({}, {}, dir)), 'background.isolation');
+    expect(fromFile).toMatchObject({ expected: 'one of "thread", "shared"', received: '"process"', source: path.join(dir, CONFIG_FILE_NAME) });
+    // A flag replaces the file's bad value, and the source follows.
+    const fromFlag = issueFor(configError(() => loadConfig({ isolation: 'fork' }, {}, dir)), 'background.isolation');
+    expect(fromFlag).toMatchObject({ received: '"fork"', source: 'flag --isolation' });
+    const flag = issueFor(configError(() => loadConfig({ maxIterations: 0 }, {}, tempWorkspace({}, cleanup))), 'maxIterations');
+    expect(flag.source).toBe('flag --max-iterations');
+  });
+
+  it('rejects unknown keys, at the top and nested, naming the key', () => {
+    const error = configError(() => parseConfig({ workspaceRoot: WS, modle: 'x', background: { maxConcurent: 2 } }));
+    expect(issueFor(error, 'modle')).toMatchObject({ expected: 'no such key (unknown option)', received: 'key "modle"' });
+    expect(issueFor(error, 'background.maxConcurent').received).toBe('key "maxConcurent"');
+  });
+
+  it('reports wrong types with expected and received', () => {
+    const error = configError(() =>
+      parseConfig({ workspaceRoot: WS, stream: 'yes', temperature: '0.5', tools: ['read_file', 'teleport'], toolLimits: [], baseUrl: 'ftp://x' }),
+    );
+    expect(issueFor(error, 'stream')).toMatchObject({ expected: 'boolean', received: '"yes"' });
+    expect(issueFor(error, 'temperature')).toMatchObject({ expected: 'number', received: '"0.5"' });
+    expect(issueFor(error, 'tools.1').expected).toContain('"read_file"');
+    expect(issueFor(error, 'toolLimits')).toMatchObject({ expected: 'object', received: 'an array' });
+    expect(issueFor(error, 'baseUrl').expected).toBe('a valid url');
+    expect(error.issues).toHaveLength(5);
+  });
+
+  it('requires loopStopAfter > loopWarnAfter', () => {
+    const error = configError(() => parseConfig({ workspaceRoot: WS, loopWarnAfter: 4, loopStopAfter: 4 }));
+    expect(issueFor(error, 'loopStopAfter').expected).toContain('greater than loopWarnAfter (4)');
+  });
+});
+
+describe('loadConfig layers: file < environment < flags', () => {
+  it('lets env override the file and flags override both, keeping untouched nested fields', () => {
+    const dir = dirWithConfig({ model: 'file-model', maxIterations: 7, background: { maxConcurrent: 2, isolation: 'shared' } });
+    const env = { FORKPOOL_MODEL: 'env-model', FORKPOOL_MAX_BACKGROUND_AGENTS: '5' };
+    const fileOnly = loadConfig({}, {}, dir);
+    expect([fileOnly.model, fileOnly.background.maxConcurrent]).toEqual(['file-model', 2]);
+    const withEnv = loadConfig({}, env, dir);
+    expect([withEnv.model, withEnv.background.maxConcurrent, withEnv.background.isolation, withEnv.maxIterations]).toEqual(['env-model', 5, 'shared', 7]);
+    const withFlags = loadConfig({ model: 'flag-model', concurrency: 9 }, env, dir);
+    expect([withFlags.model, withFlags.background.maxConcurrent, withFlags.background.isolation]).toEqual(['flag-model', 9, 'shared']);
+  });
+
+  it('reads the key and base URL from the environment', () => {
+    const config = loadConfig({}, { OPENAI_API_KEY: 'sk-test-key', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }, tempWorkspace({}, cleanup));
+    expect(config.apiKey).toBe('sk-test-key');
+    expect(config.baseUrl).toBe('http://127.0.0.1:9/v1');
+  });
+
+  it('defaults the workspace to cwd and resolves a relative file workspace against the file', () => {
+    const dir = tempWorkspace({}, cleanup);
+    expect(loadConfig({}, {}, dir).workspaceRoot).toBe(dir);
+    const withFile = dirWithConfig({ workspaceRoot: 'sub' });
+    expect(loadConfig({}, {}, withFile).workspaceRoot).toBe(path.join(withFile, 'sub'));
+    expect(loadConfig({ workspace: 'other' }, {}, withFile).workspaceRoot).toBe(path.join(withFile, 'other'));
+  });
+
+  it('reads an explicit --config path relative to cwd', () => {
+    const dir = tempWorkspace({ 'conf/my.json': JSON.stringify({ model: 'from-explicit' }) }, cleanup);
+    expect(loadConfig({ configPath: 'conf/my.json' }, {}, dir).model).toBe('from-explicit');
+  });
+
+  it('splits FORKPOOL_GRANT into a list', () => {
+    expect(loadConfig({}, { FORKPOOL_GRANT: 'bash, write_file' }, tempWorkspace({}, cleanup)).grantedTools).toEqual(['bash', 'write_file']);
+  });
+});
+
+describe('config file errors', () => {
+  it('rejects invalid JSON with a ConfigError naming the file', () => {
+    const dir = dirWithConfig('{ "model": "x", }');
+    const issue = issueFor(configError(() => loadConfig({}, {}, dir)), '(file)');
+    expect(issue.expected).toBe('valid JSON');
+    expect(issue.source).toBe(path.join(dir, CONFIG_FILE_NAME));
+  });
+
+  it('rejects a file that is not a JSON object', () => {
+    const issue = issueFor(configError(() => loadConfig({}, {}, dirWithConfig('[1, 2]'))), '(root)');
+    expect(issue).toMatchObject({ expected: 'a JSON object', received: 'an array' });
+  });
+
+  it('rejects a missing explicit --config file', () => {
+    const issue = issueFor(configError(() => loadConfig({ configPath: 'nope.json' }, {}, tempWorkspace({}, cleanup))), '(file)');
+    expect(issue.received).toContain('ENOENT');
+  });
+});
+
+describe('the API key never appears in an error message', () => {
+  const KEY = 'sk-secret-4f9a8b7c6d5e4f3a2b1c';
+
+  it('with the key in the environment and another field wrong', () => {
+    const error = configError(() => loadConfig({}, { OPENAI_API_KEY: KEY, FORKPOOL_MAX_BACKGROUND_AGENTS: '0' }, tempWorkspace({}, cleanup)));
+    expect(error.message).not.toContain(KEY);
+    expect(JSON.stringify(error.issues)).not.toContain(KEY);
+  });
+
+  it('with the key in a file next to a wrong field', () => {
+    const error = configError(() => loadConfig({}, {}, dirWithConfig({ apiKey: KEY, temperature: 9 })));
+    expect(issueFor(error, 'temperature').received).toBe('9');
+    expect(error.message).not.toContain(KEY);
+  });
+
+  it('with a JSON syntax error right at the key', () => {
+    // A key pasted without quotes: the parser's own message quotes the text around the error.
+    const error = configError(() => loadConfig({}, {}, dirWithConfig(`{"model": "m", "apiKey": ${KEY}}`)));
+    expect(issueFor(error, '(file)').expected).toBe('valid JSON');
+    expect(error.message).not.toContain('sk-secret');
+    expect(JSON.stringify(error.issues)).not.toContain('sk-secret');
+  });
+});

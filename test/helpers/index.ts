@@ -1,0 +1,17 @@
+/**
+ * Shared test helpers. Import from here:
+ *   import { useCleanup, startTestSim, testConfig, tempWorkspace, runCli, ... } from './helpers/index.js';
+ *
+ * - cleanup.ts  useCleanup / createCleanup (per-test teardown list), waitFor (poll a condition)
+ * - config.ts   tempWorkspace (temp dir with files), testConfig (parsed config with test defaults)
+ * - sim.ts      startTestSim (sim server + config + openai client, closed after the test)
+ * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv
+ * - history.ts  assertValidHistory (tool calls all answered), toolResults
+ * - gates.ts    allowGate / denyGate / recordingGate (PermissionGate doubles), toolContextFor
+ */
+export * from './cleanup.js';
+export * from './config.js';
+export * from './sim.js';
+export * from './cli.js';
+export * from './history.js';
+export * from './gates.js';

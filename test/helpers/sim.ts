@@ -1,0 +1,31 @@
+/**
+ * Sim helpers: a sim server closed after the test, and an `openai` client on it built the
+ * way forkpool builds one (`createModelClient`).
+ *
+ *   const { sim, client, config } = await startTestSim(cleanup, { script: [...] }, { maxRetries: 0 });
+ */
+import type OpenAI from 'openai';
+import type { ForkpoolConfig, ForkpoolConfigInput } from '../../src/shared/config.js';
+import { createModelClient } from '../../src/shared/model-call.js';
+import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
+import type { Cleanup } from './cleanup.js';
+import { tempWorkspace, testConfig } from './config.js';
+
+export interface TestSim {
+  sim: SimServer;
+  /** `testConfig({ baseUrl: sim.url, ...configOverrides })`. */
+  config: ForkpoolConfig;
+  /** `createModelClient(config)`: the real openai client, pointed at the sim. */
+  client: OpenAI;
+}
+
+/**
+ * Starts a loopback sim (closed after the test) and a config + client pointing at it. The
+ * workspace defaults to a fresh {@link tempWorkspace} removed after the test.
+ */
+export async function startTestSim(cleanup: Cleanup, simOptions: SimServerOptions = {}, configOverrides: Partial<ForkpoolConfigInput> = {}): Promise<TestSim> {
+  const sim = await startSimServer(simOptions);
+  cleanup.add(() => sim.close());
+  const config = testConfig({ baseUrl: sim.url, workspaceRoot: configOverrides.workspaceRoot ?? tempWorkspace(undefined, cleanup), ...configOverrides });
+  return { sim, config, client: createModelClient(config) };
+}
