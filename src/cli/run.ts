@@ -60,7 +60,11 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     await ctx.dispose();
   });
 
+  let totalsPrinted = false;
   function printTotals(): void {
+    // Once: on a signal, the stop handler and the main flow (woken up by close) both get here.
+    if (totalsPrinted) return;
+    totalsPrinted = true;
     const usage = session.agent.session.usage();
     ctx.event('usage', { byBucket: usage, elapsedMs: Date.now() - started });
     const lines = usageLines(usage);

@@ -38,8 +38,10 @@ const ENV_FIELDS: ReadonlyArray<[env: string, field: string, kind: 'string' | 'n
  * Throws {@link ConfigError} naming the field, what it expected, what it got and where from.
  */
 export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ForkpoolConfig {
-  const raw: Record<string, unknown> = {};
-  const sources: Record<string, string> = {};
+  // Null prototypes: a "__proto__" key in a file must stay an own key (and be refused as an
+  // unknown option), not become the object's prototype and be dropped without a word.
+  const raw: Record<string, unknown> = Object.create(null);
+  const sources: Record<string, string> = Object.create(null);
 
   const filePath = overrides.configPath ? path.resolve(cwd, overrides.configPath) : path.join(cwd, CONFIG_FILE_NAME);
   if (overrides.configPath || existsSync(filePath)) {

@@ -4,6 +4,7 @@ import { AbortError, ForkpoolError, TimeoutError } from './errors.js';
 import { usageFromApi, type Usage } from './usage.js';
 import { abortableSleep, linkedAbort } from './abort.js';
 import type { ForkpoolConfig } from './config.js';
+import { redactSecrets } from './tools/secrets.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -42,12 +43,23 @@ export interface ModelCallOptions {
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_CAP_MS = 8_000;
+/** The SDK insists on a key; this stands in when none is configured (the sim, local servers). */
+const NO_KEY = 'forkpool-no-key';
+
+/**
+ * The client's API key, as a secret to scrub from what the loop hands out: a server may echo
+ * the key in an error body, and a tool may read it from somewhere outside its environment.
+ */
+export function clientSecrets(client: OpenAI): string[] {
+  const key = client.apiKey;
+  return typeof key === 'string' && key.length >= 4 && key !== NO_KEY ? [key] : [];
+}
 
 /** Builds the client from a (cloned) config. Retries are ours, so the SDK's are off. */
 export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'>): OpenAI {
   return new OpenAI({
     // The simulator and many local servers need no key, but the SDK insists on one.
-    apiKey: config.apiKey ?? 'forkpool-no-key',
+    apiKey: config.apiKey ?? NO_KEY,
     ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
     timeout: config.requestTimeoutMs,
     maxRetries: 0,
@@ -71,15 +83,15 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
     } catch (error) {
       if (signal.aborted) throw new AbortError(signal.reason);
       const verdict = classify(error);
+      // The reason quotes the server's body, which may echo the key: it goes into events and records.
+      const reason = redactSecrets(verdict.reason, clientSecrets(options.client));
       if (!verdict.retryable || attempt >= config.maxRetries) {
-        throw new ForkpoolError('MODEL_REQUEST_FAILED', `model request failed after ${attempt + 1} attempt(s): ${verdict.reason}`, {
-          cause: error,
-        });
+        throw new ForkpoolError('MODEL_REQUEST_FAILED', `model request failed after ${attempt + 1} attempt(s): ${reason}`, { cause: error });
       }
       const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() * 0.5);
       const delayMs = Math.max(backoff, verdict.retryAfterMs ?? 0);
       if (verdict.retryAfterMs !== undefined) options.rateGate?.pauseFor(verdict.retryAfterMs);
-      options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason: verdict.reason });
+      options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason });
       await abortableSleep(delayMs, signal);
     }
   }

@@ -4,10 +4,11 @@ import { z } from 'zod';
 import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
-import { callModel, type RateGate, type RetryEvent } from './model-call.js';
+import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
 import { withTimeout } from './abort.js';
 import { capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
+import { redactError, redactSecrets } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 
@@ -65,13 +66,15 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   const detector = new LoopDetector(config.loopWarnAfter, config.loopStopAfter);
   let usage: UsageByModel = {};
   let iterations = 0;
+  const secrets = clientSecrets(client);
   const end = (stopReason: StopReason, finalText: string, error?: unknown): ToolLoopResult => ({
     stopReason,
     finalText,
     messages,
     usage,
     iterations,
-    ...(error === undefined ? {} : { error: serializeError(error) }),
+    // An error's causes quote server bodies, which may echo the key; results are printed and logged.
+    ...(error === undefined ? {} : { error: redactError(serializeError(error), secrets) }),
   });
 
   while (iterations < config.maxIterations) {
@@ -140,7 +143,9 @@ async function executeToolCall(
   } catch (error) {
     output = `Error: ${errorMessage(error)}`;
   }
-  output = capHeadTail(output, options.config.toolLimits.outputMaxChars);
+  // A tool's environment has no key, but a command can still read it elsewhere (a file, the host
+  // process's /proc/<pid>/environ): the model, and every output after it, must not see it.
+  output = capHeadTail(redactSecrets(output, clientSecrets(options.client)), options.config.toolLimits.outputMaxChars);
   emit({ type: 'tool_result', callId: call.id, name, ok, chars: output.length, ms: Date.now() - started });
   return output;
 }

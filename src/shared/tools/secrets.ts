@@ -1,6 +1,7 @@
 /**
  * Keeps secrets away from child processes and out of tool output. Pure functions; no state.
  */
+import type { SerializedError } from '../errors.js';
 
 /** Variable names that usually hold a secret. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|_PWD$|^PGPASS/i;
@@ -60,5 +61,14 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   for (const secret of sorted) {
     if (out.includes(secret)) out = out.split(secret).join('[REDACTED]');
   }
+  return out;
+}
+
+/** A copy of a serialized error whose message, stack and causes have every secret replaced. */
+export function redactError(error: SerializedError, secrets: readonly string[]): SerializedError {
+  if (secrets.length === 0) return error;
+  const out: SerializedError = { ...error, message: redactSecrets(error.message, secrets) };
+  if (error.stack !== undefined) out.stack = redactSecrets(error.stack, secrets);
+  if (error.cause !== undefined) out.cause = redactError(error.cause, secrets);
   return out;
 }

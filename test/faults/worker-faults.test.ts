@@ -5,8 +5,8 @@
  * poison job gives up after a bounded number of tries.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { JobRecord } from '../src/main/ledger.js';
-import type { BackgroundManager } from '../src/main/manager.js';
+import type { JobRecord } from '../../src/main/ledger.js';
+import type { BackgroundManager } from '../../src/main/manager.js';
 import {
   Cleanups,
   RESEARCH_TASK,
@@ -18,7 +18,7 @@ import {
   recordEvents,
   startSim,
   startedJob,
-} from './helpers/pool.js';
+} from '../helpers/pool.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());

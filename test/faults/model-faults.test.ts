@@ -1,0 +1,221 @@
+/**
+ * Model faults (issue 4, items 4–9), one test per fault: jobs whose model misbehaves, run
+ * through the real Piscina pool and the real worker entry against the simulated model on
+ * loopback (scripted faults per request number). Assertions are invariants — retried or not,
+ * how the job ended, what the history holds, lower bounds on waits — never timing windows.
+ * The loop-level versions of several faults are in test/tool-loop.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { FaultKind } from '../../src/sim/index.js';
+import { assertValidHistory, waitFor } from '../helpers/index.js';
+import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
+import { retriesOf, runOneJob, startStatusServer, toolMessagesOf } from './helpers.js';
+
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
+
+const ANSWER_TEXT = 'The retry backoff is implemented in src/retry.ts (exponential, capped at 8 s).';
+const ANSWER = `${ANSWER_TEXT}\n<result status="ok" files_touched=""/>`;
+const LONG_ANSWER_TEXT = 'A long answer about src/retry.ts. '.repeat(20).trim();
+
+describe('HTTP errors (item 4)', () => {
+  it.each(['500', '502', '503'] as const)('HTTP %s is retried with exponential backoff and jitter, then the job ends ok', async (kind) => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: ANSWER }], faults: { 1: { kind }, 2: { kind } } },
+      config: { maxRetries: 3 },
+    });
+    expect(record.status).toBe('ok');
+    expect(record.resultText).toBe(ANSWER_TEXT);
+    expect(sim.requests.map((r) => r.fault)).toEqual([kind, kind, undefined]);
+    const retries = retriesOf(events);
+    expect(retries.map((r) => r.attempt)).toEqual([1, 2]);
+    for (const retry of retries) expect(retry.reason).toMatch(new RegExp(`^HTTP ${kind}: `));
+    // Backoff 500 ms × 2^(attempt-1), times a jitter factor in [0.5, 1].
+    expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(250);
+    expect(retries[0]?.delayMs).toBeLessThanOrEqual(500);
+    expect(retries[1]?.delayMs).toBeGreaterThanOrEqual(500);
+    expect(retries[1]?.delayMs).toBeLessThanOrEqual(1_000);
+    // Each retry really waited its delay (a lower bound; 2 ms for clock rounding).
+    retries.forEach((retry, i) => {
+      const gap = (sim.requests[i + 1]?.receivedAt ?? 0) - (sim.requests[i]?.receivedAt ?? 0);
+      expect(gap).toBeGreaterThanOrEqual(retry.delayMs - 2);
+    });
+    sim.assertScriptDone();
+  });
+
+  it('a permanent 503 fails the job after maxRetries, naming HTTP 503 and an excerpt of the body', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { script: [], faults: { 1: { kind: '503' }, 2: { kind: '503' } } },
+      config: { maxRetries: 1 },
+    });
+    expect(record.status).toBe('failed');
+    expect(record.stopReason).toBe('error');
+    expect(record.error?.code).toBe('MODEL_REQUEST_FAILED');
+    expect(record.error?.message).toContain('after 2 attempt(s): HTTP 503');
+    // The excerpt of the last body the server sent.
+    expect(record.error?.message).toContain('The server is overloaded (simulated fault at request 2).');
+    expect(sim.requests).toHaveLength(2);
+    expect(retriesOf(events)).toHaveLength(1);
+  });
+
+  // The sim never answers 400 or 401 to a well-formed request: a loopback stand-in does.
+  it.each([400, 401])('HTTP %i is not retried: the job fails after one request', async (status) => {
+    const server = await startStatusServer(cleanups, status, () => `simulated ${status}`);
+    const { record, events } = await runOneJob(cleanups, { config: { maxRetries: 3 }, baseUrl: () => server.url });
+    expect(record.status).toBe('failed');
+    expect(record.error?.message).toContain(`after 1 attempt(s): HTTP ${status}`);
+    expect(record.error?.message).toContain(`simulated ${status}`);
+    expect(server.hits).toBe(1);
+    expect(retriesOf(events)).toEqual([]);
+  });
+
+  it('HTTP 404 (a base URL with a wrong path prefix) is not retried', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, { config: { maxRetries: 3 }, baseUrl: (url) => `${url}/no-such-prefix` });
+    expect(record.status).toBe('failed');
+    expect(record.error?.message).toContain('after 1 attempt(s): HTTP 404');
+    expect(record.error?.message).toContain('unknown route POST /v1/no-such-prefix/chat/completions');
+    expect(retriesOf(events)).toEqual([]);
+    // Not a chat route, so the sim records no chat request at all.
+    expect(sim.requests).toHaveLength(0);
+  });
+});
+
+describe('429 with Retry-After (item 5)', () => {
+  it('429 with Retry-After: the retried request arrives no sooner than Retry-After', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: ANSWER }], faults: { 1: { kind: '429', retryAfterSeconds: 1 } } },
+      config: { maxRetries: 2 },
+    });
+    expect(record.status).toBe('ok');
+    expect(sim.requests.map((r) => r.fault)).toEqual(['429', undefined]);
+    const [limited, retried] = sim.requests;
+    expect((retried?.receivedAt ?? 0) - (limited?.receivedAt ?? 0)).toBeGreaterThanOrEqual(1_000);
+    expect(retriesOf(events)[0]?.delayMs).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it('429 with Retry-After slows the whole executor: a concurrent job sends nothing before the deadline', async () => {
+    const SLOW_MS = 1_200;
+    const RETRY_AFTER_MS = 1_500;
+    const root = await makeWorkspace(cleanups);
+    // Job B's first answer is slow; it is still in flight when job A gets the 429.
+    const sim = await startSim(cleanups, { latencyMs: SLOW_MS });
+    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 2 }, { maxRetries: 2 }), cleanups);
+    const b = manager.spawn({ task: `${RESEARCH_TASK} (job B)`, label: 'B' });
+    await waitFor(() => sim.requests.length >= 1, "job B's first request");
+    sim.setOptions({ latencyMs: 0, faults: { 2: { kind: '429', retryAfterSeconds: RETRY_AFTER_MS / 1000 } } });
+    const a = manager.spawn({ task: `${RESEARCH_TASK} (job A)`, label: 'A' });
+    const records = await Promise.all([ended(manager, a.id), ended(manager, b.id)]);
+    for (const record of records) expect(['ok', 'partial']).toContain(record.status);
+
+    const jobOf = (r: { body: { messages: unknown[] } }) => (JSON.stringify(r.body.messages[1]).includes('(job A)') ? 'A' : 'B');
+    const [first, limited] = sim.requests;
+    if (!first || !limited) throw new Error('expected at least two requests');
+    expect(jobOf(first)).toBe('B');
+    expect(limited.fault).toBe('429');
+    expect(jobOf(limited)).toBe('A');
+    // The scenario held: A's 429 arrived while B's slow first request was still being answered,
+    // so without a shared gate B would have sent its next request before the deadline.
+    expect(limited.receivedAt).toBeLessThan(first.receivedAt + SLOW_MS);
+    const deadline = limited.receivedAt + RETRY_AFTER_MS;
+    expect(first.receivedAt + SLOW_MS).toBeLessThan(deadline);
+    const after = sim.requests.filter((r) => r.n > limited.n);
+    expect(after.filter((r) => jobOf(r) === 'B').length).toBeGreaterThan(0);
+    for (const r of after) expect(r.receivedAt, `request ${r.n} (job ${jobOf(r)})`).toBeGreaterThanOrEqual(deadline);
+  });
+});
+
+describe('broken bodies (item 6)', () => {
+  const NAMES: Record<string, string> = { bad_json: 'a body that is not JSON', truncated_stream: 'a truncated body / a stream cut off' };
+  it.each([
+    ['bad_json', true],
+    ['bad_json', false],
+    ['truncated_stream', true],
+    ['truncated_stream', false],
+  ] as const)('%s (stream=%s) is a retryable transport error: retried, the job ends ok', async (kind: FaultKind, stream: boolean) => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: `${LONG_ANSWER_TEXT}\n<result status="ok" files_touched=""/>` }], faults: { 1: { kind } } },
+      config: { stream, maxRetries: 2 },
+    });
+    expect(record.status, NAMES[kind]).toBe('ok');
+    expect(record.resultText).toBe(LONG_ANSWER_TEXT);
+    expect(sim.requests.map((r) => r.fault)).toEqual([kind, undefined]);
+    expect(retriesOf(events)).toHaveLength(1);
+  });
+});
+
+describe('bad tool calls (item 7)', () => {
+  it('malformed tool arguments: a tool error goes back to the model, the history stays valid, the job ends ok', async () => {
+    const { record, sim } = await runOneJob(cleanups, { sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'malformed_tool_args' } } } });
+    expect(record.status).toBe('ok');
+    const next = sim.requests[1]?.body;
+    assertValidHistory(next.messages);
+    const [result] = toolMessagesOf(next);
+    expect(result).toMatch(/^Error: arguments for \w+ are not valid JSON/);
+  });
+
+  it('an unknown tool: a tool error naming the available tools goes back to the model, the job ends ok', async () => {
+    const { record, sim } = await runOneJob(cleanups, { sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'unknown_tool' } } } });
+    expect(record.status).toBe('ok');
+    const next = sim.requests[1]?.body;
+    assertValidHistory(next.messages);
+    expect(toolMessagesOf(next)).toEqual([expect.stringMatching(/^Error: unknown tool "no_such_tool"\. Available tools: .*read_file/)]);
+  });
+});
+
+describe('hangs and stalls (item 8)', () => {
+  it.each([true, false])('a hang before headers (stream=%s): the request timeout fires and the retry succeeds', async (stream) => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'hang_before_headers' } } },
+      config: { stream, requestTimeoutMs: 500, maxRetries: 1 },
+    });
+    expect(record.status).toBe('ok');
+    expect(sim.requests.map((r) => r.fault)).toEqual(['hang_before_headers', undefined]);
+    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringMatching(/timed out/)]);
+    expect((sim.requests[1]?.receivedAt ?? 0) - (sim.requests[0]?.receivedAt ?? 0)).toBeGreaterThanOrEqual(500);
+  });
+
+  it('a stream that stalls after its headers (keep-alives only): the idle watchdog aborts it and the retry succeeds', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'stall_mid_stream' } } },
+      config: { stream: true, streamIdleTimeoutMs: 300, requestTimeoutMs: 30_000, maxRetries: 1 },
+    });
+    expect(record.status).toBe('ok');
+    expect(sim.requests.map((r) => r.fault)).toEqual(['stall_mid_stream', undefined]);
+    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining('stream sent nothing for 300 ms')]);
+  });
+
+  it('a non-streamed body that stalls after its headers: the request timeout (headers to last byte) aborts it and the retry succeeds', async () => {
+    const { record, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'stall_mid_stream' } } },
+      config: { stream: false, requestTimeoutMs: 700, maxRetries: 1 },
+    });
+    expect(record.status).toBe('ok');
+    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining('request timed out after 700 ms')]);
+  });
+
+  it.each(['hang_before_headers', 'stall_mid_stream'] as const)('the job deadline holds over a model that does %s on every try: timed_out', async (kind) => {
+    // Request and idle timeouts far beyond the job's 0.6 s: only the job deadline can end it.
+    const { record } = await runOneJob(cleanups, {
+      sim: { faultRate: 1, faultKinds: [kind] },
+      config: { requestTimeoutMs: 60_000, streamIdleTimeoutMs: 60_000, maxRetries: 10 },
+      background: { timeoutMinutes: 0.01, cancelGraceMs: 10_000 },
+    });
+    expect(record.status).toBe('timed_out');
+    // The HTTP call in flight was aborted by the cooperative cancel: no hard stop was needed.
+    expect(record.endedBy).toBe('cooperative');
+    expect(record.stopReason).toBe('aborted');
+  });
+});
+
+describe('endless tool calls (item 9)', () => {
+  it('endless tool calls: the iteration cap ends the job as failed with budget_exceeded, keeping what it found', async () => {
+    const { record, sim } = await runOneJob(cleanups, { sim: { endlessToolCalls: true }, config: { maxIterations: 4 } });
+    expect(record.status).toBe('failed');
+    expect(record.stopReason).toBe('budget_exceeded');
+    expect(record.endedBy).toBe('completed');
+    expect(record.error?.message).toContain('iteration cap of 4 model calls reached');
+    expect(record.resultText).toContain('Tool calls made before stopping (4)');
+    expect(record.resultText).toContain('list_dir(');
+    expect(sim.requests).toHaveLength(4);
+  });
+});
