@@ -6,13 +6,17 @@ import { JobError, serializeError } from '../shared/errors.js';
 import { exposeOnPort } from '../shared/comlink-port.js';
 import { JOB_ROLES, workerMessageSchema, type JobOutcome, type JobRole, type JobSpec, type PermissionService } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
-import { parseResultTag } from '../shared/result-tag.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
 import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
+import { endingFromLostThread, endingFromOutcome, type StopRequest } from './job-endings.js';
+import { realScheduler, settlesWithin, type JobScheduler } from './scheduler.js';
+import { WaveTracker } from './waves.js';
+
+export type { JobScheduler, TimerTag } from './scheduler.js';
 
 export interface BackgroundManagerOptions {
   config: ForkpoolConfig;
@@ -24,22 +28,6 @@ export interface BackgroundManagerOptions {
   /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
   scheduler?: JobScheduler;
 }
-
-/** What a job timer is for; a manual scheduler can fire them selectively. */
-export interface TimerTag {
-  jobId: string;
-  kind: 'timeout' | 'cancel-grace' | 'port-close';
-}
-
-export interface JobScheduler {
-  set(callback: () => void, ms: number, tag: TimerTag): unknown;
-  clear(handle: unknown): void;
-}
-
-const realScheduler: JobScheduler = {
-  set: (callback, ms) => setTimeout(callback, ms),
-  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 export interface SpawnRequest {
   task: string;
@@ -89,7 +77,7 @@ interface LiveJob {
   port: MessagePort;
   permissionPort: MessagePort;
   hardStop: AbortController;
-  stopReason?: 'cancel' | 'timeout' | 'close';
+  stopReason?: StopRequest;
   hardStopped: boolean;
   threadId?: number;
   outcome?: JobOutcome;
@@ -116,7 +104,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #launches = new Map<string, number>();
   readonly #queue: string[] = [];
   readonly #live = new Map<string, LiveJob>();
-  readonly #waves = new Map<number, { members: Set<string>; sealed: boolean; fired: boolean }>();
+  readonly #waves = new WaveTracker();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
   #closed = false;
   #maxLive = 0;
@@ -167,7 +155,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt: 1,
       ...(parsed.data.parentSummary ? { parentSummary: parsed.data.parentSummary } : {}),
     });
-    if (wave !== null) this.#wave(wave).members.add(id);
+    if (wave !== null) this.#waves.add(wave, id);
     this.#queue.push(id);
     this.emit('spawned', structuredClone(record));
     this.#pump();
@@ -199,10 +187,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
   sealWave(wave: number): void {
-    const entry = this.#waves.get(wave);
-    if (!entry) return;
-    entry.sealed = true;
-    this.#checkWave(wave);
+    if (this.#waves.seal(wave)) this.#checkWave(wave);
   }
 
   /** Queued plus handed to the executor. */
@@ -235,7 +220,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#stop(id, 'close');
       report.cancelled.push(id);
     }
-    const deadline = this.#race(this.onIdle(), timeoutMs);
+    const deadline = settlesWithin(this.onIdle(), timeoutMs);
     if (!options.drain) {
       for (const id of [...this.#live.keys()]) {
         this.#stop(id, 'close');
@@ -248,7 +233,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         live.stopReason ??= 'close';
         this.#hardStop(live);
       }
-      await this.#race(this.onIdle(), 1_000);
+      await settlesWithin(this.onIdle(), 1_000);
     }
     await this.#executor.close();
     // A job whose thread is gone but whose ending never arrived is ended here, so none is lost.
@@ -261,7 +246,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return report;
   }
 
-  #stop(id: string, reason: 'cancel' | 'timeout' | 'close'): JobHandle {
+  #stop(id: string, reason: StopRequest): JobHandle {
     const record = this.ledger.get(id);
     if (!record) throw new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
     const handle = (): JobHandle => ({ id, label: record.label, state: this.ledger.get(id)?.state ?? 'ended' });
@@ -363,7 +348,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Identity, not id: after a re-queue the same id is live again under a new attempt, and a
     // late callback of the old attempt (its port's `close`, its run settling) must not end it.
     if (this.#live.get(live.id) !== live) return;
-    if (live.outcome) return this.#finish(live.id, this.#endingFromOutcome(live, live.outcome));
+    if (live.outcome) return this.#finish(live.id, endingFromOutcome(live.outcome, live.stopReason));
     if (!live.portClosed || !live.runSettled) return;
     const error = live.runError ?? new JobError('PROTOCOL_INVALID', live.id, 'the worker ended the job without reporting a result');
     const attempt = this.#launches.get(live.id) ?? 1;
@@ -373,29 +358,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (threadDied && attempt <= this.#config.background.maxRequeues) {
       return this.#requeue(live, `attempt ${attempt}: its thread died under it (${serializeError(error).message}); re-queued`);
     }
-    const stopped = live.stopReason !== undefined;
-    const serialized = serializeError(error);
-    if (threadDied) serialized.message = `its thread died on each of ${attempt} tries, so it was given up: ${serialized.message}`;
-    this.#finish(live.id, {
-      status: stopped ? (live.stopReason === 'timeout' ? 'timed_out' : 'cancelled') : 'failed',
-      endedBy: stopped ? 'hard' : 'crash',
-      resultText: '',
-      usage: {},
-      iterations: 0,
-      error: stopped ? serializeError(new JobError(live.stopReason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', live.id, `ended by a hard stop after the cooperative ${live.stopReason} was not honoured`, { cause: error })) : serialized,
-    });
-  }
-
-  #endingFromOutcome(live: LiveJob, outcome: JobOutcome): JobEnding {
-    const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason, error: outcome.error };
-    if (outcome.stopReason === 'final') {
-      const { text, tag } = parseResultTag(outcome.text);
-      return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag };
-    }
-    if (live.stopReason) {
-      return { ...base, status: live.stopReason === 'timeout' ? 'timed_out' : 'cancelled', endedBy: 'cooperative', resultText: outcome.text };
-    }
-    return { ...base, status: 'failed', endedBy: 'completed', resultText: outcome.text };
+    this.#finish(live.id, endingFromLostThread(live.id, error, live.stopReason, threadDied, attempt));
   }
 
   #requeue(live: LiveJob, note: string): void {
@@ -424,31 +387,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#live.delete(live.id);
   }
 
-  #wave(wave: number) {
-    let entry = this.#waves.get(wave);
-    if (!entry) {
-      entry = { members: new Set(), sealed: false, fired: false };
-      this.#waves.set(wave, entry);
-    }
-    return entry;
-  }
-
   #checkWave(wave: number): void {
-    const entry = this.#waves.get(wave);
-    if (!entry || !entry.sealed || entry.fired) return;
-    const jobs = [...entry.members].map((id) => this.ledger.get(id));
-    if (!jobs.every((j) => j?.state === 'ended')) return;
-    entry.fired = true;
-    this.emit('wave-done', { wave, jobs: jobs.map((j) => structuredClone(j as JobRecord)) });
-  }
-
-  async #race(promise: Promise<void>, ms: number): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-    try {
-      return await Promise.race([promise.then(() => true), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const members = this.#waves.takeIfEnded(wave, (id) => this.ledger.get(id)?.state === 'ended');
+    if (members) this.emit('wave-done', { wave, jobs: members.map((id) => this.get(id) as JobRecord) });
   }
 }
