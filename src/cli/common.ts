@@ -23,6 +23,7 @@ export interface GlobalFlags {
   grant?: string[];
   maxIterations?: number;
   stream?: boolean;
+  ask?: boolean;
   simLatency?: number;
 }
 
@@ -75,6 +76,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     timeoutMinutes: flags.timeout,
     grant: flags.grant,
     stream: flags.stream === false ? false : undefined,
+    permissionMode: flags.ask ? 'ask' : undefined,
   };
   let config = loadConfig(overrides);
   const logger = createLogger({ level, secrets: config.apiKey ? [config.apiKey] : [] });

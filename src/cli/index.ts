@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.js';
 import { fanoutCommand } from './fanout.js';
@@ -19,6 +19,7 @@ function globalOptions(command: Command): Command {
     .option('--timeout <minutes>', 'per-job wall clock, counted from start (default 20)', parsePositiveNumber('--timeout'))
     .option('--max-iterations <n>', 'model calls per tool loop (default 20)', parseIntFlag('--max-iterations', 1))
     .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))
+    .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
     .option('--no-stream', 'use non-streaming model requests')
     .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0));
 }
@@ -51,12 +52,26 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--jitter <ms>', 'uniform seeded jitter added to the latency', parseIntFlag('--jitter', 0))
     .option('--fault-rate <p>', 'probability of a random fault per request (0..1)', (v: string) => {
       const n = Number(v);
-      if (!(n >= 0 && n <= 1)) throw new CommanderError(EXIT.usage, 'forkpool.invalidArgument', `--fault-rate expects a number from 0 to 1, received "${v}"`);
+      // InvalidArgumentError, not a bare CommanderError: commander prints it (the latter exited 2 silently).
+      if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError(`--fault-rate expects a number from 0 to 1, received "${v}"`);
       return n;
     })
     .option('--faults <kinds>', 'comma-separated fault kinds drawn at that rate')
     .option('--seed <n>', 'PRNG seed', parseIntFlag('--seed', 0))
     .action(async (flags) => setExit(await simCommand(flags)));
+
+  program
+    .command('bench')
+    .description('run the benchmark matrix (executors × workloads) against the simulator; write JSON, markdown and SVG charts')
+    .option('--quick', 'tiny fan-outs and short latencies (under a minute)')
+    .option('--only <workload>', 'one workload: io, cpu or scale')
+    .option('--out <dir>', 'output folder', 'bench/results')
+    .option('--name <name>', 'base name of the output files (default: quick or full)')
+    .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job')
+    .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')
+    .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
+    // Loaded on demand: the bench code is not needed by any other command.
+    .action(async (flags) => setExit(await (await import('../bench/run.js')).benchCommand(flags)));
 
   return program;
 }

@@ -69,7 +69,7 @@ export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessE
     ['background.isolation', overrides.isolation, '--isolation'],
     ['background.timeoutMinutes', overrides.timeoutMinutes, '--timeout'],
     ['grantedTools', overrides.grant, '--grant'],
-    ['permissionMode', overrides.permissionMode, '--permission-mode'],
+    ['permissionMode', overrides.permissionMode, '--ask'],
     ['stream', overrides.stream, '--no-stream'],
   ];
   for (const [field, value, flag] of flags) {

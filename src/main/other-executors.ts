@@ -38,6 +38,8 @@ export class TinypoolExecutor implements Executor {
       minThreads: 1,
       maxThreads: Math.max(1, options.threads),
       useAtomics: false,
+      // tinypool's default (0) ends an idle thread at once, so a fan-out pays a thread start per job.
+      idleTimeout: 10 * 60_000,
       resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
       env: scrubEnv(process.env),
     });

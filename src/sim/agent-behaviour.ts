@@ -21,7 +21,8 @@ export const SPAWN_TOOL = 'spawn_background_agent';
 const TASK_SUFFIX = 'Answer from the files in the workspace.';
 const READ_LIMIT = 60;
 
-export function plausibleReply(body: unknown, n: number): SimReply {
+/** `researchSteps`: model calls of a research job (see `SimServerOptions.researchSteps`). */
+export function plausibleReply(body: unknown, n: number, researchSteps = 3): SimReply {
   const messages = messagesOf(body);
   const tools = toolNamesOf(body);
   const lastUser = findLastIndex(messages, (m) => m.role === 'user');
@@ -40,7 +41,7 @@ export function plausibleReply(body: unknown, n: number): SimReply {
     const started = spawnSummary(messages);
     if (started !== undefined) return text(started);
   }
-  return research(messages, lastUser, task, tools, n);
+  return research(messages, lastUser, task, tools, n, researchSteps);
 }
 
 /** The next message of a model that never stops calling tools (for loop and budget tests). */
@@ -147,7 +148,7 @@ interface CallWithResult {
   result: string | undefined;
 }
 
-function research(messages: readonly WireMessage[], lastUser: number, task: string, tools: Set<string>, n: number): SimReply {
+function research(messages: readonly WireMessage[], lastUser: number, task: string, tools: Set<string>, n: number, researchSteps: number): SimReply {
   const turn = messages.slice(lastUser + 1);
   const steps = turn.filter((m) => m.role === 'assistant' && toolCallsOf(m).length > 0).length;
   const results = resultsById(turn);
@@ -173,6 +174,12 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
   const alreadyRead = calls.some((c) => c.name === 'read_file');
   if (steps === 1 && best !== undefined && !alreadyRead && tools.has('read_file')) {
     return { content: null, toolCalls: [toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT })] };
+  }
+  // Extra steps (benchmarks): list directories until the job has made `researchSteps` calls.
+  if (researchSteps > 3 && steps >= 1 && steps < researchSteps - 1 && tools.has('list_dir')) {
+    // Two directories in turn, so no call repeats the one before it (the loop detector's rule).
+    const dir = best?.includes('/') ? best.slice(0, best.lastIndexOf('/')) : './.';
+    return { content: null, toolCalls: [toolCall(n, 0, 'list_dir', { path: steps % 2 === 0 ? '.' : dir })] };
   }
   return text(finalAnswer(keywords, found, best, calls, withTag));
 }

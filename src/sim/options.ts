@@ -17,6 +17,7 @@ export const SIM_DEFAULTS = {
   maxTokensPerChunk: 4,
   endlessToolCalls: false,
   recordBodies: true,
+  researchSteps: 3,
   retryAfterSeconds: 1,
   /** Interval of SSE comments sent by a stalled stream. */
   keepAliveIntervalMs: 500,
@@ -39,6 +40,7 @@ export interface ResolvedSimOptions {
   maxTokensPerChunk: number;
   endlessToolCalls: boolean;
   recordBodies: boolean;
+  researchSteps: number;
 }
 
 export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
@@ -59,6 +61,7 @@ export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
     maxTokensPerChunk: opts.maxTokensPerChunk ?? SIM_DEFAULTS.maxTokensPerChunk,
     endlessToolCalls: opts.endlessToolCalls ?? SIM_DEFAULTS.endlessToolCalls,
     recordBodies: opts.recordBodies ?? SIM_DEFAULTS.recordBodies,
+    researchSteps: opts.researchSteps ?? SIM_DEFAULTS.researchSteps,
   };
 }
 
@@ -94,6 +97,9 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
     else opts.faultKinds.forEach((k, i) => {
       if (!FAULT_KINDS.includes(k)) bad(`faultKinds[${i}]`, `one of ${FAULT_KINDS.join(', ')}`, k);
     });
+  }
+  if (opts.researchSteps !== undefined && !(Number.isInteger(opts.researchSteps) && opts.researchSteps >= 1 && opts.researchSteps <= 100)) {
+    bad('researchSteps', 'an integer 1..100', opts.researchSteps);
   }
   if (opts.maxTokensPerChunk !== undefined && !(Number.isInteger(opts.maxTokensPerChunk) && opts.maxTokensPerChunk >= 1)) {
     bad('maxTokensPerChunk', 'an integer >= 1', opts.maxTokensPerChunk);

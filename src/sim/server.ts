@@ -186,7 +186,7 @@ class SimHttpServer implements SimServer {
     }
     let reply: SimReply;
     if (o.endlessToolCalls || fault?.kind === 'endless_tool_calls') reply = endlessReply(body, n);
-    else reply = step ? stepReply(step, n) : plausibleReply(body, n);
+    else reply = step ? stepReply(step, n) : plausibleReply(body, n, o.researchSteps);
     if (fault && REPLY_FAULTS.has(fault.kind)) reply = applyReplyFault(fault.kind, reply, n);
     const usage = usageOf(step?.usage?.prompt_tokens ?? promptTokens(body), step?.usage?.completion_tokens ?? completionTokens(reply));
     const stream = body.stream === true;

@@ -79,6 +79,11 @@ export interface SimServerOptions {
   endlessToolCalls?: boolean;
   /** Keep each request's parsed body in `requests` (turn off for long benchmarks to save memory). Default true. */
   recordBodies?: boolean;
+  /**
+   * Model calls a research job makes (the plausible agent): past search and read, the missing
+   * calls are `list_dir` calls before the answer. Values up to 3 change nothing. Default 3.
+   */
+  researchSteps?: number;
 }
 
 export interface RecordedRequest {

@@ -1,0 +1,271 @@
+/**
+ * `npm run bench` / `forkpool bench`: runs the matrix (workloads × fan-outs × executors), each
+ * cell in its own process against a simulator in another process, and writes
+ * `<out>/<name>.json`, `<out>/<name>.md` and SVG charts. Stops by itself; kills every child.
+ *
+ *   node dist/bench/run.js [--quick] [--only io|cpu|scale] [--out bench/results] [--name N] [--cpu-prof]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { sharedTasksPerThread } from './cell.js';
+import { writeCharts } from './charts.js';
+import { builtBenchFile } from './paths.js';
+import { checkTargets, markdownReport, markdownTable, targetsTable } from './report.js';
+import { startSimProcess } from './sim-process.js';
+import { EXECUTORS, WORKLOADS, type BenchReport, type ExecutorName, type CellMessage, type CellResult, type CellSpec, type WorkloadName } from './types.js';
+import { TASK_VARIANTS, generateTree, planWorkloads, type TreeShape } from './workloads.js';
+
+export interface BenchOptions {
+  /** Tiny fan-outs and short latencies: under a minute. Default false. */
+  quick?: boolean;
+  /** Run one workload only. */
+  only?: WorkloadName;
+  /** Only these executors (default: each workload's list). */
+  executors?: readonly ExecutorName[];
+  /** Replace every selected workload's fan-outs (experiments). */
+  fanouts?: readonly number[];
+  /** Output folder. Default `bench/results` under the working directory. */
+  outDir?: string;
+  /** Base name of the output files. Default `quick` or `full`. */
+  name?: string;
+  /** Write a V8 CPU profile of each cell's process into `<out>/profiles`. Default false. */
+  cpuProf?: boolean;
+  /** Progress lines. Default: stderr. */
+  log?: (line: string) => void;
+}
+
+export interface BenchOutcome {
+  report: BenchReport;
+  /** Absolute paths of everything written. */
+  files: string[];
+  /** The results table and the targets, as markdown. */
+  table: string;
+}
+
+/** Extra time a cell's process gets beyond its own bound (start, probes, close). */
+const CELL_SLACK_MS = 60_000;
+
+/** Cell processes alive now, killed synchronously if the bench exits early. */
+const children = new Set<ChildProcess>();
+let hooked = false;
+
+function runCellProcess(spec: CellSpec, profileDir: string | undefined): Promise<CellResult> {
+  if (!hooked) {
+    hooked = true;
+    process.once('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+  }
+  return new Promise((resolve, reject) => {
+    const child = fork(builtBenchFile('cell-child'), [], {
+      execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${spec.workload}-${spec.jobs}-${spec.executor}.cpuprofile`] : [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced',
+    });
+    children.add(child);
+    let answer: CellMessage | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), spec.timeoutMs + CELL_SLACK_MS);
+    child.on('message', (message: CellMessage) => (answer = message));
+    child.once('error', (error) => (answer ??= { type: 'error', message: error.message }));
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      children.delete(child);
+      if (answer?.type === 'result') resolve(answer.result);
+      else reject(new Error(answer?.type === 'error' ? answer.message : `cell process ended without a result (code ${code}, signal ${signal})`));
+    });
+    child.send(spec);
+  });
+}
+
+function summary(c: CellResult): string {
+  const s = (ms: number) => (ms / 1000).toFixed(2);
+  return `${c.workload} ${c.jobs} ${c.executor}: ${s(c.wallMs)} s, ${c.jobsPerSec.toFixed(1)} jobs/s, loop p99 ${c.eldP99Ms.toFixed(2)} ms, RSS ${Math.round(c.peakRssMb)} MB, ${c.ok}/${c.jobs} ok`;
+}
+
+export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome> {
+  const quick = options.quick ?? false;
+  const name = options.name ?? (quick ? 'quick' : 'full');
+  const outDir = path.resolve(options.outDir ?? path.join('bench', 'results'));
+  const log = options.log ?? ((line: string) => process.stderr.write(`[bench] ${line}\n`));
+  if (options.only !== undefined && !WORKLOADS.includes(options.only)) throw new Error(`--only expects one of ${WORKLOADS.join(', ')}; received ${String(options.only)}`);
+  const plans = planWorkloads(quick).filter((w) => options.only === undefined || w.name === options.only);
+  mkdirSync(outDir, { recursive: true });
+  const profileDir = options.cpuProf ? path.join(outDir, 'profiles') : undefined;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+
+  const cpus = os.cpus();
+  const report: BenchReport = {
+    name,
+    quick,
+    startedAt: new Date().toISOString(),
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${os.release()}` },
+    workloads: {},
+    cells: [],
+    errors: [],
+    skipped: [],
+  };
+  const tmp = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bench-')));
+  // The generated trees go on every way out, a signal's process.exit() included.
+  const removeTmp = () => rmSync(tmp, { recursive: true, force: true });
+  process.once('exit', removeTmp);
+  try {
+    const trees = new Map<string, string>();
+    const treeFor = (shape: TreeShape) => {
+      const key = `${shape.files}x${shape.bytesPerFile}`;
+      let dir = trees.get(key);
+      if (!dir) {
+        dir = path.join(tmp, `tree-${key}`);
+        const bytes = generateTree(dir, shape);
+        log(`generated ${shape.files} files (${(bytes / 2 ** 20).toFixed(1)} MB) in ${dir}`);
+        trees.set(key, dir);
+      }
+      return dir;
+    };
+    for (const plan of plans) {
+      report.workloads[plan.name] = { description: plan.description, sim: { ...plan.sim } };
+      const workspace = treeFor(plan.tree);
+      const sim = await startSimProcess(plan.sim);
+      log(`${plan.name}: simulator pid ${sim.pid} at ${sim.url} (latency ${plan.sim.latencyMs} ms + jitter < ${plan.sim.jitterMs} ms)`);
+      try {
+        for (const jobs of options.fanouts ?? plan.fanouts) {
+          for (const executor of plan.executors.filter((e) => options.executors === undefined || options.executors.includes(e))) {
+            const skip = plan.skip?.find((s) => s.executor === executor && s.jobs === jobs);
+            if (skip) {
+              report.skipped.push({ workload: plan.name, executor, jobs, reason: skip.reason });
+              log(`${plan.name} ${jobs} ${executor}: skipped (${skip.reason})`);
+              continue;
+            }
+            const concurrency = plan.concurrency(jobs);
+            const spec: CellSpec = {
+              workload: plan.name,
+              executor,
+              jobs,
+              concurrency,
+              tasksPerThread: sharedTasksPerThread(concurrency),
+              simUrl: sim.url,
+              workspace,
+              taskVariants: TASK_VARIANTS,
+              warmup: true,
+              probes: plan.probes,
+              hardProbes: plan.hardProbes,
+              timeoutMs: plan.timeoutMs,
+            };
+            try {
+              const cellStarted = Date.now();
+              const result = await runCellProcess(spec, profileDir);
+              report.cells.push(result);
+              log(`${summary(result)} (cell ${((Date.now() - cellStarted) / 1000).toFixed(1)} s)`);
+            } catch (error) {
+              const message = error instanceof Error ? error.message : String(error);
+              report.errors.push({ workload: plan.name, executor, jobs, message });
+              log(`${plan.name} ${jobs} ${executor}: FAILED ${message.split('\n')[0]}`);
+            }
+          }
+        }
+      } finally {
+        await sim.stop();
+      }
+    }
+  } finally {
+    process.off('exit', removeTmp);
+    removeTmp();
+  }
+
+  const files: string[] = [];
+  let charts: string[] = [];
+  try {
+    charts = await writeCharts(report.cells, outDir, name);
+    files.push(...charts.map((f) => path.join(outDir, f)));
+  } catch (error) {
+    log(`charts skipped: ${error instanceof Error ? error.message : String(error)} (they need the dev dependencies vega and vega-lite)`);
+  }
+  const jsonFile = path.join(outDir, `${name}.json`);
+  await writeFile(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
+  const mdFile = path.join(outDir, `${name}.md`);
+  await writeFile(mdFile, markdownReport(report, charts));
+  files.unshift(jsonFile, mdFile);
+  const table = `${markdownTable(report.cells)}\n\n${targetsTable(checkTargets(report.cells))}`;
+  return { report, files, table };
+}
+
+/** Flags of `forkpool bench` (and of `node dist/bench/run.js`). */
+export interface BenchFlags {
+  quick?: boolean;
+  only?: string;
+  out?: string;
+  name?: string;
+  /** Comma-separated executor names. */
+  executors?: string;
+  /** Comma-separated fan-outs. */
+  fanouts?: string;
+  cpuProf?: boolean;
+}
+
+/** Validates the flags, runs, prints the table on stdout. Exit code 0, 1 (a cell failed) or 2 (usage). */
+export async function benchCommand(flags: BenchFlags): Promise<number> {
+  const usage = (message: string) => {
+    process.stderr.write(`forkpool bench: ${message}\n`);
+    return 2;
+  };
+  if (flags.only !== undefined && !(WORKLOADS as readonly string[]).includes(flags.only)) return usage(`--only expects one of ${WORKLOADS.join(', ')}; received ${flags.only}`);
+  const executors = flags.executors?.split(',').map((e) => e.trim());
+  const unknown = executors?.filter((e) => !(EXECUTORS as readonly string[]).includes(e)) ?? [];
+  if (unknown.length > 0) return usage(`--executors expects some of ${EXECUTORS.join(', ')}; received ${unknown.join(', ')}`);
+  const fanouts = flags.fanouts?.split(',').map(Number);
+  if (fanouts?.some((n) => !Number.isInteger(n) || n < 1 || n > 100_000)) return usage(`--fanouts expects integers 1..100000, comma-separated; received ${flags.fanouts}`);
+  // Ctrl+C / SIGTERM: end the cell and simulator processes too, then go.
+  const onSignal = (code: number) => () => {
+    children.forEach((c) => c.kill('SIGKILL'));
+    process.exit(code);
+  };
+  process.once('SIGINT', onSignal(130));
+  process.once('SIGTERM', onSignal(143));
+  const { report, files, table } = await runBench({
+    quick: flags.quick ?? false,
+    ...(flags.only ? { only: flags.only as WorkloadName } : {}),
+    ...(flags.out ? { outDir: flags.out } : {}),
+    ...(flags.name ? { name: flags.name } : {}),
+    ...(executors ? { executors: executors as ExecutorName[] } : {}),
+    ...(fanouts ? { fanouts } : {}),
+    cpuProf: flags.cpuProf ?? false,
+  });
+  process.stdout.write(`${table}\n\nwrote ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}\n`);
+  return report.errors.length > 0 ? 1 : 0;
+}
+
+/** `node dist/bench/run.js [flags]`: the same as `forkpool bench`. */
+export async function benchMain(argv: readonly string[]): Promise<number> {
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      options: {
+        quick: { type: 'boolean' },
+        only: { type: 'string' },
+        out: { type: 'string' },
+        name: { type: 'string' },
+        executors: { type: 'string' },
+        fanouts: { type: 'string' },
+        'cpu-prof': { type: 'boolean' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+    const { 'cpu-prof': cpuProf, ...rest } = values;
+    return await benchCommand({ ...rest, ...(cpuProf !== undefined ? { cpuProf } : {}) });
+  } catch (error) {
+    process.stderr.write(`forkpool bench: ${error instanceof Error ? error.message : String(error)}\n`);
+    return error instanceof TypeError ? 2 : 1;
+  }
+}
+
+function isEntry(): boolean {
+  try {
+    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return false;
+  }
+}
+if (isEntry()) process.exitCode = await benchMain(process.argv.slice(2));

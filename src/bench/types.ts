@@ -1,0 +1,104 @@
+/**
+ * Shapes shared by the bench's parent process (run.ts) and its per-cell child (cell-child.ts).
+ * Plain data only: a cell spec goes to the child, a cell result comes back, over IPC.
+ */
+
+/** Where jobs run. `inline` is the in-process baseline every ratio is taken against. */
+export const EXECUTORS = ['inline', 'piscina-thread', 'piscina-shared', 'tinypool', 'worker-per-job'] as const;
+export type ExecutorName = (typeof EXECUTORS)[number];
+
+export const WORKLOADS = ['io', 'cpu', 'scale'] as const;
+export type WorkloadName = (typeof WORKLOADS)[number];
+
+/** One cell of the matrix: one workload at one fan-out on one executor, run in its own process. */
+export interface CellSpec {
+  workload: WorkloadName;
+  executor: ExecutorName;
+  /** Jobs spawned in the timed fan-out. */
+  jobs: number;
+  /** The manager's cap (`background.maxConcurrent`), the same for every executor of a workload. */
+  concurrency: number;
+  /** `background.tasksPerThread` (shared isolation). */
+  tasksPerThread: number;
+  /** The simulator's base URL (another process, loopback). */
+  simUrl: string;
+  /** Workspace root the jobs' tools search. */
+  workspace: string;
+  /** Task texts cycle through this many keyword variants (see workloads.ts `taskFor`). */
+  taskVariants: number;
+  /** Run `min(concurrency, jobs, 100)` of the workload's jobs first, untimed, so pools and code start warm. */
+  warmup: boolean;
+  /** Warm-start + cooperative-cancel samples taken after the fan-out. */
+  probes: number;
+  /** Hard-stop samples (a job that ignores the cooperative cancel); none for `inline`. */
+  hardProbes: number;
+  /** The whole cell is abandoned after this long. */
+  timeoutMs: number;
+}
+
+/**
+ * Every figure of a cell. Times in milliseconds, memory in MiB. A `null` means the figure does
+ * not exist for this executor (inline has no hard stop) or no sample could be taken.
+ */
+export interface CellResult {
+  workload: WorkloadName;
+  executor: ExecutorName;
+  jobs: number;
+  concurrency: number;
+  /** Jobs whose `done` event arrived, and of those the ones that ended `ok`. */
+  delivered: number;
+  ok: number;
+  /** Tool calls of the fan-out's jobs that failed (timed out, errored): the model saw an error. */
+  toolErrors: number;
+  wallMs: number;
+  jobsPerSec: number;
+  /** spawn() → `done`, queue time included. */
+  latencyP50Ms: number;
+  latencyP95Ms: number;
+  latencyP99Ms: number;
+  /** How late a 1 ms timer fired on the main thread (monitorEventLoopDelay minus its resolution). */
+  eldP50Ms: number;
+  eldP99Ms: number;
+  eldMaxMs: number;
+  /** Round trip of a small HTTP GET the main thread makes every 50 ms during the fan-out. */
+  respP50Ms: number;
+  respP99Ms: number;
+  respSamples: number;
+  /** Time of the synchronous `manager.spawn()` call, over the fan-out's spawns. */
+  spawnP50Ms: number;
+  spawnP99Ms: number;
+  /** spawn() → the job's first `model_request` on an idle, warmed pool. */
+  warmStartP50Ms: number | null;
+  /** cancel() on a job waiting for its model → its `done` (ended cooperatively). */
+  cancelCoopP50Ms: number | null;
+  /** cancel() on a job stuck in synchronous code, grace 0 → its `done` (thread stopped). */
+  cancelHardP50Ms: number | null;
+  /** Peak `process.memoryUsage.rss()` during the fan-out (worker threads included). */
+  peakRssMb: number;
+  /** RSS before the executor was created. */
+  baseRssMb: number;
+  /** Most threads the executor had alive at once (0 for inline). */
+  threadsMax: number;
+  /** CPU time of the cell's process (every thread) during the fan-out, per job. */
+  cpuMsPerJob: number;
+  /** Wall time of each phase of the cell (warm-up, fan-out, probes, hard probes, close). */
+  phasesMs: Record<string, number>;
+  notes: string[];
+}
+
+/** Child → parent over IPC. */
+export type CellMessage = { type: 'result'; result: CellResult } | { type: 'error'; message: string };
+
+/** What `runBench` writes to `<out>/<name>.json`. */
+export interface BenchReport {
+  name: string;
+  quick: boolean;
+  startedAt: string;
+  machine: { cpus: number; cpuModel: string; memGb: number; node: string; platform: string };
+  workloads: Record<string, { description: string; sim: Record<string, number> }>;
+  cells: CellResult[];
+  /** Cells that failed to produce a result (crashed or timed out), with the reason. */
+  errors: Array<{ workload: WorkloadName; executor: ExecutorName; jobs: number; message: string }>;
+  /** Cells of the plan left out on purpose, with the reason. */
+  skipped: Array<{ workload: WorkloadName; executor: ExecutorName; jobs: number; reason: string }>;
+}
