@@ -29,7 +29,7 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
     case 'piscina': {
       // Enough room per thread that the cap, not Piscina's own queue, decides what runs.
       const tasksPerThread = bg.isolation === 'shared' ? Math.max(bg.tasksPerThread, Math.ceil(bg.maxConcurrent / threads)) : 1;
-      return new PiscinaExecutor({ isolation: bg.isolation, threads, tasksPerThread, heapMb: bg.heapMb, ...file, ...(logger ? { logger } : {}) });
+      return new PiscinaExecutor({ isolation: bg.isolation, threads, tasksPerThread, heapMb: bg.heapMb, niceIncrement: bg.niceIncrement, ...file, ...(logger ? { logger } : {}) });
     }
   }
 }

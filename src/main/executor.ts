@@ -35,12 +35,13 @@ export interface Executor {
 }
 
 /** Resolves a built worker file next to this module, or under dist/ when running from src/. */
-export function workerFileUrl(name: 'entry' | 'naive-entry'): string {
-  const beside = new URL(`../worker/${name}.js`, import.meta.url);
+export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader'): string {
+  const file = name === 'loader' ? 'loader.cjs' : `${name}.js`;
+  const beside = new URL(`../worker/${file}`, import.meta.url);
   if (existsSync(fileURLToPath(beside))) return beside.href;
-  const built = new URL(`../../dist/worker/${name}.js`, import.meta.url);
+  const built = new URL(`../../dist/worker/${file}`, import.meta.url);
   if (existsSync(fileURLToPath(built))) return built.href;
-  throw new ForkpoolError('INTERNAL', `worker file ${name}.js not found; run \`npm run build\` first (looked in ${fileURLToPath(beside)} and ${fileURLToPath(built)})`);
+  throw new ForkpoolError('INTERNAL', `worker file ${file} not found; run \`npm run build\` first (looked in ${fileURLToPath(beside)} and ${fileURLToPath(built)})`);
 }
 
 /** Turns whatever a pool rejected with into a typed error that says how the thread failed. */

@@ -14,6 +14,8 @@ export interface PiscinaExecutorOptions {
   tasksPerThread: number;
   /** Old-generation heap cap of each thread, MiB. */
   heapMb: number;
+  /** How much nicer than the main thread the workers run (Linux); default 0. */
+  niceIncrement?: number;
   /** Built worker file URL; defaults to dist/worker/entry.js. Tests pass a fixture here. */
   workerFile?: string;
   /** Idle threads above `minThreads` end after this long (default 10 minutes: keep them warm). */
@@ -40,7 +42,9 @@ export class PiscinaExecutor implements Executor {
     this.isolation = options.isolation;
     const maxThreads = Math.max(1, options.threads);
     this.#pool = new Piscina({
-      filename: options.workerFile ?? workerFileUrl('entry'),
+      // Piscina loads a CommonJS loader, which imports the real (ES module) entry: see loader.cts.
+      filename: workerFileUrl('loader'),
+      workerData: { forkpoolEntry: options.workerFile ?? workerFileUrl('entry') },
       minThreads: Math.min(maxThreads, Math.max(1, availableParallelism())),
       maxThreads,
       idleTimeout: options.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
@@ -48,6 +52,7 @@ export class PiscinaExecutor implements Executor {
       atomics: 'disabled',
       concurrentTasksPerWorker: options.isolation === 'shared' ? Math.max(1, options.tasksPerThread) : 1,
       resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
+      niceIncrement: options.niceIncrement ?? 0,
       // Workers get an environment without API keys; a job's key travels in its cloned config.
       env: scrubEnv(process.env),
       closeTimeout: CLOSE_WAIT_MS,

@@ -26,6 +26,7 @@ const backgroundSchema = z.strictObject({
   tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
   heapMb: z.number().int().min(16).default(DEFAULTS.background.heapMb),
+  niceIncrement: z.number().int().min(0).max(19).default(DEFAULTS.background.niceIncrement),
   cancelGraceMs: z.number().int().min(0).default(DEFAULTS.background.cancelGraceMs),
   resultMaxChars: z.number().int().min(200).default(DEFAULTS.background.resultMaxChars),
   closeTimeoutMs: z.number().int().min(0).default(DEFAULTS.background.closeTimeoutMs),

@@ -44,6 +44,11 @@ export const DEFAULTS = {
     threads: 0,
     /** Old-generation heap cap of a worker thread, in MiB. */
     heapMb: 512,
+    /**
+     * Worker threads run this much nicer (Linux) than the main thread, so jobs that burn CPU
+     * yield it to the parent (or the server embedding forkpool). 0 turns it off.
+     */
+    niceIncrement: 10,
     /** Cooperative cancel → hard stop after this grace period. */
     cancelGraceMs: 2_000,
     /** Injected result text is capped to this many characters, head and tail kept. */

@@ -1,0 +1,21 @@
+/**
+ * The file Piscina loads in each worker thread — CommonJS on purpose. Piscina loads its worker
+ * file with require() first, and on Node 20.19+ require() of an ES module takes a path that
+ * aborts the whole process with a native assertion (CreateRequiredModuleFacade) when the thread
+ * is terminated while the module loads: a hard stop or close() racing a thread start. Seen in
+ * our test runs. A CommonJS file never takes that path; the ES module entry named in
+ * `workerData.forkpoolEntry` is then loaded with import(), which a termination only interrupts.
+ */
+import workerThreads = require('node:worker_threads');
+
+type TaskFunction = (task: unknown) => unknown;
+
+const target: string = (workerThreads.workerData as { forkpoolEntry?: string } | undefined)?.forkpoolEntry ?? './entry.js';
+let entry: Promise<TaskFunction> | undefined;
+
+function runTask(task: unknown): Promise<unknown> {
+  entry ??= import(target).then((module: { default: TaskFunction }) => module.default);
+  return entry.then((run) => run(task));
+}
+
+export = runTask;
