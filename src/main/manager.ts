@@ -108,6 +108,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
   #closed = false;
   #maxLive = 0;
+  #pumpScheduled = false;
 
   constructor(options: BackgroundManagerOptions) {
     super((error, event) => options.logger?.warn({ err: error, event }, 'background event listener threw'));
@@ -140,7 +141,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const parsed = spawnRequestSchema.safeParse(request);
     if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
     const { queueLimit } = this.#config.background;
-    if (queueLimit > 0 && this.#queue.length >= queueLimit) {
+    // Jobs about to take a free slot (launched at the next microtask) are not waiting.
+    const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
+    if (queueLimit > 0 && waiting >= queueLimit) {
       throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
     }
     const id = this.ledger.newId();
@@ -158,7 +161,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (wave !== null) this.#waves.add(wave, id);
     this.#queue.push(id);
     this.emit('spawned', structuredClone(record));
-    this.#pump();
+    this.#schedulePump();
     return { id, label: record.label, state: 'queued' };
   }
 
@@ -270,6 +273,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (live.hardStopped || !this.#live.has(live.id)) return;
     live.hardStopped = true;
     live.hardStop.abort(new JobError('JOB_CANCELLED', live.id, 'hard stop'));
+  }
+
+  /**
+   * Launching waits for a microtask: spawn() only books the job and returns, and the spawns of
+   * one batch (a parent's tool calls, a fan-out loop) are launched together right after it.
+   */
+  #schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    queueMicrotask(() => {
+      this.#pumpScheduled = false;
+      this.#pump();
+    });
   }
 
   #pump(): void {

@@ -103,7 +103,8 @@ describe('cancel (item 11; queued, running, twice and unknown id are in test/man
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 10_000 }), cleanups);
     const log = recordEvents(manager);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'starting' });
-    // Launched synchronously, but its worker has not said `started` yet.
+    // Launched at the next microtask; its worker has not said `started` yet.
+    await Promise.resolve();
     expect(manager.cancel(id).state).toBe('queued');
     const record = await ended(manager, id);
     expect(record.status).toBe('cancelled');
