@@ -401,7 +401,7 @@ describe('plausible agent', () => {
     const res = await client.chat.completions.create({ model: 'm', messages: [user(`${block}\n\n${BACKGROUND_FOLLOWUP_PROMPT}`)], tools: PARENT_TOOLS });
     const content = res.choices[0]?.message.content ?? '';
     expect(res.choices[0]?.message.tool_calls).toBeUndefined();
-    expect(content).toContain('- retry backoff: "The backoff lives in src/shared/model-call.ts."');
+    expect(content).toContain('- retry backoff: "The backoff lives in src/shared/model-call.ts. It doubles up to 8 s."');
     expect(content).toContain('- ledger: "Timed out after 20 minutes."');
   });
 

@@ -96,7 +96,8 @@ function synthesis(block: string): SimReply {
   const lines = jobs.map((job) => {
     // Job text is quoted line by line with "| " in the block; read it without the quoting.
     const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '');
-    const quote = firstSentence(`${job.rest}\n${body}`);
+    // The first line of the job's answer (up to two sentences: what it found and where).
+    const quote = firstSentence(`${job.rest}\n${body}`, 240, 2);
     return `- ${job.label}: ${quote ? `"${quote}"` : '(no result text)'}`;
   });
   const noun = jobs.length === 1 ? 'agent' : 'agents';
@@ -210,9 +211,13 @@ function parseSearch(calls: readonly CallWithResult[]): SearchFindings {
 }
 
 /** The path with the most grep hits (first on a tie), else the first file found. */
+/** Code files, which a research answer should cite before docs and data that merely mention the words. */
+const SOURCE_FILE = /\.(?:ts|tsx|js|mjs|cjs|py|go|rs|java|c|cc|cpp|h|hpp|rb|cs|kt|swift|php|scala)$/;
+
 function bestPath(found: SearchFindings): string | undefined {
   const counts = new Map<string, number>();
-  for (const path of found.grepHits) counts.set(path, (counts.get(path) ?? 0) + 1);
+  const inSource = found.grepHits.filter((path) => SOURCE_FILE.test(path));
+  for (const path of inSource.length > 0 ? inSource : found.grepHits) counts.set(path, (counts.get(path) ?? 0) + 1);
   let best: string | undefined;
   let bestCount = 0;
   for (const [path, count] of counts) {

@@ -99,12 +99,13 @@ export function labelFor(question: string, fallback: string, max = 40): string {
 }
 
 /** First sentence of the first non-empty line, for quoting. */
-export function firstSentence(text: string, max = 200): string {
+export function firstSentence(text: string, max = 200, sentences = 1): string {
   const line = text
     .split(/\r?\n/)
     .map((l) => l.trim())
     .find((l) => l.length > 0 && !l.startsWith('<result'));
   if (!line) return '';
-  const sentence = /^(.+?[.!?])(?:\s|$)/.exec(line)?.[1] ?? line;
+  const pattern = new RegExp(`^((?:.+?[.!?](?:\\s+|$)){1,${sentences}})`);
+  const sentence = (pattern.exec(line)?.[1] ?? line).trim();
   return sentence.length > max ? `${sentence.slice(0, max - 1)}…` : sentence;
 }
