@@ -2,6 +2,7 @@
  * The bench's workloads and the generated workspaces their jobs search. Everything here is
  * deterministic: the same plan and the same files on every run.
  */
+import { mulberry32 } from '../sim/rng.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorName, WorkloadName } from './types.js';
@@ -90,18 +91,6 @@ export function planWorkloads(quick: boolean): WorkloadPlan[] {
   return [io, cpu, scale];
 }
 
-/** mulberry32: a tiny seeded PRNG, so the generated tree is the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Filler words: none contains a task keyword, so only the planted lines match the grep.
 const WORDS = (
   'const let return value index buffer stream record table column parse format render state ' +
@@ -117,7 +106,7 @@ const WORDS = (
  * Returns the bytes written.
  */
 export function generateTree(dir: string, shape: TreeShape, variants = TASK_VARIANTS): number {
-  const random = prng(0xf0c4 + shape.files);
+  const random = mulberry32(0xf0c4 + shape.files);
   const planted = new Map<number, number[]>();
   for (let k = 0; k < variants; k++) {
     for (let j = 0; j < 3; j++) {

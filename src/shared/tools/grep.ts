@@ -15,7 +15,7 @@ const MATCH_LINE_CHARS = 64 * 1024;
 const FOOTER_RESERVE = 400;
 
 const parameters = z.strictObject({
-  pattern: z.string().min(1).describe('JavaScript regular expression to search for, e.g. "function\\s+spawn" or "TODO|FIXME".'),
+  pattern: z.string().min(1).describe('JavaScript regular expression to search for, e.g. "function\\s+spawn" or "cancel|abort".'),
   path: z.string().min(1).optional().describe('File or directory to search, relative to the workspace root. Default "." (the root).'),
   glob: z.string().min(1).optional().describe('Only search files matching this glob, e.g. "*.ts" (matched on the file name) or "src/**/*.py" (matched on the path under `path`).'),
   ignore_case: z.boolean().optional().describe('Case-insensitive match. Default false.'),
