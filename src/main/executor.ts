@@ -12,6 +12,11 @@ export interface ExecuteOptions {
   hardStop: AbortSignal;
   /** The thread that runs the job, once its `started` message has arrived. */
   threadId: () => number | undefined;
+  /**
+   * Run it on a thread of its own even in `shared` isolation: a job re-queued after its thread
+   * died is a suspect, and alone it can kill no neighbour a second time.
+   */
+  isolated?: boolean;
 }
 
 /**

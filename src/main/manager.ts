@@ -315,7 +315,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#executor
       .run(
         { spec: { ...spec, attempt }, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#rateGateBuffer },
-        { hardStop: live.hardStop.signal, threadId: () => live.threadId },
+        { hardStop: live.hardStop.signal, threadId: () => live.threadId, isolated: attempt > 1 },
       )
       .then(
         () => undefined,
@@ -368,11 +368,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (!live.portClosed || !live.runSettled) return;
     const error = live.runError ?? new JobError('PROTOCOL_INVALID', live.id, 'the worker ended the job without reporting a result');
     const attempt = this.#launches.get(live.id) ?? 1;
-    // In shared isolation a dead thread takes its neighbours along: they get another try,
-    // a bounded number of times, so a job that kills every thread it lands on still ends.
+    // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
+    // each gets another try on a thread of its own (so a poison job can only kill itself), a
+    // bounded number of times, so a job that kills every thread it lands on still ends.
     const threadDied = !live.hardStopped && !live.stopReason && this.#executor.isolation === 'shared';
     if (threadDied && attempt <= this.#config.background.maxRequeues) {
-      return this.#requeue(live, `attempt ${attempt}: its thread died under it (${serializeError(error).message}); re-queued`);
+      return this.#requeue(live, `attempt ${attempt}: its thread died under it (${serializeError(error).message}); re-queued to run on a thread of its own`);
     }
     this.#finish(live.id, endingFromLostThread(live.id, error, live.stopReason, threadDied, attempt));
   }

@@ -61,10 +61,13 @@ export class PiscinaExecutor implements Executor {
     this.#pool.on('error', (error: unknown) => options.logger?.warn({ err: error }, 'worker thread error'));
   }
 
-  async run(task: JobTask, { hardStop, threadId }: ExecuteOptions): Promise<void> {
+  async run(task: JobTask, { hardStop, threadId, isolated }: ExecuteOptions): Promise<void> {
     const transferList = [task.port, task.permissionPort];
+    // Piscina never shares the thread of a task that has an AbortSignal: that is how a job gets
+    // a thread of its own, and the signal is then its hard stop.
+    const ownThread = this.isolation === 'thread' || isolated === true;
     let onAbort: (() => void) | undefined;
-    if (this.isolation === 'shared') {
+    if (!ownThread) {
       onAbort = () => {
         const id = threadId();
         const worker = this.#pool.threads.find((w) => w.threadId === id);
@@ -73,7 +76,7 @@ export class PiscinaExecutor implements Executor {
       hardStop.addEventListener('abort', onAbort, { once: true });
     }
     try {
-      await this.#pool.run(task, { transferList, ...(this.isolation === 'thread' ? { signal: hardStop } : {}) });
+      await this.#pool.run(task, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
     } catch (error) {
       throw classifyWorkerFailure(error, task.spec.id);
     } finally {
