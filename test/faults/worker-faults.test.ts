@@ -66,8 +66,9 @@ describe('a faulty worker fails only its own job', () => {
   });
 
   it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async () => {
-    // 0.005 minutes = 300 ms from start.
-    const { manager } = await setup({ timeoutMinutes: 0.005 });
+    // 0.04 minutes = 2.4 s from start: the loop never ends by itself; the normal job that runs
+    // after it (three model calls and a grep) must fit well inside it even on a loaded machine.
+    const { manager } = await setup({ timeoutMinutes: 0.04 });
     const [bad, good] = await faultThenNormal(manager, 'FAULT:loop');
     expect(bad.status).toBe('timed_out');
     expect(bad.endedBy).toBe('hard');
