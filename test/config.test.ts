@@ -9,21 +9,11 @@ import { CONFIG_FILE_NAME, loadConfig } from '../src/main/config-load.js';
 import { parseConfig } from '../src/shared/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from '../src/shared/defaults.js';
 import { ConfigError, type ConfigIssue } from '../src/shared/errors.js';
-import { tempWorkspace, useCleanup } from './helpers/index.js';
+import { configError, tempWorkspace, useCleanup } from './helpers/index.js';
 
 const cleanup = useCleanup();
 const WS = '/tmp/forkpool-config-test';
 
-/** The ConfigError thrown by `fn`; fails the test if it does not throw one. */
-function configError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 function issueFor(error: ConfigError, field: string): ConfigIssue {
   const issue = error.issues.find((i) => i.field === field);

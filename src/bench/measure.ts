@@ -4,6 +4,7 @@
  */
 import http from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { CellResult } from './types.js';
 
 /** Resolution of the event-loop delay timer, in ms. The reported delay is lateness beyond it. */
 const ELD_RESOLUTION_MS = 1;
@@ -26,16 +27,8 @@ export function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
-export interface Sampled {
-  eldP50Ms: number;
-  eldP99Ms: number;
-  eldMaxMs: number;
-  respP50Ms: number;
-  respP99Ms: number;
-  respSamples: number;
-  peakRssMb: number;
-  threadsMax: number;
-}
+/** What the sampler measures during a fan-out: the matching fields of a cell's result. */
+export type Sampled = Pick<CellResult, 'eldP50Ms' | 'eldP99Ms' | 'eldMaxMs' | 'respP50Ms' | 'respP99Ms' | 'respSamples' | 'peakRssMb' | 'threadsMax'>;
 
 export interface Sampler {
   /** Stops the timers, waits for a probe still in flight (bounded), returns the figures. */

@@ -13,10 +13,9 @@ import { AgentSession } from '../../src/main/agent-session.js';
 import { CONFIG_FILE_NAME, loadConfig } from '../../src/main/config-load.js';
 import type { SpawnRequest } from '../../src/main/manager.js';
 import { parseConfig } from '../../src/shared/config.js';
-import { ConfigError } from '../../src/shared/errors.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import type { ScriptToolCall } from '../../src/sim/index.js';
-import { assertValidHistory, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
+import { assertValidHistory, configError, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
 import { Cleanups, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
 import { toolMessagesOf } from './helpers.js';
 
@@ -26,15 +25,6 @@ afterEach(() => cleanups.run());
 const POLLUTER = '{"task":"Where is the cache?","label":"proto","__proto__":{"polluted":true}}';
 const notPolluted = () => expect((Object.prototype as Record<string, unknown>).polluted ?? ({} as Record<string, unknown>).polluted).toBeUndefined();
 
-function configError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('invalid configuration', () => {
   it('values a JSON file cannot hold (NaN, Infinity), negatives and null are refused, each naming its field', () => {

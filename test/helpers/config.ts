@@ -4,6 +4,7 @@
  *   const ws = await tempWorkspace({ 'a.txt': 'alpha' }, cleanup);   // realpath'd temp dir
  *   const config = testConfig({ baseUrl: sim.url, workspaceRoot: ws, maxRetries: 1 });
  */
+import { ConfigError } from '../../src/shared/errors.js';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,4 +59,15 @@ export function testConfig(overrides: Partial<ForkpoolConfigInput> = {}): Forkpo
     ...overrides,
     workspaceRoot: overrides.workspaceRoot ?? tempWorkspace(),
   });
+}
+
+/** The ConfigError thrown by `fn`; fails the test if it does not throw one. */
+export function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
 }
