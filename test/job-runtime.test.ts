@@ -10,7 +10,7 @@ import { BackgroundManager } from '../src/main/manager.js';
 import { PermissionStore } from '../src/main/permissions.js';
 import { exposeOnPort } from '../src/shared/comlink-port.js';
 import type { ForkpoolConfig } from '../src/shared/config.js';
-import { runBackgroundJob, runJobTask } from '../src/shared/job.js';
+import { runBackgroundJob, runJobTask } from '../src/worker/job.js';
 import { workerMessageSchema, type JobSpec, type PermissionService, type WorkerMessage } from '../src/shared/protocol.js';
 import type { PermissionRequest } from '../src/shared/tools/types.js';
 import type { RecordedRequest, ScriptStep, SimServer } from '../src/sim/index.js';

@@ -40,7 +40,7 @@ export interface Executor {
 }
 
 /** Resolves a built worker file next to this module, or under dist/ when running from src/. */
-export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader'): string {
+export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader' | 'job'): string {
   const file = name === 'loader' ? 'loader.cjs' : `${name}.js`;
   const beside = new URL(`../worker/${file}`, import.meta.url);
   if (existsSync(fileURLToPath(beside))) return beside.href;

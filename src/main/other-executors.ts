@@ -1,7 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { Tinypool } from 'tinypool';
 import type { JobTask } from '../shared/protocol.js';
-import { runJobTask } from '../shared/job.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import { ForkpoolError } from '../shared/errors.js';
 import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor } from './executor.js';
@@ -15,7 +14,9 @@ export class InlineExecutor implements Executor {
   readonly isolation = 'inline' as const;
 
   async run(task: JobTask, _options: ExecuteOptions): Promise<void> {
-    await runJobTask(task);
+    // The job runtime lives in src/worker; the main thread loads it by URL, never by import.
+    const runtime = (await import(workerFileUrl('job'))) as { runJobTask(task: JobTask): Promise<unknown> };
+    await runtime.runJobTask(task);
   }
 
   threadCount(): number {

@@ -3,7 +3,7 @@
  * and the ports transferred with it. Exits when the job is done.
  */
 import { workerData } from 'node:worker_threads';
-import { runJobTask } from '../shared/job.js';
+import { runJobTask } from './job.js';
 import type { JobTask } from '../shared/protocol.js';
 
 await runJobTask(workerData as JobTask);

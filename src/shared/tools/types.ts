@@ -25,6 +25,19 @@ export interface ToolContext {
   permissions: PermissionGate;
   /** Environment for child processes, already scrubbed of secrets. */
   env: Readonly<Record<string, string>>;
+  /**
+   * Where a tool registers each child process group it starts, so the main thread can kill it
+   * when the job's thread dies, is hard-stopped or the manager closes (a thread's own cleanup
+   * never runs then). Absent on the main thread's own tools.
+   */
+  processes?: ProcessRegistry;
+}
+
+/** Child process groups of one job, reported to the main thread as they start and end. */
+export interface ProcessRegistry {
+  /** `pgid`: the group leader's pid (spawned with `detached: true`). */
+  started(pgid: number): void;
+  ended(pgid: number): void;
 }
 
 /**

@@ -1,16 +1,16 @@
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type OpenAI from 'openai';
-import { AbortError, ForkpoolError, serializeError } from './errors.js';
-import { createModelClient, type RateGate } from './model-call.js';
-import { backgroundSystemPrompt } from './prompts.js';
-import { jobSpecSchema, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type PermissionService, type WorkerMessage } from './protocol.js';
-import { SharedRateGate } from './rate-gate.js';
-import { runToolLoop, type LoopEvent } from './tool-loop.js';
-import { raceRemote, releaseProxy, wrapPort } from './comlink-port.js';
-import { builtinTools } from './tools/index.js';
-import { resolveWorkspaceRoot } from './tools/sandbox.js';
-import { scrubEnv } from './tools/secrets.js';
-import type { PermissionGate } from './tools/types.js';
+import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
+import { createModelClient, type RateGate } from '../shared/model-call.js';
+import { backgroundSystemPrompt } from '../shared/prompts.js';
+import { jobSpecSchema, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type PermissionService, type WorkerMessage } from '../shared/protocol.js';
+import { SharedRateGate } from '../shared/rate-gate.js';
+import { runToolLoop, type LoopEvent } from '../shared/tool-loop.js';
+import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
+import { builtinTools } from '../shared/tools/index.js';
+import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
+import { scrubEnv } from '../shared/tools/secrets.js';
+import type { PermissionGate } from '../shared/tools/types.js';
 import { z } from 'zod';
 
 /** A permission answer slower than this is a denial: a background job never waits on a person. */
