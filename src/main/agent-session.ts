@@ -53,7 +53,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   #idleWaiters: Array<() => void> = [];
 
   constructor(options: AgentSessionOptions) {
-    super((error, event) => options.logger?.warn({ err: error, event }, 'session event listener threw'));
+    const logger = options.logger;
+    super(logger ? (error, event) => logger.warn({ err: error, event }, 'session event listener threw') : undefined);
     this.#config = options.config;
     this.permissions = new PermissionStore(options.config.grantedTools);
     this.manager = new BackgroundManager({

@@ -1,33 +1,87 @@
 import { EventEmitter } from 'node:events';
 
+/** A listener that threw: which event, and what it threw. */
+export interface ListenerFailure {
+  event: string;
+  error: unknown;
+}
+
+/** How many listener failures are kept for inspection (all are counted). */
+const KEPT_FAILURES = 100;
+
 /**
- * A typed event emitter. A listener that throws is reported through `onListenerError` and
- * never breaks the emitter's caller (the manager must keep its books straight whatever
- * subscribers do).
+ * A typed event emitter. A listener that throws never breaks the emitter's caller (the manager
+ * must keep its books straight whatever subscribers do), but its error never vanishes either:
+ * it is counted, the last ones are kept in {@link listenerFailures}, and it is reported through
+ * `onListenerError` — by default a process warning, so it shows on stderr even with no logger.
  */
 export class TypedEmitter<Events extends Record<string, unknown[]>> {
   readonly #emitter = new EventEmitter();
   readonly #onListenerError: (error: unknown, event: string) => void;
+  readonly #failures: ListenerFailure[] = [];
+  #failureCount = 0;
 
-  constructor(onListenerError: (error: unknown, event: string) => void = () => {}) {
-    this.#onListenerError = onListenerError;
+  constructor(onListenerError?: (error: unknown, event: string) => void) {
+    this.#onListenerError = onListenerError ?? warnListenerError;
     // Fan-out programs subscribe per job; the default cap of 10 would only warn.
     this.#emitter.setMaxListeners(0);
   }
 
+  /** Subscribes; returns the function that unsubscribes. */
   on<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): () => void {
-    const safe = (...args: unknown[]) => {
-      try {
-        listener(...(args as Events[K]));
-      } catch (error) {
-        this.#onListenerError(error, event);
-      }
-    };
+    const safe = this.#guard(event, listener);
     this.#emitter.on(event, safe);
     return () => this.#emitter.off(event, safe);
   }
 
-  emit<K extends keyof Events & string>(event: K, ...args: Events[K]): void {
+  /** Subscribes for the next event only; returns the function that unsubscribes. */
+  once<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): () => void {
+    const off = this.on(event, (...args) => {
+      off();
+      listener(...args);
+    });
+    return off;
+  }
+
+  /** Resolves with the next event's arguments. */
+  next<K extends keyof Events & string>(event: K): Promise<Events[K]> {
+    return new Promise((resolve) => this.once(event, (...args) => resolve(args)));
+  }
+
+  /** Listener errors so far (all of them, including those no longer kept). */
+  get listenerErrorCount(): number {
+    return this.#failureCount;
+  }
+
+  /** The last listener errors (up to 100), oldest first. */
+  get listenerFailures(): readonly ListenerFailure[] {
+    return this.#failures;
+  }
+
+  /** Fires an event. Meant for the emitter itself; subclasses keep it from their public API. */
+  protected emit<K extends keyof Events & string>(event: K, ...args: Events[K]): void {
     this.#emitter.emit(event, ...args);
   }
+
+  #guard<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void) {
+    return (...args: unknown[]) => {
+      try {
+        listener(...(args as Events[K]));
+      } catch (error) {
+        this.#failureCount++;
+        this.#failures.push({ event, error });
+        if (this.#failures.length > KEPT_FAILURES) this.#failures.shift();
+        try {
+          this.#onListenerError(error, event);
+        } catch {
+          // A reporter that throws must not take the emitter's caller down either.
+        }
+      }
+    };
+  }
+}
+
+function warnListenerError(error: unknown, event: string): void {
+  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.emitWarning(`a "${event}" listener threw: ${detail}`, { code: 'FORKPOOL_LISTENER_ERROR' });
 }

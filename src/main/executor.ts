@@ -4,19 +4,28 @@ import { ForkpoolError, JobError, errorMessage } from '../shared/errors.js';
 import type { JobTask } from '../shared/protocol.js';
 
 export type ExecutorKind = 'piscina' | 'tinypool' | 'inline' | 'worker-per-job';
+/** `thread`: a job has a thread to itself; `shared`: several jobs per thread; `inline`: the main thread. */
 export type Isolation = 'thread' | 'shared' | 'inline';
+
+/** What an executor can do; the manager asks instead of telling it how to work. */
+export interface ExecutorCapabilities {
+  /** Where a job runs. In `shared` isolation a thread's death takes every job on it along. */
+  readonly isolation: Isolation;
+  /** A running job can be ended by force (its thread terminated) when it ignores a cancel. */
+  readonly hardStop: boolean;
+  /** A job can be asked to run on a thread of its own ({@link ExecuteOptions.exclusive}). */
+  readonly exclusive: boolean;
+}
 
 /** How the manager hands a job to an executor. */
 export interface ExecuteOptions {
   /** Hard stop: ends the job's thread. Cooperative cancel goes over the job's port instead. */
   hardStop: AbortSignal;
-  /** The thread that runs the job, once its `started` message has arrived. */
-  threadId: () => number | undefined;
   /**
    * Run it on a thread of its own even in `shared` isolation: a job re-queued after its thread
    * died is a suspect, and alone it can kill no neighbour a second time.
    */
-  isolated?: boolean;
+  exclusive?: boolean;
 }
 
 /**
@@ -26,7 +35,7 @@ export interface ExecuteOptions {
  */
 export interface Executor {
   readonly kind: ExecutorKind;
-  readonly isolation: Isolation;
+  readonly capabilities: ExecutorCapabilities;
   /**
    * Runs one task. Resolves when the task function returned (its port may still deliver
    * messages: wait for `done`). Rejects with a {@link ForkpoolError} whose code says how the

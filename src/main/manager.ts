@@ -111,7 +111,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #pumpScheduled = false;
 
   constructor(options: BackgroundManagerOptions) {
-    super((error, event) => options.logger?.warn({ err: error, event }, 'background event listener threw'));
+    const logger = options.logger;
+    super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
     this.#config = options.config;
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = options.logger;
@@ -315,7 +316,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#executor
       .run(
         { spec: { ...spec, attempt }, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#rateGateBuffer },
-        { hardStop: live.hardStop.signal, threadId: () => live.threadId, isolated: attempt > 1 },
+        { hardStop: live.hardStop.signal, exclusive: attempt > 1 },
       )
       .then(
         () => undefined,
@@ -371,7 +372,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
     // each gets another try on a thread of its own (so a poison job can only kill itself), a
     // bounded number of times, so a job that kills every thread it lands on still ends.
-    const threadDied = !live.hardStopped && !live.stopReason && this.#executor.isolation === 'shared';
+    const threadDied = !live.hardStopped && !live.stopReason && this.#executor.capabilities.isolation === 'shared';
     if (threadDied && attempt <= this.#config.background.maxRequeues) {
       return this.#requeue(live, `attempt ${attempt}: its thread died under it (${serializeError(error).message}); re-queued to run on a thread of its own`);
     }

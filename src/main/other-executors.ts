@@ -3,7 +3,7 @@ import { Tinypool } from 'tinypool';
 import type { JobTask } from '../shared/protocol.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import { ForkpoolError } from '../shared/errors.js';
-import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor } from './executor.js';
+import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
 /**
  * The in-process baseline: the job's tool loop runs as an async function on the main thread,
@@ -11,7 +11,7 @@ import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executo
  */
 export class InlineExecutor implements Executor {
   readonly kind = 'inline' as const;
-  readonly isolation = 'inline' as const;
+  readonly capabilities: ExecutorCapabilities = { isolation: 'inline', hardStop: false, exclusive: false };
 
   async run(task: JobTask, _options: ExecuteOptions): Promise<void> {
     // The job runtime lives in src/worker; the main thread loads it by URL, never by import.
@@ -29,7 +29,7 @@ export class InlineExecutor implements Executor {
 /** tinypool behind the same interface, for comparison. One job per thread; hard stop by signal. */
 export class TinypoolExecutor implements Executor {
   readonly kind = 'tinypool' as const;
-  readonly isolation = 'thread' as const;
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: true };
   readonly #pool: Tinypool;
   #closed = false;
 
@@ -68,7 +68,7 @@ export class TinypoolExecutor implements Executor {
 /** The naive way: a fresh `new Worker()` per job, ended when the job is. For the bench. */
 export class WorkerPerJobExecutor implements Executor {
   readonly kind = 'worker-per-job' as const;
-  readonly isolation = 'thread' as const;
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: true };
   readonly #live = new Set<Worker>();
   readonly #heapMb: number;
   readonly #file: string;

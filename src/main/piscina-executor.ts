@@ -3,7 +3,7 @@ import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { JobTask } from '../shared/protocol.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
-import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor } from './executor.js';
+import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
 export interface PiscinaExecutorOptions {
   /** `thread`: one job per thread (hard stop and heap cap hit one job). `shared`: many per thread. */
@@ -30,16 +30,16 @@ const CLOSE_WAIT_MS = 2_000;
 /**
  * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
  * thread, so `shared` isolation passes none and hard-stops by terminating the job's thread
- * (found by the `threadId` the job reported); its neighbours die too and the manager re-queues them.
+ * (found by the thread id the job wrote into its slot); its neighbours die too and the manager re-queues them.
  */
 export class PiscinaExecutor implements Executor {
   readonly kind = 'piscina' as const;
-  readonly isolation: 'thread' | 'shared';
+  readonly capabilities: ExecutorCapabilities;
   readonly #pool: Piscina<JobTask, unknown>;
   #closed = false;
 
   constructor(options: PiscinaExecutorOptions) {
-    this.isolation = options.isolation;
+    this.capabilities = { isolation: options.isolation, hardStop: true, exclusive: true };
     const maxThreads = Math.max(1, options.threads);
     this.#pool = new Piscina({
       // Piscina loads a CommonJS loader, which imports the real (ES module) entry: see loader.cts.
@@ -61,22 +61,26 @@ export class PiscinaExecutor implements Executor {
     this.#pool.on('error', (error: unknown) => options.logger?.warn({ err: error }, 'worker thread error'));
   }
 
-  async run(task: JobTask, { hardStop, threadId, isolated }: ExecuteOptions): Promise<void> {
+  async run(task: JobTask, { hardStop, exclusive }: ExecuteOptions): Promise<void> {
     const transferList = [task.port, task.permissionPort];
     // Piscina never shares the thread of a task that has an AbortSignal: that is how a job gets
     // a thread of its own, and the signal is then its hard stop.
-    const ownThread = this.isolation === 'thread' || isolated === true;
+    const ownThread = this.capabilities.isolation === 'thread' || exclusive === true;
     let onAbort: (() => void) | undefined;
+    let runTask = task;
     if (!ownThread) {
+      // A shared thread is ended by hand; the job writes its thread id here as it starts.
+      const threadSlot = new Int32Array(new SharedArrayBuffer(4));
+      runTask = { ...task, threadSlot };
       onAbort = () => {
-        const id = threadId();
-        const worker = this.#pool.threads.find((w) => w.threadId === id);
+        const id = Atomics.load(threadSlot, 0);
+        const worker = id === 0 ? undefined : this.#pool.threads.find((w) => w.threadId === id);
         void worker?.terminate();
       };
       hardStop.addEventListener('abort', onAbort, { once: true });
     }
     try {
-      await this.#pool.run(task, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+      await this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
     } catch (error) {
       throw classifyWorkerFailure(error, task.spec.id);
     } finally {

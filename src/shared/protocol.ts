@@ -104,6 +104,11 @@ export interface JobTask {
   permissionPort: import('node:worker_threads').MessagePort;
   /** Shared by every job of an executor: the 429 back-off gate (see rate-gate.ts). */
   rateGateBuffer?: SharedArrayBuffer;
+  /**
+   * Set by an executor that must find the job's thread itself (shared isolation): the job
+   * writes its thread id into element 0 as it starts.
+   */
+  threadSlot?: Int32Array;
 }
 
 /** The permission service the main thread exposes to workers over comlink. */

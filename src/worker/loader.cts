@@ -14,6 +14,10 @@ const target: string = (workerThreads.workerData as { forkpoolEntry?: string } |
 let entry: Promise<TaskFunction> | undefined;
 
 function runTask(task: unknown): Promise<unknown> {
+  // In shared isolation the executor finds a job's thread by the id written here, before any
+  // entry code runs (custom worker files included), so a hard stop always finds it.
+  const slot = (task as { threadSlot?: unknown } | null)?.threadSlot;
+  if (slot instanceof Int32Array) Atomics.store(slot, 0, workerThreads.threadId);
   entry ??= import(target).then((module: { default: TaskFunction }) => module.default);
   return entry.then((run) => run(task));
 }

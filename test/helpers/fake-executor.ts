@@ -1,6 +1,6 @@
 import { threadId } from 'node:worker_threads';
 import { ForkpoolError, JobError } from '../../src/shared/errors.js';
-import type { Executor, ExecuteOptions } from '../../src/main/executor.js';
+import type { Executor, ExecuteOptions, ExecutorCapabilities } from '../../src/main/executor.js';
 import type { JobOutcome, JobTask, WorkerMessage } from '../../src/shared/protocol.js';
 import type { JobScheduler, TimerTag } from '../../src/main/manager.js';
 
@@ -22,7 +22,7 @@ export interface FakeTask {
  */
 export class FakeExecutor implements Executor {
   readonly kind = 'inline' as const;
-  readonly isolation: 'thread' | 'shared';
+  readonly capabilities: ExecutorCapabilities;
   readonly tasks = new Map<string, FakeTask>();
   /** Honour every cooperative cancel at once (used while closing). */
   autoHonourCancel = false;
@@ -30,7 +30,7 @@ export class FakeExecutor implements Executor {
   closed = false;
 
   constructor(isolation: 'thread' | 'shared' = 'thread') {
-    this.isolation = isolation;
+    this.capabilities = { isolation, hardStop: true, exclusive: true };
   }
 
   get inFlight(): number {
