@@ -18,7 +18,7 @@ const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 
 function makeSession(config: ForkpoolConfig, executor?: Executor): AgentSession {
-  const session = new AgentSession({ config, ...(executor ? { executor } : {}) });
+  const session = new AgentSession({ config, closeExecutor: true, ...(executor ? { executor } : {}) });
   cleanups.add(() => session.close({ timeoutMs: 2_000 }));
   return session;
 }

@@ -50,8 +50,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const refresh = () =>
     bar?.update(counts.done + counts.failed, {
       failed: counts.failed,
-      running: manager.ledger.count('running'),
-      queued: manager.ledger.count('queued'),
+      running: manager.count('running'),
+      queued: manager.count('queued'),
       rate: ((counts.done + counts.failed) / Math.max(0.001, (Date.now() - startedAt) / 1000)).toFixed(1),
     });
   const ticker = bar ? setInterval(refresh, 250) : undefined;

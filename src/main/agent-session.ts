@@ -1,6 +1,8 @@
 import type OpenAI from 'openai';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../shared/config.js';
+import { linkedAbort } from '../shared/abort.js';
+import { AbortError, ForkpoolError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { backgroundTools } from './background-tools.js';
 import { formatBackgroundResults } from './delivery-format.js';
@@ -15,6 +17,8 @@ export interface AgentSessionOptions {
   config: ForkpoolConfig;
   client?: OpenAI;
   executor?: Executor;
+  /** Close the executor when the session closes. Default: only when the session created it. */
+  closeExecutor?: boolean;
   logger?: Logger;
   asker?: PermissionAsker;
   role?: AgentRole;
@@ -32,6 +36,7 @@ export type SessionEvents = {
 interface QueuedTurn {
   input: string;
   followUp: boolean;
+  signal?: AbortSignal | undefined;
   resolve: (result: TurnResult) => void;
   reject: (error: unknown) => void;
 }
@@ -51,6 +56,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   #followUpPending = false;
   #running = false;
   #idleWaiters: Array<() => void> = [];
+  /** Aborts the turn that runs now (close() does; so does the caller's signal). */
+  #turnAbort: AbortController | undefined;
 
   constructor(options: AgentSessionOptions) {
     const logger = options.logger;
@@ -61,6 +68,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       config: options.config,
       permissions: this.permissions,
       ...(options.executor ? { executor: options.executor } : {}),
+      ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
@@ -85,10 +93,27 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
   }
 
-  /** Runs a person's turn now, or after the turns already queued. */
-  submit(input: string): Promise<TurnResult> {
+  /**
+   * Runs a person's turn now, or after the turns already queued. Aborting `options.signal`
+   * takes a queued turn off the queue (the promise rejects with `ABORTED`) and ends a running
+   * one at once (it resolves with stop reason `aborted`). Background jobs live on either way.
+   */
+  submit(input: string, options: { signal?: AbortSignal } = {}): Promise<TurnResult> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
     return new Promise((resolve, reject) => {
-      this.#queue.push({ input, followUp: false, resolve, reject });
+      const turn: QueuedTurn = { input, followUp: false, signal, resolve, reject };
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const at = this.#queue.indexOf(turn);
+          if (at < 0) return;
+          this.#queue.splice(at, 1);
+          reject(new AbortError(signal.reason));
+        },
+        { once: true },
+      );
+      this.#queue.push(turn);
       this.#runQueue();
     });
   }
@@ -113,9 +138,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
+  /** Ends the running turn, drops queued ones, and closes the manager (see its close()). */
   async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
+    for (const turn of this.#queue.splice(0)) turn.reject(new ForkpoolError('MANAGER_CLOSED', 'the session was closed before this turn ran'));
+    this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
-    for (const turn of this.#queue.splice(0)) turn.reject(new Error('session closed'));
     this.#followUpPending = false;
     this.#checkIdle();
     return report;
@@ -141,7 +168,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   }
 
   #requestFollowUp(reason: 'wave' | 'user-job'): void {
-    if (this.manager.closed || this.manager.ledger.undelivered().length === 0) return;
+    if (this.manager.closed || this.manager.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
     this.#followUpPending = true;
@@ -155,14 +182,19 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       for (;;) {
         const next = this.#queue.shift() ?? this.#takeFollowUp();
         if (!next) break;
+        const abort = linkedAbort(next.signal);
+        this.#turnAbort = abort.controller;
         try {
-          const result = await this.agent.runTurn(next.input, { followUp: next.followUp });
+          const result = await this.agent.runTurn(next.input, { followUp: next.followUp, signal: abort.signal });
           // The spawning turn is over: its wave may now end (and fire its follow-up).
           this.manager.sealWave(result.turn);
           this.emit('turn-result', { ...result, followUp: next.followUp });
           next.resolve(result);
         } catch (error) {
           next.reject(error);
+        } finally {
+          abort.dispose();
+          this.#turnAbort = undefined;
         }
       }
     } finally {
@@ -175,7 +207,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   #takeFollowUp(): QueuedTurn | undefined {
     if (!this.#followUpPending) return undefined;
     this.#followUpPending = false;
-    if (this.manager.ledger.undelivered().length === 0) return undefined;
+    if (this.manager.undeliveredCount === 0) return undefined;
     return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };
   }
 

@@ -38,8 +38,8 @@ export interface Executor {
   readonly capabilities: ExecutorCapabilities;
   /**
    * Runs one task. Resolves when the task function returned (its port may still deliver
-   * messages: wait for `done`). Rejects with a {@link ForkpoolError} whose code says how the
-   * thread failed: `WORKER_EXITED`, `WORKER_OUT_OF_MEMORY`, `WORKER_CRASHED` or `ABORTED`.
+   * messages: wait for `done`). Rejects with a {@link ForkpoolError} whose code says how it
+   * failed: `TASK_FAILED`, `THREAD_LOST`, `WORKER_OUT_OF_MEMORY` or `ABORTED`.
    */
   run(task: JobTask, options: ExecuteOptions): Promise<void>;
   /** Threads alive now (0 for inline). */
@@ -58,19 +58,38 @@ export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader' | 'job'):
   throw new ForkpoolError('INTERNAL', `worker file ${file} not found; run \`npm run build\` first (looked in ${fileURLToPath(beside)} and ${fileURLToPath(built)})`);
 }
 
-/** Turns whatever a pool rejected with into a typed error that says how the thread failed. */
+/**
+ * What a worker hands back when the job's task function threw: the loader (and the entry)
+ * catch the throw and resolve with this instead, so a throw in a living thread is never
+ * mistaken for a dead thread, and no message text has to be parsed to tell them apart.
+ */
+export interface TaskFailure {
+  forkpoolTaskFailed: unknown;
+}
+
+export function isTaskFailure(value: unknown): value is TaskFailure {
+  return typeof value === 'object' && value !== null && 'forkpoolTaskFailed' in value;
+}
+
+/** Throws `TASK_FAILED` when a task's value says its function threw. */
+export function throwIfTaskFailed(value: unknown, jobId: string): void {
+  if (!isTaskFailure(value)) return;
+  const cause = value.forkpoolTaskFailed;
+  throw new JobError('TASK_FAILED', jobId, `the job's task function threw: ${errorMessage(cause)}`, { cause });
+}
+
+/**
+ * Turns whatever a pool rejected with into a typed error that says how the thread failed:
+ * out of heap (Node's own error code), stopped (an abort), or lost (it died: an uncaught error
+ * or `process.exit`). A task function that threw never gets here (see {@link TaskFailure}).
+ */
 export function classifyWorkerFailure(error: unknown, jobId: string): ForkpoolError {
   if (error instanceof ForkpoolError) return error;
-  const raw = error as { name?: unknown; code?: unknown; message?: unknown };
+  const raw = error as { name?: unknown; code?: unknown } | null;
   const message = errorMessage(error);
-  if (raw?.code === 'ERR_WORKER_OUT_OF_MEMORY' || /out of memory/i.test(message)) {
+  if (raw?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
     return new JobError('WORKER_OUT_OF_MEMORY', jobId, `the job's worker thread ran out of heap: ${message}`, { cause: error });
   }
-  if (raw?.name === 'AbortError' || /aborted|terminat/i.test(message)) {
-    return new JobError('ABORTED', jobId, `the job's worker thread was stopped: ${message}`, { cause: error });
-  }
-  if (/exited with code|worker exited|process\.exit/i.test(message)) {
-    return new JobError('WORKER_EXITED', jobId, `the job's worker thread exited: ${message}`, { cause: error });
-  }
-  return new JobError('WORKER_CRASHED', jobId, `the job's worker thread failed: ${message}`, { cause: error });
+  if (raw?.name === 'AbortError') return new JobError('ABORTED', jobId, `the job's worker thread was stopped: ${message}`, { cause: error });
+  return new JobError('THREAD_LOST', jobId, `the job's worker thread died: ${message}`, { cause: error });
 }

@@ -1,40 +1,69 @@
 import { JobError, serializeError } from '../shared/errors.js';
 import type { JobOutcome } from '../shared/protocol.js';
 import { parseResultTag } from '../shared/result-tag.js';
+import type { UsageByModel } from '../shared/usage.js';
 import type { JobEnding } from './ledger.js';
 
 /** Why the manager asked a job to stop. */
 export type StopRequest = 'cancel' | 'timeout' | 'close';
 
-/**
- * The ending of a job that reported `done`: its own status (from the result tag) when it
- * finished, `timed_out`/`cancelled` when it honoured a stop, `failed` otherwise.
- */
-export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest | undefined): JobEnding {
-  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason, error: outcome.error };
-  // A job that finished before it saw the stop keeps its real result.
-  if (outcome.stopReason === 'final') {
-    const { text, tag } = parseResultTag(outcome.text);
-    return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag };
-  }
-  if (stopRequest) return { ...base, status: stoppedStatus(stopRequest), endedBy: 'cooperative', resultText: outcome.text };
-  return { ...base, status: 'failed', endedBy: 'completed', resultText: outcome.text };
+/** What an ending needs to know of the attempt that ran the job. */
+export interface AttemptFacts {
+  number: number;
+  stopReason: StopRequest | undefined;
+  /** Usage the job reported before it ended (kept when its thread died). */
+  usage: UsageByModel;
+  iterations: number;
 }
 
 /**
- * The ending of a job whose thread failed or was stopped before it reported `done`.
- * `attempts` counts the times it was handed to a thread (several after re-queues).
+ * The ending of a job that reported `done`: its own status (from the result tag) when it
+ * finished, `timed_out`/`cancelled` when it honoured a stop, `failed` otherwise. Each ending
+ * that is not a plain answer carries an error whose code says why (see ERROR_CODES).
  */
-export function endingFromLostThread(jobId: string, error: unknown, stopRequest: StopRequest | undefined, threadDied: boolean, attempts: number): JobEnding {
-  const empty = { resultText: '', usage: {}, iterations: 0 };
+export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest | undefined): JobEnding {
+  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason };
+  // A job that finished before it saw the stop keeps its real result.
+  if (outcome.stopReason === 'final') {
+    const { text, tag } = parseResultTag(outcome.text);
+    return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag, error: outcome.error };
+  }
   if (stopRequest) {
-    const code = stopRequest === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED';
-    const stopError = new JobError(code, jobId, `ended by a hard stop after the cooperative ${stopRequest} was not honoured`, { cause: error });
-    return { ...empty, status: stoppedStatus(stopRequest), endedBy: 'hard', error: serializeError(stopError) };
+    const error = stopError(stopRequest, 'it stopped when asked', outcome.error);
+    return { ...base, status: stoppedStatus(stopRequest), endedBy: 'cooperative', resultText: outcome.text, error };
+  }
+  return { ...base, status: 'failed', endedBy: 'completed', resultText: outcome.text, error: outcome.error };
+}
+
+/**
+ * The ending of a job whose thread failed or was stopped before it reported `done`. A job
+ * whose thread died on every try says how many tries it had.
+ */
+export function endingFromLostThread(jobId: string, error: unknown, attempt: AttemptFacts, threadDied: boolean): JobEnding {
+  const kept = { resultText: '', usage: attempt.usage, iterations: attempt.iterations };
+  if (attempt.stopReason) {
+    const serialized = stopError(attempt.stopReason, `ended by a hard stop after the cooperative ${attempt.stopReason} was not honoured`, serializeError(error));
+    return { ...kept, status: stoppedStatus(attempt.stopReason), endedBy: 'hard', error: serialized };
   }
   const serialized = serializeError(error);
-  if (threadDied) serialized.message = `its thread died on each of ${attempts} tries, so it was given up: ${serialized.message}`;
-  return { ...empty, status: 'failed', endedBy: 'crash', error: serialized };
+  serialized.jobId ??= jobId;
+  if (threadDied) serialized.message = `its thread died on each of ${attempt.number} tries, so it was given up: ${serialized.message}`;
+  return { ...kept, status: 'failed', endedBy: 'crash', error: serialized };
+}
+
+/** The ending of a job whose worker broke the port protocol (its thread was stopped). */
+export function endingFromProtocol(error: JobError, attempt: AttemptFacts): JobEnding {
+  return { resultText: '', usage: attempt.usage, iterations: attempt.iterations, status: 'failed', endedBy: 'crash', error: serializeError(error) };
+}
+
+function stopError(request: StopRequest, how: string, cause: ReturnType<typeof serializeError> | undefined) {
+  const code = request === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED';
+  const what = request === 'timeout' ? 'timed out' : request === 'close' ? 'cancelled by close()' : 'cancelled';
+  const serialized = serializeError(new JobError(code, '-', `${what}: ${how}`));
+  delete serialized.stack;
+  delete serialized.jobId;
+  if (cause) serialized.cause = cause;
+  return serialized;
 }
 
 function stoppedStatus(request: StopRequest): 'timed_out' | 'cancelled' {

@@ -2,8 +2,8 @@ import { Worker } from 'node:worker_threads';
 import { Tinypool } from 'tinypool';
 import type { JobTask } from '../shared/protocol.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
-import { ForkpoolError } from '../shared/errors.js';
-import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
+import { JobError } from '../shared/errors.js';
+import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
 /**
  * The in-process baseline: the job's tool loop runs as an async function on the main thread,
@@ -16,7 +16,11 @@ export class InlineExecutor implements Executor {
   async run(task: JobTask, _options: ExecuteOptions): Promise<void> {
     // The job runtime lives in src/worker; the main thread loads it by URL, never by import.
     const runtime = (await import(workerFileUrl('job'))) as { runJobTask(task: JobTask): Promise<unknown> };
-    await runtime.runJobTask(task);
+    try {
+      await runtime.runJobTask(task);
+    } catch (error) {
+      throwIfTaskFailed({ forkpoolTaskFailed: error }, task.spec.id);
+    }
   }
 
   threadCount(): number {
@@ -47,11 +51,13 @@ export class TinypoolExecutor implements Executor {
   }
 
   async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
+    let value: unknown;
     try {
-      await this.#pool.run(task, { transferList: [task.port, task.permissionPort], signal: hardStop });
+      value = await this.#pool.run(task, { transferList: [task.port, task.permissionPort], signal: hardStop });
     } catch (error) {
       throw classifyWorkerFailure(error, task.spec.id);
     }
+    throwIfTaskFailed(value, task.spec.id);
   }
 
   threadCount(): number {
@@ -94,7 +100,7 @@ export class WorkerPerJobExecutor implements Executor {
       worker.on('exit', (code) => {
         this.#live.delete(worker);
         hardStop.removeEventListener('abort', onAbort);
-        if (hardStop.aborted) reject(classifyWorkerFailure(new ForkpoolError('ABORTED', 'terminated by hard stop'), task.spec.id));
+        if (hardStop.aborted) reject(new JobError('ABORTED', task.spec.id, 'terminated by hard stop'));
         else if (failure !== undefined) reject(classifyWorkerFailure(failure, task.spec.id));
         else if (code !== 0) reject(classifyWorkerFailure(new Error(`worker exited with code: ${code}`), task.spec.id));
         else resolve();

@@ -3,7 +3,7 @@ import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { JobTask } from '../shared/protocol.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
-import { classifyWorkerFailure, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
+import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
 export interface PiscinaExecutorOptions {
   /** `thread`: one job per thread (hard stop and heap cap hit one job). `shared`: many per thread. */
@@ -79,13 +79,15 @@ export class PiscinaExecutor implements Executor {
       };
       hardStop.addEventListener('abort', onAbort, { once: true });
     }
+    let value: unknown;
     try {
-      await this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+      value = await this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
     } catch (error) {
       throw classifyWorkerFailure(error, task.spec.id);
     } finally {
       if (onAbort) hardStop.removeEventListener('abort', onAbort);
     }
+    throwIfTaskFailed(value, task.spec.id);
   }
 
   threadCount(): number {

@@ -4,29 +4,45 @@
  * as plain {@link SerializedError} objects, because structured clone drops custom fields.
  */
 
-export type ErrorCode =
-  | 'CONFIG_INVALID'
-  | 'TOOL_ARGUMENTS_INVALID'
-  | 'TOOL_UNKNOWN'
-  | 'TOOL_FAILED'
-  | 'TOOL_TIMEOUT'
-  | 'PATH_OUTSIDE_WORKSPACE'
-  | 'PERMISSION_DENIED'
-  | 'MODEL_REQUEST_FAILED'
-  | 'MODEL_STREAM_STALLED'
-  | 'ABORTED'
-  | 'JOB_TIMEOUT'
-  | 'JOB_CANCELLED'
-  | 'JOB_UNKNOWN'
-  | 'QUEUE_FULL'
-  | 'MANAGER_CLOSED'
-  | 'DEPTH_EXCEEDED'
-  | 'WORKER_CRASHED'
-  | 'WORKER_EXITED'
-  | 'WORKER_OUT_OF_MEMORY'
-  | 'PROTOCOL_INVALID'
-  | 'SIM_SCRIPT'
-  | 'INTERNAL';
+/**
+ * Every error code, in one list. Each way a job can end has its own: a caller (or a test)
+ * switches on the code, never on message text.
+ */
+export const ERROR_CODES = [
+  'CONFIG_INVALID',
+  'TOOL_ARGUMENTS_INVALID',
+  'TOOL_UNKNOWN',
+  'TOOL_FAILED',
+  'TOOL_TIMEOUT',
+  'PATH_OUTSIDE_WORKSPACE',
+  'PERMISSION_DENIED',
+  'MODEL_REQUEST_FAILED',
+  'MODEL_STREAM_STALLED',
+  /** Stopped from outside (an AbortSignal, a hard stop). */
+  'ABORTED',
+  'JOB_TIMEOUT',
+  'JOB_CANCELLED',
+  'JOB_UNKNOWN',
+  'QUEUE_FULL',
+  'MANAGER_CLOSED',
+  /** The same tool call repeated `loopStopAfter` times. */
+  'LOOP_DETECTED',
+  /** `maxIterations` model calls without a final answer. */
+  'ITERATION_LIMIT',
+  /** A job's budget (turns, tokens, cost, wall clock) ran out. */
+  'BUDGET_EXCEEDED',
+  /** The job's task function threw; its thread lives on. */
+  'TASK_FAILED',
+  /** The job's thread died under it (uncaught error, `process.exit`). */
+  'THREAD_LOST',
+  'WORKER_OUT_OF_MEMORY',
+  /** A worker broke the port protocol (a second `started`, an unknown message, another job's id). */
+  'PROTOCOL_INVALID',
+  'SIM_SCRIPT',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export class ForkpoolError extends Error {
   readonly code: ErrorCode;
@@ -111,13 +127,7 @@ export interface SerializedError {
   cause?: SerializedError;
 }
 
-const KNOWN_CODES = new Set<string>([
-  'CONFIG_INVALID', 'TOOL_ARGUMENTS_INVALID', 'TOOL_UNKNOWN', 'TOOL_FAILED', 'TOOL_TIMEOUT',
-  'PATH_OUTSIDE_WORKSPACE', 'PERMISSION_DENIED', 'MODEL_REQUEST_FAILED', 'MODEL_STREAM_STALLED',
-  'ABORTED', 'JOB_TIMEOUT', 'JOB_CANCELLED', 'JOB_UNKNOWN', 'QUEUE_FULL', 'MANAGER_CLOSED',
-  'DEPTH_EXCEEDED', 'WORKER_CRASHED', 'WORKER_EXITED', 'WORKER_OUT_OF_MEMORY', 'PROTOCOL_INVALID',
-  'SIM_SCRIPT', 'INTERNAL',
-]);
+const KNOWN_CODES = new Set<string>(ERROR_CODES);
 
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && KNOWN_CODES.has(value);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { configSchema, type ForkpoolConfig } from './config.js';
-import type { SerializedError } from './errors.js';
+import { ERROR_CODES, type SerializedError } from './errors.js';
 import type { LoopEvent, StopReason } from './tool-loop.js';
 import type { UsageByModel } from './usage.js';
 
@@ -29,7 +29,7 @@ export interface JobSpec {
 const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
   z.object({
     name: z.string(),
-    code: z.string(),
+    code: z.enum(ERROR_CODES),
     message: z.string(),
     stack: z.string().optional(),
     jobId: z.string().optional(),
@@ -63,7 +63,9 @@ export interface JobOutcome {
 export type WorkerMessage =
   | { type: 'started'; jobId: string; threadId: number; at: number }
   | { type: 'progress'; jobId: string; event: LoopEvent }
-  | { type: 'done'; jobId: string; outcome: JobOutcome };
+  | { type: 'done'; jobId: string; outcome: JobOutcome }
+  /** A tool started (or saw the end of) a child process group; the main thread kills what is left. */
+  | { type: 'process'; jobId: string; pgid: number; state: 'started' | 'ended' };
 
 /** Main → worker, over the job's port. */
 export type MainMessage = { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' };
@@ -91,6 +93,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       error: serializedErrorSchema.optional(),
     }),
   }),
+  z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
 ]);
 
 export const mainMessageSchema = z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close']) });

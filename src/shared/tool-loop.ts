@@ -118,10 +118,10 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     });
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
     if (verdicts.includes('stop')) {
-      return end('loop_detected', findingsSoFar(messages), new ForkpoolError('INTERNAL', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`));
+      return end('loop_detected', findingsSoFar(messages), new ForkpoolError('LOOP_DETECTED', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`));
     }
   }
-  return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('INTERNAL', `iteration cap of ${config.maxIterations} model calls reached`));
+  return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('ITERATION_LIMIT', `iteration cap of ${config.maxIterations} model calls reached`));
 }
 
 /** Runs one call; every failure becomes an `Error: …` result the model can read and adapt to. */

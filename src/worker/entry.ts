@@ -6,6 +6,7 @@
 import { runJobTask } from './job.js';
 import type { JobTask } from '../shared/protocol.js';
 
-export default function runTask(task: JobTask): ReturnType<typeof runJobTask> {
-  return runJobTask(task);
+/** A throw comes back as a value (see TaskFailure in src/main/executor.ts): the thread lives on. */
+export default function runTask(task: JobTask): Promise<unknown> {
+  return runJobTask(task).catch((error: unknown) => ({ forkpoolTaskFailed: error }));
 }

@@ -10,7 +10,7 @@ import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
-import type { PermissionGate } from '../shared/tools/types.js';
+import type { PermissionGate, ProcessRegistry } from '../shared/tools/types.js';
 import { z } from 'zod';
 
 /** A permission answer slower than this is a denial: a background job never waits on a person. */
@@ -20,6 +20,8 @@ export interface BackgroundJobDeps {
   signal: AbortSignal;
   permissions: PermissionGate;
   onEvent?: (event: LoopEvent) => void;
+  /** Child process groups the tools start, reported to the main thread (see ProcessRegistry). */
+  processes?: ProcessRegistry;
   rateGate?: RateGate | undefined;
   client?: OpenAI;
 }
@@ -41,7 +43,13 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         { role: 'user', content: spec.task },
       ],
       tools: builtinTools(config.tools),
-      toolContext: { workspaceRoot, limits: config.toolLimits, permissions: deps.permissions, env: scrubEnv(process.env) },
+      toolContext: {
+        workspaceRoot,
+        limits: config.toolLimits,
+        permissions: deps.permissions,
+        env: scrubEnv(process.env),
+        ...(deps.processes ? { processes: deps.processes } : {}),
+      },
       signal: deps.signal,
       rateGate: deps.rateGate,
       onEvent: deps.onEvent,
@@ -114,6 +122,11 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
       signal: controller.signal,
       permissions,
       onEvent: (event) => post({ type: 'progress', jobId: spec.id, event }),
+      // The main thread kills what is left of these when this thread dies or is stopped.
+      processes: {
+        started: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'started' }),
+        ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
+      },
       rateGate: task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined,
     });
     post({ type: 'done', jobId: spec.id, outcome });

@@ -19,7 +19,9 @@ function runTask(task: unknown): Promise<unknown> {
   const slot = (task as { threadSlot?: unknown } | null)?.threadSlot;
   if (slot instanceof Int32Array) Atomics.store(slot, 0, workerThreads.threadId);
   entry ??= import(target).then((module: { default: TaskFunction }) => module.default);
-  return entry.then((run) => run(task));
+  // A throw from the task function is handed back as a value: the main thread then knows the
+  // thread is alive, without guessing from an error's message (see TaskFailure in executor.ts).
+  return entry.then((run) => run(task)).catch((error: unknown) => ({ forkpoolTaskFailed: error }));
 }
 
 export = runTask;

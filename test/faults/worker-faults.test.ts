@@ -41,9 +41,9 @@ async function faultThenNormal(manager: BackgroundManager, task: string): Promis
 
 describe('a faulty worker fails only its own job', () => {
   it.each([
-    ['FAULT:throw_sync', 'WORKER_CRASHED'],
-    ['FAULT:throw_async', 'WORKER_CRASHED'],
-    ['FAULT:exit', 'WORKER_EXITED'],
+    ['FAULT:throw_sync', 'TASK_FAILED'],
+    ['FAULT:throw_async', 'THREAD_LOST'],
+    ['FAULT:exit', 'THREAD_LOST'],
   ] as const)('%s → failed with %s; the next job ends ok', async (task, code) => {
     const { manager } = await setup();
     const [bad, good] = await faultThenNormal(manager, task);
@@ -152,16 +152,18 @@ describe('shared isolation', () => {
     expect(log.filter((e) => e.type === 'requeued' && e.id === stubborn.id)).toEqual([]);
   });
 
-  it('a late callback of a re-queued attempt does not end its next attempt', async () => {
-    // Attempt 1 throws and leaves its port open, so the manager ends it on the port fallback
-    // and re-queues it; closing that old port later must not touch attempt 2.
+  it('a task function that throws fails alone with TASK_FAILED: its thread lives, nothing is re-queued', async () => {
+    // The throw leaves the job's ports open; its neighbour on the same thread keeps running.
     const { manager } = await setup(shared);
     const log = recordEvents(manager);
-    const job = manager.spawn({ task: 'FAULT:throw_once:300', label: 'flaky' });
-    const record = await ended(manager, job.id);
-    expect(record.status).toBe('ok');
-    expect(record.resultText).toBe('fixture slept 300 ms');
-    expect(log.filter((e) => e.type === 'requeued' && e.id === job.id)).toHaveLength(1);
+    const neighbour = manager.spawn({ task: 'FAULT:slow:300 neighbour', label: 'neighbour' });
+    const job = manager.spawn({ task: 'FAULT:throw_once:300', label: 'thrower' });
+    const [record, other] = await Promise.all([ended(manager, job.id), ended(manager, neighbour.id)]);
+    expect(record.status).toBe('failed');
+    expect(record.error?.code).toBe('TASK_FAILED');
+    expect(other.status).toBe('ok');
+    expect(other.attempts).toBe(1);
+    expect(log.filter((e) => e.type === 'requeued')).toEqual([]);
     expect(log.filter((e) => e.type === 'done' && e.id === job.id)).toHaveLength(1);
   });
 
@@ -173,7 +175,7 @@ describe('shared isolation', () => {
     const record = await ended(manager, poison.id);
     expect(record.status).toBe('failed');
     expect(record.endedBy).toBe('crash');
-    expect(record.error?.code).toBe('WORKER_EXITED');
+    expect(record.error?.code).toBe('THREAD_LOST');
     expect(record.error?.message).toMatch(new RegExp(`died on each of ${maxRequeues + 1} tries`));
     expect(log.filter((e) => e.type === 'requeued' && e.id === poison.id)).toHaveLength(maxRequeues);
     expect(log.filter((e) => e.type === 'done' && e.id === poison.id)).toHaveLength(1);

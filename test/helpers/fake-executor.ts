@@ -80,7 +80,7 @@ export class FakeExecutor implements Executor {
   /** The thread died under the task (exit, OOM, uncaught error). */
   crash(id: string): void {
     const t = this.#live(id);
-    if (t) this.#die(t, new JobError('WORKER_EXITED', id, 'worker exited with code: 1'));
+    if (t) this.#die(t, new JobError('THREAD_LOST', id, 'worker exited with code: 1'));
   }
 
   threadCount(): number {

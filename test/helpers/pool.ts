@@ -90,7 +90,7 @@ export function fixtureExecutor(config: ForkpoolConfig, cleanups: Cleanups): Exe
 }
 
 export function makeManager(config: ForkpoolConfig, cleanups: Cleanups, executor?: Executor): BackgroundManager {
-  const manager = new BackgroundManager({ config, ...(executor ? { executor } : {}) });
+  const manager = new BackgroundManager({ config, closeExecutor: true, ...(executor ? { executor } : {}) });
   cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
   return manager;
 }

@@ -37,7 +37,8 @@ describe('exactly-once delivery through the real pool', () => {
             workspaceRoot: process.cwd(),
             background: { maxConcurrent: 2, isolation, tasksPerThread: 4, cancelGraceMs: 200, closeTimeoutMs: 2_000 },
           });
-          const manager = new BackgroundManager({ config, executor: createExecutor(config) });
+          const executor = createExecutor(config);
+          const manager = new BackgroundManager({ config, executor });
           const spawned: string[] = [];
           const done = new Map<string, number>();
           const delivered = new Set<string>();
@@ -68,6 +69,8 @@ describe('exactly-once delivery through the real pool', () => {
             await manager.onIdle();
           } finally {
             await manager.close();
+            // The manager closes only an executor it created; this one is the test's.
+            await executor.close();
           }
           for (const job of manager.drain(turn + 1)) {
             expect(delivered.has(job.id)).toBe(false);

@@ -67,13 +67,13 @@ async function runScenario({ isolation, cap, actions }: { isolation: 'thread' | 
 
   scheduler.onSet = (tag) => {
     // No timeout counts queue time: a job's clock is only set once it has started.
-    if (tag.kind === 'timeout') expect(manager.ledger.get(tag.jobId)?.state).toBe('running');
+    if (tag.kind === 'timeout') expect(manager.get(tag.jobId)?.state).toBe('running');
   };
   manager.on('done', (job) => doneCount.set(job.id, (doneCount.get(job.id) ?? 0) + 1));
 
   const checkCap = () => {
     expect(executor.inFlight).toBeLessThanOrEqual(cap);
-    expect(manager.ledger.count('running')).toBeLessThanOrEqual(cap);
+    expect(manager.count('running')).toBeLessThanOrEqual(cap);
   };
 
   for (const step of actions) {
@@ -88,7 +88,7 @@ async function runScenario({ isolation, cap, actions }: { isolation: 'thread' | 
       case 'cancel': {
         if (spawned.length === 0) break;
         const id = spawned[step.pick % spawned.length] as string;
-        const before = manager.ledger.get(id)?.state;
+        const before = manager.get(id)?.state;
         const handle = manager.cancel(id);
         if (before === 'ended') expect(handle.state).toBe('ended');
         break;
@@ -146,7 +146,7 @@ async function runScenario({ isolation, cap, actions }: { isolation: 'thread' | 
           delivered.add(job.id);
         }
         // Every job that had ended by this turn boundary is now delivered.
-        expect(manager.ledger.undelivered()).toHaveLength(0);
+        expect(manager.undelivered()).toHaveLength(0);
         break;
       }
     }
@@ -166,7 +166,7 @@ async function runScenario({ isolation, cap, actions }: { isolation: 'thread' | 
   // Every job ended in exactly one state, and each was delivered exactly once.
   for (const id of spawned) {
     expect(doneCount.get(id)).toBe(1);
-    expect(manager.ledger.get(id)?.state).toBe('ended');
+    expect(manager.get(id)?.state).toBe('ended');
     expect(delivered.has(id)).toBe(true);
   }
   expect(delivered.size).toBe(spawned.length);

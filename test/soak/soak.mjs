@@ -57,7 +57,7 @@ async function soakHalf(isolation, jobs) {
     background: { maxConcurrent: 16, isolation, tasksPerThread: 8, heapMb: 64, cancelGraceMs: 300, timeoutMinutes: 0.25, maxRequeues: 1, closeTimeoutMs: 3_000 },
   });
   const executor = new PiscinaExecutor({ isolation, threads: isolation === 'thread' ? 16 : 2, tasksPerThread: 8, heapMb: 64, workerFile: fixture, idleTimeoutMs: 300 });
-  const manager = new BackgroundManager({ config, executor });
+  const manager = new BackgroundManager({ config, executor, closeExecutor: true });
   const doneCount = new Map();
   const delivered = new Set();
   let turn = 0;
@@ -111,7 +111,7 @@ async function soakHalf(isolation, jobs) {
     const count = doneCount.get(id) ?? 0;
     if (count === 0) summary.lost++;
     if (count > 1) summary.endedTwice++;
-    check(manager.ledger.get(id)?.state === 'ended', `${id} not ended`);
+    check(manager.get(id)?.state === 'ended', `${id} not ended`);
     check(delivered.has(id), `${id} never delivered`);
   }
   check(summary.lost === 0 && summary.endedTwice === 0 && summary.deliveredTwice === 0, 'lost, ended twice or delivered twice');
