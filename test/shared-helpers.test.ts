@@ -5,12 +5,12 @@
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLogger, redactSecrets } from '../src/main/logger.js';
+import { createLogger } from '../src/main/logger.js';
 import { AbortError, ForkpoolError, JobError, TimeoutError, ToolError, deserializeError, serializeError, type SerializedError } from '../src/shared/errors.js';
 import { LoopDetector, canonicalJson } from '../src/shared/loop-detector.js';
 import { parseResultTag } from '../src/shared/result-tag.js';
 import { capHeadTail } from '../src/shared/text-budget.js';
-import { redactSecrets as redactToolOutput } from '../src/shared/tools/secrets.js';
+import { redactSecrets, redactSecrets as redactToolOutput } from '../src/shared/tools/secrets.js';
 
 describe('parseResultTag', () => {
   it('parses a tag on the last line and removes it from the text', () => {

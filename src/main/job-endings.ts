@@ -1,4 +1,4 @@
-import { JobError, serializeError } from '../shared/errors.js';
+import { JobError, deserializeError, serializeError, type ForkpoolError, type SerializedError } from '../shared/errors.js';
 import type { JobOutcome } from '../shared/protocol.js';
 import { parseResultTag } from '../shared/result-tag.js';
 import type { UsageByModel } from '../shared/usage.js';
@@ -68,4 +68,12 @@ function stopError(request: StopRequest, how: string, cause: ReturnType<typeof s
 
 function stoppedStatus(request: StopRequest): 'timed_out' | 'cancelled' {
   return request === 'timeout' ? 'timed_out' : 'cancelled';
+}
+
+/**
+ * The typed error of an ended job (a `JobError`, `ToolError`, `TimeoutError`… with its code and
+ * cause chain), rebuilt from the plain shape its record carries; undefined when it has none.
+ */
+export function jobError(record: { error?: SerializedError | undefined }): ForkpoolError | undefined {
+  return record.error ? deserializeError(record.error) : undefined;
 }

@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { redactSecrets } from '../shared/tools/secrets.js';
 
 export type LogLevel = 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 export const LOG_LEVELS: readonly LogLevel[] = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'];
@@ -36,14 +37,4 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     destination,
   );
-}
-
-export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[REDACTED]');
-  return out;
-}
-
-export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
 }

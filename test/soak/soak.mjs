@@ -10,7 +10,8 @@
  * Prints a human summary on stderr and one JSON line on stdout. Exit code 1 if an invariant broke.
  */
 import { parseArgs } from 'node:util';
-import { BackgroundManager, PiscinaExecutor, parseConfig } from '../../dist/index.js';
+import { BackgroundManager, parseConfig } from '../../dist/index.js';
+import { PiscinaExecutor } from '../../dist/executors.js';
 import { startSimServer, FAULT_KINDS } from '../../dist/sim/index.js';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000' }, seed: { type: 'string', default: '7' } } });

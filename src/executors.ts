@@ -1,0 +1,8 @@
+/**
+ * `forkpool/executors`: where jobs run. Pass one to `BackgroundManager` or `AgentSession` as
+ * `executor` (by default a Piscina executor is made from `config.background`).
+ */
+export { createExecutor, threadsFor } from './main/executor-factory.js';
+export type { Executor, ExecutorKind, ExecutorCapabilities, Isolation, ExecuteOptions, TaskFailure } from './main/executor.js';
+export { PiscinaExecutor, type PiscinaExecutorOptions } from './main/piscina-executor.js';
+export { InlineExecutor, TinypoolExecutor, WorkerPerJobExecutor } from './main/other-executors.js';
