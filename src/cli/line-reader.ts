@@ -58,7 +58,8 @@ export class LineReader {
       this.#ended = true;
       this.#notify();
     });
-    input.on('error', (error: Error) => {
+    // readline re-emits its input's errors (and throws them if nobody listens on it).
+    this.#rl.on('error', (error: Error) => {
       this.#error ??= error;
       this.#ended = true;
       this.#notify();

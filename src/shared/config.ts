@@ -36,8 +36,11 @@ const toolLimitsSchema = z.strictObject({
 const backgroundSchema = z.strictObject({
   maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
   timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).default(DEFAULTS.background.timeoutMinutes),
-  /** The job timeout in milliseconds, instead of `timeoutMinutes` (setting both is an error). */
-  timeoutMs: timerMs(1).optional(),
+  /**
+   * The job timeout in milliseconds, instead of `timeoutMinutes` (setting both is an error).
+   * Parsing turns it into `timeoutMinutes`, the one field the runtime reads.
+   */
+  timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
   queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
   maxDepth: z.number().int().min(0).max(1).default(DEFAULTS.background.maxDepth),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
@@ -147,8 +150,9 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
 
 /**
  * `background.timeoutMs` is the job timeout in milliseconds, an alternative to
- * `timeoutMinutes`: both set is an error (which one was meant?); `timeoutMs` alone sets
- * `timeoutMinutes` too, so code reading either sees the same timeout.
+ * `timeoutMinutes`: both set is an error (which one was meant?); `timeoutMs` alone becomes
+ * `timeoutMinutes` and is removed, so the parsed config has one timeout and parses again
+ * unchanged (a job spec's config is validated once more in the worker).
  */
 function resolveJobTimeout(config: ForkpoolConfig, input: Record<string, unknown>, sources: Record<string, string>): ForkpoolConfig {
   const { timeoutMs } = config.background;
@@ -165,7 +169,8 @@ function resolveJobTimeout(config: ForkpoolConfig, input: Record<string, unknown
       },
     ]);
   }
-  return { ...config, background: { ...config.background, timeoutMinutes: timeoutMs / 60_000 } };
+  const { timeoutMs: _converted, ...background } = config.background;
+  return { ...config, background: { ...background, timeoutMinutes: timeoutMs / 60_000 } };
 }
 
 function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {
