@@ -52,7 +52,8 @@ export class FanoutOutput {
   /** Replaces the status line (no-op unless live). */
   status(text: string): void {
     if (!this.#live) return;
-    const width = Math.max(10, (this.#stderr.columns ?? 80) - 1);
+    // A pty without a window size reports 0 columns.
+    const width = Math.max(10, (this.#stderr.columns || 80) - 1);
     this.#status = text.length > width ? `${text.slice(0, width - 1)}…` : text;
     this.#stderr.write(`${ERASE_LINE}${this.#status}`);
   }
