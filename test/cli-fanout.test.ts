@@ -93,6 +93,20 @@ describe('fanout on a signal', () => {
   });
 });
 
+describe('fanout when its reader leaves (`fanout … | head -1`)', () => {
+  it('stops quietly on EPIPE: no stack trace, one summary, exit 1', async () => {
+    const cwd = workspace();
+    writeFileSync(path.join(cwd, 'many.jsonl'), jsonl(Array.from({ length: 8 }, (_, i) => ({ task: `find a.txt ${i}` }))));
+    const p = spawnCli(['fanout', '--concurrency', '1', '--sim-latency', '50', 'many.jsonl'], { cwd, cleanup });
+    await p.waitForStdout((s) => s.includes('\n'));
+    p.child.stdout?.destroy();
+    const r = await p.exited;
+    expect(r.code, describeResult(r)).toBe(1);
+    expect(r.stderr).not.toMatch(/Unhandled|\n\s+at /);
+    expect(summaryLines(r.stderr), describeResult(r)).toHaveLength(1);
+  });
+});
+
 describe('fanout and run: usage errors exit 2 with one clear line', () => {
   it('a missing input file, a folder as input, a missing or non-folder workspace', async () => {
     const cwd = workspace({ 'tasks.jsonl': jsonl([{ task: 'find a.txt' }]), 'file.txt': 'not a folder' });

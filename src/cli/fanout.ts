@@ -174,12 +174,24 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       await ctx.dispose();
     })());
 
-  const stopSignals = onTermination(() => {
+  const stop = () => {
     stopping = true;
     reader.close();
     wakeAll();
     return finish(2_000);
-  });
+  };
+  const stopSignals = onTermination(stop);
+  // `fanout … | head -1`: the reader of stdout left. Stop as on a signal, quietly, exit 1.
+  let stdoutGone = false;
+  const onStdoutError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') {
+      out.note(`forkpool fanout: writing results failed: ${oneLine(error.message)}`);
+    }
+    stdoutGone = true;
+    out.stdoutClosed();
+    void stop();
+  };
+  process.stdout.on('error', onStdoutError);
 
   try {
     await feed();
@@ -189,8 +201,9 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     // Always: a failure above must not leave worker threads (and the process) running.
     await finish();
     stopSignals();
+    process.stdout.off('error', onStdoutError);
   }
-  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed;
+  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone;
   return anyFailed ? EXIT.failure : EXIT.ok;
 }
 

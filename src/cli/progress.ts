@@ -23,6 +23,7 @@ export class FanoutOutput {
   /** The status line as last drawn, or undefined when none is showing. */
   #status: string | undefined;
   readonly #live: boolean;
+  #stdoutClosed = false;
 
   /** `live`: draw the status line (only sensible when stderr is a terminal). */
   constructor(stdout: TextSink, stderr: TextSink, live: boolean) {
@@ -35,8 +36,14 @@ export class FanoutOutput {
     return this.#live;
   }
 
+  /** The reader of stdout went away (EPIPE): results are dropped from now on. */
+  stdoutClosed(): void {
+    this.#stdoutClosed = true;
+  }
+
   /** One complete line on stdout (a JSON record); the status line is erased first. */
   result(line: string): void {
+    if (this.#stdoutClosed) return;
     this.#erase();
     this.#stdout.write(`${line}\n`);
     this.#redraw();
