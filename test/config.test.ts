@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_FILE_NAME, loadConfig } from '../src/main/config-load.js';
-import { parseConfig } from '../src/shared/config.js';
+import { MAX_HEAP_MB, MAX_TIMEOUT_MINUTES, MAX_TIMER_MS, parseConfig } from '../src/shared/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from '../src/shared/defaults.js';
 import { ConfigError, type ConfigIssue } from '../src/shared/errors.js';
 import { configError, tempWorkspace, useCleanup } from './helpers/index.js';
@@ -221,5 +221,91 @@ describe('the API key never appears in an error message', () => {
     expect(issueFor(error, '(file)').expected).toBe('valid JSON');
     expect(error.message).not.toContain('sk-secret');
     expect(JSON.stringify(error.issues)).not.toContain('sk-secret');
+  });
+});
+
+describe('bounds: every timeout fits a Node timer, heapMb has a ceiling', () => {
+  // Node's setTimeout holds a signed 32-bit ms count; a larger delay fires after 1 ms.
+  const TIMER_FIELDS: Array<[group: 'toolLimits' | 'background' | null, key: string]> = [
+    [null, 'requestTimeoutMs'],
+    [null, 'streamIdleTimeoutMs'],
+    ['toolLimits', 'bashTimeoutMs'],
+    ['toolLimits', 'toolTimeoutMs'],
+    ['background', 'cancelGraceMs'],
+    ['background', 'closeTimeoutMs'],
+  ];
+  const withField = (group: string | null, key: string, value: number) => ({ workspaceRoot: WS, ...(group ? { [group]: { [key]: value } } : { [key]: value }) });
+
+  it.each(TIMER_FIELDS)('%s.%s accepts 2^31-1 ms and refuses one more, naming field, bound and value', (group, key) => {
+    const field = group ? `${group}.${key}` : key;
+    expect(() => parseConfig(withField(group, key, MAX_TIMER_MS))).not.toThrow();
+    const issue = issueFor(configError(() => parseConfig(withField(group, key, MAX_TIMER_MS + 1))), field);
+    expect(issue).toEqual({ field, expected: `a value <= ${MAX_TIMER_MS}`, received: String(MAX_TIMER_MS + 1) });
+  });
+
+  it('background.timeoutMinutes: at most 35791 minutes (the most whole minutes under 2^31-1 ms)', () => {
+    expect(MAX_TIMEOUT_MINUTES).toBe(35_791);
+    expect(MAX_TIMEOUT_MINUTES * 60_000).toBeLessThanOrEqual(MAX_TIMER_MS);
+    expect((MAX_TIMEOUT_MINUTES + 1) * 60_000).toBeGreaterThan(MAX_TIMER_MS);
+    expect(parseConfig({ workspaceRoot: WS, background: { timeoutMinutes: MAX_TIMEOUT_MINUTES } }).background.timeoutMinutes).toBe(MAX_TIMEOUT_MINUTES);
+    const error = configError(() => loadConfig({ timeoutMinutes: 100_000 }, {}, tempWorkspace({}, cleanup)));
+    expect(issueFor(error, 'background.timeoutMinutes')).toEqual({ field: 'background.timeoutMinutes', expected: 'a value <= 35791', received: '100000', source: 'flag --timeout' });
+    // The seeds' alias is bounded the same way.
+    expect(issueFor(configError(() => parseConfig({ workspaceRoot: WS, background_agent_timeout_minutes: 1e9 })), 'background.timeoutMinutes').received).toBe('1000000000');
+  });
+
+  it('background.heapMb: 16 to 65536 MiB', () => {
+    expect(parseConfig({ workspaceRoot: WS, background: { heapMb: MAX_HEAP_MB } }).background.heapMb).toBe(65_536);
+    expect(issueFor(configError(() => parseConfig({ workspaceRoot: WS, background: { heapMb: 65_537 } })), 'background.heapMb')).toMatchObject({ expected: 'a value <= 65536', received: '65537' });
+  });
+});
+
+describe('background.timeoutMs, the millisecond alternative to timeoutMinutes', () => {
+  it('becomes timeoutMinutes; the parsed config parses again unchanged', () => {
+    const config = parseConfig({ workspaceRoot: WS, background: { timeoutMs: 90_000 } });
+    expect(config.background.timeoutMinutes).toBe(1.5);
+    expect(config.background).not.toHaveProperty('timeoutMs');
+    expect(parseConfig(config)).toEqual(config);
+    const longest = parseConfig({ workspaceRoot: WS, background: { timeoutMs: MAX_TIMEOUT_MINUTES * 60_000 } });
+    expect(parseConfig(longest).background.timeoutMinutes).toBe(MAX_TIMEOUT_MINUTES);
+    expect(issueFor(configError(() => parseConfig({ workspaceRoot: WS, background: { timeoutMs: MAX_TIMER_MS } })), 'background.timeoutMs').expected).toBe('a value <= 2147460000');
+  });
+
+  it('both set in one place is an error naming both', () => {
+    const dir = dirWithConfig({ background: { timeoutMs: 60_000, timeoutMinutes: 5 } });
+    const issue = issueFor(configError(() => loadConfig({}, {}, dir)), 'background.timeoutMs');
+    expect(issue.expected).toContain('not both');
+    expect(issue.received).toBe('timeoutMs 60000 and timeoutMinutes 5');
+    expect(issue.source).toBe(path.join(dir, CONFIG_FILE_NAME));
+    expect(() => parseConfig({ workspaceRoot: WS, background_agent_timeout_minutes: 5, background: { timeoutMs: 60_000 } })).toThrow(ConfigError);
+  });
+
+  it('a stronger layer setting the minutes replaces the file\'s timeoutMs', () => {
+    const dir = dirWithConfig({ background: { timeoutMs: 60_000 } });
+    expect(loadConfig({}, {}, dir).background.timeoutMinutes).toBe(1);
+    expect(loadConfig({ timeoutMinutes: 7 }, {}, dir).background.timeoutMinutes).toBe(7);
+    expect(loadConfig({}, { FORKPOOL_BACKGROUND_TIMEOUT_MINUTES: '3' }, dir).background.timeoutMinutes).toBe(3);
+  });
+});
+
+describe('an alias and its field both set', () => {
+  it('warns naming both and the winner (the alias); no warning when only one is set', () => {
+    const warnings: string[] = [];
+    const onWarning = (message: string) => warnings.push(message);
+    const config = parseConfig({ workspaceRoot: WS, max_background_agents: 2, background: { maxConcurrent: 5 } }, {}, { onWarning });
+    expect(config.background.maxConcurrent).toBe(2);
+    expect(warnings).toEqual(['config sets both "max_background_agents" (2) and "background.maxConcurrent" (5); using "max_background_agents" (2). Remove one of them.']);
+    parseConfig({ workspaceRoot: WS, max_background_agents: 2 }, {}, { onWarning });
+    parseConfig({ workspaceRoot: WS, background: { maxConcurrent: 5 } }, {}, { onWarning });
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('in a file: warned through loadConfig, and a flag or env still wins over the file\'s alias', () => {
+    const warnings: string[] = [];
+    const dir = dirWithConfig({ max_background_agents: 2, background: { maxConcurrent: 5 }, background_agent_timeout_minutes: 3 });
+    expect(loadConfig({ onWarning: (m) => warnings.push(m) }, {}, dir).background.maxConcurrent).toBe(2);
+    expect(warnings).toHaveLength(1);
+    expect(loadConfig({ concurrency: 9, onWarning: () => {} }, {}, dir).background.maxConcurrent).toBe(9);
+    expect(loadConfig({ onWarning: () => {} }, { FORKPOOL_MAX_BACKGROUND_AGENTS: '4' }, dir).background.maxConcurrent).toBe(4);
   });
 });

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { InvalidArgumentError } from 'commander';
 import type { ForkpoolConfig } from '../shared/config.js';
@@ -8,6 +9,14 @@ import { startSimServer, type SimServer } from '../sim/index.js';
 
 /** Exit codes: 2 for bad usage or config, 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
+
+/** Bad usage the person can fix (a missing input file, a workspace that is not a folder): exit 2, one line. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
 
 /** Flags every command shares. */
 export interface GlobalFlags {
@@ -40,10 +49,13 @@ export interface CliContext {
   dispose(): Promise<void>;
 }
 
-export function parseIntFlag(name: string, min = 0) {
+export function parseIntFlag(name: string, min = 0, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} expects a whole number >= ${min}, received "${value}"`);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+      throw new InvalidArgumentError(`${name} expects a whole number ${range}, received "${value}"`);
+    }
     return n;
   };
 }
@@ -78,7 +90,8 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
   };
-  let config = loadConfig(overrides);
+  let config = loadConfig({ ...overrides, onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`) });
+  checkWorkspaceFolder(config.workspaceRoot);
   const logger = createLogger({ level, secrets: config.apiKey ? [config.apiKey] : [] });
   const json = flags.json ?? false;
   const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -106,8 +119,24 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
   return context;
 }
 
+/** The workspace must be an existing folder: every tool resolves paths inside it. */
+export function checkWorkspaceFolder(root: string): void {
+  let isFolder: boolean;
+  try {
+    isFolder = statSync(root).isDirectory();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(code === 'ENOENT' ? `workspace ${JSON.stringify(root)} does not exist` : `cannot use workspace ${JSON.stringify(root)} (${code ?? 'error'})`);
+  }
+  if (!isFolder) throw new UsageError(`workspace ${JSON.stringify(root)} is not a folder`);
+}
+
 /** Prints an error the way a person can act on it, and returns the exit code it deserves. */
 export function reportError(error: unknown): number {
+  if (error instanceof UsageError) {
+    process.stderr.write(`forkpool: ${error.message}\n`);
+    return EXIT.usage;
+  }
   if (error instanceof ConfigError) {
     process.stderr.write(`forkpool: invalid configuration\n${error.message.split('\n').map((l) => `  ${l}`).join('\n')}\n`);
     return EXIT.usage;

@@ -1,14 +1,14 @@
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
-import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { BackgroundManager } from '../main/manager.js';
 import { createExecutor } from '../main/executor-factory.js';
 import type { ExecutorKind } from '../main/executor.js';
-import type { JobRecord } from '../main/ledger.js';
+import type { JobRecord, JobStatus } from '../main/ledger.js';
+import { ForkpoolError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { jobJson, usageLines } from './format.js';
+import { jobJson, oneLine, preview, usageLines } from './format.js';
+import { LineReader, openInput } from './line-reader.js';
+import { FanoutOutput, statusText } from './progress.js';
 
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
@@ -29,109 +29,206 @@ interface FanoutTask {
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job'];
 
 /**
- * `forkpool fanout tasks.jsonl`: every line a background job, no parent. One JSON line per
- * finished job on stdout; a live progress bar on a terminal; bad lines reported by number.
+ * Jobs accepted but not yet started, beyond the running ones, before fanout stops reading its
+ * input: enough that a free slot never waits for the reader, few enough that a million-line
+ * input is never all in memory (and a writer into `-` blocks).
+ */
+const READ_AHEAD_MIN = 16;
+
+/** Endings that make `fanout` exit 1 (with refused or invalid lines). `error` is the job's own answer. */
+const FAILED_STATUSES: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled', 'timed_out']);
+const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'failed', 'cancelled', 'timed_out'];
+
+/**
+ * `forkpool fanout tasks.jsonl`: every line a background job, no parent. Lines are read as
+ * they arrive and each becomes a job at once; reading pauses while enough jobs wait. One JSON
+ * line per finished job on stdout; a line the manager refuses gets a `refused` record and the
+ * rest run; a full queue (`background.queueLimit`) is waited out, not an error.
  */
 export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<number> {
   const executorKind = (flags.executor ?? 'piscina') as ExecutorKind;
   if (!EXECUTORS.includes(executorKind)) {
-    process.stderr.write(`forkpool fanout: --executor expects one of ${EXECUTORS.join(', ')}; received "${flags.executor}"\n`);
+    process.stderr.write(`forkpool fanout: --executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}\n`);
     return EXIT.usage;
   }
-  const { tasks, invalid } = await readTasks(file);
-  for (const bad of invalid) process.stderr.write(`forkpool fanout: line ${bad.line}: ${bad.message} (skipped)\n`);
+  const input = openInput(file);
   const ctx = await createCliContext(flags);
-  const manager = new BackgroundManager({ config: ctx.config, logger: ctx.logger, executor: createExecutor(ctx.config, ctx.logger, executorKind) });
-  const lineOf = new Map<string, number>();
-  const counts = { done: 0, failed: 0 };
-  let usage: UsageByModel = {};
+  const manager = new BackgroundManager({ config: ctx.config, logger: ctx.logger, executor: createExecutor(ctx.config, ctx.logger, executorKind), closeExecutor: true });
+  const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
+  const reader = new LineReader(input);
   const startedAt = Date.now();
-  const bar = flags.progress !== false && process.stderr.isTTY && !ctx.json ? createBar(tasks.length) : undefined;
-  const refresh = () =>
-    bar?.update(counts.done + counts.failed, {
-      failed: counts.failed,
-      running: manager.count('running'),
-      queued: manager.count('queued'),
-      rate: ((counts.done + counts.failed) / Math.max(0.001, (Date.now() - startedAt) / 1000)).toFixed(1),
-    });
-  const ticker = bar ? setInterval(refresh, 250) : undefined;
 
+  const tally = Object.fromEntries(SUMMARY_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
+  let refused = 0;
+  let invalid = 0;
+  let readFailed = false;
+  let accepted = 0;
+  let ended = 0;
+  const running = new Set<string>();
+  const lineOf = new Map<string, number>();
+  let usage: UsageByModel = {};
+  let stopping = false;
+
+  // Wakes whoever waits for room (a job ending) or for the end (stop).
+  const waiters = new Set<() => void>();
+  const wakeAll = () => {
+    for (const wake of [...waiters]) wake();
+    waiters.clear();
+  };
+  const nextEnding = () => new Promise<void>((resolve) => waiters.add(resolve));
+  const pending = () => accepted - ended;
+  const readAhead = ctx.config.background.maxConcurrent + Math.max(READ_AHEAD_MIN, ctx.config.background.maxConcurrent);
+
+  const drawStatus = () =>
+    out.status(statusText({ read: accepted, ended, failed: countFailed(tally), running: running.size, queued: pending() - running.size, startedAt, now: Date.now() }));
+  const ticker = out.live ? setInterval(drawStatus, 250) : undefined;
+  ticker?.unref();
+
+  manager.on('started', (job: JobRecord) => {
+    running.add(job.id);
+  });
+  manager.on('requeued', (job: JobRecord) => {
+    running.delete(job.id);
+  });
   manager.on('done', (job: JobRecord) => {
-    if (isFailure(job)) counts.failed++;
-    else counts.done++;
+    running.delete(job.id);
+    ended++;
+    if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
-    process.stdout.write(`${JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) })}\n`);
-    refresh();
+    out.result(JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) }));
+    drawStatus();
+    wakeAll();
   });
 
-  const finish = async (timeoutMs?: number) => {
-    const report = await manager.close(timeoutMs === undefined ? {} : { timeoutMs });
-    if (ticker) clearInterval(ticker);
-    refresh();
-    bar?.stop();
-    const seconds = (Date.now() - startedAt) / 1000;
-    process.stderr.write(
-      `fanout: ${counts.done} ok, ${counts.failed} failed or cancelled, ${invalid.length} invalid line(s), ${seconds.toFixed(1)}s` +
-        `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}\n`,
-    );
-    const lines = usageLines({ 'user:subagent': usage });
-    if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
-    await ctx.dispose();
+  const refuse = (task: FanoutTask, error: unknown) => {
+    refused++;
+    const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
+    const message = oneLine(error instanceof Error ? error.message : String(error));
+    out.note(`forkpool fanout: line ${task.line}: refused: ${message} [${code}]`);
+    out.result(JSON.stringify({ line: task.line, label: task.label, status: 'refused', error: { code, message } }));
   };
-  const stopSignals = onTermination(() => finish(2_000));
+
+  /** Spawns one job; waits out QUEUE_FULL while jobs are pending; any other refusal is reported. */
+  const spawnLine = async (task: FanoutTask) => {
+    for (;;) {
+      try {
+        const handle = manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null });
+        accepted++;
+        lineOf.set(handle.id, task.line);
+        return;
+      } catch (error) {
+        if (stopping) return;
+        // With nothing pending no room can ever come: refuse instead of waiting forever.
+        if (error instanceof ForkpoolError && error.code === 'QUEUE_FULL' && pending() > 0) {
+          await nextEnding();
+          continue;
+        }
+        refuse(task, error);
+        return;
+      }
+    }
+  };
+
+  const feed = async () => {
+    let lineNumber = 0;
+    for (;;) {
+      let text: string | undefined;
+      try {
+        text = await reader.next();
+      } catch (error) {
+        readFailed = true;
+        out.note(`forkpool fanout: reading the input failed after line ${lineNumber}: ${oneLine((error as Error).message)}`);
+        return;
+      }
+      if (text === undefined || stopping) return;
+      lineNumber++;
+      const parsed = parseLine(text, lineNumber);
+      if (parsed === undefined) continue;
+      if ('problem' in parsed) {
+        invalid++;
+        out.note(`forkpool fanout: line ${lineNumber}: ${parsed.problem} (skipped)`);
+        continue;
+      }
+      // Backpressure: no more reading (and no more queued jobs) until a job ends.
+      while (!stopping && pending() >= readAhead) await nextEnding();
+      if (stopping) return;
+      await spawnLine(parsed);
+    }
+  };
+
+  let finishing: Promise<void> | undefined;
+  /** Closes the manager and prints the summary: once, whoever calls first (main flow or a signal). */
+  const finish = (timeoutMs?: number): Promise<void> =>
+    (finishing ??= (async () => {
+      const report = await manager.close(timeoutMs === undefined ? {} : { timeoutMs });
+      if (ticker) clearInterval(ticker);
+      out.stop();
+      const seconds = (Date.now() - startedAt) / 1000;
+      const counts = SUMMARY_STATUSES.map((s) => `${tally[s]} ${s}`).join(', ');
+      process.stderr.write(
+        `fanout: ${counts}, ${refused} refused, ${invalid} invalid line(s), ${seconds.toFixed(1)}s` +
+          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}\n`,
+      );
+      const lines = usageLines({ 'user:subagent': usage });
+      if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
+      await ctx.dispose();
+    })());
+
+  const stop = () => {
+    stopping = true;
+    reader.close();
+    wakeAll();
+    return finish(2_000);
+  };
+  const stopSignals = onTermination(stop);
+  // `fanout … | head -1`: the reader of stdout left. Stop as on a signal, quietly, exit 1.
+  let stdoutGone = false;
+  const onStdoutError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') {
+      out.note(`forkpool fanout: writing results failed: ${oneLine(error.message)}`);
+    }
+    stdoutGone = true;
+    out.stdoutClosed();
+    void stop();
+  };
+  process.stdout.on('error', onStdoutError);
 
   try {
-    for (const task of tasks) {
-      const handle = manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null });
-      lineOf.set(handle.id, task.line);
-    }
-    await manager.onIdle();
-    await finish();
-    return counts.failed > 0 || invalid.length > 0 ? EXIT.failure : EXIT.ok;
+    await feed();
+    while (!stopping && pending() > 0) await nextEnding();
   } finally {
+    reader.close();
+    // Always: a failure above must not leave worker threads (and the process) running.
+    await finish();
     stopSignals();
+    process.stdout.off('error', onStdoutError);
   }
+  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone;
+  return anyFailed ? EXIT.failure : EXIT.ok;
 }
 
-function isFailure(job: JobRecord): boolean {
-  return job.status === 'failed' || job.status === 'cancelled' || job.status === 'timed_out';
+function countFailed(tally: Record<JobStatus, number>): number {
+  let n = 0;
+  for (const status of FAILED_STATUSES) n += tally[status];
+  return n;
 }
 
-function createBar(total: number): cliProgress.SingleBar {
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: process.stderr,
-      format: '{bar} {value}/{total} done | failed {failed} | running {running} | queued {queued} | {rate}/s | ETA {eta_formatted}',
-      hideCursor: true,
-      etaBuffer: 50,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  bar.start(total, 0, { failed: 0, running: 0, queued: total, rate: '0.0' });
-  return bar;
-}
-
-async function readTasks(file: string): Promise<{ tasks: FanoutTask[]; invalid: Array<{ line: number; message: string }> }> {
-  const input = file === '-' ? process.stdin : createReadStream(file, 'utf8');
-  const tasks: FanoutTask[] = [];
-  const invalid: Array<{ line: number; message: string }> = [];
-  let line = 0;
-  for await (const text of createInterface({ input, crlfDelay: Infinity })) {
-    line++;
-    if (!text.trim()) continue;
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch (error) {
-      invalid.push({ line, message: `not valid JSON (${(error as Error).message})` });
-      continue;
-    }
-    const parsed = lineSchema.safeParse(raw);
-    if (!parsed.success) {
-      invalid.push({ line, message: z.prettifyError(parsed.error).replace(/\n/g, '; ') });
-      continue;
-    }
-    tasks.push({ line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}` });
+/**
+ * One input line as a task, `undefined` for a blank line, or the problem with it. The
+ * problem never quotes the line raw: a short escaped preview only, so binary or terminal
+ * control sequences in the input never reach the terminal.
+ */
+export function parseLine(text: string, line: number): FanoutTask | { problem: string } | undefined {
+  if (!text.trim()) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    // V8's message may quote the input ("… "xyz" is not valid JSON"): keep only the diagnosis.
+    const reason = (error as Error).message.replace(/,?\s*(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)?\s*is not valid JSON$/, '');
+    return { problem: `not valid JSON (${oneLine(reason, 80)}): ${preview(text)}` };
   }
-  return { tasks, invalid };
+  const parsed = lineSchema.safeParse(raw);
+  if (!parsed.success) return { problem: `${oneLine(z.prettifyError(parsed.error), 200)}: ${preview(text)}` };
+  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}` };
 }

@@ -47,3 +47,33 @@ export function usageLines(byBucket: Record<string, UsageByModel>): string[] {
   }
   return lines;
 }
+
+/**
+ * Characters that must not reach a terminal raw: C0/C1 controls (escape sequences, bells,
+ * carriage returns), zero-width and bidirectional overrides, line separators, BOM.
+ */
+const UNSAFE_FOR_TERMINAL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+
+/** `text` with every control or invisible character shown as a `\uXXXX` escape. */
+export function escapeForTerminal(text: string): string {
+  return text.replace(UNSAFE_FOR_TERMINAL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A short, escaped, quoted preview of untrusted input for a one-line message: at most
+ * `maxChars` characters of the input (before escaping), with an ellipsis and the full length
+ * when cut.
+ */
+export function preview(text: string, maxChars = 60): string {
+  // Array.from: cut between code points, never inside a surrogate pair.
+  const chars = Array.from(text);
+  const head = chars.length > maxChars ? chars.slice(0, maxChars).join('') : text;
+  const cut = chars.length > maxChars ? `… (${chars.length} chars)` : '';
+  return `"${escapeForTerminal(head).replace(/"/g, '\\"')}"${cut}`;
+}
+
+/** One line of a message built from untrusted text: escaped and capped. */
+export function oneLine(text: string, maxChars = 300): string {
+  const flat = escapeForTerminal(text.replace(/\s*\n\s*/g, '; '));
+  return flat.length > maxChars ? `${flat.slice(0, maxChars - 1)}…` : flat;
+}

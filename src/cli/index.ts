@@ -45,7 +45,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
   program
     .command('sim')
     .description('run the simulated OpenAI-compatible model server on loopback')
-    .option('-p, --port <n>', 'port (0: any free port)', parseIntFlag('--port', 0), 8787)
+    .option('-p, --port <n>', 'port (0: any free port)', parseIntFlag('--port', 0, 65_535), 8787)
     .option('--host <host>', 'loopback address to bind', '127.0.0.1')
     .option('--latency <ms>', 'fixed latency before each response', parseIntFlag('--latency', 0))
     .option('--per-token <ms>', 'extra latency per output token', parseIntFlag('--per-token', 0))

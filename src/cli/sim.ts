@@ -1,4 +1,4 @@
-import { startSimServer, FAULT_KINDS, type FaultKind } from '../sim/index.js';
+import { startSimServer, FAULT_KINDS, type FaultKind, type SimServer } from '../sim/index.js';
 import { EXIT } from './common.js';
 
 export interface SimFlags {
@@ -24,17 +24,28 @@ export async function simCommand(flags: SimFlags): Promise<number> {
     process.stderr.write(`forkpool sim: --host must be a loopback address (127.0.0.1, localhost or ::1); received ${flags.host}\n`);
     return EXIT.usage;
   }
-  const sim = await startSimServer({
-    port: flags.port,
-    host: flags.host,
-    latencyMs: flags.latency ?? 0,
-    perTokenMs: flags.perToken ?? 0,
-    jitterMs: flags.jitter ?? 0,
-    faultRate: flags.faultRate ?? 0,
-    seed: flags.seed ?? 1,
-    recordBodies: false,
-    ...(kinds ? { faultKinds: kinds as FaultKind[] } : {}),
-  });
+  let sim: SimServer;
+  try {
+    sim = await startSimServer({
+      port: flags.port,
+      host: flags.host,
+      latencyMs: flags.latency ?? 0,
+      perTokenMs: flags.perToken ?? 0,
+      jitterMs: flags.jitter ?? 0,
+      faultRate: flags.faultRate ?? 0,
+      seed: flags.seed ?? 1,
+      recordBodies: false,
+      ...(kinds ? { faultKinds: kinds as FaultKind[] } : {}),
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not available on this machine';
+      process.stderr.write(`forkpool sim: ${flags.host} port ${flags.port} ${why} (${code}); pick another with --port, or --port 0 for any free port\n`);
+      return EXIT.usage;
+    }
+    throw error;
+  }
   process.stdout.write(`${JSON.stringify({ type: 'listening', url: sim.url, port: sim.port })}\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../shared/errors.js';
-import { parseConfig, describeReceived, type ForkpoolConfig } from '../shared/config.js';
+import { parseConfig, describeReceived, normalizeAliases, type ConfigWarningSink, type ForkpoolConfig } from '../shared/config.js';
 
 export const CONFIG_FILE_NAME = 'forkpool.config.json';
 
@@ -18,6 +18,8 @@ export interface ConfigOverrides {
   grant?: readonly string[] | undefined;
   permissionMode?: string | undefined;
   stream?: boolean | undefined;
+  /** Hears config warnings (e.g. an alias and its field both set); default `process.emitWarning`. */
+  onWarning?: ConfigWarningSink | undefined;
 }
 
 /** Environment variables read, with the config field each one sets. */
@@ -45,7 +47,9 @@ export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessE
 
   const filePath = overrides.configPath ? path.resolve(cwd, overrides.configPath) : path.join(cwd, CONFIG_FILE_NAME);
   if (overrides.configPath || existsSync(filePath)) {
-    const fromFile = readConfigFile(filePath);
+    // Aliases are resolved inside the file, so an environment variable or a flag for the same
+    // field still wins over a file's `max_background_agents`.
+    const fromFile = normalizeAliases(readConfigFile(filePath), overrides.onWarning);
     for (const [key, value] of Object.entries(fromFile)) {
       raw[key] = value;
       markSources(sources, key, value, filePath);
@@ -56,8 +60,7 @@ export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessE
   for (const [name, field, kind] of ENV_FIELDS) {
     const value = env[name];
     if (value === undefined || value === '') continue;
-    setField(raw, field, kind === 'number' ? toNumber(value) : kind === 'list' ? splitList(value) : value);
-    sources[field] = `environment variable ${name}`;
+    setLayeredField(raw, sources, field, kind === 'number' ? toNumber(value) : kind === 'list' ? splitList(value) : value, `environment variable ${name}`);
   }
 
   const flags: Array<[field: string, value: unknown, flag: string]> = [
@@ -74,12 +77,33 @@ export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessE
   ];
   for (const [field, value, flag] of flags) {
     if (value === undefined) continue;
-    setField(raw, field, value);
-    sources[field] = `flag ${flag}`;
+    setLayeredField(raw, sources, field, value, `flag ${flag}`);
   }
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
-  return parseConfig(raw, sources);
+  return parseConfig(raw, sources, overrides.onWarning ? { onWarning: overrides.onWarning } : {});
+}
+
+/** Fields that say the same thing another way: a stronger layer setting one drops the other. */
+const SAME_SETTING: Record<string, string> = {
+  'background.timeoutMinutes': 'background.timeoutMs',
+  'background.timeoutMs': 'background.timeoutMinutes',
+};
+
+function setLayeredField(raw: Record<string, unknown>, sources: Record<string, string>, field: string, value: unknown, source: string): void {
+  const other = SAME_SETTING[field];
+  if (other) deleteField(raw, other);
+  setField(raw, field, value);
+  sources[field] = source;
+}
+
+function deleteField(target: Record<string, unknown>, dotted: string): void {
+  const [group, key] = dotted.split('.');
+  const nested = group === undefined ? undefined : target[group];
+  if (key === undefined || !nested || typeof nested !== 'object' || Array.isArray(nested)) return;
+  const copy = { ...(nested as Record<string, unknown>) };
+  delete copy[key];
+  target[group as string] = copy;
 }
 
 function readConfigFile(filePath: string): Record<string, unknown> {

@@ -3,6 +3,22 @@ import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 
 /**
+ * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
+ * (with a `TimeoutOverflowWarning`), so every timeout in the schema is bounded by this.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** The longest job timeout in minutes whose milliseconds still fit a timer (≈ 24.8 days). */
+export const MAX_TIMEOUT_MINUTES = Math.floor(MAX_TIMER_MS / 60_000);
+/**
+ * Worker heap cap bound: 64 GiB. A per-thread heap above it is a unit mistake (bytes or KiB
+ * for MiB), not a plan; a fixed bound keeps a config valid on every machine it moves to.
+ */
+export const MAX_HEAP_MB = 65_536;
+
+/** A millisecond timeout: a whole number that a Node timer can hold. */
+const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
+
+/**
  * The one configuration schema. Plain data only: a config is structured-cloned into every
  * worker, so it must survive `postMessage` unchanged.
  */
@@ -13,23 +29,28 @@ const toolLimitsSchema = z.strictObject({
   grepMaxMatches: z.number().int().positive().default(DEFAULTS.tools.grepMaxMatches),
   grepMaxFileBytes: z.number().int().positive().default(DEFAULTS.tools.grepMaxFileBytes),
   findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
-  bashTimeoutMs: z.number().int().positive().default(DEFAULTS.tools.bashTimeoutMs),
-  toolTimeoutMs: z.number().int().positive().default(DEFAULTS.tools.toolTimeoutMs),
+  bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
+  toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
 });
 
 const backgroundSchema = z.strictObject({
   maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
-  timeoutMinutes: z.number().positive().default(DEFAULTS.background.timeoutMinutes),
+  timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).default(DEFAULTS.background.timeoutMinutes),
+  /**
+   * The job timeout in milliseconds, instead of `timeoutMinutes` (setting both is an error).
+   * Parsing turns it into `timeoutMinutes`, the one field the runtime reads.
+   */
+  timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
   queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
   maxDepth: z.number().int().min(0).max(1).default(DEFAULTS.background.maxDepth),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
-  heapMb: z.number().int().min(16).default(DEFAULTS.background.heapMb),
+  heapMb: z.number().int().min(16).max(MAX_HEAP_MB).default(DEFAULTS.background.heapMb),
   niceIncrement: z.number().int().min(0).max(19).default(DEFAULTS.background.niceIncrement),
-  cancelGraceMs: z.number().int().min(0).default(DEFAULTS.background.cancelGraceMs),
+  cancelGraceMs: timerMs(0).default(DEFAULTS.background.cancelGraceMs),
   resultMaxChars: z.number().int().min(200).default(DEFAULTS.background.resultMaxChars),
-  closeTimeoutMs: z.number().int().min(0).default(DEFAULTS.background.closeTimeoutMs),
+  closeTimeoutMs: timerMs(0).default(DEFAULTS.background.closeTimeoutMs),
   maxRequeues: z.number().int().min(0).max(10).default(DEFAULTS.background.maxRequeues),
 });
 
@@ -41,8 +62,8 @@ export const configSchema = z.strictObject({
   apiKey: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
   maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
-  requestTimeoutMs: z.number().int().min(100).default(DEFAULTS.requestTimeoutMs),
-  streamIdleTimeoutMs: z.number().int().min(100).default(DEFAULTS.streamIdleTimeoutMs),
+  requestTimeoutMs: timerMs(100).default(DEFAULTS.requestTimeoutMs),
+  streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),
   /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
@@ -71,8 +92,21 @@ const SNAKE_ALIASES: Record<string, [string, string]> = {
   background_agent_timeout_minutes: ['background', 'timeoutMinutes'],
 };
 
-/** Rewrites the seeds' snake_case aliases into their nested places. Returns a new object. */
-export function normalizeAliases(input: Record<string, unknown>): Record<string, unknown> {
+/** Receives a config warning: a setting that is valid but probably not what was meant. */
+export type ConfigWarningSink = (message: string) => void;
+
+export interface ParseConfigOptions {
+  /** Where warnings go; default `process.emitWarning` (type `ForkpoolConfigWarning`). */
+  onWarning?: ConfigWarningSink;
+}
+
+const emitConfigWarning: ConfigWarningSink = (message) => process.emitWarning(message, { type: 'ForkpoolConfigWarning' });
+
+/**
+ * Rewrites the seeds' snake_case aliases into their nested places. Returns a new object.
+ * When an alias and its nested field are both set, the alias wins and `onWarning` hears of it.
+ */
+export function normalizeAliases(input: Record<string, unknown>, onWarning: ConfigWarningSink = emitConfigWarning): Record<string, unknown> {
   const out: Record<string, unknown> = { ...input };
   for (const [alias, [group, key]] of Object.entries(SNAKE_ALIASES)) {
     if (!(alias in out)) continue;
@@ -80,6 +114,12 @@ export function normalizeAliases(input: Record<string, unknown>): Record<string,
     delete out[alias];
     const existing = out[group];
     const nested = existing && typeof existing === 'object' ? { ...(existing as Record<string, unknown>) } : {};
+    if (key in nested && nested[key] !== value) {
+      onWarning(
+        `config sets both "${alias}" (${describeReceived(value)}) and "${group}.${key}" (${describeReceived(nested[key])}); ` +
+          `using "${alias}" (${describeReceived(value)}). Remove one of them.`,
+      );
+    }
     nested[key] = value;
     out[group] = nested;
   }
@@ -91,22 +131,46 @@ export function normalizeAliases(input: Record<string, unknown>): Record<string,
  * what it expected and what it received. `sources` maps dotted field paths to where
  * each value came from (file, environment variable, flag) so the message can say.
  */
-export function parseConfig(raw: unknown, sources: Record<string, string> = {}): ForkpoolConfig {
-  const input = raw && typeof raw === 'object' && !Array.isArray(raw) ? normalizeAliases(raw as Record<string, unknown>) : raw;
+export function parseConfig(raw: unknown, sources: Record<string, string> = {}, options: ParseConfigOptions = {}): ForkpoolConfig {
+  const input = raw && typeof raw === 'object' && !Array.isArray(raw) ? normalizeAliases(raw as Record<string, unknown>, options.onWarning) : raw;
   const result = configSchema.safeParse(input, { reportInput: true });
-  if (result.success) {
-    if (result.data.loopStopAfter <= result.data.loopWarnAfter) {
-      throw new ConfigError([
-        {
-          field: 'loopStopAfter',
-          expected: `a number greater than loopWarnAfter (${result.data.loopWarnAfter})`,
-          received: String(result.data.loopStopAfter),
-        },
-      ]);
-    }
-    return result.data;
+  if (!result.success) throw new ConfigError(result.error.issues.map((issue) => toConfigIssue(issue, sources)));
+  const config = result.data;
+  if (config.loopStopAfter <= config.loopWarnAfter) {
+    throw new ConfigError([
+      {
+        field: 'loopStopAfter',
+        expected: `a number greater than loopWarnAfter (${config.loopWarnAfter})`,
+        received: String(config.loopStopAfter),
+      },
+    ]);
   }
-  throw new ConfigError(result.error.issues.map((issue) => toConfigIssue(issue, sources)));
+  return resolveJobTimeout(config, input as Record<string, unknown>, sources);
+}
+
+/**
+ * `background.timeoutMs` is the job timeout in milliseconds, an alternative to
+ * `timeoutMinutes`: both set is an error (which one was meant?); `timeoutMs` alone becomes
+ * `timeoutMinutes` and is removed, so the parsed config has one timeout and parses again
+ * unchanged (a job spec's config is validated once more in the worker).
+ */
+function resolveJobTimeout(config: ForkpoolConfig, input: Record<string, unknown>, sources: Record<string, string>): ForkpoolConfig {
+  const { timeoutMs } = config.background;
+  if (timeoutMs === undefined) return config;
+  const rawBackground = input.background as Record<string, unknown>;
+  if (rawBackground.timeoutMinutes !== undefined) {
+    const from = [sources['background.timeoutMinutes'], sources['background.timeoutMs']].filter(Boolean);
+    throw new ConfigError([
+      {
+        field: 'background.timeoutMs',
+        expected: 'either background.timeoutMs or background.timeoutMinutes (or background_agent_timeout_minutes), not both',
+        received: `timeoutMs ${timeoutMs} and timeoutMinutes ${describeReceived(rawBackground.timeoutMinutes)}`,
+        ...(from.length ? { source: [...new Set(from)].join(', ') } : {}),
+      },
+    ]);
+  }
+  const { timeoutMs: _converted, ...background } = config.background;
+  return { ...config, background: { ...background, timeoutMinutes: timeoutMs / 60_000 } };
 }
 
 function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {

@@ -22,6 +22,8 @@ export interface CliOptions {
   env?: Record<string, string>;
   /** Written to stdin, then stdin is closed. Default: stdin closed at once. */
   input?: string;
+  /** Leave stdin open (write to `child.stdin` and end it from the test); `input` is ignored. */
+  keepStdinOpen?: boolean;
   /** Working directory; default the repo root. */
   cwd?: string;
   /** Safety net: SIGKILL after this many ms (the result says `timedOut`). Default 45 s. */
@@ -47,6 +49,8 @@ export interface CliProcess {
   exited: Promise<CliResult>;
   /** Resolves with the stdout so far once `test(stdout)` holds; rejects if the process exits first. */
   waitForStdout(test: (stdout: string) => boolean): Promise<string>;
+  /** The same for stderr. */
+  waitForStderr(test: (stderr: string) => boolean): Promise<string>;
 }
 
 /** `process.env` without OPENAI_* / FORKPOOL_* variables, plus `extra`. */
@@ -75,9 +79,12 @@ export function spawnCli(args: readonly string[], opts: CliOptions = {}): CliPro
     stdout += d;
     for (const w of watchers) w();
   });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+    for (const w of watchers) w();
+  });
   child.stdin.on('error', () => {});
-  child.stdin.end(opts.input ?? '');
+  if (!opts.keepStdinOpen) child.stdin.end(opts.input ?? '');
   const timer = setTimeout(() => {
     timedOut = true;
     child.kill('SIGKILL');
@@ -104,21 +111,25 @@ export function spawnCli(args: readonly string[], opts: CliOptions = {}): CliPro
     stdout: () => stdout,
     stderr: () => stderr,
     exited,
-    waitForStdout: (test) =>
-      new Promise<string>((resolve, reject) => {
-        const check = () => {
-          if (test(stdout)) {
-            watchers.delete(check);
-            resolve(stdout);
-          } else if (done()) {
-            watchers.delete(check);
-            reject(new Error(`process exited (code ${child.exitCode}) before the expected output.\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-          }
-        };
-        watchers.add(check);
-        check();
-      }),
+    waitForStdout: (test) => waitFor('stdout', () => stdout, test),
+    waitForStderr: (test) => waitFor('stderr', () => stderr, test),
   };
+
+  function waitFor(name: string, text: () => string, test: (text: string) => boolean): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const check = () => {
+        if (test(text())) {
+          watchers.delete(check);
+          resolve(text());
+        } else if (done()) {
+          watchers.delete(check);
+          reject(new Error(`process exited (code ${child.exitCode}) before the expected ${name}.\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+        }
+      };
+      watchers.add(check);
+      check();
+    });
+  }
 }
 
 /** Runs the CLI to completion and returns exit code and output. */
