@@ -28,6 +28,10 @@ const { values } = parseArgs({
     'batch-size': { type: 'string', default: '500' },
     concurrency: { type: 'string', default: '50' },
     'task-chars': { type: 'string', default: '2000' },
+    /** Overrides of `background.retention` (defaults: the config's). */
+    'keep-results': { type: 'string' },
+    'keep-records': { type: 'string' },
+    'sim-log': { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -55,14 +59,22 @@ mkdirSync(path.join(workspace, 'src'), { recursive: true });
 writeFileSync(path.join(workspace, 'README.md'), '# memory bench\nThe tool loop lives in src/loop.ts.\n');
 writeFileSync(path.join(workspace, 'src/loop.ts'), `export function toolLoop() {\n${'  // retries with backoff, stops at maxIterations\n'.repeat(40)}  return 42;\n}\n`);
 
-const sim = await startSimServer({ seed: 7 });
+const sim = await startSimServer({ seed: 7, ...(values['sim-log'] === undefined ? {} : { requestLogLimit: Number(values['sim-log']) }) });
+const retention = {
+  ...(values['keep-results'] === undefined ? {} : { keepResults: Number(values['keep-results']) }),
+  ...(values['keep-records'] === undefined ? {} : { keepRecords: Number(values['keep-records']) }),
+};
 const config = parseConfig({
   baseUrl: sim.url,
   workspaceRoot: workspace,
   maxRetries: 1,
-  background: { isolation: 'shared', maxConcurrent: concurrency },
+  // `retention` is set only when asked, so this script also runs on a build without it.
+  background: { isolation: 'shared', maxConcurrent: concurrency, ...(Object.keys(retention).length ? { retention } : {}) },
 });
 const manager = new BackgroundManager({ config });
+// Until the manager hands its config's retention to its ledger itself.
+const ledger = manager.ledger as { setRetention?: (r: typeof config.background.retention) => void };
+if (config.background.retention) ledger.setRetention?.(config.background.retention);
 // A task as a parent would write one: a question plus a block of context (padded to size).
 const padding = ' Context: the loop retries with backoff and stops at maxIterations.'.repeat(Math.ceil(taskChars / 66));
 const taskFor = (i: number) => `Where is the tool loop and what does it return? (job ${i})${padding}`.slice(0, taskChars);

@@ -82,7 +82,7 @@ export interface LedgerStats {
 }
 
 /** Head of the task kept once a record's result is dropped: enough to recognise it in a list. */
-const TASK_KEPT_CHARS = 200;
+const TASK_KEPT_CHARS = 120;
 
 interface Entry {
   record: Readonly<JobRecord>;
@@ -109,7 +109,7 @@ export class DeliveryLedger {
   /** Delivered and still known, in delivery order. */
   readonly #delivered = new Fifo<string>();
   readonly #counts: Record<JobState, number> = { queued: 0, running: 0, ended: 0 };
-  readonly #retention: RetentionPolicy;
+  #retention: RetentionPolicy;
   #nextId = 1;
   #position = 0;
   #resultsDropped = 0;
@@ -117,6 +117,11 @@ export class DeliveryLedger {
 
   constructor(retention: Partial<RetentionPolicy> = {}) {
     this.#retention = { ...DEFAULTS.background.retention, ...retention };
+  }
+
+  /** Changes the retention policy (e.g. from `config.background.retention`); applied from the next operation on. */
+  setRetention(retention: Partial<RetentionPolicy>): void {
+    this.#retention = { ...this.#retention, ...retention };
   }
 
   newId(): string {
@@ -275,7 +280,7 @@ export class DeliveryLedger {
     const { resultText: _text, error, ...rest } = record;
     this.#replace(id, {
       ...rest,
-      task: record.task.length > TASK_KEPT_CHARS ? `${record.task.slice(0, TASK_KEPT_CHARS - 1)}…` : record.task,
+      task: record.task.length > TASK_KEPT_CHARS ? detached(`${record.task.slice(0, TASK_KEPT_CHARS - 3)}...`) : record.task,
       resultDropped: true,
       ...(error ? { error: slimError(error) } : {}),
     });
@@ -303,7 +308,15 @@ export class DeliveryLedger {
 /** An error reduced to what a job list shows: its kind, code, message and numbers; no stack, no cause chain. */
 function slimError(error: SerializedError): SerializedError {
   const { stack: _stack, cause: _cause, ...rest } = error;
-  return { ...rest, message: rest.message.length > 500 ? `${rest.message.slice(0, 499)}…` : rest.message };
+  return { ...rest, message: rest.message.length > 500 ? detached(`${rest.message.slice(0, 497)}...`) : rest.message };
+}
+
+/**
+ * A flat copy of a string. V8 may represent a slice as a view into its parent string, which
+ * would keep the whole task alive behind its 200-character head: the very memory dropped here.
+ */
+function detached(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8');
 }
 
 /** Freezes plain data all the way down (records hold only plain objects, arrays and primitives). */

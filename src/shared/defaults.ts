@@ -60,15 +60,15 @@ export const DEFAULTS = {
     /** A job killed with its thread while innocent (shared mode) is re-queued this many times. */
     maxRequeues: 1,
     /**
-     * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). A record
-     * without its text is a few hundred bytes; results are the bulk (a job's answer, its task).
+     * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). Results
+     * are the bulk (a job's answer, its task); a record without them is about 1.5 KB.
      */
     retention: {
       /** Delivered results whose full text is kept, newest first. */
       keepResults: 1_000,
       /** ... for at most this long after delivery (one hour). */
       keepResultsMs: 3_600_000,
-      /** Delivered records kept at all; older ones are forgotten (about 0.5 KB each: 10,000 ≈ 5 MB). */
+      /** Delivered records kept at all; older ones are forgotten (about 1.5 KB each without results: 10,000 ≈ 15 MB). */
       keepRecords: 10_000,
     },
   },
