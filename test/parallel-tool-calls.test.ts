@@ -83,3 +83,28 @@ describe('maxParallelToolCalls', () => {
     expect(await mapWithLimit([], 3, async () => 1)).toEqual([]);
   });
 });
+
+describe('maxParallelToolCalls and abort', () => {
+  it('a call still waiting for a slot when the run is aborted never starts; every call still gets a result', async () => {
+    const script: ScriptStep[] = [{ toolCalls: Array.from({ length: 6 }, (_, i) => ({ name: 'probe', arguments: { i }, id: `call_${i}` })) }];
+    const t = await startTestSim(cleanup, { script }, { toolLimits: { maxParallelToolCalls: 2 } });
+    const { tool, seen } = probeTool();
+    const controller = new AbortController();
+    const result = await runToolLoop({
+      client: t.client,
+      config: t.config,
+      messages: [{ role: 'user', content: 'probe' }],
+      tools: [tool],
+      toolContext: toolContextFor(t.config),
+      signal: controller.signal,
+      // Abort as soon as the first two (the first slots) have started.
+      onEvent: (e) => {
+        if (e.type === 'tool_call' && e.callId === 'call_1') controller.abort();
+      },
+    });
+    expect(result.stopReason).toBe('aborted');
+    expect(seen.started).toEqual([0]);
+    assertValidHistory(result.messages);
+    expect(result.messages.filter((m) => m.role === 'tool')).toHaveLength(6);
+  });
+});

@@ -141,6 +141,8 @@ async function executeToolCall(
   let ok = false;
   let output: string;
   try {
+    // A call still waiting for a slot when the run is aborted never starts (no process, no write).
+    if (signal.aborted) throw new AbortError(signal.reason);
     output = await runTool(call, toolsByName.get(name), options, signal);
     ok = true;
   } catch (error) {
