@@ -1,6 +1,6 @@
 /** The delivery ledger on its own: checked transitions and exactly-once delivery. */
 import { describe, expect, it } from 'vitest';
-import { DeliveryLedger, type JobEnding } from '../src/main/ledger.js';
+import { DeliveryLedger, type JobEnding, type JobRecord } from '../src/main/ledger.js';
 import { ForkpoolError } from '../src/shared/errors.js';
 
 const OK: JobEnding = { status: 'ok', endedBy: 'completed', resultText: 'found it', usage: {}, iterations: 2 };
@@ -125,18 +125,29 @@ describe('DeliveryLedger drain', () => {
     expect(ledger.get(ids[1] as string)?.deliveredInTurn).toBe(1);
   });
 
-  it('returns copies: changing a drained record or a snapshot does not change the ledger', () => {
+  it('hands out frozen values: changing a drained record or a snapshot throws and does not change the ledger', () => {
     const { ledger, ids } = ledgerWith('primary');
     const id = ids[0] as string;
     ledger.markEnded(id, OK);
-    const snap = ledger.snapshot()[0];
-    snap?.notes.push('tampered');
-    const [drained] = ledger.drain(1);
-    if (drained) {
+    const snap = ledger.snapshot()[0] as JobRecord;
+    expect(() => snap.notes.push('tampered')).toThrow(TypeError);
+    const [drained] = ledger.drain(1) as [JobRecord];
+    expect(() => {
       drained.status = 'failed';
-      drained.notes.push('tampered');
-    }
+    }).toThrow(TypeError);
+    expect(() => {
+      (drained.usage as Record<string, unknown>).x = 1;
+    }).toThrow(TypeError);
     expect(ledger.get(id)?.status).toBe('ok');
     expect(ledger.get(id)?.notes).toEqual([]);
+  });
+
+  it('never freezes or keeps the caller\'s objects', () => {
+    const { ledger, ids } = ledgerWith('primary');
+    const usage = { m: { promptTokens: 1, completionTokens: 1, totalTokens: 2, requests: 1 } };
+    ledger.markEnded(ids[0] as string, { ...OK, usage });
+    expect(Object.isFrozen(usage)).toBe(false);
+    usage.m.requests = 99;
+    expect(ledger.get(ids[0] as string)?.usage.m?.requests).toBe(1);
   });
 });

@@ -288,6 +288,27 @@ describe('faults', () => {
     expect(outcome === 'ended' || outcome instanceof OpenAI.APIUserAbortError || outcome instanceof Error).toBe(true);
   });
 
+  it('slow_drip streams real chunks steadily and never finishes; the client counts them as the sim does', async () => {
+    const { server, client } = await sim({ faults: { 1: { kind: 'slow_drip', dripIntervalMs: 1 } } });
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create({ model: 'm', messages: [user('x')], stream: true }, { signal: controller.signal });
+    const seen: ChatCompletionChunk[] = [];
+    // The SDK ends the loop silently or with an abort error on abort: either way it stops here.
+    await (async () => {
+      for await (const chunk of stream) {
+        seen.push(chunk);
+        // Past the reply's own chunks it keeps sending empty deltas: data, not keep-alive comments.
+        if (seen.length === 60) controller.abort();
+      }
+    })().catch(() => undefined);
+    expect(seen).toHaveLength(60);
+    expect(seen.map((c) => c.choices[0]?.finish_reason ?? null).filter((f) => f !== null)).toEqual([]);
+    // The reply's own content came first (a fault from `faults` answers as the plausible agent would).
+    expect(assemble(seen).content).toContain('Found no matching lines');
+    expect(server.requests[0]).toMatchObject({ fault: 'slow_drip' });
+    expect(server.requests[0]?.chunks).toBeGreaterThanOrEqual(60);
+  });
+
   it('stall_mid_stream writes SSE keep-alive comments', async () => {
     const { server } = await sim({ faults: { 1: { kind: 'stall_mid_stream' } } });
     const text = await new Promise<string>((resolve, reject) => {
@@ -342,6 +363,42 @@ describe('faults', () => {
     await server.close();
     expect(await hung).toBeInstanceOf(Error);
     expect(await stalled).toBeInstanceOf(Error);
+  });
+});
+
+describe('request log', () => {
+  const ask = (client: OpenAI) => client.chat.completions.create({ model: 'm', messages: [user('Where is it?')] });
+
+  it('keeps no request bodies unless asked, and bodies when asked', async () => {
+    const { server: plain, client: plainClient } = await sim();
+    await ask(plainClient);
+    expect(plain.requests).toHaveLength(1);
+    expect(plain.requests[0]?.body).toBeUndefined();
+    const { server: recording, client: recordingClient } = await sim({ recordBodies: true });
+    await ask(recordingClient);
+    expect(recording.requests[0]?.body.messages).toEqual([user('Where is it?')]);
+  });
+
+  it('keeps only the latest requestLogLimit entries; requestCount counts them all', async () => {
+    const { server, client } = await sim({ requestLogLimit: 3 });
+    for (let i = 0; i < 5; i++) await ask(client);
+    expect(server.requests.map((r) => r.n)).toEqual([3, 4, 5]);
+    expect(server.requestCount).toBe(5);
+    const { server: none, client: noneClient } = await sim({ requestLogLimit: 0 });
+    await ask(noneClient);
+    expect(none.requests).toEqual([]);
+    expect(none.requestCount).toBe(1);
+  });
+
+  it('rejects a bad requestLogLimit, recordBodies or dripIntervalMs naming the option', async () => {
+    for (const [opts, field] of [
+      [{ requestLogLimit: -1 }, 'sim.requestLogLimit'],
+      [{ recordBodies: 'yes' }, 'sim.recordBodies'],
+      [{ faults: { 1: { kind: 'slow_drip', dripIntervalMs: 0 } } }, 'sim.faults.1.dripIntervalMs'],
+    ] as const) {
+      const error = (await rejection(startSimServer(opts as SimServerOptions))) as { issues: Array<{ field: string }> };
+      expect(error.issues.map((i) => i.field)).toEqual([field]);
+    }
   });
 });
 

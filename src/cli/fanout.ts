@@ -90,12 +90,15 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
   });
-  manager.on('done', (job: JobRecord) => {
+  manager.on('done', (job: Readonly<JobRecord>) => {
     running.delete(job.id);
     ended++;
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
     out.result(JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) }));
+    // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
+    manager.markDelivered(job.id);
+    lineOf.delete(job.id);
     drawStatus();
     wakeAll();
   });

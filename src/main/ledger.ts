@@ -1,4 +1,5 @@
 import { ForkpoolError, type SerializedError } from '../shared/errors.js';
+import { DEFAULTS } from '../shared/defaults.js';
 import type { JobRole } from '../shared/protocol.js';
 import type { ResultTag } from '../shared/result-tag.js';
 import type { StopReason } from '../shared/tool-loop.js';
@@ -9,10 +10,15 @@ export type JobStatus = 'ok' | 'error' | 'partial' | 'failed' | 'cancelled' | 't
 /** What ended a job: its own answer, a cooperative cancel over the port, or a hard stop of its thread. */
 export type EndedBy = 'completed' | 'cooperative' | 'hard' | 'crash' | 'queue';
 
-/** One job's whole story. The ledger is the one source for drain, status and display. */
+/**
+ * One job's whole story. The ledger is the one source for drain, status and display. Records
+ * the ledger hands out are frozen values: a new one replaces the old at every transition, so
+ * readers share them without copying and can never change the ledger through them.
+ */
 export interface JobRecord {
   id: string;
   label: string;
+  /** The task; after retention drops the result, only its head (see `resultDropped`). */
   task: string;
   role: JobRole;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
@@ -20,8 +26,10 @@ export interface JobRecord {
   state: JobState;
   status?: JobStatus;
   endedBy?: EndedBy;
-  /** The job's full answer without the result tag (never capped here). */
+  /** The job's full answer without the result tag (never capped here). Gone once `resultDropped`. */
   resultText?: string;
+  /** Retention dropped `resultText` (and the task's tail, the error's stack and cause) long after delivery. */
+  resultDropped?: true;
   tag?: ResultTag;
   stopReason?: StopReason;
   error?: SerializedError;
@@ -36,6 +44,7 @@ export interface JobRecord {
   endedAt?: number;
   /** The parent turn that received it; set once, never twice. */
   deliveredInTurn?: number;
+  deliveredAt?: number;
 }
 
 export interface JobEnding {
@@ -50,97 +59,295 @@ export interface JobEnding {
 }
 
 /**
+ * How long delivered records keep what is big. Only delivered records are ever trimmed or
+ * forgotten: a result nobody has received yet is kept however old it is.
+ */
+export interface RetentionPolicy {
+  /** Delivered results (full text) kept, newest deliveries first. */
+  keepResults: number;
+  /** ... and none kept longer than this after its delivery (0: dropped as soon as delivered). */
+  keepResultsMs: number;
+  /** Delivered records kept at all (metadata), newest deliveries first; older ones are forgotten. */
+  keepRecords: number;
+}
+
+/** What retention did so far, for logs and tests. */
+export interface LedgerStats {
+  records: number;
+  undelivered: number;
+  /** Delivered records still holding their full result text. */
+  resultsKept: number;
+  resultsDropped: number;
+  forgotten: number;
+}
+
+/** Head of the task kept once a record's result is dropped: enough to recognise it in a list. */
+const TASK_KEPT_CHARS = 120;
+
+interface Entry {
+  record: Readonly<JobRecord>;
+  /** Spawn order; drain hands jobs over oldest first. */
+  position: number;
+}
+
+/**
  * Every job moves `queued → running → ended → delivered in turn N` (a running job may go back
  * to `queued` once when its thread died under it through no fault of its own). Transitions are
  * checked: an impossible one is a bug and throws. A job is delivered once and only once.
+ *
+ * Memory stays bounded for a process that lives for weeks: a delivered record keeps its
+ * metadata, but its result text only for {@link RetentionPolicy.keepResults} deliveries or
+ * {@link RetentionPolicy.keepResultsMs}; past {@link RetentionPolicy.keepRecords} deliveries the
+ * oldest delivered record is forgotten. Retention is applied as the ledger is used (no timer).
  */
 export class DeliveryLedger {
-  readonly #records = new Map<string, JobRecord>();
+  readonly #entries = new Map<string, Entry>();
+  /** Ended, not delivered: what drain looks at, so a drain costs what is waiting, not the history. */
+  readonly #undelivered = new Set<string>();
+  /** Delivered and still holding their result, in delivery order. */
+  readonly #withResults = new Fifo<{ id: string; deliveredAt: number }>();
+  /** Delivered and still known, in delivery order. */
+  readonly #delivered = new Fifo<string>();
+  readonly #counts: Record<JobState, number> = { queued: 0, running: 0, ended: 0 };
+  #retention: RetentionPolicy;
   #nextId = 1;
+  #position = 0;
+  #resultsDropped = 0;
+  #forgotten = 0;
+
+  constructor(retention: Partial<RetentionPolicy> = {}) {
+    this.#retention = { ...DEFAULTS.background.retention, ...retention };
+  }
 
   newId(): string {
     return `bg-${this.#nextId++}`;
   }
 
-  add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): JobRecord {
-    if (this.#records.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
-    const full: JobRecord = { ...record, state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now };
-    this.#records.set(full.id, full);
+  add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
+    if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
+    const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
+    this.#entries.set(full.id, { record: full, position: this.#position++ });
+    this.#counts.queued++;
+    this.#enforce(now);
     return full;
   }
 
+  /** The record (a frozen value), or undefined for an unknown or forgotten id. */
   get(id: string): Readonly<JobRecord> | undefined {
-    return this.#records.get(id);
+    return this.#entries.get(id)?.record;
+  }
+
+  /** True for an id this ledger handed out and has since forgotten (delivered long ago). */
+  wasForgotten(id: string): boolean {
+    const n = /^bg-(\d+)$/.exec(id)?.[1];
+    return n !== undefined && Number(n) < this.#nextId && !this.#entries.has(id) && this.#forgotten > 0;
+  }
+
+  /** Ended, or delivered and forgotten since: a wave check must not wait on a forgotten member. */
+  hasEnded(id: string): boolean {
+    return this.#entries.get(id)?.record.state === 'ended' || this.wasForgotten(id);
   }
 
   markRunning(id: string, threadId: number | undefined, now = Date.now()): void {
-    const record = this.#expect(id, 'queued', 'running');
-    record.state = 'running';
-    record.attempts++;
-    record.startedAt = now;
-    if (threadId !== undefined) record.threadId = threadId;
+    const { record } = this.#expect(id, 'queued', 'running');
+    this.#replace(id, { ...record, state: 'running', attempts: record.attempts + 1, startedAt: now, ...(threadId === undefined ? {} : { threadId }) });
   }
 
   /** Back to the queue after its thread died under it; the note says why. */
   requeue(id: string, note: string): void {
-    const record = this.#expect(id, 'running', 'queued');
-    record.state = 'queued';
-    record.notes.push(note);
-    delete record.startedAt;
-    delete record.threadId;
+    const { record } = this.#expect(id, 'running', 'queued');
+    const { startedAt: _started, threadId: _thread, ...rest } = record;
+    this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
-  markEnded(id: string, ending: JobEnding, now = Date.now()): JobRecord {
-    const record = this.#records.get(id);
-    if (!record) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
+  markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
+    const { record } = entry;
     if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
-    record.state = 'ended';
-    record.status = ending.status;
-    record.endedBy = ending.endedBy;
-    record.resultText = ending.resultText;
-    record.usage = ending.usage;
-    record.iterations = ending.iterations;
-    record.endedAt = now;
-    if (ending.tag) record.tag = ending.tag;
-    if (ending.stopReason) record.stopReason = ending.stopReason;
-    if (ending.error) record.error = ending.error;
-    return record;
+    // Small parts are copied before freezing: the caller's objects stay theirs.
+    const ended = this.#replace(id, {
+      ...record,
+      state: 'ended',
+      status: ending.status,
+      endedBy: ending.endedBy,
+      resultText: ending.resultText,
+      usage: structuredClone(ending.usage),
+      iterations: ending.iterations,
+      endedAt: now,
+      ...(ending.tag ? { tag: structuredClone(ending.tag) } : {}),
+      ...(ending.stopReason ? { stopReason: ending.stopReason } : {}),
+      ...(ending.error ? { error: structuredClone(ending.error) } : {}),
+    });
+    this.#undelivered.add(id);
+    this.#enforce(now);
+    return ended;
   }
 
   /**
-   * Hands over every ended, undelivered job that `accept` takes, marking each delivered in
-   * `turn`. What this returns is never returned again.
+   * Hands over every ended, undelivered job that `accept` takes, oldest spawn first, marking
+   * each delivered in `turn`. What this returns is never returned again. The records returned
+   * hold their full result, whatever retention drops from the ledger afterwards.
    */
-  drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true): JobRecord[] {
+  drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now()): JobRecord[] {
+    const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
     const out: JobRecord[] = [];
-    for (const record of this.#records.values()) {
-      if (record.state !== 'ended' || record.deliveredInTurn !== undefined || !accept(record)) continue;
-      record.deliveredInTurn = turn;
-      out.push(structuredClone(record));
+    for (const { record } of waiting) {
+      if (!accept(record)) continue;
+      out.push(this.#deliver(record, turn, now));
     }
+    this.#enforce(now);
     return out;
   }
 
-  /** Ended and not yet delivered. */
-  undelivered(): Readonly<JobRecord>[] {
-    return [...this.#records.values()].filter((r) => r.state === 'ended' && r.deliveredInTurn === undefined);
+  /** Delivers one ended job (a consumer that takes results one by one, like `fanout`). Undefined if it is not ended or was delivered already. */
+  markDelivered(id: string, turn: number, now = Date.now()): JobRecord | undefined {
+    if (!this.#undelivered.has(id)) return undefined;
+    const record = this.#deliver((this.#entries.get(id) as Entry).record, turn, now);
+    this.#enforce(now);
+    return record;
   }
 
-  /** A copy of every record, oldest first; cheap enough for every render. */
-  snapshot(): JobRecord[] {
-    return [...this.#records.values()].map((r) => ({ ...r, notes: [...r.notes] }));
+  /** Ended and not yet delivered, oldest spawn first. */
+  undelivered(): Readonly<JobRecord>[] {
+    return [...this.#undelivered]
+      .map((id) => this.#entries.get(id) as Entry)
+      .sort((a, b) => a.position - b.position)
+      .map((e) => e.record);
+  }
+
+  /** How many jobs wait for delivery; O(1). */
+  get undeliveredCount(): number {
+    return this.#undelivered.size;
+  }
+
+  /**
+   * Every known record, oldest first. The records are the ledger's own frozen values, not
+   * copies: a call costs one array of pointers, whatever the results weigh.
+   */
+  snapshot(): Readonly<JobRecord>[] {
+    return Array.from(this.#entries.values(), (e) => e.record);
   }
 
   count(state: JobState): number {
-    let n = 0;
-    for (const record of this.#records.values()) if (record.state === state) n++;
-    return n;
+    return this.#counts[state];
   }
 
-  #expect(id: string, from: JobState, to: JobState): JobRecord {
-    const record = this.#records.get(id);
-    if (!record) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
-    if (record.state !== from) throw new ForkpoolError('INTERNAL', `ledger: job ${id} cannot go ${record.state} → ${to}`);
-    return record;
+  stats(): LedgerStats {
+    return {
+      records: this.#entries.size,
+      undelivered: this.#undelivered.size,
+      resultsKept: this.#withResults.length,
+      resultsDropped: this.#resultsDropped,
+      forgotten: this.#forgotten,
+    };
+  }
+
+  #deliver(record: Readonly<JobRecord>, turn: number, now: number): JobRecord {
+    this.#undelivered.delete(record.id);
+    const delivered = this.#replace(record.id, { ...record, deliveredInTurn: turn, deliveredAt: now });
+    this.#withResults.push({ id: record.id, deliveredAt: now });
+    this.#delivered.push(record.id);
+    return delivered;
+  }
+
+  /** Drops the oldest delivered results past the count or age bound, then forgets the oldest delivered records past theirs. */
+  #enforce(now: number): void {
+    const { keepResults, keepResultsMs, keepRecords } = this.#retention;
+    for (let front = this.#withResults.peek(); front; front = this.#withResults.peek()) {
+      if (this.#withResults.length <= keepResults && now - front.deliveredAt < keepResultsMs) break;
+      this.#withResults.shift();
+      this.#dropResult(front.id);
+    }
+    while (this.#delivered.length > keepRecords) {
+      const id = this.#delivered.shift() as string;
+      const entry = this.#entries.get(id);
+      if (!entry) continue;
+      this.#entries.delete(id);
+      this.#counts[entry.record.state]--;
+      this.#forgotten++;
+    }
+  }
+
+  #dropResult(id: string): void {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.resultDropped) return;
+    const { resultText: _text, error, ...rest } = record;
+    this.#replace(id, {
+      ...rest,
+      task: record.task.length > TASK_KEPT_CHARS ? detached(`${record.task.slice(0, TASK_KEPT_CHARS - 3)}...`) : record.task,
+      resultDropped: true,
+      ...(error ? { error: slimError(error) } : {}),
+    });
+    this.#resultsDropped++;
+  }
+
+  #replace(id: string, next: JobRecord): Readonly<JobRecord> {
+    const entry = this.#entries.get(id) as Entry;
+    if (entry.record.state !== next.state) {
+      this.#counts[entry.record.state]--;
+      this.#counts[next.state]++;
+    }
+    entry.record = freeze(next);
+    return entry.record;
+  }
+
+  #expect(id: string, from: JobState, to: JobState): Entry {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
+    if (entry.record.state !== from) throw new ForkpoolError('INTERNAL', `ledger: job ${id} cannot go ${entry.record.state} → ${to}`);
+    return entry;
+  }
+}
+
+/** An error reduced to what a job list shows: its kind, code, message and numbers; no stack, no cause chain. */
+function slimError(error: SerializedError): SerializedError {
+  const { stack: _stack, cause: _cause, ...rest } = error;
+  return { ...rest, message: rest.message.length > 500 ? detached(`${rest.message.slice(0, 497)}...`) : rest.message };
+}
+
+/**
+ * A flat copy of a string. V8 may represent a slice as a view into its parent string, which
+ * would keep the whole task alive behind its 200-character head: the very memory dropped here.
+ */
+function detached(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8');
+}
+
+/** Freezes plain data all the way down (records hold only plain objects, arrays and primitives). */
+function freeze<T>(value: T): Readonly<T> {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) freeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** A queue with O(1) push and shift (an array with a moving head, compacted now and then). */
+class Fifo<T> {
+  #items: T[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: T): void {
+    this.#items.push(item);
+  }
+
+  peek(): T | undefined {
+    return this.#head < this.#items.length ? this.#items[this.#head] : undefined;
+  }
+
+  shift(): T | undefined {
+    if (this.#head >= this.#items.length) return undefined;
+    const item = this.#items[this.#head] as T;
+    this.#items[this.#head++] = undefined as T;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
   }
 }

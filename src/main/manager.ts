@@ -63,13 +63,14 @@ export interface CloseReport {
   stragglers: string[];
 }
 
+/** Records in events are frozen values: keep them, never change them. */
 export type ManagerEvents = {
-  spawned: [JobRecord];
-  started: [JobRecord];
+  spawned: [Readonly<JobRecord>];
+  started: [Readonly<JobRecord>];
   progress: [{ jobId: string; event: LoopEvent }];
-  done: [JobRecord];
-  requeued: [JobRecord];
-  'wave-done': [{ wave: number; jobs: JobRecord[] }];
+  done: [Readonly<JobRecord>];
+  requeued: [Readonly<JobRecord>];
+  'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
   idle: [];
 };
 
@@ -88,7 +89,7 @@ const spawnRequestSchema = z.strictObject({
  * waves, and the ledger every view reads from. Each launch of a job is an {@link Attempt}.
  */
 export class BackgroundManager extends TypedEmitter<ManagerEvents> {
-  readonly #ledger = new DeliveryLedger();
+  readonly #ledger: DeliveryLedger;
   readonly #config: ForkpoolConfig;
   readonly #executor: Executor;
   readonly #ownsExecutor: boolean;
@@ -103,7 +104,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #waves = new WaveTracker();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
   /** Callers of result(id) waiting for a job to end. */
-  readonly #waiters = new Map<string, Array<(record: JobRecord) => void>>();
+  readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
   /** Removes a spawn's AbortSignal listener once its job has ended. */
   readonly #signalCleanups = new Map<string, () => void>();
   #closing: Promise<CloseReport> | undefined;
@@ -113,6 +114,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
     this.#config = options.config;
+    this.#ledger = new DeliveryLedger(options.config.background.retention);
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
@@ -159,16 +161,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (wave !== null) this.#waves.add(wave, id);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
     this.#queue.push(id);
-    this.emit('spawned', structuredClone(record));
+    this.emit('spawned', record);
     this.#schedulePump();
     return { id, label: record.label, state: 'queued' };
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
-  result(id: string): Promise<JobRecord> {
+  result(id: string): Promise<Readonly<JobRecord>> {
     const record = this.#ledger.get(id);
     if (!record) return Promise.reject(new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`));
-    if (record.state === 'ended') return Promise.resolve(structuredClone(record));
+    if (record.state === 'ended') return Promise.resolve(record);
     return new Promise((resolve) => {
       const waiting = this.#waiters.get(id) ?? [];
       waiting.push(resolve);
@@ -176,14 +178,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     });
   }
 
-  /** A cheap read-only snapshot of every job. */
-  jobs(): JobRecord[] {
+  /** A cheap snapshot of every job: records are frozen values, replaced (not changed) as jobs move. */
+  jobs(): Readonly<JobRecord>[] {
     return this.#ledger.snapshot();
   }
 
-  get(id: string): JobRecord | undefined {
-    const record = this.#ledger.get(id);
-    return record ? structuredClone(record) : undefined;
+  get(id: string): Readonly<JobRecord> | undefined {
+    return this.#ledger.get(id);
   }
 
   /** How many jobs are in a state. */
@@ -193,12 +194,20 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** How many ended jobs wait for delivery. */
   get undeliveredCount(): number {
-    return this.#ledger.undelivered().length;
+    return this.#ledger.undeliveredCount;
   }
 
   /** Ended jobs not yet delivered. */
-  undelivered(): JobRecord[] {
-    return this.#ledger.undelivered().map((record) => structuredClone(record));
+  undelivered(): Readonly<JobRecord>[] {
+    return this.#ledger.undelivered();
+  }
+
+  /**
+   * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
+   * result on by itself, as `fanout` prints it. Its full text then falls under retention.
+   */
+  markDelivered(id: string, turn = 0): void {
+    this.#ledger.markDelivered(id, turn);
   }
 
   /**
@@ -210,7 +219,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
-  drain(turn: number): JobRecord[] {
+  drain(turn: number): Readonly<JobRecord>[] {
     return this.#ledger.drain(turn);
   }
 
@@ -345,7 +354,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         this.#ledger.markRunning(id, threadId);
         // The wall clock starts now: time spent queued does not count.
         attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
-        this.emit('started', this.get(id) as JobRecord);
+        this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event }),
     });
@@ -375,7 +384,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#live.delete(attempt.jobId);
     if (this.#ledger.get(attempt.jobId)?.state === 'running') this.#ledger.requeue(attempt.jobId, note);
     this.#queue.unshift(attempt.jobId);
-    this.emit('requeued', this.get(attempt.jobId) as JobRecord);
+    this.emit('requeued', this.#ledger.get(attempt.jobId) as JobRecord);
     this.#pump();
   }
 
@@ -390,17 +399,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#launches.delete(id);
     this.#signalCleanups.get(id)?.();
     this.#signalCleanups.delete(id);
-    const snapshot = structuredClone(record);
-    this.emit('done', snapshot);
-    for (const resolve of this.#waiters.get(id) ?? []) resolve(structuredClone(record));
+    this.emit('done', record);
+    for (const resolve of this.#waiters.get(id) ?? []) resolve(record);
     this.#waiters.delete(id);
     if (record.wave !== null) this.#checkWave(record.wave);
     this.#pump();
   }
 
   #checkWave(wave: number): void {
-    const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.get(id)?.state === 'ended');
-    if (members) this.emit('wave-done', { wave, jobs: members.map((id) => this.get(id) as JobRecord) });
+    // hasEnded: a member delivered early may since have been forgotten by retention.
+    const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
+    if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
   }
 }
 

@@ -70,7 +70,10 @@ export class ParentAgent {
     this.permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#tools = [...builtinTools(options.config.tools), ...(options.extraTools ?? [])];
     const canSpawn = this.#tools.some((t) => t.name === 'spawn_background_agent');
-    this.session = new Session(primarySystemPrompt({ workspaceRoot: options.config.workspaceRoot, canSpawn }));
+    this.session = new Session(primarySystemPrompt({ workspaceRoot: options.config.workspaceRoot, canSpawn }), {
+      historyMaxTokens: options.config.parentHistoryMaxTokens,
+      summaryMaxChars: options.config.sessionSummaryMaxChars,
+    });
     this.#workspaceRoot = resolveWorkspaceRoot(options.config.workspaceRoot);
     // Checked again when a turn runs; this keeps an unhandled rejection from escaping meanwhile.
     this.#workspaceRoot.catch(() => {});

@@ -4,7 +4,7 @@
  * before the last is spawned. Each wave ends once.
  */
 export class WaveTracker {
-  readonly #waves = new Map<number, { members: Set<string>; sealed: boolean; fired: boolean }>();
+  readonly #waves = new Map<number, { members: Set<string>; sealed: boolean }>();
 
   add(wave: number, jobId: string): void {
     this.#entry(wave).members.add(jobId);
@@ -19,17 +19,18 @@ export class WaveTracker {
   /** The wave's members when it has just ended (sealed, all ended, not reported yet); else undefined. */
   takeIfEnded(wave: number, isEnded: (jobId: string) => boolean): string[] | undefined {
     const entry = this.#waves.get(wave);
-    if (!entry || !entry.sealed || entry.fired) return undefined;
+    if (!entry || !entry.sealed) return undefined;
     const members = [...entry.members];
     if (!members.every(isEnded)) return undefined;
-    entry.fired = true;
+    // Fired waves are forgotten: a long session has one per parent turn.
+    this.#waves.delete(wave);
     return members;
   }
 
   #entry(wave: number) {
     let entry = this.#waves.get(wave);
     if (!entry) {
-      entry = { members: new Set(), sealed: false, fired: false };
+      entry = { members: new Set(), sealed: false };
       this.#waves.set(wave, entry);
     }
     return entry;

@@ -31,6 +31,13 @@ const toolLimitsSchema = z.strictObject({
   findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
+  maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
+});
+
+const retentionSchema = z.strictObject({
+  keepResults: z.number().int().min(0).default(DEFAULTS.background.retention.keepResults),
+  keepResultsMs: z.number().int().min(0).default(DEFAULTS.background.retention.keepResultsMs),
+  keepRecords: z.number().int().min(0).default(DEFAULTS.background.retention.keepRecords),
 });
 
 const backgroundSchema = z.strictObject({
@@ -52,6 +59,8 @@ const backgroundSchema = z.strictObject({
   resultMaxChars: z.number().int().min(200).default(DEFAULTS.background.resultMaxChars),
   closeTimeoutMs: timerMs(0).default(DEFAULTS.background.closeTimeoutMs),
   maxRequeues: z.number().int().min(0).max(10).default(DEFAULTS.background.maxRequeues),
+  /** What the ledger keeps of delivered jobs; see `DEFAULTS.background.retention`. */
+  retention: retentionSchema.default(retentionSchema.parse({})),
 });
 
 export const configSchema = z.strictObject({
@@ -79,6 +88,8 @@ export const configSchema = z.strictObject({
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
   sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
+  /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
+  parentHistoryMaxTokens: z.number().int().min(1_000).default(DEFAULTS.parentHistoryMaxTokens),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;
@@ -142,6 +153,16 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
         field: 'loopStopAfter',
         expected: `a number greater than loopWarnAfter (${config.loopWarnAfter})`,
         received: String(config.loopStopAfter),
+      },
+    ]);
+  }
+  const { keepRecords, keepResults } = config.background.retention;
+  if (keepRecords < keepResults) {
+    throw new ConfigError([
+      {
+        field: 'background.retention.keepRecords',
+        expected: `a number >= background.retention.keepResults (${keepResults}): a record is kept at least as long as its result`,
+        received: String(keepRecords),
       },
     ]);
   }

@@ -27,6 +27,8 @@ export const DEFAULTS = {
     findMaxResults: 500,
     bashTimeoutMs: 30_000,
     toolTimeoutMs: 60_000,
+    /** Tool calls of one model message that run at once; the rest wait their turn (all run, results in order). */
+    maxParallelToolCalls: 8,
   },
   background: {
     /** The seeds' `max_background_agents`. */
@@ -57,9 +59,26 @@ export const DEFAULTS = {
     closeTimeoutMs: 5_000,
     /** A job killed with its thread while innocent (shared mode) is re-queued this many times. */
     maxRequeues: 1,
+    /**
+     * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). Results
+     * are the bulk (a job's answer, its task); a record without them is about 1.5 KB.
+     */
+    retention: {
+      /** Delivered results whose full text is kept, newest first. */
+      keepResults: 1_000,
+      /** ... for at most this long after delivery (one hour). */
+      keepResultsMs: 3_600_000,
+      /** Delivered records kept at all; older ones are forgotten (about 1.5 KB each without results: 10,000 ≈ 15 MB). */
+      keepRecords: 10_000,
+    },
   },
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,
+  /**
+   * The parent's history, estimated at 4 characters a token: past this, its oldest turns are
+   * folded into the session summary (down to about 60% of it, so folding is rare).
+   */
+  parentHistoryMaxTokens: 100_000,
 } as const;
 
 export const BUILTIN_TOOL_NAMES = ['read_file', 'list_dir', 'find_files', 'grep', 'bash', 'write_file', 'edit_file'] as const;

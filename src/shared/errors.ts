@@ -89,7 +89,7 @@ export class ToolError extends ForkpoolError {
 
 export class TimeoutError extends ForkpoolError {
   readonly timeoutMs: number;
-  constructor(code: 'TOOL_TIMEOUT' | 'JOB_TIMEOUT' | 'MODEL_STREAM_STALLED', message: string, timeoutMs: number) {
+  constructor(code: 'TOOL_TIMEOUT' | 'JOB_TIMEOUT' | 'MODEL_STREAM_STALLED' | 'MODEL_REQUEST_FAILED', message: string, timeoutMs: number) {
     super(code, message);
     this.name = 'TimeoutError';
     this.timeoutMs = timeoutMs;
@@ -172,7 +172,7 @@ export function deserializeError(data: SerializedError): ForkpoolError {
   let error: ForkpoolError;
   if (data.jobId !== undefined) error = new JobError(data.code, data.jobId, data.message, opts);
   else if (data.toolName !== undefined) error = new ToolError(data.code, data.toolName, data.message, opts);
-  else if (data.timeoutMs !== undefined && (data.code === 'TOOL_TIMEOUT' || data.code === 'JOB_TIMEOUT' || data.code === 'MODEL_STREAM_STALLED'))
+  else if (data.timeoutMs !== undefined && (data.code === 'TOOL_TIMEOUT' || data.code === 'JOB_TIMEOUT' || data.code === 'MODEL_STREAM_STALLED' || data.code === 'MODEL_REQUEST_FAILED'))
     error = new TimeoutError(data.code, data.message, data.timeoutMs);
   else error = new ForkpoolError(data.code, data.message, opts);
   if (data.stack !== undefined) error.stack = data.stack;

@@ -136,6 +136,11 @@ function parseRetryAfter(headers: Headers | undefined): number | undefined {
   return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
 }
 
+/** The whole-request deadline's error: `requestTimeoutMs` covers headers to last byte, streamed or not. */
+function deadlineError(timeoutMs: number): TimeoutError {
+  return new TimeoutError('MODEL_REQUEST_FAILED', `request timed out after ${timeoutMs} ms (headers to last byte)`, timeoutMs);
+}
+
 async function requestOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
   // The SDK's `timeout` stops at the response headers: a body that stalls after them would hang
   // forever. This timer covers headers to last byte, as `requestTimeoutMs` promises.
@@ -143,7 +148,7 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    local.controller.abort(new ForkpoolError('MODEL_REQUEST_FAILED', `request timed out after ${config.requestTimeoutMs} ms`));
+    local.controller.abort(deadlineError(config.requestTimeoutMs));
   }, config.requestTimeoutMs);
   let response;
   try {
@@ -152,7 +157,7 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
       { signal: local.signal },
     );
   } catch (error) {
-    if (timedOut) throw new ForkpoolError('MODEL_REQUEST_FAILED', `request timed out after ${config.requestTimeoutMs} ms (headers to last byte)`, { cause: error });
+    if (timedOut) throw deadlineError(config.requestTimeoutMs);
     throw error;
   } finally {
     clearTimeout(timer);
@@ -172,11 +177,27 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
   };
 }
 
-/** Streams one response; an idle watchdog aborts a stream that stalls after its headers. */
+/**
+ * Streams one response under two clocks: an idle watchdog aborts a stream that sends nothing
+ * for `streamIdleTimeoutMs`, and a deadline aborts one that is still going `requestTimeoutMs`
+ * after the request was sent, however steadily it drips (headers to last byte, as promised).
+ */
 async function streamOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
   const local = linkedAbort(signal);
   let idleTimer: NodeJS.Timeout | undefined;
   let stalled = false;
+  let pastDeadline = false;
+  const deadline = setTimeout(() => {
+    pastDeadline = true;
+    local.controller.abort(deadlineError(config.requestTimeoutMs));
+  }, config.requestTimeoutMs);
+  // Which clock ended the stream, if one did: the SDK reports either as a bare abort, or not at all.
+  const timeout = (): TimeoutError | undefined =>
+    stalled
+      ? new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs)
+      : pastDeadline
+        ? deadlineError(config.requestTimeoutMs)
+        : undefined;
   const armWatchdog = () => {
     clearTimeout(idleTimer);
     idleTimer = setTimeout(() => {
@@ -203,14 +224,15 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       reply.add(chunk);
     }
     // The SDK ends a stream loop silently on abort: check, or a cut-short answer looks whole.
-    if (stalled) throw new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs);
+    const timedOut = timeout();
+    if (timedOut) throw timedOut;
     if (local.signal.aborted) throw new AbortError(local.signal.reason);
     return reply.finish();
   } catch (error) {
-    if (stalled) throw new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs);
-    throw error;
+    throw timeout() ?? error;
   } finally {
     clearTimeout(idleTimer);
+    clearTimeout(deadline);
     local.dispose();
   }
 }

@@ -106,8 +106,11 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
 
     // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
     const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
-    // Calls in one message run concurrently; each one's result lands in its own slot.
-    const results = await Promise.all(reply.toolCalls.map((call) => executeToolCall(call, toolsByName, options, signal, emit)));
+    // Calls in one message run concurrently, at most `maxParallelToolCalls` at once; each one's
+    // result lands in its own slot, so the history keeps the model's order.
+    const results = await mapWithLimit(reply.toolCalls, config.toolLimits.maxParallelToolCalls, (call) =>
+      executeToolCall(call, toolsByName, options, signal, emit),
+    );
     reply.toolCalls.forEach((call, i) => {
       let content = results[i] ?? 'Error: no result';
       if (verdicts[i] === 'warn') {
@@ -138,6 +141,8 @@ async function executeToolCall(
   let ok = false;
   let output: string;
   try {
+    // A call still waiting for a slot when the run is aborted never starts (no process, no write).
+    if (signal.aborted) throw new AbortError(signal.reason);
     output = await runTool(call, toolsByName.get(name), options, signal);
     ok = true;
   } catch (error) {
@@ -186,6 +191,25 @@ async function runTool(
     signal,
     () => new TimeoutError('TOOL_TIMEOUT', `tool ${name} timed out after ${timeoutMs} ms`, timeoutMs),
   );
+}
+
+/**
+ * `Promise.all(items.map(run))` with at most `limit` runs in flight: a new one starts as soon as
+ * one ends, in item order. `run` never rejects here (tool failures are results).
+ */
+export async function mapWithLimit<T, R>(items: readonly T[], limit: number, run: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await run(items[index] as T, index);
+    }
+  };
+  // A config built by hand may lack the limit: then everything runs at once, as before it existed.
+  const lanes = Number.isInteger(limit) && limit >= 1 ? Math.min(limit, items.length) : items.length;
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return results;
 }
 
 function safeParse(text: string): unknown {

@@ -3,7 +3,7 @@ import { FAULT_KINDS, type FaultKind, type FaultSpec, type ScriptStep, type SimS
 
 /** Kinds drawn by `faultRate` unless `faultKinds` says otherwise: nothing that hangs. */
 export const DEFAULT_RANDOM_FAULT_KINDS: readonly FaultKind[] = FAULT_KINDS.filter(
-  (k) => k !== 'hang_before_headers' && k !== 'stall_mid_stream',
+  (k) => k !== 'hang_before_headers' && k !== 'stall_mid_stream' && k !== 'slow_drip',
 );
 
 export const SIM_DEFAULTS = {
@@ -16,7 +16,10 @@ export const SIM_DEFAULTS = {
   faultRate: 0,
   maxTokensPerChunk: 4,
   endlessToolCalls: false,
-  recordBodies: true,
+  recordBodies: false,
+  requestLogLimit: 10_000,
+  /** Gap between chunks of a 'slow_drip' response. */
+  dripIntervalMs: 50,
   researchSteps: 3,
   retryAfterSeconds: 1,
   /** Interval of SSE comments sent by a stalled stream. */
@@ -40,6 +43,7 @@ export interface ResolvedSimOptions {
   maxTokensPerChunk: number;
   endlessToolCalls: boolean;
   recordBodies: boolean;
+  requestLogLimit: number;
   researchSteps: number;
 }
 
@@ -61,6 +65,7 @@ export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
     maxTokensPerChunk: opts.maxTokensPerChunk ?? SIM_DEFAULTS.maxTokensPerChunk,
     endlessToolCalls: opts.endlessToolCalls ?? SIM_DEFAULTS.endlessToolCalls,
     recordBodies: opts.recordBodies ?? SIM_DEFAULTS.recordBodies,
+    requestLogLimit: opts.requestLogLimit ?? SIM_DEFAULTS.requestLogLimit,
     researchSteps: opts.researchSteps ?? SIM_DEFAULTS.researchSteps,
   };
 }
@@ -101,6 +106,10 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
   if (opts.researchSteps !== undefined && !(Number.isInteger(opts.researchSteps) && opts.researchSteps >= 1 && opts.researchSteps <= 100)) {
     bad('researchSteps', 'an integer 1..100', opts.researchSteps);
   }
+  if (opts.requestLogLimit !== undefined && !(Number.isInteger(opts.requestLogLimit) && opts.requestLogLimit >= 0)) {
+    bad('requestLogLimit', 'an integer >= 0', opts.requestLogLimit);
+  }
+  if (opts.recordBodies !== undefined && typeof opts.recordBodies !== 'boolean') bad('recordBodies', 'a boolean', opts.recordBodies);
   if (opts.maxTokensPerChunk !== undefined && !(Number.isInteger(opts.maxTokensPerChunk) && opts.maxTokensPerChunk >= 1)) {
     bad('maxTokensPerChunk', 'an integer >= 1', opts.maxTokensPerChunk);
   }
@@ -132,4 +141,6 @@ function checkFault(field: string, spec: FaultSpec, bad: (field: string, expecte
   }
   const s = spec.retryAfterSeconds;
   if (s !== undefined && !(typeof s === 'number' && Number.isFinite(s) && s >= 0)) bad(`${field}.retryAfterSeconds`, 'a number >= 0', s);
+  const d = spec.dripIntervalMs;
+  if (d !== undefined && !(typeof d === 'number' && Number.isFinite(d) && d >= 1)) bad(`${field}.dripIntervalMs`, 'a number >= 1', d);
 }

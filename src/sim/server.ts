@@ -58,6 +58,10 @@ class SimHttpServer implements SimServer {
   #options: ResolvedSimOptions;
   #script: ScriptCursor | undefined;
   #count = 0;
+
+  get requestCount(): number {
+    return this.#count;
+  }
   #server: Server;
   #sockets = new Set<Socket>();
   #active = new Set<AbortController>();
@@ -163,8 +167,10 @@ class SimHttpServer implements SimServer {
     const record: RecordedRequest = { n, body: this.#options.recordBodies ? body : undefined, receivedAt: Date.now() };
     if (plan?.fault) record.fault = plan.fault.kind;
     this.requests.push(record);
+    // Bounded: the oldest entry goes (shift on a packed array is cheap in V8).
+    while (this.requests.length > this.#options.requestLogLimit) this.requests.shift();
     if (!plan) return sendError(res, 500, `sim script exhausted at request ${n}`, 'server_error', 'sim_script_exhausted');
-    await this.#deliver(plan, res, signal).catch((error: unknown) => {
+    await this.#deliver(plan, res, signal, record).catch((error: unknown) => {
       // A wait ended by the client leaving or by close(): nothing left to send.
       if (!signal.aborted) throw error;
     });
@@ -204,7 +210,7 @@ class SimHttpServer implements SimServer {
     };
   }
 
-  async #deliver(plan: Plan, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  async #deliver(plan: Plan, res: ServerResponse, signal: AbortSignal, record: RecordedRequest): Promise<void> {
     const kind: FaultKind | undefined = plan.fault?.kind;
     // Never answers: the client's timeout or abort, or close(), ends it.
     if (kind === 'hang_before_headers') return waitForAbort(signal);
@@ -220,30 +226,44 @@ class SimHttpServer implements SimServer {
       }
       return sendJson(res, status, faultErrorBody(kind, plan.n), { ...headers, ...extra });
     }
-    if (plan.stream) return this.#deliverStream(plan, res, signal, headers, kind);
+    if (plan.stream) return this.#deliverStream(plan, res, signal, headers, kind, record);
     const json = JSON.stringify(completionBody(plan.reply, plan.meta, plan.usage));
     if (kind === 'bad_json') return sendJson(res, 200, `{"id": "${plan.meta.id}", "object": "chat.completion", "choices": [ <simulated bad json>`, headers);
     if (kind === 'truncated_stream') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)), ...headers });
       return cutAfterFlush(res, json.slice(0, Math.floor(json.length / 2)));
     }
-    if (kind === 'stall_mid_stream') {
+    if (kind === 'stall_mid_stream' || kind === 'slow_drip') {
       res.writeHead(200, { 'content-type': 'application/json', ...headers });
       res.write(`{"id": "${plan.meta.id}", `);
       // JSON allows whitespace between tokens: keep the connection busy, never finish.
-      return this.#keepAlive(res, signal, ' \n');
+      return this.#keepAlive(res, signal, ' \n', kind === 'slow_drip' ? dripInterval(plan) : SIM_DEFAULTS.keepAliveIntervalMs);
     }
     sendJson(res, 200, json, headers);
   }
 
-  async #deliverStream(plan: Plan, res: ServerResponse, signal: AbortSignal, headers: Record<string, string>, kind: FaultKind | undefined): Promise<void> {
+  async #deliverStream(plan: Plan, res: ServerResponse, signal: AbortSignal, headers: Record<string, string>, kind: FaultKind | undefined, record: RecordedRequest): Promise<void> {
     const chunks = streamChunks(plan.reply, plan.meta, plan.usage, {
       maxTokensPerChunk: this.#options.maxTokensPerChunk,
       includeUsage: plan.includeUsage,
     });
     startSse(res, headers);
+    record.chunks = 0;
+    const send = (json: string) => {
+      writeSse(res, json);
+      record.chunks = (record.chunks ?? 0) + 1;
+    };
     const first = chunks[0];
-    if (first) writeSse(res, first.json);
+    if (first) send(first.json);
+    if (kind === 'slow_drip') {
+      // Steady data, never idle long, never finished: the reply's open chunks, then empty deltas.
+      const interval = dripInterval(plan);
+      const open = chunks.slice(1).filter((c) => !c.closing);
+      for (let i = 0; ; i++) {
+        await sleep(interval, signal);
+        send(open[i]?.json ?? JSON.stringify({ id: plan.meta.id, object: 'chat.completion.chunk', created: SIM_CREATED, model: plan.meta.model, choices: [{ index: 0, delta: {}, finish_reason: null }] }));
+      }
+    }
     if (kind === 'stall_mid_stream') return this.#keepAlive(res, signal, ': keep-alive\n\n');
     if (kind === 'bad_json') {
       writeSse(res, `{"id": "${plan.meta.id}", "choices": [{"delta": {"content": <simulated bad json>`);
@@ -254,25 +274,29 @@ class SimHttpServer implements SimServer {
       // Stops before any finish_reason, after about half of the content chunks, without [DONE].
       const open = chunks.filter((c) => !c.closing);
       const cut = Math.min(open.length, Math.max(2, Math.floor(open.length / 2)));
-      for (let i = 1; i < cut - 1; i++) await this.#sendChunk(res, signal, open[i]);
+      for (let i = 1; i < cut - 1; i++) await this.#sendChunk(res, signal, open[i], send);
       const lastChunk = cut >= 2 ? open[cut - 1] : undefined;
       if (lastChunk) await sleep(this.#options.perTokenMs * lastChunk.tokens, signal);
       return cutAfterFlush(res, lastChunk ? `data: ${lastChunk.json}\n\n` : ': cut\n\n');
     }
-    for (const chunk of chunks.slice(1)) await this.#sendChunk(res, signal, chunk);
+    for (const chunk of chunks.slice(1)) await this.#sendChunk(res, signal, chunk, send);
     res.end('data: [DONE]\n\n');
   }
 
-  async #sendChunk(res: ServerResponse, signal: AbortSignal, chunk: StreamChunk | undefined): Promise<void> {
+  async #sendChunk(res: ServerResponse, signal: AbortSignal, chunk: StreamChunk | undefined, send: (json: string) => void): Promise<void> {
     if (!chunk) return;
     await sleep(this.#options.perTokenMs * chunk.tokens, signal);
-    writeSse(res, chunk.json);
+    send(chunk.json);
   }
 
-  async #keepAlive(res: ServerResponse, signal: AbortSignal, text: string): Promise<void> {
+  async #keepAlive(res: ServerResponse, signal: AbortSignal, text: string, intervalMs: number = SIM_DEFAULTS.keepAliveIntervalMs): Promise<void> {
     for (;;) {
-      await sleep(SIM_DEFAULTS.keepAliveIntervalMs, signal);
+      await sleep(intervalMs, signal);
       res.write(text);
     }
   }
+}
+
+function dripInterval(plan: Plan): number {
+  return plan.fault?.dripIntervalMs ?? SIM_DEFAULTS.dripIntervalMs;
 }

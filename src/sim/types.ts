@@ -11,6 +11,7 @@ export type FaultKind =
   | 'truncated_stream'
   | 'hang_before_headers'
   | 'stall_mid_stream'
+  | 'slow_drip'
   | 'endless_tool_calls';
 
 export const FAULT_KINDS: readonly FaultKind[] = [
@@ -24,6 +25,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'truncated_stream',
   'hang_before_headers',
   'stall_mid_stream',
+  'slow_drip',
   'endless_tool_calls',
 ];
 
@@ -31,6 +33,8 @@ export interface FaultSpec {
   kind: FaultKind;
   /** For '429': the `Retry-After` value in seconds (fractions allowed; also sent as `retry-after-ms`). Default 1. */
   retryAfterSeconds?: number;
+  /** For 'slow_drip': the gap between chunks, in ms. Default 50. */
+  dripIntervalMs?: number;
 }
 
 export interface ScriptToolCall {
@@ -77,8 +81,17 @@ export interface SimServerOptions {
   maxTokensPerChunk?: number;
   /** Every response is a tool call (list_dir with a varying path and counter): a model that never stops. Default false. */
   endlessToolCalls?: boolean;
-  /** Keep each request's parsed body in `requests` (turn off for long benchmarks to save memory). Default true. */
+  /**
+   * Keep each request's parsed body in `requests`. Default false: a long-lived sim (a demo, a
+   * benchmark, a server's test double) would otherwise keep every conversation it was sent.
+   * Tests that read bodies ask for them.
+   */
   recordBodies?: boolean;
+  /**
+   * Entries kept in `requests` (the oldest are dropped past it); `requestCount` counts them
+   * all. Each entry without its body is a few dozen bytes. Default 10,000.
+   */
+  requestLogLimit?: number;
   /**
    * Model calls a research job makes (the plausible agent): past search and read, the missing
    * calls are `list_dir` calls before the answer. Values up to 3 change nothing. Default 3.
@@ -93,14 +106,18 @@ export interface RecordedRequest {
   body: any;
   receivedAt: number;
   fault?: FaultKind;
+  /** Stream data chunks written so far (streamed responses only; a live count). */
+  chunks?: number;
 }
 
 export interface SimServer {
   /** Base URL for the openai client, e.g. `http://127.0.0.1:PORT/v1`. */
   url: string;
   port: number;
-  /** Every valid chat-completions request, in arrival order (a live array). */
+  /** The latest valid chat-completions requests (up to `requestLogLimit`), in arrival order (a live array). */
   requests: RecordedRequest[];
+  /** Every valid chat-completions request ever received, including those dropped from `requests`. */
+  readonly requestCount: number;
   /** e.g. "sim script exhausted at request 4" (a live array). */
   scriptErrors: string[];
   /** Changes options at runtime (latency, faults, ...). A new `script` restarts at its first step. */

@@ -60,7 +60,8 @@ export async function makeWorkspace(cleanups: Cleanups): Promise<string> {
 }
 
 export async function startSim(cleanups: Cleanups, options: SimServerOptions = {}): Promise<SimServer> {
-  const sim = await startSimServer(options);
+  // Tests read request bodies (`sim.requests[i].body`): ask the sim to keep them (its default is not to).
+  const sim = await startSimServer({ recordBodies: true, ...options });
   cleanups.add(() => sim.close());
   return sim;
 }

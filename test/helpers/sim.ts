@@ -24,7 +24,8 @@ export interface TestSim {
  * workspace defaults to a fresh {@link tempWorkspace} removed after the test.
  */
 export async function startTestSim(cleanup: Cleanup, simOptions: SimServerOptions = {}, configOverrides: Partial<ForkpoolConfigInput> = {}): Promise<TestSim> {
-  const sim = await startSimServer(simOptions);
+  // Tests read request bodies (`sim.requests[i].body`): ask the sim to keep them (its default is not to).
+  const sim = await startSimServer({ recordBodies: true, ...simOptions });
   cleanup.add(() => sim.close());
   const config = testConfig({ baseUrl: sim.url, workspaceRoot: configOverrides.workspaceRoot ?? tempWorkspace(undefined, cleanup), ...configOverrides });
   return { sim, config, client: createModelClient(config) };
