@@ -19,6 +19,8 @@ export class TypedEmitter<Events extends Record<string, unknown[]>> {
   readonly #emitter = new EventEmitter();
   readonly #onListenerError: (error: unknown, event: string) => void;
   readonly #failures: ListenerFailure[] = [];
+  /** Each listener's guarded wrapper, so off(event, listener) finds it (Node's convention). */
+  readonly #wrappers = new Map<string, Map<Function, Array<(...args: unknown[]) => void>>>();
   #failureCount = 0;
 
   constructor(onListenerError?: (error: unknown, event: string) => void) {
@@ -27,20 +29,30 @@ export class TypedEmitter<Events extends Record<string, unknown[]>> {
     this.#emitter.setMaxListeners(0);
   }
 
-  /** Subscribes; returns the function that unsubscribes. */
+  /** Subscribes; returns the function that unsubscribes (`off(event, listener)` works too). */
   on<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): () => void {
-    const safe = this.#guard(event, listener);
-    this.#emitter.on(event, safe);
-    return () => this.#emitter.off(event, safe);
+    return this.#subscribe(event, listener, false);
   }
 
   /** Subscribes for the next event only; returns the function that unsubscribes. */
   once<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): () => void {
-    const off = this.on(event, (...args) => {
-      off();
-      listener(...args);
-    });
-    return off;
+    return this.#subscribe(event, listener, true);
+  }
+
+  /** Unsubscribes a listener given to on() or once(); so `events.once(manager, 'done')` works. */
+  off<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): void {
+    const wrappers = this.#wrappers.get(event)?.get(listener);
+    const wrapper = wrappers?.pop();
+    if (wrapper) this.#unsubscribe(event, listener, wrapper);
+  }
+
+  /** Node's name for off(). */
+  removeListener<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void): void {
+    this.off(event, listener);
+  }
+
+  listenerCount<K extends keyof Events & string>(event: K): number {
+    return this.#emitter.listenerCount(event);
   }
 
   /** Resolves with the next event's arguments. */
@@ -61,6 +73,29 @@ export class TypedEmitter<Events extends Record<string, unknown[]>> {
   /** Fires an event. Meant for the emitter itself; subclasses keep it from their public API. */
   protected emit<K extends keyof Events & string>(event: K, ...args: Events[K]): void {
     this.#emitter.emit(event, ...args);
+  }
+
+  #subscribe<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void, once: boolean): () => void {
+    const guarded = this.#guard(event, listener);
+    const wrapper = once
+      ? (...args: unknown[]) => {
+          this.#unsubscribe(event, listener, wrapper);
+          guarded(...args);
+        }
+      : guarded;
+    let byListener = this.#wrappers.get(event);
+    if (!byListener) this.#wrappers.set(event, (byListener = new Map()));
+    byListener.set(listener, [...(byListener.get(listener) ?? []), wrapper]);
+    this.#emitter.on(event, wrapper);
+    return () => this.#unsubscribe(event, listener, wrapper);
+  }
+
+  #unsubscribe(event: string, listener: Function, wrapper: (...args: unknown[]) => void): void {
+    this.#emitter.off(event, wrapper);
+    const byListener = this.#wrappers.get(event);
+    const left = byListener?.get(listener)?.filter((w) => w !== wrapper) ?? [];
+    if (left.length > 0) byListener?.set(listener, left);
+    else byListener?.delete(listener);
   }
 
   #guard<K extends keyof Events & string>(event: K, listener: (...args: Events[K]) => void) {
