@@ -1,6 +1,7 @@
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { TIMINGS } from '../shared/defaults.js';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { exposeOnPort } from '../shared/comlink-port.js';
 import { workerMessageSchema, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
@@ -34,11 +35,6 @@ export interface AttemptOptions {
   onProgress(event: LoopEvent): void;
 }
 
-/**
- * A thread whose run settled may leave its port open for a moment (it died mid-send); after
- * this long the attempt ends without a result — but only after reading what the port holds.
- */
-const PORT_CLOSE_FALLBACK_MS = 2_000;
 
 /**
  * One launch of one job: it owns the job's ports, timers and child process groups, reads the
@@ -225,7 +221,7 @@ export class Attempt {
         this.#portClosed = true;
         this.#check();
       };
-      this.#timers.push(this.#options.scheduler.set(onFallback, PORT_CLOSE_FALLBACK_MS, { jobId: this.jobId, kind: 'port-close' }));
+      this.#timers.push(this.#options.scheduler.set(onFallback, TIMINGS.portCloseFallbackMs, { jobId: this.jobId, kind: 'port-close' }));
     }
   }
 

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ForkpoolConfig } from '../shared/config.js';
+import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, JobError, serializeError } from '../shared/errors.js';
 import { JOB_ROLES, type JobRole, type JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
@@ -12,7 +13,8 @@ import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { Attempt, type AttemptEnd } from './attempt.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopRequest } from './job-endings.js';
-import { realScheduler, settlesWithin, type JobScheduler } from './scheduler.js';
+import { settlesWithin } from '../shared/abort.js';
+import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
@@ -279,7 +281,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         attempt.stopReason ??= 'close';
         attempt.hardStop();
       }
-      await settlesWithin(this.onIdle(), 1_000);
+      await settlesWithin(this.onIdle(), TIMINGS.stragglerEndWaitMs);
     }
     if (this.#ownsExecutor) await this.#executor.close();
     // A job whose thread is gone but whose ending never arrived is ended here, so none is lost.

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { Tinypool } from 'tinypool';
+import { TIMINGS } from '../shared/defaults.js';
 import type { JobTask } from '../shared/protocol.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import { JobError } from '../shared/errors.js';
@@ -44,7 +45,7 @@ export class TinypoolExecutor implements Executor {
       maxThreads: Math.max(1, options.threads),
       useAtomics: false,
       // tinypool's default (0) ends an idle thread at once, so a fan-out pays a thread start per job.
-      idleTimeout: 10 * 60_000,
+      idleTimeout: TIMINGS.poolIdleTimeoutMs,
       resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
       env: scrubEnv(process.env),
     });

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
+import { TIMINGS } from '../shared/defaults.js';
 import type { JobTask } from '../shared/protocol.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
@@ -23,9 +24,6 @@ export interface PiscinaExecutorOptions {
   logger?: Logger;
 }
 
-/** Idle threads stay warm this long, so a later wave starts at once. */
-const IDLE_TIMEOUT_MS = 10 * 60_000;
-const CLOSE_WAIT_MS = 2_000;
 
 /**
  * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
@@ -47,7 +45,7 @@ export class PiscinaExecutor implements Executor {
       workerData: { forkpoolEntry: options.workerFile ?? workerFileUrl('entry') },
       minThreads: Math.min(maxThreads, Math.max(1, availableParallelism())),
       maxThreads,
-      idleTimeout: options.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
+      idleTimeout: options.idleTimeoutMs ?? TIMINGS.poolIdleTimeoutMs,
       // The default ('sync') freezes a worker's event loop between tasks: timers and late port traffic stall.
       atomics: 'disabled',
       concurrentTasksPerWorker: options.isolation === 'shared' ? Math.max(1, options.tasksPerThread) : 1,
@@ -55,7 +53,7 @@ export class PiscinaExecutor implements Executor {
       niceIncrement: options.niceIncrement ?? 0,
       // Workers get an environment without API keys; a job's key travels in its cloned config.
       env: scrubEnv(process.env),
-      closeTimeout: CLOSE_WAIT_MS,
+      closeTimeout: TIMINGS.poolCloseWaitMs,
     });
     // Without a listener, a worker error could crash the host process.
     this.#pool.on('error', (error: unknown) => options.logger?.warn({ err: error }, 'worker thread error'));

@@ -1,5 +1,6 @@
 import { expose, wrap, releaseProxy, type Endpoint, type Remote } from 'comlink';
 import type { MessagePort } from 'node:worker_threads';
+import { withTimeout } from './abort.js';
 
 /**
  * comlink over a Node `MessagePort`. comlink's own node adapter ships without usable types
@@ -46,21 +47,17 @@ export { releaseProxy };
  * A comlink call pending when the other side closes its port hangs forever: race it against
  * the port's `close`, a timeout and an abort. Resolves `fallback` in any of those cases.
  */
-export function raceRemote<T>(call: Promise<T>, port: MessagePort, timeoutMs: number, fallback: T, signal?: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve) => {
-    let settled = false;
-    const finish = (value: T) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      port.off('close', onClose);
-      signal?.removeEventListener('abort', onClose);
-      resolve(value);
-    };
-    const onClose = () => finish(fallback);
-    const timer = setTimeout(onClose, timeoutMs);
+export async function raceRemote<T>(call: Promise<T>, port: MessagePort, timeoutMs: number, fallback: T, signal?: AbortSignal): Promise<T> {
+  let onClose: (() => void) | undefined;
+  const closed = new Promise<T>((resolve) => {
+    onClose = () => resolve(fallback);
     port.once('close', onClose);
-    signal?.addEventListener('abort', onClose, { once: true });
-    call.then(finish, () => finish(fallback));
   });
+  try {
+    return await withTimeout(() => Promise.race([call, closed]), timeoutMs, signal ?? new AbortController().signal, () => new Error('no answer in time'));
+  } catch {
+    return fallback;
+  } finally {
+    if (onClose) port.off('close', onClose);
+  }
 }

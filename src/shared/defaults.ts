@@ -86,3 +86,20 @@ export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 /** Tools that act on the world; they need a grant in the permission store. */
 export const GATED_TOOLS: readonly BuiltinToolName[] = ['bash', 'write_file', 'edit_file'];
+
+/**
+ * Fixed timings that are not configuration, kept here so every number that shapes how jobs
+ * end is in one place.
+ */
+export const TIMINGS = {
+  /** A run that settled may leave its port open a moment (its thread died mid-send). */
+  portCloseFallbackMs: 2_000,
+  /** After close() hard-stops stragglers, how long it waits for their endings to arrive. */
+  stragglerEndWaitMs: 1_000,
+  /** Idle Piscina threads above `minThreads` stay warm this long, so a later wave starts at once. */
+  poolIdleTimeoutMs: 10 * 60_000,
+  /** Piscina's own close bound (the manager destroys the pool; this only caps a stray close()). */
+  poolCloseWaitMs: 2_000,
+  /** A permission answer slower than this is a denial: a background job never waits on a person. */
+  permissionAnswerMs: 5_000,
+} as const;

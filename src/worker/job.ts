@@ -1,5 +1,6 @@
 import { threadId, type MessagePort } from 'node:worker_threads';
 import type OpenAI from 'openai';
+import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt } from '../shared/prompts.js';
@@ -13,8 +14,6 @@ import { scrubEnv } from '../shared/tools/secrets.js';
 import type { PermissionGate, ProcessRegistry } from '../shared/tools/types.js';
 import { z } from 'zod';
 
-/** A permission answer slower than this is a denial: a background job never waits on a person. */
-const PERMISSION_TIMEOUT_MS = 5_000;
 
 export interface BackgroundJobDeps {
   signal: AbortSignal;
@@ -114,7 +113,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   const remote = wrapPort<PermissionService>(permissionPort);
   const permissions: PermissionGate = {
     check: (request) =>
-      raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, PERMISSION_TIMEOUT_MS, false, controller.signal),
+      raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, TIMINGS.permissionAnswerMs, false, controller.signal),
   };
   try {
     post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
