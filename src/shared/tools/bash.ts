@@ -1,8 +1,12 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { AbortError, ToolError } from '../errors.js';
+import { bwrapArgs, probeBwrap, sandboxEnv } from './bwrap.js';
+import { policyOf } from './policy.js';
 import { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
-import type { ToolDefinition } from './types.js';
+import type { ProcessRegistry, ToolContext, ToolDefinition } from './types.js';
 import { capOutput, throwIfAborted } from './util.js';
 
 const NAME = 'bash';
@@ -23,7 +27,8 @@ export const bashTool: ToolDefinition<BashArgs> = {
   description:
     'Run a shell command with /bin/bash -c, working directory = workspace root, no secrets in the environment. ' +
     'Returns stdout and stderr interleaved (long output keeps its head and tail) and the exit code. ' +
-    'On timeout the whole process group is killed.',
+    'Usually sandboxed: only the workspace (writable) and system folders (read-only) are visible, no network, ' +
+    'and every process the command starts ends with it. On timeout everything it started is killed.',
   parameters,
   gated: true,
   describeCall: (args) => `bash: ${args.command.length > 200 ? `${args.command.slice(0, 200)}…` : args.command}`,
@@ -31,9 +36,11 @@ export const bashTool: ToolDefinition<BashArgs> = {
     throwIfAborted(ctx.signal);
     const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
     const output = new HeadTail(ctx.limits.outputMaxChars);
-    const outcome = await runCommand(args.command, ctx.workspaceRoot, scrubEnv(ctx.env), timeoutMs, ctx.signal, (chunk) => output.push(chunk));
+    const launch = await launchFor(args.command, ctx);
+    throwIfAborted(ctx.signal);
+    const outcome = await runCommand(launch, timeoutMs, ctx.signal, ctx.processes, (chunk) => output.push(chunk));
     const status = outcome.timedOut
-      ? `[timed out after ${timeoutMs} ms; the process group was killed]`
+      ? `[timed out after ${timeoutMs} ms; everything the command started was killed]`
       : outcome.code !== null
         ? `[exit code: ${outcome.code}]`
         : `[killed by signal ${outcome.signal ?? 'unknown'}]`;
@@ -50,17 +57,46 @@ interface Outcome {
   timedOut: boolean;
 }
 
+/** What to spawn: bwrap around bash, or bash alone. */
+interface Launch {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+}
+
+async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
+  const policy = policyOf(ctx);
+  const plain: Launch = { file: '/bin/bash', args: ['-c', command], cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env) };
+  if (policy.sandbox === 'none') return plain;
+  if (policy.sandbox === 'auto' && !(await probeBwrap(policy.bwrapPath)).ok) return plain;
+  // Protected paths that exist become read-only inside, so bash cannot plant a git hook either.
+  const readOnlyInWorkspace = policy.allowProtectedWrites
+    ? []
+    : policy.protectedPaths.filter((rel) => existsSync(path.join(ctx.workspaceRoot, rel)));
+  return {
+    file: policy.bwrapPath,
+    args: bwrapArgs({ workspaceRoot: ctx.workspaceRoot, command, policy, readOnlyInWorkspace }),
+    cwd: ctx.workspaceRoot,
+    env: sandboxEnv(scrubEnv(ctx.env)),
+  };
+}
+
 function runCommand(
-  command: string,
-  cwd: string,
-  env: Record<string, string>,
+  launch: Launch,
   timeoutMs: number,
   signal: AbortSignal,
+  processes: ProcessRegistry | undefined,
   onData: (chunk: string) => void,
 ): Promise<Outcome> {
   return new Promise<Outcome>((resolve, reject) => {
-    // detached: the shell leads a new process group, so kill(-pid) reaches its children too.
-    const child = spawn('/bin/bash', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: the child leads a new process group, so kill(-pid) reaches its children too.
+    // With bwrap the group is bwrap itself: killing it kills its PID namespace (--die-with-parent),
+    // and with it everything inside, including processes that left the group with setsid.
+    const child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const pgid = child.pid;
+    // Registered at once, so the main thread can kill the group if this thread dies first.
+    if (pgid !== undefined) processes?.started(pgid);
     let timedOut = false;
     let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let settled = false;
@@ -85,6 +121,7 @@ function runCommand(
       signal.removeEventListener('abort', onAbort);
       // Reap anything the command left running in its group (e.g. `sleep 100 &`).
       killGroup('SIGKILL');
+      if (pgid !== undefined) processes?.ended(pgid);
       child.stdout?.destroy();
       child.stderr?.destroy();
       if (error) reject(error);
@@ -95,7 +132,7 @@ function runCommand(
 
     child.stdout?.setEncoding('utf8').on('data', onData);
     child.stderr?.setEncoding('utf8').on('data', onData);
-    child.on('error', (error) => finish(new ToolError('TOOL_FAILED', NAME, `could not run /bin/bash: ${error.message}`, { cause: error })));
+    child.on('error', (error) => finish(new ToolError('TOOL_FAILED', NAME, `could not run ${launch.file}: ${error.message}`, { cause: error })));
     child.on('exit', (code, sig) => {
       exited = { code, signal: sig };
       timers.push(setTimeout(() => finish(), CLOSE_GRACE_MS));
