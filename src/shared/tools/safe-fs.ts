@@ -236,7 +236,11 @@ async function verifyWritable(handle: FileHandle, root: string, toolName: string
 /** Not Linux: open by path, following no link at the last component, then verify. */
 async function openByPathFallback(root: string, resolved: string, toolName: string, options: OpenForWritingOptions): Promise<OpenedPath & { existed: boolean }> {
   const shown = JSON.stringify(displayPath(root, resolved));
-  if (options.create) await mkdir(path.dirname(resolved), { recursive: true });
+  if (options.create) {
+    await mkdir(path.dirname(resolved), { recursive: true }).catch((error: unknown) => {
+      throw openError(error, toolName, shown);
+    });
+  }
   let existed = true;
   let handle: FileHandle;
   const flags = constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK;
