@@ -58,7 +58,7 @@ export function recordingRegistry(): RecordingRegistry {
   return { log, started: (pgid) => log.push(['started', pgid]), ended: (pgid) => log.push(['ended', pgid]) };
 }
 
-export function toolContext(workspaceRoot: string, extra: Partial<ToolContext> & { policy?: Partial<ToolPolicy> } = {}): ToolContext {
+export function toolContext(workspaceRoot: string, extra: Partial<Omit<ToolContext, 'policy'>> & { policy?: Partial<ToolPolicy> } = {}): ToolContext {
   const { policy, ...rest } = extra;
   return {
     workspaceRoot,
