@@ -95,7 +95,9 @@ describe.skipIf(SKIP_BWRAP)('bash in bubblewrap', () => {
 
   it('(setsid sleep &) does not survive the call', async () => {
     const sleeper = markerSleep();
-    const out = await callTool(bashTool, { command: `(setsid ${sleeper.command} > /dev/null 2>&1 &); echo started` }, bwrap());
+    // The command ends only once the escaped sleep runs, so "gone" below means killed, not never started.
+    const command = `(setsid ${sleeper.command} > /dev/null 2>&1 &); until pgrep -xf '${sleeper.command}' > /dev/null; do :; done; echo started`;
+    const out = await callTool(bashTool, { command }, bwrap());
     expect(out).toContain('started');
     await eventually(() => processesRunning(sleeper.argv).length === 0, `${sleeper.command} is gone after the call`);
   });

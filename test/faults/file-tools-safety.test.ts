@@ -27,7 +27,15 @@ beforeAll(async () => {
   execFileSync('mkfifo', [path.join(ws, 'pipe')]);
   execFileSync('mkfifo', [path.join(ws, 'src', 'pipe2')]);
 });
-afterAll(() => rm(base, { recursive: true, force: true }));
+afterAll(async () => {
+  // A proc mount left by a failed test must go before the folder is removed.
+  try {
+    execFileSync('umount', ['-l', path.join(ws, 'mnt-proc')], { stdio: 'ignore' });
+  } catch {
+    // not mounted
+  }
+  await rm(base, { recursive: true, force: true });
+});
 
 async function toolError(promise: Promise<unknown>): Promise<ToolError> {
   const error = await promise.then(
