@@ -77,6 +77,12 @@ describe.skipIf(SKIP_BWRAP)('bash in bubblewrap', () => {
     expect(await readFile(path.join(ws, '.git', 'config'), 'utf8')).toBe('[core]\n');
   });
 
+  it('sandboxReadPaths are visible read-only', async () => {
+    const out = await callTool(bashTool, { command: `cat ${outside}/secret.txt; echo x > ${outside}/new.txt` }, toolContext(ws, { policy: { sandbox: 'bwrap', readPaths: [outside] } }));
+    expect(out).toContain('outside-secret-content');
+    expect(out).toMatch(/new\.txt: Read-only file system/);
+  });
+
   it('has no network unless granted', async () => {
     const server: Server = createServer((socket) => socket.end('hello-from-host\n'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -219,3 +219,29 @@ describe('a workspace of / or the home folder', () => {
     expect(await resolveWorkspaceRoot('/', { allowBroad: true })).toBe('/');
   });
 });
+
+describe('the new config fields', () => {
+  it.each([
+    [{ protectedPaths: ['../outside'] }, 'protectedPaths.0'],
+    [{ protectedPaths: ['/etc'] }, 'protectedPaths.0'],
+    [{ sandbox: 'docker' }, 'sandbox'],
+    [{ sandboxReadPaths: ['relative/dir'] }, 'sandboxReadPaths.0'],
+    [{ bwrapPath: 'bwrap' }, 'bwrapPath'],
+    [{ toolLimits: { searchTimeoutMs: 0 } }, 'toolLimits.searchTimeoutMs'],
+  ])('%j is refused naming %s', (input, field) => {
+    let error: unknown;
+    try {
+      parseConfig({ workspaceRoot: base, ...input });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues.map((i) => i.field)).toEqual([field]);
+  });
+
+  it('defaults: sandbox auto, no network, .git protected; toolPolicyFrom carries them', async () => {
+    const { toolPolicyFrom } = await import('../../src/shared/tools/index.js');
+    const config = parseConfig({ workspaceRoot: base });
+    expect(toolPolicyFrom(config)).toEqual({ sandbox: 'auto', bwrapPath: '/usr/bin/bwrap', network: false, readPaths: [], protectedPaths: ['.git'], allowProtectedWrites: false });
+  });
+});
