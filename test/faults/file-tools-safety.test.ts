@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { parseConfig } from '../../src/shared/config.js';
 import { AbortError, ConfigError, ToolError } from '../../src/shared/errors.js';
 import { editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, resolveWorkspaceRoot, writeFileTool } from '../../src/shared/tools/index.js';
 import { pseudoFsDevices } from '../../src/shared/tools/safe-fs.js';
+import { walkFiles } from '../../src/shared/tools/walk.js';
 import { callTool, toolContext } from './sandbox-helpers.js';
 
 let base: string;
@@ -133,23 +134,46 @@ describe('huge trees: abort and the time limit', () => {
     }
   });
 
-  it('an abort mid-walk ends grep and find_files with AbortError, leaving no descriptor open', async () => {
-    const fdsBefore = (await import('node:fs')).readdirSync('/proc/self/fd').length;
+  it('the walk stops at the first entry after an abort (counted in entries, not time), closing every descriptor', async () => {
+    const { readdirSync } = await import('node:fs');
+    const fdsBefore = readdirSync('/proc/self/fd').length;
+    const controller = new AbortController();
+    let entries = 0;
+    let afterAbort = 0;
+    const start = await open(tree, 'r');
+    try {
+      const walk = walkFiles(start, tree, {
+        signal: controller.signal,
+        skipDirs: [],
+        pseudoDevices: await pseudoFsDevices(),
+        onTick: () => {
+          if (controller.signal.aborted) afterAbort++;
+          else if (++entries === 500) controller.abort(new Error('cancelled'));
+        },
+      });
+      await expect((async () => {
+        for await (const _file of walk) {
+          // consume
+        }
+      })()).rejects.toBeInstanceOf(AbortError);
+    } finally {
+      await start.close();
+    }
+    expect(entries).toBe(500);
+    expect(afterAbort).toBe(0);
+    expect(readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(fdsBefore);
+  });
+
+  it('an abort ends grep and find_files with AbortError', async () => {
     for (const [tool, args] of [
       [grepTool, { pattern: 'needle' }],
       [findFilesTool, { pattern: '**/*.md' }],
     ] as const) {
       const controller = new AbortController();
-      let ticks = 0;
-      // Aborted after 50 turns of the event loop (the walk needs thousands), not after a delay.
       const running = callTool(tool, args, toolContext(tree, { signal: controller.signal }));
-      setImmediate(function tick() {
-        if (++ticks === 50) controller.abort(new Error('cancelled'));
-        else setImmediate(tick);
-      });
+      controller.abort(new Error('cancelled'));
       await expect(running).rejects.toBeInstanceOf(AbortError);
     }
-    expect((await import('node:fs')).readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(fdsBefore);
   });
 
   it('grep and find_files end with TOOL_TIMEOUT at their time limit', async () => {
