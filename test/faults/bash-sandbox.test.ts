@@ -3,7 +3,7 @@
  * outlives its job", tool side). Every test runs the real bwrap; without it they fail loudly
  * unless FORKPOOL_TEST_NO_BWRAP=1. The `none` mode's own guarantees are checked at the end.
  */
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -75,6 +75,15 @@ describe.skipIf(SKIP_BWRAP)('bash in bubblewrap', () => {
     // /tmp inside is the sandbox's own.
     await expect(readFile(`/tmp/forkpool-tmp-${process.pid}`)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await readFile(path.join(ws, '.git', 'config'), 'utf8')).toBe('[core]\n');
+  });
+
+  it('a .git link planted to an outside folder is not mounted (the read-only bind takes the checked object, not the path)', async () => {
+    const ws2 = path.join(base, 'ws2');
+    await mkdir(ws2, { recursive: true });
+    await symlink(outside, path.join(ws2, '.git'));
+    const out = await callTool(bashTool, { command: 'cat .git/secret.txt; ls -la .git' }, toolContext(ws2, { policy: { sandbox: 'bwrap' } }));
+    expect(out).not.toContain('outside-secret-content');
+    expect(out).toMatch(/\.git\/secret\.txt: No such file or directory/);
   });
 
   it('sandboxReadPaths are visible read-only', async () => {

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
+import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { AbortError, ToolError } from '../errors.js';
 import { bwrapArgs, probeBwrap, sandboxEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
+import { openNoFollow } from './safe-fs.js';
 import { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
 import type { ProcessRegistry, ToolContext, ToolDefinition } from './types.js';
 import { capOutput, throwIfAborted } from './util.js';
@@ -37,8 +37,13 @@ export const bashTool: ToolDefinition<BashArgs> = {
     const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
     const output = new HeadTail(ctx.limits.outputMaxChars);
     const launch = await launchFor(args.command, ctx);
-    throwIfAborted(ctx.signal);
-    const outcome = await runCommand(launch, timeoutMs, ctx.signal, ctx.processes, (chunk) => output.push(chunk));
+    let outcome: Outcome;
+    try {
+      throwIfAborted(ctx.signal);
+      outcome = await runCommand(launch, timeoutMs, ctx.signal, ctx.processes, (chunk) => output.push(chunk));
+    } finally {
+      for (const handle of launch.extraFds) await handle.close().catch(() => {});
+    }
     const status = outcome.timedOut
       ? `[timed out after ${timeoutMs} ms; everything the command started was killed]`
       : outcome.code !== null
@@ -63,22 +68,34 @@ interface Launch {
   args: string[];
   cwd: string;
   env: Record<string, string>;
+  /** Descriptors handed to the child as fds 3, 4, … (closed here once it is spawned). */
+  extraFds: FileHandle[];
 }
 
 async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   const policy = policyOf(ctx);
-  const plain: Launch = { file: '/bin/bash', args: ['-c', command], cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env) };
+  const plain: Launch = { file: '/bin/bash', args: ['-c', command], cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [] };
   if (policy.sandbox === 'none') return plain;
   if (policy.sandbox === 'auto' && !(await probeBwrap(policy.bwrapPath)).ok) return plain;
   // Protected paths that exist become read-only inside, so bash cannot plant a git hook either.
-  const readOnlyInWorkspace = policy.allowProtectedWrites
-    ? []
-    : policy.protectedPaths.filter((rel) => existsSync(path.join(ctx.workspaceRoot, rel)));
+  // Handed over as descriptors opened without following links: a `.git` link an earlier
+  // command planted (to ~/.ssh, say) is skipped, never mounted.
+  const extraFds: FileHandle[] = [];
+  const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
+  if (!policy.allowProtectedWrites) {
+    for (const rel of policy.protectedPaths) {
+      const handle = await openNoFollow(ctx.workspaceRoot, rel);
+      if (!handle) continue;
+      extraFds.push(handle);
+      readOnlyInWorkspace.push({ rel, childFd: 2 + extraFds.length });
+    }
+  }
   return {
     file: policy.bwrapPath,
     args: bwrapArgs({ workspaceRoot: ctx.workspaceRoot, command, policy, readOnlyInWorkspace }),
     cwd: ctx.workspaceRoot,
     env: sandboxEnv(scrubEnv(ctx.env)),
+    extraFds,
   };
 }
 
@@ -93,7 +110,12 @@ function runCommand(
     // detached: the child leads a new process group, so kill(-pid) reaches its children too.
     // With bwrap the group is bwrap itself: killing it kills its PID namespace (--die-with-parent),
     // and with it everything inside, including processes that left the group with setsid.
-    const child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(launch.file, launch.args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', ...launch.extraFds.map((h) => h.fd)],
+    });
     const pgid = child.pid;
     // Registered at once, so the main thread can kill the group if this thread dies first.
     if (pgid !== undefined) processes?.started(pgid);

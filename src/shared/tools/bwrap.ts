@@ -34,8 +34,11 @@ export interface BwrapCommand {
   workspaceRoot: string;
   command: string;
   policy: ToolPolicy;
-  /** Workspace-relative paths bound read-only over the workspace (protected paths that exist). */
-  readOnlyInWorkspace: readonly string[];
+  /**
+   * Protected paths bound read-only over the workspace: the workspace-relative path and the
+   * child's descriptor number of the very file or folder (opened without following links).
+   */
+  readOnlyInWorkspace: ReadonlyArray<{ rel: string; childFd: number }>;
 }
 
 /**
@@ -60,9 +63,8 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
   for (const dir of spec.policy.readPaths) args.push('--ro-bind-try', dir, dir);
   // After the read-only binds, so a workspace below /usr or /tmp is still writable.
   args.push('--bind', spec.workspaceRoot, spec.workspaceRoot);
-  for (const rel of spec.readOnlyInWorkspace) {
-    const abs = path.join(spec.workspaceRoot, rel);
-    args.push('--ro-bind-try', abs, abs);
+  for (const { rel, childFd } of spec.readOnlyInWorkspace) {
+    args.push('--ro-bind-fd', String(childFd), path.join(spec.workspaceRoot, rel));
   }
   args.push('--chdir', spec.workspaceRoot, '--', '/bin/bash', '-c', spec.command);
   return args;

@@ -263,6 +263,35 @@ async function openByPathFallback(root: string, resolved: string, toolName: stri
   }
 }
 
+/**
+ * Opens `rel` (workspace-relative) without following any symbolic link on the way, for handing
+ * to bubblewrap as a descriptor: `undefined` when it is missing, a link, or not a regular file
+ * or folder. A path would let a link planted by an earlier command pull an outside file into
+ * the sandbox; a descriptor is the very object checked here. Linux only (bubblewrap is too).
+ */
+export async function openNoFollow(root: string, rel: string): Promise<FileHandle | undefined> {
+  const segments = path.posix.normalize(rel.replaceAll('\\', '/')).split('/').filter((s) => s !== '' && s !== '.');
+  if (segments.length === 0 || segments.includes('..') || !procFdAvailable()) return undefined;
+  let dir: FileHandle | undefined;
+  try {
+    dir = await open(root, DIR_FLAGS);
+    for (const segment of segments.slice(0, -1)) {
+      const next: FileHandle = await open(atPath(dir.fd, segment), DIR_FLAGS);
+      await dir.close();
+      dir = next;
+    }
+    const handle = await open(atPath(dir.fd, segments[segments.length - 1] as string), READ_FLAGS);
+    const stats = await handle.stat();
+    if (stats.isFile() || stats.isDirectory()) return handle;
+    await handle.close();
+    return undefined;
+  } catch {
+    return undefined; // missing, a link (ELOOP), or unreadable
+  } finally {
+    await dir?.close();
+  }
+}
+
 /** The workspace-relative form of what the model typed (no symlinks resolved). */
 function lexicalRelative(root: string, userPath: string): string {
   return path.relative(root, path.resolve(root, userPath)).split(path.sep).join('/');
