@@ -1,4 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
@@ -103,7 +104,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
 
     try {
       if (!start.stats.isDirectory()) {
-        await searchOne(start.handle, start.stats.size, shownStart);
+        // A single file is searched when the glob (if any) matches its name.
+        if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats.size, shownStart);
       } else {
         const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline });
         for await (const file of walk) {
