@@ -255,3 +255,33 @@ describe('AgentSession turns a program can stop', () => {
     await expect(turn).resolves.toMatchObject({ stopReason: 'aborted' });
   });
 });
+
+describe('the real bash tool: nothing outlives a hard-stopped job', () => {
+  it.each([
+    ['bubblewrap', 'bwrap' as const, '1023', '1024'],
+    ['no sandbox', 'none' as const, '1025', '1026'],
+  ])('%s: destroy() mid-command kills the command and its background child', async (_what, sandbox, inGroup, escaped) => {
+    const group = `sleep ${inGroup}`;
+    const setsid = `sleep ${escaped}`;
+    cleanups.add(() => killLeftovers(group));
+    cleanups.add(() => killLeftovers(setsid));
+    const root = await makeWorkspace(cleanups);
+    const command = `(setsid ${setsid} &); ${group} & ${group}`;
+    const sim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { content: 'unused' }] });
+    const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { grantedTools: ['bash'], sandbox });
+    const manager = new BackgroundManager({ config });
+    const { id } = manager.spawn({ task: 'Sleep a long while.', label: 'sleeper' });
+    await startedJob(manager, id);
+    for (let tries = 0; processesMatching(group).length < 2 || processesMatching(setsid).length < 1; tries++) {
+      expect(tries).toBeLessThan(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // A hard stop: the job's thread is terminated, its own cleanup never runs.
+    await manager.destroy();
+    expect(manager.get(id)).toMatchObject({ status: 'cancelled', endedBy: 'hard' });
+    expect(await survivorsAfterKill(group)).toEqual([]);
+    // `setsid` leaves the process group: only bubblewrap's PID namespace ends it too.
+    if (sandbox === 'bwrap') expect(await survivorsAfterKill(setsid)).toEqual([]);
+    else expect(processesMatching(setsid)).toHaveLength(1);
+  });
+});

@@ -15,6 +15,7 @@ import {
   scrubEnv,
   toOpenAITool,
 } from '../src/shared/tools/index.js';
+import { DEFAULT_TOOL_POLICY } from '../src/shared/tools/policy.js';
 import type { ToolContext, ToolDefinition } from '../src/shared/tools/types.js';
 
 const cleanup: string[] = [];
@@ -264,8 +265,9 @@ describe('bash', () => {
     expect(out).toMatch(/\[exit code: 3\]$/);
   });
 
-  it('kills the whole process group on timeout', async () => {
-    const out = await call(tool, { command: 'sleep 30 & echo $! > bg.pid; echo started; wait', timeout_ms: 300 });
+  it('kills the whole process group on timeout (sandbox none; bubblewrap: test/faults/bash-sandbox.test.ts)', async () => {
+    const none = ctx({}, { policy: { ...DEFAULT_TOOL_POLICY, sandbox: 'none' } });
+    const out = await call(tool, { command: 'sleep 30 & echo $! > bg.pid; echo started; wait', timeout_ms: 300 }, none);
     expect(out).toContain('started');
     expect(out).toMatch(/timed out after 300 ms/);
     const pid = Number((await readFile(path.join(ws, 'bg.pid'), 'utf8')).trim());

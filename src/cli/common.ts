@@ -24,6 +24,8 @@ export interface GlobalFlags {
   model?: string;
   baseUrl?: string;
   workspace?: string;
+  /** Accept / or the home folder as the workspace. */
+  allowBroadWorkspace?: boolean;
   json?: boolean;
   logLevel?: string;
   concurrency?: number;
@@ -82,6 +84,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     model: flags.model,
     baseUrl: flags.baseUrl,
     workspace: flags.workspace,
+    allowBroadWorkspace: flags.allowBroadWorkspace,
     maxIterations: flags.maxIterations,
     concurrency: flags.concurrency,
     isolation: flags.isolation,

@@ -12,6 +12,7 @@ function globalOptions(command: Command): Command {
     .option('-m, --model <name>', 'model name (env FORKPOOL_MODEL / OPENAI_MODEL)')
     .option('--base-url <url>', 'OpenAI-compatible base URL (env OPENAI_BASE_URL); none and no key: the built-in simulator')
     .option('-w, --workspace <dir>', 'workspace root the tools are confined to (default: the current directory)')
+    .option('--allow-broad-workspace', 'accept / or the home folder as the workspace (refused by default)')
     .option('--json', 'one JSON event per line on stdout, for scripts')
     .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
     .option('--concurrency <n>', 'background jobs running at once (max_background_agents, default 3)', parseIntFlag('--concurrency', 1))

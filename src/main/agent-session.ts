@@ -73,7 +73,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     });
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
-      config: options.config,
+      // The manager has decided how bash runs; the parent's tools need not probe again.
+      config: { ...options.config, sandbox: this.manager.sandbox.mode },
       permissions: this.permissions,
       ...(options.client ? { client: options.client } : {}),
       ...(options.asker ? { asker: options.asker } : {}),

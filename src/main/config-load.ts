@@ -11,6 +11,7 @@ export interface ConfigOverrides {
   model?: string | undefined;
   baseUrl?: string | undefined;
   workspace?: string | undefined;
+  allowBroadWorkspace?: boolean | undefined;
   maxIterations?: number | undefined;
   concurrency?: number | undefined;
   isolation?: string | undefined;
@@ -67,6 +68,7 @@ export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessE
     ['model', overrides.model, '--model'],
     ['baseUrl', overrides.baseUrl, '--base-url'],
     ['workspaceRoot', overrides.workspace, '--workspace'],
+    ['allowBroadWorkspace', overrides.allowBroadWorkspace, '--allow-broad-workspace'],
     ['maxIterations', overrides.maxIterations, '--max-iterations'],
     ['background.maxConcurrent', overrides.concurrency, '--concurrency'],
     ['background.isolation', overrides.isolation, '--isolation'],

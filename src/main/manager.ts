@@ -9,6 +9,7 @@ import type { LoopEvent } from '../shared/tool-loop.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
+import { checkSandbox, type SandboxStatus } from '../shared/tools/bwrap.js';
 import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { Attempt, type AttemptEnd } from './attempt.js';
@@ -109,13 +110,18 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
   /** Removes a spawn's AbortSignal listener once its job has ended. */
   readonly #signalCleanups = new Map<string, () => void>();
+  /** How bash runs in this manager's jobs, decided once (see checkSandbox). */
+  readonly sandbox: SandboxStatus;
   #closing: Promise<CloseReport> | undefined;
   #pumpScheduled = false;
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
-    this.#config = options.config;
+    // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
+    this.sandbox = checkSandbox(options.config);
+    this.#config = { ...options.config, sandbox: this.sandbox.mode };
+    if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#ledger = new DeliveryLedger(options.config.background.retention);
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
@@ -247,13 +253,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * created: no thread of its own is left running. Every call returns the same promise.
    */
   close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
-    this.#closing ??= this.#close(options.drain ?? false, options.timeoutMs ?? this.#config.background.closeTimeoutMs);
+    this.#closing ??= this.#close(options.drain ? 'drain' : 'cancel', options.timeoutMs ?? this.#config.background.closeTimeoutMs);
     return this.#closing;
   }
 
-  /** Hard-stops every job now (no grace), then closes as {@link close} does. */
+  /** Hard-stops every job now (no cooperative cancel, no grace), then closes as {@link close} does. */
   destroy(): Promise<CloseReport> {
-    const closing = this.close({ timeoutMs: 0 });
+    const closing = (this.#closing ??= this.#close('hard', 0));
     // A close already under way with a longer bound is cut short here.
     for (const attempt of this.#live.values()) {
       attempt.stopReason ??= 'close';
@@ -262,18 +268,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return closing;
   }
 
-  async #close(drain: boolean, timeoutMs: number): Promise<CloseReport> {
+  async #close(how: 'drain' | 'cancel' | 'hard', timeoutMs: number): Promise<CloseReport> {
     const report: CloseReport = { cancelled: [], stragglers: [] };
     for (const id of [...this.#queue]) {
       this.#stop(id, 'close');
       report.cancelled.push(id);
     }
     const deadline = settlesWithin(this.onIdle(), timeoutMs);
-    if (!drain) {
-      for (const id of [...this.#live.keys()]) {
-        this.#stop(id, 'close');
-        report.cancelled.push(id);
-      }
+    for (const [id, attempt] of how === 'drain' ? [] : [...this.#live]) {
+      if (how === 'hard') {
+        attempt.stopReason ??= 'close';
+        attempt.hardStop();
+      } else this.#stop(id, 'close');
+      report.cancelled.push(id);
     }
     if (!(await deadline)) {
       for (const attempt of this.#live.values()) {

@@ -5,6 +5,7 @@ import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { primarySystemPrompt } from '../shared/prompts.js';
 import { runToolLoop, type LoopEvent, type StopReason } from '../shared/tool-loop.js';
 import { builtinTools } from '../shared/tools/index.js';
+import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
@@ -74,7 +75,7 @@ export class ParentAgent {
       historyMaxTokens: options.config.parentHistoryMaxTokens,
       summaryMaxChars: options.config.sessionSummaryMaxChars,
     });
-    this.#workspaceRoot = resolveWorkspaceRoot(options.config.workspaceRoot);
+    this.#workspaceRoot = resolveWorkspaceRoot(options.config.workspaceRoot, { allowBroad: options.config.allowBroadWorkspace });
     // Checked again when a turn runs; this keeps an unhandled rejection from escaping meanwhile.
     this.#workspaceRoot.catch(() => {});
   }
@@ -117,6 +118,7 @@ export class ParentAgent {
           limits: this.#config.toolLimits,
           permissions: this.permissions.parentGate(this.#options.asker),
           env: scrubEnv(process.env),
+          policy: toolPolicyFrom(this.#config),
         },
         signal: options.signal,
         rateGate: this.#options.rateGate,

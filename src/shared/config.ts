@@ -1,3 +1,6 @@
+import { realpathSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
@@ -31,6 +34,7 @@ const toolLimitsSchema = z.strictObject({
   findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
+  searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
 });
 
@@ -39,6 +43,14 @@ const retentionSchema = z.strictObject({
   keepResultsMs: z.number().int().min(0).default(DEFAULTS.background.retention.keepResultsMs),
   keepRecords: z.number().int().min(0).default(DEFAULTS.background.retention.keepRecords),
 });
+
+/** A workspace-relative path: no NUL, not absolute, no ".." segment. */
+const relativePathSchema = z
+  .string()
+  .min(1)
+  .refine((p) => !p.includes('\0') && !p.startsWith('/') && !p.split('/').includes('..'), 'a workspace-relative path without ".." (e.g. ".git" or "config/secrets")');
+/** An absolute folder path. */
+const absolutePathSchema = z.string().min(2).refine((p) => p.startsWith('/') && !p.includes('\0'), 'an absolute path');
 
 const backgroundSchema = z.strictObject({
   maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
@@ -77,6 +89,20 @@ export const configSchema = z.strictObject({
   stream: z.boolean().default(DEFAULTS.stream),
   /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
   workspaceRoot: z.string().min(1),
+  /** Accept `/` or the home folder as the workspace (refused by default: the tools would reach everything). */
+  allowBroadWorkspace: z.boolean().default(false),
+  /** How bash is confined: `auto` (bubblewrap when it works, else a process group), `bwrap` or `none`. */
+  sandbox: z.enum(['auto', 'bwrap', 'none']).default(DEFAULTS.sandbox),
+  /** Path of the bubblewrap binary. */
+  bwrapPath: absolutePathSchema.default(DEFAULTS.bwrapPath),
+  /** bash inside the sandbox may use the network. Default false. */
+  sandboxNetwork: z.boolean().default(DEFAULTS.sandboxNetwork),
+  /** Extra folders bash may read (read-only) inside the sandbox, e.g. a toolchain in the home folder. */
+  sandboxReadPaths: z.array(absolutePathSchema).default([]),
+  /** Paths write_file and edit_file refuse (and bash sees read-only in the sandbox). Default [".git"]. */
+  protectedPaths: z.array(relativePathSchema).default([...DEFAULTS.protectedPaths]),
+  /** Let the write tools and bash write protected paths after all. Default false. */
+  allowProtectedWrites: z.boolean().default(false),
   /** Built-in tools offered to the model. */
   tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([...BUILTIN_TOOL_NAMES]),
   /** Gated tools granted up front (`bash`, `write_file`, `edit_file`). */
@@ -156,6 +182,8 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
       },
     ]);
   }
+  const broad = broadWorkspaceIssue(config);
+  if (broad) throw new ConfigError([withSource(broad, 'workspaceRoot', sources)]);
   const { keepRecords, keepResults } = config.background.retention;
   if (keepRecords < keepResults) {
     throw new ConfigError([
@@ -192,6 +220,28 @@ function resolveJobTimeout(config: ForkpoolConfig, input: Record<string, unknown
   }
   const { timeoutMs: _converted, ...background } = config.background;
   return { ...config, background: { ...background, timeoutMinutes: timeoutMs / 60_000 } };
+}
+
+/**
+ * `/` or the home folder as the workspace would hand every tool the whole machine (or every
+ * credential in the home folder): refused unless `allowBroadWorkspace` says so.
+ */
+function broadWorkspaceIssue(config: ForkpoolConfig): ConfigIssue | undefined {
+  if (config.allowBroadWorkspace) return undefined;
+  const candidates = new Set([path.resolve(config.workspaceRoot)]);
+  try {
+    candidates.add(realpathSync(config.workspaceRoot));
+  } catch {
+    // A missing folder is reported where it is opened; only its name is checked here.
+  }
+  const home = os.homedir();
+  const broad = [...candidates].find((p) => p === '/' || (home !== '' && home !== '/' && p === path.resolve(home)));
+  if (!broad) return undefined;
+  return {
+    field: 'workspaceRoot',
+    expected: 'a project folder, not / or the home folder (set allowBroadWorkspace: true or pass --allow-broad-workspace to force it)',
+    received: JSON.stringify(config.workspaceRoot) + (broad === '/' ? ' (the file system root)' : ' (the home folder)'),
+  };
 }
 
 function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {

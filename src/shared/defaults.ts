@@ -29,7 +29,21 @@ export const DEFAULTS = {
     toolTimeoutMs: 60_000,
     /** Tool calls of one model message that run at once; the rest wait their turn (all run, results in order). */
     maxParallelToolCalls: 8,
+    /** One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree). */
+    searchTimeoutMs: 20_000,
   },
+  /**
+   * How bash is confined. `auto`: inside bubblewrap when it works on this machine, else a plain
+   * process group (said once at start); `bwrap`: always bubblewrap (startup fails without it);
+   * `none`: a plain process group.
+   */
+  sandbox: 'auto' as 'auto' | 'bwrap' | 'none',
+  /** Where bubblewrap is looked for (Debian's `bubblewrap` package). */
+  bwrapPath: '/usr/bin/bwrap',
+  /** bash inside the sandbox may use the network. */
+  sandboxNetwork: false,
+  /** Paths the write tools refuse (a name matches that segment anywhere; a path with "/" a workspace-relative prefix). */
+  protectedPaths: ['.git'] as readonly string[],
   background: {
     /** The seeds' `max_background_agents`. */
     maxConcurrent: 3,

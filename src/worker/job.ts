@@ -9,6 +9,7 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop, type LoopEvent } from '../shared/tool-loop.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
+import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import type { PermissionGate, ProcessRegistry } from '../shared/tools/types.js';
@@ -33,7 +34,7 @@ export interface BackgroundJobDeps {
 export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobOutcome> {
   const { config } = spec;
   try {
-    const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot);
+    const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
     const result = await runToolLoop({
       client: deps.client ?? clientFor(config),
       config,
@@ -47,6 +48,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         limits: config.toolLimits,
         permissions: deps.permissions,
         env: scrubEnv(process.env),
+        policy: toolPolicyFrom(config),
         ...(deps.processes ? { processes: deps.processes } : {}),
       },
       signal: deps.signal,

@@ -3,7 +3,8 @@
  * events, fanout output, a tool's environment or the model's view of a tool result; a job's
  * output cannot forge or end the block that carries results to the parent. The CLI runs as a
  * real process (build first) against a loopback sim; jobs run through the real pool.
- * Path escapes and the bash tool's own scrub are in test/tools.test.ts.
+ * Path escapes and the bash tool's own scrub are in test/tools.test.ts; the bubblewrap sandbox,
+ * path races and hostile file-tool input in test/faults/{bash-sandbox,path-race,file-tools-safety}.test.ts.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/sha
 import { CLI_PATH, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
 import { runOneJob, startRecordingProxy, startStatusServer, toolMessagesOf } from './helpers.js';
+import { SKIP_BWRAP } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -111,18 +113,32 @@ describe("a tool's environment has no secrets", () => {
     expectNoKey({ 'the env output': env ?? '' });
   });
 
-  it("a job that reads the host process's environment (/proc/$PPID/environ) cannot pass the key to the model or the output", async () => {
+  it.skipIf(SKIP_BWRAP)("a job that reads /proc/$PPID/environ and /proc/1/environ sees only the sandbox's short environment: no key, no host variables", async () => {
     const sim = await startSim(cleanups, {
-      script: [{ toolCalls: [{ name: 'bash', arguments: { command: 'tr "\\0" "\\n" < /proc/$PPID/environ' } }] }, { content: 'done' }],
+      script: [{ toolCalls: [{ name: 'bash', arguments: { command: 'tr "\\0" "\\n" < /proc/$PPID/environ; echo ---; tr "\\0" "\\n" < /proc/1/environ | base64 -w0' } }] }, { content: 'done' }],
     });
     const cwd = await makeWorkspace(cleanups);
     writeFileSync(path.join(cwd, 'one.jsonl'), jsonl([{ task: 'Print the environment.' }]));
-    const r = await runCli(['fanout', '--grant', 'bash', '--base-url', sim.url, 'one.jsonl'], { cwd, env: { OPENAI_API_KEY: KEY }, cleanup: cleanups });
+    const r = await runCli(['fanout', '--grant', 'bash', '--base-url', sim.url, 'one.jsonl'], { cwd, env: { OPENAI_API_KEY: KEY, FORKPOOL_TEST_HOST_ONLY: 'host-only-value' }, cleanup: cleanups });
     expect(r.code, describeResult(r)).toBe(0);
     const [environ] = toolMessagesOf(sim.requests[1]?.body);
-    // The command did read the host's environment (its variable is there, its value is not).
-    expect(environ).toContain('OPENAI_API_KEY=');
+    // The command did read an environment: bubblewrap's own, which is the sandbox's short list.
+    expect(environ).toContain('HOME=/tmp');
+    expect(environ).toContain('[exit code: 0]');
+    const [parent = '', encoded = ''] = (environ ?? '').split('---\n');
+    for (const text of [parent, Buffer.from(encoded.split('\n')[0] ?? '', 'base64').toString('utf8')]) {
+      expect(text).not.toMatch(/OPENAI_API_KEY|FORKPOOL_TEST_HOST_ONLY|host-only-value/);
+    }
     expectNoKey({ 'the tool result sent to the model': environ ?? '', stdout: r.stdout, stderr: r.stderr });
+  });
+});
+
+describe('a broad workspace', () => {
+  it('forkpool run --workspace / exits 2 naming workspaceRoot and the flag that forces it', async () => {
+    const cwd = await makeWorkspace(cleanups);
+    const r = await runCli(['run', '--workspace', '/', 'hello'], { cwd, cleanup: cleanups });
+    expect(r.code, describeResult(r)).toBe(2);
+    expect(r.stderr).toMatch(/workspaceRoot.*--workspace.*not \/ or the home folder.*--allow-broad-workspace/);
   });
 });
 

@@ -1,8 +1,13 @@
 import { spawn } from 'node:child_process';
+import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { AbortError, ToolError } from '../errors.js';
-import { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
-import type { ToolDefinition } from './types.js';
+import { bwrapArgs, probeBwrap, sandboxEnv } from './bwrap.js';
+import { policyOf } from './policy.js';
+import { openNoFollow } from './safe-fs.js';
+import { HeadTailBuffer } from '../text-budget.js';
+import { scrubEnv } from './secrets.js';
+import type { ProcessRegistry, ToolContext, ToolDefinition } from './types.js';
 import { capOutput, throwIfAborted } from './util.js';
 
 const NAME = 'bash';
@@ -23,24 +28,32 @@ export const bashTool: ToolDefinition<BashArgs> = {
   description:
     'Run a shell command with /bin/bash -c, working directory = workspace root, no secrets in the environment. ' +
     'Returns stdout and stderr interleaved (long output keeps its head and tail) and the exit code. ' +
-    'On timeout the whole process group is killed.',
+    'Usually sandboxed: only the workspace (writable) and system folders (read-only) are visible, no network, ' +
+    'and every process the command starts ends with it. On timeout everything it started is killed.',
   parameters,
   gated: true,
   describeCall: (args) => `bash: ${args.command.length > 200 ? `${args.command.slice(0, 200)}…` : args.command}`,
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
     const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
-    const output = new HeadTail(ctx.limits.outputMaxChars);
-    const outcome = await runCommand(args.command, ctx.workspaceRoot, scrubEnv(ctx.env), timeoutMs, ctx.signal, (chunk) => output.push(chunk));
+    const output = new HeadTailBuffer(ctx.limits.outputMaxChars);
+    const launch = await launchFor(args.command, ctx);
+    let outcome: Outcome;
+    try {
+      throwIfAborted(ctx.signal);
+      outcome = await runCommand(launch, timeoutMs, ctx.signal, ctx.processes, (chunk) => output.push(chunk));
+    } finally {
+      for (const handle of launch.extraFds) await handle.close().catch(() => {});
+    }
     const status = outcome.timedOut
-      ? `[timed out after ${timeoutMs} ms; the process group was killed]`
+      ? `[timed out after ${timeoutMs} ms; everything the command started was killed]`
       : outcome.code !== null
         ? `[exit code: ${outcome.code}]`
         : `[killed by signal ${outcome.signal ?? 'unknown'}]`;
     const raw = output.total === 0 ? '(no output)' : output.text(ctx.limits.outputMaxChars - status.length - 1);
     const text = raw.endsWith('\n') ? raw.slice(0, -1) : raw;
-    // The child never sees secrets, but a command can still print one it read from a file.
-    return capOutput(`${redactSecrets(text, secretValuesOf(process.env))}\n${status}`, ctx.limits);
+    // The tool loop redacts the model key from every tool result; the sandbox hides the rest.
+    return capOutput(`${text}\n${status}`, ctx.limits);
   },
 };
 
@@ -50,17 +63,63 @@ interface Outcome {
   timedOut: boolean;
 }
 
+/** What to spawn: bwrap around bash, or bash alone. */
+interface Launch {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Descriptors handed to the child as fds 3, 4, … (closed here once it is spawned). */
+  extraFds: FileHandle[];
+}
+
+async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
+  const policy = policyOf(ctx);
+  const plain: Launch = { file: '/bin/bash', args: ['-c', command], cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [] };
+  if (policy.sandbox === 'none') return plain;
+  if (policy.sandbox === 'auto' && !(await probeBwrap(policy.bwrapPath)).ok) return plain;
+  // Protected paths that exist become read-only inside, so bash cannot plant a git hook either.
+  // Handed over as descriptors opened without following links: a `.git` link an earlier
+  // command planted (to ~/.ssh, say) is skipped, never mounted.
+  const extraFds: FileHandle[] = [];
+  const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
+  if (!policy.allowProtectedWrites) {
+    for (const rel of policy.protectedPaths) {
+      const handle = await openNoFollow(ctx.workspaceRoot, rel);
+      if (!handle) continue;
+      extraFds.push(handle);
+      readOnlyInWorkspace.push({ rel, childFd: 2 + extraFds.length });
+    }
+  }
+  return {
+    file: policy.bwrapPath,
+    args: bwrapArgs({ workspaceRoot: ctx.workspaceRoot, command, policy, readOnlyInWorkspace }),
+    cwd: ctx.workspaceRoot,
+    env: sandboxEnv(scrubEnv(ctx.env)),
+    extraFds,
+  };
+}
+
 function runCommand(
-  command: string,
-  cwd: string,
-  env: Record<string, string>,
+  launch: Launch,
   timeoutMs: number,
   signal: AbortSignal,
+  processes: ProcessRegistry | undefined,
   onData: (chunk: string) => void,
 ): Promise<Outcome> {
   return new Promise<Outcome>((resolve, reject) => {
-    // detached: the shell leads a new process group, so kill(-pid) reaches its children too.
-    const child = spawn('/bin/bash', ['-c', command], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: the child leads a new process group, so kill(-pid) reaches its children too.
+    // With bwrap the group is bwrap itself: killing it kills its PID namespace (--die-with-parent),
+    // and with it everything inside, including processes that left the group with setsid.
+    const child = spawn(launch.file, launch.args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', ...launch.extraFds.map((h) => h.fd)],
+    });
+    const pgid = child.pid;
+    // Registered at once, so the main thread can kill the group if this thread dies first.
+    if (pgid !== undefined) processes?.started(pgid);
     let timedOut = false;
     let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let settled = false;
@@ -85,6 +144,7 @@ function runCommand(
       signal.removeEventListener('abort', onAbort);
       // Reap anything the command left running in its group (e.g. `sleep 100 &`).
       killGroup('SIGKILL');
+      if (pgid !== undefined) processes?.ended(pgid);
       child.stdout?.destroy();
       child.stderr?.destroy();
       if (error) reject(error);
@@ -95,7 +155,7 @@ function runCommand(
 
     child.stdout?.setEncoding('utf8').on('data', onData);
     child.stderr?.setEncoding('utf8').on('data', onData);
-    child.on('error', (error) => finish(new ToolError('TOOL_FAILED', NAME, `could not run /bin/bash: ${error.message}`, { cause: error })));
+    child.on('error', (error) => finish(new ToolError('TOOL_FAILED', NAME, `could not run ${launch.file}: ${error.message}`, { cause: error })));
     child.on('exit', (code, sig) => {
       exited = { code, signal: sig };
       timers.push(setTimeout(() => finish(), CLOSE_GRACE_MS));
@@ -109,49 +169,4 @@ function runCommand(
     );
     signal.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-/**
- * Keeps the first and last `max` characters of a stream and counts the rest, so a command that
- * prints without end costs bounded memory.
- */
-class HeadTail {
-  readonly #max: number;
-  #head = '';
-  #tail = '';
-  total = 0;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  push(chunk: string): void {
-    this.total += chunk.length;
-    if (this.#head.length < this.#max) {
-      const room = this.#max - this.#head.length;
-      this.#head += chunk.slice(0, room);
-      chunk = chunk.slice(room);
-      if (chunk.length === 0) return;
-    }
-    this.#tail += chunk;
-    if (this.#tail.length > 2 * this.#max) this.#tail = this.#tail.slice(-this.#max);
-  }
-
-  /** The whole output if it fits in `budget`, else head + marker + tail (the tail gets more room: errors end there). */
-  text(budget: number): string {
-    const marker = (n: number) => `\n…[${n} characters omitted]…\n`;
-    const room = Math.max(0, budget - marker(this.total).length);
-    if (this.total === this.#head.length + this.#tail.length) {
-      // Nothing was dropped yet: cut the complete text.
-      const full = this.#head + this.#tail;
-      if (full.length <= budget) return full;
-      const headKeep = Math.ceil(room * 0.4);
-      const tailKeep = room - headKeep;
-      return full.slice(0, headKeep) + marker(full.length - headKeep - tailKeep) + full.slice(full.length - tailKeep);
-    }
-    // Some middle part was dropped; the tail holds at least `max` >= room characters.
-    const headKeep = Math.min(this.#head.length, Math.ceil(room * 0.4));
-    const tailKeep = Math.min(this.#tail.length, room - headKeep);
-    return this.#head.slice(0, headKeep) + marker(this.total - headKeep - tailKeep) + this.#tail.slice(this.#tail.length - tailKeep);
-  }
 }

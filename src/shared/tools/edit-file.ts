@@ -1,8 +1,10 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { displayPath, resolveInWorkspace } from './sandbox.js';
-import type { ToolDefinition } from './types.js';
+import { policyOf } from './policy.js';
+import { openForWriting, overwrite } from './safe-fs.js';
+import { displayPath } from './sandbox.js';
+import type { ToolContext, ToolDefinition } from './types.js';
 import { hasNulByte, throwIfAborted } from './util.js';
 
 const NAME = 'edit_file';
@@ -31,55 +33,62 @@ export const editFileTool: ToolDefinition<EditFileArgs> = {
     if (args.old_text === args.new_text) {
       throw new ToolError('TOOL_ARGUMENTS_INVALID', NAME, 'old_text and new_text are identical; nothing would change');
     }
-    const file = await resolveInWorkspace(ctx.workspaceRoot, args.path, NAME, { mustExist: true });
-    const shown = displayPath(ctx.workspaceRoot, file);
-    const info = await stat(file);
-    if (!info.isFile()) throw new ToolError('TOOL_FAILED', NAME, `${shown} is not a regular file`);
-    // An edit needs the whole file in memory; bound it by the larger of the read limits.
-    const maxBytes = Math.max(ctx.limits.readFileMaxBytes, ctx.limits.grepMaxFileBytes);
-    if (info.size > maxBytes) throw new ToolError('TOOL_FAILED', NAME, `${shown} is ${info.size} bytes, over the ${maxBytes}-byte limit for edits`);
-    const raw = await readFile(file);
-    if (hasNulByte(raw)) throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file; edit_file only edits text`);
-    const content = raw.toString('utf8');
-
-    let oldText = args.old_text;
-    let newText = args.new_text;
-    let positions = occurrences(content, oldText);
-    // A model usually sends "\n" line endings; match a CRLF file too, and keep its endings.
-    if (positions.length === 0 && content.includes('\r\n') && oldText.includes('\n') && !oldText.includes('\r\n')) {
-      oldText = oldText.replaceAll('\n', '\r\n');
-      newText = newText.replaceAll(/\r?\n/g, '\r\n');
-      positions = occurrences(content, oldText);
+    // Opened read-write without following any link, protected paths refused: read and written
+    // through the same descriptor, so what is edited is what was checked.
+    const opened = await openForWriting(ctx.workspaceRoot, args.path, NAME, { policy: policyOf(ctx) });
+    try {
+      return await editOpened(opened.handle, opened.stats.size, displayPath(ctx.workspaceRoot, opened.realPath), args, ctx);
+    } finally {
+      await opened.handle.close();
     }
-    if (positions.length === 0) {
-      throw new ToolError('TOOL_FAILED', NAME, `old_text was not found in ${shown}. Read the file again and copy the exact text, including whitespace and indentation`);
-    }
-    if (positions.length > 1 && !args.replace_all) {
-      const lines = positions.slice(0, MAX_LINES_LISTED).map((p) => lineOf(content, p));
-      const more = positions.length > MAX_LINES_LISTED ? ', …' : '';
-      throw new ToolError(
-        'TOOL_FAILED',
-        NAME,
-        `old_text occurs ${positions.length} times in ${shown} (at lines ${lines.join(', ')}${more}); ` +
-          'include more surrounding lines to make it unique, or set replace_all: true to replace every occurrence',
-      );
-    }
-    // Splice by index, not String.replace: new_text may contain "$&" and similar patterns.
-    const parts: string[] = [];
-    let from = 0;
-    for (const p of positions) {
-      parts.push(content.slice(from, p), newText);
-      from = p + oldText.length;
-    }
-    parts.push(content.slice(from));
-    throwIfAborted(ctx.signal);
-    await writeFile(file, parts.join(''), 'utf8');
-    const firstLine = lineOf(content, positions[0] ?? 0);
-    return positions.length === 1
-      ? `Edited ${shown}: replaced 1 occurrence at line ${firstLine}.`
-      : `Edited ${shown}: replaced ${positions.length} occurrences (first at line ${firstLine}).`;
   },
 };
+
+async function editOpened(handle: FileHandle, size: number, shown: string, args: EditFileArgs, ctx: ToolContext): Promise<string> {
+  // An edit needs the whole file in memory; bound it by the larger of the read limits.
+  const maxBytes = Math.max(ctx.limits.readFileMaxBytes, ctx.limits.grepMaxFileBytes);
+  if (size > maxBytes) throw new ToolError('TOOL_FAILED', NAME, `${shown} is ${size} bytes, over the ${maxBytes}-byte limit for edits`);
+  const raw = await handle.readFile();
+  if (hasNulByte(raw)) throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file; edit_file only edits text`);
+  const content = raw.toString('utf8');
+
+  let oldText = args.old_text;
+  let newText = args.new_text;
+  let positions = occurrences(content, oldText);
+  // A model usually sends "\n" line endings; match a CRLF file too, and keep its endings.
+  if (positions.length === 0 && content.includes('\r\n') && oldText.includes('\n') && !oldText.includes('\r\n')) {
+    oldText = oldText.replaceAll('\n', '\r\n');
+    newText = newText.replaceAll(/\r?\n/g, '\r\n');
+    positions = occurrences(content, oldText);
+  }
+  if (positions.length === 0) {
+    throw new ToolError('TOOL_FAILED', NAME, `old_text was not found in ${shown}. Read the file again and copy the exact text, including whitespace and indentation`);
+  }
+  if (positions.length > 1 && !args.replace_all) {
+    const lines = positions.slice(0, MAX_LINES_LISTED).map((p) => lineOf(content, p));
+    const more = positions.length > MAX_LINES_LISTED ? ', …' : '';
+    throw new ToolError(
+      'TOOL_FAILED',
+      NAME,
+      `old_text occurs ${positions.length} times in ${shown} (at lines ${lines.join(', ')}${more}); ` +
+        'include more surrounding lines to make it unique, or set replace_all: true to replace every occurrence',
+    );
+  }
+  // Splice by index, not String.replace: new_text may contain "$&" and similar patterns.
+  const parts: string[] = [];
+  let from = 0;
+  for (const p of positions) {
+    parts.push(content.slice(from, p), newText);
+    from = p + oldText.length;
+  }
+  parts.push(content.slice(from));
+  throwIfAborted(ctx.signal);
+  await overwrite(handle, parts.join(''));
+  const firstLine = lineOf(content, positions[0] ?? 0);
+  return positions.length === 1
+    ? `Edited ${shown}: replaced 1 occurrence at line ${firstLine}.`
+    : `Edited ${shown}: replaced ${positions.length} occurrences (first at line ${firstLine}).`;
+}
 
 /** Start indexes of the non-overlapping occurrences of `needle`. */
 function occurrences(haystack: string, needle: string): number[] {

@@ -1,13 +1,16 @@
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { glob } from 'tinyglobby';
+import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { displayPath, isInside, resolveInWorkspace } from './sandbox.js';
+import { openForReading, pseudoFsDevices } from './safe-fs.js';
+import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { IGNORED_DIRS, capOutput, throwIfAborted } from './util.js';
+import { MAX_WALK_DEPTH, walkFiles } from './walk.js';
 
 const NAME = 'find_files';
+/** Matching paths kept for sorting; past this only counted (bounds memory on a huge tree). */
+const MAX_KEPT = 100_000;
 
 const parameters = z.strictObject({
   pattern: z
@@ -23,7 +26,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
   name: NAME,
   description:
     'Find files by glob pattern (recursive with "**"). Returns workspace-relative paths, sorted. ' +
-    `Skips ${IGNORED_DIRS.join(', ')} unless the search path is inside one; does not follow symbolic links; includes dotfiles.`,
+    `Skips ${IGNORED_DIRS.join(', ')} unless the search path is inside one; does not follow symbolic links; skips special files; includes dotfiles.`,
   parameters,
   gated: false,
   describeCall: (args) => `find ${args.pattern} in ${args.path ?? '.'}`,
@@ -37,38 +40,55 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         `pattern ${JSON.stringify(pattern)} must be relative to the search path, without ".." segments or an absolute path; set "path" to choose where to search`,
       );
     }
-    const dir = await resolveInWorkspace(ctx.workspaceRoot, args.path ?? '.', NAME, { mustExist: true });
-    const shownDir = displayPath(ctx.workspaceRoot, dir);
-    if (!(await stat(dir)).isDirectory()) {
-      throw new ToolError('TOOL_FAILED', NAME, `${shownDir} is a file, not a directory; pass a directory as path`);
-    }
-
-    let matches: string[];
+    const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory' }).catch((error: unknown) => {
+      if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
+        throw new ToolError('TOOL_FAILED', NAME, `${error.message}; pass a directory as path`);
+      }
+      throw error;
+    });
+    const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
+    const isMatch = picomatch(pattern, { dot: true });
+    const timeLimitMs = ctx.limits.searchTimeoutMs;
+    const deadline = Date.now() + timeLimitMs;
+    const shown: string[] = [];
+    let total = 0;
     try {
-      matches = await glob(pattern, {
-        cwd: dir,
-        dot: true,
-        onlyFiles: true,
-        followSymbolicLinks: false,
-        ignore: IGNORED_DIRS.map((d) => `**/${d}/**`),
+      const walk = walkFiles(dir.handle, dir.realPath, {
         signal: ctx.signal,
+        skipDirs: IGNORED_DIRS,
+        pseudoDevices: await pseudoFsDevices(),
+        maxDepth: folderDepthOf(pattern),
+        onTick: () => {
+          if (Date.now() < deadline) return;
+          throw new ToolError('TOOL_TIMEOUT', NAME, `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`);
+        },
       });
-    } catch (error) {
-      throwIfAborted(ctx.signal);
-      throw new ToolError('TOOL_FAILED', NAME, `glob ${JSON.stringify(pattern)} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      for await (const file of walk) {
+        if (!isMatch(file.rel)) continue;
+        total++;
+        if (shown.length < MAX_KEPT) shown.push(displayPath(ctx.workspaceRoot, file.abs));
+      }
+    } finally {
+      await dir.handle.close();
     }
     throwIfAborted(ctx.signal);
-
-    // Belt and braces: the pattern check above should already keep every result inside.
-    const inside = matches.map((m) => path.resolve(dir, m)).filter((abs) => isInside(ctx.workspaceRoot, abs));
-    if (inside.length === 0) return `No files match ${JSON.stringify(pattern)} under ${shownDir}.`;
-    const shown = inside.map((abs) => displayPath(ctx.workspaceRoot, abs)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (total === 0) return `No files match ${JSON.stringify(pattern)} under ${shownDir}.`;
+    shown.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const cap = ctx.limits.findMaxResults;
     const listed = shown.slice(0, cap);
     const footer =
-      shown.length > cap
-        ? `\n[${shown.length} files match; showing the first ${cap}. Narrow the pattern or the path to see the rest]`
-        : `\n[${shown.length} file${shown.length === 1 ? '' : 's'}]`;
+      total > cap
+        ? `\n[${total} files match; showing the first ${cap}. Narrow the pattern or the path to see the rest]`
+        : `\n[${total} file${total === 1 ? '' : 's'}]`;
     return capOutput(listed.join('\n') + footer, ctx.limits);
   },
 };
+
+/**
+ * How many folder levels a pattern can reach: a pattern without `**` matches only at the depth
+ * of its segments, so the walk need not go deeper. Braces may hide a "/": no limit then.
+ */
+function folderDepthOf(pattern: string): number {
+  if (pattern.includes('**') || /\{[^}]*\/[^}]*\}/.test(pattern)) return MAX_WALK_DEPTH;
+  return Math.min(MAX_WALK_DEPTH, pattern.split('/').filter(Boolean).length - 1);
+}

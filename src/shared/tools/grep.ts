@@ -1,11 +1,14 @@
-import { opendir, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { displayPath, resolveInWorkspace } from './sandbox.js';
+import { compileLinear } from './regex.js';
+import { openForReading, pseudoFsDevices } from './safe-fs.js';
+import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { IGNORED_DIRS, capOutput, plural, readLines, throwIfAborted } from './util.js';
+import { openWalkedFile, walkFiles, type WalkedFile } from './walk.js';
 
 const NAME = 'grep';
 /** Characters of a matching line shown in the output. */
@@ -15,7 +18,7 @@ const MATCH_LINE_CHARS = 64 * 1024;
 const FOOTER_RESERVE = 400;
 
 const parameters = z.strictObject({
-  pattern: z.string().min(1).describe('JavaScript regular expression to search for, e.g. "function\\s+spawn" or "cancel|abort".'),
+  pattern: z.string().min(1).describe('Regular expression to search for (RE2 syntax: like JavaScript, without backreferences or lookaround), e.g. "function\\s+spawn" or "cancel|abort".'),
   path: z.string().min(1).optional().describe('File or directory to search, relative to the workspace root. Default "." (the root).'),
   glob: z.string().min(1).optional().describe('Only search files matching this glob, e.g. "*.ts" (matched on the file name) or "src/**/*.py" (matched on the path under `path`).'),
   ignore_case: z.boolean().optional().describe('Case-insensitive match. Default false.'),
@@ -27,64 +30,57 @@ export type GrepArgs = z.output<typeof parameters>;
 export const grepTool: ToolDefinition<GrepArgs> = {
   name: NAME,
   description:
-    'Search file contents with a JavaScript regular expression. Prints "path:line: text" for each matching line. ' +
-    `Skips ${IGNORED_DIRS.join(', ')}, symbolic links, binary files and very large files.`,
+    'Search file contents with a regular expression (linear-time RE2 syntax: no backreferences or lookaround). Prints "path:line: text" for each matching line. ' +
+    `Skips ${IGNORED_DIRS.join(', ')}, symbolic links, special files, binary files and very large files.`,
   parameters,
   gated: false,
   describeCall: (args) => `grep /${args.pattern}/ in ${args.path ?? '.'}`,
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
-    let regex: RegExp;
-    try {
-      regex = new RegExp(args.pattern, args.ignore_case ? 'i' : '');
-    } catch (error) {
-      throw new ToolError('TOOL_ARGUMENTS_INVALID', NAME, `invalid regular expression ${JSON.stringify(args.pattern)}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-    const start = await resolveInWorkspace(ctx.workspaceRoot, args.path ?? '.', NAME, { mustExist: true });
-    const shownStart = displayPath(ctx.workspaceRoot, start);
-    const startInfo = await stat(start);
+    const regex = compileLinear(args.pattern, args.ignore_case ?? false, NAME);
+    // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
+    const timeLimitMs = ctx.limits.searchTimeoutMs;
+    const deadline = Date.now() + timeLimitMs;
+    let matches = 0;
+    const checkDeadline = () => {
+      if (Date.now() < deadline) return;
+      throw new ToolError('TOOL_TIMEOUT', NAME, `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`);
+    };
+    const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any' });
+    const startAbs = start.realPath;
+    const shownStart = displayPath(ctx.workspaceRoot, startAbs);
     const matchesGlob = args.glob ? picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') }) : undefined;
+    const pseudoDevices = await pseudoFsDevices();
 
     const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
     const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
     const out: string[] = [];
     let used = 0;
-    let matches = 0;
     let budgetHit = false;
     let searched = 0;
     let skippedLarge = 0;
     let skippedBinary = 0;
     let unreadable = 0;
 
-    const files = startInfo.isDirectory() ? walkFiles(start) : single(start);
-    for await (const file of files) {
-      // Between files: a cancel stops the search promptly without leaving a file open.
-      throwIfAborted(ctx.signal);
-      if (matches >= maxMatches || budgetHit) break;
-      if (matchesGlob && !matchesGlob(path.relative(start, file).split(path.sep).join('/') || path.basename(file))) continue;
-      let size: number;
-      try {
-        const info = await stat(file);
-        if (!info.isFile()) continue;
-        size = info.size;
-      } catch {
-        unreadable++;
-        continue;
-      }
+    const searchOne = async (handle: FileHandle, size: number, shownFile: string): Promise<void> => {
       if (size > ctx.limits.grepMaxFileBytes) {
         skippedLarge++;
-        continue;
+        return;
       }
-      const shownFile = displayPath(ctx.workspaceRoot, file);
       searched++;
       try {
+        let sinceCheck = 0;
         const result = await readLines(
-          file,
+          handle,
           { maxLineChars: MATCH_LINE_CHARS, maxBytes: ctx.limits.grepMaxFileBytes, detectBinary: true, signal: ctx.signal },
           (text, n) => {
-            const m = regex.exec(text);
-            if (!m) return true;
-            const line = `${shownFile}:${n}: ${excerpt(text, m.index)}`;
+            if (++sinceCheck >= 256) {
+              sinceCheck = 0;
+              checkDeadline();
+            }
+            const index = regex.firstMatch(text);
+            if (index === -1) return true;
+            const line = `${shownFile}:${n}: ${excerpt(text, index)}`;
             if (used + line.length + 1 > budget) {
               budgetHit = true;
               return false;
@@ -98,10 +94,40 @@ export const grepTool: ToolDefinition<GrepArgs> = {
           skippedBinary++;
           searched--;
         }
-      } catch {
+      } catch (error) {
         throwIfAborted(ctx.signal);
+        if (error instanceof ToolError) throw error;
         unreadable++;
         searched--;
+      }
+    };
+
+    try {
+      if (!start.stats.isDirectory()) {
+        // A single file is searched when the glob (if any) matches its name.
+        if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats.size, shownStart);
+      } else {
+        const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline });
+        for await (const file of walk) {
+          if (matches >= maxMatches || budgetHit) break;
+          if (matchesGlob && !matchesGlob(file.rel || file.name)) continue;
+          await searchWalked(file);
+        }
+      }
+    } finally {
+      await start.handle.close();
+    }
+
+    async function searchWalked(file: WalkedFile): Promise<void> {
+      const opened = await openWalkedFile(file, pseudoDevices);
+      if (!opened) {
+        unreadable++;
+        return;
+      }
+      try {
+        await searchOne(opened.handle, opened.size, displayPath(ctx.workspaceRoot, file.abs));
+      } finally {
+        await opened.handle.close();
       }
     }
 
@@ -127,34 +153,4 @@ function excerpt(text: string, index: number): string {
   const from = index < SHOWN_LINE_CHARS / 2 ? 0 : Math.max(0, index - 60);
   const to = Math.min(text.length, from + SHOWN_LINE_CHARS);
   return `${from > 0 ? '…' : ''}${text.slice(from, to)}${to < text.length ? '…' : ''}`;
-}
-
-async function* single(file: string): AsyncGenerator<string> {
-  yield file;
-}
-
-/**
- * Depth-first walk yielding regular files in name order. Never follows symbolic links and skips
- * the ignored directories, so it cannot leave the tree it starts in. Holds one directory's
- * names at a time per level, not the tree.
- */
-async function* walkFiles(dir: string): AsyncGenerator<string> {
-  let names: { name: string; dir: boolean }[];
-  try {
-    names = [];
-    for await (const entry of await opendir(dir)) {
-      if (entry.isSymbolicLink()) continue;
-      if (entry.isDirectory()) {
-        if (!IGNORED_DIRS.includes(entry.name)) names.push({ name: entry.name, dir: true });
-      } else if (entry.isFile()) names.push({ name: entry.name, dir: false });
-    }
-  } catch {
-    return; // unreadable directory: skip it
-  }
-  names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const entry of names) {
-    const full = path.join(dir, entry.name);
-    if (entry.dir) yield* walkFiles(full);
-    else yield full;
-  }
 }

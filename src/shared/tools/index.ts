@@ -9,7 +9,9 @@ import { readFileTool } from './read-file.js';
 import type { ToolDefinition } from './types.js';
 import { writeFileTool } from './write-file.js';
 
-export type { PermissionGate, PermissionRequest, ToolContext, ToolDefinition } from './types.js';
+export type { PermissionGate, PermissionRequest, ProcessRegistry, ToolContext, ToolDefinition, ToolPolicy } from './types.js';
+export { checkSandbox, type SandboxStatus } from './bwrap.js';
+export { DEFAULT_TOOL_POLICY, toolPolicyFrom } from './policy.js';
 export { displayPath, resolveInWorkspace, resolveWorkspaceRoot } from './sandbox.js';
 export { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
 export { bashTool, editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, writeFileTool };

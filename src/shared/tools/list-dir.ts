@@ -1,7 +1,8 @@
-import { opendir, stat } from 'node:fs/promises';
+import { opendir } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { displayPath, resolveInWorkspace } from './sandbox.js';
+import { atPath, openForReading, procFdAvailable } from './safe-fs.js';
+import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { capOutput, throwIfAborted } from './util.js';
 
@@ -25,19 +26,27 @@ export const listDirTool: ToolDefinition<ListDirArgs> = {
   describeCall: (args) => `list ${args.path ?? '.'}`,
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
-    const dir = await resolveInWorkspace(ctx.workspaceRoot, args.path ?? '.', NAME, { mustExist: true });
-    const shown = displayPath(ctx.workspaceRoot, dir);
-    if (!(await stat(dir)).isDirectory()) {
-      throw new ToolError('TOOL_FAILED', NAME, `${shown} is a file, not a directory; use read_file to read it`);
-    }
+    // The folder is opened (no link followed) and checked, then listed through its descriptor.
+    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory' }).catch((error: unknown) => {
+      if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
+        throw new ToolError('TOOL_FAILED', NAME, `${error.message}; use read_file to read it`);
+      }
+      throw error;
+    });
+    const shown = displayPath(ctx.workspaceRoot, opened.realPath);
     const entries: string[] = [];
     let scanned = 0;
-    for await (const entry of await opendir(dir)) {
-      // A huge directory: stay responsive to a cancel while iterating it.
-      if (++scanned % 1024 === 0) throwIfAborted(ctx.signal);
-      if (entries.length >= MAX_SCAN) continue;
-      const suffix = entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : '';
-      entries.push(entry.name + suffix);
+    try {
+      for await (const entry of await opendir(procFdAvailable() ? atPath(opened.handle.fd) : opened.realPath)) {
+        // A huge directory: stay responsive to a cancel while iterating it.
+        throwIfAborted(ctx.signal);
+        scanned++;
+        if (entries.length >= MAX_SCAN) continue;
+        const suffix = entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : '';
+        entries.push(entry.name + suffix);
+      }
+    } finally {
+      await opened.handle.close();
     }
     if (entries.length === 0) return `${shown}/ is empty.`;
     entries.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

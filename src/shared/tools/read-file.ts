@@ -1,8 +1,9 @@
-import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { displayPath, resolveInWorkspace } from './sandbox.js';
-import type { ToolDefinition } from './types.js';
+import { openForReading } from './safe-fs.js';
+import { displayPath } from './sandbox.js';
+import type { FileHandle } from 'node:fs/promises';
+import type { ToolContext, ToolDefinition } from './types.js';
 import { capOutput, hasNulByte, plural, readHead, readLines, throwIfAborted } from './util.js';
 
 const NAME = 'read_file';
@@ -29,72 +30,77 @@ export const readFileTool: ToolDefinition<ReadFileArgs> = {
   describeCall: (args) => `read ${args.path}`,
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
-    const file = await resolveInWorkspace(ctx.workspaceRoot, args.path, NAME, { mustExist: true });
-    const shown = displayPath(ctx.workspaceRoot, file);
-    const info = await stat(file);
-    if (info.isDirectory()) throw new ToolError('TOOL_FAILED', NAME, `${shown} is a directory, not a file; use list_dir to see its entries`);
-    if (!info.isFile()) throw new ToolError('TOOL_FAILED', NAME, `${shown} is not a regular file (device, socket or pipe); refusing to read it`);
-    if (info.size === 0) return `(${shown} is empty)`;
-
-    if (hasNulByte(await readHead(file))) {
-      throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file (NUL byte in its first 8 KiB); read_file only reads text`);
+    // Opened first, checked after (what was opened, not the path): a racing swap cannot redirect it.
+    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME);
+    try {
+      return await readOpened(opened.handle, opened.stats.size, displayPath(ctx.workspaceRoot, opened.realPath), args, ctx);
+    } finally {
+      await opened.handle.close();
     }
-    const windowed = args.offset !== undefined || args.limit !== undefined;
-    const maxBytes = ctx.limits.readFileMaxBytes;
-    if (info.size > maxBytes && !windowed) {
-      throw new ToolError(
-        'TOOL_FAILED',
-        NAME,
-        `${shown} is ${info.size} bytes, over the ${maxBytes}-byte limit for a whole-file read; ` +
-          `read a window instead, e.g. offset: 1, limit: ${ctx.limits.readFileDefaultLines}, or use grep to find the part you need`,
-      );
-    }
-
-    const offset = args.offset ?? 1;
-    const limit = args.limit ?? ctx.limits.readFileDefaultLines;
-    const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
-    const out: string[] = [];
-    let used = 0;
-    let last = offset - 1; // last line number shown
-    let moreAfter = false; // a line past the window exists
-    let budgetHit = false;
-    let anyCut = false;
-    // Count the total only for files small enough to scan cheaply to the end.
-    const countAll = info.size <= maxBytes;
-
-    const result = await readLines(file, { maxLineChars: MAX_LINE_CHARS, signal: ctx.signal }, (text, n, cut) => {
-      if (n < offset) return true;
-      if (n >= offset + limit || budgetHit) {
-        moreAfter = true;
-        return countAll;
-      }
-      const line = `${String(n).padStart(5)}\t${text}${cut ? ' … [line cut]' : ''}`;
-      if (used + line.length + 1 > budget && out.length > 0) {
-        budgetHit = true;
-        moreAfter = true;
-        return countAll;
-      }
-      out.push(line);
-      used += line.length + 1;
-      last = n;
-      anyCut ||= cut;
-      return true;
-    });
-
-    const total = countAll ? result.lines : undefined;
-    if (out.length === 0) {
-      const size = total !== undefined ? `has ${plural(total, 'line')}` : `has fewer than ${offset} lines`;
-      return `${shown} ${size}; offset ${offset} is past the end of the file.`;
-    }
-    const notes: string[] = [];
-    const of = total !== undefined ? ` of ${total}` : '';
-    if (moreAfter) {
-      const why = budgetHit ? 'the output size limit was reached' : `limit ${limit} reached`;
-      notes.push(`[showing lines ${offset}-${last}${of} of ${shown}; ${why}. To read more, call read_file with offset: ${last + 1}]`);
-    } else if (offset > 1) {
-      notes.push(`[showing lines ${offset}-${last}${of} of ${shown}; end of file]`);
-    }
-    if (anyCut) notes.push(`[lines longer than ${MAX_LINE_CHARS} characters were cut]`);
-    return capOutput(notes.length ? `${out.join('\n')}\n\n${notes.join('\n')}` : out.join('\n'), ctx.limits);
   },
 };
+
+async function readOpened(handle: FileHandle, size: number, shown: string, args: ReadFileArgs, ctx: ToolContext): Promise<string> {
+  if (size === 0) return `(${shown} is empty)`;
+
+  if (hasNulByte(await readHead(handle))) {
+    throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file (NUL byte in its first 8 KiB); read_file only reads text`);
+  }
+  const windowed = args.offset !== undefined || args.limit !== undefined;
+  const maxBytes = ctx.limits.readFileMaxBytes;
+  if (size > maxBytes && !windowed) {
+    throw new ToolError(
+      'TOOL_FAILED',
+      NAME,
+      `${shown} is ${size} bytes, over the ${maxBytes}-byte limit for a whole-file read; ` +
+        `read a window instead, e.g. offset: 1, limit: ${ctx.limits.readFileDefaultLines}, or use grep to find the part you need`,
+    );
+  }
+
+  const offset = args.offset ?? 1;
+  const limit = args.limit ?? ctx.limits.readFileDefaultLines;
+  const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
+  const out: string[] = [];
+  let used = 0;
+  let last = offset - 1; // last line number shown
+  let moreAfter = false; // a line past the window exists
+  let budgetHit = false;
+  let anyCut = false;
+  // Count the total only for files small enough to scan cheaply to the end.
+  const countAll = size <= maxBytes;
+
+  const result = await readLines(handle, { maxLineChars: MAX_LINE_CHARS, signal: ctx.signal }, (text, n, cut) => {
+    if (n < offset) return true;
+    if (n >= offset + limit || budgetHit) {
+      moreAfter = true;
+      return countAll;
+    }
+    const line = `${String(n).padStart(5)}\t${text}${cut ? ' … [line cut]' : ''}`;
+    if (used + line.length + 1 > budget && out.length > 0) {
+      budgetHit = true;
+      moreAfter = true;
+      return countAll;
+    }
+    out.push(line);
+    used += line.length + 1;
+    last = n;
+    anyCut ||= cut;
+    return true;
+  });
+
+  const total = countAll ? result.lines : undefined;
+  if (out.length === 0) {
+    const size = total !== undefined ? `has ${plural(total, 'line')}` : `has fewer than ${offset} lines`;
+    return `${shown} ${size}; offset ${offset} is past the end of the file.`;
+  }
+  const notes: string[] = [];
+  const of = total !== undefined ? ` of ${total}` : '';
+  if (moreAfter) {
+    const why = budgetHit ? 'the output size limit was reached' : `limit ${limit} reached`;
+    notes.push(`[showing lines ${offset}-${last}${of} of ${shown}; ${why}. To read more, call read_file with offset: ${last + 1}]`);
+  } else if (offset > 1) {
+    notes.push(`[showing lines ${offset}-${last}${of} of ${shown}; end of file]`);
+  }
+  if (anyCut) notes.push(`[lines longer than ${MAX_LINE_CHARS} characters were cut]`);
+  return capOutput(notes.length ? `${out.join('\n')}\n\n${notes.join('\n')}` : out.join('\n'), ctx.limits);
+}

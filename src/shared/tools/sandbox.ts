@@ -1,4 +1,5 @@
 import { realpath, lstat, stat } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, ToolError } from '../errors.js';
 
@@ -22,9 +23,10 @@ export interface ResolveOptions {
 
 /**
  * Resolves the configured workspace root to its real, absolute path. Rejects with a
- * {@link ConfigError} (`CONFIG_INVALID`) when it does not exist or is not a directory.
+ * {@link ConfigError} (`CONFIG_INVALID`) when it does not exist or is not a directory, and
+ * when it is `/` or the home folder unless `allowBroad` (the config's `allowBroadWorkspace`).
  */
-export async function resolveWorkspaceRoot(root: string): Promise<string> {
+export async function resolveWorkspaceRoot(root: string, options: { allowBroad?: boolean } = {}): Promise<string> {
   const received = JSON.stringify(root);
   if (root.length === 0 || root.includes('\0')) {
     throw new ConfigError([{ field: 'workspaceRoot', expected: 'a path to an existing directory', received }]);
@@ -38,6 +40,15 @@ export async function resolveWorkspaceRoot(root: string): Promise<string> {
   const info = await stat(real);
   if (!info.isDirectory()) {
     throw new ConfigError([{ field: 'workspaceRoot', expected: 'a directory', received: `${received} (not a directory)` }]);
+  }
+  if (!options.allowBroad && (real === '/' || real === (await realpath(os.homedir()).catch(() => os.homedir())))) {
+    throw new ConfigError([
+      {
+        field: 'workspaceRoot',
+        expected: 'a project folder, not / or the home folder (set allowBroadWorkspace: true or pass --allow-broad-workspace to force it)',
+        received: `${received} (${real === '/' ? 'the file system root' : 'the home folder'})`,
+      },
+    ]);
   }
   return real;
 }

@@ -31,6 +31,22 @@ export interface ToolContext {
    * never runs then). Absent on the main thread's own tools.
    */
   processes?: ProcessRegistry;
+  /** Sandbox and protected paths; absent: {@link DEFAULT_TOOL_POLICY} (sandbox on where it works). */
+  policy?: ToolPolicy;
+}
+
+/** What confines the tools beyond the workspace check. Build it with `toolPolicyFrom(config)`. */
+export interface ToolPolicy {
+  /** `auto`: bash in bubblewrap when it works here, else a process group; `bwrap`: bubblewrap or fail; `none`: a process group. */
+  sandbox: 'auto' | 'bwrap' | 'none';
+  bwrapPath: string;
+  /** bash inside the sandbox may use the network. */
+  network: boolean;
+  /** Extra absolute folders bash may read (read-only) in the sandbox. */
+  readPaths: readonly string[];
+  /** Refused by the write tools (a name: that segment anywhere; with "/": a workspace-relative prefix). */
+  protectedPaths: readonly string[];
+  allowProtectedWrites: boolean;
 }
 
 /** Child process groups of one job, reported to the main thread as they start and end. */

@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { AbortError } from '../errors.js';
 import { capHeadTail } from '../text-budget.js';
@@ -31,15 +31,6 @@ export function hasNulByte(buffer: Uint8Array, length = buffer.length): boolean 
   return false;
 }
 
-/** Cuts `text` to `max` characters with an ellipsis marker, never splitting a surrogate pair. */
-export function truncateLine(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
-  return `${text.slice(0, end)}… [${text.length - end} more characters]`;
-}
-
 export interface LineReadOptions {
   /** Characters kept per line; the rest of a longer line is dropped and flagged. */
   maxLineChars: number;
@@ -61,81 +52,72 @@ export interface LineReadResult {
 /**
  * Streams a UTF-8 file line by line in 64 KiB chunks: memory stays bounded by the chunk and
  * `maxLineChars`, whatever the file size. `onLine(text, lineNumber, cut)` gets 1-based line
- * numbers, without the line ending; returning `false` stops the read.
+ * numbers, without the line ending; returning `false` stops the read. Reads from the
+ * handle's current position; the caller owns (and closes) the handle.
  */
 export async function readLines(
-  file: string,
+  handle: FileHandle,
   options: LineReadOptions,
   onLine: (text: string, lineNumber: number, cut: boolean) => boolean | void,
 ): Promise<LineReadResult> {
-  const handle = await open(file, 'r');
-  try {
-    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-    const decoder = new StringDecoder('utf8');
-    let current = '';
-    let cut = false;
-    let pending = false; // bytes seen since the last newline
-    let lineNumber = 0;
-    let bytesRead = 0;
-    let first = true;
-    const emit = (): boolean => {
-      lineNumber++;
-      const text = current.endsWith('\r') ? current.slice(0, -1) : current;
-      const keepGoing = onLine(text, lineNumber, cut) !== false;
-      current = '';
-      cut = false;
-      pending = false;
-      return keepGoing;
-    };
-    for (;;) {
-      if (options.signal?.aborted) throw new AbortError(options.signal.reason);
-      const { bytesRead: n } = await handle.read(buffer, 0, CHUNK_BYTES, null);
-      if (n === 0) break;
-      if (first && options.detectBinary && hasNulByte(buffer, n)) return { binary: true, lines: 0, stopped: true };
-      first = false;
-      bytesRead += n;
-      const text = decoder.write(buffer.subarray(0, n));
-      let start = 0;
-      while (start < text.length) {
-        const nl = text.indexOf('\n', start);
-        const end = nl === -1 ? text.length : nl;
-        if (end > start) {
-          pending = true;
-          const room = options.maxLineChars - current.length;
-          if (room >= end - start) current += text.slice(start, end);
-          else {
-            if (room > 0) current += text.slice(start, start + room);
-            cut = true;
-          }
-        }
-        if (nl === -1) break;
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const decoder = new StringDecoder('utf8');
+  let current = '';
+  let cut = false;
+  let pending = false; // bytes seen since the last newline
+  let lineNumber = 0;
+  let bytesRead = 0;
+  let first = true;
+  const emit = (): boolean => {
+    lineNumber++;
+    const text = current.endsWith('\r') ? current.slice(0, -1) : current;
+    const keepGoing = onLine(text, lineNumber, cut) !== false;
+    current = '';
+    cut = false;
+    pending = false;
+    return keepGoing;
+  };
+  for (;;) {
+    if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    const { bytesRead: n } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+    if (n === 0) break;
+    if (first && options.detectBinary && hasNulByte(buffer, n)) return { binary: true, lines: 0, stopped: true };
+    first = false;
+    bytesRead += n;
+    const text = decoder.write(buffer.subarray(0, n));
+    let start = 0;
+    while (start < text.length) {
+      const nl = text.indexOf('\n', start);
+      const end = nl === -1 ? text.length : nl;
+      if (end > start) {
         pending = true;
-        if (!emit()) return { binary: false, lines: lineNumber, stopped: true };
-        start = nl + 1;
+        const room = options.maxLineChars - current.length;
+        if (room >= end - start) current += text.slice(start, end);
+        else {
+          if (room > 0) current += text.slice(start, start + room);
+          cut = true;
+        }
       }
-      if (options.maxBytes !== undefined && bytesRead >= options.maxBytes) {
-        if (pending) emit();
-        return { binary: false, lines: lineNumber, stopped: true };
-      }
+      if (nl === -1) break;
+      pending = true;
+      if (!emit()) return { binary: false, lines: lineNumber, stopped: true };
+      start = nl + 1;
     }
-    current += decoder.end();
-    if (pending || current.length > 0) emit();
-    return { binary: false, lines: lineNumber, stopped: false };
-  } finally {
-    await handle.close();
+    if (options.maxBytes !== undefined && bytesRead >= options.maxBytes) {
+      if (pending) emit();
+      return { binary: false, lines: lineNumber, stopped: true };
+    }
   }
+  current += decoder.end();
+  if (pending || current.length > 0) emit();
+  return { binary: false, lines: lineNumber, stopped: false };
 }
 
-/** Reads at most `bytes` from the start of a file. */
-export async function readHead(file: string, bytes = BINARY_SNIFF_BYTES): Promise<Buffer> {
-  const handle = await open(file, 'r');
-  try {
-    const buffer = Buffer.alloc(bytes);
-    const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
+/** Reads at most `bytes` from the start of an open file (without moving its position). */
+export async function readHead(handle: FileHandle, bytes = BINARY_SNIFF_BYTES): Promise<Buffer> {
+  const buffer = Buffer.alloc(bytes);
+  const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
+  return buffer.subarray(0, bytesRead);
 }
 
 /** `1 line` / `3 lines`; `many` for irregular plurals (`match` → `matches`). */
