@@ -12,13 +12,14 @@ import type { ForkpoolConfig } from '../src/shared/config.js';
 import { BACKGROUND_FOLLOWUP_PROMPT, BACKGROUND_RESULTS_OPEN } from '../src/shared/prompts.js';
 import { totalUsage } from '../src/shared/usage.js';
 import type { RecordedRequest, SimServer } from '../src/sim/index.js';
-import { Cleanups, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, startSim, startedJob, waitFor } from './helpers/pool.js';
+import { Cleanups, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, startedJob, watchManager } from './helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 
 function makeSession(config: ForkpoolConfig, executor?: Executor): AgentSession {
   const session = new AgentSession({ config, ...(executor ? { executor } : {}) });
+  watchManager(session.manager);
   cleanups.add(() => session.close({ timeoutMs: 2_000 }));
   return session;
 }
@@ -109,12 +110,12 @@ describe('AgentSession', () => {
     await Promise.all(wave.map((j) => startedJob(session.manager, j.id)));
 
     let waveStatesAtFollowUp: string[] = [];
-    const followUpDone = waitFor<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => {
+    const followUpDone = nextEvent<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => {
       if (!t.followUp) return false;
       waveStatesAtFollowUp = wave.map((j) => session.manager.get(j.id)?.state ?? 'missing');
       return true;
     });
-    const delivered = waitFor<SessionEvents, 'delivered'>(session, 'delivered');
+    const delivered = nextEvent<SessionEvents, 'delivered'>(session, 'delivered');
     const user = session.startUserJob(RESEARCH_TASK, 'user research');
     const [[turn], [delivery]] = await Promise.all([followUpDone, delivered]);
 

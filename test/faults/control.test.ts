@@ -14,8 +14,9 @@ import { AgentSession } from '../../src/main/agent-session.js';
 import type { PiscinaExecutor } from '../../src/main/piscina-executor.js';
 import type { FaultSpec } from '../../src/sim/index.js';
 import { CLI_PATH, describeResult, parseJsonLines, spawnCli, waitFor } from '../helpers/index.js';
-import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob } from '../helpers/pool.js';
-import { HAS_PROC, isAlive, liveProcesses, openTcpSockets, runOneJob, toolMessagesOf, uniqueMarker } from './helpers.js';
+import { watchManager } from '../helpers/index.js';
+import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob } from '../helpers/index.js';
+import { HAS_PROC, isAlive, liveProcesses, openTcpSockets, runOneJob, toolMessagesOf, uniqueMarker } from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -134,6 +135,7 @@ describe('cancel (item 11; queued, running, twice and unknown id are in test/man
       script: [{ toolCalls: [{ name: 'cancel_background_agent', arguments: { job_id: 'bg-404' } }] }, { content: 'There was no such job.' }],
     });
     const session = new AgentSession({ config: makeConfig(sim, root) });
+    watchManager(session.manager);
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     const result = await session.submit('Cancel job bg-404.');
     expect(result.stopReason).toBe('final');

@@ -8,8 +8,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FaultKind } from '../../src/sim/index.js';
 import { assertValidHistory, waitFor } from '../helpers/index.js';
-import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { retriesOf, runOneJob, startStatusServer, toolMessagesOf } from './helpers.js';
+import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/index.js';
+import { retriesOf, runOneJob, startStatusServer, toolMessagesOf } from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());

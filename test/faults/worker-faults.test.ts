@@ -18,7 +18,7 @@ import {
   recordEvents,
   startSim,
   startedJob,
-} from '../helpers/pool.js';
+} from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
