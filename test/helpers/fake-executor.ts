@@ -32,6 +32,12 @@ export interface EndingScript {
   order: readonly EndingStep[];
   /** After step i, let a macrotask pass (true) or go on in the same tick (false). */
   gaps: readonly boolean[];
+  /**
+   * After the last step, within the same tick (only microtasks later), time runs out for the
+   * manager's port-close fallback: {@link FakeExecutor.onFallback} fires it while a `done` may
+   * still sit unread in the port (a busy main thread).
+   */
+  firesFallback?: boolean;
 }
 
 /** The ending of a task that finishes normally with its result: done, close, resolve, one tick. */
@@ -84,6 +90,8 @@ export class FakeExecutor implements Executor {
   autoHonourCancel = false;
   /** How a task dies when the manager hard-stops it; the test may replace it per draw. */
   hardStopEnding: (task: FakeTask) => EndingScript = () => ({ ...CLEAN_ENDING, postsDone: false, run: 'reject' });
+  /** Called for a script with `firesFallback`: the test fires the job's port-close timer. */
+  onFallback: (jobId: string) => void = () => {};
   /** Set by the test right before it calls `manager.close()`. */
   closeRequested = false;
   closed = false;
@@ -216,6 +224,11 @@ export class FakeExecutor implements Executor {
         else t.reject(death);
       }
       if (script.gaps[i]) await macrotask();
+    }
+    if (script.firesFallback) {
+      // Microtasks only: the run's settle handlers run (arming the fallback), port messages do not.
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      this.onFallback(id);
     }
   }
 

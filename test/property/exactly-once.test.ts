@@ -33,16 +33,19 @@ const PERMUTATIONS: ReadonlyArray<readonly EndingStep[]> = [
   ['settle-run', 'close-port', 'post-done'],
 ];
 
-const endingScript: fc.Arbitrary<EndingScript> = fc.record({
+const endingScriptWith = (firesFallback: fc.Arbitrary<boolean>): fc.Arbitrary<EndingScript> => fc.record({
   postsDone: fc.boolean(),
   outcome: fc.constantFrom('final' as const, 'error' as const, 'aborted' as const),
   run: fc.constantFrom('resolve' as const, 'reject' as const),
   closesPort: fc.boolean(),
   order: fc.constantFrom(...PERMUTATIONS),
   gaps: fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()),
+  firesFallback,
 });
 
-const action: fc.Arbitrary<Action> = fc.oneof(
+const endingScript = endingScriptWith(fc.constant(false));
+
+const actionWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Action> => fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('spawn' as const), user: fc.boolean() }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('start' as const, 'cancel' as const, 'timer' as const), pick: fc.nat(50) }) },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('end' as const), pick: fc.nat(50), script: endingScript }) },
@@ -59,12 +62,15 @@ interface Scenario {
   hardStops: EndingScript[];
 }
 
-const scenario: fc.Arbitrary<Scenario> = fc.record({
-  isolation: fc.constantFrom('thread' as const, 'shared' as const),
-  cap: fc.integer({ min: 1, max: 4 }),
-  actions: fc.array(action, { minLength: 1, maxLength: 40 }),
-  hardStops: fc.array(endingScript, { minLength: 1, maxLength: 4 }),
-});
+const scenarioWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Scenario> =>
+  fc.record({
+    isolation: fc.constantFrom('thread' as const, 'shared' as const),
+    cap: fc.integer({ min: 1, max: 4 }),
+    actions: fc.array(actionWith(endingScript), { minLength: 1, maxLength: 40 }),
+    hardStops: fc.array(endingScript, { minLength: 1, maxLength: 4 }),
+  });
+
+const scenario = scenarioWith(endingScript);
 
 const MAX_REQUEUES = 1;
 
@@ -95,6 +101,9 @@ async function runScenario({ isolation, cap, actions, hardStops }: Scenario): Pr
   // The fake's view at the moment a timeout is armed: had this job's current run posted `started`?
   scheduler.onSet = (tag) => {
     if (tag.kind === 'timeout') seen.timeoutsArmed.push({ jobId: tag.jobId, startedPosted: executor.tasks.get(tag.jobId)?.started === true });
+  };
+  executor.onFallback = (jobId) => {
+    for (const id of scheduler.find('port-close', jobId)) scheduler.fire(id);
   };
   for (const type of ['spawned', 'started', 'done', 'requeued'] as const) manager.on(type, (record: JobRecord) => seen.events.push({ type, record }));
 
@@ -217,5 +226,13 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
 describe('exactly-once delivery under random schedules', () => {
   it('holds for 1,000 schedules against the real manager and ledger', async () => {
     await fc.assert(fc.asyncProperty(scenario, runScenario), { numRuns: 1_000 });
+  }, 300_000);
+
+  // Issue 8 §3: a `done` can still sit in the port when the 2 s port-close fallback fires (a
+  // busy main thread); the manager must read the port (receiveMessageOnPort) before deciding the
+  // job "ended without a result". Today's manager fails this (the job ends failed, or in shared
+  // isolation runs twice). `it.fails` until the manager drains the port; then make it `it`.
+  it.fails('holds when the port-close fallback fires while a done is still unread in the port', async () => {
+    await fc.assert(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), { numRuns: 500 });
   }, 300_000);
 });
