@@ -122,6 +122,65 @@ export async function startRecordingProxy(cleanups: Cleanup, target: string): Pr
   return state;
 }
 
+export interface HoldingProxy extends RecordingProxy {
+  /** Responses held so far (the upstream answered; the client has not been told yet). */
+  held(): number;
+  /** Sends every held response on, and stops holding. */
+  release(): void;
+}
+
+/**
+ * A loopback proxy in front of `target` that records requests like {@link startRecordingProxy}
+ * and holds back the response of every request whose body `hold` accepts until `release()`.
+ * It lets a test keep a request "in flight" for exactly as long as the scenario needs, by
+ * events instead of by latency (which a loaded machine stretches).
+ */
+export async function startHoldingProxy(cleanups: Cleanup, target: string, hold: (body: string) => boolean): Promise<HoldingProxy> {
+  const to = new URL(target);
+  const waiting: Array<() => void> = [];
+  let holding = true;
+  const state: HoldingProxy = {
+    url: '',
+    requests: [],
+    held: () => waiting.length,
+    release: () => {
+      holding = false;
+      for (const send of waiting.splice(0)) send();
+    },
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      state.requests.push({ headers: req.headers, body: body.toString('utf8') });
+      const held = holding && hold(body.toString('utf8'));
+      const upstream = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (up) => {
+        const parts: Buffer[] = [];
+        up.on('data', (c: Buffer) => parts.push(c));
+        up.on('end', () => {
+          const send = () => {
+            const headers = { ...up.headers };
+            delete headers['transfer-encoding'];
+            const payload = Buffer.concat(parts);
+            res.writeHead(up.statusCode ?? 502, { ...headers, 'content-length': String(payload.length) });
+            res.end(payload);
+          };
+          if (held && holding) waiting.push(send);
+          else send();
+        });
+      });
+      upstream.on('error', () => res.destroy());
+      res.on('close', () => upstream.destroy());
+      upstream.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${to.pathname}`;
+  cleanups.add(() => new Promise<void>((resolve) => server.close(() => resolve())).finally(() => server.closeAllConnections()));
+  return state;
+}
+
 export const HAS_PROC = existsSync('/proc/self/cmdline');
 
 /**
