@@ -103,8 +103,8 @@ describe('AgentSession', () => {
     const followUps: Array<SessionEvents['follow-up'][0]> = [];
     session.on('follow-up', (f) => followUps.push(f));
 
-    // The plausible agent spawns one job per line; the fixture makes them sleep a minute.
-    await session.submit('1. FAULT:slow:60000 alpha\n2. FAULT:slow:60000 beta');
+    // The plausible agent spawns one job per line; the fixture keeps them running until stopped.
+    await session.submit('1. FAULT:ignore_cancel alpha\n2. FAULT:ignore_cancel beta');
     const wave = session.manager.jobs();
     expect(wave).toHaveLength(2);
     await Promise.all(wave.map((j) => startedJob(session.manager, j.id)));

@@ -1,7 +1,8 @@
 /**
  * The bench still works: the quick matrix runs end to end (cells in their own processes, the
  * simulator in another) and writes its JSON, markdown and SVG charts. No timing is asserted:
- * these are numbers to read, not thresholds.
+ * these are numbers to read, not thresholds. The test's own time limit is a hang net, set far
+ * beyond the minute or two the quick matrix takes, since a loaded machine stretches it.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -61,7 +62,7 @@ describe('bench targets count ok jobs, not delivered ones', () => {
 });
 
 describe('bench --quick', () => {
-  it('runs every executor × workload cell and writes JSON, markdown and SVG charts', { timeout: 120_000 }, async () => {
+  it('runs every executor × workload cell and writes JSON, markdown and SVG charts', { timeout: 600_000 }, async () => {
     const { report, files } = await runBench({ quick: true, outDir, name: 'test', log: () => {} });
 
     const json = JSON.parse(readFileSync(path.join(outDir, 'test.json'), 'utf8')) as BenchReport;

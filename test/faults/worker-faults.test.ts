@@ -99,7 +99,8 @@ describe('a faulty worker fails only its own job', () => {
   });
 
   it('with several jobs at once, a crash takes only its own job (thread isolation)', async () => {
-    const { manager } = await setup({ maxConcurrent: 3 });
+    // A long grace: the neighbours' answer to the cancel below can never lose a race with it.
+    const { manager } = await setup({ maxConcurrent: 3, cancelGraceMs: 60_000 });
     // Neighbours that run until told: they are certainly running when the crash happens.
     const neighbours = [manager.spawn({ task: 'FAULT:finish_on_cancel n1', label: 'n1' }), manager.spawn({ task: 'FAULT:finish_on_cancel n2', label: 'n2' })];
     await Promise.all(neighbours.map((n) => startedJob(manager, n.id)));
