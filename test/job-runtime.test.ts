@@ -14,8 +14,15 @@ import { runBackgroundJob, runJobTask } from '../src/worker/job.js';
 import { workerMessageSchema, type JobSpec, type PermissionService, type WorkerMessage } from '../src/shared/protocol.js';
 import type { PermissionRequest } from '../src/shared/tools/types.js';
 import type { RecordedRequest, ScriptStep, SimServer } from '../src/sim/index.js';
-import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeWorkspace, startSim } from './helpers/index.js';
-import { watchManager } from './helpers/index.js';
+import {
+  Cleanups,
+  ended,
+  makeConfig,
+  makeWorkspace,
+  RESEARCH_TASK,
+  startSim,
+  watchManager,
+} from './helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());

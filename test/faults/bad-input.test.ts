@@ -15,10 +15,20 @@ import type { SpawnRequest } from '../../src/main/manager.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import type { ScriptToolCall } from '../../src/sim/index.js';
-import { assertValidHistory, configError, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
-import { watchManager } from '../helpers/index.js';
-import { Cleanups, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/index.js';
-import { toolMessagesOf } from '../helpers/index.js';
+import {
+  assertValidHistory,
+  Cleanups,
+  configError,
+  describeResult,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  parseJsonLines,
+  runCli,
+  startSim,
+  toolMessagesOf,
+  watchManager,
+} from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());

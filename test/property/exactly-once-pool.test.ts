@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../src/main/manager.js';
-import { createExecutor } from '../../src/main/executor-factory.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
 
@@ -37,7 +36,8 @@ describe('exactly-once delivery through the real pool', () => {
             workspaceRoot: process.cwd(),
             background: { maxConcurrent: 2, isolation, tasksPerThread: 4, cancelGraceMs: 200, closeTimeoutMs: 2_000 },
           });
-          const manager = new BackgroundManager({ config, executor: createExecutor(config) });
+          // The manager creates (and so owns and closes) its executor.
+          const manager = new BackgroundManager({ config });
           const spawned: string[] = [];
           // Listeners only record; every check is made in the test body from these records.
           const events: Array<{ type: 'started' | 'done' | 'requeued'; id: string; startedAt: number | undefined }> = [];

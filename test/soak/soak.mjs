@@ -131,6 +131,8 @@ async function soakHalf(isolation, jobs) {
   check(executor.threadCount() === executor.minThreads, `${isolation}: ${executor.threadCount()} threads after idle, expected ${executor.minThreads}`);
   closing = true;
   await manager.close();
+  // The soak made this executor, so it closes it (a manager need not close one it was handed).
+  await executor.close();
   check(executor.threadCount() === 0, `${isolation}: threads left after close`);
   checkHalf(isolation, ids, { events, deliveries, runs, requests: sim.requests.slice(firstRequest) });
 }
