@@ -193,8 +193,9 @@ describe('hangs and stalls (item 8)', () => {
     expect(record.status, JSON.stringify({ error: record.error, faults: sim.requests.map((r) => r.fault), events })).toBe('ok');
     expect(sim.requests.map((r) => r.fault)).toEqual(['hang_before_headers', undefined]);
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringMatching(/timed out/)]);
-    // A lower bound only (load can only make it later): the retry waited for the timeout.
-    expect((sim.requests[1]?.receivedAt ?? 0) - (sim.requests[0]?.receivedAt ?? 0)).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS);
+    // No gap check between the sim's receipts: the timeout's clock starts in the worker before
+    // the sim sees the request, so under load the gap can be shorter than the timeout. The
+    // worker's own report (the retry reason above) says the timeout fired.
   });
 
   it('a stream that stalls after its headers (keep-alives only): the idle watchdog aborts it and the retry succeeds', async () => {
