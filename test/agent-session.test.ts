@@ -12,13 +12,14 @@ import type { ForkpoolConfig } from '../src/shared/config.js';
 import { BACKGROUND_FOLLOWUP_PROMPT, BACKGROUND_RESULTS_OPEN } from '../src/shared/prompts.js';
 import { totalUsage } from '../src/shared/usage.js';
 import type { RecordedRequest, SimServer } from '../src/sim/index.js';
-import { Cleanups, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, startSim, startedJob, waitFor } from './helpers/pool.js';
+import { Cleanups, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, startedJob, watchManager } from './helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 
 function makeSession(config: ForkpoolConfig, executor?: Executor): AgentSession {
   const session = new AgentSession({ config, closeExecutor: true, ...(executor ? { executor } : {}) });
+  watchManager(session.manager);
   cleanups.add(() => session.close({ timeoutMs: 2_000 }));
   return session;
 }
@@ -102,19 +103,19 @@ describe('AgentSession', () => {
     const followUps: Array<SessionEvents['follow-up'][0]> = [];
     session.on('follow-up', (f) => followUps.push(f));
 
-    // The plausible agent spawns one job per line; the fixture makes them sleep a minute.
-    await session.submit('1. FAULT:slow:60000 alpha\n2. FAULT:slow:60000 beta');
+    // The plausible agent spawns one job per line; the fixture keeps them running until stopped.
+    await session.submit('1. FAULT:ignore_cancel alpha\n2. FAULT:ignore_cancel beta');
     const wave = session.manager.jobs();
     expect(wave).toHaveLength(2);
     await Promise.all(wave.map((j) => startedJob(session.manager, j.id)));
 
     let waveStatesAtFollowUp: string[] = [];
-    const followUpDone = waitFor<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => {
+    const followUpDone = nextEvent<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => {
       if (!t.followUp) return false;
       waveStatesAtFollowUp = wave.map((j) => session.manager.get(j.id)?.state ?? 'missing');
       return true;
     });
-    const delivered = waitFor<SessionEvents, 'delivered'>(session, 'delivered');
+    const delivered = nextEvent<SessionEvents, 'delivered'>(session, 'delivered');
     const user = session.startUserJob(RESEARCH_TASK, 'user research');
     const [[turn], [delivery]] = await Promise.all([followUpDone, delivered]);
 

@@ -14,7 +14,15 @@ import { runBackgroundJob, runJobTask } from '../src/worker/job.js';
 import { workerMessageSchema, type JobSpec, type PermissionService, type WorkerMessage } from '../src/shared/protocol.js';
 import type { PermissionRequest } from '../src/shared/tools/types.js';
 import type { RecordedRequest, ScriptStep, SimServer } from '../src/sim/index.js';
-import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeWorkspace, startSim } from './helpers/pool.js';
+import {
+  Cleanups,
+  ended,
+  makeConfig,
+  makeWorkspace,
+  RESEARCH_TASK,
+  startSim,
+  watchManager,
+} from './helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -174,7 +182,7 @@ describe('runJobTask (the worker task body, on this thread)', () => {
 
 describe('permissions through the real pool (comlink to the main thread)', () => {
   async function runBashJob(config: ForkpoolConfig, sim: SimServer, permissions?: PermissionStore): Promise<JobRecord> {
-    const manager = new BackgroundManager({ config, ...(permissions ? { permissions } : {}) });
+    const manager = watchManager(new BackgroundManager({ config, ...(permissions ? { permissions } : {}) }));
     cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
     const { id } = manager.spawn({ task: 'Run echo hi and report.', label: 'bash' });
     const record = await ended(manager, id);

@@ -12,7 +12,7 @@ import { createExecutor } from '../src/main/executor-factory.js';
 import type { ExecuteOptions, Executor } from '../src/main/executor.js';
 import { BackgroundManager, type JobScheduler } from '../src/main/manager.js';
 import type { JobTask } from '../src/shared/protocol.js';
-import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, waitFor } from './helpers/pool.js';
+import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent } from './helpers/pool.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -229,7 +229,7 @@ describe('AgentSession turns a program can stop', () => {
     const sim = await startSim(cleanups, { latencyMs: 60_000 });
     const session = new AgentSession({ config: makeConfig(sim, root), closeExecutor: true });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
-    const waitingOnModel = waitFor<SessionEvents, 'parent'>(session, 'parent', (e) => e.type === 'loop' && e.event.type === 'model_request');
+    const waitingOnModel = nextEvent<SessionEvents, 'parent'>(session, 'parent', (e) => e.type === 'loop' && e.event.type === 'model_request');
     return { session, waitingOnModel };
   }
 

@@ -15,7 +15,8 @@ describe('soak (short)', () => {
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const code = await new Promise<number | null>((resolve) => {
-      const guard = setTimeout(() => child.kill('SIGKILL'), 110_000);
+      // Not a time limit on the soak: only a way to end a hung child before vitest gives up.
+      const guard = setTimeout(() => child.kill('SIGKILL'), 500_000);
       child.on('exit', (c) => {
         clearTimeout(guard);
         resolve(c);
@@ -26,11 +27,15 @@ describe('soak (short)', () => {
     expect(summary.invariantsHold).toBe(true);
     expect(summary.lost).toBe(0);
     expect(summary.deliveredTwice).toBe(0);
-    expect(summary.endedTwice).toBe(0);
+    expect(summary.undelivered).toBe(0);
+    expect(summary.runsAfterClose).toBe(0);
+    expect(summary.peakRunning).toBeLessThanOrEqual(16);
+    expect(summary.peakRunning).toBeGreaterThan(1); // jobs did overlap
+    expect(summary.modelRequests).toBeGreaterThan(0);
     const ended = Object.values(summary.byStatus as Record<string, number>).reduce((a, b) => a + b, 0);
     expect(ended).toBe(200);
     for (const half of Object.values(summary.threadsAfter as Record<string, { threads: number; minThreads: number }>)) {
       expect(half.threads).toBe(half.minThreads);
     }
-  }, 120_000);
+  }, 520_000);
 });

@@ -29,7 +29,10 @@ export interface BenchOptions {
   executors?: readonly ExecutorName[];
   /** Replace every selected workload's fan-outs (experiments). */
   fanouts?: readonly number[];
-  /** Output folder. Default `bench/results` under the working directory. */
+  /**
+   * Output folder. Default `bench/results` under the working directory for a full run, and
+   * `bench/results/quick` (git-ignored) for a quick one, so a quick run leaves git clean.
+   */
   outDir?: string;
   /** Base name of the output files. Default `quick` or `full`. */
   name?: string;
@@ -46,6 +49,10 @@ export interface BenchOutcome {
   /** The results table and the targets, as markdown. */
   table: string;
 }
+
+/** Where a full run writes (committed) and where a quick run writes (git-ignored). */
+export const FULL_OUT_DIR = path.join('bench', 'results');
+export const QUICK_OUT_DIR = path.join('bench', 'results', 'quick');
 
 /** Extra time a cell's process gets beyond its own bound (start, probes, close). */
 const CELL_SLACK_MS = 60_000;
@@ -85,10 +92,16 @@ function summary(c: CellResult): string {
   return `${c.workload} ${c.jobs} ${c.executor}: ${s(c.wallMs)} s, ${c.jobsPerSec.toFixed(1)} jobs/s, loop p99 ${c.eldP99Ms.toFixed(2)} ms, RSS ${Math.round(c.peakRssMb)} MB, ${c.ok}/${c.jobs} ok`;
 }
 
+/** Why a cell that ran counts as failed (not every job delivered and `ok`), or undefined. */
+export function cellFailure(c: CellResult): string | undefined {
+  if (c.ok === c.jobs && c.delivered === c.jobs) return undefined;
+  return `${c.ok} of ${c.jobs} jobs ended ok (${c.delivered} delivered)${c.notes.length > 0 ? `: ${c.notes.join('; ')}` : ''}`;
+}
+
 export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome> {
   const quick = options.quick ?? false;
   const name = options.name ?? (quick ? 'quick' : 'full');
-  const outDir = path.resolve(options.outDir ?? path.join('bench', 'results'));
+  const outDir = path.resolve(options.outDir ?? (quick ? QUICK_OUT_DIR : FULL_OUT_DIR));
   const log = options.log ?? ((line: string) => process.stderr.write(`[bench] ${line}\n`));
   if (options.only !== undefined && !WORKLOADS.includes(options.only)) throw new Error(`--only expects one of ${WORKLOADS.join(', ')}; received ${String(options.only)}`);
   const plans = planWorkloads(quick).filter((w) => options.only === undefined || w.name === options.only);
@@ -157,7 +170,10 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
               const cellStarted = Date.now();
               const result = await runCellProcess(spec, profileDir);
               report.cells.push(result);
-              log(`${summary(result)} (cell ${((Date.now() - cellStarted) / 1000).toFixed(1)} s)`);
+              // A cell whose jobs did not all end `ok` failed, whatever its figures say.
+              const failure = cellFailure(result);
+              if (failure) report.errors.push({ workload: plan.name, executor, jobs, message: failure });
+              log(`${summary(result)} (cell ${((Date.now() - cellStarted) / 1000).toFixed(1)} s)${failure ? ` FAILED: ${failure}` : ''}`);
             } catch (error) {
               const message = error instanceof Error ? error.message : String(error);
               report.errors.push({ workload: plan.name, executor, jobs, message });

@@ -66,7 +66,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .description('run the benchmark matrix (executors × workloads) against the simulator; write JSON, markdown and SVG charts')
     .option('--quick', 'tiny fan-outs and short latencies (under a minute)')
     .option('--only <workload>', 'one workload: io, cpu or scale')
-    .option('--out <dir>', 'output folder', 'bench/results')
+    .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')
     .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job')
     .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')

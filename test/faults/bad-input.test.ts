@@ -15,9 +15,20 @@ import type { SpawnRequest } from '../../src/main/manager.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import type { ScriptToolCall } from '../../src/sim/index.js';
-import { assertValidHistory, configError, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
-import { Cleanups, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { toolMessagesOf } from './helpers.js';
+import {
+  assertValidHistory,
+  Cleanups,
+  configError,
+  describeResult,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  parseJsonLines,
+  runCli,
+  startSim,
+  toolMessagesOf,
+  watchManager,
+} from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -64,6 +75,7 @@ describe('invalid spawn arguments', () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: [{ toolCalls: BAD_CALLS }, { content: 'None of them started.' }] });
     const session = new AgentSession({ config: makeConfig(sim, root) });
+    watchManager(session.manager);
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     const result = await session.submit('Research the cache, please.');
     await session.onIdle();
@@ -146,6 +158,7 @@ describe('a result of many megabytes', () => {
     });
     const config = makeConfig(sim, root);
     const session = new AgentSession({ config });
+    watchManager(session.manager);
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     // A person's job: it runs alone, then its result starts one follow-up turn of the parent.
     const { id } = session.startUserJob('Produce a very long answer.', 'big');

@@ -6,10 +6,25 @@
  * The loop-level versions of several faults are in test/tool-loop.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ManagerEvents } from '../../src/main/manager.js';
 import type { FaultKind } from '../../src/sim/index.js';
-import { assertValidHistory, waitFor } from '../helpers/index.js';
-import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { retriesOf, runOneJob, startStatusServer, toolMessagesOf } from './helpers.js';
+import {
+  Cleanups,
+  RESEARCH_TASK,
+  assertValidHistory,
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  nextEvent,
+  retriesOf,
+  runOneJob,
+  startHoldingProxy,
+  startSim,
+  startStatusServer,
+  toolMessagesOf,
+  waitFor,
+} from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -94,32 +109,34 @@ describe('429 with Retry-After (item 5)', () => {
   });
 
   it('429 with Retry-After slows the whole executor: a concurrent job sends nothing before the deadline', async () => {
-    const SLOW_MS = 1_200;
     const RETRY_AFTER_MS = 1_500;
     const root = await makeWorkspace(cleanups);
-    // Job B's first answer is slow; it is still in flight when job A gets the 429.
-    const sim = await startSim(cleanups, { latencyMs: SLOW_MS });
-    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 2 }, { maxRetries: 2 }), cleanups);
+    const sim = await startSim(cleanups, { latencyMs: 0, faults: { 2: { kind: '429', retryAfterSeconds: RETRY_AFTER_MS / 1000 } } });
+    // B's first answer is held back (by events, not latency) until A has had its 429 and said so:
+    // B is in flight while the gate closes, and asks again only after it has closed.
+    const proxy = await startHoldingProxy(cleanups, sim.url, (body) => body.includes('(job B)'));
+    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 2 }, { maxRetries: 2, baseUrl: proxy.url }), cleanups);
     const b = manager.spawn({ task: `${RESEARCH_TASK} (job B)`, label: 'B' });
-    await waitFor(() => sim.requests.length >= 1, "job B's first request");
-    sim.setOptions({ latencyMs: 0, faults: { 2: { kind: '429', retryAfterSeconds: RETRY_AFTER_MS / 1000 } } });
+    await waitFor(() => sim.requests.length >= 1 && proxy.held() === 1, "job B's first request, answered and held");
     const a = manager.spawn({ task: `${RESEARCH_TASK} (job A)`, label: 'A' });
+    // Subscribed in the same tick as the spawn: no progress event can have arrived yet.
+    const aRetried = nextEvent<ManagerEvents, 'progress'>(manager, 'progress', ({ jobId, event }) => jobId === a.id && event.type === 'retry');
+    await aRetried;
+    proxy.release();
     const records = await Promise.all([ended(manager, a.id), ended(manager, b.id)]);
     for (const record of records) expect(['ok', 'partial']).toContain(record.status);
 
+    // The sim's request log: B first, then A's 429, then everything after it not before the deadline.
     const jobOf = (r: { body: { messages: unknown[] } }) => (JSON.stringify(r.body.messages[1]).includes('(job A)') ? 'A' : 'B');
     const [first, limited] = sim.requests;
     if (!first || !limited) throw new Error('expected at least two requests');
     expect(jobOf(first)).toBe('B');
     expect(limited.fault).toBe('429');
     expect(jobOf(limited)).toBe('A');
-    // The scenario held: A's 429 arrived while B's slow first request was still being answered,
-    // so without a shared gate B would have sent its next request before the deadline.
-    expect(limited.receivedAt).toBeLessThan(first.receivedAt + SLOW_MS);
     const deadline = limited.receivedAt + RETRY_AFTER_MS;
-    expect(first.receivedAt + SLOW_MS).toBeLessThan(deadline);
     const after = sim.requests.filter((r) => r.n > limited.n);
     expect(after.filter((r) => jobOf(r) === 'B').length).toBeGreaterThan(0);
+    // A lower bound only: a loaded machine can make requests later, never earlier.
     for (const r of after) expect(r.receivedAt, `request ${r.n} (job ${jobOf(r)})`).toBeGreaterThanOrEqual(deadline);
   });
 });
@@ -163,34 +180,41 @@ describe('bad tool calls (item 7)', () => {
 });
 
 describe('hangs and stalls (item 8)', () => {
+  // Each timeout must fire on the fault and must NOT fire on the healthy retry, which a loaded
+  // machine can slow down a lot: generous limits (seconds, not hundreds of ms) keep the second half true.
+  const REQUEST_TIMEOUT_MS = 4_000;
+  const IDLE_TIMEOUT_MS = 3_000;
+
   it.each([true, false])('a hang before headers (stream=%s): the request timeout fires and the retry succeeds', async (stream) => {
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'hang_before_headers' } } },
-      config: { stream, requestTimeoutMs: 500, maxRetries: 1 },
+      config: { stream, requestTimeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 1 },
     });
-    expect(record.status).toBe('ok');
+    expect(record.status, JSON.stringify({ error: record.error, faults: sim.requests.map((r) => r.fault), events })).toBe('ok');
     expect(sim.requests.map((r) => r.fault)).toEqual(['hang_before_headers', undefined]);
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringMatching(/timed out/)]);
-    expect((sim.requests[1]?.receivedAt ?? 0) - (sim.requests[0]?.receivedAt ?? 0)).toBeGreaterThanOrEqual(500);
+    // No gap check between the sim's receipts: the timeout's clock starts in the worker before
+    // the sim sees the request, so under load the gap can be shorter than the timeout. The
+    // worker's own report (the retry reason above) says the timeout fired.
   });
 
   it('a stream that stalls after its headers (keep-alives only): the idle watchdog aborts it and the retry succeeds', async () => {
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'stall_mid_stream' } } },
-      config: { stream: true, streamIdleTimeoutMs: 300, requestTimeoutMs: 30_000, maxRetries: 1 },
+      config: { stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, requestTimeoutMs: 60_000, maxRetries: 1 },
     });
     expect(record.status).toBe('ok');
     expect(sim.requests.map((r) => r.fault)).toEqual(['stall_mid_stream', undefined]);
-    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining('stream sent nothing for 300 ms')]);
+    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`stream sent nothing for ${IDLE_TIMEOUT_MS} ms`)]);
   });
 
   it('a non-streamed body that stalls after its headers: the request timeout (headers to last byte) aborts it and the retry succeeds', async () => {
     const { record, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'stall_mid_stream' } } },
-      config: { stream: false, requestTimeoutMs: 700, maxRetries: 1 },
+      config: { stream: false, requestTimeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 1 },
     });
     expect(record.status).toBe('ok');
-    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining('request timed out after 700 ms')]);
+    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`request timed out after ${REQUEST_TIMEOUT_MS} ms`)]);
   });
 
   it.each(['hang_before_headers', 'stall_mid_stream'] as const)('the job deadline holds over a model that does %s on every try: timed_out', async (kind) => {

@@ -15,21 +15,27 @@ import {
   makeConfig,
   makeManager,
   makeWorkspace,
+  ManualScheduler,
   recordEvents,
   startSim,
   startedJob,
-} from '../helpers/pool.js';
+} from '../helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 
+/**
+ * A manager over the fault fixture. Job timeouts are held in the test's hand (a test fires one
+ * when its scenario is in place); cancel grace and the port fallback run on real timers.
+ */
 async function setup(background: Parameters<typeof makeConfig>[2] = {}) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups);
   const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 100, ...background });
   const executor = fixtureExecutor(config, cleanups);
-  const manager = makeManager(config, cleanups, executor);
-  return { manager, executor, sim };
+  const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
+  const manager = makeManager(config, cleanups, executor, scheduler);
+  return { manager, executor, sim, scheduler };
 }
 
 /** Spawns the faulty job, then a normal one behind it; returns both records once ended. */
@@ -66,10 +72,13 @@ describe('a faulty worker fails only its own job', () => {
   });
 
   it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async () => {
-    // 0.04 minutes = 2.4 s from start: the loop never ends by itself; the normal job that runs
-    // after it (three model calls and a grep) must fit well inside it even on a loaded machine.
-    const { manager } = await setup({ timeoutMinutes: 0.04 });
-    const [bad, good] = await faultThenNormal(manager, 'FAULT:loop');
+    const { manager, scheduler } = await setup();
+    const ending = faultThenNormal(manager, 'FAULT:loop');
+    // The loop's timeout runs out (fired by hand once it runs); the next job's never does.
+    const [loop] = manager.jobs();
+    await startedJob(manager, loop?.id as string);
+    for (const timer of scheduler.find('timeout', loop?.id)) scheduler.fire(timer);
+    const [bad, good] = await ending;
     expect(bad.status).toBe('timed_out');
     expect(bad.endedBy).toBe('hard');
     expect(bad.error?.code).toBe('JOB_TIMEOUT');
@@ -90,11 +99,15 @@ describe('a faulty worker fails only its own job', () => {
   });
 
   it('with several jobs at once, a crash takes only its own job (thread isolation)', async () => {
-    const { manager } = await setup({ maxConcurrent: 3 });
-    const neighbours = [manager.spawn({ task: 'FAULT:slow:400 n1', label: 'n1' }), manager.spawn({ task: 'FAULT:slow:400 n2', label: 'n2' })];
+    // A long grace: the neighbours' answer to the cancel below can never lose a race with it.
+    const { manager } = await setup({ maxConcurrent: 3, cancelGraceMs: 60_000 });
+    // Neighbours that run until told: they are certainly running when the crash happens.
+    const neighbours = [manager.spawn({ task: 'FAULT:finish_on_cancel n1', label: 'n1' }), manager.spawn({ task: 'FAULT:finish_on_cancel n2', label: 'n2' })];
     await Promise.all(neighbours.map((n) => startedJob(manager, n.id)));
     const bad = manager.spawn({ task: 'FAULT:exit', label: 'bad' });
     expect((await ended(manager, bad.id)).status).toBe('failed');
+    expect(neighbours.map((n) => manager.get(n.id)?.state)).toEqual(['running', 'running']);
+    for (const n of neighbours) manager.cancel(n.id);
     for (const n of neighbours) {
       const record = await ended(manager, n.id);
       expect(record.status).toBe('ok');
@@ -129,7 +142,8 @@ describe('shared isolation', () => {
     const { manager } = await setup(shared);
     const log = recordEvents(manager);
     const stubborn = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
-    const innocents = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:slow:3000 innocent ${i}`, label: `innocent ${i}` }));
+    // Innocents whose first attempt runs until its thread dies, and whose retry finishes quickly.
+    const innocents = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:hang_once:20 innocent ${i}`, label: `innocent ${i}` }));
     const started = await Promise.all([stubborn, ...innocents].map((j) => startedJob(manager, j.id)));
     // All four share the one thread.
     expect(new Set(started.map((r) => r.threadId)).size).toBe(1);

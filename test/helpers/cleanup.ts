@@ -17,6 +17,22 @@ export interface Cleanup {
   run(): Promise<void>;
 }
 
+/**
+ * A cleanup list as a class: `const cleanups = new Cleanups(); afterEach(() => cleanups.run())`.
+ * The same list as {@link createCleanup}; kept for the files that construct one.
+ */
+export class Cleanups implements Cleanup {
+  readonly #list = createCleanup();
+
+  add(fn: CleanupFn): void {
+    this.#list.add(fn);
+  }
+
+  run(): Promise<void> {
+    return this.#list.run();
+  }
+}
+
 /** A cleanup list without hooks; pair it with your own `afterEach(() => list.run())`. */
 export function createCleanup(): Cleanup {
   const fns: CleanupFn[] = [];
@@ -46,8 +62,10 @@ export function useCleanup(): Cleanup {
 }
 
 /**
- * Waits until `check()` is truthy, checking every `intervalMs`. For state with no event to
- * listen to (e.g. `sim.requests.length`), never as a delay. Rejects with `what` after `timeoutMs`.
+ * The one `waitFor` of the suite: waits until `check()` is truthy, checking every `intervalMs`.
+ * For state with no event to listen to (e.g. `sim.requests.length`), never as a delay; to wait
+ * for a manager event use `nextEvent` (helpers/pool.ts). Rejects with `what` after `timeoutMs`
+ * (a safety net against a hang, generous so a loaded machine never trips it; not a measurement).
  */
 export async function waitFor<T>(check: () => T | undefined | null | false, what: string, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? 20_000;

@@ -1,86 +1,179 @@
+/**
+ * A fake executor whose "worker threads" are the test, and a manual scheduler. The fake speaks
+ * the real port protocol (`started`, `done`) so the manager and ledger under test are the real
+ * ones, and it keeps its OWN record of what it was asked to run and what it posted: the
+ * property tests compute their invariants from that record, not from the manager's counters.
+ *
+ * How a task ends is a script ({@link EndingScript}) the test draws from its schedule: whether a
+ * `done` is posted, whether the run resolves or rejects (the thread died), whether the port is
+ * closed, in which order those happen, and whether a macrotask passes between two of them. So
+ * the orders the real pool produces (and the ones between) are all exercised, including a
+ * `done` still sitting in the port when the run settles or the port closes.
+ */
 import { threadId } from 'node:worker_threads';
-import { ForkpoolError, JobError } from '../../src/shared/errors.js';
+import { JobError } from '../../src/shared/errors.js';
 import type { Executor, ExecuteOptions, ExecutorCapabilities } from '../../src/main/executor.js';
 import type { JobOutcome, JobTask, WorkerMessage } from '../../src/shared/protocol.js';
 import type { JobScheduler, TimerTag } from '../../src/main/manager.js';
 
-/** One task the fake executor holds, driven by the test instead of a worker. */
+/** One step of a task's ending. */
+export type EndingStep = 'post-done' | 'close-port' | 'settle-run';
+
+/** How a task ends; drawn by the test. Steps not taking place are skipped. */
+export interface EndingScript {
+  /** The worker posts a `done` (its outcome below). False: the thread dies or returns without one. */
+  postsDone: boolean;
+  outcome: 'final' | 'error' | 'aborted';
+  /** `reject`: the thread died (exit, crash, hard stop) after or instead of its `done`. */
+  run: 'resolve' | 'reject';
+  /** False: the port is left open (a dead thread's port may linger): the manager's fallback decides. */
+  closesPort: boolean;
+  /** The three steps in the order they happen. */
+  order: readonly EndingStep[];
+  /** After step i, let a macrotask pass (true) or go on in the same tick (false). */
+  gaps: readonly boolean[];
+  /**
+   * After the last step, within the same tick (only microtasks later), time runs out for the
+   * manager's port-close fallback: {@link FakeExecutor.onFallback} fires it while a `done` may
+   * still sit unread in the port (a busy main thread).
+   */
+  firesFallback?: boolean;
+}
+
+/** The ending of a task that finishes normally with its result: done, close, resolve, one tick. */
+export const CLEAN_ENDING: EndingScript = { postsDone: true, outcome: 'final', run: 'resolve', closesPort: true, order: ['post-done', 'close-port', 'settle-run'], gaps: [false, false, false] };
+
+/** One task the fake holds. */
 export interface FakeTask {
   task: JobTask;
   options: ExecuteOptions;
+  /** Index of this run in {@link FakeExecutor.runs}. */
+  run: number;
   started: boolean;
+  /** A `done` was posted for this run (the result is in the port, maybe not yet read). */
+  donePosted?: JobOutcome['stopReason'];
   cancelRequested: boolean;
+  /** The ending has begun: no more steps may be taken by the test. */
+  ending: boolean;
+  /** The run promise settled. */
   settled: boolean;
+  /** The worker side closed the job's port. */
+  portClosed?: boolean;
   resolve(): void;
   reject(error: unknown): void;
 }
 
-/**
- * An executor whose "workers" are the test: it speaks the real port protocol (started, done)
- * so the manager and ledger under test are the real ones. Tracks how many tasks it holds at
- * once, to check the cap from the executor's side.
- */
+/** The fake's own log of one `run` call. */
+export interface RunRecord {
+  id: string;
+  attempt: number;
+  exclusive: boolean;
+  /** Tasks occupying a slot (asked to run, no `done` posted, run not settled) including this one. */
+  occupiedAtCall: number;
+  /** The executor had been told the manager was closing. */
+  afterClose: boolean;
+}
+
+const macrotask = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** An executor driven by the test; see the module comment. */
 export class FakeExecutor implements Executor {
   readonly kind = 'inline' as const;
   readonly capabilities: ExecutorCapabilities;
+  /** The current (latest) task per job id. */
   readonly tasks = new Map<string, FakeTask>();
+  /** Every `run` call, in order. */
+  readonly runs: RunRecord[] = [];
+  /** Slots occupied (see {@link RunRecord.occupiedAtCall}), sampled at each run call and each settle. */
+  readonly occupancy: number[] = [];
   /** Honour every cooperative cancel at once (used while closing). */
   autoHonourCancel = false;
-  peakInFlight = 0;
+  /** How a task dies when the manager hard-stops it; the test may replace it per draw. */
+  hardStopEnding: (task: FakeTask) => EndingScript = () => ({ ...CLEAN_ENDING, postsDone: false, run: 'reject' });
+  /** Called for a script with `firesFallback`: the test fires the job's port-close timer. */
+  onFallback: (jobId: string) => void = () => {};
+  /** Set by the test right before it calls `manager.close()`. */
+  closeRequested = false;
   closed = false;
+  readonly #endings = new Set<Promise<void>>();
+  readonly #all: FakeTask[] = [];
 
   constructor(isolation: 'thread' | 'shared' = 'thread') {
     this.capabilities = { isolation, hardStop: true, exclusive: true };
   }
 
+  /** Tasks that occupy a slot: asked to run, not settled, no `done` posted. */
+  get occupied(): number {
+    return this.#all.filter((t) => !t.settled && t.donePosted === undefined).length;
+  }
+
+  /** Tasks not yet settled (compatibility). */
   get inFlight(): number {
-    let n = 0;
-    for (const t of this.tasks.values()) if (!t.settled) n++;
-    return n;
+    return this.#all.filter((t) => !t.settled).length;
+  }
+
+  /** The most slots ever occupied at once, from the fake's own samples. */
+  get peakOccupied(): number {
+    return Math.max(0, ...this.occupancy);
   }
 
   run(task: JobTask, options: ExecuteOptions): Promise<void> {
     return new Promise((resolve, reject) => {
-      const entry: FakeTask = { task, options, started: false, cancelRequested: false, settled: false, resolve, reject };
+      const entry: FakeTask = { task, options, run: this.runs.length, started: false, cancelRequested: false, ending: false, settled: false, resolve, reject };
       this.tasks.set(task.spec.id, entry);
-      this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+      this.#all.push(entry);
+      this.runs.push({ id: task.spec.id, attempt: task.spec.attempt, exclusive: options.exclusive === true, occupiedAtCall: this.occupied, afterClose: this.closeRequested });
+      this.occupancy.push(this.occupied);
       task.port.on('message', (message: { type?: string }) => {
         if (message?.type !== 'cancel') return;
         entry.cancelRequested = true;
         if (this.autoHonourCancel) this.honourCancel(task.spec.id);
       });
-      options.hardStop.addEventListener('abort', () => this.#die(entry, new JobError('ABORTED', task.spec.id, 'hard stop')), { once: true });
+      const onAbort = () => this.#track(this.#end(entry, this.hardStopEnding(entry), new JobError('ABORTED', task.spec.id, 'hard stop')));
+      if (options.hardStop.aborted) onAbort();
+      else options.hardStop.addEventListener('abort', onAbort, { once: true });
     });
   }
 
-  /** Tasks the test may act on. */
+  /** Tasks the test may act on (not yet ending). */
   active(): FakeTask[] {
-    return [...this.tasks.values()].filter((t) => !t.settled);
+    return this.#all.filter((t) => !t.ending && !t.settled);
   }
 
   start(id: string): void {
-    const t = this.#live(id);
+    const t = this.#actionable(id);
     if (!t || t.started) return;
     t.started = true;
     this.#post(t, { type: 'started', jobId: id, threadId, at: Date.now() });
   }
 
-  succeed(id: string, text = `answer of ${id}\n<result status="ok" files_touched="a.ts"/>`): void {
-    this.#finish(id, { stopReason: 'final', text, usage: { sim: { promptTokens: 1, completionTokens: 1, totalTokens: 2, requests: 1 } }, iterations: 1 });
+  /** Ends task `id` by `script`; resolves when every step has been taken. */
+  end(id: string, script: EndingScript): Promise<void> {
+    const t = this.#actionable(id);
+    if (!t) return Promise.resolve();
+    return this.#track(this.#end(t, script, new JobError('THREAD_LOST', id, 'worker exited with code: 1')));
   }
 
-  fail(id: string): void {
-    this.#finish(id, { stopReason: 'error', text: '', usage: {}, iterations: 1, error: { name: 'ForkpoolError', code: 'MODEL_REQUEST_FAILED', message: 'HTTP 500' } });
+  succeed(id: string): Promise<void> {
+    return this.end(id, CLEAN_ENDING);
   }
 
-  honourCancel(id: string): void {
-    this.#finish(id, { stopReason: 'aborted', text: 'partial', usage: {}, iterations: 1 });
+  fail(id: string): Promise<void> {
+    return this.end(id, { ...CLEAN_ENDING, outcome: 'error' });
   }
 
-  /** The thread died under the task (exit, OOM, uncaught error). */
-  crash(id: string): void {
-    const t = this.#live(id);
-    if (t) this.#die(t, new JobError('THREAD_LOST', id, 'worker exited with code: 1'));
+  honourCancel(id: string): Promise<void> {
+    return this.end(id, { ...CLEAN_ENDING, outcome: 'aborted' });
+  }
+
+  /** The thread died under the task (exit, OOM, uncaught error) before it posted anything. */
+  crash(id: string): Promise<void> {
+    return this.end(id, { ...CLEAN_ENDING, postsDone: false, run: 'reject' });
+  }
+
+  /** Resolves once every ending under way has taken all its steps. */
+  async settled(): Promise<void> {
+    while (this.#endings.size > 0) await Promise.all([...this.#endings]);
   }
 
   threadCount(): number {
@@ -89,31 +182,54 @@ export class FakeExecutor implements Executor {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const t of this.active()) this.#die(t, new ForkpoolError('ABORTED', 'executor closed'));
+    for (const t of this.#all.filter((x) => !x.settled)) this.#track(this.#end(t, { ...CLEAN_ENDING, postsDone: false, run: 'reject' }, new JobError('ABORTED', t.task.spec.id, 'executor closed'), true));
+    await this.settled();
   }
 
-  #live(id: string): FakeTask | undefined {
+  #actionable(id: string): FakeTask | undefined {
     const t = this.tasks.get(id);
-    return t && !t.settled ? t : undefined;
+    return t && !t.ending && !t.settled ? t : undefined;
   }
 
-  #finish(id: string, outcome: JobOutcome): void {
-    const t = this.#live(id);
-    if (!t) return;
-    if (!t.started) this.start(id);
-    this.#post(t, { type: 'done', jobId: id, outcome });
-    t.settled = true;
-    t.task.port.close();
-    t.task.permissionPort.close();
-    t.resolve();
+  #track(ending: Promise<void>): Promise<void> {
+    this.#endings.add(ending);
+    return ending.finally(() => this.#endings.delete(ending));
   }
 
-  #die(t: FakeTask, error: unknown): void {
-    if (t.settled) return;
-    t.settled = true;
-    t.task.port.close();
-    t.task.permissionPort.close();
-    t.reject(error);
+  async #end(t: FakeTask, script: EndingScript, death: unknown, force = false): Promise<void> {
+    if ((t.ending && !force) || t.settled) return;
+    t.ending = true;
+    const id = t.task.spec.id;
+    for (const [i, step] of script.order.entries()) {
+      if (t.settled && step !== 'close-port') continue;
+      // A `done` posted on a port the worker already closed never arrives: it is not posted.
+      if (step === 'post-done' && script.postsDone && t.donePosted === undefined && !t.portClosed) {
+        if (!t.started) this.start(id);
+        const outcome: JobOutcome =
+          script.outcome === 'final'
+            ? { stopReason: 'final', text: `answer of ${id}\n<result status="ok" files_touched="a.ts"/>`, usage: {}, iterations: 1 }
+            : script.outcome === 'error'
+              ? { stopReason: 'error', text: '', usage: {}, iterations: 1, error: { name: 'ForkpoolError', code: 'MODEL_REQUEST_FAILED', message: 'HTTP 500' } }
+              : { stopReason: 'aborted', text: 'partial', usage: {}, iterations: 1 };
+        t.donePosted = outcome.stopReason;
+        this.#post(t, { type: 'done', jobId: id, outcome });
+      } else if (step === 'close-port' && script.closesPort) {
+        t.portClosed = true;
+        t.task.port.close();
+        t.task.permissionPort.close();
+      } else if (step === 'settle-run' && !t.settled) {
+        t.settled = true;
+        this.occupancy.push(this.occupied);
+        if (script.run === 'resolve') t.resolve();
+        else t.reject(death);
+      }
+      if (script.gaps[i]) await macrotask();
+    }
+    if (script.firesFallback) {
+      // Microtasks only: the run's settle handlers run (arming the fallback), port messages do not.
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      this.onFallback(id);
+    }
   }
 
   #post(t: FakeTask, message: WorkerMessage): void {
@@ -121,29 +237,49 @@ export class FakeExecutor implements Executor {
   }
 }
 
-/** A scheduler the test fires by hand; records what each timer was for and when it was set. */
+/**
+ * A scheduler the test fires by hand; records what each timer was for. Kinds listed in
+ * `realKinds` run on real timers instead (for tests through the real pool that only want to
+ * hold some timers, e.g. the job timeout, in their hand).
+ */
 export class ManualScheduler implements JobScheduler {
   readonly pending = new Map<number, { callback: () => void; tag: TimerTag }>();
-  /** Every timer ever set, with a check hook the test uses at creation time. */
+  /** Every timer set by hand, in order, with its tag. */
+  readonly log: TimerTag[] = [];
+  /** Called as each timer is set (the test records what it sees at that moment). */
   onSet: (tag: TimerTag) => void = () => {};
+  readonly #realKinds: ReadonlySet<TimerTag['kind']>;
   #next = 1;
 
-  set(callback: () => void, _ms: number, tag: TimerTag): unknown {
+  constructor(realKinds: ReadonlyArray<TimerTag['kind']> = []) {
+    this.#realKinds = new Set(realKinds);
+  }
+
+  set(callback: () => void, ms: number, tag: TimerTag): unknown {
+    this.onSet(tag);
+    if (this.#realKinds.has(tag.kind)) return setTimeout(callback, ms);
     const id = this.#next++;
     this.pending.set(id, { callback, tag });
-    this.onSet(tag);
+    this.log.push(tag);
     return id;
   }
 
   clear(handle: unknown): void {
-    this.pending.delete(handle as number);
+    if (typeof handle === 'number') this.pending.delete(handle);
+    else clearTimeout(handle as NodeJS.Timeout);
   }
 
+  /** Fires timer `id` now (if still pending); returns its tag. */
   fire(id: number): TimerTag | undefined {
     const entry = this.pending.get(id);
     if (!entry) return undefined;
     this.pending.delete(id);
     entry.callback();
     return entry.tag;
+  }
+
+  /** The pending timers of one kind (and job). */
+  find(kind: TimerTag['kind'], jobId?: string): number[] {
+    return [...this.pending].filter(([, e]) => e.tag.kind === kind && (jobId === undefined || e.tag.jobId === jobId)).map(([id]) => id);
   }
 }

@@ -8,6 +8,13 @@
  * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv
  * - history.ts  assertValidHistory (tool calls all answered), toolResults
  * - gates.ts    allowGate / denyGate / recordingGate (PermissionGate doubles), toolContextFor
+ * - pool.ts     the real pool: makeWorkspace, startSim, makeConfig, makeManager (+ the shared
+ *               after-each check that no manager listener threw), nextEvent, ended, startedJob,
+ *               recordEvents
+ * - faults.ts   runOneJob, loopback stand-ins (status server, recording proxy), /proc checks
+ * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
+ *
+ * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
  */
 export * from './cleanup.js';
 export * from './config.js';
@@ -15,3 +22,6 @@ export * from './sim.js';
 export * from './cli.js';
 export * from './history.js';
 export * from './gates.js';
+export * from './pool.js';
+export * from './faults.js';
+export * from './fake-executor.js';

@@ -3,63 +3,43 @@
  * simulated model on loopback, configs, the fault fixture executor, a cleanup list, and
  * event-based waiting (never sleeps).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { afterEach, expect } from 'vitest';
 import { createExecutor } from '../../src/main/executor-factory.js';
 import type { Executor } from '../../src/main/executor.js';
 import type { JobRecord } from '../../src/main/ledger.js';
-import { BackgroundManager, type ManagerEvents } from '../../src/main/manager.js';
+import { BackgroundManager, type JobScheduler, type ManagerEvents } from '../../src/main/manager.js';
 import type { TypedEmitter } from '../../src/main/events.js';
 import { parseConfig, type ForkpoolConfig, type ForkpoolConfigInput } from '../../src/shared/config.js';
 import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
+import { Cleanups, type Cleanup } from './cleanup.js';
+import { tempWorkspace } from './config.js';
+
+export { Cleanups };
 
 export const FAULTY_WORKER = new URL('../fixtures/faulty-worker.mjs', import.meta.url).href;
 
 /** A research task the sim's plausible agent answers from the workspace below. */
 export const RESEARCH_TASK = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
 
-/** Runs registered cleanups (last first) after each test. */
-export class Cleanups {
-  readonly #items: Array<() => Promise<unknown> | unknown> = [];
+/** The files of {@link makeWorkspace}: a retry backoff the research task finds, and a decoy. */
+export const RESEARCH_WORKSPACE_FILES = {
+  'src/retry.ts': [
+    '// Retry with exponential backoff and jitter.',
+    'export function retryBackoff(attempt: number): number {',
+    '  return Math.min(8000, 500 * 2 ** attempt);',
+    '}',
+    '',
+  ].join('\n'),
+  'src/cache.ts': '// An LRU cache with a size limit.\nexport class LruCache {}\n',
+  'README.md': '# demo workspace\nThe retry backoff lives in src/retry.ts.\n',
+};
 
-  add(fn: () => Promise<unknown> | unknown): void {
-    this.#items.push(fn);
-  }
-
-  async run(): Promise<void> {
-    const errors: unknown[] = [];
-    for (const fn of this.#items.splice(0).reverse()) {
-      try {
-        await fn();
-      } catch (error) {
-        errors.push(error);
-      }
-    }
-    if (errors.length > 0) throw new AggregateError(errors, 'cleanup failed');
-  }
+/** A temp workspace with {@link RESEARCH_WORKSPACE_FILES}, removed after the test. */
+export async function makeWorkspace(cleanups: Cleanup): Promise<string> {
+  return tempWorkspace(RESEARCH_WORKSPACE_FILES, cleanups);
 }
 
-export async function makeWorkspace(cleanups: Cleanups): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), 'forkpool-test-'));
-  cleanups.add(() => rm(root, { recursive: true, force: true }));
-  await mkdir(join(root, 'src'), { recursive: true });
-  await writeFile(
-    join(root, 'src', 'retry.ts'),
-    [
-      '// Retry with exponential backoff and jitter.',
-      'export function retryBackoff(attempt: number): number {',
-      '  return Math.min(8000, 500 * 2 ** attempt);',
-      '}',
-      '',
-    ].join('\n'),
-  );
-  await writeFile(join(root, 'src', 'cache.ts'), '// An LRU cache with a size limit.\nexport class LruCache {}\n');
-  await writeFile(join(root, 'README.md'), '# demo workspace\nThe retry backoff lives in src/retry.ts.\n');
-  return root;
-}
-
-export async function startSim(cleanups: Cleanups, options: SimServerOptions = {}): Promise<SimServer> {
+export async function startSim(cleanups: Cleanup, options: SimServerOptions = {}): Promise<SimServer> {
   // Tests read request bodies (`sim.requests[i].body`): ask the sim to keep them (its default is not to).
   const sim = await startSimServer({ recordBodies: true, ...options });
   cleanups.add(() => sim.close());
@@ -84,20 +64,46 @@ export function makeConfig(
 }
 
 /** The Piscina executor running the fault fixture (which delegates normal jobs to the real entry). */
-export function fixtureExecutor(config: ForkpoolConfig, cleanups: Cleanups): Executor {
+export function fixtureExecutor(config: ForkpoolConfig, cleanups: Cleanup): Executor {
   const executor = createExecutor(config, undefined, 'piscina', FAULTY_WORKER);
   cleanups.add(() => executor.close());
   return executor;
 }
 
-export function makeManager(config: ForkpoolConfig, cleanups: Cleanups, executor?: Executor): BackgroundManager {
-  const manager = new BackgroundManager({ config, closeExecutor: true, ...(executor ? { executor } : {}) });
+/** Managers of the running test, checked for listener errors after it. */
+const watched = new Set<BackgroundManager>();
+
+/**
+ * Registers a manager for the shared check after each test: no listener threw. A listener that
+ * throws is caught and counted by the manager (`listenerErrorCount`), so an `expect` inside a
+ * listener would otherwise pass silently. Tests only record in listeners and assert in the body.
+ */
+export function watchManager<M extends BackgroundManager>(manager: M): M {
+  watched.add(manager);
+  return manager;
+}
+
+// Registered once per test file (vitest re-evaluates this module for each file).
+afterEach(() => {
+  const managers = [...watched];
+  watched.clear();
+  for (const manager of managers) {
+    const failures = manager.listenerFailures.map((f) => `${f.event}: ${f.error instanceof Error ? f.error.message : String(f.error)}`);
+    expect(manager.listenerErrorCount, `a manager listener threw:\n${failures.join('\n')}`).toBe(0);
+  }
+});
+
+export function makeManager(config: ForkpoolConfig, cleanups: Cleanup, executor?: Executor, scheduler?: JobScheduler): BackgroundManager {
+  const manager = watchManager(new BackgroundManager({ config, closeExecutor: true, ...(executor ? { executor } : {}), ...(scheduler ? { scheduler } : {}) }));
   cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
   return manager;
 }
 
-/** Resolves with the first emitted value that `accept` takes. */
-export function waitFor<E extends Record<string, unknown[]>, K extends keyof E & string>(
+/**
+ * Resolves with the first emitted value that `accept` takes. Subscribe before the action that
+ * causes the event (or use {@link ended} / {@link startedJob}, which check the state first).
+ */
+export function nextEvent<E extends Record<string, unknown[]>, K extends keyof E & string>(
   emitter: TypedEmitter<E>,
   event: K,
   accept: (...args: E[K]) => boolean = () => true,
@@ -115,7 +121,7 @@ export function waitFor<E extends Record<string, unknown[]>, K extends keyof E &
 export async function ended(manager: BackgroundManager, id: string): Promise<JobRecord> {
   const now = manager.get(id);
   if (now?.state === 'ended') return now;
-  const [record] = await waitFor<ManagerEvents, 'done'>(manager, 'done', (r) => r.id === id);
+  const [record] = await nextEvent<ManagerEvents, 'done'>(manager, 'done', (r) => r.id === id);
   return record;
 }
 
@@ -123,7 +129,7 @@ export async function ended(manager: BackgroundManager, id: string): Promise<Job
 export async function startedJob(manager: BackgroundManager, id: string): Promise<JobRecord> {
   const now = manager.get(id);
   if (now && now.state !== 'queued') return now;
-  const [record] = await waitFor<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
+  const [record] = await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
   return record;
 }
 
