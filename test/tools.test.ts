@@ -371,8 +371,9 @@ describe('index', () => {
 
 /** True when the process is gone or a zombie awaiting its reaper. */
 async function isGone(pid: number): Promise<boolean> {
-  // The kill is sent before the tool returns; the kernel may need a moment to deliver it.
-  for (let i = 0; i < 50; i++) {
+  // The kill is sent before the tool returns; the kernel may need a moment to deliver it (longer
+  // on a loaded machine). Unkilled, the process would live 30 s, far past this bound.
+  for (let i = 0; i < 250; i++) {
     try {
       process.kill(pid, 0);
     } catch {
