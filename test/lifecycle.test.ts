@@ -280,8 +280,8 @@ describe('the real bash tool: nothing outlives a hard-stopped job', () => {
     await manager.destroy();
     expect(manager.get(id)).toMatchObject({ status: 'cancelled', endedBy: 'hard' });
     expect(await survivorsAfterKill(group)).toEqual([]);
-    // `setsid` leaves the process group: only bubblewrap's PID namespace ends it too.
+    // `setsid` leaves the process group: only bubblewrap's PID namespace is sure to end it too
+    // (without it, README and RELIABILITY say so; the cleanup above kills what may be left).
     if (sandbox === 'bwrap') expect(await survivorsAfterKill(setsid)).toEqual([]);
-    else expect(processesMatching(setsid)).toHaveLength(1);
   });
 });
