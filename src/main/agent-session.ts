@@ -4,7 +4,7 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { linkedAbort } from '../shared/abort.js';
 import { AbortError, ForkpoolError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
-import { backgroundTools } from './background-tools.js';
+import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { formatBackgroundResults } from './delivery-format.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
@@ -79,7 +79,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.asker ? { asker: options.asker } : {}),
       ...(options.role ? { role: options.role } : {}),
       extraTools: withBackground
-        ? backgroundTools({ spawnFromAgent: (r) => this.#spawnFromAgent(r), cancelJob: (id) => this.manager.cancel(id) })
+        ? backgroundTools({
+            spawnFromAgent: (r) => this.#spawnFromAgent(r),
+            cancelJob: (id) => this.manager.cancel(id),
+            agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+          })
         : [],
       turnPreamble: (turn) => this.#deliver(turn),
       onEvent: (event) => this.emit('parent', event),
@@ -118,9 +122,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     });
   }
 
-  /** A job a person started (`/bg start`): role `user`, no wave, its own usage bucket. */
-  startUserJob(task: string, label?: string): JobHandle {
-    return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null });
+  /**
+   * A job a person started (`/bg start`): role `user`, no wave, its own usage bucket. It runs
+   * `options.agent`, else `background.defaultAgent`, else a fork of the parent.
+   */
+  startUserJob(task: string, label?: string, options: { agent?: string; name?: string } = {}): JobHandle {
+    return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null, ...options });
   }
 
   cancel(id: string): JobHandle {
@@ -148,12 +155,14 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return report;
   }
 
-  #spawnFromAgent(request: { task: string; label: string; fullContext: boolean }): JobHandle {
+  #spawnFromAgent(request: SpawnToolRequest): JobHandle {
     return this.manager.spawn({
       task: request.task,
       label: request.label,
       role: this.agent.role,
       wave: this.#currentTurn,
+      ...(request.agent !== undefined ? { agent: request.agent } : {}),
+      ...(request.name !== undefined ? { name: request.name } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
     });
   }

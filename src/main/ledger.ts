@@ -21,6 +21,10 @@ export interface JobRecord {
   /** The task; after retention drops the result, only its head (see `resultDropped`). */
   task: string;
   role: JobRole;
+  /** The configured peer it runs (a key of `config.agents`); unset: a fork of the parent. */
+  agent?: string;
+  /** A name given at spawn, unique among live jobs; usable wherever an id is. */
+  name?: string;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ForkpoolConfig } from '../shared/config.js';
-import { AbortError, JobError, serializeError } from '../shared/errors.js';
+import { agentEntry } from '../shared/agents.js';
+import { AbortError, JobError, errorMessage, serializeError } from '../shared/errors.js';
+import { JobNames } from './job-names.js';
 import { JOB_ROLES, type JobRole, type JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
@@ -43,6 +45,10 @@ export interface SpawnRequest {
   wave?: number | null;
   /** The parent's capped session summary (`full_context: true`). */
   parentSummary?: string;
+  /** A configured peer agent; unset: a fork of the parent (a `user` job: `background.defaultAgent`). */
+  agent?: string;
+  /** Unique among live jobs; usable wherever an id is (cancel, check, restart). */
+  name?: string;
 }
 
 export interface SpawnOptions {
@@ -80,6 +86,8 @@ const spawnRequestSchema = z.strictObject({
   role: z.enum(JOB_ROLES).optional(),
   wave: z.number().int().nullable().optional(),
   parentSummary: z.string().optional(),
+  agent: z.string().min(1).max(64).optional(),
+  name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
 });
 
 
@@ -102,6 +110,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #queue: string[] = [];
   readonly #live = new Map<string, Attempt>();
   readonly #waves = new WaveTracker();
+  readonly #names = new JobNames();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
   /** Callers of result(id) waiting for a job to end. */
   readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
@@ -140,15 +149,41 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     const parsed = spawnRequestSchema.safeParse(request);
     if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
-    const { queueLimit, maxConcurrent } = this.#config.background;
+    const { queueLimit, maxConcurrent, onFull } = this.#config.background;
+    const role = parsed.data.role ?? 'primary';
+    const agent = parsed.data.agent ?? (role === 'user' ? this.#config.background.defaultAgent : undefined);
+    if (agent !== undefined) {
+      try {
+        agentEntry(this.#config, agent);
+      } catch (error) {
+        throw new JobError('AGENT_UNKNOWN', '-', errorMessage(error));
+      }
+    }
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
     const waiting = this.#queue.length - Math.max(0, maxConcurrent - this.#live.size);
+    if (onFull === 'reject' && waiting >= 0) {
+      throw new JobError('QUEUE_FULL', '-', `all ${maxConcurrent} background slots are taken (onFull: reject); wait for a job to finish or cancel one`);
+    }
     if (queueLimit > 0 && waiting >= queueLimit) {
       throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
     }
+    const name = parsed.data.name;
+    const holder = name === undefined ? undefined : this.#names.holder(name);
+    if (holder !== undefined) {
+      throw new JobError('NAME_TAKEN', holder, `the name "${name}" belongs to job ${holder}, which is still ${this.#ledger.get(holder)?.state ?? 'live'}; pick another name or wait for it to end`);
+    }
     const id = this.#ledger.newId();
     const wave = parsed.data.wave ?? null;
-    const record = this.#ledger.add({ id, label: parsed.data.label || id, task: parsed.data.task, role: parsed.data.role ?? 'primary', wave });
+    const record = this.#ledger.add({
+      id,
+      label: parsed.data.label || name || id,
+      task: parsed.data.task,
+      role,
+      wave,
+      ...(agent !== undefined ? { agent } : {}),
+      ...(name !== undefined ? { name } : {}),
+    });
+    if (name !== undefined) this.#names.claim(name, id);
     this.#specs.set(id, {
       id,
       label: record.label,
@@ -157,6 +192,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       config: this.#config,
       attempt: 1,
       ...(parsed.data.parentSummary ? { parentSummary: parsed.data.parentSummary } : {}),
+      ...(agent !== undefined ? { agent } : {}),
     });
     if (wave !== null) this.#waves.add(wave, id);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
@@ -187,6 +223,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#ledger.get(id);
   }
 
+  /** A job by id or by name (the live holder of a name first, else the newest job that had it). */
+  find(idOrName: string): Readonly<JobRecord> | undefined {
+    const byId = this.#ledger.get(idOrName);
+    if (byId) return byId;
+    const id = this.#names.holder(idOrName) ?? this.#names.lastHolder(idOrName);
+    return id === undefined ? undefined : this.#ledger.get(id);
+  }
+
   /** How many jobs are in a state. */
   count(state: JobRecord['state']): number {
     return this.#ledger.count(state);
@@ -214,8 +258,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Cancels a job: at once while queued; while running, cooperatively over its port and after
    * the grace period by stopping its thread. Idempotent; an unknown id throws `JOB_UNKNOWN`.
    */
-  cancel(id: string): JobHandle {
-    return this.#stop(id, 'cancel');
+  cancel(idOrName: string): JobHandle {
+    return this.#stop(this.find(idOrName)?.id ?? idOrName, 'cancel');
   }
 
   /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
@@ -395,6 +439,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#live.delete(id);
     }
     const record = this.#ledger.markEnded(id, ending);
+    this.#names.release(id);
     this.#specs.delete(id);
     this.#launches.delete(id);
     this.#signalCleanups.get(id)?.();

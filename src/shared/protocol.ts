@@ -22,6 +22,8 @@ export interface JobSpec {
   config: ForkpoolConfig;
   /** The parent's capped session summary, for `full_context: true`. */
   parentSummary?: string;
+  /** A configured peer (a key of `config.agents`); unset: a fork of the parent. */
+  agent?: string;
   /** 1 on the first run; higher after a re-queue (an innocent job killed with its thread). */
   attempt: number;
 }
@@ -46,6 +48,7 @@ export const jobSpecSchema = z.strictObject({
   role: z.enum(JOB_ROLES),
   config: configSchema,
   parentSummary: z.string().optional(),
+  agent: z.string().optional(),
   attempt: z.number().int().min(1),
 });
 

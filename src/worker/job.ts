@@ -10,7 +10,8 @@ import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
-import type { PermissionGate, ProcessRegistry } from '../shared/tools/types.js';
+import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
+import { agentSystemPrompt, configForAgent } from '../shared/agents.js';
 import { z } from 'zod';
 
 /** A permission answer slower than this is a denial: a background job never waits on a person. */
@@ -24,6 +25,8 @@ export interface BackgroundJobDeps {
   processes?: ProcessRegistry;
   rateGate?: RateGate | undefined;
   client?: OpenAI;
+  /** Tools that talk to the main thread (report_alert, the spawn tools below the depth limit). */
+  jobTools?: ToolDefinition[];
 }
 
 /**
@@ -32,17 +35,19 @@ export interface BackgroundJobDeps {
  * Never throws for a job-level failure; the outcome says how it ended.
  */
 export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobOutcome> {
-  const { config } = spec;
   try {
+    // A peer job runs its agent's model, endpoint, tools, limits and prompt; all from the spec.
+    const config = configForAgent(spec.config, spec.agent);
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot);
+    const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
     const result = await runToolLoop({
       client: deps.client ?? clientFor(config),
       config,
       messages: [
-        { role: 'system', content: backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) }) },
+        { role: 'system', content: agentSystemPrompt(baseline, spec.config, spec.agent) },
         { role: 'user', content: spec.task },
       ],
-      tools: builtinTools(config.tools),
+      tools: [...builtinTools(config.tools), ...(deps.jobTools ?? [])],
       toolContext: {
         workspaceRoot,
         limits: config.toolLimits,
