@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { exposeOnPort } from '../shared/comlink-port.js';
-import { workerMessageSchema, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
+import { workerMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { addModelUsage, type UsageByModel } from '../shared/usage.js';
 import type { Executor } from './executor.js';
@@ -32,6 +32,7 @@ export interface AttemptOptions {
   logger?: Logger | undefined;
   onStarted(threadId: number): void;
   onProgress(event: LoopEvent): void;
+  onAlert(alert: { message: string; severity: AlertSeverity }): void;
 }
 
 /**
@@ -191,6 +192,8 @@ export class Attempt {
           if (message.state === 'started') this.#processGroups.add(message.pgid);
           else this.#processGroups.delete(message.pgid);
           return;
+        case 'alert':
+          return this.#options.onAlert({ message: message.message, severity: message.severity });
         case 'done':
           return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
       }

@@ -164,6 +164,21 @@ export class DeliveryLedger {
     this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
+  /**
+   * An ended job runs again on request (restart): back to `queued` without its ending. An
+   * undelivered result is superseded, never delivered; the note says which. It leaves its wave
+   * (that wave may have fired already): it is delivered as a job of its own when it ends.
+   */
+  reopen(id: string, note: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'ended', 'queued');
+    this.#undelivered.delete(id);
+    const {
+      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error,
+      startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, ...rest
+    } = record;
+    return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+  }
+
   markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {
     const entry = this.#entries.get(id);
     if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
@@ -266,7 +281,8 @@ export class DeliveryLedger {
     while (this.#delivered.length > keepRecords) {
       const id = this.#delivered.shift() as string;
       const entry = this.#entries.get(id);
-      if (!entry) continue;
+      // A delivered job reopened since (a restart) is live again: never forgotten under it.
+      if (!entry || entry.record.deliveredInTurn === undefined) continue;
       this.#entries.delete(id);
       this.#counts[entry.record.state]--;
       this.#forgotten++;
@@ -275,7 +291,7 @@ export class DeliveryLedger {
 
   #dropResult(id: string): void {
     const record = this.#entries.get(id)?.record;
-    if (!record || record.resultDropped) return;
+    if (!record || record.resultDropped || record.deliveredInTurn === undefined) return;
     const { resultText: _text, error, ...rest } = record;
     this.#replace(id, {
       ...rest,

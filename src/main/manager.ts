@@ -4,7 +4,7 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { agentEntry } from '../shared/agents.js';
 import { AbortError, JobError, errorMessage, serializeError } from '../shared/errors.js';
 import { JobNames } from './job-names.js';
-import { JOB_ROLES, type JobRole, type JobSpec } from '../shared/protocol.js';
+import { JOB_ROLES, type AlertSeverity, type JobRole, type JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { TypedEmitter } from './events.js';
@@ -56,6 +56,16 @@ export interface SpawnOptions {
   signal?: AbortSignal;
 }
 
+export interface JobAlert {
+  jobId: string;
+  label: string;
+  message: string;
+  severity: AlertSeverity;
+  /** 1-based among this job's alerts. */
+  number: number;
+  at: number;
+}
+
 export interface JobHandle {
   id: string;
   label: string;
@@ -77,6 +87,8 @@ export type ManagerEvents = {
   done: [Readonly<JobRecord>];
   requeued: [Readonly<JobRecord>];
   'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
+  /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
+  alert: [JobAlert];
   idle: [];
 };
 
@@ -111,6 +123,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #live = new Map<string, Attempt>();
   readonly #waves = new WaveTracker();
   readonly #names = new JobNames();
+  /** Running jobs stopping to be re-queued (restart), not to end. */
+  readonly #restarts = new Set<string>();
+  readonly #endedSpecs = new Map<string, JobSpec>();
+  /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
+  readonly #alertCounts = new Map<string, number>();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
   /** Callers of result(id) waiting for a job to end. */
   readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
@@ -250,8 +267,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
    * result on by itself, as `fanout` prints it. Its full text then falls under retention.
    */
-  markDelivered(id: string, turn = 0): void {
-    this.#ledger.markDelivered(id, turn);
+  markDelivered(id: string, turn = 0): Readonly<JobRecord> | undefined {
+    return this.#ledger.markDelivered(id, turn);
   }
 
   /**
@@ -260,6 +277,42 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   cancel(idOrName: string): JobHandle {
     return this.#stop(this.find(idOrName)?.id ?? idOrName, 'cancel');
+  }
+
+  /**
+   * Runs a job again with the same spec under the same id (and name): a running job is stopped
+   * and re-queued, an ended one goes back to the queue and its undelivered result is superseded
+   * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
+   * name went to another live job meanwhile) or `MANAGER_CLOSED`.
+   */
+  restart(idOrName: string): JobHandle {
+    if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
+    const record = this.find(idOrName);
+    if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
+    const { id } = record;
+    if (record.state === 'running') {
+      const attempt = this.#live.get(id);
+      if (!attempt || attempt.stopReason) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopReason ?? 'ending'}); restart it once it has ended`);
+      this.#restarts.add(id);
+      attempt.requestStop('cancel');
+      return { id, label: record.label, state: 'running' };
+    }
+    if (record.state === 'queued') return { id, label: record.label, state: 'queued' };
+    const spec = this.#endedSpecs.get(id);
+    if (!spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
+    if (record.name !== undefined) {
+      const holder = this.#names.holder(record.name);
+      if (holder !== undefined && holder !== id) throw new JobError('NAME_TAKEN', holder, `job ${id}'s name "${record.name}" now belongs to job ${holder}; cannot restart it under that name`);
+      this.#names.claim(record.name, id);
+    }
+    this.#endedSpecs.delete(id);
+    this.#specs.set(id, spec);
+    const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
+    const reopened = this.#ledger.reopen(id, `restarted on request after it ended ${record.status ?? ''}${superseded}`);
+    this.#queue.push(id);
+    this.emit('requeued', reopened);
+    this.#schedulePump();
+    return { id, label: reopened.label, state: 'queued' };
   }
 
   /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
@@ -401,6 +454,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event }),
+      onAlert: (alert) => this.#onAlert(id, alert),
     });
     this.#live.set(id, attempt);
     void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
@@ -411,6 +465,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Identity, not id: after a re-queue the same id is live again under a new attempt.
     if (this.#live.get(attempt.jobId) !== attempt) return;
     const id = attempt.jobId;
+    if (this.#restarts.delete(id)) {
+      this.#launches.delete(id);
+      return this.#requeue(attempt, `attempt ${attempt.number}: restarted on request while running`);
+    }
     if (end.kind === 'done') return this.#finish(id, endingFromOutcome(end.outcome, attempt.stopReason));
     if (end.kind === 'protocol') return this.#finish(id, endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
@@ -421,6 +479,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       return this.#requeue(attempt, `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`);
     }
     this.#finish(id, endingFromLostThread(id, end.error, attempt, threadDied));
+  }
+
+  #onAlert(id: string, alert: { message: string; severity: AlertSeverity }): void {
+    const number = (this.#alertCounts.get(id) ?? 0) + 1;
+    if (number > this.#config.background.maxAlertsPerJob) {
+      this.#logger?.warn({ jobId: id }, 'a job sent more alerts than background.maxAlertsPerJob; dropped');
+      return;
+    }
+    this.#alertCounts.set(id, number);
+    const record = this.#ledger.get(id);
+    this.emit('alert', { jobId: id, label: record?.label ?? id, message: alert.message, severity: alert.severity, number, at: Date.now() });
   }
 
   #requeue(attempt: Attempt, note: string): void {
@@ -440,7 +509,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     }
     const record = this.#ledger.markEnded(id, ending);
     this.#names.release(id);
+    this.#alertCounts.delete(id);
+    const spec = this.#specs.get(id);
     this.#specs.delete(id);
+    if (spec) this.#keepEndedSpec(spec);
     this.#launches.delete(id);
     this.#signalCleanups.get(id)?.();
     this.#signalCleanups.delete(id);
@@ -451,12 +523,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#pump();
   }
 
+  /** Ended jobs' specs, for a restart: the newest few, so a long-lived session stays bounded. */
+  #keepEndedSpec(spec: JobSpec): void {
+    this.#endedSpecs.set(spec.id, spec);
+    if (this.#endedSpecs.size > RESTARTABLE_SPECS) this.#endedSpecs.delete(this.#endedSpecs.keys().next().value as string);
+  }
+
   #checkWave(wave: number): void {
     // hasEnded: a member delivered early may since have been forgotten by retention.
     const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
     if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
   }
 }
+
+/** Ended jobs whose spec is kept for restart_background_agent. */
+const RESTARTABLE_SPECS = 256;
 
 /** A lost attempt whose thread died (not a task that threw, which leaves its thread alive). */
 function isThreadDeath(error: unknown): boolean {

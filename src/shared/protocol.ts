@@ -68,7 +68,14 @@ export type WorkerMessage =
   | { type: 'progress'; jobId: string; event: LoopEvent }
   | { type: 'done'; jobId: string; outcome: JobOutcome }
   /** A tool started (or saw the end of) a child process group; the main thread kills what is left. */
-  | { type: 'process'; jobId: string; pgid: number; state: 'started' | 'ended' };
+  | { type: 'process'; jobId: string; pgid: number; state: 'started' | 'ended' }
+  /** The job's `report_alert`: something its parent should know before the job ends. */
+  | { type: 'alert'; jobId: string; message: string; severity: AlertSeverity };
+
+export const ALERT_SEVERITIES = ['info', 'warning', 'critical'] as const;
+export type AlertSeverity = (typeof ALERT_SEVERITIES)[number];
+/** The longest alert message a job may send. */
+export const ALERT_MAX_CHARS = 2_000;
 
 /** Main → worker, over the job's port. */
 export type MainMessage = { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' };
@@ -97,6 +104,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
+  z.object({ type: z.literal('alert'), jobId: z.string(), message: z.string().min(1).max(ALERT_MAX_CHARS), severity: z.enum(ALERT_SEVERITIES) }),
 ]);
 
 export const mainMessageSchema = z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close']) });

@@ -12,12 +12,17 @@ import { redactError, redactSecrets } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 
+/** Text carried by an `assistant_text` event (the whole answer still comes with the result). */
+const TEXT_EVENT_MAX_CHARS = 4_000;
+
 export type StopReason = 'final' | 'budget_exceeded' | 'loop_detected' | 'aborted' | 'error';
 
 /** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
 export type LoopEvent =
   | { type: 'model_request'; iteration: number }
   | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string }
+  /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
+  | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
   | { type: 'retry'; attempt: number; delayMs: number; reason: string }
   | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
   | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
@@ -97,6 +102,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     }
     usage = addModelUsage(usage, reply.model, reply.usage);
     emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
+    if (reply.content && reply.content.trim()) {
+      emit({ type: 'assistant_text', iteration: iterations, text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS), final: reply.toolCalls.length === 0 });
+    }
 
     if (reply.toolCalls.length === 0) {
       messages.push({ role: 'assistant', content: reply.content });

@@ -12,6 +12,7 @@ import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent } from '../shared/agents.js';
+import { reportAlertTool } from './job-tools.js';
 import { z } from 'zod';
 
 /** A permission answer slower than this is a denial: a background job never waits on a person. */
@@ -133,6 +134,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
         ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
       },
       rateGate: task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined,
+      jobTools: jobToolsFor(spec, post),
     });
     post({ type: 'done', jobId: spec.id, outcome });
     return { jobId: spec.id, stopReason: outcome.stopReason };
@@ -141,6 +143,14 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     remote[releaseProxy]();
     closePorts(task);
   }
+}
+
+/** The tools a job has beyond the built-ins: they talk to the main thread over the port. */
+function jobToolsFor(spec: JobSpec, post: (message: WorkerMessage) => void): ToolDefinition[] {
+  const tools: ToolDefinition[] = [];
+  const maxAlerts = spec.config.background.maxAlertsPerJob;
+  if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
+  return tools;
 }
 
 function closePorts(task: { port: MessagePort; permissionPort: MessagePort }): void {
