@@ -7,6 +7,7 @@ import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { formatBackgroundReports, formatBackgroundResults } from './delivery-format.js';
 import { inspectTools } from './inspect-tools.js';
+import { agentTools } from './agent-tools.js';
 import { JobActivity } from './job-activity.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
@@ -97,6 +98,15 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             cancelJob: (id) => this.manager.cancel(id),
             agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
           }).concat(
+            agentTools(
+              {
+                manager: this.manager,
+                spawn: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
+                currentTurn: () => this.#currentTurn,
+                resultMaxChars: options.config.background.resultMaxChars,
+              },
+              options.config.agentTools.map((name) => ({ name, description: options.config.agents[name]?.description ?? name })),
+            ),
             inspectTools({
               manager: this.manager,
               activity: this.activity,

@@ -25,6 +25,10 @@ export interface JobRecord {
   agent?: string;
   /** A name given at spawn, unique among live jobs; usable wherever an id is. */
   name?: string;
+  /** The parent's tool call that started it (`agent_<name>`), so a front end can group its events. */
+  parentToolId?: string;
+  /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
+  backgrounded?: true;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;
@@ -177,6 +181,13 @@ export class DeliveryLedger {
       startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, ...rest
     } = record;
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+  }
+
+  /** Its `agent_<name>` call resolved early (Remy's split lifecycle): it goes on in the background. */
+  markBackgrounded(id: string): Readonly<JobRecord> | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry || entry.record.backgrounded) return entry?.record;
+    return this.#replace(id, { ...entry.record, backgrounded: true });
   }
 
   markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {

@@ -49,6 +49,8 @@ export interface SpawnRequest {
   agent?: string;
   /** Unique among live jobs; usable wherever an id is (cancel, check, restart). */
   name?: string;
+  /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
+  parentToolId?: string;
 }
 
 export interface SpawnOptions {
@@ -83,7 +85,10 @@ export interface CloseReport {
 export type ManagerEvents = {
   spawned: [Readonly<JobRecord>];
   started: [Readonly<JobRecord>];
-  progress: [{ jobId: string; event: LoopEvent }];
+  /** `parentToolId`: set for a job an `agent_<name>` call started. */
+  progress: [{ jobId: string; event: LoopEvent; parentToolId?: string }];
+  /** An `agent_<name>(background: true)` call returned early; the job goes on. */
+  backgrounded: [Readonly<JobRecord>];
   done: [Readonly<JobRecord>];
   requeued: [Readonly<JobRecord>];
   'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
@@ -100,6 +105,7 @@ const spawnRequestSchema = z.strictObject({
   parentSummary: z.string().optional(),
   agent: z.string().min(1).max(64).optional(),
   name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
+  parentToolId: z.string().min(1).max(200).optional(),
 });
 
 
@@ -199,6 +205,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       wave,
       ...(agent !== undefined ? { agent } : {}),
       ...(name !== undefined ? { name } : {}),
+      ...(parsed.data.parentToolId !== undefined ? { parentToolId: parsed.data.parentToolId } : {}),
     });
     if (name !== undefined) this.#names.claim(name, id);
     this.#specs.set(id, {
@@ -210,6 +217,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt: 1,
       ...(parsed.data.parentSummary ? { parentSummary: parsed.data.parentSummary } : {}),
       ...(agent !== undefined ? { agent } : {}),
+      ...(parsed.data.parentToolId !== undefined ? { parentToolId: parsed.data.parentToolId } : {}),
     });
     if (wave !== null) this.#waves.add(wave, id);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
@@ -277,6 +285,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   cancel(idOrName: string): JobHandle {
     return this.#stop(this.find(idOrName)?.id ?? idOrName, 'cancel');
+  }
+
+  /** Marks a running job `backgrounded` (its `agent_<name>` call returned early) and says so. */
+  markBackgrounded(id: string): Readonly<JobRecord> | undefined {
+    const before = this.#ledger.get(id);
+    const record = this.#ledger.markBackgrounded(id);
+    if (record && before !== record) this.emit('backgrounded', record);
+    return record;
   }
 
   /**
@@ -453,7 +469,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
-      onProgress: (event) => this.emit('progress', { jobId: id, event }),
+      onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
       onAlert: (alert) => this.#onAlert(id, alert),
     });
     this.#live.set(id, attempt);

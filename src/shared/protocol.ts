@@ -24,6 +24,8 @@ export interface JobSpec {
   parentSummary?: string;
   /** A configured peer (a key of `config.agents`); unset: a fork of the parent. */
   agent?: string;
+  /** The parent's tool call that started it (`agent_<name>`). */
+  parentToolId?: string;
   /** 1 on the first run; higher after a re-queue (an innocent job killed with its thread). */
   attempt: number;
 }
@@ -49,6 +51,7 @@ export const jobSpecSchema = z.strictObject({
   config: configSchema,
   parentSummary: z.string().optional(),
   agent: z.string().optional(),
+  parentToolId: z.string().optional(),
   attempt: z.number().int().min(1),
 });
 

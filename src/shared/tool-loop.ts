@@ -28,6 +28,12 @@ export type LoopEvent =
   | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
   | { type: 'loop_warning'; name: string; repeats: number };
 
+/** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
+export interface LoopToolContext extends ToolContext {
+  /** The model's tool call id (a tool that starts a job tags the job's events with it). */
+  callId: string;
+}
+
 export type LoopConfig = Pick<
   ForkpoolConfig,
   'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'maxIterations' | 'loopWarnAfter' | 'loopStopAfter' | 'toolLimits'
@@ -194,7 +200,10 @@ async function runTool(
   }
   const timeoutMs = options.config.toolLimits.toolTimeoutMs;
   return withTimeout(
-    (toolSignal) => tool.run(args, { ...options.toolContext, signal: toolSignal }),
+    (toolSignal) => {
+      const context: LoopToolContext = { ...options.toolContext, signal: toolSignal, callId: call.id };
+      return tool.run(args, context);
+    },
     timeoutMs,
     signal,
     () => new TimeoutError('TOOL_TIMEOUT', `tool ${name} timed out after ${timeoutMs} ms`, timeoutMs),

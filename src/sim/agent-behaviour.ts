@@ -167,7 +167,10 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
     if (tools.has('grep')) {
       search.push(toolCall(n, search.length, 'grep', { pattern: keywords.map(escapeRegExp).join('|'), ignore_case: true }));
     }
-    if (search.length > 0) return { content: null, toolCalls: search };
+    // A background job says what it is about to do, as a model does: its first text turn (an
+    // `agent_<name>(background: true)` call returns on it).
+    const plan = withTag ? `Looking for ${keywords.join(', ')} in the workspace.` : null;
+    if (search.length > 0) return { content: plan, toolCalls: search };
   }
 
   const found = parseSearch(calls);
