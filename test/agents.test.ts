@@ -46,7 +46,7 @@ describe('peer agents through the pool', () => {
     expect(scoutRequests.length).toBeGreaterThan(0);
     for (const request of scoutRequests) {
       expect(request.body.model).toBe('scout-model');
-      expect(toolNames(request).sort()).toEqual(['find_files', 'grep', 'read_file']);
+      expect(toolNames(request).sort()).toEqual(['find_files', 'grep', 'read_file', 'report_alert']);
       expect(systemOf(request)).toContain(BACKGROUND_PROMPT_MARKER);
       expect(systemOf(request).trimEnd().endsWith(SCOUT_PROMPT)).toBe(true);
     }
