@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { exposeOnPort } from '../shared/comlink-port.js';
-import { workerMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
+import { workerMessageSchema, type AlertSeverity, type ChildSpawnRequest, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { addModelUsage, type UsageByModel } from '../shared/usage.js';
 import type { Executor } from './executor.js';
@@ -17,7 +17,9 @@ export type AttemptEnd =
   /** No `done` came: the thread died, the task function threw, or a stop ended it first. */
   | { kind: 'lost'; error: unknown }
   /** The worker broke the port protocol; its thread was stopped. */
-  | { kind: 'protocol'; error: JobError };
+  | { kind: 'protocol'; error: JobError }
+  /** The job answered with children still running and waits for them, holding no slot. */
+  | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] };
 
 export interface AttemptOptions {
   jobId: string;
@@ -33,6 +35,8 @@ export interface AttemptOptions {
   onStarted(threadId: number): void;
   onProgress(event: LoopEvent): void;
   onAlert(alert: { message: string; severity: AlertSeverity }): void;
+  /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
+  onSpawn(requestId: number, request: ChildSpawnRequest): void;
 }
 
 /**
@@ -118,6 +122,17 @@ export class Attempt {
       });
   }
 
+  /** Sends the job a message (a spawn's answer, its children's results). False once it cannot arrive. */
+  post(message: MainMessage): boolean {
+    if (this.#end || this.#portClosed || !this.#port) return false;
+    try {
+      this.#port.postMessage(message);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The wall clock starts when the worker says `started` (queue time does not count). */
   armTimeout(ms: number, onTimeout: () => void): void {
     this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind: 'timeout' }));
@@ -194,6 +209,10 @@ export class Attempt {
           return;
         case 'alert':
           return this.#options.onAlert({ message: message.message, severity: message.severity });
+        case 'spawn':
+          return this.#options.onSpawn(message.requestId, message.request);
+        case 'suspend':
+          return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
         case 'done':
           return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
       }

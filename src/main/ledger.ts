@@ -29,6 +29,18 @@ export interface JobRecord {
   parentToolId?: string;
   /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
   backgrounded?: true;
+  /** The job that spawned it (nesting); its result goes to that job, not to the session. */
+  parentJobId?: string;
+  /** 1 for a job the session started (omitted), 2 for its child, ... */
+  depth?: number;
+  /** Answered with children still running: its slot was given back until they end (state `queued`). */
+  waitingForChildren?: true;
+  /** Jobs it spawned, set when it ends. */
+  children?: string[];
+  /** What happened to its children when it ended: it waited for them, or they were cancelled. */
+  childrenOnEnd?: 'waited' | 'cancelled';
+  /** Its usage plus its ended descendants' (the tree's roll-up), set when it ends. */
+  treeUsage?: UsageByModel;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;
@@ -64,6 +76,9 @@ export interface JobEnding {
   error?: SerializedError | undefined;
   usage: UsageByModel;
   iterations: number;
+  children?: string[] | undefined;
+  childrenOnEnd?: 'waited' | 'cancelled' | undefined;
+  treeUsage?: UsageByModel | undefined;
 }
 
 /**
@@ -158,7 +173,10 @@ export class DeliveryLedger {
 
   markRunning(id: string, threadId: number | undefined, now = Date.now()): void {
     const { record } = this.#expect(id, 'queued', 'running');
-    this.#replace(id, { ...record, state: 'running', attempts: record.attempts + 1, startedAt: now, ...(threadId === undefined ? {} : { threadId }) });
+    const { waitingForChildren: _waiting, ...rest } = record;
+    // A job resumed after waiting for its children keeps its first start time.
+    const startedAt = record.waitingForChildren ? (record.startedAt ?? now) : now;
+    this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
   /** Back to the queue after its thread died under it; the note says why. */
@@ -183,6 +201,13 @@ export class DeliveryLedger {
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
   }
 
+  /** It answered with children running: back to `queued`, its slot given back, until they end. */
+  suspend(id: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'queued');
+    const { threadId: _thread, ...rest } = record;
+    return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
+  }
+
   /** Its `agent_<name>` call resolved early (Remy's split lifecycle): it goes on in the background. */
   markBackgrounded(id: string): Readonly<JobRecord> | undefined {
     const entry = this.#entries.get(id);
@@ -196,8 +221,9 @@ export class DeliveryLedger {
     const { record } = entry;
     if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
     // Small parts are copied before freezing: the caller's objects stay theirs.
+    const { waitingForChildren: _waiting, ...base } = record;
     const ended = this.#replace(id, {
-      ...record,
+      ...base,
       state: 'ended',
       status: ending.status,
       endedBy: ending.endedBy,
@@ -208,6 +234,9 @@ export class DeliveryLedger {
       ...(ending.tag ? { tag: structuredClone(ending.tag) } : {}),
       ...(ending.stopReason ? { stopReason: ending.stopReason } : {}),
       ...(ending.error ? { error: structuredClone(ending.error) } : {}),
+      ...(ending.children?.length ? { children: [...ending.children] } : {}),
+      ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
+      ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
     });
     this.#undelivered.add(id);
     this.#enforce(now);

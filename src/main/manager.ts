@@ -4,7 +4,11 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { agentEntry } from '../shared/agents.js';
 import { AbortError, JobError, errorMessage, serializeError } from '../shared/errors.js';
 import { JobNames } from './job-names.js';
-import { JOB_ROLES, type AlertSeverity, type JobRole, type JobSpec } from '../shared/protocol.js';
+import { JobTree } from './job-tree.js';
+import { formatBackgroundResults } from './delivery-format.js';
+import { mergeUsageByModel } from '../shared/usage.js';
+import { maxDepthFor } from '../shared/agents.js';
+import { JOB_ROLES, type AlertSeverity, type ChildSpawnRequest, type JobRole, type JobSpec, type ResumeState } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { TypedEmitter } from './events.js';
@@ -129,6 +133,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #live = new Map<string, Attempt>();
   readonly #waves = new WaveTracker();
   readonly #names = new JobNames();
+  readonly #tree = new JobTree();
   /** Running jobs stopping to be re-queued (restart), not to end. */
   readonly #restarts = new Set<string>();
   readonly #endedSpecs = new Map<string, JobSpec>();
@@ -168,6 +173,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * was already aborted) or `TOOL_ARGUMENTS_INVALID` (a clear message the model can read).
    */
   spawn(request: SpawnRequest, options: SpawnOptions = {}): JobHandle {
+    return this.#book(request, options, undefined);
+  }
+
+  #book(request: SpawnRequest, options: SpawnOptions, nesting: { parentJobId: string; depth: number } | undefined): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     const parsed = spawnRequestSchema.safeParse(request);
@@ -206,8 +215,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(agent !== undefined ? { agent } : {}),
       ...(name !== undefined ? { name } : {}),
       ...(parsed.data.parentToolId !== undefined ? { parentToolId: parsed.data.parentToolId } : {}),
+      ...(nesting ? nesting : {}),
     });
     if (name !== undefined) this.#names.claim(name, id);
+    if (nesting) this.#tree.add(nesting.parentJobId, id);
     this.#specs.set(id, {
       id,
       label: record.label,
@@ -218,6 +229,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(parsed.data.parentSummary ? { parentSummary: parsed.data.parentSummary } : {}),
       ...(agent !== undefined ? { agent } : {}),
       ...(parsed.data.parentToolId !== undefined ? { parentToolId: parsed.data.parentToolId } : {}),
+      ...(nesting ? { depth: nesting.depth } : {}),
     });
     if (wave !== null) this.#waves.add(wave, id);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
@@ -341,9 +353,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.#waves.seal(wave)) this.#checkWave(wave);
   }
 
-  /** Queued plus handed to the executor. */
+  /** Queued, handed to the executor, or waiting for its children. */
   get pending(): number {
-    return this.#queue.length + this.#live.size;
+    return this.#queue.length + this.#live.size + this.#tree.suspendedCount;
   }
 
   /** Resolves when no job is queued or running (at once if already so). */
@@ -375,7 +387,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   async #close(drain: boolean, timeoutMs: number): Promise<CloseReport> {
     const report: CloseReport = { cancelled: [], stragglers: [] };
-    for (const id of [...this.#queue]) {
+    for (const id of [...this.#queue, ...this.#tree.suspendedIds()]) {
       this.#stop(id, 'close');
       report.cancelled.push(id);
     }
@@ -410,8 +422,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const record = this.#ledger.get(id);
     if (!record) throw new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
     const handle = (): JobHandle => ({ id, label: record.label, state: this.#ledger.get(id)?.state ?? 'ended' });
+    if (record.state === 'ended') return handle();
+    // Stopping a job stops its tree; a child ending now must not wake it up again.
+    this.#tree.markStopping(id);
+    for (const child of this.#tree.childrenOf(id)) {
+      if (this.#ledger.get(child)?.state !== 'ended') this.#stop(child, reason === 'close' ? 'close' : 'cancel');
+    }
+    const suspension = this.#tree.resume(id);
     const queuedAt = this.#queue.indexOf(id);
-    if (queuedAt >= 0) {
+    if (suspension) {
+      const error = serializeError(new JobError(reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', id, `${reason === 'timeout' ? 'timed out' : 'cancelled'} while waiting for its children (${reason})`));
+      const text = lastAssistantText(suspension.state.messages);
+      this.#finish(id, { status: reason === 'timeout' ? 'timed_out' : 'cancelled', endedBy: 'cooperative', resultText: text, usage: suspension.state.usage, iterations: suspension.state.iterations, error });
+    } else if (queuedAt >= 0) {
       this.#queue.splice(queuedAt, 1);
       const error = serializeError(new JobError('JOB_CANCELLED', id, `cancelled while queued (${reason})`));
       this.#finish(id, { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error });
@@ -471,6 +494,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
       onAlert: (alert) => this.#onAlert(id, alert),
+      onSpawn: (requestId, request) => this.#spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
     void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
@@ -485,6 +509,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#launches.delete(id);
       return this.#requeue(attempt, `attempt ${attempt.number}: restarted on request while running`);
     }
+    if (end.kind === 'suspended') return this.#suspend(attempt, end.state, end.seenChildren);
     if (end.kind === 'done') return this.#finish(id, endingFromOutcome(end.outcome, attempt.stopReason));
     if (end.kind === 'protocol') return this.#finish(id, endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
@@ -523,7 +548,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
-    const record = this.#ledger.markEnded(id, ending);
+    const record = this.#ledger.markEnded(id, { ...ending, ...this.#childrenAtEnd(id, ending) });
+    this.#tree.ended(id);
+    this.#deliverToParent(record);
     this.#names.release(id);
     this.#alertCounts.delete(id);
     const spec = this.#specs.get(id);
@@ -539,6 +566,86 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#pump();
   }
 
+  /** A job asks for a child: the depth, the cap and the queue are enforced here, as for any spawn. */
+  #spawnChild(attempt: Attempt, requestId: number, request: ChildSpawnRequest): void {
+    const parentId = attempt.jobId;
+    const spec = this.#specs.get(parentId);
+    const parent = this.#ledger.get(parentId);
+    const depth = (spec?.depth ?? 1) + 1;
+    const limit = spec ? maxDepthFor(this.#config, spec.agent) : 1;
+    try {
+      if (!spec || !parent) throw new JobError('JOB_UNKNOWN', parentId, `job ${parentId} is not running`);
+      if (depth > limit) throw new JobError('DEPTH_EXCEEDED', parentId, `job ${parentId} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
+      const handle = this.#book(
+        { task: request.task, label: request.label, role: parent.role, wave: null, ...(request.agent ? { agent: request.agent } : {}), ...(request.name ? { name: request.name } : {}) },
+        {},
+        { parentJobId: parentId, depth },
+      );
+      attempt.post({ type: 'spawn-result', requestId, ok: true, childId: handle.id, label: handle.label });
+    } catch (error) {
+      const code = error instanceof JobError ? error.code : 'INTERNAL';
+      attempt.post({ type: 'spawn-result', requestId, ok: false, code, message: errorMessage(error) });
+    }
+  }
+
+  /** It answered with children running: its slot and thread go back until they end. */
+  #suspend(attempt: Attempt, state: Omit<ResumeState, 'childResults'>, seenChildren: string[]): void {
+    const id = attempt.jobId;
+    attempt.dispose();
+    this.#live.delete(id);
+    this.#ledger.suspend(id);
+    this.#tree.suspend(id, state, seenChildren);
+    this.#maybeResume(id);
+    this.#pump();
+  }
+
+  /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
+  #maybeResume(id: string): void {
+    const suspension = this.#tree.suspension(id);
+    if (!suspension || this.#tree.isStopping(id)) return;
+    if (this.#tree.childrenOf(id).some((child) => this.#ledger.get(child)?.state !== 'ended')) return;
+    this.#tree.resume(id);
+    const spec = this.#specs.get(id) as JobSpec;
+    this.#specs.set(id, { ...spec, resume: { ...suspension.state, childResults: suspension.pending.join('\n\n') } });
+    this.#launches.delete(id);
+    this.#queue.unshift(id);
+    this.#schedulePump();
+  }
+
+  /** Which children it had and what became of them; its usage with theirs. */
+  #childrenAtEnd(id: string, ending: JobEnding): Partial<JobEnding> {
+    const children = this.#tree.childrenOf(id);
+    if (children.length === 0) return {};
+    const live = children.filter((child) => this.#ledger.get(child)?.state !== 'ended');
+    for (const child of live) this.#stop(child, 'cancel');
+    let treeUsage = ending.usage;
+    for (const child of children) {
+      const record = this.#ledger.get(child);
+      if (record?.state === 'ended') treeUsage = mergeUsageByModel(treeUsage, record.treeUsage ?? record.usage);
+    }
+    return { children: [...children], childrenOnEnd: live.length > 0 ? 'cancelled' : 'waited', treeUsage };
+  }
+
+  /**
+   * A child's result goes to the job that spawned it, not to the session: posted to it while it
+   * runs (put before its next model call), kept for its resume while it waits. Delivered here,
+   * once; a child whose parent is gone is delivered to nobody (its parent's record says so).
+   */
+  #deliverToParent(record: Readonly<JobRecord>): void {
+    const parentId = record.parentJobId;
+    if (parentId === undefined) return;
+    const parentAttempt = this.#live.get(parentId);
+    this.#ledger.markDelivered(record.id, parentAttempt?.iterations ?? this.#ledger.get(parentId)?.iterations ?? 0);
+    const text = formatBackgroundResults([record], this.#config.background.resultMaxChars);
+    const suspension = this.#tree.suspension(parentId);
+    if (suspension) {
+      suspension.pending.push(text);
+      this.#maybeResume(parentId);
+    } else if (parentAttempt?.post({ type: 'child-results', childIds: [record.id], text })) {
+      this.#tree.recordSent(parentId, record.id, text);
+    }
+  }
+
   /** Ended jobs' specs, for a restart: the newest few, so a long-lived session stays bounded. */
   #keepEndedSpec(spec: JobSpec): void {
     this.#endedSpecs.set(spec.id, spec);
@@ -550,6 +657,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
     if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
   }
+}
+
+/** The last thing a job's model said, from a saved conversation. */
+function lastAssistantText(messages: readonly unknown[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: unknown; content?: unknown };
+    if (m?.role === 'assistant' && typeof m.content === 'string' && m.content.trim()) return m.content;
+  }
+  return '';
 }
 
 /** Ended jobs whose spec is kept for restart_background_agent. */

@@ -14,6 +14,8 @@ export const MAX_TIMEOUT_MINUTES = Math.floor(MAX_TIMER_MS / 60_000);
  * for MiB), not a plan; a fixed bound keeps a config valid on every machine it moves to.
  */
 export const MAX_HEAP_MB = 65_536;
+/** Nesting bound: deeper delegation is a runaway, not a plan. */
+export const MAX_DEPTH = 5;
 
 /** A millisecond timeout: a whole number that a Node timer can hold. */
 const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
@@ -49,7 +51,10 @@ const backgroundSchema = z.strictObject({
    */
   timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
   queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
-  maxDepth: z.number().int().min(0).max(1).default(DEFAULTS.background.maxDepth),
+  /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
+  maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
+  /** A job that answers with children still running: `wait` gives its slot back, waits and resumes with their results; `cancel` cancels them. */
+  childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
@@ -94,6 +99,8 @@ const agentSchema = z.strictObject({
   tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).optional(),
   maxIterations: z.number().int().min(1).max(10_000).optional(),
   temperature: z.number().min(0).max(2).optional(),
+  /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
+  maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 

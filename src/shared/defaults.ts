@@ -39,6 +39,8 @@ export const DEFAULTS = {
     queueLimit: 0,
     /** 1: a background job has no spawn tool (the fork-bomb guard). */
     maxDepth: 1,
+    /** A job answering with children still running waits for them (its slot given back meanwhile). */
+    childrenOnEnd: 'wait' as 'wait' | 'cancel',
     isolation: 'thread' as 'thread' | 'shared',
     /** In `shared` isolation, jobs per worker thread. */
     tasksPerThread: 32,

@@ -49,6 +49,11 @@ export interface ToolLoopOptions {
   signal?: AbortSignal | undefined;
   rateGate?: RateGate | undefined;
   onEvent?: ((event: LoopEvent) => void) | undefined;
+  /**
+   * Asked before every model call: text to add as a user message first (a job's children's
+   * results, delivered at its next model call). Undefined: nothing to add.
+   */
+  beforeModelCall?: (() => string | undefined) | undefined;
 }
 
 export interface ToolLoopResult {
@@ -91,6 +96,8 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   while (iterations < config.maxIterations) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
     iterations++;
+    const injected = options.beforeModelCall?.();
+    if (injected) messages.push({ role: 'user', content: injected });
     emit({ type: 'model_request', iteration: iterations });
     let reply;
     try {

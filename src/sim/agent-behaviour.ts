@@ -33,13 +33,22 @@ export function plausibleReply(body: unknown, n: number, researchSteps = 3): Sim
   if (block !== undefined) return synthesis(block);
 
   const task = textOf(messages[lastUser]?.content);
+  const agents = agentEnumOf(body);
   if (last?.role === 'user' && tools.has(SPAWN_TOOL)) {
+    // "Delegate: <task>": hand the whole task to one child (nested jobs when depth allows).
+    const delegated = /^\s*delegate:\s*([\s\S]+)$/i.exec(task)?.[1]?.trim();
+    if (delegated) return { content: null, toolCalls: [toolCall(n, 0, SPAWN_TOOL, { task: delegated, label: labelFor(delegated.replace(/^(\s*delegate:\s*)+/i, ''), 'delegated task') })] };
     const questions = splitQuestions(task);
-    if (questions.length >= 2) return spawnCalls(questions, n);
+    if (questions.length >= 2) return spawnCalls(questions, n, agents);
+  }
+  if (last?.role === 'user' && tools.has('list_background_agents') && /\b(status|what is running|list (the )?(jobs|agents))\b/i.test(task)) {
+    return { content: null, toolCalls: [toolCall(n, 0, 'list_background_agents', {})] };
   }
   if (last?.role === 'tool') {
     const started = spawnSummary(messages);
     if (started !== undefined) return text(started);
+    const listed = listSummary(messages);
+    if (listed !== undefined) return text(listed);
   }
   return research(messages, lastUser, task, tools, n, researchSteps);
 }
@@ -106,7 +115,29 @@ function synthesis(block: string): SimReply {
 
 // ---------------------------------------------------------------- (b) and (c) spawning
 
-function spawnCalls(questions: readonly string[], n: number): SimReply {
+/** The `agent` enum of the spawn tool, when peers are configured. */
+function agentEnumOf(body: unknown): string[] {
+  const tools = (body as { tools?: Array<{ function?: { name?: string; parameters?: { properties?: { agent?: { enum?: unknown } } } } }> })?.tools ?? [];
+  const spawn = tools.find((t) => t.function?.name === SPAWN_TOOL);
+  const values = spawn?.function?.parameters?.properties?.agent?.enum;
+  return Array.isArray(values) ? values.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/** A question that names a configured agent ("Scout: where is …") is given to that agent. */
+function agentFor(question: string, agents: readonly string[]): string | undefined {
+  return agents.find((name) => new RegExp(`\\b${escapeRegExp(name)}\\b`, 'i').test(question));
+}
+
+/** After list_background_agents: the list, in short. */
+function listSummary(messages: readonly WireMessage[]): string | undefined {
+  const assistant = findLastIndex(messages, (m) => m.role === 'assistant');
+  const call = toolCallsOf(messages[assistant]).find((c) => c.name === 'list_background_agents');
+  if (!call) return undefined;
+  const result = resultsById(messages.slice(assistant + 1)).get(call.id) ?? '';
+  return `Here is where the background work stands:\n${result}`;
+}
+
+function spawnCalls(questions: readonly string[], n: number, agents: readonly string[] = []): SimReply {
   const used = new Set<string>();
   const calls = questions.map((question, i) => {
     let label = labelFor(question, `question ${i + 1}`);
@@ -115,7 +146,8 @@ function spawnCalls(questions: readonly string[], n: number): SimReply {
     used.add(label);
     const q = question.trim();
     const task = `${q}${/[.?!]$/.test(q) ? '' : '.'} ${TASK_SUFFIX}`;
-    return toolCall(n, i, SPAWN_TOOL, { task, label });
+    const agent = agentFor(q, agents);
+    return toolCall(n, i, SPAWN_TOOL, agent ? { task, label, agent } : { task, label });
   });
   return { content: null, toolCalls: calls };
 }
@@ -177,7 +209,9 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
   const best = bestPath(found);
   const alreadyRead = calls.some((c) => c.name === 'read_file');
   if (steps === 1 && best !== undefined && !alreadyRead && tools.has('read_file')) {
-    return { content: null, toolCalls: [toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT })] };
+    const read = toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT });
+    const alert = tools.has('report_alert') ? deprecationAlert(calls) : undefined;
+    return { content: null, toolCalls: alert ? [read, toolCall(n, 1, 'report_alert', alert)] : [read] };
   }
   // Extra steps (benchmarks): list directories until the job has made `researchSteps` calls.
   if (researchSteps > 3 && steps >= 1 && steps < researchSteps - 1 && tools.has('list_dir')) {
@@ -186,6 +220,16 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
     return { content: null, toolCalls: [toolCall(n, 0, 'list_dir', { path: steps % 2 === 0 ? '.' : dir })] };
   }
   return text(finalAnswer(keywords, found, best, calls, withTag));
+}
+
+/** A search hit that says something is deprecated is worth telling the parent before the answer. */
+function deprecationAlert(calls: readonly CallWithResult[]): { message: string; severity: 'warning' } | undefined {
+  for (const call of calls) {
+    if (call.name !== 'grep' || call.result === undefined || isError(call.result)) continue;
+    const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*@?deprecated\b/i.test(l));
+    if (line) return { message: `Heads-up: ${line.trim().slice(0, 200)} is marked deprecated.`, severity: 'warning' };
+  }
+  return undefined;
 }
 
 interface SearchFindings {
