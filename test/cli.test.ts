@@ -61,13 +61,17 @@ describe('forkpool run', () => {
     expect(r.stdout.trim().length).toBeGreaterThan(0);
   });
 
-  it('--demo over the repository names every background agent in the synthesis', async () => {
+  it('--demo over the repository names every background agent in the synthesis, with a peer agent, an alert and a nested job', async () => {
     const r = await runCli(['run', '--demo', '--sim-latency', '0', '--workspace', REPO_ROOT], { cwd: workspace({}), cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    const labels = [...r.stderr.matchAll(/● bg-\d+ "([^"]+)" spawned/g)].map((m) => m[1]);
-    expect(labels).toHaveLength(4);
-    expect(r.stdout).toContain('Here is what the 4 background agents found:');
+    const labels = [...r.stderr.matchAll(/^● bg-\d+(?: \[agent \w+\])? "([^"]+)" spawned$/gm)].map((m) => m[1]);
+    expect(labels).toHaveLength(5);
+    expect(r.stdout).toContain('Here is what the 5 background agents found:');
     for (const label of labels) expect(r.stdout).toContain(`- ${label}: `);
+    expect(r.stderr).toMatch(/^● bg-\d+ \[agent scout\] "/m);
+    expect(r.stderr).toMatch(/^⚠ bg-\d+ "[^"]+" alert \(warning\): /m);
+    expect(r.stderr).toMatch(/└ ● bg-\d+ "[^"]+" spawned by bg-\d+ \(depth 2\)/);
+    expect(r.stdout).toContain('Alerts they raised:');
   });
 
   it('never prints the API key, even at debug level', async () => {

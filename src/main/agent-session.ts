@@ -124,7 +124,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
       // A user's job is not wave-gated: it reaches the parent as soon as the parent is free. So
       // does a job in no wave (a restarted one, one spawned through the manager directly).
-      if (job.role === 'user' || job.wave === null) this.#requestFollowUp('user-job');
+      // A nested job's result went to its parent job, not here.
+      if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp('user-job');
       this.#checkIdle();
     });
     this.manager.on('wave-done', () => this.#requestFollowUp('wave'));

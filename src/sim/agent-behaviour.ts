@@ -30,7 +30,7 @@ export function plausibleReply(body: unknown, n: number, researchSteps = 3): Sim
   if (lastUser < 0) return text('There is no question in this conversation for me to answer.');
 
   const block = backgroundBlock(messages, lastUser);
-  if (block !== undefined) return synthesis(block);
+  if (block !== undefined) return synthesis(block, reportsIn(textOf(messages[lastUser]?.content)));
 
   const task = textOf(messages[lastUser]?.content);
   const agents = agentEnumOf(body);
@@ -89,7 +89,22 @@ function backgroundBlock(messages: readonly WireMessage[], lastUser: number): st
   return undefined;
 }
 
-function synthesis(block: string): SimReply {
+/** Alerts in a `[Background reports]` block of this turn's input, one line each. */
+function reportsIn(input: string): string[] {
+  const at = input.indexOf('[Background reports]');
+  if (at < 0) return [];
+  const out: string[] = [];
+  const lines = input.slice(at).split('\n').slice(1);
+  for (let i = 0; i < lines.length; i++) {
+    const head = /^- job (\S+) "([^"]*)" \((\w+)\):$/.exec(lines[i] ?? '');
+    if (!head) continue;
+    const body = /^\s*\| (.*)$/.exec(lines[i + 1] ?? '')?.[1] ?? '';
+    out.push(`${head[2]} (${head[3]}): ${body.slice(0, 200)}`);
+  }
+  return out;
+}
+
+function synthesis(block: string, reports: readonly string[] = []): SimReply {
   const header = /^[ \t]*\[Background agent "([^"\n]*)"[^\n]*$/gm;
   const jobs: Array<{ label: string; start: number; end: number; rest: string }> = [];
   for (const match of block.matchAll(header)) {
@@ -104,13 +119,15 @@ function synthesis(block: string): SimReply {
   if (jobs.length === 0) return text('Background results arrived, but I found no background agent in them.');
   const lines = jobs.map((job) => {
     // Job text is quoted line by line with "| " in the block; read it without the quoting.
-    const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '');
+    // A nested job's answer is itself a synthesis: quote what it found, not its opening line.
+    const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '').replace(/^Here is what the \d+ background agents? found:\s*$/gm, '');
     // The first line of the job's answer (up to two sentences: what it found and where).
     const quote = firstSentence(`${job.rest}\n${body}`, 240, 2);
     return `- ${job.label}: ${quote ? `"${quote}"` : '(no result text)'}`;
   });
   const noun = jobs.length === 1 ? 'agent' : 'agents';
-  return text([`Here is what the ${jobs.length} background ${noun} found:`, ...lines].join('\n'));
+  const alerts = reports.length > 0 ? ['Alerts they raised:', ...reports.map((r) => `- ${r}`)] : [];
+  return text([`Here is what the ${jobs.length} background ${noun} found:`, ...lines, ...alerts].join('\n'));
 }
 
 // ---------------------------------------------------------------- (b) and (c) spawning
@@ -226,8 +243,10 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
 function deprecationAlert(calls: readonly CallWithResult[]): { message: string; severity: 'warning' } | undefined {
   for (const call of calls) {
     if (call.name !== 'grep' || call.result === undefined || isError(call.result)) continue;
-    const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*@?deprecated\b/i.test(l));
-    if (line) return { message: `Heads-up: ${line.trim().slice(0, 200)} is marked deprecated.`, severity: 'warning' };
+    // A question about deprecation is not one: only lines that state it.
+    const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*deprecated\b/i.test(l) && !l.includes('?'));
+    const hit = line === undefined ? undefined : /^([^:]+):(\d+):\s*(.*)$/.exec(line.trim());
+    if (hit) return { message: `Heads-up: ${hit[1]}:${hit[2]} mentions a deprecation: "${(hit[3] ?? '').slice(0, 160)}". Check it before relying on that code.`, severity: 'warning' };
   }
   return undefined;
 }
