@@ -55,6 +55,26 @@ describe('forkpool run', () => {
     expect(r.stderr).not.toContain('spawned');
   });
 
+  it('--demo --json carries the peer, the alert and the nested job in its events', async () => {
+    const r = await runCli(['run', '--demo', '--json', '--sim-latency', '0', '--workspace', REPO_ROOT], { cwd: workspace({}), cleanup });
+    expect(r.code, describeResult(r)).toBe(0);
+    const events = parseJsonLines(r.stdout);
+    const of = (type: string) => events.filter((e) => e.type === type);
+    const spawned = of('job_spawned');
+    expect(spawned.filter((e) => e.depth === 1)).toHaveLength(5);
+    expect(spawned.find((e) => e.agent === 'scout')).toBeDefined();
+    const nested = spawned.find((e) => e.depth === 2);
+    expect(nested?.parentJobId).toMatch(/^bg-\d+$/);
+    const alert = of('alert')[0];
+    expect(alert).toMatchObject({ jobId: expect.stringMatching(/^bg-\d+$/), severity: 'warning', message: expect.any(String) });
+    // The alert came before its job's job_done.
+    const alertAt = events.indexOf(alert as (typeof events)[number]);
+    const doneAt = events.findIndex((e) => e.type === 'job_done' && e.id === alert?.jobId);
+    expect(alertAt).toBeLessThan(doneAt);
+    const parentDone = of('job_done').find((e) => e.id === nested?.parentJobId);
+    expect(parentDone).toMatchObject({ children: [nested?.id], childrenOnEnd: 'waited' });
+  });
+
   it('reads the prompt from stdin with "-"', async () => {
     const r = await runCli(['run', '--sim-latency', '0', '-'], { cwd: workspace(), input: 'Where is the tool loop implemented?', cleanup });
     expect(r.code, describeResult(r)).toBe(0);
