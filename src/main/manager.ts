@@ -4,11 +4,9 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { agentEntry } from '../shared/agents.js';
 import { AbortError, JobError, errorMessage, serializeError } from '../shared/errors.js';
 import { JobNames } from './job-names.js';
-import { JobTree } from './job-tree.js';
-import { formatBackgroundResults } from './delivery-format.js';
-import { mergeUsageByModel } from '../shared/usage.js';
-import { maxDepthFor } from '../shared/agents.js';
-import { JOB_ROLES, type AlertSeverity, type ChildSpawnRequest, type JobRole, type JobSpec, type ResumeState } from '../shared/protocol.js';
+import type { JobTree } from './job-tree.js';
+import { Nesting, lastAssistantText } from './nesting.js';
+import { JOB_ROLES, type AlertSeverity, type JobRole, type JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { TypedEmitter } from './events.js';
@@ -133,7 +131,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #live = new Map<string, Attempt>();
   readonly #waves = new WaveTracker();
   readonly #names = new JobNames();
-  readonly #tree = new JobTree();
+  /** Depth above 1: who spawned whom, suspended parents, children's results (see nesting.ts). */
+  readonly #nesting: Nesting;
+  readonly #tree: JobTree;
   /** Running jobs stopping to be re-queued (restart), not to end. */
   readonly #restarts = new Set<string>();
   readonly #endedSpecs = new Map<string, JobSpec>();
@@ -152,6 +152,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
     this.#config = options.config;
     this.#ledger = new DeliveryLedger(options.config.background.retention);
+    this.#nesting = new Nesting({
+      config: this.#config,
+      ledger: this.#ledger,
+      specs: this.#specs,
+      live: this.#live,
+      book: (request, spawnOptions, nesting) => this.#book(request, spawnOptions, nesting),
+      stop: (id, reason) => void this.#stop(id, reason),
+      requeueFirst: (id) => {
+        this.#launches.delete(id);
+        this.#queue.unshift(id);
+        this.#schedulePump();
+      },
+      pump: () => this.#pump(),
+    });
+    this.#tree = this.#nesting.tree;
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
@@ -494,7 +509,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
       onAlert: (alert) => this.#onAlert(id, alert),
-      onSpawn: (requestId, request) => this.#spawnChild(attempt, requestId, request),
+      onSpawn: (requestId, request) => this.#nesting.spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
     void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
@@ -509,7 +524,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#launches.delete(id);
       return this.#requeue(attempt, `attempt ${attempt.number}: restarted on request while running`);
     }
-    if (end.kind === 'suspended') return this.#suspend(attempt, end.state, end.seenChildren);
+    if (end.kind === 'suspended') return this.#nesting.suspend(attempt, end.state, end.seenChildren);
     if (end.kind === 'done') return this.#finish(id, endingFromOutcome(end.outcome, attempt.stopReason));
     if (end.kind === 'protocol') return this.#finish(id, endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
@@ -548,9 +563,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
-    const record = this.#ledger.markEnded(id, { ...ending, ...this.#childrenAtEnd(id, ending) });
+    const record = this.#ledger.markEnded(id, { ...ending, ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
-    this.#deliverToParent(record);
+    this.#nesting.deliverToParent(record);
     this.#names.release(id);
     this.#alertCounts.delete(id);
     const spec = this.#specs.get(id);
@@ -566,86 +581,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#pump();
   }
 
-  /** A job asks for a child: the depth, the cap and the queue are enforced here, as for any spawn. */
-  #spawnChild(attempt: Attempt, requestId: number, request: ChildSpawnRequest): void {
-    const parentId = attempt.jobId;
-    const spec = this.#specs.get(parentId);
-    const parent = this.#ledger.get(parentId);
-    const depth = (spec?.depth ?? 1) + 1;
-    const limit = spec ? maxDepthFor(this.#config, spec.agent) : 1;
-    try {
-      if (!spec || !parent) throw new JobError('JOB_UNKNOWN', parentId, `job ${parentId} is not running`);
-      if (depth > limit) throw new JobError('DEPTH_EXCEEDED', parentId, `job ${parentId} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
-      const handle = this.#book(
-        { task: request.task, label: request.label, role: parent.role, wave: null, ...(request.agent ? { agent: request.agent } : {}), ...(request.name ? { name: request.name } : {}) },
-        {},
-        { parentJobId: parentId, depth },
-      );
-      attempt.post({ type: 'spawn-result', requestId, ok: true, childId: handle.id, label: handle.label });
-    } catch (error) {
-      const code = error instanceof JobError ? error.code : 'INTERNAL';
-      attempt.post({ type: 'spawn-result', requestId, ok: false, code, message: errorMessage(error) });
-    }
-  }
-
-  /** It answered with children running: its slot and thread go back until they end. */
-  #suspend(attempt: Attempt, state: Omit<ResumeState, 'childResults'>, seenChildren: string[]): void {
-    const id = attempt.jobId;
-    attempt.dispose();
-    this.#live.delete(id);
-    this.#ledger.suspend(id);
-    this.#tree.suspend(id, state, seenChildren);
-    this.#maybeResume(id);
-    this.#pump();
-  }
-
-  /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
-  #maybeResume(id: string): void {
-    const suspension = this.#tree.suspension(id);
-    if (!suspension || this.#tree.isStopping(id)) return;
-    if (this.#tree.childrenOf(id).some((child) => this.#ledger.get(child)?.state !== 'ended')) return;
-    this.#tree.resume(id);
-    const spec = this.#specs.get(id) as JobSpec;
-    this.#specs.set(id, { ...spec, resume: { ...suspension.state, childResults: suspension.pending.join('\n\n') } });
-    this.#launches.delete(id);
-    this.#queue.unshift(id);
-    this.#schedulePump();
-  }
-
-  /** Which children it had and what became of them; its usage with theirs. */
-  #childrenAtEnd(id: string, ending: JobEnding): Partial<JobEnding> {
-    const children = this.#tree.childrenOf(id);
-    if (children.length === 0) return {};
-    const live = children.filter((child) => this.#ledger.get(child)?.state !== 'ended');
-    for (const child of live) this.#stop(child, 'cancel');
-    let treeUsage = ending.usage;
-    for (const child of children) {
-      const record = this.#ledger.get(child);
-      if (record?.state === 'ended') treeUsage = mergeUsageByModel(treeUsage, record.treeUsage ?? record.usage);
-    }
-    return { children: [...children], childrenOnEnd: live.length > 0 ? 'cancelled' : 'waited', treeUsage };
-  }
-
-  /**
-   * A child's result goes to the job that spawned it, not to the session: posted to it while it
-   * runs (put before its next model call), kept for its resume while it waits. Delivered here,
-   * once; a child whose parent is gone is delivered to nobody (its parent's record says so).
-   */
-  #deliverToParent(record: Readonly<JobRecord>): void {
-    const parentId = record.parentJobId;
-    if (parentId === undefined) return;
-    const parentAttempt = this.#live.get(parentId);
-    this.#ledger.markDelivered(record.id, parentAttempt?.iterations ?? this.#ledger.get(parentId)?.iterations ?? 0);
-    const text = formatBackgroundResults([record], this.#config.background.resultMaxChars);
-    const suspension = this.#tree.suspension(parentId);
-    if (suspension) {
-      suspension.pending.push(text);
-      this.#maybeResume(parentId);
-    } else if (parentAttempt?.post({ type: 'child-results', childIds: [record.id], text })) {
-      this.#tree.recordSent(parentId, record.id, text);
-    }
-  }
-
   /** Ended jobs' specs, for a restart: the newest few, so a long-lived session stays bounded. */
   #keepEndedSpec(spec: JobSpec): void {
     this.#endedSpecs.set(spec.id, spec);
@@ -657,15 +592,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
     if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
   }
-}
-
-/** The last thing a job's model said, from a saved conversation. */
-function lastAssistantText(messages: readonly unknown[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i] as { role?: unknown; content?: unknown };
-    if (m?.role === 'assistant' && typeof m.content === 'string' && m.content.trim()) return m.content;
-  }
-  return '';
 }
 
 /** Ended jobs whose spec is kept for restart_background_agent. */
