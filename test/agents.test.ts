@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AgentSession } from '../src/main/agent-session.js';
 import { parseConfig } from '../src/shared/config.js';
 import { ConfigError } from '../src/shared/errors.js';
+import { configForAgent } from '../src/shared/agents.js';
 import { BACKGROUND_PROMPT_MARKER } from '../src/shared/prompts.js';
 import { totalUsage } from '../src/shared/usage.js';
 import { SCOUT_PROMPT, agentConfig, requestsForTask, systemOf, toolNames, toolResults, toolSchema } from './helpers/agents.js';
@@ -26,6 +27,25 @@ describe('agent catalog in the config', () => {
     expect(() => parseConfig({ ...base, agents: { 'Bad Name': { description: 'd' } } })).toThrow(/agents/);
     const ok = parseConfig({ ...base, agents: { scout: { description: 'd' } }, background_agent: 'scout' });
     expect(ok.background.defaultAgent).toBe('scout');
+  });
+});
+
+describe('a peer\'s endpoint and key', () => {
+  it("the parent's key goes only to the parent's endpoint; a peer's own key to its own", () => {
+    const config = parseConfig({
+      workspaceRoot: '/tmp',
+      baseUrl: 'http://127.0.0.1:1/v1',
+      apiKey: 'parent-key',
+      agents: {
+        same: { description: 'd' },
+        other: { description: 'd', baseUrl: 'http://127.0.0.2:1/v1' },
+        own: { description: 'd', baseUrl: 'http://127.0.0.2:1/v1', apiKey: 'own-key' },
+      },
+    });
+    expect(configForAgent(config, 'same')).toMatchObject({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'parent-key' });
+    expect(configForAgent(config, 'other').apiKey).toBeUndefined();
+    expect(configForAgent(config, 'other').baseUrl).toBe('http://127.0.0.2:1/v1');
+    expect(configForAgent(config, 'own').apiKey).toBe('own-key');
   });
 });
 

@@ -11,7 +11,7 @@ import { describeResult, parseJsonLines, runCli, tempWorkspace, useCleanup } fro
 const cleanup = useCleanup();
 const jsonl = (lines: readonly unknown[]) => lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 const AGENTS = {
-  scout: { description: 'finds things', model: 'scout-model', tools: ['grep', 'find_files'] },
+  scout: { description: 'finds things', model: 'scout-model', tools: ['grep', 'find_files'], apiKey: 'sk-peer-secret-4f9e2d7c1b' },
   reviewer: { description: 'reviews', model: 'reviewer-model' },
 };
 
@@ -23,8 +23,10 @@ describe('fanout picks agents', () => {
     writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ agents: AGENTS, background_agent: 'reviewer' }));
     const lines = [{ task: 'Where is the tool loop?', label: 'a' }, { task: 'Where is the tool loop defined?', label: 'b', agent: 'reviewer' }];
 
-    const flagged = await runCli(['fanout', '--base-url', server.url, '--agent', 'scout', '-'], { cwd, input: jsonl(lines), cleanup });
+    const flagged = await runCli(['fanout', '--json', '--log-level', 'debug', '--base-url', server.url, '--agent', 'scout', '-'], { cwd, input: jsonl(lines), cleanup });
     expect(flagged.code, describeResult(flagged)).toBe(0);
+    // The peer's key reaches its endpoint and nowhere else: not in events, results or logs.
+    expect(flagged.stdout + flagged.stderr).not.toContain('sk-peer-secret-4f9e2d7c1b');
     const byLabel = Object.fromEntries(parseJsonLines(flagged.stdout).map((e) => [e.label, e]));
     expect(byLabel.a).toMatchObject({ agent: 'scout', usage: { 'scout-model': expect.any(Object) } });
     expect(byLabel.b).toMatchObject({ agent: 'reviewer', usage: { 'reviewer-model': expect.any(Object) } });
