@@ -6,6 +6,7 @@ import { AbortError, JobError, errorMessage, serializeError } from '../shared/er
 import { JobNames } from './job-names.js';
 import type { JobTree } from './job-tree.js';
 import { Nesting, lastAssistantText } from './nesting.js';
+import { Restarts } from './restarts.js';
 import { JOB_ROLES, type AlertSeverity, type JobRole, type JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
@@ -134,9 +135,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /** Depth above 1: who spawned whom, suspended parents, children's results (see nesting.ts). */
   readonly #nesting: Nesting;
   readonly #tree: JobTree;
-  /** Running jobs stopping to be re-queued (restart), not to end. */
-  readonly #restarts = new Set<string>();
-  readonly #endedSpecs = new Map<string, JobSpec>();
+  readonly #restarts: Restarts;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
@@ -167,6 +166,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       pump: () => this.#pump(),
     });
     this.#tree = this.#nesting.tree;
+    this.#restarts = new Restarts({
+      ledger: this.#ledger,
+      names: this.#names,
+      specs: this.#specs,
+      live: this.#live,
+      enqueue: (record) => {
+        this.#queue.push(record.id);
+        this.emit('requeued', record);
+        this.#schedulePump();
+      },
+    });
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
@@ -332,30 +342,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
     const record = this.find(idOrName);
     if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    const { id } = record;
-    if (record.state === 'running') {
-      const attempt = this.#live.get(id);
-      if (!attempt || attempt.stopReason) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopReason ?? 'ending'}); restart it once it has ended`);
-      this.#restarts.add(id);
-      attempt.requestStop('cancel');
-      return { id, label: record.label, state: 'running' };
-    }
-    if (record.state === 'queued') return { id, label: record.label, state: 'queued' };
-    const spec = this.#endedSpecs.get(id);
-    if (!spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
-    if (record.name !== undefined) {
-      const holder = this.#names.holder(record.name);
-      if (holder !== undefined && holder !== id) throw new JobError('NAME_TAKEN', holder, `job ${id}'s name "${record.name}" now belongs to job ${holder}; cannot restart it under that name`);
-      this.#names.claim(record.name, id);
-    }
-    this.#endedSpecs.delete(id);
-    this.#specs.set(id, spec);
-    const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
-    const reopened = this.#ledger.reopen(id, `restarted on request after it ended ${record.status ?? ''}${superseded}`);
-    this.#queue.push(id);
-    this.emit('requeued', reopened);
-    this.#schedulePump();
-    return { id, label: reopened.label, state: 'queued' };
+    return this.#restarts.restart(record);
   }
 
   /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
@@ -520,7 +507,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Identity, not id: after a re-queue the same id is live again under a new attempt.
     if (this.#live.get(attempt.jobId) !== attempt) return;
     const id = attempt.jobId;
-    if (this.#restarts.delete(id)) {
+    if (this.#restarts.takePending(id)) {
       this.#launches.delete(id);
       return this.#requeue(attempt, `attempt ${attempt.number}: restarted on request while running`);
     }
@@ -570,7 +557,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#alertCounts.delete(id);
     const spec = this.#specs.get(id);
     this.#specs.delete(id);
-    if (spec) this.#keepEndedSpec(spec);
+    if (spec) this.#restarts.keep(spec);
     this.#launches.delete(id);
     this.#signalCleanups.get(id)?.();
     this.#signalCleanups.delete(id);
@@ -581,21 +568,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#pump();
   }
 
-  /** Ended jobs' specs, for a restart: the newest few, so a long-lived session stays bounded. */
-  #keepEndedSpec(spec: JobSpec): void {
-    this.#endedSpecs.set(spec.id, spec);
-    if (this.#endedSpecs.size > RESTARTABLE_SPECS) this.#endedSpecs.delete(this.#endedSpecs.keys().next().value as string);
-  }
-
   #checkWave(wave: number): void {
     // hasEnded: a member delivered early may since have been forgotten by retention.
     const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
     if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
   }
 }
-
-/** Ended jobs whose spec is kept for restart_background_agent. */
-const RESTARTABLE_SPECS = 256;
 
 /** A lost attempt whose thread died (not a task that threw, which leaves its thread alive). */
 function isThreadDeath(error: unknown): boolean {
