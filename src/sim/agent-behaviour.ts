@@ -244,7 +244,7 @@ function deprecationAlert(calls: readonly CallWithResult[]): { message: string; 
   for (const call of calls) {
     if (call.name !== 'grep' || call.result === undefined || isError(call.result)) continue;
     // A question about deprecation is not one: only lines that state it.
-    const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*deprecated\b/i.test(l) && !l.includes('?'));
+    const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*deprecated\b/i.test(l) && !l.includes('?') && SOURCE_FILE.test(l.split(':')[0] ?? ''));
     const hit = line === undefined ? undefined : /^([^:]+):(\d+):\s*(.*)$/.exec(line.trim());
     if (hit) return { message: `Heads-up: ${hit[1]}:${hit[2]} mentions a deprecation: "${(hit[3] ?? '').slice(0, 160)}". Check it before relying on that code.`, severity: 'warning' };
   }
