@@ -55,19 +55,43 @@ describe('forkpool run', () => {
     expect(r.stderr).not.toContain('spawned');
   });
 
+  it('--demo --json carries the peer, the alert and the nested job in its events', async () => {
+    const r = await runCli(['run', '--demo', '--json', '--sim-latency', '0', '--workspace', REPO_ROOT], { cwd: workspace({}), cleanup });
+    expect(r.code, describeResult(r)).toBe(0);
+    const events = parseJsonLines(r.stdout);
+    const of = (type: string) => events.filter((e) => e.type === type);
+    const spawned = of('job_spawned');
+    expect(spawned.filter((e) => e.depth === 1)).toHaveLength(5);
+    expect(spawned.find((e) => e.agent === 'scout')).toBeDefined();
+    const nested = spawned.find((e) => e.depth === 2);
+    expect(nested?.parentJobId).toMatch(/^bg-\d+$/);
+    const alert = of('alert')[0];
+    expect(alert).toMatchObject({ jobId: expect.stringMatching(/^bg-\d+$/), severity: 'warning', message: expect.any(String) });
+    // The alert came before its job's job_done.
+    const alertAt = events.indexOf(alert as (typeof events)[number]);
+    const doneAt = events.findIndex((e) => e.type === 'job_done' && e.id === alert?.jobId);
+    expect(alertAt).toBeLessThan(doneAt);
+    const parentDone = of('job_done').find((e) => e.id === nested?.parentJobId);
+    expect(parentDone).toMatchObject({ children: [nested?.id], childrenOnEnd: 'waited' });
+  });
+
   it('reads the prompt from stdin with "-"', async () => {
     const r = await runCli(['run', '--sim-latency', '0', '-'], { cwd: workspace(), input: 'Where is the tool loop implemented?', cleanup });
     expect(r.code, describeResult(r)).toBe(0);
     expect(r.stdout.trim().length).toBeGreaterThan(0);
   });
 
-  it('--demo over the repository names every background agent in the synthesis', async () => {
+  it('--demo over the repository names every background agent in the synthesis, with a peer agent, an alert and a nested job', async () => {
     const r = await runCli(['run', '--demo', '--sim-latency', '0', '--workspace', REPO_ROOT], { cwd: workspace({}), cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    const labels = [...r.stderr.matchAll(/● bg-\d+ "([^"]+)" spawned/g)].map((m) => m[1]);
-    expect(labels).toHaveLength(4);
-    expect(r.stdout).toContain('Here is what the 4 background agents found:');
+    const labels = [...r.stderr.matchAll(/^● bg-\d+(?: \[agent \w+\])? "([^"]+)" spawned$/gm)].map((m) => m[1]);
+    expect(labels).toHaveLength(5);
+    expect(r.stdout).toContain('Here is what the 5 background agents found:');
     for (const label of labels) expect(r.stdout).toContain(`- ${label}: `);
+    expect(r.stderr).toMatch(/^● bg-\d+ \[agent scout\] "/m);
+    expect(r.stderr).toMatch(/^⚠ bg-\d+ "[^"]+" alert \(warning\): /m);
+    expect(r.stderr).toMatch(/└ ● bg-\d+ "[^"]+" spawned by bg-\d+ \(depth 2\)/);
+    expect(r.stdout).toContain('Alerts they raised:');
   });
 
   it('never prints the API key, even at debug level', async () => {

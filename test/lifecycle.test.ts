@@ -53,6 +53,21 @@ async function survivorsAfterKill(needle: string): Promise<number[]> {
   return processesMatching(needle);
 }
 
+/** state, parent and process group of each pid, for a failure message. */
+function describeProcesses(pids: number[]): string {
+  return pids
+    .map((pid) => {
+      try {
+        const [, rest = ''] = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ');
+        const [state, ppid, pgrp] = rest.split(' ');
+        return `${pid}: state ${state}, parent ${ppid}, group ${pgrp}`;
+      } catch {
+        return `${pid}: gone`;
+      }
+    })
+    .join('; ');
+}
+
 /** Kills what a failing run of these tests may have left (never part of an assertion). */
 function killLeftovers(needle: string): void {
   for (const pid of processesMatching(needle)) {
@@ -279,9 +294,11 @@ describe('the real bash tool: nothing outlives a hard-stopped job', () => {
     // A hard stop: the job's thread is terminated, its own cleanup never runs.
     await manager.destroy();
     expect(manager.get(id)).toMatchObject({ status: 'cancelled', endedBy: 'hard' });
-    expect(await survivorsAfterKill(group)).toEqual([]);
-    // `setsid` leaves the process group: only bubblewrap's PID namespace is sure to end it too
-    // (without it, README and RELIABILITY say so; the cleanup above kills what may be left).
-    if (sandbox === 'bwrap') expect(await survivorsAfterKill(setsid)).toEqual([]);
+    const left = await survivorsAfterKill(group);
+    expect(left, describeProcesses(left)).toEqual([]);
+    // `setsid` leaves the process group; bubblewrap's PID namespace ends it, and without a
+    // sandbox the main thread's sweep of the job's tagged processes (FP_JOB_TAG) does.
+    const escapedLeft = await survivorsAfterKill(setsid);
+    expect(escapedLeft, describeProcesses(escapedLeft)).toEqual([]);
   });
 });

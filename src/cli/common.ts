@@ -95,7 +95,9 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
   };
   let config = loadConfig({ ...overrides, onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`) });
   checkWorkspaceFolder(config.workspaceRoot);
-  const logger = createLogger({ level, secrets: config.apiKey ? [config.apiKey] : [] });
+  // Every key the config holds (a peer agent may have its own) is redacted from log lines.
+  const keys = [config.apiKey, ...Object.values(config.agents).map((agent) => agent.apiKey)].filter((key): key is string => typeof key === 'string');
+  const logger = createLogger({ level, secrets: keys });
   const json = flags.json ?? false;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const context: CliContext = {

@@ -13,17 +13,21 @@ import { FanoutOutput, statusText } from './progress.js';
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
   progress?: boolean;
+  /** The configured agent every line runs unless the line names its own. */
+  agent?: string;
 }
 
 const lineSchema = z.strictObject({
   task: z.string().trim().min(1, 'task must be a non-empty string'),
   label: z.string().max(200).optional(),
+  agent: z.string().min(1).optional(),
 });
 
 interface FanoutTask {
   line: number;
   task: string;
   label: string;
+  agent?: string | undefined;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job'];
@@ -53,6 +57,12 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   }
   const input = openInput(file);
   const ctx = await createCliContext(flags);
+  if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
+    const known = Object.keys(ctx.config.agents);
+    process.stderr.write(`forkpool fanout: --agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}\n`);
+    await ctx.dispose();
+    return EXIT.usage;
+  }
   const manager = new BackgroundManager({ config: ctx.config, logger: ctx.logger, executor: createExecutor(ctx.config, ctx.logger, executorKind), closeExecutor: true });
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
@@ -115,7 +125,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const spawnLine = async (task: FanoutTask) => {
     for (;;) {
       try {
-        const handle = manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null });
+        const agent = task.agent ?? flags.agent;
+        const handle = manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null, ...(agent !== undefined ? { agent } : {}) });
         accepted++;
         lineOf.set(handle.id, task.line);
         return;
@@ -233,5 +244,5 @@ export function parseLine(text: string, line: number): FanoutTask | { problem: s
   }
   const parsed = lineSchema.safeParse(raw);
   if (!parsed.success) return { problem: `${oneLine(z.prettifyError(parsed.error), 200)}: ${preview(text)}` };
-  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}` };
+  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}`, agent: parsed.data.agent };
 }

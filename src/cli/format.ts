@@ -10,7 +10,8 @@ export function jobLine(job: JobRecord): string {
   const took = job.startedAt !== undefined && job.endedAt !== undefined ? seconds(job.endedAt - job.startedAt) : '-';
   const tokens = totalUsage(job.usage).totalTokens;
   const why = job.error && job.status !== 'ok' && job.status !== 'partial' ? ` — ${job.error.message.slice(0, 160)}` : '';
-  return `${mark} ${job.id} "${job.label}" ${job.status} in ${took}, ${tokens} tokens${why}`;
+  const who = job.agent ? ` [${job.agent}]` : '';
+  return `${mark} ${job.id}${who} "${job.label}" ${job.status} in ${took}, ${tokens} tokens${why}`;
 }
 
 /** The public shape of a finished job, as `--json` and `fanout` print it (no config, no secrets). */
@@ -18,6 +19,14 @@ export function jobJson(job: JobRecord): Record<string, unknown> {
   return {
     id: job.id,
     label: job.label,
+    ...(job.name !== undefined ? { name: job.name } : {}),
+    agent: job.agent ?? null,
+    parentJobId: job.parentJobId ?? null,
+    depth: job.depth ?? 1,
+    ...(job.parentToolId !== undefined ? { parentToolId: job.parentToolId } : {}),
+    ...(job.backgrounded ? { backgrounded: true } : {}),
+    ...(job.children ? { children: job.children, childrenOnEnd: job.childrenOnEnd ?? null } : {}),
+    ...(job.treeUsage ? { treeUsage: job.treeUsage } : {}),
     status: job.status,
     endedBy: job.endedBy,
     stopReason: job.stopReason,

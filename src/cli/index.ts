@@ -41,6 +41,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .argument('<file>', 'JSONL file, or "-" for stdin')
     .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']).default('piscina'))
     .option('--no-progress', 'no progress bar')
+    .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
     .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
 
   program

@@ -3,15 +3,35 @@ import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
 import { jobJson, jobLine, usageLines } from './format.js';
+import type { ForkpoolConfig } from '../shared/config.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */
 export const DEMO_PROMPT = [
   'Answer these questions about the code in this workspace:',
   '1. Where is the shared tool loop implemented, and how does it stop?',
-  '2. How does the background manager enforce its concurrency cap?',
+  '2. Scout: how does the background manager enforce its concurrency cap?',
   '3. How are API keys kept out of logs and tool environments?',
-  '4. How does the simulated model inject faults?',
+  '4. Which code is marked deprecated?',
+  '5. Delegate: How does the simulated model inject faults?',
 ].join('\n');
+
+/**
+ * The demo's peer agent and nesting, when the config declares none: a `scout` peer (its own
+ * model name, fewer tools, its own prompt) and depth 2, so question 5 is delegated twice.
+ */
+function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
+  const agents = Object.keys(config.agents).length > 0 ? config.agents : {
+    scout: {
+      description: 'Finds where things are in the code; fast and cheap',
+      model: `${config.model}-scout`,
+      tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
+      maxIterations: 8,
+      systemPrompt: 'You are the scout: find the files that matter and cite them.',
+      replaceSystemPrompt: false,
+    },
+  };
+  return { ...config, agents, background: { ...config.background, maxDepth: Math.max(2, config.background.maxDepth) } };
+}
 
 export interface RunFlags extends GlobalFlags {
   demo?: boolean;
@@ -24,7 +44,7 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     return EXIT.usage;
   }
   const ctx = await createCliContext(flags);
-  const { config } = ctx;
+  const config = flags.demo ? withDemoAgents(ctx.config) : ctx.config;
   const session = new AgentSession({
     config,
     logger: ctx.logger,
@@ -32,12 +52,33 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   });
   const started = Date.now();
   session.manager.on('spawned', (job) => {
-    ctx.note(`● ${job.id} "${job.label}" spawned`);
-    ctx.event('job_spawned', { id: job.id, label: job.label, role: job.role, wave: job.wave });
+    const nested = job.parentJobId ? `${'  '.repeat((job.depth ?? 2) - 1)}└ ` : '';
+    const peer = job.agent ? ` [agent ${job.agent}]` : '';
+    ctx.note(`${nested}● ${job.id}${peer} "${job.label}" spawned${job.parentJobId ? ` by ${job.parentJobId} (depth ${job.depth})` : ''}`);
+    ctx.event('job_spawned', {
+      id: job.id,
+      label: job.label,
+      role: job.role,
+      wave: job.wave,
+      agent: job.agent ?? null,
+      name: job.name ?? null,
+      parentJobId: job.parentJobId ?? null,
+      depth: job.depth ?? 1,
+      parentToolId: job.parentToolId ?? null,
+    });
   });
   session.manager.on('done', (job) => {
-    ctx.note(jobLine(job));
+    ctx.note(`${job.parentJobId ? `${'  '.repeat((job.depth ?? 2) - 1)}└ ` : ''}${jobLine(job)}`);
     ctx.event('job_done', jobJson(job));
+  });
+  session.on('alert', (alert) => {
+    ctx.note(`⚠ ${alert.jobId} "${alert.label}" alert (${alert.severity}): ${alert.message}`);
+    ctx.event('alert', { jobId: alert.jobId, label: alert.label, severity: alert.severity, message: alert.message, number: alert.number });
+  });
+  session.on('alert-dropped', (alert) => ctx.event('alert_dropped', { jobId: alert.jobId, number: alert.number }));
+  session.manager.on('backgrounded', (job) => {
+    ctx.note(`↷ ${job.id} [agent ${job.agent ?? '?'}] backgrounded: the call returned early, the job goes on`);
+    ctx.event('job_backgrounded', { id: job.id, agent: job.agent ?? null, parentToolId: job.parentToolId ?? null });
   });
   session.on('delivered', ({ turn, jobs }) => {
     ctx.note(`↳ ${jobs.length} background result(s) delivered into turn ${turn}`);

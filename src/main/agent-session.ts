@@ -4,12 +4,15 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { linkedAbort } from '../shared/abort.js';
 import { AbortError, ForkpoolError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
-import { backgroundTools } from './background-tools.js';
-import { formatBackgroundResults } from './delivery-format.js';
+import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
+import { formatBackgroundReports, formatBackgroundResults } from './delivery-format.js';
+import { inspectTools } from './inspect-tools.js';
+import { agentTools } from './agent-tools.js';
+import { JobActivity } from './job-activity.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import type { JobRecord } from './ledger.js';
-import { BackgroundManager, type CloseReport, type JobHandle } from './manager.js';
+import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle } from './manager.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
 
@@ -30,6 +33,10 @@ export type SessionEvents = {
   parent: [ParentEvent];
   'turn-result': [TurnResult & { followUp: boolean }];
   delivered: [{ turn: number; jobs: JobRecord[] }];
+  /** A job's alert, at once (it reaches the model at the next turn boundary). */
+  alert: [JobAlert];
+  /** The alert buffer was full: the oldest alert was dropped. */
+  'alert-dropped': [JobAlert];
   'follow-up': [{ reason: 'wave' | 'user-job'; queued: boolean }];
 };
 
@@ -52,6 +59,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly permissions: PermissionStore;
   readonly #config: ForkpoolConfig;
   readonly #queue: QueuedTurn[] = [];
+  readonly activity: JobActivity;
+  /** Alerts not yet shown to the model; bounded by `background.alertBufferMax`. */
+  readonly #alerts: JobAlert[] = [];
+  #alertsDropped = 0;
+  readonly #logger: Logger | undefined;
   #currentTurn = 0;
   #followUpPending = false;
   #running = false;
@@ -71,6 +83,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
+    this.#logger = logger;
+    this.activity = new JobActivity(this.manager);
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
       // The manager has decided how bash runs; the parent's tools need not probe again.
@@ -80,15 +94,39 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.asker ? { asker: options.asker } : {}),
       ...(options.role ? { role: options.role } : {}),
       extraTools: withBackground
-        ? backgroundTools({ spawnFromAgent: (r) => this.#spawnFromAgent(r), cancelJob: (id) => this.manager.cancel(id) })
+        ? backgroundTools({
+            spawnFromAgent: (r) => this.#spawnFromAgent(r),
+            cancelJob: (id) => this.manager.cancel(id),
+            agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+          }).concat(
+            agentTools(
+              {
+                manager: this.manager,
+                spawn: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
+                currentTurn: () => this.#currentTurn,
+                resultMaxChars: options.config.background.resultMaxChars,
+              },
+              options.config.agentTools.map((name) => ({ name, description: options.config.agents[name]?.description ?? name })),
+            ),
+            inspectTools({
+              manager: this.manager,
+              activity: this.activity,
+              currentTurn: () => this.#currentTurn,
+              cooldownMs: options.config.background.checkCooldownMs,
+              resultMaxChars: options.config.background.resultMaxChars,
+            }),
+          )
         : [],
       turnPreamble: (turn) => this.#deliver(turn),
       onEvent: (event) => this.emit('parent', event),
     });
+    this.manager.on('alert', (alert) => this.#onAlert(alert));
     this.manager.on('done', (job) => {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
-      // A user's job is not wave-gated: it reaches the parent as soon as the parent is free.
-      if (job.role === 'user') this.#requestFollowUp('user-job');
+      // A user's job is not wave-gated: it reaches the parent as soon as the parent is free. So
+      // does a job in no wave (a restarted one, one spawned through the manager directly).
+      // A nested job's result went to its parent job, not here.
+      if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp('user-job');
       this.#checkIdle();
     });
     this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
@@ -119,9 +157,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     });
   }
 
-  /** A job a person started (`/bg start`): role `user`, no wave, its own usage bucket. */
-  startUserJob(task: string, label?: string): JobHandle {
-    return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null });
+  /**
+   * A job a person started (`/bg start`): role `user`, no wave, its own usage bucket. It runs
+   * `options.agent`, else `background.defaultAgent`, else a fork of the parent.
+   */
+  startUserJob(task: string, label?: string, options: { agent?: string; name?: string } = {}): JobHandle {
+    return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null, ...options });
   }
 
   cancel(id: string): JobHandle {
@@ -149,23 +190,41 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return report;
   }
 
-  #spawnFromAgent(request: { task: string; label: string; fullContext: boolean }): JobHandle {
+  #spawnFromAgent(request: SpawnToolRequest): JobHandle {
     return this.manager.spawn({
       task: request.task,
       label: request.label,
       role: this.agent.role,
       wave: this.#currentTurn,
+      ...(request.agent !== undefined ? { agent: request.agent } : {}),
+      ...(request.name !== undefined ? { name: request.name } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
     });
   }
 
-  /** The turn preamble: every ended, undelivered job, marked delivered in this turn. */
+  /**
+   * The turn preamble: alerts sent since the last turn (one `[Background reports]` block), then
+   * every ended, undelivered job, marked delivered in this turn.
+   */
   #deliver(turn: number): string | undefined {
     this.#currentTurn = turn;
+    const reports = formatBackgroundReports(this.#alerts.splice(0), this.#alertsDropped);
+    this.#alertsDropped = 0;
     const jobs = this.manager.drain(turn);
-    if (jobs.length === 0) return undefined;
-    this.emit('delivered', { turn, jobs });
-    return formatBackgroundResults(jobs, this.#config.background.resultMaxChars);
+    if (jobs.length > 0) this.emit('delivered', { turn, jobs });
+    const parts = [reports, formatBackgroundResults(jobs, this.#config.background.resultMaxChars)].filter((p) => p);
+    return parts.length > 0 ? parts.join('\n\n') : undefined;
+  }
+
+  #onAlert(alert: JobAlert): void {
+    this.#alerts.push(alert);
+    this.emit('alert', alert);
+    if (this.#alerts.length > this.#config.background.alertBufferMax) {
+      const dropped = this.#alerts.shift() as JobAlert;
+      this.#alertsDropped++;
+      this.#logger?.warn({ jobId: dropped.jobId, bound: this.#config.background.alertBufferMax }, 'alert buffer full: the oldest alert was dropped');
+      this.emit('alert-dropped', dropped);
+    }
   }
 
   #requestFollowUp(reason: 'wave' | 'user-job'): void {

@@ -2,9 +2,10 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:wor
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { TIMINGS } from '../shared/defaults.js';
+import { killTagged } from '../shared/tools/process-tag.js';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { exposeOnPort } from '../shared/comlink-port.js';
-import { workerMessageSchema, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
+import { workerMessageSchema, type AlertSeverity, type ChildSpawnRequest, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type PermissionService } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { addModelUsage, type UsageByModel } from '../shared/usage.js';
 import type { Executor } from './executor.js';
@@ -18,7 +19,9 @@ export type AttemptEnd =
   /** No `done` came: the thread died, the task function threw, or a stop ended it first. */
   | { kind: 'lost'; error: unknown }
   /** The worker broke the port protocol; its thread was stopped. */
-  | { kind: 'protocol'; error: JobError };
+  | { kind: 'protocol'; error: JobError }
+  /** The job answered with children still running and waits for them, holding no slot. */
+  | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] };
 
 export interface AttemptOptions {
   jobId: string;
@@ -33,6 +36,9 @@ export interface AttemptOptions {
   logger?: Logger | undefined;
   onStarted(threadId: number): void;
   onProgress(event: LoopEvent): void;
+  onAlert(alert: { message: string; severity: AlertSeverity }): void;
+  /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
+  onSpawn(requestId: number, request: ChildSpawnRequest): void;
 }
 
 
@@ -65,6 +71,7 @@ export class Attempt {
   #runSettled = false;
   #runError: unknown;
   #fallbackArmed = false;
+  #processTag: string | undefined;
 
   constructor(options: AttemptOptions) {
     this.#options = options;
@@ -85,6 +92,7 @@ export class Attempt {
   /** Hands the job to the executor. */
   launch(spec: JobSpec): void {
     const { executor } = this.#options;
+    this.#processTag = spec.processTag;
     const events = new MessageChannel();
     const permissions = new MessageChannel();
     this.#port = events.port1;
@@ -113,6 +121,17 @@ export class Attempt {
       });
   }
 
+  /** Sends the job a message (a spawn's answer, its children's results). False once it cannot arrive. */
+  post(message: MainMessage): boolean {
+    if (this.#end || this.#portClosed || !this.#port) return false;
+    try {
+      this.#port.postMessage(message);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The wall clock starts when the worker says `started` (queue time does not count). */
   armTimeout(ms: number, onTimeout: () => void): void {
     this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind: 'timeout' }));
@@ -137,8 +156,12 @@ export class Attempt {
   /** Ends the job's thread now and kills every child process group it registered. */
   hardStop(): void {
     if (this.#hardStopped || this.#end) return;
+    // A child process group reported just now may still wait in the port: register it first.
+    this.#drainPort();
     this.#hardStopped = true;
     this.#killProcessGroups();
+    this.#sweepTagged();
+    if (this.#end) return;
     if (!this.#options.executor.capabilities.hardStop) {
       // In-process jobs cannot be forced: the record says it was let go, not that it stopped.
       const error = new JobError('ABORTED', this.jobId, 'the executor cannot force a stop (it runs jobs on the main thread); the job was let go and may still be running');
@@ -157,13 +180,17 @@ export class Attempt {
   dispose(): void {
     for (const timer of this.#timers) this.#options.scheduler.clear(timer);
     this.#timers.length = 0;
+    // Process groups reported after the ending are still in the port: read them before it closes.
+    this.#drainPort();
     this.#port?.close();
     this.#permissionPort?.close();
     this.#killProcessGroups();
+    // A thread that died or was stopped could not clean up after itself.
+    if (this.#hardStopped || this.#end?.kind === 'lost' || this.#end?.kind === 'protocol') this.#sweepTagged();
   }
 
   #onMessage(raw: unknown): void {
-    if (this.#end) return;
+    if (this.#end) return this.#afterEnd(raw);
     // This runs in the host's event loop: nothing a worker sends may throw here.
     try {
       const parsed = workerMessageSchema.safeParse(raw);
@@ -187,6 +214,12 @@ export class Attempt {
           if (message.state === 'started') this.#processGroups.add(message.pgid);
           else this.#processGroups.delete(message.pgid);
           return;
+        case 'alert':
+          return this.#options.onAlert({ message: message.message, severity: message.severity });
+        case 'spawn':
+          return this.#options.onSpawn(message.requestId, message.request);
+        case 'suspend':
+          return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
         case 'done':
           return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
       }
@@ -194,6 +227,14 @@ export class Attempt {
       this.#options.logger?.error({ err: error, jobId: this.jobId }, 'a worker message could not be handled');
       this.#violate(`its message could not be handled (${errorMessage(error)})`);
     }
+  }
+
+  /** After its ending only one message still matters: a child process group, which must die. */
+  #afterEnd(raw: unknown): void {
+    const parsed = workerMessageSchema.safeParse(raw);
+    if (!parsed.success || parsed.data.type !== 'process' || parsed.data.jobId !== this.jobId) return;
+    if (parsed.data.state === 'started') this.#processGroups.add(parsed.data.pgid);
+    else this.#processGroups.delete(parsed.data.pgid);
   }
 
   #violate(what: string): void {
@@ -229,7 +270,7 @@ export class Attempt {
     // Only an open port: once its `close` has fired every message was delivered, and
     // receiveMessageOnPort() on a closed port crashes Node 20 (a segmentation fault, seen here).
     if (!this.#port || this.#portClosed) return;
-    for (let next = receiveMessageOnPort(this.#port); next && !this.#end; next = receiveMessageOnPort(this.#port)) this.#onMessage(next.message);
+    for (let next = receiveMessageOnPort(this.#port); next; next = receiveMessageOnPort(this.#port)) this.#onMessage(next.message);
   }
 
   #noResultError(): unknown {
@@ -240,6 +281,14 @@ export class Attempt {
     if (this.#end) return;
     this.#end = end;
     this.#resolve(end);
+  }
+
+  /**
+   * After a hard stop or a lost thread, also every process still carrying this attempt's tag:
+   * a command forked just before the thread died may never have been reported.
+   */
+  #sweepTagged(): void {
+    if (this.#processTag) killTagged(this.#processTag);
   }
 
   #killProcessGroups(): void {

@@ -1,15 +1,34 @@
 import { z } from 'zod';
-import { ToolError } from '../shared/errors.js';
+import { ForkpoolError, ToolError, errorMessage } from '../shared/errors.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 import type { JobHandle } from './manager.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
-  spawnFromAgent(request: { task: string; label: string; fullContext: boolean }): JobHandle;
+  spawnFromAgent(request: SpawnToolRequest): JobHandle;
   cancelJob(id: string): JobHandle;
+  /** The configured peers the spawn tool offers, with their descriptions. */
+  agents?: ReadonlyArray<{ name: string; description: string }>;
 }
 
-const spawnArgs = z.strictObject({
+export interface SpawnToolRequest {
+  task: string;
+  label: string;
+  fullContext: boolean;
+  agent?: string;
+  name?: string;
+}
+
+const nameArg = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[^\s]+$/, 'a name has no spaces')
+  .optional()
+  .describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
+
+const baseSpawnArgs = z.strictObject({
   task: z
     .string()
     .trim()
@@ -21,15 +40,28 @@ const spawnArgs = z.strictObject({
     .boolean()
     .optional()
     .describe('Default false. True only when the task depends on what you have been doing: the job then also gets a capped summary of this session.'),
+  name: nameArg,
 });
 
-const cancelArgs = z.strictObject({
-  job_id: z.string().trim().min(1).max(100).describe('The id spawn_background_agent returned, e.g. "bg-3".'),
-});
+/** With peers configured, `agent` is an enum of their names: a name outside it is a tool error and nothing starts. */
+function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string }>) {
+  if (agents.length === 0) return baseSpawnArgs;
+  const names = agents.map((a) => a.name) as [string, ...string[]];
+  return baseSpawnArgs.extend({
+    agent: z
+      .enum(names)
+      .optional()
+      .describe(`Optional: run a configured agent instead of a copy of yourself. ${agents.map((a) => `"${a.name}": ${a.description}`).join('; ')}.`),
+  });
+}
+
+const jobRef = z.string().trim().min(1).max(100).describe('The job id spawn_background_agent returned (e.g. "bg-3"), or the name you gave it.');
+const cancelArgs = z.strictObject({ job_id: jobRef });
 
 /** The seed's `spawn_background_agent` and `cancel_background_agent`, for the parent only. */
 export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
-  const spawn: ToolDefinition<z.output<typeof spawnArgs>> = {
+  const spawnArgs = spawnArgsFor(host.agents ?? []);
+  const spawn: ToolDefinition<z.output<typeof baseSpawnArgs> & { agent?: string | undefined }> = {
     name: 'spawn_background_agent',
     description:
       'Fork an independent copy of yourself to research a narrow, self-contained question in the background — reading files, grepping, ' +
@@ -38,9 +70,20 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
     parameters: spawnArgs,
     gated: false,
     async run(args) {
-      const handle = host.spawnFromAgent({ task: args.task, label: args.label, fullContext: args.full_context ?? false });
+      let handle: JobHandle;
+      try {
+        handle = host.spawnFromAgent({
+          task: args.task,
+          label: args.label,
+          fullContext: args.full_context ?? false,
+          ...(args.agent !== undefined ? { agent: args.agent } : {}),
+          ...(args.name !== undefined ? { name: args.name } : {}),
+        });
+      } catch (error) {
+        throw asToolError(error, 'spawn_background_agent');
+      }
       return (
-        `Started background agent ${handle.id} ("${handle.label}"), now ${handle.state}. ` +
+        `Started background agent ${handle.id}${args.name ? ` (name "${args.name}")` : ''}${args.agent ? ` running agent "${args.agent}"` : ''} ("${handle.label}"), now ${handle.state}. ` +
         'You will be told when it ends, in a <background_results> block at the start of a later turn. Do not guess its result.'
       );
     },
@@ -55,9 +98,16 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
         const handle = host.cancelJob(args.job_id);
         return handle.state === 'ended' ? `Job ${handle.id} had already ended.` : `Cancel requested for job ${handle.id} ("${handle.label}").`;
       } catch (error) {
-        throw new ToolError('JOB_UNKNOWN', 'cancel_background_agent', error instanceof Error ? error.message : String(error));
+        throw asToolError(error, 'cancel_background_agent');
       }
     },
   };
   return [spawn, cancel];
+}
+
+/** A refusal from the manager, as the tool error the model reads (its code kept). */
+export function asToolError(error: unknown, tool: string): ToolError {
+  if (error instanceof ToolError) return error;
+  const code = error instanceof ForkpoolError ? error.code : 'TOOL_FAILED';
+  return new ToolError(code, tool, errorMessage(error));
 }

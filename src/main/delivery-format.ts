@@ -45,3 +45,21 @@ function sanitize(value: string): string {
   const flat = value.replace(/[\r\n\t]+/g, ' ').replace(/["<>[\]]/g, "'").trim();
   return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
 }
+
+/** The header of the block of alerts put before a turn's results. */
+export const BACKGROUND_REPORTS_HEADER = '[Background reports]';
+
+/**
+ * Alerts jobs sent since the last turn, as one block before the results: one line each, the
+ * job named, the message quoted and escaped like a result (it cannot forge a header or a tag).
+ */
+export function formatBackgroundReports(alerts: ReadonlyArray<{ jobId: string; label: string; severity: string; message: string }>, dropped = 0): string {
+  if (alerts.length === 0 && dropped === 0) return '';
+  const lines = [BACKGROUND_REPORTS_HEADER];
+  if (dropped > 0) lines.push(`(${dropped} older report(s) were dropped: too many arrived at once)`);
+  for (const alert of alerts) {
+    lines.push(`- job ${alert.jobId} "${sanitize(alert.label)}" (${alert.severity}):`);
+    for (const line of escapeAngles(alert.message).split('\n')) lines.push(`  | ${line}`);
+  }
+  return lines.join('\n');
+}

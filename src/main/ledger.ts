@@ -21,6 +21,26 @@ export interface JobRecord {
   /** The task; after retention drops the result, only its head (see `resultDropped`). */
   task: string;
   role: JobRole;
+  /** The configured peer it runs (a key of `config.agents`); unset: a fork of the parent. */
+  agent?: string;
+  /** A name given at spawn, unique among live jobs; usable wherever an id is. */
+  name?: string;
+  /** The parent's tool call that started it (`agent_<name>`), so a front end can group its events. */
+  parentToolId?: string;
+  /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
+  backgrounded?: true;
+  /** The job that spawned it (nesting); its result goes to that job, not to the session. */
+  parentJobId?: string;
+  /** 1 for a job the session started (omitted), 2 for its child, ... */
+  depth?: number;
+  /** Answered with children still running: its slot was given back until they end (state `queued`). */
+  waitingForChildren?: true;
+  /** Jobs it spawned, set when it ends. */
+  children?: string[];
+  /** What happened to its children when it ended: it waited for them, or they were cancelled. */
+  childrenOnEnd?: 'waited' | 'cancelled';
+  /** Its usage plus its ended descendants' (the tree's roll-up), set when it ends. */
+  treeUsage?: UsageByModel;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;
@@ -56,6 +76,9 @@ export interface JobEnding {
   error?: SerializedError | undefined;
   usage: UsageByModel;
   iterations: number;
+  children?: string[] | undefined;
+  childrenOnEnd?: 'waited' | 'cancelled' | undefined;
+  treeUsage?: UsageByModel | undefined;
 }
 
 /**
@@ -150,7 +173,10 @@ export class DeliveryLedger {
 
   markRunning(id: string, threadId: number | undefined, now = Date.now()): void {
     const { record } = this.#expect(id, 'queued', 'running');
-    this.#replace(id, { ...record, state: 'running', attempts: record.attempts + 1, startedAt: now, ...(threadId === undefined ? {} : { threadId }) });
+    const { waitingForChildren: _waiting, ...rest } = record;
+    // A job resumed after waiting for its children keeps its first start time.
+    const startedAt = record.waitingForChildren ? (record.startedAt ?? now) : now;
+    this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
   /** Back to the queue after its thread died under it; the note says why. */
@@ -160,14 +186,44 @@ export class DeliveryLedger {
     this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
+  /**
+   * An ended job runs again on request (restart): back to `queued` without its ending. An
+   * undelivered result is superseded, never delivered; the note says which. It leaves its wave
+   * (that wave may have fired already): it is delivered as a job of its own when it ends.
+   */
+  reopen(id: string, note: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'ended', 'queued');
+    this.#undelivered.delete(id);
+    const {
+      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error,
+      startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, ...rest
+    } = record;
+    return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+  }
+
+  /** It answered with children running: back to `queued`, its slot given back, until they end. */
+  suspend(id: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'queued');
+    const { threadId: _thread, ...rest } = record;
+    return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
+  }
+
+  /** Its `agent_<name>` call resolved early (Remy's split lifecycle): it goes on in the background. */
+  markBackgrounded(id: string): Readonly<JobRecord> | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry || entry.record.backgrounded) return entry?.record;
+    return this.#replace(id, { ...entry.record, backgrounded: true });
+  }
+
   markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {
     const entry = this.#entries.get(id);
     if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
     const { record } = entry;
     if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
     // Small parts are copied before freezing: the caller's objects stay theirs.
+    const { waitingForChildren: _waiting, ...base } = record;
     const ended = this.#replace(id, {
-      ...record,
+      ...base,
       state: 'ended',
       status: ending.status,
       endedBy: ending.endedBy,
@@ -178,6 +234,9 @@ export class DeliveryLedger {
       ...(ending.tag ? { tag: structuredClone(ending.tag) } : {}),
       ...(ending.stopReason ? { stopReason: ending.stopReason } : {}),
       ...(ending.error ? { error: structuredClone(ending.error) } : {}),
+      ...(ending.children?.length ? { children: [...ending.children] } : {}),
+      ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
+      ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
     });
     this.#undelivered.add(id);
     this.#enforce(now);
@@ -262,7 +321,8 @@ export class DeliveryLedger {
     while (this.#delivered.length > keepRecords) {
       const id = this.#delivered.shift() as string;
       const entry = this.#entries.get(id);
-      if (!entry) continue;
+      // A delivered job reopened since (a restart) is live again: never forgotten under it.
+      if (!entry || entry.record.deliveredInTurn === undefined) continue;
       this.#entries.delete(id);
       this.#counts[entry.record.state]--;
       this.#forgotten++;
@@ -271,7 +331,7 @@ export class DeliveryLedger {
 
   #dropResult(id: string): void {
     const record = this.#entries.get(id)?.record;
-    if (!record || record.resultDropped) return;
+    if (!record || record.resultDropped || record.deliveredInTurn === undefined) return;
     const { resultText: _text, error, ...rest } = record;
     this.#replace(id, {
       ...rest,

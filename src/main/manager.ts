@@ -1,11 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import type { ForkpoolConfig } from '../shared/config.js';
-import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, JobError, serializeError } from '../shared/errors.js';
-import { JOB_ROLES, type JobRole, type JobSpec } from '../shared/protocol.js';
+import { JobNames } from './job-names.js';
+import type { JobTree } from './job-tree.js';
+import { Nesting, lastAssistantText } from './nesting.js';
+import { Restarts } from './restarts.js';
+import type { AlertSeverity, JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
-import type { LoopEvent } from '../shared/tool-loop.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
@@ -14,77 +16,13 @@ import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { Attempt, type AttemptEnd } from './attempt.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopRequest } from './job-endings.js';
-import { settlesWithin } from '../shared/abort.js';
+import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
-
-export interface BackgroundManagerOptions {
-  config: ForkpoolConfig;
-  /**
-   * Defaults to a Piscina executor shaped by `config.background`, which the manager then owns
-   * and closes. An executor passed in is the caller's: close() leaves it running unless
-   * `closeExecutor` says otherwise.
-   */
-  executor?: Executor;
-  /** Close the executor on close(). Default: only when the manager created it. */
-  closeExecutor?: boolean;
-  /** The session's grants, served to workers; background jobs never ask a person. */
-  permissions?: PermissionStore;
-  logger?: Logger;
-  /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
-  scheduler?: JobScheduler;
-}
-
-export interface SpawnRequest {
-  task: string;
-  label: string;
-  /** Default `primary`. `user` jobs are not wave-gated. */
-  role?: JobRole;
-  /** The agent turn that spawned it; omit for a user-started job. */
-  wave?: number | null;
-  /** The parent's capped session summary (`full_context: true`). */
-  parentSummary?: string;
-}
-
-export interface SpawnOptions {
-  /** Aborting it cancels the job (at once while queued, in two phases while running). */
-  signal?: AbortSignal;
-}
-
-export interface JobHandle {
-  id: string;
-  label: string;
-  state: JobRecord['state'];
-}
-
-export interface CloseReport {
-  /** Jobs cancelled by close (queued or running). */
-  cancelled: string[];
-  /** Jobs that did not end within the bound and were hard-stopped with their threads. */
-  stragglers: string[];
-}
-
-/** Records in events are frozen values: keep them, never change them. */
-export type ManagerEvents = {
-  spawned: [Readonly<JobRecord>];
-  started: [Readonly<JobRecord>];
-  progress: [{ jobId: string; event: LoopEvent }];
-  done: [Readonly<JobRecord>];
-  requeued: [Readonly<JobRecord>];
-  'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
-  idle: [];
-};
-
-const spawnRequestSchema = z.strictObject({
-  task: z.string().trim().min(1, 'task must not be empty').max(200_000),
-  label: z.string().max(200),
-  role: z.enum(JOB_ROLES).optional(),
-  wave: z.number().int().nullable().optional(),
-  parentSummary: z.string().optional(),
-});
-
+export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
+import { admitSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
@@ -105,6 +43,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #queue: string[] = [];
   readonly #live = new Map<string, Attempt>();
   readonly #waves = new WaveTracker();
+  readonly #names = new JobNames();
+  /** Depth above 1: who spawned whom, suspended parents, children's results (see nesting.ts). */
+  readonly #nesting: Nesting;
+  readonly #tree: JobTree;
+  readonly #restarts: Restarts;
+  /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
+  readonly #alertCounts = new Map<string, number>();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
   /** Callers of result(id) waiting for a job to end. */
   readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
@@ -114,6 +59,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly sandbox: SandboxStatus;
   #closing: Promise<CloseReport> | undefined;
   #pumpScheduled = false;
+  /** Tags this manager's child processes apart from any other forkpool's on the machine. */
+  readonly #processToken = randomUUID().slice(0, 8);
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
@@ -123,6 +70,32 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#ledger = new DeliveryLedger(options.config.background.retention);
+    this.#nesting = new Nesting({
+      config: this.#config,
+      ledger: this.#ledger,
+      specs: this.#specs,
+      live: this.#live,
+      book: (request, spawnOptions, nesting) => this.#book(request, spawnOptions, nesting),
+      stop: (id, reason) => void this.#stop(id, reason),
+      requeueFirst: (id) => {
+        this.#launches.delete(id);
+        this.#queue.unshift(id);
+        this.#schedulePump();
+      },
+      pump: () => this.#pump(),
+    });
+    this.#tree = this.#nesting.tree;
+    this.#restarts = new Restarts({
+      ledger: this.#ledger,
+      names: this.#names,
+      specs: this.#specs,
+      live: this.#live,
+      enqueue: (record) => {
+        this.#queue.push(record.id);
+        this.emit('requeued', record);
+        this.#schedulePump();
+      },
+    });
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
@@ -144,19 +117,31 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * was already aborted) or `TOOL_ARGUMENTS_INVALID` (a clear message the model can read).
    */
   spawn(request: SpawnRequest, options: SpawnOptions = {}): JobHandle {
+    return this.#book(request, options, undefined);
+  }
+
+  #book(request: SpawnRequest, options: SpawnOptions, nesting: { parentJobId: string; depth: number } | undefined): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
-    const parsed = spawnRequestSchema.safeParse(request);
-    if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
-    const { queueLimit, maxConcurrent } = this.#config.background;
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
-    const waiting = this.#queue.length - Math.max(0, maxConcurrent - this.#live.size);
-    if (queueLimit > 0 && waiting >= queueLimit) {
-      throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
-    }
+    const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
+    const { data, role, agent } = admitSpawn(request, this.#config, waiting, (name) => this.#names.holder(name), (id) => this.#ledger.get(id)?.state);
+    const name = data.name;
     const id = this.#ledger.newId();
-    const wave = parsed.data.wave ?? null;
-    const record = this.#ledger.add({ id, label: parsed.data.label || id, task: parsed.data.task, role: parsed.data.role ?? 'primary', wave });
+    const wave = data.wave ?? null;
+    const record = this.#ledger.add({
+      id,
+      label: data.label || name || id,
+      task: data.task,
+      role,
+      wave,
+      ...(agent !== undefined ? { agent } : {}),
+      ...(name !== undefined ? { name } : {}),
+      ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
+      ...(nesting ? nesting : {}),
+    });
+    if (name !== undefined) this.#names.claim(name, id);
+    if (nesting) this.#tree.add(nesting.parentJobId, id);
     this.#specs.set(id, {
       id,
       label: record.label,
@@ -164,7 +149,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       role: record.role,
       config: this.#config,
       attempt: 1,
-      ...(parsed.data.parentSummary ? { parentSummary: parsed.data.parentSummary } : {}),
+      ...(data.parentSummary ? { parentSummary: data.parentSummary } : {}),
+      ...(agent !== undefined ? { agent } : {}),
+      ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
+      ...(nesting ? { depth: nesting.depth } : {}),
     });
     if (wave !== null) this.#waves.add(wave, id);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
@@ -195,6 +183,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#ledger.get(id);
   }
 
+  /** A job by id or by name (the live holder of a name first, else the newest job that had it). */
+  find(idOrName: string): Readonly<JobRecord> | undefined {
+    const byId = this.#ledger.get(idOrName);
+    if (byId) return byId;
+    const id = this.#names.holder(idOrName) ?? this.#names.lastHolder(idOrName);
+    return id === undefined ? undefined : this.#ledger.get(id);
+  }
+
   /** How many jobs are in a state. */
   count(state: JobRecord['state']): number {
     return this.#ledger.count(state);
@@ -214,16 +210,37 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
    * result on by itself, as `fanout` prints it. Its full text then falls under retention.
    */
-  markDelivered(id: string, turn = 0): void {
-    this.#ledger.markDelivered(id, turn);
+  markDelivered(id: string, turn = 0): Readonly<JobRecord> | undefined {
+    return this.#ledger.markDelivered(id, turn);
   }
 
   /**
    * Cancels a job: at once while queued; while running, cooperatively over its port and after
    * the grace period by stopping its thread. Idempotent; an unknown id throws `JOB_UNKNOWN`.
    */
-  cancel(id: string): JobHandle {
-    return this.#stop(id, 'cancel');
+  cancel(idOrName: string): JobHandle {
+    return this.#stop(this.find(idOrName)?.id ?? idOrName, 'cancel');
+  }
+
+  /** Marks a running job `backgrounded` (its `agent_<name>` call returned early) and says so. */
+  markBackgrounded(id: string): Readonly<JobRecord> | undefined {
+    const before = this.#ledger.get(id);
+    const record = this.#ledger.markBackgrounded(id);
+    if (record && before !== record) this.emit('backgrounded', record);
+    return record;
+  }
+
+  /**
+   * Runs a job again with the same spec under the same id (and name): a running job is stopped
+   * and re-queued, an ended one goes back to the queue and its undelivered result is superseded
+   * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
+   * name went to another live job meanwhile) or `MANAGER_CLOSED`.
+   */
+  restart(idOrName: string): JobHandle {
+    if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
+    const record = this.find(idOrName);
+    if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
+    return this.#restarts.restart(record);
   }
 
   /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
@@ -236,9 +253,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.#waves.seal(wave)) this.#checkWave(wave);
   }
 
-  /** Queued plus handed to the executor. */
+  /** Queued, handed to the executor, or waiting for its children. */
   get pending(): number {
-    return this.#queue.length + this.#live.size;
+    return this.#queue.length + this.#live.size + this.#tree.suspendedCount;
   }
 
   /** Resolves when no job is queued or running (at once if already so). */
@@ -268,46 +285,33 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return closing;
   }
 
-  async #close(how: 'drain' | 'cancel' | 'hard', timeoutMs: number): Promise<CloseReport> {
-    const report: CloseReport = { cancelled: [], stragglers: [] };
-    for (const id of [...this.#queue]) {
-      this.#stop(id, 'close');
-      report.cancelled.push(id);
-    }
-    const deadline = settlesWithin(this.onIdle(), timeoutMs);
-    for (const [id, attempt] of how === 'drain' ? [] : [...this.#live]) {
-      if (how === 'hard') {
-        attempt.stopReason ??= 'close';
-        attempt.hardStop();
-      } else this.#stop(id, 'close');
-      report.cancelled.push(id);
-    }
-    if (!(await deadline)) {
-      for (const attempt of this.#live.values()) {
-        report.stragglers.push(attempt.jobId);
-        attempt.stopReason ??= 'close';
-        attempt.hardStop();
-      }
-      await settlesWithin(this.onIdle(), TIMINGS.stragglerEndWaitMs);
-    }
-    if (this.#ownsExecutor) await this.#executor.close();
-    // A job whose thread is gone but whose ending never arrived is ended here, so none is lost.
-    const left = [...this.#live.values()];
-    for (const attempt of left) {
-      attempt.stopReason ??= 'close';
-      attempt.abandon(new JobError('ABORTED', attempt.jobId, 'its thread was ended by close() before it reported a result'));
-    }
-    await Promise.all(left.map((attempt) => attempt.ended));
-    await Promise.resolve();
-    return report;
+  #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
+    return shutDown(how, timeoutMs, {
+      waiting: () => [...this.#queue, ...this.#tree.suspendedIds()],
+      live: this.#live,
+      stop: (id) => void this.#stop(id, 'close'),
+      onIdle: () => this.onIdle(),
+      closeExecutor: () => (this.#ownsExecutor ? this.#executor.close() : Promise.resolve()),
+    });
   }
 
   #stop(id: string, reason: StopRequest): JobHandle {
     const record = this.#ledger.get(id);
     if (!record) throw new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
     const handle = (): JobHandle => ({ id, label: record.label, state: this.#ledger.get(id)?.state ?? 'ended' });
+    if (record.state === 'ended') return handle();
+    // Stopping a job stops its tree; a child ending now must not wake it up again.
+    this.#tree.markStopping(id);
+    for (const child of this.#tree.childrenOf(id)) {
+      if (this.#ledger.get(child)?.state !== 'ended') this.#stop(child, reason === 'close' ? 'close' : 'cancel');
+    }
+    const suspension = this.#tree.resume(id);
     const queuedAt = this.#queue.indexOf(id);
-    if (queuedAt >= 0) {
+    if (suspension) {
+      const error = serializeError(new JobError(reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', id, `${reason === 'timeout' ? 'timed out' : 'cancelled'} while waiting for its children (${reason})`));
+      const text = lastAssistantText(suspension.state.messages);
+      this.#finish(id, { status: reason === 'timeout' ? 'timed_out' : 'cancelled', endedBy: 'cooperative', resultText: text, usage: suspension.state.usage, iterations: suspension.state.iterations, error });
+    } else if (queuedAt >= 0) {
       this.#queue.splice(queuedAt, 1);
       const error = serializeError(new JobError('JOB_CANCELLED', id, `cancelled while queued (${reason})`));
       this.#finish(id, { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error });
@@ -365,17 +369,24 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
-      onProgress: (event) => this.emit('progress', { jobId: id, event }),
+      onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
+      onAlert: (alert) => this.#onAlert(id, alert),
+      onSpawn: (requestId, request) => this.#nesting.spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
     void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
-    attempt.launch({ ...spec, attempt: number });
+    attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }
 
   #onAttemptEnded(attempt: Attempt, end: AttemptEnd): void {
     // Identity, not id: after a re-queue the same id is live again under a new attempt.
     if (this.#live.get(attempt.jobId) !== attempt) return;
     const id = attempt.jobId;
+    if (this.#restarts.takePending(id)) {
+      this.#launches.delete(id);
+      return this.#requeue(attempt, `attempt ${attempt.number}: restarted on request while running`);
+    }
+    if (end.kind === 'suspended') return this.#nesting.suspend(attempt, end.state, end.seenChildren);
     if (end.kind === 'done') return this.#finish(id, endingFromOutcome(end.outcome, attempt.stopReason));
     if (end.kind === 'protocol') return this.#finish(id, endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
@@ -386,6 +397,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       return this.#requeue(attempt, `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`);
     }
     this.#finish(id, endingFromLostThread(id, end.error, attempt, threadDied));
+  }
+
+  #onAlert(id: string, alert: { message: string; severity: AlertSeverity }): void {
+    const number = (this.#alertCounts.get(id) ?? 0) + 1;
+    if (number > this.#config.background.maxAlertsPerJob) {
+      this.#logger?.warn({ jobId: id }, 'a job sent more alerts than background.maxAlertsPerJob; dropped');
+      return;
+    }
+    this.#alertCounts.set(id, number);
+    const record = this.#ledger.get(id);
+    this.emit('alert', { jobId: id, label: record?.label ?? id, message: alert.message, severity: alert.severity, number, at: Date.now() });
   }
 
   #requeue(attempt: Attempt, note: string): void {
@@ -403,8 +425,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
-    const record = this.#ledger.markEnded(id, ending);
+    const record = this.#ledger.markEnded(id, { ...ending, ...this.#nesting.childrenAtEnd(id, ending) });
+    this.#tree.ended(id);
+    this.#nesting.deliverToParent(record);
+    this.#names.release(id);
+    this.#alertCounts.delete(id);
+    const spec = this.#specs.get(id);
     this.#specs.delete(id);
+    if (spec) this.#restarts.keep(spec);
     this.#launches.delete(id);
     this.#signalCleanups.get(id)?.();
     this.#signalCleanups.delete(id);

@@ -10,6 +10,7 @@ import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 import type { UsageByModel } from '../shared/usage.js';
+import { capHeadTail } from '../shared/text-budget.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
 import { Session } from './session.js';
 
@@ -62,6 +63,8 @@ export class ParentAgent {
   readonly #tools: ToolDefinition[];
   #busy = false;
   #workspaceRoot: Promise<string>;
+  /** The turn running now: its input and actions so far (not in the session until it ends). */
+  #current: { input: string; actions: string[] } | undefined;
 
   constructor(options: ParentAgentOptions) {
     this.#options = options;
@@ -88,9 +91,18 @@ export class ParentAgent {
     return this.#config;
   }
 
-  /** The capped session digest a `full_context` background job receives. */
+  /**
+   * The capped session digest a `full_context` background job receives: the earlier turns,
+   * then this turn's request and what the parent has done in it so far (kept whole first: a
+   * job spawned in the first turn still learns what it is for).
+   */
   summary(): string {
-    return this.session.summary(this.#config.sessionSummaryMaxChars);
+    const max = this.#config.sessionSummaryMaxChars;
+    if (!this.#current) return this.session.summary(max);
+    const lines = [`Current request: ${oneLine(this.#current.input, 600)}`, ...this.#current.actions.slice(-12)];
+    const current = capHeadTail(['This turn so far:', ...lines].join('\n'), Math.floor(max / 2));
+    const earlier = this.session.summary(Math.max(0, max - current.length - 1));
+    return earlier ? `${earlier}\n${current}` : current;
   }
 
   /**
@@ -106,6 +118,7 @@ export class ParentAgent {
       const emit = this.#options.onEvent ?? (() => {});
       emit({ type: 'turn_start', turn, followUp: options.followUp ?? false, repeatedPrompt: this.session.isRepeatedPrompt(input) });
       // Drain before the model is called: results that ended before this turn are in its context.
+      this.#current = { input, actions: [] };
       const preamble = this.#options.turnPreamble?.(turn);
       const content = preamble ? `${preamble}\n\n${input}` : input;
       const result = await runToolLoop({
@@ -122,7 +135,10 @@ export class ParentAgent {
         },
         signal: options.signal,
         rateGate: this.#options.rateGate,
-        onEvent: (event) => emit({ type: 'loop', turn, event }),
+        onEvent: (event) => {
+          this.#noteAction(event);
+          emit({ type: 'loop', turn, event });
+        },
       });
       this.session.commitTurn(input, result.messages);
       this.session.addUsage(this.role, result.usage);
@@ -136,6 +152,19 @@ export class ParentAgent {
       };
     } finally {
       this.#busy = false;
+      this.#current = undefined;
     }
   }
+
+  /** This turn's actions, for {@link summary}: tool calls and what the model said between them. */
+  #noteAction(event: LoopEvent): void {
+    if (!this.#current) return;
+    if (event.type === 'tool_call') this.#current.actions.push(`Used ${event.name}(${oneLine(event.argsPreview, 120)})`);
+    else if (event.type === 'assistant_text') this.#current.actions.push(`Said: ${oneLine(event.text, 300)}`);
+  }
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

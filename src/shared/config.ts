@@ -17,6 +17,8 @@ export const MAX_TIMEOUT_MINUTES = Math.floor(MAX_TIMER_MS / 60_000);
  * for MiB), not a plan; a fixed bound keeps a config valid on every machine it moves to.
  */
 export const MAX_HEAP_MB = 65_536;
+/** Nesting bound: deeper delegation is a runaway, not a plan. */
+export const MAX_DEPTH = 5;
 
 /** A millisecond timeout: a whole number that a Node timer can hold. */
 const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
@@ -61,7 +63,10 @@ const backgroundSchema = z.strictObject({
    */
   timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
   queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
-  maxDepth: z.number().int().min(0).max(1).default(DEFAULTS.background.maxDepth),
+  /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
+  maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
+  /** A job that answers with children still running: `wait` gives its slot back, waits and resumes with their results; `cancel` cancels them. */
+  childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
@@ -73,7 +78,43 @@ const backgroundSchema = z.strictObject({
   maxRequeues: z.number().int().min(0).max(10).default(DEFAULTS.background.maxRequeues),
   /** What the ledger keeps of delivered jobs; see `DEFAULTS.background.retention`. */
   retention: retentionSchema.default(retentionSchema.parse({})),
+  /** The agent user-started jobs run when none is named (the seeds' `background_agent`); unset: a fork of the parent. */
+  defaultAgent: z.string().optional(),
+  /** `queue`: a spawn past the cap waits (the first seed); `reject`: it is refused with QUEUE_FULL (core-agent). */
+  onFull: z.enum(['queue', 'reject']).default(DEFAULTS.background.onFull),
+  /** `report_alert` calls kept per job; later ones are refused (the job is told). */
+  maxAlertsPerJob: z.number().int().min(0).max(100).default(DEFAULTS.background.maxAlertsPerJob),
+  /** Alerts a session holds for its next turn; past this the oldest are dropped, with a warning. */
+  alertBufferMax: z.number().int().min(1).max(10_000).default(DEFAULTS.background.alertBufferMax),
+  /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
+  checkCooldownMs: timerMs(0).default(DEFAULTS.background.checkCooldownMs),
 });
+
+/** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
+export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/**
+ * A configured peer agent (core-agent's catalog): a job that runs it uses its model, endpoint,
+ * prompt, tools and limits instead of a fork of the parent. Unset fields come from the parent.
+ */
+const agentSchema = z.strictObject({
+  /** Shown to the parent's model in the spawn tool and the `agent_<name>` tool. */
+  description: z.string().trim().min(1).max(1_000),
+  model: z.string().min(1).optional(),
+  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** Never printed, logged or put in an event. Without it, the parent's key is used only on the parent's endpoint. */
+  apiKey: z.string().min(1).optional(),
+  /** Appended to the background baseline prompt, unless `replaceSystemPrompt`. */
+  systemPrompt: z.string().min(1).max(50_000).optional(),
+  replaceSystemPrompt: z.boolean().default(false),
+  /** Built-in tools by name; unset: the parent's `tools`. */
+  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).optional(),
+  maxIterations: z.number().int().min(1).max(10_000).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
+  maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
+});
+export type AgentConfig = z.output<typeof agentSchema>;
 
 export const configSchema = z.strictObject({
   model: z.string().min(1).default(DEFAULTS.model),
@@ -116,6 +157,10 @@ export const configSchema = z.strictObject({
   sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
   /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
   parentHistoryMaxTokens: z.number().int().min(1_000).default(DEFAULTS.parentHistoryMaxTokens),
+  /** Configured peer agents by name (see README "Agents"). */
+  agents: z.record(z.string().regex(AGENT_NAME_PATTERN, 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)'), agentSchema).default({}),
+  /** Agents offered to the parent as `agent_<name>(task, background?)` tools; each must be in `agents`. */
+  agentTools: z.array(z.string()).default([]),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;
@@ -127,6 +172,7 @@ export type ToolLimits = ForkpoolConfig['toolLimits'];
 const SNAKE_ALIASES: Record<string, [string, string]> = {
   max_background_agents: ['background', 'maxConcurrent'],
   background_agent_timeout_minutes: ['background', 'timeoutMinutes'],
+  background_agent: ['background', 'defaultAgent'],
 };
 
 /** Receives a config warning: a setting that is valid but probably not what was meant. */
@@ -194,7 +240,23 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
       },
     ]);
   }
+  checkAgentNames(config, sources);
   return resolveJobTimeout(config, input as Record<string, unknown>, sources);
+}
+
+/** `agentTools` and `background.defaultAgent` name agents: each must be in `agents`. */
+function checkAgentNames(config: ForkpoolConfig, sources: Record<string, string>): void {
+  const known = Object.keys(config.agents);
+  const expected = known.length > 0 ? `the name of an agent in "agents" (${known.map((n) => JSON.stringify(n)).join(', ')})` : 'an agent declared in "agents" (none is)';
+  const issues: ConfigIssue[] = [];
+  config.agentTools.forEach((name, i) => {
+    if (!known.includes(name)) issues.push(withSource({ field: `agentTools.${i}`, expected, received: describeReceived(name) }, `agentTools.${i}`, sources));
+  });
+  const fallback = config.background.defaultAgent;
+  if (fallback !== undefined && !known.includes(fallback)) {
+    issues.push(withSource({ field: 'background.defaultAgent', expected, received: describeReceived(fallback) }, 'background.defaultAgent', sources));
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
 }
 
 /**

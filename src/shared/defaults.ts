@@ -53,6 +53,8 @@ export const DEFAULTS = {
     queueLimit: 0,
     /** 1: a background job has no spawn tool (the fork-bomb guard). */
     maxDepth: 1,
+    /** A job answering with children still running waits for them (its slot given back meanwhile). */
+    childrenOnEnd: 'wait' as 'wait' | 'cancel',
     isolation: 'thread' as 'thread' | 'shared',
     /** In `shared` isolation, jobs per worker thread. */
     tasksPerThread: 32,
@@ -73,6 +75,14 @@ export const DEFAULTS = {
     closeTimeoutMs: 5_000,
     /** A job killed with its thread while innocent (shared mode) is re-queued this many times. */
     maxRequeues: 1,
+    /** A spawn past the cap waits in the queue (`reject`: refused with QUEUE_FULL). */
+    onFull: 'queue' as 'queue' | 'reject',
+    /** `report_alert` calls a job may make. */
+    maxAlertsPerJob: 5,
+    /** Alerts a session buffers for its next turn (oldest dropped past it). */
+    alertBufferMax: 50,
+    /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
+    checkCooldownMs: 5_000,
     /**
      * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). Results
      * are the bulk (a job's answer, its task); a record without them is about 1.5 KB.

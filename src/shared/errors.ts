@@ -38,6 +38,16 @@ export const ERROR_CODES = [
   'WORKER_OUT_OF_MEMORY',
   /** A worker broke the port protocol (a second `started`, an unknown message, another job's id). */
   'PROTOCOL_INVALID',
+  /** A spawn named an agent that is not in the config's catalog (or not offered to the caller). */
+  'AGENT_UNKNOWN',
+  /** A spawn's name is held by a job that is still queued or running. */
+  'NAME_TAKEN',
+  /** A job below the depth limit may spawn; one at it may not. */
+  'DEPTH_EXCEEDED',
+  /** A job's `report_alert` calls ran past `background.maxAlertsPerJob`. */
+  'ALERT_LIMIT',
+  /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */
+  'CHECKED_RECENTLY',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;

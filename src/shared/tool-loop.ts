@@ -12,16 +12,27 @@ import { redactError, redactSecrets } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 
+/** Text carried by an `assistant_text` event (the whole answer still comes with the result). */
+const TEXT_EVENT_MAX_CHARS = 4_000;
+
 export type StopReason = 'final' | 'budget_exceeded' | 'loop_detected' | 'aborted' | 'error';
 
 /** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
 export type LoopEvent =
   | { type: 'model_request'; iteration: number }
   | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string }
+  /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
+  | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
   | { type: 'retry'; attempt: number; delayMs: number; reason: string }
   | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
   | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
   | { type: 'loop_warning'; name: string; repeats: number };
+
+/** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
+export interface LoopToolContext extends ToolContext {
+  /** The model's tool call id (a tool that starts a job tags the job's events with it). */
+  callId: string;
+}
 
 export type LoopConfig = Pick<
   ForkpoolConfig,
@@ -38,6 +49,11 @@ export interface ToolLoopOptions {
   signal?: AbortSignal | undefined;
   rateGate?: RateGate | undefined;
   onEvent?: ((event: LoopEvent) => void) | undefined;
+  /**
+   * Asked before every model call: text to add as a user message first (a job's children's
+   * results, delivered at its next model call). Undefined: nothing to add.
+   */
+  beforeModelCall?: (() => string | undefined) | undefined;
 }
 
 export interface ToolLoopResult {
@@ -80,6 +96,8 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   while (iterations < config.maxIterations) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
     iterations++;
+    const injected = options.beforeModelCall?.();
+    if (injected) messages.push({ role: 'user', content: injected });
     emit({ type: 'model_request', iteration: iterations });
     let reply;
     try {
@@ -97,6 +115,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     }
     usage = addModelUsage(usage, reply.model, reply.usage);
     emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
+    if (reply.content && reply.content.trim()) {
+      emit({ type: 'assistant_text', iteration: iterations, text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS), final: reply.toolCalls.length === 0 });
+    }
 
     if (reply.toolCalls.length === 0) {
       messages.push({ role: 'assistant', content: reply.content });
@@ -186,7 +207,10 @@ async function runTool(
   }
   const timeoutMs = options.config.toolLimits.toolTimeoutMs;
   return withTimeout(
-    (toolSignal) => tool.run(args, { ...options.toolContext, signal: toolSignal }),
+    (toolSignal) => {
+      const context: LoopToolContext = { ...options.toolContext, signal: toolSignal, callId: call.id };
+      return tool.run(args, context);
+    },
     timeoutMs,
     signal,
     () => new TimeoutError('TOOL_TIMEOUT', `tool ${name} timed out after ${timeoutMs} ms`, timeoutMs),

@@ -30,16 +30,25 @@ export function plausibleReply(body: unknown, n: number, researchSteps = 3): Sim
   if (lastUser < 0) return text('There is no question in this conversation for me to answer.');
 
   const block = backgroundBlock(messages, lastUser);
-  if (block !== undefined) return synthesis(block);
+  if (block !== undefined) return synthesis(block, reportsIn(textOf(messages[lastUser]?.content)));
 
   const task = textOf(messages[lastUser]?.content);
+  const agents = agentEnumOf(body);
   if (last?.role === 'user' && tools.has(SPAWN_TOOL)) {
+    // "Delegate: <task>": hand the whole task to one child (nested jobs when depth allows).
+    const delegated = /^\s*delegate:\s*([\s\S]+)$/i.exec(task)?.[1]?.trim();
+    if (delegated) return { content: null, toolCalls: [toolCall(n, 0, SPAWN_TOOL, { task: delegated, label: labelFor(delegated.replace(/^(\s*delegate:\s*)+/i, ''), 'delegated task') })] };
     const questions = splitQuestions(task);
-    if (questions.length >= 2) return spawnCalls(questions, n);
+    if (questions.length >= 2) return spawnCalls(questions, n, agents);
+  }
+  if (last?.role === 'user' && tools.has('list_background_agents') && /\b(status|what is running|list (the )?(jobs|agents))\b/i.test(task)) {
+    return { content: null, toolCalls: [toolCall(n, 0, 'list_background_agents', {})] };
   }
   if (last?.role === 'tool') {
     const started = spawnSummary(messages);
     if (started !== undefined) return text(started);
+    const listed = listSummary(messages);
+    if (listed !== undefined) return text(listed);
   }
   return research(messages, lastUser, task, tools, n, researchSteps);
 }
@@ -80,7 +89,22 @@ function backgroundBlock(messages: readonly WireMessage[], lastUser: number): st
   return undefined;
 }
 
-function synthesis(block: string): SimReply {
+/** Alerts in a `[Background reports]` block of this turn's input, one line each. */
+function reportsIn(input: string): string[] {
+  const at = input.indexOf('[Background reports]');
+  if (at < 0) return [];
+  const out: string[] = [];
+  const lines = input.slice(at).split('\n').slice(1);
+  for (let i = 0; i < lines.length; i++) {
+    const head = /^- job (\S+) "([^"]*)" \((\w+)\):$/.exec(lines[i] ?? '');
+    if (!head) continue;
+    const body = /^\s*\| (.*)$/.exec(lines[i + 1] ?? '')?.[1] ?? '';
+    out.push(`${head[2]} (${head[3]}): ${body.slice(0, 200)}`);
+  }
+  return out;
+}
+
+function synthesis(block: string, reports: readonly string[] = []): SimReply {
   const header = /^[ \t]*\[Background agent "([^"\n]*)"[^\n]*$/gm;
   const jobs: Array<{ label: string; start: number; end: number; rest: string }> = [];
   for (const match of block.matchAll(header)) {
@@ -95,18 +119,42 @@ function synthesis(block: string): SimReply {
   if (jobs.length === 0) return text('Background results arrived, but I found no background agent in them.');
   const lines = jobs.map((job) => {
     // Job text is quoted line by line with "| " in the block; read it without the quoting.
-    const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '');
+    // A nested job's answer is itself a synthesis: quote what it found, not its opening line.
+    const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '').replace(/^Here is what the \d+ background agents? found:\s*$/gm, '');
     // The first line of the job's answer (up to two sentences: what it found and where).
     const quote = firstSentence(`${job.rest}\n${body}`, 240, 2);
     return `- ${job.label}: ${quote ? `"${quote}"` : '(no result text)'}`;
   });
   const noun = jobs.length === 1 ? 'agent' : 'agents';
-  return text([`Here is what the ${jobs.length} background ${noun} found:`, ...lines].join('\n'));
+  const alerts = reports.length > 0 ? ['Alerts they raised:', ...reports.map((r) => `- ${r}`)] : [];
+  return text([`Here is what the ${jobs.length} background ${noun} found:`, ...lines, ...alerts].join('\n'));
 }
 
 // ---------------------------------------------------------------- (b) and (c) spawning
 
-function spawnCalls(questions: readonly string[], n: number): SimReply {
+/** The `agent` enum of the spawn tool, when peers are configured. */
+function agentEnumOf(body: unknown): string[] {
+  const tools = (body as { tools?: Array<{ function?: { name?: string; parameters?: { properties?: { agent?: { enum?: unknown } } } } }> })?.tools ?? [];
+  const spawn = tools.find((t) => t.function?.name === SPAWN_TOOL);
+  const values = spawn?.function?.parameters?.properties?.agent?.enum;
+  return Array.isArray(values) ? values.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/** A question that names a configured agent ("Scout: where is …") is given to that agent. */
+function agentFor(question: string, agents: readonly string[]): string | undefined {
+  return agents.find((name) => new RegExp(`\\b${escapeRegExp(name)}\\b`, 'i').test(question));
+}
+
+/** After list_background_agents: the list, in short. */
+function listSummary(messages: readonly WireMessage[]): string | undefined {
+  const assistant = findLastIndex(messages, (m) => m.role === 'assistant');
+  const call = toolCallsOf(messages[assistant]).find((c) => c.name === 'list_background_agents');
+  if (!call) return undefined;
+  const result = resultsById(messages.slice(assistant + 1)).get(call.id) ?? '';
+  return `Here is where the background work stands:\n${result}`;
+}
+
+function spawnCalls(questions: readonly string[], n: number, agents: readonly string[] = []): SimReply {
   const used = new Set<string>();
   const calls = questions.map((question, i) => {
     let label = labelFor(question, `question ${i + 1}`);
@@ -115,7 +163,8 @@ function spawnCalls(questions: readonly string[], n: number): SimReply {
     used.add(label);
     const q = question.trim();
     const task = `${q}${/[.?!]$/.test(q) ? '' : '.'} ${TASK_SUFFIX}`;
-    return toolCall(n, i, SPAWN_TOOL, { task, label });
+    const agent = agentFor(q, agents);
+    return toolCall(n, i, SPAWN_TOOL, agent ? { task, label, agent } : { task, label });
   });
   return { content: null, toolCalls: calls };
 }
@@ -167,14 +216,19 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
     if (tools.has('grep')) {
       search.push(toolCall(n, search.length, 'grep', { pattern: keywords.map(escapeRegExp).join('|'), ignore_case: true }));
     }
-    if (search.length > 0) return { content: null, toolCalls: search };
+    // A background job says what it is about to do, as a model does: its first text turn (an
+    // `agent_<name>(background: true)` call returns on it).
+    const plan = withTag ? `Looking for ${keywords.join(', ')} in the workspace.` : null;
+    if (search.length > 0) return { content: plan, toolCalls: search };
   }
 
   const found = parseSearch(calls);
   const best = bestPath(found);
   const alreadyRead = calls.some((c) => c.name === 'read_file');
   if (steps === 1 && best !== undefined && !alreadyRead && tools.has('read_file')) {
-    return { content: null, toolCalls: [toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT })] };
+    const read = toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT });
+    const alert = tools.has('report_alert') ? deprecationAlert(calls) : undefined;
+    return { content: null, toolCalls: alert ? [read, toolCall(n, 1, 'report_alert', alert)] : [read] };
   }
   // Extra steps (benchmarks): list directories until the job has made `researchSteps` calls.
   if (researchSteps > 3 && steps >= 1 && steps < researchSteps - 1 && tools.has('list_dir')) {
@@ -183,6 +237,18 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
     return { content: null, toolCalls: [toolCall(n, 0, 'list_dir', { path: steps % 2 === 0 ? '.' : dir })] };
   }
   return text(finalAnswer(keywords, found, best, calls, withTag));
+}
+
+/** A search hit that says something is deprecated is worth telling the parent before the answer. */
+function deprecationAlert(calls: readonly CallWithResult[]): { message: string; severity: 'warning' } | undefined {
+  for (const call of calls) {
+    if (call.name !== 'grep' || call.result === undefined || isError(call.result)) continue;
+    // A question about deprecation is not one: only lines that state it.
+    const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*deprecated\b/i.test(l) && !l.includes('?') && SOURCE_FILE.test(l.split(':')[0] ?? ''));
+    const hit = line === undefined ? undefined : /^([^:]+):(\d+):\s*(.*)$/.exec(line.trim());
+    if (hit) return { message: `Heads-up: ${hit[1]}:${hit[2]} mentions a deprecation: "${(hit[3] ?? '').slice(0, 160)}". Check it before relying on that code.`, severity: 'warning' };
+  }
+  return undefined;
 }
 
 interface SearchFindings {

@@ -9,10 +9,16 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop, type LoopEvent } from '../shared/tool-loop.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
+import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { scrubEnv } from '../shared/tools/secrets.js';
-import type { PermissionGate, ProcessRegistry } from '../shared/tools/types.js';
+import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
+import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
+import { reportAlertTool } from './job-tools.js';
+import { ChildLink, spawnChildTool } from './children.js';
+import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 
 
@@ -24,6 +30,10 @@ export interface BackgroundJobDeps {
   processes?: ProcessRegistry;
   rateGate?: RateGate | undefined;
   client?: OpenAI;
+  /** Tools that talk to the main thread (report_alert, the spawn tools below the depth limit). */
+  jobTools?: ToolDefinition[];
+  /** Its children (a job below the depth limit): their results go before its next model call. */
+  children?: ChildLink;
 }
 
 /**
@@ -31,48 +41,68 @@ export interface BackgroundJobDeps {
  * (no spawn, cancel or agent tools: depth 1), its own client from the cloned config.
  * Never throws for a job-level failure; the outcome says how it ended.
  */
-export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobOutcome> {
-  const { config } = spec;
+export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobRunResult> {
+  let usage: UsageByModel = spec.resume?.usage ?? {};
+  let iterations = spec.resume?.iterations ?? 0;
   try {
+    // A peer job runs its agent's model, endpoint, tools, limits and prompt; all from the spec.
+    const config = configForAgent(spec.config, spec.agent);
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
-    const result = await runToolLoop({
-      client: deps.client ?? clientFor(config),
-      config,
-      messages: [
-        { role: 'system', content: backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) }) },
-        { role: 'user', content: spec.task },
-      ],
-      tools: builtinTools(config.tools),
-      toolContext: {
-        workspaceRoot,
-        limits: config.toolLimits,
-        permissions: deps.permissions,
-        env: scrubEnv(process.env),
-        policy: toolPolicyFrom(config),
-        ...(deps.processes ? { processes: deps.processes } : {}),
-      },
-      signal: deps.signal,
-      rateGate: deps.rateGate,
-      onEvent: deps.onEvent,
-    });
-    return {
-      stopReason: result.stopReason,
-      text: result.finalText,
-      usage: result.usage,
-      iterations: result.iterations,
-      ...(result.error ? { error: result.error } : {}),
-    };
+    const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
+    const children = deps.children;
+    let messages: ChatCompletionMessageParam[] = spec.resume
+      ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
+      : [
+          { role: 'system', content: agentSystemPrompt(baseline, spec.config, spec.agent) },
+          { role: 'user', content: spec.task },
+        ];
+    for (;;) {
+      const result = await runToolLoop({
+        client: deps.client ?? clientFor(config),
+        // The iteration budget is the job's, across its resumes.
+        config: { ...config, maxIterations: Math.max(0, config.maxIterations - iterations) },
+        messages,
+        tools: [...builtinTools(config.tools), ...(deps.jobTools ?? [])],
+        toolContext: {
+          workspaceRoot,
+          limits: config.toolLimits,
+          permissions: deps.permissions,
+          env: { ...scrubEnv(process.env), ...(spec.processTag ? { [PROCESS_TAG_VAR]: spec.processTag } : {}) },
+          policy: toolPolicyFrom(config),
+          ...(deps.processes ? { processes: deps.processes } : {}),
+        },
+        signal: deps.signal,
+        rateGate: deps.rateGate,
+        onEvent: deps.onEvent,
+        beforeModelCall: children ? () => children.take() : undefined,
+      });
+      usage = mergeUsageByModel(usage, result.usage);
+      iterations += result.iterations;
+      const outcome: JobOutcome = { stopReason: result.stopReason, text: result.finalText, usage, iterations, ...(result.error ? { error: result.error } : {}) };
+      if (result.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
+      // Its answer came with children's results still unread, or children still running: wait.
+      const unread = children.take();
+      if (unread) {
+        messages = [...result.messages, { role: 'user', content: unread }];
+        continue;
+      }
+      if (children.outstanding.length === 0) return outcome;
+      return { ...outcome, suspend: { state: { messages: result.messages, usage, iterations }, seenChildren: children.seen } };
+    }
   } catch (error) {
     const aborted = deps.signal.aborted;
     return {
       stopReason: aborted ? 'aborted' : 'error',
       text: '',
-      usage: {},
-      iterations: 0,
+      usage,
+      iterations,
       error: serializeError(aborted ? new AbortError(deps.signal.reason) : error),
     };
   }
 }
+
+/** A job's outcome; `suspend` when it answered with children still running and waits for them. */
+export type JobRunResult = JobOutcome & { suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number }; seenChildren: string[] } };
 
 /*
  * Clients are reused across the jobs a thread runs (shared mode runs many), so their HTTP
@@ -107,9 +137,14 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   }
   const spec = parsed.data as JobSpec;
   const controller = new AbortController();
+  const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   const onMessage = (raw: unknown) => {
-    const message = mainMessageSchema.safeParse(raw);
-    if (message.success) controller.abort(new ForkpoolError(message.data.reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${message.data.reason}`));
+    const parsed = mainMessageSchema.safeParse(raw);
+    if (!parsed.success) return;
+    const message = parsed.data;
+    if (message.type === 'cancel') controller.abort(new ForkpoolError(message.reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${message.reason}`));
+    else if (message.type === 'spawn-result') children?.onSpawnResult(message);
+    else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
   const remote = wrapPort<PermissionService>(permissionPort);
@@ -129,14 +164,32 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
         ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
       },
       rateGate: task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined,
+      jobTools: jobToolsFor(spec, post, children, controller.signal),
+      ...(children ? { children } : {}),
     });
-    post({ type: 'done', jobId: spec.id, outcome });
+    const { suspend, ...done } = outcome;
+    if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });
+    else post({ type: 'done', jobId: spec.id, outcome: done });
     return { jobId: spec.id, stopReason: outcome.stopReason };
   } finally {
     port.off('message', onMessage);
     remote[releaseProxy]();
     closePorts(task);
   }
+}
+
+/** The tools a job has beyond the built-ins: they talk to the main thread over the port. */
+function jobToolsFor(spec: JobSpec, post: (message: WorkerMessage) => void, children: ChildLink | undefined, signal: AbortSignal): ToolDefinition[] {
+  const tools: ToolDefinition[] = [];
+  const maxAlerts = spec.config.background.maxAlertsPerJob;
+  if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
+  if (children) tools.push(spawnChildTool(children, Object.keys(spec.config.agents), signal));
+  return tools;
+}
+
+/** Below its depth limit (its agent's, else the session's), a job gets the spawn tool. */
+function canSpawn(spec: JobSpec): boolean {
+  return (spec.depth ?? 1) < maxDepthFor(spec.config, spec.agent);
 }
 
 function closePorts(task: { port: MessagePort; permissionPort: MessagePort }): void {

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { PROCESS_TAG_VAR } from './process-tag.js';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ForkpoolConfig } from '../config.js';
@@ -46,7 +47,9 @@ export interface BwrapCommand {
  * HOME is the sandbox's own /tmp, so dotfiles a command writes do not land in the workspace.
  */
 export function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {
-  return { PATH: env.PATH || DEFAULT_PATH, HOME: '/tmp', TMPDIR: '/tmp', LANG: env.LANG || 'C.UTF-8', TERM: 'dumb' };
+  const base = { PATH: env.PATH || DEFAULT_PATH, HOME: '/tmp', TMPDIR: '/tmp', LANG: env.LANG || 'C.UTF-8', TERM: 'dumb' };
+  // The job's tag (not a secret) lets the main thread find every process of a job it must end.
+  return env[PROCESS_TAG_VAR] ? { ...base, [PROCESS_TAG_VAR]: env[PROCESS_TAG_VAR] } : base;
 }
 
 /** bwrap's argument list for running `command` with /bin/bash -c in the workspace. */

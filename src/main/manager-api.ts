@@ -1,0 +1,143 @@
+/**
+ * The background manager's public shapes (options, requests, events) and spawn admission,
+ * apart from the engine in manager.ts.
+ */
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { agentEntry } from '../shared/agents.js';
+import type { ForkpoolConfig } from '../shared/config.js';
+import { JobError, errorMessage } from '../shared/errors.js';
+import { JOB_ROLES, type AlertSeverity, type JobRole } from '../shared/protocol.js';
+import type { LoopEvent } from '../shared/tool-loop.js';
+import type { Executor } from './executor.js';
+import type { JobRecord } from './ledger.js';
+import type { PermissionStore } from './permissions.js';
+import type { JobScheduler } from './scheduler.js';
+
+export interface BackgroundManagerOptions {
+  config: ForkpoolConfig;
+  /**
+   * Defaults to a Piscina executor shaped by `config.background`, which the manager then owns
+   * and closes. An executor passed in is the caller's: close() leaves it running unless
+   * `closeExecutor` says otherwise.
+   */
+  executor?: Executor;
+  /** Close the executor on close(). Default: only when the manager created it. */
+  closeExecutor?: boolean;
+  /** The session's grants, served to workers; background jobs never ask a person. */
+  permissions?: PermissionStore;
+  logger?: Logger;
+  /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
+  scheduler?: JobScheduler;
+}
+
+export interface SpawnRequest {
+  task: string;
+  label: string;
+  /** Default `primary`. `user` jobs are not wave-gated. */
+  role?: JobRole;
+  /** The agent turn that spawned it; omit for a user-started job. */
+  wave?: number | null;
+  /** The parent's capped session summary (`full_context: true`). */
+  parentSummary?: string;
+  /** A configured peer agent; unset: a fork of the parent (a `user` job: `background.defaultAgent`). */
+  agent?: string;
+  /** Unique among live jobs; usable wherever an id is (cancel, check, restart). */
+  name?: string;
+  /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
+  parentToolId?: string;
+}
+
+export interface SpawnOptions {
+  /** Aborting it cancels the job (at once while queued, in two phases while running). */
+  signal?: AbortSignal;
+}
+
+export interface JobAlert {
+  jobId: string;
+  label: string;
+  message: string;
+  severity: AlertSeverity;
+  /** 1-based among this job's alerts. */
+  number: number;
+  at: number;
+}
+
+export interface JobHandle {
+  id: string;
+  label: string;
+  state: JobRecord['state'];
+}
+
+export interface CloseReport {
+  /** Jobs cancelled by close (queued or running). */
+  cancelled: string[];
+  /** Jobs that did not end within the bound and were hard-stopped with their threads. */
+  stragglers: string[];
+}
+
+/** Records in events are frozen values: keep them, never change them. */
+export type ManagerEvents = {
+  spawned: [Readonly<JobRecord>];
+  started: [Readonly<JobRecord>];
+  /** `parentToolId`: set for a job an `agent_<name>` call started. */
+  progress: [{ jobId: string; event: LoopEvent; parentToolId?: string }];
+  /** An `agent_<name>(background: true)` call returned early; the job goes on. */
+  backgrounded: [Readonly<JobRecord>];
+  done: [Readonly<JobRecord>];
+  requeued: [Readonly<JobRecord>];
+  'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
+  /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
+  alert: [JobAlert];
+  idle: [];
+};
+
+const spawnRequestSchema = z.strictObject({
+  task: z.string().trim().min(1, 'task must not be empty').max(200_000),
+  label: z.string().max(200),
+  role: z.enum(JOB_ROLES).optional(),
+  wave: z.number().int().nullable().optional(),
+  parentSummary: z.string().optional(),
+  agent: z.string().min(1).max(64).optional(),
+  name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
+  parentToolId: z.string().min(1).max(200).optional(),
+});
+
+/** What admission decided about a spawn request: its validated fields, role and agent. */
+export interface Admitted {
+  data: z.output<typeof spawnRequestSchema>;
+  role: JobRole;
+  agent: string | undefined;
+}
+
+/**
+ * Validates a spawn request and decides whether it may be queued now: a clear, typed error the
+ * model can read when not (`TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, `QUEUE_FULL`, `NAME_TAKEN`).
+ * `waiting` counts the jobs that would wait for a slot (not those about to take a free one).
+ */
+export function admitSpawn(request: SpawnRequest, config: ForkpoolConfig, waiting: number, nameHolder: (name: string) => string | undefined, stateOf: (id: string) => string | undefined): Admitted {
+  const parsed = spawnRequestSchema.safeParse(request);
+  if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
+  const { queueLimit, maxConcurrent, onFull, defaultAgent } = config.background;
+  const role = parsed.data.role ?? 'primary';
+  const agent = parsed.data.agent ?? (role === 'user' ? defaultAgent : undefined);
+  if (agent !== undefined) {
+    try {
+      agentEntry(config, agent);
+    } catch (error) {
+      throw new JobError('AGENT_UNKNOWN', '-', errorMessage(error));
+    }
+  }
+  if (onFull === 'reject' && waiting >= 0) {
+    throw new JobError('QUEUE_FULL', '-', `all ${maxConcurrent} background slots are taken (onFull: reject); wait for a job to finish or cancel one`);
+  }
+  if (queueLimit > 0 && waiting >= queueLimit) {
+    throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
+  }
+  const name = parsed.data.name;
+  const holder = name === undefined ? undefined : nameHolder(name);
+  if (holder !== undefined) {
+    throw new JobError('NAME_TAKEN', holder, `the name "${name}" belongs to job ${holder}, which is still ${stateOf(holder) ?? 'live'}; pick another name or wait for it to end`);
+  }
+  return { data: parsed.data, role, agent };
+}

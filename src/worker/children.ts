@@ -1,0 +1,104 @@
+import { z } from 'zod';
+import { AbortError, ToolError, isErrorCode } from '../shared/errors.js';
+import type { ChildSpawnRequest, WorkerMessage } from '../shared/protocol.js';
+import type { ToolDefinition } from '../shared/tools/types.js';
+
+/**
+ * A job's side of nesting: its spawns go over the port to the main thread (which enforces the
+ * depth, the cap and the queue), and its children's results come back over the port to be put
+ * before its next model call.
+ */
+export class ChildLink {
+  readonly #post: (message: WorkerMessage) => void;
+  readonly #jobId: string;
+  #nextRequest = 1;
+  readonly #replies = new Map<number, { resolve: (child: { childId: string; label: string }) => void; reject: (error: unknown) => void }>();
+  readonly #children = new Set<string>();
+  /** Children whose results arrived (seen by the model or buffered). */
+  readonly #received = new Set<string>();
+  readonly #seen: string[] = [];
+  #buffered: Array<{ ids: string[]; text: string }> = [];
+
+  constructor(jobId: string, post: (message: WorkerMessage) => void) {
+    this.#jobId = jobId;
+    this.#post = post;
+  }
+
+  spawn(request: ChildSpawnRequest, signal: AbortSignal): Promise<{ childId: string; label: string }> {
+    const requestId = this.#nextRequest++;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#replies.delete(requestId);
+        reject(new AbortError(signal.reason));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#replies.set(requestId, {
+        resolve: (child) => {
+          signal.removeEventListener('abort', onAbort);
+          this.#children.add(child.childId);
+          resolve(child);
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      });
+      this.#post({ type: 'spawn', jobId: this.#jobId, requestId, request });
+    });
+  }
+
+  onSpawnResult(message: { requestId: number; ok: boolean; childId?: string | undefined; label?: string | undefined; code?: string | undefined; message?: string | undefined }): void {
+    const waiting = this.#replies.get(message.requestId);
+    if (!waiting) return;
+    this.#replies.delete(message.requestId);
+    if (message.ok && message.childId) waiting.resolve({ childId: message.childId, label: message.label ?? message.childId });
+    else waiting.reject(new ToolError(isErrorCode(message.code) ? message.code : 'TOOL_FAILED', 'spawn_background_agent', message.message ?? 'the spawn was refused'));
+  }
+
+  onChildResults(ids: string[], text: string): void {
+    for (const id of ids) this.#received.add(id);
+    this.#buffered.push({ ids, text });
+  }
+
+  /** Results that arrived since the last call, for the next model call; marks them seen. */
+  take(): string | undefined {
+    if (this.#buffered.length === 0) return undefined;
+    const taken = this.#buffered;
+    this.#buffered = [];
+    for (const part of taken) this.#seen.push(...part.ids);
+    return `${taken.map((part) => part.text).join('\n\n')}\n\nThese are the results of background agents you started. Use them to finish your task.`;
+  }
+
+  /** Children whose results have not arrived. */
+  get outstanding(): string[] {
+    return [...this.#children].filter((id) => !this.#received.has(id));
+  }
+
+  get seen(): string[] {
+    return [...this.#seen];
+  }
+}
+
+const spawnArgs = z.strictObject({
+  task: z.string().trim().min(1).max(100_000).describe('The self-contained task for the child agent; it does not see your conversation.'),
+  label: z.string().trim().min(1).max(200).describe('Short label for status display.'),
+  name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional().describe('Optional short name, unique among running jobs.'),
+});
+
+/** The spawn tool of a job below the depth limit. The main thread decides; a refusal is a tool error. */
+export function spawnChildTool(link: ChildLink, agents: readonly string[], signal: AbortSignal): ToolDefinition {
+  const args = agents.length > 0 ? spawnArgs.extend({ agent: z.enum(agents as [string, ...string[]]).optional().describe('Optional configured agent to run instead of a copy of yourself.') }) : spawnArgs;
+  return {
+    name: 'spawn_background_agent',
+    description:
+      'Start a child background agent for a narrow, self-contained part of your task. Its result is given to you before a later step once it ends. ' +
+      'If you give your final answer while children still run, you wait for them and continue with their results.',
+    parameters: args,
+    gated: false,
+    async run(input: z.output<typeof spawnArgs> & { agent?: string }) {
+      const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name }, signal);
+      return `Started background agent ${child.childId} ("${child.label}"). Its result will be given to you when it ends. Do not guess it.`;
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { ToolError } from '../shared/errors.js';
+import { ALERT_MAX_CHARS, ALERT_SEVERITIES, type AlertSeverity } from '../shared/protocol.js';
+import type { ToolDefinition } from '../shared/tools/types.js';
+
+const alertArgs = z.strictObject({
+  message: z.string().trim().min(1).max(ALERT_MAX_CHARS).describe('One or two sentences your parent must know now, e.g. "the API I was asked to study is deprecated".'),
+  severity: z.enum(ALERT_SEVERITIES).default('info').describe('info, warning or critical.'),
+});
+
+/**
+ * core-agent's alerts: a job tells its parent something before it ends. The message crosses
+ * the port at once; the parent sees it at its next turn boundary. At most `max` per job (the
+ * main thread enforces the same bound: a worker is not trusted to count).
+ */
+export function reportAlertTool(send: (alert: { message: string; severity: AlertSeverity }) => void, max: number): ToolDefinition<z.output<typeof alertArgs>> {
+  let sent = 0;
+  return {
+    name: 'report_alert',
+    description:
+      'Tell the agent that started you something important now, before you finish (a blocker, a surprising finding, a deprecation). ' +
+      `At most ${max} per job; do not use it for your final answer, which is delivered anyway.`,
+    parameters: alertArgs,
+    gated: false,
+    async run(args) {
+      if (sent >= max) throw new ToolError('ALERT_LIMIT', 'report_alert', `you already sent ${max} alerts, the most a job may send; put the rest in your final answer`);
+      sent++;
+      send({ message: args.message, severity: args.severity });
+      return `Alert ${sent} of at most ${max} sent to your parent (${args.severity}). Continue your task.`;
+    },
+  };
+}
