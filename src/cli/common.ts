@@ -90,7 +90,13 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
   };
-  let config = loadConfig({ ...overrides, onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`) });
+  // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
+  let config = loadConfig({
+    flags: overrides,
+    fromEnv: true,
+    file: overrides.configPath ?? true,
+    onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`),
+  });
   checkWorkspaceFolder(config.workspaceRoot);
   const logger = createLogger({ level, secrets: config.apiKey ? [config.apiKey] : [] });
   const json = flags.json ?? false;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { ForkpoolConfig } from '../shared/config.js';
+import { assertModelConfigured, type ForkpoolConfig } from '../shared/config.js';
+import { errorForRecord } from '../shared/error-detail.js';
 import { AbortError, JobError, serializeError } from '../shared/errors.js';
 import { JOB_ROLES, type JobRole, type JobSpec } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
@@ -119,7 +120,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
     this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
-    this.#executor = options.executor ?? createExecutor(options.config, logger);
+    // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
+    if (options.executor === undefined) assertModelConfigured(options.config);
+    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor);
   }
 
   get executor(): Executor {
@@ -394,7 +397,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
-    const record = this.#ledger.markEnded(id, ending);
+    const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
+    const record = this.#ledger.markEnded(id, error ? { ...ending, error } : ending);
     this.#specs.delete(id);
     this.#launches.delete(id);
     this.#signalCleanups.get(id)?.();

@@ -63,9 +63,15 @@ const backgroundSchema = z.strictObject({
   retention: retentionSchema.default(retentionSchema.parse({})),
 });
 
+export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline'] as const;
+
 export const configSchema = z.strictObject({
   model: z.string().min(1).default(DEFAULTS.model),
-  /** OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. Unset: the built-in simulator. */
+  /**
+   * OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. Unset with an `apiKey`:
+   * OpenAI's; unset without one: a CONFIG_INVALID error when a manager or session starts (the
+   * CLI starts its built-in simulator instead). See {@link assertModelConfigured}.
+   */
   baseUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
@@ -75,6 +81,12 @@ export const configSchema = z.strictObject({
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),
+  /** Characters of one model response before it fails with MODEL_RESPONSE_TOO_LARGE. */
+  maxResponseChars: z.number().int().min(1_000).max(500_000_000).default(DEFAULTS.maxResponseChars),
+  /** Where jobs run; `inline` shares the caller's thread (no isolation, no hard stop). */
+  executor: z.enum(EXECUTOR_KINDS).default(DEFAULTS.executor),
+  /** `brief`: records' errors carry code, message and two causes, no stacks or absolute paths. `debug`: all of it. */
+  errorDetail: z.enum(['brief', 'debug']).default(DEFAULTS.errorDetail),
   /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
   workspaceRoot: z.string().min(1),
   /** Built-in tools offered to the model. */
@@ -232,4 +244,29 @@ export function describeReceived(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
+}
+
+/** OpenAI's endpoint, used only when `apiKey` is set and `baseUrl` is not. */
+export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/**
+ * The rule for a model endpoint: `baseUrl` set (any server, key or not), or `apiKey` set (then
+ * OpenAI's). Neither is a mistake, never a silent call to a paid endpoint: CONFIG_INVALID
+ * naming both fields. For tests and local work, point `baseUrl` at `forkpool/sim`'s `startSimServer`.
+ */
+export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): void {
+  if (config.baseUrl !== undefined || config.apiKey !== undefined) return;
+  throw new ConfigError([
+    {
+      field: 'baseUrl',
+      expected: 'a model endpoint: baseUrl (an OpenAI-compatible server, e.g. startSimServer().url from forkpool/sim) or apiKey (for https://api.openai.com/v1)',
+      received: 'neither baseUrl nor apiKey',
+    },
+  ]);
+}
+
+/** The endpoint a config's model client talks to (never read from the process environment). */
+export function modelBaseUrl(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): string {
+  assertModelConfigured(config);
+  return config.baseUrl ?? OPENAI_BASE_URL;
 }

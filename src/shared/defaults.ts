@@ -14,6 +14,15 @@ export const DEFAULTS = {
   /** Retries of 408/409/429/5xx and connection errors, with backoff and jitter. */
   maxRetries: 3,
   stream: true,
+  /**
+   * Characters of one model response (content plus tool-call arguments) before the call fails
+   * with MODEL_RESPONSE_TOO_LARGE: a runaway model would otherwise grow until the heap dies.
+   */
+  maxResponseChars: 8_000_000,
+  /** Where jobs run: Piscina worker threads (crash-isolated, hard-stoppable). */
+  executor: 'piscina' as 'piscina' | 'tinypool' | 'worker-per-job' | 'inline',
+  /** `record.error` without stacks and absolute paths; `debug` keeps them. */
+  errorDetail: 'brief' as 'brief' | 'debug',
   /** Same tool + same arguments this many times in a row: warn the model. */
   loopWarnAfter: 3,
   /** ... and this many times: stop the run with `loop_detected`. */
