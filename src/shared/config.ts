@@ -63,6 +63,15 @@ const backgroundSchema = z.strictObject({
   retention: retentionSchema.default(retentionSchema.parse({})),
 });
 
+const serverSchema = z.strictObject({
+  host: z.string().min(1).default(DEFAULTS.server.host),
+  port: z.number().int().min(0).max(65_535).default(DEFAULTS.server.port),
+  bodyLimitBytes: z.number().int().min(1_024).max(100 * 1_048_576).default(DEFAULTS.server.bodyLimitBytes),
+  corsOrigins: z.array(z.url({ protocol: /^https?$/ })).default([...DEFAULTS.server.corsOrigins]),
+  eventBufferSize: z.number().int().min(10).max(1_000_000).default(DEFAULTS.server.eventBufferSize),
+  maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),
+});
+
 export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline'] as const;
 
 export const configSchema = z.strictObject({
@@ -99,6 +108,8 @@ export const configSchema = z.strictObject({
   loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
+  /** `forkpool serve`: address, body limit, CORS, event buffer. */
+  server: serverSchema.default(serverSchema.parse({})),
   sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
   /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
   parentHistoryMaxTokens: z.number().int().min(1_000).default(DEFAULTS.parentHistoryMaxTokens),

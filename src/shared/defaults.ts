@@ -81,6 +81,20 @@ export const DEFAULTS = {
       keepRecords: 10_000,
     },
   },
+  /** `forkpool serve`. */
+  server: {
+    /** Loopback only unless told otherwise. */
+    host: '127.0.0.1',
+    port: 4477,
+    /** Largest request body; a bigger one is refused with 413. */
+    bodyLimitBytes: 1_048_576,
+    /** Origins allowed to call the API from a browser; none (no CORS headers at all) by default. */
+    corsOrigins: [] as string[],
+    /** Events kept for `Last-Event-ID` resume on `/v1/events`. */
+    eventBufferSize: 2_000,
+    /** Parent-agent sessions open at once. */
+    maxSessions: 16,
+  },
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,
   /**
