@@ -57,7 +57,6 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   const tokenGenerated = options.token === undefined && !(fromEnv && fromEnv.length > 0);
   const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
   const state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
-  const shutdown = new AbortController();
   const streams = new Set<ServerResponse>();
 
   const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: true });
@@ -73,7 +72,7 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } }));
   await app.register(systemRoutes(state, VERSION));
-  await app.register(jobRoutes(state, shutdown.signal));
+  await app.register(jobRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 
@@ -86,10 +85,14 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   let closing: Promise<CloseReport> | undefined;
   const close = () => {
     closing ??= (async () => {
-      shutdown.abort();
       for (const stream of streams) stream.end();
-      // Both at once: in-flight session turns end when the sessions close.
-      const [report] = await Promise.all([state.close(), app.close()]);
+      // Stop accepting first; in-flight long polls and session turns end as the manager and
+      // sessions close (within closeTimeoutMs). Then drop the keep-alive sockets they leave,
+      // which Node would otherwise hold open until their keep-alive timeout.
+      const appClosed = app.close();
+      const report = await state.close();
+      app.server.closeAllConnections();
+      await appClosed;
       return report;
     })();
     return closing;

@@ -5,7 +5,7 @@ import { createJobsSchemaFor, jobIdParams, listJobsQuery, parseRequest, resultQu
 import type { ServerState } from '../server-state.js';
 
 /** `/v1/jobs`: start, list, read, cancel and wait for jobs of the server's own manager. */
-export function jobRoutes(state: ServerState, shutdown: AbortSignal) {
+export function jobRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     let started = 0;
 
@@ -63,7 +63,8 @@ export function jobRoutes(state: ServerState, shutdown: AbortSignal) {
       const record = state.manager.get(id);
       if (!record) return reply.code(404).send(unknownJob(id));
       if (record.state === 'ended' || wait === 0) return reply.code(record.state === 'ended' ? 200 : 202).send(jobDetail(record, state.progress.get(id)));
-      // Long poll: the job's end, the wait running out, the client leaving or the server closing, whichever is first.
+      // Long poll: the job's end, the wait running out or the client leaving, whichever is first. A
+      // closing server cancels every job within its bound, so a poll then answers with the ending.
       const gone = new AbortController();
       request.raw.once('close', () => gone.abort());
       let timer: NodeJS.Timeout | undefined;
@@ -71,7 +72,6 @@ export function jobRoutes(state: ServerState, shutdown: AbortSignal) {
         state.manager.result(id).then(() => true),
         new Promise<false>((resolve) => {
           timer = setTimeout(() => resolve(false), wait * 1000);
-          shutdown.addEventListener('abort', () => resolve(false), { once: true });
           gone.signal.addEventListener('abort', () => resolve(false), { once: true });
         }),
       ]);
