@@ -27,13 +27,13 @@ describe('examples/embed-fastify', () => {
     const output: any[] = [];
     const first = new Promise<any>((resolve) => lines.on('line', (line) => (output.push(JSON.parse(line)), resolve(output[0]))));
     const { listening } = await first;
-    expect((await (await fetch(`${listening}/health`)).json()).ok).toBe(true);
+    expect(((await (await fetch(`${listening}/health`)).json()) as { ok: boolean }).ok).toBe(true);
     const bad = await fetch(`${listening}/research`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(bad.status).toBe(400);
     const started = await fetch(`${listening}/research`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'Where is the retry backoff implemented?' }) });
     expect(started.status).toBe(202);
-    const { id } = await started.json();
-    const answer = await (await fetch(`${listening}/research/${id}`)).json();
+    const { id } = (await started.json()) as { id: string };
+    const answer = (await (await fetch(`${listening}/research/${id}`)).json()) as { status: string; answer: unknown };
     expect(answer.status).toMatch(/ok|partial/);
     expect(typeof answer.answer).toBe('string');
     const exited = once(child, 'exit');

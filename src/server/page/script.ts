@@ -14,6 +14,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   var detailId = null;
   var $ = function (id) { return document.getElementById(id); };
   var tbody = document.querySelector('#jobs tbody');
+  var RANK = { queued: 0, running: 1, ended: 2 };
 
   function setConnection(state, text) {
     var el = $('connection');
@@ -113,10 +114,17 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   }
 
   function refetch() {
+    // Only rows known before the request can be stale: a job started while it was in flight is newer than its answer.
+    var knownBefore = new Set(jobs.keys());
     return api('GET', '/v1/jobs?limit=500').then(function (page) {
       var seen = new Set();
-      page.jobs.forEach(function (job) { seen.add(job.id); upsert(job); });
-      jobs.forEach(function (_job, id) {
+      page.jobs.forEach(function (job) {
+        seen.add(job.id);
+        var known = jobs.get(job.id);
+        // An answer older than the events already shown must not move a row back (running → queued).
+        if (!known || (knownBefore.has(job.id) && RANK[job.state] >= RANK[known.state])) upsert(job);
+      });
+      knownBefore.forEach(function (id) {
         if (!seen.has(id)) { jobs.delete(id); var row = document.getElementById('job-' + id); if (row) row.remove(); }
       });
       renderTotals(page.totals);
@@ -130,8 +138,9 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     var data = JSON.parse(event.data);
     if (data.session) return;
     upsert(data.job);
+    renderTotals(null);
+    // Tokens are the server's sum (jobs the page never saw included): asked for once things settle.
     if (event.type === 'done') refreshTotals();
-    else renderTotals(null);
   }
 
   var totalsTimer = null;
@@ -158,8 +167,9 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     source = new EventSource('/v1/events' + (lastEventId ? '?lastEventId=' + lastEventId : ''));
     source.addEventListener('open', function () {
       reconnectDelay = 1000;
-      setConnection('live', 'live');
-      if (!lastEventId) refetch().then(function (id) { if (id > lastEventId) lastEventId = id; }).catch(showError);
+      // Live once the page shows what the server holds: at first that takes the list.
+      if (lastEventId) { setConnection('live', 'live'); return; }
+      refetch().then(function (id) { if (id > lastEventId) lastEventId = id; setConnection('live', 'live'); }).catch(showError);
     });
     ['spawned', 'started', 'done', 'requeued'].forEach(function (type) { source.addEventListener(type, onJobEvent); });
     source.addEventListener('progress', onProgress);

@@ -18,6 +18,7 @@ main { padding: 0 1.2em 2em; max-width: 72em; }
 form { display: grid; gap: 0.3em; max-width: 40em; }
 textarea, input, button { font: inherit; padding: 0.35em 0.5em; border: 1px solid var(--line); border-radius: 4px; background: transparent; color: inherit; }
 button { cursor: pointer; justify-self: start; }
+button:disabled { cursor: default; opacity: 0.45; }
 button[type="submit"] { background: var(--accent); color: var(--bg); border-color: var(--accent); }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .hint { color: var(--muted); }
