@@ -132,6 +132,8 @@ describe('record.error for callers', () => {
   it('turns workspace paths relative and hides other absolute paths', () => {
     const root = tempWorkspace(undefined, cleanup);
     expect(withoutAbsolutePaths(`cannot read ${root}/src/a.ts or /etc/passwd.d/x at ${root}`, root)).toBe('cannot read ./src/a.ts or <path> at .');
+    expect(withoutAbsolutePaths('unknown route POST /v1/no-such-prefix/chat/completions', root)).toBe('unknown route POST /v1/no-such-prefix/chat/completions');
+    expect(withoutAbsolutePaths('at file:///home/me/app/node_modules/x.js:1:2', root)).toBe('at <path>');
   });
 });
 

@@ -23,7 +23,9 @@ export function errorForRecord(error: SerializedError, detail: ErrorDetail, work
 export function withoutAbsolutePaths(message: string, workspaceRoot: string): string {
   const root = workspaceRoot.replace(/\/+$/, '');
   let out = root.length > 1 ? message.split(`${root}/`).join('./').split(root).join('.') : message;
-  // file:// URLs and POSIX absolute paths of two or more segments (a lone "/" or "/v1" is not a path worth hiding).
-  out = out.replace(/(?:file:\/\/)?(?<![\w.~-])\/(?:[\w.@+-]+\/)+[\w.@+-]*/g, '<path>');
+  // Filesystem paths under the usual roots, and file:// URLs. URL paths ("POST /v1/chat/completions")
+  // look the same but say what went wrong, so only these roots are hidden.
+  out = out.replace(/file:\/\/\/[^\s)'"]*/g, '<path>');
+  out = out.replace(/(?<![\w.~/-])\/(?:home|Users|root|tmp|var|usr|opt|srv|mnt|etc|work|private|nix|proc|run)\/[\w.@+/-]*/g, '<path>');
   return out;
 }

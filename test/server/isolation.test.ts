@@ -14,7 +14,8 @@ const cleanup = useCleanup();
 
 describe('crash isolation', () => {
   it('answers every /healthz poll while one job runs out of heap and another spins in sync code until its hard stop', async () => {
-    const background = { maxConcurrent: 3, heapMb: 32, timeoutMs: 1_500, cancelGraceMs: 200 };
+    // The timeout is long enough that the out-of-heap job always dies of its heap first, even on a loaded machine.
+    const background = { maxConcurrent: 3, heapMb: 32, timeoutMs: 6_000, cancelGraceMs: 200 };
     const executor = createExecutor(testConfig({ background }), undefined, 'piscina', FAULTY_WORKER);
     const { api, url } = await startTestServer(cleanup, { background }, {}, { executor });
     const started = await api('/v1/jobs', { json: { tasks: [{ task: 'FAULT:oom', label: 'oom' }, { task: 'FAULT:loop', label: 'spin' }] } });
