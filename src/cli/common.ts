@@ -93,7 +93,13 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
   };
-  let config = loadConfig({ ...overrides, onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`) });
+  // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
+  let config = loadConfig({
+    flags: overrides,
+    fromEnv: true,
+    file: overrides.configPath ?? true,
+    onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`),
+  });
   checkWorkspaceFolder(config.workspaceRoot);
   // Every key the config holds (a peer agent may have its own) is redacted from log lines.
   const keys = [config.apiKey, ...Object.values(config.agents).map((agent) => agent.apiKey)].filter((key): key is string => typeof key === 'string');

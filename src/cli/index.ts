@@ -5,6 +5,7 @@ import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.j
 import { fanoutCommand } from './fanout.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
+import { serveCommand } from './serve.js';
 
 function globalOptions(command: Command): Command {
   return command
@@ -43,6 +44,12 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--no-progress', 'no progress bar')
     .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
     .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
+
+  globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
+    .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
+    .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
+    .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']))
+    .action(async (flags) => setExit(await serveCommand(flags)));
 
   program
     .command('sim')

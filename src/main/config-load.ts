@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../shared/errors.js';
-import { parseConfig, describeReceived, normalizeAliases, type ConfigWarningSink, type ForkpoolConfig } from '../shared/config.js';
+import { parseConfig, describeReceived, normalizeAliases, type ConfigWarningSink, type ForkpoolConfig, type ForkpoolConfigInput } from '../shared/config.js';
 
 export const CONFIG_FILE_NAME = 'forkpool.config.json';
 
@@ -36,21 +36,57 @@ const ENV_FIELDS: ReadonlyArray<[env: string, field: string, kind: 'string' | 'n
   ['FORKPOOL_GRANT', 'grantedTools', 'list'],
 ];
 
+/** What {@link loadConfig} reads. Nothing outside the call is read unless asked for. */
+export interface LoadConfigOptions {
+  /** Any part of the config, validated like a file (every field a file accepts). */
+  config?: ForkpoolConfigInput | Record<string, unknown>;
+  /** Read `OPENAI_*` and `FORKPOOL_*` variables: `true` for `process.env`, or an env object. Default: no. */
+  fromEnv?: boolean | NodeJS.ProcessEnv;
+  /**
+   * Read a config file: a path (it must exist), or `true` for `./forkpool.config.json` in `cwd`
+   * when there is one. Default: no file, so a server never picks up a stray one.
+   */
+  file?: string | boolean;
+  /** The CLI's flags; the strongest layer. */
+  flags?: ConfigOverrides;
+  /** Resolves relative paths (`file`, `workspaceRoot`); default `process.cwd()`. */
+  cwd?: string;
+  /** Hears config warnings (e.g. an alias and its field both set); default `process.emitWarning`. */
+  onWarning?: ConfigWarningSink;
+}
+
 /**
- * Builds the configuration from a file, the environment and flags, in that order of strength.
- * Throws {@link ConfigError} naming the field, what it expected, what it got and where from.
+ * Builds and validates a configuration. From code: `loadConfig({ config: { baseUrl, background:
+ * { heapMb: 256 } } })` reads nothing else. Layers, weakest first: the file (when `file` asks),
+ * the environment (when `fromEnv` asks), `config`, then `flags`. Throws {@link ConfigError}
+ * naming the field, what it expected, what it got and where from.
+ *
+ * The older form `loadConfig(flags, env, cwd)` is the CLI's layering: the file (`flags.configPath`
+ * or `./forkpool.config.json`), `env`, then flags.
  */
-export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ForkpoolConfig {
+export function loadConfig(options?: LoadConfigOptions): ForkpoolConfig;
+export function loadConfig(flags: ConfigOverrides, env: NodeJS.ProcessEnv, cwd?: string): ForkpoolConfig;
+export function loadConfig(first: LoadConfigOptions | ConfigOverrides = {}, env?: NodeJS.ProcessEnv, cwd?: string): ForkpoolConfig {
+  if (env === undefined && cwd === undefined) return loadLayers(first as LoadConfigOptions);
+  const flags = first as ConfigOverrides;
+  return loadLayers({ flags, fromEnv: env ?? process.env, file: flags.configPath ?? true, cwd: cwd ?? process.cwd(), ...(flags.onWarning ? { onWarning: flags.onWarning } : {}) });
+}
+
+function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
+  const cwd = options.cwd ?? process.cwd();
+  const flags = options.flags ?? {};
+  const onWarning = options.onWarning ?? flags.onWarning;
   // Null prototypes: a "__proto__" key in a file must stay an own key (and be refused as an
   // unknown option), not become the object's prototype and be dropped without a word.
   const raw: Record<string, unknown> = Object.create(null);
   const sources: Record<string, string> = Object.create(null);
 
-  const filePath = overrides.configPath ? path.resolve(cwd, overrides.configPath) : path.join(cwd, CONFIG_FILE_NAME);
-  if (overrides.configPath || existsSync(filePath)) {
+  const explicitFile = typeof options.file === 'string' ? options.file : undefined;
+  const filePath = explicitFile ? path.resolve(cwd, explicitFile) : path.join(cwd, CONFIG_FILE_NAME);
+  if (explicitFile || (options.file === true && existsSync(filePath))) {
     // Aliases are resolved inside the file, so an environment variable or a flag for the same
     // field still wins over a file's `max_background_agents`.
-    const fromFile = normalizeAliases(readConfigFile(filePath), overrides.onWarning);
+    const fromFile = normalizeAliases(readConfigFile(filePath), onWarning);
     for (const [key, value] of Object.entries(fromFile)) {
       raw[key] = value;
       markSources(sources, key, value, filePath);
@@ -58,32 +94,57 @@ export function loadConfig(overrides: ConfigOverrides = {}, env: NodeJS.ProcessE
     if (typeof raw.workspaceRoot === 'string') raw.workspaceRoot = path.resolve(path.dirname(filePath), raw.workspaceRoot);
   }
 
-  for (const [name, field, kind] of ENV_FIELDS) {
-    const value = env[name];
+  const env = options.fromEnv === true ? process.env : options.fromEnv || undefined;
+  for (const [name, field, kind] of env ? ENV_FIELDS : []) {
+    const value = env?.[name];
     if (value === undefined || value === '') continue;
     setLayeredField(raw, sources, field, kind === 'number' ? toNumber(value) : kind === 'list' ? splitList(value) : value, `environment variable ${name}`);
   }
 
-  const flags: Array<[field: string, value: unknown, flag: string]> = [
-    ['model', overrides.model, '--model'],
-    ['baseUrl', overrides.baseUrl, '--base-url'],
-    ['workspaceRoot', overrides.workspace, '--workspace'],
-    ['allowBroadWorkspace', overrides.allowBroadWorkspace, '--allow-broad-workspace'],
-    ['maxIterations', overrides.maxIterations, '--max-iterations'],
-    ['background.maxConcurrent', overrides.concurrency, '--concurrency'],
-    ['background.isolation', overrides.isolation, '--isolation'],
-    ['background.timeoutMinutes', overrides.timeoutMinutes, '--timeout'],
-    ['grantedTools', overrides.grant, '--grant'],
-    ['permissionMode', overrides.permissionMode, '--ask'],
-    ['stream', overrides.stream, '--no-stream'],
+  if (options.config !== undefined) mergeCodeConfig(raw, sources, options.config, onWarning);
+
+  const flagFields: Array<[field: string, value: unknown, flag: string]> = [
+    ['model', flags.model, '--model'],
+    ['baseUrl', flags.baseUrl, '--base-url'],
+    ['workspaceRoot', flags.workspace, '--workspace'],
+    ['allowBroadWorkspace', flags.allowBroadWorkspace, '--allow-broad-workspace'],
+    ['maxIterations', flags.maxIterations, '--max-iterations'],
+    ['background.maxConcurrent', flags.concurrency, '--concurrency'],
+    ['background.isolation', flags.isolation, '--isolation'],
+    ['background.timeoutMinutes', flags.timeoutMinutes, '--timeout'],
+    ['grantedTools', flags.grant, '--grant'],
+    ['permissionMode', flags.permissionMode, '--ask'],
+    ['stream', flags.stream, '--no-stream'],
   ];
-  for (const [field, value, flag] of flags) {
+  for (const [field, value, flag] of flagFields) {
     if (value === undefined) continue;
     setLayeredField(raw, sources, field, value, `flag ${flag}`);
   }
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
-  return parseConfig(raw, sources, overrides.onWarning ? { onWarning: overrides.onWarning } : {});
+  return parseConfig(raw, sources, onWarning ? { onWarning } : {});
+}
+
+/**
+ * The config given in code, over the file and environment: top-level fields replace, the
+ * nested groups (`background`, `toolLimits`) merge field by field. A non-object is reported
+ * as the root, like a file that is not a JSON object.
+ */
+function mergeCodeConfig(raw: Record<string, unknown>, sources: Record<string, string>, config: unknown, onWarning: ConfigWarningSink | undefined): void {
+  if (!config || typeof config !== 'object' || Array.isArray(config)) {
+    throw new ConfigError([{ field: '(root)', expected: 'an object', received: describeReceived(config), source: 'loadConfig({ config })' }]);
+  }
+  for (const [key, value] of Object.entries(normalizeAliases(config as Record<string, unknown>, onWarning))) {
+    if (value === undefined) continue;
+    if (value && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [nested, nestedValue] of Object.entries(value)) {
+        if (nestedValue !== undefined) setLayeredField(raw, sources, `${key}.${nested}`, nestedValue, 'loadConfig({ config })');
+      }
+      if (Object.keys(value).length === 0 && raw[key] === undefined) raw[key] = {};
+    } else {
+      setLayeredField(raw, sources, key, value, 'loadConfig({ config })');
+    }
+  }
 }
 
 /** Fields that say the same thing another way: a stronger layer setting one drops the other. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ForkpoolConfig } from '../shared/config.js';
+import { assertModelConfigured, type ForkpoolConfig } from '../shared/config.js';
+import { errorForRecord } from '../shared/error-detail.js';
 import { AbortError, JobError, serializeError } from '../shared/errors.js';
 import { JobNames } from './job-names.js';
 import type { JobTree } from './job-tree.js';
@@ -100,7 +101,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
     this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
-    this.#executor = options.executor ?? createExecutor(options.config, logger);
+    // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
+    if (options.executor === undefined) assertModelConfigured(options.config);
+    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor);
   }
 
   get executor(): Executor {
@@ -425,7 +428,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
-    const record = this.#ledger.markEnded(id, { ...ending, ...this.#nesting.childrenAtEnd(id, ending) });
+    const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
+    const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
     this.#nesting.deliverToParent(record);
     this.#names.release(id);

@@ -116,9 +116,24 @@ const agentSchema = z.strictObject({
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
+const serverSchema = z.strictObject({
+  host: z.string().min(1).default(DEFAULTS.server.host),
+  port: z.number().int().min(0).max(65_535).default(DEFAULTS.server.port),
+  bodyLimitBytes: z.number().int().min(1_024).max(100 * 1_048_576).default(DEFAULTS.server.bodyLimitBytes),
+  corsOrigins: z.array(z.url({ protocol: /^https?$/ })).default([...DEFAULTS.server.corsOrigins]),
+  eventBufferSize: z.number().int().min(10).max(1_000_000).default(DEFAULTS.server.eventBufferSize),
+  maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),
+});
+
+export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline'] as const;
+
 export const configSchema = z.strictObject({
   model: z.string().min(1).default(DEFAULTS.model),
-  /** OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. Unset: the built-in simulator. */
+  /**
+   * OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. Unset with an `apiKey`:
+   * OpenAI's; unset without one: a CONFIG_INVALID error when a manager or session starts (the
+   * CLI starts its built-in simulator instead). See {@link assertModelConfigured}.
+   */
   baseUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
@@ -128,6 +143,12 @@ export const configSchema = z.strictObject({
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),
+  /** Characters of one model response before it fails with MODEL_RESPONSE_TOO_LARGE. */
+  maxResponseChars: z.number().int().min(1_000).max(500_000_000).default(DEFAULTS.maxResponseChars),
+  /** Where jobs run; `inline` shares the caller's thread (no isolation, no hard stop). */
+  executor: z.enum(EXECUTOR_KINDS).default(DEFAULTS.executor),
+  /** `brief`: records' errors carry code, message and two causes, no stacks or absolute paths. `debug`: all of it. */
+  errorDetail: z.enum(['brief', 'debug']).default(DEFAULTS.errorDetail),
   /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
   workspaceRoot: z.string().min(1),
   /** Accept `/` or the home folder as the workspace (refused by default: the tools would reach everything). */
@@ -154,6 +175,8 @@ export const configSchema = z.strictObject({
   loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
+  /** `forkpool serve`: address, body limit, CORS, event buffer. */
+  server: serverSchema.default(serverSchema.parse({})),
   sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
   /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
   parentHistoryMaxTokens: z.number().int().min(1_000).default(DEFAULTS.parentHistoryMaxTokens),
@@ -344,4 +367,29 @@ export function describeReceived(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
+}
+
+/** OpenAI's endpoint, used only when `apiKey` is set and `baseUrl` is not. */
+export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/**
+ * The rule for a model endpoint: `baseUrl` set (any server, key or not), or `apiKey` set (then
+ * OpenAI's). Neither is a mistake, never a silent call to a paid endpoint: CONFIG_INVALID
+ * naming both fields. For tests and local work, point `baseUrl` at `forkpool/sim`'s `startSimServer`.
+ */
+export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): void {
+  if (config.baseUrl !== undefined || config.apiKey !== undefined) return;
+  throw new ConfigError([
+    {
+      field: 'baseUrl',
+      expected: 'a model endpoint: baseUrl (an OpenAI-compatible server, e.g. startSimServer().url from forkpool/sim) or apiKey (for https://api.openai.com/v1)',
+      received: 'neither baseUrl nor apiKey',
+    },
+  ]);
+}
+
+/** The endpoint a config's model client talks to (never read from the process environment). */
+export function modelBaseUrl(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): string {
+  assertModelConfigured(config);
+  return config.baseUrl ?? OPENAI_BASE_URL;
 }

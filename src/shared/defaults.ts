@@ -14,6 +14,15 @@ export const DEFAULTS = {
   /** Retries of 408/409/429/5xx and connection errors, with backoff and jitter. */
   maxRetries: 3,
   stream: true,
+  /**
+   * Characters of one model response (content plus tool-call arguments) before the call fails
+   * with MODEL_RESPONSE_TOO_LARGE: a runaway model would otherwise grow until the heap dies.
+   */
+  maxResponseChars: 8_000_000,
+  /** Where jobs run: Piscina worker threads (crash-isolated, hard-stoppable). */
+  executor: 'piscina' as 'piscina' | 'tinypool' | 'worker-per-job' | 'inline',
+  /** `record.error` without stacks and absolute paths; `debug` keeps them. */
+  errorDetail: 'brief' as 'brief' | 'debug',
   /** Same tool + same arguments this many times in a row: warn the model. */
   loopWarnAfter: 3,
   /** ... and this many times: stop the run with `loop_detected`. */
@@ -95,6 +104,20 @@ export const DEFAULTS = {
       /** Delivered records kept at all; older ones are forgotten (about 1.5 KB each without results: 10,000 ≈ 15 MB). */
       keepRecords: 10_000,
     },
+  },
+  /** `forkpool serve`. */
+  server: {
+    /** Loopback only unless told otherwise. */
+    host: '127.0.0.1',
+    port: 4477,
+    /** Largest request body; a bigger one is refused with 413. */
+    bodyLimitBytes: 1_048_576,
+    /** Origins allowed to call the API from a browser; none (no CORS headers at all) by default. */
+    corsOrigins: [] as string[],
+    /** Events kept for `Last-Event-ID` resume on `/v1/events`. */
+    eventBufferSize: 2_000,
+    /** Parent-agent sessions open at once. */
+    maxSessions: 16,
   },
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,

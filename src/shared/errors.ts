@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'PERMISSION_DENIED',
   'MODEL_REQUEST_FAILED',
   'MODEL_STREAM_STALLED',
+  /** One model response passed `maxResponseChars`. */
+  'MODEL_RESPONSE_TOO_LARGE',
   /** Stopped from outside (an AbortSignal, a hard stop). */
   'ABORTED',
   'JOB_TIMEOUT',

@@ -3,8 +3,9 @@ import type { ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMes
 import { AbortError, ForkpoolError, TimeoutError } from './errors.js';
 import { usageFromApi, type Usage } from './usage.js';
 import { abortableSleep, linkedAbort } from './abort.js';
-import type { ForkpoolConfig } from './config.js';
+import { modelBaseUrl, type ForkpoolConfig } from './config.js';
 import { redactSecrets } from './tools/secrets.js';
+import { DEFAULTS } from './defaults.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -29,7 +30,8 @@ export interface RateGate {
 
 export type RetryEvent = { attempt: number; delayMs: number; reason: string };
 
-export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'>;
+export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'> &
+  Partial<Pick<ForkpoolConfig, 'maxResponseChars'>>;
 
 export interface ModelCallOptions {
   client: OpenAI;
@@ -60,7 +62,8 @@ export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiK
   return new OpenAI({
     // The simulator and many local servers need no key, but the SDK insists on one.
     apiKey: config.apiKey ?? NO_KEY,
-    ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
+    // Always explicit: the SDK would otherwise read OPENAI_BASE_URL from the process environment.
+    baseURL: modelBaseUrl(config),
     timeout: config.requestTimeoutMs,
     maxRetries: 0,
     // The SDK would print parse failures to the console; ours become typed retries and events.
@@ -82,6 +85,8 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
       return config.stream ? await streamOnce(options) : await requestOnce(options);
     } catch (error) {
       if (signal.aborted) throw new AbortError(signal.reason);
+      // Asking again would only grow the same runaway answer.
+      if (error instanceof ForkpoolError && error.code === 'MODEL_RESPONSE_TOO_LARGE') throw error;
       const verdict = classify(error);
       // The reason quotes the server's body, which may echo the key: it goes into events and records.
       const reason = redactSecrets(verdict.reason, clientSecrets(options.client));
@@ -167,6 +172,8 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
     throw new ForkpoolError('MODEL_REQUEST_FAILED', 'response is not a chat completion');
   }
   const choice = response.choices[0];
+  const size = (choice?.message.content?.length ?? 0) + (choice?.message.tool_calls ?? []).reduce((n, c) => n + (c.type === 'function' ? c.function.arguments.length : 0), 0);
+  checkResponseSize(size, config);
   const toolCalls = (choice?.message.tool_calls ?? []).filter((c): c is ChatCompletionMessageFunctionToolCall => c.type === 'function');
   return {
     content: choice?.message.content ?? '',
@@ -218,7 +225,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       { signal: local.signal },
     );
     armWatchdog();
-    const reply = new StreamAssembler(config.model);
+    const reply = new StreamAssembler(config.model, config.maxResponseChars ?? DEFAULTS.maxResponseChars);
     for await (const chunk of stream) {
       armWatchdog();
       reply.add(chunk);
@@ -237,21 +244,37 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
   }
 }
 
+function responseTooLarge(limit: number): ForkpoolError {
+  return new ForkpoolError('MODEL_RESPONSE_TOO_LARGE', `model response passed maxResponseChars (${limit} characters of content and tool arguments); stopped reading it`);
+}
+
+function checkResponseSize(size: number, config: ModelCallConfig): void {
+  const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
+  if (size > limit) throw responseTooLarge(limit);
+}
+
 class StreamAssembler {
   #content = '';
+  /** Characters of content and tool arguments so far, against the cap. */
+  #size = 0;
+  readonly #limit: number;
   #calls = new Map<number, { id: string; name: string; args: string }>();
   #finishReason: string | null = null;
   #usage: Usage | undefined;
   #model: string;
 
-  constructor(model: string) {
+  constructor(model: string, limit: number) {
     this.#model = model;
+    this.#limit = limit;
   }
 
   add(chunk: ChatCompletionChunk): void {
     if (chunk.model) this.#model = chunk.model;
     if (chunk.usage) this.#usage = usageFromApi(chunk.usage);
     for (const choice of chunk.choices ?? []) {
+      this.#size += (choice.delta?.content?.length ?? 0) + (choice.delta?.tool_calls ?? []).reduce((n, d) => n + (d.function?.arguments?.length ?? 0), 0);
+      // Thrown inside the stream loop: leaving it aborts the request, so the rest is never read.
+      if (this.#size > this.#limit) throw responseTooLarge(this.#limit);
       if (choice.delta?.content) this.#content += choice.delta.content;
       for (const delta of choice.delta?.tool_calls ?? []) {
         const call = this.#calls.get(delta.index) ?? { id: '', name: '', args: '' };

@@ -1,0 +1,44 @@
+import type { ServerState } from './server-state.js';
+
+/** Label values in Prometheus text: backslash, quote and newline escaped. */
+function label(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+/**
+ * The Prometheus text exposition (version 0.0.4) of the server: jobs by state and by ending,
+ * queue depth, threads, tokens by role and model, event-loop delay, SSE clients. Cost needs
+ * prices per model, which forkpool does not have yet: tokens are exported, cost is not.
+ */
+export function renderMetrics(state: ServerState): string {
+  const lines: string[] = [];
+  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of samples) {
+      const text = Object.entries(labels).map(([k, v]) => `${k}="${label(v)}"`).join(',');
+      lines.push(`${name}${text ? `{${text}}` : ''} ${Number.isFinite(value) ? value : 0}`);
+    }
+  };
+  const managers = [state.manager, ...[...state.sessions.values()].map((s) => s.manager)];
+  const count = (s: 'queued' | 'running' | 'ended') => managers.reduce((n, m) => n + m.count(s), 0);
+  metric('forkpool_jobs', 'gauge', 'Jobs the server holds, by state.', (['queued', 'running', 'ended'] as const).map((s) => [{ state: s }, count(s)]));
+  metric('forkpool_jobs_ended_total', 'counter', 'Jobs ended since start, by status.', [...state.endedByStatus].map(([status, n]) => [{ status }, n]));
+  metric('forkpool_queue_depth', 'gauge', 'Jobs waiting for a slot.', [[{}, count('queued')]]);
+  metric('forkpool_threads', 'gauge', 'Worker threads alive.', [[{ executor: state.executor.kind }, state.executor.threadCount()]]);
+  metric('forkpool_sessions', 'gauge', 'Parent-agent sessions open.', [[{}, state.sessions.size]]);
+  const usage = [...state.usage.values()];
+  metric('forkpool_tokens_total', 'counter', 'Model tokens of ended jobs, by role, model and kind.', usage.flatMap(({ role, model, usage: u }) => [
+    [{ role, model, kind: 'prompt' }, u.promptTokens],
+    [{ role, model, kind: 'completion' }, u.completionTokens],
+  ]));
+  metric('forkpool_model_requests_total', 'counter', 'Model requests of ended jobs, by role and model.', usage.map(({ role, model, usage: u }) => [{ role, model }, u.requests]));
+  const delay = state.loopDelay;
+  metric('forkpool_event_loop_delay_seconds', 'gauge', 'Main-thread event-loop delay since start.', [
+    [{ quantile: '0.5' }, delay.percentile(50) / 1e9],
+    [{ quantile: '0.99' }, delay.percentile(99) / 1e9],
+    [{ quantile: '1' }, delay.max / 1e9],
+  ]);
+  metric('forkpool_sse_clients', 'gauge', 'Clients on /v1/events.', [[{}, state.hub.listenerCount]]);
+  metric('forkpool_uptime_seconds', 'gauge', 'Seconds since the server started.', [[{}, (Date.now() - state.startedAt) / 1000]]);
+  return state.scrub(`${lines.join('\n')}\n`);
+}

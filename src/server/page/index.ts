@@ -1,0 +1,66 @@
+/**
+ * The jobs page of `forkpool serve`: one HTML file, one stylesheet, one script, no framework
+ * and no build step. The page is a table that changes on server events; plain DOM code does
+ * that in ~250 lines, loads instantly, and keeps the package free of a front-end toolchain.
+ * Served under a strict CSP (`script-src 'self'`), so the script is a file, not inline.
+ */
+export { PAGE_SCRIPT } from './script.js';
+export { PAGE_CSS } from './style.js';
+
+export const PAGE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>forkpool jobs</title>
+<link rel="stylesheet" href="/page.css">
+<script src="/page.js" defer></script>
+</head>
+<body>
+<header>
+  <h1>forkpool</h1>
+  <p id="connection" role="status" aria-live="polite" data-state="connecting">connecting…</p>
+</header>
+<main>
+  <section aria-labelledby="totals-title">
+    <h2 id="totals-title">Totals</h2>
+    <dl id="totals" class="totals">
+      <div><dt>queued</dt><dd id="total-queued">0</dd></div>
+      <div><dt>running</dt><dd id="total-running">0</dd></div>
+      <div><dt>ended</dt><dd id="total-ended">0</dd></div>
+      <div><dt>tokens</dt><dd id="total-tokens">0</dd></div>
+    </dl>
+  </section>
+  <section aria-labelledby="start-title">
+    <h2 id="start-title">Start a job</h2>
+    <form id="start-form">
+      <label for="task">Task</label>
+      <textarea id="task" name="task" rows="3" required maxlength="200000" placeholder="Where is the retry backoff implemented?"></textarea>
+      <label for="label">Label <span class="hint">(optional)</span></label>
+      <input id="label" name="label" maxlength="200" autocomplete="off">
+      <button type="submit">Start job</button>
+      <p id="form-message" role="alert" class="message"></p>
+    </form>
+  </section>
+  <section aria-labelledby="jobs-title">
+    <h2 id="jobs-title">Jobs</h2>
+    <table id="jobs">
+      <caption class="visually-hidden">Background jobs, newest last, updated live</caption>
+      <thead><tr><th scope="col">Label</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Elapsed</th><th scope="col">Tool</th><th scope="col">Tokens</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+      <tbody></tbody>
+    </table>
+    <p id="empty" class="hint">No jobs yet.</p>
+  </section>
+  <section id="detail" aria-labelledby="detail-title" hidden>
+    <h2 id="detail-title" tabindex="-1">Job</h2>
+    <dl id="detail-facts" class="facts"></dl>
+    <h3>Task</h3>
+    <pre id="detail-task"></pre>
+    <h3>Result</h3>
+    <pre id="detail-result"></pre>
+    <button type="button" id="detail-close">Close</button>
+  </section>
+</main>
+</body>
+</html>
+`;

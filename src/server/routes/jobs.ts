@@ -1,0 +1,87 @@
+import type { FastifyInstance } from 'fastify';
+import { ForkpoolError, errorMessage } from '../../shared/errors.js';
+import { jobDetail, jobSummary } from '../job-view.js';
+import { createJobsSchemaFor, jobIdParams, listJobsQuery, parseRequest, resultQuery } from '../schemas.js';
+import type { ServerState } from '../server-state.js';
+
+/** `/v1/jobs`: start, list, read, cancel and wait for jobs of the server's own manager. */
+export function jobRoutes(state: ServerState) {
+  return async function plugin(app: FastifyInstance): Promise<void> {
+    let started = 0;
+
+    app.post('/v1/jobs', async (request, reply) => {
+      const body = parseRequest(createJobsSchemaFor(request.body), request.body, 'body');
+      const tasks = 'tasks' in body ? body.tasks : [body];
+      const jobs: unknown[] = [];
+      const refused: Array<{ index: number; code: string; message: string }> = [];
+      tasks.forEach((task, index) => {
+        try {
+          const handle = state.manager.spawn({ task: task.task, label: task.label ?? `job ${++started}`, role: 'user', wave: null });
+          jobs.push(handle);
+        } catch (error) {
+          refused.push({ index, code: error instanceof ForkpoolError ? error.code : 'INTERNAL', message: errorMessage(error) });
+        }
+      });
+      // Nothing accepted: the reason is the status (a full queue is 429, a closing server 503).
+      if (jobs.length === 0) {
+        const code = refused[0]?.code;
+        return reply.code(code === 'QUEUE_FULL' ? 429 : code === 'MANAGER_CLOSED' ? 503 : 400).send({ error: { code: code ?? 'INTERNAL', message: refused[0]?.message ?? 'no job started' }, refused });
+      }
+      return reply.code(202).send({ jobs, refused });
+    });
+
+    app.get('/v1/jobs', async (request) => {
+      const query = parseRequest(listJobsQuery, request.query, 'query');
+      const all = state.manager.jobs().filter((r) => query.state === undefined || r.state === query.state);
+      const page = all.slice(query.offset, query.offset + query.limit);
+      const next = query.offset + page.length < all.length ? query.offset + page.length : null;
+      const totals = {
+        jobs: { queued: state.manager.count('queued'), running: state.manager.count('running'), ended: state.manager.count('ended') },
+        endedByStatus: Object.fromEntries(state.endedByStatus),
+        usage: state.totalUsage(),
+      };
+      return { jobs: page.map((r) => jobSummary(r, state.progress.get(r.id))), total: all.length, next, totals, lastEventId: state.hub.lastId };
+    });
+
+    app.get('/v1/jobs/:id', async (request, reply) => {
+      const { id } = parseRequest(jobIdParams, request.params, 'params');
+      const record = state.manager.get(id);
+      if (!record) return reply.code(404).send(unknownJob(id));
+      return jobDetail(record, state.progress.get(id));
+    });
+
+    app.delete('/v1/jobs/:id', async (request, reply) => {
+      const { id } = parseRequest(jobIdParams, request.params, 'params');
+      if (!state.manager.get(id)) return reply.code(404).send(unknownJob(id));
+      const handle = state.manager.cancel(id);
+      return reply.code(202).send(handle);
+    });
+
+    app.get('/v1/jobs/:id/result', async (request, reply) => {
+      const { id } = parseRequest(jobIdParams, request.params, 'params');
+      const { wait } = parseRequest(resultQuery, request.query, 'query');
+      const record = state.manager.get(id);
+      if (!record) return reply.code(404).send(unknownJob(id));
+      if (record.state === 'ended' || wait === 0) return reply.code(record.state === 'ended' ? 200 : 202).send(jobDetail(record, state.progress.get(id)));
+      // Long poll: the job's end, the wait running out or the client leaving, whichever is first. A
+      // closing server cancels every job within its bound, so a poll then answers with the ending.
+      const gone = new AbortController();
+      request.raw.once('close', () => gone.abort());
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([
+        state.manager.result(id).then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), wait * 1000);
+          gone.signal.addEventListener('abort', () => resolve(false), { once: true });
+        }),
+      ]);
+      clearTimeout(timer);
+      const latest = state.manager.get(id) ?? record;
+      return reply.code(ended ? 200 : 202).send(jobDetail(latest, state.progress.get(id)));
+    });
+  };
+}
+
+function unknownJob(id: string) {
+  return { error: { code: 'JOB_UNKNOWN', message: `no job ${JSON.stringify(id)} (never started, or forgotten by retention)` } };
+}

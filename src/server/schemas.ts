@@ -1,0 +1,163 @@
+import { z } from 'zod';
+import { JOB_ROLES } from '../shared/protocol.js';
+import { describeReceived } from '../shared/config.js';
+
+/** Request and response shapes of the HTTP API; `/openapi.json` is generated from these. */
+export const MAX_TASKS_PER_REQUEST = 100;
+
+const taskSchema = z.strictObject({
+  task: z.string().trim().min(1).max(200_000).describe('What the background agent should do.'),
+  label: z.string().max(200).optional().describe('A short name shown in lists; default "job N".'),
+});
+
+const manyTasksSchema = z.strictObject({ tasks: z.array(taskSchema).min(1).max(MAX_TASKS_PER_REQUEST) });
+
+/** One task, or `{ tasks: [...] }` (documented as the union of both). */
+export const createJobsBody = z.union([taskSchema, manyTasksSchema]);
+
+/** The branch a body means, chosen by its `tasks` key, so a 400 names that branch's field and not the other's. */
+export function createJobsSchemaFor(body: unknown): typeof taskSchema | typeof manyTasksSchema {
+  return body !== null && typeof body === 'object' && 'tasks' in body ? manyTasksSchema : taskSchema;
+}
+
+export const jobStates = z.enum(['queued', 'running', 'ended']);
+
+export const listJobsQuery = z.strictObject({
+  state: jobStates.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  /** Jobs after this position in queue order (the `next` of the previous page). */
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+export const jobIdParams = z.strictObject({ id: z.string().min(1).max(100) });
+
+export const resultQuery = z.strictObject({
+  /** Seconds to wait for the job to end (long poll); 0 answers at once. */
+  wait: z.coerce.number().min(0).max(120).default(0),
+});
+
+export const createSessionBody = z.strictObject({}).optional();
+
+export const messageBody = z.strictObject({
+  input: z.string().trim().min(1).max(200_000).describe('The user message for the parent agent.'),
+});
+
+export const sessionIdParams = z.strictObject({ id: z.string().min(1).max(100) });
+
+const errorShape = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    issues: z.array(z.object({ field: z.string(), expected: z.string(), received: z.string() })).optional(),
+  }),
+});
+
+const jobSummaryShape = z.object({
+  id: z.string(),
+  label: z.string(),
+  role: z.enum(JOB_ROLES),
+  state: jobStates,
+  status: z.enum(['ok', 'error', 'partial', 'failed', 'cancelled', 'timed_out']).nullable(),
+  elapsedMs: z.number(),
+  currentTool: z.string().nullable(),
+  tokens: z.number(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+});
+
+/** One route's documentation: its schemas and what it answers. */
+export interface RouteDoc {
+  method: 'get' | 'post' | 'delete';
+  path: string;
+  summary: string;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  params?: z.ZodType;
+  responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
+  auth?: boolean;
+}
+
+export const ROUTE_DOCS: RouteDoc[] = [
+  { method: 'post', path: '/v1/jobs', summary: 'Start one job ({task, label}) or many ({tasks: [...]}).', body: createJobsBody, responses: { 202: { description: 'Accepted jobs, and any refused with their error.' }, 400: { description: 'Bad body', schema: errorShape } } },
+  { method: 'get', path: '/v1/jobs', summary: 'Jobs in queue order, filtered by state, paged.', query: listJobsQuery, responses: { 200: { description: '{ jobs, total, next }', schema: z.object({ jobs: z.array(jobSummaryShape), total: z.number(), next: z.number().nullable() }) } } },
+  { method: 'get', path: '/v1/jobs/{id}', summary: 'One job: record, live progress, full result.', params: jobIdParams, responses: { 200: { description: 'The job' }, 404: { description: 'No such job', schema: errorShape } } },
+  { method: 'delete', path: '/v1/jobs/{id}', summary: 'Cancel a job (idempotent).', params: jobIdParams, responses: { 202: { description: 'Cancel requested; the job ends with status cancelled' }, 404: { description: 'No such job', schema: errorShape } } },
+  { method: 'get', path: '/v1/jobs/{id}/result', summary: 'Long-poll for one job to end (?wait=seconds).', params: jobIdParams, query: resultQuery, responses: { 200: { description: 'The ended job' }, 202: { description: 'Still running when the wait ran out' }, 404: { description: 'No such job', schema: errorShape } } },
+  { method: 'post', path: '/v1/sessions', summary: 'Create a parent-agent session.', body: createSessionBody, responses: { 201: { description: '{ id }' } } },
+  { method: 'get', path: '/v1/sessions/{id}', summary: 'A session: turns so far, its jobs, usage.', params: sessionIdParams, responses: { 200: { description: 'The session' }, 404: { description: 'No such session', schema: errorShape } } },
+  { method: 'post', path: '/v1/sessions/{id}/messages', summary: 'One parent turn; its events streamed as NDJSON, the turn result last.', params: sessionIdParams, body: messageBody, responses: { 200: { description: 'application/x-ndjson: {type:"parent",event} lines, then {type:"result",result}', contentType: 'application/x-ndjson' } } },
+  { method: 'get', path: '/v1/events', summary: 'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done; Last-Event-ID resumes; reset means refetch.', responses: { 200: { description: 'text/event-stream', contentType: 'text/event-stream' } } },
+  { method: 'get', path: '/healthz', summary: 'Liveness; no token needed.', auth: false, responses: { 200: { description: '{ ok: true }' } } },
+  { method: 'get', path: '/metrics', summary: 'Prometheus text: jobs by state, queue depth, threads, tokens by role and model, loop delay.', responses: { 200: { description: 'text/plain; version=0.0.4', contentType: 'text/plain' } } },
+  { method: 'get', path: '/openapi.json', summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1' } } },
+];
+
+/** A 400 naming every bad field, what it expected and what it received (as the CLI's config errors do). */
+export class BadRequestError extends Error {
+  readonly issues: Array<{ field: string; expected: string; received: string }>;
+  constructor(issues: Array<{ field: string; expected: string; received: string }>) {
+    super(issues.map((i) => `${i.field}: expected ${i.expected}, received ${i.received}`).join('; '));
+    this.name = 'BadRequestError';
+    this.issues = issues;
+  }
+}
+
+/** Parses one part of a request (`body`, `query`, `params`) or throws {@link BadRequestError}. */
+export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, part: 'body' | 'query' | 'params'): z.output<T> {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data;
+  throw new BadRequestError(result.error.issues.map((issue) => toIssue(issue, part)));
+}
+
+function toIssue(issue: z.core.$ZodIssue, part: string) {
+  if (issue.code === 'unrecognized_keys') {
+    return { field: issue.keys.map((k) => [part, ...issue.path.map(String), k].join('.')).join(', '), expected: 'no such field', received: `field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` };
+  }
+  if (issue.code === 'invalid_union') {
+    // The body is one task or a list of them: say so rather than list both branches' failures.
+    const inner = issue.errors.flat()[0];
+    if (inner) return toIssue({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue, part);
+  }
+  const expected = issue.code === 'invalid_type' ? issue.expected : issue.code === 'invalid_value' ? `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` : issue.message;
+  return { field: [part, ...issue.path.map(String)].join('.'), expected, received: describeReceived(issue.input) };
+}
+
+/** The OpenAPI 3.1 document, from the zod schemas above. */
+export function openApiDocument(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+  for (const route of ROUTE_DOCS) {
+    const parameters: unknown[] = [];
+    for (const [where, schema] of [['path', route.params], ['query', route.query]] as const) {
+      if (!schema) continue;
+      const shape = json(schema) as { properties?: Record<string, unknown>; required?: string[] };
+      for (const [name, property] of Object.entries(shape.properties ?? {})) {
+        parameters.push({ name, in: where, required: where === 'path' || (shape.required ?? []).includes(name), schema: property });
+      }
+    }
+    const responses: Record<string, unknown> = {};
+    for (const [status, response] of Object.entries(route.responses)) {
+      responses[status] = {
+        description: response.description,
+        ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: z.toJSONSchema(response.schema, { unrepresentable: 'any' }) } } } : {}),
+      };
+    }
+    if (route.auth !== false) responses['401'] = { description: 'Missing or wrong bearer token' };
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method]: {
+        summary: route.summary,
+        ...(parameters.length ? { parameters } : {}),
+        ...(route.body ? { requestBody: { required: route.method === 'post' && route.path === '/v1/jobs', content: { 'application/json': { schema: json(route.body) } } } } : {}),
+        responses,
+        ...(route.auth === false ? { security: [] } : {}),
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'forkpool serve', version, description: 'Background sub-agents over HTTP: jobs, sessions, events.' },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    security: [{ bearer: [] }],
+    paths,
+  };
+}

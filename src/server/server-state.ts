@@ -1,0 +1,117 @@
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { AgentSession } from '../main/agent-session.js';
+import type { Executor } from '../main/executor.js';
+import type { JobRecord } from '../main/ledger.js';
+import { BackgroundManager } from '../main/manager.js';
+import type { ForkpoolConfig } from '../shared/config.js';
+import { redactSecrets } from '../shared/tools/secrets.js';
+import { addUsage, emptyUsage, type Usage } from '../shared/usage.js';
+import { EventHub } from './event-hub.js';
+import { ProgressTracker, jobSummary } from './job-view.js';
+
+export interface ServerStateOptions {
+  config: ForkpoolConfig;
+  /** Where jobs run; shared by the server's manager and every session. Closed with the server. */
+  executor: Executor;
+  logger?: Logger;
+  /** Events kept for `Last-Event-ID` resume. */
+  eventBufferSize: number;
+  maxSessions: number;
+}
+
+/** Cumulative usage of ended jobs, by role and model: counters for `/metrics` and the page's totals. */
+export type UsageCounters = Map<string, { role: string; model: string; usage: Usage }>;
+
+/**
+ * What the server holds: the manager for `/v1/jobs`, the sessions, the event hub and the
+ * counters. It only reads events and the ledger; it never reaches into a job.
+ */
+export class ServerState {
+  readonly config: ForkpoolConfig;
+  readonly manager: BackgroundManager;
+  readonly executor: Executor;
+  readonly hub: EventHub;
+  readonly progress = new ProgressTracker();
+  readonly sessions = new Map<string, AgentSession>();
+  readonly usage: UsageCounters = new Map();
+  readonly endedByStatus = new Map<string, number>();
+  readonly loopDelay: IntervalHistogram;
+  readonly startedAt = Date.now();
+  readonly #options: ServerStateOptions;
+  readonly #secrets: string[];
+  #nextSession = 1;
+
+  constructor(options: ServerStateOptions) {
+    this.#options = options;
+    this.config = options.config;
+    this.executor = options.executor;
+    this.hub = new EventHub(options.eventBufferSize);
+    this.#secrets = options.config.apiKey ? [options.config.apiKey] : [];
+    this.manager = new BackgroundManager({ config: options.config, executor: options.executor, closeExecutor: false, ...(options.logger ? { logger: options.logger } : {}) });
+    this.#follow(this.manager, null);
+    this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
+    this.loopDelay.enable();
+  }
+
+  /** Text with the model's key taken out: every response, event and metric goes through it. */
+  scrub(text: string): string {
+    return this.#secrets.length === 0 ? text : redactSecrets(text, this.#secrets);
+  }
+
+  createSession(): { id: string; session: AgentSession } {
+    if (this.sessions.size >= this.#options.maxSessions) throw new Error(`at most ${this.#options.maxSessions} sessions at once`);
+    const id = `s-${this.#nextSession++}`;
+    const session = new AgentSession({ config: this.config, executor: this.executor, closeExecutor: false, ...(this.#options.logger ? { logger: this.#options.logger } : {}) });
+    this.#follow(session.manager, id);
+    session.on('delivered', ({ turn, jobs }) => this.hub.publish('delivered', { session: id, turn, jobs: jobs.map((j) => j.id) }));
+    this.sessions.set(id, session);
+    return { id, session };
+  }
+
+  #follow(manager: BackgroundManager, session: string | null): void {
+    const summary = (record: Readonly<JobRecord>) => ({ session, job: jobSummary(record, this.progress.get(progressKey(session, record.id))) });
+    manager.on('spawned', (record) => this.hub.publish('spawned', summary(record)));
+    manager.on('started', (record) => this.hub.publish('started', summary(record)));
+    manager.on('requeued', (record) => this.hub.publish('requeued', summary(record)));
+    manager.on('progress', ({ jobId, event }) => {
+      const progress = this.progress.onEvent(progressKey(session, jobId), event);
+      this.hub.publish('progress', { session, jobId, event, currentTool: progress.currentTool, tokens: progress.tokens });
+      if (event.type === 'loop_warning' || event.type === 'retry') this.hub.publish('alert', { session, jobId, event });
+    });
+    manager.on('done', (record) => {
+      this.progress.forget(progressKey(session, record.id));
+      this.endedByStatus.set(record.status ?? 'failed', (this.endedByStatus.get(record.status ?? 'failed') ?? 0) + 1);
+      for (const [model, usage] of Object.entries(record.usage)) {
+        const key = `${record.role}\u0000${model}`;
+        const entry = this.usage.get(key) ?? { role: record.role, model, usage: emptyUsage() };
+        entry.usage = addUsage(entry.usage, usage);
+        this.usage.set(key, entry);
+      }
+      this.hub.publish('done', summary(record));
+    });
+    manager.on('wave-done', ({ wave, jobs }) => this.hub.publish('wave-done', { session, wave, jobs: jobs.map((j) => j.id) }));
+  }
+
+  /** Every usage counter summed (the page's totals). */
+  totalUsage(): Usage {
+    let total = emptyUsage();
+    for (const { usage } of this.usage.values()) total = addUsage(total, usage);
+    return total;
+  }
+
+  /**
+   * Stops intake everywhere and closes the manager and sessions within the config's bound,
+   * then the executor. Returns the jobs that had to be hard-stopped.
+   */
+  async close(): Promise<{ cancelled: string[]; stragglers: string[] }> {
+    const reports = await Promise.all([this.manager.close(), ...[...this.sessions.entries()].map(([id, s]) => s.close().then((r) => ({ cancelled: r.cancelled.map((j) => `${id}/${j}`), stragglers: r.stragglers.map((j) => `${id}/${j}`) })))]);
+    await this.executor.close();
+    this.loopDelay.disable();
+    return { cancelled: reports.flatMap((r) => r.cancelled), stragglers: reports.flatMap((r) => r.stragglers) };
+  }
+}
+
+function progressKey(session: string | null, jobId: string): string {
+  return session === null ? jobId : `${session}/${jobId}`;
+}

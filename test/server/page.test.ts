@@ -1,0 +1,93 @@
+/**
+ * The jobs page end to end in headless Chromium (Debian's `chromium`, driven by playwright-core;
+ * no browser is downloaded): sign in, start three jobs from the form, watch them go queued →
+ * running → ok without a reload, cancel one, open a result; then restart the server on the same
+ * port and watch the page reconnect by itself. `FORKPOOL_UPDATE_SCREENSHOT=1` rewrites
+ * docs/server-page.png for the README.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { startForkpoolServer } from '../../src/server/app.js';
+import { useCleanup, tempWorkspace } from '../helpers/index.js';
+import { TOKEN, startTestServer } from './helpers.js';
+
+const cleanup = useCleanup();
+const CHROMIUM = process.env.FORKPOOL_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const SCREENSHOT = new URL('../../docs/server-page.png', import.meta.url).pathname;
+
+async function launch(): Promise<BrowserContext> {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install -y chromium) or set FORKPOOL_CHROMIUM`);
+  const profile = mkdtempSync(path.join(tmpdir(), 'forkpool-chromium-'));
+  cleanup.add(() => rmSync(profile, { recursive: true, force: true }));
+  // A persistent context is how playwright takes a fresh --user-data-dir of our own.
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1100, height: 760 } });
+  cleanup.add(() => context.close());
+  return context;
+}
+
+async function startJob(page: Page, task: string, label: string): Promise<string> {
+  const rows = await page.locator('#jobs tbody tr').count();
+  await page.fill('#task', task);
+  await page.fill('#label', label);
+  await page.click('#start-form button[type="submit"]');
+  const row = page.locator('#jobs tbody tr').nth(rows);
+  await row.waitFor();
+  return (await row.getAttribute('data-job-id')) as string;
+}
+
+const history = (page: Page, id: string) => page.locator(`#job-${id}`).getAttribute('data-history');
+
+describe('the jobs page in headless Chromium', () => {
+  it('starts three jobs from the form, shows them live to the end, cancels one, opens a result, reconnects after a restart', async () => {
+    const workspaceRoot = tempWorkspace({ 'src/retry.ts': 'export function retryBackoff(attempt: number) { return 2 ** attempt * 100; }\n' }, cleanup);
+    const { server, url } = await startTestServer(cleanup, { workspaceRoot, background: { maxConcurrent: 2 } }, { latencyMs: 600 });
+    const context = await launch();
+    const page = context.pages()[0] ?? (await context.newPage());
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+
+    await page.goto(`${url}/login?token=${TOKEN}`);
+    expect(new URL(page.url()).pathname).toBe('/');
+    await page.waitForSelector('#connection[data-state="live"]');
+
+    const alpha = await startJob(page, 'Where is the retry backoff implemented?', 'alpha');
+    const beta = await startJob(page, 'Which file computes the retry delay?', 'beta');
+    const gamma = await startJob(page, 'Find the backoff constant.', 'gamma');
+    // Two run at once: gamma waits in the queue, and is cancelled from there.
+    await page.click(`#job-${gamma} button.cancel`);
+    await page.waitForSelector(`#job-${gamma}[data-status="cancelled"]`);
+    for (const id of [alpha, beta]) await page.waitForSelector(`#job-${id}[data-status="ok"]`, { timeout: 30_000 });
+
+    // Every status each row showed, in order, with no reload in between.
+    expect(await history(page, alpha)).toBe('queued running ok');
+    expect(await history(page, beta)).toBe('queued running ok');
+    expect(await history(page, gamma)).toMatch(/^queued (running )?cancelled$/);
+    await page.waitForFunction("document.querySelector('#total-ended').textContent === '3' && Number(document.querySelector('#total-tokens').textContent) > 0");
+    expect(await page.textContent('#total-running')).toBe('0');
+
+    await page.click(`#job-${alpha} button.details`);
+    await page.waitForSelector('#detail:not([hidden])');
+    await page.waitForFunction("(document.querySelector('#detail-result')?.textContent ?? '').length > 0");
+    const result = (await page.textContent('#detail-result')) as string;
+    expect(result).toContain('retry');
+    expect(result).not.toMatch(/^\(still/);
+    expect(await page.evaluate('document.activeElement?.id')).toBe('detail-title');
+    await page.screenshot({ path: process.env.FORKPOOL_UPDATE_SCREENSHOT ? SCREENSHOT : path.join(tmpdir(), 'forkpool-server-page.png'), fullPage: true });
+
+    // The server restarts on the same port (same token): the page notices, reconnects and shows the new server's jobs.
+    const port = Number(new URL(url).port);
+    await server.close();
+    await page.waitForSelector('#connection[data-state="offline"]');
+    const again = await startForkpoolServer({ config: server.state.config, token: TOKEN, port });
+    cleanup.add(() => again.close());
+    await page.waitForSelector('#connection[data-state="live"]', { timeout: 30_000 });
+    await page.waitForFunction("document.querySelectorAll('#jobs tbody tr').length === 0");
+    await fetch(`${again.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ task: 'After the restart: where is the backoff?', label: 'after-restart' }) });
+    await page.waitForSelector('#jobs tbody tr[data-job-id="bg-1"] th:text("after-restart")');
+    expect(pageErrors).toEqual([]);
+  });
+});
