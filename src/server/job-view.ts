@@ -34,6 +34,10 @@ export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | 
     attempts: record.attempts,
     error: record.error ? { code: record.error.code, message: record.error.message } : null,
     delivered: record.deliveredInTurn !== undefined,
+    agent: record.agent ?? null,
+    name: record.name ?? null,
+    parentJobId: record.parentJobId ?? null,
+    depth: record.depth ?? 1,
   };
 }
 

@@ -8,6 +8,8 @@ export const MAX_TASKS_PER_REQUEST = 100;
 const taskSchema = z.strictObject({
   task: z.string().trim().min(1).max(200_000).describe('What the background agent should do.'),
   label: z.string().max(200).optional().describe('A short name shown in lists; default "job N".'),
+  agent: z.string().min(1).max(64).optional().describe('A configured peer agent (config `agents`); default `background.defaultAgent`, else a plain job.'),
+  name: z.string().min(1).max(64).optional().describe('Unique among live jobs; usable wherever an id is.'),
 });
 
 const manyTasksSchema = z.strictObject({ tasks: z.array(taskSchema).min(1).max(MAX_TASKS_PER_REQUEST) });
@@ -62,6 +64,10 @@ const jobSummaryShape = z.object({
   currentTool: z.string().nullable(),
   tokens: z.number(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  agent: z.string().nullable(),
+  name: z.string().nullable(),
+  parentJobId: z.string().nullable().describe('The job that spawned it (nested jobs); null for a top-level job.'),
+  depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
 });
 
 /** One route's documentation: its schemas and what it answers. */

@@ -94,6 +94,25 @@ describe('/v1/jobs', () => {
     expect((await json(await api('/v1/jobs/bg-99/result'))).error.code).toBe('JOB_UNKNOWN');
   });
 
+  it('starts a peer agent by name and shows nested jobs with their parent and depth', async () => {
+    const { api } = await startTestServer(cleanup, {
+      agents: { scout: { description: 'Finds where things are', model: 'forkpool-sim-scout' } },
+      background: { maxConcurrent: 2, maxDepth: 2 },
+    });
+    const started = await json(await api('/v1/jobs', { json: { tasks: [{ task: TASK, agent: 'scout', name: 'scan' }, { task: `Delegate: ${TASK}`, label: 'boss' }] } }));
+    expect(started.refused).toEqual([]);
+    for (const { id } of started.jobs) expect((await api(`/v1/jobs/${id}/result?wait=60`)).status).toBe(200);
+    const { jobs } = await json(await api('/v1/jobs'));
+    expect(jobs.find((j: { id: string }) => j.id === 'bg-1')).toMatchObject({ agent: 'scout', name: 'scan', label: 'scan', parentJobId: null, depth: 1 });
+    const boss = jobs.find((j: { label: string }) => j.label === 'boss');
+    const children = jobs.filter((j: { parentJobId: string | null }) => j.parentJobId === boss.id);
+    expect(children.length).toBeGreaterThan(0);
+    for (const child of children) expect(child.depth).toBe(2);
+    const unknown = await api('/v1/jobs', { json: { task: TASK, agent: 'nobody' } });
+    expect(unknown.status).toBe(400);
+    expect((await json(unknown)).error.code).toBe('AGENT_UNKNOWN');
+  });
+
   it('cancels with DELETE; wait=0 answers 202 while it runs', async () => {
     const { api } = await startTestServer(cleanup, { background: { maxConcurrent: 1 } }, { latencyMs: 400 });
     await api('/v1/jobs', { json: { tasks: [{ task: TASK }, { task: TASK }] } });

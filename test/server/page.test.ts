@@ -90,4 +90,27 @@ describe('the jobs page in headless Chromium', () => {
     await page.waitForSelector('#jobs tbody tr[data-job-id="bg-1"] th:text("after-restart")');
     expect(pageErrors).toEqual([]);
   });
+
+  it('shows a nested job right under the job that spawned it, indented, with its agent', async () => {
+    const workspaceRoot = tempWorkspace({ 'src/retry.ts': 'export function retryBackoff(attempt: number) { return 2 ** attempt * 100; }\n' }, cleanup);
+    const agents = { scout: { description: 'Finds where things are', model: 'forkpool-sim-scout' } };
+    const { url } = await startTestServer(cleanup, { workspaceRoot, agents, background: { maxConcurrent: 3, maxDepth: 2 } }, { latencyMs: 200 });
+    const page = (await launch()).pages()[0] as Page;
+    await page.goto(`${url}/login?token=${TOKEN}`);
+    await page.waitForSelector('#connection[data-state="live"]');
+    const boss = await startJob(page, 'Delegate: where is the retry backoff implemented?', 'boss');
+    const later = await startJob(page, 'Which file computes the retry delay?', 'later');
+    await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ task: 'Where is the backoff?', label: 'peer', agent: 'scout' }) });
+    // The child appears after both top-level rows were drawn, yet sits right under its parent.
+    const child = page.locator(`#jobs tbody tr[data-ancestors~="${boss}"]`).first();
+    await child.waitFor({ timeout: 30_000 });
+    const order = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => (r as HTMLElement).dataset.jobId));
+    const childId = (await child.getAttribute('data-job-id')) as string;
+    expect(order.indexOf(childId)).toBe(order.indexOf(boss) + 1);
+    expect(order.indexOf(later)).toBeGreaterThan(order.indexOf(childId));
+    expect(await child.locator('th').textContent()).toMatch(/^\s*└ /);
+    await page.waitForSelector('#jobs tbody tr th:text("peer")');
+    const peerAgent = await page.$$eval('#jobs tbody tr', (rows) => rows.find((r) => r.querySelector('th')?.textContent === 'peer')?.children[1]?.textContent);
+    expect(peerAgent).toBe('scout');
+  });
 });

@@ -55,6 +55,22 @@ export const PAGE_SCRIPT = String.raw`'use strict';
 
   function cell(row, index) { return row.children[index]; }
 
+  /** Ids of the job's ancestors, nearest first (from the jobs seen so far). */
+  function ancestorsOf(job) {
+    var out = [];
+    for (var p = job.parentJobId; p && out.indexOf(p) < 0; p = (jobs.get(p) || {}).parentJobId) out.push(p);
+    return out;
+  }
+
+  /** A top-level job goes last; a nested one right after its parent's last descendant. */
+  function placeRow(row, job) {
+    var parentRow = job.parentJobId ? document.getElementById('job-' + job.parentJobId) : null;
+    if (!parentRow) return tbody.appendChild(row);
+    var after = parentRow;
+    while (after.nextElementSibling && (after.nextElementSibling.dataset.ancestors || '').split(' ').indexOf(job.parentJobId) >= 0) after = after.nextElementSibling;
+    after.after(row);
+  }
+
   function render(id) {
     var job = jobs.get(id);
     var row = document.getElementById('job-' + id);
@@ -79,14 +95,16 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       cancel.textContent = 'Cancel';
       cancel.addEventListener('click', function () { cancelJob(id, cancel); });
       row.children[6].append(details, cancel);
-      tbody.appendChild(row);
+      row.dataset.ancestors = ancestorsOf(job).join(' ');
+      placeRow(row, job);
     }
     var status = statusOf(job);
     var history = row.dataset.history ? row.dataset.history.split(' ') : [];
     if (history[history.length - 1] !== status) { history.push(status); row.dataset.history = history.join(' '); }
     row.dataset.status = status;
-    cell(row, 0).textContent = job.label;
-    cell(row, 1).textContent = job.role === 'user' ? 'user job' : job.role;
+    // A nested job sits under its parent, indented by its depth.
+    cell(row, 0).textContent = (job.depth > 1 ? '\u00a0\u00a0'.repeat(job.depth - 1) + '\u2514 ' : '') + job.label;
+    cell(row, 1).textContent = job.agent || (job.role === 'user' ? 'user job' : job.role);
     var statusCell = cell(row, 2);
     statusCell.textContent = status.replace('_', ' ');
     statusCell.className = 'status status-' + status;

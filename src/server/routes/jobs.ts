@@ -16,7 +16,14 @@ export function jobRoutes(state: ServerState) {
       const refused: Array<{ index: number; code: string; message: string }> = [];
       tasks.forEach((task, index) => {
         try {
-          const handle = state.manager.spawn({ task: task.task, label: task.label ?? `job ${++started}`, role: 'user', wave: null });
+          const handle = state.manager.spawn({
+            task: task.task,
+            label: task.label ?? task.name ?? `job ${++started}`,
+            role: 'user',
+            wave: null,
+            ...(task.agent !== undefined ? { agent: task.agent } : {}),
+            ...(task.name !== undefined ? { name: task.name } : {}),
+          });
           jobs.push(handle);
         } catch (error) {
           refused.push({ index, code: error instanceof ForkpoolError ? error.code : 'INTERNAL', message: errorMessage(error) });
