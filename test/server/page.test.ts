@@ -104,7 +104,7 @@ describe('the jobs page in headless Chromium', () => {
     // The child appears after both top-level rows were drawn, yet sits right under its parent.
     const child = page.locator(`#jobs tbody tr[data-ancestors~="${boss}"]`).first();
     await child.waitFor({ timeout: 30_000 });
-    const order = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => (r as HTMLElement).dataset.jobId));
+    const order = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.getAttribute("data-job-id")));
     const childId = (await child.getAttribute('data-job-id')) as string;
     expect(order.indexOf(childId)).toBe(order.indexOf(boss) + 1);
     expect(order.indexOf(later)).toBeGreaterThan(order.indexOf(childId));
