@@ -178,6 +178,19 @@ describe('nothing outlives its job', () => {
   });
 });
 
+describe('a job that ends normally', () => {
+  it('leaves no process it started behind, even one that left its group and was never reported', async () => {
+    const needle = 'sleep 1027';
+    cleanups.add(() => killLeftovers(needle));
+    const { config } = await setup();
+    const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
+    const record = await manager.result(manager.spawn({ task: 'FAULT:orphan:1027', label: 'leaves a sleeper' }).id);
+    expect([record.status, record.resultText]).toEqual(['ok', 'left a sleeper behind']);
+    const left = await survivorsAfterKill(needle);
+    expect(left, describeProcesses(left)).toEqual([]);
+  });
+});
+
 describe('lifecycle calls a program can rely on', () => {
   it('result(id) resolves with the final record, at once when already ended; an unknown id rejects', async () => {
     const { config } = await setup();

@@ -72,6 +72,8 @@ export class Attempt {
   #runError: unknown;
   #fallbackArmed = false;
   #processTag: string | undefined;
+  /** The job started a child process at some point: its end sweeps for what is left. */
+  #hadChildren = false;
 
   constructor(options: AttemptOptions) {
     this.#options = options;
@@ -185,8 +187,10 @@ export class Attempt {
     this.#port?.close();
     this.#permissionPort?.close();
     this.#killProcessGroups();
-    // A thread that died or was stopped could not clean up after itself.
-    if (this.#hardStopped || this.#end?.kind === 'lost' || this.#end?.kind === 'protocol') this.#sweepTagged();
+    // A thread that died or was stopped could not clean up after itself, and a tool aborted at
+    // the job's end may still be stopping its command: nothing of a job outlives it. (Only jobs
+    // that ever started a process pay for the sweep.)
+    if (this.#hadChildren || this.#hardStopped || this.#end?.kind === 'lost' || this.#end?.kind === 'protocol') this.#sweepTagged();
   }
 
   #onMessage(raw: unknown): void {
@@ -211,6 +215,7 @@ export class Attempt {
           return this.#options.onProgress(event);
         }
         case 'process':
+          if (message.state === 'started') this.#hadChildren = true;
           if (message.state === 'started') this.#processGroups.add(message.pgid);
           else this.#processGroups.delete(message.pgid);
           return;
@@ -233,6 +238,7 @@ export class Attempt {
   #afterEnd(raw: unknown): void {
     const parsed = workerMessageSchema.safeParse(raw);
     if (!parsed.success || parsed.data.type !== 'process' || parsed.data.jobId !== this.jobId) return;
+    if (parsed.data.state === 'started') this.#hadChildren = true;
     if (parsed.data.state === 'started') this.#processGroups.add(parsed.data.pgid);
     else this.#processGroups.delete(parsed.data.pgid);
   }
