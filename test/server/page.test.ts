@@ -39,6 +39,13 @@ async function startJob(page: Page, task: string, label: string): Promise<string
   return (await row.getAttribute('data-job-id')) as string;
 }
 
+/*
+ * Predicates run in the page, so they are self-contained functions, never strings: the page's
+ * Content-Security-Policy forbids eval, which a string predicate needs once it has to poll. The
+ * test program has no DOM types: `document` is declared for them.
+ */
+declare const document: { querySelector(s: string): { textContent: string | null } | null; querySelectorAll(s: string): { length: number } };
+
 const history = (page: Page, id: string) => page.locator(`#job-${id}`).getAttribute('data-history');
 
 describe('the jobs page in headless Chromium', () => {
@@ -66,12 +73,12 @@ describe('the jobs page in headless Chromium', () => {
     expect(await history(page, alpha)).toBe('queued running ok');
     expect(await history(page, beta)).toBe('queued running ok');
     expect(await history(page, gamma)).toMatch(/^queued (running )?cancelled$/);
-    await page.waitForFunction("document.querySelector('#total-ended').textContent === '3' && Number(document.querySelector('#total-tokens').textContent) > 0");
+    await page.waitForFunction(() => document.querySelector('#total-ended')?.textContent === '3' && Number(document.querySelector('#total-tokens')?.textContent) > 0);
     expect(await page.textContent('#total-running')).toBe('0');
 
     await page.click(`#job-${alpha} button.details`);
     await page.waitForSelector('#detail:not([hidden])');
-    await page.waitForFunction("(document.querySelector('#detail-result')?.textContent ?? '').length > 0");
+    await page.waitForFunction(() => (document.querySelector('#detail-result')?.textContent ?? '').length > 0);
     const result = (await page.textContent('#detail-result')) as string;
     expect(result).toContain('retry');
     expect(result).not.toMatch(/^\(still/);
@@ -85,7 +92,7 @@ describe('the jobs page in headless Chromium', () => {
     const again = await startForkpoolServer({ config: server.state.config, token: TOKEN, port });
     cleanup.add(() => again.close());
     await page.waitForSelector('#connection[data-state="live"]', { timeout: 30_000 });
-    await page.waitForFunction("document.querySelectorAll('#jobs tbody tr').length === 0");
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 0);
     await fetch(`${again.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ task: 'After the restart: where is the backoff?', label: 'after-restart' }) });
     await page.waitForSelector('#jobs tbody tr[data-job-id="bg-1"] th:text("after-restart")');
     expect(pageErrors).toEqual([]);
