@@ -228,3 +228,11 @@ export function uniqueMarker(): string {
   return `${Math.floor(1000 + Math.random() * 8999)}${process.pid % 1000}`;
 }
 
+/**
+ * On Node 24 a worker thread that reaches its heap cap sometimes aborts the whole process
+ * (V8 "FATAL ERROR: Reached heap limit" instead of ERR_WORKER_OUT_OF_MEMORY for the thread;
+ * seen 1 run in 6 here, never on Node 20). The heap-cap tests run where the cap holds; on
+ * Node 24 the limit is documented in docs/RELIABILITY.md instead of being tested into a crash.
+ */
+export const HEAP_CAP_ABORTS_PROCESS = Number(process.versions.node.split('.')[0]) >= 24;
+
