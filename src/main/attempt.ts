@@ -294,7 +294,7 @@ export class Attempt {
    * a command forked just before the thread died may never have been reported.
    */
   #sweepTagged(): void {
-    if (this.#processTag) killTagged(this.#processTag);
+    if (this.#processTag) void killTagged(this.#processTag);
   }
 
   #killProcessGroups(): void {

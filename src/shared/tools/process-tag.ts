@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 
 /**
  * Every child process a job's tools start carries this variable (inherited by all its
@@ -8,31 +8,35 @@ import { readdirSync, readFileSync } from 'node:fs';
  */
 export const PROCESS_TAG_VAR = 'FP_JOB_TAG';
 
-/** Pids of live processes whose environment holds `FP_JOB_TAG=<tag>` (Linux /proc; none elsewhere). */
-export function processesTagged(tag: string): number[] {
+/**
+ * Pids of live processes whose environment holds `FP_JOB_TAG=<tag>` (Linux /proc; none
+ * elsewhere). Asynchronous: it runs on the main thread at a job's end and must not block it.
+ */
+export async function processesTagged(tag: string): Promise<number[]> {
   const needle = `${PROCESS_TAG_VAR}=${tag}\0`;
-  const found: number[] = [];
   let entries: string[];
   try {
-    entries = readdirSync('/proc');
+    entries = await readdir('/proc');
   } catch {
-    return found;
+    return [];
   }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(needle)) found.push(Number(entry));
-    } catch {
-      // Gone meanwhile, or not ours to read.
-    }
-  }
-  return found;
+  const pids = entries.filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid);
+  const found = await Promise.all(
+    pids.map(async (entry) => {
+      try {
+        return (await readFile(`/proc/${entry}/environ`, 'latin1')).includes(needle) ? Number(entry) : undefined;
+      } catch {
+        return undefined; // Gone meanwhile, or not ours to read.
+      }
+    }),
+  );
+  return found.filter((pid): pid is number => pid !== undefined);
 }
 
-/** SIGKILLs every process tagged `tag`; returns how many were signalled. */
-export function killTagged(tag: string): number {
+/** SIGKILLs every process tagged `tag`; resolves with how many were signalled. Never rejects. */
+export async function killTagged(tag: string): Promise<number> {
   let killed = 0;
-  for (const pid of processesTagged(tag)) {
+  for (const pid of await processesTagged(tag).catch(() => [])) {
     try {
       process.kill(pid, 'SIGKILL');
       killed++;
