@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
+import { modelInfoSchema } from './models.js';
 
 /**
  * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
@@ -184,6 +185,8 @@ export const configSchema = z.strictObject({
   agents: z.record(z.string().regex(AGENT_NAME_PATTERN, 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)'), agentSchema).default({}),
   /** Agents offered to the parent as `agent_<name>(task, background?)` tools; each must be in `agents`. */
   agentTools: z.array(z.string()).default([]),
+  /** Per model name: price per million tokens (input, output) and context window (see src/shared/models.ts). */
+  models: z.record(z.string().min(1), modelInfoSchema).default({}),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;
