@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { BuiltinToolName } from '../defaults.js';
 import { bashTool } from './bash.js';
+import { codeOutlineTool } from './code-outline.js';
 import { editFileTool } from './edit-file.js';
 import { findFilesTool } from './find-files.js';
 import { grepTool } from './grep.js';
@@ -14,7 +15,7 @@ export { checkSandbox, type SandboxStatus } from './bwrap.js';
 export { DEFAULT_TOOL_POLICY, toolPolicyFrom } from './policy.js';
 export { displayPath, resolveInWorkspace, resolveWorkspaceRoot } from './sandbox.js';
 export { redactSecrets, scrubEnv, secretValuesOf } from './secrets.js';
-export { bashTool, editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, writeFileTool };
+export { bashTool, codeOutlineTool, editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, writeFileTool };
 
 /** Every built-in tool by name. Frozen: callers pick with {@link builtinTools}. */
 export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, ToolDefinition>> = Object.freeze({
@@ -22,6 +23,7 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, ToolDefinition>> = 
   list_dir: listDirTool,
   find_files: findFilesTool,
   grep: grepTool,
+  code_outline: codeOutlineTool,
   bash: bashTool,
   write_file: writeFileTool,
   edit_file: editFileTool,
