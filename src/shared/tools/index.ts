@@ -44,6 +44,14 @@ export interface OpenAIFunctionTool {
  * (what the model sends), so fields with defaults are optional; `$schema` is dropped.
  */
 export function toOpenAITool(def: ToolDefinition): OpenAIFunctionTool {
+  // Converting the schemas took 4-16 ms per job (8 tools) in a young isolate: once per definition.
+  const cached = openAIToolCache.get(def);
+  if (cached) return cached;
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
-  return { type: 'function', function: { name: def.name, description: def.description, parameters } };
+  const tool: OpenAIFunctionTool = { type: 'function', function: { name: def.name, description: def.description, parameters } };
+  openAIToolCache.set(def, tool);
+  return tool;
 }
+
+/** Keyed by the definition object: the built-ins live as long as the thread; a job's own tools with the job. */
+const openAIToolCache = new WeakMap<ToolDefinition, OpenAIFunctionTool>();
