@@ -3,7 +3,7 @@
  * cell in its own process against a simulator in another process, and writes
  * `<out>/<name>.json`, `<out>/<name>.md` and SVG charts. Stops by itself; kills every child.
  *
- *   node dist/bench/run.js [--quick] [--only io|cpu|scale] [--out bench/results] [--name N] [--cpu-prof]
+ *   node dist/bench/run.js [--quick] [--only io|cpu|scale|parse] [--out bench/results] [--name N] [--cpu-prof]
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
