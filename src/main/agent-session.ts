@@ -163,7 +163,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.manager.takeBackDeliveries(snapshot.turns);
     // Results waiting from before the restart reach the parent at its next turn: a follow-up
     // when it stays idle, or the caller's own turn when one is submitted in the same tick.
-    setImmediate(() => this.#requestFollowUp('restart'));
+    if (this.manager.undeliveredCount === 0) return;
+    this.#followUpPending = true;
+    setImmediate(() => {
+      this.emit('follow-up', { reason: 'restart', queued: this.#running || this.#queue.length > 0 });
+      void this.#runQueue();
+    });
   }
 
   /** Keeps the conversation in the ledger; called after every committed turn. */
@@ -269,7 +274,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     }
   }
 
-  #requestFollowUp(reason: 'wave' | 'user-job' | 'restart'): void {
+  #requestFollowUp(reason: 'wave' | 'user-job'): void {
     if (this.manager.closed || this.manager.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });

@@ -57,6 +57,12 @@ export interface JobRecord {
   usage: UsageByModel;
   iterations: number;
   attempts: number;
+  /**
+   * Launches handed to the executor since it was last queued, written before each launch: a job
+   * whose thread may have begun (but had not yet said `started`) when the process died is not
+   * mistaken for one that never ran (restart recovery).
+   */
+  dispatched?: number;
   /** Why the job ran again, one line per re-queue. */
   notes: string[];
   threadId?: number;
@@ -246,10 +252,16 @@ export class DeliveryLedger {
     this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
+  /** About to be handed to the executor (launch `n`): written before the launch, see {@link JobRecord.dispatched}. */
+  markDispatched(id: string, n: number): void {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    this.#replace(id, { ...record, dispatched: n });
+  }
+
   /** Back to the queue after its thread died under it; the note says why. */
   requeue(id: string, note: string): void {
     const { record } = this.#expect(id, 'running', 'queued');
-    const { startedAt: _started, threadId: _thread, ...rest } = record;
+    const { startedAt: _started, threadId: _thread, dispatched: _dispatched, ...rest } = record;
     this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
@@ -271,7 +283,8 @@ export class DeliveryLedger {
   /** A note on a queued job: why it runs again (restart recovery). */
   noteQueued(id: string, note: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'queued', 'queued');
-    return this.#replace(id, { ...record, notes: [...record.notes, note] });
+    const { dispatched: _dispatched, ...rest } = record;
+    return this.#replace(id, { ...rest, notes: [...record.notes, note] });
   }
 
   /** It answered with children running: back to `queued`, its slot given back, until they end. */

@@ -418,6 +418,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       onSpawn: (requestId, request) => this.#nesting.spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
+    // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
+    if (this.#store) this.#ledger.markDispatched(id, number);
     void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }

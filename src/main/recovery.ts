@@ -53,7 +53,8 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       host.keepSpec(spec);
       continue;
     }
-    const started = record.state === 'running' || record.attempts > 0 || record.waitingForChildren === true;
+    // Dispatched counts as started: its thread may have begun before its `started` was recorded.
+    const started = record.state === 'running' || record.attempts > 0 || record.waitingForChildren === true || (record.dispatched ?? 0) > 0;
     if (!started && record.parentJobId === undefined) {
       claimName(host, record);
       host.specs.set(record.id, spec);
