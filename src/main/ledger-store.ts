@@ -42,6 +42,10 @@ export interface JobStore {
   /** Retention forgot a delivered record. */
   forget(id: string): void;
   putAlert(alert: StoredAlert): void;
+  /** Where a job came from, for the program that spawned it (`fanout`: its input line). */
+  putSource(id: string, source: string): void;
+  /** Every job's source, by job id. */
+  sources(): Map<string, string>;
   /** Runs `fn` as one transaction: its writes land together or not at all. */
   transaction<T>(fn: () => T): T;
 }

@@ -115,10 +115,14 @@ function whyNotRerun(config: ForkpoolConfig, record: Readonly<JobRecord>, reruns
   return undefined;
 }
 
-/** The tools of a job's agent (or of a fork of the parent) that write files or run commands. */
+/**
+ * The tools a job of `agent` (or a fork of the parent) could use to write files or run
+ * commands: in its tool list and granted. Background jobs never ask, so an ungranted gated tool
+ * is refused to them; but with `permissionMode: "ask"` a person may have granted it meanwhile.
+ */
 export function sideEffectTools(config: ForkpoolConfig, agent: string | undefined): string[] {
   const tools = (agent !== undefined ? config.agents[agent]?.tools : undefined) ?? config.tools;
-  return tools.filter((tool) => GATED_TOOLS.includes(tool));
+  return tools.filter((tool) => GATED_TOOLS.includes(tool) && (config.permissionMode === 'ask' || config.grantedTools.includes(tool)));
 }
 
 function interruptedEnding(record: Readonly<JobRecord>, why: string): JobEnding {

@@ -47,6 +47,7 @@ CREATE INDEX IF NOT EXISTS transitions_by_job ON transitions (scope, id);
 CREATE TABLE IF NOT EXISTS alerts (
   scope TEXT NOT NULL, job_id TEXT NOT NULL, number INTEGER NOT NULL, severity TEXT NOT NULL, message TEXT NOT NULL, at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS job_sources (scope TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (scope, id));
 CREATE TABLE IF NOT EXISTS sessions (
   id TEXT PRIMARY KEY, turns INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, data TEXT NOT NULL
 );
@@ -158,6 +159,7 @@ class SqliteJobStore implements JobStore {
   readonly #nextId: Statement;
   readonly #forget: Statement;
   readonly #alert: Statement;
+  readonly #source: Statement;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
   #writtenNextId = 0;
@@ -175,6 +177,16 @@ class SqliteJobStore implements JobStore {
     this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
     this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
+  }
+
+  putSource(id: string, source: string): void {
+    this.#source.run(this.scope, id, source);
+  }
+
+  sources(): Map<string, string> {
+    const rows = this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>;
+    return new Map(rows.map((row) => [row.id, row.source]));
   }
 
   load(): { jobs: StoredJob[]; nextId: number } {
