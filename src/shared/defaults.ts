@@ -107,6 +107,15 @@ export const DEFAULTS = {
       keepRecords: 10_000,
     },
   },
+  /** The durable ledger (README "Durability"); off (in memory) until `ledger.path` is set. */
+  ledger: {
+    /** A job that was running when the process died: `rerun` it (read-only agents only) or `deliver` it as interrupted. */
+    onInterrupted: 'rerun' as 'rerun' | 'deliver',
+    /** Restarts that may re-run one interrupted job; past it the job is delivered as interrupted. */
+    maxReruns: 2,
+    /** SQLite `synchronous`: `normal` survives a killed process (WAL); `full` also a power cut, at about 10x the write cost. */
+    synchronous: 'normal' as 'normal' | 'full',
+  },
   /** `forkpool serve`. */
   server: {
     /** Loopback only unless told otherwise. */
