@@ -22,6 +22,7 @@ import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
 import { JobBudgets } from './budgets.js';
 import type { PoolSnapshot } from './budget-pool.js';
+import type { BudgetReport } from '../shared/budget.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
@@ -122,6 +123,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /** The session's pooled budget now (remaining, leased, spent), or undefined without `sessionBudget`. */
   budgetPool(): PoolSnapshot | undefined {
     return this.#budgets.pool();
+  }
+
+  /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
+  budgetOf(id: string): BudgetReport | undefined {
+    const record = this.#ledger.get(id);
+    if (!record?.budget || record.budgetReport) return record?.budgetReport;
+    const live = this.#live.get(id);
+    const elapsed = record.startedAt === undefined ? 0 : Date.now() - record.startedAt;
+    return this.#budgets.report(record.budget, live?.usage ?? record.usage, live?.iterations ?? record.iterations, elapsed);
   }
 
   /**

@@ -192,3 +192,18 @@ export class BudgetMeter {
     return exceededText(name, this.#limits, this.spent());
   }
 }
+
+/** One line of a report: `turns 3/10, tokens 1200, $0.20/$1.00, 0.1/10 min`, and what ran out. */
+export function describeBudget(report: BudgetReport): string {
+  const { limits, spent } = report;
+  const of = (value: string, limit: string | undefined) => (limit === undefined ? value : `${value}/${limit}`);
+  const parts = [
+    `turns ${of(String(spent.turns), limits.maxTurns?.toString())}`,
+    `tokens ${of(String(spent.tokens), limits.maxTokens?.toString())}`,
+    report.costUnpriced || (spent.unpricedModels.length > 0 && spent.costUsd === 0)
+      ? `cost unpriced (no price for ${spent.unpricedModels.join(', ')}: tokens only)`
+      : `cost ${of(formatUsd(spent.costUsd), limits.maxCostUsd === undefined ? undefined : formatUsd(limits.maxCostUsd))}`,
+    `wall ${of(spent.wallclockMinutes.toFixed(1), limits.maxWallclockMinutes?.toString())} min`,
+  ];
+  return `${parts.join(', ')}${report.exceeded ? `; budget ${report.exceeded} ran out` : ''}`;
+}
