@@ -12,6 +12,10 @@ import type { ScriptStep } from '../src/sim/index.js';
 import { toolResults } from './helpers/agents.js';
 import { CLI_PATH, describeResult, parseJsonLines, runCli } from './helpers/cli.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, recordEvents, startSim } from './helpers/pool.js';
+import { configError, tempWorkspace } from './helpers/config.js';
+import { parseConfig } from '../src/shared/config.js';
+import { statusText } from '../src/cli/progress.js';
+import { describePool } from '../src/main/budget-pool.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -124,5 +128,33 @@ describe('sessionBudget through forkpool fanout', () => {
     expect(r.stderr).toMatch(/fanout: 0 ok, 2 partial, .* 6 refused/);
     expect(r.stderr).toMatch(/session budget: \$0\.\d\d of \$2\.50 left; spent \$2\.\d\d/);
     expect(r.code).toBe(1);
+  });
+});
+
+describe('sessionBudget in the config and the CLI', () => {
+  it('names the field: a pool with no limit, a token pool without a per-job token limit, a bad budget value', () => {
+    const workspaceRoot = tempWorkspace(undefined, cleanups);
+    const base = { workspaceRoot, baseUrl: 'http://127.0.0.1:9/v1' };
+    expect(configError(() => parseConfig({ ...base, sessionBudget: { onExhausted: 'queue' } })).issues).toEqual([{ field: 'sessionBudget', expected: 'maxTokens, maxCostUsd or both', received: 'neither' }]);
+    expect(configError(() => parseConfig({ ...base, sessionBudget: { maxTokens: 1000 } })).issues[0]?.field).toBe('background.budget.maxTokens');
+    expect(configError(() => parseConfig({ ...base, background: { budget: { maxTurns: 0 } } })).issues[0]).toMatchObject({ field: 'background.budget.maxTurns', received: '0' });
+    expect(configError(() => parseConfig({ ...base, agents: { scout: { description: 'd', budget: { maxCostUsd: -1 } } } })).issues[0]?.field).toBe('agents.scout.budget.maxCostUsd');
+    expect(configError(() => parseConfig({ ...base, sessionBudget: { maxCostUsd: 1, onExhausted: 'wait' } })).issues[0]?.field).toBe('sessionBudget.onExhausted');
+    expect(parseConfig({ ...base, background: { budget: { maxTokens: 5000 } }, sessionBudget: { maxTokens: 20000 } }).background.budget).toEqual({ maxTurns: 50, maxTokens: 5000, maxCostUsd: 1, maxWallclockMinutes: 10 });
+  });
+
+  it("fanout's status line shows what is left of the pool", () => {
+    const pool = describePool({ maxCostUsd: 2.5, remainingUsd: 0.4, spentTokens: 0, spentUsd: 0.1, leasedTokens: 0, leasedUsd: 2, leases: 2, onExhausted: 'refuse' });
+    expect(statusText({ read: 3, ended: 1, failed: 0, running: 2, queued: 0, startedAt: 0, now: 1000, pool })).toMatch(/\| session budget: \$0\.40 of \$2\.50 left \(2 job\(s\) hold leases\)$/);
+  });
+
+  it("run's totals say the cost, the unpriced models and what is left of the pool", async () => {
+    const cwd = tempWorkspace({ 'src/retry.ts': 'export const retryBackoff = 1;\n' }, cleanups);
+    writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ ...PRICED, agents: { scout: { description: 'd', model: 'scout-model' } }, sessionBudget: { maxCostUsd: 3 } }));
+    const r = await runCli(['run', '--sim-latency', '0', 'Answer these: 1. Where is the retry backoff? 2. Scout: where is retryBackoff?'], { cwd, cleanup: cleanups });
+    expect(r.code, describeResult(r)).toBe(0);
+    // The parent's and the forks' model is priced; the scout's is not, and the line says so.
+    expect(r.stderr).toMatch(/^cost: \$\d+\.\d\d; no price in "models" \(tokens only\): scout-model$/m);
+    expect(r.stderr).toMatch(/^session budget: \$\d\.\d\d of \$3\.00 left; spent \$\d\.\d\d, \d+ tokens$/m);
   });
 });
