@@ -9,7 +9,9 @@ import { WRAP_UP_MARKER, BudgetMeter } from '../src/shared/budget.js';
 import { parseConfig } from '../src/shared/config.js';
 import type { ScriptStep } from '../src/sim/index.js';
 import { toolResults } from './helpers/agents.js';
-import { Cleanups, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, startSim } from './helpers/pool.js';
+import { Cleanups, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, nextEvent, startSim } from './helpers/pool.js';
+import { ManualScheduler } from './helpers/fake-executor.js';
+import type { ManagerEvents } from '../src/main/manager.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -93,9 +95,16 @@ describe('per-job budgets through the real pool', () => {
     const sim = await startSim(cleanups, {
       script: [{ content: 'checked the build first', toolCalls: [{ name: 'bash', arguments: { command: 'sleep 60' } }] }, { content: 'never reached' }],
     });
-    const config = makeConfig(sim, root, { budget: { maxWallclockMinutes: 0.01 } }, { grantedTools: ['bash'] });
-    const manager = makeManager(config, cleanups);
-    const record = await ended(manager, manager.spawn({ task: 'run the build', label: 'stuck' }).id);
+    const config = makeConfig(sim, root, {}, { grantedTools: ['bash'] });
+    // The wall-clock timer is fired by hand once the job is inside its tool: no timing window.
+    const scheduler = new ManualScheduler(['timeout', 'cancel-grace', 'port-close']);
+    const manager = makeManager(config, cleanups, undefined, scheduler);
+    const inTool = nextEvent<ManagerEvents, 'progress'>(manager, 'progress', ({ event }) => event.type === 'tool_call' && event.name === 'bash');
+    const job = manager.spawn({ task: 'run the build', label: 'stuck' });
+    await inTool;
+    const [timer] = scheduler.find('budget', job.id);
+    expect(scheduler.fire(timer as number)).toMatchObject({ kind: 'budget' });
+    const record = await ended(manager, job.id);
     expect(record.status).toBe('partial');
     expect(record.endedBy).toBe('cooperative');
     expect(record.budgetExceeded).toBe('maxWallclockMinutes');
