@@ -14,6 +14,8 @@ import { ManualScheduler } from './helpers/fake-executor.js';
 import type { ManagerEvents } from '../src/main/manager.js';
 
 const cleanups = new Cleanups();
+/** Jobs here make up to a dozen sequential model calls in worker threads: a loaded machine needs more than the default minute. */
+const POOL_TEST_TIMEOUT_MS = 150_000;
 afterEach(() => cleanups.run());
 
 /** A model that keeps calling tools (a different directory each time, so no loop is detected), saying what it found. */
@@ -30,7 +32,7 @@ function wrapUps(body: { messages: Array<{ role: string; content: unknown }> }):
   return body.messages.filter((m) => m.role === 'user' && typeof m.content === 'string' && m.content.startsWith(WRAP_UP_MARKER)).length;
 }
 
-describe('per-job budgets through the real pool', () => {
+describe('per-job budgets through the real pool', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('maxTurns: stopped after exactly 10 model calls, partial with its text so far, told to wrap up exactly once (at the 9th call)', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: busySteps(30) });
@@ -96,8 +98,9 @@ describe('per-job budgets through the real pool', () => {
       script: [{ content: 'checked the build first', toolCalls: [{ name: 'bash', arguments: { command: 'sleep 60' } }] }, { content: 'never reached' }],
     });
     const config = makeConfig(sim, root, {}, { grantedTools: ['bash'] });
-    // The wall-clock timer is fired by hand once the job is inside its tool: no timing window.
-    const scheduler = new ManualScheduler(['timeout', 'cancel-grace', 'port-close']);
+    // The wall-clock timer is fired by hand once the job is inside its tool, and the hard stop
+    // never comes (cancel-grace is manual too): the cooperative path alone, no timing window.
+    const scheduler = new ManualScheduler(['timeout', 'port-close']);
     const manager = makeManager(config, cleanups, undefined, scheduler);
     const inTool = nextEvent<ManagerEvents, 'progress'>(manager, 'progress', ({ event }) => event.type === 'tool_call' && event.name === 'bash');
     const job = manager.spawn({ task: 'run the build', label: 'stuck' });
@@ -125,7 +128,7 @@ describe('per-job budgets through the real pool', () => {
   });
 });
 
-describe('budgets per agent, overridden per spawn only within the agent', () => {
+describe('budgets per agent, overridden per spawn only within the agent', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   const base = (root: string, url: string) =>
     parseConfig({
       workspaceRoot: root,

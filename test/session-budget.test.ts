@@ -18,6 +18,8 @@ import { statusText } from '../src/cli/progress.js';
 import { describePool } from '../src/main/budget-pool.js';
 
 const cleanups = new Cleanups();
+/** Jobs here make up to a dozen sequential model calls in worker threads: a loaded machine needs more than the default minute. */
+const POOL_TEST_TIMEOUT_MS = 150_000;
 afterEach(() => cleanups.run());
 
 beforeAll(async () => {
@@ -29,7 +31,7 @@ beforeAll(async () => {
 const PRICED = { models: { 'forkpool-sim': { inputUsdPerMTok: 1_000, outputUsdPerMTok: 1_000 } } };
 const cheapAnswers = (n: number): ScriptStep[] => Array.from({ length: n }, () => ({ content: 'answer', usage: { prompt_tokens: 150, completion_tokens: 50 } }));
 
-describe('sessionBudget: refuse', () => {
+describe('sessionBudget: refuse', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('refuses a spawn the pool cannot cover, with the reason; unspent leases return when jobs end (actual spend charged)', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: cheapAnswers(3), latencyMs: 50 });
@@ -83,7 +85,7 @@ describe('sessionBudget: refuse', () => {
   });
 });
 
-describe('sessionBudget: queue', () => {
+describe('sessionBudget: queue', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('queues a spawn until leases return, then runs it; a budget the pool can never cover is refused at once', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: cheapAnswers(3), latencyMs: 50 });
@@ -104,7 +106,7 @@ describe('sessionBudget: queue', () => {
   });
 });
 
-describe('sessionBudget through forkpool fanout', () => {
+describe('sessionBudget through forkpool fanout', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('a fan-out that would overspend stops at the pool: every task is either run or reported refused, nothing lost', async () => {
     const root = await makeWorkspace(cleanups);
     // A model that never stops: each job runs until its own $1.00 is spent (partial).
@@ -114,7 +116,7 @@ describe('sessionBudget through forkpool fanout', () => {
       JSON.stringify({ baseUrl: sim.url, ...PRICED, background: { maxConcurrent: 4 }, sessionBudget: { maxCostUsd: 2.5, onExhausted: 'refuse' } }),
     );
     const lines = Array.from({ length: 8 }, (_, i) => JSON.stringify({ task: `survey part ${i + 1}` })).join('\n') + '\n';
-    const r = await runCli(['fanout', '--no-progress', '-'], { cwd: root, input: lines, cleanup: cleanups });
+    const r = await runCli(['fanout', '--no-progress', '-'], { cwd: root, input: lines, cleanup: cleanups, timeoutMs: 120_000 });
     expect(r.timedOut, describeResult(r)).toBe(false);
     const records = parseJsonLines(r.stdout);
     expect(records.map((x) => x.line).sort((x, y) => Number(x) - Number(y))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
@@ -131,7 +133,7 @@ describe('sessionBudget through forkpool fanout', () => {
   });
 });
 
-describe('sessionBudget in the config and the CLI', () => {
+describe('sessionBudget in the config and the CLI', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('names the field: a pool with no limit, a token pool without a per-job token limit, a bad budget value', () => {
     const workspaceRoot = tempWorkspace(undefined, cleanups);
     const base = { workspaceRoot, baseUrl: 'http://127.0.0.1:9/v1' };
@@ -151,7 +153,7 @@ describe('sessionBudget in the config and the CLI', () => {
   it("run's totals say the cost, the unpriced models and what is left of the pool", async () => {
     const cwd = tempWorkspace({ 'src/retry.ts': 'export const retryBackoff = 1;\n' }, cleanups);
     writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ ...PRICED, agents: { scout: { description: 'd', model: 'scout-model' } }, sessionBudget: { maxCostUsd: 3 } }));
-    const r = await runCli(['run', '--sim-latency', '0', 'Answer these: 1. Where is the retry backoff? 2. Scout: where is retryBackoff?'], { cwd, cleanup: cleanups });
+    const r = await runCli(['run', '--sim-latency', '0', 'Answer these: 1. Where is the retry backoff? 2. Scout: where is retryBackoff?'], { cwd, cleanup: cleanups, timeoutMs: 120_000 });
     expect(r.code, describeResult(r)).toBe(0);
     // The parent's and the forks' model is priced; the scout's is not, and the line says so.
     expect(r.stderr).toMatch(/^cost: \$\d+\.\d\d; no price in "models" \(tokens only\): scout-model$/m);

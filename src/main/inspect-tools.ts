@@ -68,7 +68,12 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
       }
       let record: Readonly<JobRecord> = job;
       if (job.state === 'ended' && job.deliveredInTurn === undefined) record = host.manager.markDelivered(job.id, host.currentTurn()) ?? job;
-      return checkText(record, host.activity, host.resultMaxChars, now(), job.deliveredInTurn === undefined);
+      const budget = host.manager.budgetOf(job.id);
+      const text = checkText(record, host.activity, host.resultMaxChars, now(), job.deliveredInTurn === undefined);
+      if (!budget) return text;
+      // After the usage line: limits, spent and what ran out.
+      const [head, ...rest] = text.split('\n');
+      return [head, `Budget: ${describeBudget(budget)}.`, ...rest].join('\n');
     },
   };
   const restart: ToolDefinition<z.output<typeof jobRef>> = {

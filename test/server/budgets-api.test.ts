@@ -9,6 +9,8 @@ import { useCleanup } from '../helpers/index.js';
 import { parsePrometheus, startTestServer } from './helpers.js';
 
 const cleanup = useCleanup();
+/** Jobs here make up to a dozen sequential model calls in worker threads: a loaded machine needs more than the default minute. */
+const POOL_TEST_TIMEOUT_MS = 150_000;
 const TASK = 'Where is the retry backoff implemented?';
 
 async function json(response: Response): Promise<any> {
@@ -20,7 +22,7 @@ const CONFIG = {
   agents: { scout: { description: 'finds files', model: 'scout-model', budget: { maxTurns: 5 } } },
 };
 
-describe('budgets over HTTP', () => {
+describe('budgets over HTTP', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('POST /v1/jobs: a budget above the limit is a 400 naming the field; a tighter one is kept and reported', async () => {
     const { api } = await startTestServer(cleanup, CONFIG);
     const over = await api('/v1/jobs', { json: { task: TASK, agent: 'scout', budget: { maxTurns: 6 } } });
