@@ -5,6 +5,7 @@ import { JobError } from '../shared/errors.js';
 import { costOf, usageCostUsd } from '../shared/models.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
 import { SessionBudgetPool, type Lease, type PoolSnapshot } from './budget-pool.js';
+import type { JobEnding, JobRecord } from './ledger.js';
 
 /**
  * The main thread's side of budgets: a job's limits at spawn (its agent's, or tighter ones
@@ -111,6 +112,21 @@ export class JobBudgets {
 
   report(limits: BudgetLimits, usage: UsageByModel, turns: number, elapsedMs: number, exceeded?: BudgetName): BudgetReport {
     return budgetReport(limits, spentOf(this.#config, usage, turns, elapsedMs), exceeded);
+  }
+
+  /** A job's report now: its record's once it ended, else from what its attempt has reported so far. */
+  reportNow(record: Readonly<JobRecord> | undefined, live: { usage: UsageByModel; iterations: number } | undefined, now = Date.now()): BudgetReport | undefined {
+    if (!record?.budget || record.budgetReport) return record?.budgetReport;
+    const elapsed = record.startedAt === undefined ? 0 : now - record.startedAt;
+    return this.report(record.budget, live?.usage ?? record.usage, live?.iterations ?? record.iterations, elapsed);
+  }
+
+  /** A job ends: its spend is charged to the pool (the rest of its lease returns), and its record gets its report. */
+  atEnd(id: string, record: Readonly<JobRecord> | undefined, ending: JobEnding, now = Date.now()): Pick<JobEnding, 'budgetReport'> {
+    this.settle(id, ending.usage);
+    if (!record?.budget) return {};
+    const elapsed = record.startedAt === undefined ? 0 : now - record.startedAt;
+    return { budgetReport: this.report(record.budget, ending.usage, ending.iterations, elapsed, ending.budgetExceeded) };
   }
 
   /** The pool now, or undefined without `sessionBudget`. */

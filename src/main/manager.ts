@@ -127,11 +127,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
   budgetOf(id: string): BudgetReport | undefined {
-    const record = this.#ledger.get(id);
-    if (!record?.budget || record.budgetReport) return record?.budgetReport;
-    const live = this.#live.get(id);
-    const elapsed = record.startedAt === undefined ? 0 : Date.now() - record.startedAt;
-    return this.#budgets.report(record.budget, live?.usage ?? record.usage, live?.iterations ?? record.iterations, elapsed);
+    return this.#budgets.reportNow(this.#ledger.get(id), this.#live.get(id));
   }
 
   /**
@@ -464,7 +460,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
-    ending = { ...ending, ...this.#budgetEnding(id, ending) };
+    // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
+    ending = { ...ending, ...this.#budgets.atEnd(id, this.#ledger.get(id), ending) };
     const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
     const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
@@ -482,15 +479,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#waiters.delete(id);
     if (record.wave !== null) this.#checkWave(record.wave);
     this.#pump();
-  }
-
-  /** Charges the job's spend to the session pool (the rest of its lease returns) and reports its budgets. */
-  #budgetEnding(id: string, ending: JobEnding): Pick<JobEnding, 'budgetReport'> {
-    this.#budgets.settle(id, ending.usage);
-    const record = this.#ledger.get(id);
-    if (!record?.budget) return {};
-    const elapsed = record.startedAt === undefined ? 0 : Date.now() - record.startedAt;
-    return { budgetReport: this.#budgets.report(record.budget, ending.usage, ending.iterations, elapsed, ending.budgetExceeded) };
   }
 
   #checkWave(wave: number): void {
