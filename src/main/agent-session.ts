@@ -245,6 +245,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       wave: this.#currentTurn,
       ...(request.agent !== undefined ? { agent: request.agent } : {}),
       ...(request.name !== undefined ? { name: request.name } : {}),
+      ...(request.budget !== undefined ? { budget: request.budget } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
     });
   }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ForkpoolError, ToolError, errorMessage } from '../shared/errors.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import type { JobHandle } from './manager.js';
 
 /** What the parent's background tools need from the session that owns them. */
@@ -17,6 +18,7 @@ export interface SpawnToolRequest {
   fullContext: boolean;
   agent?: string;
   name?: string;
+  budget?: BudgetLimits;
 }
 
 const nameArg = z
@@ -41,6 +43,12 @@ const baseSpawnArgs = z.strictObject({
     .optional()
     .describe('Default false. True only when the task depends on what you have been doing: the job then also gets a capped summary of this session.'),
   name: nameArg,
+  budget: budgetLimitsSchema
+    .optional()
+    .describe(
+      'Optional, to spend less than the agent may: maxTurns (model calls), maxTokens, maxCostUsd, maxWallclockMinutes. ' +
+        "Each value must be at or below the agent's own limit (list_background_agents shows them); above it the spawn is refused.",
+    ),
 });
 
 /** With peers configured, `agent` is an enum of their names: a name outside it is a tool error and nothing starts. */
@@ -78,6 +86,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           fullContext: args.full_context ?? false,
           ...(args.agent !== undefined ? { agent: args.agent } : {}),
           ...(args.name !== undefined ? { name: args.name } : {}),
+          ...(args.budget !== undefined ? { budget: args.budget } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');

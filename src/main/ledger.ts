@@ -4,6 +4,7 @@ import type { JobRole } from '../shared/protocol.js';
 import type { ResultTag } from '../shared/result-tag.js';
 import type { StopReason } from '../shared/tool-loop.js';
 import type { UsageByModel } from '../shared/usage.js';
+import type { BudgetLimits, BudgetName, BudgetReport } from '../shared/budget.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 
 export type JobState = 'queued' | 'running' | 'ended';
@@ -42,6 +43,12 @@ export interface JobRecord {
   childrenOnEnd?: 'waited' | 'cancelled';
   /** Its usage plus its ended descendants' (the tree's roll-up), set when it ends. */
   treeUsage?: UsageByModel;
+  /** Its budgets (its agent's, or tighter ones given at spawn); see README "Budgets". */
+  budget?: BudgetLimits;
+  /** The budget that ran out (the job then ended `partial` with what it had). */
+  budgetExceeded?: BudgetName;
+  /** Limits, spent and remaining when it ended. */
+  budgetReport?: BudgetReport;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;
@@ -86,6 +93,8 @@ export interface JobEnding {
   children?: string[] | undefined;
   childrenOnEnd?: 'waited' | 'cancelled' | undefined;
   treeUsage?: UsageByModel | undefined;
+  budgetExceeded?: BudgetName | undefined;
+  budgetReport?: BudgetReport | undefined;
 }
 
 /**
@@ -274,7 +283,7 @@ export class DeliveryLedger {
     const { record } = this.#expect(id, 'ended', 'queued');
     this.#undelivered.delete(id);
     const {
-      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error,
+      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error, budgetExceeded: _over, budgetReport: _report,
       startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, ...rest
     } = record;
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
@@ -323,6 +332,8 @@ export class DeliveryLedger {
       ...(ending.children?.length ? { children: [...ending.children] } : {}),
       ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
       ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
+      ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
+      ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
     });
     this.#undelivered.add(id);
     this.#enforce(now);

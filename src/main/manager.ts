@@ -20,6 +20,9 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopR
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
+import { JobBudgets } from './budgets.js';
+import type { PoolSnapshot } from './budget-pool.js';
+import type { BudgetReport } from '../shared/budget.js';
 import type { JobStore } from './ledger-store.js';
 import { recoverJobs, takeBackDeliveries, type RecoveryReport } from './recovery.js';
 
@@ -64,6 +67,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #pumpScheduled = false;
   /** Tags this manager's child processes apart from any other forkpool's on the machine. */
   readonly #processToken = randomUUID().slice(0, 8);
+  /** Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts). */
+  readonly #budgets: JobBudgets;
   /** The durable ledger's scope, when there is one (see recovery.ts, README "Durability"). */
   readonly #store: JobStore | undefined;
   /** What restart recovery found in the durable ledger; undefined without one. */
@@ -78,6 +83,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#store = options.store;
     this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
+    this.#budgets = new JobBudgets(this.#config);
     this.#nesting = new Nesting({
       config: this.#config,
       ledger: this.#ledger,
@@ -130,6 +136,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#closing !== undefined;
   }
 
+  /** The session's pooled budget now (remaining, leased, spent), or undefined without `sessionBudget`. */
+  budgetPool(): PoolSnapshot | undefined {
+    return this.#budgets.pool();
+  }
+
+  /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
+  budgetOf(id: string): BudgetReport | undefined {
+    return this.#budgets.reportNow(this.#ledger.get(id), this.#live.get(id));
+  }
+
   /**
    * Queues a job and returns at once. Its cancel handle exists from now on, and aborting
    * `options.signal` cancels it. Throws `MANAGER_CLOSED`, `QUEUE_FULL`, `ABORTED` (the signal
@@ -145,8 +161,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
     const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
     const { data, role, agent } = admitSpawn(request, this.#config, waiting, (name) => this.#names.holder(name), (id) => this.#ledger.get(id)?.state);
+    const budget = this.#budgets.admit(agent, data.budget);
     const name = data.name;
     const id = this.#ledger.newId();
+    budget.hold(id);
     const wave = data.wave ?? null;
     const record = this.#ledger.add({
       id,
@@ -158,6 +176,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(name !== undefined ? { name } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? nesting : {}),
+      budget: budget.limits,
     });
     if (name !== undefined) this.#names.claim(name, id);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
@@ -172,6 +191,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(agent !== undefined ? { agent } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? { depth: nesting.depth } : {}),
+      budget: budget.limits,
     });
     if (wave !== null) this.#waves.add(wave, id);
     const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
@@ -390,7 +410,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
     if (this.closed) for (const id of [...this.#queue]) this.#stop(id, 'close');
     const cap = this.#config.background.maxConcurrent;
-    while (this.#live.size < cap && this.#queue.length > 0) this.#launch(this.#queue.shift() as string);
+    while (this.#live.size < cap && this.#queue.length > 0) {
+      // The session pool decides first: the head waits for leases to return (FIFO), or is refused.
+      const head = this.#queue[0] as string;
+      const spec = this.#specs.get(head);
+      const gate = this.#budgets.gate(head, spec?.budget, spec?.agent, (holder) => this.#live.has(holder));
+      if (gate.kind === 'wait') break;
+      this.#queue.shift();
+      if (gate.kind === 'go') this.#launch(head);
+      else this.#finish(head, { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error: serializeError(gate.error) });
+    }
     if (this.pending === 0) this.emit('idle');
   }
 
@@ -411,6 +440,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         this.#ledger.markRunning(id, threadId);
         // The wall clock starts now: time spent queued does not count.
         attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
+        // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
+        const wallMs = this.#budgets.wallclockMs(spec.budget, this.#ledger.get(id)?.startedAt ?? Date.now());
+        if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.#stop(id, 'budget'), 'budget');
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
@@ -473,6 +505,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
+    // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
+    ending = { ...ending, ...this.#budgets.atEnd(id, this.#ledger.get(id), ending) };
     const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
     const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);

@@ -94,6 +94,8 @@ export const DEFAULTS = {
     alertBufferMax: 50,
     /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
     checkCooldownMs: 5_000,
+    /** Per-job budgets of a fork (core-agent's defaults): model calls, dollars, minutes; no token limit. */
+    budget: { maxTurns: 50, maxCostUsd: 1.0, maxWallclockMinutes: 10 },
     /**
      * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). Results
      * are the bulk (a job's answer, its task); a record without them is about 1.5 KB.

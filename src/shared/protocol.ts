@@ -3,6 +3,7 @@ import { configSchema, type ForkpoolConfig } from './config.js';
 import { ERROR_CODES, type SerializedError } from './errors.js';
 import type { LoopEvent, StopReason } from './tool-loop.js';
 import type { UsageByModel } from './usage.js';
+import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 
 /**
  * Everything that crosses the thread boundary, defined once. Messages are validated with zod
@@ -34,6 +35,8 @@ export interface JobSpec {
   attempt: number;
   /** Set in every child process's environment (see process-tag.ts): `<manager>.<job>.<attempt>`. */
   processTag?: string;
+  /** Its budgets, resolved on the main thread (agent's, or the spawn's tighter override). */
+  budget?: BudgetLimits;
 }
 
 const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
@@ -65,10 +68,12 @@ export const jobSpecSchema = z.strictObject({
       usage: z.record(z.string(), z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() })),
       iterations: z.number().int().min(0),
       childResults: z.string(),
+      wrapUpSent: z.boolean().optional(),
     })
     .optional(),
   attempt: z.number().int().min(1),
   processTag: z.string().min(1).max(200).optional(),
+  budget: budgetLimitsSchema.optional(),
 });
 
 /** Where a job that waited for its children picks up: its conversation, and what it had used. */
@@ -78,6 +83,8 @@ export interface ResumeState {
   iterations: number;
   /** Its children's results, not yet seen by its model: injected before its next model call. */
   childResults: string;
+  /** It was told to wrap up already (a budget at 90%): never twice. */
+  wrapUpSent?: boolean;
 }
 
 /** A job asks the main thread to start a child (a thread never creates threads). */
@@ -96,6 +103,8 @@ export interface JobOutcome {
   usage: UsageByModel;
   iterations: number;
   error?: SerializedError;
+  /** The budget that ran out, when it stopped for one. */
+  budgetExceeded?: BudgetName;
 }
 
 /** Worker → main, over the job's port. */
@@ -122,7 +131,7 @@ export const ALERT_MAX_CHARS = 2_000;
 
 /** Main → worker, over the job's port. */
 export type MainMessage =
-  | { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' }
+  | { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' | 'budget' }
   | { type: 'spawn-result'; requestId: number; ok: true; childId: string; label: string }
   | { type: 'spawn-result'; requestId: number; ok: false; code: string; message: string }
   /** Children that ended, for the job's next model call; `childIds` says whose. */
@@ -149,6 +158,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       usage: z.record(z.string(), usageSchema),
       iterations: z.number(),
       error: serializedErrorSchema.optional(),
+      budgetExceeded: z.enum(BUDGET_NAMES).optional(),
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
@@ -162,13 +172,13 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('suspend'),
     jobId: z.string(),
-    state: z.object({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0) }),
+    state: z.object({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0), wrapUpSent: z.boolean().optional() }),
     seenChildren: z.array(z.string()),
   }),
 ]);
 
 export const mainMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close']) }),
+  z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) }),
   z.object({ type: z.literal('spawn-result'), requestId: z.number(), ok: z.boolean(), childId: z.string().optional(), label: z.string().optional(), code: z.string().optional(), message: z.string().optional() }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
 ]);

@@ -20,6 +20,7 @@ import { ChildLink, spawnChildTool } from './children.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
+import { BudgetMeter } from '../shared/budget.js';
 
 
 export interface BackgroundJobDeps {
@@ -50,6 +51,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
     const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
     const children = deps.children;
+    // One meter for the whole job: it counts what was spent before a resume, and warns once.
+    const budget = spec.budget
+      ? new BudgetMeter(spec.budget, config, { usage, turns: iterations, ...(spec.resume?.wrapUpSent ? { wrapUpSent: true } : {}) })
+      : undefined;
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
@@ -75,10 +80,18 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         rateGate: deps.rateGate,
         onEvent: deps.onEvent,
         beforeModelCall: children ? () => children.take() : undefined,
+        budget,
       });
       usage = mergeUsageByModel(usage, result.usage);
       iterations += result.iterations;
-      const outcome: JobOutcome = { stopReason: result.stopReason, text: result.finalText, usage, iterations, ...(result.error ? { error: result.error } : {}) };
+      const outcome: JobOutcome = {
+        stopReason: result.stopReason,
+        text: result.finalText,
+        usage,
+        iterations,
+        ...(result.error ? { error: result.error } : {}),
+        ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
+      };
       if (result.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
       // Its answer came with children's results still unread, or children still running: wait.
       const unread = children.take();
@@ -87,7 +100,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         continue;
       }
       if (children.outstanding.length === 0) return outcome;
-      return { ...outcome, suspend: { state: { messages: result.messages, usage, iterations }, seenChildren: children.seen } };
+      return { ...outcome, suspend: { state: { messages: result.messages, usage, iterations, ...(budget?.wrapUpSent ? { wrapUpSent: true } : {}) }, seenChildren: children.seen } };
     }
   } catch (error) {
     const aborted = deps.signal.aborted;
@@ -102,7 +115,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
 }
 
 /** A job's outcome; `suspend` when it answered with children still running and waits for them. */
-export type JobRunResult = JobOutcome & { suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number }; seenChildren: string[] } };
+export type JobRunResult = JobOutcome & { suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] } };
 
 /*
  * Clients are reused across the jobs a thread runs (shared mode runs many), so their HTTP
@@ -142,7 +155,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     const parsed = mainMessageSchema.safeParse(raw);
     if (!parsed.success) return;
     const message = parsed.data;
-    if (message.type === 'cancel') controller.abort(new ForkpoolError(message.reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${message.reason}`));
+    if (message.type === 'cancel') controller.abort(cancelReason(message.reason));
     else if (message.type === 'spawn-result') children?.onSpawnResult(message);
     else children?.onChildResults(message.childIds, message.text);
   };
@@ -176,6 +189,12 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     remote[releaseProxy]();
     closePorts(task);
   }
+}
+
+/** Why the job's signal aborts: its wall-clock budget ran out, a timeout, or a cancel. */
+function cancelReason(reason: 'cancel' | 'timeout' | 'close' | 'budget'): ForkpoolError {
+  if (reason === 'budget') return new ForkpoolError('BUDGET_EXCEEDED', 'budget maxWallclockMinutes exhausted: stopped with what it had');
+  return new ForkpoolError(reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${reason}`);
 }
 
 /** The tools a job has beyond the built-ins: they talk to the main thread over the port. */
