@@ -213,8 +213,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
    * result on by itself, as `fanout` prints it. Its full text then falls under retention.
    */
-  markDelivered(id: string, turn = 0): Readonly<JobRecord> | undefined {
-    return this.#ledger.markDelivered(id, turn);
+  markDelivered(id: string, turn = 0, unread?: [number, number]): Readonly<JobRecord> | undefined {
+    return this.#ledger.markDelivered(id, turn, Date.now(), unread);
+  }
+
+  /** The parent read characters `[from, to)` of a result delivered in part (read_background_result). */
+  noteResultRead(id: string, from: number, to: number): Readonly<JobRecord> | undefined {
+    return this.#ledger.markShown(id, from, to);
   }
 
   /**
@@ -239,16 +244,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
    * name went to another live job meanwhile) or `MANAGER_CLOSED`.
    */
-  restart(idOrName: string): JobHandle {
+  restart(idOrName: string, reason?: string): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
     const record = this.find(idOrName);
     if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    return this.#restarts.restart(record);
+    return this.#restarts.restart(record, reason);
   }
 
-  /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
-  drain(turn: number): Readonly<JobRecord>[] {
-    return this.#ledger.drain(turn);
+  /**
+   * Ended jobs not yet delivered (those `accept` takes), handed over once and marked delivered
+   * in `turn`; `unread`: per job delivered in part, the characters left out (see planDelivery).
+   */
+  drain(turn: number, options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {}): Readonly<JobRecord>[] {
+    return this.#ledger.drain(turn, options.accept, Date.now(), options.unread);
   }
 
   /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
