@@ -6,7 +6,7 @@ import { AbortError, ForkpoolError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { formatBackgroundReports } from './delivery-format.js';
-import { resultPageTool } from './result-pages.js';
+import { resultPageTool, reusedResultText } from './result-pages.js';
 import { TurnDelivery } from './turn-delivery.js';
 import { inspectTools } from './inspect-tools.js';
 import { agentTools } from './agent-tools.js';
@@ -105,6 +105,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
             cancelJob: (id) => this.manager.cancel(id),
             agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+            reusedResult: (id) => reusedResultText(this.manager, id, this.#currentTurn, options.config.background.resultMaxChars),
           }).concat(
             agentTools(
               {

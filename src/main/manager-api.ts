@@ -67,6 +67,12 @@ export interface JobHandle {
   id: string;
   label: string;
   state: JobRecord['state'];
+  /**
+   * Set when no new job started (see README "De-duplication"): `attached`, an identical job was
+   * running and this is it; `reused`, one ended `ok` `ageMs` ago and its result stands.
+   */
+  joined?: 'attached' | 'reused';
+  ageMs?: number;
 }
 
 export interface CloseReport {

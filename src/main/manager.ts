@@ -20,6 +20,7 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopR
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
+import { SpawnDedup, type DedupMatch } from './dedup.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
@@ -49,6 +50,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #nesting: Nesting;
   readonly #tree: JobTree;
   readonly #restarts: Restarts;
+  readonly #dedup: SpawnDedup;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
@@ -86,6 +88,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       pump: () => this.#pump(),
     });
     this.#tree = this.#nesting.tree;
+    this.#dedup = new SpawnDedup(this.#config);
     this.#restarts = new Restarts({
       ledger: this.#ledger,
       names: this.#names,
@@ -126,6 +129,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #book(request: SpawnRequest, options: SpawnOptions, nesting: { parentJobId: string; depth: number } | undefined): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    // An identical request joins the running job or reuses a fresh result (see dedup.ts).
+    const dedupKey = this.#dedup.keyFor(request, nesting !== undefined);
+    const match = dedupKey === undefined ? undefined : this.#dedup.find(dedupKey, (id) => this.#ledger.get(id));
+    if (match) return this.#joined(match);
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
     const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
     const { data, role, agent } = admitSpawn(request, this.#config, waiting, (name) => this.#names.holder(name), (id) => this.#ledger.get(id)?.state);
@@ -144,6 +151,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(nesting ? nesting : {}),
     });
     if (name !== undefined) this.#names.claim(name, id);
+    if (dedupKey !== undefined) this.#dedup.booked(id, dedupKey);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
     this.#specs.set(id, {
       id,
@@ -163,6 +171,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.emit('spawned', record);
     this.#schedulePump();
     return { id, label: record.label, state: 'queued' };
+  }
+
+  #joined(match: DedupMatch): JobHandle {
+    const record = this.#ledger.get(match.id) as JobRecord;
+    this.#logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
+    return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
@@ -439,6 +453,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
     const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
+    this.#dedup.ended(record);
     this.#nesting.deliverToParent(record);
     this.#names.release(id);
     this.#alertCounts.delete(id);

@@ -65,6 +65,20 @@ export function resultPageTool(host: ResultPageHost): ToolDefinition {
   };
 }
 
+/**
+ * A reused job's result for the spawn tool's answer (see README "De-duplication"): its first
+ * `maxChars` characters and how to read the rest. Counts as its delivery when it had none yet.
+ */
+export function reusedResultText(manager: Pick<BackgroundManager, 'get' | 'markDelivered'>, id: string, turn: number, maxChars: number): string {
+  const record = manager.get(id);
+  const text = record?.resultText ?? '';
+  let end = Math.min(text.length, maxChars);
+  if (end < text.length && end > 0 && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+  if (record && record.deliveredInTurn === undefined) manager.markDelivered(id, turn, end < text.length ? [end, text.length] : undefined);
+  const rest = end < text.length ? `\n[… ${text.length - end} more characters: read_background_result(job_id: "${id}", offset: ${end})]` : '';
+  return `${text.slice(0, end) || '(no text)'}${rest}`;
+}
+
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
