@@ -16,7 +16,7 @@ const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 
 /** Tools that only read: jobs of a fork with these may be de-duplicated. */
-const READ_ONLY: ForkpoolConfigInput = { tools: ['read_file', 'grep', 'find_files', 'list_dir'] };
+const READ_ONLY: Partial<ForkpoolConfigInput> = { tools: ['read_file', 'grep', 'find_files', 'list_dir'] };
 const LEAF = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
 
 /** Every tool result the model was sent, once each (later requests repeat the history). */
