@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentSession } from '../src/main/agent-session.js';
 import type { JobRecord } from '../src/main/ledger.js';
+import { reusedResultText } from '../src/main/result-pages.js';
 import type { ForkpoolConfigInput } from '../src/shared/config.js';
 import { BACKGROUND_RESULTS_OPEN } from '../src/shared/prompts.js';
 import type { SimServer } from '../src/sim/index.js';
@@ -102,6 +103,24 @@ describe('spawn de-duplication', () => {
     const b = off.spawn({ task: LEAF, label: 'b' });
     expect(b.id).not.toBe(a.id);
     expect(b.joined).toBeUndefined();
+  });
+
+  it('a reused result not yet delivered is delivered by the reuse, once: the next turn does not inject it again', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups);
+    const session = new AgentSession({ config: makeConfig(sim, root, {}, READ_ONLY), closeExecutor: true });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    // Wave 99 is never sealed: the result waits, undelivered.
+    const first = session.manager.spawn({ task: LEAF, label: 'first', wave: 99 });
+    await ended(session.manager, first.id);
+    const again = session.manager.spawn({ task: LEAF, label: 'again', wave: 99 });
+    expect(again).toMatchObject({ id: first.id, joined: 'reused' });
+    const text = reusedResultText(session.manager, again.id, 3, 6_000);
+    expect(text).toBe(session.manager.get(first.id)?.resultText);
+    expect(session.manager.get(first.id)?.deliveredInTurn).toBe(3);
+    await session.submit('Anything new?');
+    expect(blocks(sim)).toHaveLength(0);
   });
 
   it('an agent whose tools include bash, write_file or edit_file never attaches or reuses', async () => {
