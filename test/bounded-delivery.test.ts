@@ -20,6 +20,8 @@ const noContext = {} as never;
 const JOBS = 20;
 const ANSWER_CHARS = 50_000;
 const BUDGET_TOKENS = 12_000;
+/** Twenty jobs and two parent turns: generous, for a machine with every core busy. */
+const HEAVY_TIMEOUT_MS = 240_000;
 
 /** Every byte of a job's result, read page by page through the tool; checks each page's header. */
 async function readAll(tool: ToolDefinition, jobId: string, limit?: number): Promise<{ text: string; pages: number }> {
@@ -58,7 +60,7 @@ describe('bounded delivery', () => {
     const root = await makeWorkspace(cleanups);
     // Big stream chunks: 1 MB of answers travel as a few events per job.
     const sim = await startSim(cleanups, { maxTokensPerChunk: 1_000_000 });
-    const config = makeConfig(sim, root, { maxConcurrent: 8 }, { delivery: { maxInjectedTokens: BUDGET_TOKENS } });
+    const config = makeConfig(sim, root, { maxConcurrent: 8, isolation: 'shared' }, { delivery: { maxInjectedTokens: BUDGET_TOKENS } });
     const session = new AgentSession({ config, closeExecutor: true });
     watchManager(session.manager);
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
@@ -105,7 +107,7 @@ describe('bounded delivery', () => {
     }
     // A fair share: every result got about the same room.
     expect(Math.min(...shown)).toBeGreaterThan(Math.max(...shown) * 0.9);
-  });
+  }, HEAVY_TIMEOUT_MS);
 
   it('read_background_result refuses bad ids and offsets with clear tool errors, and reading early counts as delivery', async () => {
     const root = await makeWorkspace(cleanups);
@@ -132,7 +134,7 @@ describe('bounded delivery', () => {
     expect(session.manager.undeliveredCount).toBe(0);
     const end = await tool.run({ job_id: job.id, offset: length }, noContext);
     expect(end).toBe(`[job ${job.id} result: characters ${length} to ${length} of ${length}; end of the result]\n`);
-  });
+  }, HEAVY_TIMEOUT_MS);
 });
 
 describe('planDelivery', () => {

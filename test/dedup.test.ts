@@ -14,6 +14,8 @@ import { messagesOf } from './helpers/agents.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim, startedJob, watchManager } from './helpers/index.js';
 
 const cleanups = new Cleanups();
+/** Several jobs and parent turns each: generous, for a machine with every core busy. */
+const HEAVY_TIMEOUT_MS = 240_000;
 afterEach(() => cleanups.run());
 
 /** Tools that only read: jobs of a fork with these may be de-duplicated. */
@@ -61,7 +63,7 @@ describe('spawn de-duplication', () => {
     expect(delivered).toEqual([job.id]);
     expect(blocks(sim)).toHaveLength(1);
     expect(blocks(sim)[0]?.split(`job ${job.id},`)).toHaveLength(2);
-  });
+  }, HEAVY_TIMEOUT_MS);
 
   it('reuse: an identical spawn after the job ended gets its result with its age instead of running again; reuseWithinSeconds 0 runs it again', async () => {
     const root = await makeWorkspace(cleanups);
@@ -103,7 +105,7 @@ describe('spawn de-duplication', () => {
     const b = off.spawn({ task: LEAF, label: 'b' });
     expect(b.id).not.toBe(a.id);
     expect(b.joined).toBeUndefined();
-  });
+  }, HEAVY_TIMEOUT_MS);
 
   it('a reused result not yet delivered is delivered by the reuse, once: the next turn does not inject it again', async () => {
     const root = await makeWorkspace(cleanups);
@@ -121,7 +123,7 @@ describe('spawn de-duplication', () => {
     expect(session.manager.get(first.id)?.deliveredInTurn).toBe(3);
     await session.submit('Anything new?');
     expect(blocks(sim)).toHaveLength(0);
-  });
+  }, HEAVY_TIMEOUT_MS);
 
   it('an agent whose tools include bash, write_file or edit_file never attaches or reuses', async () => {
     const root = await makeWorkspace(cleanups);
@@ -151,7 +153,7 @@ describe('spawn de-duplication', () => {
     const r1 = manager.spawn({ task: LEAF, label: 'r', agent: 'reader' });
     expect(manager.spawn({ task: LEAF, label: 'r', agent: 'reader' })).toMatchObject({ id: r1.id, joined: 'attached' });
     await ended(manager, r1.id);
-  });
+  }, HEAVY_TIMEOUT_MS);
 
   it("two parent jobs' identical spawns in one wave run once, and each parent gets the result once", async () => {
     const root = await makeWorkspace(cleanups);
@@ -186,5 +188,5 @@ describe('spawn de-duplication', () => {
     expect(child.parentJobId).toBe(tops[0]?.id);
     expect(toolResults(sim).filter((t) => t.startsWith(`Joined background agent ${child.id} `))).toHaveLength(1);
     expect(toolResults(sim).filter((t) => t.startsWith('Started background agent'))).toHaveLength(1);
-  });
+  }, HEAVY_TIMEOUT_MS);
 });

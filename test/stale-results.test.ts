@@ -12,6 +12,8 @@ import { BACKGROUND_RESULTS_OPEN } from '../src/shared/prompts.js';
 import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim, watchManager } from './helpers/index.js';
 
 const cleanups = new Cleanups();
+/** Several jobs and parent turns each: generous, for a machine with every core busy. */
+const HEAVY_TIMEOUT_MS = 240_000;
 afterEach(() => cleanups.run());
 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
@@ -59,7 +61,7 @@ describe('stale results', () => {
     expect(input.match(/\[stale:/g)).toHaveLength(1);
     // Delivered once, annotated, not re-run (the default is to annotate).
     expect(session.manager.get(read?.id as string)).toMatchObject({ deliveredInTurn: 1, attempts: 1 });
-  });
+  }, HEAVY_TIMEOUT_MS);
 
   it('with staleResults "rerun" a stale job runs again once instead of being delivered; stale again, it is delivered annotated', async () => {
     const root = await makeWorkspace(cleanups);
@@ -93,5 +95,5 @@ describe('stale results', () => {
     expect(turn2.block).toContain('| Read notes.txt: version 2');
     // Two runs in all: two model calls each (read, answer).
     expect(sim.requests).toHaveLength(4);
-  });
+  }, HEAVY_TIMEOUT_MS);
 });
