@@ -109,6 +109,11 @@ const spawnRequestSchema = z.strictObject({
   parentToolId: z.string().min(1).max(200).optional(),
 });
 
+/** True when the request is well formed (admission says what is wrong when it is not). */
+export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
+  return spawnRequestSchema.safeParse(request).success;
+}
+
 /** What admission decided about a spawn request: its validated fields, role and agent. */
 export interface Admitted {
   data: z.output<typeof spawnRequestSchema>;

@@ -24,7 +24,7 @@ import { SpawnDedup, type DedupMatch } from './dedup.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
-import { admitSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+import { admitSpawn, isWellFormedSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
@@ -130,7 +130,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
-    const dedupKey = this.#dedup.keyFor(request, nesting !== undefined);
+    const dedupKey = isWellFormedSpawn(request) ? this.#dedup.keyFor(request, nesting !== undefined) : undefined;
     const match = dedupKey === undefined ? undefined : this.#dedup.find(dedupKey, (id) => this.#ledger.get(id));
     if (match) return this.#joined(match);
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
