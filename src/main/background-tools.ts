@@ -10,6 +10,8 @@ export interface BackgroundToolHost {
   cancelJob(id: string): JobHandle;
   /** The configured peers the spawn tool offers, with their descriptions. */
   agents?: ReadonlyArray<{ name: string; description: string }>;
+  /** The result of a job an identical spawn reused (see README "De-duplication"). */
+  reusedResult?(id: string): string;
 }
 
 export interface SpawnToolRequest {
@@ -90,6 +92,16 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');
+      }
+      if (handle.joined === 'attached') {
+        return (
+          `Joined background agent ${handle.id} ("${handle.label}"): an identical task for the same agent and model is already ${handle.state}, so no new agent was started. ` +
+          'Its result will be delivered to you once, in a <background_results> block at the start of a later turn. Do not guess it.'
+        );
+      }
+      if (handle.joined === 'reused') {
+        const age = ((handle.ageMs ?? 0) / 1000).toFixed(1);
+        return `Background agent ${handle.id} ("${handle.label}") answered this identical task ${age} s ago, so it was not run again. Its result (as of ${age} s ago):\n${host.reusedResult?.(handle.id) ?? '(see check_background_agent)'}`;
       }
       return (
         `Started background agent ${handle.id}${args.name ? ` (name "${args.name}")` : ''}${args.agent ? ` running agent "${args.agent}"` : ''} ("${handle.label}"), now ${handle.state}. ` +

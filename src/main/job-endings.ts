@@ -24,7 +24,7 @@ export interface AttemptFacts {
  * that is not a plain answer carries an error whose code says why (see ERROR_CODES).
  */
 export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest | undefined): JobEnding {
-  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason };
+  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason, ...(outcome.reads?.length ? { reads: outcome.reads } : {}) };
   // A job that finished before it saw the stop keeps its real result.
   if (outcome.stopReason === 'final') {
     const { text, tag } = parseResultTag(outcome.text);

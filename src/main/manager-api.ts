@@ -77,6 +77,12 @@ export interface JobHandle {
   id: string;
   label: string;
   state: JobRecord['state'];
+  /**
+   * Set when no new job started (see README "De-duplication"): `attached`, an identical job was
+   * running and this is it; `reused`, one ended `ok` `ageMs` ago and its result stands.
+   */
+  joined?: 'attached' | 'reused';
+  ageMs?: number;
 }
 
 export interface CloseReport {
@@ -113,6 +119,11 @@ const spawnRequestSchema = z.strictObject({
   parentToolId: z.string().min(1).max(200).optional(),
   budget: budgetLimitsSchema.optional(),
 });
+
+/** True when the request is well formed (admission says what is wrong when it is not). */
+export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
+  return spawnRequestSchema.safeParse(request).success;
+}
 
 /** What admission decided about a spawn request: its validated fields, role and agent. */
 export interface Admitted {

@@ -23,12 +23,13 @@ import { WaveTracker } from './waves.js';
 import { JobBudgets } from './budgets.js';
 import type { PoolSnapshot } from './budget-pool.js';
 import type { BudgetReport } from '../shared/budget.js';
+import { SpawnDedup, type DedupMatch } from './dedup.js';
 import type { JobStore } from './ledger-store.js';
 import { recoverJobs, takeBackDeliveries, type RecoveryReport } from './recovery.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
-import { admitSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+import { admitSpawn, isWellFormedSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
@@ -54,6 +55,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #nesting: Nesting;
   readonly #tree: JobTree;
   readonly #restarts: Restarts;
+  readonly #dedup: SpawnDedup;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
@@ -99,6 +101,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       pump: () => this.#pump(),
     });
     this.#tree = this.#nesting.tree;
+    this.#dedup = new SpawnDedup(this.#config);
     this.#restarts = new Restarts({
       ledger: this.#ledger,
       names: this.#names,
@@ -158,6 +161,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #book(request: SpawnRequest, options: SpawnOptions, nesting: { parentJobId: string; depth: number } | undefined): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    // An identical request joins the running job or reuses a fresh result (see dedup.ts).
+    const dedupKey = isWellFormedSpawn(request) ? this.#dedup.keyFor(request, nesting !== undefined) : undefined;
+    const match = dedupKey === undefined ? undefined : this.#dedup.find(dedupKey, (id) => this.#ledger.get(id));
+    if (match) return this.#joined(match);
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
     const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
     const { data, role, agent } = admitSpawn(request, this.#config, waiting, (name) => this.#names.holder(name), (id) => this.#ledger.get(id)?.state);
@@ -179,6 +186,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       budget: budget.limits,
     });
     if (name !== undefined) this.#names.claim(name, id);
+    if (dedupKey !== undefined) this.#dedup.booked(id, dedupKey);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
     this.#specs.set(id, {
       id,
@@ -201,6 +209,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.emit('spawned', record);
     this.#schedulePump();
     return { id, label: record.label, state: 'queued' };
+  }
+
+  #joined(match: DedupMatch): JobHandle {
+    const record = this.#ledger.get(match.id) as JobRecord;
+    this.#logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
+    return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
@@ -251,8 +265,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
    * result on by itself, as `fanout` prints it. Its full text then falls under retention.
    */
-  markDelivered(id: string, turn = 0): Readonly<JobRecord> | undefined {
-    return this.#ledger.markDelivered(id, turn);
+  markDelivered(id: string, turn = 0, unread?: [number, number]): Readonly<JobRecord> | undefined {
+    return this.#ledger.markDelivered(id, turn, Date.now(), unread);
+  }
+
+  /** The parent read characters `[from, to)` of a result delivered in part (read_background_result). */
+  noteResultRead(id: string, from: number, to: number): Readonly<JobRecord> | undefined {
+    return this.#ledger.markShown(id, from, to);
   }
 
   /**
@@ -277,16 +296,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
    * name went to another live job meanwhile) or `MANAGER_CLOSED`.
    */
-  restart(idOrName: string): JobHandle {
+  restart(idOrName: string, reason?: string): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
     const record = this.find(idOrName);
     if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    return this.#restarts.restart(record);
+    return this.#restarts.restart(record, reason);
   }
 
-  /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
-  drain(turn: number): Readonly<JobRecord>[] {
-    return this.#ledger.drain(turn);
+  /**
+   * Ended jobs not yet delivered (those `accept` takes), handed over once and marked delivered
+   * in `turn`; `unread`: per job delivered in part, the characters left out (see planDelivery).
+   */
+  drain(turn: number, options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {}): Readonly<JobRecord>[] {
+    return this.#ledger.drain(turn, options.accept, Date.now(), options.unread);
   }
 
   /**
@@ -510,6 +532,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
     const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
+    this.#dedup.ended(record);
     this.#nesting.deliverToParent(record);
     this.#names.release(id);
     this.#alertCounts.delete(id);

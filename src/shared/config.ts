@@ -111,6 +111,26 @@ const backgroundSchema = z.strictObject({
   budget: defaultBudgetSchema.default(defaultBudgetSchema.parse({})),
 });
 
+const deliverySchema = z.strictObject({
+  /**
+   * Estimated tokens (4 characters each) of background results injected into one turn, all
+   * results together, shared fairly. Unset: `contextShare` of the parent model's context window.
+   */
+  maxInjectedTokens: z.number().int().min(500).max(100_000_000).optional(),
+  contextShare: z.number().gt(0).max(1).default(DEFAULTS.delivery.contextShare),
+  /** Longest page `read_background_result` returns, in characters. */
+  pageMaxChars: z.number().int().min(500).max(10_000_000).default(DEFAULTS.delivery.pageMaxChars),
+  /** A result based on files changed since the job read them: `annotate` the delivery, or `rerun` the job once. */
+  staleResults: z.enum(['annotate', 'rerun']).default(DEFAULTS.delivery.staleResults),
+});
+
+const dedupSchema = z.strictObject({
+  /** A spawn whose task, agent and model match a running job joins it. */
+  attach: z.boolean().default(DEFAULTS.dedup.attach),
+  /** ... or a job that ended `ok` at most this long ago: its result is reused (0: never). */
+  reuseWithinSeconds: z.number().min(0).max(86_400).default(DEFAULTS.dedup.reuseWithinSeconds),
+});
+
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 
@@ -222,6 +242,10 @@ export const configSchema = z.strictObject({
   models: z.record(z.string().min(1), modelInfoSchema).default({}),
   /** The session's pooled budget: each spawn leases its expected spend from it (see README "Budgets"). */
   sessionBudget: sessionBudgetSchema.optional(),
+  /** Per-turn injection budget, paging and the stale check (README "Bounded delivery", "Stale results"). */
+  delivery: deliverySchema.default(deliverySchema.parse({})),
+  /** Spawn de-duplication (README "De-duplication"). */
+  dedup: dedupSchema.default(dedupSchema.parse({})),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;

@@ -132,6 +132,22 @@ export const DEFAULTS = {
     /** Parent-agent sessions open at once. */
     maxSessions: 16,
   },
+  /** What reaches the parent's context when background results are delivered (README "Bounded delivery", "Stale results"). */
+  delivery: {
+    /** Without `maxInjectedTokens`: this share of the parent model's context window, per turn, for all results together. */
+    contextShare: 0.2,
+    /** Longest page `read_background_result` returns, in characters. */
+    pageMaxChars: 20_000,
+    /** A result based on files changed since the job read them: `annotate` it, or `rerun` the job once. */
+    staleResults: 'annotate' as 'annotate' | 'rerun',
+  },
+  /** Spawn de-duplication (README "De-duplication"). */
+  dedup: {
+    /** A spawn identical to a running job joins it instead of starting another. */
+    attach: true,
+    /** ... and one identical to a job that ended `ok` this recently gets its result (0: never). */
+    reuseWithinSeconds: 120,
+  },
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,
   /**

@@ -58,6 +58,8 @@ export const ERROR_CODES = [
   'ALERT_LIMIT',
   /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */
   'CHECKED_RECENTLY',
+  /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
+  'RESULT_UNAVAILABLE',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;

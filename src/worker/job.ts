@@ -9,6 +9,7 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop, type LoopEvent } from '../shared/tool-loop.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
+import { FileReadLog } from '../shared/tools/file-reads.js';
 import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
@@ -45,6 +46,12 @@ export interface BackgroundJobDeps {
 export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobRunResult> {
   let usage: UsageByModel = spec.resume?.usage ?? {};
   let iterations = spec.resume?.iterations ?? 0;
+  // What it read, for the stale check at delivery (sent with its result; see FileRead).
+  const reads = new FileReadLog();
+  const withReads = <T extends JobOutcome>(outcome: T): T => {
+    const entries = reads.entries();
+    return entries.length > 0 ? { ...outcome, reads: entries } : outcome;
+  };
   try {
     // A peer job runs its agent's model, endpoint, tools, limits and prompt; all from the spec.
     const config = configForAgent(spec.config, spec.agent);
@@ -74,6 +81,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
           permissions: deps.permissions,
           env: { ...scrubEnv(process.env), ...(spec.processTag ? { [PROCESS_TAG_VAR]: spec.processTag } : {}) },
           policy: toolPolicyFrom(config),
+          reads,
           ...(deps.processes ? { processes: deps.processes } : {}),
         },
         signal: deps.signal,
@@ -84,14 +92,14 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       });
       usage = mergeUsageByModel(usage, result.usage);
       iterations += result.iterations;
-      const outcome: JobOutcome = {
+      const outcome: JobOutcome = withReads({
         stopReason: result.stopReason,
         text: result.finalText,
         usage,
         iterations,
         ...(result.error ? { error: result.error } : {}),
         ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
-      };
+      });
       if (result.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
       // Its answer came with children's results still unread, or children still running: wait.
       const unread = children.take();
@@ -104,13 +112,13 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     }
   } catch (error) {
     const aborted = deps.signal.aborted;
-    return {
+    return withReads({
       stopReason: aborted ? 'aborted' : 'error',
       text: '',
       usage,
       iterations,
       error: serializeError(aborted ? new AbortError(deps.signal.reason) : error),
-    };
+    });
   }
 }
 
