@@ -90,6 +90,8 @@ export interface CellResult {
   efficiency: number | null;
   /** Model requests per job of the fan-out, where the executor counts them (the peers). */
   modelCallsPerJob?: number;
+  /** Most jobs of the fan-out running at once (the peers: started and past the cap's limiter). */
+  jobsInFlightMax?: number;
   /** Peak `process.memoryUsage.rss()` during the fan-out (worker threads included). */
   peakRssMb: number;
   /** RSS before the executor was created. */

@@ -63,7 +63,11 @@ export async function createAiSdkPeer(spec: CellSpec, onToolResult?: (name: stri
         tasks.map(async (task, index) => {
           hooks.started(index);
           try {
-            hooks.ended(index, await limit(() => runJob(task, tools)));
+            const answered = await limit(() => {
+              hooks.running(index);
+              return runJob(task, tools);
+            });
+            hooks.ended(index, answered);
           } catch (error) {
             hooks.ended(index, false, error instanceof Error ? error.message : String(error));
           }

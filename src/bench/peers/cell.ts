@@ -98,7 +98,7 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
     const n = Math.min(spec.concurrency, spec.jobs, WARMUP_MAX_JOBS);
     const tasks = Array.from({ length: n }, (_, i) => taskFor(i, spec.taskVariants));
     const noop = () => {};
-    if (!(await within(peer.fanOut(tasks, { started: noop, ended: noop, toolResult: noop }), spec.timeoutMs))) notes.push('warm-up did not finish in time');
+    if (!(await within(peer.fanOut(tasks, { started: noop, running: noop, ended: noop, toolResult: noop }), spec.timeoutMs))) notes.push('warm-up did not finish in time');
   }
   phase('setup+warmup');
 
@@ -109,6 +109,8 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
   let firstStart: number | undefined;
   let lastStart: number | undefined;
   let lastEnd = 0;
+  const running = new Set<number>();
+  let inFlightMax = 0;
   let ok = 0;
   let firstFailure: string | undefined;
   const requestsBefore = peer.modelRequests();
@@ -124,8 +126,13 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
       lastStart = now;
       startedAt[index] = now;
     },
+    running: (index) => {
+      running.add(index);
+      inFlightMax = Math.max(inFlightMax, running.size);
+    },
     ended: (index, answered, detail) => {
       const now = performance.now();
+      running.delete(index);
       lastEnd = now;
       latencies.push(now - (startedAt[index] ?? t0));
       if (answered) ok++;
@@ -180,6 +187,7 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
     idealMs: null,
     efficiency: null,
     modelCallsPerJob: round3(modelCalls / Math.max(1, spec.jobs)),
+    jobsInFlightMax: inFlightMax,
     baseRssMb,
     cpuMsPerJob: round3((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length)),
     phasesMs,

@@ -66,7 +66,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
    * function tools, so aborting the orchestrator's run alone leaves a running sub-agent running
    * until it ends; asTool's `runOptions.signal` reaches the nested run.
    */
-  const orchestrator = (tools: readonly PeerTool[], hooks: Pick<PeerFanoutHooks, 'started' | 'ended'>, signal?: AbortSignal) => {
+  const orchestrator = (tools: readonly PeerTool[], hooks: Pick<PeerFanoutHooks, 'started' | 'running' | 'ended'>, signal?: AbortSignal) => {
     const researcher = new Agent({
       name: 'researcher',
       instructions: kit.systemPrompt,
@@ -95,7 +95,10 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       const callId = details?.toolCall?.callId ?? `call-${index}`;
       hooks.started(index);
       try {
-        const output = await limit(() => invoke(context, input, details));
+        const output = await limit(() => {
+          hooks.running(index);
+          return invoke(context, input, details);
+        });
         hooks.ended(index, answered.has(callId), answered.has(callId) ? undefined : String(output).slice(0, 300));
         return output;
       } catch (error) {
@@ -120,6 +123,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       const seen = new Set<number>();
       const agent = orchestrator(kit.tools, {
         started: hooks.started,
+        running: hooks.running,
         ended: (index, ok, detail) => {
           seen.add(index);
           hooks.ended(index, ok, detail);
@@ -135,7 +139,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
     async runOne(task, options) {
       let ok = false;
       const tools = options.stubborn ? kit.stubbornTools(options.stubborn.onSpin) : kit.tools;
-      const hooks = { started: () => options.onStart(), ended: (_index: number, answered: boolean) => (ok = answered) };
+      const hooks = { started: () => options.onStart(), running: () => {}, ended: (_index: number, answered: boolean) => (ok = answered) };
       const agent = orchestrator(tools, hooks, options.signal);
       onRequest = options.onModelRequest;
       try {

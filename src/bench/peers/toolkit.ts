@@ -28,6 +28,8 @@ const STUBBORN_SPIN_MS = HARD_STOP_LIMIT_MS + 250;
 export interface PeerFanoutHooks {
   /** The job was handed to the SDK (its "spawn"). */
   started(index: number): void;
+  /** The job got one of the cap's slots and runs now. */
+  running(index: number): void;
   /** The job ended; `ok`: with a final answer. */
   ended(index: number, ok: boolean, detail?: string): void;
   toolResult(name: string, ok: boolean, ms: number): void;
