@@ -63,9 +63,13 @@ export async function createAiSdkPeer(spec: CellSpec, onToolResult?: (name: stri
         tasks.map(async (task, index) => {
           hooks.started(index);
           try {
-            const answered = await limit(() => {
+            const answered = await limit(async () => {
               hooks.running(index);
-              return runJob(task, tools);
+              try {
+                return await runJob(task, tools);
+              } finally {
+                hooks.released(index);
+              }
             });
             hooks.ended(index, answered);
           } catch (error) {

@@ -98,7 +98,7 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
     const n = Math.min(spec.concurrency, spec.jobs, WARMUP_MAX_JOBS);
     const tasks = Array.from({ length: n }, (_, i) => taskFor(i, spec.taskVariants));
     const noop = () => {};
-    if (!(await within(peer.fanOut(tasks, { started: noop, running: noop, ended: noop, toolResult: noop }), spec.timeoutMs))) notes.push('warm-up did not finish in time');
+    if (!(await within(peer.fanOut(tasks, { started: noop, running: noop, released: noop, ended: noop, toolResult: noop }), spec.timeoutMs))) notes.push('warm-up did not finish in time');
   }
   phase('setup+warmup');
 
@@ -130,9 +130,9 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
       running.add(index);
       inFlightMax = Math.max(inFlightMax, running.size);
     },
+    released: (index) => running.delete(index),
     ended: (index, answered, detail) => {
       const now = performance.now();
-      running.delete(index);
       lastEnd = now;
       latencies.push(now - (startedAt[index] ?? t0));
       if (answered) ok++;

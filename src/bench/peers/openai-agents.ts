@@ -66,7 +66,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
    * function tools, so aborting the orchestrator's run alone leaves a running sub-agent running
    * until it ends; asTool's `runOptions.signal` reaches the nested run.
    */
-  const orchestrator = (tools: readonly PeerTool[], hooks: Pick<PeerFanoutHooks, 'started' | 'running' | 'ended'>, signal?: AbortSignal) => {
+  const orchestrator = (tools: readonly PeerTool[], hooks: Pick<PeerFanoutHooks, 'started' | 'running' | 'released' | 'ended'>, signal?: AbortSignal) => {
     const researcher = new Agent({
       name: 'researcher',
       instructions: kit.systemPrompt,
@@ -95,9 +95,13 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       const callId = details?.toolCall?.callId ?? `call-${index}`;
       hooks.started(index);
       try {
-        const output = await limit(() => {
+        const output = await limit(async () => {
           hooks.running(index);
-          return invoke(context, input, details);
+          try {
+            return await invoke(context, input, details);
+          } finally {
+            hooks.released(index);
+          }
         });
         hooks.ended(index, answered.has(callId), answered.has(callId) ? undefined : String(output).slice(0, 300));
         return output;
@@ -124,6 +128,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       const agent = orchestrator(kit.tools, {
         started: hooks.started,
         running: hooks.running,
+        released: hooks.released,
         ended: (index, ok, detail) => {
           seen.add(index);
           hooks.ended(index, ok, detail);
@@ -139,7 +144,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
     async runOne(task, options) {
       let ok = false;
       const tools = options.stubborn ? kit.stubbornTools(options.stubborn.onSpin) : kit.tools;
-      const hooks = { started: () => options.onStart(), running: () => {}, ended: (_index: number, answered: boolean) => (ok = answered) };
+      const hooks = { started: () => options.onStart(), running: () => {}, released: () => {}, ended: (_index: number, answered: boolean) => (ok = answered) };
       const agent = orchestrator(tools, hooks, options.signal);
       onRequest = options.onModelRequest;
       try {

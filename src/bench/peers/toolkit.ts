@@ -30,6 +30,8 @@ export interface PeerFanoutHooks {
   started(index: number): void;
   /** The job got one of the cap's slots and runs now. */
   running(index: number): void;
+  /** The job gives its slot back (called inside the limiter, before the next job can take it). */
+  released(index: number): void;
   /** The job ended; `ok`: with a final answer. */
   ended(index: number, ok: boolean, detail?: string): void;
   toolResult(name: string, ok: boolean, ms: number): void;
