@@ -23,7 +23,7 @@ import { EXECUTORS, WORKLOADS, type BenchReport, type ExecutorName, type CellMes
 import { TASK_VARIANTS, generateTree, planWorkloads, taskFor, type TreeShape } from './workloads.js';
 
 export interface BenchOptions {
-  /** Tiny fan-outs and short latencies: under a minute. Default false. */
+  /** Tiny fan-outs and short latencies: a few minutes (each peer cell waits out a 10 s spin). Default false. */
   quick?: boolean;
   /** Run one workload only. */
   only?: WorkloadName;
