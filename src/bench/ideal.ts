@@ -4,8 +4,9 @@
  * thread, nothing else running) to learn what a job asks for: its model calls and its tool calls,
  * step by step. Each tool call is then replayed alone, single-threaded, and its CPU time
  * measured (`process.cpuUsage`, libuv's fs threads included). For a cell of J jobs, cap C, on
- * P cores, with k model calls of mean latency L per job and tool CPU T per job (T_chain when the
- * calls a step asks for at once run side by side):
+ * P cores, with k model calls of mean latency L per job and tool CPU T per job (T_chain: per step,
+ * the larger of its longest call and its calls' CPU ÷ P, since the calls one step asks for at once
+ * could at best run side by side on every core):
  *
  *   D     = k × L + T_chain                      one job alone, nothing waiting
  *   ideal = max( ceil(J / C) × D ,  J × T / P )   the cap's waves, or the cores busy with tools
@@ -41,7 +42,7 @@ export interface Calibration {
   steps: Array<Array<{ name: string; cpuMs: number; wallMs: number }>>;
   /** CPU of all of a job's tool calls, one after another. */
   toolCpuMs: number;
-  /** Per step the largest call's CPU, summed: the tools on one job's critical path. */
+  /** Per step the largest call's CPU or the step's CPU spread over the cores, whichever is more, summed: the tools on one job's critical path. */
   chainToolMs: number;
   /** Cores of this machine (`os.availableParallelism()`). */
   cores: number;
@@ -106,14 +107,16 @@ export async function calibrate(input: CalibrationInput): Promise<Calibration> {
     list.push({ name: call.def.name, cpuMs: round3(percentile(cpu, 50)), wallMs: round3(percentile(wall, 50)) });
     steps.set(call.step, list);
   }
+  const cores = availableParallelism();
   const byStep = [...steps.entries()].sort(([a], [b]) => a - b).map(([, list]) => list);
   return {
     modelCalls: result.iterations,
     modelLatencyMs: input.sim.latencyMs + input.sim.jitterMs / 2,
     steps: byStep,
     toolCpuMs: round3(byStep.flat().reduce((sum, c) => sum + c.cpuMs, 0)),
-    chainToolMs: round3(byStep.reduce((sum, list) => sum + Math.max(0, ...list.map((c) => c.cpuMs)), 0)),
-    cores: availableParallelism(),
+    // A step's calls are independent: at best they run side by side on every core.
+    chainToolMs: round3(byStep.reduce((sum, list) => sum + Math.max(0, ...list.map((c) => c.cpuMs), list.reduce((all, c) => all + c.cpuMs, 0) / cores), 0)),
+    cores,
   };
 }
 

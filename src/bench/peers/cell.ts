@@ -2,14 +2,13 @@
  * One bench cell on a peer executor (another SDK, in-process): the same phases and figures as
  * cell.ts's forkpool cell, without a BackgroundManager — warm-up, a timed fan-out with the main
  * thread sampled, warm-start and cooperative-cancel probes on one job at a time, and a hard
- * probe: a job whose grep spins in synchronous code. In-process, nothing can stop that job, so
+ * probe: a job whose first tool call spins in synchronous code. In-process, nothing can stop that job, so
  * it is reported as not stopped when it outlives {@link HARD_STOP_LIMIT_MS} after its cancel.
  */
 import { performance } from 'node:perf_hooks';
-import { p50OrNull, within } from '../cell.js';
+import { p50OrNull, taskOf, within } from '../cell.js';
 import { percentile, round3, rssMb, startSampling } from '../measure.js';
 import { PEER_EXECUTORS, isPeerExecutor, type CellResult, type CellSpec, type PeerExecutorName } from '../types.js';
-import { taskFor } from '../workloads.js';
 import { HARD_STOP_LIMIT_MS, type PeerExecutor } from './toolkit.js';
 
 const WARMUP_MAX_JOBS = 100;
@@ -36,7 +35,7 @@ interface ProbeSample {
 
 /**
  * One job alone. Cooperative: at its first model request (once the request is on its way),
- * cancel it. Stubborn: cancel it as its grep starts spinning; the abort can only run when the
+ * cancel it. Stubborn: cancel it as its first tool call starts spinning; the abort can only run when the
  * spin lets the thread go.
  */
 async function probe(peer: PeerExecutor, task: string, stubborn: boolean): Promise<ProbeSample> {
@@ -96,13 +95,13 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
 
   if (spec.warmup) {
     const n = Math.min(spec.concurrency, spec.jobs, WARMUP_MAX_JOBS);
-    const tasks = Array.from({ length: n }, (_, i) => taskFor(i, spec.taskVariants));
+    const tasks = Array.from({ length: n }, (_, i) => taskOf(spec, i));
     const noop = () => {};
     if (!(await within(peer.fanOut(tasks, { started: noop, running: noop, released: noop, ended: noop, toolResult: noop }), spec.timeoutMs))) notes.push('warm-up did not finish in time');
   }
   phase('setup+warmup');
 
-  const tasks = Array.from({ length: spec.jobs }, (_, i) => taskFor(i, spec.taskVariants));
+  const tasks = Array.from({ length: spec.jobs }, (_, i) => taskOf(spec, i));
   const startedAt = new Array<number | undefined>(spec.jobs);
   const latencies: number[] = [];
   const startGaps: number[] = [];
@@ -157,10 +156,10 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
   if (firstFailure) notes.push(`${latencies.length - ok} jobs did not end ok; first: ${firstFailure}`);
 
   const coop: ProbeSample[] = [];
-  for (let i = 0; i < spec.probes; i++) coop.push(await probe(peer, taskFor(i, spec.taskVariants), false));
+  for (let i = 0; i < spec.probes; i++) coop.push(await probe(peer, taskOf(spec, i), false));
   phase('probes');
   // One sample is enough and each costs the whole spin: in-process, nothing ends it sooner.
-  const hard = spec.hardProbes > 0 ? [await probe(peer, taskFor(0, spec.taskVariants), true)] : [];
+  const hard = spec.hardProbes > 0 ? [await probe(peer, taskOf(spec, 0), true)] : [];
   phase('hard-probes');
 
   return {

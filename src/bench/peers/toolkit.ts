@@ -43,7 +43,7 @@ export interface PeerRunOneOptions {
   onStart(): void;
   /** Every model request of the job. */
   onModelRequest(): void;
-  /** The job's grep spins in synchronous code; `onSpin` fires just before it starts to. */
+  /** The job's first tool call spins in synchronous code; `onSpin` fires just before it starts to. */
   stubborn?: { onSpin(): void };
 }
 
@@ -76,7 +76,7 @@ export interface PeerToolkit {
   config: ForkpoolConfig;
   systemPrompt: string;
   tools: PeerTool[];
-  /** The same tools, with grep spinning in synchronous code first (the hard-stop probe). */
+  /** The same tools, the job's first tool call spinning in synchronous code first (the hard-stop probe). */
   stubbornTools(onSpin: () => void): PeerTool[];
 }
 
@@ -116,18 +116,20 @@ export async function peerToolkit(spec: CellSpec, onToolResult?: (name: string, 
     config,
     systemPrompt: backgroundSystemPrompt({ workspaceRoot }),
     tools: definitions.map((def) => wrap(def)),
-    stubbornTools: (onSpin) =>
-      definitions.map((def) =>
-        def.name === 'grep'
-          ? wrap(def, () => {
-              onSpin();
-              const until = performance.now() + STUBBORN_SPIN_MS;
-              while (performance.now() < until) {
-                /* spin: nothing in this thread runs until it ends */
-              }
-            })
-          : wrap(def),
-      ),
+    stubbornTools: (onSpin) => {
+      // The job's first tool call, whichever tool the workload's model asks for first, spins.
+      let spun = false;
+      const spin = () => {
+        if (spun) return;
+        spun = true;
+        onSpin();
+        const until = performance.now() + STUBBORN_SPIN_MS;
+        while (performance.now() < until) {
+          /* spin: nothing in this thread runs until it ends */
+        }
+      };
+      return definitions.map((def) => wrap(def, spin));
+    },
   };
 }
 
