@@ -169,6 +169,16 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return this.manager.cancel(id);
   }
 
+  /**
+   * Ends the turn that runs now (a person's or a follow-up) with stop reason `aborted`; queued
+   * turns and background jobs are left alone. False when no turn runs.
+   */
+  cancelTurn(reason: unknown = 'cancelled by the user'): boolean {
+    if (!this.#turnAbort || this.#turnAbort.signal.aborted) return false;
+    this.#turnAbort.abort(reason);
+    return true;
+  }
+
   /** True while a turn runs or is queued, a follow-up is owed, or a job is pending. */
   get busy(): boolean {
     return this.#running || this.#queue.length > 0 || this.#followUpPending || this.manager.pending > 0;
