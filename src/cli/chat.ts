@@ -57,16 +57,34 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
 async function runInk(chat: ChatController): Promise<void> {
   // Loaded only on a terminal: the line mode never needs ink.
   const [{ render }, { ChatApp }] = await Promise.all([import('ink'), import('../tui/app.js')]);
-  const app = render(createElement(ChatApp, { chat }), { exitOnCtrlC: false, patchConsole: true });
-  let quit: (() => void) | undefined;
-  const closed = new Promise<void>((resolve) => (quit = resolve));
-  // quit() may be called from a key, a command or a signal: wait for whichever comes.
-  const stop = chat.on('change', () => {
-    if (chat.closing) void chat.quit().then(() => quit?.());
+  let rendered = 0;
+  let onRendered = () => {};
+  const app = render(
+    createElement(ChatApp, {
+      chat,
+      onRendered: (entries) => {
+        rendered = entries;
+        onRendered();
+      },
+    }),
+    { exitOnCtrlC: false, patchConsole: true },
+  );
+  // quit() may come from a key, a command or a signal: wait for whichever comes first.
+  await new Promise<void>((resolve) => {
+    const check = () => {
+      if (!chat.closing) return;
+      stop();
+      void chat.quit().then(() => resolve());
+    };
+    const stop = chat.on('change', check);
+    check();
   });
-  await closed;
-  stop();
-  // Unmounting draws the last frame (the close report) before ink lets go of the terminal.
+  // The close report is the last entry: unmount once a render holds it (unmount flushes it out).
+  await new Promise<void>((resolve) => {
+    onRendered = () => rendered >= chat.entries.length && resolve();
+    onRendered();
+    chat.changed();
+  });
   app.unmount();
   await app.waitUntilExit();
 }

@@ -66,6 +66,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly #logger: Logger | undefined;
   #currentTurn = 0;
   #followUpPending = false;
+  /** Set as close() begins: jobs it cancels must not start a follow-up turn. */
+  #closed = false;
   #running = false;
   #idleWaiters: Array<() => void> = [];
   /** Aborts the turn that runs now (close() does; so does the caller's signal). */
@@ -192,6 +194,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** Ends the running turn, drops queued ones, and closes the manager (see its close()). */
   async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
+    this.#closed = true;
     for (const turn of this.#queue.splice(0)) turn.reject(new ForkpoolError('MANAGER_CLOSED', 'the session was closed before this turn ran'));
     this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
@@ -238,7 +241,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   }
 
   #requestFollowUp(reason: 'wave' | 'user-job'): void {
-    if (this.manager.closed || this.manager.undeliveredCount === 0) return;
+    if (this.#closed || this.manager.closed || this.manager.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
     this.#followUpPending = true;
@@ -275,7 +278,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */
   #takeFollowUp(): QueuedTurn | undefined {
-    if (!this.#followUpPending) return undefined;
+    if (!this.#followUpPending || this.#closed) return undefined;
     this.#followUpPending = false;
     if (this.manager.undeliveredCount === 0) return undefined;
     return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };

@@ -3,7 +3,7 @@
  * does not flicker while jobs update), then the live part: the turn's activity, the background
  * panel, a permission question, the hint, the status bar and the input line.
  */
-import { createElement as h, useCallback, useEffect, useReducer, useRef, useState, type ReactElement } from 'react';
+import { createElement as h, useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactElement } from 'react';
 import { Box, Static, Text, useStdin, useStdout } from 'ink';
 import type { ChatController } from './controller.js';
 import { parseKey, type ChatKey } from './keys.js';
@@ -24,8 +24,11 @@ const ENTRY_COLOR: Partial<Record<EntryKind, string>> = {
   error: 'red',
 };
 
-export function ChatApp({ chat }: { chat: ChatController }): ReactElement {
+/** `onRendered`: after each commit, how many transcript entries it holds (the CLI waits for the last before it unmounts). */
+export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered?: (entries: number) => void }): ReactElement {
   const [, redraw] = useReducer((n: number) => n + 1, 0);
+  const entryCount = chat.entries.length;
+  useLayoutEffect(() => onRendered?.(entryCount));
   const { stdout } = useStdout();
   const [columns, setColumns] = useState(stdout.columns || 100);
   const [terminalRows, setTerminalRows] = useState(stdout.rows || 40);
