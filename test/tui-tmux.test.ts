@@ -9,8 +9,11 @@ import { CLI_PATH, HAS_PROC, hasTmux, isAlive, liveProcesses, makeWorkspace, sta
 
 const cleanup = useCleanup();
 
-/** Research answers of 100 model calls at 150 ms or more each: longer than every step below. */
-const SLOW_SIM = ['--sim-latency', '150', '--sim-steps', '100', '--max-iterations', '120', '--concurrency', '2'];
+/**
+ * Research answers of 100 model calls, each answered no sooner than 500 ms: a job or a research
+ * turn lasts at least 50 s however fast the machine, longer than every step below together.
+ */
+const SLOW_SIM = ['--sim-latency', '500', '--sim-steps', '100', '--max-iterations', '120', '--concurrency', '2'];
 
 describe.skipIf(!hasTmux())('forkpool chat in a terminal (tmux)', () => {
   it('fans out, shows the live count, panel, /bg start and Ctrl+J while busy, /bg stop, Esc keeps jobs, and quits leaving nothing', async () => {
@@ -70,7 +73,9 @@ describe.skipIf(!hasTmux())('forkpool chat in a terminal (tmux)', () => {
     await pane.keys('Enter');
     const last = await pane.screen(/closed: 4 jobs cancelled/);
     expect(last).not.toContain('hard-stopped');
-    const status = await waitFor(() => (pane.status().dead ? pane.status() : undefined), 'the chat to exit');
+    // tmux says "Pane is dead (status N, …)" once the command has exited.
+    await pane.screen(/Pane is dead/, { what: 'the chat to exit' });
+    const status = await waitFor(() => (pane.status().dead ? pane.status() : undefined), 'the exit status');
     expect(status).toEqual({ dead: true, exitStatus: 0 });
     if (HAS_PROC) {
       expect(isAlive(pid)).toBe(false);

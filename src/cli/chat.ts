@@ -39,8 +39,9 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
     await chat.quit();
     await ctx.dispose();
   });
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY && !ctx.json);
   try {
-    if (process.stdin.isTTY && process.stdout.isTTY && !ctx.json) await runInk(chat);
+    if (interactive) await runInk(chat);
     else await runLineMode(chat, { input: process.stdin, out: (line) => process.stdout.write(`${line}\n`), note: ctx.note, ...(ctx.json ? { json: (entry) => ctx.event('entry', { kind: entry.kind, text: entry.text }) } : {}) });
     const usage = chat.session.agent.session.usage();
     ctx.event('usage', { byBucket: usage });
@@ -50,7 +51,21 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
   } finally {
     stopSignals();
     await ctx.dispose();
+    if (interactive) exitIfHeld();
   }
+}
+
+/**
+ * After quitting, everything the chat opened is closed and the process should end by itself.
+ * Seen rarely on a heavily loaded machine: it did not (cause not found yet). Rather than leave a
+ * person at a dead terminal, exit after a grace period, saying what was still open. The timer is
+ * unref'd: when nothing holds the process, it never fires.
+ */
+function exitIfHeld(): void {
+  setTimeout(() => {
+    process.stderr.write(`forkpool: still open after closing (${process.getActiveResourcesInfo().join(', ') || 'nothing listed'}); exiting\n`);
+    process.exit(process.exitCode ?? EXIT.ok);
+  }, 3_000).unref();
 }
 
 /** Runs the ink app until the chat has closed its session (Ctrl+C when idle, /quit, a signal). */

@@ -6,7 +6,7 @@
 import { createElement as h, useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactElement } from 'react';
 import { Box, Static, Text, useStdin, useStdout } from 'ink';
 import type { ChatController } from './controller.js';
-import { parseKey, type ChatKey } from './keys.js';
+import { parseKeys, type ChatKey } from './keys.js';
 import { countText, detailLines, panelRow, treeOrder, usageText, wavesText } from './jobs-view.js';
 import type { EntryKind, TranscriptEntry } from './transcript.js';
 
@@ -194,7 +194,9 @@ function useChatInput(chat: ChatController): { text: string } {
 
   useEffect(() => {
     if (isRawModeSupported) setRawMode(true);
-    const listener = (raw: string) => onKey(parseKey(raw));
+    const listener = (raw: string) => {
+      for (const key of parseKeys(raw)) onKey(key);
+    };
     events.on('input', listener);
     return () => {
       events.off('input', listener);

@@ -52,7 +52,19 @@ export function parseKey(raw: string): ChatKey {
   if (simple) return { type: simple } as ChatKey;
   // Any other escape sequence or control character is not text.
   if (raw.startsWith('\x1b')) return { type: 'ignored' };
-  // A paste arrives as one chunk: keep its printable characters, a line break becomes a space.
-  const text = raw.replace(/\r\n?|\n/g, ' ').replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
+  const text = raw.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
   return text ? { type: 'text', text } : { type: 'ignored' };
+}
+
+/**
+ * The keys in one chunk of input. Keys typed ahead (or sent by a script) can arrive together
+ * with text in one chunk, e.g. `hello\r`: a carriage return in it is still Enter, a line feed
+ * still Ctrl+J, so nothing typed is lost or turned into a space.
+ */
+export function parseKeys(raw: string): ChatKey[] {
+  if (raw.length <= 1 || raw.startsWith('\x1b') || !/[\r\n]/.test(raw)) return [parseKey(raw)];
+  return raw
+    .split(/(\r\n|\r|\n)/)
+    .filter((part) => part !== '')
+    .map((part) => (part === '\n' ? parseKey('\n') : part === '\r' || part === '\r\n' ? parseKey('\r') : parseKey(part)));
 }
