@@ -89,7 +89,7 @@ export function panelRow(job: Job, activity: JobActivityView | undefined, now: n
   const title = job.name ? escapeForTerminal(job.name) : `"${oneLine(job.label, 40)}"`;
   const agent = job.agent ? ` [${escapeForTerminal(job.agent)}]` : job.role === 'user' ? ' [user]' : '';
   const tool = job.state === 'running' ? activity?.toolCalls.at(-1)?.name : undefined;
-  return `${indent}${job.parentJobId ? '└ ' : ''}${job.id} ${title}${agent}  ${statusText(job)}  ${elapsedText(job, now)}${tool ? `  ⏺ ${escapeForTerminal(tool)}` : ''}`;
+  return `${indent}${job.parentJobId ? '└ ' : ''}${job.id} ${title}${agent}  ${statusText(job)}  ${elapsedText(job, now)}${tool ? `  ▸ ${escapeForTerminal(tool)}` : ''}`;
 }
 
 /** `/bg list`: id, status, elapsed, label; nested jobs under their parent. */
@@ -110,7 +110,7 @@ export function detailLines(job: Job, activity: JobActivityView | undefined, now
     `  ${statusText(job)}, ${elapsedText(job, now)}, ${totalUsage(job.usage).totalTokens} tokens, ${job.iterations} model calls${job.deliveredInTurn !== undefined ? `, delivered into turn ${job.deliveredInTurn}` : ''}`,
     `  task: ${oneLine(job.task, 300)}`,
   ];
-  for (const call of activity?.toolCalls ?? []) lines.push(`  ⏺ ${escapeForTerminal(call.name)}(${oneLine(call.args, 80)})`);
+  for (const call of activity?.toolCalls ?? []) lines.push(`  ▸ ${escapeForTerminal(call.name)}(${oneLine(call.args, 80)})`);
   if (job.error && job.status !== 'ok') lines.push(`  error ${job.error.code}: ${oneLine(job.error.message, 300)}`);
   if (job.state !== 'ended') {
     if (activity?.text) lines.push('  latest text:', ...indentBlock(activity.text));

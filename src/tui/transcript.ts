@@ -37,7 +37,7 @@ export function deliveredLine(turn: number, count: number): string {
 
 /** A tool call of the parent, folded to one line. */
 export function toolLine(name: string, argsPreview: string): string {
-  return `  ⏺ ${escapeForTerminal(name)}(${oneLine(argsPreview, 80)})`;
+  return `  ▸ ${escapeForTerminal(name)}(${oneLine(argsPreview, 80)})`;
 }
 
 /** An answer: every line escaped (newlines kept, other controls shown as escapes). */
