@@ -38,6 +38,8 @@ export interface GlobalFlags {
   simLatency?: number;
   /** Model calls of a research answer on the built-in simulator (its `researchSteps`). */
   simSteps?: number;
+  /** `--ledger FILE`: the durable ledger (SQLite). */
+  ledger?: string;
 }
 
 export interface CliContext {
@@ -94,6 +96,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     grant: flags.grant,
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
+    ledgerPath: flags.ledger,
   };
   // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
   let config = loadConfig({
