@@ -28,11 +28,11 @@ describe('forkpool chat, not on a terminal', () => {
 
   it('--json: one entry per line, answers and job lines alike', async () => {
     const ws = await makeWorkspace(cleanup);
-    const r = await runCli(['chat', '--json', '--sim-latency', '0'], { cwd: ws, input: 'Where is the retry backoff implemented?\n/help\n' });
+    const r = await runCli(['chat', '--json', '--sim-latency', '0'], { cwd: ws, input: 'Where is the retry backoff implemented?\n/help\n', timeoutMs: 150_000 });
     expect(r.code, describeResult(r)).toBe(0);
     const events = parseJsonLines(r.stdout);
     expect(events.some((e) => e.type === 'entry' && e.kind === 'answer' && String(e.text).includes('retry'))).toBe(true);
     expect(events.some((e) => e.type === 'entry' && e.kind === 'command' && String(e.text).startsWith('/bg list'))).toBe(true);
     expect(events.at(-1)?.type).toBe('usage');
-  });
+  }, 180_000);
 });

@@ -18,6 +18,9 @@ import { Cleanups, makeConfig, makeWorkspace, startHoldingProxy, startSim, waitF
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
 
+/** waitFor's bound: a safety net against a hang, generous because a loaded machine starts threads slowly. */
+const SAFETY_NET = { timeoutMs: 90_000 };
+
 const KEY = {
   enter: '\r',
   ctrlJ: '\n',
@@ -70,20 +73,20 @@ async function startChat(hold: (body: string) => boolean, options: { sim?: SimSe
     frame,
     type: (text) => app.stdin.write(text),
     screen: (text, what) =>
-      waitFor(() => (typeof text === 'string' ? everything().includes(text) : text.test(everything())) && everything(), what ?? `the screen to show ${String(text)}\n--- last frame ---\n${frame()}`),
+      waitFor(() => (typeof text === 'string' ? everything().includes(text) : text.test(everything())) && everything(), what ?? `the screen to show ${String(text)}\n--- last frame ---\n${frame()}`, SAFETY_NET),
   };
 }
 
 const isParent = (body: string) => body.includes(PRIMARY_PROMPT_MARKER);
 const isJob = (body: string) => body.includes(BACKGROUND_PROMPT_MARKER);
 
-describe('chat app: keys while the model is busy', () => {
+describe('chat app: keys while the model is busy', { timeout: 240_000 }, () => {
   it('Enter while busy shows the hint and spawns nothing; Ctrl+J and Ctrl+Enter (kitty) spawn user jobs, not wave-gated', async () => {
     const t = await startChat(isParent);
     t.type('Where is the retry backoff implemented?');
     await t.screen('Where is the retry backoff implemented?');
     t.type(KEY.enter);
-    await waitFor(() => t.proxy.held() === 1, 'the parent request held');
+    await waitFor(() => t.proxy.held() === 1, 'the parent request held', SAFETY_NET);
     await t.screen('◐ turn 1');
 
     t.type('a side question');
@@ -95,11 +98,11 @@ describe('chat app: keys while the model is busy', () => {
     expect(t.frame()).toContain('› a side question');
 
     t.type(KEY.ctrlJ);
-    await waitFor(() => t.session.manager.jobs().length === 1, 'the Ctrl+J job');
+    await waitFor(() => t.session.manager.jobs().length === 1, 'the Ctrl+J job', SAFETY_NET);
     t.type('where is the LRU cache?');
     await t.screen('where is the LRU cache?');
     t.type(KEY.kittyCtrlEnter);
-    await waitFor(() => t.session.manager.jobs().length === 2, 'the Ctrl+Enter job');
+    await waitFor(() => t.session.manager.jobs().length === 2, 'the Ctrl+Enter job', SAFETY_NET);
     await t.screen('started by you');
     for (const job of t.session.manager.jobs()) {
       expect(job.role).toBe('user');
@@ -118,7 +121,7 @@ describe('chat app: keys while the model is busy', () => {
     t.type(KEY.enter);
     t.type('/bg start what does the README say?');
     t.type(KEY.enter);
-    await waitFor(() => t.session.manager.count('running') === 2, 'two running jobs');
+    await waitFor(() => t.session.manager.count('running') === 2, 'two running jobs', SAFETY_NET);
     await t.screen('⚙ 2 background agents running');
 
     t.type(KEY.escape);
@@ -128,19 +131,19 @@ describe('chat app: keys while the model is busy', () => {
     await t.screen('⚙ 2 background agents running');
 
     t.proxy.release();
-    await waitFor(() => t.session.manager.count('ended') === 2, 'both jobs ended');
+    await waitFor(() => t.session.manager.count('ended') === 2, 'both jobs ended', SAFETY_NET);
     // Each job ended by its own answer (ok or partial is the job's say), never by a cancel.
     expect(t.session.manager.jobs().map((j) => j.endedBy)).toEqual(['completed', 'completed']);
     await t.screen('⚙ no background agents running');
   });
 });
 
-describe('chat app: panel, history, permissions', () => {
+describe('chat app: panel, history, permissions', { timeout: 240_000 }, () => {
   it('F3 opens the panel; Enter shows a job\'s detail and full result; Esc and F3 close them', async () => {
     const t = await startChat(() => false);
     t.type('/bg start Where is the LruCache class defined?');
     t.type(KEY.enter);
-    await waitFor(() => t.session.manager.count('ended') === 1, 'the job ended');
+    await waitFor(() => t.session.manager.count('ended') === 1, 'the job ended', SAFETY_NET);
     const job = t.session.manager.jobs()[0]!;
     t.type(KEY.f3);
     await t.screen('Background agents · 1 job');
@@ -154,9 +157,9 @@ describe('chat app: panel, history, permissions', () => {
     expect(firstLine.length).toBeGreaterThan(0);
     expect(t.frame()).toContain(firstLine);
     t.type(KEY.escape);
-    await waitFor(() => !t.frame().includes(`Background agent ${job.id}`) && t.frame().includes('Background agents · 1 job'), 'back to the list');
+    await waitFor(() => !t.frame().includes(`Background agent ${job.id}`) && t.frame().includes('Background agents · 1 job'), 'back to the list', SAFETY_NET);
     t.type(KEY.f3);
-    await waitFor(() => !t.frame().includes('Background agents ·'), 'the panel closed');
+    await waitFor(() => !t.frame().includes('Background agents ·'), 'the panel closed', SAFETY_NET);
   });
 
   it('Up and Down recall earlier inputs', async () => {
@@ -168,13 +171,13 @@ describe('chat app: panel, history, permissions', () => {
     t.type(KEY.enter);
     await t.screen('a fork of the parent');
     t.type(KEY.up);
-    await waitFor(() => t.frame().includes('› /agents'), 'the last input recalled');
+    await waitFor(() => t.frame().includes('› /agents'), 'the last input recalled', SAFETY_NET);
     t.type(KEY.up);
-    await waitFor(() => t.frame().includes('› /bg list'), 'the one before');
+    await waitFor(() => t.frame().includes('› /bg list'), 'the one before', SAFETY_NET);
     t.type(KEY.down);
-    await waitFor(() => t.frame().includes('› /agents'), 'forward again');
+    await waitFor(() => t.frame().includes('› /agents'), 'forward again', SAFETY_NET);
     t.type(KEY.down);
-    await waitFor(() => t.frame().includes('ask something'), 'past the newest: empty');
+    await waitFor(() => t.frame().includes('ask something'), 'past the newest: empty', SAFETY_NET);
   });
 
   it('a gated tool in the parent asks in the UI: always grants for the session, deny sends the model a tool error', async () => {

@@ -82,7 +82,7 @@ export async function startTmux(cleanup: Cleanup, command: readonly string[], op
             return passes(last) ? last : undefined;
           },
           what ?? String(test),
-          { timeoutMs: 45_000, intervalMs: 100 },
+          { timeoutMs: 90_000, intervalMs: 100 },
         );
       } catch (error) {
         throw new Error(`${(error as Error).message}\n--- screen ---\n${last}`);
