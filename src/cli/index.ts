@@ -3,6 +3,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.js';
 import { fanoutCommand } from './fanout.js';
+import { chatCommand } from './chat.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
 import { serveCommand } from './serve.js';
@@ -23,7 +24,8 @@ function globalOptions(command: Command): Command {
     .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))
     .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
     .option('--no-stream', 'use non-streaming model requests')
-    .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0));
+    .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0))
+    .option('--sim-steps <n>', 'model calls of a research answer on the built-in simulator (default 3)', parseIntFlag('--sim-steps', 1, 100));
 }
 
 export function buildProgram(setExit: (code: number) => void): Command {
@@ -39,6 +41,9 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', 'keep jobs and the session in this SQLite file (README "Durability"); the session id is printed')
     .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
     .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
+
+  globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
+    .action(async (flags) => setExit(await chatCommand(flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
     .argument('<file>', 'JSONL file, or "-" for stdin')
@@ -93,8 +98,10 @@ export function buildProgram(setExit: (code: number) => void): Command {
 async function main(): Promise<void> {
   let exitCode: number = EXIT.ok;
   const program = buildProgram((code) => (exitCode = code));
+  // Bare `forkpool` on a terminal opens the chat; elsewhere it prints the help as before.
+  const argv = process.argv.length === 2 && process.stdin.isTTY && process.stdout.isTTY ? [...process.argv, 'chat'] : process.argv;
   try {
-    await program.parseAsync(process.argv);
+    await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are not errors; every other usage problem exits 2.

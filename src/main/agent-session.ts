@@ -76,6 +76,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly #delivery: TurnDelivery;
   /** Results the last turn had no room for: a follow-up delivers them. */
   #deferred = 0;
+  /** Set as close() begins: jobs it cancels must not start a follow-up turn. */
+  #closed = false;
   #running = false;
   #idleWaiters: Array<() => void> = [];
   /** Aborts the turn that runs now (close() does; so does the caller's signal). */
@@ -227,6 +229,16 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return this.manager.cancel(id);
   }
 
+  /**
+   * Ends the turn that runs now (a person's or a follow-up) with stop reason `aborted`; queued
+   * turns and background jobs are left alone. False when no turn runs.
+   */
+  cancelTurn(reason: unknown = 'cancelled by the user'): boolean {
+    if (!this.#turnAbort || this.#turnAbort.signal.aborted) return false;
+    this.#turnAbort.abort(reason);
+    return true;
+  }
+
   /** True while a turn runs or is queued, a follow-up is owed, or a job is pending. */
   get busy(): boolean {
     return this.#running || this.#queue.length > 0 || this.#followUpPending || this.manager.pending > 0;
@@ -240,6 +252,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** Ends the running turn, drops queued ones, and closes the manager (see its close()). */
   async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
+    this.#closed = true;
     for (const turn of this.#queue.splice(0)) turn.reject(new ForkpoolError('MANAGER_CLOSED', 'the session was closed before this turn ran'));
     this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
@@ -291,7 +304,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   }
 
   #requestFollowUp(reason: 'wave' | 'user-job' | 'deferred'): void {
-    if (this.manager.closed || this.manager.undeliveredCount === 0) return;
+    if (this.#closed || this.manager.closed || this.manager.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
     this.#followUpPending = true;
@@ -332,7 +345,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */
   #takeFollowUp(): QueuedTurn | undefined {
-    if (!this.#followUpPending) return undefined;
+    if (!this.#followUpPending || this.#closed) return undefined;
     this.#followUpPending = false;
     if (this.manager.undeliveredCount === 0) return undefined;
     return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };
