@@ -3,6 +3,7 @@
  * line, plain lines out, like `run`; at the end of the input it waits for the jobs and their
  * follow-up, then closes.
  */
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeResult, makeWorkspace, parseJsonLines, runCli, useCleanup } from './helpers/index.js';
 
@@ -35,4 +36,25 @@ describe('forkpool chat, not on a terminal', () => {
     expect(events.some((e) => e.type === 'entry' && e.kind === 'command' && String(e.text).startsWith('/bg list'))).toBe(true);
     expect(events.at(-1)?.type).toBe('usage');
   }, 180_000);
+
+  it('--ledger then --resume: the second chat continues the first one\'s session, its jobs and its usage', async () => {
+    const ws = await makeWorkspace(cleanup);
+    const ledger = path.join(ws, '.forkpool-test.db');
+    const first = await runCli(['chat', '--ledger', ledger, '--sim-latency', '0'], { cwd: ws, input: 'Where is the retry backoff? Where is the LruCache class?\n', timeoutMs: 150_000 });
+    expect(first.code, describeResult(first)).toBe(0);
+    const id = /session (s-[\w-]+) kept in/.exec(first.stderr)?.[1];
+    expect(id, describeResult(first)).toBeDefined();
+    expect(first.stderr).toContain(`forkpool chat --ledger ${ledger} --resume ${id}`);
+
+    const second = await runCli(['chat', '--ledger', ledger, '--resume', id as string, '--sim-latency', '0'], { cwd: ws, input: '/bg list\n', timeoutMs: 150_000 });
+    expect(second.code, describeResult(second)).toBe(0);
+    expect(second.stderr).toContain(`session ${id} kept in`);
+    expect(second.stderr).toMatch(/resumed: 0 result\(s\) waiting/);
+    // The first chat's jobs are the resumed session's: listed, ended, not run again.
+    expect(second.stdout).toMatch(/bg-1\s+ok/);
+    expect(second.stdout).toMatch(/bg-2\s+ok/);
+    expect(second.stderr).not.toMatch(/spawned in turn/);
+    const subagentRequests = (text: string) => Number(/primary:subagent\s+\S+\s+(\d+) requests/.exec(text)?.[1]);
+    expect(subagentRequests(second.stderr)).toBe(subagentRequests(first.stderr));
+  }, 320_000);
 });

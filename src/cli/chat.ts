@@ -8,8 +8,12 @@ import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
 import { createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
 import { escapeForTerminal, usageLines } from './format.js';
+import { announceLedgerSession } from './run.js';
 
-export type ChatFlags = GlobalFlags;
+export interface ChatFlags extends GlobalFlags {
+  /** A session id kept in `--ledger`: continue its conversation and its jobs. */
+  resume?: string;
+}
 
 /** How long quitting waits for jobs to stop before hard-stopping their threads. */
 const QUIT_TIMEOUT_MAX_MS = 5_000;
@@ -18,28 +22,33 @@ const QUIT_TIMEOUT_MAX_MS = 5_000;
  * The session and its controller. The one place a chat's session is made: resuming a recorded
  * session (`chat --resume <id>`, with the durable ledger) belongs here.
  */
-export function createChat(ctx: CliContext): ChatController {
+export function createChat(ctx: CliContext, options: { resume?: string | undefined; onTerminal?: boolean } = {}): ChatController {
+  const { resume } = options;
   let chat: ChatController | undefined;
   const session = new AgentSession({
     config: ctx.config,
     logger: ctx.logger,
     // A gated tool in the parent asks in the chat (permissionMode "ask" or --ask); jobs never ask.
     ...(ctx.config.permissionMode === 'ask' ? { asker: (request) => (chat ? chat.askPermission(request) : Promise.resolve('deny' as const)) } : {}),
+    ...(resume !== undefined ? { sessionId: resume, resume: true } : {}),
   });
   chat = new ChatController({ session, closeTimeoutMs: Math.min(ctx.config.background.closeTimeoutMs, QUIT_TIMEOUT_MAX_MS) });
   const model = ctx.sim ? `the simulated model (${ctx.sim.url})` : `${escapeForTerminal(ctx.config.model)} at ${escapeForTerminal(ctx.config.baseUrl ?? 'the default endpoint')}`;
   chat.add('info', `forkpool chat · ${model} · workspace ${escapeForTerminal(ctx.config.workspaceRoot)} · /help for commands, Ctrl+C on an empty prompt quits`);
+  // On a terminal into the transcript (the ink app owns the screen); otherwise on stderr, like `run`.
+  const say = options.onTerminal ? (line: string) => chat?.add('info', escapeForTerminal(line)) : ctx.note;
+  announceLedgerSession(ctx, session, 'chat', resume !== undefined, say);
   return chat;
 }
 
 export async function chatCommand(flags: ChatFlags): Promise<number> {
   const ctx = await createCliContext(flags);
-  const chat = createChat(ctx);
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY && !ctx.json);
+  const chat = createChat(ctx, { resume: flags.resume, onTerminal: interactive });
   const stopSignals = onTermination(async () => {
     await chat.quit();
     await ctx.dispose();
   });
-  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY && !ctx.json);
   try {
     if (interactive) await runInk(chat);
     else await runLineMode(chat, { input: process.stdin, out: (line) => process.stdout.write(`${line}\n`), note: ctx.note, ...(ctx.json ? { json: (entry) => ctx.event('entry', { kind: entry.kind, text: entry.text }) } : {}) });

@@ -43,6 +43,8 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
 
   globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
+    .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (README "Durability"); the session id is printed')
+    .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
     .action(async (flags) => setExit(await chatCommand(flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))

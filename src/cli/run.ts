@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
-import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
+import { createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
 import { costLines, jobJson, jobLine, usageLines } from './format.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
@@ -39,6 +39,22 @@ export interface RunFlags extends GlobalFlags {
   resume?: string;
 }
 
+/**
+ * With a durable ledger: says (through `say`; default stderr) which session is kept where and
+ * how to continue it with `command`, and on a resume what was found.
+ */
+export function announceLedgerSession(ctx: CliContext, session: AgentSession, command: 'run' | 'chat', resumed: boolean, say: (line: string) => void = ctx.note): void {
+  const ledger = ctx.config.ledger.path;
+  if (ledger === undefined) return;
+  const found = session.manager.recovery;
+  const lines = [`forkpool: session ${session.id} kept in ${ledger} (continue it with forkpool ${command} --ledger ${ledger} --resume ${session.id})`];
+  if (found && resumed) {
+    lines.push(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
+  }
+  for (const line of lines) say(line);
+  ctx.event('session', { id: session.id, ledger, ...(found && resumed ? { recovered: found } : {}) });
+}
+
 export async function runCommand(promptArg: string | undefined, flags: RunFlags): Promise<number> {
   const prompt = flags.demo ? DEMO_PROMPT : promptArg === '-' ? await readStdin() : promptArg;
   if (!prompt || !prompt.trim()) {
@@ -53,14 +69,7 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
     ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
   });
-  if (config.ledger.path !== undefined) {
-    const found = session.manager.recovery;
-    ctx.note(`forkpool: session ${session.id} kept in ${config.ledger.path} (continue it with --ledger ${config.ledger.path} --resume ${session.id})`);
-    if (found && flags.resume !== undefined) {
-      ctx.note(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
-    }
-    ctx.event('session', { id: session.id, ledger: config.ledger.path, ...(found && flags.resume !== undefined ? { recovered: found } : {}) });
-  }
+  announceLedgerSession(ctx, session, 'run', flags.resume !== undefined);
   const started = Date.now();
   session.manager.on('spawned', (job) => {
     const nested = job.parentJobId ? `${'  '.repeat((job.depth ?? 2) - 1)}└ ` : '';
