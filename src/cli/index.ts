@@ -52,6 +52,18 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .action(async (flags) => setExit(await serveCommand(flags)));
 
   program
+    .command('worker')
+    .description('run background jobs from a BullMQ queue (executor "bullmq"), on this or any machine that reaches Redis')
+    .option('--redis <url>', 'Redis URL (env FORKPOOL_REDIS_URL, config redisUrl)')
+    .option('--concurrency <n>', 'jobs this worker runs at once, one thread each (default background.maxConcurrent)', parseIntFlag('--concurrency', 1))
+    .option('--queue <name>', 'BullMQ queue (default bullmq.queue, "forkpool")')
+    .option('--lock-ms <ms>', 'job lock; a dead worker\'s jobs run again within about twice this (default bullmq.lockMs, 30000)', parseIntFlag('--lock-ms', 1_000))
+    .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
+    .option('--json', 'one JSON event per line on stdout')
+    .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
+    .action(async (flags) => setExit(await (await import('./worker.js')).workerCommand(flags)));
+
+  program
     .command('sim')
     .description('run the simulated OpenAI-compatible model server on loopback')
     .option('-p, --port <n>', 'port (0: any free port)', parseIntFlag('--port', 0, 65_535), 8787)

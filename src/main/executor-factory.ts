@@ -4,6 +4,8 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import type { Executor, ExecutorKind } from './executor.js';
 import { PiscinaExecutor } from './piscina-executor.js';
 import { InlineExecutor, TinypoolExecutor, WorkerPerJobExecutor } from './other-executors.js';
+import { BullmqExecutor } from '../bullmq/executor.js';
+import { ConfigError } from '../shared/errors.js';
 
 /**
  * Threads for a config: in `thread` isolation one per concurrent job; in `shared`, enough
@@ -26,10 +28,16 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
       return new TinypoolExecutor({ threads, heapMb: bg.heapMb, ...file });
     case 'worker-per-job':
       return new WorkerPerJobExecutor({ heapMb: bg.heapMb, ...file });
+    case 'bullmq':
+      // parseConfig already insists on redisUrl with this executor.
+      if (config.redisUrl === undefined) throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// URL (required by executor "bullmq")', received: 'nothing' }]);
+      return new BullmqExecutor({ redisUrl: config.redisUrl, bullmq: config.bullmq, ...(logger ? { logger } : {}) });
     case 'piscina': {
       // Enough room per thread that the cap, not Piscina's own queue, decides what runs.
       const tasksPerThread = bg.isolation === 'shared' ? Math.max(bg.tasksPerThread, Math.ceil(bg.maxConcurrent / threads)) : 1;
       return new PiscinaExecutor({ isolation: bg.isolation, threads, tasksPerThread, heapMb: bg.heapMb, niceIncrement: bg.niceIncrement, ...file, ...(logger ? { logger } : {}) });
     }
+    default:
+      throw new ConfigError([{ field: 'executor', expected: 'piscina, tinypool, worker-per-job, inline or bullmq (or pass an Executor object)', received: JSON.stringify(kind) }]);
   }
 }

@@ -367,9 +367,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       cancelGraceMs: this.#config.background.cancelGraceMs,
       logger: this.#logger,
       onStarted: (threadId) => {
+        // A remote executor re-ran the job (its worker died or lost it): one more attempt, same clock.
+        const rerun = this.#ledger.get(id)?.state === 'running';
+        if (rerun) this.#ledger.requeue(id, `attempt ${(this.#ledger.get(id)?.attempts ?? 0) + 1}: run again by the ${this.#executor.kind} executor (the previous run's worker died or lost the job)`);
         this.#ledger.markRunning(id, threadId);
         // The wall clock starts now: time spent queued does not count.
-        attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
+        if (!rerun) attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),

@@ -36,7 +36,7 @@ export interface JobSpec {
   processTag?: string;
 }
 
-const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
+export const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
   z.object({
     name: z.string(),
     code: z.enum(ERROR_CODES),
