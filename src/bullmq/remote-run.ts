@@ -89,7 +89,12 @@ export class RemoteRun {
   /** An accepted completion (see CompletionGate): the ending goes to the port as `done`, or the launch fails with its error. */
   complete(result: RunResult): void {
     if (this.#settled) return;
-    if (result.token !== this.#token) this.#hooks.gate.markStale(this.#token ?? '');
+    if (result.token !== this.#token && (this.#token !== undefined || result.run > 1)) {
+      // A run whose `started` never reached us (lost with a Redis restart, or it ended before
+      // starting the job): it still counts as an attempt.
+      if (this.#token !== undefined) this.#hooks.gate.markStale(this.#token);
+      this.#post({ type: 'started', jobId: this.jobId, threadId: 0, at: Date.now() });
+    }
     this.#token = result.token;
     if (result.end.kind === 'done') {
       this.#post({ type: 'done', jobId: this.jobId, outcome: result.end.outcome });

@@ -37,6 +37,19 @@ export interface ForkpoolWorkerOptions {
   /** Shown in events and in BullMQ's `processedBy`. Default host:pid. */
   name?: string;
   logger?: Logger;
+  /** Hears each run's end (the CLI prints it as a `run-ended` line). */
+  onRunEnded?(report: RunReport): void;
+}
+
+/** How a run ended on this worker. `lockLost`: its lock could not be renewed, so it was aborted. */
+export interface RunReport {
+  bullId: string;
+  jobId: string;
+  run: number;
+  end: AttemptEnd['kind'];
+  stopReason?: string;
+  lockLost: boolean;
+  evicted: boolean;
 }
 
 interface LiveRun {
@@ -177,6 +190,8 @@ export class ForkpoolWorker {
       live.attempt.dispose();
       this.#live.delete(bullId);
     }
+    const stopReason = end.kind === 'done' ? end.outcome.stopReason : live.attempt.stopReason;
+    this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: end.kind, ...(stopReason ? { stopReason } : {}), lockLost: live.lockLost, evicted: live.evicted });
     // Its completion would be refused anyway (the lock is gone); throwing says so in the log.
     if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
     if (live.evicted) throw new Error(`worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);

@@ -42,6 +42,10 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     closeTimeoutMs: config.bullmq.closeTimeoutMs,
     ...(config.apiKey ? { apiKey: config.apiKey } : {}),
     logger,
+    onRunEnded: (report) => {
+      if (flags.json) process.stdout.write(`${JSON.stringify({ type: 'run-ended', ...report })}\n`);
+      else logger.info(report, 'run ended');
+    },
   });
   const say = (type: string, data: Record<string, unknown>, line: string) => {
     if (flags.json) process.stdout.write(`${JSON.stringify({ type, ...data })}\n`);

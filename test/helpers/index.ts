@@ -13,6 +13,7 @@
  *               recordEvents
  * - faults.ts   runOneJob, loopback stand-ins (status server, recording proxy), /proc checks
  * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
+ * - redis.ts    startRedis (a private redis-server, restartable), startWorker (`forkpool worker` processes)
  *
  * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
  */
@@ -25,3 +26,4 @@ export * from './gates.js';
 export * from './pool.js';
 export * from './faults.js';
 export * from './fake-executor.js';
+export * from './redis.js';
