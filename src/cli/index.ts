@@ -58,6 +58,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--concurrency <n>', 'jobs this worker runs at once, one thread each (default background.maxConcurrent)', parseIntFlag('--concurrency', 1))
     .option('--queue <name>', 'BullMQ queue (default bullmq.queue, "forkpool")')
     .option('--lock-ms <ms>', 'job lock; a dead worker\'s jobs run again within about twice this (default bullmq.lockMs, 30000)', parseIntFlag('--lock-ms', 1_000))
+    .option('--max-stalls <n>', 'a job whose worker died this many times is failed, not run again (default bullmq.maxStalls, 2)', parseIntFlag('--max-stalls', 0, 100))
     .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
     .option('--json', 'one JSON event per line on stdout')
     .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))

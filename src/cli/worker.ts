@@ -10,6 +10,7 @@ export interface WorkerFlags {
   concurrency?: number;
   queue?: string;
   lockMs?: number;
+  maxStalls?: number;
   config?: string;
   logLevel?: string;
   json?: boolean;
@@ -38,7 +39,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     concurrency,
     heapMb: config.background.heapMb,
     lockMs: flags.lockMs ?? config.bullmq.lockMs,
-    maxStalls: config.bullmq.maxStalls,
+    maxStalls: flags.maxStalls ?? config.bullmq.maxStalls,
     closeTimeoutMs: config.bullmq.closeTimeoutMs,
     ...(config.apiKey ? { apiKey: config.apiKey } : {}),
     logger,

@@ -89,9 +89,10 @@ export interface TestWorker {
 }
 
 /** Starts `forkpool worker --json` on `redisUrl` and waits until it takes jobs. */
-export async function startWorker(cleanup: Cleanup, redisUrl: string, options: { concurrency?: number; lockMs?: number; queue?: string; env?: Record<string, string> } = {}): Promise<TestWorker> {
+export async function startWorker(cleanup: Cleanup, redisUrl: string, options: { concurrency?: number; lockMs?: number; maxStalls?: number; queue?: string; env?: Record<string, string> } = {}): Promise<TestWorker> {
   const args = ['worker', '--redis', redisUrl, '--json', '--concurrency', String(options.concurrency ?? 2), '--log-level', 'warn'];
   if (options.lockMs !== undefined) args.push('--lock-ms', String(options.lockMs));
+  if (options.maxStalls !== undefined) args.push('--max-stalls', String(options.maxStalls));
   if (options.queue !== undefined) args.push('--queue', options.queue);
   const cli = spawnCli(args, { cleanup, timeoutMs: 180_000, ...(options.env ? { env: options.env } : {}) });
   await cli.waitForStdout((out) => out.includes('"worker-ready"'));
