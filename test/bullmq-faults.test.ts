@@ -9,7 +9,7 @@ import type { BullmqExecutor } from '../src/bullmq/executor.js';
 import { bullJobId } from '../src/bullmq/wire.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
+import { HAVE_REDIS, RESEARCH_TASK, ended, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
 import type { BackgroundManager, ManagerEvents } from '../src/main/manager.js';
 
 const cleanup = useCleanup();
@@ -125,5 +125,35 @@ describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () =
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+  });
+});
+
+describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
+  it('results wait in Redis; the restarted main process launching the same jobs takes them over and delivers each once, nothing runs twice', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 700 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2);
+    const config = bullConfig(sim, workspace, redis.url);
+    const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `outlives main ${i}` }));
+    const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks) } });
+    await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const ids = parseJsonLines(first.stdout()).filter((l) => l.type === 'spawned').map((l) => l.id as string);
+    // Some runs finish while no main process is there: their results wait in Redis.
+    await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
+    // The restarted main process launches the same jobs (same ids, same launch: same BullMQ jobs).
+    const manager = makeManager(config, cleanup);
+    const events = recordEvents(manager);
+    const again = tasks.map((task) => manager.spawn(task).id);
+    expect(again).toEqual(ids);
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    // Taken over, not run again: one run per job across the workers.
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
+    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullJobId(id, 1)).sort());
   });
 });

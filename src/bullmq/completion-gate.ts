@@ -36,7 +36,12 @@ export class CompletionGate {
     this.#refuse(bullId, token, 'unconfirmed');
   }
 
-  /** Forgets a job once the manager has its ending (its id will not complete again here). */
+  /** A completion of this launch was accepted (or is being checked). */
+  wasAccepted(bullId: string): boolean {
+    return this.#claimed.has(bullId);
+  }
+
+  /** Forgets a launch whose BullMQ job was removed (its id may be used again). */
   forget(bullId: string): void {
     this.#claimed.delete(bullId);
   }

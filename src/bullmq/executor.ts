@@ -18,6 +18,9 @@ import { JobError } from '../shared/errors.js';
 import type { JobTask } from '../shared/protocol.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../main/executor.js';
 
+/** How long an accepted result stays in Redis (see #onCompleted). */
+const RESULT_KEPT_MS = 10_000;
+
 export interface BullmqExecutorOptions {
   redisUrl: string;
   bullmq?: Partial<BullmqConfig>;
@@ -114,7 +117,6 @@ export class BullmqExecutor implements Executor {
     } finally {
       hardStop.removeEventListener('abort', onHardStop);
       this.#runs.delete(bullId);
-      this.gate.forget(bullId);
     }
   }
 
@@ -143,6 +145,13 @@ export class BullmqExecutor implements Executor {
   }
 
   async #add(spec: JobTask['spec'], bullId: string): Promise<void> {
+    // The same launch id again here (a restarted job): the old result was taken, it must go.
+    // In a new process the id may find a run of the previous one: adding is then a no-op, and
+    // the run (still going, or its result waiting) is taken over.
+    if (this.gate.wasAccepted(bullId)) {
+      await this.#queue.remove(bullId);
+      this.gate.forget(bullId);
+    }
     await this.#queue.add(
       'job',
       { spec: specForRedis(spec) },
@@ -193,7 +202,9 @@ export class BullmqExecutor implements Executor {
       return this.#logger?.warn({ bullId, token }, 'refused a completion Redis does not confirm');
     }
     run.complete(result.data as RunResult);
-    void this.#queue.remove(bullId).catch(() => undefined);
+    // Removed a little later, not now: if this process dies before the manager's ledger has the
+    // ending, a restarted one launching the job again finds the result still waiting in Redis.
+    setTimeout(() => void this.#queue.remove(bullId).catch(() => undefined), RESULT_KEPT_MS).unref();
   }
 
   async #onFailed(bullId: string): Promise<void> {

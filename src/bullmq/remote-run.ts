@@ -81,7 +81,7 @@ export class RemoteRun {
       this.#token = event.token;
       return this.#post(message);
     }
-    if (event.token !== this.#token) return;
+    this.#adopt(event.token);
     // Child process groups live on the worker's machine: its own Attempt kills them.
     if (message.type === 'progress' || message.type === 'alert') this.#post(message);
   }
@@ -89,13 +89,7 @@ export class RemoteRun {
   /** An accepted completion (see CompletionGate): the ending goes to the port as `done`, or the launch fails with its error. */
   complete(result: RunResult): void {
     if (this.#settled) return;
-    if (result.token !== this.#token && (this.#token !== undefined || result.run > 1)) {
-      // A run whose `started` never reached us (lost with a Redis restart, or it ended before
-      // starting the job): it still counts as an attempt.
-      if (this.#token !== undefined) this.#hooks.gate.markStale(this.#token);
-      this.#post({ type: 'started', jobId: this.jobId, threadId: 0, at: Date.now() });
-    }
-    this.#token = result.token;
+    if (result.started) this.#adopt(result.token);
     if (result.end.kind === 'done') {
       this.#post({ type: 'done', jobId: this.jobId, outcome: result.end.outcome });
       return this.#settle();
@@ -117,6 +111,17 @@ export class RemoteRun {
 
   abandon(error: unknown): void {
     this.#settle(error);
+  }
+
+  /**
+   * A run whose `started` never reached this process (this main process started after it, or
+   * the message was lost with a Redis restart): it counts as an attempt from now on.
+   */
+  #adopt(token: string): void {
+    if (token === this.#token) return;
+    if (this.#token !== undefined) this.#hooks.gate.markStale(this.#token);
+    this.#token = token;
+    this.#post({ type: 'started', jobId: this.jobId, threadId: 0, at: Date.now() });
   }
 
   /** Redis lost the job; it is added again, and whatever run had it counts no more. */

@@ -45,6 +45,8 @@ export interface RunResult {
   worker: string;
   /** 1 on the first start of the BullMQ job; a re-run after a stall counts up. */
   run: number;
+  /** False when the worker ended it without starting it (it found the job cancelled). */
+  started: boolean;
   end: RemoteEnd;
 }
 
@@ -54,7 +56,7 @@ const remoteEndSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('protocol'), error: serializedErrorSchema }),
 ]);
 
-export const runResultSchema = z.object({ token: z.string().min(1), worker: z.string(), run: z.number().int().min(1), end: remoteEndSchema });
+export const runResultSchema = z.object({ token: z.string().min(1), worker: z.string(), run: z.number().int().min(1), started: z.boolean(), end: remoteEndSchema });
 
 /** Worker → main, on the events channel. */
 export type RemoteEvent =

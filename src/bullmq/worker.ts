@@ -168,7 +168,7 @@ export class ForkpoolWorker {
     const bullId = job.id as string;
     const runToken = token ?? `${this.name}:${bullId}:${job.attemptsStarted}`;
     const run = Math.max(1, job.attemptsStarted);
-    const result = (end: RemoteEnd): RunResult => ({ token: runToken, worker: this.name, run, end });
+    const result = (end: RemoteEnd, started = true): RunResult => ({ token: runToken, worker: this.name, run, started, end });
     const localSpec: JobSpec = { ...spec, config: { ...spec.config, ...(this.#options.apiKey ? { apiKey: this.#options.apiKey } : {}) } };
     const live: LiveRun = { attempt: this.#attempt(localSpec, bullId, runToken, run), token: runToken, run, lockLost: false, evicted: false };
     // Listed before the look-up below, so a cancel published meanwhile finds it (as a stop request).
@@ -177,7 +177,7 @@ export class ForkpoolWorker {
     if (cancelled || live.attempt.stopReason) {
       live.attempt.dispose();
       this.#live.delete(bullId);
-      return result({ kind: 'done', outcome: cancelledBeforeStart(spec.id) });
+      return result({ kind: 'done', outcome: cancelledBeforeStart(spec.id) }, false);
     }
     const onSignal = () => live.attempt.requestStop('cancel');
     signal?.addEventListener('abort', onSignal, { once: true });
