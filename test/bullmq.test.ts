@@ -9,12 +9,12 @@ import type { BullmqExecutor } from '../src/bullmq/executor.js';
 import { bullJobId } from '../src/bullmq/wire.js';
 import type { ForkpoolConfig } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, startRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from './helpers/index.js';
+import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from './helpers/index.js';
 
 const cleanup = useCleanup();
 
-function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: { maxConcurrent?: number } = {}): ForkpoolConfig {
-  return makeConfig(sim, workspace, { maxConcurrent: extra.maxConcurrent ?? 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl, bullmq: { queue: 'fp-test', lockMs: 4_000, pollMs: 500 } });
+function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {
+  return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, lockMs: 4_000, pollMs: 500 } });
 }
 
 function redisClient(url: string): Redis {
@@ -23,19 +23,20 @@ function redisClient(url: string): Redis {
   return client;
 }
 
-describe.skipIf(!HAVE_REDIS)('bullmq executor', () => {
+// Worker processes and Redis round trips: slow on a loaded machine, never hung.
+describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
   it('runs jobs on worker processes and ends them as local ones, each delivered once; no API key is stored in Redis', async () => {
-    const redis = await startRedis(cleanup);
+    const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 20 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: 'fp-test' }), startWorker(cleanup, redis.url, { queue: 'fp-test' })]);
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: redis.queue }), startWorker(cleanup, redis.url, { queue: redis.queue })]);
+    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 6 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `remote ${i}`, wave: 1 }).id);
     // Look while the jobs are in Redis: their data must not carry the key.
     const client = redisClient(redis.url);
     let stored: string | null = null;
-    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:fp-test:${bullJobId(ids[5] as string, 1)}`, 'data');
+    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:${redis.queue}:${bullJobId(ids[5] as string, 1)}`, 'data');
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     manager.sealWave(1);
     for (const record of records) {
@@ -44,8 +45,8 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', () => {
     }
     expect(stored).toContain(RESEARCH_TASK.slice(0, 20));
     expect(stored).not.toContain('test-key');
-    const keys = await client.keys('*');
-    for (const key of keys.filter((k) => k.startsWith('bull:fp-test:') && !k.endsWith(':events'))) {
+    const keys = await client.keys(`bull:${redis.queue}:*`);
+    for (const key of keys.filter((k) => k.startsWith(`bull:${redis.queue}:`) && !k.endsWith(':events'))) {
       const type = await client.type(key);
       if (type === 'hash') expect(JSON.stringify(await client.hgetall(key))).not.toContain('test-key');
     }
@@ -58,12 +59,12 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', () => {
   });
 
   it('cancel from the main process reaches the job on its worker, aborts its model call, and ends it cancelled, not failed or retried', async () => {
-    const redis = await startRedis(cleanup);
+    const redis = await testRedis(cleanup);
     // The job's first model call never answers: only a cancel that reaches it ends it.
     const sim = await startSim(cleanup, { faults: { 1: { kind: 'hang_before_headers' } } });
     const workspace = await makeWorkspace(cleanup);
-    const worker = await startWorker(cleanup, redis.url, { queue: 'fp-test' });
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue });
+    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'to cancel' });
     await startedJob(manager, id);
     await waitFor(() => sim.requests.length >= 1, 'the job\'s first model call');
@@ -82,10 +83,10 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', () => {
   });
 
   it('a job cancelled while it waits in Redis is taken out of the queue: no worker ever runs it', async () => {
-    const redis = await startRedis(cleanup);
+    const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup);
     const workspace = await makeWorkspace(cleanup);
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'never runs' });
     const executor = manager.executor as BullmqExecutor;
     let state = '';
@@ -96,24 +97,24 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', () => {
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'cancelled', attempts: 0 });
     // A worker that comes now finds nothing to run.
-    const worker = await startWorker(cleanup, redis.url, { queue: 'fp-test' });
+    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue });
     const other = manager.spawn({ task: RESEARCH_TASK, label: 'after' });
     await ended(manager, other.id);
     expect(worker.runsEnded().map((r) => r.jobId)).toEqual([other.id]);
   });
 
   it('refuses a completion Redis does not confirm (a stale or forged run), and delivers the real one once', async () => {
-    const redis = await startRedis(cleanup);
+    const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 400 });
     const workspace = await makeWorkspace(cleanup);
-    await startWorker(cleanup, redis.url, { queue: 'fp-test' });
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+    await startWorker(cleanup, redis.url, { queue: redis.queue });
+    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const executor = manager.executor as BullmqExecutor;
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'real' });
     await startedJob(manager, id);
     // What a run that lost its lock (or a failed-over Redis) could report: a completion of its own.
-    const forged = { token: 'stale-run-token', worker: 'elsewhere', run: 1, end: { kind: 'done', outcome: { stopReason: 'final', text: 'FORGED ANSWER', usage: {}, iterations: 1 } } };
-    await redisClient(redis.url).xadd('bull:fp-test:events', '*', 'event', 'completed', 'jobId', bullJobId(id, 1), 'returnvalue', JSON.stringify(forged), 'prev', 'active');
+    const forged = { token: 'stale-run-token', worker: 'elsewhere', run: 1, started: true, end: { kind: 'done', outcome: { stopReason: 'final', text: 'FORGED ANSWER', usage: {}, iterations: 1 } } };
+    await redisClient(redis.url).xadd(`bull:${redis.queue}:events`, '*', 'event', 'completed', 'jobId', bullJobId(id, 1), 'returnvalue', JSON.stringify(forged), 'prev', 'active');
     await waitFor(() => executor.gate.rejected.some((r) => r.token === 'stale-run-token'), 'the forged completion to be refused');
     expect(manager.get(id)?.state).toBe('running');
     const record = await ended(manager, id);

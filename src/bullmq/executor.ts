@@ -191,17 +191,19 @@ export class BullmqExecutor implements Executor {
   async #onCompleted(bullId: string, returnvalue: unknown): Promise<void> {
     const run = this.#runs.get(bullId);
     if (!run) return;
-    const result = runResultSchema.safeParse(typeof returnvalue === 'string' ? safeJson(returnvalue) : returnvalue);
-    if (!result.success) return run.fail(new JobError('PROTOCOL_INVALID', run.jobId, 'a worker completed the job with a value that is not a forkpool run result'));
-    const token = result.data.token;
-    if (!this.gate.claim(bullId, token)) return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
-    // Confirmed against the job's record, which BullMQ wrote only if this run held the lock.
+    // The event only says which run claims to have finished; what counts is the job's record,
+    // which BullMQ wrote only if that run held the lock.
+    const claimed = runResultSchema.safeParse(typeof returnvalue === 'string' ? safeJson(returnvalue) : returnvalue);
     const stored = await this.#storedResult(bullId);
+    if (stored === 'invalid') return run.fail(new JobError('PROTOCOL_INVALID', run.jobId, 'a worker completed the job with a value that is not a forkpool run result'));
+    const token = claimed.success ? claimed.data.token : stored?.token;
+    if (token === undefined) return;
+    if (!this.gate.claim(bullId, token)) return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
     if (stored?.token !== token) {
       this.gate.release(bullId, token);
       return this.#logger?.warn({ bullId, token }, 'refused a completion Redis does not confirm');
     }
-    run.complete(result.data as RunResult);
+    run.complete(stored);
     // Removed a little later, not now: if this process dies before the manager's ledger has the
     // ending, a restarted one launching the job again finds the result still waiting in Redis.
     setTimeout(() => void this.#queue.remove(bullId).catch(() => undefined), RESULT_KEPT_MS).unref();
@@ -216,11 +218,12 @@ export class BullmqExecutor implements Executor {
     run.fail(new JobError('THREAD_LOST', run.jobId, `its workers could not run it: ${job.failedReason} (started ${job.attemptsStarted} time(s), stalled ${job.stalledCounter})`));
   }
 
-  async #storedResult(bullId: string): Promise<RunResult | undefined> {
+  /** The run result BullMQ stored for a completed job; `invalid` when it is not one of ours. */
+  async #storedResult(bullId: string): Promise<RunResult | 'invalid' | undefined> {
     const job = await Job.fromId(this.#queue, bullId).catch(() => undefined);
-    if (!job?.finishedOn) return undefined;
+    if (!job?.finishedOn || job.failedReason) return undefined;
     const parsed = runResultSchema.safeParse(typeof job.returnvalue === 'string' ? safeJson(job.returnvalue) : job.returnvalue);
-    return parsed.success ? (parsed.data as RunResult) : undefined;
+    return parsed.success ? (parsed.data as RunResult) : 'invalid';
   }
 
   /**

@@ -79,6 +79,18 @@ export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
   };
 }
 
+/**
+ * A Redis for a test that never restarts it, and a queue name of its own: the one `.ci/run`
+ * started (FORKPOOL_TEST_REDIS_URL) when there is one, else a private server.
+ */
+export async function testRedis(cleanup: Cleanup): Promise<{ url: string; queue: string }> {
+  const queue = `fp-${process.pid}-${++queues}`;
+  const shared = process.env.FORKPOOL_TEST_REDIS_URL;
+  if (shared) return { url: shared, queue };
+  return { url: (await startRedis(cleanup)).url, queue };
+}
+let queues = 0;
+
 export interface TestWorker {
   cli: CliProcess;
   pid: number;
