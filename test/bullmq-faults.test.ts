@@ -6,13 +6,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { BullmqExecutor } from '../src/bullmq/executor.js';
-import { bullJobId } from '../src/bullmq/wire.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
 import { HAVE_REDIS, RESEARCH_TASK, ended, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
 import type { BackgroundManager, ManagerEvents } from '../src/main/manager.js';
 
 const cleanup = useCleanup();
+
+/** The BullMQ job id of a job's launch under a manager's bullmq executor. */
+function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
+  return (manager.executor as BullmqExecutor).bullId(id, launch);
+}
 const LOCK_MS = 4_000;
 
 function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: Partial<ForkpoolConfigInput> = {}): ForkpoolConfig {
@@ -28,11 +32,11 @@ async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: s
   const queue = (manager.executor as BullmqExecutor).queue;
   let holder: TestWorker | undefined;
   for (let tries = 0; !holder && tries < 400; tries++) {
-    const job = await queue.getJob(bullJobId(id, launch));
+    const job = await queue.getJob(bullIdOf(manager, id, launch));
     holder = workers.find((w) => w.name === job?.processedBy);
     if (!holder) await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  if (!holder) throw new Error(`no worker holds ${id} (processedBy ${(await queue.getJob(bullJobId(id, launch)))?.processedBy}; workers ${workers.map((w) => w.name).join(', ')})`);
+  if (!holder) throw new Error(`no worker holds ${id} (processedBy ${(await queue.getJob(bullIdOf(manager, id, launch)))?.processedBy}; workers ${workers.map((w) => w.name).join(', ')})`);
   return holder;
 }
 
@@ -104,7 +108,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () =
     process.kill(holder.pid, 'SIGCONT');
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'ok', attempts: 2 });
-    const staleRun = await waitFor(() => holder.runsEnded().find((r) => r.bullId === bullJobId(id, 1)), 'the stale run\'s report');
+    const staleRun = await waitFor(() => holder.runsEnded().find((r) => r.bullId === bullIdOf(manager, id, 1)), 'the stale run\'s report');
     // Aborted (its thread was stopped), not run to completion a second time.
     expect(staleRun).toMatchObject({ run: 1, lockLost: true, end: 'lost' });
     expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
@@ -134,7 +138,8 @@ describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers k
     const sim = await startSim(cleanup, { latencyMs: 700 });
     const workspace = await makeWorkspace(cleanup);
     const workers = await workersOn(redis.url, 2);
-    const config = bullConfig(sim, workspace, redis.url);
+    // The restarted process takes over the first one's launches: the same namespace names them.
+    const config = bullConfig(sim, workspace, redis.url, { bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500, namespace: 'main-a' } });
     const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `outlives main ${i}` }));
     const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks) } });
     await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
@@ -154,6 +159,6 @@ describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers k
     expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
     // Taken over, not run again: one run per job across the workers.
     const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
-    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullJobId(id, 1)).sort());
+    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 });

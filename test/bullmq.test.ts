@@ -6,12 +6,17 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { BullmqExecutor } from '../src/bullmq/executor.js';
-import { bullJobId } from '../src/bullmq/wire.js';
+import type { BackgroundManager } from '../src/main/manager.js';
 import type { ForkpoolConfig } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
 import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from './helpers/index.js';
 
 const cleanup = useCleanup();
+
+/** The BullMQ job id of a job's launch under a manager's bullmq executor. */
+function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
+  return (manager.executor as BullmqExecutor).bullId(id, launch);
+}
 
 function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {
   return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, lockMs: 4_000, pollMs: 500 } });
@@ -36,7 +41,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     // Look while the jobs are in Redis: their data must not carry the key.
     const client = redisClient(redis.url);
     let stored: string | null = null;
-    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:${redis.queue}:${bullJobId(ids[5] as string, 1)}`, 'data');
+    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:${redis.queue}:${bullIdOf(manager, ids[5] as string, 1)}`, 'data');
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     manager.sealWave(1);
     for (const record of records) {
@@ -75,8 +80,8 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     // Cooperative: the worker's job honoured it (no hard stop was needed), and it ran once.
     expect(record).toMatchObject({ status: 'cancelled', endedBy: 'cooperative', attempts: 1 });
     expect(record.error?.code).toBe('JOB_CANCELLED');
-    const runs = await waitFor(() => worker.runsEnded().filter((r) => r.bullId === bullJobId(id, 1)).length > 0 && worker.runsEnded(), 'the worker\'s run report');
-    expect(runs.filter((r) => r.bullId === bullJobId(id, 1))).toEqual([expect.objectContaining({ run: 1, end: 'done', stopReason: 'aborted' })]);
+    const runs = await waitFor(() => worker.runsEnded().filter((r) => r.bullId === bullIdOf(manager, id, 1)).length > 0 && worker.runsEnded(), 'the worker\'s run report');
+    expect(runs.filter((r) => r.bullId === bullIdOf(manager, id, 1))).toEqual([expect.objectContaining({ run: 1, end: 'done', stopReason: 'aborted' })]);
     // The issue's bound is 100 ms (the bench measures it); here only "well before the 2 s
     // hard-stop grace", so a busy machine cannot fail it. endedBy 'cooperative' is the real check.
     expect(latencyMs).toBeLessThan(2_000);
@@ -90,7 +95,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'never runs' });
     const executor = manager.executor as BullmqExecutor;
     let state = '';
-    const poll = setInterval(() => void executor.queue.getJobState(bullJobId(id, 1)).then((s) => (state = s)), 20);
+    const poll = setInterval(() => void executor.queue.getJobState(bullIdOf(manager, id, 1)).then((s) => (state = s)), 20);
     cleanup.add(() => clearInterval(poll));
     await waitFor(() => state === 'waiting', 'the job in the queue');
     manager.cancel(id);
@@ -114,7 +119,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     await startedJob(manager, id);
     // What a run that lost its lock (or a failed-over Redis) could report: a completion of its own.
     const forged = { token: 'stale-run-token', worker: 'elsewhere', run: 1, started: true, end: { kind: 'done', outcome: { stopReason: 'final', text: 'FORGED ANSWER', usage: {}, iterations: 1 } } };
-    await redisClient(redis.url).xadd(`bull:${redis.queue}:events`, '*', 'event', 'completed', 'jobId', bullJobId(id, 1), 'returnvalue', JSON.stringify(forged), 'prev', 'active');
+    await redisClient(redis.url).xadd(`bull:${redis.queue}:events`, '*', 'event', 'completed', 'jobId', bullIdOf(manager, id, 1), 'returnvalue', JSON.stringify(forged), 'prev', 'active');
     await waitFor(() => executor.gate.rejected.some((r) => r.token === 'stale-run-token'), 'the forged completion to be refused');
     expect(manager.get(id)?.state).toBe('running');
     const record = await ended(manager, id);

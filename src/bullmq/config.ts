@@ -38,6 +38,13 @@ export const bullmqSchema = z.strictObject({
   globalConcurrency: z.number().int().min(0).max(100_000).default(BULLMQ_DEFAULTS.globalConcurrency),
   /** The executor's and a worker's close() gives up waiting after this long. */
   closeTimeoutMs: z.number().int().min(0).max(600_000).default(BULLMQ_DEFAULTS.closeTimeoutMs),
+  /**
+   * Names this main process's jobs in the queue (BullMQ job ids are `<namespace>.<job id>.<launch>`).
+   * Unset: a random one per executor, so two processes' `bg-1` never meet. A main process that
+   * restarts and must take over its previous run's jobs (results waiting, runs still going)
+   * sets the same namespace again (with a durable ledger: one per ledger).
+   */
+  namespace: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a namespace: letters, digits, "_" or "-" (at most 64)').optional(),
   /** The main side asks Redis about a job it heard nothing of for this long (missed events, lost jobs). */
   pollMs: z.number().int().min(100).max(600_000).default(BULLMQ_DEFAULTS.pollMs),
 });

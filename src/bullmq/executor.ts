@@ -6,6 +6,7 @@
  * run's) and pass the {@link CompletionGate} (one per launch, from the run that holds the job,
  * confirmed against Redis) before the manager, whose ledger records the ending once, sees them.
  */
+import { randomUUID } from 'node:crypto';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -32,6 +33,8 @@ export class BullmqExecutor implements Executor {
   /** Each job has a thread of its own on its worker, which a hard stop ends; a job may run again after its worker died. */
   readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true };
   readonly gate = new CompletionGate();
+  /** Prefix of this executor's BullMQ job ids (see `bullmq.namespace`). */
+  readonly namespace: string;
   readonly #options: BullmqConfig;
   readonly #logger: Logger | undefined;
   readonly #names: ReturnType<typeof redisNames>;
@@ -46,6 +49,7 @@ export class BullmqExecutor implements Executor {
 
   constructor(options: BullmqExecutorOptions) {
     this.#options = { ...BULLMQ_DEFAULTS, ...options.bullmq };
+    this.namespace = options.bullmq?.namespace ?? randomUUID().slice(0, 12);
     this.#logger = options.logger;
     this.#names = redisNames(this.#options.queue);
     const client = () => {
@@ -78,6 +82,11 @@ export class BullmqExecutor implements Executor {
     if (this.#options.globalConcurrency > 0) await this.#queue.setGlobalConcurrency(this.#options.globalConcurrency);
   }
 
+  /** The BullMQ job id of launch `launch` of job `jobId`. */
+  bullId(jobId: string, launch: number): string {
+    return bullJobId(this.namespace, jobId, launch);
+  }
+
   /** The BullMQ queue (for inspection and tests). */
   get queue(): Queue {
     return this.#queue;
@@ -96,7 +105,7 @@ export class BullmqExecutor implements Executor {
       task.port.close();
       throw new JobError('ABORTED', spec.id, 'the bullmq executor is closed');
     }
-    const bullId = bullJobId(spec.id, spec.attempt);
+    const bullId = this.bullId(spec.id, spec.attempt);
     const run = new RemoteRun(spec, bullId, task.port, {
       control: (message) => this.#control(message),
       removeWaiting: async () => (await this.#queue.remove(bullId)) === 1,

@@ -23,9 +23,9 @@ export function redisNames(queue: string) {
   };
 }
 
-/** The BullMQ job id of a manager's job launch: one BullMQ job per (job id, launch). */
-export function bullJobId(jobId: string, launch: number): string {
-  return `${jobId}.${launch}`;
+/** The BullMQ job id of a job's launch: one BullMQ job per (namespace, job id, launch). */
+export function bullJobId(namespace: string, jobId: string, launch: number): string {
+  return `${namespace}.${jobId}.${launch}`;
 }
 
 /** What a job's BullMQ data holds. */
