@@ -88,7 +88,6 @@ async function fanOut(config: ForkpoolConfig, jobs: number): Promise<{ seconds: 
     ids.push(id);
   }
   const records = await Promise.all(ids.map((id) => manager.result(id)));
-  process.stderr.write(`bench:bullmq:   fan-out done\n`);
   const seconds = (performance.now() - began) / 1000;
   const bad = records.filter((r) => r.status !== 'ok').length;
   if (bad > 0) process.stderr.write(`bench:bullmq: ${bad} job(s) did not end ok\n`);
@@ -104,7 +103,7 @@ async function cancels(config: ForkpoolConfig, count: number, hangingSim: SimSer
     const { id } = manager.spawn({ task: TASK, label: `cancel ${i}` });
     const requestsBefore = hangingSim.requests.length;
     await new Promise<void>((resolve) => {
-      const check = () => { if (process.env.BENCH_DEBUG) process.stderr.write(`${manager.get(id)?.state} ${hangingSim.requests.length} ${requestsBefore}\n`); return manager.get(id)?.state === "running" && hangingSim.requests.length > requestsBefore ? resolve() : void setTimeout(check, 200); };
+      const check = () => (manager.get(id)?.state === 'running' && hangingSim.requests.length > requestsBefore ? resolve() : void setTimeout(check, 5));
       check();
     });
     const at = performance.now();
