@@ -36,6 +36,8 @@ export interface GlobalFlags {
   stream?: boolean;
   ask?: boolean;
   simLatency?: number;
+  /** `--ledger FILE`: the durable ledger (SQLite). */
+  ledger?: string;
 }
 
 export interface CliContext {
@@ -92,6 +94,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     grant: flags.grant,
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
+    ledgerPath: flags.ledger,
   };
   // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
   let config = loadConfig({

@@ -9,12 +9,15 @@ import { createCliContext, EXIT, onTermination, type GlobalFlags } from './commo
 import { jobJson, oneLine, preview, usageLines } from './format.js';
 import { LineReader, openInput } from './line-reader.js';
 import { FanoutOutput, statusText } from './progress.js';
+import { openFanoutLedger } from './fanout-ledger.js';
 
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
   progress?: boolean;
   /** The configured agent every line runs unless the line names its own. */
   agent?: string;
+  /** Continue the fan-out in `--ledger FILE`: print what finished, run only the rest. */
+  resume?: boolean;
 }
 
 const lineSchema = z.strictObject({
@@ -63,7 +66,24 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     await ctx.dispose();
     return EXIT.usage;
   }
-  const manager = new BackgroundManager({ config: ctx.config, logger: ctx.logger, executor: createExecutor(ctx.config, ctx.logger, executorKind), closeExecutor: true });
+  if (flags.resume && ctx.config.ledger.path === undefined) {
+    process.stderr.write('forkpool fanout: --resume continues the fan-out kept in a ledger; give it with --ledger FILE (or ledger.path in the config)\n');
+    await ctx.dispose();
+    return EXIT.usage;
+  }
+  const ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  if (ledger && 'problem' in ledger) {
+    process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
+    await ctx.dispose();
+    return EXIT.usage;
+  }
+  const manager = new BackgroundManager({
+    config: ctx.config,
+    logger: ctx.logger,
+    executor: createExecutor(ctx.config, ctx.logger, executorKind),
+    closeExecutor: true,
+    ...(ledger ? { store: ledger.jobs } : {}),
+  });
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();
@@ -113,6 +133,20 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     wakeAll();
   });
 
+  // Resumed: what finished before is printed from the ledger; what recovery re-queued runs again.
+  for (const job of ledger ? manager.jobs() : []) {
+    const line = ledger?.lineOf(job.id);
+    if (job.state !== 'ended') {
+      accepted++;
+      lineOf.set(job.id, line as number);
+      continue;
+    }
+    if (job.status) tally[job.status]++;
+    usage = mergeUsageByModel(usage, job.usage);
+    out.result(JSON.stringify({ line, ...jobJson(job), fromLedger: true }));
+    manager.markDelivered(job.id);
+  }
+
   const refuse = (task: FanoutTask, error: unknown) => {
     refused++;
     const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
@@ -126,7 +160,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     for (;;) {
       try {
         const agent = task.agent ?? flags.agent;
-        const handle = manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null, ...(agent !== undefined ? { agent } : {}) });
+        const spawn = () => manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null, ...(agent !== undefined ? { agent } : {}) });
+        const handle = ledger ? ledger.spawnForLine(task.line, spawn) : spawn();
         accepted++;
         lineOf.set(handle.id, task.line);
         return;
@@ -163,6 +198,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
         out.note(`forkpool fanout: line ${lineNumber}: ${parsed.problem} (skipped)`);
         continue;
       }
+      // Resumed: this line has its job in the ledger already (printed above, or running again).
+      if (ledger?.hasLine(parsed.line)) continue;
       // Backpressure: no more reading (and no more queued jobs) until a job ends.
       while (!stopping && pending() >= readAhead) await nextEnding();
       if (stopping) return;
@@ -185,6 +222,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       );
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
+      ledger?.close();
       await ctx.dispose();
     })());
 

@@ -36,6 +36,8 @@ export function buildProgram(setExit: (code: number) => void): Command {
   globalOptions(program.command('run').description('run the parent agent on a prompt; background agents fan out and report back'))
     .argument('[prompt]', 'the prompt, or "-" to read it from stdin')
     .option('--demo', 'run the built-in demo prompt over this workspace')
+    .option('--ledger <file>', 'keep jobs and the session in this SQLite file (README "Durability"); the session id is printed')
+    .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
     .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
@@ -43,12 +45,15 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']).default('piscina'))
     .option('--no-progress', 'no progress bar')
     .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
+    .option('--ledger <file>', 'keep every task\'s job in this SQLite file, so a killed fan-out can be resumed')
+    .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
     .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
     .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
     .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
     .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']))
+    .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
     .action(async (flags) => setExit(await serveCommand(flags)));
 
   program
@@ -86,7 +91,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .command('bench')
     .description('run the benchmark matrix (executors × workloads) against the simulator; write JSON, markdown and SVG charts')
     .option('--quick', 'tiny fan-outs and short latencies (under a minute)')
-    .option('--only <workload>', 'one workload: io, cpu or scale')
+    .option('--only <workload>', 'one workload: io, cpu, scale or parse')
     .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')
     .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job')

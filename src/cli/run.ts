@@ -35,6 +35,8 @@ function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
 
 export interface RunFlags extends GlobalFlags {
   demo?: boolean;
+  /** A session id kept in `--ledger`: continue it. */
+  resume?: string;
 }
 
 export async function runCommand(promptArg: string | undefined, flags: RunFlags): Promise<number> {
@@ -49,7 +51,16 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     config,
     logger: ctx.logger,
     ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
+    ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
   });
+  if (config.ledger.path !== undefined) {
+    const found = session.manager.recovery;
+    ctx.note(`forkpool: session ${session.id} kept in ${config.ledger.path} (continue it with --ledger ${config.ledger.path} --resume ${session.id})`);
+    if (found && flags.resume !== undefined) {
+      ctx.note(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
+    }
+    ctx.event('session', { id: session.id, ledger: config.ledger.path, ...(found && flags.resume !== undefined ? { recovered: found } : {}) });
+  }
   const started = Date.now();
   session.manager.on('spawned', (job) => {
     const nested = job.parentJobId ? `${'  '.repeat((job.depth ?? 2) - 1)}└ ` : '';

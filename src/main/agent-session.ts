@@ -15,8 +15,9 @@ import type { JobRecord } from './ledger.js';
 import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle } from './manager.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
+import { openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
-export interface AgentSessionOptions {
+export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
   client?: OpenAI;
   executor?: Executor;
@@ -37,7 +38,8 @@ export type SessionEvents = {
   alert: [JobAlert];
   /** The alert buffer was full: the oldest alert was dropped. */
   'alert-dropped': [JobAlert];
-  'follow-up': [{ reason: 'wave' | 'user-job'; queued: boolean }];
+  /** `restart`: a resumed session found results waiting for delivery. */
+  'follow-up': [{ reason: 'wave' | 'user-job' | 'restart'; queued: boolean }];
 };
 
 interface QueuedTurn {
@@ -57,6 +59,9 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly agent: ParentAgent;
   readonly manager: BackgroundManager;
   readonly permissions: PermissionStore;
+  /** This session's id: under it a durable ledger keeps its conversation and jobs (README "Durability"). */
+  readonly id: string;
+  readonly #durable: DurableSession;
   readonly #config: ForkpoolConfig;
   readonly #queue: QueuedTurn[] = [];
   readonly activity: JobActivity;
@@ -75,10 +80,13 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'session event listener threw') : undefined);
     this.#config = options.config;
+    this.#durable = openDurableSession(options.config, options);
+    this.id = this.#durable.id;
     this.permissions = new PermissionStore(options.config.grantedTools);
     this.manager = new BackgroundManager({
       config: options.config,
       permissions: this.permissions,
+      ...(this.#durable.jobs ? { store: this.#durable.jobs } : {}),
       ...(options.executor ? { executor: options.executor } : {}),
       ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
@@ -130,6 +138,43 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#checkIdle();
     });
     this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
+    this.#resume();
+  }
+
+  /**
+   * A session that continues: {@link AgentSessionOptions.sessionId} names one the ledger holds
+   * (else `SESSION_UNKNOWN`). Its conversation and turn count come back, results that ended
+   * while it was down are delivered once at its next turn, and its interrupted jobs are re-run
+   * or delivered as interrupted (README "Durability").
+   */
+  static resume(sessionId: string, options: AgentSessionOptions): AgentSession {
+    return new AgentSession({ ...options, sessionId, resume: true });
+  }
+
+  #resume(): void {
+    const { snapshot, store } = this.#durable;
+    if (!store) return;
+    if (!snapshot) {
+      store.saveSession(this.agent.session.snapshot(this.id));
+      return;
+    }
+    this.agent.session.restore(snapshot);
+    // Results handed to a turn that never committed were never kept: they wait for delivery again.
+    this.manager.takeBackDeliveries(snapshot.turns);
+    // Results waiting from before the restart reach the parent at its next turn: a follow-up
+    // when it stays idle, or the caller's own turn when one is submitted in the same tick.
+    if (this.manager.undeliveredCount === 0) return;
+    this.#followUpPending = true;
+    setImmediate(() => {
+      this.emit('follow-up', { reason: 'restart', queued: this.#running || this.#queue.length > 0 });
+      void this.#runQueue();
+    });
+  }
+
+  /** Keeps the conversation in the ledger; called after every committed turn. */
+  #saveSession(): void {
+    const { store } = this.#durable;
+    if (store && !store.closed) store.saveSession(this.agent.session.snapshot(this.id));
   }
 
   /**
@@ -185,6 +230,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     for (const turn of this.#queue.splice(0)) turn.reject(new ForkpoolError('MANAGER_CLOSED', 'the session was closed before this turn ran'));
     this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
+    this.#saveSession();
+    if (this.#durable.ownsStore) this.#durable.store?.close();
     this.#followUpPending = false;
     this.#checkIdle();
     return report;
@@ -246,6 +293,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         this.#turnAbort = abort.controller;
         try {
           const result = await this.agent.runTurn(next.input, { followUp: next.followUp, signal: abort.signal });
+          // Committed: from here on its deliveries are part of the kept conversation.
+          this.#saveSession();
           // The spawning turn is over: its wave may now end (and fire its follow-up).
           this.manager.sealWave(result.turn);
           this.emit('turn-result', { ...result, followUp: next.followUp });

@@ -4,6 +4,7 @@ import type { JobRole } from '../shared/protocol.js';
 import type { ResultTag } from '../shared/result-tag.js';
 import type { StopReason } from '../shared/tool-loop.js';
 import type { UsageByModel } from '../shared/usage.js';
+import type { JobStore, StoredJob } from './ledger-store.js';
 
 export type JobState = 'queued' | 'running' | 'ended';
 export type JobStatus = 'ok' | 'error' | 'partial' | 'failed' | 'cancelled' | 'timed_out';
@@ -56,6 +57,12 @@ export interface JobRecord {
   usage: UsageByModel;
   iterations: number;
   attempts: number;
+  /**
+   * Launches handed to the executor since it was last queued, written before each launch: a job
+   * whose thread may have begun (but had not yet said `started`) when the process died is not
+   * mistaken for one that never ran (restart recovery).
+   */
+  dispatched?: number;
   /** Why the job ran again, one line per re-queue. */
   notes: string[];
   threadId?: number;
@@ -137,9 +144,73 @@ export class DeliveryLedger {
   #position = 0;
   #resultsDropped = 0;
   #forgotten = 0;
+  /** The durable store every record is written to before it is handed out (none: memory only). */
+  #store: JobStore | undefined;
 
-  constructor(retention: Partial<RetentionPolicy> = {}) {
+  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore) {
     this.#retention = { ...DEFAULTS.background.retention, ...retention };
+    this.#store = store;
+  }
+
+  /**
+   * Fills an empty ledger with what a durable store kept (a restart). Records come back as they
+   * were written: ended and undelivered ones wait for the next drain; the caller decides what
+   * happens to queued and running ones (see recovery.ts).
+   */
+  restore(jobs: readonly StoredJob[], nextId: number): void {
+    if (this.#entries.size > 0) throw new ForkpoolError('INTERNAL', 'ledger: restore into a ledger that is in use');
+    const delivered: Array<Readonly<JobRecord>> = [];
+    for (const { record, position } of jobs) {
+      const frozen = freeze(structuredClone(record));
+      this.#entries.set(frozen.id, { record: frozen, position });
+      this.#counts[frozen.state]++;
+      this.#position = Math.max(this.#position, position + 1);
+      const n = Number(/^bg-(\d+)$/.exec(frozen.id)?.[1] ?? 0);
+      this.#nextId = Math.max(this.#nextId, nextId, n + 1);
+      if (frozen.state === 'ended' && frozen.deliveredInTurn === undefined) this.#undelivered.add(frozen.id);
+      if (frozen.deliveredInTurn !== undefined) delivered.push(frozen);
+    }
+    delivered.sort((a, b) => (a.deliveredAt ?? 0) - (b.deliveredAt ?? 0));
+    for (const record of delivered) {
+      if (!record.resultDropped) this.#withResults.push({ id: record.id, deliveredAt: record.deliveredAt ?? 0 });
+      this.#delivered.push(record.id);
+    }
+  }
+
+  /**
+   * Stops writing through: what happens from now on stays in memory. A durable manager that
+   * closes without draining calls it, so the jobs its close stops are found unfinished (and
+   * recovered) by the next process on the ledger, not recorded as cancelled.
+   */
+  detachStore(): void {
+    this.#store = undefined;
+  }
+
+  /**
+   * A delivered job goes back to waiting for delivery: the turn it was delivered in never
+   * committed (the process died during it), so the parent never kept it. The note says so.
+   */
+  undeliver(id: string, note: string): Readonly<JobRecord> | undefined {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.deliveredInTurn === undefined || record.resultDropped) return undefined;
+    const { deliveredInTurn: _turn, deliveredAt: _at, ...rest } = record;
+    const back = this.#replace(id, { ...rest, notes: [...record.notes, note] });
+    this.#undelivered.add(id);
+    return back;
+  }
+
+  /**
+   * The one gate for a completion reported from elsewhere (a remote executor, a retried
+   * delivery): undefined when attempt `attempt` of job `id` (its `attempts` when that run
+   * started) may record its ending now; else why not: `unknown`, `duplicate` (the job has ended
+   * already) or `stale` (an older attempt, superseded by a re-run). With a durable store the
+   * answer holds across restarts. {@link BackgroundManager.completeAttempt} acts on it.
+   */
+  refuseCompletion(id: string, attempt: number): 'unknown' | 'duplicate' | 'stale' | undefined {
+    const record = this.#entries.get(id)?.record;
+    if (!record) return 'unknown';
+    if (record.state === 'ended') return 'duplicate';
+    return attempt === record.attempts ? undefined : 'stale';
   }
 
   newId(): string {
@@ -149,6 +220,8 @@ export class DeliveryLedger {
   add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
     if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
     const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
+    // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
+    this.#store?.put(full, this.#position, this.#nextId);
     this.#entries.set(full.id, { record: full, position: this.#position++ });
     this.#counts.queued++;
     this.#enforce(now);
@@ -179,10 +252,16 @@ export class DeliveryLedger {
     this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
+  /** About to be handed to the executor (launch `n`): written before the launch, see {@link JobRecord.dispatched}. */
+  markDispatched(id: string, n: number): void {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    this.#replace(id, { ...record, dispatched: n });
+  }
+
   /** Back to the queue after its thread died under it; the note says why. */
   requeue(id: string, note: string): void {
     const { record } = this.#expect(id, 'running', 'queued');
-    const { startedAt: _started, threadId: _thread, ...rest } = record;
+    const { startedAt: _started, threadId: _thread, dispatched: _dispatched, ...rest } = record;
     this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
@@ -199,6 +278,13 @@ export class DeliveryLedger {
       startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, ...rest
     } = record;
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+  }
+
+  /** A note on a queued job: why it runs again (restart recovery). */
+  noteQueued(id: string, note: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    const { dispatched: _dispatched, ...rest } = record;
+    return this.#replace(id, { ...rest, notes: [...record.notes, note] });
   }
 
   /** It answered with children running: back to `queued`, its slot given back, until they end. */
@@ -251,11 +337,16 @@ export class DeliveryLedger {
   drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now()): JobRecord[] {
     const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
     const out: JobRecord[] = [];
-    for (const { record } of waiting) {
-      if (!accept(record)) continue;
-      out.push(this.#deliver(record, turn, now));
-    }
-    this.#enforce(now);
+    // One transaction: the whole batch is recorded delivered before any of it is handed over.
+    const deliver = () => {
+      for (const { record } of waiting) {
+        if (!accept(record)) continue;
+        out.push(this.#deliver(record, turn, now));
+      }
+      this.#enforce(now);
+    };
+    if (this.#store) this.#store.transaction(deliver);
+    else deliver();
     return out;
   }
 
@@ -323,6 +414,7 @@ export class DeliveryLedger {
       const entry = this.#entries.get(id);
       // A delivered job reopened since (a restart) is live again: never forgotten under it.
       if (!entry || entry.record.deliveredInTurn === undefined) continue;
+      this.#store?.forget(id);
       this.#entries.delete(id);
       this.#counts[entry.record.state]--;
       this.#forgotten++;
@@ -344,11 +436,14 @@ export class DeliveryLedger {
 
   #replace(id: string, next: JobRecord): Readonly<JobRecord> {
     const entry = this.#entries.get(id) as Entry;
+    const frozen = freeze(next);
+    // Written first: if the write fails, the ledger in memory has not moved either.
+    this.#store?.put(frozen, entry.position, this.#nextId);
     if (entry.record.state !== next.state) {
       this.#counts[entry.record.state]--;
       this.#counts[next.state]++;
     }
-    entry.record = freeze(next);
+    entry.record = frozen;
     return entry.record;
   }
 

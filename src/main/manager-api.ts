@@ -11,6 +11,7 @@ import { JOB_ROLES, type AlertSeverity, type JobRole } from '../shared/protocol.
 import type { LoopEvent } from '../shared/tool-loop.js';
 import type { Executor } from './executor.js';
 import type { JobRecord } from './ledger.js';
+import type { JobStore } from './ledger-store.js';
 import type { PermissionStore } from './permissions.js';
 import type { JobScheduler } from './scheduler.js';
 
@@ -29,6 +30,12 @@ export interface BackgroundManagerOptions {
   logger?: Logger;
   /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
   scheduler?: JobScheduler;
+  /**
+   * A durable ledger scope (`openSqliteLedger(path).jobs(scope)`): every record is written there
+   * before it is acted on, and the manager starts by recovering what a previous process left
+   * (README "Durability"). Default: the ledger lives in memory.
+   */
+  store?: JobStore;
 }
 
 export interface SpawnRequest {

@@ -20,6 +20,8 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopR
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
+import type { JobStore } from './ledger-store.js';
+import { recoverJobs, takeBackDeliveries, type RecoveryReport } from './recovery.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
@@ -62,6 +64,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #pumpScheduled = false;
   /** Tags this manager's child processes apart from any other forkpool's on the machine. */
   readonly #processToken = randomUUID().slice(0, 8);
+  /** The durable ledger's scope, when there is one (see recovery.ts, README "Durability"). */
+  readonly #store: JobStore | undefined;
+  /** What restart recovery found in the durable ledger; undefined without one. */
+  readonly recovery: RecoveryReport | undefined;
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
@@ -70,7 +76,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.sandbox = checkSandbox(options.config);
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
-    this.#ledger = new DeliveryLedger(options.config.background.retention);
+    this.#store = options.store;
+    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
     this.#nesting = new Nesting({
       config: this.#config,
       ledger: this.#ledger,
@@ -103,7 +110,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
-    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor);
+    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
+    if (options.store) this.recovery = this.#recover(options.store);
+  }
+
+  /** Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask. */
+  #recover(store: JobStore): RecoveryReport {
+    const host = { config: this.#config, ledger: this.#ledger, names: this.#names, specs: this.#specs, waves: this.#waves, enqueue: (id: string) => this.#queue.push(id), keepSpec: (spec: JobSpec) => this.#restarts.keep(spec) };
+    const report = recoverJobs(host, store.load());
+    if (this.#queue.length > 0) this.#schedulePump();
+    return report;
   }
 
   get executor(): Executor {
@@ -158,6 +174,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(nesting ? { depth: nesting.depth } : {}),
     });
     if (wave !== null) this.#waves.add(wave, id);
+    const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
+    this.#store?.putSpec(storedSpec);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
     this.#queue.push(id);
     this.emit('spawned', record);
@@ -251,6 +269,27 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#ledger.drain(turn);
   }
 
+  /**
+   * A resumed session's turns after `committedTurns` died with the process: results delivered in
+   * them never reached the kept conversation, so they wait for delivery again. Returns their ids.
+   */
+  takeBackDeliveries(committedTurns: number): string[] {
+    return takeBackDeliveries(this.#ledger, committedTurns);
+  }
+
+  /**
+   * Records a completion reported from outside this process (a remote executor) for attempt
+   * `attempt` of job `id` — its record's `attempts` when that run started — and ends the job
+   * as any ending does. A duplicate (the job has ended) or stale one (an older attempt) is
+   * refused and changes nothing: the ledger, durable or not, is the one place that decides.
+   */
+  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: 'unknown' | 'duplicate' | 'stale' } {
+    const refused = this.#ledger.refuseCompletion(id, attempt);
+    if (refused) return { accepted: false, reason: refused };
+    this.#finish(id, ending);
+    return { accepted: true, record: this.#ledger.get(id) as Readonly<JobRecord> };
+  }
+
   /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
   sealWave(wave: number): void {
     if (this.#waves.seal(wave)) this.#checkWave(wave);
@@ -289,6 +328,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
+    // Durable: unfinished jobs stay unfinished in the ledger for the next process (see detachStore).
+    if (how !== 'drain') this.#ledger.detachStore();
     return shutDown(how, timeoutMs, {
       waiting: () => [...this.#queue, ...this.#tree.suspendedIds()],
       live: this.#live,
@@ -380,6 +421,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       onSpawn: (requestId, request) => this.#nesting.spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
+    // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
+    if (this.#store) this.#ledger.markDispatched(id, number);
     void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }
@@ -413,7 +456,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     }
     this.#alertCounts.set(id, number);
     const record = this.#ledger.get(id);
-    this.emit('alert', { jobId: id, label: record?.label ?? id, message: alert.message, severity: alert.severity, number, at: Date.now() });
+    const stored = { jobId: id, message: alert.message, severity: alert.severity, number, at: Date.now() };
+    this.#store?.putAlert(stored);
+    this.emit('alert', { ...stored, label: record?.label ?? id });
   }
 
   #requeue(attempt: Attempt, note: string): void {

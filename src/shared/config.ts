@@ -36,6 +36,7 @@ const toolLimitsSchema = z.strictObject({
   grepMaxMatches: z.number().int().positive().default(DEFAULTS.tools.grepMaxMatches),
   grepMaxFileBytes: z.number().int().positive().default(DEFAULTS.tools.grepMaxFileBytes),
   findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
+  outlineMaxBytes: z.number().int().positive().default(DEFAULTS.tools.outlineMaxBytes),
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
@@ -118,6 +119,15 @@ const agentSchema = z.strictObject({
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
+/** The durable ledger: SQLite (WAL) at `path`; without a path the ledger lives in memory only. */
+const ledgerSchema = z.strictObject({
+  /** The SQLite file (created if missing), relative to the working directory. Unset: in memory. */
+  path: z.string().min(1).optional(),
+  onInterrupted: z.enum(['rerun', 'deliver']).default(DEFAULTS.ledger.onInterrupted),
+  maxReruns: z.number().int().min(0).max(10).default(DEFAULTS.ledger.maxReruns),
+  synchronous: z.enum(['normal', 'full']).default(DEFAULTS.ledger.synchronous),
+});
+
 const serverSchema = z.strictObject({
   host: z.string().min(1).default(DEFAULTS.server.host),
   port: z.number().int().min(0).max(65_535).default(DEFAULTS.server.port),
@@ -181,6 +191,8 @@ export const configSchema = z.strictObject({
   loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
+  /** Where jobs and sessions are kept: in memory (default) or a SQLite file (README "Durability"). */
+  ledger: ledgerSchema.default(ledgerSchema.parse({})),
   /** `forkpool serve`: address, body limit, CORS, event buffer. */
   server: serverSchema.default(serverSchema.parse({})),
   sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),

@@ -38,6 +38,10 @@ export const ERROR_CODES = [
   /** The job's thread died under it (uncaught error, `process.exit`). */
   'THREAD_LOST',
   'WORKER_OUT_OF_MEMORY',
+  /** The process died while the job ran (a durable ledger's restart recovery found it running). */
+  'JOB_INTERRUPTED',
+  /** No session with that id in the durable ledger. */
+  'SESSION_UNKNOWN',
   /** A worker broke the port protocol (a second `started`, an unknown message, another job's id). */
   'PROTOCOL_INVALID',
   /** A spawn named an agent that is not in the config's catalog (or not offered to the caller). */
