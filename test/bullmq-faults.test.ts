@@ -4,12 +4,16 @@
  * worker` processes, real manager. Each test asserts what must hold whatever the timing: one
  * ending and one delivery per job, attempts counted, a stale run never running to completion.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openSqliteLedger } from '../src/main/sqlite-store.js';
 import type { BullmqExecutor } from '../src/bullmq/executor.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
-import type { BackgroundManager, ManagerEvents } from '../src/main/manager.js';
+import { HAVE_REDIS, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
+import { BackgroundManager, type ManagerEvents } from '../src/main/manager.js';
 
 const cleanup = useCleanup();
 
@@ -158,6 +162,38 @@ describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers k
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
     // Taken over, not run again: one run per job across the workers.
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
+    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
+  });
+});
+
+describe.skipIf(!HAVE_REDIS)('bullmq with the durable ledger: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
+  it('the reopened ledger re-launches the interrupted jobs, which take over their runs and waiting results: each delivered once, none run twice', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 700 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2);
+    const ledger = path.join(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-ledger-')), 'forkpool.db');
+    cleanup.add(() => rmSync(path.dirname(ledger), { recursive: true, force: true }));
+    // No namespace given: it follows the ledger file and scope, the same after the restart.
+    const config = bullConfig(sim, workspace, redis.url, { ledger: { path: ledger } });
+    const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `durable ${i}` }));
+    const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks), FORKPOOL_TEST_LEDGER: ledger } });
+    await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const ids = parseJsonLines(first.stdout()).filter((l) => l.type === 'spawned').map((l) => l.id as string);
+    await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
+    const store = openSqliteLedger(ledger).jobs('main');
+    const manager = watchManager(new BackgroundManager({ config, store, closeExecutor: true }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const events = recordEvents(manager);
+    expect(manager.recovery?.rerun.sort()).toEqual([...ids].sort());
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(manager.drain(2)).toEqual([]);
     const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
