@@ -91,7 +91,7 @@ describe('bench --quick', () => {
     expect(md).toContain('| workload | jobs | executor |');
     expect(md).toContain('## Targets');
     const svgs = files.filter((f) => f.endsWith('.svg'));
-    expect(svgs.map((f) => path.basename(f)).sort()).toEqual(['test-event-loop-delay-cpu.svg', 'test-responsiveness.svg', 'test-throughput-memory.svg']);
+    expect(svgs.map((f) => path.basename(f)).sort()).toEqual(['test-event-loop-delay-cpu.svg', 'test-event-loop-delay-parse.svg', 'test-responsiveness.svg', 'test-throughput-memory.svg']);
     for (const file of svgs) {
       expect(existsSync(file)).toBe(true);
       expect(readFileSync(file, 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);
