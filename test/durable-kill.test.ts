@@ -40,24 +40,32 @@ interface RunResult {
   stderr: string;
 }
 
-/** One start of the child; SIGKILLs it `killAfterMs` after it said "ready" (undefined: let it finish). */
-function runChild(args: string[], killAfterMs: number | undefined): Promise<RunResult> {
+/**
+ * One start of the child. With `kill`, SIGKILLs it once it has reported `kill.afterEvents`
+ * progress lines (jobs ended, deliveries) since "ready", plus `kill.delayMs`: kill points are
+ * counted in work done, not in wall-clock time, so a slow machine moves them no less.
+ */
+function runChild(args: string[], kill: { afterEvents: number; delayMs: number } | undefined): Promise<RunResult> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let killed = false;
+    let armed = false;
     const t0 = Date.now();
     let readyAt: number | undefined;
-    const safety = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const safety = setTimeout(() => child.kill('SIGKILL'), 600_000);
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      const before = stdout;
       stdout += chunk;
-      if (!before.includes('ready') && stdout.includes('ready')) readyAt = Date.now() - t0;
-      if (killAfterMs !== undefined && !before.includes('ready') && stdout.includes('ready')) {
+      const ready = stdout.indexOf('ready');
+      if (ready < 0) return;
+      readyAt ??= Date.now() - t0;
+      const events = stdout.slice(ready).split('\n').filter((line) => line.startsWith('done ') || line.startsWith('delivered ')).length;
+      if (kill && !armed && events >= kill.afterEvents) {
+        armed = true;
         setTimeout(() => {
           killed = child.kill('SIGKILL');
-        }, killAfterMs);
+        }, kill.delayMs);
       }
     });
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -85,10 +93,11 @@ describe('durable ledger: kill -9 at random points', () => {
     const undeliveredAtKill: number[] = [];
     while (!finished && starts < KILLS * 3) {
       starts++;
-      const killAfter = kills < KILLS ? Math.floor(random() * 1_200) : undefined;
+      // 0 to 11 progress lines, then 0 to 30 ms: some kills land right at recovery, most mid-run.
+      const killAfter = kills < KILLS ? { afterEvents: Math.floor(random() * 12), delayMs: Math.floor(random() * 30) } : undefined;
       const t0 = Date.now();
       const run = await runChild(args, killAfter);
-      if (process.env.DURABLE_TRACE) console.log(`start ${starts}: kill after ${killAfter} → killed ${run.killed}, ${Date.now() - t0} ms, ready at ${run.readyAt} ms`);
+      if (process.env.DURABLE_TRACE) console.log(`start ${starts}: kill after ${JSON.stringify(killAfter)} → killed ${run.killed}, ${Date.now() - t0} ms, ready at ${run.readyAt} ms`);
       if (run.killed) {
         kills++;
         const store = openSqliteLedger(ledgerFile);
@@ -156,6 +165,9 @@ describe('durable ledger: kill -9 at random points', () => {
         if (record.error?.code !== 'JOB_INTERRUPTED') expect(['ok', 'partial'], `${record.id}: ${record.status}`).toContain(record.status);
       }
     }
+    // The kills landed mid-work: jobs were running (re-run or interrupted) and results waiting.
+    expect(rerunReaders + interruptedWriters).toBeGreaterThan(0);
+    expect(Math.max(...undeliveredAtKill)).toBeGreaterThan(0);
     const deliveredAgain = jobs.filter((j) => j.record.notes.some((n) => n.includes('a restart cut short'))).length;
     console.log(
       `kill-point test: ${kills} SIGKILLs in ${starts} starts; ${JOBS} jobs, each delivered once in ${session?.turns} turns; ` +

@@ -5,7 +5,7 @@
  * and the value a run completes with. Validated with zod where it enters.
  */
 import { z } from 'zod';
-import { serializedErrorSchema, workerMessageSchema, type JobOutcome, type JobSpec, type WorkerMessage } from '../shared/protocol.js';
+import { serializedErrorSchema, workerMessageSchema, type JobOutcome, type JobSpec, type MainMessage, type WorkerMessage } from '../shared/protocol.js';
 import type { SerializedError } from '../shared/errors.js';
 
 /** Redis key and channel names of one queue (BullMQ's own keys live under `bull:<queue>:`). */
@@ -74,10 +74,13 @@ export const remoteEventSchema = z.discriminatedUnion('type', [
 export interface ControlMessage {
   bullId: string;
   action: 'cancel' | 'hard-stop';
-  reason: 'cancel' | 'timeout' | 'close';
+  reason: StopReasonOnWire;
 }
 
-export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(['cancel', 'timeout', 'close']) });
+/** Why a job is asked to stop (as the job's port carries it). */
+export type StopReasonOnWire = Extract<MainMessage, { type: 'cancel' }>['reason'];
+
+export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) });
 
 /**
  * The spec as it goes into Redis: without the API key and the Redis URL (a worker uses its own

@@ -6,7 +6,9 @@ import type { JobRecord, JobStatus } from '../main/ledger.js';
 import { ForkpoolError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { jobJson, oneLine, preview, usageLines } from './format.js';
+import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
+import { describePool } from '../main/budget-pool.js';
 import { LineReader, openInput } from './line-reader.js';
 import { FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
@@ -24,6 +26,8 @@ const lineSchema = z.strictObject({
   task: z.string().trim().min(1, 'task must be a non-empty string'),
   label: z.string().max(200).optional(),
   agent: z.string().min(1).optional(),
+  /** Tighter budgets than the agent's (see README "Budgets"). */
+  budget: budgetLimitsSchema.optional(),
 });
 
 interface FanoutTask {
@@ -31,6 +35,7 @@ interface FanoutTask {
   task: string;
   label: string;
   agent?: string | undefined;
+  budget?: BudgetLimits | undefined;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
@@ -110,7 +115,9 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const readAhead = ctx.config.background.maxConcurrent + Math.max(READ_AHEAD_MIN, ctx.config.background.maxConcurrent);
 
   const drawStatus = () =>
-    out.status(statusText({ read: accepted, ended, failed: countFailed(tally), running: running.size, queued: pending() - running.size, startedAt, now: Date.now() }));
+    out.status(
+      statusText({ read: accepted, ended, failed: countFailed(tally), running: running.size, queued: pending() - running.size, startedAt, now: Date.now(), pool: describePool(manager.budgetPool()) }),
+    );
   const ticker = out.live ? setInterval(drawStatus, 250) : undefined;
   ticker?.unref();
 
@@ -160,7 +167,15 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     for (;;) {
       try {
         const agent = task.agent ?? flags.agent;
-        const spawn = () => manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null, ...(agent !== undefined ? { agent } : {}) });
+        const spawn = () =>
+          manager.spawn({
+            task: task.task,
+            label: task.label,
+            role: 'user',
+            wave: null,
+            ...(agent !== undefined ? { agent } : {}),
+            ...(task.budget !== undefined ? { budget: task.budget } : {}),
+          });
         const handle = ledger ? ledger.spawnForLine(task.line, spawn) : spawn();
         accepted++;
         lineOf.set(handle.id, task.line);
@@ -222,6 +237,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       );
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
+      for (const line of costLines(ctx.config, { 'user:subagent': usage }, manager.budgetPool())) process.stderr.write(`${line}\n`);
       ledger?.close();
       await ctx.dispose();
     })());
@@ -282,5 +298,5 @@ export function parseLine(text: string, line: number): FanoutTask | { problem: s
   }
   const parsed = lineSchema.safeParse(raw);
   if (!parsed.success) return { problem: `${oneLine(z.prettifyError(parsed.error), 200)}: ${preview(text)}` };
-  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}`, agent: parsed.data.agent };
+  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}`, agent: parsed.data.agent, budget: parsed.data.budget };
 }

@@ -94,7 +94,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--only <workload>', 'one workload: io, cpu, scale or parse')
     .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')
-    .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job')
+    .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job, openai-agents, ai-sdk (the last two: other SDKs, in-process)')
     .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')
     .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
     // Loaded on demand: the bench code is not needed by any other command.

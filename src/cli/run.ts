@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { jobJson, jobLine, usageLines } from './format.js';
+import { costLines, jobJson, jobLine, usageLines } from './format.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */
@@ -118,9 +118,12 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     if (totalsPrinted) return;
     totalsPrinted = true;
     const usage = session.agent.session.usage();
-    ctx.event('usage', { byBucket: usage, elapsedMs: Date.now() - started });
+    const pool = session.manager.budgetPool();
+    ctx.event('usage', { byBucket: usage, elapsedMs: Date.now() - started, ...(pool ? { sessionBudget: pool } : {}) });
     const lines = usageLines(usage);
     if (lines.length) ctx.note(`tokens (${((Date.now() - started) / 1000).toFixed(1)}s):\n${lines.join('\n')}`);
+    const costs = costLines(config, usage, pool);
+    if (costs.length) ctx.note(costs.join('\n'));
   }
 
   try {

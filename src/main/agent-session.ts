@@ -5,7 +5,9 @@ import { linkedAbort } from '../shared/abort.js';
 import { AbortError, ForkpoolError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
-import { formatBackgroundReports, formatBackgroundResults } from './delivery-format.js';
+import { formatBackgroundReports } from './delivery-format.js';
+import { resultPageTool, reusedResultText } from './result-pages.js';
+import { TurnDelivery } from './turn-delivery.js';
 import { inspectTools } from './inspect-tools.js';
 import { agentTools } from './agent-tools.js';
 import { JobActivity } from './job-activity.js';
@@ -38,8 +40,8 @@ export type SessionEvents = {
   alert: [JobAlert];
   /** The alert buffer was full: the oldest alert was dropped. */
   'alert-dropped': [JobAlert];
-  /** `restart`: a resumed session found results waiting for delivery. */
-  'follow-up': [{ reason: 'wave' | 'user-job' | 'restart'; queued: boolean }];
+  /** `deferred`: results the last turn's budget had no room for; `restart`: a resumed session found results waiting for delivery. */
+  'follow-up': [{ reason: 'wave' | 'user-job' | 'deferred' | 'restart'; queued: boolean }];
 };
 
 interface QueuedTurn {
@@ -71,6 +73,9 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly #logger: Logger | undefined;
   #currentTurn = 0;
   #followUpPending = false;
+  readonly #delivery: TurnDelivery;
+  /** Results the last turn had no room for: a follow-up delivers them. */
+  #deferred = 0;
   #running = false;
   #idleWaiters: Array<() => void> = [];
   /** Aborts the turn that runs now (close() does; so does the caller's signal). */
@@ -92,6 +97,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.logger ? { logger: options.logger } : {}),
     });
     this.#logger = logger;
+    this.#delivery = new TurnDelivery(this.manager, options.config, logger);
     this.activity = new JobActivity(this.manager);
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
@@ -106,6 +112,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
             cancelJob: (id) => this.manager.cancel(id),
             agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+            reusedResult: (id) => reusedResultText(this.manager, id, this.#currentTurn, options.config.background.resultMaxChars),
           }).concat(
             agentTools(
               {
@@ -122,6 +129,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
               currentTurn: () => this.#currentTurn,
               cooldownMs: options.config.background.checkCooldownMs,
               resultMaxChars: options.config.background.resultMaxChars,
+            }),
+            resultPageTool({
+              manager: this.manager,
+              currentTurn: () => this.#currentTurn,
+              // A page must pass the tool loop's output cap whole (it would be cut, not paged).
+              pageMaxChars: Math.min(options.config.delivery.pageMaxChars, options.config.toolLimits.outputMaxChars - 300),
             }),
           )
         : [],
@@ -245,6 +258,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       wave: this.#currentTurn,
       ...(request.agent !== undefined ? { agent: request.agent } : {}),
       ...(request.name !== undefined ? { name: request.name } : {}),
+      ...(request.budget !== undefined ? { budget: request.budget } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
     });
   }
@@ -257,9 +271,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.#currentTurn = turn;
     const reports = formatBackgroundReports(this.#alerts.splice(0), this.#alertsDropped);
     this.#alertsDropped = 0;
-    const jobs = this.manager.drain(turn);
+    // One budget for everything this turn injects: the alerts first, then the results.
+    const { block, jobs, deferred } = this.#delivery.deliver(turn, reports ? reports.length + 2 : 0);
+    this.#deferred = deferred;
     if (jobs.length > 0) this.emit('delivered', { turn, jobs });
-    const parts = [reports, formatBackgroundResults(jobs, this.#config.background.resultMaxChars)].filter((p) => p);
+    const parts = [reports, block].filter((p) => p);
     return parts.length > 0 ? parts.join('\n\n') : undefined;
   }
 
@@ -274,7 +290,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     }
   }
 
-  #requestFollowUp(reason: 'wave' | 'user-job'): void {
+  #requestFollowUp(reason: 'wave' | 'user-job' | 'deferred'): void {
     if (this.manager.closed || this.manager.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
@@ -297,6 +313,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           this.#saveSession();
           // The spawning turn is over: its wave may now end (and fire its follow-up).
           this.manager.sealWave(result.turn);
+          // Results the budget had no room for come in a follow-up of their own.
+          if (this.#deferred > 0) this.#requestFollowUp('deferred');
           this.emit('turn-result', { ...result, followUp: next.followUp });
           next.resolve(result);
         } catch (error) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ForkpoolError, ToolError, errorMessage } from '../shared/errors.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import type { JobHandle } from './manager.js';
 
 /** What the parent's background tools need from the session that owns them. */
@@ -9,6 +10,8 @@ export interface BackgroundToolHost {
   cancelJob(id: string): JobHandle;
   /** The configured peers the spawn tool offers, with their descriptions. */
   agents?: ReadonlyArray<{ name: string; description: string }>;
+  /** The result of a job an identical spawn reused (see README "De-duplication"). */
+  reusedResult?(id: string): string;
 }
 
 export interface SpawnToolRequest {
@@ -17,6 +20,7 @@ export interface SpawnToolRequest {
   fullContext: boolean;
   agent?: string;
   name?: string;
+  budget?: BudgetLimits;
 }
 
 const nameArg = z
@@ -41,6 +45,12 @@ const baseSpawnArgs = z.strictObject({
     .optional()
     .describe('Default false. True only when the task depends on what you have been doing: the job then also gets a capped summary of this session.'),
   name: nameArg,
+  budget: budgetLimitsSchema
+    .optional()
+    .describe(
+      'Optional, to spend less than the agent may: maxTurns (model calls), maxTokens, maxCostUsd, maxWallclockMinutes. ' +
+        "Each value must be at or below the agent's own limit (list_background_agents shows them); above it the spawn is refused.",
+    ),
 });
 
 /** With peers configured, `agent` is an enum of their names: a name outside it is a tool error and nothing starts. */
@@ -78,9 +88,20 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           fullContext: args.full_context ?? false,
           ...(args.agent !== undefined ? { agent: args.agent } : {}),
           ...(args.name !== undefined ? { name: args.name } : {}),
+          ...(args.budget !== undefined ? { budget: args.budget } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');
+      }
+      if (handle.joined === 'attached') {
+        return (
+          `Joined background agent ${handle.id} ("${handle.label}"): an identical task for the same agent and model is already ${handle.state}, so no new agent was started. ` +
+          'Its result will be delivered to you once, in a <background_results> block at the start of a later turn. Do not guess it.'
+        );
+      }
+      if (handle.joined === 'reused') {
+        const age = ((handle.ageMs ?? 0) / 1000).toFixed(1);
+        return `Background agent ${handle.id} ("${handle.label}") answered this identical task ${age} s ago, so it was not run again. Its result (as of ${age} s ago):\n${host.reusedResult?.(handle.id) ?? '(see check_background_agent)'}`;
       }
       return (
         `Started background agent ${handle.id}${args.name ? ` (name "${args.name}")` : ''}${args.agent ? ` running agent "${args.agent}"` : ''} ("${handle.label}"), now ${handle.state}. ` +

@@ -9,6 +9,7 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { JOB_ROLES, type AlertSeverity, type JobRole } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import type { Executor } from './executor.js';
 import type { JobRecord } from './ledger.js';
 import type { JobStore } from './ledger-store.js';
@@ -53,6 +54,8 @@ export interface SpawnRequest {
   name?: string;
   /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
   parentToolId?: string;
+  /** Tighter budgets than its agent's (or `background.budget`'s); a field above them is refused (BUDGET_OVER_LIMIT). */
+  budget?: BudgetLimits;
 }
 
 export interface SpawnOptions {
@@ -74,6 +77,12 @@ export interface JobHandle {
   id: string;
   label: string;
   state: JobRecord['state'];
+  /**
+   * Set when no new job started (see README "De-duplication"): `attached`, an identical job was
+   * running and this is it; `reused`, one ended `ok` `ageMs` ago and its result stands.
+   */
+  joined?: 'attached' | 'reused';
+  ageMs?: number;
 }
 
 export interface CloseReport {
@@ -108,7 +117,13 @@ const spawnRequestSchema = z.strictObject({
   agent: z.string().min(1).max(64).optional(),
   name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
   parentToolId: z.string().min(1).max(200).optional(),
+  budget: budgetLimitsSchema.optional(),
 });
+
+/** True when the request is well formed (admission says what is wrong when it is not). */
+export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
+  return spawnRequestSchema.safeParse(request).success;
+}
 
 /** What admission decided about a spawn request: its validated fields, role and agent. */
 export interface Admitted {

@@ -20,12 +20,16 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopR
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveTracker } from './waves.js';
+import { JobBudgets } from './budgets.js';
+import type { PoolSnapshot } from './budget-pool.js';
+import type { BudgetReport } from '../shared/budget.js';
+import { SpawnDedup, type DedupMatch } from './dedup.js';
 import type { JobStore } from './ledger-store.js';
 import { recoverJobs, takeBackDeliveries, type RecoveryReport } from './recovery.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
-import { admitSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+import { admitSpawn, isWellFormedSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
@@ -51,6 +55,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #nesting: Nesting;
   readonly #tree: JobTree;
   readonly #restarts: Restarts;
+  readonly #dedup: SpawnDedup;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
   readonly #rateGateBuffer = SharedRateGate.createBuffer();
@@ -64,6 +69,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #pumpScheduled = false;
   /** Tags this manager's child processes apart from any other forkpool's on the machine. */
   readonly #processToken = randomUUID().slice(0, 8);
+  /** Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts). */
+  readonly #budgets: JobBudgets;
   /** The durable ledger's scope, when there is one (see recovery.ts, README "Durability"). */
   readonly #store: JobStore | undefined;
   /** What restart recovery found in the durable ledger; undefined without one. */
@@ -78,6 +85,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#store = options.store;
     this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
+    this.#budgets = new JobBudgets(this.#config);
     this.#nesting = new Nesting({
       config: this.#config,
       ledger: this.#ledger,
@@ -93,6 +101,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       pump: () => this.#pump(),
     });
     this.#tree = this.#nesting.tree;
+    this.#dedup = new SpawnDedup(this.#config);
     this.#restarts = new Restarts({
       ledger: this.#ledger,
       names: this.#names,
@@ -130,6 +139,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#closing !== undefined;
   }
 
+  /** The session's pooled budget now (remaining, leased, spent), or undefined without `sessionBudget`. */
+  budgetPool(): PoolSnapshot | undefined {
+    return this.#budgets.pool();
+  }
+
+  /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
+  budgetOf(id: string): BudgetReport | undefined {
+    return this.#budgets.reportNow(this.#ledger.get(id), this.#live.get(id));
+  }
+
   /**
    * Queues a job and returns at once. Its cancel handle exists from now on, and aborting
    * `options.signal` cancels it. Throws `MANAGER_CLOSED`, `QUEUE_FULL`, `ABORTED` (the signal
@@ -142,11 +161,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #book(request: SpawnRequest, options: SpawnOptions, nesting: { parentJobId: string; depth: number } | undefined): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    // An identical request joins the running job or reuses a fresh result (see dedup.ts).
+    const dedupKey = isWellFormedSpawn(request) ? this.#dedup.keyFor(request, nesting !== undefined) : undefined;
+    const match = dedupKey === undefined ? undefined : this.#dedup.find(dedupKey, (id) => this.#ledger.get(id));
+    if (match) return this.#joined(match);
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
     const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
     const { data, role, agent } = admitSpawn(request, this.#config, waiting, (name) => this.#names.holder(name), (id) => this.#ledger.get(id)?.state);
+    const budget = this.#budgets.admit(agent, data.budget);
     const name = data.name;
     const id = this.#ledger.newId();
+    budget.hold(id);
     const wave = data.wave ?? null;
     const record = this.#ledger.add({
       id,
@@ -158,8 +183,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(name !== undefined ? { name } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? nesting : {}),
+      budget: budget.limits,
     });
     if (name !== undefined) this.#names.claim(name, id);
+    if (dedupKey !== undefined) this.#dedup.booked(id, dedupKey);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
     this.#specs.set(id, {
       id,
@@ -172,6 +199,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(agent !== undefined ? { agent } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? { depth: nesting.depth } : {}),
+      budget: budget.limits,
     });
     if (wave !== null) this.#waves.add(wave, id);
     const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
@@ -181,6 +209,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.emit('spawned', record);
     this.#schedulePump();
     return { id, label: record.label, state: 'queued' };
+  }
+
+  #joined(match: DedupMatch): JobHandle {
+    const record = this.#ledger.get(match.id) as JobRecord;
+    this.#logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
+    return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
@@ -231,8 +265,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
    * result on by itself, as `fanout` prints it. Its full text then falls under retention.
    */
-  markDelivered(id: string, turn = 0): Readonly<JobRecord> | undefined {
-    return this.#ledger.markDelivered(id, turn);
+  markDelivered(id: string, turn = 0, unread?: [number, number]): Readonly<JobRecord> | undefined {
+    return this.#ledger.markDelivered(id, turn, Date.now(), unread);
+  }
+
+  /** The parent read characters `[from, to)` of a result delivered in part (read_background_result). */
+  noteResultRead(id: string, from: number, to: number): Readonly<JobRecord> | undefined {
+    return this.#ledger.markShown(id, from, to);
   }
 
   /**
@@ -257,16 +296,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
    * name went to another live job meanwhile) or `MANAGER_CLOSED`.
    */
-  restart(idOrName: string): JobHandle {
+  restart(idOrName: string, reason?: string): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
     const record = this.find(idOrName);
     if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    return this.#restarts.restart(record);
+    return this.#restarts.restart(record, reason);
   }
 
-  /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
-  drain(turn: number): Readonly<JobRecord>[] {
-    return this.#ledger.drain(turn);
+  /**
+   * Ended jobs not yet delivered (those `accept` takes), handed over once and marked delivered
+   * in `turn`; `unread`: per job delivered in part, the characters left out (see planDelivery).
+   */
+  drain(turn: number, options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {}): Readonly<JobRecord>[] {
+    return this.#ledger.drain(turn, options.accept, Date.now(), options.unread);
   }
 
   /**
@@ -390,7 +432,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
     if (this.closed) for (const id of [...this.#queue]) this.#stop(id, 'close');
     const cap = this.#config.background.maxConcurrent;
-    while (this.#live.size < cap && this.#queue.length > 0) this.#launch(this.#queue.shift() as string);
+    while (this.#live.size < cap && this.#queue.length > 0) {
+      // The session pool decides first: the head waits for leases to return (FIFO), or is refused.
+      const head = this.#queue[0] as string;
+      const spec = this.#specs.get(head);
+      const gate = this.#budgets.gate(head, spec?.budget, spec?.agent, (holder) => this.#live.has(holder));
+      if (gate.kind === 'wait') break;
+      this.#queue.shift();
+      if (gate.kind === 'go') this.#launch(head);
+      else this.#finish(head, { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error: serializeError(gate.error) });
+    }
     if (this.pending === 0) this.emit('idle');
   }
 
@@ -413,7 +464,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         if (rerun) this.#ledger.requeue(id, `attempt ${(this.#ledger.get(id)?.attempts ?? 0) + 1}: run again by the ${this.#executor.kind} executor (the previous run's worker died or lost the job)`);
         this.#ledger.markRunning(id, threadId);
         // The wall clock starts now: time spent queued does not count.
-        if (!rerun) attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
+        if (!rerun) {
+          attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
+          // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
+          const wallMs = this.#budgets.wallclockMs(spec.budget, this.#ledger.get(id)?.startedAt ?? Date.now());
+          if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.#stop(id, 'budget'), 'budget');
+        }
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
@@ -476,9 +532,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
+    // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
+    ending = { ...ending, ...this.#budgets.atEnd(id, this.#ledger.get(id), ending) };
     const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
     const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
+    this.#dedup.ended(record);
     this.#nesting.deliverToParent(record);
     this.#names.release(id);
     this.#alertCounts.delete(id);

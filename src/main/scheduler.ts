@@ -1,7 +1,8 @@
 /** What a job timer is for; a manual scheduler (tests) can fire them selectively. */
 export interface TimerTag {
   jobId: string;
-  kind: 'timeout' | 'cancel-grace' | 'port-close';
+  /** `budget`: the job's wall-clock budget (maxWallclockMinutes). */
+  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget';
 }
 
 /** Job timers (timeout, cancel grace, port-close fallback) go through this, so tests can drive time. */

@@ -31,7 +31,7 @@ export interface RemoteHandle {
    * Phase one (`hard: false`): ask the job to stop (its model call and tools are aborted; it
    * ends with `done`). Phase two (`hard: true`): end it by force (it ends with `failed`).
    */
-  stop(request: { reason: 'cancel' | 'timeout' | 'close'; hard: boolean }): void | Promise<void>;
+  stop(request: { reason: 'cancel' | 'timeout' | 'close' | 'budget'; hard: boolean }): void | Promise<void>;
   /** Subscribes to the job's events; returns the unsubscribe. */
   onEvent(listener: (event: RemoteJobEvent) => void): () => void;
 }
@@ -60,7 +60,7 @@ export class RemoteExecutor implements Executor {
     const port = task.port;
     const jobId = task.spec.id;
     this.#live++;
-    let stopReason: 'cancel' | 'timeout' | 'close' = 'cancel';
+    let stopReason: 'cancel' | 'timeout' | 'close' | 'budget' = 'cancel';
     let off: (() => void) | undefined;
     let onAbort: (() => void) | undefined;
     try {

@@ -94,6 +94,8 @@ export const DEFAULTS = {
     alertBufferMax: 50,
     /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
     checkCooldownMs: 5_000,
+    /** Per-job budgets of a fork (core-agent's defaults): model calls, dollars, minutes; no token limit. */
+    budget: { maxTurns: 50, maxCostUsd: 1.0, maxWallclockMinutes: 10 },
     /**
      * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). Results
      * are the bulk (a job's answer, its task); a record without them is about 1.5 KB.
@@ -129,6 +131,22 @@ export const DEFAULTS = {
     eventBufferSize: 2_000,
     /** Parent-agent sessions open at once. */
     maxSessions: 16,
+  },
+  /** What reaches the parent's context when background results are delivered (README "Bounded delivery", "Stale results"). */
+  delivery: {
+    /** Without `maxInjectedTokens`: this share of the parent model's context window, per turn, for all results together. */
+    contextShare: 0.2,
+    /** Longest page `read_background_result` returns, in characters. */
+    pageMaxChars: 20_000,
+    /** A result based on files changed since the job read them: `annotate` it, or `rerun` the job once. */
+    staleResults: 'annotate' as 'annotate' | 'rerun',
+  },
+  /** Spawn de-duplication (README "De-duplication"). */
+  dedup: {
+    /** A spawn identical to a running job joins it instead of starting another. */
+    attach: true,
+    /** ... and one identical to a job that ended `ok` this recently gets its result (0: never). */
+    reuseWithinSeconds: 120,
   },
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,

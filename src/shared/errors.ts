@@ -33,6 +33,10 @@ export const ERROR_CODES = [
   'ITERATION_LIMIT',
   /** A job's budget (turns, tokens, cost, wall clock) ran out. */
   'BUDGET_EXCEEDED',
+  /** A spawn asked for a budget above its agent's limit (a spawn may only tighten it). */
+  'BUDGET_OVER_LIMIT',
+  /** The session's pooled budget (`sessionBudget`) cannot cover a spawn's budget. */
+  'SESSION_BUDGET_EXHAUSTED',
   /** The job's task function threw; its thread lives on. */
   'TASK_FAILED',
   /** The job's thread died under it (uncaught error, `process.exit`). */
@@ -54,6 +58,8 @@ export const ERROR_CODES = [
   'ALERT_LIMIT',
   /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */
   'CHECKED_RECENTLY',
+  /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
+  'RESULT_UNAVAILABLE',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;
