@@ -38,7 +38,7 @@ interface FanoutTask {
   budget?: BudgetLimits | undefined;
 }
 
-const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job'];
+const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
 
 /**
  * Jobs accepted but not yet started, beyond the running ones, before fanout stops reading its

@@ -49,7 +49,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
     .argument('<file>', 'JSONL file, or "-" for stdin')
-    .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']).default('piscina'))
+    .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']).default('piscina'))
     .option('--no-progress', 'no progress bar')
     .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
     .option('--ledger <file>', 'keep every task\'s job in this SQLite file, so a killed fan-out can be resumed')
@@ -59,9 +59,22 @@ export function buildProgram(setExit: (code: number) => void): Command {
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
     .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
     .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
-    .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']))
+    .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']))
     .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
     .action(async (flags) => setExit(await serveCommand(flags)));
+
+  program
+    .command('worker')
+    .description('run background jobs from a BullMQ queue (executor "bullmq"), on this or any machine that reaches Redis')
+    .option('--redis <url>', 'Redis URL (env FORKPOOL_REDIS_URL, config redisUrl)')
+    .option('--concurrency <n>', 'jobs this worker runs at once, one thread each (default background.maxConcurrent)', parseIntFlag('--concurrency', 1))
+    .option('--queue <name>', 'BullMQ queue (default bullmq.queue, "forkpool")')
+    .option('--lock-ms <ms>', 'job lock; a dead worker\'s jobs run again within about twice this (default bullmq.lockMs, 30000)', parseIntFlag('--lock-ms', 1_000))
+    .option('--max-stalls <n>', 'a job whose worker died this many times is failed, not run again (default bullmq.maxStalls, 2)', parseIntFlag('--max-stalls', 0, 100))
+    .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
+    .option('--json', 'one JSON event per line on stdout')
+    .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
+    .action(async (flags) => setExit(await (await import('./worker.js')).workerCommand(flags)));
 
   program
     .command('sim')

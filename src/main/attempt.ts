@@ -205,7 +205,7 @@ export class Attempt {
       if (message.jobId !== this.jobId) return this.#violate(`it sent a message for job ${JSON.stringify(message.jobId)}`);
       switch (message.type) {
         case 'started':
-          if (this.#started) return this.#violate('it sent "started" twice');
+          if (this.#started && !this.#options.executor.capabilities.reruns) return this.#violate('it sent "started" twice');
           this.#started = true;
           return this.#options.onStarted(message.threadId);
         case 'progress': {

@@ -36,6 +36,7 @@ const ENV_FIELDS: ReadonlyArray<[env: string, field: string, kind: 'string' | 'n
   ['FORKPOOL_BACKGROUND_TIMEOUT_MINUTES', 'background.timeoutMinutes', 'number'],
   ['FORKPOOL_ISOLATION', 'background.isolation', 'string'],
   ['FORKPOOL_GRANT', 'grantedTools', 'list'],
+  ['FORKPOOL_REDIS_URL', 'redisUrl', 'string'],
 ];
 
 /** What {@link loadConfig} reads. Nothing outside the call is read unless asked for. */

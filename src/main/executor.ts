@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { ForkpoolError, JobError, errorMessage } from '../shared/errors.js';
 import type { JobTask } from '../shared/protocol.js';
 
-export type ExecutorKind = 'piscina' | 'tinypool' | 'inline' | 'worker-per-job';
+export type ExecutorKind = 'piscina' | 'tinypool' | 'inline' | 'worker-per-job' | 'bullmq' | (string & {});
 /** `thread`: a job has a thread to itself; `shared`: several jobs per thread; `inline`: the main thread. */
 export type Isolation = 'thread' | 'shared' | 'inline';
 
@@ -15,6 +15,13 @@ export interface ExecutorCapabilities {
   readonly hardStop: boolean;
   /** A job can be asked to run on a thread of its own ({@link ExecuteOptions.exclusive}). */
   readonly exclusive: boolean;
+  /**
+   * A launch may report `started` more than once: a remote runner re-runs a job whose worker
+   * died or lost it. Each start counts as an attempt in the job's record.
+   */
+  readonly reruns?: boolean;
+  /** Jobs run in other processes, maybe on other machines (their child processes are not ours to kill). */
+  readonly remote?: boolean;
 }
 
 /** How the manager hands a job to an executor. */

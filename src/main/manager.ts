@@ -119,7 +119,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
-    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor);
+    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
     if (options.store) this.recovery = this.#recover(options.store);
   }
 
@@ -459,12 +459,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       cancelGraceMs: this.#config.background.cancelGraceMs,
       logger: this.#logger,
       onStarted: (threadId) => {
+        // A remote executor re-ran the job (its worker died or lost it): one more attempt, same clock.
+        const rerun = this.#ledger.get(id)?.state === 'running';
+        if (rerun) this.#ledger.requeue(id, `attempt ${(this.#ledger.get(id)?.attempts ?? 0) + 1}: run again by the ${this.#executor.kind} executor (the previous run's worker died or lost the job)`);
         this.#ledger.markRunning(id, threadId);
         // The wall clock starts now: time spent queued does not count.
-        attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
-        // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
-        const wallMs = this.#budgets.wallclockMs(spec.budget, this.#ledger.get(id)?.startedAt ?? Date.now());
-        if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.#stop(id, 'budget'), 'budget');
+        if (!rerun) {
+          attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
+          // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
+          const wallMs = this.#budgets.wallclockMs(spec.budget, this.#ledger.get(id)?.startedAt ?? Date.now());
+          if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.#stop(id, 'budget'), 'budget');
+        }
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),

@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { bullmqSchema, redisUrlSchema } from '../bullmq/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { modelInfoSchema } from './models.js';
@@ -177,7 +178,7 @@ const serverSchema = z.strictObject({
   maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),
 });
 
-export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline'] as const;
+export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline', 'bullmq'] as const;
 
 export const configSchema = z.strictObject({
   model: z.string().min(1).default(DEFAULTS.model),
@@ -199,6 +200,10 @@ export const configSchema = z.strictObject({
   maxResponseChars: z.number().int().min(1_000).max(500_000_000).default(DEFAULTS.maxResponseChars),
   /** Where jobs run; `inline` shares the caller's thread (no isolation, no hard stop). */
   executor: z.enum(EXECUTOR_KINDS).default(DEFAULTS.executor),
+  /** Redis for `executor: "bullmq"` (e.g. `redis://127.0.0.1:6379`); never printed (it may hold a password). */
+  redisUrl: redisUrlSchema.optional(),
+  /** The BullMQ executor and `forkpool worker` (see README "Running on several machines"). */
+  bullmq: bullmqSchema.default(bullmqSchema.parse({})),
   /** `brief`: records' errors carry code, message and two causes, no stacks or absolute paths. `debug`: all of it. */
   errorDetail: z.enum(['brief', 'debug']).default(DEFAULTS.errorDetail),
   /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
@@ -304,6 +309,9 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
   const result = configSchema.safeParse(input, { reportInput: true });
   if (!result.success) throw new ConfigError(result.error.issues.map((issue) => toConfigIssue(issue, sources)));
   const config = result.data;
+  if (config.executor === 'bullmq' && config.redisUrl === undefined) {
+    throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// URL (required by executor "bullmq")', received: 'nothing' }]);
+  }
   if (config.loopStopAfter <= config.loopWarnAfter) {
     throw new ConfigError([
       {

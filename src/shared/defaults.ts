@@ -20,7 +20,7 @@ export const DEFAULTS = {
    */
   maxResponseChars: 8_000_000,
   /** Where jobs run: Piscina worker threads (crash-isolated, hard-stoppable). */
-  executor: 'piscina' as 'piscina' | 'tinypool' | 'worker-per-job' | 'inline',
+  executor: 'piscina' as 'piscina' | 'tinypool' | 'worker-per-job' | 'inline' | 'bullmq',
   /** `record.error` without stacks and absolute paths; `debug` keeps them. */
   errorDetail: 'brief' as 'brief' | 'debug',
   /** Same tool + same arguments this many times in a row: warn the model. */

@@ -39,7 +39,7 @@ export interface JobSpec {
   budget?: BudgetLimits;
 }
 
-const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
+export const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
   z.object({
     name: z.string(),
     code: z.enum(ERROR_CODES),

@@ -30,6 +30,8 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Kills the process after the test if it is still running. */
   cleanup?: Cleanup;
+  /** Run this node script (repo-relative) instead of the CLI; `args` go to it. */
+  script?: string;
 }
 
 export interface CliResult {
@@ -66,7 +68,7 @@ export function cliEnv(extra: Record<string, string> = {}): Record<string, strin
 /** Starts the CLI and returns at once; see {@link CliProcess}. */
 export function spawnCli(args: readonly string[], opts: CliOptions = {}): CliProcess {
   if (!existsSync(CLI_PATH)) throw new Error(`${CLI_PATH} is missing: run "npm run build" before the CLI tests`);
-  const child = spawn(process.execPath, [CLI_PATH, ...args], {
+  const child = spawn(process.execPath, [opts.script ? path.join(REPO_ROOT, opts.script) : CLI_PATH, ...args], {
     cwd: opts.cwd ?? REPO_ROOT,
     env: cliEnv(opts.env),
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -14,6 +14,7 @@
  * - faults.ts   runOneJob, loopback stand-ins (status server, recording proxy), /proc checks
  * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
  * - tmux.ts     startTmux: a real terminal (private tmux server) for the chat's end-to-end tests
+ * - redis.ts    startRedis (a private redis-server, restartable), startWorker (`forkpool worker` processes)
  *
  * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
  */
@@ -27,3 +28,4 @@ export * from './pool.js';
 export * from './faults.js';
 export * from './fake-executor.js';
 export * from './tmux.js';
+export * from './redis.js';

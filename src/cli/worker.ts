@@ -1,0 +1,63 @@
+import { ForkpoolWorker } from '../bullmq/worker.js';
+import { redisUrlSchema } from '../bullmq/config.js';
+import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
+import { loadConfig } from '../main/config-load.js';
+import { ConfigError } from '../shared/errors.js';
+import { onTermination } from './common.js';
+
+export interface WorkerFlags {
+  redis?: string;
+  concurrency?: number;
+  queue?: string;
+  lockMs?: number;
+  maxStalls?: number;
+  config?: string;
+  logLevel?: string;
+  json?: boolean;
+}
+
+/**
+ * `forkpool worker --redis URL [--concurrency N]`: runs jobs of the BullMQ queue in this
+ * machine's Piscina pool until SIGINT/SIGTERM, then closes within `bullmq.closeTimeoutMs`
+ * (running jobs are stopped and go back to the queue for another worker). The model key comes
+ * from this machine (OPENAI_API_KEY or the config file), never from Redis.
+ */
+export async function workerCommand(flags: WorkerFlags): Promise<number> {
+  const level = (flags.logLevel ?? 'warn') as LogLevel;
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError([{ field: 'logLevel', expected: `one of ${LOG_LEVELS.join(', ')}`, received: JSON.stringify(flags.logLevel), source: 'flag --log-level' }]);
+  const config = loadConfig({ fromEnv: true, file: flags.config ?? true, onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`) });
+  const redisUrl = flags.redis ?? process.env.FORKPOOL_REDIS_URL ?? config.redisUrl;
+  const parsedUrl = redisUrlSchema.safeParse(redisUrl);
+  if (!parsedUrl.success) {
+    throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// or rediss:// URL', received: redisUrl === undefined ? 'nothing' : JSON.stringify(redisUrl), source: 'flag --redis, FORKPOOL_REDIS_URL or the config file' }]);
+  }
+  const logger = createLogger({ level, secrets: [config.apiKey ?? '', parsedUrl.data].filter((s) => s.length >= 4) });
+  const concurrency = flags.concurrency ?? config.background.maxConcurrent;
+  const worker = new ForkpoolWorker({
+    redisUrl: parsedUrl.data,
+    queue: flags.queue ?? config.bullmq.queue,
+    concurrency,
+    heapMb: config.background.heapMb,
+    lockMs: flags.lockMs ?? config.bullmq.lockMs,
+    maxStalls: flags.maxStalls ?? config.bullmq.maxStalls,
+    closeTimeoutMs: config.bullmq.closeTimeoutMs,
+    ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+    logger,
+    onRunEnded: (report) => {
+      if (flags.json) process.stdout.write(`${JSON.stringify({ type: 'run-ended', ...report })}\n`);
+      else logger.info(report, 'run ended');
+    },
+  });
+  const say = (type: string, data: Record<string, unknown>, line: string) => {
+    if (flags.json) process.stdout.write(`${JSON.stringify({ type, ...data })}\n`);
+    else process.stderr.write(`${line}\n`);
+  };
+  onTermination(async (signal) => {
+    await worker.close();
+    say('worker-closed', { signal }, `forkpool worker: closed (${signal})`);
+  });
+  await worker.start();
+  say('worker-ready', { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid }, `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`);
+  // Runs until a signal: onTermination exits once the worker has closed.
+  return new Promise<number>(() => {});
+}

@@ -1,0 +1,113 @@
+/**
+ * A private redis-server per test (loopback, a free port, no persistence), restartable on the
+ * same port, killed after the test; and `forkpool worker` processes on it. Tests that never
+ * restart Redis may share the one `.ci/run` starts (FORKPOOL_TEST_REDIS_URL) instead.
+ *
+ *   const redis = await startRedis(cleanup);
+ *   const worker = await startWorker(cleanup, redis.url, { concurrency: 2, lockMs: 4000 });
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import type { Cleanup } from './cleanup.js';
+import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
+
+export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((file) => existsSync(file)) ?? 'redis-server';
+
+/** True when a redis-server binary runs here (the tests that need one are skipped otherwise, and say so). */
+export const HAVE_REDIS = spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' }).status === 0;
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  /** Kills the server (SIGKILL: nothing is saved) and starts an empty one on the same port. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function accepting(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
+    const deadline = Date.now() + 10_000;
+    while (!(await accepting(port))) {
+      if (Date.now() > deadline) throw new Error(`redis-server did not accept connections on port ${port}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const stop = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  cleanup.add(stop);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    restart: async () => {
+      await stop();
+      await start();
+    },
+    stop,
+  };
+}
+
+/**
+ * A Redis for a test that never restarts it, and a queue name of its own: the one `.ci/run`
+ * started (FORKPOOL_TEST_REDIS_URL) when there is one, else a private server.
+ */
+export async function testRedis(cleanup: Cleanup): Promise<{ url: string; queue: string }> {
+  const queue = `fp-${process.pid}-${++queues}`;
+  const shared = process.env.FORKPOOL_TEST_REDIS_URL;
+  if (shared) return { url: shared, queue };
+  return { url: (await startRedis(cleanup)).url, queue };
+}
+let queues = 0;
+
+export interface TestWorker {
+  cli: CliProcess;
+  pid: number;
+  /** Its BullMQ worker name (`host:pid`), as jobs' `processedBy` shows it. */
+  name: string;
+  /** The runs it reported ending (`run-ended` lines). */
+  runsEnded(): Array<Record<string, unknown>>;
+}
+
+/** Starts `forkpool worker --json` on `redisUrl` and waits until it takes jobs. */
+export async function startWorker(cleanup: Cleanup, redisUrl: string, options: { concurrency?: number; lockMs?: number; maxStalls?: number; queue?: string; env?: Record<string, string> } = {}): Promise<TestWorker> {
+  const args = ['worker', '--redis', redisUrl, '--json', '--concurrency', String(options.concurrency ?? 2), '--log-level', 'warn'];
+  if (options.lockMs !== undefined) args.push('--lock-ms', String(options.lockMs));
+  if (options.maxStalls !== undefined) args.push('--max-stalls', String(options.maxStalls));
+  if (options.queue !== undefined) args.push('--queue', options.queue);
+  const cli = spawnCli(args, { cleanup, timeoutMs: 180_000, ...(options.env ? { env: options.env } : {}) });
+  await cli.waitForStdout((out) => out.includes('"worker-ready"'));
+  const ready = parseJsonLines(cli.stdout()).find((line) => line.type === 'worker-ready') as { name: string; pid: number };
+  return { cli, pid: ready.pid, name: ready.name, runsEnded: () => parseJsonLines(cli.stdout()).filter((line) => line.type === 'run-ended') };
+}
