@@ -118,6 +118,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           )
         : [],
       turnPreamble: (turn) => this.#deliver(turn),
+      // The parent takes part in the jobs' 429 gate, and with adaptive concurrency goes first.
+      rateGate: this.manager.parentRateGate(),
       onEvent: (event) => this.emit('parent', event),
     });
     this.manager.on('alert', (alert) => this.#onAlert(alert));

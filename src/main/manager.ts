@@ -8,7 +8,9 @@ import type { JobTree } from './job-tree.js';
 import { Nesting, lastAssistantText } from './nesting.js';
 import { Restarts } from './restarts.js';
 import type { AlertSeverity, JobSpec } from '../shared/protocol.js';
-import { SharedRateGate } from '../shared/rate-gate.js';
+import type { RateGate } from '../shared/model-call.js';
+import { RequestGating } from './concurrency.js';
+import type { RequestGates } from './request-gate.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
@@ -51,7 +53,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #restarts: Restarts;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
-  readonly #rateGateBuffer = SharedRateGate.createBuffer();
+  /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
+  readonly #gating: RequestGating;
   /** Callers of result(id) waiting for a job to end. */
   readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
   /** Removes a spawn's AbortSignal listener once its job has ended. */
@@ -69,6 +72,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
     this.sandbox = checkSandbox(options.config);
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
+    this.#gating = new RequestGating(this.#config);
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#ledger = new DeliveryLedger(options.config.background.retention);
     this.#nesting = new Nesting({
@@ -108,6 +112,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   get executor(): Executor {
     return this.#executor;
+  }
+
+  /** The gate the parent agent's model requests should go through: with adaptive concurrency, ahead of every job's. */
+  parentRateGate(): RateGate {
+    return this.#gating.parentGate();
+  }
+
+  /** Adaptive concurrency's per-endpoint gates (limits, events); undefined in fixed mode. */
+  get requestGates(): RequestGates | undefined {
+    return this.#gating.gates;
   }
 
   get closed(): boolean {
@@ -294,7 +308,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       live: this.#live,
       stop: (id) => void this.#stop(id, 'close'),
       onIdle: () => this.onIdle(),
-      closeExecutor: () => (this.#ownsExecutor ? this.#executor.close() : Promise.resolve()),
+      closeExecutor: () => {
+        this.#gating.close();
+        return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
+      },
     });
   }
 
@@ -357,13 +374,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const spec = this.#specs.get(id) as JobSpec;
     const number = (this.#launches.get(id) ?? 0) + 1;
     this.#launches.set(id, number);
+    const gateLease = this.#gating.leaseFor(spec);
     const attempt: Attempt = new Attempt({
       jobId: id,
       number,
       executor: this.#executor,
       scheduler: this.#scheduler,
-      permissions: { isGranted: (tool) => this.#permissions.isGranted(tool) },
-      rateGateBuffer: this.#rateGateBuffer,
+      permissions: { isGranted: (tool) => this.#permissions.isGranted(tool), ...gateLease.service },
+      rateGateBuffer: this.#gating.rateGateBuffer,
       cancelGraceMs: this.#config.background.cancelGraceMs,
       logger: this.#logger,
       onStarted: (threadId) => {
@@ -377,7 +395,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       onSpawn: (requestId, request) => this.#nesting.spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
-    void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
+    // A thread that died mid-request never gives its gate slot back itself.
+    void attempt.ended.then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { modelInfoSchema } from './models.js';
+import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 
 /**
  * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
@@ -89,6 +90,11 @@ const backgroundSchema = z.strictObject({
   alertBufferMax: z.number().int().min(1).max(10_000).default(DEFAULTS.background.alertBufferMax),
   /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
   checkCooldownMs: timerMs(0).default(DEFAULTS.background.checkCooldownMs),
+  /** `fixed` (a cap of `maxConcurrent` jobs) or `adaptive` (AIMD on model requests per endpoint; README "Adaptive concurrency"). */
+  concurrency: z.enum(['fixed', 'adaptive']).default(DEFAULTS.background.concurrency),
+  adaptive: adaptiveSchema.default(adaptiveSchema.parse({})),
+  /** A wave's follow-up before all its jobs end: `{deadlineSeconds}` and/or `{quorum}` (README "Wave joins"). Unset: all. */
+  join: joinSchema.optional(),
 });
 
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */

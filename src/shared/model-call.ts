@@ -17,15 +17,60 @@ export interface ModelReply {
 }
 
 /**
- * One gate shared by every job of an executor: after a 429 with Retry-After, everybody waits,
- * not only the job that saw it. The default one is per thread; the executor shares one across
- * threads (see src/main/rate-gate).
+ * The simple gate: after a 429 with Retry-After, every request waits, not only the one that saw
+ * it. {@link SharedRateGate} shares one across the threads of an executor.
  */
-export interface RateGate {
+export interface PauseGate {
   /** Resolves when requests may be sent again. */
   wait(signal: AbortSignal): Promise<void>;
   /** Nobody sends before `Date.now() + ms`. */
   pauseFor(ms: number): void;
+}
+
+/** How one request through a gate ended, reported to the gate exactly once. */
+export type RequestOutcome =
+  | { kind: 'ok'; latencyMs: number }
+  /** The endpoint said it is overloaded: 429 or 503. */
+  | { kind: 'overloaded'; status: number; latencyMs: number; retryAfterMs?: number }
+  /** Any other failure (another status, a transport error, a timeout). */
+  | { kind: 'failed'; latencyMs: number; retryAfterMs?: number }
+  /** Given up before an answer (an abort), or never sent. */
+  | { kind: 'abandoned' };
+
+/** An admitted request's slot: `settle` gives it back and says how the request went. */
+export interface GateTicket {
+  settle(outcome: RequestOutcome): void;
+}
+
+/**
+ * A gate that counts requests in flight (adaptive concurrency, src/main/request-gate.ts):
+ * each request is admitted, holds a slot, and gives it back with its outcome.
+ */
+export interface AdmissionGate {
+  /** Resolves when this request may be sent; rejects with an AbortError if `signal` aborts first. */
+  admit(signal: AbortSignal): Promise<GateTicket>;
+}
+
+/** What a model call waits on before each request (the seam for other limiters, e.g. cluster-wide). */
+export type RateGate = PauseGate | AdmissionGate;
+
+/** Waits at `gate` and returns the ticket to settle once the request has ended. */
+export async function admitRequest(gate: RateGate | undefined, signal: AbortSignal): Promise<GateTicket | undefined> {
+  if (!gate) return undefined;
+  if ('admit' in gate) return gate.admit(signal);
+  await gate.wait(signal);
+  return {
+    settle: (outcome) => {
+      if ((outcome.kind === 'overloaded' || outcome.kind === 'failed') && outcome.retryAfterMs !== undefined) gate.pauseFor(outcome.retryAfterMs);
+    },
+  };
+}
+
+/** The gate's view of a failed request (its status, Retry-After, time taken). */
+function outcomeOfFailure(verdict: Verdict, latencyMs: number): RequestOutcome {
+  const retryAfter = verdict.retryAfterMs !== undefined ? { retryAfterMs: verdict.retryAfterMs } : {};
+  if (verdict.status === 429 || verdict.status === 503) return { kind: 'overloaded', status: verdict.status, latencyMs, ...retryAfter };
+  return { kind: 'failed', latencyMs, ...retryAfter };
 }
 
 export type RetryEvent = { attempt: number; delayMs: number; reason: string };
@@ -80,11 +125,19 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
   const { config, signal } = options;
   for (let attempt = 0; ; attempt++) {
     if (signal.aborted) throw new AbortError(signal.reason);
-    await options.rateGate?.wait(signal);
+    const ticket = await admitRequest(options.rateGate, signal);
+    const sentAt = performance.now();
     try {
-      return config.stream ? await streamOnce(options) : await requestOnce(options);
+      const reply = config.stream ? await streamOnce(options) : await requestOnce(options);
+      ticket?.settle({ kind: 'ok', latencyMs: performance.now() - sentAt });
+      return reply;
     } catch (error) {
-      if (signal.aborted) throw new AbortError(signal.reason);
+      if (signal.aborted) {
+        ticket?.settle({ kind: 'abandoned' });
+        throw new AbortError(signal.reason);
+      }
+      // Settled before anything else can throw: the slot must come back whatever follows.
+      ticket?.settle(outcomeOfFailure(classify(error), performance.now() - sentAt));
       // Asking again would only grow the same runaway answer.
       if (error instanceof ForkpoolError && error.code === 'MODEL_RESPONSE_TOO_LARGE') throw error;
       const verdict = classify(error);
@@ -95,7 +148,6 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
       }
       const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() * 0.5);
       const delayMs = Math.max(backoff, verdict.retryAfterMs ?? 0);
-      if (verdict.retryAfterMs !== undefined) options.rateGate?.pauseFor(verdict.retryAfterMs);
       options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason });
       await abortableSleep(delayMs, signal);
     }
@@ -104,6 +156,7 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
 
 interface Verdict {
   retryable: boolean;
+  status?: number;
   reason: string;
   retryAfterMs?: number;
 }
@@ -115,7 +168,7 @@ function classify(error: unknown): Verdict {
     const reason = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`;
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
     const retryAfterMs = parseRetryAfter(error.headers);
-    return retryAfterMs === undefined ? { retryable, reason } : { retryable, reason, retryAfterMs };
+    return retryAfterMs === undefined ? { retryable, reason, status } : { retryable, reason, status, retryAfterMs };
   }
   if (error instanceof TimeoutError) return { retryable: true, reason: error.message };
   if (error instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, reason: 'request timed out' };
