@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ForkpoolError, ToolError, errorMessage } from '../shared/errors.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 import type { JobHandle } from './manager.js';
+import { joinSchema, type JoinPolicy } from '../shared/scheduling-config.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
@@ -17,6 +18,7 @@ export interface SpawnToolRequest {
   fullContext: boolean;
   agent?: string;
   name?: string;
+  join?: JoinPolicy;
 }
 
 const nameArg = z
@@ -41,6 +43,12 @@ const baseSpawnArgs = z.strictObject({
     .optional()
     .describe('Default false. True only when the task depends on what you have been doing: the job then also gets a capped summary of this session.'),
   name: nameArg,
+  join: joinSchema
+    .optional()
+    .describe(
+      'Optional, for the whole batch you spawn this turn: {"quorum": k} to be told once k of its jobs have ended, or {"deadlineSeconds": s} ' +
+        'to be told after s seconds with whatever has ended. The rest are delivered later, each once. Default: when all have ended.',
+    ),
 });
 
 /** With peers configured, `agent` is an enum of their names: a name outside it is a tool error and nothing starts. */
@@ -78,6 +86,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           fullContext: args.full_context ?? false,
           ...(args.agent !== undefined ? { agent: args.agent } : {}),
           ...(args.name !== undefined ? { name: args.name } : {}),
+          ...(args.join !== undefined ? { join: args.join } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');

@@ -21,7 +21,7 @@ import { Attempt, type AttemptEnd } from './attempt.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopRequest } from './job-endings.js';
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
-import { WaveTracker } from './waves.js';
+import { WaveJoins } from './joins.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
@@ -45,7 +45,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #launches = new Map<string, number>();
   readonly #queue: string[] = [];
   readonly #live = new Map<string, Attempt>();
-  readonly #waves = new WaveTracker();
+  readonly #waves: WaveJoins;
   readonly #names = new JobNames();
   /** Depth above 1: who spawned whom, suspended parents, children's results (see nesting.ts). */
   readonly #nesting: Nesting;
@@ -104,6 +104,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
+    this.#waves = new WaveJoins(this.#scheduler, options.config.background.join, (wave) => this.#checkWave(wave));
     this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
@@ -171,7 +172,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? { depth: nesting.depth } : {}),
     });
-    if (wave !== null) this.#waves.add(wave, id);
+    if (wave !== null) this.#waves.add(wave, id, data.join);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
     this.#queue.push(id);
     this.emit('spawned', record);
@@ -310,6 +311,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       onIdle: () => this.onIdle(),
       closeExecutor: () => {
         this.#gating.close();
+        this.#waves.dispose();
         return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
       },
     });
@@ -468,8 +470,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   #checkWave(wave: number): void {
     // hasEnded: a member delivered early may since have been forgotten by retention.
-    const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
-    if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
+    const check = this.#waves.check(wave, (id) => this.#ledger.hasEnded(id));
+    const records = (ids: string[]) => ids.flatMap((id) => this.#ledger.get(id) ?? []);
+    if (check?.kind === 'all') this.emit('wave-done', { wave, jobs: records(check.members) });
+    else if (check) this.emit('wave-joined', { wave, reason: check.reason, ended: records(check.ended), pending: records(check.pending) });
   }
 }
 

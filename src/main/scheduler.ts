@@ -1,10 +1,11 @@
 /** What a job timer is for; a manual scheduler (tests) can fire them selectively. */
 export interface TimerTag {
+  /** The job's id; for a wave's timer, `wave:<turn>`. */
   jobId: string;
-  kind: 'timeout' | 'cancel-grace' | 'port-close';
+  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'wave-deadline';
 }
 
-/** Job timers (timeout, cancel grace, port-close fallback) go through this, so tests can drive time. */
+/** Job timers (timeout, cancel grace, port-close fallback) and wave deadlines go through this, so tests can drive time. */
 export interface JobScheduler {
   set(callback: () => void, ms: number, tag: TimerTag): unknown;
   clear(handle: unknown): void;
