@@ -43,9 +43,15 @@ function deliveries(session: AgentSession): Array<{ turn: number; labels: string
   return log;
 }
 
-function expectEachOnce(log: Array<{ labels: string[] }>, labels: string[]): void {
+/**
+ * Each job delivered once: in the session's `delivered` events, and in what the model was shown
+ * (its result header across the turns' inputs, the first request of each turn).
+ */
+function expectEachOnce(log: Array<{ labels: string[] }>, requests: readonly RecordedRequest[], labels: string[]): void {
   const all = log.flatMap((d) => d.labels).sort();
   expect(all).toEqual([...labels].sort());
+  const shown = requests.flatMap((r) => [...lastUserText(r).matchAll(/\[Background agent "([^"]+)"/g)].map((m) => m[1])).sort();
+  expect(shown).toEqual([...labels].sort());
 }
 
 describe('wave joins', () => {
@@ -90,7 +96,7 @@ describe('wave joins', () => {
       { turn: 2, labels: ['first', 'second'] },
       { turn: 3, labels: ['third'] },
     ]);
-    expectEachOnce(delivered, ['first', 'second', 'third']);
+    expectEachOnce(delivered, sim.requests, ['first', 'second', 'third']);
     // Listed once: the later follow-up does not list it again.
     expect(lastUserText(sim.requests[3])).not.toContain('Still running');
     sim.assertScriptDone();
@@ -136,7 +142,7 @@ describe('wave joins', () => {
       { turn: 2, labels: ['quick'] },
       { turn: 3, labels: ['slow-a', 'slow-b'] },
     ]);
-    expectEachOnce(delivered, ['quick', 'slow-a', 'slow-b']);
+    expectEachOnce(delivered, sim.requests, ['quick', 'slow-a', 'slow-b']);
     expect(scheduler.find('wave-deadline')).toHaveLength(0);
     sim.assertScriptDone();
   });
