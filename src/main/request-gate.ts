@@ -32,6 +32,9 @@ export interface RequestGateService {
   settleRequest(ticket: number, outcome: RequestOutcome): void;
 }
 
+/** Slots above the limit only the parent may take. */
+const PARENT_HEADROOM = 1;
+
 type Emit = <K extends keyof RequestGateEvents & string>(event: K, ...args: RequestGateEvents[K]) => void;
 
 interface Waiter {
@@ -49,8 +52,10 @@ interface Held {
 
 /**
  * The requests one endpoint is sent at once: at most the AIMD limit in flight; the rest wait
- * in two lanes, the parent's ahead of the jobs' (FIFO within each). A Retry-After holds both
- * lanes until it has passed; then the parent still goes first.
+ * in two lanes, the parent's ahead of the jobs' (FIFO within each). The parent never waits
+ * behind jobs: it may also take one slot above the limit (a person is waiting for that answer;
+ * one request over the estimate costs at worst one 429). A Retry-After holds both lanes until
+ * it has passed; then the parent still goes first.
  */
 class EndpointLimiter {
   readonly endpoint: string;
@@ -83,7 +88,7 @@ class EndpointLimiter {
   request(ticket: number, origin: RequestOrigin, admit: () => void): void {
     const waiter = { ticket, origin, admit };
     const lane = origin.kind === 'parent' ? this.#parents : this.#jobs;
-    if (this.#canAdmit() && lane.length === 0 && (origin.kind === 'parent' || this.#parents.length === 0)) return this.#admit(waiter, false);
+    if (this.#canAdmit(origin) && lane.length === 0 && (origin.kind === 'parent' || this.#parents.length === 0)) return this.#admit(waiter, false);
     this.#events.emit('queued', { endpoint: this.endpoint, ticket, origin, jobsAhead: origin.kind === 'parent' ? 0 : this.#jobs.length, inFlight: this.inFlight, limit: this.limit });
     lane.push(waiter);
     this.#schedule();
@@ -115,23 +120,27 @@ class EndpointLimiter {
     for (const waiter of [...this.#parents.splice(0), ...this.#jobs.splice(0)]) waiter.admit();
   }
 
-  #canAdmit(): boolean {
-    return this.#held.size < this.#controller.limit && Date.now() >= this.#pausedUntil;
+  #canAdmit(origin: RequestOrigin): boolean {
+    const headroom = origin.kind === 'parent' ? PARENT_HEADROOM : 0;
+    return this.#held.size < this.#controller.limit + headroom && Date.now() >= this.#pausedUntil;
   }
 
   #admit(waiter: Waiter, waited: boolean): void {
-    // "At the limit": the slot was scarce, so a success says the limit could grow.
-    const atLimit = waited || this.#held.size + 1 >= this.#controller.limit;
+    // "At the limit": the slot was scarce, so a success says the limit could grow. (Not the
+    // parent's: its slot may lie above the limit.)
+    const atLimit = waiter.origin.kind === 'job' && (waited || this.#held.size + 1 >= this.#controller.limit);
     this.#held.set(waiter.ticket, { ticket: waiter.ticket, origin: waiter.origin, epoch: this.#controller.epoch, atLimit });
     this.#events.emit('admitted', { endpoint: this.endpoint, ticket: waiter.ticket, origin: waiter.origin, inFlight: this.#held.size, limit: this.#controller.limit, waited });
     waiter.admit();
   }
 
   #dispatch(): void {
-    while (this.#canAdmit()) {
+    for (;;) {
       // The parent's lane first: its requests never wait behind the jobs'.
-      const next = this.#parents.shift() ?? this.#jobs.shift();
-      if (!next) return;
+      const lane = this.#parents.length > 0 ? this.#parents : this.#jobs;
+      const next = lane[0];
+      if (!next || !this.#canAdmit(next.origin)) break;
+      lane.shift();
       this.#admit(next, true);
     }
     this.#schedule();

@@ -14,6 +14,11 @@ export interface ModelReply {
   finishReason: string | null;
   usage: Usage;
   model: string;
+  /**
+   * `performance.now()` when the response headers came: time to first byte is the endpoint's
+   * latency (its queueing), without the time this thread took to read the rest.
+   */
+  headersAt?: number;
 }
 
 /**
@@ -29,6 +34,7 @@ export interface PauseGate {
 
 /** How one request through a gate ended, reported to the gate exactly once. */
 export type RequestOutcome =
+  /** `latencyMs`: from sending to the response headers (streamed) or the whole response. */
   | { kind: 'ok'; latencyMs: number }
   /** The endpoint said it is overloaded: 429 or 503. */
   | { kind: 'overloaded'; status: number; latencyMs: number; retryAfterMs?: number }
@@ -129,7 +135,7 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
     const sentAt = performance.now();
     try {
       const reply = config.stream ? await streamOnce(options) : await requestOnce(options);
-      ticket?.settle({ kind: 'ok', latencyMs: performance.now() - sentAt });
+      ticket?.settle({ kind: 'ok', latencyMs: (reply.headersAt ?? performance.now()) - sentAt });
       return reply;
     } catch (error) {
       if (signal.aborted) {
@@ -277,6 +283,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       },
       { signal: local.signal },
     );
+    const headersAt = performance.now();
     armWatchdog();
     const reply = new StreamAssembler(config.model, config.maxResponseChars ?? DEFAULTS.maxResponseChars);
     for await (const chunk of stream) {
@@ -287,7 +294,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
     const timedOut = timeout();
     if (timedOut) throw timedOut;
     if (local.signal.aborted) throw new AbortError(local.signal.reason);
-    return reply.finish();
+    return { ...reply.finish(), headersAt };
   } catch (error) {
     throw timeout() ?? error;
   } finally {
