@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runAdaptiveBench } from './adaptive.js';
 import { sharedTasksPerThread } from './cell.js';
 import { writeCharts } from './charts.js';
 import { builtBenchFile } from './paths.js';
@@ -207,6 +208,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
   return { report, files, table };
 }
 
+/** `--only adaptive`: just the adaptive-concurrency comparison. */
+const ADAPTIVE_SECTION = 'adaptive';
+
 /** Flags of `forkpool bench` (and of `node dist/bench/run.js`). */
 export interface BenchFlags {
   quick?: boolean;
@@ -226,7 +230,7 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
     process.stderr.write(`forkpool bench: ${message}\n`);
     return 2;
   };
-  if (flags.only !== undefined && !(WORKLOADS as readonly string[]).includes(flags.only)) return usage(`--only expects one of ${WORKLOADS.join(', ')}; received ${flags.only}`);
+  if (flags.only !== undefined && flags.only !== ADAPTIVE_SECTION && !(WORKLOADS as readonly string[]).includes(flags.only)) return usage(`--only expects one of ${[...WORKLOADS, ADAPTIVE_SECTION].join(', ')}; received ${flags.only}`);
   const executors = flags.executors?.split(',').map((e) => e.trim());
   const unknown = executors?.filter((e) => !(EXECUTORS as readonly string[]).includes(e)) ?? [];
   if (unknown.length > 0) return usage(`--executors expects some of ${EXECUTORS.join(', ')}; received ${unknown.join(', ')}`);
@@ -239,6 +243,13 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
   };
   process.once('SIGINT', onSignal(130));
   process.once('SIGTERM', onSignal(143));
+  // The adaptive-concurrency comparison is its own section (src/bench/adaptive.ts).
+  const adaptive = flags.only === undefined || flags.only === ADAPTIVE_SECTION ? () => runAdaptiveBench({ quick: flags.quick ?? false }) : undefined;
+  if (flags.only === ADAPTIVE_SECTION && adaptive) {
+    const { results, table } = await adaptive();
+    process.stdout.write(`${table}\n`);
+    return results.every((r) => r.ok === r.jobs) ? 0 : 1;
+  }
   const { report, files, table } = await runBench({
     quick: flags.quick ?? false,
     ...(flags.only ? { only: flags.only as WorkloadName } : {}),
@@ -249,7 +260,9 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
     cpuProf: flags.cpuProf ?? false,
   });
   process.stdout.write(`${table}\n\nwrote ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}\n`);
-  return report.errors.length > 0 ? 1 : 0;
+  const section = adaptive ? await adaptive() : undefined;
+  if (section) process.stdout.write(`\n${section.table}\n`);
+  return report.errors.length > 0 || section?.results.some((r) => r.ok !== r.jobs) ? 1 : 0;
 }
 
 /** `node dist/bench/run.js [flags]`: the same as `forkpool bench`. */
