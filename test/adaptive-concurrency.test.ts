@@ -9,7 +9,8 @@ import { AimdController, type AimdChange } from '../src/main/adaptive-cap.js';
 import { AgentSession } from '../src/main/agent-session.js';
 import { RequestGates, type RequestGateEvents } from '../src/main/request-gate.js';
 import type { ForkpoolConfig } from '../src/shared/config.js';
-import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, watchManager } from './helpers/index.js';
+import { parseConfig } from '../src/shared/config.js';
+import { Cleanups, RESEARCH_TASK, configError, ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, tempWorkspace, watchManager } from './helpers/index.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -179,5 +180,19 @@ describe('adaptive concurrency through the real pool', () => {
     expect(waitingJobs.length).toBeGreaterThanOrEqual(1);
     const admittedLater = log.slice(parentAdmitted + 1).filter((e) => e.what === 'admitted').map((e) => e.who);
     for (const job of waitingJobs) expect(admittedLater).toContain(job);
+  });
+});
+
+describe('config of adaptive concurrency and joins', () => {
+  it('names the field, what was expected and what was received', () => {
+    const bad = (background: Record<string, unknown>) => configError(() => parseConfig({ workspaceRoot: tempWorkspace(), background }));
+    const ceiling = bad({ concurrency: 'adaptive', adaptive: { floor: 5, ceiling: 2 } });
+    expect(ceiling.issues[0]).toMatchObject({ field: 'background.adaptive.ceiling', expected: expect.stringMatching(/ceiling must be >= floor/) });
+    const mode = bad({ concurrency: 'elastic' });
+    expect(mode.issues[0]).toMatchObject({ field: 'background.concurrency', received: expect.stringContaining('elastic') });
+    const join = bad({ join: {} });
+    expect(join.issues[0]).toMatchObject({ field: 'background.join', expected: expect.stringMatching(/deadlineSeconds.*quorum/) });
+    const quorum = bad({ join: { quorum: 0 } });
+    expect(quorum.issues[0]?.field).toBe('background.join.quorum');
   });
 });
