@@ -9,8 +9,9 @@
  * - A 429 or 503 multiplies the limit by `decreaseFactor`, once per "epoch": the requests that
  *   were already in flight when the limit dropped fail together, and that is one signal, not
  *   twenty (TCP reacts once per window for the same reason).
- * - Latency: a success whose smoothed latency is more than `latencyTolerance` times the best
- *   recent latency counts as congestion too (a server that queues instead of refusing).
+ * - Latency: when the short-term average latency rises past `latencyTolerance` times the
+ *   long-term one, that counts as congestion too (a server that queues instead of refusing).
+ *   Two averages, not a best-ever minimum: steady noise moves both alike and never triggers it.
  * The limit always stays within [floor, ceiling].
  */
 export interface AimdOptions {
@@ -24,7 +25,7 @@ export interface AimdOptions {
   increaseStep?: number;
   /** The limit is multiplied by this on an overload (0 < factor < 1). Default 0.7. */
   decreaseFactor?: number;
-  /** Smoothed latency above this multiple of the baseline is congestion; 0 turns it off. Default 3. */
+  /** Short-term latency above this multiple of the long-term one is congestion; 0 turns it off. Default 3. */
   latencyTolerance?: number;
 }
 
@@ -39,9 +40,9 @@ export type AimdChange = { limit: number; reason: 'increase' | 'overload' | 'lat
 
 export const AIMD_DEFAULTS = { increaseStep: 1, decreaseFactor: 0.7, latencyTolerance: 3 } as const;
 
-/** How fast the smoothed latency follows new samples, and how fast the baseline forgets. */
-const LATENCY_SMOOTHING = 0.2;
-const BASELINE_DRIFT = 1.01;
+/** How fast the short-term and the long-term latency averages follow new samples. */
+const SHORT_TERM = 0.2;
+const LONG_TERM = 0.02;
 
 export class AimdController {
   readonly #floor: number;
@@ -52,8 +53,8 @@ export class AimdController {
   /** The real-valued window; {@link limit} is its floor. */
   #window: number;
   #epoch = 0;
-  #baselineMs: number | undefined;
-  #smoothedMs: number | undefined;
+  #longMs: number | undefined;
+  #shortMs: number | undefined;
 
   constructor(options: AimdOptions) {
     const { floor, ceiling } = options;
@@ -91,9 +92,9 @@ export class AimdController {
   record(signal: AimdSignal): AimdChange {
     if (signal.kind === 'overload') return this.#decrease(signal.epoch, 'overload');
     const latency = signal.latencyMs;
-    this.#baselineMs = this.#baselineMs === undefined ? latency : Math.min(latency, this.#baselineMs * BASELINE_DRIFT);
-    this.#smoothedMs = this.#smoothedMs === undefined ? latency : this.#smoothedMs + LATENCY_SMOOTHING * (latency - this.#smoothedMs);
-    if (this.#tolerance > 0 && this.#smoothedMs > this.#tolerance * this.#baselineMs) return this.#decrease(signal.epoch, 'latency');
+    this.#longMs = this.#longMs === undefined ? latency : this.#longMs + LONG_TERM * (latency - this.#longMs);
+    this.#shortMs = this.#shortMs === undefined ? latency : this.#shortMs + SHORT_TERM * (latency - this.#shortMs);
+    if (this.#tolerance > 0 && this.#shortMs > this.#tolerance * this.#longMs) return this.#decrease(signal.epoch, 'latency');
     if (!signal.atLimit) return undefined;
     const before = this.limit;
     this.#window = Math.min(this.#ceiling, this.#window + this.#step / Math.max(1, this.#window));
@@ -105,8 +106,8 @@ export class AimdController {
     if (epoch < this.#epoch) return undefined;
     this.#epoch++;
     this.#window = Math.max(this.#floor, this.#window * this.#factor);
-    // The smoothed latency restarts from the baseline, so one slow spell is one decrease.
-    if (reason === 'latency') this.#smoothedMs = this.#baselineMs;
+    // The short-term average restarts from the long-term one, so one slow spell is one decrease.
+    if (reason === 'latency') this.#shortMs = this.#longMs;
     // Reported even at the floor: every decrease opens a new epoch, and watchers count them.
     return { limit: this.limit, reason };
   }

@@ -103,7 +103,7 @@ export const DEFAULTS = {
       floor: 1,
       /** The limit is multiplied by this on a 429 or 503 (once per burst). */
       decreaseFactor: 0.7,
-      /** Smoothed latency past this multiple of the best recent latency counts as overload; 0: off. */
+      /** Short-term average latency past this multiple of the long-term one counts as overload; 0: off. */
       latencyTolerance: 3,
     },
     /**
