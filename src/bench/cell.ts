@@ -97,6 +97,11 @@ function probe(manager: BackgroundManager, task: string, expect: 'cooperative' |
   });
 }
 
+/** Job i's task: the workload's own (parse), else a keyword variant. */
+function taskOf(spec: CellSpec, i: number): string {
+  return spec.task ?? taskFor(i, spec.taskVariants);
+}
+
 function p50OrNull(samples: Array<number | null>): number | null {
   const values = samples.filter((v): v is number => v !== null);
   return values.length > 0 ? round3(percentile(values, 50)) : null;
@@ -121,7 +126,7 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     if (spec.warmup) {
       // Untimed: pools start their threads and every thread's code gets hot (the main thread's
       // too), so the timed fan-out measures steady state. One full round of real jobs.
-      for (let i = 0, n = Math.min(spec.concurrency, spec.jobs, WARMUP_MAX_JOBS); i < n; i++) manager.spawn({ task: taskFor(i, spec.taskVariants), label: `warmup-${i}` });
+      for (let i = 0, n = Math.min(spec.concurrency, spec.jobs, WARMUP_MAX_JOBS); i < n; i++) manager.spawn({ task: taskOf(spec, i), label: `warmup-${i}` });
       if (!(await within(manager.onIdle(), spec.timeoutMs))) notes.push('warm-up did not finish in time');
     }
     phase('setup+warmup');
@@ -156,7 +161,7 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     // One synchronous loop, as a parent's tool handler spawns a wave.
     for (let i = 0; i < spec.jobs; i++) {
       const before = performance.now();
-      const { id } = manager.spawn({ task: taskFor(i, spec.taskVariants), label: `job-${i}` });
+      const { id } = manager.spawn({ task: taskOf(spec, i), label: `job-${i}` });
       const after = performance.now();
       spawnTimes.push(after - before);
       starts.set(id, before);
@@ -172,7 +177,7 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     if (firstFailure) notes.push(`${latencies.length - ok} jobs did not end ok; first: ${firstFailure}`);
 
     const coop: ProbeSample[] = [];
-    for (let i = 0; i < spec.probes; i++) coop.push(await probe(manager, taskFor(i, spec.taskVariants), 'cooperative'));
+    for (let i = 0; i < spec.probes; i++) coop.push(await probe(manager, taskOf(spec, i), 'cooperative'));
     phase('probes');
     const report = await manager.close({ timeoutMs: 5_000 });
     if (report.stragglers.length > 0) notes.push(`close: ${report.stragglers.length} stragglers hard-stopped`);
@@ -219,7 +224,7 @@ async function hardProbes(spec: CellSpec): Promise<Array<number | null>> {
   const manager = new BackgroundManager({ config, executor: createExecutor(config, undefined, KIND[spec.executor], file) });
   try {
     const samples: Array<number | null> = [];
-    for (let i = 0; i < spec.hardProbes; i++) samples.push((await probe(manager, taskFor(i), 'hard')).cancelMs);
+    for (let i = 0; i < spec.hardProbes; i++) samples.push((await probe(manager, taskOf(spec, i), 'hard')).cancelMs);
     return samples;
   } finally {
     await manager.close({ timeoutMs: 1_000 });

@@ -23,10 +23,10 @@ async function renderSvg(spec: TopLevelSpec): Promise<string> {
   }
 }
 
-/** (a) Main-thread event-loop delay by executor under CPU-heavy tools: p50, p99 and max. */
-export function eventLoopDelaySpec(cells: readonly CellResult[]): TopLevelSpec {
+/** (a) Main-thread event-loop delay by executor under CPU-heavy tools (or the blocking parse tool): p50, p99 and max. */
+export function eventLoopDelaySpec(cells: readonly CellResult[], workload: 'cpu' | 'parse' = 'cpu'): TopLevelSpec {
   const values = cells
-    .filter((c) => c.workload === 'cpu')
+    .filter((c) => c.workload === workload)
     .flatMap((c) => [
       { executor: c.executor, stat: 'p50', ms: c.eldP50Ms },
       { executor: c.executor, stat: 'p99', ms: c.eldP99Ms },
@@ -34,7 +34,7 @@ export function eventLoopDelaySpec(cells: readonly CellResult[]): TopLevelSpec {
     ]);
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: 'Main-thread event-loop delay, CPU-heavy tools', subtitle: 'how late a 1 ms timer fired (symlog scale; lower is better)' },
+    title: { text: `Main-thread event-loop delay, ${workload === 'cpu' ? 'CPU-heavy tools' : 'a tool that blocks (code_outline)'}`, subtitle: 'how late a 1 ms timer fired (symlog scale; lower is better)' },
     width: WIDTH,
     height: HEIGHT,
     background: 'white',
@@ -101,6 +101,7 @@ export function responsivenessSpec(cells: readonly CellResult[]): TopLevelSpec {
 export async function writeCharts(cells: readonly CellResult[], outDir: string, name: string): Promise<string[]> {
   const wanted: Array<[string, TopLevelSpec, boolean]> = [
     ['event-loop-delay-cpu', eventLoopDelaySpec(cells), cells.some((c) => c.workload === 'cpu')],
+    ['event-loop-delay-parse', eventLoopDelaySpec(cells, 'parse'), cells.some((c) => c.workload === 'parse')],
     ['throughput-memory', throughputMemorySpec(cells), cells.some((c) => c.workload === 'io' || c.workload === 'scale')],
     ['responsiveness', responsivenessSpec(cells), cells.length > 0],
   ];

@@ -2,6 +2,7 @@
  * The bench's markdown: one table of every cell with ratios against `inline` at the same
  * workload and fan-out, and the issue's targets, each marked met or missed.
  */
+import { parseTargets } from './parse-workload.js';
 import type { BenchReport, CellResult } from './types.js';
 
 const MB_LIMIT = 2_048;
@@ -118,6 +119,7 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
       out.push({ target: 'hard stop < 250 ms (median of cells)', executor, value: `${fmt(hard, 1)} ms`, met: hard === null ? null : hard < 250 });
     }
   }
+  out.push(...parseTargets(cells));
   const scaleJobs = maxJobs('scale');
   for (const c of cells.filter((x) => x.workload === 'scale' && x.jobs === scaleJobs)) {
     out.push({

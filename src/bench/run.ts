@@ -3,7 +3,7 @@
  * cell in its own process against a simulator in another process, and writes
  * `<out>/<name>.json`, `<out>/<name>.md` and SVG charts. Stops by itself; kills every child.
  *
- *   node dist/bench/run.js [--quick] [--only io|cpu|scale] [--out bench/results] [--name N] [--cpu-prof]
+ *   node dist/bench/run.js [--quick] [--only io|cpu|scale|parse] [--out bench/results] [--name N] [--cpu-prof]
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
@@ -140,7 +140,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
     };
     for (const plan of plans) {
       report.workloads[plan.name] = { description: plan.description, sim: { ...plan.sim } };
-      const workspace = treeFor(plan.tree);
+      let workspace: string;
+      let task: string | undefined;
+      if (plan.generate) {
+        workspace = path.join(tmp, `workspace-${plan.name}`);
+        const generated = plan.generate(workspace);
+        task = generated.task;
+        log(`${plan.name}: ${generated.summary} in ${workspace}`);
+      } else workspace = treeFor(plan.tree);
       const sim = await startSimProcess(plan.sim);
       log(`${plan.name}: simulator pid ${sim.pid} at ${sim.url} (latency ${plan.sim.latencyMs} ms + jitter < ${plan.sim.jitterMs} ms)`);
       try {
@@ -161,6 +168,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
               tasksPerThread: sharedTasksPerThread(concurrency),
               simUrl: sim.url,
               workspace,
+              ...(task !== undefined ? { task } : {}),
               taskVariants: TASK_VARIANTS,
               warmup: true,
               probes: plan.probes,

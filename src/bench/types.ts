@@ -7,7 +7,7 @@
 export const EXECUTORS = ['inline', 'piscina-thread', 'piscina-shared', 'tinypool', 'worker-per-job'] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
 
-export const WORKLOADS = ['io', 'cpu', 'scale'] as const;
+export const WORKLOADS = ['io', 'cpu', 'scale', 'parse'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
 
 /** One cell of the matrix: one workload at one fan-out on one executor, run in its own process. */
@@ -24,6 +24,8 @@ export interface CellSpec {
   simUrl: string;
   /** Workspace root the jobs' tools search. */
   workspace: string;
+  /** The task of every job, when the workload has one (parse); else see `taskVariants`. */
+  task?: string;
   /** Task texts cycle through this many keyword variants (see workloads.ts `taskFor`). */
   taskVariants: number;
   /** Run `min(concurrency, jobs, 100)` of the workload's jobs first, untimed, so pools and code start warm. */

@@ -3,6 +3,7 @@
  * deterministic: the same plan and the same files on every run.
  */
 import { mulberry32 } from '../sim/rng.js';
+import { parsePlan } from './parse-workload.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorName, WorkloadName } from './types.js';
@@ -28,6 +29,8 @@ export interface WorkloadPlan {
   probes: number;
   hardProbes: number;
   timeoutMs: number;
+  /** Writes the workspace itself (instead of `tree`) and names the task every job gets. */
+  generate?: (dir: string) => { task: string; summary: string };
   /** Cells left out on purpose, with the reason (reported, not silently dropped). */
   skip?: ReadonlyArray<{ executor: ExecutorName; jobs: number; reason: string }>;
 }
@@ -88,7 +91,7 @@ export function planWorkloads(quick: boolean): WorkloadPlan[] {
     hardProbes: quick ? 2 : 3,
     timeoutMs: quick ? 30_000 : 300_000,
   };
-  return [io, cpu, scale];
+  return [io, cpu, scale, parsePlan(quick)];
 }
 
 // Filler words: none contains a task keyword, so only the planted lines match the grep.

@@ -73,7 +73,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .command('bench')
     .description('run the benchmark matrix (executors × workloads) against the simulator; write JSON, markdown and SVG charts')
     .option('--quick', 'tiny fan-outs and short latencies (under a minute)')
-    .option('--only <workload>', 'one workload: io, cpu or scale')
+    .option('--only <workload>', 'one workload: io, cpu, scale or parse')
     .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')
     .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job')

@@ -48,8 +48,19 @@ export interface Executor {
   close(): Promise<void>;
 }
 
-/** Resolves a built worker file next to this module, or under dist/ when running from src/. */
+/**
+ * Resolves a built worker file next to this module, or under dist/ when running from src/.
+ * `FORKPOOL_WORKER_BUNDLE=0` skips the bundle (to compare, or to debug with per-module stacks).
+ */
 export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader' | 'job'): string {
+  // A thread's entry comes from the bundle when the build made one (scripts/bundle-worker.mjs):
+  // one tree-shaken file per thread instead of ~290 modules, each parsed and compiled per isolate.
+  if ((name === 'entry' || name === 'naive-entry') && process.env.FORKPOOL_WORKER_BUNDLE !== '0') {
+    for (const dir of ['../worker/bundle/', '../../dist/worker/bundle/']) {
+      const bundled = new URL(`${dir}${name}.js`, import.meta.url);
+      if (existsSync(fileURLToPath(bundled))) return bundled.href;
+    }
+  }
   const file = name === 'loader' ? 'loader.cjs' : `${name}.js`;
   const beside = new URL(`../worker/${file}`, import.meta.url);
   if (existsSync(fileURLToPath(beside))) return beside.href;

@@ -36,6 +36,7 @@ const toolLimitsSchema = z.strictObject({
   grepMaxMatches: z.number().int().positive().default(DEFAULTS.tools.grepMaxMatches),
   grepMaxFileBytes: z.number().int().positive().default(DEFAULTS.tools.grepMaxFileBytes),
   findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
+  outlineMaxBytes: z.number().int().positive().default(DEFAULTS.tools.outlineMaxBytes),
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),

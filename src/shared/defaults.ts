@@ -34,6 +34,8 @@ export const DEFAULTS = {
     grepMaxMatches: 200,
     grepMaxFileBytes: 2 * 1024 * 1024,
     findMaxResults: 500,
+    /** Largest file code_outline parses (parsing is synchronous CPU work: about 10-20 ms per 100 KB). */
+    outlineMaxBytes: 1024 * 1024,
     bashTimeoutMs: 30_000,
     toolTimeoutMs: 60_000,
     /** Tool calls of one model message that run at once; the rest wait their turn (all run, results in order). */
@@ -142,7 +144,7 @@ export const DEFAULTS = {
   parentHistoryMaxTokens: 100_000,
 } as const;
 
-export const BUILTIN_TOOL_NAMES = ['read_file', 'list_dir', 'find_files', 'grep', 'bash', 'write_file', 'edit_file'] as const;
+export const BUILTIN_TOOL_NAMES = ['read_file', 'list_dir', 'find_files', 'grep', 'code_outline', 'bash', 'write_file', 'edit_file'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 /** Tools that act on the world; they need a grant in the permission store. */

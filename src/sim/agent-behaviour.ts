@@ -6,7 +6,8 @@
  *  (a) a `<background_results>` block in this turn's input → a synthesis naming each job;
  *  (b) a new user turn with several questions and the spawn tool → one spawn call per question;
  *  (c) results of its own spawn calls → "I started N background agents (…)";
- *  (d) otherwise research: find_files + grep, then read_file on the best hit, then a summary.
+ *  (d) otherwise research: find_files + grep, then read_file on the best hit, then a summary;
+ *      a task that asks for an outline gets code_outline calls instead (outline-behaviour.ts).
  */
 import {
   BACKGROUND_PROMPT_MARKER,
@@ -15,6 +16,7 @@ import {
   PRIMARY_PROMPT_MARKER,
 } from '../shared/prompts.js';
 import { escapeRegExp, firstSentence, keywordsOf, labelFor, splitQuestions } from './keywords.js';
+import { isOutlinable, OUTLINE_TOOL, outlineAnswer, outlineNamedFiles, outlineOne, sourcePathsIn, wantsOutline } from './outline-behaviour.js';
 import { messagesOf, textOf, toolCall, toolCallsOf, toolNamesOf, type SimReply, type WireMessage } from './reply.js';
 
 export const SPAWN_TOOL = 'spawn_background_agent';
@@ -209,6 +211,11 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
   const withTag = !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER)) ||
     messages.some((m) => m.role === 'system' && textOf(m.content).includes(BACKGROUND_PROMPT_MARKER));
 
+  const outline = wantsOutline(task, tools);
+  if (outline && calls.some((c) => c.name === OUTLINE_TOOL)) return text(outlineAnswer(calls, withTag));
+  const named = outline ? sourcePathsIn(task) : [];
+  if (steps === 0 && named.length > 0) return outlineNamedFiles(named, n);
+
   if (steps === 0 && keywords.length > 0) {
     const first = keywords[0] as string;
     const search = [];
@@ -225,6 +232,7 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
   const found = parseSearch(calls);
   const best = bestPath(found);
   const alreadyRead = calls.some((c) => c.name === 'read_file');
+  if (outline && steps === 1 && best !== undefined && isOutlinable(best)) return outlineOne(best, n);
   if (steps === 1 && best !== undefined && !alreadyRead && tools.has('read_file')) {
     const read = toolCall(n, 0, 'read_file', { path: best, limit: READ_LIMIT });
     const alert = tools.has('report_alert') ? deprecationAlert(calls) : undefined;

@@ -183,6 +183,32 @@ describe('/v1/sessions', () => {
   });
 });
 
+describe('/v1/sessions turn errors', () => {
+  const failedTurn = async (errorDetail: 'brief' | 'debug') => {
+    const { api } = await startTestServer(cleanup, { maxRetries: 0, errorDetail }, { faultRate: 1, faultKinds: ['500'] });
+    const { id } = await json(await api('/v1/sessions', { method: 'POST' }));
+    const lines = (await (await api(`/v1/sessions/${id}/messages`, { json: { input: 'hello' } })).text()).trim().split('\n').map((l) => JSON.parse(l));
+    const last = lines.at(-1);
+    // A model failure ends the turn with a result that carries the error (a thrown one is an `error` line).
+    const error = last.type === 'result' ? last.result.error : last.error;
+    expect(error, JSON.stringify(last).slice(0, 600)).toBeDefined();
+    // The client is still reading: the turn must not be aborted as if it had left.
+    expect(error.code).not.toBe('ABORTED');
+    return error;
+  };
+
+  it('follows errorDetail: brief has a code and no stack, debug keeps the stack', async () => {
+    const brief = await failedTurn('brief');
+    expect(brief.code).toMatch(/^[A-Z_]+$/);
+    expect(brief.message.length).toBeGreaterThan(0);
+    expect(brief.stack).toBeUndefined();
+    expect(JSON.stringify(brief)).not.toMatch(/\/(?:work|tmp|home|root)\//);
+    const debug = await failedTurn('debug');
+    expect(debug.code).toBe(brief.code);
+    expect(typeof debug.stack).toBe('string');
+  });
+});
+
 describe('/v1/events', () => {
   const jobEvents = (events: SseEvent[]) => events.filter((e) => e.event !== 'progress');
 

@@ -73,7 +73,8 @@ export function jobRoutes(state: ServerState) {
       // Long poll: the job's end, the wait running out or the client leaving, whichever is first. A
       // closing server cancels every job within its bound, so a poll then answers with the ending.
       const gone = new AbortController();
-      request.raw.once('close', () => gone.abort());
+      // The response's close, not the request's: a request emits 'close' once its body is read.
+      reply.raw.once('close', () => gone.abort());
       let timer: NodeJS.Timeout | undefined;
       const ended = await Promise.race([
         state.manager.result(id).then(() => true),

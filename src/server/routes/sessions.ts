@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ParentEvent } from '../../main/parent-agent.js';
-import { errorMessage } from '../../shared/errors.js';
+import { errorForRecord } from '../../shared/error-detail.js';
+import { errorMessage, serializeError, type SerializedError } from '../../shared/errors.js';
 import { jobSummary } from '../job-view.js';
 import { createSessionBody, messageBody, parseRequest, sessionIdParams } from '../schemas.js';
 import type { ServerState } from '../server-state.js';
@@ -9,6 +10,8 @@ import type { ServerState } from '../server-state.js';
 export function sessionRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     const turns = new Map<string, number>();
+    // As in job records: code, message and a short cause chain; stacks and paths only at `debug`.
+    const briefError = (error: SerializedError) => errorForRecord(error, state.config.errorDetail, state.config.workspaceRoot);
 
     app.post('/v1/sessions', async (request, reply) => {
       parseRequest(createSessionBody, request.body ?? undefined, 'body');
@@ -43,13 +46,17 @@ export function sessionRoutes(state: ServerState) {
       const onParent = (event: ParentEvent) => write({ type: 'parent', event });
       session.on('parent', onParent);
       const abort = new AbortController();
-      request.raw.once('close', () => abort.abort(new Error('client went away')));
+      // The response's close before its end means the client left; the request's 'close' only
+      // means its body was read.
+      out.once('close', () => {
+        if (!out.writableEnded) abort.abort(new Error('client went away'));
+      });
       try {
         const result = await session.submit(input, { signal: abort.signal });
         turns.set(id, (turns.get(id) ?? 0) + 1);
-        write({ type: 'result', result });
+        write({ type: 'result', result: result.error ? { ...result, error: briefError(result.error) } : result });
       } catch (error) {
-        write({ type: 'error', error: { message: errorMessage(error) } });
+        write({ type: 'error', error: briefError(serializeError(error)) });
       } finally {
         session.off('parent', onParent);
         out.end();

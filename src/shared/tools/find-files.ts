@@ -1,5 +1,4 @@
 import path from 'node:path';
-import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { openForReading, pseudoFsDevices } from './safe-fs.js';
@@ -47,6 +46,8 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
       throw error;
     });
     const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
+    // Loaded on a thread's first find_files, not with every job's tools.
+    const picomatch = (await import('picomatch')).default;
     const isMatch = picomatch(pattern, { dot: true });
     const timeLimitMs = ctx.limits.searchTimeoutMs;
     const deadline = Date.now() + timeLimitMs;

@@ -1,9 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import picomatch from 'picomatch';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
-import { compileLinear } from './regex.js';
 import { openForReading, pseudoFsDevices } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -37,6 +35,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   describeCall: (args) => `grep /${args.pattern}/ in ${args.path ?? '.'}`,
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
+    // re2js (~260 KB) and picomatch load on a thread's first grep, not with every job's tools.
+    const { compileLinear } = await import('./regex.js');
     const regex = compileLinear(args.pattern, args.ignore_case ?? false, NAME);
     // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
     const timeLimitMs = ctx.limits.searchTimeoutMs;
@@ -49,7 +49,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any' });
     const startAbs = start.realPath;
     const shownStart = displayPath(ctx.workspaceRoot, startAbs);
-    const matchesGlob = args.glob ? picomatch(args.glob, { dot: true, basename: !args.glob.includes('/') }) : undefined;
+    const matchesGlob = args.glob ? (await import('picomatch')).default(args.glob, { dot: true, basename: !args.glob.includes('/') }) : undefined;
     const pseudoDevices = await pseudoFsDevices();
 
     const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
