@@ -128,7 +128,7 @@ describe('adaptive concurrency through the real pool', () => {
   it('keeps the limit within [floor, ceiling], never admits past it, and bounds the 429s at a small server capacity', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 100, capacity: 2, capacityRetryAfterSeconds: 0.02 });
-    const manager = makeManager(adaptiveConfig(sim, root, { floor: 1, ceiling: 8 }, 8), cleanups);
+    const manager = makeManager(adaptiveConfig(sim, root, { floor: 1, ceiling: 6 }, 6), cleanups);
     const gates = manager.requestGates;
     expect(gates).toBeDefined();
     const limits: Array<RequestGateEvents['limit'][0]> = [];
@@ -136,17 +136,17 @@ describe('adaptive concurrency through the real pool', () => {
     gates?.on('limit', (e) => limits.push(e));
     gates?.on('admitted', (e) => admissions.push(e));
 
-    const ids = Array.from({ length: 16 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `r${i}` }).id);
+    const ids = Array.from({ length: 12 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `r${i}` }).id);
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     expect(records.map((r) => r.status)).toEqual(ids.map(() => 'ok'));
 
     expect(limits.length).toBeGreaterThan(0);
-    expect(limits.every((l) => l.limit >= 1 && l.limit <= 8)).toBe(true);
-    expect(admissions.every((a) => a.inFlight <= a.limit && a.limit <= 8)).toBe(true);
+    expect(limits.every((l) => l.limit >= 1 && l.limit <= 6)).toBe(true);
+    expect(admissions.every((a) => a.inFlight <= a.limit && a.limit <= 6)).toBe(true);
     // Bounded: every 429 is answered by a decrease, or was already in flight when one came
     // (at most `ceiling` such per decrease); and far fewer refusals than answered requests.
     const decreases = limits.filter((l) => l.reason !== 'increase').length;
-    expect(sim.overCapacity).toBeLessThanOrEqual(decreases * 8);
+    expect(sim.overCapacity).toBeLessThanOrEqual(decreases * 6);
     expect(sim.overCapacity).toBeLessThanOrEqual(sim.requestCount / 2);
     // It did probe past the capacity and came back down on the 429s.
     expect(limits.some((l) => l.reason === 'overload')).toBe(true);
