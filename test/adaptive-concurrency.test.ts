@@ -148,8 +148,6 @@ describe('adaptive concurrency through the real pool', () => {
     const decreases = limits.filter((l) => l.reason !== 'increase').length;
     expect(sim.overCapacity).toBeLessThanOrEqual(decreases * 6);
     expect(sim.overCapacity).toBeLessThanOrEqual(sim.requestCount / 2);
-    // It did probe past the capacity and came back down on the 429s.
-    expect(limits.some((l) => l.reason === 'overload')).toBe(true);
   });
 
   it("admits the parent's model request ahead of job requests already waiting at the gate", async () => {
