@@ -16,7 +16,11 @@ export {
   type TimerTag,
 } from './main/manager.js';
 export { jobError } from './main/job-endings.js';
-export type { JobRecord, JobState, JobStatus, EndedBy } from './main/ledger.js';
+export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/ledger.js';
+export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/sqlite-store.js';
+export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger-store.js';
+export type { RecoveryReport } from './main/recovery.js';
+export type { DurableSessionOptions } from './main/durable-session.js';
 export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/parent-agent.js';
 export { PermissionStore, type PermissionAsker } from './main/permissions.js';
 export type { ListenerFailure } from './main/events.js';

@@ -12,7 +12,7 @@ import { BackgroundManager } from '../main/manager.js';
 import { parseConfig, type ForkpoolConfig } from '../shared/config.js';
 import { percentile, round3, rssMb, startSampling } from './measure.js';
 import { builtBenchFile } from './paths.js';
-import type { CellResult, CellSpec, ExecutorName } from './types.js';
+import { isPeerExecutor, type CellResult, type CellSpec, type ExecutorName } from './types.js';
 import { taskFor } from './workloads.js';
 
 /** Warm-up jobs at most: enough to start every thread (cap 50) and get the code hot. */
@@ -20,7 +20,7 @@ const WARMUP_MAX_JOBS = 100;
 /** A single probe (warm start, cancel) is abandoned after this long. */
 const PROBE_TIMEOUT_MS = 15_000;
 
-const KIND: Record<ExecutorName, ExecutorKind> = {
+const KIND: Record<Exclude<ExecutorName, 'openai-agents' | 'ai-sdk'>, ExecutorKind> = {
   inline: 'inline',
   'piscina-thread': 'piscina',
   'piscina-shared': 'piscina',
@@ -50,7 +50,7 @@ function configFor(spec: CellSpec, concurrency: number, cancelGraceMs: number): 
 }
 
 /** Resolves `true` when `promise` settles within `ms`, `false` otherwise; clears its timer. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+export async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
@@ -98,16 +98,19 @@ function probe(manager: BackgroundManager, task: string, expect: 'cooperative' |
 }
 
 /** Job i's task: the workload's own (parse), else a keyword variant. */
-function taskOf(spec: CellSpec, i: number): string {
+export function taskOf(spec: CellSpec, i: number): string {
   return spec.task ?? taskFor(i, spec.taskVariants);
 }
 
-function p50OrNull(samples: Array<number | null>): number | null {
+export function p50OrNull(samples: Array<number | null>): number | null {
   const values = samples.filter((v): v is number => v !== null);
   return values.length > 0 ? round3(percentile(values, 50)) : null;
 }
 
 export async function runCell(spec: CellSpec): Promise<CellResult> {
+  // Other SDKs' executors have no manager: their own cell (imported only then: dev dependencies).
+  if (isPeerExecutor(spec.executor)) return (await import('./peers/cell.js')).runPeerCell(spec);
+  const kind = KIND[spec.executor];
   const notes: string[] = [];
   const phasesMs: Record<string, number> = {};
   let phaseStart = performance.now();
@@ -118,7 +121,7 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
   };
   const baseRssMb = rssMb();
   const config = configFor(spec, spec.concurrency, 2_000);
-  const executor = createExecutor(config, undefined, KIND[spec.executor]);
+  const executor = createExecutor(config, undefined, kind);
   const manager = new BackgroundManager({ config, executor });
   const probeUrl = spec.simUrl.replace(/\/v1$/, '/v1/models');
 
@@ -183,7 +186,7 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     if (report.stragglers.length > 0) notes.push(`close: ${report.stragglers.length} stragglers hard-stopped`);
     phase('close');
 
-    const hard = spec.executor === 'inline' ? [] : await hardProbes(spec);
+    const hard = spec.executor === 'inline' ? [] : await hardProbes(spec, kind);
     phase('hard-probes');
     return {
       workload: spec.workload,
@@ -204,6 +207,9 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
       warmStartP50Ms: p50OrNull(coop.map((s) => s.warmMs)),
       cancelCoopP50Ms: p50OrNull(coop.map((s) => s.cancelMs)),
       cancelHardP50Ms: spec.executor === 'inline' ? null : p50OrNull(hard),
+      cancelHardUnstopped: false,
+      idealMs: null,
+      efficiency: null,
       baseRssMb,
       cpuMsPerJob: round3((cpu.user + cpu.system) / 1000 / Math.max(1, latencies.length)),
       phasesMs,
@@ -218,10 +224,10 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
  * Hard-stop samples: jobs that spin in synchronous code (stubborn-entry.ts) and never see the
  * cooperative cancel; the grace period is 0, so cancel → done is the hard stop's latency.
  */
-async function hardProbes(spec: CellSpec): Promise<Array<number | null>> {
+async function hardProbes(spec: CellSpec, kind: ExecutorKind): Promise<Array<number | null>> {
   const config = configFor(spec, 1, 0);
   const file = pathToFileURL(builtBenchFile('stubborn-entry')).href;
-  const manager = new BackgroundManager({ config, executor: createExecutor(config, undefined, KIND[spec.executor], file) });
+  const manager = new BackgroundManager({ config, executor: createExecutor(config, undefined, kind, file) });
   try {
     const samples: Array<number | null> = [];
     for (let i = 0; i < spec.hardProbes; i++) samples.push((await probe(manager, taskOf(spec, i), 'hard')).cancelMs);

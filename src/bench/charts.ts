@@ -6,6 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TopLevelSpec } from 'vega-lite';
+import { efficiencySpec } from './efficiency-chart.js';
 import type { CellResult } from './types.js';
 
 const WIDTH = 360;
@@ -104,6 +105,7 @@ export async function writeCharts(cells: readonly CellResult[], outDir: string, 
     ['event-loop-delay-parse', eventLoopDelaySpec(cells, 'parse'), cells.some((c) => c.workload === 'parse')],
     ['throughput-memory', throughputMemorySpec(cells), cells.some((c) => c.workload === 'io' || c.workload === 'scale')],
     ['responsiveness', responsivenessSpec(cells), cells.length > 0],
+    ['efficiency', efficiencySpec(cells), cells.some((c) => c.efficiency !== null)],
   ];
   const written: string[] = [];
   for (const [chart, spec, hasData] of wanted) {

@@ -33,11 +33,11 @@ const VERBS = ['spawn', 'cancel', 'flush', 'resolve', 'collect', 'render', 'pars
 const TYPES = ['string', 'number', 'boolean', 'readonly string[]', 'Map<string, number>', 'Promise<void>', 'Record<string, unknown>', 'Date | undefined'];
 
 /**
- * The plan: 2,000 files (quick: 300), each job outlines the 50 largest (quick: 10). Model
+ * The plan: 2,000 files (quick: 200), each job outlines the 50 largest (quick: 6). Model
  * latency 5 ms: the parses are the work. Cap 4 (quick 2): the CPU is the limit on two cores.
  */
 export function parsePlan(quick: boolean): WorkloadPlan {
-  const shape: SourceTreeShape = quick ? { files: 300, outlined: 10, minBytes: 1_000, maxBytes: 60_000 } : { files: 2_000, outlined: 50, minBytes: 1_000, maxBytes: 120_000 };
+  const shape: SourceTreeShape = quick ? { files: 200, outlined: 6, minBytes: 1_000, maxBytes: 30_000 } : { files: 2_000, outlined: 50, minBytes: 1_000, maxBytes: 120_000 };
   return {
     name: 'parse',
     description:

@@ -3,22 +3,34 @@
  * workload and fan-out, and the issue's targets, each marked met or missed.
  */
 import { parseTargets } from './parse-workload.js';
+import { peersSection } from './peers/report.js';
 import type { BenchReport, CellResult } from './types.js';
 
 const MB_LIMIT = 2_048;
 
-function fmt(value: number | null | undefined, digits = 1): string {
+export function fmt(value: number | null | undefined, digits = 1): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
   if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString('en-US');
   return value.toFixed(digits);
 }
 
 /** `value / base`, as "1.02×"; a dash when either is missing or the base is 0. */
-function ratio(value: number | null | undefined, base: number | null | undefined): string {
+export function ratio(value: number | null | undefined, base: number | null | undefined): string {
   if (value == null || base == null || !Number.isFinite(value) || !Number.isFinite(base) || base === 0) return '—';
   const r = value / base;
   if (r >= 100) return `${Math.round(r).toLocaleString('en-US')}×`;
   return `${r >= 10 ? r.toFixed(1) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(2)}×`;
+}
+
+/** An efficiency (ideal ÷ measured) as a percentage. */
+export function percent(value: number | null | undefined): string {
+  return value == null || !Number.isFinite(value) ? '—' : `${Math.round(value * 100)}%`;
+}
+
+/** The hard-stop figure: ms, "not stopped after 10 s" (an in-process peer), or n/a (inline has no hard stop). */
+export function hardCancel(c: CellResult): string {
+  if (c.cancelHardUnstopped) return 'not stopped after 10 s';
+  return c.executor === 'inline' ? 'n/a' : fmt(c.cancelHardP50Ms, 1);
 }
 
 /** The inline cell of the same workload and fan-out, if it ran. */
@@ -32,6 +44,8 @@ const HEADER = [
   'executor',
   'wall s',
   'wall ×inline',
+  'ideal s',
+  'efficiency',
   'jobs/s',
   'latency p50/p95/p99 ms',
   'loop delay p50/p99/max ms',
@@ -55,6 +69,8 @@ export function markdownTable(cells: readonly CellResult[]): string {
       c.executor,
       fmt(c.wallMs / 1000, 2),
       c.executor === 'inline' ? '1.00×' : ratio(c.wallMs, base?.wallMs),
+      c.idealMs == null ? '—' : fmt(c.idealMs / 1000, 2),
+      percent(c.efficiency),
       fmt(c.jobsPerSec, 1),
       `${fmt(c.latencyP50Ms, 0)} / ${fmt(c.latencyP95Ms, 0)} / ${fmt(c.latencyP99Ms, 0)}`,
       `${fmt(c.eldP50Ms, 2)} / ${fmt(c.eldP99Ms, 2)} / ${fmt(c.eldMaxMs, 1)}`,
@@ -62,7 +78,7 @@ export function markdownTable(cells: readonly CellResult[]): string {
       `${fmt(c.respP50Ms, 1)} / ${fmt(c.respP99Ms, 1)}`,
       fmt(c.spawnP99Ms, 3),
       fmt(c.warmStartP50Ms, 2),
-      `${fmt(c.cancelCoopP50Ms, 1)} / ${c.executor === 'inline' ? 'n/a' : fmt(c.cancelHardP50Ms, 1)}`,
+      `${fmt(c.cancelCoopP50Ms, 1)} / ${hardCancel(c)}`,
       fmt(c.peakRssMb, 0),
       c.executor === 'inline' ? '1.00×' : ratio(c.peakRssMb, base?.peakRssMb),
       String(c.threadsMax),
@@ -116,7 +132,9 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
     out.push({ target: 'cooperative cancel < 50 ms (median of cells)', executor, value: `${fmt(coop, 1)} ms`, met: coop === null ? null : coop < 50 });
     if (executor !== 'inline') {
       const hard = median(mine.map((c) => c.cancelHardP50Ms));
-      out.push({ target: 'hard stop < 250 ms (median of cells)', executor, value: `${fmt(hard, 1)} ms`, met: hard === null ? null : hard < 250 });
+      // An in-process peer cannot stop a job stuck in synchronous code: a miss, not a missing figure.
+      const unstopped = mine.some((c) => c.cancelHardUnstopped);
+      out.push({ target: 'hard stop < 250 ms (median of cells)', executor, value: unstopped ? 'not stopped after 10 s' : `${fmt(hard, 1)} ms`, met: unstopped ? false : hard === null ? null : hard < 250 });
     }
   }
   out.push(...parseTargets(cells));
@@ -157,6 +175,7 @@ export function markdownReport(report: BenchReport, charts: readonly string[]): 
     'timer fired on the main thread. Parent req: round trip of a GET the main thread makes every 50 ms.',
     'Cancel: cooperative = a job waiting on its model; hard = a job spinning in synchronous code (grace 0).',
     '',
+    ...peersSection(report),
     '## Targets',
     '',
     targetsTable(checkTargets(report.cells)),

@@ -15,14 +15,16 @@ import { parseArgs } from 'node:util';
 import { runAdaptiveBench } from './adaptive.js';
 import { sharedTasksPerThread } from './cell.js';
 import { writeCharts } from './charts.js';
+import { peersSection } from './peers/report.js';
+import { applyIdeal, calibrate, type Calibration } from './ideal.js';
 import { builtBenchFile } from './paths.js';
 import { checkTargets, markdownReport, markdownTable, targetsTable } from './report.js';
 import { startSimProcess } from './sim-process.js';
 import { EXECUTORS, WORKLOADS, type BenchReport, type ExecutorName, type CellMessage, type CellResult, type CellSpec, type WorkloadName } from './types.js';
-import { TASK_VARIANTS, generateTree, planWorkloads, type TreeShape } from './workloads.js';
+import { TASK_VARIANTS, generateTree, planWorkloads, taskFor, type TreeShape } from './workloads.js';
 
 export interface BenchOptions {
-  /** Tiny fan-outs and short latencies: under a minute. Default false. */
+  /** Tiny fan-outs and short latencies: a few minutes (each peer cell waits out a 10 s spin). Default false. */
   quick?: boolean;
   /** Run one workload only. */
   only?: WorkloadName;
@@ -151,6 +153,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
       const sim = await startSimProcess(plan.sim);
       log(`${plan.name}: simulator pid ${sim.pid} at ${sim.url} (latency ${plan.sim.latencyMs} ms + jitter < ${plan.sim.jitterMs} ms)`);
       try {
+        // The ideal schedule's inputs: one job's model calls and its tools' CPU, single-threaded.
+        let calibration: Calibration | undefined;
+        try {
+          calibration = await calibrate({ simUrl: sim.url, workspace, task: task ?? taskFor(0), sim: plan.sim });
+          (report.calibration ??= {})[plan.name] = calibration;
+          log(`${plan.name}: one job = ${calibration.modelCalls} model calls, tool CPU ${calibration.toolCpuMs.toFixed(1)} ms (single-threaded; ${calibration.cores} cores)`);
+        } catch (error) {
+          log(`${plan.name}: calibration failed, no ideal times: ${error instanceof Error ? error.message : String(error)}`);
+        }
         for (const jobs of options.fanouts ?? plan.fanouts) {
           for (const executor of plan.executors.filter((e) => options.executors === undefined || options.executors.includes(e))) {
             const skip = plan.skip?.find((s) => s.executor === executor && s.jobs === jobs);
@@ -177,7 +188,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
             };
             try {
               const cellStarted = Date.now();
-              const result = await runCellProcess(spec, profileDir);
+              const result = applyIdeal(await runCellProcess(spec, profileDir), calibration);
               report.cells.push(result);
               // A cell whose jobs did not all end `ok` failed, whatever its figures say.
               const failure = cellFailure(result);
@@ -212,7 +223,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
   const mdFile = path.join(outDir, `${name}.md`);
   await writeFile(mdFile, markdownReport(report, charts));
   files.unshift(jsonFile, mdFile);
-  const table = `${markdownTable(report.cells)}\n\n${targetsTable(checkTargets(report.cells))}`;
+  const table = `${markdownTable(report.cells)}\n\n${peersSection(report).join('\n')}\n${targetsTable(checkTargets(report.cells))}`;
   return { report, files, table };
 }
 

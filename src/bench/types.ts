@@ -2,10 +2,16 @@
  * Shapes shared by the bench's parent process (run.ts) and its per-cell child (cell-child.ts).
  * Plain data only: a cell spec goes to the child, a cell result comes back, over IPC.
  */
+import type { Calibration } from './ideal.js';
 
 /** Where jobs run. `inline` is the in-process baseline every ratio is taken against. */
-export const EXECUTORS = ['inline', 'piscina-thread', 'piscina-shared', 'tinypool', 'worker-per-job'] as const;
+export const OUR_EXECUTORS = ['inline', 'piscina-thread', 'piscina-shared', 'tinypool', 'worker-per-job'] as const;
+/** Other SDKs' ways of running sub-agents, in-process, over the same tools and model (src/bench/peers). */
+export const PEER_EXECUTORS = ['openai-agents', 'ai-sdk'] as const;
+export const EXECUTORS = [...OUR_EXECUTORS, ...PEER_EXECUTORS] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
+export type PeerExecutorName = (typeof PEER_EXECUTORS)[number];
+export const isPeerExecutor = (name: ExecutorName): name is PeerExecutorName => (PEER_EXECUTORS as readonly string[]).includes(name);
 
 export const WORKLOADS = ['io', 'cpu', 'scale', 'parse'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
@@ -75,6 +81,19 @@ export interface CellResult {
   cancelCoopP50Ms: number | null;
   /** cancel() on a job stuck in synchronous code, grace 0 → its `done` (thread stopped). */
   cancelHardP50Ms: number | null;
+  /**
+   * The job stuck in synchronous code was still running 10 s after its cancel (an in-process
+   * peer cannot stop it): shown as "not stopped after 10 s". False where it was stopped or not probed.
+   */
+  cancelHardUnstopped: boolean;
+  /** The best possible wall time of this cell (src/bench/ideal.ts); null when it could not be computed. */
+  idealMs: number | null;
+  /** `idealMs / wallMs`: 1 is the limit. */
+  efficiency: number | null;
+  /** Model requests per job of the fan-out, where the executor counts them (the peers). */
+  modelCallsPerJob?: number;
+  /** Most jobs of the fan-out running at once (the peers: started and past the cap's limiter). */
+  jobsInFlightMax?: number;
   /** Peak `process.memoryUsage.rss()` during the fan-out (worker threads included). */
   peakRssMb: number;
   /** RSS before the executor was created. */
@@ -103,4 +122,6 @@ export interface BenchReport {
   errors: Array<{ workload: WorkloadName; executor: ExecutorName; jobs: number; message: string }>;
   /** Cells of the plan left out on purpose, with the reason. */
   skipped: Array<{ workload: WorkloadName; executor: ExecutorName; jobs: number; reason: string }>;
+  /** Per workload: one job's model calls and tool CPU, measured once in this run (the ideal's inputs, src/bench/ideal.ts). */
+  calibration?: Record<string, Calibration>;
 }

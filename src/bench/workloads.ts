@@ -7,7 +7,7 @@ import { parsePlan } from './parse-workload.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutorName, WorkloadName } from './types.js';
-import { EXECUTORS } from './types.js';
+import { EXECUTORS, PEER_EXECUTORS } from './types.js';
 
 /** A workspace tree: `files` files of about `bytesPerFile` bytes, in folders of 40. */
 export interface TreeShape {
@@ -83,7 +83,7 @@ export function planWorkloads(quick: boolean): WorkloadPlan[] {
     name: 'scale',
     description: `Scale: every job in flight at once (cap = fan-out), three model calls per job at ${quick ? '100 ms' : '1 s'} latency, over an 8-file tree (the tools stay cheap: this measures holding jobs, not tool work)`,
     sim: { latencyMs: quick ? 100 : 1_000, jitterMs: 0, researchSteps: 3, seed: 3 },
-    executors: ['inline', 'piscina-shared'],
+    executors: ['inline', 'piscina-shared', ...PEER_EXECUTORS],
     fanouts: quick ? [100] : [1_000, 5_000, 10_000],
     concurrency: (jobs) => jobs,
     tree: { files: 8, bytesPerFile: 1_000 },

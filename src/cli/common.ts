@@ -36,6 +36,10 @@ export interface GlobalFlags {
   stream?: boolean;
   ask?: boolean;
   simLatency?: number;
+  /** Model calls of a research answer on the built-in simulator (its `researchSteps`). */
+  simSteps?: number;
+  /** `--ledger FILE`: the durable ledger (SQLite). */
+  ledger?: string;
 }
 
 export interface CliContext {
@@ -92,6 +96,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     grant: flags.grant,
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
+    ledgerPath: flags.ledger,
   };
   // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
   let config = loadConfig({
@@ -119,7 +124,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     dispose: async () => {},
   };
   if (!config.baseUrl && !config.apiKey) {
-    const sim = await startSimServer({ latencyMs: flags.simLatency ?? 40, jitterMs: 20, recordBodies: false });
+    const sim = await startSimServer({ latencyMs: flags.simLatency ?? 40, jitterMs: 20, recordBodies: false, ...(flags.simSteps !== undefined ? { researchSteps: flags.simSteps } : {}) });
     config = { ...config, baseUrl: sim.url };
     context.config = config;
     context.sim = sim;

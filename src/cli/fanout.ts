@@ -6,21 +6,28 @@ import type { JobRecord, JobStatus } from '../main/ledger.js';
 import { ForkpoolError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { jobJson, oneLine, preview, usageLines } from './format.js';
+import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
+import { describePool } from '../main/budget-pool.js';
 import { LineReader, openInput } from './line-reader.js';
 import { FanoutOutput, statusText } from './progress.js';
+import { openFanoutLedger } from './fanout-ledger.js';
 
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
   progress?: boolean;
   /** The configured agent every line runs unless the line names its own. */
   agent?: string;
+  /** Continue the fan-out in `--ledger FILE`: print what finished, run only the rest. */
+  resume?: boolean;
 }
 
 const lineSchema = z.strictObject({
   task: z.string().trim().min(1, 'task must be a non-empty string'),
   label: z.string().max(200).optional(),
   agent: z.string().min(1).optional(),
+  /** Tighter budgets than the agent's (see README "Budgets"). */
+  budget: budgetLimitsSchema.optional(),
 });
 
 interface FanoutTask {
@@ -28,6 +35,7 @@ interface FanoutTask {
   task: string;
   label: string;
   agent?: string | undefined;
+  budget?: BudgetLimits | undefined;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job'];
@@ -63,7 +71,24 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     await ctx.dispose();
     return EXIT.usage;
   }
-  const manager = new BackgroundManager({ config: ctx.config, logger: ctx.logger, executor: createExecutor(ctx.config, ctx.logger, executorKind), closeExecutor: true });
+  if (flags.resume && ctx.config.ledger.path === undefined) {
+    process.stderr.write('forkpool fanout: --resume continues the fan-out kept in a ledger; give it with --ledger FILE (or ledger.path in the config)\n');
+    await ctx.dispose();
+    return EXIT.usage;
+  }
+  const ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  if (ledger && 'problem' in ledger) {
+    process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
+    await ctx.dispose();
+    return EXIT.usage;
+  }
+  const manager = new BackgroundManager({
+    config: ctx.config,
+    logger: ctx.logger,
+    executor: createExecutor(ctx.config, ctx.logger, executorKind),
+    closeExecutor: true,
+    ...(ledger ? { store: ledger.jobs } : {}),
+  });
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();
@@ -90,7 +115,9 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const readAhead = ctx.config.background.maxConcurrent + Math.max(READ_AHEAD_MIN, ctx.config.background.maxConcurrent);
 
   const drawStatus = () =>
-    out.status(statusText({ read: accepted, ended, failed: countFailed(tally), running: running.size, queued: pending() - running.size, startedAt, now: Date.now() }));
+    out.status(
+      statusText({ read: accepted, ended, failed: countFailed(tally), running: running.size, queued: pending() - running.size, startedAt, now: Date.now(), pool: describePool(manager.budgetPool()) }),
+    );
   const ticker = out.live ? setInterval(drawStatus, 250) : undefined;
   ticker?.unref();
 
@@ -113,6 +140,20 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     wakeAll();
   });
 
+  // Resumed: what finished before is printed from the ledger; what recovery re-queued runs again.
+  for (const job of ledger ? manager.jobs() : []) {
+    const line = ledger?.lineOf(job.id);
+    if (job.state !== 'ended') {
+      accepted++;
+      lineOf.set(job.id, line as number);
+      continue;
+    }
+    if (job.status) tally[job.status]++;
+    usage = mergeUsageByModel(usage, job.usage);
+    out.result(JSON.stringify({ line, ...jobJson(job), fromLedger: true }));
+    manager.markDelivered(job.id);
+  }
+
   const refuse = (task: FanoutTask, error: unknown) => {
     refused++;
     const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
@@ -126,7 +167,16 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     for (;;) {
       try {
         const agent = task.agent ?? flags.agent;
-        const handle = manager.spawn({ task: task.task, label: task.label, role: 'user', wave: null, ...(agent !== undefined ? { agent } : {}) });
+        const spawn = () =>
+          manager.spawn({
+            task: task.task,
+            label: task.label,
+            role: 'user',
+            wave: null,
+            ...(agent !== undefined ? { agent } : {}),
+            ...(task.budget !== undefined ? { budget: task.budget } : {}),
+          });
+        const handle = ledger ? ledger.spawnForLine(task.line, spawn) : spawn();
         accepted++;
         lineOf.set(handle.id, task.line);
         return;
@@ -163,6 +213,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
         out.note(`forkpool fanout: line ${lineNumber}: ${parsed.problem} (skipped)`);
         continue;
       }
+      // Resumed: this line has its job in the ledger already (printed above, or running again).
+      if (ledger?.hasLine(parsed.line)) continue;
       // Backpressure: no more reading (and no more queued jobs) until a job ends.
       while (!stopping && pending() >= readAhead) await nextEnding();
       if (stopping) return;
@@ -185,6 +237,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       );
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
+      for (const line of costLines(ctx.config, { 'user:subagent': usage }, manager.budgetPool())) process.stderr.write(`${line}\n`);
+      ledger?.close();
       await ctx.dispose();
     })());
 
@@ -244,5 +298,5 @@ export function parseLine(text: string, line: number): FanoutTask | { problem: s
   }
   const parsed = lineSchema.safeParse(raw);
   if (!parsed.success) return { problem: `${oneLine(z.prettifyError(parsed.error), 200)}: ${preview(text)}` };
-  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}`, agent: parsed.data.agent };
+  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}`, agent: parsed.data.agent, budget: parsed.data.budget };
 }

@@ -1,5 +1,8 @@
 import type { JobRecord } from '../main/ledger.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
+import { formatUsd } from '../shared/budget.js';
+import { costOf, type ModelTable } from '../shared/models.js';
+import { describePool, type PoolSnapshot } from '../main/budget-pool.js';
 
 export function seconds(ms: number | undefined): string {
   return ms === undefined ? '?' : `${(ms / 1000).toFixed(1)}s`;
@@ -11,7 +14,8 @@ export function jobLine(job: JobRecord): string {
   const tokens = totalUsage(job.usage).totalTokens;
   const why = job.error && job.status !== 'ok' && job.status !== 'partial' ? ` — ${job.error.message.slice(0, 160)}` : '';
   const who = job.agent ? ` [${job.agent}]` : '';
-  return `${mark} ${job.id}${who} "${job.label}" ${job.status} in ${took}, ${tokens} tokens${why}`;
+  const over = job.budgetExceeded ? ` — budget ${job.budgetExceeded} ran out` : '';
+  return `${mark} ${job.id}${who} "${job.label}" ${job.status} in ${took}, ${tokens} tokens${over}${why}`;
 }
 
 /** The public shape of a finished job, as `--json` and `fanout` print it (no config, no secrets). */
@@ -33,6 +37,9 @@ export function jobJson(job: JobRecord): Record<string, unknown> {
     result: job.resultText ?? '',
     tag: job.tag ?? null,
     usage: job.usage,
+    // Limits, spent and remaining (spent.unpricedModels: tokens counted, not priced).
+    budget: job.budgetReport ?? (job.budget ? { limits: job.budget } : null),
+    budgetExceeded: job.budgetExceeded ?? null,
     attempts: job.attempts,
     notes: job.notes,
     queuedAt: iso(job.queuedAt),
@@ -54,6 +61,28 @@ export function usageLines(byBucket: Record<string, UsageByModel>): string[] {
       lines.push(`  ${bucket.padEnd(20)} ${model.padEnd(24)} ${String(u.requests).padStart(5)} requests ${String(u.promptTokens).padStart(9)} in ${String(u.completionTokens).padStart(8)} out`);
     }
   }
+  return lines;
+}
+
+/**
+ * The totals' cost line: dollars of the priced models, and the models counted in tokens only
+ * (no price in `models`); with a session pool, what is left of it. Empty when there is nothing to say.
+ */
+export function costLines(models: ModelTable, byBucket: Record<string, UsageByModel>, pool?: PoolSnapshot): string[] {
+  const all: UsageByModel = {};
+  for (const byModel of Object.values(byBucket)) {
+    for (const [model, u] of Object.entries(byModel)) {
+      const had = all[model];
+      all[model] = had ? { promptTokens: had.promptTokens + u.promptTokens, completionTokens: had.completionTokens + u.completionTokens, totalTokens: had.totalTokens + u.totalTokens, requests: had.requests + u.requests } : { ...u };
+    }
+  }
+  const cost = costOf(models, all);
+  const lines: string[] = [];
+  if (Object.keys(all).length > 0) {
+    const unpriced = cost.unpriced.length ? `; no price in "models" (tokens only): ${cost.unpriced.join(', ')}` : '';
+    lines.push(`cost: ${formatUsd(cost.usd)}${unpriced}`);
+  }
+  if (pool) lines.push(`${describePool(pool)}; spent ${formatUsd(pool.spentUsd)}, ${pool.spentTokens} tokens`);
   return lines;
 }
 

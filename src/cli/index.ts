@@ -3,6 +3,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.js';
 import { fanoutCommand } from './fanout.js';
+import { chatCommand } from './chat.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
 import { serveCommand } from './serve.js';
@@ -23,7 +24,8 @@ function globalOptions(command: Command): Command {
     .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))
     .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
     .option('--no-stream', 'use non-streaming model requests')
-    .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0));
+    .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0))
+    .option('--sim-steps <n>', 'model calls of a research answer on the built-in simulator (default 3)', parseIntFlag('--sim-steps', 1, 100));
 }
 
 export function buildProgram(setExit: (code: number) => void): Command {
@@ -36,19 +38,27 @@ export function buildProgram(setExit: (code: number) => void): Command {
   globalOptions(program.command('run').description('run the parent agent on a prompt; background agents fan out and report back'))
     .argument('[prompt]', 'the prompt, or "-" to read it from stdin')
     .option('--demo', 'run the built-in demo prompt over this workspace')
+    .option('--ledger <file>', 'keep jobs and the session in this SQLite file (README "Durability"); the session id is printed')
+    .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
     .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
+
+  globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
+    .action(async (flags) => setExit(await chatCommand(flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
     .argument('<file>', 'JSONL file, or "-" for stdin')
     .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']).default('piscina'))
     .option('--no-progress', 'no progress bar')
     .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
+    .option('--ledger <file>', 'keep every task\'s job in this SQLite file, so a killed fan-out can be resumed')
+    .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
     .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
     .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
     .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
     .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job']))
+    .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
     .action(async (flags) => setExit(await serveCommand(flags)));
 
   program
@@ -76,7 +86,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--only <workload>', 'one workload: io, cpu, scale or parse')
     .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')
-    .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job')
+    .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job, openai-agents, ai-sdk (the last two: other SDKs, in-process)')
     .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')
     .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
     // Loaded on demand: the bench code is not needed by any other command.
@@ -88,8 +98,10 @@ export function buildProgram(setExit: (code: number) => void): Command {
 async function main(): Promise<void> {
   let exitCode: number = EXIT.ok;
   const program = buildProgram((code) => (exitCode = code));
+  // Bare `forkpool` on a terminal opens the chat; elsewhere it prints the help as before.
+  const argv = process.argv.length === 2 && process.stdin.isTTY && process.stdout.isTTY ? [...process.argv, 'chat'] : process.argv;
   try {
-    await program.parseAsync(process.argv);
+    await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are not errors; every other usage problem exits 2.

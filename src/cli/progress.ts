@@ -88,10 +88,12 @@ export interface FanoutCounts {
   queued: number;
   startedAt: number;
   now: number;
+  /** The session budget left (`describePool`), when `sessionBudget` is set. */
+  pool?: string;
 }
 
 /** The status line's text. */
 export function statusText(c: FanoutCounts): string {
   const seconds = Math.max(0.001, (c.now - c.startedAt) / 1000);
-  return `fanout: ${c.ended}/${c.read} done | failed ${c.failed} | running ${c.running} | queued ${c.queued} | ${(c.ended / seconds).toFixed(1)}/s | ${seconds.toFixed(0)}s`;
+  return `fanout: ${c.ended}/${c.read} done | failed ${c.failed} | running ${c.running} | queued ${c.queued} | ${(c.ended / seconds).toFixed(1)}/s | ${seconds.toFixed(0)}s${c.pool ? ` | ${c.pool}` : ''}`;
 }

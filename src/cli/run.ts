@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { jobJson, jobLine, usageLines } from './format.js';
+import { costLines, jobJson, jobLine, usageLines } from './format.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */
@@ -35,6 +35,8 @@ function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
 
 export interface RunFlags extends GlobalFlags {
   demo?: boolean;
+  /** A session id kept in `--ledger`: continue it. */
+  resume?: string;
 }
 
 export async function runCommand(promptArg: string | undefined, flags: RunFlags): Promise<number> {
@@ -49,7 +51,16 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     config,
     logger: ctx.logger,
     ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
+    ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
   });
+  if (config.ledger.path !== undefined) {
+    const found = session.manager.recovery;
+    ctx.note(`forkpool: session ${session.id} kept in ${config.ledger.path} (continue it with --ledger ${config.ledger.path} --resume ${session.id})`);
+    if (found && flags.resume !== undefined) {
+      ctx.note(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
+    }
+    ctx.event('session', { id: session.id, ledger: config.ledger.path, ...(found && flags.resume !== undefined ? { recovered: found } : {}) });
+  }
   const started = Date.now();
   session.manager.on('spawned', (job) => {
     const nested = job.parentJobId ? `${'  '.repeat((job.depth ?? 2) - 1)}└ ` : '';
@@ -107,9 +118,12 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     if (totalsPrinted) return;
     totalsPrinted = true;
     const usage = session.agent.session.usage();
-    ctx.event('usage', { byBucket: usage, elapsedMs: Date.now() - started });
+    const pool = session.manager.budgetPool();
+    ctx.event('usage', { byBucket: usage, elapsedMs: Date.now() - started, ...(pool ? { sessionBudget: pool } : {}) });
     const lines = usageLines(usage);
     if (lines.length) ctx.note(`tokens (${((Date.now() - started) / 1000).toFixed(1)}s):\n${lines.join('\n')}`);
+    const costs = costLines(config, usage, pool);
+    if (costs.length) ctx.note(costs.join('\n'));
   }
 
   try {

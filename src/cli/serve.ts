@@ -25,6 +25,7 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   const login = `${server.url}/login?token=${encodeURIComponent(server.token)}`;
   ctx.event('listening', { url: server.url, ...(server.tokenGenerated ? { token: server.token } : {}), pid: process.pid });
   if (server.tokenGenerated) ctx.note(`forkpool: token (shown once; set FORKPOOL_SERVER_TOKEN to choose one): ${server.token}`);
+  if (config.ledger.path !== undefined) ctx.note(`forkpool: jobs and sessions kept in the ledger ${config.ledger.path} (a restart resumes them)`);
   ctx.note(`forkpool: serving ${server.url} (API: Authorization: Bearer <token>; page: ${server.tokenGenerated ? login : `${server.url}/login?token=<FORKPOOL_SERVER_TOKEN>`})`);
   onTermination(async (signal) => {
     const report = await server.close();

@@ -5,7 +5,9 @@ import { linkedAbort } from '../shared/abort.js';
 import { AbortError, ForkpoolError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
-import { formatBackgroundReports, formatBackgroundResults } from './delivery-format.js';
+import { formatBackgroundReports } from './delivery-format.js';
+import { resultPageTool, reusedResultText } from './result-pages.js';
+import { TurnDelivery } from './turn-delivery.js';
 import { inspectTools } from './inspect-tools.js';
 import { agentTools } from './agent-tools.js';
 import { JobActivity } from './job-activity.js';
@@ -16,8 +18,9 @@ import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, typ
 import { formatStillRunning } from './joins.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
+import { openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
-export interface AgentSessionOptions {
+export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
   client?: OpenAI;
   executor?: Executor;
@@ -40,7 +43,8 @@ export type SessionEvents = {
   alert: [JobAlert];
   /** The alert buffer was full: the oldest alert was dropped. */
   'alert-dropped': [JobAlert];
-  'follow-up': [{ reason: 'wave' | 'user-job'; queued: boolean }];
+  /** `deferred`: results the last turn's budget had no room for; `restart`: a resumed session found results waiting for delivery. */
+  'follow-up': [{ reason: 'wave' | 'user-job' | 'deferred' | 'restart'; queued: boolean }];
 };
 
 interface QueuedTurn {
@@ -60,6 +64,9 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly agent: ParentAgent;
   readonly manager: BackgroundManager;
   readonly permissions: PermissionStore;
+  /** This session's id: under it a durable ledger keeps its conversation and jobs (README "Durability"). */
+  readonly id: string;
+  readonly #durable: DurableSession;
   readonly #config: ForkpoolConfig;
   readonly #queue: QueuedTurn[] = [];
   readonly activity: JobActivity;
@@ -71,6 +78,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly #logger: Logger | undefined;
   #currentTurn = 0;
   #followUpPending = false;
+  readonly #delivery: TurnDelivery;
+  /** Results the last turn had no room for: a follow-up delivers them. */
+  #deferred = 0;
+  /** Set as close() begins: jobs it cancels must not start a follow-up turn. */
+  #closed = false;
   #running = false;
   #idleWaiters: Array<() => void> = [];
   /** Aborts the turn that runs now (close() does; so does the caller's signal). */
@@ -80,16 +92,20 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'session event listener threw') : undefined);
     this.#config = options.config;
+    this.#durable = openDurableSession(options.config, options);
+    this.id = this.#durable.id;
     this.permissions = new PermissionStore(options.config.grantedTools);
     this.manager = new BackgroundManager({
       config: options.config,
       permissions: this.permissions,
+      ...(this.#durable.jobs ? { store: this.#durable.jobs } : {}),
       ...(options.executor ? { executor: options.executor } : {}),
       ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.scheduler ? { scheduler: options.scheduler } : {}),
     });
     this.#logger = logger;
+    this.#delivery = new TurnDelivery(this.manager, options.config, logger);
     this.activity = new JobActivity(this.manager);
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
@@ -104,6 +120,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
             cancelJob: (id) => this.manager.cancel(id),
             agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+            reusedResult: (id) => reusedResultText(this.manager, id, this.#currentTurn, options.config.background.resultMaxChars),
           }).concat(
             agentTools(
               {
@@ -120,6 +137,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
               currentTurn: () => this.#currentTurn,
               cooldownMs: options.config.background.checkCooldownMs,
               resultMaxChars: options.config.background.resultMaxChars,
+            }),
+            resultPageTool({
+              manager: this.manager,
+              currentTurn: () => this.#currentTurn,
+              // A page must pass the tool loop's output cap whole (it would be cut, not paged).
+              pageMaxChars: Math.min(options.config.delivery.pageMaxChars, options.config.toolLimits.outputMaxChars - 300),
             }),
           )
         : [],
@@ -143,6 +166,43 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#stillRunning.set(wave, pending.map((job) => job.id));
       this.#requestFollowUp('wave');
     });
+    this.#resume();
+  }
+
+  /**
+   * A session that continues: {@link AgentSessionOptions.sessionId} names one the ledger holds
+   * (else `SESSION_UNKNOWN`). Its conversation and turn count come back, results that ended
+   * while it was down are delivered once at its next turn, and its interrupted jobs are re-run
+   * or delivered as interrupted (README "Durability").
+   */
+  static resume(sessionId: string, options: AgentSessionOptions): AgentSession {
+    return new AgentSession({ ...options, sessionId, resume: true });
+  }
+
+  #resume(): void {
+    const { snapshot, store } = this.#durable;
+    if (!store) return;
+    if (!snapshot) {
+      store.saveSession(this.agent.session.snapshot(this.id));
+      return;
+    }
+    this.agent.session.restore(snapshot);
+    // Results handed to a turn that never committed were never kept: they wait for delivery again.
+    this.manager.takeBackDeliveries(snapshot.turns);
+    // Results waiting from before the restart reach the parent at its next turn: a follow-up
+    // when it stays idle, or the caller's own turn when one is submitted in the same tick.
+    if (this.manager.undeliveredCount === 0) return;
+    this.#followUpPending = true;
+    setImmediate(() => {
+      this.emit('follow-up', { reason: 'restart', queued: this.#running || this.#queue.length > 0 });
+      void this.#runQueue();
+    });
+  }
+
+  /** Keeps the conversation in the ledger; called after every committed turn. */
+  #saveSession(): void {
+    const { store } = this.#durable;
+    if (store && !store.closed) store.saveSession(this.agent.session.snapshot(this.id));
   }
 
   /**
@@ -182,6 +242,16 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return this.manager.cancel(id);
   }
 
+  /**
+   * Ends the turn that runs now (a person's or a follow-up) with stop reason `aborted`; queued
+   * turns and background jobs are left alone. False when no turn runs.
+   */
+  cancelTurn(reason: unknown = 'cancelled by the user'): boolean {
+    if (!this.#turnAbort || this.#turnAbort.signal.aborted) return false;
+    this.#turnAbort.abort(reason);
+    return true;
+  }
+
   /** True while a turn runs or is queued, a follow-up is owed, or a job is pending. */
   get busy(): boolean {
     return this.#running || this.#queue.length > 0 || this.#followUpPending || this.manager.pending > 0;
@@ -195,9 +265,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** Ends the running turn, drops queued ones, and closes the manager (see its close()). */
   async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
+    this.#closed = true;
     for (const turn of this.#queue.splice(0)) turn.reject(new ForkpoolError('MANAGER_CLOSED', 'the session was closed before this turn ran'));
     this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
+    this.#saveSession();
+    if (this.#durable.ownsStore) this.#durable.store?.close();
     this.#followUpPending = false;
     this.#checkIdle();
     return report;
@@ -211,6 +284,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       wave: this.#currentTurn,
       ...(request.agent !== undefined ? { agent: request.agent } : {}),
       ...(request.name !== undefined ? { name: request.name } : {}),
+      ...(request.budget !== undefined ? { budget: request.budget } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
       ...(request.join ? { join: request.join } : {}),
     });
@@ -224,9 +298,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.#currentTurn = turn;
     const reports = formatBackgroundReports(this.#alerts.splice(0), this.#alertsDropped);
     this.#alertsDropped = 0;
-    const jobs = this.manager.drain(turn);
+    // One budget for everything this turn injects: the alerts first, then the results.
+    const { block, jobs, deferred } = this.#delivery.deliver(turn, reports ? reports.length + 2 : 0);
+    this.#deferred = deferred;
     if (jobs.length > 0) this.emit('delivered', { turn, jobs });
-    const parts = [reports, formatBackgroundResults(jobs, this.#config.background.resultMaxChars), this.#takeStillRunning()].filter((p) => p);
+    const parts = [reports, block, this.#takeStillRunning()].filter((p) => p);
     return parts.length > 0 ? parts.join('\n\n') : undefined;
   }
 
@@ -251,8 +327,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     }
   }
 
-  #requestFollowUp(reason: 'wave' | 'user-job'): void {
-    if (this.manager.closed || this.manager.undeliveredCount === 0) return;
+  #requestFollowUp(reason: 'wave' | 'user-job' | 'deferred'): void {
+    if (this.#closed || this.manager.closed || this.manager.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
     this.#followUpPending = true;
@@ -270,8 +346,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         this.#turnAbort = abort.controller;
         try {
           const result = await this.agent.runTurn(next.input, { followUp: next.followUp, signal: abort.signal });
+          // Committed: from here on its deliveries are part of the kept conversation.
+          this.#saveSession();
           // The spawning turn is over: its wave may now end (and fire its follow-up).
           this.manager.sealWave(result.turn);
+          // Results the budget had no room for come in a follow-up of their own.
+          if (this.#deferred > 0) this.#requestFollowUp('deferred');
           this.emit('turn-result', { ...result, followUp: next.followUp });
           next.resolve(result);
         } catch (error) {
@@ -289,7 +369,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */
   #takeFollowUp(): QueuedTurn | undefined {
-    if (!this.#followUpPending) return undefined;
+    if (!this.#followUpPending || this.#closed) return undefined;
     this.#followUpPending = false;
     if (this.manager.undeliveredCount === 0) return undefined;
     return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };

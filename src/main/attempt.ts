@@ -57,6 +57,8 @@ export class Attempt {
   /** Usage the job reported as it went: kept when its thread dies before `done`. */
   usage: UsageByModel = {};
   iterations = 0;
+  /** The last text the job said (capped): a budget stop that has to kill its thread keeps it. */
+  lastText: string | undefined;
   readonly #options: AttemptOptions;
   readonly #hardStop = new AbortController();
   readonly #timers: unknown[] = [];
@@ -135,8 +137,8 @@ export class Attempt {
   }
 
   /** The wall clock starts when the worker says `started` (queue time does not count). */
-  armTimeout(ms: number, onTimeout: () => void): void {
-    this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind: 'timeout' }));
+  armTimeout(ms: number, onTimeout: () => void, kind: 'timeout' | 'budget' = 'timeout'): void {
+    this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind }));
   }
 
   /**
@@ -212,6 +214,7 @@ export class Attempt {
             this.usage = addModelUsage(this.usage, event.model, event.usage);
             this.iterations = Math.max(this.iterations, event.iteration);
           }
+          if (event.type === 'assistant_text') this.lastText = event.text;
           return this.#options.onProgress(event);
         }
         case 'process':

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ForkpoolError, ToolError, errorMessage } from '../shared/errors.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import type { JobHandle } from './manager.js';
 import { joinSchema, type JoinPolicy } from '../shared/scheduling-config.js';
 
@@ -10,6 +11,8 @@ export interface BackgroundToolHost {
   cancelJob(id: string): JobHandle;
   /** The configured peers the spawn tool offers, with their descriptions. */
   agents?: ReadonlyArray<{ name: string; description: string }>;
+  /** The result of a job an identical spawn reused (see README "De-duplication"). */
+  reusedResult?(id: string): string;
 }
 
 export interface SpawnToolRequest {
@@ -19,6 +22,7 @@ export interface SpawnToolRequest {
   agent?: string;
   name?: string;
   join?: JoinPolicy;
+  budget?: BudgetLimits;
 }
 
 const nameArg = z
@@ -48,6 +52,12 @@ const baseSpawnArgs = z.strictObject({
     .describe(
       'Optional, for the whole batch you spawn this turn: {"quorum": k} to be told once k of its jobs have ended, or {"deadlineSeconds": s} ' +
         'to be told after s seconds with whatever has ended. The rest are delivered later, each once. Default: when all have ended.',
+    ),
+  budget: budgetLimitsSchema
+    .optional()
+    .describe(
+      'Optional, to spend less than the agent may: maxTurns (model calls), maxTokens, maxCostUsd, maxWallclockMinutes. ' +
+        "Each value must be at or below the agent's own limit (list_background_agents shows them); above it the spawn is refused.",
     ),
 });
 
@@ -87,9 +97,20 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           ...(args.agent !== undefined ? { agent: args.agent } : {}),
           ...(args.name !== undefined ? { name: args.name } : {}),
           ...(args.join !== undefined ? { join: args.join } : {}),
+          ...(args.budget !== undefined ? { budget: args.budget } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');
+      }
+      if (handle.joined === 'attached') {
+        return (
+          `Joined background agent ${handle.id} ("${handle.label}"): an identical task for the same agent and model is already ${handle.state}, so no new agent was started. ` +
+          'Its result will be delivered to you once, in a <background_results> block at the start of a later turn. Do not guess it.'
+        );
+      }
+      if (handle.joined === 'reused') {
+        const age = ((handle.ageMs ?? 0) / 1000).toFixed(1);
+        return `Background agent ${handle.id} ("${handle.label}") answered this identical task ${age} s ago, so it was not run again. Its result (as of ${age} s ago):\n${host.reusedResult?.(handle.id) ?? '(see check_background_agent)'}`;
       }
       return (
         `Started background agent ${handle.id}${args.name ? ` (name "${args.name}")` : ''}${args.agent ? ` running agent "${args.agent}"` : ''} ("${handle.label}"), now ${handle.state}. ` +

@@ -19,6 +19,8 @@ export interface ConfigOverrides {
   grant?: readonly string[] | undefined;
   permissionMode?: string | undefined;
   stream?: boolean | undefined;
+  /** `--ledger FILE`: the durable ledger's SQLite file. */
+  ledgerPath?: string | undefined;
   /** Hears config warnings (e.g. an alias and its field both set); default `process.emitWarning`. */
   onWarning?: ConfigWarningSink | undefined;
 }
@@ -115,6 +117,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
     ['grantedTools', flags.grant, '--grant'],
     ['permissionMode', flags.permissionMode, '--ask'],
     ['stream', flags.stream, '--no-stream'],
+    ['ledger.path', flags.ledgerPath, '--ledger'],
   ];
   for (const [field, value, flag] of flagFields) {
     if (value === undefined) continue;

@@ -18,6 +18,23 @@ export function formatBackgroundResults(jobs: readonly JobRecord[], maxCharsPerJ
 }
 
 function formatJob(job: JobRecord, maxChars: number): string {
+  const lines = jobHeadLines(job);
+  const text = job.resultText ?? '';
+  if (text.trim()) lines.push(...quoteLines(capHeadTail(text, maxChars)));
+  else lines.push(NO_TEXT_LINE);
+  return lines.join('\n');
+}
+
+/** What stands for a result with no text. */
+export const NO_TEXT_LINE = '| (no text)';
+
+/** A job's text as block lines: each quoted with `| `, angle brackets escaped. */
+export function quoteLines(text: string): string[] {
+  return escapeAngles(text).split('\n').map((line) => `| ${line}`);
+}
+
+/** A job's header line, and its failure reason when it did not end ok. */
+export function jobHeadLines(job: JobRecord): string[] {
   const facts = [`job ${job.id}`, `status ${job.status ?? 'unknown'}`];
   if (job.tag && job.tag.filesTouched.length > 0) facts.push(`files touched: ${job.tag.filesTouched.map(sanitize).join(', ')}`);
   if (job.startedAt !== undefined && job.endedAt !== undefined) facts.push(`${((job.endedAt - job.startedAt) / 1000).toFixed(1)} s`);
@@ -26,22 +43,17 @@ function formatJob(job: JobRecord, maxChars: number): string {
   const verb = job.status === 'ok' || job.status === 'partial' || job.status === 'error' ? 'completed' : job.status === 'failed' ? 'failed' : job.status === 'timed_out' ? 'timed out' : 'was cancelled';
   const header = `[Background agent "${sanitize(job.label)}" ${verb} — ${facts.join(', ')}]`;
   const lines: string[] = [header];
-  if (job.error && job.status !== 'ok') lines.push(`| reason: ${escapeAngles(job.error.message).slice(0, 500)}`);
-  const text = job.resultText ?? '';
-  if (text.trim()) {
-    for (const line of escapeAngles(capHeadTail(text, maxChars)).split('\n')) lines.push(`| ${line}`);
-  } else {
-    lines.push('| (no text)');
-  }
-  return lines.join('\n');
+  // One line: a reason that spans lines would read as result text.
+  if (job.error && job.status !== 'ok') lines.push(`| reason: ${escapeAngles(job.error.message.replace(/\s+/g, ' ')).slice(0, 500)}`);
+  return lines;
 }
 
-function escapeAngles(text: string): string {
+export function escapeAngles(text: string): string {
   return text.replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /** A label or path inside a header: one line, no quotes or angle brackets, bounded. */
-function sanitize(value: string): string {
+export function sanitize(value: string): string {
   const flat = value.replace(/[\r\n\t]+/g, ' ').replace(/["<>[\]]/g, "'").trim();
   return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
 }

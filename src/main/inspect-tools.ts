@@ -3,6 +3,8 @@ import { ToolError } from '../shared/errors.js';
 import { capHeadTail } from '../shared/text-budget.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 import { totalUsage } from '../shared/usage.js';
+import { describeBudget } from '../shared/budget.js';
+import { describePool } from './budget-pool.js';
 import { asToolError } from './background-tools.js';
 import type { JobActivity } from './job-activity.js';
 import type { JobRecord } from './ledger.js';
@@ -10,7 +12,7 @@ import type { BackgroundManager } from './manager.js';
 
 /** What the list, check and restart tools read: the ledger (through the manager) and activity. */
 export interface InspectToolHost {
-  manager: Pick<BackgroundManager, 'jobs' | 'find' | 'markDelivered' | 'restart'>;
+  manager: Pick<BackgroundManager, 'jobs' | 'find' | 'markDelivered' | 'restart' | 'budgetOf' | 'budgetPool'>;
   activity: JobActivity;
   /** The parent turn running now: a result read by check is delivered in it. */
   currentTurn(): number;
@@ -29,17 +31,23 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
   const list: ToolDefinition<Record<string, never>> = {
     name: 'list_background_agents',
     description:
-      'List every background job of this session, one line each: id, name or label, agent, state, whether its result was delivered, elapsed time, tokens, last activity. ' +
+      'List every background job of this session, one line each: id, name or label, agent, state, whether its result was delivered, elapsed time, tokens, last activity, ' +
+        'and its budget (spent/limit of turns, tokens, cost, minutes); first, what is left of the session budget if there is one. ' +
       'Read from the job ledger, so it is right even if you forgot a job. Call it when you need the picture, not in a loop.',
     parameters: z.strictObject({}),
     gated: false,
     async run() {
       const jobs = host.manager.jobs();
-      if (jobs.length === 0) return 'No background jobs in this session.';
+      const pool = host.manager.budgetPool();
+      const poolLine = pool ? [`${describePool(pool)[0]?.toUpperCase()}${describePool(pool).slice(1)}.`] : [];
+      if (jobs.length === 0) return [...poolLine, 'No background jobs in this session.'].join('\n');
       const counts = { queued: 0, running: 0, ended: 0 };
       for (const job of jobs) counts[job.state]++;
-      const lines = jobs.map((job) => listLine(job, host.activity, now()));
-      return [`${jobs.length} background job(s): ${counts.running} running, ${counts.queued} queued, ${counts.ended} ended.`, ...lines].join('\n');
+      const lines = jobs.map((job) => {
+        const budget = host.manager.budgetOf(job.id);
+        return `${listLine(job, host.activity, now())}${budget ? `; budget: ${describeBudget(budget)}` : ''}`;
+      });
+      return [...poolLine, `${jobs.length} background job(s): ${counts.running} running, ${counts.queued} queued, ${counts.ended} ended.`, ...lines].join('\n');
     },
   };
   const check: ToolDefinition<z.output<typeof jobRef>> = {
@@ -60,7 +68,12 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
       }
       let record: Readonly<JobRecord> = job;
       if (job.state === 'ended' && job.deliveredInTurn === undefined) record = host.manager.markDelivered(job.id, host.currentTurn()) ?? job;
-      return checkText(record, host.activity, host.resultMaxChars, now(), job.deliveredInTurn === undefined);
+      const budget = host.manager.budgetOf(job.id);
+      const text = checkText(record, host.activity, host.resultMaxChars, now(), job.deliveredInTurn === undefined);
+      if (!budget) return text;
+      // After the usage line: limits, spent and what ran out.
+      const [head, ...rest] = text.split('\n');
+      return [head, `Budget: ${describeBudget(budget)}.`, ...rest].join('\n');
     },
   };
   const restart: ToolDefinition<z.output<typeof jobRef>> = {
@@ -85,7 +98,8 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
 function listLine(job: Readonly<JobRecord>, activity: JobActivity, now: number): string {
   const who = [job.name ? `name "${job.name}"` : `"${job.label}"`, job.agent ? `agent ${job.agent}` : 'fork'].join(', ');
   const state = job.state === 'ended' ? `ended ${job.status ?? ''}`.trim() : job.state;
-  const delivery = job.state !== 'ended' ? '' : job.deliveredInTurn === undefined ? ', result not yet delivered' : `, delivered in turn ${job.deliveredInTurn}`;
+  const unread = job.resultUnread ? ` (${job.resultUnread[1] - job.resultUnread[0]} characters not yet read: read_background_result offset ${job.resultUnread[0]})` : '';
+  const delivery = job.state !== 'ended' ? '' : job.deliveredInTurn === undefined ? ', result not yet delivered' : `, delivered in turn ${job.deliveredInTurn}${unread}`;
   const since = job.startedAt ?? job.queuedAt;
   const elapsed = `${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s`;
   const tokens = totalUsage(job.usage).totalTokens;

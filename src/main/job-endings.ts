@@ -4,8 +4,8 @@ import { parseResultTag } from '../shared/result-tag.js';
 import type { UsageByModel } from '../shared/usage.js';
 import type { JobEnding } from './ledger.js';
 
-/** Why the manager asked a job to stop. */
-export type StopRequest = 'cancel' | 'timeout' | 'close';
+/** Why the manager asked a job to stop (`budget`: its wall-clock budget ran out). */
+export type StopRequest = 'cancel' | 'timeout' | 'close' | 'budget';
 
 /** What an ending needs to know of the attempt that ran the job. */
 export interface AttemptFacts {
@@ -14,6 +14,8 @@ export interface AttemptFacts {
   /** Usage the job reported before it ended (kept when its thread died). */
   usage: UsageByModel;
   iterations: number;
+  /** The last text the job reported (kept as a partial result when a budget stop kills its thread). */
+  lastText?: string | undefined;
 }
 
 /**
@@ -22,11 +24,19 @@ export interface AttemptFacts {
  * that is not a plain answer carries an error whose code says why (see ERROR_CODES).
  */
 export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest | undefined): JobEnding {
-  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason };
+  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason, ...(outcome.reads?.length ? { reads: outcome.reads } : {}) };
   // A job that finished before it saw the stop keeps its real result.
   if (outcome.stopReason === 'final') {
     const { text, tag } = parseResultTag(outcome.text);
     return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag, error: outcome.error };
+  }
+  // A budget ran out: the job ends `partial` with what it had, and the record names the budget.
+  if (outcome.budgetExceeded) {
+    return { ...base, status: 'partial', endedBy: 'completed', resultText: outcome.text, error: outcome.error, budgetExceeded: outcome.budgetExceeded };
+  }
+  if (stopRequest === 'budget') {
+    const error = stopError(stopRequest, 'it stopped when asked', outcome.error);
+    return { ...base, status: 'partial', endedBy: 'cooperative', resultText: outcome.text, error, budgetExceeded: 'maxWallclockMinutes' };
   }
   if (stopRequest) {
     const error = stopError(stopRequest, 'it stopped when asked', outcome.error);
@@ -43,6 +53,9 @@ export function endingFromLostThread(jobId: string, error: unknown, attempt: Att
   const kept = { resultText: '', usage: attempt.usage, iterations: attempt.iterations };
   if (attempt.stopReason) {
     const serialized = stopError(attempt.stopReason, `ended by a hard stop after the cooperative ${attempt.stopReason} was not honoured`, serializeError(error));
+    if (attempt.stopReason === 'budget') {
+      return { ...kept, resultText: attempt.lastText ?? '', status: 'partial', endedBy: 'hard', error: serialized, budgetExceeded: 'maxWallclockMinutes' };
+    }
     return { ...kept, status: stoppedStatus(attempt.stopReason), endedBy: 'hard', error: serialized };
   }
   const serialized = serializeError(error);
@@ -57,8 +70,8 @@ export function endingFromProtocol(error: JobError, attempt: AttemptFacts): JobE
 }
 
 function stopError(request: StopRequest, how: string, cause: ReturnType<typeof serializeError> | undefined) {
-  const code = request === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED';
-  const what = request === 'timeout' ? 'timed out' : request === 'close' ? 'cancelled by close()' : 'cancelled';
+  const code = request === 'timeout' ? 'JOB_TIMEOUT' : request === 'budget' ? 'BUDGET_EXCEEDED' : 'JOB_CANCELLED';
+  const what = request === 'timeout' ? 'timed out' : request === 'close' ? 'cancelled by close()' : request === 'budget' ? 'budget maxWallclockMinutes exhausted' : 'cancelled';
   const serialized = serializeError(new JobError(code, '-', `${what}: ${how}`));
   delete serialized.stack;
   delete serialized.jobId;

@@ -1,9 +1,11 @@
 import { ForkpoolError, type SerializedError } from '../shared/errors.js';
 import { DEFAULTS } from '../shared/defaults.js';
-import type { JobRole } from '../shared/protocol.js';
+import type { FileRead, JobRole } from '../shared/protocol.js';
 import type { ResultTag } from '../shared/result-tag.js';
 import type { StopReason } from '../shared/tool-loop.js';
 import type { UsageByModel } from '../shared/usage.js';
+import type { BudgetLimits, BudgetName, BudgetReport } from '../shared/budget.js';
+import type { JobStore, StoredJob } from './ledger-store.js';
 
 export type JobState = 'queued' | 'running' | 'ended';
 export type JobStatus = 'ok' | 'error' | 'partial' | 'failed' | 'cancelled' | 'timed_out';
@@ -41,6 +43,12 @@ export interface JobRecord {
   childrenOnEnd?: 'waited' | 'cancelled';
   /** Its usage plus its ended descendants' (the tree's roll-up), set when it ends. */
   treeUsage?: UsageByModel;
+  /** Its budgets (its agent's, or tighter ones given at spawn); see README "Budgets". */
+  budget?: BudgetLimits;
+  /** The budget that ran out (the job then ended `partial` with what it had). */
+  budgetExceeded?: BudgetName;
+  /** Limits, spent and remaining when it ended. */
+  budgetReport?: BudgetReport;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;
@@ -50,12 +58,26 @@ export interface JobRecord {
   resultText?: string;
   /** Retention dropped `resultText` (and the task's tail, the error's stack and cause) long after delivery. */
   resultDropped?: true;
+  /**
+   * Delivered in part (the turn's injection budget ran out): the characters `[from, to)` of
+   * `resultText` the parent has not been shown yet; it reads them with `read_background_result`.
+   * Until it has, retention keeps the text (see RetentionPolicy). Absent: shown whole.
+   */
+  resultUnread?: [number, number];
+  /** Files it read and what it saw (the stale check at delivery). */
+  reads?: FileRead[];
   tag?: ResultTag;
   stopReason?: StopReason;
   error?: SerializedError;
   usage: UsageByModel;
   iterations: number;
   attempts: number;
+  /**
+   * Launches handed to the executor since it was last queued, written before each launch: a job
+   * whose thread may have begun (but had not yet said `started`) when the process died is not
+   * mistaken for one that never ran (restart recovery).
+   */
+  dispatched?: number;
   /** Why the job ran again, one line per re-queue. */
   notes: string[];
   threadId?: number;
@@ -79,11 +101,17 @@ export interface JobEnding {
   children?: string[] | undefined;
   childrenOnEnd?: 'waited' | 'cancelled' | undefined;
   treeUsage?: UsageByModel | undefined;
+  budgetExceeded?: BudgetName | undefined;
+  budgetReport?: BudgetReport | undefined;
+  /** Files it read (the stale check at delivery). */
+  reads?: FileRead[] | undefined;
 }
 
 /**
  * How long delivered records keep what is big. Only delivered records are ever trimmed or
- * forgotten: a result nobody has received yet is kept however old it is.
+ * forgotten: a result nobody has received yet is kept however old it is, and so is one
+ * delivered in part until it has been read to its end (at most `keepResults` such results; past
+ * that the oldest falls under the rules below).
  */
 export interface RetentionPolicy {
   /** Delivered results (full text) kept, newest deliveries first. */
@@ -131,15 +159,83 @@ export class DeliveryLedger {
   readonly #withResults = new Fifo<{ id: string; deliveredAt: number }>();
   /** Delivered and still known, in delivery order. */
   readonly #delivered = new Fifo<string>();
+  /** Delivered in part and not yet read to the end: held back from retention (oldest first). */
+  readonly #partial = new Set<string>();
   readonly #counts: Record<JobState, number> = { queued: 0, running: 0, ended: 0 };
   #retention: RetentionPolicy;
   #nextId = 1;
   #position = 0;
   #resultsDropped = 0;
   #forgotten = 0;
+  /** The durable store every record is written to before it is handed out (none: memory only). */
+  #store: JobStore | undefined;
 
-  constructor(retention: Partial<RetentionPolicy> = {}) {
+  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore) {
     this.#retention = { ...DEFAULTS.background.retention, ...retention };
+    this.#store = store;
+  }
+
+  /**
+   * Fills an empty ledger with what a durable store kept (a restart). Records come back as they
+   * were written: ended and undelivered ones wait for the next drain; the caller decides what
+   * happens to queued and running ones (see recovery.ts).
+   */
+  restore(jobs: readonly StoredJob[], nextId: number): void {
+    if (this.#entries.size > 0) throw new ForkpoolError('INTERNAL', 'ledger: restore into a ledger that is in use');
+    const delivered: Array<Readonly<JobRecord>> = [];
+    for (const { record, position } of jobs) {
+      const frozen = freeze(structuredClone(record));
+      this.#entries.set(frozen.id, { record: frozen, position });
+      this.#counts[frozen.state]++;
+      this.#position = Math.max(this.#position, position + 1);
+      const n = Number(/^bg-(\d+)$/.exec(frozen.id)?.[1] ?? 0);
+      this.#nextId = Math.max(this.#nextId, nextId, n + 1);
+      if (frozen.state === 'ended' && frozen.deliveredInTurn === undefined) this.#undelivered.add(frozen.id);
+      if (frozen.deliveredInTurn !== undefined) delivered.push(frozen);
+    }
+    delivered.sort((a, b) => (a.deliveredAt ?? 0) - (b.deliveredAt ?? 0));
+    for (const record of delivered) {
+      // A result delivered in part is held back from retention again until it is read to its end.
+      if (record.resultUnread && !record.resultDropped) this.#partial.add(record.id);
+      else if (!record.resultDropped) this.#withResults.push({ id: record.id, deliveredAt: record.deliveredAt ?? 0 });
+      this.#delivered.push(record.id);
+    }
+  }
+
+  /**
+   * Stops writing through: what happens from now on stays in memory. A durable manager that
+   * closes without draining calls it, so the jobs its close stops are found unfinished (and
+   * recovered) by the next process on the ledger, not recorded as cancelled.
+   */
+  detachStore(): void {
+    this.#store = undefined;
+  }
+
+  /**
+   * A delivered job goes back to waiting for delivery: the turn it was delivered in never
+   * committed (the process died during it), so the parent never kept it. The note says so.
+   */
+  undeliver(id: string, note: string): Readonly<JobRecord> | undefined {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.deliveredInTurn === undefined || record.resultDropped) return undefined;
+    const { deliveredInTurn: _turn, deliveredAt: _at, ...rest } = record;
+    const back = this.#replace(id, { ...rest, notes: [...record.notes, note] });
+    this.#undelivered.add(id);
+    return back;
+  }
+
+  /**
+   * The one gate for a completion reported from elsewhere (a remote executor, a retried
+   * delivery): undefined when attempt `attempt` of job `id` (its `attempts` when that run
+   * started) may record its ending now; else why not: `unknown`, `duplicate` (the job has ended
+   * already) or `stale` (an older attempt, superseded by a re-run). With a durable store the
+   * answer holds across restarts. {@link BackgroundManager.completeAttempt} acts on it.
+   */
+  refuseCompletion(id: string, attempt: number): 'unknown' | 'duplicate' | 'stale' | undefined {
+    const record = this.#entries.get(id)?.record;
+    if (!record) return 'unknown';
+    if (record.state === 'ended') return 'duplicate';
+    return attempt === record.attempts ? undefined : 'stale';
   }
 
   newId(): string {
@@ -149,6 +245,8 @@ export class DeliveryLedger {
   add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
     if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
     const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
+    // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
+    this.#store?.put(full, this.#position, this.#nextId);
     this.#entries.set(full.id, { record: full, position: this.#position++ });
     this.#counts.queued++;
     this.#enforce(now);
@@ -179,10 +277,16 @@ export class DeliveryLedger {
     this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
+  /** About to be handed to the executor (launch `n`): written before the launch, see {@link JobRecord.dispatched}. */
+  markDispatched(id: string, n: number): void {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    this.#replace(id, { ...record, dispatched: n });
+  }
+
   /** Back to the queue after its thread died under it; the note says why. */
   requeue(id: string, note: string): void {
     const { record } = this.#expect(id, 'running', 'queued');
-    const { startedAt: _started, threadId: _thread, ...rest } = record;
+    const { startedAt: _started, threadId: _thread, dispatched: _dispatched, ...rest } = record;
     this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
@@ -194,11 +298,19 @@ export class DeliveryLedger {
   reopen(id: string, note: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'ended', 'queued');
     this.#undelivered.delete(id);
+    this.#partial.delete(id);
     const {
-      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error,
-      startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, ...rest
+      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error, budgetExceeded: _over, budgetReport: _report,
+      startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, resultUnread: _unread, reads: _reads, ...rest
     } = record;
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+  }
+
+  /** A note on a queued job: why it runs again (restart recovery). */
+  noteQueued(id: string, note: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    const { dispatched: _dispatched, ...rest } = record;
+    return this.#replace(id, { ...rest, notes: [...record.notes, note] });
   }
 
   /** It answered with children running: back to `queued`, its slot given back, until they end. */
@@ -237,6 +349,9 @@ export class DeliveryLedger {
       ...(ending.children?.length ? { children: [...ending.children] } : {}),
       ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
       ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
+      ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
+      ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
+      ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
     });
     this.#undelivered.add(id);
     this.#enforce(now);
@@ -246,25 +361,49 @@ export class DeliveryLedger {
   /**
    * Hands over every ended, undelivered job that `accept` takes, oldest spawn first, marking
    * each delivered in `turn`. What this returns is never returned again. The records returned
-   * hold their full result, whatever retention drops from the ledger afterwards.
+   * hold their full result, whatever retention drops from the ledger afterwards. `unread` says,
+   * per job, which characters of its result the parent was not shown (absent: it saw them all).
    */
-  drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now()): JobRecord[] {
+  drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now(), unread?: ReadonlyMap<string, [number, number]>): JobRecord[] {
     const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
     const out: JobRecord[] = [];
-    for (const { record } of waiting) {
-      if (!accept(record)) continue;
-      out.push(this.#deliver(record, turn, now));
-    }
-    this.#enforce(now);
+    // One transaction: the whole batch is recorded delivered before any of it is handed over.
+    const deliver = () => {
+      for (const { record } of waiting) {
+        if (!accept(record)) continue;
+        out.push(this.#deliver(record, turn, now, unread?.get(record.id)));
+      }
+      this.#enforce(now);
+    };
+    if (this.#store) this.#store.transaction(deliver);
+    else deliver();
     return out;
   }
 
   /** Delivers one ended job (a consumer that takes results one by one, like `fanout`). Undefined if it is not ended or was delivered already. */
-  markDelivered(id: string, turn: number, now = Date.now()): JobRecord | undefined {
+  markDelivered(id: string, turn: number, now = Date.now(), unread?: [number, number]): JobRecord | undefined {
     if (!this.#undelivered.has(id)) return undefined;
-    const record = this.#deliver((this.#entries.get(id) as Entry).record, turn, now);
+    const record = this.#deliver((this.#entries.get(id) as Entry).record, turn, now, unread);
     this.#enforce(now);
     return record;
+  }
+
+  /**
+   * The parent read characters `[from, to)` of a result delivered in part. A read that starts
+   * within what it had not seen moves the unread part on; once none is left, the result falls
+   * under retention like any delivered one.
+   */
+  markShown(id: string, from: number, to: number, now = Date.now()): Readonly<JobRecord> | undefined {
+    const record = this.#entries.get(id)?.record;
+    const unread = record?.resultUnread;
+    if (!record || !unread || from > unread[0] || to <= unread[0]) return record;
+    if (to < unread[1]) return this.#replace(id, { ...record, resultUnread: [to, unread[1]] });
+    const { resultUnread: _unread, ...whole } = record;
+    this.#partial.delete(id);
+    this.#withResults.push({ id, deliveredAt: now });
+    const updated = this.#replace(id, whole);
+    this.#enforce(now);
+    return updated;
   }
 
   /** Ended and not yet delivered, oldest spawn first. */
@@ -302,12 +441,23 @@ export class DeliveryLedger {
     };
   }
 
-  #deliver(record: Readonly<JobRecord>, turn: number, now: number): JobRecord {
+  #deliver(record: Readonly<JobRecord>, turn: number, now: number, unread?: [number, number]): JobRecord {
     this.#undelivered.delete(record.id);
-    const delivered = this.#replace(record.id, { ...record, deliveredInTurn: turn, deliveredAt: now });
-    this.#withResults.push({ id: record.id, deliveredAt: now });
+    const partial = unread !== undefined && unread[0] < unread[1];
+    const delivered = this.#replace(record.id, { ...record, deliveredInTurn: turn, deliveredAt: now, ...(partial ? { resultUnread: [...unread] as [number, number] } : {}) });
+    if (partial) this.#holdPartial(record.id, now);
+    else this.#withResults.push({ id: record.id, deliveredAt: now });
     this.#delivered.push(record.id);
     return delivered;
+  }
+
+  /** Keeps a partly read result out of retention; past `keepResults` of them, the oldest goes back under it. */
+  #holdPartial(id: string, now: number): void {
+    this.#partial.add(id);
+    if (this.#partial.size <= this.#retention.keepResults) return;
+    const oldest = this.#partial.values().next().value as string;
+    this.#partial.delete(oldest);
+    this.#withResults.push({ id: oldest, deliveredAt: now });
   }
 
   /** Drops the oldest delivered results past the count or age bound, then forgets the oldest delivered records past theirs. */
@@ -316,14 +466,24 @@ export class DeliveryLedger {
     for (let front = this.#withResults.peek(); front; front = this.#withResults.peek()) {
       if (this.#withResults.length <= keepResults && now - front.deliveredAt < keepResultsMs) break;
       this.#withResults.shift();
-      this.#dropResult(front.id);
+      // Reopened and delivered in part again since it was queued here: held back, not dropped.
+      if (!this.#partial.has(front.id)) this.#dropResult(front.id);
     }
+    // Bounded: partly read records rotate to the back at most once per pass.
+    let rotations = this.#delivered.length;
     while (this.#delivered.length > keepRecords) {
       const id = this.#delivered.shift() as string;
       const entry = this.#entries.get(id);
       // A delivered job reopened since (a restart) is live again: never forgotten under it.
       if (!entry || entry.record.deliveredInTurn === undefined) continue;
+      // Partly read: kept (it goes to the back); there are at most keepResults <= keepRecords of them.
+      if (this.#partial.has(id) && rotations-- > 0) {
+        this.#delivered.push(id);
+        continue;
+      }
+      this.#store?.forget(id);
       this.#entries.delete(id);
+      this.#partial.delete(id);
       this.#counts[entry.record.state]--;
       this.#forgotten++;
     }
@@ -344,11 +504,14 @@ export class DeliveryLedger {
 
   #replace(id: string, next: JobRecord): Readonly<JobRecord> {
     const entry = this.#entries.get(id) as Entry;
+    const frozen = freeze(next);
+    // Written first: if the write fails, the ledger in memory has not moved either.
+    this.#store?.put(frozen, entry.position, this.#nextId);
     if (entry.record.state !== next.state) {
       this.#counts[entry.record.state]--;
       this.#counts[next.state]++;
     }
-    entry.record = freeze(next);
+    entry.record = frozen;
     return entry.record;
   }
 

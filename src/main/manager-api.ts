@@ -10,8 +10,10 @@ import { joinSchema, type JoinPolicy } from '../shared/scheduling-config.js';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { JOB_ROLES, type AlertSeverity, type JobRole } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import type { Executor } from './executor.js';
 import type { JobRecord } from './ledger.js';
+import type { JobStore } from './ledger-store.js';
 import type { PermissionStore } from './permissions.js';
 import type { JobScheduler } from './scheduler.js';
 
@@ -30,6 +32,12 @@ export interface BackgroundManagerOptions {
   logger?: Logger;
   /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
   scheduler?: JobScheduler;
+  /**
+   * A durable ledger scope (`openSqliteLedger(path).jobs(scope)`): every record is written there
+   * before it is acted on, and the manager starts by recovering what a previous process left
+   * (README "Durability"). Default: the ledger lives in memory.
+   */
+  store?: JobStore;
 }
 
 export interface SpawnRequest {
@@ -49,6 +57,8 @@ export interface SpawnRequest {
   parentToolId?: string;
   /** When its wave's follow-up may come early (README "Wave joins"); replaces the wave's join. */
   join?: JoinPolicy;
+  /** Tighter budgets than its agent's (or `background.budget`'s); a field above them is refused (BUDGET_OVER_LIMIT). */
+  budget?: BudgetLimits;
 }
 
 export interface SpawnOptions {
@@ -70,6 +80,12 @@ export interface JobHandle {
   id: string;
   label: string;
   state: JobRecord['state'];
+  /**
+   * Set when no new job started (see README "De-duplication"): `attached`, an identical job was
+   * running and this is it; `reused`, one ended `ok` `ageMs` ago and its result stands.
+   */
+  joined?: 'attached' | 'reused';
+  ageMs?: number;
 }
 
 export interface CloseReport {
@@ -107,7 +123,13 @@ const spawnRequestSchema = z.strictObject({
   name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
   parentToolId: z.string().min(1).max(200).optional(),
   join: joinSchema.optional(),
+  budget: budgetLimitsSchema.optional(),
 });
+
+/** True when the request is well formed (admission says what is wrong when it is not). */
+export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
+  return spawnRequestSchema.safeParse(request).success;
+}
 
 /** What admission decided about a spawn request: its validated fields, role and agent. */
 export interface Admitted {

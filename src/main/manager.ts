@@ -22,10 +22,16 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopR
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
 import { WaveJoins } from './joins.js';
+import { JobBudgets } from './budgets.js';
+import type { PoolSnapshot } from './budget-pool.js';
+import type { BudgetReport } from '../shared/budget.js';
+import { SpawnDedup, type DedupMatch } from './dedup.js';
+import type { JobStore } from './ledger-store.js';
+import { recoverJobs, takeBackDeliveries, type RecoveryReport } from './recovery.js';
 
 export type { JobScheduler, TimerTag } from './scheduler.js';
 export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
-import { admitSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+import { admitSpawn, isWellFormedSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
@@ -51,6 +57,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #nesting: Nesting;
   readonly #tree: JobTree;
   readonly #restarts: Restarts;
+  readonly #dedup: SpawnDedup;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
   /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
@@ -65,6 +72,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #pumpScheduled = false;
   /** Tags this manager's child processes apart from any other forkpool's on the machine. */
   readonly #processToken = randomUUID().slice(0, 8);
+  /** Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts). */
+  readonly #budgets: JobBudgets;
+  /** The durable ledger's scope, when there is one (see recovery.ts, README "Durability"). */
+  readonly #store: JobStore | undefined;
+  /** What restart recovery found in the durable ledger; undefined without one. */
+  readonly recovery: RecoveryReport | undefined;
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
@@ -74,7 +87,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
     this.#gating = new RequestGating(this.#config);
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
-    this.#ledger = new DeliveryLedger(options.config.background.retention);
+    this.#store = options.store;
+    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
+    this.#budgets = new JobBudgets(this.#config);
     this.#nesting = new Nesting({
       config: this.#config,
       ledger: this.#ledger,
@@ -90,6 +105,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       pump: () => this.#pump(),
     });
     this.#tree = this.#nesting.tree;
+    this.#dedup = new SpawnDedup(this.#config);
     this.#restarts = new Restarts({
       ledger: this.#ledger,
       names: this.#names,
@@ -109,6 +125,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
     this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor);
+    if (options.store) this.recovery = this.#recover(options.store);
+  }
+
+  /** Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask. */
+  #recover(store: JobStore): RecoveryReport {
+    const host = { config: this.#config, ledger: this.#ledger, names: this.#names, specs: this.#specs, waves: this.#waves, enqueue: (id: string) => this.#queue.push(id), keepSpec: (spec: JobSpec) => this.#restarts.keep(spec) };
+    const report = recoverJobs(host, store.load());
+    if (this.#queue.length > 0) this.#schedulePump();
+    return report;
   }
 
   get executor(): Executor {
@@ -129,6 +154,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#closing !== undefined;
   }
 
+  /** The session's pooled budget now (remaining, leased, spent), or undefined without `sessionBudget`. */
+  budgetPool(): PoolSnapshot | undefined {
+    return this.#budgets.pool();
+  }
+
+  /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
+  budgetOf(id: string): BudgetReport | undefined {
+    return this.#budgets.reportNow(this.#ledger.get(id), this.#live.get(id));
+  }
+
   /**
    * Queues a job and returns at once. Its cancel handle exists from now on, and aborting
    * `options.signal` cancels it. Throws `MANAGER_CLOSED`, `QUEUE_FULL`, `ABORTED` (the signal
@@ -141,11 +176,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #book(request: SpawnRequest, options: SpawnOptions, nesting: { parentJobId: string; depth: number } | undefined): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    // An identical request joins the running job or reuses a fresh result (see dedup.ts).
+    const dedupKey = isWellFormedSpawn(request) ? this.#dedup.keyFor(request, nesting !== undefined) : undefined;
+    const match = dedupKey === undefined ? undefined : this.#dedup.find(dedupKey, (id) => this.#ledger.get(id));
+    if (match) return this.#joined(match);
     // Jobs about to take a free slot (launched at the next microtask) are not waiting.
     const waiting = this.#queue.length - Math.max(0, this.#config.background.maxConcurrent - this.#live.size);
     const { data, role, agent } = admitSpawn(request, this.#config, waiting, (name) => this.#names.holder(name), (id) => this.#ledger.get(id)?.state);
+    const budget = this.#budgets.admit(agent, data.budget);
     const name = data.name;
     const id = this.#ledger.newId();
+    budget.hold(id);
     const wave = data.wave ?? null;
     const record = this.#ledger.add({
       id,
@@ -157,8 +198,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(name !== undefined ? { name } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? nesting : {}),
+      budget: budget.limits,
     });
     if (name !== undefined) this.#names.claim(name, id);
+    if (dedupKey !== undefined) this.#dedup.booked(id, dedupKey);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
     this.#specs.set(id, {
       id,
@@ -171,13 +214,22 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(agent !== undefined ? { agent } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nesting ? { depth: nesting.depth } : {}),
+      budget: budget.limits,
     });
     if (wave !== null) this.#waves.add(wave, id, data.join);
+    const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
+    this.#store?.putSpec(storedSpec);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
     this.#queue.push(id);
     this.emit('spawned', record);
     this.#schedulePump();
     return { id, label: record.label, state: 'queued' };
+  }
+
+  #joined(match: DedupMatch): JobHandle {
+    const record = this.#ledger.get(match.id) as JobRecord;
+    this.#logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
+    return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
@@ -228,8 +280,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
    * result on by itself, as `fanout` prints it. Its full text then falls under retention.
    */
-  markDelivered(id: string, turn = 0): Readonly<JobRecord> | undefined {
-    return this.#ledger.markDelivered(id, turn);
+  markDelivered(id: string, turn = 0, unread?: [number, number]): Readonly<JobRecord> | undefined {
+    return this.#ledger.markDelivered(id, turn, Date.now(), unread);
+  }
+
+  /** The parent read characters `[from, to)` of a result delivered in part (read_background_result). */
+  noteResultRead(id: string, from: number, to: number): Readonly<JobRecord> | undefined {
+    return this.#ledger.markShown(id, from, to);
   }
 
   /**
@@ -254,16 +311,40 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
    * name went to another live job meanwhile) or `MANAGER_CLOSED`.
    */
-  restart(idOrName: string): JobHandle {
+  restart(idOrName: string, reason?: string): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
     const record = this.find(idOrName);
     if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    return this.#restarts.restart(record);
+    return this.#restarts.restart(record, reason);
   }
 
-  /** Ended jobs not yet delivered, handed over once and marked delivered in `turn`. */
-  drain(turn: number): Readonly<JobRecord>[] {
-    return this.#ledger.drain(turn);
+  /**
+   * Ended jobs not yet delivered (those `accept` takes), handed over once and marked delivered
+   * in `turn`; `unread`: per job delivered in part, the characters left out (see planDelivery).
+   */
+  drain(turn: number, options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {}): Readonly<JobRecord>[] {
+    return this.#ledger.drain(turn, options.accept, Date.now(), options.unread);
+  }
+
+  /**
+   * A resumed session's turns after `committedTurns` died with the process: results delivered in
+   * them never reached the kept conversation, so they wait for delivery again. Returns their ids.
+   */
+  takeBackDeliveries(committedTurns: number): string[] {
+    return takeBackDeliveries(this.#ledger, committedTurns);
+  }
+
+  /**
+   * Records a completion reported from outside this process (a remote executor) for attempt
+   * `attempt` of job `id` — its record's `attempts` when that run started — and ends the job
+   * as any ending does. A duplicate (the job has ended) or stale one (an older attempt) is
+   * refused and changes nothing: the ledger, durable or not, is the one place that decides.
+   */
+  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: 'unknown' | 'duplicate' | 'stale' } {
+    const refused = this.#ledger.refuseCompletion(id, attempt);
+    if (refused) return { accepted: false, reason: refused };
+    this.#finish(id, ending);
+    return { accepted: true, record: this.#ledger.get(id) as Readonly<JobRecord> };
   }
 
   /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
@@ -304,6 +385,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
+    // Durable: unfinished jobs stay unfinished in the ledger for the next process (see detachStore).
+    if (how !== 'drain') this.#ledger.detachStore();
     return shutDown(how, timeoutMs, {
       waiting: () => [...this.#queue, ...this.#tree.suspendedIds()],
       live: this.#live,
@@ -368,7 +451,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
     if (this.closed) for (const id of [...this.#queue]) this.#stop(id, 'close');
     const cap = this.#config.background.maxConcurrent;
-    while (this.#live.size < cap && this.#queue.length > 0) this.#launch(this.#queue.shift() as string);
+    while (this.#live.size < cap && this.#queue.length > 0) {
+      // The session pool decides first: the head waits for leases to return (FIFO), or is refused.
+      const head = this.#queue[0] as string;
+      const spec = this.#specs.get(head);
+      const gate = this.#budgets.gate(head, spec?.budget, spec?.agent, (holder) => this.#live.has(holder));
+      if (gate.kind === 'wait') break;
+      this.#queue.shift();
+      if (gate.kind === 'go') this.#launch(head);
+      else this.#finish(head, { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error: serializeError(gate.error) });
+    }
     if (this.pending === 0) this.emit('idle');
   }
 
@@ -390,6 +482,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         this.#ledger.markRunning(id, threadId);
         // The wall clock starts now: time spent queued does not count.
         attempt.armTimeout(this.#config.background.timeoutMinutes * 60_000, () => this.#stop(id, 'timeout'));
+        // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
+        const wallMs = this.#budgets.wallclockMs(spec.budget, this.#ledger.get(id)?.startedAt ?? Date.now());
+        if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.#stop(id, 'budget'), 'budget');
         this.emit('started', this.#ledger.get(id) as JobRecord);
       },
       onProgress: (event) => this.emit('progress', { jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
@@ -397,6 +492,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       onSpawn: (requestId, request) => this.#nesting.spawnChild(attempt, requestId, request),
     });
     this.#live.set(id, attempt);
+    // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
+    if (this.#store) this.#ledger.markDispatched(id, number);
     // A thread that died mid-request never gives its gate slot back itself.
     void attempt.ended.then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
@@ -431,7 +528,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     }
     this.#alertCounts.set(id, number);
     const record = this.#ledger.get(id);
-    this.emit('alert', { jobId: id, label: record?.label ?? id, message: alert.message, severity: alert.severity, number, at: Date.now() });
+    const stored = { jobId: id, message: alert.message, severity: alert.severity, number, at: Date.now() };
+    this.#store?.putAlert(stored);
+    this.emit('alert', { ...stored, label: record?.label ?? id });
   }
 
   #requeue(attempt: Attempt, note: string): void {
@@ -449,9 +548,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       attempt.dispose();
       this.#live.delete(id);
     }
+    // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
+    ending = { ...ending, ...this.#budgets.atEnd(id, this.#ledger.get(id), ending) };
     const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
     const record = this.#ledger.markEnded(id, { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(id, ending) });
     this.#tree.ended(id);
+    this.#dedup.ended(record);
     this.#nesting.deliverToParent(record);
     this.#names.release(id);
     this.#alertCounts.delete(id);

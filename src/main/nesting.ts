@@ -32,6 +32,13 @@ export interface NestingHost {
 export class Nesting {
   readonly tree = new JobTree();
   readonly #host: NestingHost;
+  /**
+   * De-duplication across parents: jobs that joined another job's child (an identical spawn)
+   * by child id, and the children each such job waits for. Not its children: it neither owns,
+   * cancels nor rolls up their usage; it is only given their result, once.
+   */
+  readonly #watchers = new Map<string, Set<string>>();
+  readonly #watching = new Map<string, Set<string>>();
 
   constructor(host: NestingHost) {
     this.#host = host;
@@ -52,7 +59,9 @@ export class Nesting {
         {},
         { parentJobId: parentId, depth },
       );
-      attempt.post({ type: 'spawn-result', requestId, ok: true, childId: handle.id, label: handle.label });
+      attempt.post({ type: 'spawn-result', requestId, ok: true, childId: handle.id, label: handle.label, ...(handle.joined ? { joined: handle.joined } : {}) });
+      if (handle.joined === 'attached') this.#watch(parentId, handle.id);
+      else if (handle.joined === 'reused') this.#deliverTo(parentId, this.#host.ledger.get(handle.id) as JobRecord);
     } catch (error) {
       const code = error instanceof JobError ? error.code : 'INTERNAL';
       attempt.post({ type: 'spawn-result', requestId, ok: false, code, message: errorMessage(error) });
@@ -74,7 +83,8 @@ export class Nesting {
   maybeResume(id: string): void {
     const suspension = this.tree.suspension(id);
     if (!suspension || this.tree.isStopping(id)) return;
-    if (this.tree.childrenOf(id).some((child) => this.#host.ledger.get(child)?.state !== 'ended')) return;
+    const waitsFor = [...this.tree.childrenOf(id), ...(this.#watching.get(id) ?? [])];
+    if (waitsFor.some((child) => this.#host.ledger.get(child)?.state !== 'ended')) return;
     this.tree.resume(id);
     const spec = this.#host.specs.get(id) as JobSpec;
     this.#host.specs.set(id, { ...spec, resume: { ...suspension.state, childResults: suspension.pending.join('\n\n') } });
@@ -105,6 +115,29 @@ export class Nesting {
     if (parentId === undefined) return;
     const parentAttempt = this.#host.live.get(parentId);
     this.#host.ledger.markDelivered(record.id, parentAttempt?.iterations ?? this.#host.ledger.get(parentId)?.iterations ?? 0);
+    this.#deliverTo(parentId, record);
+    // Jobs that joined it get it too, once each (one that has ended since gets nothing).
+    for (const watcher of this.#watchers.get(record.id) ?? []) {
+      this.#watching.get(watcher)?.delete(record.id);
+      if (this.#watching.get(watcher)?.size === 0) this.#watching.delete(watcher);
+      if (this.#host.ledger.get(watcher)?.state !== 'ended') this.#deliverTo(watcher, record);
+    }
+    this.#watchers.delete(record.id);
+  }
+
+  #watch(parentId: string, childId: string): void {
+    if (this.tree.parentOf(childId) === parentId) return; // its own child, spawned twice: it gets it once anyway
+    const watchers = this.#watchers.get(childId) ?? new Set<string>();
+    watchers.add(parentId);
+    this.#watchers.set(childId, watchers);
+    const watching = this.#watching.get(parentId) ?? new Set<string>();
+    watching.add(childId);
+    this.#watching.set(parentId, watching);
+  }
+
+  /** Posts a child's result to a running parent job, or keeps it for the parent's resume. */
+  #deliverTo(parentId: string, record: Readonly<JobRecord>): void {
+    const parentAttempt = this.#host.live.get(parentId);
     const text = formatBackgroundResults([record], this.#host.config.background.resultMaxChars);
     const suspension = this.tree.suspension(parentId);
     if (suspension) {

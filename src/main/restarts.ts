@@ -34,7 +34,8 @@ export class Restarts {
     this.#host = host;
   }
 
-  restart(record: Readonly<JobRecord>): JobHandle {
+  /** `reason`: why, for the record's notes (default: it was asked for). */
+  restart(record: Readonly<JobRecord>, reason = 'restarted on request'): JobHandle {
     const { id } = record;
     const host = this.#host;
     if (record.state === 'running') {
@@ -55,7 +56,7 @@ export class Restarts {
     this.#endedSpecs.delete(id);
     host.specs.set(id, spec);
     const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
-    const reopened = host.ledger.reopen(id, `restarted on request after it ended ${record.status ?? ''}${superseded}`);
+    const reopened = host.ledger.reopen(id, `${reason} after it ended ${record.status ?? ''}${superseded}`);
     host.enqueue(reopened);
     return { id, label: reopened.label, state: 'queued' };
   }

@@ -2,7 +2,8 @@
 export interface TimerTag {
   /** The job's id; for a wave's timer, `wave:<turn>`. */
   jobId: string;
-  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'wave-deadline';
+  /** `budget`: the job's wall-clock budget (maxWallclockMinutes); `wave-deadline`: a wave's join deadline. */
+  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget' | 'wave-deadline';
 }
 
 /** Job timers (timeout, cancel grace, port-close fallback) and wave deadlines go through this, so tests can drive time. */

@@ -2,6 +2,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { DEFAULTS } from '../shared/defaults.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { capHeadTail } from '../shared/text-budget.js';
+import type { SessionSnapshot } from './ledger-store.js';
 import { addModelUsage, mergeUsageByModel, totalUsage, type Usage, type UsageByModel } from '../shared/usage.js';
 
 /** Usage bucket: `primary`, `primary:subagent`, `escalation:subagent`, `user:subagent`, … */
@@ -61,6 +62,21 @@ export class Session {
 
   get turns(): number {
     return this.#turns;
+  }
+
+  /** Everything a durable ledger keeps of this conversation (plain data, a copy). */
+  snapshot(id: string): SessionSnapshot {
+    return structuredClone({ id, turns: this.#turns, messages: this.#messages, usage: this.#usage, folded: this.#folded, foldedTurns: this.#foldedTurns, userInputs: this.#userInputs });
+  }
+
+  /** Goes on from a stored conversation (a resumed session): its history, turn count, totals and summary. */
+  restore(snapshot: SessionSnapshot): void {
+    this.#messages.splice(0, this.#messages.length, ...structuredClone(snapshot.messages));
+    this.#userInputs.splice(0, this.#userInputs.length, ...snapshot.userInputs);
+    this.#turns = snapshot.turns;
+    this.#usage = structuredClone(snapshot.usage);
+    this.#folded = snapshot.folded;
+    this.#foldedTurns = snapshot.foldedTurns;
   }
 
   /** Replaces the history after a turn with the loop's full history (which starts with ours). */

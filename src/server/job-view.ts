@@ -1,6 +1,7 @@
 import type { JobRecord } from '../main/ledger.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { totalUsage } from '../shared/usage.js';
+import type { BudgetReport } from '../shared/budget.js';
 
 /** What the server knows of a running job beyond its record: the live part of its progress. */
 export interface JobProgress {
@@ -14,7 +15,7 @@ export interface JobProgress {
 }
 
 /** A record as the API shows it: without the full result (see {@link jobDetail}). */
-export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | undefined, now = Date.now()) {
+export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | undefined, now = Date.now(), budget?: BudgetReport) {
   const usage = totalUsage(record.usage);
   return {
     id: record.id,
@@ -38,15 +39,18 @@ export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | 
     name: record.name ?? null,
     parentJobId: record.parentJobId ?? null,
     depth: record.depth ?? 1,
+    /** Limits, spent and remaining (live while it runs when the caller passes them; from the record once ended). */
+    budget: budget ?? record.budgetReport ?? (record.budget ? { limits: record.budget } : null),
+    budgetExceeded: record.budgetExceeded ?? null,
   };
 }
 
 export type JobSummary = ReturnType<typeof jobSummary>;
 
 /** One job in full: the summary, the whole task and result, the error chain, usage and progress. */
-export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | undefined) {
+export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | undefined, budget?: BudgetReport) {
   return {
-    ...jobSummary(record, progress),
+    ...jobSummary(record, progress, Date.now(), budget),
     task: record.task,
     resultText: record.resultText ?? null,
     resultDropped: record.resultDropped === true,

@@ -1,4 +1,5 @@
 import type { ServerState } from './server-state.js';
+import { usageCostUsd } from '../shared/models.js';
 
 /** Label values in Prometheus text: backslash, quote and newline escaped. */
 function label(value: string): string {
@@ -7,8 +8,9 @@ function label(value: string): string {
 
 /**
  * The Prometheus text exposition (version 0.0.4) of the server: jobs by state and by ending,
- * queue depth, threads, tokens by role and model, event-loop delay, SSE clients. Cost needs
- * prices per model, which forkpool does not have yet: tokens are exported, cost is not.
+ * queue depth, threads, tokens and cost by role and model, event-loop delay, SSE clients. Cost
+ * comes from the config's price table (`models`); a model without a price is absent from the
+ * cost metric (its tokens are still counted).
  */
 export function renderMetrics(state: ServerState): string {
   const lines: string[] = [];
@@ -32,6 +34,13 @@ export function renderMetrics(state: ServerState): string {
     [{ role, model, kind: 'completion' }, u.completionTokens],
   ]));
   metric('forkpool_model_requests_total', 'counter', 'Model requests of ended jobs, by role and model.', usage.map(({ role, model, usage: u }) => [{ role, model }, u.requests]));
+  metric('forkpool_cost_usd_total', 'counter', 'US dollars of ended jobs, by role and model, from the price table (models); unpriced models are absent.', usage.flatMap(({ role, model, usage: u }) => {
+    const usd = usageCostUsd(state.config, model, u);
+    return usd === undefined ? [] : [[{ role, model }, usd] as [Record<string, string>, number]];
+  }));
+  const pool = state.manager.budgetPool();
+  if (pool?.remainingUsd !== undefined) metric('forkpool_session_budget_remaining_usd', 'gauge', "Dollars left in the server manager's sessionBudget pool.", [[{}, pool.remainingUsd]]);
+  if (pool?.remainingTokens !== undefined) metric('forkpool_session_budget_remaining_tokens', 'gauge', "Tokens left in the server manager's sessionBudget pool.", [[{}, pool.remainingTokens]]);
   const delay = state.loopDelay;
   metric('forkpool_event_loop_delay_seconds', 'gauge', 'Main-thread event-loop delay since start.', [
     [{ quantile: '0.5' }, delay.percentile(50) / 1e9],

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JOB_ROLES } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
+import { budgetLimitsSchema } from '../shared/budget.js';
 
 /** Request and response shapes of the HTTP API; `/openapi.json` is generated from these. */
 export const MAX_TASKS_PER_REQUEST = 100;
@@ -10,6 +11,9 @@ const taskSchema = z.strictObject({
   label: z.string().max(200).optional().describe('A short name shown in lists; default "job N".'),
   agent: z.string().min(1).max(64).optional().describe('A configured peer agent (config `agents`); default `background.defaultAgent`, else a plain job.'),
   name: z.string().min(1).max(64).optional().describe('Unique among live jobs; usable wherever an id is.'),
+  budget: budgetLimitsSchema
+    .optional()
+    .describe("Tighter budgets than the agent's: maxTurns, maxTokens, maxCostUsd, maxWallclockMinutes. Above the agent's limit: refused (BUDGET_OVER_LIMIT)."),
 });
 
 const manyTasksSchema = z.strictObject({ tasks: z.array(taskSchema).min(1).max(MAX_TASKS_PER_REQUEST) });
@@ -68,6 +72,11 @@ const jobSummaryShape = z.object({
   name: z.string().nullable(),
   parentJobId: z.string().nullable().describe('The job that spawned it (nested jobs); null for a top-level job.'),
   depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
+  budget: z
+    .object({ limits: budgetLimitsSchema, spent: z.record(z.string(), z.unknown()).optional(), remaining: z.record(z.string(), z.number()).optional() })
+    .nullable()
+    .describe('Limits, spent (turns, tokens, costUsd, wallclockMinutes, unpricedModels) and remaining; see README "Budgets".'),
+  budgetExceeded: z.enum(['maxTurns', 'maxTokens', 'maxCostUsd', 'maxWallclockMinutes']).nullable().describe('The budget that ran out (the job ended partial).'),
 });
 
 /** One route's documentation: its schemas and what it answers. */

@@ -8,6 +8,8 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { addUsage, emptyUsage, type Usage } from '../shared/usage.js';
 import { EventHub } from './event-hub.js';
+import type { LedgerStore } from '../main/ledger-store.js';
+import { openSqliteLedger } from '../main/sqlite-store.js';
 import { ProgressTracker, jobSummary } from './job-view.js';
 
 export interface ServerStateOptions {
@@ -40,6 +42,8 @@ export class ServerState {
   readonly startedAt = Date.now();
   readonly #options: ServerStateOptions;
   readonly #secrets: string[];
+  /** The durable ledger (`ledger.path`): the server's jobs (scope "server") and every session's. */
+  readonly #store: LedgerStore | undefined;
   #nextSession = 1;
 
   constructor(options: ServerStateOptions) {
@@ -48,7 +52,17 @@ export class ServerState {
     this.executor = options.executor;
     this.hub = new EventHub(options.eventBufferSize);
     this.#secrets = options.config.apiKey ? [options.config.apiKey] : [];
-    this.manager = new BackgroundManager({ config: options.config, executor: options.executor, closeExecutor: false, ...(options.logger ? { logger: options.logger } : {}) });
+    const path = options.config.ledger.path;
+    this.#store = path === undefined ? undefined : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous });
+    // Session ids go on after the ones the ledger holds: a new session never resumes an old one.
+    for (const { id } of this.#store?.sessions() ?? []) this.#nextSession = Math.max(this.#nextSession, Number(/^s-(\d+)$/.exec(id)?.[1] ?? 0) + 1);
+    this.manager = new BackgroundManager({
+      config: options.config,
+      executor: options.executor,
+      closeExecutor: false,
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(this.#store ? { store: this.#store.jobs('server') } : {}),
+    });
     this.#follow(this.manager, null);
     this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
     this.loopDelay.enable();
@@ -59,10 +73,23 @@ export class ServerState {
     return this.#secrets.length === 0 ? text : redactSecrets(text, this.#secrets);
   }
 
-  createSession(): { id: string; session: AgentSession } {
+  /** An open session, or one the durable ledger holds (resumed now: its conversation and jobs). */
+  session(id: string): AgentSession | undefined {
+    const open = this.sessions.get(id);
+    if (open || !this.#store?.loadSession(id) || this.sessions.size >= this.#options.maxSessions) return open;
+    return this.createSession(id).session;
+  }
+
+  createSession(resumeId?: string): { id: string; session: AgentSession } {
     if (this.sessions.size >= this.#options.maxSessions) throw new Error(`at most ${this.#options.maxSessions} sessions at once`);
-    const id = `s-${this.#nextSession++}`;
-    const session = new AgentSession({ config: this.config, executor: this.executor, closeExecutor: false, ...(this.#options.logger ? { logger: this.#options.logger } : {}) });
+    const id = resumeId ?? `s-${this.#nextSession++}`;
+    const session = new AgentSession({
+      config: this.config,
+      executor: this.executor,
+      closeExecutor: false,
+      ...(this.#options.logger ? { logger: this.#options.logger } : {}),
+      ...(this.#store ? { ledgerStore: this.#store, sessionId: id } : {}),
+    });
     this.#follow(session.manager, id);
     session.on('delivered', ({ turn, jobs }) => this.hub.publish('delivered', { session: id, turn, jobs: jobs.map((j) => j.id) }));
     this.sessions.set(id, session);
@@ -107,6 +134,7 @@ export class ServerState {
   async close(): Promise<{ cancelled: string[]; stragglers: string[] }> {
     const reports = await Promise.all([this.manager.close(), ...[...this.sessions.entries()].map(([id, s]) => s.close().then((r) => ({ cancelled: r.cancelled.map((j) => `${id}/${j}`), stragglers: r.stragglers.map((j) => `${id}/${j}`) })))]);
     await this.executor.close();
+    this.#store?.close();
     this.loopDelay.disable();
     return { cancelled: reports.flatMap((r) => r.cancelled), stragglers: reports.flatMap((r) => r.stragglers) };
   }

@@ -6,6 +6,7 @@ import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
+import { budgetLimitsSchema } from './budget.js';
 
 /**
  * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
@@ -57,6 +58,22 @@ const relativePathSchema = z
 /** An absolute folder path. */
 const absolutePathSchema = z.string().min(2).refine((p) => p.startsWith('/') && !p.includes('\0'), 'an absolute path');
 
+/** Budgets of a fork of the parent, and the fallback of every agent's unset budget fields. */
+const defaultBudgetSchema = z.strictObject({
+  maxTurns: budgetLimitsSchema.shape.maxTurns.default(DEFAULTS.background.budget.maxTurns),
+  maxTokens: budgetLimitsSchema.shape.maxTokens,
+  maxCostUsd: budgetLimitsSchema.shape.maxCostUsd.default(DEFAULTS.background.budget.maxCostUsd),
+  maxWallclockMinutes: budgetLimitsSchema.shape.maxWallclockMinutes.default(DEFAULTS.background.budget.maxWallclockMinutes),
+});
+
+/** One token and dollar pool for all of a session's (a manager's) background jobs; see README "Budgets". */
+const sessionBudgetSchema = z.strictObject({
+  maxTokens: z.number().int().min(1).optional(),
+  maxCostUsd: z.number().positive().optional(),
+  /** A spawn the pool cannot cover: `refuse` it (a tool error the model reads) or `queue` it until leases return. */
+  onExhausted: z.enum(['refuse', 'queue']).default('refuse'),
+});
+
 const backgroundSchema = z.strictObject({
   maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
   timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).default(DEFAULTS.background.timeoutMinutes),
@@ -96,6 +113,28 @@ const backgroundSchema = z.strictObject({
   adaptive: adaptiveSchema.default(adaptiveSchema.parse({})),
   /** A wave's follow-up before all its jobs end: `{deadlineSeconds}` and/or `{quorum}` (README "Wave joins"). Unset: all. */
   join: joinSchema.optional(),
+  /** Per-job budgets of a fork of the parent (and the fallback of each agent's own `budget`). */
+  budget: defaultBudgetSchema.default(defaultBudgetSchema.parse({})),
+});
+
+const deliverySchema = z.strictObject({
+  /**
+   * Estimated tokens (4 characters each) of background results injected into one turn, all
+   * results together, shared fairly. Unset: `contextShare` of the parent model's context window.
+   */
+  maxInjectedTokens: z.number().int().min(500).max(100_000_000).optional(),
+  contextShare: z.number().gt(0).max(1).default(DEFAULTS.delivery.contextShare),
+  /** Longest page `read_background_result` returns, in characters. */
+  pageMaxChars: z.number().int().min(500).max(10_000_000).default(DEFAULTS.delivery.pageMaxChars),
+  /** A result based on files changed since the job read them: `annotate` the delivery, or `rerun` the job once. */
+  staleResults: z.enum(['annotate', 'rerun']).default(DEFAULTS.delivery.staleResults),
+});
+
+const dedupSchema = z.strictObject({
+  /** A spawn whose task, agent and model match a running job joins it. */
+  attach: z.boolean().default(DEFAULTS.dedup.attach),
+  /** ... or a job that ended `ok` at most this long ago: its result is reused (0: never). */
+  reuseWithinSeconds: z.number().min(0).max(86_400).default(DEFAULTS.dedup.reuseWithinSeconds),
 });
 
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
@@ -121,8 +160,19 @@ const agentSchema = z.strictObject({
   temperature: z.number().min(0).max(2).optional(),
   /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
+  /** This agent's job budgets; unset fields come from `background.budget`. A spawn may only tighten them. */
+  budget: budgetLimitsSchema.optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
+
+/** The durable ledger: SQLite (WAL) at `path`; without a path the ledger lives in memory only. */
+const ledgerSchema = z.strictObject({
+  /** The SQLite file (created if missing), relative to the working directory. Unset: in memory. */
+  path: z.string().min(1).optional(),
+  onInterrupted: z.enum(['rerun', 'deliver']).default(DEFAULTS.ledger.onInterrupted),
+  maxReruns: z.number().int().min(0).max(10).default(DEFAULTS.ledger.maxReruns),
+  synchronous: z.enum(['normal', 'full']).default(DEFAULTS.ledger.synchronous),
+});
 
 const serverSchema = z.strictObject({
   host: z.string().min(1).default(DEFAULTS.server.host),
@@ -183,6 +233,8 @@ export const configSchema = z.strictObject({
   loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
+  /** Where jobs and sessions are kept: in memory (default) or a SQLite file (README "Durability"). */
+  ledger: ledgerSchema.default(ledgerSchema.parse({})),
   /** `forkpool serve`: address, body limit, CORS, event buffer. */
   server: serverSchema.default(serverSchema.parse({})),
   sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
@@ -194,6 +246,12 @@ export const configSchema = z.strictObject({
   agentTools: z.array(z.string()).default([]),
   /** Per model name: price per million tokens (input, output) and context window (see src/shared/models.ts). */
   models: z.record(z.string().min(1), modelInfoSchema).default({}),
+  /** The session's pooled budget: each spawn leases its expected spend from it (see README "Budgets"). */
+  sessionBudget: sessionBudgetSchema.optional(),
+  /** Per-turn injection budget, paging and the stale check (README "Bounded delivery", "Stale results"). */
+  delivery: deliverySchema.default(deliverySchema.parse({})),
+  /** Spawn de-duplication (README "De-duplication"). */
+  dedup: dedupSchema.default(dedupSchema.parse({})),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;
@@ -274,6 +332,7 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
     ]);
   }
   checkAgentNames(config, sources);
+  checkSessionBudget(config, sources);
   return resolveJobTimeout(config, input as Record<string, unknown>, sources);
 }
 
@@ -290,6 +349,27 @@ function checkAgentNames(config: ForkpoolConfig, sources: Record<string, string>
     issues.push(withSource({ field: 'background.defaultAgent', expected, received: describeReceived(fallback) }, 'background.defaultAgent', sources));
   }
   if (issues.length > 0) throw new ConfigError(issues);
+}
+
+/**
+ * A pool leases each job's own limit: a token pool needs every job to have a token limit
+ * (`background.budget.maxTokens`, which agents inherit), and an empty pool is a mistake.
+ */
+function checkSessionBudget(config: ForkpoolConfig, sources: Record<string, string>): void {
+  const pool = config.sessionBudget;
+  if (!pool) return;
+  if (pool.maxTokens === undefined && pool.maxCostUsd === undefined) {
+    throw new ConfigError([withSource({ field: 'sessionBudget', expected: 'maxTokens, maxCostUsd or both', received: 'neither' }, 'sessionBudget', sources)]);
+  }
+  if (pool.maxTokens !== undefined && config.background.budget.maxTokens === undefined) {
+    throw new ConfigError([
+      withSource(
+        { field: 'background.budget.maxTokens', expected: 'a per-job token limit when sessionBudget.maxTokens is set (each job leases its limit from the pool)', received: 'nothing' },
+        'background.budget.maxTokens',
+        sources,
+      ),
+    ]);
+  }
 }
 
 /**

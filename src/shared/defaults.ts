@@ -94,6 +94,8 @@ export const DEFAULTS = {
     alertBufferMax: 50,
     /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
     checkCooldownMs: 5_000,
+    /** Per-job budgets of a fork (core-agent's defaults): model calls, dollars, minutes; no token limit. */
+    budget: { maxTurns: 50, maxCostUsd: 1.0, maxWallclockMinutes: 10 },
     /**
      * `fixed`: at most `maxConcurrent` jobs, each sending its model requests freely (a 429's
      * Retry-After pauses everyone). `adaptive`: model requests in flight per endpoint follow
@@ -121,6 +123,15 @@ export const DEFAULTS = {
       keepRecords: 10_000,
     },
   },
+  /** The durable ledger (README "Durability"); off (in memory) until `ledger.path` is set. */
+  ledger: {
+    /** A job that was running when the process died: `rerun` it (read-only agents only) or `deliver` it as interrupted. */
+    onInterrupted: 'rerun' as 'rerun' | 'deliver',
+    /** Restarts that may re-run one interrupted job; past it the job is delivered as interrupted. */
+    maxReruns: 2,
+    /** SQLite `synchronous`: `normal` survives a killed process (WAL); `full` also a power cut, at about 10x the write cost. */
+    synchronous: 'normal' as 'normal' | 'full',
+  },
   /** `forkpool serve`. */
   server: {
     /** Loopback only unless told otherwise. */
@@ -134,6 +145,22 @@ export const DEFAULTS = {
     eventBufferSize: 2_000,
     /** Parent-agent sessions open at once. */
     maxSessions: 16,
+  },
+  /** What reaches the parent's context when background results are delivered (README "Bounded delivery", "Stale results"). */
+  delivery: {
+    /** Without `maxInjectedTokens`: this share of the parent model's context window, per turn, for all results together. */
+    contextShare: 0.2,
+    /** Longest page `read_background_result` returns, in characters. */
+    pageMaxChars: 20_000,
+    /** A result based on files changed since the job read them: `annotate` it, or `rerun` the job once. */
+    staleResults: 'annotate' as 'annotate' | 'rerun',
+  },
+  /** Spawn de-duplication (README "De-duplication"). */
+  dedup: {
+    /** A spawn identical to a running job joins it instead of starting another. */
+    attach: true,
+    /** ... and one identical to a job that ended `ok` this recently gets its result (0: never). */
+    reuseWithinSeconds: 120,
   },
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,

@@ -33,11 +33,19 @@ export const ERROR_CODES = [
   'ITERATION_LIMIT',
   /** A job's budget (turns, tokens, cost, wall clock) ran out. */
   'BUDGET_EXCEEDED',
+  /** A spawn asked for a budget above its agent's limit (a spawn may only tighten it). */
+  'BUDGET_OVER_LIMIT',
+  /** The session's pooled budget (`sessionBudget`) cannot cover a spawn's budget. */
+  'SESSION_BUDGET_EXHAUSTED',
   /** The job's task function threw; its thread lives on. */
   'TASK_FAILED',
   /** The job's thread died under it (uncaught error, `process.exit`). */
   'THREAD_LOST',
   'WORKER_OUT_OF_MEMORY',
+  /** The process died while the job ran (a durable ledger's restart recovery found it running). */
+  'JOB_INTERRUPTED',
+  /** No session with that id in the durable ledger. */
+  'SESSION_UNKNOWN',
   /** A worker broke the port protocol (a second `started`, an unknown message, another job's id). */
   'PROTOCOL_INVALID',
   /** A spawn named an agent that is not in the config's catalog (or not offered to the caller). */
@@ -50,6 +58,8 @@ export const ERROR_CODES = [
   'ALERT_LIMIT',
   /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */
   'CHECKED_RECENTLY',
+  /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
+  'RESULT_UNAVAILABLE',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;

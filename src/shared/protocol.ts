@@ -3,6 +3,7 @@ import { configSchema, type ForkpoolConfig } from './config.js';
 import { ERROR_CODES, type SerializedError } from './errors.js';
 import type { LoopEvent, StopReason } from './tool-loop.js';
 import type { UsageByModel } from './usage.js';
+import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 
 /**
  * Everything that crosses the thread boundary, defined once. Messages are validated with zod
@@ -34,6 +35,8 @@ export interface JobSpec {
   attempt: number;
   /** Set in every child process's environment (see process-tag.ts): `<manager>.<job>.<attempt>`. */
   processTag?: string;
+  /** Its budgets, resolved on the main thread (agent's, or the spawn's tighter override). */
+  budget?: BudgetLimits;
 }
 
 const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
@@ -65,10 +68,12 @@ export const jobSpecSchema = z.strictObject({
       usage: z.record(z.string(), z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() })),
       iterations: z.number().int().min(0),
       childResults: z.string(),
+      wrapUpSent: z.boolean().optional(),
     })
     .optional(),
   attempt: z.number().int().min(1),
   processTag: z.string().min(1).max(200).optional(),
+  budget: budgetLimitsSchema.optional(),
 });
 
 /** Where a job that waited for its children picks up: its conversation, and what it had used. */
@@ -78,6 +83,8 @@ export interface ResumeState {
   iterations: number;
   /** Its children's results, not yet seen by its model: injected before its next model call. */
   childResults: string;
+  /** It was told to wrap up already (a budget at 90%): never twice. */
+  wrapUpSent?: boolean;
 }
 
 /** A job asks the main thread to start a child (a thread never creates threads). */
@@ -88,6 +95,23 @@ export interface ChildSpawnRequest {
   name?: string | undefined;
 }
 
+/**
+ * A file a job read (read_file, or grep where it read the whole file): what it saw, for the
+ * stale-on-arrival check at delivery. Plain data; kept in the job's record.
+ */
+export interface FileRead {
+  /** Workspace-relative, "/"-separated. */
+  path: string;
+  /** SHA-256 (hex) of the whole file as the job read it; "" when too large to hash (size and mtime then decide). */
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  /** When the job (last) read it, epoch ms. */
+  readAt: number;
+  /** 1-based inclusive line ranges it was shown; empty: the whole file. */
+  ranges: Array<[number, number]>;
+}
+
 /** How a job's tool loop ended, as the worker reports it. */
 export interface JobOutcome {
   stopReason: StopReason;
@@ -96,6 +120,10 @@ export interface JobOutcome {
   usage: UsageByModel;
   iterations: number;
   error?: SerializedError;
+  /** The budget that ran out, when it stopped for one. */
+  budgetExceeded?: BudgetName;
+  /** Files it read, for the stale check (absent: none recorded). */
+  reads?: FileRead[];
 }
 
 /** Worker → main, over the job's port. */
@@ -122,8 +150,9 @@ export const ALERT_MAX_CHARS = 2_000;
 
 /** Main → worker, over the job's port. */
 export type MainMessage =
-  | { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' }
-  | { type: 'spawn-result'; requestId: number; ok: true; childId: string; label: string }
+  | { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' | 'budget' }
+  /** `joined`: an identical job was already running (attached) or ended moments ago (reused); no new job started. */
+  | { type: 'spawn-result'; requestId: number; ok: true; childId: string; label: string; joined?: 'attached' | 'reused' }
   | { type: 'spawn-result'; requestId: number; ok: false; code: string; message: string }
   /** Children that ended, for the job's next model call; `childIds` says whose. */
   | { type: 'child-results'; childIds: string[]; text: string };
@@ -133,6 +162,15 @@ const usageSchema = z.object({
   completionTokens: z.number(),
   totalTokens: z.number(),
   requests: z.number(),
+});
+
+const fileReadSchema = z.strictObject({
+  path: z.string().min(1).max(4_096),
+  sha256: z.string().regex(/^(?:[0-9a-f]{64})?$/),
+  size: z.number().int().min(0),
+  mtimeMs: z.number(),
+  readAt: z.number(),
+  ranges: z.array(z.tuple([z.number().int().min(1), z.number().int().min(1)])).max(10_000),
 });
 
 const loopEventSchema = z.looseObject({ type: z.string() });
@@ -149,6 +187,8 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       usage: z.record(z.string(), usageSchema),
       iterations: z.number(),
       error: serializedErrorSchema.optional(),
+      budgetExceeded: z.enum(BUDGET_NAMES).optional(),
+      reads: z.array(fileReadSchema).max(1_000).optional(),
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
@@ -162,14 +202,14 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('suspend'),
     jobId: z.string(),
-    state: z.object({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0) }),
+    state: z.object({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0), wrapUpSent: z.boolean().optional() }),
     seenChildren: z.array(z.string()),
   }),
 ]);
 
 export const mainMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close']) }),
-  z.object({ type: z.literal('spawn-result'), requestId: z.number(), ok: z.boolean(), childId: z.string().optional(), label: z.string().optional(), code: z.string().optional(), message: z.string().optional() }),
+  z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) }),
+  z.object({ type: z.literal('spawn-result'), requestId: z.number(), ok: z.boolean(), childId: z.string().optional(), label: z.string().optional(), joined: z.enum(['attached', 'reused']).optional(), code: z.string().optional(), message: z.string().optional() }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
 ]);
 

@@ -11,6 +11,7 @@ import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
+import type { BudgetMeter, BudgetName } from './budget.js';
 
 /** Text carried by an `assistant_text` event (the whole answer still comes with the result). */
 const TEXT_EVENT_MAX_CHARS = 4_000;
@@ -54,6 +55,8 @@ export interface ToolLoopOptions {
    * results, delivered at its next model call). Undefined: nothing to add.
    */
   beforeModelCall?: (() => string | undefined) | undefined;
+  /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
+  budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
 
 export interface ToolLoopResult {
@@ -65,6 +68,8 @@ export interface ToolLoopResult {
   usage: UsageByModel;
   iterations: number;
   error?: SerializedError;
+  /** The budget that ran out (stop reason `budget_exceeded`). */
+  budgetExceeded?: BudgetName;
 }
 
 /**
@@ -92,12 +97,21 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     // An error's causes quote server bodies, which may echo the key; results are printed and logged.
     ...(error === undefined ? {} : { error: redactError(serializeError(error), secrets) }),
   });
+  const budget = options.budget;
+  const overBudget = (name: BudgetName): ToolLoopResult => ({
+    ...end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('BUDGET_EXCEEDED', budget?.exceededMessage(name) ?? `budget ${name} exhausted`)),
+    budgetExceeded: name,
+  });
 
   while (iterations < config.maxIterations) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+    const spentOut = budget?.exhausted();
+    if (spentOut) return overBudget(spentOut);
     iterations++;
     const injected = options.beforeModelCall?.();
     if (injected) messages.push({ role: 'user', content: injected });
+    const wrapUp = budget?.wrapUp();
+    if (wrapUp) messages.push({ role: 'user', content: wrapUp });
     emit({ type: 'model_request', iteration: iterations });
     let reply;
     try {
@@ -114,6 +128,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       return end('error', findingsSoFar(messages), error);
     }
     usage = addModelUsage(usage, reply.model, reply.usage);
+    budget?.record(reply.model, reply.usage);
     emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
     if (reply.content && reply.content.trim()) {
       emit({ type: 'assistant_text', iteration: iterations, text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS), final: reply.toolCalls.length === 0 });
@@ -124,6 +139,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       return end('final', reply.content);
     }
     messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
+    // A budget used up by this call: its tool calls are not run (their results would never be read).
+    const exhausted = budget?.exhausted();
+    if (exhausted) return overBudget(exhausted);
 
     // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
     const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));

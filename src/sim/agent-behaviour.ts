@@ -16,6 +16,7 @@ import {
   PRIMARY_PROMPT_MARKER,
 } from '../shared/prompts.js';
 import { escapeRegExp, firstSentence, keywordsOf, labelFor, splitQuestions } from './keywords.js';
+import { paddedAnswer, simDirectives } from './directives.js';
 import { isOutlinable, OUTLINE_TOOL, outlineAnswer, outlineNamedFiles, outlineOne, sourcePathsIn, wantsOutline } from './outline-behaviour.js';
 import { messagesOf, textOf, toolCall, toolCallsOf, toolNamesOf, type SimReply, type WireMessage } from './reply.js';
 
@@ -200,13 +201,16 @@ interface CallWithResult {
   result: string | undefined;
 }
 
-function research(messages: readonly WireMessage[], lastUser: number, task: string, tools: Set<string>, n: number, researchSteps: number): SimReply {
+function research(messages: readonly WireMessage[], lastUser: number, rawTask: string, tools: Set<string>, n: number, researchSteps: number): SimReply {
+  const directives = simDirectives(rawTask);
+  const task = directives.task;
   const turn = messages.slice(lastUser + 1);
   const steps = turn.filter((m) => m.role === 'assistant' && toolCallsOf(m).length > 0).length;
   const results = resultsById(turn);
   const calls: CallWithResult[] = turn.flatMap((m) =>
     m.role === 'assistant' ? toolCallsOf(m).map((c) => ({ name: c.name, args: parseObject(c.arguments), result: results.get(c.id) })) : [],
   );
+  if (directives.read !== undefined || directives.answerChars !== undefined) return directed(directives, calls, steps, tools, n, messages);
   const keywords = keywordsOf(task, 2);
   const withTag = !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER)) ||
     messages.some((m) => m.role === 'system' && textOf(m.content).includes(BACKGROUND_PROMPT_MARKER));
@@ -245,6 +249,18 @@ function research(messages: readonly WireMessage[], lastUser: number, task: stri
     return { content: null, toolCalls: [toolCall(n, 0, 'list_dir', { path: steps % 2 === 0 ? '.' : dir })] };
   }
   return text(finalAnswer(keywords, found, best, calls, withTag));
+}
+
+/** A task with directives (see directives.ts): read the named file first, answer at the asked length. */
+function directed(directives: ReturnType<typeof simDirectives>, calls: readonly CallWithResult[], steps: number, tools: Set<string>, n: number, messages: readonly WireMessage[]): SimReply {
+  if (directives.read !== undefined && steps === 0 && tools.has('read_file')) {
+    return { content: null, toolCalls: [toolCall(n, 0, 'read_file', { path: directives.read })] };
+  }
+  const read = calls.find((c) => c.name === 'read_file');
+  const head = directives.read === undefined ? `Answer to: ${directives.task.slice(0, 120)}` : `Read ${directives.read}: ${firstContentLine(read?.result ?? '') || '(nothing)'}`;
+  const body = directives.answerChars === undefined ? head : paddedAnswer(head, directives.answerChars);
+  const withTag = !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER));
+  return text(withTag ? `${body}\n<result status="ok" files_touched="${directives.read ?? ''}"/>` : body);
 }
 
 /** A search hit that says something is deprecated is worth telling the parent before the answer. */

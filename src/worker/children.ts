@@ -8,11 +8,18 @@ import type { ToolDefinition } from '../shared/tools/types.js';
  * depth, the cap and the queue), and its children's results come back over the port to be put
  * before its next model call.
  */
+/** A child the main thread booked (or an identical one it joined: see README "De-duplication"). */
+export interface SpawnedChild {
+  childId: string;
+  label: string;
+  joined?: 'attached' | 'reused';
+}
+
 export class ChildLink {
   readonly #post: (message: WorkerMessage) => void;
   readonly #jobId: string;
   #nextRequest = 1;
-  readonly #replies = new Map<number, { resolve: (child: { childId: string; label: string }) => void; reject: (error: unknown) => void }>();
+  readonly #replies = new Map<number, { resolve: (child: SpawnedChild) => void; reject: (error: unknown) => void }>();
   readonly #children = new Set<string>();
   /** Children whose results arrived (seen by the model or buffered). */
   readonly #received = new Set<string>();
@@ -24,7 +31,7 @@ export class ChildLink {
     this.#post = post;
   }
 
-  spawn(request: ChildSpawnRequest, signal: AbortSignal): Promise<{ childId: string; label: string }> {
+  spawn(request: ChildSpawnRequest, signal: AbortSignal): Promise<SpawnedChild> {
     const requestId = this.#nextRequest++;
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -48,11 +55,11 @@ export class ChildLink {
     });
   }
 
-  onSpawnResult(message: { requestId: number; ok: boolean; childId?: string | undefined; label?: string | undefined; code?: string | undefined; message?: string | undefined }): void {
+  onSpawnResult(message: { requestId: number; ok: boolean; childId?: string | undefined; label?: string | undefined; joined?: 'attached' | 'reused' | undefined; code?: string | undefined; message?: string | undefined }): void {
     const waiting = this.#replies.get(message.requestId);
     if (!waiting) return;
     this.#replies.delete(message.requestId);
-    if (message.ok && message.childId) waiting.resolve({ childId: message.childId, label: message.label ?? message.childId });
+    if (message.ok && message.childId) waiting.resolve({ childId: message.childId, label: message.label ?? message.childId, ...(message.joined ? { joined: message.joined } : {}) });
     else waiting.reject(new ToolError(isErrorCode(message.code) ? message.code : 'TOOL_FAILED', 'spawn_background_agent', message.message ?? 'the spawn was refused'));
   }
 
@@ -98,6 +105,8 @@ export function spawnChildTool(link: ChildLink, agents: readonly string[], signa
     gated: false,
     async run(input: z.output<typeof spawnArgs> & { agent?: string }) {
       const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name }, signal);
+      if (child.joined === 'attached') return `Joined background agent ${child.childId} ("${child.label}"): an identical task was already running, so no new agent started. Its result will be given to you when it ends. Do not guess it.`;
+      if (child.joined === 'reused') return `Background agent ${child.childId} ("${child.label}") answered this identical task moments ago, so it was not run again; its result is given to you before your next step.`;
       return `Started background agent ${child.childId} ("${child.label}"). Its result will be given to you when it ends. Do not guess it.`;
     },
   };

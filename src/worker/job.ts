@@ -9,6 +9,7 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop, type LoopEvent } from '../shared/tool-loop.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
+import { FileReadLog } from '../shared/tools/file-reads.js';
 import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
@@ -22,6 +23,7 @@ import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import type { Remote } from 'comlink';
+import { BudgetMeter } from '../shared/budget.js';
 
 
 export interface BackgroundJobDeps {
@@ -46,12 +48,22 @@ export interface BackgroundJobDeps {
 export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): Promise<JobRunResult> {
   let usage: UsageByModel = spec.resume?.usage ?? {};
   let iterations = spec.resume?.iterations ?? 0;
+  // What it read, for the stale check at delivery (sent with its result; see FileRead).
+  const reads = new FileReadLog();
+  const withReads = <T extends JobOutcome>(outcome: T): T => {
+    const entries = reads.entries();
+    return entries.length > 0 ? { ...outcome, reads: entries } : outcome;
+  };
   try {
     // A peer job runs its agent's model, endpoint, tools, limits and prompt; all from the spec.
     const config = configForAgent(spec.config, spec.agent);
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
     const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
     const children = deps.children;
+    // One meter for the whole job: it counts what was spent before a resume, and warns once.
+    const budget = spec.budget
+      ? new BudgetMeter(spec.budget, config, { usage, turns: iterations, ...(spec.resume?.wrapUpSent ? { wrapUpSent: true } : {}) })
+      : undefined;
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
@@ -71,16 +83,25 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
           permissions: deps.permissions,
           env: { ...scrubEnv(process.env), ...(spec.processTag ? { [PROCESS_TAG_VAR]: spec.processTag } : {}) },
           policy: toolPolicyFrom(config),
+          reads,
           ...(deps.processes ? { processes: deps.processes } : {}),
         },
         signal: deps.signal,
         rateGate: deps.rateGate,
         onEvent: deps.onEvent,
         beforeModelCall: children ? () => children.take() : undefined,
+        budget,
       });
       usage = mergeUsageByModel(usage, result.usage);
       iterations += result.iterations;
-      const outcome: JobOutcome = { stopReason: result.stopReason, text: result.finalText, usage, iterations, ...(result.error ? { error: result.error } : {}) };
+      const outcome: JobOutcome = withReads({
+        stopReason: result.stopReason,
+        text: result.finalText,
+        usage,
+        iterations,
+        ...(result.error ? { error: result.error } : {}),
+        ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
+      });
       if (result.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
       // Its answer came with children's results still unread, or children still running: wait.
       const unread = children.take();
@@ -89,22 +110,22 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         continue;
       }
       if (children.outstanding.length === 0) return outcome;
-      return { ...outcome, suspend: { state: { messages: result.messages, usage, iterations }, seenChildren: children.seen } };
+      return { ...outcome, suspend: { state: { messages: result.messages, usage, iterations, ...(budget?.wrapUpSent ? { wrapUpSent: true } : {}) }, seenChildren: children.seen } };
     }
   } catch (error) {
     const aborted = deps.signal.aborted;
-    return {
+    return withReads({
       stopReason: aborted ? 'aborted' : 'error',
       text: '',
       usage,
       iterations,
       error: serializeError(aborted ? new AbortError(deps.signal.reason) : error),
-    };
+    });
   }
 }
 
 /** A job's outcome; `suspend` when it answered with children still running and waits for them. */
-export type JobRunResult = JobOutcome & { suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number }; seenChildren: string[] } };
+export type JobRunResult = JobOutcome & { suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] } };
 
 /*
  * Clients are reused across the jobs a thread runs (shared mode runs many), so their HTTP
@@ -144,7 +165,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     const parsed = mainMessageSchema.safeParse(raw);
     if (!parsed.success) return;
     const message = parsed.data;
-    if (message.type === 'cancel') controller.abort(new ForkpoolError(message.reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${message.reason}`));
+    if (message.type === 'cancel') controller.abort(cancelReason(message.reason));
     else if (message.type === 'spawn-result') children?.onSpawnResult(message);
     else children?.onChildResults(message.childIds, message.text);
   };
@@ -178,6 +199,12 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     remote[releaseProxy]();
     closePorts(task);
   }
+}
+
+/** Why the job's signal aborts: its wall-clock budget ran out, a timeout, or a cancel. */
+function cancelReason(reason: 'cancel' | 'timeout' | 'close' | 'budget'): ForkpoolError {
+  if (reason === 'budget') return new ForkpoolError('BUDGET_EXCEEDED', 'budget maxWallclockMinutes exhausted: stopped with what it had');
+  return new ForkpoolError(reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${reason}`);
 }
 
 /** The tools a job has beyond the built-ins: they talk to the main thread over the port. */

@@ -13,6 +13,7 @@
  *               recordEvents
  * - faults.ts   runOneJob, loopback stand-ins (status server, recording proxy), /proc checks
  * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
+ * - tmux.ts     startTmux: a real terminal (private tmux server) for the chat's end-to-end tests
  *
  * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
  */
@@ -25,3 +26,4 @@ export * from './gates.js';
 export * from './pool.js';
 export * from './faults.js';
 export * from './fake-executor.js';
+export * from './tmux.js';

@@ -23,6 +23,7 @@ export function jobRoutes(state: ServerState) {
             wave: null,
             ...(task.agent !== undefined ? { agent: task.agent } : {}),
             ...(task.name !== undefined ? { name: task.name } : {}),
+            ...(task.budget !== undefined ? { budget: task.budget } : {}),
           });
           jobs.push(handle);
         } catch (error) {
@@ -46,15 +47,16 @@ export function jobRoutes(state: ServerState) {
         jobs: { queued: state.manager.count('queued'), running: state.manager.count('running'), ended: state.manager.count('ended') },
         endedByStatus: Object.fromEntries(state.endedByStatus),
         usage: state.totalUsage(),
+        sessionBudget: state.manager.budgetPool() ?? null,
       };
-      return { jobs: page.map((r) => jobSummary(r, state.progress.get(r.id))), total: all.length, next, totals, lastEventId: state.hub.lastId };
+      return { jobs: page.map((r) => jobSummary(r, state.progress.get(r.id), Date.now(), state.manager.budgetOf(r.id))), total: all.length, next, totals, lastEventId: state.hub.lastId };
     });
 
     app.get('/v1/jobs/:id', async (request, reply) => {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
       const record = state.manager.get(id);
       if (!record) return reply.code(404).send(unknownJob(id));
-      return jobDetail(record, state.progress.get(id));
+      return jobDetail(record, state.progress.get(id), state.manager.budgetOf(id));
     });
 
     app.delete('/v1/jobs/:id', async (request, reply) => {

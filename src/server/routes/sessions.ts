@@ -26,7 +26,7 @@ export function sessionRoutes(state: ServerState) {
 
     app.get('/v1/sessions/:id', async (request, reply) => {
       const { id } = parseRequest(sessionIdParams, request.params, 'params');
-      const session = state.sessions.get(id);
+      const session = state.session(id);
       if (!session) return reply.code(404).send(unknownSession(id));
       return { id, turns: turns.get(id) ?? 0, busy: session.busy, jobs: session.manager.jobs().map((r) => jobSummary(r, state.progress.get(`${id}/${r.id}`))) };
     });
@@ -34,7 +34,7 @@ export function sessionRoutes(state: ServerState) {
     app.post('/v1/sessions/:id/messages', async (request, reply) => {
       const { id } = parseRequest(sessionIdParams, request.params, 'params');
       const { input } = parseRequest(messageBody, request.body, 'body');
-      const session = state.sessions.get(id);
+      const session = state.session(id);
       if (!session) return reply.code(404).send(unknownSession(id));
       // The turn runs while its events stream out, one JSON line each; the result is the last line.
       reply.hijack();

@@ -42,6 +42,8 @@ export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
     let source: string;
     try {
       source = await readWhole(opened.handle, opened.stats.size, ctx.limits.outlineMaxBytes, shown);
+      // It read the whole file: recorded for the stale check at delivery (see file-reads.ts).
+      await ctx.reads?.record(opened.handle, opened.stats, shown);
     } finally {
       await opened.handle.close();
     }

@@ -63,6 +63,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let unreadable = 0;
 
     const searchOne = async (handle: FileHandle, size: number, shownFile: string): Promise<void> => {
+      const linesBefore = out.length;
+      const matchedHere = (now: number) => now > linesBefore;
       if (size > ctx.limits.grepMaxFileBytes) {
         skippedLarge++;
         return;
@@ -93,6 +95,9 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         if (result.binary) {
           skippedBinary++;
           searched--;
+        } else if (ctx.reads && matchedHere(out.length)) {
+          // Evidence the answer may rest on: a file with matches, read whole.
+          await ctx.reads.record(handle, await handle.stat(), shownFile);
         }
       } catch (error) {
         throwIfAborted(ctx.signal);

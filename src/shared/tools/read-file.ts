@@ -33,15 +33,27 @@ export const readFileTool: ToolDefinition<ReadFileArgs> = {
     // Opened first, checked after (what was opened, not the path): a racing swap cannot redirect it.
     const opened = await openForReading(ctx.workspaceRoot, args.path, NAME);
     try {
-      return await readOpened(opened.handle, opened.stats.size, displayPath(ctx.workspaceRoot, opened.realPath), args, ctx);
+      const shown = displayPath(ctx.workspaceRoot, opened.realPath);
+      const seen: SeenLines = {};
+      const output = await readOpened(opened.handle, opened.stats.size, shown, args, ctx, seen);
+      if (ctx.reads && seen.lines) await ctx.reads.record(opened.handle, opened.stats, shown, seen.lines);
+      return output;
     } finally {
       await opened.handle.close();
     }
   },
 };
 
-async function readOpened(handle: FileHandle, size: number, shown: string, args: ReadFileArgs, ctx: ToolContext): Promise<string> {
-  if (size === 0) return `(${shown} is empty)`;
+/** The 1-based line range an output showed, set by {@link readOpened} (none: nothing shown). */
+interface SeenLines {
+  lines?: [number, number];
+}
+
+async function readOpened(handle: FileHandle, size: number, shown: string, args: ReadFileArgs, ctx: ToolContext, seen: SeenLines): Promise<string> {
+  if (size === 0) {
+    seen.lines = [1, 1];
+    return `(${shown} is empty)`;
+  }
 
   if (hasNulByte(await readHead(handle))) {
     throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file (NUL byte in its first 8 KiB); read_file only reads text`);
@@ -93,6 +105,7 @@ async function readOpened(handle: FileHandle, size: number, shown: string, args:
     const size = total !== undefined ? `has ${plural(total, 'line')}` : `has fewer than ${offset} lines`;
     return `${shown} ${size}; offset ${offset} is past the end of the file.`;
   }
+  seen.lines = [offset, last];
   const notes: string[] = [];
   const of = total !== undefined ? ` of ${total}` : '';
   if (moreAfter) {

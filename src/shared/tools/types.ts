@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { ToolLimits } from '../config.js';
+import type { FileReadLog } from './file-reads.js';
 
 /** A question to the permission store: may this tool run now? */
 export interface PermissionRequest {
@@ -33,6 +34,8 @@ export interface ToolContext {
   processes?: ProcessRegistry;
   /** Sandbox and protected paths; absent: {@link DEFAULT_TOOL_POLICY} (sandbox on where it works). */
   policy?: ToolPolicy;
+  /** Where read_file and grep record the files they read (a background job's stale check). */
+  reads?: FileReadLog;
 }
 
 /** What confines the tools beyond the workspace check. Build it with `toolPolicyFrom(config)`. */

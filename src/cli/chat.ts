@@ -1,0 +1,105 @@
+/**
+ * `forkpool chat` (and bare `forkpool` on a terminal): a conversation with the parent agent over
+ * many turns while background jobs come and go. On a terminal, the ink app; otherwise plain lines.
+ */
+import { createElement } from 'react';
+import { AgentSession } from '../main/agent-session.js';
+import { ChatController } from '../tui/controller.js';
+import { runLineMode } from '../tui/line-mode.js';
+import { createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
+import { escapeForTerminal, usageLines } from './format.js';
+
+export type ChatFlags = GlobalFlags;
+
+/** How long quitting waits for jobs to stop before hard-stopping their threads. */
+const QUIT_TIMEOUT_MAX_MS = 5_000;
+
+/**
+ * The session and its controller. The one place a chat's session is made: resuming a recorded
+ * session (`chat --resume <id>`, with the durable ledger) belongs here.
+ */
+export function createChat(ctx: CliContext): ChatController {
+  let chat: ChatController | undefined;
+  const session = new AgentSession({
+    config: ctx.config,
+    logger: ctx.logger,
+    // A gated tool in the parent asks in the chat (permissionMode "ask" or --ask); jobs never ask.
+    ...(ctx.config.permissionMode === 'ask' ? { asker: (request) => (chat ? chat.askPermission(request) : Promise.resolve('deny' as const)) } : {}),
+  });
+  chat = new ChatController({ session, closeTimeoutMs: Math.min(ctx.config.background.closeTimeoutMs, QUIT_TIMEOUT_MAX_MS) });
+  const model = ctx.sim ? `the simulated model (${ctx.sim.url})` : `${escapeForTerminal(ctx.config.model)} at ${escapeForTerminal(ctx.config.baseUrl ?? 'the default endpoint')}`;
+  chat.add('info', `forkpool chat · ${model} · workspace ${escapeForTerminal(ctx.config.workspaceRoot)} · /help for commands, Ctrl+C on an empty prompt quits`);
+  return chat;
+}
+
+export async function chatCommand(flags: ChatFlags): Promise<number> {
+  const ctx = await createCliContext(flags);
+  const chat = createChat(ctx);
+  const stopSignals = onTermination(async () => {
+    await chat.quit();
+    await ctx.dispose();
+  });
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY && !ctx.json);
+  try {
+    if (interactive) await runInk(chat);
+    else await runLineMode(chat, { input: process.stdin, out: (line) => process.stdout.write(`${line}\n`), note: ctx.note, ...(ctx.json ? { json: (entry) => ctx.event('entry', { kind: entry.kind, text: entry.text }) } : {}) });
+    const usage = chat.session.agent.session.usage();
+    ctx.event('usage', { byBucket: usage });
+    const lines = usageLines(usage);
+    if (lines.length > 0 && !ctx.json) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
+    return EXIT.ok;
+  } finally {
+    stopSignals();
+    await ctx.dispose();
+    if (interactive) exitIfHeld();
+  }
+}
+
+/**
+ * After quitting, everything the chat opened is closed and the process should end by itself.
+ * Seen rarely on a heavily loaded machine: it did not (cause not found yet). Rather than leave a
+ * person at a dead terminal, exit after a grace period, saying what was still open. The timer is
+ * unref'd: when nothing holds the process, it never fires.
+ */
+function exitIfHeld(): void {
+  setTimeout(() => {
+    process.stderr.write(`forkpool: still open after closing (${process.getActiveResourcesInfo().join(', ') || 'nothing listed'}); exiting\n`);
+    process.exit(process.exitCode ?? EXIT.ok);
+  }, 3_000).unref();
+}
+
+/** Runs the ink app until the chat has closed its session (Ctrl+C when idle, /quit, a signal). */
+async function runInk(chat: ChatController): Promise<void> {
+  // Loaded only on a terminal: the line mode never needs ink.
+  const [{ render }, { ChatApp }] = await Promise.all([import('ink'), import('../tui/app.js')]);
+  let rendered = 0;
+  let onRendered = () => {};
+  const app = render(
+    createElement(ChatApp, {
+      chat,
+      onRendered: (entries) => {
+        rendered = entries;
+        onRendered();
+      },
+    }),
+    { exitOnCtrlC: false, patchConsole: true },
+  );
+  // quit() may come from a key, a command or a signal: wait for whichever comes first.
+  await new Promise<void>((resolve) => {
+    const check = () => {
+      if (!chat.closing) return;
+      stop();
+      void chat.quit().then(() => resolve());
+    };
+    const stop = chat.on('change', check);
+    check();
+  });
+  // The close report is the last entry: unmount once a render holds it (unmount flushes it out).
+  await new Promise<void>((resolve) => {
+    onRendered = () => rendered >= chat.entries.length && resolve();
+    onRendered();
+    chat.changed();
+  });
+  app.unmount();
+  await app.waitUntilExit();
+}

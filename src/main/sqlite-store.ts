@@ -1,0 +1,243 @@
+/**
+ * The durable ledger on SQLite (better-sqlite3, WAL). Records are JSON blobs beside a few
+ * indexed columns (scope, id, state, delivered turn, position), so a new plain-data field of
+ * JobRecord persists without a schema change. Writes are synchronous: when a method returns,
+ * the row is committed (to the WAL: it survives a killed process; `synchronous: full` also a
+ * power cut).
+ */
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { ConfigError } from '../shared/errors.js';
+import type { JobRecord } from './ledger.js';
+import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
+
+/** The part of better-sqlite3's API used here (it ships no types of its own). */
+interface Statement {
+  run(...params: unknown[]): unknown;
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+interface Database {
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  exec(source: string): void;
+  prepare(source: string): Statement;
+  transaction<T>(fn: () => T): () => T;
+  close(): void;
+  readonly inTransaction: boolean;
+}
+type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => Database;
+
+const SCHEMA_VERSION = 1;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS scopes (scope TEXT PRIMARY KEY, next_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+  scope TEXT NOT NULL, id TEXT NOT NULL, position INTEGER NOT NULL, state TEXT NOT NULL,
+  delivered_turn INTEGER, updated_at INTEGER NOT NULL, record TEXT NOT NULL, spec TEXT,
+  PRIMARY KEY (scope, id)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (scope, state, delivered_turn);
+CREATE INDEX IF NOT EXISTS jobs_by_position ON jobs (scope, position);
+CREATE TABLE IF NOT EXISTS transitions (
+  scope TEXT NOT NULL, id TEXT NOT NULL, at INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, delivered_turn INTEGER
+);
+CREATE INDEX IF NOT EXISTS transitions_by_job ON transitions (scope, id);
+CREATE TABLE IF NOT EXISTS alerts (
+  scope TEXT NOT NULL, job_id TEXT NOT NULL, number INTEGER NOT NULL, severity TEXT NOT NULL, message TEXT NOT NULL, at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_sources (scope TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (scope, id));
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY, turns INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, data TEXT NOT NULL
+);
+`;
+
+let loadedDriver: DatabaseConstructor | undefined;
+
+/** better-sqlite3, loaded on first use: a process that keeps its ledger in memory never loads native code. */
+function driver(): DatabaseConstructor {
+  if (loadedDriver) return loadedDriver;
+  try {
+    loadedDriver = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
+    return loadedDriver;
+  } catch (error) {
+    throw new ConfigError([
+      {
+        field: 'ledger.path',
+        expected: `the better-sqlite3 module built for this Node (${process.version}); run "npm rebuild better-sqlite3"`,
+        received: `a module that does not load (${(error as Error).message.split('\n')[0]})`,
+      },
+    ]);
+  }
+}
+
+export interface SqliteStoreOptions {
+  synchronous?: 'normal' | 'full';
+}
+
+/** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
+export function openSqliteLedger(file: string, options: SqliteStoreOptions = {}): SqliteLedgerStore {
+  const resolved = path.resolve(file);
+  const Driver = driver();
+  let db: Database;
+  try {
+    mkdirSync(path.dirname(resolved), { recursive: true });
+    // A second process on the same file waits up to this long for a write lock instead of failing at once.
+    db = new Driver(resolved, { timeout: 5_000 });
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.exec(SCHEMA);
+  } catch (error) {
+    throw new ConfigError([{ field: 'ledger.path', expected: 'a SQLite file forkpool can open and write', received: `${JSON.stringify(file)} (${(error as Error).message})` }]);
+  }
+  const version = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema') as { value: string } | undefined;
+  if (version === undefined) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
+  else if (Number(version.value) > SCHEMA_VERSION) {
+    db.close();
+    throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version.value} (written by a newer forkpool)` }]);
+  }
+  return new SqliteLedgerStore(resolved, db);
+}
+
+export class SqliteLedgerStore implements LedgerStore {
+  readonly path: string;
+  readonly #db: Database;
+  readonly #scopes = new Map<string, SqliteJobStore>();
+  readonly #saveSession: Statement;
+  readonly #loadSession: Statement;
+  readonly #listSessions: Statement;
+  #closed = false;
+
+  constructor(file: string, db: Database) {
+    this.path = file;
+    this.#db = db;
+    this.#saveSession = db.prepare(
+      `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
+       ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
+    );
+    this.#loadSession = db.prepare('SELECT data FROM sessions WHERE id = ?');
+    this.#listSessions = db.prepare('SELECT id, turns, created_at AS createdAt, updated_at AS updatedAt FROM sessions ORDER BY updated_at DESC, id');
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  jobs(scope: string): JobStore {
+    let store = this.#scopes.get(scope);
+    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope)));
+    return store;
+  }
+
+  saveSession(snapshot: SessionSnapshot): void {
+    this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) });
+  }
+
+  loadSession(id: string): SessionSnapshot | undefined {
+    const row = this.#loadSession.get(id) as { data: string } | undefined;
+    return row ? (JSON.parse(row.data) as SessionSnapshot) : undefined;
+  }
+
+  sessions(): SessionSummary[] {
+    return this.#listSessions.all() as SessionSummary[];
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+}
+
+class SqliteJobStore implements JobStore {
+  readonly scope: string;
+  readonly #db: Database;
+  readonly #put: Statement;
+  readonly #putSpec: Statement;
+  readonly #transition: Statement;
+  readonly #nextId: Statement;
+  readonly #forget: Statement;
+  readonly #alert: Statement;
+  readonly #source: Statement;
+  /** Last state and delivery written per job: a transition row only when one of them changes. */
+  readonly #last = new Map<string, string>();
+  #writtenNextId = 0;
+
+  constructor(db: Database, scope: string) {
+    this.scope = scope;
+    this.#db = db;
+    this.#put = db.prepare(
+      `INSERT INTO jobs (scope, id, position, state, delivered_turn, updated_at, record) VALUES (@scope, @id, @position, @state, @delivered, @now, @record)
+       ON CONFLICT (scope, id) DO UPDATE SET position = excluded.position, state = excluded.state, delivered_turn = excluded.delivered_turn,
+         updated_at = excluded.updated_at, record = excluded.record`,
+    );
+    this.#putSpec = db.prepare('UPDATE jobs SET spec = ? WHERE scope = ? AND id = ?');
+    this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
+    this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
+    this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
+  }
+
+  putSource(id: string, source: string): void {
+    this.#source.run(this.scope, id, source);
+  }
+
+  sources(): Map<string, string> {
+    const rows = this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>;
+    return new Map(rows.map((row) => [row.id, row.source]));
+  }
+
+  load(): { jobs: StoredJob[]; nextId: number } {
+    const rows = this.#db.prepare('SELECT position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ position: number; record: string; spec: string | null }>;
+    const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
+    const jobs = rows.map((row) => {
+      const record = JSON.parse(row.record) as JobRecord;
+      this.#last.set(record.id, transitionKey(record));
+      return { record, position: row.position, spec: row.spec === null ? undefined : (JSON.parse(row.spec) as StoredSpec) };
+    });
+    this.#writtenNextId = next?.nextId ?? 0;
+    return { jobs, nextId: next?.nextId ?? 1 };
+  }
+
+  put(record: Readonly<JobRecord>, position: number, nextId: number): void {
+    const write = () => {
+      const now = Date.now();
+      this.#put.run({ scope: this.scope, id: record.id, position, state: record.state, delivered: record.deliveredInTurn ?? null, now, record: JSON.stringify(record) });
+      const key = transitionKey(record);
+      if (this.#last.get(record.id) !== key) {
+        this.#last.set(record.id, key);
+        this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null);
+      }
+      if (nextId > this.#writtenNextId) {
+        this.#writtenNextId = nextId;
+        this.#nextId.run(this.scope, nextId);
+      }
+    };
+    // Already inside a transaction (a drain): join it; else one small transaction of its own.
+    if (this.#db.inTransaction) write();
+    else this.#db.transaction(write)();
+  }
+
+  putSpec(spec: StoredSpec): void {
+    this.#putSpec.run(JSON.stringify(spec), this.scope, spec.id);
+  }
+
+  forget(id: string): void {
+    this.#forget.run(this.scope, id);
+    this.#last.delete(id);
+  }
+
+  putAlert(alert: StoredAlert): void {
+    this.#alert.run(this.scope, alert.jobId, alert.number, alert.severity, alert.message, alert.at);
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.#db.inTransaction ? fn() : this.#db.transaction(fn)();
+  }
+}
+
+function transitionKey(record: Readonly<JobRecord>): string {
+  return `${record.state}/${record.attempts}/${record.deliveredInTurn ?? ''}`;
+}

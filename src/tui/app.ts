@@ -1,0 +1,212 @@
+/**
+ * The chat's ink app: the final transcript in `<Static>` (written once, never redrawn, so it
+ * does not flicker while jobs update), then the live part: the turn's activity, the background
+ * panel, a permission question, the hint, the status bar and the input line.
+ */
+import { createElement as h, useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactElement } from 'react';
+import { Box, Static, Text, useStdin, useStdout } from 'ink';
+import type { ChatController } from './controller.js';
+import { parseKeys, type ChatKey } from './keys.js';
+import { countText, detailLines, panelRow, treeOrder, usageText, wavesText } from './jobs-view.js';
+import type { EntryKind, TranscriptEntry } from './transcript.js';
+
+/** Rows of the job list shown at once; the rest scrolls. */
+const PANEL_ROWS = 8;
+
+const ENTRY_COLOR: Partial<Record<EntryKind, string>> = {
+  info: 'gray',
+  user: 'cyan',
+  tool: 'gray',
+  job: 'blue',
+  delivered: 'magenta',
+  alert: 'yellow',
+  notice: 'yellow',
+  error: 'red',
+};
+
+/** `onRendered`: after each commit, how many transcript entries it holds (the CLI waits for the last before it unmounts). */
+export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered?: (entries: number) => void }): ReactElement {
+  const [, redraw] = useReducer((n: number) => n + 1, 0);
+  const entryCount = chat.entries.length;
+  useLayoutEffect(() => onRendered?.(entryCount));
+  const { stdout } = useStdout();
+  const [columns, setColumns] = useState(stdout.columns || 100);
+  const [terminalRows, setTerminalRows] = useState(stdout.rows || 40);
+  useEffect(() => chat.on('change', redraw), [chat]);
+  useEffect(() => {
+    const onResize = () => {
+      setColumns(stdout.columns || 100);
+      setTerminalRows(stdout.rows || 40);
+    };
+    stdout.on('resize', onResize);
+    return () => void stdout.off('resize', onResize);
+  }, [stdout]);
+  // Elapsed times move while anything runs.
+  const live = chat.liveJobs() > 0 || chat.busy;
+  useEffect(() => {
+    if (!live) return;
+    const timer = setInterval(redraw, 1_000);
+    return () => clearInterval(timer);
+  }, [live]);
+
+  const input = useChatInput(chat);
+  const jobs = chat.jobs();
+  const now = chat.now();
+  return h(
+    Box,
+    { flexDirection: 'column', width: columns },
+    h(Static<TranscriptEntry>, {
+      // A new array each render: Static memoises on the array, and the controller appends in place.
+      items: chat.entries.slice(),
+      children: (entry) => h(Text, { key: entry.id, wrap: 'wrap', ...colorOf(entry.kind) }, entry.text),
+    }),
+    chat.busy ? h(Text, { color: 'green' }, `◐ ${chat.turn !== undefined ? `turn ${chat.turn}` : 'starting'} · ${chat.activity ?? 'working'} (Esc cancels the turn)`) : null,
+    chat.panel.open ? h(BackgroundPanel, { chat, jobs, now, height: Math.max(5, terminalRows - 12) }) : null,
+    chat.permission
+      ? h(
+          Box,
+          { borderStyle: 'round', borderColor: 'yellow', paddingX: 1 },
+          h(Text, null, `Allow ${chat.permission.tool}: ${chat.permission.summary}?  [y] once · [a] always · [n] deny`),
+        )
+      : null,
+    chat.hint ? h(Text, { color: 'yellow' }, chat.hint) : null,
+    h(StatusBar, { chat, jobs }),
+    h(
+      Box,
+      null,
+      h(Text, { color: chat.busy ? 'gray' : 'cyan' }, chat.closing ? '✕ ' : '› '),
+      input.text ? h(Text, null, input.text) : h(Text, { dimColor: true }, chat.busy ? 'model busy: /bg …, Ctrl+Enter or Ctrl+J for a background job' : 'ask something, or /help'),
+      h(Text, { inverse: true }, ' '),
+    ),
+  );
+}
+
+function StatusBar({ chat, jobs }: { chat: ChatController; jobs: ReturnType<ChatController['jobs']> }): ReactElement {
+  const parts = [countText(jobs)];
+  if (chat.alertsWaiting > 0) parts.push(`⚠ ${chat.alertsWaiting} alert${chat.alertsWaiting === 1 ? '' : 's'} waiting`);
+  const waves = wavesText(jobs);
+  if (waves) parts.push(waves);
+  parts.push(usageText(chat.session.agent.session.usage(), chat.session.agent.config));
+  return h(Box, { borderStyle: 'single', borderTop: true, borderBottom: false, borderLeft: false, borderRight: false, borderColor: 'gray' }, h(Text, null, parts.join('  │  ')));
+}
+
+function BackgroundPanel({ chat, jobs, now, height }: { chat: ChatController; jobs: ReturnType<ChatController['jobs']>; now: number; height: number }): ReactElement {
+  const ordered = treeOrder(jobs);
+  const { selected, detail, detailOffset } = chat.panel;
+  const detailJob = detail !== undefined ? chat.session.manager.get(detail) : undefined;
+  let body: ReactElement[];
+  let title: string;
+  if (detailJob) {
+    const lines = detailLines(detailJob, chat.session.activity.get(detailJob.id), now);
+    const offset = Math.min(detailOffset, Math.max(0, lines.length - height));
+    title = `Background agent ${detailJob.id} (Esc: back to the list, PgUp/PgDn scroll)${lines.length > height ? ` · lines ${offset + 1}-${Math.min(lines.length, offset + height)} of ${lines.length}` : ''}`;
+    body = lines.slice(offset, offset + height).map((line, i) => h(Text, { key: i, wrap: 'truncate-end' }, line));
+  } else {
+    const at = Math.min(selected, Math.max(0, ordered.length - 1));
+    const start = Math.max(0, Math.min(at - Math.floor(PANEL_ROWS / 2), ordered.length - PANEL_ROWS));
+    const visible = ordered.slice(start, start + PANEL_ROWS);
+    title = `Background agents · ${ordered.length} job${ordered.length === 1 ? '' : 's'} (F3 hides, ↑↓ select, Enter detail)`;
+    body = visible.map((job, i) =>
+      h(Text, { key: job.id, inverse: start + i === at, wrap: 'truncate-end' }, panelRow(job, chat.session.activity.get(job.id), now)),
+    );
+    if (ordered.length === 0) body.push(h(Text, { key: 'none', dimColor: true }, 'no background jobs yet'));
+    if (start > 0) body.unshift(h(Text, { key: 'up', dimColor: true }, `↑ ${start} more`));
+    if (start + PANEL_ROWS < ordered.length) body.push(h(Text, { key: 'down', dimColor: true }, `↓ ${ordered.length - start - PANEL_ROWS} more`));
+  }
+  return h(Box, { flexDirection: 'column', borderStyle: 'round', borderColor: 'blue', paddingX: 1 }, h(Text, { bold: true }, title), ...body);
+}
+
+/** The input line and every key: Enter/Ctrl+Enter rules live in the controller, editing here. */
+function useChatInput(chat: ChatController): { text: string } {
+  const [text, setText] = useState('');
+  // The handler reads the latest text and history step without re-subscribing on each key.
+  const state = useRef({ text: '', back: 0 });
+  const { internal_eventEmitter: events, setRawMode, isRawModeSupported } = useStdin();
+  const update = useCallback((next: string, back = 0) => {
+    state.current = { text: next, back };
+    setText(next);
+  }, []);
+
+  const onKey = useCallback(
+    (key: ChatKey) => {
+      const current = state.current.text;
+      if (chat.permission) {
+        if (key.type === 'text' && /^[ya]$/i.test(key.text)) chat.answerPermission(key.text.toLowerCase() === 'a' ? 'always' : 'once');
+        else if ((key.type === 'text' && /^n$/i.test(key.text)) || key.type === 'escape') chat.answerPermission('deny');
+        else if (key.type === 'ctrl-c') chat.interrupt();
+        return;
+      }
+      const panel = chat.panel;
+      const panelNavigates = panel.open && current === '';
+      switch (key.type) {
+        case 'ctrl-c':
+          chat.interrupt();
+          return;
+        case 'escape':
+          if (panel.detail !== undefined) chat.showDetail(undefined);
+          else if (chat.busy) chat.cancelTurn();
+          else if (panel.open) chat.togglePanel();
+          else chat.setHint(undefined);
+          return;
+        case 'f3':
+          chat.togglePanel();
+          return;
+        case 'up':
+        case 'down': {
+          const delta = key.type === 'up' ? -1 : 1;
+          if (panelNavigates) return chat.movePanel(delta, chat.jobs().length);
+          const back = Math.min(chat.history.length, Math.max(0, state.current.back - delta));
+          update(chat.recall(back), back);
+          return;
+        }
+        case 'page-up':
+        case 'page-down':
+          if (panel.open) chat.movePanel(key.type === 'page-up' ? -10 : 10, chat.jobs().length);
+          return;
+        case 'enter': {
+          if (panelNavigates && panel.detail === undefined) {
+            const job = treeOrder(chat.jobs())[Math.min(panel.selected, chat.jobs().length - 1)];
+            if (job) chat.showDetail(job.id);
+            return;
+          }
+          if (chat.submitLine(current).accepted) update('');
+          return;
+        }
+        case 'ctrl-enter':
+          if (chat.spawnFromInput(current).accepted) update('');
+          return;
+        case 'backspace':
+          update(Array.from(current).slice(0, -1).join(''), state.current.back);
+          return;
+        case 'clear-line':
+          update('');
+          return;
+        case 'text':
+          if (chat.hint) chat.setHint(undefined);
+          update(current + key.text, state.current.back);
+          return;
+        case 'ignored':
+          return;
+      }
+    },
+    [chat, update],
+  );
+
+  useEffect(() => {
+    if (isRawModeSupported) setRawMode(true);
+    const listener = (raw: string) => {
+      for (const key of parseKeys(raw)) onKey(key);
+    };
+    events.on('input', listener);
+    return () => {
+      events.off('input', listener);
+      if (isRawModeSupported) setRawMode(false);
+    };
+  }, [events, onKey, setRawMode, isRawModeSupported]);
+  return { text };
+}
+
+function colorOf(kind: EntryKind): { color?: string } {
+  const color = ENTRY_COLOR[kind];
+  return color ? { color } : {};
+}

@@ -1,0 +1,105 @@
+/**
+ * The chat's slash commands. None of them starts a parent turn, so every one works while the
+ * model is busy (the seed's busySafeCommands).
+ */
+import { errorMessage } from '../shared/errors.js';
+import { escapeForTerminal, oneLine, usageLines } from '../cli/format.js';
+import type { ChatController } from './controller.js';
+import { detailLines, listLines, usageText } from './jobs-view.js';
+
+export const HELP_LINES = [
+  'Enter sends a prompt (a /command runs at once, even while the model is busy).',
+  'Ctrl+Enter (or Ctrl+J) while the model is busy: start what is typed as a background job.',
+  'Esc: cancel the current turn (background jobs keep running).  Ctrl+C: the same; when idle, quit.',
+  'Up/Down: earlier inputs.  F3: the background panel (Up/Down select, Enter detail, Esc back).',
+  '/bg list                 every job: id, status, elapsed, label',
+  '/bg start <task>         start a background job yourself (role user, not wave-gated)',
+  '/bg stop <id|name|all>   stop a job (or every live job)',
+  '/bg show <id|name>       a job\'s detail and full result',
+  '/panel background        show or hide the background panel (F3)',
+  '/agents                  the configured peer agents',
+  '/cost                    tokens and cost by role and model',
+  '/help  /quit',
+];
+
+export function runSlashCommand(chat: ChatController, line: string): void {
+  const [command = '', ...rest] = line.slice(1).trim().split(/\s+/);
+  const args = rest.join(' ');
+  chat.add('command', `› ${oneLine(line, 300)}`);
+  const say = (text: string) => chat.add('command', text);
+  try {
+    switch (command.toLowerCase()) {
+      case 'help':
+      case '?':
+        for (const text of HELP_LINES) say(text);
+        return;
+      case 'bg':
+        return backgroundCommand(chat, rest[0]?.toLowerCase() ?? '', rest.slice(1).join(' '), say);
+      case 'panel':
+        if (args !== 'background' && args !== 'bg') return say('usage: /panel background (or F3)');
+        return chat.togglePanel();
+      case 'agents':
+        return agentsCommand(chat, say);
+      case 'cost':
+        return costCommand(chat, say);
+      case 'quit':
+      case 'exit':
+        void chat.quit();
+        return;
+      default:
+        say(`unknown command /${escapeForTerminal(command)}; /help lists them`);
+    }
+  } catch (error) {
+    chat.add('error', oneLine(errorMessage(error), 300));
+  }
+}
+
+function backgroundCommand(chat: ChatController, sub: string, args: string, say: (text: string) => void): void {
+  const manager = chat.session.manager;
+  switch (sub) {
+    case '':
+    case 'list':
+      for (const text of listLines(chat.jobs(), chat.now())) say(text);
+      return;
+    case 'start':
+      if (!args.trim()) return say('usage: /bg start <task>');
+      return chat.startUserJob(args.trim());
+    case 'stop': {
+      if (!args.trim()) return say('usage: /bg stop <id|name|all>');
+      const targets = args.trim() === 'all' ? chat.jobs().filter((j) => j.state !== 'ended' && j.parentJobId === undefined).map((j) => j.id) : [args.trim()];
+      if (targets.length === 0) return say('no live background job to stop');
+      for (const target of targets) {
+        const handle = manager.cancel(target);
+        say(handle.state === 'ended' ? `${handle.id} had already ended` : `stopping ${handle.id} "${oneLine(handle.label, 60)}"`);
+      }
+      return;
+    }
+    case 'show': {
+      const job = args.trim() ? manager.find(args.trim()) : undefined;
+      if (!job) return say(args.trim() ? `no background job with id or name "${oneLine(args, 60)}"` : 'usage: /bg show <id|name>');
+      for (const text of detailLines(job, chat.session.activity.get(job.id), chat.now())) say(text);
+      return;
+    }
+    default:
+      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>`);
+  }
+}
+
+function agentsCommand(chat: ChatController, say: (text: string) => void): void {
+  const { config } = chat.session.agent;
+  const agents = Object.entries(config.agents);
+  if (agents.length === 0) say('no peer agents configured: background jobs are forks of the parent (see README "Agents")');
+  const live = chat.jobs().filter((j) => j.state !== 'ended');
+  for (const [name, agent] of agents) {
+    const running = live.filter((j) => j.agent === name).length;
+    say(`${escapeForTerminal(name)}  model ${escapeForTerminal(agent.model ?? config.model)}  ${running} live  — ${oneLine(agent.description, 100)}`);
+  }
+  const fallback = config.background.defaultAgent;
+  say(`/bg start and Ctrl+Enter run ${fallback ? `agent ${escapeForTerminal(fallback)}` : 'a fork of the parent'} (background.defaultAgent)`);
+}
+
+function costCommand(chat: ChatController, say: (text: string) => void): void {
+  const usage = chat.session.agent.session.usage();
+  say(usageText(usage, chat.session.agent.config));
+  for (const text of usageLines(usage)) say(text);
+}

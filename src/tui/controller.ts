@@ -1,0 +1,324 @@
+/**
+ * The chat's state and rules, apart from any rendering: the transcript, whether the model is
+ * busy, Enter/Ctrl+Enter while busy, cancel, quit, the permission question and the panel. The
+ * ink app and the plain line mode both drive it; tests drive it directly.
+ */
+import type { AgentSession } from '../main/agent-session.js';
+import type { CloseReport } from '../main/manager-api.js';
+import type { JobRecord } from '../main/ledger.js';
+import { TypedEmitter } from '../main/events.js';
+import type { PermissionRequest } from '../shared/tools/types.js';
+import { errorMessage } from '../shared/errors.js';
+import { escapeForTerminal, oneLine } from '../cli/format.js';
+import { runSlashCommand } from './commands.js';
+import { answerText, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
+
+export type PermissionAnswer = 'once' | 'always' | 'deny';
+
+export interface ChatControllerOptions {
+  session: AgentSession;
+  /** How long quit waits for jobs to stop before hard-stopping their threads. */
+  closeTimeoutMs: number;
+  now?: () => number;
+}
+
+export interface PanelState {
+  open: boolean;
+  /** Index into the panel's rows (tree order). */
+  selected: number;
+  /** The job whose detail is shown, if any; `detailOffset` scrolls it. */
+  detail?: string;
+  detailOffset: number;
+}
+
+export type ChatEvents = {
+  /** A final transcript line. */
+  entry: [TranscriptEntry];
+  /** Live state changed (busy, jobs, hint, panel, permission): redraw. */
+  change: [];
+};
+
+/** Kept so up/down can recall earlier inputs; older ones are forgotten. */
+const HISTORY_MAX = 200;
+
+export const BUSY_HINT = 'the model is busy: Ctrl+Enter (or Ctrl+J) starts this as a background job now; Enter sends it once the turn ends; Esc cancels the turn';
+
+export class ChatController extends TypedEmitter<ChatEvents> {
+  readonly session: AgentSession;
+  readonly entries: TranscriptEntry[] = [];
+  readonly history: string[] = [];
+  readonly #closeTimeoutMs: number;
+  readonly now: () => number;
+  #nextId = 1;
+  /** The parent turn that runs now, or 0 between a submit and its turn's start. */
+  #turn: number | undefined;
+  #activity: string | undefined;
+  #hint: string | undefined;
+  #alertsWaiting = 0;
+  #permission: { request: PermissionRequest; resolve: (answer: PermissionAnswer) => void } | undefined;
+  #panel: PanelState = { open: false, selected: 0, detailOffset: 0 };
+  #closing: Promise<CloseReport> | undefined;
+
+  constructor(options: ChatControllerOptions) {
+    super();
+    this.session = options.session;
+    this.#closeTimeoutMs = options.closeTimeoutMs;
+    this.now = options.now ?? Date.now;
+    const { session } = options;
+    session.on('parent', (event) => {
+      if (event.type === 'turn_start') {
+        this.#turn = event.turn;
+        // The turn's preamble takes every alert that was waiting.
+        this.#alertsWaiting = 0;
+        this.#activity = 'thinking';
+        if (event.followUp) this.add('notice', `… background results ready: follow-up turn ${event.turn}`);
+      } else if (event.type === 'loop') {
+        const e = event.event;
+        if (e.type === 'tool_call') {
+          this.#activity = `running ${e.name}`;
+          this.add('tool', toolLine(e.name, e.argsPreview));
+        } else if (e.type === 'model_request') this.#activity = 'thinking';
+        else if (e.type === 'retry') this.#activity = `retrying (${oneLine(e.reason, 60)})`;
+      }
+      this.changed();
+    });
+    session.on('turn-result', (result) => {
+      // A cancelled turn's text is only the loop's partial findings: the person asked it to stop.
+      if (result.answer.trim() && result.stopReason !== 'aborted') this.add('answer', answerText(result.answer));
+      if (result.stopReason === 'aborted') {
+        const live = this.liveJobs();
+        this.add('notice', `⊘ turn ${result.turn} cancelled${live > 0 ? `; ${live} background job${live === 1 ? '' : 's'} keep${live === 1 ? 's' : ''} running` : ''}`);
+      } else if (result.error) {
+        this.add('error', `turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 300)}`);
+      }
+      this.#turn = undefined;
+      this.#activity = undefined;
+      this.changed();
+    });
+    session.on('delivered', ({ turn, jobs }) => this.add('delivered', deliveredLine(turn, jobs.length)));
+    session.on('alert', (alert) => {
+      this.#alertsWaiting++;
+      this.add('alert', `⚠ ${alert.jobId} "${oneLine(alert.label, 40)}" alert (${alert.severity}): ${oneLine(alert.message, 200)}`);
+    });
+    const { manager } = session;
+    manager.on('spawned', (job) => this.add('job', spawnedLine(job)));
+    manager.on('done', (job) => this.add('job', doneLine(job)));
+    manager.on('backgrounded', (job) => this.add('notice', `↷ ${job.id} [${escapeForTerminal(job.agent ?? '?')}] backgrounded: the call returned early, the job goes on`));
+    manager.on('started', () => this.changed());
+    manager.on('requeued', () => this.changed());
+    manager.on('progress', ({ event }) => {
+      if (event.type === 'tool_call') this.changed();
+    });
+  }
+
+  /** A turn runs (or was sent and is about to start). */
+  get busy(): boolean {
+    return this.#turn !== undefined;
+  }
+
+  get turn(): number | undefined {
+    return this.#turn || undefined;
+  }
+
+  get activity(): string | undefined {
+    return this.#activity;
+  }
+
+  get hint(): string | undefined {
+    return this.#hint;
+  }
+
+  get alertsWaiting(): number {
+    return this.#alertsWaiting;
+  }
+
+  get permission(): PermissionRequest | undefined {
+    return this.#permission?.request;
+  }
+
+  get panel(): Readonly<PanelState> {
+    return this.#panel;
+  }
+
+  get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  jobs(): Readonly<JobRecord>[] {
+    return this.session.manager.jobs();
+  }
+
+  liveJobs(): number {
+    return this.session.manager.count('running') + this.session.manager.count('queued');
+  }
+
+  add(kind: EntryKind, text: string): void {
+    const entry = { id: this.#nextId++, kind, text };
+    this.entries.push(entry);
+    this.emit('entry', entry);
+    this.changed();
+  }
+
+  changed(): void {
+    this.emit('change');
+  }
+
+  setHint(hint: string | undefined): void {
+    if (hint === this.#hint) return;
+    this.#hint = hint;
+    this.changed();
+  }
+
+  /**
+   * Enter: a `/command` runs at once (busy or not); a prompt starts a turn when the model is
+   * idle. While it is busy the prompt is not sent and nothing is spawned: a hint says how
+   * (returns false: the caller keeps the text in the input).
+   */
+  submitLine(text: string): { accepted: boolean; turn?: Promise<void> } {
+    const line = text.trim();
+    if (!line) return { accepted: true };
+    if (line.startsWith('/')) {
+      this.remember(line);
+      this.setHint(undefined);
+      runSlashCommand(this, line);
+      return { accepted: true };
+    }
+    if (this.busy || this.closing) {
+      this.setHint(this.closing ? 'closing: no new turns' : BUSY_HINT);
+      return { accepted: false };
+    }
+    this.remember(line);
+    this.setHint(undefined);
+    return { accepted: true, turn: this.startTurn(line) };
+  }
+
+  /** Ctrl+Enter / Ctrl+J: while busy, a user job from the text; when idle, the same as Enter. */
+  spawnFromInput(text: string): { accepted: boolean; turn?: Promise<void> } {
+    const task = text.trim();
+    if (!task) {
+      this.setHint('type a task first: Ctrl+Enter (or Ctrl+J) starts it as a background job');
+      return { accepted: false };
+    }
+    if (!this.busy || task.startsWith('/')) return this.submitLine(text);
+    this.remember(task);
+    this.setHint(undefined);
+    this.startUserJob(task);
+    return { accepted: true };
+  }
+
+  /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated. */
+  startUserJob(task: string): void {
+    this.add('user', `› [background] ${oneLine(task, 200)}`);
+    try {
+      this.session.startUserJob(task);
+    } catch (error) {
+      this.add('error', `could not start the job: ${oneLine(errorMessage(error), 300)}`);
+    }
+  }
+
+  /** Esc, or Ctrl+C while busy: ends the current turn. Background jobs are left running. */
+  cancelTurn(): boolean {
+    this.#permission?.resolve('deny');
+    const cancelled = this.session.cancelTurn();
+    if (cancelled) this.#activity = 'cancelling';
+    this.changed();
+    return cancelled;
+  }
+
+  /** Ctrl+C: cancels the turn when one runs, else quits. */
+  interrupt(): 'cancelled' | 'quitting' {
+    if (this.busy && this.cancelTurn()) return 'cancelled';
+    void this.quit();
+    return 'quitting';
+  }
+
+  /**
+   * Closes the session within its bound: queued jobs are cancelled, running ones asked to stop,
+   * stragglers hard-stopped with their threads. Says what happened. Every call shares one close.
+   */
+  quit(): Promise<CloseReport> {
+    if (this.#closing) return this.#closing;
+    this.#permission?.resolve('deny');
+    const live = this.liveJobs();
+    this.add('notice', live > 0 ? `closing: stopping ${live} background job${live === 1 ? '' : 's'} (at most ${(this.#closeTimeoutMs / 1000).toFixed(0)}s)…` : 'closing…');
+    this.#closing = this.session.close({ timeoutMs: this.#closeTimeoutMs }).then((report) => {
+      const stragglers = report.stragglers.length > 0 ? `; hard-stopped (did not stop in time): ${report.stragglers.join(', ')}` : '';
+      this.add('notice', `closed: ${report.cancelled.length} job${report.cancelled.length === 1 ? '' : 's'} cancelled${stragglers}`);
+      return report;
+    });
+    this.changed();
+    return this.#closing;
+  }
+
+  /** The parent's permission asker: shows the question and waits for {@link answerPermission}. */
+  askPermission(request: PermissionRequest): Promise<PermissionAnswer> {
+    if (this.#closing) return Promise.resolve('deny');
+    // One question at a time: an earlier one still open is denied.
+    this.#permission?.resolve('deny');
+    return new Promise((resolve) => {
+      const entry = {
+        request,
+        resolve: (answer: PermissionAnswer) => {
+          if (this.#permission !== entry) return;
+          this.#permission = undefined;
+          const said = answer === 'once' ? 'allowed once' : answer === 'always' ? 'allowed for this session' : 'denied';
+          this.add('notice', `  ${escapeForTerminal(request.tool)}: ${said}`);
+          resolve(answer);
+        },
+      };
+      this.#permission = entry;
+      this.changed();
+    });
+  }
+
+  answerPermission(answer: PermissionAnswer): void {
+    this.#permission?.resolve(answer);
+  }
+
+  togglePanel(): void {
+    this.#panel = { ...this.#panel, open: !this.#panel.open, detailOffset: 0 };
+    delete this.#panel.detail;
+    this.changed();
+  }
+
+  movePanel(delta: number, rows: number): void {
+    if (this.#panel.detail !== undefined) {
+      this.#panel = { ...this.#panel, detailOffset: Math.max(0, this.#panel.detailOffset + delta) };
+    } else {
+      this.#panel = { ...this.#panel, selected: Math.min(Math.max(0, rows - 1), Math.max(0, this.#panel.selected + delta)) };
+    }
+    this.changed();
+  }
+
+  showDetail(jobId: string | undefined): void {
+    this.#panel = { ...this.#panel, open: true, detailOffset: 0 };
+    if (jobId === undefined) delete this.#panel.detail;
+    else this.#panel.detail = jobId;
+    this.changed();
+  }
+
+  /** Up/down in the input: the earlier input `back` steps ago (1 = the last), or '' past the newest. */
+  recall(back: number): string {
+    return back <= 0 ? '' : (this.history[this.history.length - back] ?? this.history[0] ?? '');
+  }
+
+  remember(line: string): void {
+    if (this.history.at(-1) !== line) this.history.push(line);
+    if (this.history.length > HISTORY_MAX) this.history.shift();
+  }
+
+  private startTurn(line: string): Promise<void> {
+    this.add('user', `› ${oneLine(line, 2_000)}`);
+    this.#turn = 0;
+    this.#activity = 'waiting for the model';
+    this.changed();
+    return this.session.submit(line).then(
+      () => {},
+      (error: unknown) => {
+        this.#turn = undefined;
+        this.#activity = undefined;
+        this.add('error', `the turn did not run: ${oneLine(errorMessage(error), 300)}`);
+      },
+    );
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The chat's transcript lines: what each session and manager event looks like as one final
+ * line (tool calls folded to one line each). Every piece of model or job text is escaped here,
+ * so nothing a model wrote can move the cursor or recolour the terminal.
+ */
+import type { JobRecord } from '../main/ledger.js';
+import { escapeForTerminal, jobLine, oneLine } from '../cli/format.js';
+
+export type EntryKind = 'info' | 'user' | 'answer' | 'tool' | 'job' | 'delivered' | 'alert' | 'notice' | 'error' | 'command';
+
+/** One final transcript line (or block, for an answer): never changed once added. */
+export interface TranscriptEntry {
+  id: number;
+  kind: EntryKind;
+  text: string;
+}
+
+/** Indentation for a nested job: one step per level below the session's own jobs. */
+export function nestIndent(job: Pick<JobRecord, 'depth' | 'parentJobId'>): string {
+  return job.parentJobId ? `${'  '.repeat(Math.max(0, (job.depth ?? 2) - 1))}└ ` : '';
+}
+
+export function spawnedLine(job: Readonly<JobRecord>): string {
+  const who = job.role === 'user' ? 'started by you' : job.parentJobId ? `spawned by ${job.parentJobId}` : `spawned in turn ${job.wave ?? '?'}`;
+  const agent = job.agent ? ` [${escapeForTerminal(job.agent)}]` : '';
+  return `${nestIndent(job)}● ${job.id}${agent} "${oneLine(job.label, 60)}" ${who}`;
+}
+
+/** The line a job gets when it lands: mark, id, label, status, time, tokens (and why, if it failed). */
+export function doneLine(job: Readonly<JobRecord>): string {
+  return `${nestIndent(job)}${escapeForTerminal(jobLine(job))}`;
+}
+
+export function deliveredLine(turn: number, count: number): string {
+  return `↳ ${count} result${count === 1 ? '' : 's'} delivered into turn ${turn}`;
+}
+
+/** A tool call of the parent, folded to one line. */
+export function toolLine(name: string, argsPreview: string): string {
+  return `  ▸ ${escapeForTerminal(name)}(${oneLine(argsPreview, 80)})`;
+}
+
+/** An answer: every line escaped (newlines kept, other controls shown as escapes). */
+export function answerText(text: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => escapeForTerminal(line))
+    .join('\n')
+    .trim();
+}
