@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runAdaptiveBench } from './adaptive.js';
 import { sharedTasksPerThread } from './cell.js';
 import { writeCharts } from './charts.js';
 import { peersSection } from './peers/report.js';
@@ -226,6 +227,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
   return { report, files, table };
 }
 
+/** `--only adaptive`: just the adaptive-concurrency comparison. */
+const ADAPTIVE_SECTION = 'adaptive';
+
 /** Flags of `forkpool bench` (and of `node dist/bench/run.js`). */
 export interface BenchFlags {
   quick?: boolean;
@@ -245,7 +249,7 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
     process.stderr.write(`forkpool bench: ${message}\n`);
     return 2;
   };
-  if (flags.only !== undefined && !(WORKLOADS as readonly string[]).includes(flags.only)) return usage(`--only expects one of ${WORKLOADS.join(', ')}; received ${flags.only}`);
+  if (flags.only !== undefined && flags.only !== ADAPTIVE_SECTION && !(WORKLOADS as readonly string[]).includes(flags.only)) return usage(`--only expects one of ${[...WORKLOADS, ADAPTIVE_SECTION].join(', ')}; received ${flags.only}`);
   const executors = flags.executors?.split(',').map((e) => e.trim());
   const unknown = executors?.filter((e) => !(EXECUTORS as readonly string[]).includes(e)) ?? [];
   if (unknown.length > 0) return usage(`--executors expects some of ${EXECUTORS.join(', ')}; received ${unknown.join(', ')}`);
@@ -258,6 +262,13 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
   };
   process.once('SIGINT', onSignal(130));
   process.once('SIGTERM', onSignal(143));
+  // The adaptive-concurrency comparison is its own section (src/bench/adaptive.ts).
+  const adaptive = flags.only === undefined || flags.only === ADAPTIVE_SECTION ? () => runAdaptiveBench({ quick: flags.quick ?? false }) : undefined;
+  if (flags.only === ADAPTIVE_SECTION && adaptive) {
+    const { results, table } = await adaptive();
+    process.stdout.write(`${table}\n`);
+    return results.every((r) => r.ok === r.jobs) ? 0 : 1;
+  }
   const { report, files, table } = await runBench({
     quick: flags.quick ?? false,
     ...(flags.only ? { only: flags.only as WorkloadName } : {}),
@@ -268,7 +279,9 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
     cpuProf: flags.cpuProf ?? false,
   });
   process.stdout.write(`${table}\n\nwrote ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}\n`);
-  return report.errors.length > 0 ? 1 : 0;
+  const section = adaptive ? await adaptive() : undefined;
+  if (section) process.stdout.write(`\n${section.table}\n`);
+  return report.errors.length > 0 || section?.results.some((r) => r.ok !== r.jobs) ? 1 : 0;
 }
 
 /** `node dist/bench/run.js [flags]`: the same as `forkpool bench`. */

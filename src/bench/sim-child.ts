@@ -7,7 +7,7 @@
 import { startSimServer, type SimServerOptions } from '../sim/index.js';
 
 const raw = process.argv[2] ?? '{}';
-const options = JSON.parse(raw) as Pick<SimServerOptions, 'latencyMs' | 'jitterMs' | 'seed' | 'researchSteps'>;
+const options = JSON.parse(raw) as Pick<SimServerOptions, 'latencyMs' | 'jitterMs' | 'seed' | 'researchSteps' | 'capacity' | 'capacityRetryAfterSeconds'>;
 const sim = await startSimServer({ ...options, host: '127.0.0.1', port: 0, recordBodies: false });
 // Bodies are not kept, but each request still leaves a small record: drop them now and then.
 const trim = setInterval(() => sim.requests.splice(0, sim.requests.length), 5_000);

@@ -13,6 +13,9 @@ export interface SimProcessOptions {
   jitterMs: number;
   seed: number;
   researchSteps: number;
+  /** Server capacity: requests in flight past it get a 429 (adaptive-concurrency bench). */
+  capacity?: number;
+  capacityRetryAfterSeconds?: number;
 }
 
 export interface SimProcess {

@@ -14,7 +14,8 @@ import { JobActivity } from './job-activity.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import type { JobRecord } from './ledger.js';
-import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle } from './manager.js';
+import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, type JobScheduler } from './manager.js';
+import { formatStillRunning } from './joins.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
 import { openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
@@ -30,6 +31,8 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   role?: AgentRole;
   /** Offer the background tools to the parent (default: when `background.maxDepth` ≥ 1). */
   background?: boolean;
+  /** The manager's timers (job timeouts, wave deadlines); tests drive them by hand. */
+  scheduler?: JobScheduler;
 }
 
 export type SessionEvents = {
@@ -70,6 +73,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   /** Alerts not yet shown to the model; bounded by `background.alertBufferMax`. */
   readonly #alerts: JobAlert[] = [];
   #alertsDropped = 0;
+  /** Per wave that joined early: its jobs still running then, listed at the next delivery. */
+  readonly #stillRunning = new Map<number, string[]>();
   readonly #logger: Logger | undefined;
   #currentTurn = 0;
   #followUpPending = false;
@@ -97,6 +102,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.executor ? { executor: options.executor } : {}),
       ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.scheduler ? { scheduler: options.scheduler } : {}),
     });
     this.#logger = logger;
     this.#delivery = new TurnDelivery(this.manager, options.config, logger);
@@ -141,6 +147,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           )
         : [],
       turnPreamble: (turn) => this.#deliver(turn),
+      // The parent takes part in the jobs' 429 gate, and with adaptive concurrency goes first.
+      rateGate: this.manager.parentRateGate(),
       onEvent: (event) => this.emit('parent', event),
     });
     this.manager.on('alert', (alert) => this.#onAlert(alert));
@@ -153,6 +161,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#checkIdle();
     });
     this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
+    // A join let the wave's follow-up come early: it also lists, once, what is still running.
+    this.manager.on('wave-joined', ({ wave, pending }) => {
+      this.#stillRunning.set(wave, pending.map((job) => job.id));
+      this.#requestFollowUp('wave');
+    });
     this.#resume();
   }
 
@@ -273,6 +286,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(request.name !== undefined ? { name: request.name } : {}),
       ...(request.budget !== undefined ? { budget: request.budget } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
+      ...(request.join ? { join: request.join } : {}),
     });
   }
 
@@ -288,8 +302,18 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const { block, jobs, deferred } = this.#delivery.deliver(turn, reports ? reports.length + 2 : 0);
     this.#deferred = deferred;
     if (jobs.length > 0) this.emit('delivered', { turn, jobs });
-    const parts = [reports, block].filter((p) => p);
+    const parts = [reports, block, this.#takeStillRunning()].filter((p) => p);
     return parts.length > 0 ? parts.join('\n\n') : undefined;
+  }
+
+  /** The early-joined waves' jobs that have not ended yet, once per wave. */
+  #takeStillRunning(): string {
+    const blocks = [...this.#stillRunning].map(([wave, ids]) => formatStillRunning(wave, ids.flatMap((id) => {
+      const job = this.manager.get(id);
+      return job && job.state !== 'ended' ? [job] : [];
+    })));
+    this.#stillRunning.clear();
+    return blocks.filter((b) => b).join('\n');
   }
 
   #onAlert(alert: JobAlert): void {

@@ -3,6 +3,7 @@ import { ForkpoolError, ToolError, errorMessage } from '../shared/errors.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import type { JobHandle } from './manager.js';
+import { joinSchema, type JoinPolicy } from '../shared/scheduling-config.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
@@ -20,6 +21,7 @@ export interface SpawnToolRequest {
   fullContext: boolean;
   agent?: string;
   name?: string;
+  join?: JoinPolicy;
   budget?: BudgetLimits;
 }
 
@@ -45,6 +47,12 @@ const baseSpawnArgs = z.strictObject({
     .optional()
     .describe('Default false. True only when the task depends on what you have been doing: the job then also gets a capped summary of this session.'),
   name: nameArg,
+  join: joinSchema
+    .optional()
+    .describe(
+      'Optional, for the whole batch you spawn this turn: {"quorum": k} to be told once k of its jobs have ended, or {"deadlineSeconds": s} ' +
+        'to be told after s seconds with whatever has ended. The rest are delivered later, each once. Default: when all have ended.',
+    ),
   budget: budgetLimitsSchema
     .optional()
     .describe(
@@ -88,6 +96,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           fullContext: args.full_context ?? false,
           ...(args.agent !== undefined ? { agent: args.agent } : {}),
           ...(args.name !== undefined ? { name: args.name } : {}),
+          ...(args.join !== undefined ? { join: args.join } : {}),
           ...(args.budget !== undefined ? { budget: args.budget } : {}),
         });
       } catch (error) {

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { agentEntry } from '../shared/agents.js';
 import type { ForkpoolConfig } from '../shared/config.js';
+import { joinSchema, type JoinPolicy } from '../shared/scheduling-config.js';
 import { JobError, errorMessage } from '../shared/errors.js';
 import { JOB_ROLES, type AlertSeverity, type JobRole } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
@@ -54,6 +55,8 @@ export interface SpawnRequest {
   name?: string;
   /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
   parentToolId?: string;
+  /** When its wave's follow-up may come early (README "Wave joins"); replaces the wave's join. */
+  join?: JoinPolicy;
   /** Tighter budgets than its agent's (or `background.budget`'s); a field above them is refused (BUDGET_OVER_LIMIT). */
   budget?: BudgetLimits;
 }
@@ -103,6 +106,8 @@ export type ManagerEvents = {
   done: [Readonly<JobRecord>];
   requeued: [Readonly<JobRecord>];
   'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
+  /** A wave's join let its follow-up come before all its jobs ended (`wave-done` still comes at the end). */
+  'wave-joined': [{ wave: number; reason: 'quorum' | 'deadline'; ended: Readonly<JobRecord>[]; pending: Readonly<JobRecord>[] }];
   /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
   alert: [JobAlert];
   idle: [];
@@ -117,6 +122,7 @@ const spawnRequestSchema = z.strictObject({
   agent: z.string().min(1).max(64).optional(),
   name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
   parentToolId: z.string().min(1).max(200).optional(),
+  join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),
 });
 

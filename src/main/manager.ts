@@ -8,7 +8,9 @@ import type { JobTree } from './job-tree.js';
 import { Nesting, lastAssistantText } from './nesting.js';
 import { Restarts } from './restarts.js';
 import type { AlertSeverity, JobSpec } from '../shared/protocol.js';
-import { SharedRateGate } from '../shared/rate-gate.js';
+import type { RateGate } from '../shared/model-call.js';
+import { RequestGating } from './concurrency.js';
+import type { RequestGates } from './request-gate.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
@@ -19,7 +21,7 @@ import { Attempt, type AttemptEnd } from './attempt.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopRequest } from './job-endings.js';
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler, type JobScheduler } from './scheduler.js';
-import { WaveTracker } from './waves.js';
+import { WaveJoins } from './joins.js';
 import { JobBudgets } from './budgets.js';
 import type { PoolSnapshot } from './budget-pool.js';
 import type { BudgetReport } from '../shared/budget.js';
@@ -49,7 +51,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #launches = new Map<string, number>();
   readonly #queue: string[] = [];
   readonly #live = new Map<string, Attempt>();
-  readonly #waves = new WaveTracker();
+  readonly #waves: WaveJoins;
   readonly #names = new JobNames();
   /** Depth above 1: who spawned whom, suspended parents, children's results (see nesting.ts). */
   readonly #nesting: Nesting;
@@ -58,7 +60,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #dedup: SpawnDedup;
   /** Alerts each live job has sent (bounded by `maxAlertsPerJob`; a restart does not reset it). */
   readonly #alertCounts = new Map<string, number>();
-  readonly #rateGateBuffer = SharedRateGate.createBuffer();
+  /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
+  readonly #gating: RequestGating;
   /** Callers of result(id) waiting for a job to end. */
   readonly #waiters = new Map<string, Array<(record: Readonly<JobRecord>) => void>>();
   /** Removes a spawn's AbortSignal listener once its job has ended. */
@@ -82,6 +85,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
     this.sandbox = checkSandbox(options.config);
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
+    this.#gating = new RequestGating(this.#config);
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#store = options.store;
     this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
@@ -116,6 +120,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#logger = logger;
     this.#scheduler = options.scheduler ?? realScheduler;
+    this.#waves = new WaveJoins(this.#scheduler, options.config.background.join, (wave) => this.#checkWave(wave));
     this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
@@ -133,6 +138,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   get executor(): Executor {
     return this.#executor;
+  }
+
+  /** The gate the parent agent's model requests should go through: with adaptive concurrency, ahead of every job's. */
+  parentRateGate(): RateGate {
+    return this.#gating.parentGate();
+  }
+
+  /** Adaptive concurrency's per-endpoint gates (limits, events); undefined in fixed mode. */
+  get requestGates(): RequestGates | undefined {
+    return this.#gating.gates;
   }
 
   get closed(): boolean {
@@ -201,7 +216,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(nesting ? { depth: nesting.depth } : {}),
       budget: budget.limits,
     });
-    if (wave !== null) this.#waves.add(wave, id);
+    if (wave !== null) this.#waves.add(wave, id, data.join);
     const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
     this.#store?.putSpec(storedSpec);
     if (options.signal) this.#cancelOnAbort(id, options.signal);
@@ -377,7 +392,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       live: this.#live,
       stop: (id) => void this.#stop(id, 'close'),
       onIdle: () => this.onIdle(),
-      closeExecutor: () => (this.#ownsExecutor ? this.#executor.close() : Promise.resolve()),
+      closeExecutor: () => {
+        this.#gating.close();
+        this.#waves.dispose();
+        return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
+      },
     });
   }
 
@@ -449,13 +468,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const spec = this.#specs.get(id) as JobSpec;
     const number = (this.#launches.get(id) ?? 0) + 1;
     this.#launches.set(id, number);
+    const gateLease = this.#gating.leaseFor(spec);
     const attempt: Attempt = new Attempt({
       jobId: id,
       number,
       executor: this.#executor,
       scheduler: this.#scheduler,
-      permissions: { isGranted: (tool) => this.#permissions.isGranted(tool) },
-      rateGateBuffer: this.#rateGateBuffer,
+      permissions: { isGranted: (tool) => this.#permissions.isGranted(tool), ...gateLease.service },
+      rateGateBuffer: this.#gating.rateGateBuffer,
       cancelGraceMs: this.#config.background.cancelGraceMs,
       logger: this.#logger,
       onStarted: (threadId) => {
@@ -479,7 +499,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#live.set(id, attempt);
     // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
     if (this.#store) this.#ledger.markDispatched(id, number);
-    void attempt.ended.then((end) => this.#onAttemptEnded(attempt, end));
+    // A thread that died mid-request never gives its gate slot back itself.
+    void attempt.ended.then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }
 
@@ -556,8 +577,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   #checkWave(wave: number): void {
     // hasEnded: a member delivered early may since have been forgotten by retention.
-    const members = this.#waves.takeIfEnded(wave, (id) => this.#ledger.hasEnded(id));
-    if (members) this.emit('wave-done', { wave, jobs: members.flatMap((id) => this.#ledger.get(id) ?? []) });
+    const check = this.#waves.check(wave, (id) => this.#ledger.hasEnded(id));
+    const records = (ids: string[]) => ids.flatMap((id) => this.#ledger.get(id) ?? []);
+    if (check?.kind === 'all') this.emit('wave-done', { wave, jobs: records(check.members) });
+    else if (check) this.emit('wave-joined', { wave, reason: check.reason, ended: records(check.ended), pending: records(check.pending) });
   }
 }
 

@@ -13,7 +13,7 @@ import type { JobSpec } from '../shared/protocol.js';
 import type { JobNames } from './job-names.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from './ledger.js';
 import type { StoredJob, StoredSpec } from './ledger-store.js';
-import type { WaveTracker } from './waves.js';
+import type { WaveJoins } from './joins.js';
 
 /** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
 export const INTERRUPTED_NOTE = 'interrupted by a restart';
@@ -23,7 +23,7 @@ export interface RecoveryHost {
   readonly ledger: DeliveryLedger;
   readonly names: JobNames;
   readonly specs: Map<string, JobSpec>;
-  readonly waves: WaveTracker;
+  readonly waves: WaveJoins;
   /** Queues a job to launch (in the order called). */
   enqueue(id: string): void;
   /** An ended job's spec, kept for a later restart_background_agent. */

@@ -1,11 +1,12 @@
 /** What a job timer is for; a manual scheduler (tests) can fire them selectively. */
 export interface TimerTag {
+  /** The job's id; for a wave's timer, `wave:<turn>`. */
   jobId: string;
-  /** `budget`: the job's wall-clock budget (maxWallclockMinutes). */
-  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget';
+  /** `budget`: the job's wall-clock budget (maxWallclockMinutes); `wave-deadline`: a wave's join deadline. */
+  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget' | 'wave-deadline';
 }
 
-/** Job timers (timeout, cancel grace, port-close fallback) go through this, so tests can drive time. */
+/** Job timers (timeout, cancel grace, port-close fallback) and wave deadlines go through this, so tests can drive time. */
 export interface JobScheduler {
   set(callback: () => void, ms: number, tag: TimerTag): unknown;
   clear(handle: unknown): void;

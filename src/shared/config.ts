@@ -6,6 +6,7 @@ import { bullmqSchema, redisUrlSchema } from '../bullmq/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { modelInfoSchema } from './models.js';
+import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
 
 /**
@@ -108,6 +109,11 @@ const backgroundSchema = z.strictObject({
   alertBufferMax: z.number().int().min(1).max(10_000).default(DEFAULTS.background.alertBufferMax),
   /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
   checkCooldownMs: timerMs(0).default(DEFAULTS.background.checkCooldownMs),
+  /** `fixed` (a cap of `maxConcurrent` jobs) or `adaptive` (AIMD on model requests per endpoint; README "Adaptive concurrency"). */
+  concurrency: z.enum(['fixed', 'adaptive']).default(DEFAULTS.background.concurrency),
+  adaptive: adaptiveSchema.default(adaptiveSchema.parse({})),
+  /** A wave's follow-up before all its jobs end: `{deadlineSeconds}` and/or `{quorum}` (README "Wave joins"). Unset: all. */
+  join: joinSchema.optional(),
   /** Per-job budgets of a fork of the parent (and the fallback of each agent's own `budget`). */
   budget: defaultBudgetSchema.default(defaultBudgetSchema.parse({})),
 });

@@ -97,6 +97,20 @@ export const DEFAULTS = {
     /** Per-job budgets of a fork (core-agent's defaults): model calls, dollars, minutes; no token limit. */
     budget: { maxTurns: 50, maxCostUsd: 1.0, maxWallclockMinutes: 10 },
     /**
+     * `fixed`: at most `maxConcurrent` jobs, each sending its model requests freely (a 429's
+     * Retry-After pauses everyone). `adaptive`: model requests in flight per endpoint follow
+     * AIMD between `adaptive.floor` and `adaptive.ceiling`, and the parent's requests go first.
+     */
+    concurrency: 'fixed' as 'fixed' | 'adaptive',
+    /** AIMD settings of `concurrency: "adaptive"` (the ceiling defaults to `maxConcurrent`). */
+    adaptive: {
+      floor: 1,
+      /** The limit is multiplied by this on a 429 or 503 (once per burst). */
+      decreaseFactor: 0.7,
+      /** Short-term average latency past this multiple of the long-term one counts as overload; 0: off. */
+      latencyTolerance: 3,
+    },
+    /**
      * What the ledger keeps of delivered jobs (undelivered ones are always kept whole). Results
      * are the bulk (a job's answer, its task); a record without them is about 1.5 KB.
      */

@@ -14,18 +14,69 @@ export interface ModelReply {
   finishReason: string | null;
   usage: Usage;
   model: string;
+  /**
+   * `performance.now()` when the response headers came: time to first byte is the endpoint's
+   * latency (its queueing), without the time this thread took to read the rest.
+   */
+  headersAt?: number;
 }
 
 /**
- * One gate shared by every job of an executor: after a 429 with Retry-After, everybody waits,
- * not only the job that saw it. The default one is per thread; the executor shares one across
- * threads (see src/main/rate-gate).
+ * The simple gate: after a 429 with Retry-After, every request waits, not only the one that saw
+ * it. {@link SharedRateGate} shares one across the threads of an executor.
  */
-export interface RateGate {
+export interface PauseGate {
   /** Resolves when requests may be sent again. */
   wait(signal: AbortSignal): Promise<void>;
   /** Nobody sends before `Date.now() + ms`. */
   pauseFor(ms: number): void;
+}
+
+/** How one request through a gate ended, reported to the gate exactly once. */
+export type RequestOutcome =
+  /** `latencyMs`: from sending to the response headers (streamed) or the whole response. */
+  | { kind: 'ok'; latencyMs: number }
+  /** The endpoint said it is overloaded: 429 or 503. */
+  | { kind: 'overloaded'; status: number; latencyMs: number; retryAfterMs?: number }
+  /** Any other failure (another status, a transport error, a timeout). */
+  | { kind: 'failed'; latencyMs: number; retryAfterMs?: number }
+  /** Given up before an answer (an abort), or never sent. */
+  | { kind: 'abandoned' };
+
+/** An admitted request's slot: `settle` gives it back and says how the request went. */
+export interface GateTicket {
+  settle(outcome: RequestOutcome): void;
+}
+
+/**
+ * A gate that counts requests in flight (adaptive concurrency, src/main/request-gate.ts):
+ * each request is admitted, holds a slot, and gives it back with its outcome.
+ */
+export interface AdmissionGate {
+  /** Resolves when this request may be sent; rejects with an AbortError if `signal` aborts first. */
+  admit(signal: AbortSignal): Promise<GateTicket>;
+}
+
+/** What a model call waits on before each request (the seam for other limiters, e.g. cluster-wide). */
+export type RateGate = PauseGate | AdmissionGate;
+
+/** Waits at `gate` and returns the ticket to settle once the request has ended. */
+export async function admitRequest(gate: RateGate | undefined, signal: AbortSignal): Promise<GateTicket | undefined> {
+  if (!gate) return undefined;
+  if ('admit' in gate) return gate.admit(signal);
+  await gate.wait(signal);
+  return {
+    settle: (outcome) => {
+      if ((outcome.kind === 'overloaded' || outcome.kind === 'failed') && outcome.retryAfterMs !== undefined) gate.pauseFor(outcome.retryAfterMs);
+    },
+  };
+}
+
+/** The gate's view of a failed request (its status, Retry-After, time taken). */
+function outcomeOfFailure(verdict: Verdict, latencyMs: number): RequestOutcome {
+  const retryAfter = verdict.retryAfterMs !== undefined ? { retryAfterMs: verdict.retryAfterMs } : {};
+  if (verdict.status === 429 || verdict.status === 503) return { kind: 'overloaded', status: verdict.status, latencyMs, ...retryAfter };
+  return { kind: 'failed', latencyMs, ...retryAfter };
 }
 
 export type RetryEvent = { attempt: number; delayMs: number; reason: string };
@@ -80,11 +131,19 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
   const { config, signal } = options;
   for (let attempt = 0; ; attempt++) {
     if (signal.aborted) throw new AbortError(signal.reason);
-    await options.rateGate?.wait(signal);
+    const ticket = await admitRequest(options.rateGate, signal);
+    const sentAt = performance.now();
     try {
-      return config.stream ? await streamOnce(options) : await requestOnce(options);
+      const reply = config.stream ? await streamOnce(options) : await requestOnce(options);
+      ticket?.settle({ kind: 'ok', latencyMs: (reply.headersAt ?? performance.now()) - sentAt });
+      return reply;
     } catch (error) {
-      if (signal.aborted) throw new AbortError(signal.reason);
+      if (signal.aborted) {
+        ticket?.settle({ kind: 'abandoned' });
+        throw new AbortError(signal.reason);
+      }
+      // Settled before anything else can throw: the slot must come back whatever follows.
+      ticket?.settle(outcomeOfFailure(classify(error), performance.now() - sentAt));
       // Asking again would only grow the same runaway answer.
       if (error instanceof ForkpoolError && error.code === 'MODEL_RESPONSE_TOO_LARGE') throw error;
       const verdict = classify(error);
@@ -95,7 +154,6 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
       }
       const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() * 0.5);
       const delayMs = Math.max(backoff, verdict.retryAfterMs ?? 0);
-      if (verdict.retryAfterMs !== undefined) options.rateGate?.pauseFor(verdict.retryAfterMs);
       options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason });
       await abortableSleep(delayMs, signal);
     }
@@ -104,6 +162,7 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
 
 interface Verdict {
   retryable: boolean;
+  status?: number;
   reason: string;
   retryAfterMs?: number;
 }
@@ -115,7 +174,7 @@ function classify(error: unknown): Verdict {
     const reason = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`;
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
     const retryAfterMs = parseRetryAfter(error.headers);
-    return retryAfterMs === undefined ? { retryable, reason } : { retryable, reason, retryAfterMs };
+    return retryAfterMs === undefined ? { retryable, reason, status } : { retryable, reason, status, retryAfterMs };
   }
   if (error instanceof TimeoutError) return { retryable: true, reason: error.message };
   if (error instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, reason: 'request timed out' };
@@ -224,6 +283,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       },
       { signal: local.signal },
     );
+    const headersAt = performance.now();
     armWatchdog();
     const reply = new StreamAssembler(config.model, config.maxResponseChars ?? DEFAULTS.maxResponseChars);
     for await (const chunk of stream) {
@@ -234,7 +294,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
     const timedOut = timeout();
     if (timedOut) throw timedOut;
     if (local.signal.aborted) throw new AbortError(local.signal.reason);
-    return reply.finish();
+    return { ...reply.finish(), headersAt };
   } catch (error) {
     throw timeout() ?? error;
   } finally {

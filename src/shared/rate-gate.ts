@@ -1,12 +1,12 @@
 import { abortableSleep } from './abort.js';
-import type { RateGate } from './model-call.js';
+import type { PauseGate } from './model-call.js';
 
 /**
  * A 429 back-off gate shared by every thread of an executor through one SharedArrayBuffer:
  * a single 64-bit "paused until" timestamp, updated with compare-and-swap so the latest
  * deadline wins. When one job sees Retry-After, every job waits, not only that one.
  */
-export class SharedRateGate implements RateGate {
+export class SharedRateGate implements PauseGate {
   readonly #until: BigInt64Array;
 
   constructor(buffer: SharedArrayBuffer = SharedRateGate.createBuffer()) {

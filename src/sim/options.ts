@@ -45,6 +45,8 @@ export interface ResolvedSimOptions {
   recordBodies: boolean;
   requestLogLimit: number;
   researchSteps: number;
+  capacity: number | undefined;
+  capacityRetryAfterSeconds: number;
 }
 
 export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
@@ -67,6 +69,8 @@ export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
     recordBodies: opts.recordBodies ?? SIM_DEFAULTS.recordBodies,
     requestLogLimit: opts.requestLogLimit ?? SIM_DEFAULTS.requestLogLimit,
     researchSteps: opts.researchSteps ?? SIM_DEFAULTS.researchSteps,
+    capacity: opts.capacity,
+    capacityRetryAfterSeconds: opts.capacityRetryAfterSeconds ?? SIM_DEFAULTS.retryAfterSeconds,
   };
 }
 
@@ -106,6 +110,8 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
   if (opts.researchSteps !== undefined && !(Number.isInteger(opts.researchSteps) && opts.researchSteps >= 1 && opts.researchSteps <= 100)) {
     bad('researchSteps', 'an integer 1..100', opts.researchSteps);
   }
+  if (opts.capacity !== undefined && !(Number.isInteger(opts.capacity) && opts.capacity >= 1)) bad('capacity', 'an integer >= 1 (chat requests in flight)', opts.capacity);
+  nonNegative('capacityRetryAfterSeconds');
   if (opts.requestLogLimit !== undefined && !(Number.isInteger(opts.requestLogLimit) && opts.requestLogLimit >= 0)) {
     bad('requestLogLimit', 'an integer >= 0', opts.requestLogLimit);
   }

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { endlessReply, plausibleReply } from './agent-behaviour.js';
-import { applyReplyFault, faultErrorBody, HTTP_ERROR_STATUS, randomFault, REPLY_FAULTS } from './faults.js';
+import { applyReplyFault, errorBody, faultErrorBody, HTTP_ERROR_STATUS, randomFault, REPLY_FAULTS } from './faults.js';
 import { resolveOptions, SIM_DEFAULTS, validateOptions, type ResolvedSimOptions } from './options.js';
 import { completionTokens, promptTokens, type SimReply } from './reply.js';
 import { completionBody, SIM_CREATED, streamChunks, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
@@ -61,6 +61,17 @@ class SimHttpServer implements SimServer {
 
   get requestCount(): number {
     return this.#count;
+  }
+  #inFlight = 0;
+  #overCapacity = 0;
+  #peakConcurrency = 0;
+
+  get overCapacity(): number {
+    return this.#overCapacity;
+  }
+
+  get peakConcurrency(): number {
+    return this.#peakConcurrency;
   }
   #server: Server;
   #sockets = new Set<Socket>();
@@ -162,6 +173,12 @@ class SimHttpServer implements SimServer {
     if (!body || typeof body !== 'object' || !Array.isArray((body as { messages?: unknown }).messages)) {
       return sendError(res, 400, "request body must be an object with a 'messages' array", 'invalid_request_error', 'invalid_request');
     }
+    const capacity = this.#options.capacity;
+    if (capacity !== undefined && this.#inFlight >= capacity) return this.#refuseOverCapacity(res, capacity);
+    this.#inFlight++;
+    this.#peakConcurrency = Math.max(this.#peakConcurrency, this.#inFlight);
+    // 'close' comes once, whether the response ended or the client left.
+    res.once('close', () => this.#inFlight--);
     const n = ++this.#count;
     const plan = this.#plan(n, body as Record<string, unknown>);
     const record: RecordedRequest = { n, body: this.#options.recordBodies ? body : undefined, receivedAt: Date.now() };
@@ -174,6 +191,14 @@ class SimHttpServer implements SimServer {
       // A wait ended by the client leaving or by close(): nothing left to send.
       if (!signal.aborted) throw error;
     });
+  }
+
+  /** A rate-limited endpoint's answer: at once, 429 with Retry-After, no work done. */
+  #refuseOverCapacity(res: ServerResponse, capacity: number): void {
+    this.#overCapacity++;
+    const seconds = this.#options.capacityRetryAfterSeconds;
+    const body = errorBody(429, `Rate limit reached: ${capacity} requests are already in flight (simulated server capacity).`, 'rate_limit_error', 'rate_limit_exceeded');
+    sendJson(res, 429, body, { 'retry-after': String(seconds), 'retry-after-ms': String(Math.round(seconds * 1000)) });
   }
 
   /** Decides fault, reply, usage and delay. Undefined when the script is exhausted. */

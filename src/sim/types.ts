@@ -97,6 +97,14 @@ export interface SimServerOptions {
    * calls are `list_dir` calls before the answer. Values up to 3 change nothing. Default 3.
    */
   researchSteps?: number;
+  /**
+   * Server capacity: chat requests in flight beyond this many are answered at once with a 429
+   * and `Retry-After` (see `capacityRetryAfterSeconds`), as a rate-limited endpoint does. Such
+   * a refusal is counted in `overCapacity`, not numbered and not in `requests`. Default: none.
+   */
+  capacity?: number;
+  /** `Retry-After` of an over-capacity 429, in seconds (fractions allowed). Default 1. */
+  capacityRetryAfterSeconds?: number;
 }
 
 export interface RecordedRequest {
@@ -118,6 +126,10 @@ export interface SimServer {
   requests: RecordedRequest[];
   /** Every valid chat-completions request ever received, including those dropped from `requests`. */
   readonly requestCount: number;
+  /** Chat requests refused with a 429 because `capacity` requests were already in flight. */
+  readonly overCapacity: number;
+  /** The most chat requests ever in flight at once (refused ones not counted). */
+  readonly peakConcurrency: number;
   /** e.g. "sim script exhausted at request 4" (a live array). */
   scriptErrors: string[];
   /** Changes options at runtime (latency, faults, ...). A new `script` restarts at its first step. */

@@ -18,9 +18,11 @@ import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { reportAlertTool } from './job-tools.js';
 import { ChildLink, spawnChildTool } from './children.js';
+import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { z } from 'zod';
+import type { Remote } from 'comlink';
 import { BudgetMeter } from '../shared/budget.js';
 
 
@@ -168,7 +170,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
-  const remote = wrapPort<PermissionService>(permissionPort);
+  const remote = wrapPort<PermissionService & RemoteGateService>(permissionPort);
   const permissions: PermissionGate = {
     check: (request) =>
       raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, TIMINGS.permissionAnswerMs, false, controller.signal),
@@ -184,7 +186,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
         started: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'started' }),
         ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
       },
-      rateGate: task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined,
+      rateGate: rateGateFor(spec, task, remote),
       jobTools: jobToolsFor(spec, post, children, controller.signal),
       ...(children ? { children } : {}),
     });
@@ -212,6 +214,15 @@ function jobToolsFor(spec: JobSpec, post: (message: WorkerMessage) => void, chil
   if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
   if (children) tools.push(spawnChildTool(children, Object.keys(spec.config.agents), signal));
   return tools;
+}
+
+/**
+ * Adaptive concurrency: every model request asks the main thread's gate for a slot. Fixed: the
+ * executor's shared pause-on-429 gate.
+ */
+function rateGateFor(spec: JobSpec, task: JobTask, remote: Remote<PermissionService & RemoteGateService>): RateGate | undefined {
+  if (spec.config.background.concurrency === 'adaptive') return new RemoteRateGate(remote, task.permissionPort);
+  return task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined;
 }
 
 /** Below its depth limit (its agent's, else the session's), a job gets the spawn tool. */
