@@ -1,7 +1,7 @@
 /**
  * `npm run bench:server`: `forkpool serve` with a tool that blocks, on `piscina` and on `inline`.
  * Jobs outline the largest files of a generated TypeScript tree (code_outline: a synchronous
- * parse per file) while another process polls `/healthz` back to back. With threads the parses
+ * parse per file) while another process polls `/healthz` every 10 ms. With threads the parses
  * run off the server's event loop; inline, every parse is a pause of the whole server. The
  * poller is a separate process, so a blocked server cannot also delay the clock that measures it.
  *
@@ -20,7 +20,11 @@ import { startSimProcess } from './sim-process.js';
 
 const TOKEN = 'bench-server-isolation-token';
 
-/** Polls a URL back to back until stdin closes, then prints the latencies (ms) as one JSON line. */
+/**
+ * Polls a URL every 10 ms (a poll waits for the previous answer) until stdin closes, then prints
+ * the latencies (ms) as one JSON line. Not back to back: a poller spinning on two cores would
+ * starve the worker threads it means to observe.
+ */
 const POLLER = `
 const url = process.argv[1];
 const latencies = [];
@@ -33,6 +37,7 @@ while (!stop) {
   const t0 = performance.now();
   try { const r = await fetch(url); await r.arrayBuffer(); if (r.status !== 200) failures++; } catch { failures++; }
   latencies.push(performance.now() - t0);
+  await new Promise((resolve) => setTimeout(resolve, 10));
 }
 process.stdout.write(JSON.stringify({ latencies, failures }) + '\\n');
 `;
@@ -124,7 +129,7 @@ export async function runServerIsolationBench(options: { quick: boolean }): Prom
     });
     const task = parseTask(tree.largest);
     const rows = [await measure('piscina', config, task, jobs), await measure('inline', config, task, jobs)];
-    const summary = `${shape.files} generated TypeScript files; each of ${jobs} jobs (cap 4) outlines the ${shape.outlined} largest (${(tree.largestBytes / 2 ** 20).toFixed(1)} MB) while another process polls /healthz back to back.`;
+    const summary = `${shape.files} generated TypeScript files; each of ${jobs} jobs (cap 4) outlines the ${shape.outlined} largest (${(tree.largestBytes / 2 ** 20).toFixed(1)} MB) while another process polls /healthz every 10 ms.`;
     return { rows, summary };
   } finally {
     await sim.stop();
