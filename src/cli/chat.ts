@@ -59,8 +59,9 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
     return EXIT.ok;
   } finally {
     stopSignals();
-    await ctx.dispose();
+    // Armed before dispose: a quit once hung on a loaded machine, and dispose is the one await left.
     if (interactive) exitIfHeld();
+    await ctx.dispose();
   }
 }
 
