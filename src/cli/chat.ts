@@ -59,23 +59,8 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
     return EXIT.ok;
   } finally {
     stopSignals();
-    // Armed before dispose: a quit once hung on a loaded machine, and dispose is the one await left.
-    if (interactive) exitIfHeld();
     await ctx.dispose();
   }
-}
-
-/**
- * After quitting, everything the chat opened is closed and the process should end by itself.
- * Seen rarely on a heavily loaded machine: it did not (cause not found yet). Rather than leave a
- * person at a dead terminal, exit after a grace period, saying what was still open. The timer is
- * unref'd: when nothing holds the process, it never fires.
- */
-function exitIfHeld(): void {
-  setTimeout(() => {
-    process.stderr.write(`forkpool: still open after closing (${process.getActiveResourcesInfo().join(', ') || 'nothing listed'}); exiting\n`);
-    process.exit(process.exitCode ?? EXIT.ok);
-  }, 3_000).unref();
 }
 
 /** Runs the ink app until the chat has closed its session (Ctrl+C when idle, /quit, a signal). */

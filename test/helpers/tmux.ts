@@ -39,6 +39,8 @@ export interface TmuxPane {
   pid(): Promise<number>;
   /** `dead` once the command has exited, with its exit status (synchronous: usable in waitFor). */
   status(): { dead: boolean; exitStatus?: number };
+  /** Waits until the command has exited and tmux has its status; returns the status. */
+  exited(): Promise<number>;
 }
 
 /** True when tmux is installed (`.ci/run` installs it). */
@@ -89,10 +91,34 @@ export async function startTmux(cleanup: Cleanup, command: readonly string[], op
       }
     },
     pid: async () => Number((await tmux('display-message', '-p', '#{pane_pid}')).stdout.trim()),
-    status: () => {
-      const [dead, code] = execFileSync('tmux', ['-L', socket, '-f', conf, 'display-message', '-p', '#{pane_dead} #{pane_dead_status}'], { env, cwd: tmpdir(), encoding: 'utf8' }).trim().split(' ');
-      // tmux may mark the pane dead a moment before it has the status.
-      return dead === '1' && code !== undefined && code !== '' ? { dead: true, exitStatus: Number(code) } : { dead: false };
+    status,
+    exited: async () => {
+      const serverPid = Number((await tmux('display-message', '-p', '#{pid}')).stdout.trim());
+      const done = await waitFor(
+        () => {
+          const now = status();
+          if (now.dead) return now;
+          // Debian's tmux is built with libutempter, which swaps in its own SIGCHLD handler while
+          // it removes the pane's utmp record (when the pty closes). A command that exits inside
+          // that window stays an unreaped zombie and tmux never learns its status (tmux/tmux#311):
+          // the pane shows no "Pane is dead". Another SIGCHLD makes tmux reap it; harmless otherwise.
+          try {
+            process.kill(serverPid, 'SIGCHLD');
+          } catch {
+            // the server is gone: status() above will fail loudly on the next poll
+          }
+          return undefined;
+        },
+        'the command in the pane to exit',
+        { timeoutMs: 90_000, intervalMs: 200 },
+      );
+      return done.exitStatus!;
     },
   };
+
+  function status(): { dead: boolean; exitStatus?: number } {
+    const [dead, code] = execFileSync('tmux', ['-L', socket, '-f', conf, 'display-message', '-p', '#{pane_dead} #{pane_dead_status}'], { env, cwd: tmpdir(), encoding: 'utf8' }).trim().split(' ');
+    // tmux may mark the pane dead a moment before it has the status.
+    return dead === '1' && code !== undefined && code !== '' ? { dead: true, exitStatus: Number(code) } : { dead: false };
+  }
 }
