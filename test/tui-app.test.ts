@@ -44,11 +44,11 @@ interface Rig {
  * A chat whose model answers pass through a proxy that holds the chosen requests (`hold`) until
  * `proxy.release()`. Parent requests carry the primary prompt, jobs the background one.
  */
-async function startChat(hold: (body: string) => boolean, options: { sim?: SimServerOptions; extra?: Partial<ForkpoolConfigInput>; ask?: boolean } = {}): Promise<Rig> {
+async function startChat(hold: (body: string) => boolean, options: { sim?: SimServerOptions; background?: ForkpoolConfigInput['background']; extra?: Partial<ForkpoolConfigInput>; ask?: boolean } = {}): Promise<Rig> {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups, options.sim);
   const proxy = await startHoldingProxy(cleanups, sim.url, hold);
-  const config = makeConfig(undefined, root, {}, { baseUrl: proxy.url, ...(options.ask ? { permissionMode: 'ask' } : {}), ...options.extra });
+  const config = makeConfig(undefined, root, options.background ?? {}, { baseUrl: proxy.url, ...(options.ask ? { permissionMode: 'ask' } : {}), ...options.extra });
   let chat: ChatController | undefined;
   const session = new AgentSession({
     config,
@@ -160,6 +160,20 @@ describe('chat app: panel, history, permissions', { timeout: 240_000 }, () => {
     await waitFor(() => !t.frame().includes(`Background agent ${job.id}`) && t.frame().includes('Background agents · 1 job'), 'back to the list', SAFETY_NET);
     t.type(KEY.f3);
     await waitFor(() => !t.frame().includes('Background agents ·'), 'the panel closed', SAFETY_NET);
+  });
+
+  it('the status bar shows the session budget left, and it goes down as a job spends', async () => {
+    const t = await startChat(() => false, { extra: { sessionBudget: { maxTokens: 200_000 } }, background: { budget: { maxTokens: 50_000 } } });
+    await waitFor(() => t.frame().includes('budget left 200.0k/200.0k tokens'), 'the full pool in the status bar', SAFETY_NET);
+    t.type('/bg start where is the cache defined?');
+    t.type(KEY.enter);
+    await t.screen('started by you');
+    await t.screen(/bg-1 "where is the cache defined\?" (ok|partial)/);
+    const spent = t.session.manager.budgetPool()!.spentTokens;
+    expect(spent).toBeGreaterThan(0);
+    // Shown in thousands: 655 tokens spent is 199.3k left.
+    const left = `${((200_000 - spent) / 1000).toFixed(1)}k`;
+    await waitFor(() => t.frame().includes(`budget left ${left}/200.0k tokens`), `the status bar to show ${left} left`, SAFETY_NET);
   });
 
   it('Up and Down recall earlier inputs', async () => {

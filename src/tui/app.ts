@@ -7,7 +7,7 @@ import { createElement as h, useCallback, useEffect, useLayoutEffect, useReducer
 import { Box, Static, Text, useStdin, useStdout } from 'ink';
 import type { ChatController } from './controller.js';
 import { parseKeys, type ChatKey } from './keys.js';
-import { countText, detailLines, panelRow, treeOrder, usageText, wavesText } from './jobs-view.js';
+import { countText, detailLines, panelRow, poolText, treeOrder, usageText, wavesText } from './jobs-view.js';
 import type { EntryKind, TranscriptEntry } from './transcript.js';
 
 /** Rows of the job list shown at once; the rest scrolls. */
@@ -87,6 +87,8 @@ function StatusBar({ chat, jobs }: { chat: ChatController; jobs: ReturnType<Chat
   const waves = wavesText(jobs);
   if (waves) parts.push(waves);
   parts.push(usageText(chat.session.agent.session.usage(), chat.session.agent.config));
+  const pool = poolText(chat.session.manager.budgetPool());
+  if (pool) parts.push(pool);
   return h(Box, { borderStyle: 'single', borderTop: true, borderBottom: false, borderLeft: false, borderRight: false, borderColor: 'gray' }, h(Text, null, parts.join('  │  ')));
 }
 

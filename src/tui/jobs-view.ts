@@ -5,6 +5,8 @@
  */
 import type { JobActivityView } from '../main/job-activity.js';
 import type { JobRecord } from '../main/ledger.js';
+import type { PoolSnapshot } from '../main/budget-pool.js';
+import { formatUsd } from '../shared/budget.js';
 import { costOf, type ModelTable } from '../shared/models.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
 import { escapeForTerminal, oneLine, seconds } from '../cli/format.js';
@@ -39,6 +41,15 @@ export function wavesText(jobs: readonly Job[]): string | undefined {
 
 export function compactTokens(n: number): string {
   return n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)}M` : n >= 1_000 ? `${(n / 1_000).toFixed(1)}k` : String(n);
+}
+
+/** The session budget left, short enough for the status bar: `budget left $0.40/$2.00 · 199.3k/200.0k tokens`. */
+export function poolText(pool: PoolSnapshot | undefined): string | undefined {
+  if (!pool) return undefined;
+  const parts: string[] = [];
+  if (pool.maxCostUsd !== undefined) parts.push(`${formatUsd(pool.remainingUsd ?? 0)}/${formatUsd(pool.maxCostUsd)}`);
+  if (pool.maxTokens !== undefined) parts.push(`${compactTokens(pool.remainingTokens ?? 0)}/${compactTokens(pool.maxTokens)} tokens`);
+  return `budget left ${parts.join(' · ')}`;
 }
 
 /** Tokens by role bucket (`primary`, `primary:subagent`, `user:subagent`, …), then the priced cost. */
