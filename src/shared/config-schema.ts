@@ -1,0 +1,265 @@
+/**
+ * The configuration's schema: every field, its default and its bounds (zod). Parsing, aliases
+ * and the cross-field checks live in config.ts, which re-exports all of this.
+ */
+import { z } from 'zod';
+import { bullmqSchema, redisUrlSchema } from '../bullmq/config.js';
+import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
+import { modelInfoSchema } from './models.js';
+import { adaptiveSchema, joinSchema } from './scheduling-config.js';
+import { budgetLimitsSchema } from './budget.js';
+
+/**
+ * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
+ * (with a `TimeoutOverflowWarning`), so every timeout in the schema is bounded by this.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** The longest job timeout in minutes whose milliseconds still fit a timer (≈ 24.8 days). */
+export const MAX_TIMEOUT_MINUTES = Math.floor(MAX_TIMER_MS / 60_000);
+/**
+ * Worker heap cap bound: 64 GiB. A per-thread heap above it is a unit mistake (bytes or KiB
+ * for MiB), not a plan; a fixed bound keeps a config valid on every machine it moves to.
+ */
+export const MAX_HEAP_MB = 65_536;
+/** Nesting bound: deeper delegation is a runaway, not a plan. */
+export const MAX_DEPTH = 5;
+
+/** A millisecond timeout: a whole number that a Node timer can hold. */
+const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
+
+/**
+ * The one configuration schema. Plain data only: a config is structured-cloned into every
+ * worker, so it must survive `postMessage` unchanged.
+ */
+const toolLimitsSchema = z.strictObject({
+  readFileMaxBytes: z.number().int().positive().default(DEFAULTS.tools.readFileMaxBytes),
+  readFileDefaultLines: z.number().int().positive().default(DEFAULTS.tools.readFileDefaultLines),
+  outputMaxChars: z.number().int().min(256).default(DEFAULTS.tools.outputMaxChars),
+  grepMaxMatches: z.number().int().positive().default(DEFAULTS.tools.grepMaxMatches),
+  grepMaxFileBytes: z.number().int().positive().default(DEFAULTS.tools.grepMaxFileBytes),
+  findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
+  outlineMaxBytes: z.number().int().positive().default(DEFAULTS.tools.outlineMaxBytes),
+  bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
+  toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
+  searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
+  maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
+});
+
+const retentionSchema = z.strictObject({
+  keepResults: z.number().int().min(0).default(DEFAULTS.background.retention.keepResults),
+  keepResultsMs: z.number().int().min(0).default(DEFAULTS.background.retention.keepResultsMs),
+  keepRecords: z.number().int().min(0).default(DEFAULTS.background.retention.keepRecords),
+});
+
+/** A workspace-relative path: no NUL, not absolute, no ".." segment. */
+const relativePathSchema = z
+  .string()
+  .min(1)
+  .refine((p) => !p.includes('\0') && !p.startsWith('/') && !p.split('/').includes('..'), 'a workspace-relative path without ".." (e.g. ".git" or "config/secrets")');
+/** An absolute folder path. */
+const absolutePathSchema = z.string().min(2).refine((p) => p.startsWith('/') && !p.includes('\0'), 'an absolute path');
+
+/** Budgets of a fork of the parent, and the fallback of every agent's unset budget fields. */
+const defaultBudgetSchema = z.strictObject({
+  maxTurns: budgetLimitsSchema.shape.maxTurns.default(DEFAULTS.background.budget.maxTurns),
+  maxTokens: budgetLimitsSchema.shape.maxTokens,
+  maxCostUsd: budgetLimitsSchema.shape.maxCostUsd.default(DEFAULTS.background.budget.maxCostUsd),
+  maxWallclockMinutes: budgetLimitsSchema.shape.maxWallclockMinutes.default(DEFAULTS.background.budget.maxWallclockMinutes),
+});
+
+/** One token and dollar pool for all of a session's (a manager's) background jobs; see README "Budgets". */
+const sessionBudgetSchema = z.strictObject({
+  maxTokens: z.number().int().min(1).optional(),
+  maxCostUsd: z.number().positive().optional(),
+  /** A spawn the pool cannot cover: `refuse` it (a tool error the model reads) or `queue` it until leases return. */
+  onExhausted: z.enum(['refuse', 'queue']).default('refuse'),
+});
+
+const backgroundSchema = z.strictObject({
+  maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
+  timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).default(DEFAULTS.background.timeoutMinutes),
+  /**
+   * The job timeout in milliseconds, instead of `timeoutMinutes` (setting both is an error).
+   * Parsing turns it into `timeoutMinutes`, the one field the runtime reads.
+   */
+  timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
+  queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
+  /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
+  maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
+  /** A job that answers with children still running: `wait` gives its slot back, waits and resumes with their results; `cancel` cancels them. */
+  childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
+  isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
+  tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
+  threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
+  heapMb: z.number().int().min(16).max(MAX_HEAP_MB).default(DEFAULTS.background.heapMb),
+  niceIncrement: z.number().int().min(0).max(19).default(DEFAULTS.background.niceIncrement),
+  cancelGraceMs: timerMs(0).default(DEFAULTS.background.cancelGraceMs),
+  resultMaxChars: z.number().int().min(200).default(DEFAULTS.background.resultMaxChars),
+  closeTimeoutMs: timerMs(0).default(DEFAULTS.background.closeTimeoutMs),
+  maxRequeues: z.number().int().min(0).max(10).default(DEFAULTS.background.maxRequeues),
+  /** What the ledger keeps of delivered jobs; see `DEFAULTS.background.retention`. */
+  retention: retentionSchema.default(retentionSchema.parse({})),
+  /** The agent user-started jobs run when none is named (the seeds' `background_agent`); unset: a fork of the parent. */
+  defaultAgent: z.string().optional(),
+  /** `queue`: a spawn past the cap waits (the first seed); `reject`: it is refused with QUEUE_FULL (core-agent). */
+  onFull: z.enum(['queue', 'reject']).default(DEFAULTS.background.onFull),
+  /** `report_alert` calls kept per job; later ones are refused (the job is told). */
+  maxAlertsPerJob: z.number().int().min(0).max(100).default(DEFAULTS.background.maxAlertsPerJob),
+  /** Alerts a session holds for its next turn; past this the oldest are dropped, with a warning. */
+  alertBufferMax: z.number().int().min(1).max(10_000).default(DEFAULTS.background.alertBufferMax),
+  /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
+  checkCooldownMs: timerMs(0).default(DEFAULTS.background.checkCooldownMs),
+  /** `fixed` (a cap of `maxConcurrent` jobs) or `adaptive` (AIMD on model requests per endpoint; README "Adaptive concurrency"). */
+  concurrency: z.enum(['fixed', 'adaptive']).default(DEFAULTS.background.concurrency),
+  adaptive: adaptiveSchema.default(adaptiveSchema.parse({})),
+  /** A wave's follow-up before all its jobs end: `{deadlineSeconds}` and/or `{quorum}` (README "Wave joins"). Unset: all. */
+  join: joinSchema.optional(),
+  /** Per-job budgets of a fork of the parent (and the fallback of each agent's own `budget`). */
+  budget: defaultBudgetSchema.default(defaultBudgetSchema.parse({})),
+});
+
+const deliverySchema = z.strictObject({
+  /**
+   * Estimated tokens (4 characters each) of background results injected into one turn, all
+   * results together, shared fairly. Unset: `contextShare` of the parent model's context window.
+   */
+  maxInjectedTokens: z.number().int().min(500).max(100_000_000).optional(),
+  contextShare: z.number().gt(0).max(1).default(DEFAULTS.delivery.contextShare),
+  /** Longest page `read_background_result` returns, in characters. */
+  pageMaxChars: z.number().int().min(500).max(10_000_000).default(DEFAULTS.delivery.pageMaxChars),
+  /** A result based on files changed since the job read them: `annotate` the delivery, or `rerun` the job once. */
+  staleResults: z.enum(['annotate', 'rerun']).default(DEFAULTS.delivery.staleResults),
+});
+
+const dedupSchema = z.strictObject({
+  /** A spawn whose task, agent and model match a running job joins it. */
+  attach: z.boolean().default(DEFAULTS.dedup.attach),
+  /** ... or a job that ended `ok` at most this long ago: its result is reused (0: never). */
+  reuseWithinSeconds: z.number().min(0).max(86_400).default(DEFAULTS.dedup.reuseWithinSeconds),
+});
+
+/** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
+export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/**
+ * A configured peer agent (core-agent's catalog): a job that runs it uses its model, endpoint,
+ * prompt, tools and limits instead of a fork of the parent. Unset fields come from the parent.
+ */
+const agentSchema = z.strictObject({
+  /** Shown to the parent's model in the spawn tool and the `agent_<name>` tool. */
+  description: z.string().trim().min(1).max(1_000),
+  model: z.string().min(1).optional(),
+  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** Never printed, logged or put in an event. Without it, the parent's key is used only on the parent's endpoint. */
+  apiKey: z.string().min(1).optional(),
+  /** Appended to the background baseline prompt, unless `replaceSystemPrompt`. */
+  systemPrompt: z.string().min(1).max(50_000).optional(),
+  replaceSystemPrompt: z.boolean().default(false),
+  /** Built-in tools by name; unset: the parent's `tools`. */
+  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).optional(),
+  maxIterations: z.number().int().min(1).max(10_000).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
+  maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
+  /** This agent's job budgets; unset fields come from `background.budget`. A spawn may only tighten them. */
+  budget: budgetLimitsSchema.optional(),
+});
+export type AgentConfig = z.output<typeof agentSchema>;
+
+/** The durable ledger: SQLite (WAL) at `path`; without a path the ledger lives in memory only. */
+const ledgerSchema = z.strictObject({
+  /** The SQLite file (created if missing), relative to the working directory. Unset: in memory. */
+  path: z.string().min(1).optional(),
+  onInterrupted: z.enum(['rerun', 'deliver']).default(DEFAULTS.ledger.onInterrupted),
+  maxReruns: z.number().int().min(0).max(10).default(DEFAULTS.ledger.maxReruns),
+  synchronous: z.enum(['normal', 'full']).default(DEFAULTS.ledger.synchronous),
+});
+
+const serverSchema = z.strictObject({
+  host: z.string().min(1).default(DEFAULTS.server.host),
+  port: z.number().int().min(0).max(65_535).default(DEFAULTS.server.port),
+  bodyLimitBytes: z.number().int().min(1_024).max(100 * 1_048_576).default(DEFAULTS.server.bodyLimitBytes),
+  corsOrigins: z.array(z.url({ protocol: /^https?$/ })).default([...DEFAULTS.server.corsOrigins]),
+  eventBufferSize: z.number().int().min(10).max(1_000_000).default(DEFAULTS.server.eventBufferSize),
+  maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),
+});
+
+export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline', 'bullmq'] as const;
+
+export const configSchema = z.strictObject({
+  model: z.string().min(1).default(DEFAULTS.model),
+  /**
+   * OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. Unset with an `apiKey`:
+   * OpenAI's; unset without one: a CONFIG_INVALID error when a manager or session starts (the
+   * CLI starts its built-in simulator instead). See {@link assertModelConfigured}.
+   */
+  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** Never printed, logged or put in an event. */
+  apiKey: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
+  maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
+  requestTimeoutMs: timerMs(100).default(DEFAULTS.requestTimeoutMs),
+  streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
+  maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
+  stream: z.boolean().default(DEFAULTS.stream),
+  /** Characters of one model response before it fails with MODEL_RESPONSE_TOO_LARGE. */
+  maxResponseChars: z.number().int().min(1_000).max(500_000_000).default(DEFAULTS.maxResponseChars),
+  /** Where jobs run; `inline` shares the caller's thread (no isolation, no hard stop). */
+  executor: z.enum(EXECUTOR_KINDS).default(DEFAULTS.executor),
+  /** Redis for `executor: "bullmq"` (e.g. `redis://127.0.0.1:6379`); never printed (it may hold a password). */
+  redisUrl: redisUrlSchema.optional(),
+  /** The BullMQ executor and `forkpool worker` (see README "Running on several machines"). */
+  bullmq: bullmqSchema.default(bullmqSchema.parse({})),
+  /** `brief`: records' errors carry code, message and two causes, no stacks or absolute paths. `debug`: all of it. */
+  errorDetail: z.enum(['brief', 'debug']).default(DEFAULTS.errorDetail),
+  /** Absolute path; every file and shell tool stays inside it. Defaults to the working directory. */
+  workspaceRoot: z.string().min(1),
+  /** Accept `/` or the home folder as the workspace (refused by default: the tools would reach everything). */
+  allowBroadWorkspace: z.boolean().default(false),
+  /** How bash is confined: `auto` (bubblewrap when it works, else a process group), `bwrap` or `none`. */
+  sandbox: z.enum(['auto', 'bwrap', 'none']).default(DEFAULTS.sandbox),
+  /** Path of the bubblewrap binary. */
+  bwrapPath: absolutePathSchema.default(DEFAULTS.bwrapPath),
+  /** bash inside the sandbox may use the network. Default false. */
+  sandboxNetwork: z.boolean().default(DEFAULTS.sandboxNetwork),
+  /** Extra folders bash may read (read-only) inside the sandbox, e.g. a toolchain in the home folder. */
+  sandboxReadPaths: z.array(absolutePathSchema).default([]),
+  /** Paths write_file and edit_file refuse (and bash sees read-only in the sandbox). Default [".git"]. */
+  protectedPaths: z.array(relativePathSchema).default([...DEFAULTS.protectedPaths]),
+  /** Let the write tools and bash write protected paths after all. Default false. */
+  allowProtectedWrites: z.boolean().default(false),
+  /** Built-in tools offered to the model. */
+  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([...BUILTIN_TOOL_NAMES]),
+  /** Gated tools granted up front (`bash`, `write_file`, `edit_file`). */
+  grantedTools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([]),
+  /** `ask`: the parent asks a person on a terminal; `config`: only `grantedTools`. Background jobs never ask. */
+  permissionMode: z.enum(['ask', 'config']).default('config'),
+  loopWarnAfter: z.number().int().min(2).default(DEFAULTS.loopWarnAfter),
+  loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
+  toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
+  background: backgroundSchema.default(backgroundSchema.parse({})),
+  /** Where jobs and sessions are kept: in memory (default) or a SQLite file (README "Durability"). */
+  ledger: ledgerSchema.default(ledgerSchema.parse({})),
+  /** `forkpool serve`: address, body limit, CORS, event buffer. */
+  server: serverSchema.default(serverSchema.parse({})),
+  sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
+  /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
+  parentHistoryMaxTokens: z.number().int().min(1_000).default(DEFAULTS.parentHistoryMaxTokens),
+  /** Configured peer agents by name (see README "Agents"). */
+  agents: z.record(z.string().regex(AGENT_NAME_PATTERN, 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)'), agentSchema).default({}),
+  /** Agents offered to the parent as `agent_<name>(task, background?)` tools; each must be in `agents`. */
+  agentTools: z.array(z.string()).default([]),
+  /** Per model name: price per million tokens (input, output) and context window (see src/shared/models.ts). */
+  models: z.record(z.string().min(1), modelInfoSchema).default({}),
+  /** The session's pooled budget: each spawn leases its expected spend from it (see README "Budgets"). */
+  sessionBudget: sessionBudgetSchema.optional(),
+  /** Per-turn injection budget, paging and the stale check (README "Bounded delivery", "Stale results"). */
+  delivery: deliverySchema.default(deliverySchema.parse({})),
+  /** Spawn de-duplication (README "De-duplication"). */
+  dedup: dedupSchema.default(dedupSchema.parse({})),
+});
+
+export type ForkpoolConfig = z.output<typeof configSchema>;
+export type ForkpoolConfigInput = z.input<typeof configSchema>;
+export type BackgroundConfig = ForkpoolConfig['background'];
+export type ToolLimits = ForkpoolConfig['toolLimits'];
