@@ -11,7 +11,7 @@ const ELD_RESOLUTION_MS = 1;
 const PROBE_INTERVAL_MS = 50;
 /** A probe slower than this is recorded at this value and abandoned. */
 const PROBE_TIMEOUT_MS = 5_000;
-const RSS_INTERVAL_MS = 100;
+const THREADS_INTERVAL_MS = 100;
 const MB = 1024 * 1024;
 
 /** Nearest-rank percentile of unsorted samples; NaN when there are none. */
@@ -46,7 +46,6 @@ export function startSampling(probeUrl: string, threadCount: () => number): Samp
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const probes: number[] = [];
   let inFlight: Promise<void> | undefined;
-  let peakRss = process.memoryUsage.rss();
   let threadsMax = threadCount();
 
   const tick = () => {
@@ -74,22 +73,20 @@ export function startSampling(probeUrl: string, threadCount: () => number): Samp
   tick();
   const probe = setInterval(tick, PROBE_INTERVAL_MS);
 
-  const memory = setInterval(() => {
-    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+  const threads = setInterval(() => {
     threadsMax = Math.max(threadsMax, threadCount());
-  }, RSS_INTERVAL_MS);
+  }, THREADS_INTERVAL_MS);
 
   let result: Sampled | undefined;
   return {
     async stop() {
       if (result) return result;
       clearInterval(probe);
-      clearInterval(memory);
+      clearInterval(threads);
       eld.disable();
       // The probe's own timeout bounds this wait.
       if (inFlight) await inFlight;
       agent.destroy();
-      peakRss = Math.max(peakRss, process.memoryUsage.rss());
       threadsMax = Math.max(threadsMax, threadCount());
       const late = (ns: number) => round3(Math.max(0, ns / 1e6 - ELD_RESOLUTION_MS));
       result = {
@@ -99,12 +96,22 @@ export function startSampling(probeUrl: string, threadCount: () => number): Samp
         respP50Ms: round3(percentile(probes, 50)),
         respP99Ms: round3(percentile(probes, 99)),
         respSamples: probes.length,
-        peakRssMb: round3(peakRss / MB),
+        peakRssMb: round3(peakRssBytes() / MB),
         threadsMax,
       };
       return result;
     },
   };
+}
+
+/**
+ * The process's peak resident set so far (getrusage): exact, where sampling could miss a spike,
+ * and it needs no file descriptor (process.memoryUsage.rss() reads /proc/self/stat, which throws
+ * EMFILE when 10,000 jobs in flight hold the process at its open-file limit). Each cell runs in
+ * its own process, so this is the cell's peak.
+ */
+function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024;
 }
 
 export function rssMb(): number {

@@ -161,7 +161,7 @@ export function markdownReport(report: BenchReport, charts: readonly string[]): 
   const lines = [
     `# forkpool bench: ${report.name}${report.quick ? ' (quick)' : ''}`,
     '',
-    `${report.startedAt} · ${m.cpus} × ${m.cpuModel} · ${m.memGb} GB · Node ${m.node} · ${m.platform}`,
+    `${report.startedAt} · ${m.cpus} × ${m.cpuModel} · ${m.memGb} GB · Node ${m.node} · ${m.platform}${m.openFilesLimit !== undefined ? ` · open-file limit ${m.openFilesLimit}` : ''}`,
     '',
     '## Workloads',
     '',

@@ -6,7 +6,7 @@
  *   node dist/bench/run.js [--quick] [--only io|cpu|scale|parse] [--out bench/results] [--name N] [--cpu-prof]
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -117,7 +117,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
     name,
     quick,
     startedAt: new Date().toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${os.release()}` },
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${os.release()}`, ...openFilesLimit() },
     workloads: {},
     cells: [],
     errors: [],
@@ -317,3 +317,17 @@ function isEntry(): boolean {
   }
 }
 if (isEntry()) process.exitCode = await benchMain(process.argv.slice(2));
+
+/**
+ * The soft open-file limit (Linux: /proc/self/limits). Every job in flight holds a socket, and a
+ * tool a file: at 10,000 jobs in flight this limit, not memory, is what runs out first.
+ */
+function openFilesLimit(): { openFilesLimit?: number } {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const soft = Number(line?.split(/\s{2,}/)[1]);
+    return Number.isFinite(soft) ? { openFilesLimit: soft } : {};
+  } catch {
+    return {};
+  }
+}

@@ -94,7 +94,7 @@ export interface CellResult {
   modelCallsPerJob?: number;
   /** Most jobs of the fan-out running at once (the peers: started and past the cap's limiter). */
   jobsInFlightMax?: number;
-  /** Peak `process.memoryUsage.rss()` during the fan-out (worker threads included). */
+  /** Peak resident set of the cell's process (getrusage maxRSS; worker threads included). */
   peakRssMb: number;
   /** RSS before the executor was created. */
   baseRssMb: number;
@@ -115,7 +115,7 @@ export interface BenchReport {
   name: string;
   quick: boolean;
   startedAt: string;
-  machine: { cpus: number; cpuModel: string; memGb: number; node: string; platform: string };
+  machine: { cpus: number; cpuModel: string; memGb: number; node: string; platform: string; openFilesLimit?: number };
   workloads: Record<string, { description: string; sim: Record<string, number> }>;
   cells: CellResult[];
   /** Cells that failed to produce a result (crashed or timed out), with the reason. */
