@@ -144,6 +144,7 @@ describe('huge trees: abort and the time limit', () => {
     try {
       const walk = walkFiles(start, tree, {
         signal: controller.signal,
+        toolName: 'grep',
         skipDirs: [],
         pseudoDevices: await pseudoFsDevices(),
         onTick: () => {

@@ -37,7 +37,7 @@ export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
       throw new ToolError('TOOL_FAILED', NAME, `path must name a JavaScript or TypeScript file (${EXTENSIONS.join(', ')}); received ${JSON.stringify(args.path)}. Use read_file for other files`);
     }
     // Opened first, checked after (what was opened, not the path), as read_file does.
-    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME);
+    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal });
     const shown = displayPath(ctx.workspaceRoot, opened.realPath);
     let source: string;
     try {

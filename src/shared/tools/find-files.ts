@@ -39,7 +39,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         `pattern ${JSON.stringify(pattern)} must be relative to the search path, without ".." segments or an absolute path; set "path" to choose where to search`,
       );
     }
-    const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory' }).catch((error: unknown) => {
+    const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal }).catch((error: unknown) => {
       if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
         throw new ToolError('TOOL_FAILED', NAME, `${error.message}; pass a directory as path`);
       }
@@ -56,6 +56,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
     try {
       const walk = walkFiles(dir.handle, dir.realPath, {
         signal: ctx.signal,
+        toolName: NAME,
         skipDirs: IGNORED_DIRS,
         pseudoDevices: await pseudoFsDevices(),
         maxDepth: folderDepthOf(pattern),

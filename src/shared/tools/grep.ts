@@ -46,7 +46,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       if (Date.now() < deadline) return;
       throw new ToolError('TOOL_TIMEOUT', NAME, `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`);
     };
-    const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any' });
+    const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal });
     const startAbs = start.realPath;
     const shownStart = displayPath(ctx.workspaceRoot, startAbs);
     const matchesGlob = args.glob ? (await import('picomatch')).default(args.glob, { dot: true, basename: !args.glob.includes('/') }) : undefined;
@@ -112,7 +112,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         // A single file is searched when the glob (if any) matches its name.
         if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats.size, shownStart);
       } else {
-        const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline });
+        const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, toolName: NAME, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline });
         for await (const file of walk) {
           if (matches >= maxMatches || budgetHit) break;
           if (matchesGlob && !matchesGlob(file.rel || file.name)) continue;
@@ -124,7 +124,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     }
 
     async function searchWalked(file: WalkedFile): Promise<void> {
-      const opened = await openWalkedFile(file, pseudoDevices);
+      const opened = await openWalkedFile(file, pseudoDevices, { signal: ctx.signal, toolName: NAME });
       if (!opened) {
         unreadable++;
         return;

@@ -27,7 +27,7 @@ export const listDirTool: ToolDefinition<ListDirArgs> = {
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
     // The folder is opened (no link followed) and checked, then listed through its descriptor.
-    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory' }).catch((error: unknown) => {
+    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal }).catch((error: unknown) => {
       if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
         throw new ToolError('TOOL_FAILED', NAME, `${error.message}; use read_file to read it`);
       }

@@ -31,7 +31,7 @@ export const readFileTool: ToolDefinition<ReadFileArgs> = {
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
     // Opened first, checked after (what was opened, not the path): a racing swap cannot redirect it.
-    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME);
+    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal });
     try {
       const shown = displayPath(ctx.workspaceRoot, opened.realPath);
       const seen: SeenLines = {};

@@ -3,6 +3,7 @@ import { mkdir, open, readFile, readlink, realpath, stat, type FileHandle } from
 import path from 'node:path';
 import { ToolError } from '../errors.js';
 import { assertNotProtected } from './policy.js';
+import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
 import { codeOf, displayPath, isInside, resolveInWorkspace } from './sandbox.js';
 import type { ToolPolicy } from './types.js';
 
@@ -108,18 +109,19 @@ function changedError(toolName: string, shown: string, cause?: unknown): ToolErr
  * Refuses what is not a regular file (or not a folder, with `directory`) and what lives on a
  * pseudo file system. The caller closes the handle.
  */
-export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any' } = {}): Promise<OpenedPath> {
+export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal } = {}): Promise<OpenedPath> {
   const kind = options.kind ?? 'file';
   const resolved = await resolveInWorkspace(root, userPath, toolName, { mustExist: true });
   const shown = displayPath(root, resolved);
   // The kind is known only after opening (O_RDONLY opens folders too): checked with fstat.
   let handle: FileHandle;
   try {
-    handle = await open(resolved, READ_FLAGS);
+    handle = await withFdRetry(() => open(resolved, READ_FLAGS), options.signal);
   } catch (error) {
     const code = codeOf(error);
     if (code === 'ELOOP' || code === 'ENOENT') throw changedError(toolName, JSON.stringify(shown), error);
     if (code === 'ENXIO') throw new ToolError('TOOL_FAILED', toolName, `${shown} is not a regular file (device, socket or pipe); refusing to read it`);
+    if (isFdLimit(error)) throw fdLimitError(toolName, shown, error);
     throw new ToolError('TOOL_FAILED', toolName, `cannot open ${shown}: ${code ?? String(error)}`, { cause: error });
   }
   try {

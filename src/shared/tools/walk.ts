@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { open, opendir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
+import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
 import { atPath, procFdAvailable } from './safe-fs.js';
 import { throwIfAborted } from './util.js';
 
@@ -22,6 +23,8 @@ export const MAX_WALK_DEPTH = 64;
 
 export interface WalkOptions {
   signal: AbortSignal;
+  /** The tool walking, named in its errors. */
+  toolName: string;
   /** Folder names not entered below the start (node_modules, .git, ...). */
   skipDirs: readonly string[];
   /** Device numbers of pseudo file systems (see `pseudoFsDevices`). */
@@ -50,7 +53,7 @@ export async function* walkFiles(start: FileHandle, startAbs: string, options: W
 async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number, options: WalkOptions): AsyncGenerator<WalkedFile> {
   const entries: { name: string; dir: boolean }[] = [];
   try {
-    const listing = await opendir(procFdAvailable() ? atPath(dir.fd) : abs);
+    const listing = await withFdRetry(() => opendir(procFdAvailable() ? atPath(dir.fd) : abs), options.signal);
     for await (const entry of listing) {
       throwIfAborted(options.signal);
       options.onTick?.();
@@ -61,6 +64,7 @@ async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number
     }
   } catch (error) {
     if (error instanceof ToolError || options.signal.aborted) throw error;
+    if (isFdLimit(error)) throw fdLimitError(options.toolName, rel || '.', error);
     return; // unreadable folder: skipped
   }
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -76,8 +80,10 @@ async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number
     if (depth >= (options.maxDepth ?? MAX_WALK_DEPTH)) continue;
     let sub: FileHandle;
     try {
-      sub = await open(procFdAvailable() ? atPath(dir.fd, entry.name) : childAbs, DIR_FLAGS);
-    } catch {
+      sub = await withFdRetry(() => open(procFdAvailable() ? atPath(dir.fd, entry.name) : childAbs, DIR_FLAGS), options.signal);
+    } catch (error) {
+      if (options.signal.aborted) throw error;
+      if (isFdLimit(error)) throw fdLimitError(options.toolName, childRel, error);
       continue; // gone, unreadable, or replaced by a link since the listing
     }
     try {
@@ -93,11 +99,13 @@ async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number
  * Opens a walked file for reading when it is still a regular file outside any pseudo file
  * system; `undefined` otherwise (it changed since the listing). The caller closes it.
  */
-export async function openWalkedFile(file: WalkedFile, pseudoDevices: ReadonlySet<number>): Promise<{ handle: FileHandle; size: number } | undefined> {
+export async function openWalkedFile(file: WalkedFile, pseudoDevices: ReadonlySet<number>, options: Pick<WalkOptions, 'signal' | 'toolName'>): Promise<{ handle: FileHandle; size: number } | undefined> {
   let handle: FileHandle;
   try {
-    handle = await open(procFdAvailable() ? atPath(file.dirFd, file.name) : file.abs, FILE_FLAGS);
-  } catch {
+    handle = await withFdRetry(() => open(procFdAvailable() ? atPath(file.dirFd, file.name) : file.abs, FILE_FLAGS), options.signal);
+  } catch (error) {
+    if (options.signal.aborted) throw error;
+    if (isFdLimit(error)) throw fdLimitError(options.toolName, file.rel, error);
     return undefined;
   }
   try {

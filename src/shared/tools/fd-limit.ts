@@ -1,0 +1,42 @@
+/**
+ * File descriptors run out under a large fan-out: every job in flight holds a socket, and each
+ * search holds a folder per level it walks. An `open` that fails with EMFILE (this process) or
+ * ENFILE (the system) is not "file unreadable": another job will close a descriptor within
+ * milliseconds. So opening waits and tries again, and when the limit persists the tool fails
+ * saying so; a search never skips a folder for it and answers "no matches" (it once did).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ToolError } from '../errors.js';
+import { codeOf } from './sandbox.js';
+
+/** Waits between tries (ms, before jitter): about 3.3 s in all. */
+const RETRY_DELAYS_MS = [5, 10, 20, 40, 80, 160, 320, 640, 1_000, 1_000];
+
+export function isFdLimit(error: unknown): boolean {
+  const code = codeOf(error);
+  return code === 'EMFILE' || code === 'ENFILE';
+}
+
+/** Runs `open` (anything that takes a descriptor), retrying while descriptors have run out. */
+export async function withFdRetry<T>(open: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await open();
+    } catch (error) {
+      const wait = RETRY_DELAYS_MS[attempt];
+      if (!isFdLimit(error) || wait === undefined || signal?.aborted) throw error;
+      // Jitter: jobs that failed together should not all retry in the same millisecond.
+      await sleep(wait + Math.random() * wait, undefined, signal ? { signal } : undefined);
+    }
+  }
+}
+
+/** The tool error for a limit that outlasted the retries: what happened and what to do. */
+export function fdLimitError(toolName: string, shown: string, error: unknown): ToolError {
+  return new ToolError(
+    'TOOL_FAILED',
+    toolName,
+    `cannot open ${shown}: too many files open in this process (${codeOf(error)}), still after retrying for 3 s; other jobs hold them. Try again shortly, or run fewer jobs at once`,
+    { cause: error },
+  );
+}

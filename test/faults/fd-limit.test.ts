@@ -1,0 +1,75 @@
+/**
+ * Out of file descriptors (EMFILE), as under a fan-out of thousands of jobs: the search tools
+ * wait for a descriptor and carry on, or fail saying why; they never skip what they could not
+ * open and answer "no matches" (which they once did: a wrong answer the model believes).
+ *
+ * A child process with a low open-file limit (`ulimit -n`) holds every descriptor it can get,
+ * then gives back a few while a search runs: the real tools from dist/, real EMFILEs.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT, makeWorkspace, useCleanup } from '../helpers/index.js';
+
+const run = promisify(execFile);
+const cleanup = useCleanup();
+
+/**
+ * Runs `tool` with `args` in a process limited to 200 descriptors, all of them taken before the
+ * call; `releaseAfterMs` gives 20 back that long after the call began (never, if undefined).
+ */
+const SCRIPT = `
+import { openSync, closeSync } from 'node:fs';
+const [toolsDir, ws, toolName, argsJson, releaseAfter] = process.argv.slice(2);
+const { builtinTools } = await import(toolsDir + '/index.js');
+const { parseConfig } = await import(toolsDir + '/../config.js');
+const config = parseConfig({ workspaceRoot: ws });
+const tool = builtinTools(config.tools).find((t) => t.name === toolName);
+const ctx = { workspaceRoot: ws, limits: config.toolLimits, signal: new AbortController().signal, permissions: { check: async () => 'allow' }, env: {}, policy: {} };
+await tool.run(JSON.parse(argsJson), ctx); // loads what the tool loads lazily, before the limit bites
+const held = [];
+try { for (;;) held.push(openSync(ws + '/held.txt', 'r')); } catch (error) { if (error.code !== 'EMFILE') throw error; }
+if (releaseAfter !== 'never') setTimeout(() => held.splice(0, 20).forEach((fd) => closeSync(fd)), Number(releaseAfter));
+try {
+  console.log(JSON.stringify({ held: held.length, output: await tool.run(JSON.parse(argsJson), ctx) }));
+} catch (error) {
+  console.log(JSON.stringify({ held: held.length, error: { code: error.code, message: error.message } }));
+}
+`;
+
+async function searchAtLimit(tool: string, args: object, releaseAfter: number | 'never'): Promise<{ held: number; output?: string; error?: { code: string; message: string } }> {
+  const ws = await makeWorkspace(cleanup);
+  await mkdir(path.join(ws, 'deep', 'er'), { recursive: true });
+  for (let i = 0; i < 5; i++) await writeFile(path.join(ws, 'deep', 'er', `f${i}.txt`), `the needle ${i}\n`);
+  await writeFile(path.join(ws, 'held.txt'), 'x\n');
+  const script = path.join(ws, 'at-limit.mjs');
+  await writeFile(script, SCRIPT);
+  const toolsDir = path.join(REPO_ROOT, 'dist', 'shared', 'tools');
+  const command = `ulimit -n 200 && exec "$0" "$@"`;
+  const { stdout } = await run('bash', ['-c', command, process.execPath, script, toolsDir, ws, tool, JSON.stringify(args), String(releaseAfter)], { timeout: 60_000 });
+  return JSON.parse(stdout.trim().split('\n').at(-1) as string);
+}
+
+describe('search tools at the open-file limit (EMFILE)', () => {
+  it('grep waits for descriptors to free up and finds every match', async () => {
+    const result = await searchAtLimit('grep', { pattern: 'needle' }, 50);
+    expect(result.held).toBeGreaterThan(150);
+    expect(result.error).toBeUndefined();
+    for (let i = 0; i < 5; i++) expect(result.output).toContain(`deep/er/f${i}.txt:1: the needle ${i}`);
+  });
+
+  it('find_files waits for descriptors to free up and lists every file', async () => {
+    const result = await searchAtLimit('find_files', { pattern: '**/f*.txt' }, 50);
+    expect(result.error).toBeUndefined();
+    for (let i = 0; i < 5; i++) expect(result.output).toContain(`deep/er/f${i}.txt`);
+  });
+
+  it('when none free up, grep fails naming the limit instead of answering "no matches"', async () => {
+    const result = await searchAtLimit('grep', { pattern: 'needle' }, 'never');
+    expect(result.output).toBeUndefined();
+    expect(result.error?.code).toBe('TOOL_FAILED');
+    expect(result.error?.message).toMatch(/too many files open in this process \(EMFILE\)/);
+  });
+});
