@@ -15,12 +15,13 @@ const cleanup = useCleanup();
 const SLOW_CONFIG = JSON.stringify({ background: { budget: { maxTurns: 500, maxWallclockMinutes: 30 } } });
 
 /**
- * Research answers of 100 model calls, each answered no sooner than 500 ms: a job or a research
- * turn lasts at least 50 s however fast the machine, longer than every step below together.
+ * Research answers of 100 model calls, each answered no sooner than 1.5 s: a job or a research
+ * turn lasts at least 150 s however fast the machine, longer than every step below together
+ * (at 500 ms, a CI machine loaded by other work once took longer than the jobs' 50 s).
  * The default per-job budget (50 model calls) would end jobs at half that: the workspace's config
  * raises it (see SLOW_CONFIG).
  */
-const SLOW_SIM = ['--sim-latency', '500', '--sim-steps', '100', '--max-iterations', '120', '--concurrency', '2'];
+const SLOW_SIM = ['--sim-latency', '1500', '--sim-steps', '100', '--max-iterations', '120', '--concurrency', '2'];
 
 describe.skipIf(!hasTmux())('forkpool chat in a terminal (tmux)', () => {
   it('fans out, shows the live count, panel, /bg start and Ctrl+J while busy, /bg stop, Esc keeps jobs, and quits leaving nothing', { timeout: 180_000 }, async () => {
@@ -46,7 +47,10 @@ describe.skipIf(!hasTmux())('forkpool chat in a terminal (tmux)', () => {
     await pane.keys('F3');
     await pane.screen((s) => !s.includes('Background agents ·'), { visible: true, what: 'the panel hidden' });
 
-    // A research turn keeps the parent busy.
+    // A research turn keeps the parent busy. Turn 1 must have ended first: an Enter while it
+    // still writes its answer only shows the busy hint (as it should).
+    await pane.screen('I will report when they finish.');
+    await pane.screen((s) => !s.includes('◐ turn 1') && s.includes('ask something'), { visible: true, what: 'turn 1 to end' });
     await pane.type('Where is the retry backoff implemented?');
     await pane.keys('Enter');
     await pane.screen('◐ turn 2', { visible: true });
