@@ -73,3 +73,35 @@ describe('search tools at the open-file limit (EMFILE)', () => {
     expect(result.error?.message).toMatch(/too many files open in this process \(EMFILE\)/);
   });
 });
+
+describe('searches per thread', () => {
+  it('run at most 256 at once; the rest wait holding nothing, then all finish; an abort while waiting ends the wait', async () => {
+    const { withSearchSlot } = await import('../../src/shared/tools/fd-limit.js');
+    let running = 0;
+    let most = 0;
+    const gates: Array<() => void> = [];
+    const search = () =>
+      new Promise<string>((resolve) => {
+        running++;
+        most = Math.max(most, running);
+        gates.push(() => {
+          running--;
+          resolve('done');
+        });
+      });
+    const signal = new AbortController().signal;
+    const all = Array.from({ length: 300 }, () => withSearchSlot(signal, search));
+    const aborted = new AbortController();
+    const waiting = withSearchSlot(aborted.signal, search);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(running).toBe(256);
+    aborted.abort(new Error('cancelled'));
+    await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
+    while (gates.length > 0) {
+      gates.splice(0).forEach((open) => open());
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await Promise.all(all)).toHaveLength(300);
+    expect(most).toBe(256);
+  });
+});

@@ -6,7 +6,7 @@
  * saying so; a search never skips a folder for it and answers "no matches" (it once did).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ToolError } from '../errors.js';
+import { AbortError, ToolError } from '../errors.js';
 import { codeOf } from './sandbox.js';
 
 /** Waits between tries (ms, before jitter): about 3.3 s in all. */
@@ -39,4 +39,42 @@ export function fdLimitError(toolName: string, shown: string, error: unknown): T
     `cannot open ${shown}: too many files open in this process (${codeOf(error)}), still after retrying for 3 s; other jobs hold them. Try again shortly, or run fewer jobs at once`,
     { cause: error },
   );
+}
+
+/**
+ * Searches running at once on this thread. A search holds a descriptor per folder level it is in
+ * plus the file it reads; thousands of them at once (shared isolation, many jobs per thread)
+ * could each take a few and all wait for more (every one of 5,000 greps failed that way at the
+ * limit). A bounded number run; the others wait here, holding nothing.
+ */
+const MAX_SEARCHES_PER_THREAD = 256;
+let searchesRunning = 0;
+const searchesWaiting: Array<() => void> = [];
+
+/** Runs `search` when fewer than {@link MAX_SEARCHES_PER_THREAD} run; an abort while waiting throws. */
+export async function withSearchSlot<T>(signal: AbortSignal, search: () => Promise<T>): Promise<T> {
+  if (searchesRunning >= MAX_SEARCHES_PER_THREAD) {
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const at = searchesWaiting.indexOf(admit);
+        if (at >= 0) searchesWaiting.splice(at, 1);
+        reject(new AbortError(signal.reason));
+      };
+      const admit = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      searchesWaiting.push(admit);
+    });
+  } else searchesRunning++;
+  try {
+    return await search();
+  } finally {
+    // Hand the slot straight to the next waiter (the count stays), or give it back.
+    const next = searchesWaiting.shift();
+    if (next) next();
+    else searchesRunning--;
+  }
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import { withSearchSlot } from './fd-limit.js';
 import { openForReading, pseudoFsDevices } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -29,7 +30,8 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
   parameters,
   gated: false,
   describeCall: (args) => `find ${args.pattern} in ${args.path ?? '.'}`,
-  async run(args, ctx) {
+  // One of a bounded number of searches at a time per thread (see withSearchSlot).
+  run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
     throwIfAborted(ctx.signal);
     const pattern = args.pattern;
     if (pattern.includes('\0') || path.posix.isAbsolute(pattern) || pattern.split(/[\\/]/).includes('..')) {
@@ -83,7 +85,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         ? `\n[${total} files match; showing the first ${cap}. Narrow the pattern or the path to see the rest]`
         : `\n[${total} file${total === 1 ? '' : 's'}]`;
     return capOutput(listed.join('\n') + footer, ctx.limits);
-  },
+  }),
 };
 
 /**

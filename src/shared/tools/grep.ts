@@ -2,6 +2,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import { withSearchSlot } from './fd-limit.js';
 import { openForReading, pseudoFsDevices } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -33,7 +34,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   parameters,
   gated: false,
   describeCall: (args) => `grep /${args.pattern}/ in ${args.path ?? '.'}`,
-  async run(args, ctx) {
+  // One of a bounded number of searches at a time per thread (see withSearchSlot).
+  run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
     throwIfAborted(ctx.signal);
     // re2js (~260 KB) and picomatch load on a thread's first grep, not with every job's tools.
     const { compileLinear } = await import('./regex.js');
@@ -149,7 +151,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       return [base, ...notes].join('\n');
     }
     return capOutput(`${out.join('\n')}${notes.length ? `\n\n${notes.join('\n')}` : ''}`, ctx.limits);
-  },
+  }),
 };
 
 /** Shows a long line around its match instead of only its start. */
