@@ -36,7 +36,7 @@ export function fdLimitError(toolName: string, shown: string, error: unknown): T
   return new ToolError(
     'TOOL_FAILED',
     toolName,
-    `cannot open ${shown}: too many files open in this process (${codeOf(error)}), still after retrying for 3 s; other jobs hold them. Try again shortly, or run fewer jobs at once`,
+    `cannot open ${shown}: too many files open in this process (${codeOf(error)}), still after retrying for 3 s or more; other jobs hold them. Try again shortly, or run fewer jobs at once`,
     { cause: error },
   );
 }
