@@ -49,19 +49,27 @@ function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> 
   return nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id && r.attempts >= 2);
 }
 
+/**
+ * Two workers on a fresh Redis, one research job running on one of them: the start of every
+ * fault below that strikes the worker holding a job.
+ */
+async function jobOnAWorker(label: string) {
+  const redis = await startRedis(cleanup);
+  const sim = await startSim(cleanup, { latencyMs: 1_000 });
+  const workspace = await makeWorkspace(cleanup);
+  const workers = await workersOn(redis.url, 2);
+  const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+  const events = recordEvents(manager);
+  const { id } = manager.spawn({ task: RESEARCH_TASK, label });
+  await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
+  const holder = await holderOf(manager, workers, id);
+  return { manager, events, id, holder, again: startedAgain(manager, id) };
+}
+
 // Worker processes start, die and lose locks on purpose: slow on a loaded machine, never hung.
 describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () => {
   it('a worker SIGKILLed mid-job: another worker runs it again within 10 s (4 s lock), one final result, attempt count visible', async () => {
-    const redis = await startRedis(cleanup);
-    const sim = await startSim(cleanup, { latencyMs: 1_000 });
-    const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2);
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
-    const events = recordEvents(manager);
-    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'survives its worker' });
-    await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
-    const holder = await holderOf(manager, workers, id);
-    const again = startedAgain(manager, id);
+    const { manager, events, id, holder, again } = await jobOnAWorker('survives its worker');
     const killedAt = Date.now();
     process.kill(holder.pid, 'SIGKILL');
     await again;
@@ -95,16 +103,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () =
   });
 
   it("a worker's event loop frozen past its lock: the job runs elsewhere, the stale run is aborted when it wakes, one result", async () => {
-    const redis = await startRedis(cleanup);
-    const sim = await startSim(cleanup, { latencyMs: 1_000 });
-    const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2);
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
-    const events = recordEvents(manager);
-    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'outlives a frozen worker' });
-    await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
-    const holder = await holderOf(manager, workers, id);
-    const again = startedAgain(manager, id);
+    const { manager, events, id, holder, again } = await jobOnAWorker('outlives a frozen worker');
     process.kill(holder.pid, 'SIGSTOP');
     cleanup.add(() => holder.cli.child.kill('SIGCONT'));
     await again;

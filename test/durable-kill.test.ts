@@ -13,24 +13,13 @@ import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../src/main/sqlite-store.js';
 import { CLI_PATH, REPO_ROOT, tempWorkspace, useCleanup } from './helpers/index.js';
 import { startSimServer } from '../src/sim/index.js';
+import { mulberry32 } from '../src/sim/rng.js';
 import { existsSync } from 'node:fs';
 
 const JOBS = 200;
 const KILLS = 22;
 const SEED = 1313;
 const CHILD = path.join(REPO_ROOT, 'test', 'fixtures', 'durable-session-child.mjs');
-
-/** mulberry32: a small seeded PRNG, so the kill points are the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface RunResult {
   killed: boolean;
@@ -84,7 +73,7 @@ describe('durable ledger: kill -9 at random points', () => {
     const ledgerFile = path.join(tempWorkspace({}, cleanup), 'kill.db');
     const sim = await startSimServer({ recordBodies: true, requestLogLimit: 1_000_000, latencyMs: 3, jitterMs: 4, seed: SEED });
     cleanup.add(() => sim.close());
-    const random = prng(SEED);
+    const random = mulberry32(SEED);
     const args = [ledgerFile, sim.url, workspace, String(JOBS)];
 
     let kills = 0;

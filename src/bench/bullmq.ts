@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { acceptsConnections, freeLoopbackPort } from '../shared/loopback.js';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,37 +33,15 @@ interface Row {
   cancelP99Ms: number;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
   // Wait until it accepts connections (a fixed pause was too short on a loaded machine).
-  for (let tries = 0; !(await accepting(port)); tries++) {
+  for (let tries = 0; !(await acceptsConnections(port)); tries++) {
     if (child.exitCode !== null || tries >= 200) throw new Error(`redis-server on port ${port} did not start (exit code ${child.exitCode})`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return { url: `redis://127.0.0.1:${port}`, child };
-}
-
-function accepting(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 function startWorker(redisUrl: string, queue: string, concurrency: number): Promise<ChildProcess> {

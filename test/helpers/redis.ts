@@ -8,7 +8,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { acceptsConnections, freeLoopbackPort } from '../../src/shared/loopback.js';
 import type { Cleanup } from './cleanup.js';
 import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
 
@@ -25,35 +25,13 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-async function accepting(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
-    while (!(await accepting(port))) {
+    while (!(await acceptsConnections(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server did not accept connections on port ${port}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
