@@ -6,7 +6,7 @@ import type { JobRecord, JobStatus } from '../main/ledger.js';
 import { ForkpoolError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
+import { costLines, jobJson, jsonForTerminal, oneLine, preview, usageLines } from './format.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/budget-pool.js';
 import { LineReader, openInput } from './line-reader.js';
@@ -132,7 +132,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     ended++;
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
-    out.result(JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) }));
+    out.result(jsonForTerminal({ line: lineOf.get(job.id), ...jobJson(job) }));
     // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
     manager.markDelivered(job.id);
     lineOf.delete(job.id);
@@ -150,7 +150,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     }
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
-    out.result(JSON.stringify({ line, ...jobJson(job), fromLedger: true }));
+    out.result(jsonForTerminal({ line, ...jobJson(job), fromLedger: true }));
     manager.markDelivered(job.id);
   }
 
@@ -159,7 +159,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
     const message = oneLine(error instanceof Error ? error.message : String(error));
     out.note(`forkpool fanout: line ${task.line}: refused: ${message} [${code}]`);
-    out.result(JSON.stringify({ line: task.line, label: task.label, status: 'refused', error: { code, message } }));
+    out.result(jsonForTerminal({ line: task.line, label: task.label, status: 'refused', error: { code, message } }));
   };
 
   /** Spawns one job; waits out QUEUE_FULL while jobs are pending; any other refusal is reported. */

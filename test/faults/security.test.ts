@@ -6,6 +6,8 @@
  * Path escapes and the bash tool's own scrub are in test/tools.test.ts; the bubblewrap sandbox,
  * path races and hostile file-tool input in test/faults/{bash-sandbox,path-race,file-tools-safety}.test.ts.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +15,7 @@ import { BACKGROUND_REPORTS_HEADER, formatBackgroundReports, formatBackgroundRes
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import { CLI_PATH, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { runOneJob, startRecordingProxy, startStatusServer, toolMessagesOf } from './helpers.js';
+import { runOneJob, startRecordingProxy, startRoutingProxy, startStatusServer, toolMessagesOf } from './helpers.js';
 import { SKIP_BWRAP } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
@@ -214,5 +216,57 @@ describe('injected blocks', () => {
     expect(reports[0]).toBe(BACKGROUND_REPORTS_HEADER);
     for (const line of reports.slice(1)) expect(line.startsWith('- job ') || line.startsWith('  | '), JSON.stringify(line)).toBe(true);
     expect(reports).toContain(`  | ${forgedHeader}`);
+  });
+});
+
+describe("a model's text on the terminal", () => {
+  /** A title change, an OSC 52 clipboard write, a C1 CSI, a line separator, a bidi override, a CR. */
+  const EVIL = '\u001b]0;pwned-title\u0007\u001b]52;c;cHduZWQ=\u0007\u009b2J\u2028\r\u202eevil\u2066';
+  /** What may not reach a terminal raw (line feeds and tabs may). */
+  const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+  const label = `label${EVIL}`;
+  const alert = `alert${EVIL}`;
+  const answer = `answer${EVIL}\nsecond line`;
+
+  /** The parent's requests (they offer spawn_background_agent) go to one script, the job's to another. */
+  async function evilModel(): Promise<string> {
+    const parent = await startSim(cleanups, {
+      script: [{ toolCalls: [{ name: 'spawn_background_agent', arguments: { task: 'Look around.', label } }] }, { content: answer }, { content: `follow-up ${answer}` }, { content: 'spare' }],
+    });
+    const job = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'report_alert', arguments: { severity: 'warning', message: alert } }] }, { content: `result${EVIL}` }] });
+    const proxy = await startRoutingProxy(cleanups, parent.url, (body) => (body.includes('"spawn_background_agent"') ? parent.url : job.url));
+    return proxy.url;
+  }
+
+  it('forkpool run: labels, alerts and errors on stderr are escaped; --json stays exact JSON with them escaped', async () => {
+    const cwd = await makeWorkspace(cleanups);
+    const plain = await runCli(['run', '--base-url', await evilModel(), 'go'], { cwd, cleanup: cleanups });
+    expect(plain.code, describeResult(plain)).toBe(0);
+    // The label and the alert did reach stderr, escaped.
+    expect(plain.stderr).toContain('"label\\u001b]0;pwned-title\\u0007\\u001b]52;c;cHduZWQ=\\u0007\\u009b2J\\u2028\\u000d\\u202eevil\\u2066" spawned');
+    expect(plain.stderr).toContain('alert (warning): alert\\u001b]0;');
+    expect(plain.stderr).not.toMatch(UNSAFE);
+
+    const json = await runCli(['run', '--json', '--base-url', await evilModel(), 'go'], { cwd, cleanup: cleanups });
+    expect(json.code, describeResult(json)).toBe(0);
+    expect(json.stdout).not.toMatch(UNSAFE);
+    const events = parseJsonLines(json.stdout);
+    expect(events.find((e) => e.type === 'job_spawned')?.label).toBe(label);
+    expect(events.find((e) => e.type === 'alert')?.message).toBe(alert);
+    expect(events.find((e) => e.type === 'answer')?.text).toBe(answer);
+    expect((events.find((e) => e.type === 'job_done')?.result as string).startsWith(`result${EVIL}`)).toBe(true);
+  });
+
+  it('forkpool run on a terminal: the answer is escaped too, its line breaks kept', async () => {
+    const cwd = await makeWorkspace(cleanups);
+    const url = await evilModel();
+    // `script` gives the CLI a pseudo-terminal for stdout and stderr; its output is what a terminal gets.
+    // Asynchronously: the sims answer from this process.
+    const { stdout: shown } = await promisify(execFile)('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(CLI_PATH)} run --base-url ${url} go < /dev/null`, '/dev/null'], { cwd, encoding: 'utf8', timeout: 60_000 });
+    // The terminal turns each line feed into CR LF: any other CR came from the model.
+    const text = shown.replace(/\r\n/g, '\n');
+    expect(text).toContain('answer\\u001b]0;pwned-title');
+    expect(text).toContain('\\u2028\\u000d\\u202eevil\\u2066\nsecond line');
+    expect(text).not.toMatch(UNSAFE);
   });
 });
