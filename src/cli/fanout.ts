@@ -9,7 +9,8 @@ import { createCliContext, EXIT, onTermination, type GlobalFlags } from './commo
 import { costLines, jobJson, jsonForTerminal, oneLine, preview, usageLines } from './format.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/budget-pool.js';
-import { LineReader, openInput } from './line-reader.js';
+import { LineReader, openInput, type InputLine } from './line-reader.js';
+import { FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 
@@ -196,17 +197,23 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const feed = async () => {
     let lineNumber = 0;
     for (;;) {
-      let text: string | undefined;
+      let read: InputLine | undefined;
       try {
-        text = await reader.next();
+        read = await reader.next();
       } catch (error) {
         readFailed = true;
         out.note(`forkpool fanout: reading the input failed after line ${lineNumber}: ${oneLine((error as Error).message)}`);
         return;
       }
-      if (text === undefined || stopping) return;
-      lineNumber++;
-      const parsed = parseLine(text, lineNumber);
+      if (read === undefined || stopping) return;
+      lineNumber = read.number;
+      if (!('text' in read)) {
+        // Refused while it was read: its bytes were never held.
+        invalid++;
+        out.note(`forkpool fanout: line ${lineNumber}: ${read.bytes} bytes, over the limit of ${FANOUT_LINE_MAX_BYTES} bytes a line (skipped)`);
+        continue;
+      }
+      const parsed = parseLine(read.text, lineNumber);
       if (parsed === undefined) continue;
       if ('problem' in parsed) {
         invalid++;
