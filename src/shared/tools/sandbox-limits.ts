@@ -169,13 +169,19 @@ export function joiningArgv(procsFiles: readonly string[], argv: readonly string
   return ['/bin/sh', '-c', script, 'forkpool-cgroup', ...procsFiles, '--', ...argv];
 }
 
-/** Limits the command's output and ending show it reached, beside what the cgroup counted. */
+/**
+ * Limits the command's ending and output show it reached, beside what a cgroup counted. Text is
+ * trusted only from a command that failed (a `grep "out of memory"` that succeeds is no hit); a
+ * command can fake it, and then only earns itself a tool error.
+ */
 export function limitsHitByOutput(output: string, outcome: { code: number | null; signal: string | null }, sandboxed: boolean): Set<LimitName> {
   const found = new Set<LimitName>();
-  if (outcome.code === SIGXFSZ_STATUS || outcome.signal === 'SIGXFSZ' || /File size limit exceeded|File too large/.test(output)) found.add('file size');
-  if (/fork: (retry: )?Resource temporarily unavailable|Cannot fork|fork failed: resource temporarily unavailable/i.test(output)) found.add('processes');
-  if (/Cannot allocate memory|MemoryError|std::bad_alloc|out of memory/i.test(output)) found.add('memory');
-  if (sandboxed && /\/tmp\b.*No space left on device|No space left on device.*\/tmp\b/.test(output)) found.add('/tmp size');
+  if (outcome.code === SIGXFSZ_STATUS || outcome.signal === 'SIGXFSZ') found.add('file size');
+  if (outcome.code === 0) return found;
+  if (/File size limit exceeded|File too large/.test(output)) found.add('file size');
+  if (/fork: (retry: )?Resource temporarily unavailable|Cannot fork/i.test(output)) found.add('processes');
+  if (/Cannot allocate memory|cannot allocate \d+ bytes|MemoryError|std::bad_alloc|out of memory/i.test(output)) found.add('memory');
+  if (sandboxed && /No space left on device/.test(output)) found.add('/tmp size');
   return found;
 }
 
@@ -184,7 +190,9 @@ export function describeLimitHits(found: ReadonlySet<LimitName>, limits: BashLim
   const parts = [...found].map((limit) => {
     const field = LIMIT_FIELD[limit];
     const unit = field === 'bashMaxProcesses' ? '' : ' MiB';
-    return `${limit} (toolLimits.${field} = ${limits[field as keyof BashLimits]}${unit})`;
+    // "No space left" may also be the disk itself: the line says where the limit applies.
+    const where = limit === '/tmp size' ? ', if it wrote to /tmp' : '';
+    return `${limit} (toolLimits.${field} = ${limits[field as keyof BashLimits]}${unit}${where})`;
   });
   return `bash: the command hit the sandbox's limit on ${parts.join(', ')}; do the work in smaller steps or with less at once`;
 }
