@@ -151,21 +151,27 @@ describe.skipIf(SKIP_BWRAP)('/proc and /sys inside bubblewrap', () => {
   });
 });
 
+/**
+ * Node itself marks a few low inherited descriptors close-on-exec at start (5 and 9 here, not 20):
+ * a higher one is what reaches its children untouched.
+ */
+const INHERITED_FD = 20;
+
 describe('descriptors inherited by the host process', () => {
   it.each(SKIP_BWRAP ? ['none'] : ['bwrap', 'none'])('do not reach bash (sandbox %s; real CLI, pool and worker)', async (sandbox) => {
     const ws = await workspace({ 'one.jsonl': `${JSON.stringify({ task: 'Look at the descriptors.' })}\n` });
     await writeFile(path.join(ws, 'forkpool.config.json'), JSON.stringify({ sandbox }));
     const target = path.join(base, `fd-target-${sandbox}.txt`);
     await writeFile(target, 'original\n');
-    const command = 'ls -l /proc/self/fd; echo planted >> /dev/fd/5; echo planted >&5; cat <&5; echo "pid1=$(cat /proc/1/comm)"; echo end';
+    const command = `ls -l /proc/self/fd; echo planted >> /dev/fd/${INHERITED_FD}; echo planted >&${INHERITED_FD}; cat <&${INHERITED_FD}; echo "pid1=$(cat /proc/1/comm)"; echo end`;
     const sim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { content: 'done' }] });
-    // The shell that starts node passes fd 5 on, as `5>>file node …` would.
+    // The shell that starts node passes a descriptor on, as `20>>file node …` would.
     const fd = openSync(target, 'a+');
     try {
       const child = spawn(process.execPath, [CLI_PATH, 'fanout', '--grant', 'bash', '--base-url', sim.url, 'one.jsonl'], {
         cwd: ws,
         env: cliEnv({ OPENAI_API_KEY: 'sk-test-fd' }),
-        stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', fd],
+        stdio: ['ignore', 'pipe', 'pipe', ...Array<'ignore'>(INHERITED_FD - 3).fill('ignore'), fd],
       });
       cleanups.add(() => void child.kill('SIGKILL'));
       let stderr = '';
@@ -182,7 +188,7 @@ describe('descriptors inherited by the host process', () => {
     if (sandbox === 'bwrap') expect(listing).toContain('pid1=bwrap');
     else expect(listing).not.toContain('pid1=bwrap');
     expect(listing).not.toContain(target);
-    expect(listing).toMatch(/\/dev\/fd\/5: (No such file or directory|Bad file descriptor)/);
+    expect(listing).toMatch(new RegExp(`/dev/fd/${INHERITED_FD}: (No such file or directory|Bad file descriptor)`));
     expect(readFileSync(target, 'utf8')).toBe('original\n');
   });
 });
