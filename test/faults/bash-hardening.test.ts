@@ -175,8 +175,8 @@ describe('descriptors inherited by the host process', () => {
       });
       cleanups.add(() => void child.kill('SIGKILL'));
       let stderr = '';
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      child.stdout.resume();
+      child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.stdout?.resume();
       const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
       expect(code, stderr).toBe(0);
     } finally {

@@ -32,7 +32,8 @@ export const bashTool: ToolDefinition<BashArgs> = {
     'Run a shell command with /bin/bash -c, working directory = workspace root, no secrets in the environment. ' +
     'Returns stdout and stderr interleaved (long output keeps its head and tail) and the exit code. ' +
     'Usually sandboxed: only the workspace (writable) and system folders (read-only) are visible, no network, ' +
-    'and every process the command starts ends with it. On timeout everything it started is killed.',
+    'and every process the command starts ends with it. On timeout everything it started is killed. ' +
+    'Processes, memory, file size and /tmp are limited; .git is read-only.',
   parameters,
   gated: true,
   describeCall: (args) => `bash: ${args.command.length > 200 ? `${args.command.slice(0, 200)}…` : args.command}`,
