@@ -43,6 +43,10 @@ const toolLimitsSchema = z.strictObject({
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
+  bashMaxProcesses: z.number().int().min(8).max(1_000_000).default(DEFAULTS.tools.bashMaxProcesses),
+  bashMaxMemoryMb: z.number().int().min(16).max(1_048_576).default(DEFAULTS.tools.bashMaxMemoryMb),
+  bashMaxFileMb: z.number().int().min(1).max(1_048_576).default(DEFAULTS.tools.bashMaxFileMb),
+  bashTmpMb: z.number().int().min(1).max(1_048_576).default(DEFAULTS.tools.bashTmpMb),
 });
 
 const retentionSchema = z.strictObject({

@@ -42,6 +42,17 @@ export const DEFAULTS = {
     maxParallelToolCalls: 8,
     /** One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree). */
     searchTimeoutMs: 20_000,
+    /**
+     * bash: processes (threads count) one command may run at once. Enforced by a cgroup's pids
+     * limit where forkpool can make one, else by RLIMIT_NPROC inside bubblewrap when not root.
+     */
+    bashMaxProcesses: 512,
+    /** bash: MiB of memory: a cgroup's memory limit where one can be made, and each process's RLIMIT_DATA. */
+    bashMaxMemoryMb: 2_048,
+    /** bash: MiB of the largest file one process may write, anywhere (RLIMIT_FSIZE). */
+    bashMaxFileMb: 1_024,
+    /** bash in bubblewrap: MiB of the sandbox's private /tmp (a RAM tmpfs). */
+    bashTmpMb: 512,
   },
   /**
    * How bash is confined. `auto`: inside bubblewrap when it works on this machine, else a plain
@@ -55,6 +66,11 @@ export const DEFAULTS = {
   sandboxNetwork: false,
   /** Paths the write tools refuse (a name matches that segment anywhere; a path with "/" a workspace-relative prefix). */
   protectedPaths: ['.git'] as readonly string[],
+  /**
+   * The walk that finds protected entries (every `.git`, at any depth) before and after each
+   * sandboxed bash command; past these bounds deeper entries are neither bound read-only nor checked.
+   */
+  protectedScan: { maxEntries: 100_000, maxDepth: 64, maxBinds: 256 },
   background: {
     /** The seeds' `max_background_agents`. */
     maxConcurrent: 3,
