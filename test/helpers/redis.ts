@@ -27,11 +27,13 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
+/** `password`: the server requires it (`--requirepass`), and `url` carries it (`redis://:password@…`). */
+export async function startRedis(cleanup: Cleanup, options: { password?: string } = {}): Promise<TestRedis> {
   const port = await freeLoopbackPort();
   let child: ChildProcess | undefined;
+  const auth = options.password === undefined ? [] : ['--requirepass', options.password];
   const start = async () => {
-    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
+    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...auth], { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     while (!(await acceptsConnections(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server did not accept connections on port ${port}`);
@@ -49,7 +51,7 @@ export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
   await start();
   cleanup.add(stop);
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     port,
     restart: async () => {
       await stop();
