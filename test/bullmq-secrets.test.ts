@@ -143,7 +143,6 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
     const running = await everythingIn(store);
     const records = await Promise.all(jobs.map((id) => ended(manager, id)));
     const after = await everythingIn(store);
-    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
 
     const stored = `${running.text}\n${after.text}`;
     // The scan saw the jobs themselves (so it looked where they are), in hashes and streams.
@@ -151,6 +150,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
     expect(running.types).toContain('hash');
     expect(after.types).toContain('stream');
     for (const [name, value] of Object.entries(secret)) expect(stored.includes(value), `${name} is stored in Redis`).toBe(false);
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
 
     // The worker filled the keys in from its own config: its alpha key for alpha, its own for the rest.
     expect(new Set(authorizations(proxy, '(job: alpha)'))).toEqual(new Set([`Bearer ${secret.workerAlphaKey}`]));
