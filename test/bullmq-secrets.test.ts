@@ -12,11 +12,13 @@ import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { specForRedis } from '../src/bullmq/job-request.js';
+import { WorkerPolicy } from '../src/bullmq/worker-policy.js';
+import { configForAgent } from '../src/shared/agents.js';
 import { redisClient } from '../src/bullmq/redis.js';
 import type { RunResult } from '../src/bullmq/wire.js';
 import { parseConfig, type ForkpoolConfigInput } from '../src/shared/config.js';
 import type { JobSpec } from '../src/shared/protocol.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startRecordingProxy, startRedis, startSim, startWorker, startedJob, testRedis, toolMessagesOf, useCleanup, type RecordingProxy } from './helpers/index.js';
+import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startRecordingProxy, startRedis, startSim, startWorker, startedJob, tempWorkspace, testRedis, toolMessagesOf, useCleanup, type RecordingProxy } from './helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -95,6 +97,58 @@ function jobSpec(id: string, task: string, config: ForkpoolConfigInput): JobSpec
   return { id, label: id, task, role: 'user', attempt: 1, config: parseConfig(config) };
 }
 
+describe('bullmq: a worker\'s policy over a queued job', () => {
+  it('policy fields are the worker\'s, grants and tools only narrow, limits and the timeout are the tighter, keys the worker\'s own', () => {
+    const workerWorkspace = tempWorkspace({}, cleanup);
+    const worker = parseConfig({
+      baseUrl: 'http://127.0.0.1:7001/v1',
+      apiKey: 'worker-key',
+      workspaceRoot: workerWorkspace,
+      sandbox: 'bwrap',
+      protectedPaths: ['.git', 'secrets'],
+      tools: ['read_file', 'grep', 'bash'],
+      grantedTools: ['bash'],
+      toolLimits: { outputMaxChars: 1_000, bashTimeoutMs: 5_000 },
+      background: { timeoutMinutes: 2 },
+      agents: { alpha: { description: 'the worker\'s alpha', apiKey: 'worker-alpha-key' } },
+    });
+    const main: ForkpoolConfigInput = {
+      baseUrl: 'http://someone:secret@127.0.0.1:7001/v1/',
+      apiKey: 'main-key',
+      workspaceRoot: tempWorkspace({}, cleanup),
+      allowBroadWorkspace: true,
+      sandbox: 'none',
+      sandboxNetwork: true,
+      allowProtectedWrites: true,
+      protectedPaths: [],
+      tools: ['read_file', 'write_file', 'bash'],
+      grantedTools: ['write_file'],
+      toolLimits: { outputMaxChars: 1_000_000, bashTimeoutMs: 60_000, grepMaxMatches: 5 },
+      background: { timeoutMinutes: 60 },
+      agents: { alpha: { description: 'alpha', apiKey: 'main-alpha-key', tools: ['read_file', 'write_file'] } },
+    };
+    const wire = specForRedis({ ...jobSpec('bg-1', 'task', main), agent: 'alpha' });
+    expect(JSON.stringify(wire)).not.toMatch(/main-key|main-alpha-key|secret|someone|workspaceRoot|sandbox|protectedPaths|allowProtectedWrites|allowBroadWorkspace/);
+    const { config } = new WorkerPolicy(worker).localSpec(wire);
+    expect(config).toMatchObject({ workspaceRoot: workerWorkspace, allowBroadWorkspace: false, sandbox: 'bwrap', sandboxNetwork: false, allowProtectedWrites: false, protectedPaths: ['.git', 'secrets'] });
+    expect(config.baseUrl).toBe('http://127.0.0.1:7001/v1');
+    // The job's agent is alpha: the worker's key for alpha on that endpoint, not the main side's.
+    expect(config.apiKey).toBe('worker-alpha-key');
+    expect(config.agents.alpha?.apiKey).toBeUndefined();
+    expect(config.agents.alpha?.tools).toEqual(['read_file']);
+    expect(config.tools).toEqual(['read_file', 'bash']);
+    expect(config.grantedTools).toEqual([]);
+    expect(config.toolLimits).toMatchObject({ outputMaxChars: 1_000, bashTimeoutMs: 5_000, grepMaxMatches: 5 });
+    expect(config.background.timeoutMinutes).toBe(2);
+    // ... and so in the job's thread, which resolves the agent again.
+    expect(configForAgent(config, 'alpha').apiKey).toBe('worker-alpha-key');
+    // A fork on the same endpoint gets the worker's top-level key.
+    const { agent: _alpha, ...fork } = wire;
+    expect(new WorkerPolicy(worker).localSpec(fork).config.apiKey).toBe('worker-key');
+    expect(() => new WorkerPolicy(worker).localSpec({ ...wire, request: { ...wire.request, baseUrl: 'http://127.0.0.1:7002/v1' } })).toThrow(expect.objectContaining({ code: 'ENDPOINT_NOT_ALLOWED' }));
+  });
+});
+
 describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, () => {
   it('no configured secret is stored in Redis (every key, every value of every type), and the worker uses its own keys', async () => {
     const secret = {
@@ -172,12 +226,13 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
 
     const forged = specForRedis(jobSpec('forged-endpoint', RESEARCH_TASK, { baseUrl: stranger.url, workspaceRoot: workspace }));
     const refused = (await (await queue.add('job', { spec: forged }, { jobId: 'forged-endpoint' })).waitUntilFinished(events, 60_000)) as RunResult;
+    // The stranger heard nothing: no request, so no Authorization header with the worker's key.
+    expect(stranger.requests.map((r) => r.headers.authorization)).toEqual([]);
     expect(refused.end).toMatchObject({ kind: 'done', outcome: { stopReason: 'error', error: { code: 'ENDPOINT_NOT_ALLOWED' } } });
     const message = refused.end.kind === 'done' ? String(refused.end.outcome.error?.message) : '';
     expect(message).toContain(stranger.url);
     expect(message).toContain(ownProxy.url);
     expect(message).not.toContain(workerKey);
-    expect(stranger.requests).toEqual([]);
 
     // The same worker runs the next job: the refusal took nothing else down.
     const fine = specForRedis(jobSpec('forged-fine', 'List the workspace.', { baseUrl: ownProxy.url, workspaceRoot: workspace }));
@@ -220,8 +275,8 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
     // A well-formed job asking for grants the worker does not give, in a workspace it does not name.
     const asked = (await (await queue.add('job', { spec: { ...job, request } }, { jobId: 'forged-grants' })).waitUntilFinished(events, 60_000)) as RunResult;
     expect(asked.end).toMatchObject({ kind: 'done', outcome: { stopReason: 'final' } });
-    expect(existsSync(path.join(workspace, 'pwned.txt')) || existsSync(path.join(elsewhere, 'pwned.txt'))).toBe(false);
-    expect(existsSync(path.join(workspace, 'pwned-write.txt')) || existsSync(path.join(elsewhere, 'pwned-write.txt'))).toBe(false);
+    expect(existsSync(path.join(workspace, 'pwned.txt')) || existsSync(path.join(elsewhere, 'pwned.txt')), 'bash ran: the job gained a grant').toBe(false);
+    expect(existsSync(path.join(workspace, 'pwned-write.txt')) || existsSync(path.join(elsewhere, 'pwned-write.txt')), 'write_file ran: the job gained a tool').toBe(false);
     expect(proxy.requests).toHaveLength(2);
     const [first, second] = proxy.requests.map((r) => JSON.parse(r.body) as { tools?: Array<{ function: { name: string } }>; messages?: Array<{ role: string; content?: unknown }> });
     // Offered: the tools both list (write_file is not the worker's); bash offered but not granted.
