@@ -33,7 +33,11 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   if (!parsedUrl.success) {
     throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// or rediss:// URL', received: redisUrl === undefined ? 'nothing' : JSON.stringify(redisUrl), source: 'flag --redis, FORKPOOL_REDIS_URL or the config file' }]);
   }
-  const logger = createLogger({ level, secrets: [...new WorkerPolicy(config).secrets, parsedUrl.data] });
+  const policy = new WorkerPolicy(config);
+  const logger = createLogger({ level, secrets: [...policy.secrets, parsedUrl.data] });
+  if (policy.endpoints.length === 0) {
+    process.stderr.write('forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent\'s baseUrl or bullmq.allowedBaseUrls): every job will fail with ENDPOINT_NOT_ALLOWED\n');
+  }
   const concurrency = flags.concurrency ?? config.background.maxConcurrent;
   const worker = new ForkpoolWorker({
     redisUrl: parsedUrl.data,
@@ -59,7 +63,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     say('worker-closed', { signal }, `forkpool worker: closed (${signal})`);
   });
   await worker.start();
-  say('worker-ready', { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid }, `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`);
+  say('worker-ready', { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid, endpoints: policy.endpoints }, `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`);
   // Runs until a signal: onTermination exits once the worker has closed.
   return new Promise<number>(() => {});
 }
