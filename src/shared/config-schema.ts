@@ -149,7 +149,7 @@ export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
  * A configured peer agent (core-agent's catalog): a job that runs it uses its model, endpoint,
  * prompt, tools and limits instead of a fork of the parent. Unset fields come from the parent.
  */
-const agentSchema = z.strictObject({
+export const agentSchema = z.strictObject({
   /** Shown to the parent's model in the spawn tool and the `agent_<name>` tool. */
   description: z.string().trim().min(1).max(1_000),
   model: z.string().min(1).optional(),

@@ -62,6 +62,8 @@ export const ERROR_CODES = [
   'CHECKED_RECENTLY',
   /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
   'RESULT_UNAVAILABLE',
+  /** A queued BullMQ job named a model endpoint its worker's own configuration does not allow. */
+  'ENDPOINT_NOT_ALLOWED',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;
