@@ -9,6 +9,7 @@ import { CONFIG_FILE_NAME, loadConfig } from '../src/main/config-load.js';
 import { MAX_HEAP_MB, MAX_TIMEOUT_MINUTES, MAX_TIMER_MS, parseConfig } from '../src/shared/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from '../src/shared/defaults.js';
 import { ConfigError, type ConfigIssue } from '../src/shared/errors.js';
+import { resolveWorkspaceRoot } from '../src/shared/tools/sandbox.js';
 import { configError, tempWorkspace, useCleanup } from './helpers/index.js';
 
 const cleanup = useCleanup();
@@ -307,5 +308,32 @@ describe('an alias and its field both set', () => {
     expect(warnings).toHaveLength(1);
     expect(loadConfig({ concurrency: 9, onWarning: () => {} }, {}, dir).background.maxConcurrent).toBe(9);
     expect(loadConfig({ onWarning: () => {} }, { FORKPOOL_MAX_BACKGROUND_AGENTS: '4' }, dir).background.maxConcurrent).toBe(4);
+  });
+});
+
+describe('system folders as the workspace', () => {
+  const forcible = ['/etc', '/usr', '/bin', '/sbin', '/lib', '/boot', '/var', '/run', '/home', '/opt'];
+  const never = ['/proc', '/sys', '/dev', '/proc/self', '/proc/1/root', '/sys/kernel', '/dev/shm'];
+
+  it.each(forcible)('%s is refused naming workspaceRoot (forced only by allowBroadWorkspace), by parseConfig and resolveWorkspaceRoot', async (root) => {
+    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: root })), 'workspaceRoot');
+    expect(issue.expected).toMatch(/system folder.*allowBroadWorkspace/);
+    expect(issue.received).toBe(`${JSON.stringify(root)} (a system folder)`);
+    expect(parseConfig({ workspaceRoot: root, allowBroadWorkspace: true }).workspaceRoot).toBe(root);
+    await expect(resolveWorkspaceRoot(root)).rejects.toMatchObject({ code: 'CONFIG_INVALID', issues: [{ field: 'workspaceRoot' }] });
+  });
+
+  it.each(never)('%s (a kernel pseudo file system) is refused even with allowBroadWorkspace', async (root) => {
+    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: root, allowBroadWorkspace: true })), 'workspaceRoot');
+    expect(issue).toMatchObject({ expected: expect.stringMatching(/not a path in \/proc, \/sys or \/dev/), received: expect.stringContaining('pseudo file system') });
+    await expect(resolveWorkspaceRoot(root, { allowBroad: true })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+  });
+
+  it('a project inside a system folder, or named like one, is still a workspace', async () => {
+    const dir = tempWorkspace({}, cleanup);
+    for (const root of ['/var/www/site', '/usr/local/src/app', '/etcetera', '/procs', path.join(dir, 'proc')]) {
+      expect(parseConfig({ workspaceRoot: root }).workspaceRoot).toBe(root);
+    }
+    expect(await resolveWorkspaceRoot(dir)).toBe(dir);
   });
 });

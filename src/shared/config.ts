@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
+import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
 
 export * from './config-schema.js';
 
@@ -70,7 +71,7 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
       },
     ]);
   }
-  const broad = broadWorkspaceIssue(config);
+  const broad = broadWorkspaceCheck(config);
   if (broad) throw new ConfigError([withSource(broad, 'workspaceRoot', sources)]);
   const { keepRecords, keepResults } = config.background.retention;
   if (keepRecords < keepResults) {
@@ -149,25 +150,23 @@ function resolveJobTimeout(config: ForkpoolConfig, input: Record<string, unknown
 }
 
 /**
- * `/` or the home folder as the workspace would hand every tool the whole machine (or every
- * credential in the home folder): refused unless `allowBroadWorkspace` says so.
+ * `/`, the home folder or a system folder as the workspace would hand every tool the whole
+ * machine, every credential in the home folder or the system's programs: refused unless
+ * `allowBroadWorkspace` says so (a path in /proc, /sys or /dev always). Checked by name and,
+ * when the folder exists, by its real path.
  */
-function broadWorkspaceIssue(config: ForkpoolConfig): ConfigIssue | undefined {
-  if (config.allowBroadWorkspace) return undefined;
+function broadWorkspaceCheck(config: ForkpoolConfig): ConfigIssue | undefined {
   const candidates = new Set([path.resolve(config.workspaceRoot)]);
   try {
     candidates.add(realpathSync(config.workspaceRoot));
   } catch {
     // A missing folder is reported where it is opened; only its name is checked here.
   }
-  const home = os.homedir();
-  const broad = [...candidates].find((p) => p === '/' || (home !== '' && home !== '/' && p === path.resolve(home)));
-  if (!broad) return undefined;
-  return {
-    field: 'workspaceRoot',
-    expected: 'a project folder, not / or the home folder (set allowBroadWorkspace: true or pass --allow-broad-workspace to force it)',
-    received: JSON.stringify(config.workspaceRoot) + (broad === '/' ? ' (the file system root)' : ' (the home folder)'),
-  };
+  for (const candidate of candidates) {
+    const found = broadWorkspace(candidate, os.homedir());
+    if (found && (!found.forcible || !config.allowBroadWorkspace)) return broadWorkspaceIssue(config.workspaceRoot, found);
+  }
+  return undefined;
 }
 
 function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {
