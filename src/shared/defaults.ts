@@ -134,8 +134,10 @@ export const DEFAULTS = {
   },
   /** `forkpool serve`. */
   server: {
-    /** Loopback only unless told otherwise. */
+    /** Loopback only unless told otherwise (any other address is served with a warning). */
     host: '127.0.0.1',
+    /** Shortest bearer token accepted (`FORKPOOL_SERVER_TOKEN` or the `token` option); a generated one has 43. */
+    minTokenChars: 16,
     port: 4477,
     /** Largest request body; a bigger one is refused with 413. */
     bodyLimitBytes: 1_048_576,
