@@ -184,6 +184,27 @@ describe('list_dir', () => {
     await rejectsWith(call(BUILTIN_TOOLS.list_dir, { path: 'link-dir' }), 'PATH_OUTSIDE_WORKSPACE');
     await rejectsWith(call(BUILTIN_TOOLS.list_dir, { path: '..' }), 'PATH_OUTSIDE_WORKSPACE');
   });
+
+  it('shows exactly the first entries by name, without a gap, and says how many more (count cap and output budget)', async () => {
+    // 700 long names created in shuffled order: 500 of them are ~100,000 characters, over the 30,000 output budget.
+    const names = Array.from({ length: 700 }, (_, i) => `${String(i).padStart(4, '0')}-${'n'.repeat(190)}`);
+    const shuffled = [...names].sort((a, b) => ((a.charCodeAt(1) * 7 + a.charCodeAt(3) * 13) % 11) - ((b.charCodeAt(1) * 7 + b.charCodeAt(3) * 13) % 11));
+    await mkdir(path.join(ws, 'many'));
+    await Promise.all(shuffled.map((name) => writeFile(path.join(ws, 'many', name), '')));
+    const listed = (out: string) => out.split('\n').filter((line) => /^\d{4}-n+$/.test(line));
+    const out = await call(BUILTIN_TOOLS.list_dir, { path: 'many' });
+    const shown = listed(out);
+    expect(out.startsWith('many/ (700 entries)\n')).toBe(true);
+    expect(shown.length).toBeGreaterThan(100);
+    expect(shown).toEqual(names.slice(0, shown.length));
+    expect(out).toContain(`[the first ${shown.length} by name shown; ${700 - shown.length} more entries not shown.`);
+    expect(out.length).toBeLessThanOrEqual(DEFAULTS.tools.outputMaxChars);
+    // Short names: the count cap decides, and it is the first 50 too.
+    const capped = await call(BUILTIN_TOOLS.list_dir, { path: 'many' }, ctx({ findMaxResults: 50, outputMaxChars: 1_000_000 }));
+    expect(listed(capped)).toEqual(names.slice(0, 50));
+    expect(capped).toContain('[the first 50 by name shown; 650 more entries not shown.');
+    await rm(path.join(ws, 'many'), { recursive: true });
+  });
 });
 
 describe('find_files', () => {
