@@ -1,4 +1,6 @@
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +19,9 @@ import {
 } from '../src/shared/tools/index.js';
 import { DEFAULT_TOOL_POLICY } from '../src/shared/tools/policy.js';
 import type { ToolContext, ToolDefinition } from '../src/shared/tools/types.js';
+import { REPO_ROOT } from './helpers/index.js';
+
+const run = promisify(execFile);
 
 const cleanup: string[] = [];
 let ws: string; // real path of the workspace
@@ -326,6 +331,43 @@ describe('bash', () => {
 });
 
 describe('write_file and edit_file', () => {
+  const exists = (rel: string) => stat(path.join(ws, rel)).then(() => true, () => false);
+
+  it('a path that would fail at its end (3,000 folders deep, a 300-byte name, past PATH_MAX) is refused before any folder is made', async () => {
+    const tooDeep = `deep-a/${'a/'.repeat(3_000)}file.txt`;
+    const longName = `deep-b/${'b/'.repeat(10)}${'x'.repeat(300)}.txt`;
+    const longPath = `deep-c/${`${'c'.repeat(200)}/`.repeat(21)}file.txt`;
+    for (const [userPath, why] of [[tooDeep, /3001 folders deep, over the limit of 128/], [longName, /a name in it is 304 bytes long, over the file system's limit of 255/], [longPath, /the full path is \d+ bytes long, over the file system's limit of 4095/]] as const) {
+      const error = await rejectsWith(call(BUILTIN_TOOLS.write_file, { path: userPath, content: 'x' }), 'TOOL_FAILED', why);
+      expect(error.message).toMatch(/nothing was created$/);
+    }
+    expect([await exists('deep-a'), await exists('deep-b'), await exists('deep-c')]).toEqual([false, false, false]);
+    // 128 folders deep is still fine.
+    expect(await call(BUILTIN_TOOLS.write_file, { path: `deep-d/${'d/'.repeat(127)}ok.txt`, content: 'ok' })).toMatch(/^Created/);
+    await rm(path.join(ws, 'deep-d'), { recursive: true });
+  });
+
+  it('a write that fails after its folders were made (file size limit, EFBIG) removes the new file and those folders, and only those', async () => {
+    await mkdir(path.join(ws, 'kept', 'old'), { recursive: true });
+    const script = `const [tools, root] = process.argv.slice(1);
+const { BUILTIN_TOOLS } = await import(tools);
+const { DEFAULTS } = await import(tools.replace('tools/index.js', 'defaults.js'));
+const ctx = { workspaceRoot: root, limits: DEFAULTS.tools, signal: new AbortController().signal, permissions: { check: async () => true }, env: {} };
+for (const path of ['kept/old/new/a/b/c/big.txt', 'kept/old/small.txt']) {
+  try { console.log(JSON.stringify({ path, output: await BUILTIN_TOOLS.write_file.run({ path, content: 'z'.repeat(path.includes('big') ? 200_000 : 10) }, ctx) })); }
+  catch (error) { console.log(JSON.stringify({ path, error: error.message, code: error.code })); }
+}`;
+    const tools = path.join(REPO_ROOT, 'dist', 'shared', 'tools', 'index.js');
+    // ulimit -f 64: files up to 64 KiB; a longer write fails with EFBIG (Node ignores SIGXFSZ).
+    const { stdout } = await run('bash', ['-c', 'ulimit -f 64 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', script, tools, ws], { timeout: 30_000 });
+    const [big, small] = stdout.trim().split('\n').map((line) => JSON.parse(line) as { error?: string; code?: string; output?: string });
+    expect(big).toMatchObject({ code: 'TOOL_FAILED', error: expect.stringMatching(/EFBIG.*the new file and any folders made for it were removed/) });
+    expect(small?.output).toMatch(/^Created/);
+    expect(await exists('kept/old/new')).toBe(false);
+    expect(await exists('kept/old/small.txt')).toBe(true);
+    await rm(path.join(ws, 'kept'), { recursive: true });
+  });
+
   it('writes a new file, creating parent directories', async () => {
     const out = await call(BUILTIN_TOOLS.write_file, { path: 'out/nested/new.txt', content: 'hello\nworld\n' });
     expect(out).toMatch(/Created out\/nested\/new.txt/);

@@ -180,6 +180,20 @@ export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 export const GATED_TOOLS: readonly BuiltinToolName[] = ['bash', 'write_file', 'edit_file'];
 
 /**
+ * What write_file checks before it creates a folder: Linux's limits on a name and a path
+ * (a longer one fails only at the end, after every folder above it was made), and a depth
+ * beyond which a path is a runaway, not a project layout.
+ */
+export const WRITE_PATH_LIMITS = {
+  /** Bytes of one file or folder name (Linux NAME_MAX). */
+  nameMaxBytes: 255,
+  /** Bytes of the whole absolute path (Linux PATH_MAX, less the terminating NUL). */
+  pathMaxBytes: 4_095,
+  /** Folders below the workspace root on the way to the file. */
+  maxDepth: 128,
+} as const;
+
+/**
  * Fixed timings that are not configuration, kept here so every number that shapes how jobs
  * end is in one place.
  */
