@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
@@ -151,6 +151,39 @@ describe('read_file', () => {
     await rejectsWith(call(tool, { path: 'lines.txt' }, ctx(limits)), 'TOOL_FAILED', /over the 100-byte limit.*offset/);
     const out = await call(tool, { path: 'lines.txt', offset: 49, limit: 5 }, ctx(limits));
     expect(out).toContain('   49\tline 49\n   50\tline 50');
+  });
+
+  /** Bytes this process read through read(2) and friends (Linux /proc/self/io `rchar`). */
+  const bytesReadByProcess = async () => Number(/^rchar: (\d+)$/m.exec(await readFile('/proc/self/io', 'utf8'))?.[1]);
+
+  it('a 100 GB sparse file with a text head: reads only what it returns, stops at the hole and says so', async () => {
+    // 200 lines of text (about 12 KB, so the binary sniff of the first 8 KiB passes), then a 100 GB hole.
+    const head = Array.from({ length: 200 }, (_, i) => `line ${i + 1} ${'t'.repeat(50)}`).join('\n');
+    const file = path.join(ws, 'sparse.log');
+    await writeFile(file, `${head}\n`);
+    await truncate(file, 100 * 1024 ** 3);
+    const before = await bytesReadByProcess();
+    const out = await call(tool, { path: 'sparse.log', offset: 150, limit: 400 });
+    const window = await call(tool, { path: 'sparse.log', offset: 300 });
+    const read = (await bytesReadByProcess()) - before;
+    expect(read).toBeLessThan(4 * 1024 * 1024);
+    expect(out).toContain(`  150\tline 150 `);
+    expect(out).toContain(`  200\tline 200 `);
+    expect(out).not.toContain('end of file');
+    expect(out).toMatch(/\[reading stopped at a NUL byte at byte \d+ \(binary data or a sparse hole follows; read_file reads text only\); nothing after it is shown\]/);
+    expect(window).toMatch(/reading stopped at a NUL byte .* before line 300; use grep/);
+    await rm(file);
+  });
+
+  it('a large text file: one call reads at most readFileMaxScanBytes, skipped lines included, and says where it stopped', async () => {
+    await writeFile(path.join(ws, 'big.log'), `${'y'.repeat(99)}\n`.repeat(30_000)); // 3 MB
+    const limits = { readFileMaxScanBytes: 1_048_576 };
+    const before = await bytesReadByProcess();
+    const out = await call(tool, { path: 'big.log', offset: 25_000, limit: 5 }, ctx(limits));
+    expect((await bytesReadByProcess()) - before).toBeLessThan(2 * 1_048_576);
+    expect(out).toMatch(/reading stopped at the 1048576-byte scan limit of one call before line 25000; use grep/);
+    expect(await call(tool, { path: 'big.log', offset: 10_000, limit: 2 }, ctx(limits))).toMatch(/^10000\ty+\n10001\ty+\n/);
+    await rm(path.join(ws, 'big.log'));
   });
 
   it('refuses directories, binary files and escapes', async () => {

@@ -51,6 +51,7 @@ const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
 const toolLimitsSchema = z.strictObject({
   readFileMaxBytes: z.number().int().positive().max(64 * MIB).default(DEFAULTS.tools.readFileMaxBytes),
   readFileDefaultLines: z.number().int().positive().max(100_000).default(DEFAULTS.tools.readFileDefaultLines),
+  readFileMaxScanBytes: z.number().int().min(65_536).max(1_024 * MIB).default(DEFAULTS.tools.readFileMaxScanBytes),
   outputMaxChars: z.number().int().min(256).max(MAX_OUTPUT_CHARS).default(DEFAULTS.tools.outputMaxChars),
   grepMaxMatches: z.number().int().positive().max(100_000).default(DEFAULTS.tools.grepMaxMatches),
   grepMaxFileBytes: z.number().int().positive().max(1_024 * MIB).default(DEFAULTS.tools.grepMaxFileBytes),

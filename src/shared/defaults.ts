@@ -30,6 +30,11 @@ export const DEFAULTS = {
   tools: {
     readFileMaxBytes: 256 * 1024,
     readFileDefaultLines: 400,
+    /**
+     * Bytes one read_file call reads at most, counting the lines it skips to reach `offset`:
+     * what it reads stays bounded by what it can return, whatever the file's size.
+     */
+    readFileMaxScanBytes: 64 * 1024 * 1024,
     outputMaxChars: 30_000,
     grepMaxMatches: 200,
     grepMaxFileBytes: 2 * 1024 * 1024,
