@@ -40,12 +40,16 @@ export class LineReader {
   #error: Error | undefined;
   #paused = false;
   #wake: (() => void) | undefined;
+  #first = true;
 
   constructor(input: Readable) {
     this.#input = input;
     this.#rl = createInterface({ input, crlfDelay: Infinity });
-    this.#rl.on('line', (line) => {
+    this.#rl.on('line', (raw) => {
       if (this.#ended) return;
+      // A UTF-8 byte-order mark (Windows editors write one) belongs to the input, not its first line.
+      const line = this.#first ? raw.replace(/^\uFEFF/, '') : raw;
+      this.#first = false;
       this.#lines.push(line);
       this.#chars += line.length;
       if (!this.#paused && (this.#lines.length >= BUFFERED_LINES_MAX || this.#chars >= BUFFERED_CHARS_MAX)) {

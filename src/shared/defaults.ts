@@ -30,6 +30,11 @@ export const DEFAULTS = {
   tools: {
     readFileMaxBytes: 256 * 1024,
     readFileDefaultLines: 400,
+    /**
+     * Bytes one read_file call reads at most, counting the lines it skips to reach `offset`:
+     * what it reads stays bounded by what it can return, whatever the file's size.
+     */
+    readFileMaxScanBytes: 64 * 1024 * 1024,
     outputMaxChars: 30_000,
     grepMaxMatches: 200,
     grepMaxFileBytes: 2 * 1024 * 1024,
@@ -150,8 +155,10 @@ export const DEFAULTS = {
   },
   /** `forkpool serve`. */
   server: {
-    /** Loopback only unless told otherwise. */
+    /** Loopback only unless told otherwise (any other address is served with a warning). */
     host: '127.0.0.1',
+    /** Shortest bearer token accepted (`FORKPOOL_SERVER_TOKEN` or the `token` option); a generated one has 43. */
+    minTokenChars: 16,
     port: 4477,
     /** Largest request body; a bigger one is refused with 413. */
     bodyLimitBytes: 1_048_576,
@@ -192,6 +199,20 @@ export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 /** Tools that act on the world; they need a grant in the permission store. */
 export const GATED_TOOLS: readonly BuiltinToolName[] = ['bash', 'write_file', 'edit_file'];
+
+/**
+ * What write_file checks before it creates a folder: Linux's limits on a name and a path
+ * (a longer one fails only at the end, after every folder above it was made), and a depth
+ * beyond which a path is a runaway, not a project layout.
+ */
+export const WRITE_PATH_LIMITS = {
+  /** Bytes of one file or folder name (Linux NAME_MAX). */
+  nameMaxBytes: 255,
+  /** Bytes of the whole absolute path (Linux PATH_MAX, less the terminating NUL). */
+  pathMaxBytes: 4_095,
+  /** Folders below the workspace root on the way to the file. */
+  maxDepth: 128,
+} as const;
 
 /**
  * Fixed timings that are not configuration, kept here so every number that shapes how jobs
