@@ -5,7 +5,7 @@ import type { ExecutorKind } from '../main/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger.js';
 import { ForkpoolError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
-import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
 import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/budget-pool.js';
@@ -76,18 +76,25 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     await ctx.dispose();
     return EXIT.usage;
   }
-  const ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  const ledger = ctx.config.ledger.path === undefined ? undefined : await buildOrDispose(ctx, () => openFanoutLedger(ctx.config, flags.resume === true));
   if (ledger && 'problem' in ledger) {
     process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
     await ctx.dispose();
     return EXIT.usage;
   }
-  const manager = new BackgroundManager({
-    config: ctx.config,
-    logger: ctx.logger,
-    executor: createExecutor(ctx.config, ctx.logger, executorKind),
-    closeExecutor: true,
-    ...(ledger ? { store: ledger.jobs } : {}),
+  const manager = await buildOrDispose(ctx, () => {
+    try {
+      return new BackgroundManager({
+        config: ctx.config,
+        logger: ctx.logger,
+        executor: createExecutor(ctx.config, ctx.logger, executorKind),
+        closeExecutor: true,
+        ...(ledger ? { store: ledger.jobs } : {}),
+      });
+    } catch (error) {
+      ledger?.close();
+      throw error;
+    }
   });
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);

@@ -1,5 +1,5 @@
 import { startForkpoolServer } from '../server/app.js';
-import { createCliContext, onTermination, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, onTermination, type GlobalFlags } from './common.js';
 
 export interface ServeFlags extends GlobalFlags {
   port?: number;
@@ -16,12 +16,14 @@ export interface ServeFlags extends GlobalFlags {
 export async function serveCommand(flags: ServeFlags): Promise<number> {
   const ctx = await createCliContext(flags);
   const config = flags.executor ? { ...ctx.config, executor: flags.executor as typeof ctx.config.executor } : ctx.config;
-  const server = await startForkpoolServer({
-    config,
-    logger: ctx.logger,
-    ...(flags.port !== undefined ? { port: flags.port } : {}),
-    ...(flags.host !== undefined ? { host: flags.host } : {}),
-  });
+  const server = await buildOrDispose(ctx, () =>
+    startForkpoolServer({
+      config,
+      logger: ctx.logger,
+      ...(flags.port !== undefined ? { port: flags.port } : {}),
+      ...(flags.host !== undefined ? { host: flags.host } : {}),
+    }),
+  );
   const login = `${server.url}/login?token=${encodeURIComponent(server.token)}`;
   ctx.event('listening', { url: server.url, ...(server.tokenGenerated ? { token: server.token } : {}), pid: process.pid });
   if (server.tokenGenerated) ctx.note(`forkpool: token (shown once; set FORKPOOL_SERVER_TOKEN to choose one): ${server.token}`);

@@ -125,7 +125,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
     this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
-    if (options.store) this.recovery = this.#recover(options.store);
+    if (options.store) this.recovery = this.#recoverOrClose(options.store);
+  }
+
+  /** A ledger that cannot be read back throws here; the executor made above is closed first, so no thread outlives the error. */
+  #recoverOrClose(store: JobStore): RecoveryReport {
+    try {
+      return this.#recover(store);
+    } catch (error) {
+      if (this.#ownsExecutor) void this.#executor.close().catch(() => {});
+      throw error;
+    }
   }
 
   /** Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask. */

@@ -56,7 +56,14 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   const token = options.token ?? (fromEnv && fromEnv.length > 0 ? fromEnv : generateToken());
   const tokenGenerated = options.token === undefined && !(fromEnv && fromEnv.length > 0);
   const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
-  const state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+  let state: ServerState;
+  try {
+    state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+  } catch (error) {
+    // A ledger that cannot be opened or read: the pool made here must not outlive the error.
+    if (!options.executor) await executor.close();
+    throw error;
+  }
   const streams = new Set<ServerResponse>();
 
   const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: true });
@@ -77,7 +84,13 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   await app.register(eventRoutes(state, streams));
 
   const host = options.host ?? config.server.host;
-  await app.listen({ host, port: options.port ?? config.server.port });
+  try {
+    await app.listen({ host, port: options.port ?? config.server.port });
+  } catch (error) {
+    // The port is taken (or the address is not this machine's): close what was started for it.
+    await state.close();
+    throw error;
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
