@@ -5,6 +5,9 @@ import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy } fro
 
 export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy } from './job-record.js';
 
+/** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
+export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
+
 /** Head of the task kept once a record's result is dropped: enough to recognise it in a list. */
 const TASK_KEPT_CHARS = 120;
 
@@ -101,13 +104,16 @@ export class DeliveryLedger {
    * The one gate for a completion reported from elsewhere (a remote executor, a retried
    * delivery): undefined when attempt `attempt` of job `id` (its `attempts` when that run
    * started) may record its ending now; else why not: `unknown`, `duplicate` (the job has ended
-   * already) or `stale` (an older attempt, superseded by a re-run). With a durable store the
-   * answer holds across restarts. {@link BackgroundManager.completeAttempt} acts on it.
+   * already), `not-running` (queued, never started or waiting for its children: no attempt of
+   * it runs, and ending it would leave it in the queue to be launched and "ended twice") or
+   * `stale` (an older attempt, superseded by a re-run). With a durable store the answer holds
+   * across restarts. {@link BackgroundManager.completeAttempt} acts on it.
    */
-  refuseCompletion(id: string, attempt: number): 'unknown' | 'duplicate' | 'stale' | undefined {
+  refuseCompletion(id: string, attempt: number): CompletionRefusal | undefined {
     const record = this.#entries.get(id)?.record;
     if (!record) return 'unknown';
     if (record.state === 'ended') return 'duplicate';
+    if (record.state !== 'running') return 'not-running';
     return attempt === record.attempts ? undefined : 'stale';
   }
 

@@ -13,7 +13,7 @@ import { RequestGating } from './concurrency.js';
 import type { RequestGates } from './request-gate.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
-import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
+import { DeliveryLedger, type CompletionRefusal, type JobEnding, type JobRecord } from './ledger.js';
 import { checkSandbox, type SandboxStatus } from '../shared/tools/bwrap.js';
 import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
@@ -347,12 +347,16 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /**
    * Records a completion reported from outside this process (a remote executor) for attempt
    * `attempt` of job `id` — its record's `attempts` when that run started — and ends the job
-   * as any ending does. A duplicate (the job has ended) or stale one (an older attempt) is
-   * refused and changes nothing: the ledger, durable or not, is the one place that decides.
+   * as any ending does. Only a running job's current attempt is accepted: an unknown job, a
+   * duplicate (it has ended), a job no attempt of which runs (queued, waiting for its children)
+   * and a stale attempt are refused, with the reason and a typed error (`JOB_UNKNOWN`,
+   * `ATTEMPT_NOT_RUNNING`), and change nothing. Never throws. If this process runs that attempt
+   * itself, its thread is stopped: the reported ending wins.
    */
-  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: 'unknown' | 'duplicate' | 'stale' } {
+  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError } {
     const refused = this.#ledger.refuseCompletion(id, attempt);
-    if (refused) return { accepted: false, reason: refused };
+    if (refused) return { accepted: false, reason: refused, error: completionRefused(id, attempt, refused, this.#ledger.get(id)) };
+    this.#live.get(id)?.hardStop();
     this.#finish(id, ending);
     return { accepted: true, record: this.#ledger.get(id) as Readonly<JobRecord> };
   }
@@ -592,6 +596,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (check?.kind === 'all') this.emit('wave-done', { wave, jobs: records(check.members) });
     else if (check) this.emit('wave-joined', { wave, reason: check.reason, ended: records(check.ended), pending: records(check.pending) });
   }
+}
+
+function completionRefused(id: string, attempt: number, reason: CompletionRefusal, record: Readonly<JobRecord> | undefined): JobError {
+  if (reason === 'unknown') return new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
+  const now = record?.state === 'running' ? `attempt ${record.attempts} is running` : record?.state === 'ended' ? 'it has ended' : 'it is queued (no attempt of it runs)';
+  return new JobError('ATTEMPT_NOT_RUNNING', id, `job ${id}: a completion of attempt ${attempt} is refused (${reason}): ${now}`);
 }
 
 /** A lost attempt whose thread died (not a task that threw, which leaves its thread alive). */
