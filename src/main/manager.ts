@@ -14,6 +14,7 @@ import type { RequestGates } from './request-gate.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
 import { DeliveryLedger, type CompletionRefusal, type JobEnding, type JobRecord } from './ledger.js';
+import type { LedgerHealth, StorageReport } from './ledger-writes.js';
 import { checkSandbox, type SandboxStatus } from '../shared/tools/bwrap.js';
 import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
@@ -88,7 +89,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#gating = new RequestGating(this.#config);
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#store = options.store;
-    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
+    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report));
     this.#budgets = new JobBudgets(this.#config);
     this.#nesting = new Nesting({
       config: this.#config,
@@ -196,7 +197,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const budget = this.#budgets.admit(agent, data.budget);
     const name = data.name;
     const id = this.#ledger.newId();
-    budget.hold(id);
     const wave = data.wave ?? null;
     const record = this.#ledger.add({
       id,
@@ -210,6 +210,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(nesting ? nesting : {}),
       budget: budget.limits,
     });
+    // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
+    budget.hold(id);
     if (name !== undefined) this.#names.claim(name, id);
     if (dedupKey !== undefined) this.#dedup.booked(id, dedupKey);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
@@ -228,7 +230,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     });
     if (wave !== null) this.#waves.add(wave, id, data.join);
     const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
-    this.#store?.putSpec(storedSpec);
+    // Beside the record, lenient: without it a restart rebuilds the spec from the record.
+    const store = this.#store;
+    if (store) this.#ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
     if (options.signal) this.#cancelOnAbort(id, options.signal);
     this.#queue.push(id);
     this.emit('spawned', record);
@@ -359,6 +363,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#live.get(id)?.hardStop();
     this.#finish(id, ending);
     return { accepted: true, record: this.#ledger.get(id) as Readonly<JobRecord> };
+  }
+
+  /**
+   * The durable ledger's side: ok, or degraded since a write failed (what failed, since when,
+   * how many records wait to be written again). Always ok without a durable ledger.
+   */
+  ledgerHealth(): LedgerHealth {
+    return this.#ledger.health();
   }
 
   /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
@@ -514,7 +526,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
     if (this.#store) this.#ledger.markDispatched(id, number);
     // A thread that died mid-request never gives its gate slot back itself.
-    void attempt.ended.then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)));
+    void attempt.ended
+      .then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)))
+      // A throw at a job's end must not become an unhandled rejection: that exits the host.
+      .catch((error: unknown) => this.#reportFault(`ending job ${id}`, error));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }
 
@@ -539,6 +554,26 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#finish(id, endingFromLostThread(id, end.error, attempt, threadDied));
   }
 
+  /** A storage failure is logged once per degraded spell (then at debug), and its end too; each one is an event. */
+  #onStorage(report: StorageReport): void {
+    if (report.kind === 'recovered') {
+      this.#logger?.warn({ failedWrites: report.failedWrites }, 'durable ledger: writes go through again; nothing is left unsaved');
+      this.emit('ledger-recovered', { failedWrites: report.failedWrites });
+      return;
+    }
+    const { kind: _kind, ...event } = report;
+    const line = `durable ledger: a write failed (${report.operation}): ${report.error.message}; the process goes on, what it could not write is kept in memory and written again`;
+    if (report.first) this.#reportFault(line, undefined, { sqliteCode: report.sqliteCode, unsaved: report.unsaved });
+    else this.#logger?.debug({ sqliteCode: report.sqliteCode, operation: report.operation, unsaved: report.unsaved }, 'durable ledger: another write failed');
+    this.emit('ledger-error', event);
+  }
+
+  /** An error in an event-loop path (no caller to throw to): logged, or a process warning without a logger. Never thrown. */
+  #reportFault(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
+    if (this.#logger) this.#logger.error({ ...fields, ...(error === undefined ? {} : { err: error }) }, what);
+    else process.emitWarning(error === undefined ? what : `${what}: ${error instanceof Error ? error.message : String(error)}`, { code: 'FORKPOOL_HOST_FAULT' });
+  }
+
   #onAlert(id: string, alert: { message: string; severity: AlertSeverity }): void {
     const number = (this.#alertCounts.get(id) ?? 0) + 1;
     if (number > this.#config.background.maxAlertsPerJob) {
@@ -548,7 +583,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#alertCounts.set(id, number);
     const record = this.#ledger.get(id);
     const stored = { jobId: id, message: alert.message, severity: alert.severity, number, at: Date.now() };
-    this.#store?.putAlert(stored);
+    const store = this.#store;
+    if (store) this.#ledger.writeAside(`job ${id}'s alert`, () => store.putAlert(stored));
     this.emit('alert', { ...stored, label: record?.label ?? id });
   }
 
