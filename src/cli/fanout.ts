@@ -3,7 +3,7 @@ import { BackgroundManager } from '../main/manager.js';
 import { createExecutor } from '../main/executor-factory.js';
 import type { ExecutorKind } from '../main/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger.js';
-import { ForkpoolError } from '../shared/errors.js';
+import { ForkpoolError, LedgerWriteError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
 import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
@@ -134,6 +134,21 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
   });
+  /**
+   * A delivery the durable ledger cannot write (a full disk) is not recorded: the line was
+   * printed all the same, and a `--resume` prints it again from the ledger. Said once.
+   */
+  let deliveryWriteFailed = false;
+  const markPrinted = (id: string) => {
+    try {
+      manager.markDelivered(id);
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+      if (!deliveryWriteFailed) out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);
+      deliveryWriteFailed = true;
+    }
+  };
+
   manager.on('done', (job: Readonly<JobRecord>) => {
     running.delete(job.id);
     ended++;
@@ -141,7 +156,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     usage = mergeUsageByModel(usage, job.usage);
     out.result(JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) }));
     // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
-    manager.markDelivered(job.id);
+    markPrinted(job.id);
     lineOf.delete(job.id);
     drawStatus();
     wakeAll();
@@ -158,7 +173,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
     out.result(JSON.stringify({ line, ...jobJson(job), fromLedger: true }));
-    manager.markDelivered(job.id);
+    markPrinted(job.id);
   }
 
   const refuse = (task: FanoutTask, error: unknown) => {
