@@ -155,7 +155,7 @@ describe('durable ledger', () => {
     const sim = await startSim(cleanup);
     const manager = watchManager(new BackgroundManager({ config: durableConfig(sim, await makeWorkspace(cleanup), file), store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.completeAttempt(id, 2, ok('second'))).toEqual({ accepted: false, reason: 'duplicate' });
+    expect(manager.completeAttempt(id, 2, ok('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
     expect(manager.get(id)?.resultText).toBe('first');
   });
 

@@ -135,6 +135,21 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
   return context;
 }
 
+/**
+ * Builds what a command needs once its context is up (a session, a server, a ledger). If that
+ * throws (a config error found only now: a ledger file that is not a database, a sandbox that
+ * does not work), the context is disposed first: its simulator's socket would otherwise keep
+ * the process alive after the error was printed, and the command would never exit.
+ */
+export async function buildOrDispose<T>(ctx: CliContext, build: () => T | Promise<T>): Promise<T> {
+  try {
+    return await build();
+  } catch (error) {
+    await ctx.dispose();
+    throw error;
+  }
+}
+
 /** The workspace must be an existing folder: every tool resolves paths inside it. */
 export function checkWorkspaceFolder(root: string): void {
   let isFolder: boolean;

@@ -3,9 +3,9 @@ import { BackgroundManager } from '../main/manager.js';
 import { createExecutor } from '../main/executor-factory.js';
 import type { ExecutorKind } from '../main/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger.js';
-import { ForkpoolError } from '../shared/errors.js';
+import { ForkpoolError, LedgerWriteError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
-import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
 import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/budget-pool.js';
@@ -76,18 +76,25 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     await ctx.dispose();
     return EXIT.usage;
   }
-  const ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  const ledger = ctx.config.ledger.path === undefined ? undefined : await buildOrDispose(ctx, () => openFanoutLedger(ctx.config, flags.resume === true));
   if (ledger && 'problem' in ledger) {
     process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
     await ctx.dispose();
     return EXIT.usage;
   }
-  const manager = new BackgroundManager({
-    config: ctx.config,
-    logger: ctx.logger,
-    executor: createExecutor(ctx.config, ctx.logger, executorKind),
-    closeExecutor: true,
-    ...(ledger ? { store: ledger.jobs } : {}),
+  const manager = await buildOrDispose(ctx, () => {
+    try {
+      return new BackgroundManager({
+        config: ctx.config,
+        logger: ctx.logger,
+        executor: createExecutor(ctx.config, ctx.logger, executorKind),
+        closeExecutor: true,
+        ...(ledger ? { store: ledger.jobs } : {}),
+      });
+    } catch (error) {
+      ledger?.close();
+      throw error;
+    }
   });
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
@@ -127,6 +134,21 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
   });
+  /**
+   * A delivery the durable ledger cannot write (a full disk) is not recorded: the line was
+   * printed all the same, and a `--resume` prints it again from the ledger. Said once.
+   */
+  let deliveryWriteFailed = false;
+  const markPrinted = (id: string) => {
+    try {
+      manager.markDelivered(id);
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+      if (!deliveryWriteFailed) out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);
+      deliveryWriteFailed = true;
+    }
+  };
+
   manager.on('done', (job: Readonly<JobRecord>) => {
     running.delete(job.id);
     ended++;
@@ -134,7 +156,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     usage = mergeUsageByModel(usage, job.usage);
     out.result(JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) }));
     // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
-    manager.markDelivered(job.id);
+    markPrinted(job.id);
     lineOf.delete(job.id);
     drawStatus();
     wakeAll();
@@ -151,7 +173,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
     out.result(JSON.stringify({ line, ...jobJson(job), fromLedger: true }));
-    manager.markDelivered(job.id);
+    markPrinted(job.id);
   }
 
   const refuse = (task: FanoutTask, error: unknown) => {

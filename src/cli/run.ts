@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
-import { createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
 import { costLines, jobJson, jobLine, usageLines } from './format.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
@@ -63,12 +63,16 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   }
   const ctx = await createCliContext(flags);
   const config = flags.demo ? withDemoAgents(ctx.config) : ctx.config;
-  const session = new AgentSession({
-    config,
-    logger: ctx.logger,
-    ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
-    ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
-  });
+  const session = await buildOrDispose(
+    ctx,
+    () =>
+      new AgentSession({
+        config,
+        logger: ctx.logger,
+        ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
+        ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
+      }),
+  );
   announceLedgerSession(ctx, session, 'run', flags.resume !== undefined);
   const started = Date.now();
   session.manager.on('spawned', (job) => {

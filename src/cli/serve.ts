@@ -1,6 +1,6 @@
 import { startForkpoolServer } from '../server/app.js';
 import { serverToken } from '../server/bind.js';
-import { createCliContext, onTermination, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, onTermination, type GlobalFlags } from './common.js';
 
 export interface ServeFlags extends GlobalFlags {
   port?: number;
@@ -19,17 +19,19 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   serverToken(undefined, process.env);
   const ctx = await createCliContext(flags);
   const config = flags.executor ? { ...ctx.config, executor: flags.executor as typeof ctx.config.executor } : ctx.config;
-  const server = await startForkpoolServer({
-    config,
-    logger: ctx.logger,
-    ...(flags.port !== undefined ? { port: flags.port } : {}),
-    ...(flags.host !== undefined ? { host: flags.host } : {}),
-    // On stderr even with --json (stdout stays the event stream), and as a `warning` event.
-    onWarning: (message) => {
-      process.stderr.write(`forkpool: warning: ${message}\n`);
-      ctx.event('warning', { message });
-    },
-  });
+  const server = await buildOrDispose(ctx, () =>
+    startForkpoolServer({
+      config,
+      logger: ctx.logger,
+      ...(flags.port !== undefined ? { port: flags.port } : {}),
+      ...(flags.host !== undefined ? { host: flags.host } : {}),
+      // On stderr even with --json (stdout stays the event stream), and as a `warning` event.
+      onWarning: (message) => {
+        process.stderr.write(`forkpool: warning: ${message}\n`);
+        ctx.event('warning', { message });
+      },
+    }),
+  );
   const login = `${server.url}/login?token=${encodeURIComponent(server.token)}`;
   ctx.event('listening', { url: server.url, ...(server.tokenGenerated ? { token: server.token } : {}), pid: process.pid });
   if (server.tokenGenerated) ctx.note(`forkpool: token (shown once; set FORKPOOL_SERVER_TOKEN to choose one): ${server.token}`);

@@ -66,7 +66,14 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   if (exposed) (options.onWarning ?? emitServerWarning)(exposed);
   options.logger?.[exposed ? 'warn' : 'debug']({ host }, exposed ?? 'serving on loopback');
   const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
-  const state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+  let state: ServerState;
+  try {
+    state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+  } catch (error) {
+    // A ledger that cannot be opened or read: the pool made here must not outlive the error.
+    if (!options.executor) await executor.close();
+    throw error;
+  }
   const streams = new Set<ServerResponse>();
 
   const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: true });

@@ -120,6 +120,26 @@ export class ServerState {
     manager.on('wave-done', ({ wave, jobs }) => this.hub.publish('wave-done', { session, wave, jobs: jobs.map((j) => j.id) }));
   }
 
+  /**
+   * The durable ledger as `/healthz` shows it: `off` without one; `ok`; or `degraded` since a
+   * write failed (the first failure's SQLite code and message, since when, and how many job
+   * records wait in memory to be written), over the server's manager and every open session's.
+   */
+  ledgerHealth(): { state: 'off' } | { state: 'ok' } | { state: 'degraded'; error: { code: string; message: string }; since: number; unsaved: number; failedWrites: number } {
+    if (!this.#store) return { state: 'off' };
+    const healths = [this.manager, ...[...this.sessions.values()].map((s) => s.manager)].map((m) => m.ledgerHealth());
+    const failing = healths.filter((h) => !h.ok);
+    if (failing.length === 0) return { state: 'ok' };
+    const first = failing.flatMap((h) => (h.failure ? [h.failure] : [])).sort((a, b) => a.since - b.since)[0];
+    return {
+      state: 'degraded',
+      error: { code: first?.code ?? 'UNKNOWN', message: first?.message ?? 'records wait to be written' },
+      since: first?.since ?? Date.now(),
+      unsaved: failing.reduce((n, h) => n + h.unsaved, 0),
+      failedWrites: healths.reduce((n, h) => n + h.failedWrites, 0),
+    };
+  }
+
   /** Every usage counter summed (the page's totals). */
   totalUsage(): Usage {
     let total = emptyUsage();

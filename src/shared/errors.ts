@@ -64,6 +64,13 @@ export const ERROR_CODES = [
   'RESULT_UNAVAILABLE',
   /** A queued BullMQ job named a model endpoint its worker's own configuration does not allow. */
   'ENDPOINT_NOT_ALLOWED',
+  /**
+   * A write to the durable ledger failed (disk full, I/O error, a read-only file). A write the
+   * caller asked for (a spawn, a delivery) is refused with it and changes nothing.
+   */
+  'LEDGER_WRITE_FAILED',
+  /** `completeAttempt` for a job that is not running that attempt now (queued, or not started). */
+  'ATTEMPT_NOT_RUNNING',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;
@@ -138,6 +145,22 @@ export class JobError extends ForkpoolError {
     super(code, message, options);
     this.name = 'JobError';
     this.jobId = jobId;
+  }
+}
+
+/**
+ * The durable ledger could not write (SQLite's own error is the cause). `sqliteCode` is what
+ * SQLite said (`SQLITE_FULL`, `SQLITE_IOERR_…`, `SQLITE_READONLY`), `operation` what was written.
+ */
+export class LedgerWriteError extends ForkpoolError {
+  readonly sqliteCode: string;
+  readonly operation: string;
+  constructor(operation: string, cause: unknown) {
+    const sqliteCode = typeof (cause as { code?: unknown } | null)?.code === 'string' ? String((cause as { code: string }).code) : 'UNKNOWN';
+    super('LEDGER_WRITE_FAILED', `the durable ledger could not write (${operation}): ${errorMessage(cause)} [${sqliteCode}]`, { cause });
+    this.name = 'LedgerWriteError';
+    this.sqliteCode = sqliteCode;
+    this.operation = operation;
   }
 }
 
