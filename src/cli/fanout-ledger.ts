@@ -25,8 +25,15 @@ export interface FanoutLedger {
 /** Opens the fan-out's ledger, or returns the usage problem (an existing fan-out without `--resume`). */
 export function openFanoutLedger(config: ForkpoolConfig, resume: boolean): FanoutLedger | { problem: string } {
   const file = config.ledger.path as string;
-  const store = openSqliteLedger(file, { synchronous: config.ledger.synchronous });
+  const store = openSqliteLedger(file, { synchronous: config.ledger.synchronous, leaseStaleMs: config.ledger.leaseStaleMs });
   const jobs = store.jobs(FANOUT_SCOPE);
+  try {
+    // Before anything is read: a second fan-out on this ledger is refused (LEDGER_BUSY), never run beside this one.
+    jobs.claim();
+  } catch (error) {
+    store.close();
+    throw error;
+  }
   const lines = new Map<string, number>();
   for (const [id, source] of jobs.sources()) lines.set(id, Number(source.replace(/^line:/, '')));
   if (!resume && lines.size > 0) {

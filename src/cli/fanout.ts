@@ -76,7 +76,14 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     await ctx.dispose();
     return EXIT.usage;
   }
-  const ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  let ledger: ReturnType<typeof openFanoutLedger> | undefined;
+  try {
+    ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  } catch (error) {
+    // LEDGER_BUSY, or a file that does not open: reported by the caller; the simulator must not keep the process up.
+    await ctx.dispose();
+    throw error;
+  }
   if (ledger && 'problem' in ledger) {
     process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
     await ctx.dispose();

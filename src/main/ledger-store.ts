@@ -34,6 +34,13 @@ export interface StoredAlert {
  */
 export interface JobStore {
   readonly scope: string;
+  /**
+   * Takes this scope's lease for this process (one owner per scope; see ledger-lease.ts), or
+   * counts one more claim on it. Throws `LEDGER_BUSY` while another live process holds it.
+   */
+  claim(): void;
+  /** Drops one claim; the last one releases the lease. Closing the ledger releases them all. */
+  release(): void;
   /** Every stored job of this scope, oldest spawn first, and the next job number to hand out. */
   load(): { jobs: StoredJob[]; nextId: number };
   /** Writes a record (insert or replace); its state, delivery and position are indexed columns, the rest one JSON blob. */

@@ -8,7 +8,9 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { DEFAULTS } from '../shared/defaults.js';
 import { ConfigError } from '../shared/errors.js';
+import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
 import type { JobRecord } from './ledger.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
@@ -22,7 +24,7 @@ interface Database {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   exec(source: string): void;
   prepare(source: string): Statement;
-  transaction<T>(fn: () => T): () => T;
+  transaction<T>(fn: () => T): (() => T) & { immediate(): T };
   close(): void;
   readonly inTransaction: boolean;
 }
@@ -74,6 +76,8 @@ function driver(): DatabaseConstructor {
 
 export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full';
+  /** A scope's lease is taken over once its heartbeat is this old; default `DEFAULTS.ledger.leaseStaleMs`. */
+  leaseStaleMs?: number;
 }
 
 /** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
@@ -97,7 +101,7 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
     db.close();
     throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version.value} (written by a newer forkpool)` }]);
   }
-  return new SqliteLedgerStore(resolved, db);
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db as unknown as LeaseDatabase, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
 }
 
 export class SqliteLedgerStore implements LedgerStore {
@@ -107,11 +111,13 @@ export class SqliteLedgerStore implements LedgerStore {
   readonly #saveSession: Statement;
   readonly #loadSession: Statement;
   readonly #listSessions: Statement;
+  readonly #leases: ScopeLeases;
   #closed = false;
 
-  constructor(file: string, db: Database) {
+  constructor(file: string, db: Database, leases: ScopeLeases) {
     this.path = file;
     this.#db = db;
+    this.#leases = leases;
     this.#saveSession = db.prepare(
       `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
        ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
@@ -126,7 +132,7 @@ export class SqliteLedgerStore implements LedgerStore {
 
   jobs(scope: string): JobStore {
     let store = this.#scopes.get(scope);
-    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope)));
+    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope, this.#leases)));
     return store;
   }
 
@@ -146,6 +152,7 @@ export class SqliteLedgerStore implements LedgerStore {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#leases.releaseAll();
     this.#db.close();
   }
 }
@@ -160,13 +167,15 @@ class SqliteJobStore implements JobStore {
   readonly #forget: Statement;
   readonly #alert: Statement;
   readonly #source: Statement;
+  readonly #leases: ScopeLeases;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
   #writtenNextId = 0;
 
-  constructor(db: Database, scope: string) {
+  constructor(db: Database, scope: string, leases: ScopeLeases) {
     this.scope = scope;
     this.#db = db;
+    this.#leases = leases;
     this.#put = db.prepare(
       `INSERT INTO jobs (scope, id, position, state, delivered_turn, updated_at, record) VALUES (@scope, @id, @position, @state, @delivered, @now, @record)
        ON CONFLICT (scope, id) DO UPDATE SET position = excluded.position, state = excluded.state, delivered_turn = excluded.delivered_turn,
@@ -178,6 +187,14 @@ class SqliteJobStore implements JobStore {
     this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
+  }
+
+  claim(): void {
+    this.#leases.claim(this.scope);
+  }
+
+  release(): void {
+    this.#leases.release(this.scope);
   }
 
   putSource(id: string, source: string): void {
