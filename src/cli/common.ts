@@ -40,6 +40,8 @@ export interface GlobalFlags {
   simSteps?: number;
   /** `--ledger FILE`: the durable ledger (SQLite). */
   ledger?: string;
+  /** `--allow-ledger-in-workspace`: accept a ledger file inside the workspace. */
+  allowLedgerInWorkspace?: boolean;
 }
 
 export interface CliContext {
@@ -97,6 +99,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
     ledgerPath: flags.ledger,
+    allowLedgerInWorkspace: flags.allowLedgerInWorkspace,
   };
   // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
   let config = loadConfig({

@@ -175,6 +175,8 @@ const ledgerSchema = z.strictObject({
   synchronous: z.enum(['normal', 'full']).default(DEFAULTS.ledger.synchronous),
   /** A scope's lease is taken over once its heartbeat is this old (see DEFAULTS.ledger.leaseStaleMs). */
   leaseStaleMs: z.number().int().min(1_000).max(3_600_000).default(DEFAULTS.ledger.leaseStaleMs),
+  /** Accept `path` inside `workspaceRoot` (refused by default: jobs could read and forge it). */
+  allowInWorkspace: z.boolean().default(DEFAULTS.ledger.allowInWorkspace),
 });
 
 const serverSchema = z.strictObject({

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
+import { ledgerInWorkspaceIssue } from './ledger-path.js';
 
 export * from './config-schema.js';
 
@@ -72,6 +73,8 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
   }
   const broad = broadWorkspaceIssue(config);
   if (broad) throw new ConfigError([withSource(broad, 'workspaceRoot', sources)]);
+  const ledgerInWorkspace = ledgerInWorkspaceIssue(config.ledger, config.workspaceRoot);
+  if (ledgerInWorkspace) throw new ConfigError([withSource(ledgerInWorkspace, 'ledger.path', sources)]);
   const { keepRecords, keepResults } = config.background.retention;
   if (keepRecords < keepResults) {
     throw new ConfigError([

@@ -137,6 +137,8 @@ export const DEFAULTS = {
      * crashed or hangs); one whose owner exited on this machine is taken over at once.
      */
     leaseStaleMs: 30_000,
+    /** Accept a ledger file inside the workspace, where every job's file tools could read and rewrite it. */
+    allowInWorkspace: false,
   },
   /** `forkpool serve`. */
   server: {
