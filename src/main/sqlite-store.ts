@@ -11,6 +11,7 @@ import path from 'node:path';
 import { DEFAULTS } from '../shared/defaults.js';
 import { ConfigError } from '../shared/errors.js';
 import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
+import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './ledger.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
@@ -206,16 +207,23 @@ class SqliteJobStore implements JobStore {
     return new Map(rows.map((row) => [row.id, row.source]));
   }
 
-  load(): { jobs: StoredJob[]; nextId: number } {
-    const rows = this.#db.prepare('SELECT position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ position: number; record: string; spec: string | null }>;
+  load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
+    const rows = this.#db.prepare('SELECT id, position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ id: string; position: number; record: string; spec: string | null }>;
     const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
-    const jobs = rows.map((row) => {
-      const record = JSON.parse(row.record) as JobRecord;
-      this.#last.set(record.id, transitionKey(record));
-      return { record, position: row.position, spec: row.spec === null ? undefined : (JSON.parse(row.spec) as StoredSpec) };
-    });
+    const jobs: StoredJob[] = [];
+    const invalid: InvalidRow[] = [];
+    for (const row of rows) {
+      // Checked, not trusted: a row edited or broken on disk is reported (ledger-rows.ts), never run as it reads.
+      const job = parseJobRow(row);
+      if (isInvalidRow(job)) {
+        invalid.push(job);
+        continue;
+      }
+      this.#last.set(job.record.id, transitionKey(job.record));
+      jobs.push(job);
+    }
     this.#writtenNextId = next?.nextId ?? 0;
-    return { jobs, nextId: next?.nextId ?? 1 };
+    return { jobs, nextId: next?.nextId ?? 1, invalid };
   }
 
   put(record: Readonly<JobRecord>, position: number, nextId: number): void {
