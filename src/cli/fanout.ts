@@ -162,6 +162,9 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     wakeAll();
   });
 
+  // Resumed: what the ledger check found is said before anything is printed from it (and fails the run).
+  for (const finding of ledger?.findings ?? []) out.note(`forkpool fanout: ledger: ${finding}`);
+  let ledgerProblems = ledger?.findings.length ?? 0;
   // Resumed: what finished before is printed from the ledger; what recovery re-queued runs again.
   for (const job of ledger ? manager.jobs() : []) {
     const line = ledger?.lineOf(job.id);
@@ -198,7 +201,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
             ...(agent !== undefined ? { agent } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
           });
-        const handle = ledger ? ledger.spawnForLine(task.line, spawn) : spawn();
+        const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;
         lineOf.set(handle.id, task.line);
         return;
@@ -236,7 +239,14 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
         continue;
       }
       // Resumed: this line has its job in the ledger already (printed above, or running again).
-      if (ledger?.hasLine(parsed.line)) continue;
+      if (ledger?.hasLine(parsed.line)) {
+        const mismatch = ledger.inputMismatch(parsed);
+        if (mismatch !== undefined) {
+          ledgerProblems++;
+          out.note(`forkpool fanout: ledger: ${mismatch}`);
+        }
+        continue;
+      }
       // Backpressure: no more reading (and no more queued jobs) until a job ends.
       while (!stopping && pending() >= readAhead) await nextEnding();
       if (stopping) return;
@@ -255,7 +265,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       const counts = SUMMARY_STATUSES.map((s) => `${tally[s]} ${s}`).join(', ');
       process.stderr.write(
         `fanout: ${counts}, ${refused} refused, ${invalid} invalid line(s), ${seconds.toFixed(1)}s` +
-          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}\n`,
+          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}${ledgerProblems ? `, ${ledgerProblems} ledger problem(s)` : ''}\n`,
       );
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
@@ -293,7 +303,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     stopSignals();
     process.stdout.off('error', onStdoutError);
   }
-  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone;
+  // A ledger that did not check out fails the run even when every line ran: never exit 0 over it.
+  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone || ledgerProblems > 0;
   return anyFailed ? EXIT.failure : EXIT.ok;
 }
 

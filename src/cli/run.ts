@@ -50,6 +50,7 @@ export function announceLedgerSession(ctx: CliContext, session: AgentSession, co
   const lines = [`forkpool: session ${session.id} kept in ${ledger} (continue it with forkpool ${command} --ledger ${ledger} --resume ${session.id})`];
   if (found && resumed) {
     lines.push(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
+    for (const row of found.invalid) lines.push(`forkpool: warning: ledger row ${row.id} was not recovered: ${row.problem}`);
   }
   for (const line of lines) say(line);
   ctx.event('session', { id: session.id, ledger, ...(found && resumed ? { recovered: found } : {}) });

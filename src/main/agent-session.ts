@@ -18,7 +18,7 @@ import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, typ
 import { formatStillRunning } from './joins.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
-import { openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
+import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
@@ -285,7 +285,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
     this.#saveSession();
-    if (this.#durable.ownsStore) this.#durable.store?.close();
+    closeDurableSession(this.#durable);
     this.#followUpPending = false;
     this.#checkIdle();
     return report;

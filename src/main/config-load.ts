@@ -21,6 +21,8 @@ export interface ConfigOverrides {
   stream?: boolean | undefined;
   /** `--ledger FILE`: the durable ledger's SQLite file. */
   ledgerPath?: string | undefined;
+  /** `--allow-ledger-in-workspace`: accept a ledger file inside the workspace. */
+  allowLedgerInWorkspace?: boolean | undefined;
   /** Hears config warnings (e.g. an alias and its field both set); default `process.emitWarning`. */
   onWarning?: ConfigWarningSink | undefined;
 }
@@ -119,6 +121,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
     ['permissionMode', flags.permissionMode, '--ask'],
     ['stream', flags.stream, '--no-stream'],
     ['ledger.path', flags.ledgerPath, '--ledger'],
+    ['ledger.allowInWorkspace', flags.allowLedgerInWorkspace, '--allow-ledger-in-workspace'],
   ];
   for (const [field, value, flag] of flagFields) {
     if (value === undefined) continue;

@@ -83,6 +83,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
+    // One owner per durable scope (LEDGER_BUSY), before anything starts: released when close() is done.
+    options.store?.claim();
     // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
     this.sandbox = checkSandbox(options.config);
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
@@ -413,7 +415,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
     // Durable: unfinished jobs stay unfinished in the ledger for the next process (see detachStore).
     if (how !== 'drain') this.#ledger.detachStore();
-    return shutDown(how, timeoutMs, {
+    const report = shutDown(how, timeoutMs, {
       waiting: () => [...this.#queue, ...this.#tree.suspendedIds()],
       live: this.#live,
       stop: (id) => void this.#stop(id, 'close'),
@@ -424,6 +426,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
       },
     });
+    return report.finally(() => this.#store?.release());
   }
 
   #stop(id: string, reason: StopRequest): JobHandle {

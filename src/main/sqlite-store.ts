@@ -8,7 +8,10 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { DEFAULTS } from '../shared/defaults.js';
 import { ConfigError, LedgerWriteError, errorMessage } from '../shared/errors.js';
+import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
+import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './ledger.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
@@ -22,7 +25,7 @@ interface Database {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   exec(source: string): void;
   prepare(source: string): Statement;
-  transaction<T>(fn: () => T): () => T;
+  transaction<T>(fn: () => T): (() => T) & { immediate(): T };
   close(): void;
   readonly inTransaction: boolean;
 }
@@ -74,6 +77,8 @@ function driver(): DatabaseConstructor {
 
 export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full';
+  /** A scope's lease is taken over once its heartbeat is this old; default `DEFAULTS.ledger.leaseStaleMs`. */
+  leaseStaleMs?: number;
 }
 
 /** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
@@ -104,7 +109,7 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
     db.close();
     throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version.value} (written by a newer forkpool)` }]);
   }
-  return new SqliteLedgerStore(resolved, db);
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db as unknown as LeaseDatabase, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
 }
 
 /** A ledger file SQLite cannot read (garbage bytes, a corrupt page): a ConfigError naming `ledger.path`, as at open. */
@@ -148,11 +153,13 @@ export class SqliteLedgerStore implements LedgerStore {
   readonly #saveSession: Statement;
   readonly #loadSession: Statement;
   readonly #listSessions: Statement;
+  readonly #leases: ScopeLeases;
   #closed = false;
 
-  constructor(file: string, db: Database) {
+  constructor(file: string, db: Database, leases: ScopeLeases) {
     this.path = file;
     this.#db = db;
+    this.#leases = leases;
     this.#saveSession = db.prepare(
       `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
        ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
@@ -167,7 +174,7 @@ export class SqliteLedgerStore implements LedgerStore {
 
   jobs(scope: string): JobStore {
     let store = this.#scopes.get(scope);
-    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope, this.path)));
+    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope, this.path, this.#leases)));
     return store;
   }
 
@@ -189,6 +196,7 @@ export class SqliteLedgerStore implements LedgerStore {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#leases.releaseAll();
     this.#db.close();
   }
 }
@@ -204,16 +212,18 @@ class SqliteJobStore implements JobStore {
   readonly #forget: Statement;
   readonly #alert: Statement;
   readonly #source: Statement;
+  readonly #leases: ScopeLeases;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
   /** Inside a transaction: what `#last` held before each change, put back if the transaction fails. */
   #lastBefore: Map<string, string | undefined> | undefined;
   #writtenNextId = 0;
 
-  constructor(db: Database, scope: string, file: string) {
+  constructor(db: Database, scope: string, file: string, leases: ScopeLeases) {
     this.scope = scope;
     this.#db = db;
     this.#file = file;
+    this.#leases = leases;
     this.#put = db.prepare(
       `INSERT INTO jobs (scope, id, position, state, delivered_turn, updated_at, record) VALUES (@scope, @id, @position, @state, @delivered, @now, @record)
        ON CONFLICT (scope, id) DO UPDATE SET position = excluded.position, state = excluded.state, delivered_turn = excluded.delivered_turn,
@@ -227,6 +237,14 @@ class SqliteJobStore implements JobStore {
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
   }
 
+  claim(): void {
+    this.#leases.claim(this.scope);
+  }
+
+  release(): void {
+    this.#leases.release(this.scope);
+  }
+
   putSource(id: string, source: string): void {
     guardWrite(`job ${id}'s source`, () => this.#source.run(this.scope, id, source));
   }
@@ -236,20 +254,27 @@ class SqliteJobStore implements JobStore {
     return new Map(rows.map((row) => [row.id, row.source]));
   }
 
-  load(): { jobs: StoredJob[]; nextId: number } {
+  load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
     return guardRead(this.#file, () => this.#load());
   }
 
-  #load(): { jobs: StoredJob[]; nextId: number } {
-    const rows = this.#db.prepare('SELECT position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ position: number; record: string; spec: string | null }>;
+  #load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
+    const rows = this.#db.prepare('SELECT id, position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ id: string; position: number; record: string; spec: string | null }>;
     const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
-    const jobs = rows.map((row) => {
-      const record = JSON.parse(row.record) as JobRecord;
-      this.#last.set(record.id, transitionKey(record));
-      return { record, position: row.position, spec: row.spec === null ? undefined : (JSON.parse(row.spec) as StoredSpec) };
-    });
+    const jobs: StoredJob[] = [];
+    const invalid: InvalidRow[] = [];
+    for (const row of rows) {
+      // Checked, not trusted: a row edited or broken on disk is reported (ledger-rows.ts), never run as it reads.
+      const job = parseJobRow(row);
+      if (isInvalidRow(job)) {
+        invalid.push(job);
+        continue;
+      }
+      this.#last.set(job.record.id, transitionKey(job.record));
+      jobs.push(job);
+    }
     this.#writtenNextId = next?.nextId ?? 0;
-    return { jobs, nextId: next?.nextId ?? 1 };
+    return { jobs, nextId: next?.nextId ?? 1, invalid };
   }
 
   put(record: Readonly<JobRecord>, position: number, nextId: number): void {

@@ -53,16 +53,22 @@ export class ServerState {
     this.hub = new EventHub(options.eventBufferSize);
     this.#secrets = options.config.apiKey ? [options.config.apiKey] : [];
     const path = options.config.ledger.path;
-    this.#store = path === undefined ? undefined : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous });
+    this.#store = path === undefined ? undefined : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous, leaseStaleMs: options.config.ledger.leaseStaleMs });
     // Session ids go on after the ones the ledger holds: a new session never resumes an old one.
     for (const { id } of this.#store?.sessions() ?? []) this.#nextSession = Math.max(this.#nextSession, Number(/^s-(\d+)$/.exec(id)?.[1] ?? 0) + 1);
-    this.manager = new BackgroundManager({
-      config: options.config,
-      executor: options.executor,
-      closeExecutor: false,
-      ...(options.logger ? { logger: options.logger } : {}),
-      ...(this.#store ? { store: this.#store.jobs('server') } : {}),
-    });
+    try {
+      this.manager = new BackgroundManager({
+        config: options.config,
+        executor: options.executor,
+        closeExecutor: false,
+        ...(options.logger ? { logger: options.logger } : {}),
+        ...(this.#store ? { store: this.#store.jobs('server') } : {}),
+      });
+    } catch (error) {
+      // Another server holds the ledger's "server" scope (LEDGER_BUSY), or the config is wrong: the file is not left open.
+      this.#store?.close();
+      throw error;
+    }
     this.#follow(this.manager, null);
     this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
     this.loopDelay.enable();

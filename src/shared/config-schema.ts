@@ -196,6 +196,10 @@ const ledgerSchema = z.strictObject({
   onInterrupted: z.enum(['rerun', 'deliver']).default(DEFAULTS.ledger.onInterrupted),
   maxReruns: z.number().int().min(0).max(10).default(DEFAULTS.ledger.maxReruns),
   synchronous: z.enum(['normal', 'full']).default(DEFAULTS.ledger.synchronous),
+  /** A scope's lease is taken over once its heartbeat is this old (see DEFAULTS.ledger.leaseStaleMs). */
+  leaseStaleMs: z.number().int().min(1_000).max(3_600_000).default(DEFAULTS.ledger.leaseStaleMs),
+  /** Accept `path` inside `workspaceRoot` (refused by default: jobs could read and forge it). */
+  allowInWorkspace: z.boolean().default(DEFAULTS.ledger.allowInWorkspace),
 });
 
 const serverSchema = z.strictObject({

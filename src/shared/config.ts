@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { AGENT_NAME_EXPECTED, configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
+import { ledgerInWorkspaceIssue } from './ledger-path.js';
 
 export * from './config-schema.js';
 
@@ -74,6 +75,8 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
   }
   const broad = broadWorkspaceCheck(config);
   if (broad) throw new ConfigError([withSource(broad, 'workspaceRoot', sources)]);
+  const ledgerInWorkspace = ledgerInWorkspaceIssue(config.ledger, config.workspaceRoot);
+  if (ledgerInWorkspace) throw new ConfigError([withSource(ledgerInWorkspace, 'ledger.path', sources)]);
   const { keepRecords, keepResults } = config.background.retention;
   if (keepRecords < keepResults) {
     throw new ConfigError([

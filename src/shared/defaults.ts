@@ -152,6 +152,14 @@ export const DEFAULTS = {
     maxReruns: 2,
     /** SQLite `synchronous`: `normal` survives a killed process (WAL); `full` also a power cut, at about 10x the write cost. */
     synchronous: 'normal' as 'normal' | 'full',
+    /**
+     * One process owns a scope (a session, a fan-out) at a time: it holds a lease row and
+     * heartbeats it every fifth of this. A lease whose heartbeat is older is taken over (its owner
+     * crashed or hangs); one whose owner exited on this machine is taken over at once.
+     */
+    leaseStaleMs: 30_000,
+    /** Accept a ledger file inside the workspace, where every job's file tools could read and rewrite it. */
+    allowInWorkspace: false,
   },
   /** `forkpool serve`. */
   server: {

@@ -48,6 +48,8 @@ export const ERROR_CODES = [
   'JOB_INTERRUPTED',
   /** No session with that id in the durable ledger. */
   'SESSION_UNKNOWN',
+  /** Another live process holds the lease on this durable ledger scope (one writer per scope). */
+  'LEDGER_BUSY',
   /** A worker broke the port protocol (a second `started`, an unknown message, another job's id). */
   'PROTOCOL_INVALID',
   /** A spawn named an agent that is not in the config's catalog (or not offered to the caller). */
@@ -161,6 +163,35 @@ export class LedgerWriteError extends ForkpoolError {
     this.name = 'LedgerWriteError';
     this.sqliteCode = sqliteCode;
     this.operation = operation;
+  }
+}
+
+/** Who holds a durable ledger scope's lease (see src/main/ledger-lease.ts). */
+export interface LeaseHolder {
+  pid: number;
+  host: string;
+  /** When it took the lease (ms since the epoch). */
+  since: number;
+  /** Its last heartbeat (ms since the epoch). */
+  heartbeatAt: number;
+}
+
+/** A second owner for a durable ledger scope: refused while the holder lives and heartbeats. */
+export class LedgerBusyError extends ForkpoolError {
+  readonly scope: string;
+  readonly file: string;
+  readonly holder: LeaseHolder;
+  constructor(file: string, scope: string, holder: LeaseHolder, staleMs: number, now = Date.now()) {
+    super(
+      'LEDGER_BUSY',
+      `the ledger scope "${scope}" of ${file} is held by pid ${holder.pid} on host ${holder.host} since ${new Date(holder.since).toISOString()} ` +
+        `(last heartbeat ${Math.max(0, Math.round((now - holder.heartbeatAt) / 1000))} s ago): one process at a time writes a scope; ` +
+        `it is taken over once that process has exited or its heartbeat is older than ${Math.round(staleMs / 1000)} s (ledger.leaseStaleMs)`,
+    );
+    this.name = 'LedgerBusyError';
+    this.scope = scope;
+    this.file = file;
+    this.holder = holder;
   }
 }
 

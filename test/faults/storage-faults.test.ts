@@ -12,6 +12,8 @@ import { AgentSession } from '../../src/main/agent-session.js';
 import { DeliveryLedger, type JobEnding } from '../../src/main/ledger.js';
 import { BackgroundManager } from '../../src/main/manager.js';
 import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/sqlite-store.js';
+import { ScopeLeases } from '../../src/main/ledger-lease.js';
+import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, tempWorkspace, useCleanup, watchManager, type Cleanup } from '../helpers/index.js';
 
@@ -24,7 +26,7 @@ function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerSt
   const Driver = createRequire(import.meta.url)('better-sqlite3') as new (file: string, options: { timeout: number }) => Db;
   const db = new Driver(file, { timeout: 5_000 });
   db.pragma('journal_mode = WAL');
-  const store = new SqliteLedgerStore(file, db as never);
+  const store = new SqliteLedgerStore(file, db as never, new ScopeLeases(db as never, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
   cleanup.add(() => store.close());
   return { file, store, db, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
 }
