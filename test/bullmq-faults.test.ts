@@ -27,8 +27,11 @@ function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: 
   return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl, bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500 }, ...extra });
 }
 
-async function workersOn(redisUrl: string, count: number, options: { maxStalls?: number } = {}): Promise<TestWorker[]> {
-  return Promise.all(Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs: LOCK_MS, concurrency: 2, ...options })));
+/** `count` workers whose own config allows the sim and runs jobs in `workspace`. */
+async function workersOn(redisUrl: string, count: number, sim: SimServer, workspace: string, options: { maxStalls?: number; config?: Partial<ForkpoolConfigInput> } = {}): Promise<TestWorker[]> {
+  const { config: extra, ...rest } = options;
+  const config = { baseUrl: sim.url, workspaceRoot: workspace, ...extra };
+  return Promise.all(Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs: LOCK_MS, concurrency: 2, config, ...rest })));
 }
 
 /** The worker process holding a job's run now (BullMQ's `processedBy` is the worker's name). */
@@ -57,7 +60,7 @@ async function jobOnAWorker(label: string) {
   const redis = await startRedis(cleanup);
   const sim = await startSim(cleanup, { latencyMs: 1_000 });
   const workspace = await makeWorkspace(cleanup);
-  const workers = await workersOn(redis.url, 2);
+  const workers = await workersOn(redis.url, 2, sim, workspace);
   const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
   const events = recordEvents(manager);
   const { id } = manager.spawn({ task: RESEARCH_TASK, label });
@@ -90,8 +93,9 @@ describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () =
     const kill = { toolCalls: [{ name: 'bash', arguments: { command: 'kill -9 $PPID' } }] };
     const sim = await startSim(cleanup, { script: [kill, kill, kill, kill] });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 3, { maxStalls: 1 });
-    const manager = makeManager(bullConfig(sim, workspace, redis.url, { grantedTools: ['bash'], sandbox: 'none' }), cleanup);
+    // The grant and the sandbox are the workers' own (a job can only narrow them).
+    const workers = await workersOn(redis.url, 3, sim, workspace, { maxStalls: 1, config: { grantedTools: ['bash'], sandbox: 'none' } });
+    const manager = makeManager(bullConfig(sim, workspace, redis.url, { grantedTools: ['bash'] }), cleanup);
     const { id } = manager.spawn({ task: 'Run the command.', label: 'poison' });
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'failed', endedBy: 'crash', attempts: 2 });
@@ -122,7 +126,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () =
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 800 });
     const workspace = await makeWorkspace(cleanup);
-    await workersOn(redis.url, 2);
+    await workersOn(redis.url, 2, sim, workspace);
     const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `through a restart ${i}` }).id);
@@ -140,7 +144,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers k
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 700 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
     // The restarted process takes over the first one's launches: the same namespace names them.
     const config = bullConfig(sim, workspace, redis.url, { bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500, namespace: 'main-a' } });
     const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `outlives main ${i}` }));
@@ -171,7 +175,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq with the durable ledger: the main process r
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 700 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
     const ledger = path.join(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-ledger-')), 'forkpool.db');
     cleanup.add(() => rmSync(path.dirname(ledger), { recursive: true, force: true }));
     // No namespace given: it follows the ledger file and scope, the same after the restart.

@@ -34,7 +34,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 20 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: redis.queue }), startWorker(cleanup, redis.url, { queue: redis.queue })]);
+    const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } }), startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } })]);
     const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 6 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `remote ${i}`, wave: 1 }).id);
@@ -68,7 +68,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     // The job's first model call never answers: only a cancel that reaches it ends it.
     const sim = await startSim(cleanup, { faults: { 1: { kind: 'hang_before_headers' } } });
     const workspace = await makeWorkspace(cleanup);
-    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue });
+    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
     const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'to cancel' });
     await startedJob(manager, id);
@@ -102,7 +102,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'cancelled', attempts: 0 });
     // A worker that comes now finds nothing to run.
-    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue });
+    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
     const other = manager.spawn({ task: RESEARCH_TASK, label: 'after' });
     await ended(manager, other.id);
     expect(worker.runsEnded().map((r) => r.jobId)).toEqual([other.id]);
@@ -112,7 +112,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 400 });
     const workspace = await makeWorkspace(cleanup);
-    await startWorker(cleanup, redis.url, { queue: redis.queue });
+    await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
     const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
     const executor = manager.executor as BullmqExecutor;
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'real' });

@@ -200,6 +200,17 @@ describe('fanout input lines and the summary', () => {
     expect(parseJsonLines(r.stdout).map((x) => x.line)).toEqual([4]);
   });
 
+  it('a UTF-8 byte-order mark at the start of the input file is not part of line 1', async () => {
+    // As a Windows editor saves it. stdin goes through the same reader.
+    const cwd = workspace();
+    writeFileSync(path.join(cwd, 'tasks.jsonl'), `\uFEFF${jsonl([{ task: 'find a.txt', label: 'first' }, { task: 'find a.txt', label: 'second' }])}`);
+    const r = await runCli(['fanout', '--sim-latency', '0', 'tasks.jsonl'], { cwd, cleanup });
+    expect(r.code, describeResult(r)).toBe(0);
+    expect(parseJsonLines(r.stdout).map((x) => x.line).sort()).toEqual([1, 2]);
+    expect(r.stderr).not.toContain('forkpool fanout: line 1');
+    expect(summaryLines(r.stderr)).toEqual([expect.stringMatching(/^fanout: 2 ok, .* 0 invalid line/)]);
+  });
+
   it('counts partial apart from ok in the summary', async () => {
     // The simulator answers `partial` when its keywords match nothing in the workspace.
     const input = jsonl([{ task: 'find a.txt' }, { task: 'Where is the frobnicator quux?' }]);

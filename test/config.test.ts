@@ -6,9 +6,11 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_FILE_NAME, loadConfig } from '../src/main/config-load.js';
-import { MAX_HEAP_MB, MAX_TIMEOUT_MINUTES, MAX_TIMER_MS, parseConfig } from '../src/shared/config.js';
+import { z } from 'zod';
+import { configSchema, MAX_HEAP_MB, MAX_OUTPUT_CHARS, MAX_TIMEOUT_MINUTES, MAX_TIMER_MS, parseConfig } from '../src/shared/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from '../src/shared/defaults.js';
 import { ConfigError, type ConfigIssue } from '../src/shared/errors.js';
+import { resolveWorkspaceRoot } from '../src/shared/tools/sandbox.js';
 import { configError, tempWorkspace, useCleanup } from './helpers/index.js';
 
 const cleanup = useCleanup();
@@ -307,5 +309,88 @@ describe('an alias and its field both set', () => {
     expect(warnings).toHaveLength(1);
     expect(loadConfig({ concurrency: 9, onWarning: () => {} }, {}, dir).background.maxConcurrent).toBe(9);
     expect(loadConfig({ onWarning: () => {} }, { FORKPOOL_MAX_BACKGROUND_AGENTS: '4' }, dir).background.maxConcurrent).toBe(4);
+  });
+});
+
+describe('system folders as the workspace', () => {
+  const forcible = ['/etc', '/usr', '/bin', '/sbin', '/lib', '/boot', '/var', '/run', '/home', '/opt'];
+  const never = ['/proc', '/sys', '/dev', '/proc/self', '/proc/1/root', '/sys/kernel', '/dev/shm'];
+
+  it.each(forcible)('%s is refused naming workspaceRoot (forced only by allowBroadWorkspace), by parseConfig and resolveWorkspaceRoot', async (root) => {
+    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: root })), 'workspaceRoot');
+    expect(issue.expected).toMatch(/system folder.*allowBroadWorkspace/);
+    expect(issue.received).toBe(`${JSON.stringify(root)} (a system folder)`);
+    expect(parseConfig({ workspaceRoot: root, allowBroadWorkspace: true }).workspaceRoot).toBe(root);
+    await expect(resolveWorkspaceRoot(root)).rejects.toMatchObject({ code: 'CONFIG_INVALID', issues: [{ field: 'workspaceRoot' }] });
+  });
+
+  it.each(never)('%s (a kernel pseudo file system) is refused even with allowBroadWorkspace', async (root) => {
+    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: root, allowBroadWorkspace: true })), 'workspaceRoot');
+    expect(issue).toMatchObject({ expected: expect.stringMatching(/not a path in \/proc, \/sys or \/dev/), received: expect.stringContaining('pseudo file system') });
+    await expect(resolveWorkspaceRoot(root, { allowBroad: true })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+  });
+
+  it('a project inside a system folder, or named like one, is still a workspace', async () => {
+    const dir = tempWorkspace({}, cleanup);
+    for (const root of ['/var/www/site', '/usr/local/src/app', '/etcetera', '/procs', path.join(dir, 'proc')]) {
+      expect(parseConfig({ workspaceRoot: root }).workspaceRoot).toBe(root);
+    }
+    expect(await resolveWorkspaceRoot(dir)).toBe(dir);
+  });
+});
+
+describe('every numeric limit has an upper bound', () => {
+  /** Every number field of the schema, as a dotted path, with its maximum (Infinity when none). */
+  function numberMaxima(schema: z.ZodType, at: string, out: Array<[string, number]>): Array<[string, number]> {
+    const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
+    if (def.type === 'number') out.push([at, (schema as z.ZodNumber).maxValue ?? Infinity]);
+    else if (def.type === 'object') for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) numberMaxima(field, at ? `${at}.${key}` : key, out);
+    else if (def.type === 'record') numberMaxima(def.valueType as z.ZodType, `${at}.<name>`, out);
+    else if (def.type === 'array') numberMaxima(def.element as z.ZodType, `${at}.<n>`, out);
+    else if ('innerType' in def) numberMaxima(def.innerType as z.ZodType, at, out);
+    else if (def.type === 'pipe') numberMaxima(def.in as z.ZodType, at, out);
+    return out;
+  }
+
+  it('each number in the config schema has a finite maximum', () => {
+    const maxima = numberMaxima(configSchema, '', []);
+    expect(maxima.length).toBeGreaterThan(60);
+    // `.int()` alone sets zod's maximum to Number.MAX_SAFE_INTEGER: that is no bound either.
+    expect(maxima.filter(([, max]) => !(max < Number.MAX_SAFE_INTEGER)).map(([field]) => field)).toEqual([]);
+  });
+
+  it('toolLimits.outputMaxChars: at most 1,000,000, refused above naming field, bound and value', () => {
+    expect(parseConfig({ workspaceRoot: WS, toolLimits: { outputMaxChars: MAX_OUTPUT_CHARS } }).toolLimits.outputMaxChars).toBe(1_000_000);
+    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: WS, toolLimits: { outputMaxChars: 1e12 } })), 'toolLimits.outputMaxChars');
+    expect(issue).toEqual({ field: 'toolLimits.outputMaxChars', expected: 'a value <= 1000000', received: '1000000000000' });
+  });
+});
+
+describe('a base URL with credentials', () => {
+  const SECRET = 'hunter2-s3cret';
+  it.each([
+    ['baseUrl', { baseUrl: `http://alice:${SECRET}@127.0.0.1:9/v1` }],
+    ['agents.helper.baseUrl', { agents: { helper: { description: 'helps', baseUrl: `https://alice:${SECRET}@example.com/v1` } } }],
+    ['baseUrl', { baseUrl: `http://${SECRET}@127.0.0.1:9/v1` }],
+  ])('%s with user:pass@ is refused with a clear error that does not show the credentials', (field, input) => {
+    const error = configError(() => parseConfig({ workspaceRoot: WS, ...input }));
+    const issue = issueFor(error, field);
+    expect(issue.expected).toBe('a URL without credentials (user:pass@ in a URL is not supported; put the key in apiKey)');
+    expect(issue.received).toMatch(/^"https?:\/\/\*\*\*@/);
+    expect(error.message).not.toContain(SECRET);
+    expect(error.message).not.toContain('alice');
+  });
+
+  it('from --base-url or OPENAI_BASE_URL too, naming the source', () => {
+    const url = `http://bob:${SECRET}@127.0.0.1:9/v1`;
+    const fromFlag = issueFor(configError(() => loadConfig({ baseUrl: url }, {}, tempWorkspace({}, cleanup))), 'baseUrl');
+    expect(fromFlag).toMatchObject({ source: 'flag --base-url', received: '"http://***@127.0.0.1:9/v1"' });
+    const fromEnv = configError(() => loadConfig({}, { OPENAI_BASE_URL: url }, tempWorkspace({}, cleanup)));
+    expect(issueFor(fromEnv, 'baseUrl').source).toBe('environment variable OPENAI_BASE_URL');
+    expect(fromEnv.message).not.toContain(SECRET);
+  });
+
+  it('a URL without credentials is still accepted', () => {
+    expect(parseConfig({ workspaceRoot: WS, baseUrl: 'http://127.0.0.1:9/v1?user=x@y' }).baseUrl).toBe('http://127.0.0.1:9/v1?user=x@y');
   });
 });

@@ -95,7 +95,7 @@ describe('durable ledger', () => {
     cleanup.add(() => store.close());
     const manager = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.recovery).toEqual({ undelivered: [a], requeued: [c, d], rerun: [e], interrupted: [f, g] });
+    expect(manager.recovery).toEqual({ undelivered: [a], requeued: [c, d], rerun: [e], interrupted: [f, g], invalid: [] });
     expect(manager.get(f as string)?.error?.code).toBe('JOB_INTERRUPTED');
     expect(manager.get(f as string)?.error?.message).toMatch(/write_file/);
     const started: string[] = [];
@@ -111,7 +111,7 @@ describe('durable ledger', () => {
     // Another restart: everything delivered stays delivered, nothing runs.
     const again = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
     cleanup.add(() => again.close({ timeoutMs: 2_000 }));
-    expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [] });
+    expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [] });
     expect(again.drain(4)).toEqual([]);
     expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2]);
   });
@@ -155,7 +155,7 @@ describe('durable ledger', () => {
     const sim = await startSim(cleanup);
     const manager = watchManager(new BackgroundManager({ config: durableConfig(sim, await makeWorkspace(cleanup), file), store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.completeAttempt(id, 2, ok('second'))).toEqual({ accepted: false, reason: 'duplicate' });
+    expect(manager.completeAttempt(id, 2, ok('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
     expect(manager.get(id)?.resultText).toBe('first');
   });
 

@@ -1,4 +1,6 @@
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +19,9 @@ import {
 } from '../src/shared/tools/index.js';
 import { DEFAULT_TOOL_POLICY } from '../src/shared/tools/policy.js';
 import type { ToolContext, ToolDefinition } from '../src/shared/tools/types.js';
+import { REPO_ROOT } from './helpers/index.js';
+
+const run = promisify(execFile);
 
 const cleanup: string[] = [];
 let ws: string; // real path of the workspace
@@ -148,6 +153,39 @@ describe('read_file', () => {
     expect(out).toContain('   49\tline 49\n   50\tline 50');
   });
 
+  /** Bytes this process read through read(2) and friends (Linux /proc/self/io `rchar`). */
+  const bytesReadByProcess = async () => Number(/^rchar: (\d+)$/m.exec(await readFile('/proc/self/io', 'utf8'))?.[1]);
+
+  it('a 100 GB sparse file with a text head: reads only what it returns, stops at the hole and says so', async () => {
+    // 200 lines of text (about 12 KB, so the binary sniff of the first 8 KiB passes), then a 100 GB hole.
+    const head = Array.from({ length: 200 }, (_, i) => `line ${i + 1} ${'t'.repeat(50)}`).join('\n');
+    const file = path.join(ws, 'sparse.log');
+    await writeFile(file, `${head}\n`);
+    await truncate(file, 100 * 1024 ** 3);
+    const before = await bytesReadByProcess();
+    const out = await call(tool, { path: 'sparse.log', offset: 150, limit: 400 });
+    const window = await call(tool, { path: 'sparse.log', offset: 300 });
+    const read = (await bytesReadByProcess()) - before;
+    expect(read).toBeLessThan(4 * 1024 * 1024);
+    expect(out).toContain(`  150\tline 150 `);
+    expect(out).toContain(`  200\tline 200 `);
+    expect(out).not.toContain('end of file');
+    expect(out).toMatch(/\[reading stopped at a NUL byte at byte \d+ \(binary data or a sparse hole follows; read_file reads text only\); nothing after it is shown\]/);
+    expect(window).toMatch(/reading stopped at a NUL byte .* before line 300; use grep/);
+    await rm(file);
+  });
+
+  it('a large text file: one call reads at most readFileMaxScanBytes, skipped lines included, and says where it stopped', async () => {
+    await writeFile(path.join(ws, 'big.log'), `${'y'.repeat(99)}\n`.repeat(30_000)); // 3 MB
+    const limits = { readFileMaxScanBytes: 1_048_576 };
+    const before = await bytesReadByProcess();
+    const out = await call(tool, { path: 'big.log', offset: 25_000, limit: 5 }, ctx(limits));
+    expect((await bytesReadByProcess()) - before).toBeLessThan(2 * 1_048_576);
+    expect(out).toMatch(/reading stopped at the 1048576-byte scan limit of one call before line 25000; use grep/);
+    expect(await call(tool, { path: 'big.log', offset: 10_000, limit: 2 }, ctx(limits))).toMatch(/^10000\ty+\n10001\ty+\n/);
+    await rm(path.join(ws, 'big.log'));
+  });
+
   it('refuses directories, binary files and escapes', async () => {
     await rejectsWith(call(tool, { path: 'src' }), 'TOOL_FAILED', /is a directory/);
     await rejectsWith(call(tool, { path: 'bin.dat' }), 'TOOL_FAILED', /binary/);
@@ -183,6 +221,27 @@ describe('list_dir', () => {
     expect(out).toMatch(/more entries not shown/);
     await rejectsWith(call(BUILTIN_TOOLS.list_dir, { path: 'link-dir' }), 'PATH_OUTSIDE_WORKSPACE');
     await rejectsWith(call(BUILTIN_TOOLS.list_dir, { path: '..' }), 'PATH_OUTSIDE_WORKSPACE');
+  });
+
+  it('shows exactly the first entries by name, without a gap, and says how many more (count cap and output budget)', async () => {
+    // 700 long names created in shuffled order: 500 of them are ~100,000 characters, over the 30,000 output budget.
+    const names = Array.from({ length: 700 }, (_, i) => `${String(i).padStart(4, '0')}-${'n'.repeat(190)}`);
+    const shuffled = [...names].sort((a, b) => ((a.charCodeAt(1) * 7 + a.charCodeAt(3) * 13) % 11) - ((b.charCodeAt(1) * 7 + b.charCodeAt(3) * 13) % 11));
+    await mkdir(path.join(ws, 'many'));
+    await Promise.all(shuffled.map((name) => writeFile(path.join(ws, 'many', name), '')));
+    const listed = (out: string) => out.split('\n').filter((line) => /^\d{4}-n+$/.test(line));
+    const out = await call(BUILTIN_TOOLS.list_dir, { path: 'many' });
+    const shown = listed(out);
+    expect(out.startsWith('many/ (700 entries)\n')).toBe(true);
+    expect(shown.length).toBeGreaterThan(100);
+    expect(shown).toEqual(names.slice(0, shown.length));
+    expect(out).toContain(`[the first ${shown.length} by name shown; ${700 - shown.length} more entries not shown.`);
+    expect(out.length).toBeLessThanOrEqual(DEFAULTS.tools.outputMaxChars);
+    // Short names: the count cap decides, and it is the first 50 too.
+    const capped = await call(BUILTIN_TOOLS.list_dir, { path: 'many' }, ctx({ findMaxResults: 50, outputMaxChars: 1_000_000 }));
+    expect(listed(capped)).toEqual(names.slice(0, 50));
+    expect(capped).toContain('[the first 50 by name shown; 650 more entries not shown.');
+    await rm(path.join(ws, 'many'), { recursive: true });
   });
 });
 
@@ -305,6 +364,43 @@ describe('bash', () => {
 });
 
 describe('write_file and edit_file', () => {
+  const exists = (rel: string) => stat(path.join(ws, rel)).then(() => true, () => false);
+
+  it('a path that would fail at its end (3,000 folders deep, a 300-byte name, past PATH_MAX) is refused before any folder is made', async () => {
+    const tooDeep = `deep-a/${'a/'.repeat(3_000)}file.txt`;
+    const longName = `deep-b/${'b/'.repeat(10)}${'x'.repeat(300)}.txt`;
+    const longPath = `deep-c/${`${'c'.repeat(200)}/`.repeat(21)}file.txt`;
+    for (const [userPath, why] of [[tooDeep, /3001 folders deep, over the limit of 128/], [longName, /a name in it is 304 bytes long, over the file system's limit of 255/], [longPath, /the full path is \d+ bytes long, over the file system's limit of 4095/]] as const) {
+      const error = await rejectsWith(call(BUILTIN_TOOLS.write_file, { path: userPath, content: 'x' }), 'TOOL_FAILED', why);
+      expect(error.message).toMatch(/nothing was created$/);
+    }
+    expect([await exists('deep-a'), await exists('deep-b'), await exists('deep-c')]).toEqual([false, false, false]);
+    // 128 folders deep is still fine.
+    expect(await call(BUILTIN_TOOLS.write_file, { path: `deep-d/${'d/'.repeat(127)}ok.txt`, content: 'ok' })).toMatch(/^Created/);
+    await rm(path.join(ws, 'deep-d'), { recursive: true });
+  });
+
+  it('a write that fails after its folders were made (file size limit, EFBIG) removes the new file and those folders, and only those', async () => {
+    await mkdir(path.join(ws, 'kept', 'old'), { recursive: true });
+    const script = `const [tools, root] = process.argv.slice(1);
+const { BUILTIN_TOOLS } = await import(tools);
+const { DEFAULTS } = await import(tools.replace('tools/index.js', 'defaults.js'));
+const ctx = { workspaceRoot: root, limits: DEFAULTS.tools, signal: new AbortController().signal, permissions: { check: async () => true }, env: {} };
+for (const path of ['kept/old/new/a/b/c/big.txt', 'kept/old/small.txt']) {
+  try { console.log(JSON.stringify({ path, output: await BUILTIN_TOOLS.write_file.run({ path, content: 'z'.repeat(path.includes('big') ? 200_000 : 10) }, ctx) })); }
+  catch (error) { console.log(JSON.stringify({ path, error: error.message, code: error.code })); }
+}`;
+    const tools = path.join(REPO_ROOT, 'dist', 'shared', 'tools', 'index.js');
+    // ulimit -f 64: files up to 64 KiB; a longer write fails with EFBIG (Node ignores SIGXFSZ).
+    const { stdout } = await run('bash', ['-c', 'ulimit -f 64 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', script, tools, ws], { timeout: 30_000 });
+    const [big, small] = stdout.trim().split('\n').map((line) => JSON.parse(line) as { error?: string; code?: string; output?: string });
+    expect(big).toMatchObject({ code: 'TOOL_FAILED', error: expect.stringMatching(/EFBIG.*the new file and any folders made for it were removed/) });
+    expect(small?.output).toMatch(/^Created/);
+    expect(await exists('kept/old/new')).toBe(false);
+    expect(await exists('kept/old/small.txt')).toBe(true);
+    await rm(path.join(ws, 'kept'), { recursive: true });
+  });
+
   it('writes a new file, creating parent directories', async () => {
     const out = await call(BUILTIN_TOOLS.write_file, { path: 'out/nested/new.txt', content: 'hello\nworld\n' });
     expect(out).toMatch(/Created out\/nested\/new.txt/);

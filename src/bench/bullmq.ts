@@ -44,8 +44,9 @@ async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
   return { url: `redis://127.0.0.1:${port}`, child };
 }
 
-function startWorker(redisUrl: string, queue: string, concurrency: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, 'worker', '--redis', redisUrl, '--queue', queue, '--concurrency', String(concurrency), '--json', '--log-level', 'error'], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** `configFile`: the worker's own config (its model endpoints and workspace; jobs carry neither). */
+function startWorker(redisUrl: string, queue: string, concurrency: number, configFile: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [CLI, 'worker', '--redis', redisUrl, '--queue', queue, '--config', configFile, '--concurrency', String(concurrency), '--json', '--log-level', 'error'], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -150,6 +151,9 @@ async function main(): Promise<void> {
   const redis = await startRedis();
   const root = workspace();
   const base = { workspaceRoot: root, baseUrl: sim.url, apiKey: 'bench', maxRetries: 0, background: { maxConcurrent: threads, cancelGraceMs: 2_000 } };
+  // Outside the workspace: the workers' own config, allowing both simulated endpoints.
+  const workerConfig = path.join(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bench-worker-')), 'worker.config.json');
+  writeFileSync(workerConfig, JSON.stringify({ workspaceRoot: root, baseUrl: sim.url, apiKey: 'bench', bullmq: { allowedBaseUrls: [hanging.url] } }));
   const rows: Row[] = [];
   try {
     const piscina = parseConfig({ ...base, executor: 'piscina' });
@@ -158,7 +162,7 @@ async function main(): Promise<void> {
     for (const count of workerCounts) {
       const queue = `bench-${count}`;
       const perWorker = Math.max(1, Math.ceil(threads / count));
-      const workers = await Promise.all(Array.from({ length: count }, () => startWorker(redis.url, queue, perWorker)));
+      const workers = await Promise.all(Array.from({ length: count }, () => startWorker(redis.url, queue, perWorker, workerConfig)));
       // Everything goes into the queue; the workers' threads (count × perWorker) are the cap.
       const config = parseConfig({ ...base, executor: 'bullmq', redisUrl: redis.url, bullmq: { queue }, background: { maxConcurrent: jobs, cancelGraceMs: 2_000 } });
       process.stderr.write(`bench:bullmq: bullmq, ${count} worker(s) × ${perWorker} threads, ${jobs} jobs\n`);
@@ -177,6 +181,7 @@ async function main(): Promise<void> {
     await sim.close();
     await hanging.close();
     rmSync(root, { recursive: true, force: true });
+    rmSync(path.dirname(workerConfig), { recursive: true, force: true });
   }
   const markdown = table(rows);
   process.stdout.write(`${markdown}\n`);

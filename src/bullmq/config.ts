@@ -47,6 +47,11 @@ export const bullmqSchema = z.strictObject({
   namespace: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a namespace: letters, digits, "_" or "-" (at most 64)').optional(),
   /** The main side asks Redis about a job it heard nothing of for this long (missed events, lost jobs). */
   pollMs: z.number().int().min(100).max(600_000).default(BULLMQ_DEFAULTS.pollMs),
+  /**
+   * Worker side: model endpoints a queued job may name besides this worker's own `baseUrl` and
+   * its agents' (see src/bullmq/worker-policy.ts). No key is ever sent to them. Default none.
+   */
+  allowedBaseUrls: z.array(z.url({ protocol: /^https?$/ })).default([]),
 });
 
 export type BullmqConfig = z.output<typeof bullmqSchema>;

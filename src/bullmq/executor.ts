@@ -14,7 +14,8 @@ import { BULLMQ_DEFAULTS, type BullmqConfig } from './config.js';
 import { CompletionGate } from './completion-gate.js';
 import { closeClient, redisClient } from './redis.js';
 import { RemoteRun } from './remote-run.js';
-import { bullJobId, redisNames, remoteEventSchema, runResultSchema, specForRedis, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
+import { specForRedis } from './job-request.js';
+import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
 import { JobError } from '../shared/errors.js';
 import type { JobTask } from '../shared/protocol.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../main/executor.js';
@@ -24,7 +25,7 @@ const RESULT_KEPT_MS = 10_000;
 
 export interface BullmqExecutorOptions {
   redisUrl: string;
-  bullmq?: Partial<BullmqConfig>;
+  bullmq?: Partial<Omit<BullmqConfig, 'allowedBaseUrls'>>;
   logger?: Logger;
 }
 
@@ -35,7 +36,7 @@ export class BullmqExecutor implements Executor {
   readonly gate = new CompletionGate();
   /** Prefix of this executor's BullMQ job ids (see `bullmq.namespace`). */
   readonly namespace: string;
-  readonly #options: BullmqConfig;
+  readonly #options: Omit<BullmqConfig, 'allowedBaseUrls'>;
   readonly #logger: Logger | undefined;
   readonly #names: ReturnType<typeof redisNames>;
   readonly #clients: Redis[] = [];

@@ -5,8 +5,9 @@
  * and the value a run completes with. Validated with zod where it enters.
  */
 import { z } from 'zod';
-import { serializedErrorSchema, workerMessageSchema, type JobOutcome, type JobSpec, type MainMessage, type WorkerMessage } from '../shared/protocol.js';
+import { serializedErrorSchema, workerMessageSchema, type JobOutcome, type MainMessage, type WorkerMessage } from '../shared/protocol.js';
 import type { SerializedError } from '../shared/errors.js';
+import type { WireSpec } from './job-request.js';
 
 /** Redis key and channel names of one queue (BullMQ's own keys live under `bull:<queue>:`). */
 export function redisNames(queue: string) {
@@ -28,9 +29,9 @@ export function bullJobId(namespace: string, jobId: string, launch: number): str
   return `${namespace}.${jobId}.${launch}`;
 }
 
-/** What a job's BullMQ data holds. */
+/** What a job's BullMQ data holds: the job without its config, and what it asks of a worker (job-request.ts). */
 export interface RemoteJobData {
-  spec: JobSpec;
+  spec: WireSpec;
 }
 
 /** How one run ended on its worker (an {@link import('../main/attempt.js').AttemptEnd}, serialized). */
@@ -81,12 +82,3 @@ export interface ControlMessage {
 export type StopReasonOnWire = Extract<MainMessage, { type: 'cancel' }>['reason'];
 
 export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) });
-
-/**
- * The spec as it goes into Redis: without the API key and the Redis URL (a worker uses its own
- * key; nothing secret is stored in Redis). The worker fills its key in before running it.
- */
-export function specForRedis(spec: JobSpec): JobSpec {
-  const { apiKey: _key, redisUrl: _redis, ...config } = spec.config;
-  return { ...spec, config: config as JobSpec['config'] };
-}

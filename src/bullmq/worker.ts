@@ -14,8 +14,11 @@ import { Attempt, type AttemptEnd } from '../main/attempt.js';
 import { PiscinaExecutor } from '../main/piscina-executor.js';
 import { realScheduler } from '../main/scheduler.js';
 import { JobError, serializeError } from '../shared/errors.js';
+import type { ForkpoolConfig } from '../shared/config.js';
 import type { JobSpec, WorkerMessage } from '../shared/protocol.js';
 import { BULLMQ_DEFAULTS } from './config.js';
+import { wireSpecSchema, type WireSpec } from './job-request.js';
+import { WorkerPolicy } from './worker-policy.js';
 import { RateGateBridge } from './rate-gate-bridge.js';
 import { closeClient, redisClient } from './redis.js';
 import { controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
@@ -30,8 +33,12 @@ export interface ForkpoolWorkerOptions {
   lockMs?: number;
   maxStalls?: number;
   closeTimeoutMs?: number;
-  /** The model API key this worker's jobs use (jobs arrive without one). */
-  apiKey?: string;
+  /**
+   * This worker's own configuration: its keys and model endpoints (the only ones its jobs may
+   * use), workspace, sandbox, grants and limits. Jobs arrive with none of these (see
+   * worker-policy.ts).
+   */
+  config: ForkpoolConfig;
   /** A job worker file for tests (as PiscinaExecutorOptions.workerFile). */
   workerFile?: string;
   /** Shown in events and in BullMQ's `processedBy`. Default host:pid. */
@@ -70,12 +77,14 @@ export class ForkpoolWorker {
   readonly #subscriber: Redis;
   readonly #pool: PiscinaExecutor;
   readonly #rateGate: RateGateBridge;
+  readonly #policy: WorkerPolicy;
   readonly #live = new Map<string, LiveRun>();
   #worker: Worker | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: ForkpoolWorkerOptions) {
     this.#options = options;
+    this.#policy = new WorkerPolicy(options.config);
     this.name = options.name ?? `${hostname()}:${process.pid}`;
     this.#names = redisNames(options.queue ?? BULLMQ_DEFAULTS.queue);
     this.#publisher = this.#client();
@@ -159,17 +168,27 @@ export class ForkpoolWorker {
   }
 
   async #process(job: Job<RemoteJobData>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunResult> {
-    const spec = job.data?.spec;
-    if (!spec || typeof spec.id !== 'string' || typeof spec.config !== 'object') {
-      // Retrying cannot fix a malformed job.
-      throw new UnrecoverableError(`job ${job.id} carries no valid forkpool job spec`);
+    const parsed = wireSpecSchema.safeParse(job.data?.spec);
+    if (!parsed.success) {
+      // Retrying cannot fix a malformed job (nor one that carries a key, a workspace or a sandbox setting).
+      const where = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || 'spec'}: ${issue.message}`).join('; ');
+      throw new UnrecoverableError(`job ${job.id} carries no valid forkpool job spec (${where})`);
     }
     if (this.#closing) throw new Error(`worker ${this.name} is closing; the job goes to another worker`);
+    const spec: WireSpec = parsed.data;
     const bullId = job.id as string;
     const runToken = token ?? `${this.name}:${bullId}:${job.attemptsStarted}`;
     const run = Math.max(1, job.attemptsStarted);
     const result = (end: RemoteEnd, started = true): RunResult => ({ token: runToken, worker: this.name, run, started, end });
-    const localSpec: JobSpec = { ...spec, config: { ...spec.config, ...(this.#options.apiKey ? { apiKey: this.#options.apiKey } : {}) } };
+    let localSpec: JobSpec;
+    try {
+      localSpec = this.#policy.localSpec(spec);
+    } catch (error) {
+      // Fails alone and at once: no thread, no model request, the worker's key goes nowhere.
+      this.#options.logger?.warn({ bullId, err: error }, 'refused a job this worker\'s configuration does not allow');
+      this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: 'done', stopReason: 'error', lockLost: false, evicted: false });
+      return result({ kind: 'done', outcome: refused(error) });
+    }
     const live: LiveRun = { attempt: this.#attempt(localSpec, bullId, runToken, run), token: runToken, run, lockLost: false, evicted: false };
     // Listed before the look-up below, so a cancel published meanwhile finds it (as a stop request).
     this.#live.set(bullId, live);
@@ -261,6 +280,10 @@ function remoteEnd(end: AttemptEnd): RemoteEnd {
   if (end.kind === 'lost') return { kind: 'lost', error: serializeError(end.error) };
   if (end.kind === 'protocol') return { kind: 'protocol', error: serializeError(end.error) };
   return { kind: 'protocol', error: serializeError(new JobError('PROTOCOL_INVALID', '-', 'the job waited for children, which the bullmq executor does not run')) };
+}
+
+function refused(error: unknown) {
+  return { stopReason: 'error' as const, text: '', usage: {}, iterations: 0, error: serializeError(error) };
 }
 
 function cancelledBeforeStart(jobId: string) {

@@ -6,7 +6,7 @@ import { createElement } from 'react';
 import { AgentSession } from '../main/agent-session.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
-import { createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
 import { escapeForTerminal, usageLines } from './format.js';
 import { announceLedgerSession } from './run.js';
 
@@ -44,7 +44,7 @@ export function createChat(ctx: CliContext, options: { resume?: string | undefin
 export async function chatCommand(flags: ChatFlags): Promise<number> {
   const ctx = await createCliContext(flags);
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY && !ctx.json);
-  const chat = createChat(ctx, { resume: flags.resume, onTerminal: interactive });
+  const chat = await buildOrDispose(ctx, () => createChat(ctx, { resume: flags.resume, onTerminal: interactive }));
   const stopSignals = onTermination(async () => {
     await chat.quit();
     await ctx.dispose();

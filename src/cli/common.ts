@@ -8,7 +8,7 @@ import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
 import { jsonForTerminal } from '../shared/terminal-text.js';
 
-/** Exit codes: 2 for bad usage or config, 130/143 for SIGINT/SIGTERM. */
+/** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
 
 /** Bad usage the person can fix (a missing input file, a workspace that is not a folder): exit 2, one line. */
@@ -41,6 +41,8 @@ export interface GlobalFlags {
   simSteps?: number;
   /** `--ledger FILE`: the durable ledger (SQLite). */
   ledger?: string;
+  /** `--allow-ledger-in-workspace`: accept a ledger file inside the workspace. */
+  allowLedgerInWorkspace?: boolean;
 }
 
 export interface CliContext {
@@ -98,6 +100,7 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
     ledgerPath: flags.ledger,
+    allowLedgerInWorkspace: flags.allowLedgerInWorkspace,
   };
   // The CLI asks for both the environment and ./forkpool.config.json (or --config); a library caller gets neither unless it asks.
   let config = loadConfig({
@@ -137,6 +140,21 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
   return context;
 }
 
+/**
+ * Builds what a command needs once its context is up (a session, a server, a ledger). If that
+ * throws (a config error found only now: a ledger file that is not a database, a sandbox that
+ * does not work), the context is disposed first: its simulator's socket would otherwise keep
+ * the process alive after the error was printed, and the command would never exit.
+ */
+export async function buildOrDispose<T>(ctx: CliContext, build: () => T | Promise<T>): Promise<T> {
+  try {
+    return await build();
+  } catch (error) {
+    await ctx.dispose();
+    throw error;
+  }
+}
+
 /** The workspace must be an existing folder: every tool resolves paths inside it. */
 export function checkWorkspaceFolder(root: string): void {
   let isFolder: boolean;
@@ -161,7 +179,8 @@ export function reportError(error: unknown): number {
   }
   if (error instanceof ForkpoolError) {
     process.stderr.write(`forkpool: ${error.message} [${error.code}]\n`);
-    return EXIT.failure;
+    // Another process owns the ledger scope: like a usage error, the person picks another file or waits.
+    return error.code === 'LEDGER_BUSY' ? EXIT.usage : EXIT.failure;
   }
   process.stderr.write(`forkpool: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.failure;

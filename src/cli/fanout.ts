@@ -3,9 +3,9 @@ import { BackgroundManager } from '../main/manager.js';
 import { createExecutor } from '../main/executor-factory.js';
 import type { ExecutorKind } from '../main/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger.js';
-import { ForkpoolError } from '../shared/errors.js';
+import { ForkpoolError, LedgerWriteError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
-import { createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
 import { costLines, jobJson, jsonForTerminal, oneLine, preview, usageLines } from './format.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/budget-pool.js';
@@ -77,18 +77,25 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     await ctx.dispose();
     return EXIT.usage;
   }
-  const ledger = ctx.config.ledger.path === undefined ? undefined : openFanoutLedger(ctx.config, flags.resume === true);
+  const ledger = ctx.config.ledger.path === undefined ? undefined : await buildOrDispose(ctx, () => openFanoutLedger(ctx.config, flags.resume === true));
   if (ledger && 'problem' in ledger) {
     process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
     await ctx.dispose();
     return EXIT.usage;
   }
-  const manager = new BackgroundManager({
-    config: ctx.config,
-    logger: ctx.logger,
-    executor: createExecutor(ctx.config, ctx.logger, executorKind),
-    closeExecutor: true,
-    ...(ledger ? { store: ledger.jobs } : {}),
+  const manager = await buildOrDispose(ctx, () => {
+    try {
+      return new BackgroundManager({
+        config: ctx.config,
+        logger: ctx.logger,
+        executor: createExecutor(ctx.config, ctx.logger, executorKind),
+        closeExecutor: true,
+        ...(ledger ? { store: ledger.jobs } : {}),
+      });
+    } catch (error) {
+      ledger?.close();
+      throw error;
+    }
   });
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
@@ -128,6 +135,21 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
   });
+  /**
+   * A delivery the durable ledger cannot write (a full disk) is not recorded: the line was
+   * printed all the same, and a `--resume` prints it again from the ledger. Said once.
+   */
+  let deliveryWriteFailed = false;
+  const markPrinted = (id: string) => {
+    try {
+      manager.markDelivered(id);
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+      if (!deliveryWriteFailed) out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);
+      deliveryWriteFailed = true;
+    }
+  };
+
   manager.on('done', (job: Readonly<JobRecord>) => {
     running.delete(job.id);
     ended++;
@@ -135,12 +157,15 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     usage = mergeUsageByModel(usage, job.usage);
     out.result(jsonForTerminal({ line: lineOf.get(job.id), ...jobJson(job) }));
     // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
-    manager.markDelivered(job.id);
+    markPrinted(job.id);
     lineOf.delete(job.id);
     drawStatus();
     wakeAll();
   });
 
+  // Resumed: what the ledger check found is said before anything is printed from it (and fails the run).
+  for (const finding of ledger?.findings ?? []) out.note(`forkpool fanout: ledger: ${finding}`);
+  let ledgerProblems = ledger?.findings.length ?? 0;
   // Resumed: what finished before is printed from the ledger; what recovery re-queued runs again.
   for (const job of ledger ? manager.jobs() : []) {
     const line = ledger?.lineOf(job.id);
@@ -152,7 +177,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
     out.result(jsonForTerminal({ line, ...jobJson(job), fromLedger: true }));
-    manager.markDelivered(job.id);
+    markPrinted(job.id);
   }
 
   const refuse = (task: FanoutTask, error: unknown) => {
@@ -177,7 +202,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
             ...(agent !== undefined ? { agent } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
           });
-        const handle = ledger ? ledger.spawnForLine(task.line, spawn) : spawn();
+        const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;
         lineOf.set(handle.id, task.line);
         return;
@@ -221,7 +246,14 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
         continue;
       }
       // Resumed: this line has its job in the ledger already (printed above, or running again).
-      if (ledger?.hasLine(parsed.line)) continue;
+      if (ledger?.hasLine(parsed.line)) {
+        const mismatch = ledger.inputMismatch(parsed);
+        if (mismatch !== undefined) {
+          ledgerProblems++;
+          out.note(`forkpool fanout: ledger: ${mismatch}`);
+        }
+        continue;
+      }
       // Backpressure: no more reading (and no more queued jobs) until a job ends.
       while (!stopping && pending() >= readAhead) await nextEnding();
       if (stopping) return;
@@ -240,7 +272,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       const counts = SUMMARY_STATUSES.map((s) => `${tally[s]} ${s}`).join(', ');
       process.stderr.write(
         `fanout: ${counts}, ${refused} refused, ${invalid} invalid line(s), ${seconds.toFixed(1)}s` +
-          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}\n`,
+          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}${ledgerProblems ? `, ${ledgerProblems} ledger problem(s)` : ''}\n`,
       );
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
@@ -278,7 +310,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     stopSignals();
     process.stdout.off('error', onStdoutError);
   }
-  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone;
+  // A ledger that did not check out fails the run even when every line ran: never exit 0 over it.
+  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone || ledgerProblems > 0;
   return anyFailed ? EXIT.failure : EXIT.ok;
 }
 

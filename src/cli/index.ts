@@ -39,11 +39,13 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .argument('[prompt]', 'the prompt, or "-" to read it from stdin')
     .option('--demo', 'run the built-in demo prompt over this workspace')
     .option('--ledger <file>', 'keep jobs and the session in this SQLite file (README "Durability"); the session id is printed')
+    .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
     .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
 
   globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
     .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (README "Durability"); the session id is printed')
+    .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
     .action(async (flags) => setExit(await chatCommand(flags)));
 
@@ -53,6 +55,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--no-progress', 'no progress bar')
     .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
     .option('--ledger <file>', 'keep every task\'s job in this SQLite file, so a killed fan-out can be resumed')
+    .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
     .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
 
@@ -61,6 +64,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
     .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']))
     .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
+    .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .action(async (flags) => setExit(await serveCommand(flags)));
 
   program

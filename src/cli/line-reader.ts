@@ -153,6 +153,8 @@ export class LineReader {
     else {
       let text = Buffer.concat(this.#parts, bytes).toString('utf8');
       if (text.endsWith('\r')) text = text.slice(0, -1);
+      // A UTF-8 byte-order mark (Windows editors write one) belongs to the input, not its first line.
+      if (this.#number === 1) text = text.replace(/^\uFEFF/, '');
       // The spare byte was for a CR only.
       if (Buffer.byteLength(text) > this.#maxLineBytes) this.#lines.push({ number: this.#number, tooLong: true, bytes });
       else {

@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
-import { createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
 import { costLines, escapeForTerminal, escapeLinesForTerminal, jobJson, jobLine, oneLine, usageLines } from './format.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
@@ -50,6 +50,7 @@ export function announceLedgerSession(ctx: CliContext, session: AgentSession, co
   const lines = [`forkpool: session ${session.id} kept in ${ledger} (continue it with forkpool ${command} --ledger ${ledger} --resume ${session.id})`];
   if (found && resumed) {
     lines.push(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
+    for (const row of found.invalid) lines.push(`forkpool: warning: ledger row ${row.id} was not recovered: ${row.problem}`);
   }
   for (const line of lines) say(line);
   ctx.event('session', { id: session.id, ledger, ...(found && resumed ? { recovered: found } : {}) });
@@ -63,12 +64,16 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   }
   const ctx = await createCliContext(flags);
   const config = flags.demo ? withDemoAgents(ctx.config) : ctx.config;
-  const session = new AgentSession({
-    config,
-    logger: ctx.logger,
-    ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
-    ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
-  });
+  const session = await buildOrDispose(
+    ctx,
+    () =>
+      new AgentSession({
+        config,
+        logger: ctx.logger,
+        ...(config.permissionMode === 'ask' && process.stdin.isTTY ? { asker: terminalAsker } : {}),
+        ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
+      }),
+  );
   announceLedgerSession(ctx, session, 'run', flags.resume !== undefined);
   const started = Date.now();
   session.manager.on('spawned', (job) => {

@@ -1,5 +1,6 @@
 import { startForkpoolServer } from '../server/app.js';
-import { createCliContext, onTermination, type GlobalFlags } from './common.js';
+import { serverToken } from '../server/bind.js';
+import { buildOrDispose, createCliContext, onTermination, type GlobalFlags } from './common.js';
 
 export interface ServeFlags extends GlobalFlags {
   port?: number;
@@ -14,14 +15,23 @@ export interface ServeFlags extends GlobalFlags {
  * Resolves only when the server has been stopped by a signal (the exit code is the signal's).
  */
 export async function serveCommand(flags: ServeFlags): Promise<number> {
+  // A too-short FORKPOOL_SERVER_TOKEN is refused before anything (the simulator) starts.
+  serverToken(undefined, process.env);
   const ctx = await createCliContext(flags);
   const config = flags.executor ? { ...ctx.config, executor: flags.executor as typeof ctx.config.executor } : ctx.config;
-  const server = await startForkpoolServer({
-    config,
-    logger: ctx.logger,
-    ...(flags.port !== undefined ? { port: flags.port } : {}),
-    ...(flags.host !== undefined ? { host: flags.host } : {}),
-  });
+  const server = await buildOrDispose(ctx, () =>
+    startForkpoolServer({
+      config,
+      logger: ctx.logger,
+      ...(flags.port !== undefined ? { port: flags.port } : {}),
+      ...(flags.host !== undefined ? { host: flags.host } : {}),
+      // On stderr even with --json (stdout stays the event stream), and as a `warning` event.
+      onWarning: (message) => {
+        process.stderr.write(`forkpool: warning: ${message}\n`);
+        ctx.event('warning', { message });
+      },
+    }),
+  );
   const login = `${server.url}/login?token=${encodeURIComponent(server.token)}`;
   ctx.event('listening', { url: server.url, ...(server.tokenGenerated ? { token: server.token } : {}), pid: process.pid });
   if (server.tokenGenerated) ctx.note(`forkpool: token (shown once; set FORKPOOL_SERVER_TOKEN to choose one): ${server.token}`);

@@ -1,4 +1,5 @@
 import { ForkpoolWorker } from '../bullmq/worker.js';
+import { WorkerPolicy } from '../bullmq/worker-policy.js';
 import { redisUrlSchema } from '../bullmq/config.js';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
 import { loadConfig } from '../main/config-load.js';
@@ -19,8 +20,9 @@ export interface WorkerFlags {
 /**
  * `forkpool worker --redis URL [--concurrency N]`: runs jobs of the BullMQ queue in this
  * machine's Piscina pool until SIGINT/SIGTERM, then closes within `bullmq.closeTimeoutMs`
- * (running jobs are stopped and go back to the queue for another worker). The model key comes
- * from this machine (OPENAI_API_KEY or the config file), never from Redis.
+ * (running jobs are stopped and go back to the queue for another worker). Keys, model endpoints,
+ * workspace, sandbox and grants come from this machine (its config file and environment), never
+ * from Redis (see src/bullmq/worker-policy.ts).
  */
 export async function workerCommand(flags: WorkerFlags): Promise<number> {
   const level = (flags.logLevel ?? 'warn') as LogLevel;
@@ -31,7 +33,11 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   if (!parsedUrl.success) {
     throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// or rediss:// URL', received: redisUrl === undefined ? 'nothing' : JSON.stringify(redisUrl), source: 'flag --redis, FORKPOOL_REDIS_URL or the config file' }]);
   }
-  const logger = createLogger({ level, secrets: [config.apiKey ?? '', parsedUrl.data].filter((s) => s.length >= 4) });
+  const policy = new WorkerPolicy(config);
+  const logger = createLogger({ level, secrets: [...policy.secrets, parsedUrl.data] });
+  if (policy.endpoints.length === 0) {
+    process.stderr.write('forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent\'s baseUrl or bullmq.allowedBaseUrls): every job will fail with ENDPOINT_NOT_ALLOWED\n');
+  }
   const concurrency = flags.concurrency ?? config.background.maxConcurrent;
   const worker = new ForkpoolWorker({
     redisUrl: parsedUrl.data,
@@ -41,7 +47,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     lockMs: flags.lockMs ?? config.bullmq.lockMs,
     maxStalls: flags.maxStalls ?? config.bullmq.maxStalls,
     closeTimeoutMs: config.bullmq.closeTimeoutMs,
-    ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+    config,
     logger,
     onRunEnded: (report) => {
       if (flags.json) process.stdout.write(`${JSON.stringify({ type: 'run-ended', ...report })}\n`);
@@ -57,7 +63,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     say('worker-closed', { signal }, `forkpool worker: closed (${signal})`);
   });
   await worker.start();
-  say('worker-ready', { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid }, `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`);
+  say('worker-ready', { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid, endpoints: policy.endpoints }, `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`);
   // Runs until a signal: onTermination exits once the worker has closed.
   return new Promise<number>(() => {});
 }

@@ -2,7 +2,7 @@ import type OpenAI from 'openai';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../shared/config.js';
 import { linkedAbort } from '../shared/abort.js';
-import { AbortError, ForkpoolError } from '../shared/errors.js';
+import { AbortError, ForkpoolError, LedgerWriteError, serializeError, type SerializedError } from '../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../shared/prompts.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { formatBackgroundReports } from './delivery-format.js';
@@ -18,7 +18,7 @@ import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, typ
 import { formatStillRunning } from './joins.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from './permissions.js';
-import { openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
+import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
@@ -45,6 +45,11 @@ export type SessionEvents = {
   'alert-dropped': [JobAlert];
   /** `deferred`: results the last turn's budget had no room for; `restart`: a resumed session found results waiting for delivery. */
   'follow-up': [{ reason: 'wave' | 'user-job' | 'deferred' | 'restart'; queued: boolean }];
+  /**
+   * A turn threw (a person's turn also rejects its promise). Its wave is sealed all the same, and
+   * the results delivered into it (`redelivered`) wait for delivery again: the next turn has them.
+   */
+  'turn-error': [{ turn: number; followUp: boolean; error: SerializedError; redelivered: string[] }];
 };
 
 interface QueuedTurn {
@@ -199,10 +204,20 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     });
   }
 
-  /** Keeps the conversation in the ledger; called after every committed turn. */
+  /**
+   * Keeps the conversation in the ledger; called after every committed turn. A failed write is
+   * logged and the session goes on: the turn is committed in memory, and should the process die
+   * before a later save lands, a resume takes back what was delivered in the turns it lost.
+   */
   #saveSession(): void {
     const { store } = this.#durable;
-    if (store && !store.closed) store.saveSession(this.agent.session.snapshot(this.id));
+    if (!store || store.closed) return;
+    try {
+      store.saveSession(this.agent.session.snapshot(this.id));
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+      this.#logger?.error({ err: error, sessionId: this.id }, 'durable ledger: the conversation could not be saved; the session goes on in memory');
+    }
   }
 
   /**
@@ -270,7 +285,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
     const report = await this.manager.close(options);
     this.#saveSession();
-    if (this.#durable.ownsStore) this.#durable.store?.close();
+    closeDurableSession(this.#durable);
     this.#followUpPending = false;
     this.#checkIdle();
     return report;
@@ -299,7 +314,18 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const reports = formatBackgroundReports(this.#alerts.splice(0), this.#alertsDropped);
     this.#alertsDropped = 0;
     // One budget for everything this turn injects: the alerts first, then the results.
-    const { block, jobs, deferred } = this.#delivery.deliver(turn, reports ? reports.length + 2 : 0);
+    let delivery: ReturnType<TurnDelivery['deliver']>;
+    try {
+      delivery = this.#delivery.deliver(turn, reports ? reports.length + 2 : 0);
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+      // The delivery could not be recorded, so none was made: the results wait (not lost) for a
+      // later turn, and this one runs without them. No follow-up is asked for: on a full disk it
+      // would fail the same way, turn after turn.
+      this.#logger?.error({ err: error, turn }, 'durable ledger: results could not be marked delivered; they wait for a later turn');
+      delivery = { block: '', jobs: [], deferred: 0, rerun: [] };
+    }
+    const { block, jobs, deferred } = delivery;
     this.#deferred = deferred;
     if (jobs.length > 0) this.emit('delivered', { turn, jobs });
     const parts = [reports, block, this.#takeStillRunning()].filter((p) => p);
@@ -355,6 +381,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           this.emit('turn-result', { ...result, followUp: next.followUp });
           next.resolve(result);
         } catch (error) {
+          this.#turnFailed(next, error);
           next.reject(error);
         } finally {
           abort.dispose();
@@ -365,6 +392,19 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#running = false;
       this.#checkIdle();
     }
+  }
+
+  /**
+   * A turn that threw is reported (a follow-up has nobody to reject to), its wave sealed (the jobs
+   * it spawned may still end it), and the results delivered into it put back: the turn never
+   * committed, so the conversation never kept them, and the next turn delivers them.
+   */
+  #turnFailed(turn: QueuedTurn, error: unknown): void {
+    const failed = this.agent.session.turns + 1;
+    const redelivered = this.manager.takeBackDeliveries(this.agent.session.turns);
+    this.#logger?.error({ err: error, turn: failed, followUp: turn.followUp, redelivered }, 'a parent turn threw; its results wait for the next turn');
+    this.emit('turn-error', { turn: failed, followUp: turn.followUp, error: serializeError(error), redelivered });
+    if (this.#currentTurn === failed) this.manager.sealWave(failed);
   }
 
   /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */

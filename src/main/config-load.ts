@@ -21,6 +21,8 @@ export interface ConfigOverrides {
   stream?: boolean | undefined;
   /** `--ledger FILE`: the durable ledger's SQLite file. */
   ledgerPath?: string | undefined;
+  /** `--allow-ledger-in-workspace`: accept a ledger file inside the workspace. */
+  allowLedgerInWorkspace?: boolean | undefined;
   /** Hears config warnings (e.g. an alias and its field both set); default `process.emitWarning`. */
   onWarning?: ConfigWarningSink | undefined;
 }
@@ -119,6 +121,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
     ['permissionMode', flags.permissionMode, '--ask'],
     ['stream', flags.stream, '--no-stream'],
     ['ledger.path', flags.ledgerPath, '--ledger'],
+    ['ledger.allowInWorkspace', flags.allowLedgerInWorkspace, '--allow-ledger-in-workspace'],
   ];
   for (const [field, value, flag] of flagFields) {
     if (value === undefined) continue;
@@ -204,14 +207,17 @@ function markSources(sources: Record<string, string>, key: string, value: unknow
 function setField(target: Record<string, unknown>, dotted: string, value: unknown): void {
   const [head, ...rest] = dotted.split('.');
   if (head === undefined) return;
+  // defineProperty, not `=`: a "__proto__" key stays an own key (refused by the schema check),
+  // never the object's prototype, dropped without a word.
+  const own = (to: unknown) => Object.defineProperty(target, head, { value: to, enumerable: true, writable: true, configurable: true });
   if (rest.length === 0) {
-    target[head] = value;
+    own(value);
     return;
   }
-  const existing = target[head];
+  const existing = Object.prototype.hasOwnProperty.call(target, head) ? target[head] : undefined;
   const nested = existing && typeof existing === 'object' && !Array.isArray(existing) ? { ...(existing as Record<string, unknown>) } : {};
   setField(nested, rest.join('.'), value);
-  target[head] = nested;
+  own(nested);
 }
 
 /** A number when it is one; otherwise the string, so the schema reports what was received. */

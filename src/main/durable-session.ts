@@ -38,13 +38,28 @@ export function openDurableSession(config: ForkpoolConfig, options: DurableSessi
     throw new ConfigError([{ field: 'sessionId', expected: '1 to 100 letters, digits, ".", ":", "_" or "-"', received: describeReceived(options.sessionId) }]);
   }
   const path = config.ledger.path;
-  const store = options.ledgerStore ?? (path !== undefined ? openSqliteLedger(path, { synchronous: config.ledger.synchronous }) : undefined);
+  const store = options.ledgerStore ?? (path !== undefined ? openSqliteLedger(path, { synchronous: config.ledger.synchronous, leaseStaleMs: config.ledger.leaseStaleMs }) : undefined);
   const ownsStore = options.ledgerStore === undefined && store !== undefined;
+  const jobs = store?.jobs(id);
+  try {
+    // The session's lease before its snapshot is read: a second process on this session is refused (LEDGER_BUSY).
+    jobs?.claim();
+  } catch (error) {
+    if (ownsStore) store?.close();
+    throw error;
+  }
   const snapshot = store?.loadSession(id);
   if (options.resume && !snapshot) {
+    jobs?.release();
     if (ownsStore) store?.close();
     const where = store ? `the ledger ${store.path}` : 'memory (no ledger.path is set: nothing survives a restart)';
     throw new JobError('SESSION_UNKNOWN', '-', `no session "${id}" in ${where}`);
   }
-  return { id, store, jobs: store?.jobs(id), snapshot, ownsStore };
+  return { id, store, jobs, snapshot, ownsStore };
+}
+
+/** After the session's last write: its lease is released, and the ledger closed when the session opened it. */
+export function closeDurableSession(durable: DurableSession): void {
+  durable.jobs?.release();
+  if (durable.ownsStore) durable.store?.close();
 }

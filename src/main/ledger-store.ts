@@ -7,6 +7,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import type { JobSpec } from '../shared/protocol.js';
 import type { UsageByModel } from '../shared/usage.js';
 import type { JobRecord } from './ledger.js';
+import type { InvalidRow } from './ledger-rows.js';
 
 /** A job's spec as stored: everything but the config, which comes from the session that resumes it (so no key is ever written to disk). */
 export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'>;
@@ -34,8 +35,15 @@ export interface StoredAlert {
  */
 export interface JobStore {
   readonly scope: string;
-  /** Every stored job of this scope, oldest spawn first, and the next job number to hand out. */
-  load(): { jobs: StoredJob[]; nextId: number };
+  /**
+   * Takes this scope's lease for this process (one owner per scope; see ledger-lease.ts), or
+   * counts one more claim on it. Throws `LEDGER_BUSY` while another live process holds it.
+   */
+  claim(): void;
+  /** Drops one claim; the last one releases the lease. Closing the ledger releases them all. */
+  release(): void;
+  /** Every stored job of this scope, oldest spawn first, the next job number to hand out, and the rows that failed their check (not loaded). */
+  load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] };
   /** Writes a record (insert or replace); its state, delivery and position are indexed columns, the rest one JSON blob. */
   put(record: Readonly<JobRecord>, position: number, nextId: number): void;
   putSpec(spec: StoredSpec): void;

@@ -1,9 +1,13 @@
 import { ForkpoolError, type SerializedError } from '../shared/errors.js';
 import { DEFAULTS } from '../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
+import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
 import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy } from './job-record.js';
 
 export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy } from './job-record.js';
+
+/** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
+export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
 
 /** Head of the task kept once a record's result is dropped: enough to recognise it in a list. */
 const TASK_KEPT_CHARS = 120;
@@ -40,12 +44,23 @@ export class DeliveryLedger {
   #position = 0;
   #resultsDropped = 0;
   #forgotten = 0;
-  /** The durable store every record is written to before it is handed out (none: memory only). */
-  #store: JobStore | undefined;
+  /** Writes through to the durable store every record is written to before it is handed out (none: memory only). */
+  #writer: StoreWriter | undefined;
 
-  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore) {
+  /** `onStorage`: a durable write failed, or writes go through again (see ledger-writes.ts). */
+  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore, onStorage: (report: StorageReport) => void = () => {}) {
     this.#retention = { ...DEFAULTS.background.retention, ...retention };
-    this.#store = store;
+    this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
+  }
+
+  /** The durable side: ok, or degraded (what failed, since when, how many records wait to be written). Always ok in memory. */
+  health(): LedgerHealth {
+    return this.#writer?.health() ?? { ok: true, unsaved: 0, failedWrites: 0 };
+  }
+
+  /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown). */
+  writeAside(operation: string, write: () => void): void {
+    this.#writer?.write(operation, write, 'lenient');
   }
 
   /**
@@ -81,7 +96,7 @@ export class DeliveryLedger {
    * recovered) by the next process on the ledger, not recorded as cancelled.
    */
   detachStore(): void {
-    this.#store = undefined;
+    this.#writer = undefined;
   }
 
   /**
@@ -92,7 +107,7 @@ export class DeliveryLedger {
     const record = this.#entries.get(id)?.record;
     if (!record || record.deliveredInTurn === undefined || record.resultDropped) return undefined;
     const { deliveredInTurn: _turn, deliveredAt: _at, ...rest } = record;
-    const back = this.#replace(id, { ...rest, notes: [...record.notes, note] });
+    const back = this.#replace(id, { ...rest, notes: [...record.notes, note] }, 'lenient');
     this.#undelivered.add(id);
     return back;
   }
@@ -101,13 +116,16 @@ export class DeliveryLedger {
    * The one gate for a completion reported from elsewhere (a remote executor, a retried
    * delivery): undefined when attempt `attempt` of job `id` (its `attempts` when that run
    * started) may record its ending now; else why not: `unknown`, `duplicate` (the job has ended
-   * already) or `stale` (an older attempt, superseded by a re-run). With a durable store the
-   * answer holds across restarts. {@link BackgroundManager.completeAttempt} acts on it.
+   * already), `not-running` (queued, never started or waiting for its children: no attempt of
+   * it runs, and ending it would leave it in the queue to be launched and "ended twice") or
+   * `stale` (an older attempt, superseded by a re-run). With a durable store the answer holds
+   * across restarts. {@link BackgroundManager.completeAttempt} acts on it.
    */
-  refuseCompletion(id: string, attempt: number): 'unknown' | 'duplicate' | 'stale' | undefined {
+  refuseCompletion(id: string, attempt: number): CompletionRefusal | undefined {
     const record = this.#entries.get(id)?.record;
     if (!record) return 'unknown';
     if (record.state === 'ended') return 'duplicate';
+    if (record.state !== 'running') return 'not-running';
     return attempt === record.attempts ? undefined : 'stale';
   }
 
@@ -119,7 +137,8 @@ export class DeliveryLedger {
     if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
     const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
     // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
-    this.#store?.put(full, this.#position, this.#nextId);
+    // Strict: a spawn the disk cannot take is refused (LEDGER_WRITE_FAILED), nothing booked.
+    this.#writer?.put([{ record: full, position: this.#position }], 'strict');
     this.#entries.set(full.id, { record: full, position: this.#position++ });
     this.#counts.queued++;
     this.#enforce(now);
@@ -239,26 +258,15 @@ export class DeliveryLedger {
    */
   drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now(), unread?: ReadonlyMap<string, [number, number]>): JobRecord[] {
     const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
-    const out: JobRecord[] = [];
-    // One transaction: the whole batch is recorded delivered before any of it is handed over.
-    const deliver = () => {
-      for (const { record } of waiting) {
-        if (!accept(record)) continue;
-        out.push(this.#deliver(record, turn, now, unread?.get(record.id)));
-      }
-      this.#enforce(now);
-    };
-    if (this.#store) this.#store.transaction(deliver);
-    else deliver();
-    return out;
+    const batch = waiting.filter(({ record }) => accept(record)).map((entry) => ({ entry, delivered: deliveredRecord(entry.record, turn, now, unread?.get(entry.record.id)) }));
+    return this.#deliver(batch, now);
   }
 
   /** Delivers one ended job (a consumer that takes results one by one, like `fanout`). Undefined if it is not ended or was delivered already. */
   markDelivered(id: string, turn: number, now = Date.now(), unread?: [number, number]): JobRecord | undefined {
     if (!this.#undelivered.has(id)) return undefined;
-    const record = this.#deliver((this.#entries.get(id) as Entry).record, turn, now, unread);
-    this.#enforce(now);
-    return record;
+    const entry = this.#entries.get(id) as Entry;
+    return this.#deliver([{ entry, delivered: deliveredRecord(entry.record, turn, now, unread) }], now)[0];
   }
 
   /**
@@ -314,14 +322,26 @@ export class DeliveryLedger {
     };
   }
 
-  #deliver(record: Readonly<JobRecord>, turn: number, now: number, unread?: [number, number]): JobRecord {
-    this.#undelivered.delete(record.id);
-    const partial = unread !== undefined && unread[0] < unread[1];
-    const delivered = this.#replace(record.id, { ...record, deliveredInTurn: turn, deliveredAt: now, ...(partial ? { resultUnread: [...unread] as [number, number] } : {}) });
-    if (partial) this.#holdPartial(record.id, now);
-    else this.#withResults.push({ id: record.id, deliveredAt: now });
-    this.#delivered.push(record.id);
-    return delivered;
+  /**
+   * Marks a batch delivered. One transaction, strict: the whole batch is on disk before any of
+   * it changes in memory or is handed over; if the write fails (LEDGER_WRITE_FAILED is thrown),
+   * nothing moved and every job of it waits for a later drain.
+   */
+  #deliver(batch: ReadonlyArray<{ entry: Entry; delivered: Readonly<JobRecord> }>, now: number): JobRecord[] {
+    if (batch.length === 0) return [];
+    const records = batch.map(({ entry, delivered }) => ({ record: delivered, position: entry.position }));
+    this.#writer?.put(records, 'strict', `deliver ${records.map((r) => r.record.id).join(', ')}`);
+    const out: JobRecord[] = [];
+    for (const { entry, delivered } of batch) {
+      this.#undelivered.delete(delivered.id);
+      entry.record = delivered;
+      if (delivered.resultUnread) this.#holdPartial(delivered.id, now);
+      else this.#withResults.push({ id: delivered.id, deliveredAt: now });
+      this.#delivered.push(delivered.id);
+      out.push(delivered);
+    }
+    this.#enforce(now);
+    return out;
   }
 
   /** Keeps a partly read result out of retention; past `keepResults` of them, the oldest goes back under it. */
@@ -354,7 +374,8 @@ export class DeliveryLedger {
         this.#delivered.push(id);
         continue;
       }
-      this.#store?.forget(id);
+      // Lenient: a row left on disk is a delivered record a restart finds delivered (harmless).
+      this.#writer?.forget(id);
       this.#entries.delete(id);
       this.#partial.delete(id);
       this.#counts[entry.record.state]--;
@@ -375,11 +396,15 @@ export class DeliveryLedger {
     this.#resultsDropped++;
   }
 
-  #replace(id: string, next: JobRecord): Readonly<JobRecord> {
+  /**
+   * Every change of a record but a spawn and a delivery records what already happened (a start,
+   * an ending, a re-queue): lenient by default, it cannot be refused (see ledger-writes.ts).
+   */
+  #replace(id: string, next: JobRecord, mode: WriteMode = 'lenient'): Readonly<JobRecord> {
     const entry = this.#entries.get(id) as Entry;
     const frozen = freeze(next);
-    // Written first: if the write fails, the ledger in memory has not moved either.
-    this.#store?.put(frozen, entry.position, this.#nextId);
+    // Written first: a strict write that fails leaves the ledger in memory where it was.
+    this.#writer?.put([{ record: frozen, position: entry.position }], mode);
     if (entry.record.state !== next.state) {
       this.#counts[entry.record.state]--;
       this.#counts[next.state]++;
@@ -394,6 +419,12 @@ export class DeliveryLedger {
     if (entry.record.state !== from) throw new ForkpoolError('INTERNAL', `ledger: job ${id} cannot go ${entry.record.state} → ${to}`);
     return entry;
   }
+}
+
+/** A record as delivered in `turn` (frozen; nothing changes until it is written). */
+function deliveredRecord(record: Readonly<JobRecord>, turn: number, now: number, unread?: [number, number]): Readonly<JobRecord> {
+  const partial = unread !== undefined && unread[0] < unread[1];
+  return freeze({ ...record, deliveredInTurn: turn, deliveredAt: now, ...(partial ? { resultUnread: [...unread] as [number, number] } : {}) });
 }
 
 /** An error reduced to what a job list shows: its kind, code, message and numbers; no stack, no cause chain. */

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { agentEntry } from '../shared/agents.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 import { joinSchema, type JoinPolicy } from '../shared/scheduling-config.js';
-import { JobError, errorMessage } from '../shared/errors.js';
+import { JobError, errorMessage, type SerializedError } from '../shared/errors.js';
 import { JOB_ROLES, type AlertSeverity, type JobRole } from '../shared/protocol.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
@@ -111,6 +111,14 @@ export type ManagerEvents = {
   /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
   alert: [JobAlert];
   idle: [];
+  /**
+   * A write to the durable ledger failed (disk full, I/O error). A spawn or delivery it belonged
+   * to was refused; a job's start or ending was kept in memory and is written again before the
+   * next write (`unsaved`). `first`: the first failure since writes last went through.
+   */
+  'ledger-error': [{ error: SerializedError; sqliteCode: string; operation: string; unsaved: number; first: boolean }];
+  /** Writes go through again after `ledger-error`: everything unsaved is on disk now. */
+  'ledger-recovered': [{ failedWrites: number }];
 };
 
 const spawnRequestSchema = z.strictObject({

@@ -13,7 +13,8 @@ import { RequestGating } from './concurrency.js';
 import type { RequestGates } from './request-gate.js';
 import { TypedEmitter } from './events.js';
 import type { Executor } from './executor.js';
-import { DeliveryLedger, type JobEnding, type JobRecord } from './ledger.js';
+import { DeliveryLedger, type CompletionRefusal, type JobEnding, type JobRecord } from './ledger.js';
+import type { LedgerHealth, StorageReport } from './ledger-writes.js';
 import { checkSandbox, type SandboxStatus } from '../shared/tools/bwrap.js';
 import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
@@ -82,13 +83,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
+    // One owner per durable scope (LEDGER_BUSY), before anything starts: released when close() is done.
+    options.store?.claim();
     // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
     this.sandbox = checkSandbox(options.config);
     this.#config = { ...options.config, sandbox: this.sandbox.mode };
     this.#gating = new RequestGating(this.#config);
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#store = options.store;
-    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store);
+    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report));
     this.#budgets = new JobBudgets(this.#config);
     this.#nesting = new Nesting({
       config: this.#config,
@@ -125,7 +128,17 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
     if (options.executor === undefined) assertModelConfigured(options.config);
     this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
-    if (options.store) this.recovery = this.#recover(options.store);
+    if (options.store) this.recovery = this.#recoverOrClose(options.store);
+  }
+
+  /** A ledger that cannot be read back throws here; the executor made above is closed first, so no thread outlives the error. */
+  #recoverOrClose(store: JobStore): RecoveryReport {
+    try {
+      return this.#recover(store);
+    } catch (error) {
+      if (this.#ownsExecutor) void this.#executor.close().catch(() => {});
+      throw error;
+    }
   }
 
   /** Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask. */
@@ -186,7 +199,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const budget = this.#budgets.admit(agent, data.budget);
     const name = data.name;
     const id = this.#ledger.newId();
-    budget.hold(id);
     const wave = data.wave ?? null;
     const record = this.#ledger.add({
       id,
@@ -200,6 +212,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       ...(nesting ? nesting : {}),
       budget: budget.limits,
     });
+    // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
+    budget.hold(id);
     if (name !== undefined) this.#names.claim(name, id);
     if (dedupKey !== undefined) this.#dedup.booked(id, dedupKey);
     if (nesting) this.#tree.add(nesting.parentJobId, id);
@@ -218,7 +232,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     });
     if (wave !== null) this.#waves.add(wave, id, data.join);
     const { config: _config, ...storedSpec } = this.#specs.get(id) as JobSpec;
-    this.#store?.putSpec(storedSpec);
+    // Beside the record, lenient: without it a restart rebuilds the spec from the record.
+    const store = this.#store;
+    if (store) this.#ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
     if (options.signal) this.#cancelOnAbort(id, options.signal);
     this.#queue.push(id);
     this.emit('spawned', record);
@@ -337,14 +353,26 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /**
    * Records a completion reported from outside this process (a remote executor) for attempt
    * `attempt` of job `id` — its record's `attempts` when that run started — and ends the job
-   * as any ending does. A duplicate (the job has ended) or stale one (an older attempt) is
-   * refused and changes nothing: the ledger, durable or not, is the one place that decides.
+   * as any ending does. Only a running job's current attempt is accepted: an unknown job, a
+   * duplicate (it has ended), a job no attempt of which runs (queued, waiting for its children)
+   * and a stale attempt are refused, with the reason and a typed error (`JOB_UNKNOWN`,
+   * `ATTEMPT_NOT_RUNNING`), and change nothing. Never throws. If this process runs that attempt
+   * itself, its thread is stopped: the reported ending wins.
    */
-  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: 'unknown' | 'duplicate' | 'stale' } {
+  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError } {
     const refused = this.#ledger.refuseCompletion(id, attempt);
-    if (refused) return { accepted: false, reason: refused };
+    if (refused) return { accepted: false, reason: refused, error: completionRefused(id, attempt, refused, this.#ledger.get(id)) };
+    this.#live.get(id)?.hardStop();
     this.#finish(id, ending);
     return { accepted: true, record: this.#ledger.get(id) as Readonly<JobRecord> };
+  }
+
+  /**
+   * The durable ledger's side: ok, or degraded since a write failed (what failed, since when,
+   * how many records wait to be written again). Always ok without a durable ledger.
+   */
+  ledgerHealth(): LedgerHealth {
+    return this.#ledger.health();
   }
 
   /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
@@ -387,7 +415,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
     // Durable: unfinished jobs stay unfinished in the ledger for the next process (see detachStore).
     if (how !== 'drain') this.#ledger.detachStore();
-    return shutDown(how, timeoutMs, {
+    const report = shutDown(how, timeoutMs, {
       waiting: () => [...this.#queue, ...this.#tree.suspendedIds()],
       live: this.#live,
       stop: (id) => void this.#stop(id, 'close'),
@@ -398,6 +426,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
       },
     });
+    return report.finally(() => this.#store?.release());
   }
 
   #stop(id: string, reason: StopRequest): JobHandle {
@@ -500,7 +529,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
     if (this.#store) this.#ledger.markDispatched(id, number);
     // A thread that died mid-request never gives its gate slot back itself.
-    void attempt.ended.then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)));
+    void attempt.ended
+      .then((end) => (gateLease.release(), this.#onAttemptEnded(attempt, end)))
+      // A throw at a job's end must not become an unhandled rejection: that exits the host.
+      .catch((error: unknown) => this.#reportFault(`ending job ${id}`, error));
     attempt.launch({ ...spec, attempt: number, processTag: `${this.#processToken}.${id}.${number}` });
   }
 
@@ -525,6 +557,26 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#finish(id, endingFromLostThread(id, end.error, attempt, threadDied));
   }
 
+  /** A storage failure is logged once per degraded spell (then at debug), and its end too; each one is an event. */
+  #onStorage(report: StorageReport): void {
+    if (report.kind === 'recovered') {
+      this.#logger?.warn({ failedWrites: report.failedWrites }, 'durable ledger: writes go through again; nothing is left unsaved');
+      this.emit('ledger-recovered', { failedWrites: report.failedWrites });
+      return;
+    }
+    const { kind: _kind, ...event } = report;
+    const line = `durable ledger: a write failed (${report.operation}): ${report.error.message}; the process goes on, what it could not write is kept in memory and written again`;
+    if (report.first) this.#reportFault(line, undefined, { sqliteCode: report.sqliteCode, unsaved: report.unsaved });
+    else this.#logger?.debug({ sqliteCode: report.sqliteCode, operation: report.operation, unsaved: report.unsaved }, 'durable ledger: another write failed');
+    this.emit('ledger-error', event);
+  }
+
+  /** An error in an event-loop path (no caller to throw to): logged, or a process warning without a logger. Never thrown. */
+  #reportFault(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
+    if (this.#logger) this.#logger.error({ ...fields, ...(error === undefined ? {} : { err: error }) }, what);
+    else process.emitWarning(error === undefined ? what : `${what}: ${error instanceof Error ? error.message : String(error)}`, { code: 'FORKPOOL_HOST_FAULT' });
+  }
+
   #onAlert(id: string, alert: { message: string; severity: AlertSeverity }): void {
     const number = (this.#alertCounts.get(id) ?? 0) + 1;
     if (number > this.#config.background.maxAlertsPerJob) {
@@ -534,7 +586,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#alertCounts.set(id, number);
     const record = this.#ledger.get(id);
     const stored = { jobId: id, message: alert.message, severity: alert.severity, number, at: Date.now() };
-    this.#store?.putAlert(stored);
+    const store = this.#store;
+    if (store) this.#ledger.writeAside(`job ${id}'s alert`, () => store.putAlert(stored));
     this.emit('alert', { ...stored, label: record?.label ?? id });
   }
 
@@ -582,6 +635,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (check?.kind === 'all') this.emit('wave-done', { wave, jobs: records(check.members) });
     else if (check) this.emit('wave-joined', { wave, reason: check.reason, ended: records(check.ended), pending: records(check.pending) });
   }
+}
+
+function completionRefused(id: string, attempt: number, reason: CompletionRefusal, record: Readonly<JobRecord> | undefined): JobError {
+  if (reason === 'unknown') return new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
+  const now = record?.state === 'running' ? `attempt ${record.attempts} is running` : record?.state === 'ended' ? 'it has ended' : 'it is queued (no attempt of it runs)';
+  return new JobError('ATTEMPT_NOT_RUNNING', id, `job ${id}: a completion of attempt ${attempt} is refused (${reason}): ${now}`);
 }
 
 /** A lost attempt whose thread died (not a task that threw, which leaves its thread alive). */

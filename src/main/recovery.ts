@@ -13,6 +13,7 @@ import type { JobSpec } from '../shared/protocol.js';
 import type { JobNames } from './job-names.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from './ledger.js';
 import type { StoredJob, StoredSpec } from './ledger-store.js';
+import type { InvalidRow } from './ledger-rows.js';
 import type { WaveJoins } from './joins.js';
 
 /** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
@@ -40,12 +41,14 @@ export interface RecoveryReport {
   rerun: string[];
   /** Started when the process died: ended as interrupted, delivered as such. */
   interrupted: string[];
+  /** Rows that failed their check when read back (edited or broken on disk): not recovered, reported with what was found. */
+  invalid: InvalidRow[];
 }
 
-export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nextId: number }): RecoveryReport {
+export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nextId: number; invalid?: InvalidRow[] }): RecoveryReport {
   const { config, ledger } = host;
   ledger.restore(stored.jobs, stored.nextId);
-  const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [] };
+  const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   for (const { record, spec: storedSpec } of stored.jobs) {
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
     if (record.state === 'ended') {

@@ -8,7 +8,10 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { ConfigError } from '../shared/errors.js';
+import { DEFAULTS } from '../shared/defaults.js';
+import { ConfigError, LedgerWriteError, errorMessage } from '../shared/errors.js';
+import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
+import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './ledger.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
@@ -22,7 +25,7 @@ interface Database {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   exec(source: string): void;
   prepare(source: string): Statement;
-  transaction<T>(fn: () => T): () => T;
+  transaction<T>(fn: () => T): (() => T) & { immediate(): T };
   close(): void;
   readonly inTransaction: boolean;
 }
@@ -74,6 +77,8 @@ function driver(): DatabaseConstructor {
 
 export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full';
+  /** A scope's lease is taken over once its heartbeat is this old; default `DEFAULTS.ledger.leaseStaleMs`. */
+  leaseStaleMs?: number;
 }
 
 /** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
@@ -91,13 +96,54 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
   } catch (error) {
     throw new ConfigError([{ field: 'ledger.path', expected: 'a SQLite file forkpool can open and write', received: `${JSON.stringify(file)} (${(error as Error).message})` }]);
   }
-  const version = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema') as { value: string } | undefined;
-  if (version === undefined) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
-  else if (Number(version.value) > SCHEMA_VERSION) {
+  let version: { value: string } | undefined;
+  try {
+    // Inside the guard too: a file with a valid first page and garbage after it fails here.
+    version = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema') as { value: string } | undefined;
+    if (version === undefined) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
+  } catch (error) {
+    db.close();
+    throw unreadable(file, error);
+  }
+  if (version !== undefined && Number(version.value) > SCHEMA_VERSION) {
     db.close();
     throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version.value} (written by a newer forkpool)` }]);
   }
-  return new SqliteLedgerStore(resolved, db);
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db as unknown as LeaseDatabase, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
+}
+
+/** A ledger file SQLite cannot read (garbage bytes, a corrupt page): a ConfigError naming `ledger.path`, as at open. */
+function unreadable(file: string, error: unknown): ConfigError {
+  const code = sqliteCode(error);
+  return new ConfigError([{ field: 'ledger.path', expected: 'a forkpool ledger SQLite can read', received: `${JSON.stringify(file)} (${errorMessage(error)}${code ? ` [${code}]` : ''})` }]);
+}
+
+function sqliteCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+/** Runs a read; SQLite's failure becomes {@link unreadable}. */
+function guardRead<T>(file: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (sqliteCode(error) === undefined && !(error instanceof SyntaxError)) throw error;
+    throw unreadable(file, error);
+  }
+}
+
+/**
+ * Runs a write; SQLite's failure (disk full, I/O error, read-only) becomes a typed
+ * {@link LedgerWriteError} with SQLite's error as its cause. Anything else is rethrown as it is.
+ */
+function guardWrite<T>(operation: string, write: () => T): T {
+  try {
+    return write();
+  } catch (error) {
+    if (error instanceof LedgerWriteError || sqliteCode(error) === undefined) throw error;
+    throw new LedgerWriteError(operation, error);
+  }
 }
 
 export class SqliteLedgerStore implements LedgerStore {
@@ -107,11 +153,13 @@ export class SqliteLedgerStore implements LedgerStore {
   readonly #saveSession: Statement;
   readonly #loadSession: Statement;
   readonly #listSessions: Statement;
+  readonly #leases: ScopeLeases;
   #closed = false;
 
-  constructor(file: string, db: Database) {
+  constructor(file: string, db: Database, leases: ScopeLeases) {
     this.path = file;
     this.#db = db;
+    this.#leases = leases;
     this.#saveSession = db.prepare(
       `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
        ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
@@ -126,26 +174,29 @@ export class SqliteLedgerStore implements LedgerStore {
 
   jobs(scope: string): JobStore {
     let store = this.#scopes.get(scope);
-    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope)));
+    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope, this.path, this.#leases)));
     return store;
   }
 
   saveSession(snapshot: SessionSnapshot): void {
-    this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) });
+    guardWrite('save session', () => this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) }));
   }
 
   loadSession(id: string): SessionSnapshot | undefined {
-    const row = this.#loadSession.get(id) as { data: string } | undefined;
-    return row ? (JSON.parse(row.data) as SessionSnapshot) : undefined;
+    return guardRead(this.path, () => {
+      const row = this.#loadSession.get(id) as { data: string } | undefined;
+      return row ? (JSON.parse(row.data) as SessionSnapshot) : undefined;
+    });
   }
 
   sessions(): SessionSummary[] {
-    return this.#listSessions.all() as SessionSummary[];
+    return guardRead(this.path, () => this.#listSessions.all() as SessionSummary[]);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#leases.releaseAll();
     this.#db.close();
   }
 }
@@ -153,6 +204,7 @@ export class SqliteLedgerStore implements LedgerStore {
 class SqliteJobStore implements JobStore {
   readonly scope: string;
   readonly #db: Database;
+  readonly #file: string;
   readonly #put: Statement;
   readonly #putSpec: Statement;
   readonly #transition: Statement;
@@ -160,13 +212,18 @@ class SqliteJobStore implements JobStore {
   readonly #forget: Statement;
   readonly #alert: Statement;
   readonly #source: Statement;
+  readonly #leases: ScopeLeases;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
+  /** Inside a transaction: what `#last` held before each change, put back if the transaction fails. */
+  #lastBefore: Map<string, string | undefined> | undefined;
   #writtenNextId = 0;
 
-  constructor(db: Database, scope: string) {
+  constructor(db: Database, scope: string, file: string, leases: ScopeLeases) {
     this.scope = scope;
     this.#db = db;
+    this.#file = file;
+    this.#leases = leases;
     this.#put = db.prepare(
       `INSERT INTO jobs (scope, id, position, state, delivered_turn, updated_at, record) VALUES (@scope, @id, @position, @state, @delivered, @now, @record)
        ON CONFLICT (scope, id) DO UPDATE SET position = excluded.position, state = excluded.state, delivered_turn = excluded.delivered_turn,
@@ -180,25 +237,44 @@ class SqliteJobStore implements JobStore {
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
   }
 
+  claim(): void {
+    this.#leases.claim(this.scope);
+  }
+
+  release(): void {
+    this.#leases.release(this.scope);
+  }
+
   putSource(id: string, source: string): void {
-    this.#source.run(this.scope, id, source);
+    guardWrite(`job ${id}'s source`, () => this.#source.run(this.scope, id, source));
   }
 
   sources(): Map<string, string> {
-    const rows = this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>;
+    const rows = guardRead(this.#file, () => this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>);
     return new Map(rows.map((row) => [row.id, row.source]));
   }
 
-  load(): { jobs: StoredJob[]; nextId: number } {
-    const rows = this.#db.prepare('SELECT position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ position: number; record: string; spec: string | null }>;
+  load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
+    return guardRead(this.#file, () => this.#load());
+  }
+
+  #load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
+    const rows = this.#db.prepare('SELECT id, position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ id: string; position: number; record: string; spec: string | null }>;
     const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
-    const jobs = rows.map((row) => {
-      const record = JSON.parse(row.record) as JobRecord;
-      this.#last.set(record.id, transitionKey(record));
-      return { record, position: row.position, spec: row.spec === null ? undefined : (JSON.parse(row.spec) as StoredSpec) };
-    });
+    const jobs: StoredJob[] = [];
+    const invalid: InvalidRow[] = [];
+    for (const row of rows) {
+      // Checked, not trusted: a row edited or broken on disk is reported (ledger-rows.ts), never run as it reads.
+      const job = parseJobRow(row);
+      if (isInvalidRow(job)) {
+        invalid.push(job);
+        continue;
+      }
+      this.#last.set(job.record.id, transitionKey(job.record));
+      jobs.push(job);
+    }
     this.#writtenNextId = next?.nextId ?? 0;
-    return { jobs, nextId: next?.nextId ?? 1 };
+    return { jobs, nextId: next?.nextId ?? 1, invalid };
   }
 
   put(record: Readonly<JobRecord>, position: number, nextId: number): void {
@@ -207,6 +283,7 @@ class SqliteJobStore implements JobStore {
       this.#put.run({ scope: this.scope, id: record.id, position, state: record.state, delivered: record.deliveredInTurn ?? null, now, record: JSON.stringify(record) });
       const key = transitionKey(record);
       if (this.#last.get(record.id) !== key) {
+        if (this.#lastBefore && !this.#lastBefore.has(record.id)) this.#lastBefore.set(record.id, this.#last.get(record.id));
         this.#last.set(record.id, key);
         this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null);
       }
@@ -216,25 +293,40 @@ class SqliteJobStore implements JobStore {
       }
     };
     // Already inside a transaction (a drain): join it; else one small transaction of its own.
-    if (this.#db.inTransaction) write();
-    else this.#db.transaction(write)();
+    if (this.#db.inTransaction) guardWrite(`job ${record.id}`, write);
+    else this.transaction(write);
   }
 
   putSpec(spec: StoredSpec): void {
-    this.#putSpec.run(JSON.stringify(spec), this.scope, spec.id);
+    guardWrite(`job ${spec.id}'s spec`, () => this.#putSpec.run(JSON.stringify(spec), this.scope, spec.id));
   }
 
   forget(id: string): void {
-    this.#forget.run(this.scope, id);
+    guardWrite(`forget job ${id}`, () => this.#forget.run(this.scope, id));
     this.#last.delete(id);
   }
 
   putAlert(alert: StoredAlert): void {
-    this.#alert.run(this.scope, alert.jobId, alert.number, alert.severity, alert.message, alert.at);
+    guardWrite(`job ${alert.jobId}'s alert`, () => this.#alert.run(this.scope, alert.jobId, alert.number, alert.severity, alert.message, alert.at));
   }
 
+  /** A failed transaction (a write in it, or its commit) changes nothing, here either: `#last` and the written next id are put back. */
   transaction<T>(fn: () => T): T {
-    return this.#db.inTransaction ? fn() : this.#db.transaction(fn)();
+    if (this.#db.inTransaction) return fn();
+    const nextIdBefore = this.#writtenNextId;
+    this.#lastBefore = new Map();
+    try {
+      return guardWrite('transaction', () => this.#db.transaction(fn)());
+    } catch (error) {
+      for (const [id, key] of this.#lastBefore) {
+        if (key === undefined) this.#last.delete(id);
+        else this.#last.set(id, key);
+      }
+      this.#writtenNextId = nextIdBefore;
+      throw error;
+    } finally {
+      this.#lastBefore = undefined;
+    }
   }
 }
 

@@ -6,7 +6,8 @@ import type { Executor } from '../main/executor.js';
 import { createExecutor } from '../main/executor-factory.js';
 import type { CloseReport } from '../main/manager.js';
 import { assertModelConfigured, type ForkpoolConfig } from '../shared/config.js';
-import { generateToken, registerAuth } from './auth.js';
+import { registerAuth } from './auth.js';
+import { exposureWarning, serverToken } from './bind.js';
 import { eventRoutes } from './routes/events.js';
 import { jobRoutes } from './routes/jobs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -17,7 +18,10 @@ import { ServerState } from './server-state.js';
 export interface ForkpoolServerOptions {
   /** Its `server` group sets host, port, body limit, CORS origins and the event buffer. */
   config: ForkpoolConfig;
-  /** The bearer token; default `FORKPOOL_SERVER_TOKEN`, else a fresh one (`tokenGenerated: true`). */
+  /**
+   * The bearer token, at least `DEFAULTS.server.minTokenChars` (16) characters; default
+   * `FORKPOOL_SERVER_TOKEN`, else a fresh one (`tokenGenerated: true`). A shorter one: CONFIG_INVALID.
+   */
   token?: string;
   /** Where jobs run; default `createExecutor(config, logger, config.executor)`, closed with the server. */
   executor?: Executor;
@@ -27,7 +31,11 @@ export interface ForkpoolServerOptions {
   /** Overrides `config.server.host`. */
   host?: string;
   env?: NodeJS.ProcessEnv;
+  /** Hears the warning for a host that is not loopback; default `process.emitWarning` (type `ForkpoolServerWarning`). */
+  onWarning?: (message: string) => void;
 }
+
+const emitServerWarning = (message: string) => process.emitWarning(message, { type: 'ForkpoolServerWarning' });
 
 export interface ForkpoolServer {
   app: FastifyInstance;
@@ -51,12 +59,21 @@ const VERSION = readPackageVersion();
 export async function startForkpoolServer(options: ForkpoolServerOptions): Promise<ForkpoolServer> {
   const { config } = options;
   assertModelConfigured(config);
-  const env = options.env ?? process.env;
-  const fromEnv = env.FORKPOOL_SERVER_TOKEN;
-  const token = options.token ?? (fromEnv && fromEnv.length > 0 ? fromEnv : generateToken());
-  const tokenGenerated = options.token === undefined && !(fromEnv && fromEnv.length > 0);
+  // Checked before anything starts: a refused token or a failed bind leaves nothing running.
+  const { token, generated: tokenGenerated } = serverToken(options.token, options.env ?? process.env);
+  const host = options.host ?? config.server.host;
+  const exposed = exposureWarning(host);
+  if (exposed) (options.onWarning ?? emitServerWarning)(exposed);
+  options.logger?.[exposed ? 'warn' : 'debug']({ host }, exposed ?? 'serving on loopback');
   const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
-  const state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+  let state: ServerState;
+  try {
+    state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+  } catch (error) {
+    // A ledger that cannot be opened or read: the pool made here must not outlive the error.
+    if (!options.executor) await executor.close();
+    throw error;
+  }
   const streams = new Set<ServerResponse>();
 
   const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: true });
@@ -76,8 +93,13 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 
-  const host = options.host ?? config.server.host;
-  await app.listen({ host, port: options.port ?? config.server.port });
+  try {
+    await app.listen({ host, port: options.port ?? config.server.port });
+  } catch (error) {
+    // Address in use or not on this machine: the executor's threads must not outlive the error.
+    await Promise.allSettled([state.close(), app.close()]);
+    throw error;
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

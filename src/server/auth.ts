@@ -29,9 +29,22 @@ function presentedToken(request: FastifyRequest): string | undefined {
   const cookies = request.headers.cookie ?? '';
   for (const part of cookies.split(';')) {
     const [name, ...value] = part.trim().split('=');
-    if (name === AUTH_COOKIE) return decodeURIComponent(value.join('='));
+    if (name === AUTH_COOKIE) return decodeCookieValue(value.join('='));
   }
   return undefined;
+}
+
+/**
+ * A cookie value as sent. A malformed escape (`%zz`, a lone `%`) is kept as it came: it then
+ * fails the token check like any wrong token (a 401), where `decodeURIComponent` would throw
+ * into the error handler (a 500 and a logged stack on every such request).
+ */
+function decodeCookieValue(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }
 
 /**

@@ -53,16 +53,22 @@ export class ServerState {
     this.hub = new EventHub(options.eventBufferSize);
     this.#secrets = options.config.apiKey ? [options.config.apiKey] : [];
     const path = options.config.ledger.path;
-    this.#store = path === undefined ? undefined : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous });
+    this.#store = path === undefined ? undefined : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous, leaseStaleMs: options.config.ledger.leaseStaleMs });
     // Session ids go on after the ones the ledger holds: a new session never resumes an old one.
     for (const { id } of this.#store?.sessions() ?? []) this.#nextSession = Math.max(this.#nextSession, Number(/^s-(\d+)$/.exec(id)?.[1] ?? 0) + 1);
-    this.manager = new BackgroundManager({
-      config: options.config,
-      executor: options.executor,
-      closeExecutor: false,
-      ...(options.logger ? { logger: options.logger } : {}),
-      ...(this.#store ? { store: this.#store.jobs('server') } : {}),
-    });
+    try {
+      this.manager = new BackgroundManager({
+        config: options.config,
+        executor: options.executor,
+        closeExecutor: false,
+        ...(options.logger ? { logger: options.logger } : {}),
+        ...(this.#store ? { store: this.#store.jobs('server') } : {}),
+      });
+    } catch (error) {
+      // Another server holds the ledger's "server" scope (LEDGER_BUSY), or the config is wrong: the file is not left open.
+      this.#store?.close();
+      throw error;
+    }
     this.#follow(this.manager, null);
     this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
     this.loopDelay.enable();
@@ -118,6 +124,26 @@ export class ServerState {
       this.hub.publish('done', summary(record));
     });
     manager.on('wave-done', ({ wave, jobs }) => this.hub.publish('wave-done', { session, wave, jobs: jobs.map((j) => j.id) }));
+  }
+
+  /**
+   * The durable ledger as `/healthz` shows it: `off` without one; `ok`; or `degraded` since a
+   * write failed (the first failure's SQLite code and message, since when, and how many job
+   * records wait in memory to be written), over the server's manager and every open session's.
+   */
+  ledgerHealth(): { state: 'off' } | { state: 'ok' } | { state: 'degraded'; error: { code: string; message: string }; since: number; unsaved: number; failedWrites: number } {
+    if (!this.#store) return { state: 'off' };
+    const healths = [this.manager, ...[...this.sessions.values()].map((s) => s.manager)].map((m) => m.ledgerHealth());
+    const failing = healths.filter((h) => !h.ok);
+    if (failing.length === 0) return { state: 'ok' };
+    const first = failing.flatMap((h) => (h.failure ? [h.failure] : [])).sort((a, b) => a.since - b.since)[0];
+    return {
+      state: 'degraded',
+      error: { code: first?.code ?? 'UNKNOWN', message: first?.message ?? 'records wait to be written' },
+      since: first?.since ?? Date.now(),
+      unsaved: failing.reduce((n, h) => n + h.unsaved, 0),
+      failedWrites: healths.reduce((n, h) => n + h.failedWrites, 0),
+    };
   }
 
   /** Every usage counter summed (the page's totals). */

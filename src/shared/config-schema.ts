@@ -24,6 +24,23 @@ export const MAX_HEAP_MB = 65_536;
 /** Nesting bound: deeper delegation is a runaway, not a plan. */
 export const MAX_DEPTH = 5;
 
+/**
+ * The longest tool output in characters (about 250,000 tokens, more than any model's context):
+ * a larger cap is a unit mistake, and every tool result is held whole in memory before capping.
+ */
+export const MAX_OUTPUT_CHARS = 1_000_000;
+const MIB = 1_048_576;
+const YEAR_MS = 365 * 86_400_000;
+
+/**
+ * A model endpoint: http(s), without `user:pass@`. Credentials in the URL are refused rather
+ * than passed on (the client would send them nowhere useful and fail with a vague connection
+ * error, and a URL is printed in places a key never is); the key belongs in `apiKey`.
+ */
+const modelUrlSchema = z
+  .url({ protocol: /^https?$/ })
+  .refine((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === ''), 'a URL without credentials (user:pass@ in a URL is not supported; put the key in apiKey)');
+
 /** A millisecond timeout: a whole number that a Node timer can hold. */
 const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
 
@@ -32,23 +49,28 @@ const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
  * worker, so it must survive `postMessage` unchanged.
  */
 const toolLimitsSchema = z.strictObject({
-  readFileMaxBytes: z.number().int().positive().default(DEFAULTS.tools.readFileMaxBytes),
-  readFileDefaultLines: z.number().int().positive().default(DEFAULTS.tools.readFileDefaultLines),
-  outputMaxChars: z.number().int().min(256).default(DEFAULTS.tools.outputMaxChars),
-  grepMaxMatches: z.number().int().positive().default(DEFAULTS.tools.grepMaxMatches),
-  grepMaxFileBytes: z.number().int().positive().default(DEFAULTS.tools.grepMaxFileBytes),
-  findMaxResults: z.number().int().positive().default(DEFAULTS.tools.findMaxResults),
-  outlineMaxBytes: z.number().int().positive().default(DEFAULTS.tools.outlineMaxBytes),
+  readFileMaxBytes: z.number().int().positive().max(64 * MIB).default(DEFAULTS.tools.readFileMaxBytes),
+  readFileDefaultLines: z.number().int().positive().max(100_000).default(DEFAULTS.tools.readFileDefaultLines),
+  readFileMaxScanBytes: z.number().int().min(65_536).max(1_024 * MIB).default(DEFAULTS.tools.readFileMaxScanBytes),
+  outputMaxChars: z.number().int().min(256).max(MAX_OUTPUT_CHARS).default(DEFAULTS.tools.outputMaxChars),
+  grepMaxMatches: z.number().int().positive().max(100_000).default(DEFAULTS.tools.grepMaxMatches),
+  grepMaxFileBytes: z.number().int().positive().max(1_024 * MIB).default(DEFAULTS.tools.grepMaxFileBytes),
+  findMaxResults: z.number().int().positive().max(100_000).default(DEFAULTS.tools.findMaxResults),
+  outlineMaxBytes: z.number().int().positive().max(64 * MIB).default(DEFAULTS.tools.outlineMaxBytes),
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
+  bashMaxProcesses: z.number().int().min(8).max(1_000_000).default(DEFAULTS.tools.bashMaxProcesses),
+  bashMaxMemoryMb: z.number().int().min(16).max(1_048_576).default(DEFAULTS.tools.bashMaxMemoryMb),
+  bashMaxFileMb: z.number().int().min(1).max(1_048_576).default(DEFAULTS.tools.bashMaxFileMb),
+  bashTmpMb: z.number().int().min(1).max(1_048_576).default(DEFAULTS.tools.bashTmpMb),
 });
 
 const retentionSchema = z.strictObject({
-  keepResults: z.number().int().min(0).default(DEFAULTS.background.retention.keepResults),
-  keepResultsMs: z.number().int().min(0).default(DEFAULTS.background.retention.keepResultsMs),
-  keepRecords: z.number().int().min(0).default(DEFAULTS.background.retention.keepRecords),
+  keepResults: z.number().int().min(0).max(1_000_000).default(DEFAULTS.background.retention.keepResults),
+  keepResultsMs: z.number().int().min(0).max(YEAR_MS).default(DEFAULTS.background.retention.keepResultsMs),
+  keepRecords: z.number().int().min(0).max(1_000_000).default(DEFAULTS.background.retention.keepRecords),
 });
 
 /** A workspace-relative path: no NUL, not absolute, no ".." segment. */
@@ -69,8 +91,8 @@ const defaultBudgetSchema = z.strictObject({
 
 /** One token and dollar pool for all of a session's (a manager's) background jobs; see README "Budgets". */
 const sessionBudgetSchema = z.strictObject({
-  maxTokens: z.number().int().min(1).optional(),
-  maxCostUsd: z.number().positive().optional(),
+  maxTokens: z.number().int().min(1).max(1_000_000_000_000).optional(),
+  maxCostUsd: z.number().positive().max(1_000_000).optional(),
   /** A spawn the pool cannot cover: `refuse` it (a tool error the model reads) or `queue` it until leases return. */
   onExhausted: z.enum(['refuse', 'queue']).default('refuse'),
 });
@@ -83,7 +105,7 @@ const backgroundSchema = z.strictObject({
    * Parsing turns it into `timeoutMinutes`, the one field the runtime reads.
    */
   timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
-  queueLimit: z.number().int().min(0).default(DEFAULTS.background.queueLimit),
+  queueLimit: z.number().int().min(0).max(10_000_000).default(DEFAULTS.background.queueLimit),
   /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
   maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
   /** A job that answers with children still running: `wait` gives its slot back, waits and resumes with their results; `cancel` cancels them. */
@@ -94,7 +116,7 @@ const backgroundSchema = z.strictObject({
   heapMb: z.number().int().min(16).max(MAX_HEAP_MB).default(DEFAULTS.background.heapMb),
   niceIncrement: z.number().int().min(0).max(19).default(DEFAULTS.background.niceIncrement),
   cancelGraceMs: timerMs(0).default(DEFAULTS.background.cancelGraceMs),
-  resultMaxChars: z.number().int().min(200).default(DEFAULTS.background.resultMaxChars),
+  resultMaxChars: z.number().int().min(200).max(10_000_000).default(DEFAULTS.background.resultMaxChars),
   closeTimeoutMs: timerMs(0).default(DEFAULTS.background.closeTimeoutMs),
   maxRequeues: z.number().int().min(0).max(10).default(DEFAULTS.background.maxRequeues),
   /** What the ledger keeps of delivered jobs; see `DEFAULTS.background.retention`. */
@@ -140,16 +162,17 @@ const dedupSchema = z.strictObject({
 
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+export const AGENT_NAME_EXPECTED = 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)';
 
 /**
  * A configured peer agent (core-agent's catalog): a job that runs it uses its model, endpoint,
  * prompt, tools and limits instead of a fork of the parent. Unset fields come from the parent.
  */
-const agentSchema = z.strictObject({
+export const agentSchema = z.strictObject({
   /** Shown to the parent's model in the spawn tool and the `agent_<name>` tool. */
   description: z.string().trim().min(1).max(1_000),
   model: z.string().min(1).optional(),
-  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  baseUrl: modelUrlSchema.optional(),
   /** Never printed, logged or put in an event. Without it, the parent's key is used only on the parent's endpoint. */
   apiKey: z.string().min(1).optional(),
   /** Appended to the background baseline prompt, unless `replaceSystemPrompt`. */
@@ -173,6 +196,10 @@ const ledgerSchema = z.strictObject({
   onInterrupted: z.enum(['rerun', 'deliver']).default(DEFAULTS.ledger.onInterrupted),
   maxReruns: z.number().int().min(0).max(10).default(DEFAULTS.ledger.maxReruns),
   synchronous: z.enum(['normal', 'full']).default(DEFAULTS.ledger.synchronous),
+  /** A scope's lease is taken over once its heartbeat is this old (see DEFAULTS.ledger.leaseStaleMs). */
+  leaseStaleMs: z.number().int().min(1_000).max(3_600_000).default(DEFAULTS.ledger.leaseStaleMs),
+  /** Accept `path` inside `workspaceRoot` (refused by default: jobs could read and forge it). */
+  allowInWorkspace: z.boolean().default(DEFAULTS.ledger.allowInWorkspace),
 });
 
 const serverSchema = z.strictObject({
@@ -193,7 +220,7 @@ export const configSchema = z.strictObject({
    * OpenAI's; unset without one: a CONFIG_INVALID error when a manager or session starts (the
    * CLI starts its built-in simulator instead). See {@link assertModelConfigured}.
    */
-  baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+  baseUrl: modelUrlSchema.optional(),
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
@@ -234,19 +261,19 @@ export const configSchema = z.strictObject({
   grantedTools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([]),
   /** `ask`: the parent asks a person on a terminal; `config`: only `grantedTools`. Background jobs never ask. */
   permissionMode: z.enum(['ask', 'config']).default('config'),
-  loopWarnAfter: z.number().int().min(2).default(DEFAULTS.loopWarnAfter),
-  loopStopAfter: z.number().int().min(2).default(DEFAULTS.loopStopAfter),
+  loopWarnAfter: z.number().int().min(2).max(10_000).default(DEFAULTS.loopWarnAfter),
+  loopStopAfter: z.number().int().min(2).max(10_000).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
   /** Where jobs and sessions are kept: in memory (default) or a SQLite file (README "Durability"). */
   ledger: ledgerSchema.default(ledgerSchema.parse({})),
   /** `forkpool serve`: address, body limit, CORS, event buffer. */
   server: serverSchema.default(serverSchema.parse({})),
-  sessionSummaryMaxChars: z.number().int().min(200).default(DEFAULTS.sessionSummaryMaxChars),
+  sessionSummaryMaxChars: z.number().int().min(200).max(1_000_000).default(DEFAULTS.sessionSummaryMaxChars),
   /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
-  parentHistoryMaxTokens: z.number().int().min(1_000).default(DEFAULTS.parentHistoryMaxTokens),
+  parentHistoryMaxTokens: z.number().int().min(1_000).max(100_000_000).default(DEFAULTS.parentHistoryMaxTokens),
   /** Configured peer agents by name (see README "Agents"). */
-  agents: z.record(z.string().regex(AGENT_NAME_PATTERN, 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)'), agentSchema).default({}),
+  agents: z.record(z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_EXPECTED), agentSchema).default({}),
   /** Agents offered to the parent as `agent_<name>(task, background?)` tools; each must be in `agents`. */
   agentTools: z.array(z.string()).default([]),
   /** Per model name: price per million tokens (input, output) and context window (see src/shared/models.ts). */

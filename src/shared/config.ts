@@ -2,8 +2,10 @@ import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { z } from 'zod';
-import { configSchema, type ForkpoolConfig } from './config-schema.js';
+import { AGENT_NAME_EXPECTED, configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
+import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
+import { ledgerInWorkspaceIssue } from './ledger-path.js';
 
 export * from './config-schema.js';
 
@@ -55,6 +57,7 @@ export function normalizeAliases(input: Record<string, unknown>, onWarning: Conf
  */
 export function parseConfig(raw: unknown, sources: Record<string, string> = {}, options: ParseConfigOptions = {}): ForkpoolConfig {
   const input = raw && typeof raw === 'object' && !Array.isArray(raw) ? normalizeAliases(raw as Record<string, unknown>, options.onWarning) : raw;
+  checkRecordKeys(input, sources);
   const result = configSchema.safeParse(input, { reportInput: true });
   if (!result.success) throw new ConfigError(result.error.issues.map((issue) => toConfigIssue(issue, sources)));
   const config = result.data;
@@ -70,8 +73,10 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
       },
     ]);
   }
-  const broad = broadWorkspaceIssue(config);
+  const broad = broadWorkspaceCheck(config);
   if (broad) throw new ConfigError([withSource(broad, 'workspaceRoot', sources)]);
+  const ledgerInWorkspace = ledgerInWorkspaceIssue(config.ledger, config.workspaceRoot);
+  if (ledgerInWorkspace) throw new ConfigError([withSource(ledgerInWorkspace, 'ledger.path', sources)]);
   const { keepRecords, keepResults } = config.background.retention;
   if (keepRecords < keepResults) {
     throw new ConfigError([
@@ -85,6 +90,29 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
   checkAgentNames(config, sources);
   checkSessionBudget(config, sources);
   return resolveJobTimeout(config, input as Record<string, unknown>, sources);
+}
+
+/** The config's name-keyed maps and what a key of each must be. */
+const RECORD_FIELDS: ReadonlyArray<[field: string, expected: string]> = [
+  ['agents', AGENT_NAME_EXPECTED],
+  ['models', 'a model name'],
+];
+
+/**
+ * zod drops a "__proto__" key of a record without a word (assigning it would replace the
+ * result's prototype), so a JSON file's `agents.__proto__` would vanish: refused here instead,
+ * like a top-level "__proto__" (which the strict schema reports as an unknown key).
+ */
+function checkRecordKeys(input: unknown, sources: Record<string, string>): void {
+  if (!input || typeof input !== 'object') return;
+  const issues: ConfigIssue[] = [];
+  for (const [field, expected] of RECORD_FIELDS) {
+    const record = (input as Record<string, unknown>)[field];
+    if (record && typeof record === 'object' && Object.prototype.hasOwnProperty.call(record, '__proto__')) {
+      issues.push(withSource({ field: `${field}.__proto__`, expected: `${expected} ("__proto__" is not one)`, received: 'key "__proto__"' }, `${field}.__proto__`, sources));
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
 }
 
 /** `agentTools` and `background.defaultAgent` name agents: each must be in `agents`. */
@@ -149,25 +177,23 @@ function resolveJobTimeout(config: ForkpoolConfig, input: Record<string, unknown
 }
 
 /**
- * `/` or the home folder as the workspace would hand every tool the whole machine (or every
- * credential in the home folder): refused unless `allowBroadWorkspace` says so.
+ * `/`, the home folder or a system folder as the workspace would hand every tool the whole
+ * machine, every credential in the home folder or the system's programs: refused unless
+ * `allowBroadWorkspace` says so (a path in /proc, /sys or /dev always). Checked by name and,
+ * when the folder exists, by its real path.
  */
-function broadWorkspaceIssue(config: ForkpoolConfig): ConfigIssue | undefined {
-  if (config.allowBroadWorkspace) return undefined;
+function broadWorkspaceCheck(config: ForkpoolConfig): ConfigIssue | undefined {
   const candidates = new Set([path.resolve(config.workspaceRoot)]);
   try {
     candidates.add(realpathSync(config.workspaceRoot));
   } catch {
     // A missing folder is reported where it is opened; only its name is checked here.
   }
-  const home = os.homedir();
-  const broad = [...candidates].find((p) => p === '/' || (home !== '' && home !== '/' && p === path.resolve(home)));
-  if (!broad) return undefined;
-  return {
-    field: 'workspaceRoot',
-    expected: 'a project folder, not / or the home folder (set allowBroadWorkspace: true or pass --allow-broad-workspace to force it)',
-    received: JSON.stringify(config.workspaceRoot) + (broad === '/' ? ' (the file system root)' : ' (the home folder)'),
-  };
+  for (const candidate of candidates) {
+    const found = broadWorkspace(candidate, os.homedir());
+    if (found && (!found.forcible || !config.allowBroadWorkspace)) return broadWorkspaceIssue(config.workspaceRoot, found);
+  }
+  return undefined;
 }
 
 function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {
@@ -204,10 +230,18 @@ function describeExpected(issue: z.core.$ZodIssue): string {
 
 export function describeReceived(value: unknown): string {
   if (value === undefined) return 'nothing';
-  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (typeof value === 'string') {
+    const shown = withoutUrlCredentials(value);
+    return JSON.stringify(shown.length > 80 ? `${shown.slice(0, 77)}...` : shown);
+  }
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
+}
+
+/** `scheme://user:pass@host` → `scheme://***@host`: a URL's credentials never reach an error message or a log. */
+export function withoutUrlCredentials(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi, '$1***@');
 }
 
 /** OpenAI's endpoint, used only when `apiKey` is set and `baseUrl` is not. */

@@ -30,6 +30,11 @@ export const DEFAULTS = {
   tools: {
     readFileMaxBytes: 256 * 1024,
     readFileDefaultLines: 400,
+    /**
+     * Bytes one read_file call reads at most, counting the lines it skips to reach `offset`:
+     * what it reads stays bounded by what it can return, whatever the file's size.
+     */
+    readFileMaxScanBytes: 64 * 1024 * 1024,
     outputMaxChars: 30_000,
     grepMaxMatches: 200,
     grepMaxFileBytes: 2 * 1024 * 1024,
@@ -42,6 +47,17 @@ export const DEFAULTS = {
     maxParallelToolCalls: 8,
     /** One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree). */
     searchTimeoutMs: 20_000,
+    /**
+     * bash: processes (threads count) one command may run at once. Enforced by a cgroup's pids
+     * limit where forkpool can make one, else by RLIMIT_NPROC inside bubblewrap when not root.
+     */
+    bashMaxProcesses: 512,
+    /** bash: MiB of memory: a cgroup's memory limit where one can be made, and each process's RLIMIT_DATA. */
+    bashMaxMemoryMb: 2_048,
+    /** bash: MiB of the largest file one process may write, anywhere (RLIMIT_FSIZE). */
+    bashMaxFileMb: 1_024,
+    /** bash in bubblewrap: MiB of the sandbox's private /tmp (a RAM tmpfs). */
+    bashTmpMb: 512,
   },
   /**
    * How bash is confined. `auto`: inside bubblewrap when it works on this machine, else a plain
@@ -55,6 +71,11 @@ export const DEFAULTS = {
   sandboxNetwork: false,
   /** Paths the write tools refuse (a name matches that segment anywhere; a path with "/" a workspace-relative prefix). */
   protectedPaths: ['.git'] as readonly string[],
+  /**
+   * The walk that finds protected entries (every `.git`, at any depth) before and after each
+   * sandboxed bash command; past these bounds deeper entries are neither bound read-only nor checked.
+   */
+  protectedScan: { maxEntries: 100_000, maxDepth: 64, maxBinds: 256 },
   background: {
     /** The seeds' `max_background_agents`. */
     maxConcurrent: 3,
@@ -131,11 +152,21 @@ export const DEFAULTS = {
     maxReruns: 2,
     /** SQLite `synchronous`: `normal` survives a killed process (WAL); `full` also a power cut, at about 10x the write cost. */
     synchronous: 'normal' as 'normal' | 'full',
+    /**
+     * One process owns a scope (a session, a fan-out) at a time: it holds a lease row and
+     * heartbeats it every fifth of this. A lease whose heartbeat is older is taken over (its owner
+     * crashed or hangs); one whose owner exited on this machine is taken over at once.
+     */
+    leaseStaleMs: 30_000,
+    /** Accept a ledger file inside the workspace, where every job's file tools could read and rewrite it. */
+    allowInWorkspace: false,
   },
   /** `forkpool serve`. */
   server: {
-    /** Loopback only unless told otherwise. */
+    /** Loopback only unless told otherwise (any other address is served with a warning). */
     host: '127.0.0.1',
+    /** Shortest bearer token accepted (`FORKPOOL_SERVER_TOKEN` or the `token` option); a generated one has 43. */
+    minTokenChars: 16,
     port: 4477,
     /** Largest request body; a bigger one is refused with 413. */
     bodyLimitBytes: 1_048_576,
@@ -176,6 +207,20 @@ export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 /** Tools that act on the world; they need a grant in the permission store. */
 export const GATED_TOOLS: readonly BuiltinToolName[] = ['bash', 'write_file', 'edit_file'];
+
+/**
+ * What write_file checks before it creates a folder: Linux's limits on a name and a path
+ * (a longer one fails only at the end, after every folder above it was made), and a depth
+ * beyond which a path is a runaway, not a project layout.
+ */
+export const WRITE_PATH_LIMITS = {
+  /** Bytes of one file or folder name (Linux NAME_MAX). */
+  nameMaxBytes: 255,
+  /** Bytes of the whole absolute path (Linux PATH_MAX, less the terminating NUL). */
+  pathMaxBytes: 4_095,
+  /** Folders below the workspace root on the way to the file. */
+  maxDepth: 128,
+} as const;
 
 /**
  * Fixed timings that are not configuration, kept here so every number that shapes how jobs

@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'TOOL_TIMEOUT',
   'PATH_OUTSIDE_WORKSPACE',
   'PERMISSION_DENIED',
+  /** A bash command hit one of the sandbox's resource limits (toolLimits.bashMax*, bashTmpMb). */
+  'SANDBOX_LIMIT',
   'MODEL_REQUEST_FAILED',
   'MODEL_STREAM_STALLED',
   /** One model response passed `maxResponseChars`. */
@@ -46,6 +48,8 @@ export const ERROR_CODES = [
   'JOB_INTERRUPTED',
   /** No session with that id in the durable ledger. */
   'SESSION_UNKNOWN',
+  /** Another live process holds the lease on this durable ledger scope (one writer per scope). */
+  'LEDGER_BUSY',
   /** A worker broke the port protocol (a second `started`, an unknown message, another job's id). */
   'PROTOCOL_INVALID',
   /** A spawn named an agent that is not in the config's catalog (or not offered to the caller). */
@@ -60,6 +64,15 @@ export const ERROR_CODES = [
   'CHECKED_RECENTLY',
   /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
   'RESULT_UNAVAILABLE',
+  /** A queued BullMQ job named a model endpoint its worker's own configuration does not allow. */
+  'ENDPOINT_NOT_ALLOWED',
+  /**
+   * A write to the durable ledger failed (disk full, I/O error, a read-only file). A write the
+   * caller asked for (a spawn, a delivery) is refused with it and changes nothing.
+   */
+  'LEDGER_WRITE_FAILED',
+  /** `completeAttempt` for a job that is not running that attempt now (queued, or not started). */
+  'ATTEMPT_NOT_RUNNING',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;
@@ -134,6 +147,51 @@ export class JobError extends ForkpoolError {
     super(code, message, options);
     this.name = 'JobError';
     this.jobId = jobId;
+  }
+}
+
+/**
+ * The durable ledger could not write (SQLite's own error is the cause). `sqliteCode` is what
+ * SQLite said (`SQLITE_FULL`, `SQLITE_IOERR_…`, `SQLITE_READONLY`), `operation` what was written.
+ */
+export class LedgerWriteError extends ForkpoolError {
+  readonly sqliteCode: string;
+  readonly operation: string;
+  constructor(operation: string, cause: unknown) {
+    const sqliteCode = typeof (cause as { code?: unknown } | null)?.code === 'string' ? String((cause as { code: string }).code) : 'UNKNOWN';
+    super('LEDGER_WRITE_FAILED', `the durable ledger could not write (${operation}): ${errorMessage(cause)} [${sqliteCode}]`, { cause });
+    this.name = 'LedgerWriteError';
+    this.sqliteCode = sqliteCode;
+    this.operation = operation;
+  }
+}
+
+/** Who holds a durable ledger scope's lease (see src/main/ledger-lease.ts). */
+export interface LeaseHolder {
+  pid: number;
+  host: string;
+  /** When it took the lease (ms since the epoch). */
+  since: number;
+  /** Its last heartbeat (ms since the epoch). */
+  heartbeatAt: number;
+}
+
+/** A second owner for a durable ledger scope: refused while the holder lives and heartbeats. */
+export class LedgerBusyError extends ForkpoolError {
+  readonly scope: string;
+  readonly file: string;
+  readonly holder: LeaseHolder;
+  constructor(file: string, scope: string, holder: LeaseHolder, staleMs: number, now = Date.now()) {
+    super(
+      'LEDGER_BUSY',
+      `the ledger scope "${scope}" of ${file} is held by pid ${holder.pid} on host ${holder.host} since ${new Date(holder.since).toISOString()} ` +
+        `(last heartbeat ${Math.max(0, Math.round((now - holder.heartbeatAt) / 1000))} s ago): one process at a time writes a scope; ` +
+        `it is taken over once that process has exited or its heartbeat is older than ${Math.round(staleMs / 1000)} s (ledger.leaseStaleMs)`,
+    );
+    this.name = 'LedgerBusyError';
+    this.scope = scope;
+    this.file = file;
+    this.holder = holder;
   }
 }
 

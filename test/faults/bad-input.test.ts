@@ -56,6 +56,23 @@ describe('invalid configuration', () => {
     expect(error.issues).toEqual([{ field: '__proto__', expected: 'no such key (unknown option)', received: 'key "__proto__"', source: file }]);
     notPolluted();
   });
+
+  it('an "agents.__proto__" (or "models.__proto__") key is refused as an invalid name, from a file and from code', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'forkpool-config-'));
+    cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, CONFIG_FILE_NAME);
+    const text = '{"agents": {"__proto__": {"description": "a sneaky agent"}, "helper": {"description": "helps"}}, "models": {"__proto__": {"contextWindow": 8000}}}';
+    writeFileSync(file, text);
+    const fromFile = configError(() => loadConfig({}, {}, dir));
+    expect(fromFile.issues).toEqual([
+      { field: 'agents.__proto__', expected: expect.stringMatching(/^an agent name: .*\("__proto__" is not one\)$/), received: 'key "__proto__"', source: file },
+      { field: 'models.__proto__', expected: 'a model name ("__proto__" is not one)', received: 'key "__proto__"', source: file },
+    ]);
+    // From code, a parsed JSON object: the layering keeps the key an own key, so it is refused too.
+    const fromCode = configError(() => loadConfig({ config: JSON.parse(text) as Record<string, unknown>, cwd: dir }));
+    expect(fromCode.issues.map((i) => i.field)).toEqual(['agents.__proto__', 'models.__proto__']);
+    notPolluted();
+  });
 });
 
 describe('invalid spawn arguments', () => {

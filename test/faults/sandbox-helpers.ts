@@ -2,19 +2,23 @@
  * Helpers for the tool-security tests: bubblewrap detection that fails loudly, a /proc scan
  * for leftover processes, and a tool context with a policy and a process registry.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { probeBwrap } from '../../src/shared/tools/bwrap.js';
 import { DEFAULT_TOOL_POLICY } from '../../src/shared/tools/policy.js';
 import { scrubEnv } from '../../src/shared/tools/secrets.js';
+import { skipWithout } from '../helpers/system.js';
 import type { ProcessRegistry, ToolContext, ToolDefinition, ToolPolicy } from '../../src/shared/tools/types.js';
 
-/** Skip (instead of failing) the bubblewrap tests only when this is set, e.g. on a machine without it. */
-export const SKIP_BWRAP = process.env.FORKPOOL_TEST_NO_BWRAP === '1';
+/**
+ * Skip the bubblewrap tests where bubblewrap is not installed (one line says so), or when
+ * FORKPOOL_TEST_NO_BWRAP=1. Under `.ci/run` (FORKPOOL_TEST_REQUIRE_SYSTEM=1) they run and fail.
+ */
+export const SKIP_BWRAP = process.env.FORKPOOL_TEST_NO_BWRAP === '1' || skipWithout('bubblewrap', existsSync(DEFAULTS.bwrapPath));
 
 /**
- * Throws unless bubblewrap works here: CI installs it, so its absence is a broken setup, not a
- * reason to pass quietly. Set FORKPOOL_TEST_NO_BWRAP=1 to skip these tests instead.
+ * Throws unless bubblewrap works here: installed but unusable (no user namespaces, say) is a broken
+ * setup, not a reason to pass quietly. Set FORKPOOL_TEST_NO_BWRAP=1 to skip these tests instead.
  */
 export async function requireBwrap(): Promise<void> {
   const probe = await probeBwrap(DEFAULTS.bwrapPath);

@@ -4,18 +4,24 @@
  * restart Redis may share the one `.ci/run` starts (FORKPOOL_TEST_REDIS_URL) instead.
  *
  *   const redis = await startRedis(cleanup);
- *   const worker = await startWorker(cleanup, redis.url, { concurrency: 2, lockMs: 4000 });
+ *   const worker = await startWorker(cleanup, redis.url, { config: { baseUrl: sim.url, workspaceRoot: ws }, lockMs: 4000 });
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { acceptsConnections, freeLoopbackPort } from '../../src/shared/loopback.js';
 import type { Cleanup } from './cleanup.js';
+import { skipWithout } from './system.js';
 import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
 
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((file) => existsSync(file)) ?? 'redis-server';
 
-/** True when a redis-server binary runs here (the tests that need one are skipped otherwise, and say so). */
-export const HAVE_REDIS = spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' }).status === 0;
+/**
+ * True when a redis-server binary runs here; the tests that need one are skipped otherwise, and one
+ * line says so (under `.ci/run` they run and fail instead).
+ */
+export const HAVE_REDIS = !skipWithout('redis-server', spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' }).status === 0);
 
 export interface TestRedis {
   url: string;
@@ -25,11 +31,13 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
+/** `password`: the server requires it (`--requirepass`), and `url` carries it (`redis://:password@…`). */
+export async function startRedis(cleanup: Cleanup, options: { password?: string } = {}): Promise<TestRedis> {
   const port = await freeLoopbackPort();
   let child: ChildProcess | undefined;
+  const auth = options.password === undefined ? [] : ['--requirepass', options.password];
   const start = async () => {
-    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
+    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...auth], { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     while (!(await acceptsConnections(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server did not accept connections on port ${port}`);
@@ -47,7 +55,7 @@ export async function startRedis(cleanup: Cleanup): Promise<TestRedis> {
   await start();
   cleanup.add(stop);
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     port,
     restart: async () => {
       await stop();
@@ -78,9 +86,26 @@ export interface TestWorker {
   runsEnded(): Array<Record<string, unknown>>;
 }
 
+export interface TestWorkerOptions {
+  /**
+   * The worker's own config file (`--config`): its model endpoints and keys, workspace, grants.
+   * Jobs run only on endpoints it names, in its workspace (see src/bullmq/worker-policy.ts).
+   */
+  config: Record<string, unknown>;
+  concurrency?: number;
+  lockMs?: number;
+  maxStalls?: number;
+  queue?: string;
+  env?: Record<string, string>;
+}
+
 /** Starts `forkpool worker --json` on `redisUrl` and waits until it takes jobs. */
-export async function startWorker(cleanup: Cleanup, redisUrl: string, options: { concurrency?: number; lockMs?: number; maxStalls?: number; queue?: string; env?: Record<string, string> } = {}): Promise<TestWorker> {
-  const args = ['worker', '--redis', redisUrl, '--json', '--concurrency', String(options.concurrency ?? 2), '--log-level', 'warn'];
+export async function startWorker(cleanup: Cleanup, redisUrl: string, options: TestWorkerOptions): Promise<TestWorker> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-worker-config-'));
+  cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
+  const configFile = path.join(dir, 'worker.config.json');
+  writeFileSync(configFile, JSON.stringify(options.config));
+  const args = ['worker', '--redis', redisUrl, '--config', configFile, '--json', '--concurrency', String(options.concurrency ?? 2), '--log-level', 'warn'];
   if (options.lockMs !== undefined) args.push('--lock-ms', String(options.lockMs));
   if (options.maxStalls !== undefined) args.push('--max-stalls', String(options.maxStalls));
   if (options.queue !== undefined) args.push('--queue', options.queue);

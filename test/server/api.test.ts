@@ -3,7 +3,11 @@
  * bodies, SSE resume with Last-Event-ID, /metrics as Prometheus text, no key anywhere.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { startForkpoolServer, type ForkpoolServerOptions } from '../../src/server/app.js';
+import { exposureWarning, isLoopbackHost } from '../../src/server/bind.js';
+import { createExecutor } from '../../src/main/executor-factory.js';
+import { ConfigError } from '../../src/shared/errors.js';
+import { describeResult, runCli, startTestSim, useCleanup } from '../helpers/index.js';
 import { TOKEN, parsePrometheus, readEvents, startTestServer, type SseEvent } from './helpers.js';
 
 const cleanup = useCleanup();
@@ -304,3 +308,59 @@ async function waitUntil(check: () => Promise<boolean>): Promise<void> {
   }
   throw new Error('condition never held');
 }
+
+describe('the token and the address it binds', () => {
+  it('a token shorter than 16 characters is refused, from the option or FORKPOOL_SERVER_TOKEN, naming it and the minimum, not its value', async () => {
+    const { config } = await startTestSim(cleanup);
+    const refused = (options: Partial<ForkpoolServerOptions>) => startForkpoolServer({ config, port: 0, env: {}, ...options }).then(() => undefined, (error: unknown) => error as ConfigError);
+    const short = await refused({ token: 'x' });
+    expect(short).toBeInstanceOf(ConfigError);
+    expect(short?.issues).toEqual([{ field: 'token', expected: expect.stringContaining('at least 16 characters'), received: '1 character' }]);
+    const fromEnv = await refused({ env: { FORKPOOL_SERVER_TOKEN: 'fifteen-chars15' } });
+    expect(fromEnv?.issues).toEqual([{ field: 'FORKPOOL_SERVER_TOKEN', expected: expect.stringContaining('at least 16 characters'), received: '15 characters' }]);
+    expect(fromEnv?.message).not.toContain('fifteen-chars15');
+    const ok = await startForkpoolServer({ config, port: 0, env: { FORKPOOL_SERVER_TOKEN: 'sixteen-chars-16' } });
+    cleanup.add(() => ok.close());
+    expect(ok.token).toBe('sixteen-chars-16');
+  });
+
+  it('`forkpool serve` with a 1-character FORKPOOL_SERVER_TOKEN exits 2 naming it, before starting anything', async () => {
+    const r = await runCli(['serve', '--port', '0'], { env: { FORKPOOL_SERVER_TOKEN: 'x' }, cleanup, timeoutMs: 20_000 });
+    expect(r.code, describeResult(r)).toBe(2);
+    expect(r.stderr).toMatch(/"FORKPOOL_SERVER_TOKEN": expected a token of at least 16 characters.*received 1 character/);
+  });
+
+  it.each(['0.0.0.0', '::', '192.0.2.1', '10.1.2.3', 'example.com'])('%s is not loopback', (host) => {
+    expect(isLoopbackHost(host)).toBe(false);
+    expect(exposureWarning(host)).toMatch(/not loopback/);
+  });
+
+  it.each(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1'])('%s is loopback (no warning)', (host) => {
+    expect(isLoopbackHost(host)).toBe(true);
+    expect(exposureWarning(host)).toBeUndefined();
+  });
+
+  it('a non-loopback host is warned about before binding; when the bind fails no worker thread is left', async () => {
+    const { config } = await startTestSim(cleanup);
+    const warnings: string[] = [];
+    const executor = createExecutor(config, undefined, config.executor);
+    cleanup.add(() => executor.close());
+    expect(executor.threadCount()).toBeGreaterThan(0);
+    // 192.0.2.1 (TEST-NET-1) is on no interface: the bind fails, so nothing listens off loopback.
+    const failed = await startForkpoolServer({ config, executor, token: TOKEN, host: '192.0.2.1', port: 0, onWarning: (m) => warnings.push(m) }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ code: 'EADDRNOTAVAIL' });
+    expect(executor.threadCount()).toBe(0);
+    expect(warnings).toEqual([expect.stringMatching(/^serving on the address 192\.0\.2\.1, not loopback: anyone who can reach this port/)]);
+    const loopback = await startForkpoolServer({ config, token: TOKEN, port: 0, onWarning: (m) => warnings.push(m) });
+    cleanup.add(() => loopback.close());
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('`forkpool serve --host <not loopback>` says so on stderr, also with --json, and exits when the bind fails', async () => {
+    // A TEST-NET address (the bind fails) and a dead loopback model endpoint (no simulator started).
+    const r = await runCli(['serve', '--host', '192.0.2.1', '--port', '0', '--json', '--base-url', 'http://127.0.0.1:9/v1'], { env: { FORKPOOL_SERVER_TOKEN: TOKEN }, cleanup, timeoutMs: 20_000 });
+    expect(r.stderr, describeResult(r)).toMatch(/forkpool: warning: serving on the address 192\.0\.2\.1, not loopback/);
+    expect(r.stdout).toContain('"type":"warning"');
+    expect([r.timedOut, r.code]).toEqual([false, 1]);
+  });
+});

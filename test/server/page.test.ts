@@ -12,6 +12,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
 import { useCleanup, tempWorkspace } from '../helpers/index.js';
+import { skipWithout } from '../helpers/system.js';
 import { TOKEN, startTestServer } from './helpers.js';
 
 const cleanup = useCleanup();
@@ -48,7 +49,7 @@ declare const document: { querySelector(s: string): { textContent: string | null
 
 const history = (page: Page, id: string) => page.locator(`#job-${id}`).getAttribute('data-history');
 
-describe('the jobs page in headless Chromium', () => {
+describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in headless Chromium', () => {
   it('starts three jobs from the form, shows them live to the end, cancels one, opens a result, reconnects after a restart', async () => {
     const workspaceRoot = tempWorkspace({ 'src/retry.ts': 'export function retryBackoff(attempt: number) { return 2 ** attempt * 100; }\n' }, cleanup);
     const { server, url } = await startTestServer(cleanup, { workspaceRoot, background: { maxConcurrent: 2 } }, { latencyMs: 600 });

@@ -1,13 +1,16 @@
 import { spawn } from 'node:child_process';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
+import { DEFAULTS } from '../defaults.js';
 import { AbortError, ToolError } from '../errors.js';
-import { bwrapArgs, probeBwrap, sandboxEnv } from './bwrap.js';
+import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
+import { placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
+import { describeLimitHits, joiningArgv, limitedBashArgv, limitsHitByOutput, makeCommandCgroup, type CommandCgroup, type LimitName } from './sandbox-limits.js';
 import { openNoFollow } from './safe-fs.js';
 import { HeadTailBuffer } from '../text-budget.js';
 import { scrubEnv } from './secrets.js';
-import type { ProcessRegistry, ToolContext, ToolDefinition } from './types.js';
+import type { ProcessRegistry, ToolContext, ToolDefinition, ToolPolicy } from './types.js';
 import { capOutput, throwIfAborted } from './util.js';
 
 const NAME = 'bash';
@@ -29,7 +32,8 @@ export const bashTool: ToolDefinition<BashArgs> = {
     'Run a shell command with /bin/bash -c, working directory = workspace root, no secrets in the environment. ' +
     'Returns stdout and stderr interleaved (long output keeps its head and tail) and the exit code. ' +
     'Usually sandboxed: only the workspace (writable) and system folders (read-only) are visible, no network, ' +
-    'and every process the command starts ends with it. On timeout everything it started is killed.',
+    'and every process the command starts ends with it. On timeout everything it started is killed. ' +
+    'Processes, memory, file size and /tmp are limited; .git is read-only.',
   parameters,
   gated: true,
   describeCall: (args) => `bash: ${args.command.length > 200 ? `${args.command.slice(0, 200)}…` : args.command}`,
@@ -39,11 +43,19 @@ export const bashTool: ToolDefinition<BashArgs> = {
     const output = new HeadTailBuffer(ctx.limits.outputMaxChars);
     const launch = await launchFor(args.command, ctx);
     let outcome: Outcome;
+    let removed: string[] = [];
+    let cgroupHits = new Set<LimitName>();
     try {
       throwIfAborted(ctx.signal);
       outcome = await runCommand(launch, timeoutMs, ctx.signal, ctx.processes, (chunk) => output.push(chunk));
     } finally {
       for (const handle of launch.extraFds) await handle.close().catch(() => {});
+      if (launch.cgroup) {
+        cgroupHits = await launch.cgroup.hits();
+        await launch.cgroup.remove();
+      }
+      // Also after an abort: what the command planted goes either way.
+      if (launch.guard) removed = await settleProtected(ctx.workspaceRoot, policyOf(ctx), launch.guard.scan, launch.guard.heldEmpty).catch(() => []);
     }
     const status = outcome.timedOut
       ? `[timed out after ${timeoutMs} ms; everything the command started was killed]`
@@ -51,9 +63,16 @@ export const bashTool: ToolDefinition<BashArgs> = {
         ? `[exit code: ${outcome.code}]`
         : `[killed by signal ${outcome.signal ?? 'unknown'}]`;
     const raw = output.total === 0 ? '(no output)' : output.text(ctx.limits.outputMaxChars - status.length - 1);
-    const text = raw.endsWith('\n') ? raw.slice(0, -1) : raw;
+    const text = `${raw.endsWith('\n') ? raw.slice(0, -1) : raw}\n${status}`;
+    if (removed.length > 0) {
+      const shown = removed.slice(0, 10).map((rel) => JSON.stringify(rel)).join(', ') + (removed.length > 10 ? `, and ${removed.length - 10} more` : '');
+      const note = `bash: the command created or replaced protected paths (${shown}; protectedPaths), which could run code at the user's next git command; forkpool removed them. Leave .git alone`;
+      throw new ToolError('PERMISSION_DENIED', NAME, capOutput(`${note}\n${text}`, ctx.limits));
+    }
+    const hits = new Set([...cgroupHits, ...(outcome.timedOut ? [] : limitsHitByOutput(raw, outcome, launch.sandboxed))]);
+    if (hits.size > 0) throw new ToolError('SANDBOX_LIMIT', NAME, capOutput(`${describeLimitHits(hits, ctx.limits)}\n${text}`, ctx.limits));
     // The tool loop redacts the model key from every tool result; the sandbox hides the rest.
-    return capOutput(`${text}\n${status}`, ctx.limits);
+    return capOutput(text, ctx.limits);
   },
 };
 
@@ -63,7 +82,7 @@ interface Outcome {
   timedOut: boolean;
 }
 
-/** What to spawn: bwrap around bash, or bash alone. */
+/** What to spawn: bwrap around bash, or bash alone (either in a cgroup of its own where one can be made). */
 interface Launch {
   file: string;
   args: string[];
@@ -71,33 +90,48 @@ interface Launch {
   env: Record<string, string>;
   /** Descriptors handed to the child as fds 3, 4, … (closed here once it is spawned). */
   extraFds: FileHandle[];
+  sandboxed: boolean;
+  cgroup?: CommandCgroup | undefined;
+  /** In bubblewrap: the protected entries seen before the command, to check against after it. */
+  guard?: { scan: ProtectedScan; heldEmpty: string[] } | undefined;
 }
 
 async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   const policy = policyOf(ctx);
-  const plain: Launch = { file: '/bin/bash', args: ['-c', command], cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [] };
-  if (policy.sandbox === 'none') return plain;
-  if (policy.sandbox === 'auto' && !(await probeBwrap(policy.bwrapPath)).ok) return plain;
-  // Protected paths that exist become read-only inside, so bash cannot plant a git hook either.
-  // Handed over as descriptors opened without following links: a `.git` link an earlier
-  // command planted (to ~/.ssh, say) is skipped, never mounted.
+  const cgroup = await makeCommandCgroup(ctx.limits);
+  const inCgroup = (argv: string[]) => (cgroup ? joiningArgv(cgroup.procsFiles, argv) : argv);
+  const sandboxed = policy.sandbox === 'bwrap' || (policy.sandbox === 'auto' && (await probeBwrap(policy.bwrapPath)).ok);
+  if (!sandboxed) {
+    const [file, ...args] = inCgroup(limitedBashArgv(command, ctx.limits, { nproc: false })) as [string, ...string[]];
+    return { file, args, cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [], sandboxed, cgroup };
+  }
+  // RLIMIT_NPROC counts per user: only inside bwrap's own user namespace (not root) is it the command's own count.
+  const argv = limitedBashArgv(command, ctx.limits, { nproc: !cgroup && process.getuid?.() !== 0 });
+  const { extraFds, readOnlyInWorkspace, guard } = await protectedBinds(ctx.workspaceRoot, policy);
+  const tmpMb = (await bwrapSizesTmpfs(policy.bwrapPath)) ? ctx.limits.bashTmpMb : undefined;
+  const [file, ...args] = inCgroup([policy.bwrapPath, ...bwrapArgs({ workspaceRoot: ctx.workspaceRoot, argv, policy, readOnlyInWorkspace, heldEmpty: guard?.heldEmpty, tmpMb })]) as [string, ...string[]];
+  return { file, args, cwd: ctx.workspaceRoot, env: sandboxEnv(scrubEnv(ctx.env)), extraFds, sandboxed, cgroup, guard };
+}
+
+/**
+ * Every protected entry in the workspace (any depth, bounded walk), and what `.git` files and
+ * links point to there, becomes read-only inside; absent root-level ones are held empty. Handed
+ * over as descriptors opened without following links: a `.git` link an earlier command planted
+ * (to ~/.ssh, say) is never mounted, only what it points to inside the workspace.
+ */
+async function protectedBinds(root: string, policy: ToolPolicy) {
   const extraFds: FileHandle[] = [];
   const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
-  if (!policy.allowProtectedWrites) {
-    for (const rel of policy.protectedPaths) {
-      const handle = await openNoFollow(ctx.workspaceRoot, rel);
-      if (!handle) continue;
-      extraFds.push(handle);
-      readOnlyInWorkspace.push({ rel, childFd: 2 + extraFds.length });
-    }
+  if (policy.allowProtectedWrites) return { extraFds, readOnlyInWorkspace, guard: undefined };
+  const scan = await scanProtected(root, policy);
+  const wanted = [...[...scan.entries.values()].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
+  for (const rel of wanted.slice(0, DEFAULTS.protectedScan.maxBinds)) {
+    const handle = await openNoFollow(root, rel);
+    if (!handle) continue;
+    extraFds.push(handle);
+    readOnlyInWorkspace.push({ rel, childFd: 2 + extraFds.length });
   }
-  return {
-    file: policy.bwrapPath,
-    args: bwrapArgs({ workspaceRoot: ctx.workspaceRoot, command, policy, readOnlyInWorkspace }),
-    cwd: ctx.workspaceRoot,
-    env: sandboxEnv(scrubEnv(ctx.env)),
-    extraFds,
-  };
+  return { extraFds, readOnlyInWorkspace, guard: { scan, heldEmpty: await placeholdersFor(root, policy, scan) } };
 }
 
 function runCommand(

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { PROCESS_TAG_VAR } from './process-tag.js';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
@@ -33,13 +33,48 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 export interface BwrapCommand {
   workspaceRoot: string;
-  command: string;
+  /** The program run inside, in the workspace (see `limitedBashArgv`). */
+  argv: readonly string[];
   policy: ToolPolicy;
   /**
    * Protected paths bound read-only over the workspace: the workspace-relative path and the
    * child's descriptor number of the very file or folder (opened without following links).
    */
   readOnlyInWorkspace: ReadonlyArray<{ rel: string; childFd: number }>;
+  /** Workspace-relative paths held by an empty read-only folder, so nothing can be created there. */
+  heldEmpty?: readonly string[] | undefined;
+  /** MiB of the private /tmp; undefined: unbounded (a bwrap without `--size`). */
+  tmpMb?: number | undefined;
+}
+
+/**
+ * /proc entries no sandboxed process may write (as container runtimes do): sysctls —
+ * `kernel.core_pattern` among them, writable by uid 0 even without capabilities — the magic
+ * SysRq key, IRQ affinity, bus and file-system settings. bubblewrap itself covers only some of
+ * them, and only when they look writable from the outside.
+ */
+const PROC_READ_ONLY = ['sys', 'sysrq-trigger', 'irq', 'bus', 'fs'] as const;
+/**
+ * /proc entries hidden (files behind /dev/null, folders behind an empty read-only tmpfs): kernel
+ * memory and symbols, keyrings, timers, scheduler internals, firmware tables and devices.
+ */
+const PROC_MASKED = ['kcore', 'keys', 'key-users', 'kallsyms', 'latency_stats', 'timer_list', 'timer_stats', 'sched_debug', 'kpagecount', 'kpageflags', 'kpagecgroup', 'acpi', 'asound', 'scsi', 'driver'] as const;
+
+/**
+ * Arguments that follow `--proc /proc`: the read-only binds and masks above, for the entries
+ * this kernel has (bubblewrap cannot create a mount point inside /proc). /sys is not mounted at
+ * all, so it needs none.
+ */
+export function procHardeningArgs(): string[] {
+  const args: string[] = [];
+  for (const entry of PROC_READ_ONLY) if (existsSync(`/proc/${entry}`)) args.push('--ro-bind', `/proc/${entry}`, `/proc/${entry}`);
+  for (const entry of PROC_MASKED) {
+    const dest = `/proc/${entry}`;
+    const kind = lstatSync(dest, { throwIfNoEntry: false });
+    if (kind?.isDirectory()) args.push('--tmpfs', dest, '--remount-ro', dest);
+    else if (kind) args.push('--ro-bind', '/dev/null', dest);
+  }
+  return args;
 }
 
 /**
@@ -52,11 +87,13 @@ export function sandboxEnv(env: Readonly<Record<string, string>>): Record<string
   return env[PROCESS_TAG_VAR] ? { ...base, [PROCESS_TAG_VAR]: env[PROCESS_TAG_VAR] } : base;
 }
 
-/** bwrap's argument list for running `command` with /bin/bash -c in the workspace. */
+/** bwrap's argument list for running `spec.argv` in the workspace. */
 export function bwrapArgs(spec: BwrapCommand): string[] {
   const args: string[] = ['--unshare-all'];
   if (spec.policy.network) args.push('--share-net');
-  args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--proc', '/proc', ...procHardeningArgs(), '--dev', '/dev');
+  if (spec.tmpMb !== undefined) args.push('--size', String(spec.tmpMb * 1024 * 1024));
+  args.push('--tmpfs', '/tmp');
   for (const dir of SYSTEM_DIRS) {
     const link = symlinkTarget(dir);
     if (link !== undefined) args.push('--symlink', link, dir);
@@ -69,8 +106,26 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
   for (const { rel, childFd } of spec.readOnlyInWorkspace) {
     args.push('--ro-bind-fd', String(childFd), path.join(spec.workspaceRoot, rel));
   }
-  args.push('--chdir', spec.workspaceRoot, '--', '/bin/bash', '-c', spec.command);
+  for (const rel of spec.heldEmpty ?? []) {
+    const dest = path.join(spec.workspaceRoot, rel);
+    args.push('--tmpfs', dest, '--remount-ro', dest);
+  }
+  args.push('--chdir', spec.workspaceRoot, '--', ...spec.argv);
   return args;
+}
+
+const sizeSupport = new Map<string, Promise<boolean>>();
+
+/** Whether this bwrap can size a tmpfs (`--size`, bubblewrap 0.7 and later). Cached per path and thread. */
+export function bwrapSizesTmpfs(bwrapPath: string): Promise<boolean> {
+  let known = sizeSupport.get(bwrapPath);
+  if (!known) {
+    known = new Promise<boolean>((resolve) => {
+      execFile(bwrapPath, ['--help'], { env: sandboxEnv({}), timeout: PROBE_TIMEOUT_MS }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`.includes('--size')));
+    });
+    sizeSupport.set(bwrapPath, known);
+  }
+  return known;
 }
 
 function symlinkTarget(p: string): string | undefined {

@@ -4,11 +4,11 @@ import { ToolError } from '../errors.js';
 import { atPath, openForReading, procFdAvailable } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
-import { capOutput, throwIfAborted } from './util.js';
+import { capOutput, plural, throwIfAborted } from './util.js';
 
 const NAME = 'list_dir';
-/** Entries read from one directory before giving up on an exact count (bounds memory). */
-const MAX_SCAN = 100_000;
+/** Room kept for the footer when filling the output budget. */
+const FOOTER_RESERVE = 200;
 
 const parameters = z.strictObject({
   path: z.string().min(1).optional().describe('Directory to list, relative to the workspace root. Default "." (the root).'),
@@ -34,26 +34,66 @@ export const listDirTool: ToolDefinition<ListDirArgs> = {
       throw error;
     });
     const shown = displayPath(ctx.workspaceRoot, opened.realPath);
-    const entries: string[] = [];
-    let scanned = 0;
+    const first = new FirstByName(ctx.limits.findMaxResults);
+    let total = 0;
     try {
       for await (const entry of await opendir(procFdAvailable() ? atPath(opened.handle.fd) : opened.realPath)) {
         // A huge directory: stay responsive to a cancel while iterating it.
         throwIfAborted(ctx.signal);
-        scanned++;
-        if (entries.length >= MAX_SCAN) continue;
-        const suffix = entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : '';
-        entries.push(entry.name + suffix);
+        total++;
+        first.offer(entry.name + (entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : ''));
       }
     } finally {
       await opened.handle.close();
     }
-    if (entries.length === 0) return `${shown}/ is empty.`;
-    entries.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const cap = ctx.limits.findMaxResults;
-    const shownEntries = entries.slice(0, cap);
-    const header = `${shown}/ (${scanned} ${scanned === 1 ? 'entry' : 'entries'})`;
-    const footer = scanned > shownEntries.length ? `\n[${scanned - shownEntries.length} more entries not shown; use find_files with a pattern to narrow]` : '';
-    return capOutput(`${header}\n${shownEntries.join('\n')}${footer}`, ctx.limits);
+    if (total === 0) return `${shown}/ is empty.`;
+    // Whole lines up to the output budget, never a cut in the middle: what is shown is exactly
+    // the first entries by name, and the footer says how many follow.
+    const header = `${shown}/ (${plural(total, 'entry', 'entries')})`;
+    const budget = Math.max(ctx.limits.outputMaxChars - header.length - FOOTER_RESERVE, 0);
+    const lines: string[] = [];
+    let used = 0;
+    for (const name of first.sorted()) {
+      if (used + name.length + 1 > budget && lines.length > 0) break;
+      lines.push(name);
+      used += name.length + 1;
+    }
+    const more = total - lines.length;
+    const footer = more > 0 ? `\n[the first ${lines.length} by name shown; ${more} more entries not shown. Use find_files with a pattern to narrow]` : '';
+    return capOutput(`${header}\n${lines.join('\n')}${footer}`, ctx.limits);
   },
 };
+
+/**
+ * The `cap` smallest names of a stream, in memory bounded by `2 × cap` whatever the directory
+ * size: names are buffered, and when the buffer is full it is sorted and cut back to `cap`, so
+ * a name at or past the cut can never be among the first and is dropped as it arrives.
+ */
+class FirstByName {
+  readonly #cap: number;
+  #names: string[] = [];
+  #cutoff: string | undefined;
+
+  constructor(cap: number) {
+    this.#cap = cap;
+  }
+
+  offer(name: string): void {
+    if (this.#cutoff !== undefined && name >= this.#cutoff) return;
+    this.#names.push(name);
+    if (this.#names.length >= 2 * this.#cap) this.#trim();
+  }
+
+  sorted(): string[] {
+    this.#trim();
+    return this.#names;
+  }
+
+  #trim(): void {
+    this.#names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (this.#names.length > this.#cap) {
+      this.#names.length = this.#cap;
+      this.#cutoff = this.#names[this.#cap - 1];
+    }
+  }
+}

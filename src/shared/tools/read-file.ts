@@ -81,7 +81,10 @@ async function readOpened(handle: FileHandle, size: number, shown: string, args:
   // Count the total only for files small enough to scan cheaply to the end.
   const countAll = size <= maxBytes;
 
-  const result = await readLines(handle, { maxLineChars: MAX_LINE_CHARS, signal: ctx.signal }, (text, n, cut) => {
+  // Bounded: at most readFileMaxScanBytes, and never past a NUL byte (binary data, or a sparse
+  // file's hole: one endless line of zeros that would be read to its end).
+  const scanLimit = ctx.limits.readFileMaxScanBytes;
+  const result = await readLines(handle, { maxLineChars: MAX_LINE_CHARS, maxBytes: scanLimit, stopAtNul: true, signal: ctx.signal }, (text, n, cut) => {
     if (n < offset) return true;
     if (n >= offset + limit || budgetHit) {
       moreAfter = true;
@@ -100,8 +103,11 @@ async function readOpened(handle: FileHandle, size: number, shown: string, args:
     return true;
   });
 
-  const total = countAll ? result.lines : undefined;
+  const cutShort = result.stoppedBy === 'nul' || result.stoppedBy === 'maxBytes';
+  const where = result.stoppedBy === 'nul' ? `a NUL byte at byte ${result.nulAt ?? 0} (binary data or a sparse hole follows; read_file reads text only)` : `the ${scanLimit}-byte scan limit of one call`;
+  const total = countAll && !cutShort ? result.lines : undefined;
   if (out.length === 0) {
+    if (cutShort) return `${shown}: reading stopped at ${where} before line ${offset}; use grep to find the part you need.`;
     const size = total !== undefined ? `has ${plural(total, 'line')}` : `has fewer than ${offset} lines`;
     return `${shown} ${size}; offset ${offset} is past the end of the file.`;
   }
@@ -111,9 +117,10 @@ async function readOpened(handle: FileHandle, size: number, shown: string, args:
   if (moreAfter) {
     const why = budgetHit ? 'the output size limit was reached' : `limit ${limit} reached`;
     notes.push(`[showing lines ${offset}-${last}${of} of ${shown}; ${why}. To read more, call read_file with offset: ${last + 1}]`);
-  } else if (offset > 1) {
+  } else if (offset > 1 && !cutShort) {
     notes.push(`[showing lines ${offset}-${last}${of} of ${shown}; end of file]`);
   }
+  if (cutShort && !moreAfter) notes.push(`[reading stopped at ${where}; nothing after it is shown]`);
   if (anyCut) notes.push(`[lines longer than ${MAX_LINE_CHARS} characters were cut]`);
   return capOutput(notes.length ? `${out.join('\n')}\n\n${notes.join('\n')}` : out.join('\n'), ctx.limits);
 }

@@ -1,9 +1,10 @@
 import { constants, existsSync, type Stats } from 'node:fs';
-import { mkdir, open, readFile, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, readlink, realpath, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
 import { assertNotProtected } from './policy.js';
 import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
+import { assertCreatablePath, removeCreated, type CreatedPath } from './new-folders.js';
 import { codeOf, displayPath, isInside, resolveInWorkspace } from './sandbox.js';
 import type { ToolPolicy } from './types.js';
 
@@ -144,6 +145,12 @@ export async function openForReading(root: string, userPath: string, toolName: s
   }
 }
 
+/** What {@link openForWriting} opened; `discard()` removes the file and folders it created (for a write that failed). */
+export interface OpenedForWriting extends OpenedPath {
+  existed: boolean;
+  discard(): Promise<void>;
+}
+
 export interface OpenForWritingOptions {
   /** Create the file (and missing parent folders) when absent. Default false: it must exist. */
   create?: boolean;
@@ -155,7 +162,7 @@ export interface OpenForWritingOptions {
  * above), refusing protected paths. Opened read-write and *not* truncated: the caller truncates
  * once it has decided to write. `existed` says whether the file was there before.
  */
-export async function openForWriting(root: string, userPath: string, toolName: string, options: OpenForWritingOptions): Promise<OpenedPath & { existed: boolean }> {
+export async function openForWriting(root: string, userPath: string, toolName: string, options: OpenForWritingOptions): Promise<OpenedForWriting> {
   const resolved = await resolveInWorkspace(root, userPath, toolName, { mustExist: !options.create });
   const shown = JSON.stringify(displayPath(root, resolved));
   // Protected either way: by the name the model gave and by where that name really leads.
@@ -163,14 +170,18 @@ export async function openForWriting(root: string, userPath: string, toolName: s
   assertNotProtected(displayPath(root, resolved), options.policy, toolName);
   if (resolved === root) throw new ToolError('TOOL_FAILED', toolName, 'the workspace root is a directory; give a file path');
 
+  if (options.create) assertCreatablePath(root, resolved, toolName, shown);
+
   if (!procFdAvailable()) return openByPathFallback(root, resolved, toolName, options);
   const segments = path.relative(root, path.dirname(resolved)).split(path.sep).filter(Boolean);
+  const created: CreatedPath = { root, segments, firstNew: segments.length };
   let dir = await open(root, DIR_FLAGS);
   try {
-    for (const segment of segments) {
+    for (const [i, segment] of segments.entries()) {
       const next = await openSubdir(dir.fd, segment, Boolean(options.create), toolName, shown);
+      if (next.created && created.firstNew === segments.length) created.firstNew = i;
       await dir.close();
-      dir = next;
+      dir = next.handle;
     }
     const base = path.basename(resolved);
     const flags = constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
@@ -187,26 +198,36 @@ export async function openForWriting(root: string, userPath: string, toolName: s
       } catch (createError) {
         throw openError(createError, toolName, shown);
       }
+      const { dev, ino } = await handle.stat();
+      created.file = { name: base, dev, ino };
     }
-    return await verifyWritable(handle, root, toolName, shown, options.policy, existed);
-  } finally {
+    const opened = await verifyWritable(handle, root, toolName, shown, options.policy, existed);
+    return { ...opened, discard: () => removeCreated(created) };
+  } catch (error) {
     await dir.close();
+    await removeCreated(created);
+    throw error;
+  } finally {
+    await dir.close().catch(() => {});
   }
 }
 
-async function openSubdir(dirFd: number, name: string, create: boolean, toolName: string, shown: string): Promise<FileHandle> {
+/** Opens (or, with `create`, makes and opens) folder `name` in `dirFd`; `created`: this call made it. */
+async function openSubdir(dirFd: number, name: string, create: boolean, toolName: string, shown: string): Promise<{ handle: FileHandle; created: boolean }> {
   try {
-    return await open(atPath(dirFd, name), DIR_FLAGS);
+    return { handle: await open(atPath(dirFd, name), DIR_FLAGS), created: false };
   } catch (error) {
     if (codeOf(error) !== 'ENOENT' || !create) throw openError(error, toolName, shown);
   }
+  let created = true;
   try {
     await mkdir(atPath(dirFd, name));
   } catch (error) {
     if (codeOf(error) !== 'EEXIST') throw openError(error, toolName, shown);
+    created = false;
   }
   try {
-    return await open(atPath(dirFd, name), DIR_FLAGS);
+    return { handle: await open(atPath(dirFd, name), DIR_FLAGS), created };
   } catch (error) {
     throw openError(error, toolName, shown);
   }
@@ -236,13 +257,19 @@ async function verifyWritable(handle: FileHandle, root: string, toolName: string
 }
 
 /** Not Linux: open by path, following no link at the last component, then verify. */
-async function openByPathFallback(root: string, resolved: string, toolName: string, options: OpenForWritingOptions): Promise<OpenedPath & { existed: boolean }> {
+async function openByPathFallback(root: string, resolved: string, toolName: string, options: OpenForWritingOptions): Promise<OpenedForWriting> {
   const shown = JSON.stringify(displayPath(root, resolved));
-  if (options.create) {
-    await mkdir(path.dirname(resolved), { recursive: true }).catch((error: unknown) => {
-      throw openError(error, toolName, shown);
-    });
-  }
+  // The first folder mkdir made (undefined: none), so a failed write can remove what it made, by path.
+  const firstMade = options.create
+    ? await mkdir(path.dirname(resolved), { recursive: true }).catch((error: unknown) => {
+        throw openError(error, toolName, shown);
+      })
+    : undefined;
+  const removeMadeFolders = async () => {
+    for (let dir = path.dirname(resolved); firstMade !== undefined && isInside(firstMade, dir); dir = path.dirname(dir)) {
+      if (!(await rmdir(dir).then(() => true, () => false))) break;
+    }
+  };
   let existed = true;
   let handle: FileHandle;
   const flags = constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -251,14 +278,19 @@ async function openByPathFallback(root: string, resolved: string, toolName: stri
   } catch (error) {
     if (codeOf(error) !== 'ENOENT' || !options.create) throw openError(error, toolName, shown);
     existed = false;
-    handle = await open(resolved, flags | constants.O_CREAT | constants.O_EXCL, 0o666).catch((e: unknown) => {
+    handle = await open(resolved, flags | constants.O_CREAT | constants.O_EXCL, 0o666).catch(async (e: unknown) => {
+      await removeMadeFolders();
       throw openError(e, toolName, shown);
     });
   }
   try {
     const real = await realPathOf(handle, resolved);
     if (!isInside(root, real)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${shown} led outside the workspace when opened; refusing it`);
-    return { handle, realPath: real, stats: await handle.stat(), existed };
+    const discard = async () => {
+      if (!existed) await unlink(resolved).catch(() => {});
+      await removeMadeFolders();
+    };
+    return { handle, realPath: real, stats: await handle.stat(), existed, discard };
   } catch (error) {
     await handle.close();
     throw error instanceof ToolError ? error : changedError(toolName, shown, error);

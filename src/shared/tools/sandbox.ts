@@ -2,6 +2,7 @@ import { realpath, lstat, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, ToolError } from '../errors.js';
+import { broadWorkspace, broadWorkspaceIssue } from '../workspace-scope.js';
 
 /**
  * Path sandboxing for the file and shell tools. Every path a tool touches is resolved here:
@@ -24,7 +25,8 @@ export interface ResolveOptions {
 /**
  * Resolves the configured workspace root to its real, absolute path. Rejects with a
  * {@link ConfigError} (`CONFIG_INVALID`) when it does not exist or is not a directory, and
- * when it is `/` or the home folder unless `allowBroad` (the config's `allowBroadWorkspace`).
+ * when it is `/`, the home folder or a system folder unless `allowBroad` (the config's
+ * `allowBroadWorkspace`), and always when it is in /proc, /sys or /dev.
  */
 export async function resolveWorkspaceRoot(root: string, options: { allowBroad?: boolean } = {}): Promise<string> {
   const received = JSON.stringify(root);
@@ -41,15 +43,10 @@ export async function resolveWorkspaceRoot(root: string, options: { allowBroad?:
   if (!info.isDirectory()) {
     throw new ConfigError([{ field: 'workspaceRoot', expected: 'a directory', received: `${received} (not a directory)` }]);
   }
-  if (!options.allowBroad && (real === '/' || real === (await realpath(os.homedir()).catch(() => os.homedir())))) {
-    throw new ConfigError([
-      {
-        field: 'workspaceRoot',
-        expected: 'a project folder, not / or the home folder (set allowBroadWorkspace: true or pass --allow-broad-workspace to force it)',
-        received: `${received} (${real === '/' ? 'the file system root' : 'the home folder'})`,
-      },
-    ]);
-  }
+  const home = await realpath(os.homedir()).catch(() => os.homedir());
+  // By the name given and by where it really leads (/lib is /usr/lib on a merged-/usr system).
+  const broad = broadWorkspace(path.resolve(root), home) ?? broadWorkspace(real, home);
+  if (broad && (!broad.forcible || !options.allowBroad)) throw new ConfigError([broadWorkspaceIssue(root, broad)]);
   return real;
 }
 

@@ -38,6 +38,12 @@ export interface LineReadOptions {
   maxBytes?: number;
   /** Report `binary` and read nothing more when the first 8 KiB hold a NUL byte. */
   detectBinary?: boolean;
+  /**
+   * Stop at the first NUL byte anywhere (`stoppedBy: 'nul'`, `nulAt` its offset): binary data
+   * or a sparse file's hole follows, and a hole of zeros is one endless line that would
+   * otherwise be read to its end (100 GB of it in a sparse file).
+   */
+  stopAtNul?: boolean;
   signal?: AbortSignal;
 }
 
@@ -47,6 +53,10 @@ export interface LineReadResult {
   lines: number;
   /** `onLine` returned `false`, or `maxBytes` was reached, before the end of the file. */
   stopped: boolean;
+  /** Why it stopped early: the callback, `maxBytes`, or a NUL byte (`stopAtNul`). */
+  stoppedBy?: 'caller' | 'maxBytes' | 'nul';
+  /** With `stoppedBy: 'nul'`: the NUL byte's offset from where reading began. */
+  nulAt?: number;
 }
 
 /**
@@ -79,10 +89,12 @@ export async function readLines(
   };
   for (;;) {
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
-    const { bytesRead: n } = await handle.read(buffer, 0, CHUNK_BYTES, null);
-    if (n === 0) break;
-    if (first && options.detectBinary && hasNulByte(buffer, n)) return { binary: true, lines: 0, stopped: true };
+    const { bytesRead: got } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+    if (got === 0) break;
+    if (first && options.detectBinary && hasNulByte(buffer, got)) return { binary: true, lines: 0, stopped: true };
     first = false;
+    const nul = options.stopAtNul ? buffer.subarray(0, got).indexOf(0) : -1;
+    const n = nul === -1 ? got : nul;
     bytesRead += n;
     const text = decoder.write(buffer.subarray(0, n));
     let start = 0;
@@ -100,12 +112,18 @@ export async function readLines(
       }
       if (nl === -1) break;
       pending = true;
-      if (!emit()) return { binary: false, lines: lineNumber, stopped: true };
+      if (!emit()) return { binary: false, lines: lineNumber, stopped: true, stoppedBy: 'caller' };
       start = nl + 1;
+    }
+    if (nul !== -1) {
+      // The text before the NUL is a line (or the start of one): shown, then nothing more.
+      current += decoder.end();
+      if ((pending || current.length > 0) && !emit()) return { binary: false, lines: lineNumber, stopped: true, stoppedBy: 'caller' };
+      return { binary: false, lines: lineNumber, stopped: true, stoppedBy: 'nul', nulAt: bytesRead };
     }
     if (options.maxBytes !== undefined && bytesRead >= options.maxBytes) {
       if (pending) emit();
-      return { binary: false, lines: lineNumber, stopped: true };
+      return { binary: false, lines: lineNumber, stopped: true, stoppedBy: 'maxBytes' };
     }
   }
   current += decoder.end();

@@ -33,10 +33,14 @@ export const writeFileTool: ToolDefinition<WriteFileArgs> = {
       throwIfAborted(ctx.signal);
       await overwrite(opened.handle, args.content);
     } catch (error) {
-      throwIfAborted(ctx.signal);
-      throw new ToolError('TOOL_FAILED', NAME, `cannot write ${shown}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    } finally {
+      // A new file that could not be written is removed, with the folders made for it.
       await opened.handle.close();
+      await opened.discard();
+      throwIfAborted(ctx.signal);
+      const removed = existed ? '' : '; the new file and any folders made for it were removed';
+      throw new ToolError('TOOL_FAILED', NAME, `cannot write ${shown}: ${error instanceof Error ? error.message : String(error)}${removed}`, { cause: error });
+    } finally {
+      await opened.handle.close().catch(() => {});
     }
     const bytes = Buffer.byteLength(args.content);
     const lines = args.content.length === 0 ? 0 : args.content.split('\n').length - (args.content.endsWith('\n') ? 1 : 0);

@@ -1,0 +1,171 @@
+import { lstat, readdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { DEFAULTS } from '../defaults.js';
+import { protectedEntryOf } from './policy.js';
+import { isInside } from './sandbox.js';
+import type { ToolPolicy } from './types.js';
+
+/**
+ * bash's guard for protected paths (`.git` and the config's `protectedPaths`) inside bubblewrap.
+ * Before a command: a bounded walk finds every protected entry at any depth, so each can be bound
+ * read-only, together with what a `.git` file (`gitdir: …`) or link points to inside the
+ * workspace. After it: the same walk finds entries that appeared or were replaced meanwhile
+ * (`git init sub`, a planted `.git` file) and removes them, since the user's next `git` in that
+ * folder would run their hooks and `core.fsmonitor`. A folder laid out as a bare repository
+ * (HEAD, objects/, refs/) counts as a `.git` too: git accepts it as one when run inside it.
+ */
+
+export type EntryKind = 'dir' | 'file' | 'link' | 'other';
+
+export interface ProtectedEntry {
+  /** Workspace-relative, forward slashes. */
+  rel: string;
+  kind: EntryKind;
+  dev: number;
+  ino: number;
+}
+
+export interface ProtectedScan {
+  /** By workspace-relative path. */
+  entries: Map<string, ProtectedEntry>;
+  /**
+   * Workspace-relative folders and files that a protected `.git` file or link points to (a
+   * submodule's or worktree's git folder kept elsewhere in the workspace): bound read-only too.
+   */
+  pointedTo: string[];
+  /** The walk stopped at `protectedScan.maxEntries` or `maxDepth`: deeper entries were not seen. */
+  truncated: boolean;
+}
+
+type Bounds = typeof DEFAULTS.protectedScan;
+
+/** Names git needs in a folder to take it for a git directory (a bare repository). */
+const BARE_LAYOUT = ['head', 'objects', 'refs'] as const;
+/** A `.git` file is a line `gitdir: <path>`; anything longer is not one. */
+const GITDIR_FILE_MAX_BYTES = 4096;
+
+/** Whether the guard covers git's own layouts (only when `.git` is among the protected names). */
+function guardsGit(policy: ToolPolicy): boolean {
+  return policy.protectedPaths.some((entry) => entry.replace(/^\.\/+/, '').replace(/\/+$/, '').toLowerCase() === '.git');
+}
+
+/** Walks `root` breadth first (never through a link) and lists its protected entries. */
+export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bounds = DEFAULTS.protectedScan): Promise<ProtectedScan> {
+  const entries = new Map<string, ProtectedEntry>();
+  const git = guardsGit(policy);
+  let truncated = false;
+  let seen = 0;
+  let level: string[] = [''];
+  for (let depth = 0; level.length > 0; depth++) {
+    if (depth > bounds.maxDepth) {
+      truncated = true;
+      break;
+    }
+    const next: string[] = [];
+    for (const dirRel of level) {
+      const dirents = await readdir(path.join(root, dirRel), { withFileTypes: true }).catch(() => []);
+      if (git && dirRel !== '' && isBareLayout(dirents.map((d) => d.name))) {
+        await record(root, dirRel, entries);
+        continue;
+      }
+      for (const dirent of dirents) {
+        if (++seen > bounds.maxEntries) {
+          truncated = true;
+          break;
+        }
+        const rel = dirRel === '' ? dirent.name : `${dirRel}/${dirent.name}`;
+        if (protectedEntryOf(rel, policy) !== undefined) await record(root, rel, entries);
+        else if (dirent.isDirectory()) next.push(rel);
+      }
+      if (truncated) break;
+    }
+    if (truncated) break;
+    level = next;
+  }
+  return { entries, pointedTo: await pointedTargets(root, entries), truncated };
+}
+
+function isBareLayout(names: readonly string[]): boolean {
+  const lower = new Set(names.map((n) => n.toLowerCase()));
+  return BARE_LAYOUT.every((name) => lower.has(name));
+}
+
+async function record(root: string, rel: string, into: Map<string, ProtectedEntry>): Promise<void> {
+  try {
+    const info = await lstat(path.join(root, rel));
+    const kind: EntryKind = info.isDirectory() ? 'dir' : info.isFile() ? 'file' : info.isSymbolicLink() ? 'link' : 'other';
+    into.set(rel, { rel, kind, dev: info.dev, ino: info.ino });
+  } catch {
+    // Gone meanwhile: nothing to protect or remove.
+  }
+}
+
+/** Where `.git` files (`gitdir: …`) and `.git` links lead, when that is inside the workspace. */
+async function pointedTargets(root: string, entries: ReadonlyMap<string, ProtectedEntry>): Promise<string[]> {
+  const targets = new Set<string>();
+  for (const entry of entries.values()) {
+    const abs = path.join(root, entry.rel);
+    let target: string | undefined;
+    if (entry.kind === 'link') target = abs;
+    else if (entry.kind === 'file') target = await gitdirOf(abs);
+    if (target === undefined) continue;
+    const real = await realpath(target).catch(() => undefined);
+    if (real === undefined || real === root || !isInside(root, real)) continue;
+    const rel = path.relative(root, real).split(path.sep).join('/');
+    // Already read-only when it lies in (or is) an entry that is bound itself.
+    if (![...entries.keys()].some((e) => rel === e || rel.startsWith(`${e}/`))) targets.add(rel);
+  }
+  return [...targets];
+}
+
+async function gitdirOf(file: string): Promise<string | undefined> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  if (text.length === 0 || text.length > GITDIR_FILE_MAX_BYTES) return undefined;
+  const match = /^gitdir:\s*(.+?)\s*$/m.exec(text);
+  return match ? path.resolve(path.dirname(file), match[1] as string) : undefined;
+}
+
+/**
+ * Protected names to hold at the workspace root while the command runs, so none can be created
+ * there: each one absent now, whose parent folder exists. bubblewrap creates the mount point (an
+ * empty folder) on the host; {@link settleProtected} removes it afterwards.
+ */
+export async function placeholdersFor(root: string, policy: ToolPolicy, scan: ProtectedScan): Promise<string[]> {
+  const out: string[] = [];
+  for (const raw of policy.protectedPaths) {
+    const rel = path.posix.normalize(raw.replaceAll('\\', '/')).replace(/^\.\/+/, '').replace(/\/+$/, '');
+    if (rel === '' || rel === '.' || rel.startsWith('..') || path.posix.isAbsolute(rel) || scan.entries.has(rel)) continue;
+    const exists = await lstat(path.join(root, rel)).then(() => true, () => false);
+    const parent = path.join(root, path.posix.dirname(rel));
+    // The parent must be a real folder in place (no link), or bwrap would create folders on the way.
+    const parentReal = await realpath(parent).catch(() => undefined);
+    if (!exists && parentReal === parent) out.push(rel);
+  }
+  return out;
+}
+
+/**
+ * After the command: removes every protected entry that was not there before, or is not the same
+ * file any more (a placeholder left empty is removed without a word). Returns the removed
+ * entries' workspace-relative paths, for the tool error.
+ */
+export async function settleProtected(
+  root: string,
+  policy: ToolPolicy,
+  before: ProtectedScan,
+  placeholders: readonly string[],
+  bounds: Bounds = DEFAULTS.protectedScan,
+): Promise<string[]> {
+  const after = await scanProtected(root, policy, bounds);
+  const removed: string[] = [];
+  for (const entry of after.entries.values()) {
+    const old = before.entries.get(entry.rel);
+    if (old && old.kind === entry.kind && old.dev === entry.dev && old.ino === entry.ino) continue;
+    const abs = path.join(root, entry.rel);
+    if (placeholders.includes(entry.rel) && entry.kind === 'dir' && (await rmdir(abs).then(() => true, () => false))) continue;
+    // rm does not follow links: a planted `.git` link goes, not what it points to.
+    await rm(abs, { recursive: true, force: true }).catch(() => {});
+    removed.push(entry.rel);
+  }
+  return removed.sort();
+}
