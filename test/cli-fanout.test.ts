@@ -43,6 +43,23 @@ describe('fanout and the queue limit', () => {
   });
 });
 
+describe('fanout with an over-long line', () => {
+  it('refuses a 3 MB line while reading it (line number, size, limit), runs the others; model text in the JSON lines is escaped', async () => {
+    const cwd = workspace();
+    // A result with a C1 CSI, a line separator and a bidi override, which JSON.stringify leaves raw.
+    const model = await sim({ script: [{ content: 'found\u009b2J\u2028\u202e' }, { content: 'found\u009b2J\u2028\u202e' }] });
+    writeFileSync(path.join(cwd, 'long.jsonl'), jsonl([{ task: 'find a.txt' }, { task: 'x'.repeat(3 * 1024 * 1024) }, { task: 'find a.txt' }]));
+    const r = await runCli(['fanout', 'long.jsonl', '--no-progress', '--base-url', model.url], { cwd, cleanup, env: { OPENAI_API_KEY: 'test-key' } });
+    expect(r.code, describeResult(r)).toBe(1);
+    expect(r.stderr).toMatch(/line 2: 3145739 bytes, over the limit of 2097152 bytes a line \(skipped\)/);
+    expect(r.stdout).not.toMatch(/[\u007f-\u009f\u2028\u2029\u202a-\u202e]/);
+    const records = parseJsonLines(r.stdout);
+    expect(records.map((x) => x.line).sort()).toEqual([1, 3]);
+    for (const record of records) expect(record.result).toBe('found\u009b2J\u2028\u202e');
+    expect(summaryLines(r.stderr)).toEqual([expect.stringMatching(/^fanout: 2 ok, .* 0 refused, 1 invalid line/)]);
+  });
+});
+
 describe('fanout with a line refused part-way', () => {
   it('the issue reproduction: a task over 200,000 chars is refused by line number, the others run, one summary, exit 1', async () => {
     const cwd = workspace();

@@ -99,10 +99,34 @@ describe('LineReader', () => {
     expect(input.readableLength).toBeGreaterThan(0);
     input.end();
     const taken: string[] = [];
-    for (let line = await reader.next(); line !== undefined; line = await reader.next()) taken.push(line);
+    for (let line = await reader.next(); line !== undefined; line = await reader.next()) taken.push('text' in line ? line.text : 'too long');
     expect(taken).toHaveLength(500);
     expect(taken[0]).toBe('{"task":"line 1"}');
     expect(taken[499]).toBe('{"task":"line 500"}');
+  });
+
+  it('refuses an over-long line while reading it: never holds more than the cap, reports its number and size, goes on', async () => {
+    const input = new PassThrough();
+    const reader = new LineReader(input, { maxLineBytes: 1000 });
+    input.write('{"task":"first"}\r\n');
+    // 5 MB of one line, in chunks, before its newline arrives: the reader drops it as it comes.
+    let held = 0;
+    for (let i = 0; i < 80; i++) {
+      input.write(Buffer.alloc(64 * 1024, 'x'));
+      await nextTurn();
+      held = Math.max(held, reader.heldLineBytes);
+    }
+    expect(held).toBeLessThanOrEqual(1001);
+    input.end(`\n${'y'.repeat(1000)}\n${'z'.repeat(1001)}\nlast`);
+    const lines = [];
+    for (let line = await reader.next(); line !== undefined; line = await reader.next()) lines.push(line);
+    expect(lines).toEqual([
+      { number: 1, text: '{"task":"first"}' },
+      { number: 2, tooLong: true, bytes: 80 * 64 * 1024 },
+      { number: 3, text: 'y'.repeat(1000) },
+      { number: 4, tooLong: true, bytes: 1001 },
+      { number: 5, text: 'last' },
+    ]);
   });
 
   it('rejects next() on a read error and returns undefined after close()', async () => {

@@ -151,6 +151,27 @@ describe('secret redaction in logs', () => {
     expect(fourth?.apiKey).toBe('[REDACTED]');
   });
 
+  it("escapes a model's control characters: JSON lines stay the same JSON, pretty lines show them as text", async () => {
+    const evil = 'label\u001b]0;title\u0007\u009b2J\u2028\u202e\r\\u001b-literal';
+    const json = captureLogger([]);
+    json.logger.info({ label: evil }, `job ${evil}`);
+    expect(json.lines[0]).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u202e]/);
+    expect(JSON.parse(json.lines[0] ?? '{}')).toMatchObject({ label: evil, msg: `job ${evil}` });
+
+    const chunks: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer | string, _encoding, callback) {
+        chunks.push(String(chunk));
+        callback();
+      },
+    });
+    createLogger({ level: 'info', secrets: [], pretty: true, destination }).info({ label: evil }, `job ${evil}`);
+    await new Promise((resolve) => setImmediate(resolve));
+    const shown = chunks.join('');
+    expect(shown).toContain('job label\\u001b]0;title\\u0007\\u009b2J\\u2028\\u202e\\r\\u001b-literal');
+    expect(shown.replace(/\n$/, '')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u202e]/);
+  });
+
   it('writes nothing below the level', () => {
     const { logger, lines } = captureLogger([KEY]);
     logger.level = 'warn';

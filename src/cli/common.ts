@@ -6,6 +6,7 @@ import { ConfigError, ForkpoolError } from '../shared/errors.js';
 import { loadConfig, type ConfigOverrides } from '../main/config-load.js';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
+import { jsonForTerminal } from '../shared/terminal-text.js';
 
 /** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
@@ -119,7 +120,8 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     logger,
     json,
     event: (type, data) => {
-      if (json) out(JSON.stringify({ type, ...data }));
+      // JSON.stringify leaves C1 controls, U+2028/9 and bidi overrides raw: escaped too.
+      if (json) out(jsonForTerminal({ type, ...data }));
     },
     note: (line) => {
       if (!json) process.stderr.write(`${line}\n`);

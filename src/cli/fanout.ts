@@ -6,10 +6,11 @@ import type { JobRecord, JobStatus } from '../main/ledger.js';
 import { ForkpoolError, LedgerWriteError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
-import { costLines, jobJson, oneLine, preview, usageLines } from './format.js';
+import { costLines, jobJson, jsonForTerminal, oneLine, preview, usageLines } from './format.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/budget-pool.js';
-import { LineReader, openInput } from './line-reader.js';
+import { LineReader, openInput, type InputLine } from './line-reader.js';
+import { FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 
@@ -154,7 +155,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     ended++;
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
-    out.result(JSON.stringify({ line: lineOf.get(job.id), ...jobJson(job) }));
+    out.result(jsonForTerminal({ line: lineOf.get(job.id), ...jobJson(job) }));
     // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
     markPrinted(job.id);
     lineOf.delete(job.id);
@@ -175,7 +176,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     }
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
-    out.result(JSON.stringify({ line, ...jobJson(job), fromLedger: true }));
+    out.result(jsonForTerminal({ line, ...jobJson(job), fromLedger: true }));
     markPrinted(job.id);
   }
 
@@ -184,7 +185,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
     const message = oneLine(error instanceof Error ? error.message : String(error));
     out.note(`forkpool fanout: line ${task.line}: refused: ${message} [${code}]`);
-    out.result(JSON.stringify({ line: task.line, label: task.label, status: 'refused', error: { code, message } }));
+    out.result(jsonForTerminal({ line: task.line, label: task.label, status: 'refused', error: { code, message } }));
   };
 
   /** Spawns one job; waits out QUEUE_FULL while jobs are pending; any other refusal is reported. */
@@ -221,17 +222,23 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const feed = async () => {
     let lineNumber = 0;
     for (;;) {
-      let text: string | undefined;
+      let read: InputLine | undefined;
       try {
-        text = await reader.next();
+        read = await reader.next();
       } catch (error) {
         readFailed = true;
         out.note(`forkpool fanout: reading the input failed after line ${lineNumber}: ${oneLine((error as Error).message)}`);
         return;
       }
-      if (text === undefined || stopping) return;
-      lineNumber++;
-      const parsed = parseLine(text, lineNumber);
+      if (read === undefined || stopping) return;
+      lineNumber = read.number;
+      if (!('text' in read)) {
+        // Refused while it was read: its bytes were never held.
+        invalid++;
+        out.note(`forkpool fanout: line ${lineNumber}: ${read.bytes} bytes, over the limit of ${FANOUT_LINE_MAX_BYTES} bytes a line (skipped)`);
+        continue;
+      }
+      const parsed = parseLine(read.text, lineNumber);
       if (parsed === undefined) continue;
       if ('problem' in parsed) {
         invalid++;

@@ -3,19 +3,22 @@ import { totalUsage, type UsageByModel } from '../shared/usage.js';
 import { formatUsd } from '../shared/budget.js';
 import { costOf, type ModelTable } from '../shared/models.js';
 import { describePool, type PoolSnapshot } from '../main/budget-pool.js';
+import { escapeForTerminal } from '../shared/terminal-text.js';
 
 export function seconds(ms: number | undefined): string {
   return ms === undefined ? '?' : `${(ms / 1000).toFixed(1)}s`;
 }
 
+/** A finished job as one terminal line (model text escaped). */
 export function jobLine(job: JobRecord): string {
   const mark = job.status === 'ok' ? '✓' : job.status === 'partial' ? '◐' : job.status === 'cancelled' ? '⊘' : '✗';
   const took = job.startedAt !== undefined && job.endedAt !== undefined ? seconds(job.endedAt - job.startedAt) : '-';
   const tokens = totalUsage(job.usage).totalTokens;
-  const why = job.error && job.status !== 'ok' && job.status !== 'partial' ? ` — ${job.error.message.slice(0, 160)}` : '';
-  const who = job.agent ? ` [${job.agent}]` : '';
+  const why = job.error && job.status !== 'ok' && job.status !== 'partial' ? ` — ${oneLine(job.error.message, 160)}` : '';
+  const who = job.agent ? ` [${escapeForTerminal(job.agent)}]` : '';
   const over = job.budgetExceeded ? ` — budget ${job.budgetExceeded} ran out` : '';
-  return `${mark} ${job.id}${who} "${job.label}" ${job.status} in ${took}, ${tokens} tokens${over}${why}`;
+  // The label and the error are a model's text: escaped, so they cannot drive the terminal.
+  return `${mark} ${job.id}${who} "${escapeForTerminal(job.label)}" ${job.status} in ${took}, ${tokens} tokens${over}${why}`;
 }
 
 /** The public shape of a finished job, as `--json` and `fanout` print it (no config, no secrets). */
@@ -86,16 +89,7 @@ export function costLines(models: ModelTable, byBucket: Record<string, UsageByMo
   return lines;
 }
 
-/**
- * Characters that must not reach a terminal raw: C0/C1 controls (escape sequences, bells,
- * carriage returns), zero-width and bidirectional overrides, line separators, BOM.
- */
-const UNSAFE_FOR_TERMINAL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
-
-/** `text` with every control or invisible character shown as a `\uXXXX` escape. */
-export function escapeForTerminal(text: string): string {
-  return text.replace(UNSAFE_FOR_TERMINAL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
+export { escapeForTerminal, escapeLinesForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 
 /**
  * A short, escaped, quoted preview of untrusted input for a one-line message: at most

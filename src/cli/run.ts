@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/agent-session.js';
 import type { PermissionAsker } from '../main/permissions.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
-import { costLines, jobJson, jobLine, usageLines } from './format.js';
+import { costLines, escapeForTerminal, escapeLinesForTerminal, jobJson, jobLine, oneLine, usageLines } from './format.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */
@@ -78,8 +78,9 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   const started = Date.now();
   session.manager.on('spawned', (job) => {
     const nested = job.parentJobId ? `${'  '.repeat((job.depth ?? 2) - 1)}└ ` : '';
-    const peer = job.agent ? ` [agent ${job.agent}]` : '';
-    ctx.note(`${nested}● ${job.id}${peer} "${job.label}" spawned${job.parentJobId ? ` by ${job.parentJobId} (depth ${job.depth})` : ''}`);
+    // Labels, agent names, alerts and answers are a model's text: escaped before the terminal.
+    const peer = job.agent ? ` [agent ${escapeForTerminal(job.agent)}]` : '';
+    ctx.note(`${nested}● ${job.id}${peer} "${escapeForTerminal(job.label)}" spawned${job.parentJobId ? ` by ${job.parentJobId} (depth ${job.depth})` : ''}`);
     ctx.event('job_spawned', {
       id: job.id,
       label: job.label,
@@ -97,12 +98,12 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     ctx.event('job_done', jobJson(job));
   });
   session.on('alert', (alert) => {
-    ctx.note(`⚠ ${alert.jobId} "${alert.label}" alert (${alert.severity}): ${alert.message}`);
+    ctx.note(`⚠ ${alert.jobId} "${escapeForTerminal(alert.label)}" alert (${alert.severity}): ${oneLine(alert.message, 2_000)}`);
     ctx.event('alert', { jobId: alert.jobId, label: alert.label, severity: alert.severity, message: alert.message, number: alert.number });
   });
   session.on('alert-dropped', (alert) => ctx.event('alert_dropped', { jobId: alert.jobId, number: alert.number }));
   session.manager.on('backgrounded', (job) => {
-    ctx.note(`↷ ${job.id} [agent ${job.agent ?? '?'}] backgrounded: the call returned early, the job goes on`);
+    ctx.note(`↷ ${job.id} [agent ${escapeForTerminal(job.agent ?? '?')}] backgrounded: the call returned early, the job goes on`);
     ctx.event('job_backgrounded', { id: job.id, agent: job.agent ?? null, parentToolId: job.parentToolId ?? null });
   });
   session.on('delivered', ({ turn, jobs }) => {
@@ -115,8 +116,9 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   });
   session.on('turn-result', (result) => {
     if (ctx.json) ctx.event('answer', { turn: result.turn, followUp: result.followUp, stopReason: result.stopReason, text: result.answer, error: result.error ?? null });
-    else process.stdout.write(`${result.followUp ? '\n' : ''}${result.answer}\n`);
-    if (result.error) ctx.note(`turn ${result.turn} ended with ${result.stopReason}: ${result.error.message}`);
+    // On a terminal the answer is escaped (line feeds and tabs kept); piped, it is the exact text.
+    else process.stdout.write(`${result.followUp ? '\n' : ''}${process.stdout.isTTY ? escapeLinesForTerminal(result.answer) : result.answer}\n`);
+    if (result.error) ctx.note(`turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 2_000)}`);
   });
 
   const stopSignals = onTermination(async () => {

@@ -131,8 +131,13 @@ function quotedCost(text: string, from: number, to: number): number {
 }
 
 function charCost(code: number): number {
-  // "\n" becomes a joining newline plus "| "; "<" and ">" become four characters.
-  return code === 10 ? 3 : code === 60 || code === 62 ? 4 : 1;
+  // A line break (any of LINE_BREAKS; CRLF counted twice, never under) becomes a joining
+  // newline plus "| "; "<" and ">" become four characters.
+  return isLineBreak(code) ? 3 : code === 60 || code === 62 ? 4 : 1;
+}
+
+function isLineBreak(code: number): boolean {
+  return (code >= 10 && code <= 13) || code === 0x85 || code === 0x2028 || code === 0x2029;
 }
 
 /**

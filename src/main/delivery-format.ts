@@ -25,12 +25,20 @@ function formatJob(job: JobRecord, maxChars: number): string {
   return lines.join('\n');
 }
 
+/**
+ * Every line break a reader (a model's tokenizer, a terminal, an editor) may honour: CRLF, CR,
+ * LF, VT, FF, NEL and the Unicode line and paragraph separators. Quoting splits on all of them,
+ * so no job text can start a line that is not quoted.
+ */
+export const LINE_BREAKS = /\r\n|[\n\v\f\r\u0085\u2028\u2029]/;
+const LINE_BREAKS_ALL = new RegExp(`(?:${LINE_BREAKS.source})+`, 'g');
+
 /** What stands for a result with no text. */
 export const NO_TEXT_LINE = '| (no text)';
 
 /** A job's text as block lines: each quoted with `| `, angle brackets escaped. */
 export function quoteLines(text: string): string[] {
-  return escapeAngles(text).split('\n').map((line) => `| ${line}`);
+  return escapeAngles(text).split(LINE_BREAKS).map((line) => `| ${line}`);
 }
 
 /** A job's header line, and its failure reason when it did not end ok. */
@@ -44,7 +52,7 @@ export function jobHeadLines(job: JobRecord): string[] {
   const header = `[Background agent "${sanitize(job.label)}" ${verb} — ${facts.join(', ')}]`;
   const lines: string[] = [header];
   // One line: a reason that spans lines would read as result text.
-  if (job.error && job.status !== 'ok') lines.push(`| reason: ${escapeAngles(job.error.message.replace(/\s+/g, ' ')).slice(0, 500)}`);
+  if (job.error && job.status !== 'ok') lines.push(`| reason: ${escapeAngles(job.error.message.replace(LINE_BREAKS_ALL, ' ').replace(/\s+/g, ' ')).slice(0, 500)}`);
   return lines;
 }
 
@@ -54,7 +62,7 @@ export function escapeAngles(text: string): string {
 
 /** A label or path inside a header: one line, no quotes or angle brackets, bounded. */
 export function sanitize(value: string): string {
-  const flat = value.replace(/[\r\n\t]+/g, ' ').replace(/["<>[\]]/g, "'").trim();
+  const flat = value.replace(LINE_BREAKS_ALL, ' ').replace(/\t+/g, ' ').replace(/["<>[\]]/g, "'").trim();
   return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
 }
 
@@ -71,7 +79,7 @@ export function formatBackgroundReports(alerts: ReadonlyArray<{ jobId: string; l
   if (dropped > 0) lines.push(`(${dropped} older report(s) were dropped: too many arrived at once)`);
   for (const alert of alerts) {
     lines.push(`- job ${alert.jobId} "${sanitize(alert.label)}" (${alert.severity}):`);
-    for (const line of escapeAngles(alert.message).split('\n')) lines.push(`  | ${line}`);
+    for (const line of escapeAngles(alert.message).split(LINE_BREAKS)) lines.push(`  | ${line}`);
   }
   return lines.join('\n');
 }

@@ -238,3 +238,10 @@ export const TIMINGS = {
   /** A permission answer slower than this is a denial: a background job never waits on a person. */
   permissionAnswerMs: 5_000,
 } as const;
+
+/**
+ * The longest `forkpool fanout` input line, in bytes (its newline not counted). A task is at most
+ * 200,000 characters (up to 6 bytes each as a JSON `\uXXXX` escape); a longer line is refused
+ * while it is read, never held whole: one 100 MB line cost about 2.3 GB before.
+ */
+export const FANOUT_LINE_MAX_BYTES = 2 * 1024 * 1024;

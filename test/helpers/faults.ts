@@ -97,8 +97,16 @@ export interface RecordingProxy {
 }
 
 /** A loopback proxy in front of `target` (a sim URL) that records each request's headers and body. */
-export async function startRecordingProxy(cleanups: Cleanup, target: string): Promise<RecordingProxy> {
-  const to = new URL(target);
+export function startRecordingProxy(cleanups: Cleanup, target: string): Promise<RecordingProxy> {
+  return startRoutingProxy(cleanups, target, () => target);
+}
+
+/**
+ * A recording proxy that sends each request to the sim `route` picks by its body (all sims with
+ * the same path): e.g. the parent's requests (they offer `spawn_background_agent`) to one
+ * scripted sim and the jobs' to another, so two scripts never race for each other's steps.
+ */
+export async function startRoutingProxy(cleanups: Cleanup, first: string, route: (body: string) => string): Promise<RecordingProxy> {
   const state: RecordingProxy = { url: '', requests: [] };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -106,6 +114,7 @@ export async function startRecordingProxy(cleanups: Cleanup, target: string): Pr
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       state.requests.push({ headers: req.headers, body: body.toString('utf8') });
+      const to = new URL(route(body.toString('utf8')));
       const upstream = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
@@ -117,7 +126,7 @@ export async function startRecordingProxy(cleanups: Cleanup, target: string): Pr
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${to.pathname}`;
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${new URL(first).pathname}`;
   cleanups.add(() => new Promise<void>((resolve) => server.close(() => resolve())).finally(() => server.closeAllConnections()));
   return state;
 }

@@ -16,7 +16,7 @@ const parameters = z.strictObject({
   pattern: z
     .string()
     .min(1)
-    .describe('Glob pattern relative to `path`, e.g. "**/*.ts", "src/**/test_*.py", "*.{json,yaml}". No ".." segments or absolute paths.'),
+    .describe('Glob pattern relative to `path`, e.g. "**/*.ts", "src/**/test_*.py", "*.{json,yaml}". No ".." segments or absolute paths; no !(…) extglob.'),
   path: z.string().min(1).optional().describe('Directory to search from, relative to the workspace root. Default "." (the root).'),
 });
 
@@ -41,6 +41,9 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         `pattern ${JSON.stringify(pattern)} must be relative to the search path, without ".." segments or an absolute path; set "path" to choose where to search`,
       );
     }
+    // Linear-time glob matching (re2js), loaded on a thread's first find_files, not with every job's tools;
+    // compiled before the folder is opened, so a refused glob leaves no descriptor behind.
+    const isMatch = (await import('./glob.js')).compileGlob(pattern, NAME, 'pattern');
     const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal }).catch((error: unknown) => {
       if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
         throw new ToolError('TOOL_FAILED', NAME, `${error.message}; pass a directory as path`);
@@ -48,9 +51,6 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
       throw error;
     });
     const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
-    // Loaded on a thread's first find_files, not with every job's tools.
-    const picomatch = (await import('picomatch')).default;
-    const isMatch = picomatch(pattern, { dot: true });
     const timeLimitMs = ctx.limits.searchTimeoutMs;
     const deadline = Date.now() + timeLimitMs;
     const shown: string[] = [];
@@ -90,9 +90,10 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
 
 /**
  * How many folder levels a pattern can reach: a pattern without `**` matches only at the depth
- * of its segments, so the walk need not go deeper. Braces may hide a "/": no limit then.
+ * of its segments, so the walk need not go deeper. Braces and groups may hide a "/" (and a
+ * repeated group, `+(d/)`, any number of them): no limit then.
  */
 function folderDepthOf(pattern: string): number {
-  if (pattern.includes('**') || /\{[^}]*\/[^}]*\}/.test(pattern)) return MAX_WALK_DEPTH;
+  if (pattern.includes('**') || /[{(][^})]*\/[^})]*[})]/.test(pattern)) return MAX_WALK_DEPTH;
   return Math.min(MAX_WALK_DEPTH, pattern.split('/').filter(Boolean).length - 1);
 }

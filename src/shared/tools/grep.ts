@@ -12,8 +12,6 @@ import { openWalkedFile, walkFiles, type WalkedFile } from './walk.js';
 const NAME = 'grep';
 /** Characters of a matching line shown in the output. */
 const SHOWN_LINE_CHARS = 240;
-/** Lines longer than this are matched only on their first part. */
-const MATCH_LINE_CHARS = 64 * 1024;
 const FOOTER_RESERVE = 400;
 
 const parameters = z.strictObject({
@@ -37,9 +35,11 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
   run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
     throwIfAborted(ctx.signal);
-    // re2js (~260 KB) and picomatch load on a thread's first grep, not with every job's tools.
+    // re2js (~260 KB) loads on a thread's first grep, not with every job's tools.
     const { compileLinear } = await import('./regex.js');
     const regex = compileLinear(args.pattern, args.ignore_case ?? false, NAME);
+    // Before the start is opened: a refused glob leaves no descriptor behind.
+    const matchesGlob = args.glob ? (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') }) : undefined;
     // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
     const timeLimitMs = ctx.limits.searchTimeoutMs;
     const deadline = Date.now() + timeLimitMs;
@@ -51,7 +51,6 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal });
     const startAbs = start.realPath;
     const shownStart = displayPath(ctx.workspaceRoot, startAbs);
-    const matchesGlob = args.glob ? (await import('picomatch')).default(args.glob, { dot: true, basename: !args.glob.includes('/') }) : undefined;
     const pseudoDevices = await pseudoFsDevices();
 
     const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
@@ -63,6 +62,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let skippedLarge = 0;
     let skippedBinary = 0;
     let unreadable = 0;
+    /** Lines longer than the matcher takes: only their first `regex.maxLineChars` were searched. */
+    let cutLines = 0;
 
     const searchOne = async (handle: FileHandle, size: number, shownFile: string): Promise<void> => {
       const linesBefore = out.length;
@@ -73,15 +74,14 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       }
       searched++;
       try {
-        let sinceCheck = 0;
         const result = await readLines(
           handle,
-          { maxLineChars: MATCH_LINE_CHARS, maxBytes: ctx.limits.grepMaxFileBytes, detectBinary: true, signal: ctx.signal },
-          (text, n) => {
-            if (++sinceCheck >= 256) {
-              sinceCheck = 0;
-              checkDeadline();
-            }
+          { maxLineChars: regex.maxLineChars, maxBytes: ctx.limits.grepMaxFileBytes, detectBinary: true, signal: ctx.signal },
+          (text, n, cut) => {
+            // Every line: one match call is bounded (regex.maxLineChars), so the limit is
+            // overrun by at most one call. (Date.now() costs far less than a match.)
+            checkDeadline();
+            if (cut) cutLines++;
             const index = regex.firstMatch(text);
             if (index === -1) return true;
             const line = `${shownFile}:${n}: ${excerpt(text, index)}`;
@@ -146,6 +146,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     if (skippedBinary) skipped.push(`${plural(skippedBinary, 'binary file')}`);
     if (unreadable) skipped.push(`${plural(unreadable, 'unreadable file')}`);
     if (skipped.length) notes.push(`[skipped ${skipped.join(', ')}]`);
+    if (cutLines) notes.push(`[${plural(cutLines, 'line')} longer than ${regex.maxLineChars} characters: only the first ${regex.maxLineChars} of each were searched]`);
     if (out.length === 0) {
       const base = `No matches for /${args.pattern}/${args.ignore_case ? 'i' : ''} in ${shownStart}${args.glob ? ` (glob ${args.glob})` : ''}; searched ${plural(searched, 'file')}.`;
       return [base, ...notes].join('\n');

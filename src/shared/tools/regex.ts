@@ -12,7 +12,25 @@ import { ToolError } from '../errors.js';
 export interface LineMatcher {
   /** Index of the first match in `line`, or -1. */
   firstMatch(line: string): number;
+  /**
+   * Characters of a line that are matched; the rest of a longer line is not searched. Linear is
+   * not cheap: one re2js call costs about (line length × program size), up to ~25 ns per unit
+   * (a 64 KiB line against `\w{1000}Z|.{0,1000}Z` took 9 s in one call, and no deadline can
+   * interrupt a call). So the matched part shrinks as the program grows, keeping one call
+   * near {@link WORK_PER_CALL} units (a few hundred milliseconds at worst).
+   */
+  maxLineChars: number;
 }
+
+/** The longest pattern accepted (compiling one of 1,000 characters takes well under a second). */
+export const MAX_PATTERN_CHARS = 1_000;
+/** The largest compiled program (RE2 instructions) accepted. */
+export const MAX_PROGRAM_SIZE = 8_000;
+/** The most characters of a line ever matched (a simple pattern gets all of them). */
+export const MAX_MATCH_LINE_CHARS = 64 * 1024;
+/** Line characters × (program size + per-character overhead) one call may cost. */
+const WORK_PER_CALL = 8_000_000;
+const PER_CHAR_OVERHEAD = 32;
 
 /** Features a backtracking engine has and RE2 refuses, detected to name them in the error. */
 const UNSUPPORTED: ReadonlyArray<[RegExp, string]> = [
@@ -22,6 +40,9 @@ const UNSUPPORTED: ReadonlyArray<[RegExp, string]> = [
 ];
 
 export function compileLinear(pattern: string, ignoreCase: boolean, toolName: string): LineMatcher {
+  if (pattern.length > MAX_PATTERN_CHARS) {
+    throw new ToolError('TOOL_ARGUMENTS_INVALID', toolName, `pattern: expected at most ${MAX_PATTERN_CHARS} characters; received ${pattern.length}. Search for a shorter pattern`);
+  }
   // JavaScript's own parser first: a plain syntax error is reported as such. Compiling (not
   // running) a RegExp is safe: it never backtracks.
   try {
@@ -42,7 +63,17 @@ export function compileLinear(pattern: string, ignoreCase: boolean, toolName: st
   } catch (error) {
     throw unsupported(pattern, messageOf(error).replace(/^error parsing regexp: /, ''), toolName, error);
   }
+  const size = compiled.programSize();
+  if (size > MAX_PROGRAM_SIZE) {
+    throw new ToolError(
+      'TOOL_ARGUMENTS_INVALID',
+      toolName,
+      `pattern: expected a regular expression of at most ${MAX_PROGRAM_SIZE} compiled instructions; received ${JSON.stringify(pattern.slice(0, 80))}${pattern.length > 80 ? '…' : ''}, ` +
+        `${size} instructions (large counted repeats such as {1000} cost one instruction per repeat). Use a simpler pattern`,
+    );
+  }
   return {
+    maxLineChars: Math.min(MAX_MATCH_LINE_CHARS, Math.floor(WORK_PER_CALL / (size + PER_CHAR_OVERHEAD))),
     firstMatch(line) {
       // test() runs the DFA fast path; the position (a slower matcher) only for matching lines.
       if (!compiled.test(line)) return -1;

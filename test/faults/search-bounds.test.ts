@@ -1,0 +1,130 @@
+/**
+ * Bounded work in the search tools (issue 18, "Bounded work, honest output"): a glob bomb in
+ * `find_files` or grep's `glob`, and a heavy pattern against long lines in `grep`, end promptly
+ * (a result or TOOL_TIMEOUT), never block the job's thread for minutes. Through the real pool:
+ * a scripted model calls the tools in a worker thread. The glob syntax itself is checked too.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ToolError } from '../../src/shared/errors.js';
+import { compileGlob } from '../../src/shared/tools/glob.js';
+import { MAX_PATTERN_CHARS } from '../../src/shared/tools/regex.js';
+import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
+import type { LoopEvent } from '../../src/shared/tool-loop.js';
+import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
+import { toolMessagesOf } from './helpers.js';
+import { callTool, toolContext } from './sandbox-helpers.js';
+
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
+
+/** picomatch's backtracking RegExp took 52 s on 80 a's against this; 200 is far beyond. */
+const GLOB_BOMB = '*a*a*a*a*a*a*a*b';
+/** re2js runs this in linear time, but slowly: one 64 KiB line cost ~10 s in one call. */
+const HEAVY_PATTERN = '\\w{1000}Z|(.{0,1000})Z|[^Z]{0,1000}Z';
+const SEARCH_LIMIT_MS = 1_500;
+
+async function toolError(promise: Promise<unknown>): Promise<ToolError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ToolError);
+  return error as ToolError;
+}
+
+describe('search tools in a worker thread end within their limits', () => {
+  it('a glob bomb in find_files and grep, and a heavy pattern on long lines, end promptly with a result or TOOL_TIMEOUT', async () => {
+    const root = await makeWorkspace(cleanups);
+    await mkdir(path.join(root, 'bomb'));
+    await writeFile(path.join(root, 'bomb', 'a'.repeat(200)), 'needle\n');
+    await writeFile(path.join(root, 'bomb', `${'a'.repeat(120)}b`), 'needle\n');
+    // 12 lines of 64 KiB, each ending in the Z the heavy pattern looks for.
+    const line = Array.from({ length: 64 * 1024 - 1 }, (_, i) => 'abcdefghij klmnop\tqrs'[(i * 7919) % 21]).join('');
+    await writeFile(path.join(root, 'long.txt'), `${line}Z\n`.repeat(12));
+    const calls = [
+      { name: 'find_files', arguments: { pattern: GLOB_BOMB, path: 'bomb' } },
+      { name: 'grep', arguments: { pattern: 'needle', path: 'bomb', glob: GLOB_BOMB } },
+      { name: 'grep', arguments: { pattern: HEAVY_PATTERN, path: 'long.txt' } },
+    ];
+    const sim = await startSim(cleanups, { script: [...calls.map((call) => ({ toolCalls: [call] })), { content: 'done' }] });
+    const config = makeConfig(sim, root, { maxConcurrent: 1 }, { toolLimits: { searchTimeoutMs: SEARCH_LIMIT_MS } });
+    const manager = makeManager(config, cleanups);
+    const events: LoopEvent[] = [];
+    manager.on('progress', ({ event }) => events.push(event));
+    const { id } = manager.spawn({ task: 'Search the workspace.', label: 'bounded search' });
+    const record = await ended(manager, id);
+
+    expect(record.status).toBe('ok');
+    const results = events.filter((e) => e.type === 'tool_result');
+    expect(results.map((r) => r.name)).toEqual(['find_files', 'grep', 'grep']);
+    // A loose safety bound, not a timing window: before the fix each of these took minutes.
+    for (const result of results) expect(result.ms).toBeLessThan(10 * SEARCH_LIMIT_MS);
+    const [found, grepped, heavy] = toolMessagesOf(sim.requests.at(-1)?.body);
+    // The bomb's own name does not match; the one ending in b does (and only it).
+    expect(found).toBe(`bomb/${'a'.repeat(120)}b\n[1 file]`);
+    expect(grepped).toBe(`bomb/${'a'.repeat(120)}b:1: needle`);
+    // Either it searched every line's first part (and says so), or its time limit ended it.
+    expect(heavy).toMatch(/^No matches for .* searched 1 file\.\n\[12 lines longer than \d+ characters: only the first \d+ of each were searched\]$|TOOL_TIMEOUT|time limit/);
+  }, 30_000);
+});
+
+describe('long lines and big patterns in grep', () => {
+  it('a match past the part of a line that is searched is not found, and the output says how much was searched', async () => {
+    const root = await makeWorkspace(cleanups);
+    await writeFile(path.join(root, 'wide.txt'), `${'x'.repeat(5000)}needle\nshort needle\n`);
+    const out = await callTool(grepTool, { pattern: '[a-z]{0,1000}needle', path: 'wide.txt' }, toolContext(root));
+    expect(out).toMatch(/^wide\.txt:2: short needle\n\n\[1 line longer than (\d+) characters: only the first \1 of each were searched\]$/);
+    // A simple pattern searches the whole line (up to 64 KiB) and finds it.
+    expect(await callTool(grepTool, { pattern: 'needle', path: 'wide.txt' }, toolContext(root))).toMatch(/^wide\.txt:1: …x+needle\nwide\.txt:2: short needle$/);
+  });
+
+  it.each([
+    ['a pattern over the length limit', 'a'.repeat(MAX_PATTERN_CHARS + 1), /pattern: expected at most 1000 characters; received 1001/],
+    ['a pattern whose program is too large', '\\w{1000}'.repeat(9), /pattern: expected a regular expression of at most 8000 compiled instructions; received .*9\d{3} instructions/],
+  ])('%s is refused with TOOL_ARGUMENTS_INVALID naming the field and the limit', async (_what, pattern, message) => {
+    const error = await toolError(callTool(grepTool, { pattern }, toolContext(await makeWorkspace(cleanups))));
+    expect(error.code).toBe('TOOL_ARGUMENTS_INVALID');
+    expect(error.message).toMatch(message);
+  });
+});
+
+describe('globs', () => {
+  it.each([
+    ['**/*.ts', ['a.ts', 'src/a.ts', 'src/deep/c.ts'], ['a.js', 'ts']],
+    ['src/**', ['src/a', 'src/deep/c.ts'], ['lib/a']],
+    ['a/**/b', ['a/b', 'a/x/b', 'a/x/y/b'], ['a/xb', 'b']],
+    ['*.{json,yaml}', ['x.json', '.y.yaml'], ['d/x.json', 'x.yml']],
+    ['x/{a,{b,c}}/y', ['x/a/y', 'x/c/y'], ['x/d/y']],
+    ['[!a]*', ['b', '.env'], ['abc']],
+    ['[[:digit:]]?', ['1x'], ['xx', '1/']],
+    ['*.+(js|ts)', ['m.js', 'm.tsts'], ['m.', 'm.jsx']],
+    ['@(a|b).md', ['a.md', 'b.md'], ['c.md', 'ab.md']],
+    ['a\\*b', ['a*b'], ['axb']],
+    ['!*.ts', ['a.js'], ['a.ts']],
+    [GLOB_BOMB, [`${'a'.repeat(7)}b`], ['a'.repeat(2000), 'ab']],
+  ])('%s matches what it should', (glob, yes, no) => {
+    const matches = compileGlob(glob, 'find_files', 'pattern');
+    for (const p of yes) expect(matches(p), `${glob} should match ${p}`).toBe(true);
+    for (const p of no) expect(matches(p), `${glob} should not match ${p}`).toBe(false);
+  });
+
+  it.each([
+    ['a negated extglob !(a).ts', '!(a).ts', /pattern: expected a glob without a negated extglob !\(…\)/],
+    ['a glob of 1,001 characters', '*'.repeat(1001), /pattern: expected at most 1000 characters; received 1001/],
+  ])('%s is refused with TOOL_ARGUMENTS_INVALID by find_files and grep, and no descriptor is left open', async (_what, pattern, message) => {
+    const root = await makeWorkspace(cleanups);
+    const { readdirSync } = await import('node:fs');
+    const before = readdirSync('/proc/self/fd').length;
+    for (const [tool, args] of [
+      [findFilesTool, { pattern }],
+      [grepTool, { pattern: 'x', glob: pattern }],
+    ] as const) {
+      const error = await toolError(callTool(tool, args, toolContext(root)));
+      expect(error.code).toBe('TOOL_ARGUMENTS_INVALID');
+      expect(error.message).toMatch(tool === grepTool ? new RegExp(message.source.replace('pattern', 'glob')) : message);
+    }
+    expect(readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(before);
+  });
+});
