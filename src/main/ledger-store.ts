@@ -34,6 +34,8 @@ export interface StoredAlert {
  */
 export interface JobStore {
   readonly scope: string;
+  /** The file it is kept in, if any: hidden from the tools with its companions (tools/hidden.ts). */
+  readonly path?: string;
   /** Every stored job of this scope, oldest spawn first, and the next job number to hand out. */
   load(): { jobs: StoredJob[]; nextId: number };
   /** Writes a record (insert or replace); its state, delivery and position are indexed columns, the rest one JSON blob. */

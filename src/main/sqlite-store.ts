@@ -126,7 +126,7 @@ export class SqliteLedgerStore implements LedgerStore {
 
   jobs(scope: string): JobStore {
     let store = this.#scopes.get(scope);
-    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope)));
+    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope, this.path)));
     return store;
   }
 
@@ -152,6 +152,7 @@ export class SqliteLedgerStore implements LedgerStore {
 
 class SqliteJobStore implements JobStore {
   readonly scope: string;
+  readonly path: string;
   readonly #db: Database;
   readonly #put: Statement;
   readonly #putSpec: Statement;
@@ -164,8 +165,9 @@ class SqliteJobStore implements JobStore {
   readonly #last = new Map<string, string>();
   #writtenNextId = 0;
 
-  constructor(db: Database, scope: string) {
+  constructor(db: Database, scope: string, file: string) {
     this.scope = scope;
+    this.path = file;
     this.#db = db;
     this.#put = db.prepare(
       `INSERT INTO jobs (scope, id, position, state, delivered_turn, updated_at, record) VALUES (@scope, @id, @position, @state, @delivered, @now, @record)

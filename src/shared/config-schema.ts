@@ -228,6 +228,13 @@ export const configSchema = z.strictObject({
   protectedPaths: z.array(relativePathSchema).default([...DEFAULTS.protectedPaths]),
   /** Let the write tools and bash write protected paths after all. Default false. */
   allowProtectedWrites: z.boolean().default(false),
+  /**
+   * Files or folders no tool may open (bash sees them masked in its sandbox): key files,
+   * credentials. Relative paths resolve against the working directory. `loadConfig` adds the
+   * config file it read; the durable ledger and `.env`-style files are hidden without being
+   * listed (README "What the tools cannot see").
+   */
+  hiddenPaths: z.array(z.string().min(1)).default([]),
   /** Built-in tools offered to the model. */
   tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([...BUILTIN_TOOL_NAMES]),
   /** Gated tools granted up front (`bash`, `write_file`, `edit_file`). */

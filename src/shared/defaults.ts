@@ -55,6 +55,18 @@ export const DEFAULTS = {
   sandboxNetwork: false,
   /** Paths the write tools refuse (a name matches that segment anywhere; a path with "/" a workspace-relative prefix). */
   protectedPaths: ['.git'] as readonly string[],
+  /**
+   * File names no tool opens, anywhere in the workspace (they usually hold keys); `.env.<x>`
+   * counts too, except the templates in {@link DEFAULTS.hiddenNameTemplates}. See tools/hidden.ts.
+   */
+  hiddenNames: ['forkpool.config.json', '.env', '.envrc'] as readonly string[],
+  /** `.env.<suffix>` files that are templates, not secrets: readable. */
+  hiddenNameTemplates: ['example', 'sample', 'template'] as readonly string[],
+  /**
+   * Entries bash's start looks through for files hidden by name, to mask them in the sandbox;
+   * past it bash is refused (a masked set it could not finish would leave some readable).
+   */
+  hiddenScanMaxEntries: 200_000,
   background: {
     /** The seeds' `max_background_agents`. */
     maxConcurrent: 3,

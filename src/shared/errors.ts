@@ -60,6 +60,8 @@ export const ERROR_CODES = [
   'CHECKED_RECENTLY',
   /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
   'RESULT_UNAVAILABLE',
+  /** A tool was asked to open a file hidden from the tools (a config, ledger or `.env`-style file: it may hold keys). */
+  'PATH_HIDDEN',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { AbortError, ToolError } from '../errors.js';
+import { hiddenMasks } from './bash-masks.js';
 import { bwrapArgs, probeBwrap, sandboxEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
 import { openNoFollow } from './safe-fs.js';
@@ -82,6 +83,10 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   // Handed over as descriptors opened without following links: a `.git` link an earlier
   // command planted (to ~/.ssh, say) is skipped, never mounted.
   const extraFds: FileHandle[] = [];
+  // Hidden files (config, ledger, .env-style) are masked: the command reads nothing of them.
+  const masks = await hiddenMasks(ctx.workspaceRoot, policy, ctx.signal);
+  extraFds.push(...masks.pinned.map((p) => p.handle));
+  const hidden = { files: masks.files, folders: masks.folders, pinned: masks.pinned.map((p, i) => ({ rel: p.rel, childFd: 3 + i })) };
   const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
   if (!policy.allowProtectedWrites) {
     for (const rel of policy.protectedPaths) {
@@ -93,7 +98,7 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   }
   return {
     file: policy.bwrapPath,
-    args: bwrapArgs({ workspaceRoot: ctx.workspaceRoot, command, policy, readOnlyInWorkspace }),
+    args: bwrapArgs({ workspaceRoot: ctx.workspaceRoot, command, policy, readOnlyInWorkspace, hidden }),
     cwd: ctx.workspaceRoot,
     env: sandboxEnv(scrubEnv(ctx.env)),
     extraFds,

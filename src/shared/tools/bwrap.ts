@@ -40,6 +40,30 @@ export interface BwrapCommand {
    * child's descriptor number of the very file or folder (opened without following links).
    */
   readOnlyInWorkspace: ReadonlyArray<{ rel: string; childFd: number }>;
+  /** Files and folders hidden from the tools, masked inside (see bash-masks.ts). */
+  hidden?: SandboxHiddenMasks;
+}
+
+/** {@link HiddenMasks} as bwrap needs them: the pinned folders by the child's descriptor number. */
+export interface SandboxHiddenMasks {
+  files: readonly string[];
+  folders: readonly string[];
+  pinned: ReadonlyArray<{ rel: string; childFd: number }>;
+}
+
+/**
+ * The masks over hidden files, right after the workspace bind and before any other bind inside
+ * it: a folder bound onto itself later would uncover what was mounted below it earlier. Pinned
+ * folders first (shallowest first), then /dev/null over each file, an empty read-only tmpfs over
+ * each folder.
+ */
+export function hiddenMaskArgs(workspaceRoot: string, masks: SandboxHiddenMasks | undefined): string[] {
+  if (!masks) return [];
+  const args: string[] = [];
+  for (const { rel, childFd } of masks.pinned) args.push('--bind-fd', String(childFd), path.join(workspaceRoot, rel));
+  for (const file of masks.files) args.push('--ro-bind', '/dev/null', file);
+  for (const folder of masks.folders) args.push('--tmpfs', folder, '--remount-ro', folder);
+  return args;
 }
 
 /**
@@ -66,6 +90,7 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
   for (const dir of spec.policy.readPaths) args.push('--ro-bind-try', dir, dir);
   // After the read-only binds, so a workspace below /usr or /tmp is still writable.
   args.push('--bind', spec.workspaceRoot, spec.workspaceRoot);
+  args.push(...hiddenMaskArgs(spec.workspaceRoot, spec.hidden));
   for (const { rel, childFd } of spec.readOnlyInWorkspace) {
     args.push('--ro-bind-fd', String(childFd), path.join(spec.workspaceRoot, rel));
   }

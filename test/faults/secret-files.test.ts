@@ -1,0 +1,176 @@
+/**
+ * Secret files (issue 18, "The key in the workspace's own config file reaches the model"): with
+ * the key in the workspace's forkpool.config.json (the README's own example), a hostile
+ * scripted job calls every tool at it, through the real pool and the real worker, with bash in
+ * the real bubblewrap. Neither the key nor its reversed, base64 or hex forms may reach the
+ * model (every request body the sim received) or the job's result. The second line,
+ * redaction of tool output, is checked with the key in a file that is not hidden.
+ */
+import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/main/config-load.js';
+import type { JobRecord } from '../../src/main/ledger.js';
+import { BackgroundManager } from '../../src/main/manager.js';
+import { openSqliteLedger } from '../../src/main/sqlite-store.js';
+import type { SimServer } from '../../src/sim/index.js';
+import type { ScriptToolCall } from '../../src/sim/types.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { Cleanups, ended, startSim, watchManager } from '../helpers/pool.js';
+import { SKIP_BWRAP, requireBwrap } from './sandbox-helpers.js';
+
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
+
+const KEY = 'sk-fpMARKER-7f3a9c21e5b04d68';
+const ENV_SECRET = 'ENVSECRET-91b2c3d4e5f6a7b8';
+
+/**
+ * Every 8-character piece of each form a command could turn a secret into: as is, reversed,
+ * hex, and base64 at each byte alignment (only the characters that depend on the secret alone).
+ */
+function leakedPieces(secret: string): string[] {
+  const bytes = Buffer.from(secret);
+  const forms = [secret, [...secret].reverse().join(''), bytes.toString('hex')];
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset, 0x20), bytes]).toString('base64');
+    forms.push(encoded.slice(Math.ceil((offset * 8) / 6), Math.floor(((offset + bytes.length) * 8) / 6)));
+  }
+  return forms.flatMap((form) => Array.from({ length: form.length - 7 }, (_, i) => form.slice(i, i + 8)));
+}
+
+/** What the model was given (every message but its own, in every request) and what the jobs answered. */
+function expectNothingLeaked(sim: SimServer, records: readonly JobRecord[], secrets: readonly string[]): void {
+  const given = sim.requests.flatMap((r) => ((r.body as { messages?: Array<{ role: string; content?: unknown }> } | undefined)?.messages ?? []).filter((m) => m.role !== 'assistant'));
+  const seen = { 'the model': JSON.stringify(given), 'the job results': JSON.stringify(records.map((r) => [r.resultText, r.error])) };
+  expect(seen['the model']).toContain('"role":"tool"');
+  for (const secret of secrets) {
+    for (const piece of leakedPieces(secret)) {
+      for (const [where, text] of Object.entries(seen)) expect(text.includes(piece), `${JSON.stringify(piece)} (from ${secret}) reached ${where}`).toBe(false);
+    }
+  }
+}
+
+/** The tool results the model received, by call id. */
+function toolResults(sim: SimServer): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const request of sim.requests) {
+    const messages = (request.body as { messages?: Array<{ role: string; tool_call_id?: string; content?: unknown }> } | undefined)?.messages ?? [];
+    for (const m of messages) if (m.role === 'tool' && m.tool_call_id) out.set(m.tool_call_id, String(m.content));
+  }
+  return out;
+}
+
+const call = (id: string, name: string, args: Record<string, unknown>): ScriptToolCall => ({ id, name, arguments: args });
+
+/** A workspace holding the key in its config file (as the README shows) and a .env; the config as the CLI loads it. */
+async function hostileSetup(sim: SimServer) {
+  const ws = tempWorkspace(
+    {
+      'src/retry.ts': 'export function retryBackoff(attempt: number): number {\n  return 2 ** attempt * 100;\n}\n',
+      '.env': `OPENAI_API_KEY=${ENV_SECRET}\n`,
+      'pkg/a/.env.local': `TOKEN=${ENV_SECRET}\n`,
+      '.env.example': 'OPENAI_API_KEY=put-yours-here\n',
+    },
+    cleanups,
+  );
+  writeFileSync(path.join(ws, 'forkpool.config.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash', 'write_file', 'edit_file'] }, null, 2));
+  const config = loadConfig({ file: true, cwd: ws, config: { maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
+  // The durable ledger, kept (against advice) inside the workspace, as a library store.
+  mkdirSync(path.join(ws, 'state'));
+  const ledger = openSqliteLedger(path.join(ws, 'state', 'ledger.db'));
+  const manager = watchManager(new BackgroundManager({ config, store: ledger.jobs('secret-files'), closeExecutor: true }));
+  cleanups.add(async () => {
+    await manager.close({ timeoutMs: 2_000 });
+    ledger.close();
+  });
+  const run = async (task: string) => ended(manager, manager.spawn({ task, label: 'hostile' }).id);
+  return { ws, config, manager, run };
+}
+
+describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches the model', () => {
+  beforeAll(requireBwrap);
+
+  it('a hostile job: every file tool refuses or skips the hidden files, bash in bubblewrap sees them masked; no form of a key reaches the model', async () => {
+    const probe = (id: string, guess: string) => call(id, 'grep', { pattern: `"apiKey": "${guess}`, path: '.' });
+    const sim = await startSim(cleanups, {
+      script: [
+        {
+          toolCalls: [
+            call('bash_cat', 'bash', { command: 'cat forkpool.config.json; rev forkpool.config.json; base64 forkpool.config.json; xxd forkpool.config.json; base64 .env; base64 pkg/a/.env.local; cat state/ledger.db | base64 | head -c 200; echo END' }),
+            call('bash_copy', 'bash', { command: 'ln forkpool.config.json h; cat h; cp forkpool.config.json c; cat c; cp .env e; cat e; mv forkpool.config.json moved.json; mv pkg p2; cat p2/a/.env.local; cat .env.example; echo END' }),
+          ],
+        },
+        // After a rename attempt the next command is masked the same way.
+        { toolCalls: [call('bash_again', 'bash', { command: 'cat forkpool.config.json p2/a/.env.local pkg/a/.env.local 2>&1 | base64; ls; echo END' })] },
+        { content: 'done with bash' },
+        {
+          toolCalls: [
+            call('read_config', 'read_file', { path: 'forkpool.config.json' }),
+            call('read_env', 'read_file', { path: '.env' }),
+            call('read_symlink', 'read_file', { path: 'innocent.txt' }),
+            call('read_hardlink', 'read_file', { path: 'notes/copy.json' }),
+            call('read_ledger', 'read_file', { path: 'state/ledger.db-wal' }),
+            call('outline_hardlink', 'code_outline', { path: 'src/leak.ts' }),
+            call('read_example', 'read_file', { path: '.env.example' }),
+            call('read_code', 'read_file', { path: 'src/retry.ts' }),
+          ],
+        },
+        {
+          toolCalls: [
+            call('grep_literal', 'grep', { pattern: 'fpMARKER', path: '.' }),
+            call('grep_regex', 'grep', { pattern: 'sk-[A-Za-z0-9-]+|ENVSEC', path: '.' }),
+            call('grep_direct', 'grep', { pattern: 'a', path: 'forkpool.config.json' }),
+            probe('probe_right', 's'),
+            probe('probe_wrong', 'q'),
+            call('grep_code', 'grep', { pattern: 'retryBackoff', path: '.' }),
+            call('find_all', 'find_files', { pattern: '**/*' }),
+            call('list_root', 'list_dir', {}),
+            call('edit_config', 'edit_file', { path: 'forkpool.config.json', old_text: '"apiKey": "s', new_text: '"apiKey": "s' + 'x' }),
+            call('write_env', 'write_file', { path: '.env', content: 'gone\n' }),
+            call('bash_linked', 'bash', { command: 'cat notes/copy.json; echo END' }),
+          ],
+        },
+        { content: 'done with the file tools' },
+      ],
+    });
+    const { ws, run } = await hostileSetup(sim);
+    const first = await run('Find the API key (bash).');
+    // Links planted outside the sandbox, before the second job: a symbolic and two hard links.
+    symlinkSync('forkpool.config.json', path.join(ws, 'innocent.txt'));
+    mkdirSync(path.join(ws, 'notes'));
+    linkSync(path.join(ws, 'forkpool.config.json'), path.join(ws, 'notes', 'copy.json'));
+    linkSync(path.join(ws, 'forkpool.config.json'), path.join(ws, 'src', 'leak.ts'));
+    const second = await run('Find the API key (file tools).');
+    expect(sim.scriptErrors).toEqual([]);
+    expect([first.status, second.status]).toEqual(['ok', 'ok']);
+
+    expectNothingLeaked(sim, [first, second], [KEY, ENV_SECRET]);
+    const results = toolResults(sim);
+    const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
+    if (process.env.DUMP) for (const [k, v] of results) console.log('=== ' + k + '\n' + v);
+    // The tools really ran: what is not hidden is read, what is hidden is refused by name.
+    expect(result('bash_cat')).toMatch(/forkpool\.config\.json: Permission denied[\s\S]*END\n\[exit code: 0\]$/);
+    expect(result('bash_copy')).toMatch(/Invalid cross-device link/);
+    expect(result('bash_copy')).toMatch(/cannot move 'forkpool\.config\.json' to 'moved\.json': Device or resource busy/);
+    expect(result('bash_copy')).toMatch(/cannot move 'pkg' to 'p2': Device or resource busy/);
+    expect(result('bash_copy')).toContain('put-yours-here');
+    expect(result('bash_again')).toMatch(/END\n\[exit code: 0\]$/);
+    for (const id of ['read_config', 'read_env', 'read_symlink', 'read_hardlink', 'read_ledger', 'outline_hardlink', 'grep_direct', 'edit_config', 'write_env']) {
+      expect(result(id), id).toMatch(/^Error: .* is hidden from the tools/);
+    }
+    expect(result('read_hardlink')).toContain('another name (a hard or symbolic link) for a hidden file');
+    expect(result('read_example')).toContain('put-yours-here');
+    expect(result('read_code')).toContain('retryBackoff');
+    expect(result('grep_code')).toContain('src/retry.ts:1:');
+    // The probe: the same answer whether the guessed character is right or wrong.
+    expect(result('probe_right').replace('"s', '"q')).toBe(result('probe_wrong'));
+    expect(result('probe_right')).toMatch(/^No matches .*\n\[skipped .*hidden from the tools/);
+    expect(result('grep_literal')).toMatch(/^No matches/);
+    expect(result('find_all')).toContain('src/retry.ts');
+    expect(result('find_all')).not.toMatch(/^(forkpool\.config\.json|\.env|state\/ledger\.db)$/m);
+    expect(result('list_root')).toMatch(/^forkpool\.config\.json \[hidden from the tools\]$/m);
+    // A hidden file with another name (planted outside the sandbox): bash refuses to run at all.
+    expect(result('bash_linked')).toMatch(/^Error: bash is refused: forkpool\.config\.json is hidden from the tools .* has 3 names/);
+  });
+});
