@@ -148,7 +148,6 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expectNothingLeaked(sim, [first, second], [KEY, ENV_SECRET]);
     const results = toolResults(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
-    if (process.env.DUMP) for (const [k, v] of results) console.log('=== ' + k + '\n' + v);
     // The tools really ran: what is not hidden is read, what is hidden is refused by name.
     expect(result('bash_cat')).toMatch(/forkpool\.config\.json: Permission denied[\s\S]*END\n\[exit code: 0\]$/);
     expect(result('bash_copy')).toMatch(/Invalid cross-device link/);
@@ -172,5 +171,85 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expect(result('list_root')).toMatch(/^forkpool\.config\.json \[hidden from the tools\]$/m);
     // A hidden file with another name (planted outside the sandbox): bash refuses to run at all.
     expect(result('bash_linked')).toMatch(/^Error: bash is refused: forkpool\.config\.json is hidden from the tools .* has 3 names/);
+  });
+
+  it('a --config file of another name in a sub-folder and a folder listed in hiddenPaths: hidden by path, and masked in bash even after it tried to rename their folders', async () => {
+    const sim = await startSim(cleanups, {
+      script: [
+        {
+          toolCalls: [
+            call('read_config', 'read_file', { path: 'settings/dev.json' }),
+            call('read_key', 'read_file', { path: 'keys/prod.pem' }),
+            call('list_keys', 'list_dir', { path: 'keys' }),
+            call('grep_all', 'grep', { pattern: 'apiKey|BEGIN', path: '.' }),
+            call('find_all', 'find_files', { pattern: '**/*' }),
+            call('bash_rename', 'bash', { command: 'cat settings/dev.json keys/prod.pem; ls -A keys; mv settings s2; mv keys k2; mv settings/dev.json settings/x.json; echo END' }),
+          ],
+        },
+        { toolCalls: [call('bash_after', 'bash', { command: '(cat s2/dev.json k2/prod.pem settings/dev.json keys/prod.pem settings/x.json) 2>&1 | base64; echo END' })] },
+        { content: 'done' },
+      ],
+    });
+    const ws = tempWorkspace({ 'keys/prod.pem': `-----BEGIN KEY-----\n${ENV_SECRET}\n`, 'README.md': 'apiKey goes in the environment\n' }, cleanups);
+    mkdirSync(path.join(ws, 'settings'));
+    writeFileSync(path.join(ws, 'settings', 'dev.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash'], hiddenPaths: ['keys'] }));
+    const config = loadConfig({ file: 'settings/dev.json', cwd: ws, config: { maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
+    expect(config.hiddenPaths).toEqual([path.join(ws, 'keys'), path.join(ws, 'settings', 'dev.json')]);
+    const manager = watchManager(new BackgroundManager({ config, closeExecutor: true }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    const record = await ended(manager, manager.spawn({ task: 'Find the key.', label: 'hostile' }).id);
+    expect(sim.scriptErrors).toEqual([]);
+    expect(record.status).toBe('ok');
+
+    expectNothingLeaked(sim, [record], [KEY, ENV_SECRET]);
+    const results = toolResults(sim);
+    const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
+    for (const id of ['read_config', 'read_key', 'list_keys']) expect(result(id), id).toMatch(/^Error: .* is hidden from the tools \(it is forkpool's configuration or ledger, or listed in hiddenPaths\)/);
+    expect(result('grep_all')).toMatch(/^README\.md:1: apiKey goes/);
+    expect(result('grep_all')).toMatch(/\[skipped 1 file hidden from the tools/);
+    expect(result('find_all')).toMatch(/^README\.md\n\[1 file\]\n\[1 matching file hidden/);
+    expect(result('bash_rename')).toMatch(/cat: settings\/dev\.json: Permission denied\ncat: keys\/prod\.pem: No such file or directory\n/);
+    expect(result('bash_rename')).toMatch(/cannot move 'settings' to 's2': Device or resource busy/);
+    expect(result('bash_rename')).toMatch(/cannot move 'keys' to 'k2': Device or resource busy/);
+    expect(result('bash_rename')).toMatch(/cannot move 'settings\/dev\.json' to 'settings\/x\.json': Device or resource busy/);
+    expect(result('bash_after')).toMatch(/END\n\[exit code: 0\]$/);
+  });
+});
+
+describe('redaction, the second line: the key in a file that is not hidden', () => {
+  it('grep\'s cut excerpt of a long line and bash\'s reversed, base64 and hex forms lose every piece of 8 or more characters', async () => {
+    const sim = await startSim(cleanups, {
+      script: [
+        {
+          toolCalls: [
+            call('grep_suffix', 'grep', { pattern: 'AFTERKEY', path: 'notes/long.txt' }),
+            call('grep_prefix', 'grep', { pattern: 'BEFOREKEY', path: 'notes/long.txt' }),
+            call('read_long', 'read_file', { path: 'notes/long.txt' }),
+            call('bash_forms', 'bash', {
+              command: 'rev notes/key.txt; base64 notes/key.txt; (printf a; cat notes/key.txt) | base64; (printf ab; cat notes/key.txt) | base64; od -An -tx1 notes/key.txt | tr -d " \\n"; echo; xxd -p -c 256 notes/key.txt; base64 -w0 notes/long.txt; echo; echo END',
+            }),
+          ],
+        },
+        { content: 'done' },
+      ],
+    });
+    // One line cuts the key's tail off the excerpt (the match is far after its start), the other its head.
+    const long = `${'x'.repeat(300)}${KEY}${'-'.repeat(50)}AFTERKEY${'y'.repeat(300)}\nBEFOREKEY${'z'.repeat(221)}${KEY}${'w'.repeat(300)}\n`;
+    const ws = tempWorkspace({ 'notes/long.txt': long, 'notes/key.txt': `${KEY}\n` }, cleanups);
+    const config = loadConfig({ config: { workspaceRoot: ws, baseUrl: sim.url, apiKey: KEY, grantedTools: ['bash'], maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
+    const manager = watchManager(new BackgroundManager({ config, closeExecutor: true }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    const record = await ended(manager, manager.spawn({ task: 'Find the key.', label: 'hostile' }).id);
+    expect(sim.scriptErrors).toEqual([]);
+
+    expectNothingLeaked(sim, [record], [KEY]);
+    const results = toolResults(sim);
+    const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
+    // The excerpts really were cut inside the key (a 10-character piece each), and redacted.
+    expect(result('grep_suffix')).toMatch(/^notes\/long\.txt:1: …\[REDACTED\]-+AFTERKEY/);
+    expect(result('grep_prefix')).toMatch(/^notes\/long\.txt:2: BEFOREKEYz+\[REDACTED\]…$/m);
+    expect(result('read_long')).toContain('x[REDACTED]-');
+    expect(result('bash_forms')).toMatch(/END\n\[exit code: 0\]$/);
+    expect(result('bash_forms').match(/\[REDACTED\]/g)?.length).toBeGreaterThanOrEqual(7);
   });
 });
