@@ -194,7 +194,6 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     mkdirSync(path.join(ws, 'settings'));
     writeFileSync(path.join(ws, 'settings', 'dev.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash'], hiddenPaths: ['keys'] }));
     const config = loadConfig({ file: 'settings/dev.json', cwd: ws, config: { maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
-    expect(config.hiddenPaths).toEqual([path.join(ws, 'keys'), path.join(ws, 'settings', 'dev.json')]);
     const manager = watchManager(new BackgroundManager({ config, closeExecutor: true }));
     cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
     const record = await ended(manager, manager.spawn({ task: 'Find the key.', label: 'hostile' }).id);
@@ -213,6 +212,8 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expect(result('bash_rename')).toMatch(/cannot move 'keys' to 'k2': Device or resource busy/);
     expect(result('bash_rename')).toMatch(/cannot move 'settings\/dev\.json' to 'settings\/x\.json': Device or resource busy/);
     expect(result('bash_after')).toMatch(/END\n\[exit code: 0\]$/);
+    // The config file read was added to what the config lists, resolved on the main thread.
+    expect(config.hiddenPaths).toEqual([path.join(ws, 'keys'), path.join(ws, 'settings', 'dev.json')]);
   });
 });
 
