@@ -42,6 +42,7 @@ const toolLimitsSchema = z.strictObject({
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
+  hiddenScanMaxEntries: z.number().int().min(1).max(100_000_000).default(DEFAULTS.tools.hiddenScanMaxEntries),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
 });
 

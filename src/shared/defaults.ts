@@ -42,6 +42,11 @@ export const DEFAULTS = {
     maxParallelToolCalls: 8,
     /** One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree). */
     searchTimeoutMs: 20_000,
+    /**
+     * Entries bash's start looks through for files hidden by name, to mask them in the sandbox;
+     * past it bash is refused (a masked set it could not finish would leave some readable).
+     */
+    hiddenScanMaxEntries: 200_000,
   },
   /**
    * How bash is confined. `auto`: inside bubblewrap when it works on this machine, else a plain
@@ -62,11 +67,6 @@ export const DEFAULTS = {
   hiddenNames: ['forkpool.config.json', '.env', '.envrc'] as readonly string[],
   /** `.env.<suffix>` files that are templates, not secrets: readable. */
   hiddenNameTemplates: ['example', 'sample', 'template'] as readonly string[],
-  /**
-   * Entries bash's start looks through for files hidden by name, to mask them in the sandbox;
-   * past it bash is refused (a masked set it could not finish would leave some readable).
-   */
-  hiddenScanMaxEntries: 200_000,
   background: {
     /** The seeds' `max_background_agents`. */
     maxConcurrent: 3,

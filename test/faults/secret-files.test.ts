@@ -17,7 +17,9 @@ import type { SimServer } from '../../src/sim/index.js';
 import type { ScriptToolCall } from '../../src/sim/types.js';
 import { tempWorkspace } from '../helpers/config.js';
 import { Cleanups, ended, startSim, watchManager } from '../helpers/pool.js';
-import { SKIP_BWRAP, requireBwrap } from './sandbox-helpers.js';
+import { DEFAULTS } from '../../src/shared/defaults.js';
+import { bashTool } from '../../src/shared/tools/bash.js';
+import { SKIP_BWRAP, callTool, requireBwrap, toolContext } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -183,7 +185,7 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
             call('list_keys', 'list_dir', { path: 'keys' }),
             call('grep_all', 'grep', { pattern: 'apiKey|BEGIN', path: '.' }),
             call('find_all', 'find_files', { pattern: '**/*' }),
-            call('bash_rename', 'bash', { command: 'cat settings/dev.json keys/prod.pem; ls -A keys; mv settings s2; mv keys k2; mv settings/dev.json settings/x.json; echo END' }),
+            call('bash_rename', 'bash', { command: 'cat settings/dev.json keys/prod.pem; ls -A keys; mv settings s2; mv keys k2; mv settings/dev.json settings/x.json; rm -f settings/dev.json; touch keys/new; echo END' }),
           ],
         },
         { toolCalls: [call('bash_after', 'bash', { command: '(cat s2/dev.json k2/prod.pem settings/dev.json keys/prod.pem settings/x.json) 2>&1 | base64; echo END' })] },
@@ -211,9 +213,20 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expect(result('bash_rename')).toMatch(/cannot move 'settings' to 's2': Device or resource busy/);
     expect(result('bash_rename')).toMatch(/cannot move 'keys' to 'k2': Device or resource busy/);
     expect(result('bash_rename')).toMatch(/cannot move 'settings\/dev\.json' to 'settings\/x\.json': Device or resource busy/);
+    expect(result('bash_rename')).toMatch(/cannot remove 'settings\/dev\.json': Device or resource busy/);
+    expect(result('bash_rename')).toMatch(/cannot touch 'keys\/new': Read-only file system/);
     expect(result('bash_after')).toMatch(/END\n\[exit code: 0\]$/);
     // The config file read was added to what the config lists, resolved on the main thread.
     expect(config.hiddenPaths).toEqual([path.join(ws, 'keys'), path.join(ws, 'settings', 'dev.json')]);
+  });
+
+  it('bash is refused in a workspace with more entries than it may scan for .env-style files (toolLimits.hiddenScanMaxEntries)', async () => {
+    const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`src/f${i}.ts`, '']));
+    const ws = tempWorkspace({ ...files, 'deep/.env': `TOKEN=${ENV_SECRET}\n` }, cleanups);
+    const ctx = (max: number) => toolContext(ws, { limits: { ...DEFAULTS.tools, hiddenScanMaxEntries: max }, policy: { sandbox: 'bwrap' } });
+    await expect(callTool(bashTool, { command: 'cat deep/.env' }, ctx(10))).rejects.toMatchObject({ code: 'PATH_HIDDEN', message: expect.stringMatching(/more than 10 entries .*toolLimits\.hiddenScanMaxEntries/) });
+    // Under the limit the same command runs, with the file masked.
+    expect(await callTool(bashTool, { command: 'cat deep/.env' }, ctx(100))).toMatch(/^cat: deep\/\.env: Permission denied\n\[exit code: 1\]$/);
   });
 });
 

@@ -5,6 +5,7 @@ import { ToolError } from '../errors.js';
 import { A_FOLDER, hiddenReason, hiddenSnapshot, isHiddenName, type HiddenSnapshot } from './hidden.js';
 import { openNoFollow, pseudoFsDevices } from './safe-fs.js';
 import { displayPath, isInside } from './sandbox.js';
+import type { ToolLimits } from '../config.js';
 import type { ToolPolicy } from './types.js';
 import { IGNORED_DIRS } from './util.js';
 import { walkFiles } from './walk.js';
@@ -35,7 +36,7 @@ export interface HiddenMasks {
 const NAME = 'bash';
 
 /** The masks for one command. The caller closes every `pinned` handle once bash has started. */
-export async function hiddenMasks(root: string, policy: ToolPolicy, signal: AbortSignal): Promise<HiddenMasks> {
+export async function hiddenMasks(root: string, policy: ToolPolicy, limits: Pick<ToolLimits, 'hiddenScanMaxEntries'>, signal: AbortSignal): Promise<HiddenMasks> {
   const snapshot = await hiddenSnapshot(policy);
   const visible = [root, ...(policy.readPaths ?? [])];
   const files = new Set<string>();
@@ -47,7 +48,9 @@ export async function hiddenMasks(root: string, policy: ToolPolicy, signal: Abor
     if (info.isDirectory()) folders.add(real);
     else if (info.isFile()) files.add(checkedSingleName(root, real, info.nlink));
   }
-  for (const found of await hiddenByName(root, snapshot, signal)) files.add(found);
+  // A context built by hand may lack the limit: the default then.
+  const scanLimit = limits.hiddenScanMaxEntries ?? DEFAULTS.tools.hiddenScanMaxEntries;
+  for (const found of await hiddenByName(root, snapshot, scanLimit, signal)) files.add(found);
   const pinned: HiddenMasks['pinned'] = [];
   try {
     for (const rel of foldersToPin(root, [...files, ...folders])) {
@@ -64,10 +67,9 @@ export async function hiddenMasks(root: string, policy: ToolPolicy, signal: Abor
 }
 
 /** Files hidden by name anywhere in the workspace (outside node_modules, .git, dist), bounded. */
-async function hiddenByName(root: string, snapshot: HiddenSnapshot, signal: AbortSignal): Promise<string[]> {
+async function hiddenByName(root: string, snapshot: HiddenSnapshot, limit: number, signal: AbortSignal): Promise<string[]> {
   const found: string[] = [];
   let entries = 0;
-  const limit = DEFAULTS.hiddenScanMaxEntries;
   const start = await open(root, 'r');
   try {
     const walk = walkFiles(start, root, {
@@ -78,7 +80,7 @@ async function hiddenByName(root: string, snapshot: HiddenSnapshot, signal: Abor
       skipFolder: (abs) => hiddenReason(snapshot, abs, A_FOLDER) !== undefined,
       onTick: () => {
         if (++entries <= limit) return;
-        throw new ToolError('PATH_HIDDEN', NAME, `bash is refused here: the workspace has more than ${limit} entries outside ${IGNORED_DIRS.join(', ')}, too many to look through for .env-style files to hide from the command. Use the file tools, or a smaller workspace`);
+        throw new ToolError('PATH_HIDDEN', NAME, `bash is refused here: the workspace has more than ${limit} entries outside ${IGNORED_DIRS.join(', ')} (toolLimits.hiddenScanMaxEntries), too many to look through for .env-style files to hide from the command. Use the file tools, or a smaller workspace`);
       },
     });
     for await (const file of walk) {

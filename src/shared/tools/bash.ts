@@ -84,7 +84,7 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   // command planted (to ~/.ssh, say) is skipped, never mounted.
   const extraFds: FileHandle[] = [];
   // Hidden files (config, ledger, .env-style) are masked: the command reads nothing of them.
-  const masks = await hiddenMasks(ctx.workspaceRoot, policy, ctx.signal);
+  const masks = await hiddenMasks(ctx.workspaceRoot, policy, ctx.limits, ctx.signal);
   extraFds.push(...masks.pinned.map((p) => p.handle));
   const hidden = { files: masks.files, folders: masks.folders, pinned: masks.pinned.map((p, i) => ({ rel: p.rel, childFd: 3 + i })) };
   const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
