@@ -26,6 +26,8 @@ afterEach(() => cleanups.run());
 
 const KEY = 'sk-fpMARKER-7f3a9c21e5b04d68';
 const ENV_SECRET = 'ENVSECRET-91b2c3d4e5f6a7b8';
+const AGENT_KEY = 'sk-agentPEER-0c4d8e2f6a1b';
+const REDIS_PASSWORD = 'redisPASS-5e9f3a7b1c';
 
 /**
  * Every 8-character piece of each form a command could turn a secret into: as is, reversed,
@@ -183,6 +185,7 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
             call('read_config', 'read_file', { path: 'settings/dev.json' }),
             call('read_key', 'read_file', { path: 'keys/prod.pem' }),
             call('list_keys', 'list_dir', { path: 'keys' }),
+            call('find_keys', 'find_files', { pattern: '*', path: 'keys' }),
             call('grep_all', 'grep', { pattern: 'apiKey|BEGIN', path: '.' }),
             call('find_all', 'find_files', { pattern: '**/*' }),
             call('bash_rename', 'bash', { command: 'cat settings/dev.json keys/prod.pem; ls -A keys; mv settings s2; mv keys k2; mv settings/dev.json settings/x.json; rm -f settings/dev.json; touch keys/new; echo END' }),
@@ -205,7 +208,7 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expectNothingLeaked(sim, [record], [KEY, ENV_SECRET]);
     const results = toolResults(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
-    for (const id of ['read_config', 'read_key', 'list_keys']) expect(result(id), id).toMatch(/^Error: .* is hidden from the tools \(it is forkpool's configuration or ledger, or listed in hiddenPaths\)/);
+    for (const id of ['read_config', 'read_key', 'list_keys', 'find_keys']) expect(result(id), id).toMatch(/^Error: .* is hidden from the tools \(it is forkpool's configuration or ledger, or listed in hiddenPaths\)/);
     expect(result('grep_all')).toMatch(/^README\.md:1: apiKey goes/);
     expect(result('grep_all')).toMatch(/\[skipped 1 file hidden from the tools/);
     expect(result('find_all')).toMatch(/^README\.md\n\[1 file\]\n\[1 matching file hidden/);
@@ -218,6 +221,16 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expect(result('bash_after')).toMatch(/END\n\[exit code: 0\]$/);
     // The config file read was added to what the config lists, resolved on the main thread.
     expect(config.hiddenPaths).toEqual([path.join(ws, 'keys'), path.join(ws, 'settings', 'dev.json')]);
+  });
+
+  it('a hidden file in a sandboxReadPaths folder outside the workspace is masked too', async () => {
+    const outside = tempWorkspace({ 'tool/secret.json': `{"token": "${ENV_SECRET}"}\n`, 'tool/bin.txt': 'readable\n' }, cleanups);
+    const ws = tempWorkspace({ 'a.txt': 'a\n' }, cleanups);
+    const secret = path.join(outside, 'tool', 'secret.json');
+    const ctx = toolContext(ws, { policy: { sandbox: 'bwrap', readPaths: [path.join(outside, 'tool')], hiddenPaths: [secret] } });
+    const out = await callTool(bashTool, { command: `cat ${outside}/tool/bin.txt; cat ${secret}; echo END` }, ctx);
+    expect(out).toMatch(/^readable\ncat: .*secret\.json: Permission denied\nEND\n/);
+    expect(out).not.toContain(ENV_SECRET);
   });
 
   it('bash is refused in a workspace with more entries than it may scan for .env-style files (toolLimits.hiddenScanMaxEntries)', async () => {
@@ -240,7 +253,7 @@ describe('redaction, the second line: the key in a file that is not hidden', () 
             call('grep_prefix', 'grep', { pattern: 'BEFOREKEY', path: 'notes/long.txt' }),
             call('read_long', 'read_file', { path: 'notes/long.txt' }),
             call('bash_forms', 'bash', {
-              command: 'rev notes/key.txt; base64 notes/key.txt; (printf a; cat notes/key.txt) | base64; (printf ab; cat notes/key.txt) | base64; od -An -tx1 notes/key.txt | tr -d " \\n"; echo; xxd -p -c 256 notes/key.txt; base64 -w0 notes/long.txt; echo; echo END',
+              command: 'rev notes/key.txt; base64 notes/key.txt; (printf a; cat notes/key.txt) | base64; (printf ab; cat notes/key.txt) | base64; od -An -tx1 notes/key.txt | tr -d " \\n"; echo; xxd -p -c 256 notes/key.txt; base64 -w0 notes/long.txt; echo; cat notes/others.txt; rev notes/others.txt; base64 notes/others.txt; echo END',
             }),
           ],
         },
@@ -249,14 +262,26 @@ describe('redaction, the second line: the key in a file that is not hidden', () 
     });
     // One line cuts the key's tail off the excerpt (the match is far after its start), the other its head.
     const long = `${'x'.repeat(300)}${KEY}${'-'.repeat(50)}AFTERKEY${'y'.repeat(300)}\nBEFOREKEY${'z'.repeat(221)}${KEY}${'w'.repeat(300)}\n`;
-    const ws = tempWorkspace({ 'notes/long.txt': long, 'notes/key.txt': `${KEY}\n` }, cleanups);
-    const config = loadConfig({ config: { workspaceRoot: ws, baseUrl: sim.url, apiKey: KEY, grantedTools: ['bash'], maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
+    // Every key the config holds: the model key, a peer agent's, the Redis password.
+    const ws = tempWorkspace({ 'notes/long.txt': long, 'notes/key.txt': `${KEY}\n`, 'notes/others.txt': `${AGENT_KEY}\n${REDIS_PASSWORD}\n` }, cleanups);
+    const config = loadConfig({
+      config: {
+        workspaceRoot: ws,
+        baseUrl: sim.url,
+        apiKey: KEY,
+        agents: { peer: { description: 'a peer with its own key', apiKey: AGENT_KEY } },
+        redisUrl: `redis://forkpool:${REDIS_PASSWORD}@127.0.0.1:6379`,
+        grantedTools: ['bash'],
+        maxRetries: 0,
+        background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 },
+      },
+    });
     const manager = watchManager(new BackgroundManager({ config, closeExecutor: true }));
     cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
     const record = await ended(manager, manager.spawn({ task: 'Find the key.', label: 'hostile' }).id);
     expect(sim.scriptErrors).toEqual([]);
 
-    expectNothingLeaked(sim, [record], [KEY]);
+    expectNothingLeaked(sim, [record], [KEY, AGENT_KEY, REDIS_PASSWORD]);
     const results = toolResults(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
     // The excerpts really were cut inside the key (a 10-character piece each), and redacted.
@@ -264,6 +289,6 @@ describe('redaction, the second line: the key in a file that is not hidden', () 
     expect(result('grep_prefix')).toMatch(/^notes\/long\.txt:2: BEFOREKEYz+\[REDACTED\]…$/m);
     expect(result('read_long')).toContain('x[REDACTED]-');
     expect(result('bash_forms')).toMatch(/END\n\[exit code: 0\]$/);
-    expect(result('bash_forms').match(/\[REDACTED\]/g)?.length).toBeGreaterThanOrEqual(7);
+    expect(result('bash_forms').match(/\[REDACTED\]/g)?.length).toBeGreaterThanOrEqual(12);
   });
 });
