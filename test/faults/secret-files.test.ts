@@ -9,6 +9,7 @@
 import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AgentSession } from '../../src/main/agent-session.js';
 import { loadConfig } from '../../src/main/config-load.js';
 import type { JobRecord } from '../../src/main/ledger.js';
 import { BackgroundManager } from '../../src/main/manager.js';
@@ -240,6 +241,40 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     await expect(callTool(bashTool, { command: 'cat deep/.env' }, ctx(10))).rejects.toMatchObject({ code: 'PATH_HIDDEN', message: expect.stringMatching(/more than 10 entries .*toolLimits\.hiddenScanMaxEntries/) });
     // Under the limit the same command runs, with the file masked.
     expect(await callTool(bashTool, { command: 'cat deep/.env' }, ctx(100))).toMatch(/^cat: deep\/\.env: Permission denied\n\[exit code: 1\]$/);
+  });
+});
+
+describe('the parent agent\'s own tools (main thread)', () => {
+  it('an AgentSession with the key in the workspace config and its ledger in the workspace: the parent\'s tools refuse both', async () => {
+    const sim = await startSim(cleanups, {
+      script: [
+        {
+          toolCalls: [
+            call('parent_config', 'read_file', { path: 'forkpool.config.json' }),
+            call('parent_ledger', 'read_file', { path: 'state/session.db' }),
+            call('parent_grep', 'grep', { pattern: 'apiKey', path: '.' }),
+            call('parent_code', 'read_file', { path: 'src/retry.ts' }),
+          ],
+        },
+        { content: 'nothing to report' },
+      ],
+    });
+    const ws = tempWorkspace({ 'src/retry.ts': 'export const retries = 3;\n', 'state/.keep': '' }, cleanups);
+    writeFileSync(path.join(ws, 'forkpool.config.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, ledger: { path: path.join(ws, 'state', 'session.db') } }));
+    const config = loadConfig({ file: true, cwd: ws, config: { maxRetries: 0 } });
+    const session = new AgentSession({ config, background: false, closeExecutor: true });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const turn = await session.submit('What is in the config?');
+    expect(sim.scriptErrors).toEqual([]);
+    expect(turn.answer).toBe('nothing to report');
+
+    expectNothingLeaked(sim, [], [KEY]);
+    const results = toolResults(sim);
+    expect(results.get('parent_config')).toMatch(/^Error: "forkpool\.config\.json" is hidden from the tools/);
+    expect(results.get('parent_ledger')).toMatch(/^Error: "state\/session\.db" is hidden from the tools \(it is forkpool's configuration or ledger/);
+    expect(results.get('parent_grep')).toMatch(/^No matches .*\n\[skipped \d+ files hidden from the tools/);
+    expect(results.get('parent_code')).toContain('retries = 3');
   });
 });
 
