@@ -79,8 +79,8 @@ export function redactError(error: SerializedError, secrets: readonly string[]):
  *
  * - in pieces: every run of text made of 8-character fragments of it, so a key cut by an
  *   excerpt or a head-and-tail cap (a prefix or suffix of 8 or more characters) is redacted;
- * - encoded: reversed, base64 (standard and URL-safe, at each of the three byte alignments a
- *   longer encoded text can put it at), and hex (lower and upper case), whole or in pieces.
+ * - encoded: reversed, base64 (at each of the three byte alignments a longer encoded text can
+ *   put it at; the URL-safe alphabet too), and hex (lower and upper case), whole or in pieces.
  *
  * Shorter pieces (up to 7 characters) and other encodings are not caught: commands that could
  * produce them run in a sandbox where the files holding keys are masked.
