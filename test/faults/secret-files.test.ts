@@ -234,6 +234,14 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     expect(out).not.toContain(ENV_SECRET);
   });
 
+  it('a hidden file inside the read-only .git stays masked (the masks go after every other bind)', async () => {
+    const ws = tempWorkspace({ '.git/config': '[core]\n', '.git/forkpool-token': `${ENV_SECRET}\n` }, cleanups);
+    const ctx = toolContext(ws, { policy: { sandbox: 'bwrap', hiddenPaths: [path.join(ws, '.git', 'forkpool-token')] } });
+    const out = await callTool(bashTool, { command: 'cat .git/config .git/forkpool-token; echo x >> .git/config; echo END' }, ctx);
+    expect(out).toMatch(/^\[core\]\ncat: \.git\/forkpool-token: Permission denied\n.*\.git\/config: Read-only file system\nEND\n/);
+    expect(out).not.toContain(ENV_SECRET);
+  });
+
   it('bash is refused in a workspace with more entries than it may scan for .env-style files (toolLimits.hiddenScanMaxEntries)', async () => {
     const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`src/f${i}.ts`, '']));
     const ws = tempWorkspace({ ...files, 'deep/.env': `TOKEN=${ENV_SECRET}\n` }, cleanups);

@@ -52,18 +52,21 @@ export interface SandboxHiddenMasks {
 }
 
 /**
- * The masks over hidden files, right after the workspace bind and before any other bind inside
- * it: a folder bound onto itself later would uncover what was mounted below it earlier. Pinned
- * folders first (shallowest first), then /dev/null over each file, an empty read-only tmpfs over
- * each folder.
+ * The folders down to hidden files, each bound onto itself (shallowest first), right after the
+ * workspace bind and before any other bind inside it: a folder bound later would uncover what
+ * was mounted below it earlier (a read-only `.git`, say).
  */
-export function hiddenMaskArgs(workspaceRoot: string, masks: SandboxHiddenMasks | undefined): string[] {
+export function hiddenPinArgs(workspaceRoot: string, masks: SandboxHiddenMasks | undefined): string[] {
+  return (masks?.pinned ?? []).flatMap(({ rel, childFd }) => ['--bind-fd', String(childFd), path.join(workspaceRoot, rel)]);
+}
+
+/**
+ * The masks themselves, after every other bind (so none uncovers them): /dev/null over each
+ * hidden file, an empty read-only tmpfs over each hidden folder.
+ */
+export function hiddenMaskArgs(masks: SandboxHiddenMasks | undefined): string[] {
   if (!masks) return [];
-  const args: string[] = [];
-  for (const { rel, childFd } of masks.pinned) args.push('--bind-fd', String(childFd), path.join(workspaceRoot, rel));
-  for (const file of masks.files) args.push('--ro-bind', '/dev/null', file);
-  for (const folder of masks.folders) args.push('--tmpfs', folder, '--remount-ro', folder);
-  return args;
+  return [...masks.files.flatMap((file) => ['--ro-bind', '/dev/null', file]), ...masks.folders.flatMap((folder) => ['--tmpfs', folder, '--remount-ro', folder])];
 }
 
 /**
@@ -90,10 +93,11 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
   for (const dir of spec.policy.readPaths) args.push('--ro-bind-try', dir, dir);
   // After the read-only binds, so a workspace below /usr or /tmp is still writable.
   args.push('--bind', spec.workspaceRoot, spec.workspaceRoot);
-  args.push(...hiddenMaskArgs(spec.workspaceRoot, spec.hidden));
+  args.push(...hiddenPinArgs(spec.workspaceRoot, spec.hidden));
   for (const { rel, childFd } of spec.readOnlyInWorkspace) {
     args.push('--ro-bind-fd', String(childFd), path.join(spec.workspaceRoot, rel));
   }
+  args.push(...hiddenMaskArgs(spec.hidden));
   args.push('--chdir', spec.workspaceRoot, '--', '/bin/bash', '-c', spec.command);
   return args;
 }
