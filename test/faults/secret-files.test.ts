@@ -154,7 +154,10 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     const results = toolResults(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
     // The tools really ran: what is not hidden is read, what is hidden is refused by name.
-    expect(result('bash_cat')).toMatch(/forkpool\.config\.json: Permission denied[\s\S]*END\n\[exit code: 0\]$/);
+    // stdout and stderr are separate pipes: their lines may interleave in any order.
+    expect(result('bash_cat')).toMatch(/^cat: forkpool\.config\.json: Permission denied$/m);
+    expect(result('bash_cat')).toMatch(/^base64: \.env: Permission denied$/m);
+    expect(result('bash_cat')).toMatch(/^END\n[\s\S]*\[exit code: 0\]$/m);
     expect(result('bash_copy')).toMatch(/Invalid cross-device link/);
     expect(result('bash_copy')).toMatch(/cannot move 'forkpool\.config\.json' to 'moved\.json': Device or resource busy/);
     expect(result('bash_copy')).toMatch(/cannot move 'pkg' to 'p2': Device or resource busy/);
@@ -230,7 +233,8 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     const secret = path.join(outside, 'tool', 'secret.json');
     const ctx = toolContext(ws, { policy: { sandbox: 'bwrap', readPaths: [path.join(outside, 'tool')], hiddenPaths: [secret] } });
     const out = await callTool(bashTool, { command: `cat ${outside}/tool/bin.txt; cat ${secret}; echo END` }, ctx);
-    expect(out).toMatch(/^readable\ncat: .*secret\.json: Permission denied\nEND\n/);
+    expect(out).toMatch(/^readable$/m);
+    expect(out).toMatch(/^cat: .*secret\.json: Permission denied$/m);
     expect(out).not.toContain(ENV_SECRET);
   });
 
@@ -238,7 +242,9 @@ describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches 
     const ws = tempWorkspace({ '.git/config': '[core]\n', '.git/forkpool-token': `${ENV_SECRET}\n` }, cleanups);
     const ctx = toolContext(ws, { policy: { sandbox: 'bwrap', hiddenPaths: [path.join(ws, '.git', 'forkpool-token')] } });
     const out = await callTool(bashTool, { command: 'cat .git/config .git/forkpool-token; echo x >> .git/config; echo END' }, ctx);
-    expect(out).toMatch(/^\[core\]\ncat: \.git\/forkpool-token: Permission denied\n.*\.git\/config: Read-only file system\nEND\n/);
+    expect(out).toMatch(/^\[core\]$/m);
+    expect(out).toMatch(/^cat: \.git\/forkpool-token: Permission denied$/m);
+    expect(out).toMatch(/\.git\/config: Read-only file system$/m);
     expect(out).not.toContain(ENV_SECRET);
   });
 
