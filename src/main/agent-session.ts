@@ -115,7 +115,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
       // The manager has decided how bash runs; the parent's tools need not probe again.
-      config: { ...options.config, sandbox: this.manager.sandbox.mode },
+      // ... and which files no tool opens (the ledger store among them).
+      config: { ...options.config, sandbox: this.manager.sandbox.mode, hiddenPaths: [...this.manager.hiddenPaths] },
       permissions: this.permissions,
       ...(options.client ? { client: options.client } : {}),
       ...(options.asker ? { asker: options.asker } : {}),

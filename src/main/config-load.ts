@@ -88,7 +88,9 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
 
   const explicitFile = typeof options.file === 'string' ? options.file : undefined;
   const filePath = explicitFile ? path.resolve(cwd, explicitFile) : path.join(cwd, CONFIG_FILE_NAME);
+  let fileRead: string | undefined;
   if (explicitFile || (options.file === true && existsSync(filePath))) {
+    fileRead = filePath;
     // Aliases are resolved inside the file, so an environment variable or a flag for the same
     // field still wins over a file's `max_background_agents`.
     const fromFile = normalizeAliases(readConfigFile(filePath), onWarning);
@@ -129,6 +131,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
   }
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
+  hideFromTools(raw, fileRead, cwd);
   return parseConfig(raw, sources, onWarning ? { onWarning } : {});
 }
 
@@ -174,6 +177,19 @@ function deleteField(target: Record<string, unknown>, dotted: string): void {
   const copy = { ...(nested as Record<string, unknown>) };
   delete copy[key];
   target[group as string] = copy;
+}
+
+/**
+ * The config file read holds the key when it is in the workspace (the README's example): no
+ * tool may open it. Added to `hiddenPaths` with every entry made absolute against `cwd` (a job
+ * resolves them in its worker; a manager's jobs share the process's working directory, a
+ * library caller's `cwd` may differ). A `hiddenPaths` that is not a list is left for the schema.
+ */
+function hideFromTools(raw: Record<string, unknown>, configFile: string | undefined, cwd: string): void {
+  const listed = raw.hiddenPaths ?? [];
+  if (!Array.isArray(listed)) return;
+  const absolute = listed.map((p: unknown) => (typeof p === 'string' && p !== '' ? path.resolve(cwd, p) : p));
+  raw.hiddenPaths = configFile === undefined ? absolute : [...absolute, configFile];
 }
 
 function readConfigFile(filePath: string): Record<string, unknown> {

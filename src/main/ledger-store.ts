@@ -35,6 +35,8 @@ export interface StoredAlert {
  */
 export interface JobStore {
   readonly scope: string;
+  /** The file it is kept in, if any: hidden from the tools with its companions (tools/hidden.ts). */
+  readonly path?: string;
   /**
    * Takes this scope's lease for this process (one owner per scope; see ledger-lease.ts), or
    * counts one more claim on it. Throws `LEDGER_BUSY` while another live process holds it.

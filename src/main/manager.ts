@@ -16,6 +16,7 @@ import type { Executor } from './executor.js';
 import { DeliveryLedger, type CompletionRefusal, type JobEnding, type JobRecord } from './ledger.js';
 import type { LedgerHealth, StorageReport } from './ledger-writes.js';
 import { checkSandbox, type SandboxStatus } from '../shared/tools/bwrap.js';
+import { hiddenPathsOf, sqliteFiles } from '../shared/tools/hidden.js';
 import { PermissionStore } from './permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { Attempt, type AttemptEnd } from './attempt.js';
@@ -69,6 +70,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #signalCleanups = new Map<string, () => void>();
   /** How bash runs in this manager's jobs, decided once (see checkSandbox). */
   readonly sandbox: SandboxStatus;
+  /** Absolute paths no tool of its jobs opens (config files, ledger files, `hiddenPaths`; see tools/hidden.ts). */
+  readonly hiddenPaths: readonly string[];
   #closing: Promise<CloseReport> | undefined;
   #pumpScheduled = false;
   /** Tags this manager's child processes apart from any other forkpool's on the machine. */
@@ -87,7 +90,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     options.store?.claim();
     // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
     this.sandbox = checkSandbox(options.config);
-    this.#config = { ...options.config, sandbox: this.sandbox.mode };
+    // Resolved here, on the main thread, and carried to every job in its spec's config.
+    this.hiddenPaths = hiddenPathsOf(options.config, options.store?.path === undefined ? [] : sqliteFiles(options.store.path));
+    this.#config = { ...options.config, sandbox: this.sandbox.mode, hiddenPaths: [...this.hiddenPaths] };
     this.#gating = new RequestGating(this.#config);
     if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
     this.#store = options.store;

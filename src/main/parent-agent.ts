@@ -7,7 +7,7 @@ import { runToolLoop, type LoopEvent, type StopReason } from '../shared/tool-loo
 import { builtinTools } from '../shared/tools/index.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
-import { scrubEnv } from '../shared/tools/secrets.js';
+import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 import type { UsageByModel } from '../shared/usage.js';
 import { capHeadTail } from '../shared/text-budget.js';
@@ -135,6 +135,7 @@ export class ParentAgent {
         },
         signal: options.signal,
         rateGate: this.#options.rateGate,
+        secrets: configuredSecrets(this.#config),
         onEvent: (event) => {
           this.#noteAction(event);
           emit({ type: 'loop', turn, event });

@@ -203,6 +203,7 @@ export class SqliteLedgerStore implements LedgerStore {
 
 class SqliteJobStore implements JobStore {
   readonly scope: string;
+  readonly path: string;
   readonly #db: Database;
   readonly #file: string;
   readonly #put: Statement;
@@ -221,6 +222,7 @@ class SqliteJobStore implements JobStore {
 
   constructor(db: Database, scope: string, file: string, leases: ScopeLeases) {
     this.scope = scope;
+    this.path = file;
     this.#db = db;
     this.#file = file;
     this.#leases = leases;

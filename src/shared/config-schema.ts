@@ -60,6 +60,7 @@ const toolLimitsSchema = z.strictObject({
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
+  hiddenScanMaxEntries: z.number().int().min(1).max(100_000_000).default(DEFAULTS.tools.hiddenScanMaxEntries),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
   bashMaxProcesses: z.number().int().min(8).max(1_000_000).default(DEFAULTS.tools.bashMaxProcesses),
   bashMaxMemoryMb: z.number().int().min(16).max(1_048_576).default(DEFAULTS.tools.bashMaxMemoryMb),
@@ -255,6 +256,13 @@ export const configSchema = z.strictObject({
   protectedPaths: z.array(relativePathSchema).default([...DEFAULTS.protectedPaths]),
   /** Let the write tools and bash write protected paths after all. Default false. */
   allowProtectedWrites: z.boolean().default(false),
+  /**
+   * Files or folders no tool may open (bash sees them masked in its sandbox): key files,
+   * credentials. Relative paths resolve against the working directory. `loadConfig` adds the
+   * config file it read; the durable ledger and `.env`-style files are hidden without being
+   * listed (README "What the tools cannot see").
+   */
+  hiddenPaths: z.array(z.string().min(1)).default([]),
   /** Built-in tools offered to the model. */
   tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([...BUILTIN_TOOL_NAMES]),
   /** Gated tools granted up front (`bash`, `write_file`, `edit_file`). */

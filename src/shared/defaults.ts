@@ -58,6 +58,11 @@ export const DEFAULTS = {
     bashMaxFileMb: 1_024,
     /** bash in bubblewrap: MiB of the sandbox's private /tmp (a RAM tmpfs). */
     bashTmpMb: 512,
+    /**
+     * Entries bash's start looks through for files hidden by name, to mask them in the sandbox;
+     * past it bash is refused (a masked set it could not finish would leave some readable).
+     */
+    hiddenScanMaxEntries: 200_000,
   },
   /**
    * How bash is confined. `auto`: inside bubblewrap when it works on this machine, else a plain
@@ -76,6 +81,13 @@ export const DEFAULTS = {
    * sandboxed bash command; past these bounds deeper entries are neither bound read-only nor checked.
    */
   protectedScan: { maxEntries: 100_000, maxDepth: 64, maxBinds: 256 },
+  /**
+   * File names no tool opens, anywhere in the workspace (they usually hold keys); `.env.<x>`
+   * counts too, except the templates in {@link DEFAULTS.hiddenNameTemplates}. See tools/hidden.ts.
+   */
+  hiddenNames: ['forkpool.config.json', '.env', '.envrc'] as readonly string[],
+  /** `.env.<suffix>` files that are templates, not secrets: readable. */
+  hiddenNameTemplates: ['example', 'sample', 'template'] as readonly string[],
   background: {
     /** The seeds' `max_background_agents`. */
     maxConcurrent: 3,

@@ -8,7 +8,7 @@ import { callModel, clientSecrets, type RateGate, type RetryEvent } from './mode
 import { withTimeout } from './abort.js';
 import { capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
-import { redactError, redactSecrets } from './tools/secrets.js';
+import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
@@ -55,6 +55,8 @@ export interface ToolLoopOptions {
    * results, delivered at its next model call). Undefined: nothing to add.
    */
   beforeModelCall?: (() => string | undefined) | undefined;
+  /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
+  secrets?: readonly string[] | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
@@ -189,7 +191,9 @@ async function executeToolCall(
   }
   // A tool's environment has no key, but a command can still read it elsewhere (a file, the host
   // process's /proc/<pid>/environ): the model, and every output after it, must not see it.
-  output = capHeadTail(redactSecrets(output, clientSecrets(options.client)), options.config.toolLimits.outputMaxChars);
+  // Pieces, reversed, base64 and hex forms too (a second line: the files holding keys are hidden).
+  const secrets = [...clientSecrets(options.client), ...(options.secrets ?? [])];
+  output = capHeadTail(redactToolOutput(output, secrets), options.config.toolLimits.outputMaxChars);
   emit({ type: 'tool_result', callId: call.id, name, ok, chars: output.length, ms: Date.now() - started });
   return output;
 }

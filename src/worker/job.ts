@@ -13,7 +13,7 @@ import { FileReadLog } from '../shared/tools/file-reads.js';
 import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
-import { scrubEnv } from '../shared/tools/secrets.js';
+import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { reportAlertTool } from './job-tools.js';
@@ -90,6 +90,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         rateGate: deps.rateGate,
         onEvent: deps.onEvent,
         beforeModelCall: children ? () => children.take() : undefined,
+        secrets: configuredSecrets(spec.config),
         budget,
       });
       usage = mergeUsageByModel(usage, result.usage);

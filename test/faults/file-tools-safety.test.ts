@@ -267,6 +267,6 @@ describe('the new config fields', () => {
   it('defaults: sandbox auto, no network, .git protected; toolPolicyFrom carries them', async () => {
     const { toolPolicyFrom } = await import('../../src/shared/tools/index.js');
     const config = parseConfig({ workspaceRoot: base });
-    expect(toolPolicyFrom(config)).toEqual({ sandbox: 'auto', bwrapPath: '/usr/bin/bwrap', network: false, readPaths: [], protectedPaths: ['.git'], allowProtectedWrites: false });
+    expect(toolPolicyFrom(config)).toEqual({ sandbox: 'auto', bwrapPath: '/usr/bin/bwrap', network: false, readPaths: [], protectedPaths: ['.git'], allowProtectedWrites: false, hiddenPaths: [] });
   });
 });

@@ -3,6 +3,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { AbortError, ToolError } from '../errors.js';
+import { hiddenMasks } from './bash-masks.js';
 import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
 import { placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
@@ -107,22 +108,33 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   }
   // RLIMIT_NPROC counts per user: only inside bwrap's own user namespace (not root) is it the command's own count.
   const argv = limitedBashArgv(command, ctx.limits, { nproc: !cgroup && process.getuid?.() !== 0 });
-  const { extraFds, readOnlyInWorkspace, guard } = await protectedBinds(ctx.workspaceRoot, policy);
-  const tmpMb = (await bwrapSizesTmpfs(policy.bwrapPath)) ? ctx.limits.bashTmpMb : undefined;
-  const [file, ...args] = inCgroup([policy.bwrapPath, ...bwrapArgs({ workspaceRoot: ctx.workspaceRoot, argv, policy, readOnlyInWorkspace, heldEmpty: guard?.heldEmpty, tmpMb })]) as [string, ...string[]];
-  return { file, args, cwd: ctx.workspaceRoot, env: sandboxEnv(scrubEnv(ctx.env)), extraFds, sandboxed, cgroup, guard };
+  // Hidden files (config, ledger, .env-style) are masked: the command reads nothing of them. The
+  // folders down to them are pinned by descriptor first (fds 3, 4, …), then the protected binds.
+  const masks = await hiddenMasks(ctx.workspaceRoot, policy, ctx.limits, ctx.signal);
+  const extraFds: FileHandle[] = masks.pinned.map((p) => p.handle);
+  try {
+    const hidden = { files: masks.files, folders: masks.folders, pinned: masks.pinned.map((p, i) => ({ rel: p.rel, childFd: 3 + i })) };
+    const { readOnlyInWorkspace, guard } = await protectedBinds(ctx.workspaceRoot, policy, extraFds);
+    const tmpMb = (await bwrapSizesTmpfs(policy.bwrapPath)) ? ctx.limits.bashTmpMb : undefined;
+    const bwrap = bwrapArgs({ workspaceRoot: ctx.workspaceRoot, argv, policy, readOnlyInWorkspace, heldEmpty: guard?.heldEmpty, tmpMb, hidden });
+    const [file, ...args] = inCgroup([policy.bwrapPath, ...bwrap]) as [string, ...string[]];
+    return { file, args, cwd: ctx.workspaceRoot, env: sandboxEnv(scrubEnv(ctx.env)), extraFds, sandboxed, cgroup, guard };
+  } catch (error) {
+    await Promise.allSettled(extraFds.map((handle) => handle.close()));
+    throw error;
+  }
 }
 
 /**
  * Every protected entry in the workspace (any depth, bounded walk), and what `.git` files and
  * links point to there, becomes read-only inside; absent root-level ones are held empty. Handed
- * over as descriptors opened without following links: a `.git` link an earlier command planted
- * (to ~/.ssh, say) is never mounted, only what it points to inside the workspace.
+ * over as descriptors opened without following links (appended to `extraFds`): a `.git` link an
+ * earlier command planted (to ~/.ssh, say) is never mounted, only what it points to inside the
+ * workspace.
  */
-async function protectedBinds(root: string, policy: ToolPolicy) {
-  const extraFds: FileHandle[] = [];
+async function protectedBinds(root: string, policy: ToolPolicy, extraFds: FileHandle[]) {
   const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
-  if (policy.allowProtectedWrites) return { extraFds, readOnlyInWorkspace, guard: undefined };
+  if (policy.allowProtectedWrites) return { readOnlyInWorkspace, guard: undefined };
   const scan = await scanProtected(root, policy);
   const wanted = [...[...scan.entries.values()].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
   for (const rel of wanted.slice(0, DEFAULTS.protectedScan.maxBinds)) {
@@ -131,7 +143,7 @@ async function protectedBinds(root: string, policy: ToolPolicy) {
     extraFds.push(handle);
     readOnlyInWorkspace.push({ rel, childFd: 2 + extraFds.length });
   }
-  return { extraFds, readOnlyInWorkspace, guard: { scan, heldEmpty: await placeholdersFor(root, policy, scan) } };
+  return { readOnlyInWorkspace, guard: { scan, heldEmpty: await placeholdersFor(root, policy, scan) } };
 }
 
 function runCommand(

@@ -45,6 +45,8 @@ export interface BwrapCommand {
   heldEmpty?: readonly string[] | undefined;
   /** MiB of the private /tmp; undefined: unbounded (a bwrap without `--size`). */
   tmpMb?: number | undefined;
+  /** Files and folders hidden from the tools, masked inside (see bash-masks.ts). */
+  hidden?: SandboxHiddenMasks;
 }
 
 /**
@@ -77,6 +79,31 @@ export function procHardeningArgs(): string[] {
   return args;
 }
 
+/** {@link HiddenMasks} as bwrap needs them: the pinned folders by the child's descriptor number. */
+export interface SandboxHiddenMasks {
+  files: readonly string[];
+  folders: readonly string[];
+  pinned: ReadonlyArray<{ rel: string; childFd: number }>;
+}
+
+/**
+ * The folders down to hidden files, each bound onto itself (shallowest first), right after the
+ * workspace bind and before any other bind inside it: a folder bound later would uncover what
+ * was mounted below it earlier (a read-only `.git`, say).
+ */
+export function hiddenPinArgs(workspaceRoot: string, masks: SandboxHiddenMasks | undefined): string[] {
+  return (masks?.pinned ?? []).flatMap(({ rel, childFd }) => ['--bind-fd', String(childFd), path.join(workspaceRoot, rel)]);
+}
+
+/**
+ * The masks themselves, after every other bind (so none uncovers them): /dev/null over each
+ * hidden file, an empty read-only tmpfs over each hidden folder.
+ */
+export function hiddenMaskArgs(masks: SandboxHiddenMasks | undefined): string[] {
+  if (!masks) return [];
+  return [...masks.files.flatMap((file) => ['--ro-bind', '/dev/null', file]), ...masks.folders.flatMap((folder) => ['--tmpfs', folder, '--remount-ro', folder])];
+}
+
 /**
  * The environment of bwrap and so of everything inside: a fixed short list, never the host's.
  * HOME is the sandbox's own /tmp, so dotfiles a command writes do not land in the workspace.
@@ -103,6 +130,7 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
   for (const dir of spec.policy.readPaths) args.push('--ro-bind-try', dir, dir);
   // After the read-only binds, so a workspace below /usr or /tmp is still writable.
   args.push('--bind', spec.workspaceRoot, spec.workspaceRoot);
+  args.push(...hiddenPinArgs(spec.workspaceRoot, spec.hidden));
   for (const { rel, childFd } of spec.readOnlyInWorkspace) {
     args.push('--ro-bind-fd', String(childFd), path.join(spec.workspaceRoot, rel));
   }
@@ -110,6 +138,8 @@ export function bwrapArgs(spec: BwrapCommand): string[] {
     const dest = path.join(spec.workspaceRoot, rel);
     args.push('--tmpfs', dest, '--remount-ro', dest);
   }
+  // The masks go last of the binds: none bound after them may uncover one.
+  args.push(...hiddenMaskArgs(spec.hidden));
   args.push('--chdir', spec.workspaceRoot, '--', ...spec.argv);
   return args;
 }

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import { policyOf } from './policy.js';
 import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -37,7 +38,7 @@ export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
       throw new ToolError('TOOL_FAILED', NAME, `path must name a JavaScript or TypeScript file (${EXTENSIONS.join(', ')}); received ${JSON.stringify(args.path)}. Use read_file for other files`);
     }
     // Opened first, checked after (what was opened, not the path), as read_file does.
-    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal });
+    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal, policy: policyOf(ctx) });
     const shown = displayPath(ctx.workspaceRoot, opened.realPath);
     let source: string;
     try {

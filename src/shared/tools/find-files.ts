@@ -2,6 +2,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
+import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
+import { policyOf } from './policy.js';
 import { openForReading, pseudoFsDevices } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -44,7 +46,8 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
     // Linear-time glob matching (re2js), loaded on a thread's first find_files, not with every job's tools;
     // compiled before the folder is opened, so a refused glob leaves no descriptor behind.
     const isMatch = (await import('./glob.js')).compileGlob(pattern, NAME, 'pattern');
-    const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal }).catch((error: unknown) => {
+    const policy = policyOf(ctx);
+    const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch((error: unknown) => {
       if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
         throw new ToolError('TOOL_FAILED', NAME, `${error.message}; pass a directory as path`);
       }
@@ -55,6 +58,8 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
     const deadline = Date.now() + timeLimitMs;
     const shown: string[] = [];
     let total = 0;
+    const hidden = await hiddenSnapshot(policy);
+    let skippedHidden = 0;
     try {
       const walk = walkFiles(dir.handle, dir.realPath, {
         signal: ctx.signal,
@@ -62,6 +67,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         skipDirs: IGNORED_DIRS,
         pseudoDevices: await pseudoFsDevices(),
         maxDepth: folderDepthOf(pattern),
+        skipFolder: (abs) => hiddenReason(hidden, abs, A_FOLDER) !== undefined,
         onTick: () => {
           if (Date.now() < deadline) return;
           throw new ToolError('TOOL_TIMEOUT', NAME, `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`);
@@ -69,6 +75,10 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
       });
       for await (const file of walk) {
         if (!isMatch(file.rel)) continue;
+        if (hiddenReason(hidden, file.abs, A_FILE) !== undefined) {
+          skippedHidden++;
+          continue;
+        }
         total++;
         if (shown.length < MAX_KEPT) shown.push(displayPath(ctx.workspaceRoot, file.abs));
       }
@@ -76,7 +86,8 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
       await dir.handle.close();
     }
     throwIfAborted(ctx.signal);
-    if (total === 0) return `No files match ${JSON.stringify(pattern)} under ${shownDir}.`;
+    const hiddenNote = skippedHidden ? `\n[${skippedHidden} matching file${skippedHidden === 1 ? '' : 's'} hidden from the tools (config, ledger or .env-style) not listed]` : '';
+    if (total === 0) return `No files match ${JSON.stringify(pattern)} under ${shownDir}.${hiddenNote}`;
     shown.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const cap = ctx.limits.findMaxResults;
     const listed = shown.slice(0, cap);
@@ -84,7 +95,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
       total > cap
         ? `\n[${total} files match; showing the first ${cap}. Narrow the pattern or the path to see the rest]`
         : `\n[${total} file${total === 1 ? '' : 's'}]`;
-    return capOutput(listed.join('\n') + footer, ctx.limits);
+    return capOutput(listed.join('\n') + footer + hiddenNote, ctx.limits);
   }),
 };
 

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
+import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
+import { policyOf } from './policy.js';
 import { openForReading, pseudoFsDevices } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -48,7 +50,10 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       if (Date.now() < deadline) return;
       throw new ToolError('TOOL_TIMEOUT', NAME, `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`);
     };
-    const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal });
+    const policy = policyOf(ctx);
+    // A hidden file named as the path is refused; one met in the walk is skipped unread, and counted.
+    const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal, policy });
+    const hidden = await hiddenSnapshot(policy);
     const startAbs = start.realPath;
     const shownStart = displayPath(ctx.workspaceRoot, startAbs);
     const pseudoDevices = await pseudoFsDevices();
@@ -64,6 +69,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let unreadable = 0;
     /** Lines longer than the matcher takes: only their first `regex.maxLineChars` were searched. */
     let cutLines = 0;
+    let skippedHidden = 0;
 
     const searchOne = async (handle: FileHandle, size: number, shownFile: string): Promise<void> => {
       const linesBefore = out.length;
@@ -114,11 +120,13 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         // A single file is searched when the glob (if any) matches its name.
         if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats.size, shownStart);
       } else {
-        const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, toolName: NAME, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline });
+        const skipFolder = (abs: string) => hiddenReason(hidden, abs, A_FOLDER) !== undefined;
+        const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, toolName: NAME, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline, skipFolder });
         for await (const file of walk) {
           if (matches >= maxMatches || budgetHit) break;
           if (matchesGlob && !matchesGlob(file.rel || file.name)) continue;
-          await searchWalked(file);
+          if (hiddenReason(hidden, file.abs, A_FILE) !== undefined) skippedHidden++;
+          else await searchWalked(file);
         }
       }
     } finally {
@@ -132,7 +140,9 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         return;
       }
       try {
-        await searchOne(opened.handle, opened.size, displayPath(ctx.workspaceRoot, file.abs));
+        // By inode too: a hard link to a hidden file, under another name, is skipped unread.
+        if (hiddenReason(hidden, file.abs, opened.stats) !== undefined) skippedHidden++;
+        else await searchOne(opened.handle, opened.size, displayPath(ctx.workspaceRoot, file.abs));
       } finally {
         await opened.handle.close();
       }
@@ -145,6 +155,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     if (skippedLarge) skipped.push(`${plural(skippedLarge, 'file')} over ${ctx.limits.grepMaxFileBytes} bytes`);
     if (skippedBinary) skipped.push(`${plural(skippedBinary, 'binary file')}`);
     if (unreadable) skipped.push(`${plural(unreadable, 'unreadable file')}`);
+    // Said whatever the pattern: the answer is the same whether or not they would have matched.
+    if (skippedHidden) skipped.push(`${plural(skippedHidden, 'file')} hidden from the tools (config, ledger or .env-style: not searched)`);
     if (skipped.length) notes.push(`[skipped ${skipped.join(', ')}]`);
     if (cutLines) notes.push(`[${plural(cutLines, 'line')} longer than ${regex.maxLineChars} characters: only the first ${regex.maxLineChars} of each were searched]`);
     if (out.length === 0) {

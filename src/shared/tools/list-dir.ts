@@ -1,6 +1,9 @@
 import { opendir } from 'node:fs/promises';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import path from 'node:path';
+import { hiddenReason, hiddenSnapshot } from './hidden.js';
+import { policyOf } from './policy.js';
 import { atPath, openForReading, procFdAvailable } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
@@ -27,7 +30,8 @@ export const listDirTool: ToolDefinition<ListDirArgs> = {
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
     // The folder is opened (no link followed) and checked, then listed through its descriptor.
-    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal }).catch((error: unknown) => {
+    const policy = policyOf(ctx);
+    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch((error: unknown) => {
       if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
         throw new ToolError('TOOL_FAILED', NAME, `${error.message}; use read_file to read it`);
       }
@@ -36,12 +40,16 @@ export const listDirTool: ToolDefinition<ListDirArgs> = {
     const shown = displayPath(ctx.workspaceRoot, opened.realPath);
     const first = new FirstByName(ctx.limits.findMaxResults);
     let total = 0;
+    const hidden = await hiddenSnapshot(policy);
     try {
       for await (const entry of await opendir(procFdAvailable() ? atPath(opened.handle.fd) : opened.realPath)) {
         // A huge directory: stay responsive to a cancel while iterating it.
         throwIfAborted(ctx.signal);
         total++;
-        first.offer(entry.name + (entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : ''));
+        const suffix = entry.isDirectory() ? '/' : entry.isSymbolicLink() ? '@' : '';
+        // Names are listed (they hold no secret); the mark saves the model a refused read.
+        const isHidden = !entry.isSymbolicLink() && hiddenReason(hidden, path.join(opened.realPath, entry.name), entry) !== undefined;
+        first.offer(entry.name + suffix + (isHidden ? ' [hidden from the tools]' : ''));
       }
     } finally {
       await opened.handle.close();

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { ForkpoolConfig } from '../config.js';
 import { DEFAULTS } from '../defaults.js';
 import { ToolError } from '../errors.js';
+import { hiddenPathsOf } from './hidden.js';
 import type { ToolContext, ToolPolicy } from './types.js';
 
 /** The policy a context without one gets: the secure defaults. */
@@ -12,11 +13,12 @@ export const DEFAULT_TOOL_POLICY: ToolPolicy = Object.freeze({
   readPaths: [],
   protectedPaths: DEFAULTS.protectedPaths,
   allowProtectedWrites: false,
+  hiddenPaths: [],
 });
 
 /** The tool policy a config asks for; put it in `ToolContext.policy`. */
 export function toolPolicyFrom(
-  config: Pick<ForkpoolConfig, 'sandbox' | 'bwrapPath' | 'sandboxNetwork' | 'sandboxReadPaths' | 'protectedPaths' | 'allowProtectedWrites'>,
+  config: Pick<ForkpoolConfig, 'sandbox' | 'bwrapPath' | 'sandboxNetwork' | 'sandboxReadPaths' | 'protectedPaths' | 'allowProtectedWrites' | 'hiddenPaths' | 'ledger'>,
 ): ToolPolicy {
   return {
     sandbox: config.sandbox,
@@ -25,6 +27,8 @@ export function toolPolicyFrom(
     readPaths: [...config.sandboxReadPaths],
     protectedPaths: [...config.protectedPaths],
     allowProtectedWrites: config.allowProtectedWrites,
+    // The manager has already resolved them (and added a library's ledger store) on the main thread.
+    hiddenPaths: hiddenPathsOf(config),
   };
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
+import { policyOf } from './policy.js';
 import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { FileHandle } from 'node:fs/promises';
@@ -31,7 +32,7 @@ export const readFileTool: ToolDefinition<ReadFileArgs> = {
   async run(args, ctx) {
     throwIfAborted(ctx.signal);
     // Opened first, checked after (what was opened, not the path): a racing swap cannot redirect it.
-    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal });
+    const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal, policy: policyOf(ctx) });
     try {
       const shown = displayPath(ctx.workspaceRoot, opened.realPath);
       const seen: SeenLines = {};

@@ -2,6 +2,7 @@ import { constants, existsSync, type Stats } from 'node:fs';
 import { mkdir, open, readFile, readlink, realpath, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
+import { A_FILE, assertNotHidden } from './hidden.js';
 import { assertNotProtected } from './policy.js';
 import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
 import { assertCreatablePath, removeCreated, type CreatedPath } from './new-folders.js';
@@ -110,7 +111,7 @@ function changedError(toolName: string, shown: string, cause?: unknown): ToolErr
  * Refuses what is not a regular file (or not a folder, with `directory`) and what lives on a
  * pseudo file system. The caller closes the handle.
  */
-export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal } = {}): Promise<OpenedPath> {
+export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal; policy?: Pick<ToolPolicy, 'hiddenPaths'> } = {}): Promise<OpenedPath> {
   const kind = options.kind ?? 'file';
   const resolved = await resolveInWorkspace(root, userPath, toolName, { mustExist: true });
   const shown = displayPath(root, resolved);
@@ -138,6 +139,8 @@ export async function openForReading(root: string, userPath: string, toolName: s
     if (kind === 'directory' && !stats.isDirectory()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is a file, not a directory`);
     if (kind === 'file' && stats.isDirectory()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is a directory, not a file; use list_dir to see its entries`);
     if (!stats.isDirectory() && !stats.isFile()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is not a regular file (device, socket or pipe); refusing to read it`);
+    // What was opened, by real path and by inode: a link to a hidden file is refused too. Nothing read yet.
+    if (options.policy) await assertNotHidden(options.policy, real, stats, toolName, shown);
     return { handle, realPath: real, stats };
   } catch (error) {
     await handle.close();
@@ -168,6 +171,9 @@ export async function openForWriting(root: string, userPath: string, toolName: s
   // Protected either way: by the name the model gave and by where that name really leads.
   assertNotProtected(lexicalRelative(root, userPath), options.policy, toolName);
   assertNotProtected(displayPath(root, resolved), options.policy, toolName);
+  // A hidden file is never written either (edit_file's "not found" would answer questions about it).
+  await assertNotHidden(options.policy, path.resolve(root, userPath), A_FILE, toolName, displayPath(root, resolved));
+  await assertNotHidden(options.policy, resolved, A_FILE, toolName, displayPath(root, resolved));
   if (resolved === root) throw new ToolError('TOOL_FAILED', toolName, 'the workspace root is a directory; give a file path');
 
   if (options.create) assertCreatablePath(root, resolved, toolName, shown);
@@ -249,6 +255,8 @@ async function verifyWritable(handle: FileHandle, root: string, toolName: string
     const real = await readlink(atPath(handle.fd));
     if (!isInside(root, real)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${shown} led outside the workspace when opened; refusing it`);
     assertNotProtected(displayPath(root, real), policy, toolName);
+    // Opened without truncation: a hard link to a hidden file is refused before a byte changes.
+    await assertNotHidden(policy, real, stats, toolName, displayPath(root, real));
     return { handle, realPath: real, stats, existed };
   } catch (error) {
     await handle.close();
@@ -286,11 +294,13 @@ async function openByPathFallback(root: string, resolved: string, toolName: stri
   try {
     const real = await realPathOf(handle, resolved);
     if (!isInside(root, real)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${shown} led outside the workspace when opened; refusing it`);
+    const stats = await handle.stat();
+    await assertNotHidden(options.policy, real, stats, toolName, displayPath(root, real));
     const discard = async () => {
       if (!existed) await unlink(resolved).catch(() => {});
       await removeMadeFolders();
     };
-    return { handle, realPath: real, stats: await handle.stat(), existed, discard };
+    return { handle, realPath: real, stats, existed, discard };
   } catch (error) {
     await handle.close();
     throw error instanceof ToolError ? error : changedError(toolName, shown, error);

@@ -72,3 +72,93 @@ export function redactError(error: SerializedError, secrets: readonly string[]):
   if (error.cause !== undefined) out.cause = redactError(error.cause, secrets);
   return out;
 }
+
+/**
+ * Redaction's second line, for tool results (the first: hidden files, see hidden.ts). Beyond
+ * {@link redactSecrets}, a secret of 8 or more characters is caught
+ *
+ * - in pieces: every run of text made of 8-character fragments of it, so a key cut by an
+ *   excerpt or a head-and-tail cap (a prefix or suffix of 8 or more characters) is redacted;
+ * - encoded: reversed, base64 (at each of the three byte alignments a longer encoded text can
+ *   put it at; the URL-safe alphabet too), and hex (lower and upper case), whole or in pieces.
+ *
+ * Shorter pieces (up to 7 characters) and other encodings are not caught: commands that could
+ * produce them run in a sandbox where the files holding keys are masked.
+ */
+export function redactToolOutput(text: string, secrets: readonly string[]): string {
+  const literal = redactSecrets(text, secrets);
+  const fragments = fragmentsOf(secrets);
+  if (fragments.size === 0 || literal.length < FRAGMENT_LENGTH) return literal;
+  // Mark every character covered by a known fragment, then replace each marked run once.
+  const covered = new Uint8Array(literal.length);
+  let any = false;
+  for (let i = 0; i + FRAGMENT_LENGTH <= literal.length; i++) {
+    if (!fragments.has(literal.slice(i, i + FRAGMENT_LENGTH))) continue;
+    covered.fill(1, i, i + FRAGMENT_LENGTH);
+    any = true;
+  }
+  if (!any) return literal;
+  let out = '';
+  for (let i = 0; i < literal.length; ) {
+    if (!covered[i]) {
+      out += literal[i];
+      i++;
+      continue;
+    }
+    while (i < literal.length && covered[i]) i++;
+    out += '[REDACTED]';
+  }
+  return out;
+}
+
+/** A prefix this long of a key is a real leak (README "Secrets"); shorter pieces are too common. */
+const FRAGMENT_LENGTH = 8;
+/** The fragment sets of the last few secret lists (a thread runs many jobs with the same keys). */
+const fragmentCache = new Map<string, ReadonlySet<string>>();
+const FRAGMENT_CACHE_SIZE = 16;
+
+function fragmentsOf(secrets: readonly string[]): ReadonlySet<string> {
+  const key = secrets.join('\0');
+  const cached = fragmentCache.get(key);
+  if (cached) return cached;
+  const fragments = new Set<string>();
+  for (const secret of secrets) {
+    if (secret.length < FRAGMENT_LENGTH) continue;
+    for (const form of encodedForms(secret)) {
+      for (let i = 0; i + FRAGMENT_LENGTH <= form.length; i++) fragments.add(form.slice(i, i + FRAGMENT_LENGTH));
+    }
+  }
+  if (fragmentCache.size >= FRAGMENT_CACHE_SIZE) fragmentCache.delete(fragmentCache.keys().next().value as string);
+  fragmentCache.set(key, fragments);
+  return fragments;
+}
+
+/** The secret as it may appear in a command's output: plain, reversed, base64 and hex. */
+export function encodedForms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const forms = [secret, [...secret].reverse().join(''), bytes.toString('hex'), bytes.toString('hex').toUpperCase()];
+  for (let offset = 0; offset < 3; offset++) {
+    // Encoded after `offset` other bytes: keep only the characters that depend on the secret alone.
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    const core = encoded.slice(Math.ceil((offset * 8) / 6), Math.floor(((offset + bytes.length) * 8) / 6));
+    forms.push(core, core.replaceAll('+', '-').replaceAll('/', '_'));
+  }
+  return forms;
+}
+
+/**
+ * Every secret a config holds, for redaction: the model keys (the parent's and each agent's)
+ * and the password of the Redis URL.
+ */
+export function configuredSecrets(config: { apiKey?: string | undefined; agents?: Readonly<Record<string, { apiKey?: string | undefined }>>; redisUrl?: string | undefined }): string[] {
+  const keys = [config.apiKey, ...Object.values(config.agents ?? {}).map((agent) => agent.apiKey)];
+  if (config.redisUrl) {
+    try {
+      const url = new URL(config.redisUrl);
+      keys.push(decodeURIComponent(url.password) || undefined);
+    } catch {
+      // Not a URL: the schema reports it.
+    }
+  }
+  return [...new Set(keys.filter((key): key is string => typeof key === 'string' && key.length >= MIN_SECRET_LENGTH))];
+}

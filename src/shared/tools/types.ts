@@ -50,6 +50,12 @@ export interface ToolPolicy {
   /** Refused by the write tools (a name: that segment anywhere; with "/": a workspace-relative prefix). */
   protectedPaths: readonly string[];
   allowProtectedWrites: boolean;
+  /**
+   * Absolute paths no tool opens, and bash sees masked (see hidden.ts): the loaded config
+   * file(s), `hiddenPaths` from the config, the durable ledger's files. Files hidden by name
+   * (`.env`, ...) are hidden whether listed or not.
+   */
+  hiddenPaths: readonly string[];
 }
 
 /** Child process groups of one job, reported to the main thread as they start and end. */

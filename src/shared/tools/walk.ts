@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { open, opendir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
@@ -33,6 +33,8 @@ export interface WalkOptions {
   maxDepth?: number;
   /** Called at every entry; throws to end the walk (a time limit). */
   onTick?: () => void;
+  /** A sub-folder (absolute path) not entered: one hidden from the tools (see hidden.ts). */
+  skipFolder?: (abs: string) => boolean;
 }
 
 export interface WalkedFile {
@@ -77,7 +79,7 @@ async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number
       yield { abs: childAbs, rel: childRel, name: entry.name, dirFd: dir.fd };
       continue;
     }
-    if (depth >= (options.maxDepth ?? MAX_WALK_DEPTH)) continue;
+    if (depth >= (options.maxDepth ?? MAX_WALK_DEPTH) || options.skipFolder?.(childAbs)) continue;
     let sub: FileHandle;
     try {
       sub = await withFdRetry(() => open(procFdAvailable() ? atPath(dir.fd, entry.name) : childAbs, DIR_FLAGS), options.signal);
@@ -99,7 +101,7 @@ async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number
  * Opens a walked file for reading when it is still a regular file outside any pseudo file
  * system; `undefined` otherwise (it changed since the listing). The caller closes it.
  */
-export async function openWalkedFile(file: WalkedFile, pseudoDevices: ReadonlySet<number>, options: Pick<WalkOptions, 'signal' | 'toolName'>): Promise<{ handle: FileHandle; size: number } | undefined> {
+export async function openWalkedFile(file: WalkedFile, pseudoDevices: ReadonlySet<number>, options: Pick<WalkOptions, 'signal' | 'toolName'>): Promise<{ handle: FileHandle; size: number; stats: Stats } | undefined> {
   let handle: FileHandle;
   try {
     handle = await withFdRetry(() => open(procFdAvailable() ? atPath(file.dirFd, file.name) : file.abs, FILE_FLAGS), options.signal);
@@ -110,7 +112,7 @@ export async function openWalkedFile(file: WalkedFile, pseudoDevices: ReadonlySe
   }
   try {
     const stats = await handle.stat();
-    if (stats.isFile() && !pseudoDevices.has(stats.dev)) return { handle, size: stats.size };
+    if (stats.isFile() && !pseudoDevices.has(stats.dev)) return { handle, size: stats.size, stats };
   } catch {
     // fall through: close and skip
   }
