@@ -27,14 +27,6 @@ function marker(name: string): string {
   return `${name}-${randomUUID().replaceAll('-', '')}`;
 }
 
-/** `url` with a user name and password in it. */
-function withCredentials(url: string, user: string, password: string): string {
-  const parsed = new URL(url);
-  parsed.username = user;
-  parsed.password = password;
-  return parsed.href;
-}
-
 function client(url: string): Redis {
   const c = redisClient(url);
   cleanup.add(() => c.disconnect());
@@ -113,7 +105,7 @@ describe('bullmq: a worker\'s policy over a queued job', () => {
       agents: { alpha: { description: 'the worker\'s alpha', apiKey: 'worker-alpha-key' } },
     });
     const main: ForkpoolConfigInput = {
-      baseUrl: 'http://someone:secret@127.0.0.1:7001/v1/',
+      baseUrl: 'http://127.0.0.1:7001/v1/',
       apiKey: 'main-key',
       workspaceRoot: tempWorkspace({}, cleanup),
       allowBroadWorkspace: true,
@@ -154,15 +146,9 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
     const secret = {
       redisPassword: marker('redis-password'),
       key: marker('top-key'),
-      urlUser: marker('url-user'),
-      urlPassword: marker('url-password'),
       alphaKey: marker('alpha-key'),
-      alphaUser: marker('alpha-user'),
-      alphaPassword: marker('alpha-password'),
       betaKey: marker('beta-key'),
       gammaKey: marker('gamma-key'),
-      gammaUser: marker('gamma-user'),
-      gammaPassword: marker('gamma-password'),
       workerKey: marker('worker-key'),
       workerAlphaKey: marker('worker-alpha-key'),
     };
@@ -175,18 +161,18 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
       queue,
       config: { baseUrl: proxy.url, apiKey: secret.workerKey, workspaceRoot: workspace, agents: { alpha: { description: 'the worker\'s alpha', apiKey: secret.workerAlphaKey } } },
     });
-    // Every kind of secret the config holds: the top-level key, URL credentials, each agent's
-    // key and endpoint credentials (one agent never used), the Redis password.
+    // Every kind of secret the config holds: the top-level key, each agent's key (one agent never
+    // used), the Redis password. (A URL with user:pass@ is refused by the config itself.)
     const config = makeConfig(undefined, workspace, { maxConcurrent: 8 }, {
       apiKey: secret.key,
-      baseUrl: withCredentials(proxy.url, secret.urlUser, secret.urlPassword),
+      baseUrl: proxy.url,
       executor: 'bullmq',
       redisUrl: redis.url,
       bullmq: { queue, lockMs: 4_000, pollMs: 500 },
       agents: {
-        alpha: { description: 'alpha', apiKey: secret.alphaKey, baseUrl: withCredentials(proxy.url, secret.alphaUser, secret.alphaPassword) },
+        alpha: { description: 'alpha', apiKey: secret.alphaKey, baseUrl: proxy.url },
         beta: { description: 'beta', apiKey: secret.betaKey },
-        gamma: { description: 'gamma', apiKey: secret.gammaKey, baseUrl: withCredentials('http://127.0.0.1:9/v1', secret.gammaUser, secret.gammaPassword) },
+        gamma: { description: 'gamma', apiKey: secret.gammaKey, baseUrl: 'http://127.0.0.1:9/v1' },
       },
     });
     const manager = makeManager(config, cleanup);
@@ -210,7 +196,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, 
     expect(new Set(authorizations(proxy, '(job: alpha)'))).toEqual(new Set([`Bearer ${secret.workerAlphaKey}`]));
     expect(new Set([...authorizations(proxy, '(job: fork)'), ...authorizations(proxy, '(job: beta)')])).toEqual(new Set([`Bearer ${secret.workerKey}`]));
     const sent = JSON.stringify(proxy.requests);
-    for (const name of ['key', 'alphaKey', 'betaKey', 'urlPassword', 'alphaPassword'] as const) expect(sent.includes(secret[name]), `${name} reached the model endpoint`).toBe(false);
+    for (const name of ['key', 'alphaKey', 'betaKey'] as const) expect(sent.includes(secret[name]), `${name} reached the model endpoint`).toBe(false);
   });
 
   it('a forged job naming its own endpoint fails alone with ENDPOINT_NOT_ALLOWED; the worker\'s key is never sent there', async () => {

@@ -274,7 +274,7 @@ describe('the parent agent\'s own tools (main thread)', () => {
       ],
     });
     const ws = tempWorkspace({ 'src/retry.ts': 'export const retries = 3;\n', 'state/.keep': '' }, cleanups);
-    writeFileSync(path.join(ws, 'forkpool.config.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, ledger: { path: path.join(ws, 'state', 'session.db') } }));
+    writeFileSync(path.join(ws, 'forkpool.config.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, ledger: { path: path.join(ws, 'state', 'session.db'), allowInWorkspace: true } }));
     const config = loadConfig({ file: true, cwd: ws, config: { maxRetries: 0 } });
     const session = new AgentSession({ config, background: false, closeExecutor: true });
     watchManager(session.manager);
