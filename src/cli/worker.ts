@@ -4,6 +4,7 @@ import { redisUrlSchema } from '../bullmq/config.js';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
 import { loadConfig } from '../main/config-load.js';
 import { ConfigError } from '../shared/errors.js';
+import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { onTermination } from './common.js';
 
 export interface WorkerFlags {
@@ -50,13 +51,13 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     config,
     logger,
     onRunEnded: (report) => {
-      if (flags.json) process.stdout.write(`${JSON.stringify({ type: 'run-ended', ...report })}\n`);
+      if (flags.json) process.stdout.write(`${jsonForTerminal({ type: 'run-ended', ...report })}\n`);
       else logger.info(report, 'run ended');
     },
   });
   const say = (type: string, data: Record<string, unknown>, line: string) => {
-    if (flags.json) process.stdout.write(`${JSON.stringify({ type, ...data })}\n`);
-    else process.stderr.write(`${line}\n`);
+    if (flags.json) process.stdout.write(`${jsonForTerminal({ type, ...data })}\n`);
+    else process.stderr.write(`${escapeForTerminal(line)}\n`);
   };
   onTermination(async (signal) => {
     await worker.close();
