@@ -14,7 +14,7 @@ import { AbortError, ConfigError, ToolError } from '../../src/shared/errors.js';
 import { editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, resolveWorkspaceRoot, writeFileTool } from '../../src/shared/tools/index.js';
 import { pseudoFsDevices } from '../../src/shared/tools/safe-fs.js';
 import { walkFiles } from '../../src/shared/tools/walk.js';
-import { callTool, toolContext } from './sandbox-helpers.js';
+import { callTool, toolContext, toolError } from './sandbox-helpers.js';
 
 let base: string;
 let ws: string;
@@ -37,15 +37,6 @@ afterAll(async () => {
   }
   await rm(base, { recursive: true, force: true });
 });
-
-async function toolError(promise: Promise<unknown>): Promise<ToolError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ToolError);
-  return error as ToolError;
-}
 
 describe('grep regular expressions run in linear time', () => {
   it('(a+)+$ on 31 (and 5,000) a\'s then "!" ends at once, and still matches what it should', async () => {

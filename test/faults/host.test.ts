@@ -6,22 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { JobEnding } from '../../src/main/ledger.js';
-import { ended, makeConfig, makeManager, makeWorkspace, recordEvents, RESEARCH_TASK, startedJob, startSim, useCleanup } from '../helpers/index.js';
+import { ended, makeConfig, makeManager, makeWorkspace, recordEvents, RESEARCH_TASK, startedJob, startSim, useCleanup, watchProcess } from '../helpers/index.js';
 
 const ending = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });
-
-/** Unhandled rejections and uncaught exceptions seen while a test runs (each would exit a host). */
-function watchProcess(cleanup: { add(fn: () => void): void }): unknown[] {
-  const seen: unknown[] = [];
-  const onError = (error: unknown) => seen.push(error);
-  process.on('unhandledRejection', onError);
-  process.on('uncaughtException', onError);
-  cleanup.add(() => {
-    process.off('unhandledRejection', onError);
-    process.off('uncaughtException', onError);
-  });
-  return seen;
-}
 
 describe('completeAttempt from outside', () => {
   const cleanup = useCleanup();

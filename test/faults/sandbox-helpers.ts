@@ -3,7 +3,9 @@
  * for leftover processes, and a tool context with a policy and a process registry.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { expect } from 'vitest';
 import { DEFAULTS } from '../../src/shared/defaults.js';
+import { ToolError } from '../../src/shared/errors.js';
 import { probeBwrap } from '../../src/shared/tools/bwrap.js';
 import { DEFAULT_TOOL_POLICY } from '../../src/shared/tools/policy.js';
 import { scrubEnv } from '../../src/shared/tools/secrets.js';
@@ -87,4 +89,14 @@ export async function eventually(check: () => boolean, what: string, timeoutMs =
     if (Date.now() > deadline) throw new Error(`still not true after ${timeoutMs} ms: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** The ToolError `promise` rejects with (fails the test if it resolves or rejects with anything else). */
+export async function toolError(promise: Promise<unknown>): Promise<ToolError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ToolError);
+  return error as ToolError;
 }

@@ -14,7 +14,7 @@ import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
 import type { LoopEvent } from '../../src/shared/tool-loop.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
 import { toolMessagesOf } from './helpers.js';
-import { callTool, toolContext } from './sandbox-helpers.js';
+import { callTool, toolContext, toolError } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -24,15 +24,6 @@ const GLOB_BOMB = '*a*a*a*a*a*a*a*b';
 /** re2js runs this in linear time, but slowly: one 64 KiB line cost ~10 s in one call. */
 const HEAVY_PATTERN = '\\w{1000}Z|(.{0,1000})Z|[^Z]{0,1000}Z';
 const SEARCH_LIMIT_MS = 1_500;
-
-async function toolError(promise: Promise<unknown>): Promise<ToolError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ToolError);
-  return error as ToolError;
-}
 
 describe('search tools in a worker thread end within their limits', () => {
   it('a glob bomb in find_files and grep, and a heavy pattern on long lines, end promptly with a result or TOOL_TIMEOUT', async () => {

@@ -15,7 +15,7 @@ import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/sqlite-store
 import { ScopeLeases } from '../../src/main/ledger-lease.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
-import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, tempWorkspace, useCleanup, watchManager, type Cleanup } from '../helpers/index.js';
+import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, tempWorkspace, useCleanup, watchManager, watchProcess, type Cleanup } from '../helpers/index.js';
 
 type Db = { pragma(source: string): unknown; exec(source: string): void; close(): void };
 
@@ -29,19 +29,6 @@ function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerSt
   const store = new SqliteLedgerStore(file, db as never, new ScopeLeases(db as never, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
   cleanup.add(() => store.close());
   return { file, store, db, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
-}
-
-/** Unhandled rejections and uncaught exceptions while a test runs: each would have exited a host. */
-function watchProcess(cleanup: Cleanup): unknown[] {
-  const seen: unknown[] = [];
-  const onError = (error: unknown) => seen.push(error);
-  process.on('unhandledRejection', onError);
-  process.on('uncaughtException', onError);
-  cleanup.add(() => {
-    process.off('unhandledRejection', onError);
-    process.off('uncaughtException', onError);
-  });
-  return seen;
 }
 
 const ending = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });

@@ -5,7 +5,7 @@
  * poison job gives up after a bounded number of tries.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { HEAP_CAP_ABORTS_PROCESS } from '../helpers/faults.js';
+import { HEAP_CAP_ABORTS_PROCESS, watchProcess } from '../helpers/faults.js';
 import type { JobRecord } from '../../src/main/ledger.js';
 import type { BackgroundManager } from '../../src/main/manager.js';
 import {
@@ -118,14 +118,7 @@ describe('a faulty worker fails only its own job', () => {
   });
 
   it('the host process is unaffected: no uncaught error reaches it', async () => {
-    const seen: unknown[] = [];
-    const onError = (error: unknown) => seen.push(error);
-    process.on('uncaughtException', onError);
-    process.on('unhandledRejection', onError);
-    cleanups.add(() => {
-      process.off('uncaughtException', onError);
-      process.off('unhandledRejection', onError);
-    });
+    const seen = watchProcess(cleanups);
     const { manager } = await setup({ maxConcurrent: 2 });
     const ids = ['FAULT:throw_async', 'FAULT:exit', 'FAULT:throw_sync'].map((task) => manager.spawn({ task, label: task }).id);
     const records = await Promise.all(ids.map((id) => ended(manager, id)));

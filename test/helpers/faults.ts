@@ -245,3 +245,18 @@ export function uniqueMarker(): string {
  */
 export const HEAP_CAP_ABORTS_PROCESS = Number(process.versions.node.split('.')[0]) >= 24;
 
+/**
+ * Unhandled rejections and uncaught exceptions seen while a test runs (each would have exited a
+ * host that embeds forkpool); the listeners are removed by `cleanup`.
+ */
+export function watchProcess(cleanup: Pick<Cleanup, 'add'>): unknown[] {
+  const seen: unknown[] = [];
+  const onError = (error: unknown) => seen.push(error);
+  process.on('unhandledRejection', onError);
+  process.on('uncaughtException', onError);
+  cleanup.add(() => {
+    process.off('unhandledRejection', onError);
+    process.off('uncaughtException', onError);
+  });
+  return seen;
+}
