@@ -12,7 +12,7 @@ import { openSqliteLedger } from '../src/main/sqlite-store.js';
 import type { BullmqExecutor } from '../src/bullmq/executor.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
+import { skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
 import { BackgroundManager, type ManagerEvents } from '../src/main/manager.js';
 
 const cleanup = useCleanup();
@@ -70,7 +70,7 @@ async function jobOnAWorker(label: string) {
 }
 
 // Worker processes start, die and lose locks on purpose: slow on a loaded machine, never hung.
-describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () => {
+describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 }, () => {
   it('a worker SIGKILLed mid-job: another worker runs it again within 10 s (4 s lock), one final result, attempt count visible', async () => {
     const { manager, events, id, holder, again } = await jobOnAWorker('survives its worker');
     const killedAt = Date.now();
@@ -139,7 +139,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq fault campaign', { timeout: 180_000 }, () =
   });
 });
 
-describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
+describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
   it('results wait in Redis; the restarted main process launching the same jobs takes them over and delivers each once, nothing runs twice', async () => {
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 700 });
@@ -170,7 +170,7 @@ describe.skipIf(!HAVE_REDIS)('bullmq: the main process restarted while workers k
   });
 });
 
-describe.skipIf(!HAVE_REDIS)('bullmq with the durable ledger: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
+describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
   it('the reopened ledger re-launches the interrupted jobs, which take over their runs and waiting results: each delivered once, none run twice', async () => {
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 700 });

@@ -18,7 +18,7 @@ import { redisClient } from '../src/bullmq/redis.js';
 import type { RunResult } from '../src/bullmq/wire.js';
 import { parseConfig, type ForkpoolConfigInput } from '../src/shared/config.js';
 import type { JobSpec } from '../src/shared/protocol.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startRecordingProxy, startRedis, startSim, startWorker, startedJob, tempWorkspace, testRedis, toolMessagesOf, useCleanup, type RecordingProxy } from './helpers/index.js';
+import { skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startRecordingProxy, startRedis, startSim, startWorker, startedJob, tempWorkspace, testRedis, toolMessagesOf, useCleanup, type RecordingProxy } from './helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -141,7 +141,7 @@ describe('bullmq: a worker\'s policy over a queued job', () => {
   });
 });
 
-describe.skipIf(!HAVE_REDIS)('bullmq: secrets and trust', { timeout: 180_000 }, () => {
+describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_000 }, () => {
   it('no configured secret is stored in Redis (every key, every value of every type), and the worker uses its own keys', async () => {
     const secret = {
       redisPassword: marker('redis-password'),

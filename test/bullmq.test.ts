@@ -9,7 +9,7 @@ import type { BullmqExecutor } from '../src/bullmq/executor.js';
 import type { BackgroundManager } from '../src/main/manager.js';
 import type { ForkpoolConfig } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
-import { HAVE_REDIS, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from './helpers/index.js';
+import { skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from './helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -29,7 +29,7 @@ function redisClient(url: string): Redis {
 }
 
 // Worker processes and Redis round trips: slow on a loaded machine, never hung.
-describe.skipIf(!HAVE_REDIS)('bullmq executor', { timeout: 180_000 }, () => {
+describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () => {
   it('runs jobs on worker processes and ends them as local ones, each delivered once; no API key is stored in Redis', async () => {
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 20 });

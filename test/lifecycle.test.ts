@@ -13,7 +13,7 @@ import type { ExecuteOptions, Executor } from '../src/main/executor.js';
 import { BackgroundManager, type JobScheduler } from '../src/main/manager.js';
 import type { JobTask } from '../src/shared/protocol.js';
 import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent } from './helpers/pool.js';
-import { SKIP_BWRAP } from './faults/sandbox-helpers.js';
+import { skipWithoutBwrap } from './faults/sandbox-helpers.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -290,7 +290,7 @@ describe('the real bash tool: nothing outlives a hard-stopped job', () => {
     ['bubblewrap', 'bwrap' as const, '1023', '1024'],
     ['no sandbox', 'none' as const, '1025', '1026'],
   ] as const;
-  it.each(sandboxes.filter(([, sandbox]) => sandbox !== 'bwrap' || !SKIP_BWRAP))('%s: destroy() mid-command kills the command and its background child', async (_what, sandbox, inGroup, escaped) => {
+  it.each(sandboxes.filter(([, sandbox]) => sandbox !== 'bwrap' || !skipWithoutBwrap()))('%s: destroy() mid-command kills the command and its background child', async (_what, sandbox, inGroup, escaped) => {
     const group = `sleep ${inGroup}`;
     const setsid = `sleep ${escaped}`;
     cleanups.add(() => killLeftovers(group));

@@ -17,7 +17,7 @@ import { makeCommandCgroup } from '../../src/shared/tools/sandbox-limits.js';
 import { CLI_PATH, cliEnv } from '../helpers/cli.js';
 import { Cleanups, startSim } from '../helpers/pool.js';
 import { toolMessagesOf } from './helpers.js';
-import { SKIP_BWRAP, callTool, markerSleep, processesRunning, requireBwrap, toolContext } from './sandbox-helpers.js';
+import { skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext } from './sandbox-helpers.js';
 
 let base: string;
 const cleanups = new Cleanups();
@@ -45,7 +45,7 @@ async function toolError(run: Promise<string>): Promise<ToolError> {
   return outcome;
 }
 
-describe.skipIf(SKIP_BWRAP)('protected paths inside bubblewrap', () => {
+describe.skipIf(skipWithoutBwrap())('protected paths inside bubblewrap', () => {
   beforeAll(requireBwrap);
 
   it('every existing .git is read-only, at any depth, with what a .git file points to', async () => {
@@ -127,7 +127,7 @@ describe.skipIf(SKIP_BWRAP)('protected paths inside bubblewrap', () => {
   });
 });
 
-describe.skipIf(SKIP_BWRAP)('/proc and /sys inside bubblewrap', () => {
+describe.skipIf(skipWithoutBwrap())('/proc and /sys inside bubblewrap', () => {
   beforeAll(requireBwrap);
 
   it('kernel knobs are read-only: writing kernel.core_pattern (its own value back) fails with EROFS', async () => {
@@ -158,7 +158,7 @@ describe.skipIf(SKIP_BWRAP)('/proc and /sys inside bubblewrap', () => {
 const INHERITED_FD = 20;
 
 describe('descriptors inherited by the host process', () => {
-  it.each(SKIP_BWRAP ? ['none'] : ['bwrap', 'none'])('do not reach bash (sandbox %s; real CLI, pool and worker)', async (sandbox) => {
+  it.each(skipWithoutBwrap() ? ['none'] : ['bwrap', 'none'])('do not reach bash (sandbox %s; real CLI, pool and worker)', async (sandbox) => {
     const ws = await workspace({ 'one.jsonl': `${JSON.stringify({ task: 'Look at the descriptors.' })}\n` });
     await writeFile(path.join(ws, 'forkpool.config.json'), JSON.stringify({ sandbox }));
     const target = path.join(base, `fd-target-${sandbox}.txt`);
@@ -193,7 +193,7 @@ describe('descriptors inherited by the host process', () => {
   });
 });
 
-describe.skipIf(SKIP_BWRAP)('resource limits inside bubblewrap', () => {
+describe.skipIf(skipWithoutBwrap())('resource limits inside bubblewrap', () => {
   beforeAll(requireBwrap);
   const limited = (ws: string, limits: Record<string, number>) => {
     const ctx = toolContext(ws, { policy: { sandbox: 'bwrap' } });
@@ -232,7 +232,7 @@ describe.skipIf(SKIP_BWRAP)('resource limits inside bubblewrap', () => {
     expect(size).toBeLessThanOrEqual(8 * 1024 * 1024);
   });
 
-  it.each(SKIP_BWRAP ? ['none'] : ['bwrap', 'none'])('a big file in the workspace stops at bashMaxFileMb (sandbox %s)', async (sandbox) => {
+  it.each(skipWithoutBwrap() ? ['none'] : ['bwrap', 'none'])('a big file in the workspace stops at bashMaxFileMb (sandbox %s)', async (sandbox) => {
     const ws = await workspace();
     const ctx = toolContext(ws, { policy: { sandbox: sandbox as 'bwrap' | 'none' } });
     const error = await toolError(callTool(bashTool, { command: 'head -c 20M /dev/zero > big.bin' }, { ...ctx, limits: { ...ctx.limits, bashMaxFileMb: 2 } }));

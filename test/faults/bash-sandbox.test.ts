@@ -12,7 +12,7 @@ import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { checkSandbox } from '../../src/shared/tools/bwrap.js';
 import { BUILTIN_TOOL_NAMES } from '../../src/shared/defaults.js';
-import { SKIP_BWRAP, callTool, eventually, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from './sandbox-helpers.js';
+import { skipWithoutBwrap, callTool, eventually, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from './sandbox-helpers.js';
 
 let ws: string;
 let outside: string;
@@ -29,7 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => rm(base, { recursive: true, force: true }));
 
-describe.skipIf(SKIP_BWRAP)('bash in bubblewrap', () => {
+describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
   beforeAll(requireBwrap);
   const bwrap = () => toolContext(ws, { policy: { sandbox: 'bwrap' } });
 

@@ -13,10 +13,13 @@ import { skipWithout } from '../helpers/system.js';
 import type { ProcessRegistry, ToolContext, ToolDefinition, ToolPolicy } from '../../src/shared/tools/types.js';
 
 /**
- * Skip the bubblewrap tests where bubblewrap is not installed (one line says so), or when
- * FORKPOOL_TEST_NO_BWRAP=1. Under `.ci/run` (FORKPOOL_TEST_REQUIRE_SYSTEM=1) they run and fail.
+ * True when the bubblewrap tests should be skipped: bubblewrap is not installed here (one line
+ * says so), or FORKPOOL_TEST_NO_BWRAP=1. Under `.ci/run` (FORKPOOL_TEST_REQUIRE_SYSTEM=1) they run
+ * and fail instead. A function, so that only test files that need bubblewrap say it.
  */
-export const SKIP_BWRAP = process.env.FORKPOOL_TEST_NO_BWRAP === '1' || skipWithout('bubblewrap', existsSync(DEFAULTS.bwrapPath));
+export function skipWithoutBwrap(): boolean {
+  return process.env.FORKPOOL_TEST_NO_BWRAP === '1' || skipWithout('bubblewrap', existsSync(DEFAULTS.bwrapPath));
+}
 
 /**
  * Throws unless bubblewrap works here: installed but unusable (no user namespaces, say) is a broken

@@ -20,7 +20,7 @@ import { tempWorkspace } from '../helpers/config.js';
 import { Cleanups, ended, startSim, watchManager } from '../helpers/pool.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
-import { SKIP_BWRAP, callTool, requireBwrap, toolContext } from './sandbox-helpers.js';
+import { skipWithoutBwrap, callTool, requireBwrap, toolContext } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -93,7 +93,7 @@ async function hostileSetup(sim: SimServer) {
   return { ws, config, manager, run };
 }
 
-describe.skipIf(SKIP_BWRAP)('the key in the workspace config file never reaches the model', () => {
+describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never reaches the model', () => {
   beforeAll(requireBwrap);
 
   it('a hostile job: every file tool refuses or skips the hidden files, bash in bubblewrap sees them masked; no form of a key reaches the model', async () => {

@@ -16,7 +16,7 @@ import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/sha
 import { CLI_PATH, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
 import { runOneJob, startRecordingProxy, startRoutingProxy, startStatusServer, toolMessagesOf } from './helpers.js';
-import { SKIP_BWRAP } from './sandbox-helpers.js';
+import { skipWithoutBwrap } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -115,7 +115,7 @@ describe("a tool's environment has no secrets", () => {
     expectNoKey({ 'the env output': env ?? '' });
   });
 
-  it.skipIf(SKIP_BWRAP)("a job that reads /proc/$PPID/environ and /proc/1/environ sees only the sandbox's short environment: no key, no host variables", async () => {
+  it.skipIf(skipWithoutBwrap())("a job that reads /proc/$PPID/environ and /proc/1/environ sees only the sandbox's short environment: no key, no host variables", async () => {
     const sim = await startSim(cleanups, {
       script: [{ toolCalls: [{ name: 'bash', arguments: { command: 'tr "\\0" "\\n" < /proc/$PPID/environ; echo ---; tr "\\0" "\\n" < /proc/1/environ | base64 -w0' } }] }, { content: 'done' }],
     });
@@ -263,8 +263,10 @@ describe("a model's text on the terminal", () => {
     // `script` gives the CLI a pseudo-terminal for stdout and stderr; its output is what a terminal gets.
     // Asynchronously: the sims answer from this process.
     const { stdout: shown } = await promisify(execFile)('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(CLI_PATH)} run --base-url ${url} go < /dev/null`, '/dev/null'], { cwd, encoding: 'utf8', timeout: 60_000 });
-    // The terminal turns each line feed into CR LF: any other CR came from the model.
-    const text = shown.replace(/\r\n/g, '\n');
+    // The terminal turns each line feed into CR LF: any other CR came from the model. The logger
+    // colours its own lines on a terminal (a "no bubblewrap" warning, say): those SGR codes are
+    // forkpool's, not the model's (whose text here has none), so they are taken out first.
+    const text = shown.replace(/\r\n/g, '\n').replace(/\u001b\[[0-9;]*m/g, '');
     expect(text).toContain('answer\\u001b]0;pwned-title');
     expect(text).toContain('\\u2028\\u000d\\u202eevil\\u2066\nsecond line');
     expect(text).not.toMatch(UNSAFE);

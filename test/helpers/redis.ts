@@ -18,10 +18,13 @@ import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((file) => existsSync(file)) ?? 'redis-server';
 
 /**
- * True when a redis-server binary runs here; the tests that need one are skipped otherwise, and one
- * line says so (under `.ci/run` they run and fail instead).
+ * True when the Redis tests should be skipped: no redis-server binary runs here. Says so in one
+ * line (under `.ci/run` they run and fail instead). A function, so that only test files that
+ * need Redis say it.
  */
-export const HAVE_REDIS = !skipWithout('redis-server', spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' }).status === 0);
+export function skipWithoutRedis(): boolean {
+  return skipWithout('redis-server', spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' }).status === 0);
+}
 
 export interface TestRedis {
   url: string;
