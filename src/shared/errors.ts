@@ -75,6 +75,8 @@ export const ERROR_CODES = [
   'ATTEMPT_NOT_RUNNING',
   /** A tool was asked to open a file hidden from the tools (a config, ledger or `.env`-style file: it may hold keys). */
   'PATH_HIDDEN',
+  /** forkpool runs on a Node.js older than it needs (package.json `engines`). */
+  'NODE_UNSUPPORTED',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;
