@@ -77,6 +77,8 @@ export const ERROR_CODES = [
   'PATH_HIDDEN',
   /** forkpool runs on a Node.js older than it needs (package.json `engines`). */
   'NODE_UNSUPPORTED',
+  /** An optional package a feature needs is not installed (the message names it). */
+  'PACKAGE_MISSING',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;
