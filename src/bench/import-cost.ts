@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 /** Packages a background job never needs; none may load with `import 'forkpool'`. */
-export const HEAVY_PACKAGES = ['bullmq', 'ioredis', 'fastify', 'ink', 'react', 'commander', 'pino-pretty', '@babel/parser', 'tinypool', 'better-sqlite3'] as const;
+export const HEAVY_PACKAGES = ['bullmq', 'ioredis', 'fastify', 'ink', 'react', 'commander', 'pino-pretty', '@babel/parser', 'tinypool'] as const;
 
 /**
  * A child's script: runs `body` (imports) and prints one JSON line with the import's
