@@ -3,6 +3,8 @@
  * manager on its own, configuration, errors and the types they exchange. Executors live on
  * `forkpool/executors`, the simulated model on `forkpool/sim`.
  */
+// First: on a Node.js older than engines allows, this import throws a clear error.
+import './shared/require-node.js';
 export { AgentSession, type AgentSessionOptions, type SessionEvents } from './main/agent-session.js';
 export {
   BackgroundManager,

@@ -1,18 +1,18 @@
 /**
- * The bench still works: the quick matrix runs end to end (cells in their own processes, the
- * simulator in another) and writes its JSON, markdown and SVG charts. No timing is asserted:
- * these are numbers to read, not thresholds. The test's own time limit is a hang net, set far
- * beyond the minute or two the quick matrix takes, since a loaded machine stretches it.
+ * The bench still works: the smoke bench (one quick cell per executor) runs end to end (cells in
+ * their own processes, the simulator in another) and writes its JSON, markdown and SVG charts.
+ * No timing is asserted: these are numbers to read, not thresholds. The time limit is a hang
+ * net, far beyond the half minute the smoke bench takes, since a loaded machine stretches it.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cellFailure, runBench } from '../src/bench/run.js';
 import { idealWallMs, type Calibration } from '../src/bench/ideal.js';
 import { checkTargets } from '../src/bench/report.js';
 import { OUR_EXECUTORS, PEER_EXECUTORS, isPeerExecutor, type BenchReport, type CellResult } from '../src/bench/types.js';
-import { planWorkloads } from '../src/bench/workloads.js';
+import { SMOKE_CELLS, planWorkloads } from '../src/bench/workloads.js';
 
 const outDir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-bench-test-'));
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
@@ -88,24 +88,30 @@ describe('bench targets count ok jobs, not delivered ones', () => {
   });
 });
 
-describe('bench --quick', () => {
-  it('runs every executor × workload cell of ours and writes JSON, markdown and SVG charts', { timeout: 600_000 }, async () => {
-    // The peers' rows have their own, smaller run below: each of their cells costs a 10 s spin.
-    const { report, files } = await runBench({ quick: true, outDir, name: 'test', executors: OUR_EXECUTORS, log: () => {} });
+describe('the smoke bench (one quick cell per executor)', () => {
+  // One run for all: every workload runs and is calibrated, each executor (ours and the peers)
+  // in one of them (SMOKE_CELLS); `npm run bench -- --quick` runs the whole quick matrix.
+  let outcome: Awaited<ReturnType<typeof runBench>>;
+  let json: BenchReport;
+  beforeAll(async () => {
+    outcome = await runBench({ smoke: true, outDir, name: 'test', log: () => {} });
+    json = JSON.parse(readFileSync(path.join(outDir, 'test.json'), 'utf8')) as BenchReport;
+  }, 600_000);
 
-    const json = JSON.parse(readFileSync(path.join(outDir, 'test.json'), 'utf8')) as BenchReport;
+  it('runs every executor once, each cell whole, and writes JSON, markdown and SVG charts', () => {
     expect(json.errors).toEqual([]);
-    expect(json.cells).toHaveLength(report.cells.length);
-
+    expect(json.cells).toHaveLength(outcome.report.cells.length);
+    // Each executor exactly once; every workload at least once.
+    expect(json.cells.map((c) => c.executor).sort()).toEqual([...OUR_EXECUTORS, ...PEER_EXECUTORS].sort());
     for (const plan of planWorkloads(true)) {
-      for (const jobs of plan.fanouts) {
-        for (const executor of plan.executors.filter((e) => !isPeerExecutor(e))) {
-          const cell = cellOf(json, plan.name, jobs, executor);
-          if (executor === 'inline') expect(cell.cancelHardP50Ms).toBeNull();
-          else {
-            expect(cell.cancelHardUnstopped).toBe(false);
-            expect(cell.cancelHardP50Ms, `${plan.name} ${jobs} ${executor}: hard stop`).not.toBeNull();
-          }
+      const jobs = plan.fanouts[0] ?? 0;
+      for (const executor of SMOKE_CELLS[plan.name].filter((e) => !isPeerExecutor(e))) {
+        expect(plan.executors).toContain(executor);
+        const cell = cellOf(json, plan.name, jobs, executor);
+        if (executor === 'inline') expect(cell.cancelHardP50Ms).toBeNull();
+        else {
+          expect(cell.cancelHardUnstopped).toBe(false);
+          expect(cell.cancelHardP50Ms, `${plan.name} ${jobs} ${executor}: hard stop`).not.toBeNull();
         }
       }
       const calibration = json.calibration?.[plan.name];
@@ -116,7 +122,7 @@ describe('bench --quick', () => {
     const md = readFileSync(path.join(outDir, 'test.md'), 'utf8');
     expect(md).toContain('| workload | jobs | executor |');
     expect(md).toContain('## Targets');
-    const svgs = files.filter((f) => f.endsWith('.svg'));
+    const svgs = outcome.files.filter((f) => f.endsWith('.svg'));
     expect(svgs.map((f) => path.basename(f)).sort()).toEqual(['test-efficiency.svg', 'test-event-loop-delay-cpu.svg', 'test-event-loop-delay-parse.svg', 'test-responsiveness.svg', 'test-throughput-memory.svg']);
     for (const file of svgs) {
       expect(existsSync(file)).toBe(true);
@@ -124,12 +130,9 @@ describe('bench --quick', () => {
     }
   });
 
-  it('puts the peers beside our executors, with the same jobs, the same cap, and their hard stop reported', { timeout: 600_000 }, async () => {
+  it('puts the peers beside our executors, with the same jobs, the same cap, and their hard stop reported', () => {
     // Every workload plans a row for each peer; the io workload is enough to check them.
     for (const plan of planWorkloads(true)) for (const peer of PEER_EXECUTORS) expect(plan.executors).toContain(peer);
-    await runBench({ quick: true, only: 'io', outDir, name: 'peers', executors: ['inline', ...PEER_EXECUTORS], log: () => {} });
-    const json = JSON.parse(readFileSync(path.join(outDir, 'peers.json'), 'utf8')) as BenchReport;
-    expect(json.errors, JSON.stringify(json.errors)).toEqual([]);
     const plan = planWorkloads(true).find((p) => p.name === 'io');
     const jobs = plan?.fanouts[0] ?? 0;
     for (const executor of PEER_EXECUTORS) {
@@ -146,7 +149,7 @@ describe('bench --quick', () => {
       expect(cell.jobsInFlightMax).toBeGreaterThanOrEqual(1);
       expect(cell.jobsInFlightMax, `${executor}: jobs at once`).toBeLessThanOrEqual(cell.concurrency);
     }
-    const md = readFileSync(path.join(outDir, 'peers.md'), 'utf8');
+    const md = readFileSync(path.join(outDir, 'test.md'), 'utf8');
     expect(md).toContain('## Peers and the ideal schedule');
     expect(md).toMatch(new RegExp(`\\| io \\| ${jobs} \\| inline \\|.*\\| \\d+% \\|`));
     for (const executor of PEER_EXECUTORS) expect(md).toMatch(new RegExp(`\\| io \\| ${jobs} \\| ${executor} \\|.*\\| \\d+% \\|.*\\| not stopped after 10 s \\|`));

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../src/main/sqlite-store.js';
 import type { BullmqExecutor } from '../src/bullmq/executor.js';
+import type { LazyExecutor } from '../src/main/lazy-executor.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
 import { skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
@@ -17,9 +18,23 @@ import { BackgroundManager, type ManagerEvents } from '../src/main/manager.js';
 
 const cleanup = useCleanup();
 
+/** The loaded BullMQ executor behind a manager's (lazy) `bullmq` executor. */
+function bullmqOf(manager: BackgroundManager): BullmqExecutor {
+  const loaded = (manager.executor as LazyExecutor).loaded;
+  if (loaded === undefined) throw new Error('the bullmq executor is not loaded yet (make the manager with bullManager)');
+  return loaded as BullmqExecutor;
+}
+
+/** makeManager on the bullmq executor, which createExecutor loads on first use: loaded before the test looks inside. */
+async function bullManager(...args: Parameters<typeof makeManager>): Promise<BackgroundManager> {
+  const manager = makeManager(...args);
+  await (manager.executor as LazyExecutor).ready();
+  return manager;
+}
+
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
-  return (manager.executor as BullmqExecutor).bullId(id, launch);
+  return bullmqOf(manager).bullId(id, launch);
 }
 const LOCK_MS = 4_000;
 
@@ -36,7 +51,7 @@ async function workersOn(redisUrl: string, count: number, sim: SimServer, worksp
 
 /** The worker process holding a job's run now (BullMQ's `processedBy` is the worker's name). */
 async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: string, launch = 1): Promise<TestWorker> {
-  const queue = (manager.executor as BullmqExecutor).queue;
+  const queue = bullmqOf(manager).queue;
   let holder: TestWorker | undefined;
   for (let tries = 0; !holder && tries < 400; tries++) {
     const job = await queue.getJob(bullIdOf(manager, id, launch));
@@ -61,7 +76,7 @@ async function jobOnAWorker(label: string) {
   const sim = await startSim(cleanup, { latencyMs: 1_000 });
   const workspace = await makeWorkspace(cleanup);
   const workers = await workersOn(redis.url, 2, sim, workspace);
-  const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+  const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
   const events = recordEvents(manager);
   const { id } = manager.spawn({ task: RESEARCH_TASK, label });
   await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
@@ -95,7 +110,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     const workspace = await makeWorkspace(cleanup);
     // The grant and the sandbox are the workers' own (a job can only narrow them).
     const workers = await workersOn(redis.url, 3, sim, workspace, { maxStalls: 1, config: { grantedTools: ['bash'], sandbox: 'none' } });
-    const manager = makeManager(bullConfig(sim, workspace, redis.url, { grantedTools: ['bash'] }), cleanup);
+    const manager = await bullManager(bullConfig(sim, workspace, redis.url, { grantedTools: ['bash'] }), cleanup);
     const { id } = manager.spawn({ task: 'Run the command.', label: 'poison' });
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'failed', endedBy: 'crash', attempts: 2 });
@@ -127,7 +142,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     const sim = await startSim(cleanup, { latencyMs: 800 });
     const workspace = await makeWorkspace(cleanup);
     await workersOn(redis.url, 2, sim, workspace);
-    const manager = makeManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `through a restart ${i}` }).id);
     await waitFor(() => ids.every((id) => manager.get(id)?.state === 'running'), 'every job running', { timeoutMs: 60_000 });
@@ -156,7 +171,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while wo
     // Some runs finish while no main process is there: their results wait in Redis.
     await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
     // The restarted main process launches the same jobs (same ids, same launch: same BullMQ jobs).
-    const manager = makeManager(config, cleanup);
+    const manager = await bullManager(config, cleanup);
     const events = recordEvents(manager);
     const again = tasks.map((task) => manager.spawn(task).id);
     expect(again).toEqual(ids);

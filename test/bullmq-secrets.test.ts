@@ -61,7 +61,7 @@ async function valueOf(redis: Redis, key: string, type: string): Promise<string>
     case 'set':
       return JSON.stringify(await redis.smembers(key));
     case 'zset':
-      return JSON.stringify(await redis.zrange(key, 0, -1, 'WITHSCORES'));
+      return JSON.stringify(await redis.zrange(key, 0, '-1', 'WITHSCORES'));
     case 'stream':
       return JSON.stringify(await redis.xrange(key, '-', '+'));
     case 'none':

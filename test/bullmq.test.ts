@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { BullmqExecutor } from '../src/bullmq/executor.js';
+import type { LazyExecutor } from '../src/main/lazy-executor.js';
 import type { BackgroundManager } from '../src/main/manager.js';
 import type { ForkpoolConfig } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
@@ -13,9 +14,23 @@ import { skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWo
 
 const cleanup = useCleanup();
 
+/** The loaded BullMQ executor behind a manager's (lazy) `bullmq` executor. */
+function bullmqOf(manager: BackgroundManager): BullmqExecutor {
+  const loaded = (manager.executor as LazyExecutor).loaded;
+  if (loaded === undefined) throw new Error('the bullmq executor is not loaded yet (make the manager with bullManager)');
+  return loaded as BullmqExecutor;
+}
+
+/** makeManager on the bullmq executor, which createExecutor loads on first use: loaded before the test looks inside. */
+async function bullManager(...args: Parameters<typeof makeManager>): Promise<BackgroundManager> {
+  const manager = makeManager(...args);
+  await (manager.executor as LazyExecutor).ready();
+  return manager;
+}
+
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
-  return (manager.executor as BullmqExecutor).bullId(id, launch);
+  return bullmqOf(manager).bullId(id, launch);
 }
 
 function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {
@@ -35,7 +50,7 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const sim = await startSim(cleanup, { latencyMs: 20 });
     const workspace = await makeWorkspace(cleanup);
     const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } }), startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } })]);
-    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 6 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `remote ${i}`, wave: 1 }).id);
     // Look while the jobs are in Redis: their data must not carry the key.
@@ -69,7 +84,7 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const sim = await startSim(cleanup, { faults: { 1: { kind: 'hang_before_headers' } } });
     const workspace = await makeWorkspace(cleanup);
     const worker = await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
-    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'to cancel' });
     await startedJob(manager, id);
     await waitFor(() => sim.requests.length >= 1, 'the job\'s first model call');
@@ -91,9 +106,9 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup);
     const workspace = await makeWorkspace(cleanup);
-    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'never runs' });
-    const executor = manager.executor as BullmqExecutor;
+    const executor = bullmqOf(manager);
     let state = '';
     const poll = setInterval(() => void executor.queue.getJobState(bullIdOf(manager, id, 1)).then((s) => (state = s)), 20);
     cleanup.add(() => clearInterval(poll));
@@ -113,8 +128,8 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const sim = await startSim(cleanup, { latencyMs: 400 });
     const workspace = await makeWorkspace(cleanup);
     await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
-    const manager = makeManager(bullConfig(sim, workspace, redis), cleanup);
-    const executor = manager.executor as BullmqExecutor;
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
+    const executor = bullmqOf(manager);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'real' });
     await startedJob(manager, id);
     // What a run that lost its lock (or a failed-over Redis) could report: a completion of its own.

@@ -4,9 +4,9 @@
  * each is said on stderr with what was found, the line runs again (or, for a changed input, is
  * reported), and the run never exits 0 over it. Real CLI, real SQLite file edited on disk.
  */
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SqliteDatabase } from '../src/main/sqlite-driver.js';
 import { AgentSession } from '../src/main/agent-session.js';
 import { DeliveryLedger } from '../src/main/ledger.js';
 import { openSqliteLedger } from '../src/main/sqlite-store.js';
@@ -17,7 +17,7 @@ interface RawDb {
   prepare(sql: string): { run(...params: unknown[]): unknown; all(...params: unknown[]): unknown[] };
   close(): void;
 }
-const RawDatabase = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => RawDb;
+const RawDatabase = SqliteDatabase as new (file: string) => RawDb;
 
 const task = (i: number) => `Where is the tool loop? (checked ${i}.)`;
 

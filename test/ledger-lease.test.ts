@@ -5,10 +5,10 @@
  * heartbeat is older than `ledger.leaseStaleMs`. Real CLI processes, real SQLite files.
  */
 import { writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SqliteDatabase } from '../src/main/sqlite-driver.js';
 import { AgentSession } from '../src/main/agent-session.js';
 import { openSqliteLedger } from '../src/main/sqlite-store.js';
 import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, spawnCli, startSim, tempWorkspace, useCleanup, type Cleanup } from './helpers/index.js';
@@ -17,7 +17,7 @@ interface RawDb {
   prepare(sql: string): { run(...params: unknown[]): unknown; all(...params: unknown[]): unknown[] };
   close(): void;
 }
-const RawDatabase = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => RawDb;
+const RawDatabase = SqliteDatabase as new (file: string) => RawDb;
 
 function ledgerFile(cleanup: Cleanup): string {
   return path.join(tempWorkspace({}, cleanup), 'forkpool.db');

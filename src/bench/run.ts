@@ -21,7 +21,7 @@ import { builtBenchFile } from './paths.js';
 import { checkTargets, markdownReport, markdownTable, targetsTable } from './report.js';
 import { startSimProcess } from './sim-process.js';
 import { EXECUTORS, WORKLOADS, type BenchReport, type ExecutorName, type CellMessage, type CellResult, type CellSpec, type WorkloadName } from './types.js';
-import { TASK_VARIANTS, generateTree, planWorkloads, taskFor, type TreeShape } from './workloads.js';
+import { SMOKE_CELLS, TASK_VARIANTS, generateTree, planWorkloads, taskFor, type TreeShape } from './workloads.js';
 
 export interface BenchOptions {
   /** Tiny fan-outs and short latencies: a few minutes (each peer cell waits out a 10 s spin). Default false. */
@@ -30,6 +30,8 @@ export interface BenchOptions {
   only?: WorkloadName;
   /** Only these executors (default: each workload's list). */
   executors?: readonly ExecutorName[];
+  /** The smoke bench: quick sizes, one cell per executor ({@link SMOKE_CELLS}). Default false. */
+  smoke?: boolean;
   /** Replace every selected workload's fan-outs (experiments). */
   fanouts?: readonly number[];
   /**
@@ -102,7 +104,7 @@ export function cellFailure(c: CellResult): string | undefined {
 }
 
 export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome> {
-  const quick = options.quick ?? false;
+  const quick = (options.quick ?? false) || (options.smoke ?? false);
   const name = options.name ?? (quick ? 'quick' : 'full');
   const outDir = path.resolve(options.outDir ?? (quick ? QUICK_OUT_DIR : FULL_OUT_DIR));
   const log = options.log ?? ((line: string) => process.stderr.write(`[bench] ${line}\n`));
@@ -163,7 +165,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
           log(`${plan.name}: calibration failed, no ideal times: ${error instanceof Error ? error.message : String(error)}`);
         }
         for (const jobs of options.fanouts ?? plan.fanouts) {
-          for (const executor of plan.executors.filter((e) => options.executors === undefined || options.executors.includes(e))) {
+          const chosen = (e: ExecutorName) => (options.executors === undefined || options.executors.includes(e)) && (!options.smoke || SMOKE_CELLS[plan.name].includes(e));
+          for (const executor of plan.executors.filter(chosen)) {
             const skip = plan.skip?.find((s) => s.executor === executor && s.jobs === jobs);
             if (skip) {
               report.skipped.push({ workload: plan.name, executor, jobs, reason: skip.reason });

@@ -46,6 +46,18 @@ export function taskFor(i: number, variants = TASK_VARIANTS): string {
   return `Where is zorblax${i % variants} wired into the quasarmodule?`;
 }
 
+/**
+ * The smoke bench (`runBench({ smoke: true })`, the test suite's): one quick cell per executor,
+ * each executor in one workload, every workload with at least one (so each is calibrated and
+ * charted). The peers run io, beside inline, as their comparison rows need.
+ */
+export const SMOKE_CELLS: Readonly<Record<WorkloadName, readonly ExecutorName[]>> = {
+  io: ['inline', ...PEER_EXECUTORS],
+  cpu: ['piscina-thread', 'worker-per-job'],
+  scale: ['piscina-shared'],
+  parse: ['tinypool'],
+};
+
 export function planWorkloads(quick: boolean): WorkloadPlan[] {
   const ioTree: TreeShape = { files: 40, bytesPerFile: 2_000 };
   const io: WorkloadPlan = {

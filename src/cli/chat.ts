@@ -2,8 +2,8 @@
  * `forkpool chat` (and bare `forkpool` on a terminal): a conversation with the parent agent over
  * many turns while background jobs come and go. On a terminal, the ink app; otherwise plain lines.
  */
-import { createElement } from 'react';
 import { AgentSession } from '../main/agent-session.js';
+import { loadOptional } from '../main/optional-package.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
@@ -65,8 +65,10 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
 
 /** Runs the ink app until the chat has closed its session (Ctrl+C when idle, /quit, a signal). */
 async function runInk(chat: ChatController): Promise<void> {
-  // Loaded only on a terminal: the line mode never needs ink.
-  const [{ render }, { ChatApp }] = await Promise.all([import('ink'), import('../tui/app.js')]);
+  // Loaded only on a terminal: the line mode never needs ink or React (optional peers).
+  const [{ render }, { createElement }, { ChatApp }] = await loadOptional('forkpool chat on a terminal', ['ink', 'react'], () =>
+    Promise.all([import('ink'), import('react'), import('../tui/app.js')]),
+  );
   let rendered = 0;
   let onRendered = () => {};
   const app = render(

@@ -6,7 +6,8 @@ import { fanoutCommand } from './fanout.js';
 import { chatCommand } from './chat.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
-import { serveCommand } from './serve.js';
+import { loadOptional } from '../main/optional-package.js';
+import { ForkpoolError } from '../shared/errors.js';
 
 function globalOptions(command: Command): Command {
   return command
@@ -65,7 +66,11 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']))
     .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
-    .action(async (flags) => setExit(await serveCommand(flags)));
+    .action(async (flags) => {
+      // fastify (an optional peer) loads only for this command.
+      const { serveCommand } = await loadOptional('forkpool serve', ['fastify'], () => import('./serve.js'));
+      setExit(await serveCommand(flags));
+    });
 
   program
     .command('worker')
@@ -78,7 +83,11 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
     .option('--json', 'one JSON event per line on stdout')
     .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
-    .action(async (flags) => setExit(await (await import('./worker.js')).workerCommand(flags)));
+    .action(async (flags) => {
+      // bullmq and ioredis (optional peers) load only for this command.
+      const { workerCommand } = await loadOptional('forkpool worker', ['bullmq', 'ioredis'], () => import('./worker.js'));
+      setExit(await workerCommand(flags));
+    });
 
   program
     .command('sim')
@@ -109,9 +118,19 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')
     .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
     // Loaded on demand: the bench code is not needed by any other command.
-    .action(async (flags) => setExit(await (await import('../bench/run.js')).benchCommand(flags)));
+    .action(async (flags) => setExit(await (await loadBench()).benchCommand(flags)));
 
   return program;
+}
+
+/** The bench lives in a clone of the repository: the published package leaves dist/bench out. */
+async function loadBench(): Promise<typeof import('../bench/run.js')> {
+  try {
+    return await import('../bench/run.js');
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new ForkpoolError('PACKAGE_MISSING', 'forkpool bench runs from a clone of the forkpool repository (npm run bench); the published package leaves dist/bench out', { cause: error });
+  }
 }
 
 async function main(): Promise<void> {

@@ -5,8 +5,9 @@ import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../shared/config.js';
 import type { Executor, ExecutorKind } from './executor.js';
 import { PiscinaExecutor } from './piscina-executor.js';
-import { InlineExecutor, TinypoolExecutor, WorkerPerJobExecutor } from './other-executors.js';
-import { BullmqExecutor } from '../bullmq/executor.js';
+import { InlineExecutor, WorkerPerJobExecutor } from './other-executors.js';
+import { LazyExecutor } from './lazy-executor.js';
+import { loadOptional } from './optional-package.js';
 import { ConfigError } from '../shared/errors.js';
 
 /**
@@ -31,14 +32,24 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
   switch (kind) {
     case 'inline':
       return new InlineExecutor();
+    // tinypool and BullMQ (optional peers) load on the first job, not with forkpool.
     case 'tinypool':
-      return new TinypoolExecutor({ threads, heapMb: bg.heapMb, ...file });
+      return new LazyExecutor('tinypool', { isolation: 'thread', hardStop: true, exclusive: true }, async () => {
+        const { TinypoolExecutor } = await loadOptional('the "tinypool" executor', ['tinypool'], () => import('./tinypool-executor.js'));
+        return new TinypoolExecutor({ threads, heapMb: bg.heapMb, ...file });
+      });
     case 'worker-per-job':
       return new WorkerPerJobExecutor({ heapMb: bg.heapMb, ...file });
     case 'bullmq':
       // parseConfig already insists on redisUrl with this executor.
       if (config.redisUrl === undefined) throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// URL (required by executor "bullmq")', received: 'nothing' }]);
-      return new BullmqExecutor({ redisUrl: config.redisUrl, bullmq: { ...config.bullmq, namespace: bullmqNamespace(config, ledgerScope) }, ...(logger ? { logger } : {}) });
+      {
+        const options = { redisUrl: config.redisUrl, bullmq: { ...config.bullmq, namespace: bullmqNamespace(config, ledgerScope) }, ...(logger ? { logger } : {}) };
+        return new LazyExecutor('bullmq', { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true }, async () => {
+          const { BullmqExecutor } = await loadOptional('the "bullmq" executor', ['bullmq', 'ioredis'], () => import('../bullmq/executor.js'));
+          return new BullmqExecutor(options);
+        });
+      }
     case 'piscina': {
       // Enough room per thread that the cap, not Piscina's own queue, decides what runs.
       const tasksPerThread = bg.isolation === 'shared' ? Math.max(bg.tasksPerThread, Math.ceil(bg.maxConcurrent / threads)) : 1;

@@ -15,7 +15,7 @@ import { readlinkSync } from 'node:fs';
 import os from 'node:os';
 import { LedgerBusyError, type LeaseHolder } from '../shared/errors.js';
 
-/** The part of better-sqlite3's API the lease uses. */
+/** The part of the SQLite connection's API (src/main/sqlite-driver.ts) the lease uses. */
 export interface LeaseDatabase {
   exec(source: string): void;
   prepare(source: string): { run(...params: unknown[]): { changes: number }; get(...params: unknown[]): unknown };

@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { escapeForTerminal } from '../shared/terminal-text.js';
 
@@ -25,7 +25,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const secrets = options.secrets.filter((s) => s.length >= 4);
   const usePretty = options.pretty ?? Boolean(process.stderr.isTTY);
   const destination = usePretty
-    ? pretty({ destination: options.destination ?? 2, sync: true, colorize: options.destination === undefined, ignore: 'pid,hostname' })
+    ? loadPretty()({ destination: options.destination ?? 2, sync: true, colorize: options.destination === undefined, ignore: 'pid,hostname' })
     : (options.destination ?? pino.destination({ dest: 2, sync: true }));
   return pino(
     {
@@ -60,4 +60,9 @@ function escapeJsonForTerminal(line: string): string {
  */
 function showEscapes(json: string): string {
   return json.replace(/(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|200[b-fB-F]|202[89a-eA-E]|206[0-9]|feff|FEFF)|[rbf])/g, (_m, even: string, escape: string) => `${even}\\\\${escape}`);
+}
+
+/** pino-pretty, required only when a terminal gets pretty lines: a library user's import never loads it. */
+function loadPretty(): typeof import('pino-pretty') {
+  return createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
 }

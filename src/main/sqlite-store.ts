@@ -1,12 +1,11 @@
 /**
- * The durable ledger on SQLite (better-sqlite3, WAL). Records are JSON blobs beside a few
+ * The durable ledger on SQLite (Node's built-in node:sqlite, WAL). Records are JSON blobs beside a few
  * indexed columns (scope, id, state, delivered turn, position), so a new plain-data field of
  * JobRecord persists without a schema change. Writes are synchronous: when a method returns,
  * the row is committed (to the WAL: it survives a killed process; `synchronous: full` also a
  * power cut).
  */
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { DEFAULTS } from '../shared/defaults.js';
 import { ConfigError, LedgerWriteError, errorMessage } from '../shared/errors.js';
@@ -15,23 +14,17 @@ import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './ledger.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
-/** The part of better-sqlite3's API used here (it ships no types of its own). */
-interface Statement {
-  run(...params: unknown[]): unknown;
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-}
-interface Database {
-  pragma(source: string, options?: { simple?: boolean }): unknown;
-  exec(source: string): void;
-  prepare(source: string): Statement;
-  transaction<T>(fn: () => T): (() => T) & { immediate(): T };
-  close(): void;
-  readonly inTransaction: boolean;
-}
-type DatabaseConstructor = new (file: string, options?: { timeout?: number }) => Database;
+import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 
-const SCHEMA_VERSION = 1;
+type Database = SqliteDatabase;
+type Statement = SqliteStatement;
+
+/**
+ * The schema's version, kept in `PRAGMA user_version`. 1: the better-sqlite3 store, which kept
+ * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
+ * version before it; a file of a newer version is refused.
+ */
+const SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,22 +49,35 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 `;
 
-let loadedDriver: DatabaseConstructor | undefined;
+/** Steps from one schema version to the next, each run in one transaction with the bump of user_version. */
+const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
+  // 0 → 1: a new file (SCHEMA above created its tables).
+  { to: 1, up: () => undefined },
+  // 1 → 2: the version moves from the meta table to user_version; the meta row says 2 as well,
+  // so a forkpool of schema 1 refuses the file ("written by a newer forkpool") instead of using it.
+  { to: 2, up: (db) => void db.prepare("INSERT INTO meta (key, value) VALUES ('schema', '2') ON CONFLICT (key) DO UPDATE SET value = '2'").run() },
+];
 
-/** better-sqlite3, loaded on first use: a process that keeps its ledger in memory never loads native code. */
-function driver(): DatabaseConstructor {
-  if (loadedDriver) return loadedDriver;
-  try {
-    loadedDriver = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
-    return loadedDriver;
-  } catch (error) {
-    throw new ConfigError([
-      {
-        field: 'ledger.path',
-        expected: `the better-sqlite3 module built for this Node (${process.version}); run "npm rebuild better-sqlite3"`,
-        received: `a module that does not load (${(error as Error).message.split('\n')[0]})`,
-      },
-    ]);
+/** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */
+function schemaVersion(db: Database): number {
+  const version = Number(db.pragma('user_version', { simple: true }));
+  if (version > 0) return version;
+  const meta = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | undefined;
+  return meta === undefined ? 0 : Number(meta.value);
+}
+
+/** Brings a file to SCHEMA_VERSION (a ConfigError naming `ledger.path` for a newer one). */
+function migrate(db: Database, file: string): void {
+  const version = schemaVersion(db);
+  if (version > SCHEMA_VERSION) {
+    throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version} (written by a newer forkpool)` }]);
+  }
+  for (const step of MIGRATIONS) {
+    if (step.to <= version) continue;
+    db.transaction(() => {
+      step.up(db);
+      db.exec(`PRAGMA user_version = ${step.to}`);
+    }).immediate();
   }
 }
 
@@ -84,30 +90,24 @@ export interface SqliteStoreOptions {
 /** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
 export function openSqliteLedger(file: string, options: SqliteStoreOptions = {}): SqliteLedgerStore {
   const resolved = path.resolve(file);
-  const Driver = driver();
   let db: Database;
   try {
     mkdirSync(path.dirname(resolved), { recursive: true });
+    db = new SqliteDatabase(resolved);
     // A second process on the same file waits up to this long for a write lock instead of failing at once.
-    db = new Driver(resolved, { timeout: 5_000 });
+    db.exec('PRAGMA busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.exec(SCHEMA);
   } catch (error) {
     throw new ConfigError([{ field: 'ledger.path', expected: 'a SQLite file forkpool can open and write', received: `${JSON.stringify(file)} (${(error as Error).message})` }]);
   }
-  let version: { value: string } | undefined;
   try {
     // Inside the guard too: a file with a valid first page and garbage after it fails here.
-    version = db.prepare('SELECT value FROM meta WHERE key = ?').get('schema') as { value: string } | undefined;
-    if (version === undefined) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run('schema', String(SCHEMA_VERSION));
+    migrate(db, file);
   } catch (error) {
     db.close();
-    throw unreadable(file, error);
-  }
-  if (version !== undefined && Number(version.value) > SCHEMA_VERSION) {
-    db.close();
-    throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version.value} (written by a newer forkpool)` }]);
+    throw error instanceof ConfigError ? error : unreadable(file, error);
   }
   return new SqliteLedgerStore(resolved, db, new ScopeLeases(db as unknown as LeaseDatabase, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
 }

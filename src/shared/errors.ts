@@ -75,6 +75,10 @@ export const ERROR_CODES = [
   'ATTEMPT_NOT_RUNNING',
   /** A tool was asked to open a file hidden from the tools (a config, ledger or `.env`-style file: it may hold keys). */
   'PATH_HIDDEN',
+  /** forkpool runs on a Node.js older than it needs (package.json `engines`). */
+  'NODE_UNSUPPORTED',
+  /** An optional package a feature needs is not installed (the message names it). */
+  'PACKAGE_MISSING',
   'SIM_SCRIPT',
   'INTERNAL',
 ] as const;

@@ -3,6 +3,7 @@
  * does not flicker while jobs update), then the live part: the turn's activity, the background
  * panel, a permission question, the hint, the status bar and the input line.
  */
+import type { EventEmitter } from 'node:events';
 import { createElement as h, useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactElement } from 'react';
 import { Box, Static, Text, useStdin, useStdout } from 'ink';
 import type { ChatController } from './controller.js';
@@ -29,7 +30,8 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
   const [, redraw] = useReducer((n: number) => n + 1, 0);
   const entryCount = chat.entries.length;
   useLayoutEffect(() => onRendered?.(entryCount));
-  const { stdout } = useStdout();
+  // ink 8 types stdout as a plain WritableStream; a terminal's is a tty.WriteStream (or a test's stand-in).
+  const stdout = useStdout().stdout as NodeJS.WriteStream;
   const [columns, setColumns] = useState(stdout.columns || 100);
   const [terminalRows, setTerminalRows] = useState(stdout.rows || 40);
   useEffect(() => chat.on('change', redraw), [chat]);
@@ -123,7 +125,10 @@ function useChatInput(chat: ChatController): { text: string } {
   const [text, setText] = useState('');
   // The handler reads the latest text and history step without re-subscribing on each key.
   const state = useRef({ text: '', back: 0 });
-  const { internal_eventEmitter: events, setRawMode, isRawModeSupported } = useStdin();
+  // Raw input chunks, not useInput's parsed keys: keys.ts reads sequences useInput drops (Ctrl+Enter
+  // as CSI u or modifyOtherKeys, pastes). ink 8 no longer types the emitter on useStdin's value,
+  // but the hook still returns the whole stdin context (it is how useInput itself listens).
+  const { internal_eventEmitter: events, setRawMode, isRawModeSupported } = useStdin() as ReturnType<typeof useStdin> & { internal_eventEmitter: EventEmitter };
   const update = useCallback((next: string, back = 0) => {
     state.current = { text: next, back };
     setText(next);

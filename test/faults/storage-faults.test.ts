@@ -5,9 +5,9 @@
  * that aborts one row's update (SQLITE_CONSTRAINT_TRIGGER, the second write of a batch). The
  * full disk itself, through `serve --ledger`, is in test/server/full-disk.test.ts.
  */
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SqliteDatabase } from '../../src/main/sqlite-driver.js';
 import { AgentSession } from '../../src/main/agent-session.js';
 import { DeliveryLedger, type JobEnding } from '../../src/main/ledger.js';
 import { BackgroundManager } from '../../src/main/manager.js';
@@ -23,8 +23,8 @@ type Db = { pragma(source: string): unknown; exec(source: string): void; close()
 function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; db: Db; failWrites(on: boolean): void } {
   const file = path.join(tempWorkspace({}, cleanup), 'ledger.db');
   openSqliteLedger(file).close();
-  const Driver = createRequire(import.meta.url)('better-sqlite3') as new (file: string, options: { timeout: number }) => Db;
-  const db = new Driver(file, { timeout: 5_000 });
+  const db = new SqliteDatabase(file);
+  db.exec('PRAGMA busy_timeout = 5000');
   db.pragma('journal_mode = WAL');
   const store = new SqliteLedgerStore(file, db as never, new ScopeLeases(db as never, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
   cleanup.add(() => store.close());

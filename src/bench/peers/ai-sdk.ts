@@ -44,7 +44,7 @@ export async function createAiSdkPeer(spec: CellSpec, onToolResult?: (name: stri
   const runJob = async (task: string, jobTools: ToolSet, abortSignal?: AbortSignal) => {
     const result = await generateText({
       model,
-      system: kit.systemPrompt,
+      instructions: kit.systemPrompt,
       prompt: task,
       tools: jobTools,
       stopWhen: stepCountIs(config.maxIterations),

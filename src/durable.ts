@@ -1,0 +1,8 @@
+/**
+ * `forkpool/durable`: the SQLite ledger that keeps jobs, results and sessions across restarts
+ * (README "Durability"). The same exports are on `forkpool` itself; this entry loads nothing else.
+ */
+// First: on a Node.js older than engines allows, this import throws a clear error.
+import './shared/require-node.js';
+export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/sqlite-store.js';
+export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger-store.js';
