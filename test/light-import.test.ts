@@ -23,6 +23,8 @@ describe('a light import', () => {
     const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
     // (The next test shows the trace does see these packages when they load.)
     expect(heavyIn(packages)).toEqual([]);
+    // Nor pino: src/main/logger.ts requires it on the first createLogger.
+    expect(packages).not.toContain('pino');
   });
 
   it('the subpaths load their own packages (the check above sees them when they load)', () => {
