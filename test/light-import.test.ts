@@ -18,16 +18,22 @@ const importOf = (entry: string) => `await import(${JSON.stringify(path.join(REP
 const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_PACKAGES as readonly string[]).includes(p));
 
 describe('a light import', () => {
-  it.each(['index.js', 'executors.js', 'durable.js', 'sim/index.js'])('dist/%s loads no heavy package', (entry) => {
+  // tsc's files and the bundled ones package.json exports (scripts/bundle-library.mjs).
+  it.each(['index.js', 'executors.js', 'durable.js', 'sim/index.js', 'bundle/index.js', 'bundle/executors.js', 'bundle/durable.js', 'bundle/sim.js'])('dist/%s loads no heavy package', (entry) => {
     const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
     // (The next test shows the trace does see these packages when they load.)
     expect(heavyIn(packages)).toEqual([]);
+    // Nor pino: src/main/logger.ts requires it on the first createLogger.
+    expect(packages).not.toContain('pino');
   });
 
   it('the subpaths load their own packages (the check above sees them when they load)', () => {
     expect(heavyIn(sampleImport(REPO_ROOT, importOf('bullmq/index.js'), true).packages)).toEqual(expect.arrayContaining(['bullmq', 'ioredis']));
     expect(heavyIn(sampleImport(REPO_ROOT, importOf('server/index.js'), true).packages)).toContain('fastify');
     expect(heavyIn(sampleImport(REPO_ROOT, importOf('tinypool.js'), true).packages)).toContain('tinypool');
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bundle/bullmq.js'), true).packages)).toEqual(expect.arrayContaining(['bullmq', 'ioredis']));
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bundle/server.js'), true).packages)).toContain('fastify');
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bundle/tinypool.js'), true).packages)).toContain('tinypool');
   });
 
   it('package.json: the heavy parts are optional peers with the ranges the errors name, and dist/bench is not shipped', () => {
@@ -44,6 +50,7 @@ describe('a light import', () => {
     const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO_ROOT, encoding: 'utf8' })) as [{ files: { path: string }[] }];
     const files = packed[0].files.map((f) => f.path);
     expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/bundle/index.js');
     expect(files).toContain('dist/cli/bin.js');
     expect(files.filter((f) => f.startsWith('dist/bench/'))).toEqual([]);
   });

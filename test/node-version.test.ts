@@ -13,9 +13,13 @@ import { REPO_ROOT } from './helpers/cli.js';
 
 const BIN = path.join(REPO_ROOT, 'dist', 'cli', 'bin.js');
 const LIBRARY = path.join(REPO_ROOT, 'dist', 'index.js');
+/** What `import 'forkpool'` loads (package.json exports): the bundle, whose check must run first too. */
+const BUNDLE = path.join(REPO_ROOT, 'dist', 'bundle', 'index.js');
 /** A preload that makes this Node report 20.19.0, the last engines floor. */
 const AS_NODE_20 = ['--import', 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.19.0"})'];
-const IMPORT_LIBRARY = `import(${JSON.stringify(LIBRARY)}).then(() => console.log('loaded'), (e) => console.log(e.code, e.message))`;
+const importOf = (file: string) => `import(${JSON.stringify(file)}).then(() => console.log('loaded'), (e) => console.log(e.code, e.message))`;
+const IMPORT_LIBRARY = importOf(LIBRARY);
+const IMPORT_BUNDLE = importOf(BUNDLE);
 
 function run(node: string, args: readonly string[]) {
   const r = spawnSync(node, args, { encoding: 'utf8', timeout: 30_000, env: { ...process.env, NODE_OPTIONS: '' } });
@@ -45,12 +49,14 @@ describe('the Node.js version', () => {
     expect(cli.stderr.trimEnd().split('\n')).toEqual([unsupportedNodeMessage('20.19.0')]);
     const lib = run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_LIBRARY]);
     expect(lib.stdout).toContain('NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer');
+    expect(run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toContain('NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer');
   });
 
   it.skipIf(!isSupportedNode(process.version))('on this (supported) Node, the CLI and the library load', () => {
     // --version: the CLI got past the check and loaded commander.
     expect(run(process.execPath, [BIN, '--version'])).toMatchObject({ code: 0, stdout: '0.1.0\n' });
     expect(run(process.execPath, ['--input-type=module', '-e', IMPORT_LIBRARY]).stdout).toBe('loaded\n');
+    expect(run(process.execPath, ['--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toBe('loaded\n');
   });
 
   it.skipIf(oldNode() === undefined)('on a real old Node (the machine\'s own), the same line and exit 2, and the same error at import', () => {
@@ -60,5 +66,6 @@ describe('the Node.js version', () => {
     expect(cli).toMatchObject({ code: 2, stdout: '' });
     expect(cli.stderr.trimEnd().split('\n')).toEqual([unsupportedNodeMessage(version)]);
     expect(run(node, ['--input-type=module', '-e', IMPORT_LIBRARY]).stdout).toMatch(/^NODE_UNSUPPORTED forkpool needs Node\.js 22\.13\.0/);
+    expect(run(node, ['--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toMatch(/^NODE_UNSUPPORTED forkpool needs Node\.js 22\.13\.0/);
   });
 });

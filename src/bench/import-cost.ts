@@ -16,7 +16,7 @@
  * `--root`: the forkpool checkout to measure (built, with node_modules); default this one.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,9 +72,21 @@ export function sampleImport(cwd: string, body: string, trace = false): ImportSa
   return { ms, packages: [...packages].sort() };
 }
 
-/** The import a library user writes, by path (the checkout need not be installed as a package). */
+/**
+ * The file `import('forkpool')` loads: package.json `exports["."]` (the bundle, dist/bundle/index.js,
+ * since the library build bundles its entries), by path: the checkout need not be installed as a package.
+ */
+export function forkpoolEntry(root: string, subpath = '.'): string {
+  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { exports?: Record<string, string | { import?: string }> };
+  const target = pkg.exports?.[subpath];
+  // An old checkout (--root) may export a plain string, or nothing: then dist/index.js.
+  const file = typeof target === 'string' ? target : (target?.import ?? './dist/index.js');
+  return path.join(root, file);
+}
+
+/** The import a library user writes. */
 export function forkpoolImport(root: string): string {
-  return `await import(${JSON.stringify(path.join(root, 'dist', 'index.js'))});`;
+  return `await import(${JSON.stringify(forkpoolEntry(root))});`;
 }
 export const BASELINE_IMPORT = `await import('piscina'); await import('openai'); await import('zod');`;
 

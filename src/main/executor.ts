@@ -68,6 +68,13 @@ export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader' | 'job'):
       if (existsSync(fileURLToPath(bundled))) return bundled.href;
     }
   }
+  // The inline executor's job runtime, when this module is in the library bundle
+  // (scripts/bundle-library.mjs): the bundle's own entry, so the main thread holds one copy of
+  // the shared modules. From dist/main/ no such file is beside this one.
+  if (name === 'job') {
+    const sibling = new URL('./worker-job.js', import.meta.url);
+    if (existsSync(fileURLToPath(sibling))) return sibling.href;
+  }
   const file = name === 'loader' ? 'loader.cjs' : `${name}.js`;
   const beside = new URL(`../worker/${file}`, import.meta.url);
   if (existsSync(fileURLToPath(beside))) return beside.href;

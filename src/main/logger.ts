@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { createRequire } from 'node:module';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { escapeForTerminal } from '../shared/terminal-text.js';
@@ -22,6 +22,7 @@ const REDACT_PATHS = ['apiKey', '*.apiKey', 'config.apiKey', '*.config.apiKey', 
  * (`redact`) and by value, on the final line, so a key inside a message or an error is caught too.
  */
 export function createLogger(options: LoggerOptions): Logger {
+  const pino = loadPino();
   const secrets = options.secrets.filter((s) => s.length >= 4);
   const usePretty = options.pretty ?? Boolean(process.stderr.isTTY);
   const destination = usePretty
@@ -60,6 +61,14 @@ function escapeJsonForTerminal(line: string): string {
  */
 function showEscapes(json: string): string {
   return json.replace(/(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|200[b-fB-F]|202[89a-eA-E]|206[0-9]|feff|FEFF)|[rbf])/g, (_m, even: string, escape: string) => `${even}\\\\${escape}`);
+}
+
+/**
+ * pino (and its ~10 packages), required on the first createLogger: `import 'forkpool'` does not
+ * load it, and an embedder that passes its own logger, or none, never does (issue 19).
+ */
+function loadPino(): typeof import('pino') {
+  return createRequire(import.meta.url)('pino') as typeof import('pino');
 }
 
 /** pino-pretty, required only when a terminal gets pretty lines: a library user's import never loads it. */
