@@ -13,24 +13,10 @@ import type { BullmqExecutor } from '../src/bullmq/executor.js';
 import type { LazyExecutor } from '../src/main/lazy-executor.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../src/shared/config.js';
 import type { SimServer } from '../src/sim/index.js';
-import { skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
+import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from './helpers/index.js';
 import { BackgroundManager, type ManagerEvents } from '../src/main/manager.js';
 
 const cleanup = useCleanup();
-
-/** The loaded BullMQ executor behind a manager's (lazy) `bullmq` executor. */
-function bullmqOf(manager: BackgroundManager): BullmqExecutor {
-  const loaded = (manager.executor as LazyExecutor).loaded;
-  if (loaded === undefined) throw new Error('the bullmq executor is not loaded yet (make the manager with bullManager)');
-  return loaded as BullmqExecutor;
-}
-
-/** makeManager on the bullmq executor, which createExecutor loads on first use: loaded before the test looks inside. */
-async function bullManager(...args: Parameters<typeof makeManager>): Promise<BackgroundManager> {
-  const manager = makeManager(...args);
-  await (manager.executor as LazyExecutor).ready();
-  return manager;
-}
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {

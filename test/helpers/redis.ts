@@ -11,7 +11,11 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { acceptsConnections, freeLoopbackPort } from '../../src/shared/loopback.js';
+import type { BullmqExecutor } from '../../src/bullmq/executor.js';
+import type { LazyExecutor } from '../../src/main/lazy-executor.js';
+import type { BackgroundManager } from '../../src/main/manager.js';
 import type { Cleanup } from './cleanup.js';
+import { makeManager } from './pool.js';
 import { skipWithout } from './system.js';
 import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
 
@@ -116,4 +120,18 @@ export async function startWorker(cleanup: Cleanup, redisUrl: string, options: T
   await cli.waitForStdout((out) => out.includes('"worker-ready"'));
   const ready = parseJsonLines(cli.stdout()).find((line) => line.type === 'worker-ready') as { name: string; pid: number };
   return { cli, pid: ready.pid, name: ready.name, runsEnded: () => parseJsonLines(cli.stdout()).filter((line) => line.type === 'run-ended') };
+}
+
+/** The loaded BullMQ executor behind a manager's (lazy) `bullmq` executor. */
+export function bullmqOf(manager: BackgroundManager): BullmqExecutor {
+  const loaded = (manager.executor as LazyExecutor).loaded;
+  if (loaded === undefined) throw new Error('the bullmq executor is not loaded yet (make the manager with bullManager)');
+  return loaded as BullmqExecutor;
+}
+
+/** makeManager on the bullmq executor, which createExecutor loads on first use: loaded before the test looks inside. */
+export async function bullManager(...args: Parameters<typeof makeManager>): Promise<BackgroundManager> {
+  const manager = makeManager(...args);
+  await (manager.executor as LazyExecutor).ready();
+  return manager;
 }
