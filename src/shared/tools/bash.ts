@@ -99,20 +99,21 @@ interface Launch {
 
 async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   const policy = policyOf(ctx);
+  const sandboxed = policy.sandbox === 'bwrap' || (policy.sandbox === 'auto' && (await probeBwrap(policy.bwrapPath)).ok);
   const cgroup = await makeCommandCgroup(ctx.limits);
   const inCgroup = (argv: string[]) => (cgroup ? joiningArgv(cgroup.procsFiles, argv) : argv);
-  const sandboxed = policy.sandbox === 'bwrap' || (policy.sandbox === 'auto' && (await probeBwrap(policy.bwrapPath)).ok);
   if (!sandboxed) {
     const [file, ...args] = inCgroup(limitedBashArgv(command, ctx.limits, { nproc: false })) as [string, ...string[]];
     return { file, args, cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [], sandboxed, cgroup };
   }
   // RLIMIT_NPROC counts per user: only inside bwrap's own user namespace (not root) is it the command's own count.
   const argv = limitedBashArgv(command, ctx.limits, { nproc: !cgroup && process.getuid?.() !== 0 });
-  // Hidden files (config, ledger, .env-style) are masked: the command reads nothing of them. The
-  // folders down to them are pinned by descriptor first (fds 3, 4, …), then the protected binds.
-  const masks = await hiddenMasks(ctx.workspaceRoot, policy, ctx.limits, ctx.signal);
-  const extraFds: FileHandle[] = masks.pinned.map((p) => p.handle);
+  const extraFds: FileHandle[] = [];
   try {
+    // Hidden files (config, ledger, .env-style) are masked: the command reads nothing of them. The
+    // folders down to them are pinned by descriptor first (fds 3, 4, …), then the protected binds.
+    const masks = await hiddenMasks(ctx.workspaceRoot, policy, ctx.limits, ctx.signal);
+    extraFds.push(...masks.pinned.map((p) => p.handle));
     const hidden = { files: masks.files, folders: masks.folders, pinned: masks.pinned.map((p, i) => ({ rel: p.rel, childFd: 3 + i })) };
     const { readOnlyInWorkspace, guard } = await protectedBinds(ctx.workspaceRoot, policy, extraFds);
     const tmpMb = (await bwrapSizesTmpfs(policy.bwrapPath)) ? ctx.limits.bashTmpMb : undefined;
@@ -120,7 +121,9 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
     const [file, ...args] = inCgroup([policy.bwrapPath, ...bwrap]) as [string, ...string[]];
     return { file, args, cwd: ctx.workspaceRoot, env: sandboxEnv(scrubEnv(ctx.env)), extraFds, sandboxed, cgroup, guard };
   } catch (error) {
+    // Refused before it ran (a hidden file with a second link, too many entries…): nothing of it may stay.
     await Promise.allSettled(extraFds.map((handle) => handle.close()));
+    await cgroup?.remove();
     throw error;
   }
 }
