@@ -10,6 +10,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SqliteDatabase } from '../src/main/sqlite-driver.js';
 import { AgentSession } from '../src/main/agent-session.js';
+import { BackgroundManager } from '../src/main/manager.js';
 import { openSqliteLedger } from '../src/main/sqlite-store.js';
 import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, spawnCli, startSim, tempWorkspace, useCleanup, type Cleanup } from './helpers/index.js';
 
@@ -83,6 +84,20 @@ describe('one writer per ledger scope', () => {
     const again = AgentSession.resume('s-owned', { config, background: false });
     cleanup.add(() => again.close());
     expect(again.id).toBe('s-owned');
+  });
+
+  it('a session or manager whose constructor throws after its claim (an unusable sandbox) leaves no lease held', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup);
+    const file = ledgerFile(cleanup);
+    // sandbox "bwrap" at a path with no bubblewrap: a ConfigError, raised after the scope was claimed.
+    const broken = makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1 }, { ledger: { path: file }, sandbox: 'bwrap', bwrapPath: '/nonexistent/bwrap', tools: ['read_file', 'bash'] });
+    expect(() => new AgentSession({ config: broken, sessionId: 's-broken', background: false })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(leaseRows(file)).toEqual([]);
+    const ledger = openSqliteLedger(file);
+    cleanup.add(() => ledger.close());
+    expect(() => new BackgroundManager({ config: broken, store: ledger.jobs('lib-scope') })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(leaseRows(file)).toEqual([]);
   });
 
   it('a lease held elsewhere is refused while its heartbeat is fresh and taken over once it is older than leaseStaleMs; the holder that lost it is told', async () => {

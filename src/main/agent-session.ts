@@ -100,15 +100,21 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.#durable = openDurableSession(options.config, options);
     this.id = this.#durable.id;
     this.permissions = new PermissionStore(options.config.grantedTools);
-    this.manager = new BackgroundManager({
-      config: options.config,
-      permissions: this.permissions,
-      ...(this.#durable.jobs ? { store: this.#durable.jobs } : {}),
-      ...(options.executor ? { executor: options.executor } : {}),
-      ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-      ...(options.scheduler ? { scheduler: options.scheduler } : {}),
-    });
+    try {
+      this.manager = new BackgroundManager({
+        config: options.config,
+        permissions: this.permissions,
+        ...(this.#durable.jobs ? { store: this.#durable.jobs } : {}),
+        ...(options.executor ? { executor: options.executor } : {}),
+        ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
+        ...(options.logger ? { logger: options.logger } : {}),
+        ...(options.scheduler ? { scheduler: options.scheduler } : {}),
+      });
+    } catch (error) {
+      // The session's claim on its scope (and a ledger it opened) must not outlive the error.
+      closeDurableSession(this.#durable);
+      throw error;
+    }
     this.#logger = logger;
     this.#delivery = new TurnDelivery(this.manager, options.config, logger);
     this.activity = new JobActivity(this.manager);

@@ -86,62 +86,62 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'background event listener threw') : undefined);
-    // One owner per durable scope (LEDGER_BUSY), before anything starts: released when close() is done.
+    // One owner per durable scope (LEDGER_BUSY), before anything starts: released when close() is done,
+    // or here when the constructor throws (a sandbox, model or ledger error), with the executor it owns.
     options.store?.claim();
-    // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
-    this.sandbox = checkSandbox(options.config);
-    // Resolved here, on the main thread, and carried to every job in its spec's config.
-    this.hiddenPaths = hiddenPathsOf(options.config, options.store?.path === undefined ? [] : sqliteFiles(options.store.path));
-    this.#config = { ...options.config, sandbox: this.sandbox.mode, hiddenPaths: [...this.hiddenPaths] };
-    this.#gating = new RequestGating(this.#config);
-    if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
-    this.#store = options.store;
-    this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report));
-    this.#budgets = new JobBudgets(this.#config);
-    this.#nesting = new Nesting({
-      config: this.#config,
-      ledger: this.#ledger,
-      specs: this.#specs,
-      live: this.#live,
-      book: (request, spawnOptions, nesting) => this.#book(request, spawnOptions, nesting),
-      stop: (id, reason) => void this.#stop(id, reason),
-      requeueFirst: (id) => {
-        this.#launches.delete(id);
-        this.#queue.unshift(id);
-        this.#schedulePump();
-      },
-      pump: () => this.#pump(),
-    });
-    this.#tree = this.#nesting.tree;
-    this.#dedup = new SpawnDedup(this.#config);
-    this.#restarts = new Restarts({
-      ledger: this.#ledger,
-      names: this.#names,
-      specs: this.#specs,
-      live: this.#live,
-      enqueue: (record) => {
-        this.#queue.push(record.id);
-        this.emit('requeued', record);
-        this.#schedulePump();
-      },
-    });
-    this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
-    this.#logger = logger;
-    this.#scheduler = options.scheduler ?? realScheduler;
-    this.#waves = new WaveJoins(this.#scheduler, options.config.background.join, (wave) => this.#checkWave(wave));
-    this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
-    // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
-    if (options.executor === undefined) assertModelConfigured(options.config);
-    this.#executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
-    if (options.store) this.recovery = this.#recoverOrClose(options.store);
-  }
-
-  /** A ledger that cannot be read back throws here; the executor made above is closed first, so no thread outlives the error. */
-  #recoverOrClose(store: JobStore): RecoveryReport {
+    let executor: Executor | undefined;
     try {
-      return this.#recover(store);
+      // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
+      this.sandbox = checkSandbox(options.config);
+      // Resolved here, on the main thread, and carried to every job in its spec's config.
+      this.hiddenPaths = hiddenPathsOf(options.config, options.store?.path === undefined ? [] : sqliteFiles(options.store.path));
+      this.#config = { ...options.config, sandbox: this.sandbox.mode, hiddenPaths: [...this.hiddenPaths] };
+      this.#gating = new RequestGating(this.#config);
+      if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
+      this.#store = options.store;
+      this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report));
+      this.#budgets = new JobBudgets(this.#config);
+      this.#nesting = new Nesting({
+        config: this.#config,
+        ledger: this.#ledger,
+        specs: this.#specs,
+        live: this.#live,
+        book: (request, spawnOptions, nesting) => this.#book(request, spawnOptions, nesting),
+        stop: (id, reason) => void this.#stop(id, reason),
+        requeueFirst: (id) => {
+          this.#launches.delete(id);
+          this.#queue.unshift(id);
+          this.#schedulePump();
+        },
+        pump: () => this.#pump(),
+      });
+      this.#tree = this.#nesting.tree;
+      this.#dedup = new SpawnDedup(this.#config);
+      this.#restarts = new Restarts({
+        ledger: this.#ledger,
+        names: this.#names,
+        specs: this.#specs,
+        live: this.#live,
+        enqueue: (record) => {
+          this.#queue.push(record.id);
+          this.emit('requeued', record);
+          this.#schedulePump();
+        },
+      });
+      this.#permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
+      this.#logger = logger;
+      this.#scheduler = options.scheduler ?? realScheduler;
+      this.#waves = new WaveJoins(this.#scheduler, options.config.background.join, (wave) => this.#checkWave(wave));
+      this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
+      // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
+      if (options.executor === undefined) assertModelConfigured(options.config);
+      this.#executor = executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
+      if (options.store) this.recovery = this.#recover(options.store);
     } catch (error) {
-      if (this.#ownsExecutor) void this.#executor.close().catch(() => {});
+      // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
+      const owned = executor ?? options.executor;
+      if ((options.closeExecutor ?? options.executor === undefined) && owned) void owned.close().catch(() => {});
+      options.store?.release();
       throw error;
     }
   }
