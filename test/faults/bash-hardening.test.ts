@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,9 +15,10 @@ import { ConfigError, ToolError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { makeCommandCgroup } from '../../src/shared/tools/sandbox-limits.js';
 import { CLI_PATH, cliEnv } from '../helpers/cli.js';
+import { skipWithout } from '../helpers/system.js';
 import { Cleanups, startSim } from '../helpers/pool.js';
 import { toolMessagesOf } from './helpers.js';
-import { skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext } from './sandbox-helpers.js';
+import { skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext, toolError } from './sandbox-helpers.js';
 
 let base: string;
 const cleanups = new Cleanups();
@@ -39,12 +40,6 @@ async function workspace(files: Record<string, string> = {}): Promise<string> {
 }
 
 /** The tool error a call ends with (fails the test if it succeeds). */
-async function toolError(run: Promise<string>): Promise<ToolError> {
-  const outcome = await run.then((text) => new Error(`expected a tool error, got: ${text}`), (error: unknown) => error);
-  if (!(outcome instanceof ToolError)) throw outcome;
-  return outcome;
-}
-
 describe.skipIf(skipWithoutBwrap())('protected paths inside bubblewrap', () => {
   beforeAll(requireBwrap);
 
@@ -205,7 +200,7 @@ describe.skipIf(skipWithoutBwrap())('resource limits inside bubblewrap', () => {
     // RLIMIT_NPROC): the README says so, and there is nothing to test.
     const probe = await makeCommandCgroup({ bashMaxProcesses: 64, bashMaxMemoryMb: 1024, bashMaxFileMb: 1, bashTmpMb: 1 });
     await probe?.remove();
-    if (!probe && process.getuid?.() === 0) test.skip();
+    if (skipWithout('a cgroup forkpool can make', probe !== undefined || process.getuid?.() !== 0, 'cgroup v1 as root, or a delegated cgroup v2 with pids and memory')) test.skip();
     const ws = await workspace();
     const sleeper = markerSleep();
     const running = callTool(bashTool, { command: `for i in $(seq 400); do ${sleeper.command} & done; wait`, timeout_ms: 4_000 }, limited(ws, { bashMaxProcesses: 64 }));
@@ -221,6 +216,24 @@ describe.skipIf(skipWithoutBwrap())('resource limits inside bubblewrap', () => {
     expect(error.message).toMatch(/limit on processes \(toolLimits\.bashMaxProcesses = 64\)/);
     expect(most).toBeGreaterThan(0);
     expect(most).toBeLessThanOrEqual(64);
+  });
+
+  it('a bash call refused before it runs (too many entries to scan) leaves no cgroup of its own behind', async (test) => {
+    const probe = await makeCommandCgroup({ bashMaxProcesses: 64, bashMaxMemoryMb: 1024, bashMaxFileMb: 1, bashTmpMb: 1 });
+    await probe?.remove();
+    // No cgroup can be made here: nothing could leak.
+    if (skipWithout('a cgroup forkpool can make', probe !== undefined, 'cgroup v1 as root, or a delegated cgroup v2 with pids and memory')) test.skip();
+    const own = readFileSync('/proc/self/cgroup', 'utf8');
+    // Where makeCommandCgroup makes them: v1's pids hierarchy when there is one, else the v2 group.
+    const v1 = /^\d+:pids:(.*)$/m.exec(own)?.[1];
+    const pidsDir = v1 !== undefined ? path.join('/sys/fs/cgroup/pids', v1) : path.join('/sys/fs/cgroup', /^0::(.*)$/m.exec(own)?.[1] ?? '');
+    const ours = async () => (await readdir(pidsDir)).filter((name) => name.startsWith(`forkpool-${process.pid}-`));
+    const before = await ours();
+    const ws = await workspace(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`f${i}.txt`, 'x'])));
+    const ctx = toolContext(ws, { policy: { sandbox: 'bwrap' } });
+    const error = await toolError(callTool(bashTool, { command: 'true' }, { ...ctx, limits: { ...ctx.limits, hiddenScanMaxEntries: 10 } }));
+    expect(error.code).toBe('PATH_HIDDEN');
+    expect(await ours()).toEqual(before);
   });
 
   it('a big write to /tmp stops at bashTmpMb', async () => {

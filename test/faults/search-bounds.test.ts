@@ -13,7 +13,7 @@ import { MAX_PATTERN_CHARS } from '../../src/shared/tools/regex.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
 import type { LoopEvent } from '../../src/shared/tool-loop.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { toolMessagesOf } from './helpers.js';
+import { toolMessagesOf } from '../helpers/faults.js';
 import { callTool, toolContext, toolError } from './sandbox-helpers.js';
 
 const cleanups = new Cleanups();
@@ -23,10 +23,15 @@ afterEach(() => cleanups.run());
 const GLOB_BOMB = '*a*a*a*a*a*a*a*b';
 /** re2js runs this in linear time, but slowly: one 64 KiB line cost ~10 s in one call. */
 const HEAVY_PATTERN = '\\w{1000}Z|(.{0,1000})Z|[^Z]{0,1000}Z';
-const SEARCH_LIMIT_MS = 1_500;
+/**
+ * Far above what the bounded matchers need, so the test sees what they return, not the time limit
+ * (which ended the old, unbounded ones too): a glob bomb or an unbounded line then ends in
+ * TOOL_TIMEOUT (or the test's timeout), and the answers below are not what it returns.
+ */
+const SEARCH_LIMIT_MS = 50_000;
 
 describe('search tools in a worker thread end within their limits', () => {
-  it('a glob bomb in find_files and grep, and a heavy pattern on long lines, end promptly with a result or TOOL_TIMEOUT', async () => {
+  it('a glob bomb in find_files and grep, and a heavy pattern on long lines, end with their answers, not at the time limit', async () => {
     const root = await makeWorkspace(cleanups);
     await mkdir(path.join(root, 'bomb'));
     await writeFile(path.join(root, 'bomb', 'a'.repeat(200)), 'needle\n');
@@ -50,15 +55,13 @@ describe('search tools in a worker thread end within their limits', () => {
     expect(record.status).toBe('ok');
     const results = events.filter((e) => e.type === 'tool_result');
     expect(results.map((r) => r.name)).toEqual(['find_files', 'grep', 'grep']);
-    // A loose safety bound, not a timing window: before the fix each of these took minutes.
-    for (const result of results) expect(result.ms).toBeLessThan(10 * SEARCH_LIMIT_MS);
     const [found, grepped, heavy] = toolMessagesOf(sim.requests.at(-1)?.body);
     // The bomb's own name does not match; the one ending in b does (and only it).
     expect(found).toBe(`bomb/${'a'.repeat(120)}b\n[1 file]`);
     expect(grepped).toBe(`bomb/${'a'.repeat(120)}b:1: needle`);
-    // Either it searched every line's first part (and says so), or its time limit ended it.
-    expect(heavy).toMatch(/^No matches for .* searched 1 file\.\n\[12 lines longer than \d+ characters: only the first \d+ of each were searched\]$|TOOL_TIMEOUT|time limit/);
-  }, 30_000);
+    // It searched every line's first part, and says so.
+    expect(heavy).toMatch(/^No matches for .* searched 1 file\.\n\[12 lines longer than \d+ characters: only the first \d+ of each were searched\]$/);
+  }, 120_000);
 });
 
 describe('long lines and big patterns in grep', () => {
