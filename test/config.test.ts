@@ -372,6 +372,7 @@ describe('a base URL with credentials', () => {
     ['baseUrl', { baseUrl: `http://alice:${SECRET}@127.0.0.1:9/v1` }],
     ['agents.helper.baseUrl', { agents: { helper: { description: 'helps', baseUrl: `https://alice:${SECRET}@example.com/v1` } } }],
     ['baseUrl', { baseUrl: `http://${SECRET}@127.0.0.1:9/v1` }],
+    ['bullmq.allowedBaseUrls.0', { bullmq: { allowedBaseUrls: [`http://alice:${SECRET}@127.0.0.1:9/v1`] } }],
   ])('%s with user:pass@ is refused with a clear error that does not show the credentials', (field, input) => {
     const error = configError(() => parseConfig({ workspaceRoot: WS, ...input }));
     const issue = issueFor(error, field);

@@ -4,6 +4,7 @@
  * config schema, which both threads load.
  */
 import { z } from 'zod';
+import { modelUrlSchema } from '../shared/model-url.js';
 
 export const BULLMQ_DEFAULTS = {
   queue: 'forkpool',
@@ -51,7 +52,7 @@ export const bullmqSchema = z.strictObject({
    * Worker side: model endpoints a queued job may name besides this worker's own `baseUrl` and
    * its agents' (see src/bullmq/worker-policy.ts). No key is ever sent to them. Default none.
    */
-  allowedBaseUrls: z.array(z.url({ protocol: /^https?$/ })).default([]),
+  allowedBaseUrls: z.array(modelUrlSchema).default([]),
 });
 
 export type BullmqConfig = z.output<typeof bullmqSchema>;

@@ -5,7 +5,7 @@
  * - the model endpoint must be one the worker's own config names (its `baseUrl`, its agents'
  *   `baseUrl`, `bullmq.allowedBaseUrls`), else the job fails with ENDPOINT_NOT_ALLOWED before
  *   any request; the key sent there is the worker's own for that endpoint (none for
- *   `allowedBaseUrls`), and so is the URL (with any credentials the worker's config gives it);
+ *   `allowedBaseUrls`), and so is the URL;
  * - workspace, sandbox, network, protected paths and every other policy field are the worker's;
  * - tools and grants are those both sides list, tool limits and the job timeout the tighter.
  *

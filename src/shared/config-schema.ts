@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { bullmqSchema, redisUrlSchema } from '../bullmq/config.js';
+import { modelUrlSchema } from './model-url.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
@@ -31,15 +32,6 @@ export const MAX_DEPTH = 5;
 export const MAX_OUTPUT_CHARS = 1_000_000;
 const MIB = 1_048_576;
 const YEAR_MS = 365 * 86_400_000;
-
-/**
- * A model endpoint: http(s), without `user:pass@`. Credentials in the URL are refused rather
- * than passed on (the client would send them nowhere useful and fail with a vague connection
- * error, and a URL is printed in places a key never is); the key belongs in `apiKey`.
- */
-const modelUrlSchema = z
-  .url({ protocol: /^https?$/ })
-  .refine((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === ''), 'a URL without credentials (user:pass@ in a URL is not supported; put the key in apiKey)');
 
 /** A millisecond timeout: a whole number that a Node timer can hold. */
 const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);

@@ -6,6 +6,7 @@
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { ConfigIssue } from './errors.js';
+import { isInside } from './tools/sandbox.js';
 
 /** The real path of `file`, which may not exist yet: its deepest existing folder resolved, the rest appended. */
 function realPathOfMaybeMissing(file: string): string {
@@ -21,11 +22,6 @@ function realPathOfMaybeMissing(file: string): string {
       current = parent;
     }
   }
-}
-
-function isInside(root: string, candidate: string): boolean {
-  const relative = path.relative(root, candidate);
-  return relative === '' || (!relative.startsWith(`..${path.sep}`) && relative !== '..' && !path.isAbsolute(relative));
 }
 
 /**

@@ -68,6 +68,14 @@ const PROC_MASKED = ['kcore', 'keys', 'key-users', 'kallsyms', 'latency_stats', 
  * all, so it needs none.
  */
 export function procHardeningArgs(): string[] {
+  // The kernel's /proc entries do not change while the process runs: looked up once per thread.
+  procArgs ??= procHardeningLookup();
+  return procArgs;
+}
+
+let procArgs: string[] | undefined;
+
+function procHardeningLookup(): string[] {
   const args: string[] = [];
   for (const entry of PROC_READ_ONLY) if (existsSync(`/proc/${entry}`)) args.push('--ro-bind', `/proc/${entry}`, `/proc/${entry}`);
   for (const entry of PROC_MASKED) {

@@ -37,7 +37,7 @@ export function policyOf(ctx: Pick<ToolContext, 'policy'>): ToolPolicy {
 }
 
 /** `./.git/` → `.git`; entries are workspace-relative with forward slashes. */
-function normalizeEntry(entry: string): string {
+export function normalizeEntry(entry: string): string {
   return path.posix.normalize(entry.replaceAll('\\', '/')).replace(/^\.\/+/, '').replace(/\/+$/, '');
 }
 

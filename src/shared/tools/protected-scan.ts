@@ -1,7 +1,7 @@
 import { lstat, readdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULTS } from '../defaults.js';
-import { protectedEntryOf } from './policy.js';
+import { normalizeEntry, protectedEntryOf } from './policy.js';
 import { isInside } from './sandbox.js';
 import type { ToolPolicy } from './types.js';
 
@@ -46,7 +46,7 @@ const GITDIR_FILE_MAX_BYTES = 4096;
 
 /** Whether the guard covers git's own layouts (only when `.git` is among the protected names). */
 function guardsGit(policy: ToolPolicy): boolean {
-  return policy.protectedPaths.some((entry) => entry.replace(/^\.\/+/, '').replace(/\/+$/, '').toLowerCase() === '.git');
+  return policy.protectedPaths.some((entry) => normalizeEntry(entry).toLowerCase() === '.git');
 }
 
 /** Walks `root` breadth first (never through a link) and lists its protected entries. */
@@ -133,7 +133,7 @@ async function gitdirOf(file: string): Promise<string | undefined> {
 export async function placeholdersFor(root: string, policy: ToolPolicy, scan: ProtectedScan): Promise<string[]> {
   const out: string[] = [];
   for (const raw of policy.protectedPaths) {
-    const rel = path.posix.normalize(raw.replaceAll('\\', '/')).replace(/^\.\/+/, '').replace(/\/+$/, '');
+    const rel = normalizeEntry(raw);
     if (rel === '' || rel === '.' || rel.startsWith('..') || path.posix.isAbsolute(rel) || scan.entries.has(rel)) continue;
     const exists = await lstat(path.join(root, rel)).then(() => true, () => false);
     const parent = path.join(root, path.posix.dirname(rel));
