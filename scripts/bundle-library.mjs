@@ -7,8 +7,8 @@
  *
  * - Every package stays external (a user's openai, zod and piscina are deduplicated as before;
  *   peers load only where they did), and `.d.ts` types stay tsc's (`exports` `types`).
- * - Every output file is one folder below dist/, as dist/main/*.js are, so the paths modules
- *   resolve against `import.meta.url` (`../worker/` in src/main/executor.ts,
+ * - Every output file is one folder below dist/, so the paths modules resolve against
+ *   `import.meta.url` (`../worker/` among the candidates in src/main/executors/executor.ts,
  *   `../../package.json` in src/server/app.ts) point at the same files from here.
  * - The inline executor's job runtime (dist/worker/job.js, loaded by URL on the main thread) is
  *   an entry too, `worker-job.js`: from the bundle it shares the bundle's modules (one cgroup

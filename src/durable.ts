@@ -4,5 +4,5 @@
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import './shared/require-node.js';
-export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/sqlite-store.js';
-export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger-store.js';
+export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/ledger/sqlite-store.js';
+export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger/ledger-store.js';

@@ -6,9 +6,9 @@
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import './shared/require-node.js';
-export { createExecutor, threadsFor } from './main/executor-factory.js';
-export type { Executor, ExecutorKind, ExecutorCapabilities, Isolation, ExecuteOptions, TaskFailure } from './main/executor.js';
-export { PiscinaExecutor, type PiscinaExecutorOptions } from './main/piscina-executor.js';
-export { InlineExecutor, WorkerPerJobExecutor } from './main/other-executors.js';
-export { LazyExecutor } from './main/lazy-executor.js';
-export { RemoteExecutor, type RemoteSpawner, type RemoteHandle, type RemoteJobEvent, type RemoteStatus } from './remote/spawner.js';
+export { createExecutor, threadsFor } from './main/jobs/executor-factory.js';
+export type { Executor, ExecutorKind, ExecutorCapabilities, Isolation, ExecuteOptions, TaskFailure } from './main/executors/executor.js';
+export { PiscinaExecutor, type PiscinaExecutorOptions } from './main/executors/piscina-executor.js';
+export { InlineExecutor, WorkerPerJobExecutor } from './main/executors/other-executors.js';
+export { LazyExecutor } from './main/executors/lazy-executor.js';
+export { RemoteExecutor, type RemoteSpawner, type RemoteHandle, type RemoteJobEvent, type RemoteStatus } from './main/remote/spawner.js';

@@ -5,7 +5,7 @@
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import './shared/require-node.js';
-export { AgentSession, type AgentSessionOptions, type SessionEvents } from './main/agent-session.js';
+export { AgentSession, type AgentSessionOptions, type SessionEvents } from './main/session/agent-session.js';
 export {
   BackgroundManager,
   type BackgroundManagerOptions,
@@ -16,18 +16,18 @@ export {
   type ManagerEvents,
   type JobScheduler,
   type TimerTag,
-} from './main/manager.js';
-export { jobError } from './main/job-endings.js';
-export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/ledger.js';
-export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/sqlite-store.js';
-export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger-store.js';
-export type { RecoveryReport } from './main/recovery.js';
-export type { DurableSessionOptions } from './main/durable-session.js';
-export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/parent-agent.js';
-export { PermissionStore, type PermissionAsker } from './main/permissions.js';
-export type { ListenerFailure } from './main/events.js';
-export { loadConfig, CONFIG_FILE_NAME, type ConfigOverrides, type LoadConfigOptions } from './main/config-load.js';
-export { createLogger, type LoggerOptions, type LogLevel } from './main/logger.js';
+} from './main/jobs/manager.js';
+export { jobError } from './main/jobs/job-endings.js';
+export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/ledger/ledger.js';
+export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/ledger/sqlite-store.js';
+export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger/ledger-store.js';
+export type { RecoveryReport } from './main/jobs/recovery.js';
+export type { DurableSessionOptions } from './main/session/durable-session.js';
+export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/session/parent-agent.js';
+export { PermissionStore, type PermissionAsker } from './main/limits/permissions.js';
+export type { ListenerFailure } from './shared/typed-emitter.js';
+export { loadConfig, CONFIG_FILE_NAME, type ConfigOverrides, type LoadConfigOptions } from './main/setup/config-load.js';
+export { createLogger, type LoggerOptions, type LogLevel } from './main/setup/logger.js';
 export { configSchema, parseConfig, assertModelConfigured, EXECUTOR_KINDS, type ForkpoolConfig, type ForkpoolConfigInput, type BackgroundConfig, type ToolLimits } from './shared/config.js';
 export { DEFAULTS, BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/defaults.js';
 export * from './shared/errors.js';

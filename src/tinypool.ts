@@ -4,4 +4,4 @@
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import './shared/require-node.js';
-export { TinypoolExecutor } from './main/tinypool-executor.js';
+export { TinypoolExecutor } from './main/executors/tinypool-executor.js';

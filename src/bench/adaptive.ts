@@ -13,7 +13,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BackgroundManager } from '../main/manager.js';
+import { BackgroundManager } from '../main/jobs/manager.js';
 import { parseConfig, type ForkpoolConfig } from '../shared/config.js';
 import { callModel, createModelClient } from '../shared/model-call.js';
 import { percentile } from './measure.js';

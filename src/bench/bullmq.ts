@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BackgroundManager } from '../main/manager.js';
+import { BackgroundManager } from '../main/jobs/manager.js';
 import { parseConfig, type ForkpoolConfig } from '../shared/config.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
 import { percentile } from './measure.js';

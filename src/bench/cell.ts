@@ -6,9 +6,9 @@
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import type { ExecutorKind } from '../main/executor.js';
-import { createExecutor } from '../main/executor-factory.js';
-import { BackgroundManager } from '../main/manager.js';
+import type { ExecutorKind } from '../main/executors/executor.js';
+import { createExecutor } from '../main/jobs/executor-factory.js';
+import { BackgroundManager } from '../main/jobs/manager.js';
 import { parseConfig, type ForkpoolConfig } from '../shared/config.js';
 import { percentile, round3, rssMb, startSampling } from './measure.js';
 import { builtBenchFile } from './paths.js';

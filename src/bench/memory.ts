@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { BackgroundManager } from '../main/manager.js';
+import { BackgroundManager } from '../main/jobs/manager.js';
 import { parseConfig } from '../shared/config.js';
 import { startSimServer } from '../sim/index.js';
 

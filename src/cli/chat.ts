@@ -2,12 +2,12 @@
  * `forkpool chat` (and bare `forkpool` on a terminal): a conversation with the parent agent over
  * many turns while background jobs come and go. On a terminal, the ink app; otherwise plain lines.
  */
-import { AgentSession } from '../main/agent-session.js';
-import { loadOptional } from '../main/optional-package.js';
+import { AgentSession } from '../main/session/agent-session.js';
+import { loadOptional } from '../main/executors/optional-package.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
-import { escapeForTerminal, usageLines } from './format.js';
+import { escapeForTerminal, usageLines } from '../main/views/format.js';
 import { announceLedgerSession } from './run.js';
 
 export interface ChatFlags extends GlobalFlags {

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { InvalidArgumentError } from 'commander';
 import type { ForkpoolConfig } from '../shared/config.js';
 import { ConfigError, ForkpoolError } from '../shared/errors.js';
-import { loadConfig, type ConfigOverrides } from '../main/config-load.js';
-import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
+import { loadConfig, type ConfigOverrides } from '../main/setup/config-load.js';
+import { createLogger, LOG_LEVELS, type LogLevel } from '../main/setup/logger.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
 import { jsonForTerminal } from '../shared/terminal-text.js';
 

@@ -8,8 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { ForkpoolConfig } from '../shared/config.js';
-import type { JobStore, LedgerStore } from '../main/ledger-store.js';
-import { openSqliteLedger } from '../main/sqlite-store.js';
+import type { JobStore, LedgerStore } from '../main/ledger/ledger-store.js';
+import { openSqliteLedger } from '../main/ledger/sqlite-store.js';
 
 /** The ledger scope a fan-out writes (one fan-out per ledger file). */
 export const FANOUT_SCOPE = 'fanout';

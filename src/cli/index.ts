@@ -6,7 +6,7 @@ import { fanoutCommand } from './fanout.js';
 import { chatCommand } from './chat.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
-import { loadOptional } from '../main/optional-package.js';
+import { loadOptional } from '../main/executors/optional-package.js';
 import { ForkpoolError } from '../shared/errors.js';
 
 function globalOptions(command: Command): Command {

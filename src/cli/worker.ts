@@ -1,8 +1,8 @@
-import { ForkpoolWorker } from '../bullmq/worker.js';
-import { WorkerPolicy } from '../bullmq/worker-policy.js';
-import { redisUrlSchema } from '../bullmq/config.js';
-import { createLogger, LOG_LEVELS, type LogLevel } from '../main/logger.js';
-import { loadConfig } from '../main/config-load.js';
+import { ForkpoolWorker } from '../main/bullmq/worker.js';
+import { WorkerPolicy } from '../main/bullmq/worker-policy.js';
+import { redisUrlSchema } from '../shared/bullmq-config.js';
+import { createLogger, LOG_LEVELS, type LogLevel } from '../main/setup/logger.js';
+import { loadConfig } from '../main/setup/config-load.js';
 import { ConfigError } from '../shared/errors.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { onTermination } from './common.js';

@@ -1,4 +1,4 @@
-import type { JobRecord } from '../main/ledger.js';
+import type { JobRecord } from '../main/ledger/ledger.js';
 import type { LoopEvent } from '../shared/tool-loop.js';
 import { totalUsage } from '../shared/usage.js';
 import type { BudgetReport } from '../shared/budget.js';

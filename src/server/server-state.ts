@@ -1,15 +1,15 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { AgentSession } from '../main/agent-session.js';
-import type { Executor } from '../main/executor.js';
-import type { JobRecord } from '../main/ledger.js';
-import { BackgroundManager } from '../main/manager.js';
+import { AgentSession } from '../main/session/agent-session.js';
+import type { Executor } from '../main/executors/executor.js';
+import type { JobRecord } from '../main/ledger/ledger.js';
+import { BackgroundManager } from '../main/jobs/manager.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { addUsage, emptyUsage, type Usage } from '../shared/usage.js';
 import { EventHub } from './event-hub.js';
-import type { LedgerStore } from '../main/ledger-store.js';
-import { openSqliteLedger } from '../main/sqlite-store.js';
+import type { LedgerStore } from '../main/ledger/ledger-store.js';
+import { openSqliteLedger } from '../main/ledger/sqlite-store.js';
 import { ProgressTracker, jobSummary } from './job-view.js';
 
 export interface ServerStateOptions {

@@ -3,7 +3,7 @@
  * and the cross-field checks live in config.ts, which re-exports all of this.
  */
 import { z } from 'zod';
-import { bullmqSchema, redisUrlSchema } from '../bullmq/config.js';
+import { bullmqSchema, redisUrlSchema } from './bullmq-config.js';
 import { modelUrlSchema } from './model-url.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
 import { modelInfoSchema } from './models.js';

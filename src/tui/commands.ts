@@ -3,7 +3,7 @@
  * model is busy (the seed's busySafeCommands).
  */
 import { errorMessage } from '../shared/errors.js';
-import { escapeForTerminal, oneLine, usageLines } from '../cli/format.js';
+import { escapeForTerminal, oneLine, usageLines } from '../main/views/format.js';
 import type { ChatController } from './controller.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
 

@@ -3,13 +3,13 @@
  * busy, Enter/Ctrl+Enter while busy, cancel, quit, the permission question and the panel. The
  * ink app and the plain line mode both drive it; tests drive it directly.
  */
-import type { AgentSession } from '../main/agent-session.js';
-import type { CloseReport } from '../main/manager-api.js';
-import type { JobRecord } from '../main/ledger.js';
-import { TypedEmitter } from '../main/events.js';
+import type { AgentSession } from '../main/session/agent-session.js';
+import type { CloseReport } from '../main/jobs/manager-api.js';
+import type { JobRecord } from '../main/ledger/ledger.js';
+import { TypedEmitter } from '../shared/typed-emitter.js';
 import type { PermissionRequest } from '../shared/tools/types.js';
 import { errorMessage } from '../shared/errors.js';
-import { escapeForTerminal, oneLine } from '../cli/format.js';
+import { escapeForTerminal, oneLine } from '../main/views/format.js';
 import { runSlashCommand } from './commands.js';
 import { answerText, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
 

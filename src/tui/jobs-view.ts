@@ -3,13 +3,13 @@
  * manager's snapshot (`manager.jobs()`, frozen records) and the session's usage, so a render
  * and a test read the same text.
  */
-import type { JobActivityView } from '../main/job-activity.js';
-import type { JobRecord } from '../main/ledger.js';
-import type { PoolSnapshot } from '../main/budget-pool.js';
+import type { JobActivityView } from '../main/session/job-activity.js';
+import type { JobRecord } from '../main/ledger/ledger.js';
+import type { PoolSnapshot } from '../main/limits/budget-pool.js';
 import { formatUsd } from '../shared/budget.js';
 import { costOf, type ModelTable } from '../shared/models.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
-import { escapeForTerminal, oneLine, seconds } from '../cli/format.js';
+import { escapeForTerminal, oneLine, seconds } from '../main/views/format.js';
 
 type Job = Readonly<JobRecord>;
 

@@ -3,8 +3,8 @@
  * line (tool calls folded to one line each). Every piece of model or job text is escaped here,
  * so nothing a model wrote can move the cursor or recolour the terminal.
  */
-import type { JobRecord } from '../main/ledger.js';
-import { escapeForTerminal, jobLine, oneLine } from '../cli/format.js';
+import type { JobRecord } from '../main/ledger/ledger.js';
+import { escapeForTerminal, jobLine, oneLine } from '../main/views/format.js';
 
 export type EntryKind = 'info' | 'user' | 'answer' | 'tool' | 'job' | 'delivered' | 'alert' | 'notice' | 'error' | 'command';
 

@@ -10,8 +10,8 @@
 import { realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentSession } from '../../src/main/agent-session.js';
-import type { PiscinaExecutor } from '../../src/main/piscina-executor.js';
+import { AgentSession } from '../../src/main/session/agent-session.js';
+import type { PiscinaExecutor } from '../../src/main/executors/piscina-executor.js';
 import type { FaultSpec } from '../../src/sim/index.js';
 import {
   CLI_PATH,

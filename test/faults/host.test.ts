@@ -5,7 +5,7 @@
  * faults are real SQLite failures on the real ledger file (see storage-faults.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { JobEnding } from '../../src/main/ledger.js';
+import type { JobEnding } from '../../src/main/ledger/ledger.js';
 import { ended, makeConfig, makeManager, makeWorkspace, recordEvents, RESEARCH_TASK, startedJob, startSim, useCleanup, watchProcess } from '../helpers/index.js';
 
 const ending = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });

@@ -6,7 +6,7 @@
  * The loop-level versions of several faults are in test/tool-loop.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ManagerEvents } from '../../src/main/manager.js';
+import type { ManagerEvents } from '../../src/main/jobs/manager.js';
 import type { FaultKind } from '../../src/sim/index.js';
 import {
   Cleanups,

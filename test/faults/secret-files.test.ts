@@ -9,11 +9,11 @@
 import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentSession } from '../../src/main/agent-session.js';
-import { loadConfig } from '../../src/main/config-load.js';
-import type { JobRecord } from '../../src/main/ledger.js';
-import { BackgroundManager } from '../../src/main/manager.js';
-import { openSqliteLedger } from '../../src/main/sqlite-store.js';
+import { AgentSession } from '../../src/main/session/agent-session.js';
+import { loadConfig } from '../../src/main/setup/config-load.js';
+import type { JobRecord } from '../../src/main/ledger/ledger.js';
+import { BackgroundManager } from '../../src/main/jobs/manager.js';
+import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
 import type { SimServer } from '../../src/sim/index.js';
 import type { ScriptToolCall } from '../../src/sim/types.js';
 import { tempWorkspace } from '../helpers/config.js';

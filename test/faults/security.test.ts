@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BACKGROUND_REPORTS_HEADER, formatBackgroundReports, formatBackgroundResults } from '../../src/main/delivery-format.js';
+import { BACKGROUND_REPORTS_HEADER, formatBackgroundReports, formatBackgroundResults } from '../../src/main/views/delivery-format.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import { CLI_PATH, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';

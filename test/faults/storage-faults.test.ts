@@ -7,12 +7,12 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteDatabase } from '../../src/main/sqlite-driver.js';
-import { AgentSession } from '../../src/main/agent-session.js';
-import { DeliveryLedger, type JobEnding } from '../../src/main/ledger.js';
-import { BackgroundManager } from '../../src/main/manager.js';
-import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/sqlite-store.js';
-import { ScopeLeases } from '../../src/main/ledger-lease.js';
+import { SqliteDatabase } from '../../src/main/ledger/sqlite-driver.js';
+import { AgentSession } from '../../src/main/session/agent-session.js';
+import { DeliveryLedger, type JobEnding } from '../../src/main/ledger/ledger.js';
+import { BackgroundManager } from '../../src/main/jobs/manager.js';
+import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/ledger/sqlite-store.js';
+import { ScopeLeases } from '../../src/main/ledger/ledger-lease.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, tempWorkspace, useCleanup, watchManager, watchProcess, type Cleanup } from '../helpers/index.js';

@@ -6,8 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { HEAP_CAP_ABORTS_PROCESS, watchProcess } from '../helpers/faults.js';
-import type { JobRecord } from '../../src/main/ledger.js';
-import type { BackgroundManager } from '../../src/main/manager.js';
+import type { JobRecord } from '../../src/main/ledger/ledger.js';
+import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import {
   Cleanups,
   RESEARCH_TASK,

@@ -12,9 +12,9 @@
  */
 import { threadId } from 'node:worker_threads';
 import { JobError } from '../../src/shared/errors.js';
-import type { Executor, ExecuteOptions, ExecutorCapabilities } from '../../src/main/executor.js';
+import type { Executor, ExecuteOptions, ExecutorCapabilities } from '../../src/main/executors/executor.js';
 import type { JobOutcome, JobTask, WorkerMessage } from '../../src/shared/protocol.js';
-import type { JobScheduler, TimerTag } from '../../src/main/manager.js';
+import type { JobScheduler, TimerTag } from '../../src/main/jobs/manager.js';
 
 /** One step of a task's ending. */
 export type EndingStep = 'post-done' | 'close-port' | 'settle-run';

@@ -8,8 +8,8 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { JobRecord } from '../../src/main/ledger.js';
-import type { BackgroundManager } from '../../src/main/manager.js';
+import type { JobRecord } from '../../src/main/ledger/ledger.js';
+import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { LoopEvent } from '../../src/shared/tool-loop.js';
 import type { SimServer, SimServerOptions } from '../../src/sim/index.js';

@@ -4,11 +4,11 @@
  * event-based waiting (never sleeps).
  */
 import { afterEach, expect } from 'vitest';
-import { createExecutor } from '../../src/main/executor-factory.js';
-import type { Executor } from '../../src/main/executor.js';
-import type { JobRecord } from '../../src/main/ledger.js';
-import { BackgroundManager, type JobScheduler, type ManagerEvents } from '../../src/main/manager.js';
-import type { TypedEmitter } from '../../src/main/events.js';
+import { createExecutor } from '../../src/main/jobs/executor-factory.js';
+import type { Executor } from '../../src/main/executors/executor.js';
+import type { JobRecord } from '../../src/main/ledger/ledger.js';
+import { BackgroundManager, type JobScheduler, type ManagerEvents } from '../../src/main/jobs/manager.js';
+import type { TypedEmitter } from '../../src/shared/typed-emitter.js';
 import { parseConfig, type ForkpoolConfig, type ForkpoolConfigInput } from '../../src/shared/config.js';
 import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
 import { Cleanups, type Cleanup } from './cleanup.js';

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackgroundManager } from '../../src/main/manager.js';
-import { createExecutor } from '../../src/main/executor-factory.js';
-import { inspectTools } from '../../src/main/inspect-tools.js';
-import { JobActivity } from '../../src/main/job-activity.js';
+import { BackgroundManager } from '../../src/main/jobs/manager.js';
+import { createExecutor } from '../../src/main/jobs/executor-factory.js';
+import { inspectTools } from '../../src/main/session/inspect-tools.js';
+import { JobActivity } from '../../src/main/session/job-activity.js';
 import { parseConfig } from '../../src/shared/config.js';
 import type { ToolDefinition } from '../../src/shared/tools/types.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';

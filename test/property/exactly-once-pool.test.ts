@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackgroundManager } from '../../src/main/manager.js';
+import { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
 

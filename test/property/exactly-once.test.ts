@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BackgroundManager, type CloseReport } from '../../src/main/manager.js';
-import type { JobRecord } from '../../src/main/ledger.js';
+import { BackgroundManager, type CloseReport } from '../../src/main/jobs/manager.js';
+import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep } from '../helpers/fake-executor.js';
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer, type ForkpoolServerOptions } from '../../src/server/app.js';
 import { exposureWarning, isLoopbackHost } from '../../src/server/bind.js';
-import { createExecutor } from '../../src/main/executor-factory.js';
+import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import { ConfigError } from '../../src/shared/errors.js';
 import { describeResult, runCli, startTestSim, useCleanup } from '../helpers/index.js';
 import { TOKEN, parsePrometheus, readEvents, startTestServer, type SseEvent } from './helpers.js';

@@ -4,7 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/main/logger.js';
+import { createLogger } from '../../src/main/setup/logger.js';
 import { useCleanup } from '../helpers/index.js';
 import { startTestServer } from './helpers.js';
 

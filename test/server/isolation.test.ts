@@ -6,7 +6,7 @@
  */
 import { HEAP_CAP_ABORTS_PROCESS } from '../helpers/faults.js';
 import { describe, expect, it } from 'vitest';
-import { createExecutor } from '../../src/main/executor-factory.js';
+import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import { FAULTY_WORKER } from '../helpers/pool.js';
 import { testConfig, useCleanup } from '../helpers/index.js';
 import { startTestServer } from './helpers.js';

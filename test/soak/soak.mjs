@@ -17,8 +17,8 @@
  */
 import { parseArgs } from 'node:util';
 // Module paths, not the package root: the soak reaches below the public API on purpose.
-import { BackgroundManager } from '../../dist/main/manager.js';
-import { PiscinaExecutor } from '../../dist/main/piscina-executor.js';
+import { BackgroundManager } from '../../dist/main/jobs/manager.js';
+import { PiscinaExecutor } from '../../dist/main/executors/piscina-executor.js';
 import { parseConfig } from '../../dist/shared/config.js';
 import { startSimServer, FAULT_KINDS } from '../../dist/sim/index.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ParentEvent } from '../../main/parent-agent.js';
+import type { ParentEvent } from '../../main/session/parent-agent.js';
 import { errorForRecord } from '../../shared/error-detail.js';
 import { errorMessage, serializeError, type SerializedError } from '../../shared/errors.js';
 import { jobSummary } from '../job-view.js';

@@ -1,0 +1,274 @@
+/**
+ * The BullMQ executor (main side): the manager's jobs go into a BullMQ queue, `forkpool worker`
+ * processes on any number of machines run them, and their port messages come back over a Redis
+ * channel and are relayed to the job's port, so the manager and its Attempt see a remote job
+ * exactly as a local one. Completions travel through BullMQ (its lock check refuses a stale
+ * run's) and pass the {@link CompletionGate} (one per launch, from the run that holds the job,
+ * confirmed against Redis) before the manager, whose ledger records the ending once, sees them.
+ */
+import { randomUUID } from 'node:crypto';
+import { Job, Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { BULLMQ_DEFAULTS, type BullmqConfig } from '../../shared/bullmq-config.js';
+import { CompletionGate } from './completion-gate.js';
+import { closeClient, redisClient } from './redis.js';
+import { RemoteRun } from './remote-run.js';
+import { specForRedis } from './job-request.js';
+import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
+import { JobError } from '../../shared/errors.js';
+import type { JobTask } from '../../shared/protocol.js';
+import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../executors/executor.js';
+
+/** How long an accepted result stays in Redis (see #onCompleted). */
+const RESULT_KEPT_MS = 10_000;
+
+export interface BullmqExecutorOptions {
+  redisUrl: string;
+  bullmq?: Partial<Omit<BullmqConfig, 'allowedBaseUrls'>>;
+  logger?: Logger;
+}
+
+export class BullmqExecutor implements Executor {
+  readonly kind = 'bullmq' as const;
+  /** Each job has a thread of its own on its worker, which a hard stop ends; a job may run again after its worker died. */
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true };
+  readonly gate = new CompletionGate();
+  /** Prefix of this executor's BullMQ job ids (see `bullmq.namespace`). */
+  readonly namespace: string;
+  readonly #options: Omit<BullmqConfig, 'allowedBaseUrls'>;
+  readonly #logger: Logger | undefined;
+  readonly #names: ReturnType<typeof redisNames>;
+  readonly #clients: Redis[] = [];
+  readonly #publisher: Redis;
+  readonly #queue: Queue;
+  readonly #events: QueueEvents;
+  readonly #runs = new Map<string, RemoteRun>();
+  readonly #ready: Promise<void>;
+  readonly #poll: NodeJS.Timeout;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: BullmqExecutorOptions) {
+    this.#options = { ...BULLMQ_DEFAULTS, ...options.bullmq };
+    this.namespace = options.bullmq?.namespace ?? randomUUID().slice(0, 12);
+    this.#logger = options.logger;
+    this.#names = redisNames(this.#options.queue);
+    const client = () => {
+      const c = redisClient(options.redisUrl);
+      c.on('error', (error) => this.#logger?.debug({ err: error }, 'redis connection error'));
+      this.#clients.push(c);
+      return c;
+    };
+    this.#publisher = client();
+    const subscriber = client();
+    this.#queue = new Queue(this.#options.queue, { connection: client() });
+    this.#queue.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq queue error'));
+    this.#events = new QueueEvents(this.#options.queue, { connection: client() });
+    this.#events.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq events error'));
+    this.#events.on('completed', ({ jobId, returnvalue }) => void this.#onCompleted(jobId, returnvalue));
+    this.#events.on('failed', ({ jobId }) => void this.#onFailed(jobId));
+    subscriber.on('message', (channel: string, text: string) => {
+      if (channel === this.#names.events) this.#onEvent(text);
+    });
+    this.#ready = this.#connect(subscriber);
+    // Swallowed here; run() awaits it and rejects with the reason.
+    this.#ready.catch(() => undefined);
+    this.#poll = setInterval(() => this.#pollQuiet(), this.#options.pollMs);
+    this.#poll.unref();
+  }
+
+  async #connect(subscriber: Redis): Promise<void> {
+    await subscriber.subscribe(this.#names.events);
+    await Promise.all([this.#queue.waitUntilReady(), this.#events.waitUntilReady()]);
+    if (this.#options.globalConcurrency > 0) await this.#queue.setGlobalConcurrency(this.#options.globalConcurrency);
+  }
+
+  /** The BullMQ job id of launch `launch` of job `jobId`. */
+  bullId(jobId: string, launch: number): string {
+    return bullJobId(this.namespace, jobId, launch);
+  }
+
+  /** The BullMQ queue (for inspection and tests). */
+  get queue(): Queue {
+    return this.#queue;
+  }
+
+  /** Resolves once subscribed to Redis; rejects when Redis cannot be reached. */
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
+    const { spec } = task;
+    // The permission port serves local grants; a remote job has its config's grants only.
+    task.permissionPort.close();
+    if (this.#closing) {
+      task.port.close();
+      throw new JobError('ABORTED', spec.id, 'the bullmq executor is closed');
+    }
+    const bullId = this.bullId(spec.id, spec.attempt);
+    const run = new RemoteRun(spec, bullId, task.port, {
+      control: (message) => this.#control(message),
+      removeWaiting: async () => (await this.#queue.remove(bullId)) === 1,
+      gate: this.gate,
+      logger: this.#logger,
+    });
+    this.#runs.set(bullId, run);
+    const onHardStop = () => run.hardStop();
+    hardStop.addEventListener('abort', onHardStop, { once: true });
+    try {
+      await this.#ready;
+      await this.#add(spec, bullId);
+      run.added = true;
+      await run.settled;
+    } catch (error) {
+      run.abandon(error);
+      throw error;
+    } finally {
+      hardStop.removeEventListener('abort', onHardStop);
+      this.#runs.delete(bullId);
+    }
+  }
+
+  threadCount(): number {
+    // The threads are on the workers' machines.
+    return 0;
+  }
+
+  /** Runs handed out and not yet ended. */
+  get pendingCount(): number {
+    return this.#runs.size;
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    clearInterval(this.#poll);
+    for (const run of this.#runs.values()) run.abandon(new JobError('ABORTED', run.jobId, 'the bullmq executor closed before the job ended'));
+    // BullMQ's close() has no bound: a Redis that is gone would hold it forever.
+    const closed = Promise.allSettled([this.#events.close(), this.#queue.close()]);
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, this.#options.closeTimeoutMs).unref())]);
+    await Promise.all(this.#clients.map((client) => closeClient(client)));
+  }
+
+  async #add(spec: JobTask['spec'], bullId: string): Promise<void> {
+    // The same launch id again here (a restarted job): the old result was taken, it must go.
+    // In a new process the id may find a run of the previous one: adding is then a no-op, and
+    // the run (still going, or its result waiting) is taken over.
+    if (this.gate.wasAccepted(bullId)) {
+      await this.#queue.remove(bullId);
+      this.gate.forget(bullId);
+    }
+    await this.#queue.add(
+      'job',
+      { spec: specForRedis(spec) },
+      {
+        jobId: bullId,
+        attempts: this.#options.attempts,
+        // Kept until the main side has taken the result (then removed), or a day at most.
+        removeOnComplete: { age: 86_400 },
+        removeOnFail: { age: 86_400 },
+      },
+    );
+  }
+
+  #control(message: ControlMessage): Promise<void> {
+    const text = JSON.stringify(message);
+    const cancelledKey = this.#names.cancelled(message.bullId);
+    // The key catches a worker that picks the job up after the message went out.
+    return this.#publisher
+      .multi()
+      .set(cancelledKey, message.reason, 'PX', 86_400_000)
+      .publish(this.#names.control, text)
+      .exec()
+      .then(() => undefined);
+  }
+
+  #onEvent(text: string): void {
+    let parsed;
+    try {
+      parsed = remoteEventSchema.safeParse(JSON.parse(text));
+    } catch {
+      return;
+    }
+    if (!parsed.success) return;
+    this.#runs.get(parsed.data.bullId)?.onEvent(parsed.data as RemoteEvent);
+  }
+
+  async #onCompleted(bullId: string, returnvalue: unknown): Promise<void> {
+    const run = this.#runs.get(bullId);
+    if (!run) return;
+    // The event only says which run claims to have finished; what counts is the job's record,
+    // which BullMQ wrote only if that run held the lock.
+    const claimed = runResultSchema.safeParse(typeof returnvalue === 'string' ? safeJson(returnvalue) : returnvalue);
+    const stored = await this.#storedResult(bullId);
+    if (stored === 'invalid') return run.fail(new JobError('PROTOCOL_INVALID', run.jobId, 'a worker completed the job with a value that is not a forkpool run result'));
+    const token = claimed.success ? claimed.data.token : stored?.token;
+    if (token === undefined) return;
+    if (!this.gate.claim(bullId, token)) return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
+    if (stored?.token !== token) {
+      this.gate.release(bullId, token);
+      return this.#logger?.warn({ bullId, token }, 'refused a completion Redis does not confirm');
+    }
+    run.complete(stored);
+    // Removed a little later, not now: if this process dies before the manager's ledger has the
+    // ending, a restarted one launching the job again finds the result still waiting in Redis.
+    setTimeout(() => void this.#queue.remove(bullId).catch(() => undefined), RESULT_KEPT_MS).unref();
+  }
+
+  async #onFailed(bullId: string): Promise<void> {
+    const run = this.#runs.get(bullId);
+    if (!run) return;
+    const job = await Job.fromId(this.#queue, bullId).catch(() => undefined);
+    // A failure BullMQ will retry is not the end; only a job in `failed` is.
+    if (!job || !(await job.isFailed().catch(() => false))) return;
+    run.fail(new JobError('THREAD_LOST', run.jobId, `its workers could not run it: ${job.failedReason} (started ${job.attemptsStarted} time(s), stalled ${job.stalledCounter})`));
+  }
+
+  /** The run result BullMQ stored for a completed job; `invalid` when it is not one of ours. */
+  async #storedResult(bullId: string): Promise<RunResult | 'invalid' | undefined> {
+    const job = await Job.fromId(this.#queue, bullId).catch(() => undefined);
+    if (!job?.finishedOn || job.failedReason) return undefined;
+    const parsed = runResultSchema.safeParse(typeof job.returnvalue === 'string' ? safeJson(job.returnvalue) : job.returnvalue);
+    return parsed.success ? (parsed.data as RunResult) : 'invalid';
+  }
+
+  /**
+   * Events can be missed (a reconnect, a main process that was busy) and a Redis without
+   * persistence forgets jobs when it restarts: a run with no news for `pollMs` asks Redis.
+   */
+  #pollQuiet(): void {
+    const now = Date.now();
+    for (const [bullId, run] of this.#runs) {
+      if (!run.added || run.isSettled || now - run.lastNews < this.#options.pollMs) continue;
+      run.lastNews = now;
+      void this.#check(bullId, run).catch((error: unknown) => this.#logger?.debug({ err: error, bullId }, 'poll failed'));
+    }
+  }
+
+  async #check(bullId: string, run: RemoteRun): Promise<void> {
+    const state = await this.#queue.getJobState(bullId);
+    if (state === 'completed') {
+      const job = await Job.fromId(this.#queue, bullId);
+      return this.#onCompleted(bullId, job?.returnvalue);
+    }
+    if (state === 'failed') return this.#onFailed(bullId);
+    if (state === 'unknown' && !run.isSettled) {
+      // Redis lost it (restarted without persistence): the ledger still knows the job.
+      this.#logger?.warn({ bullId }, 'job missing from Redis; adding it again');
+      run.onLost();
+      await this.#add(run.spec(), bullId);
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

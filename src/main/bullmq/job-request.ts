@@ -1,0 +1,86 @@
+/**
+ * What a job carries through Redis: an allow-list, built field by field, of what the main side
+ * decides about a job (its task, conversation, model, the endpoint it asks for, tools it wants,
+ * limits it may tighten), never its config as a whole. Keys, URL credentials, the Redis URL and
+ * every field added to the config later stay on the main side unless listed here. A worker
+ * fills the rest (keys, workspace, sandbox, grants) from its own config: see worker-policy.ts.
+ */
+import { z } from 'zod';
+import { configForAgent } from '../../shared/agents.js';
+import { agentSchema, configSchema, modelBaseUrl } from '../../shared/config.js';
+import { jobSpecSchema, type JobSpec } from '../../shared/protocol.js';
+
+/** The job's own fields (all but its config) that go on the wire. */
+const JOB_FIELDS = ['id', 'label', 'task', 'role', 'parentSummary', 'agent', 'parentToolId', 'depth', 'resume', 'attempt', 'processTag', 'budget'] as const;
+
+/** Config fields the job's side decides; `tools`, `grantedTools` and `toolLimits` can only narrow the worker's. */
+const REQUEST_FIELDS = [
+  'model',
+  'temperature',
+  'maxIterations',
+  'requestTimeoutMs',
+  'streamIdleTimeoutMs',
+  'maxRetries',
+  'stream',
+  'maxResponseChars',
+  'errorDetail',
+  'loopWarnAfter',
+  'loopStopAfter',
+  'tools',
+  'grantedTools',
+  'toolLimits',
+  'models',
+] as const;
+
+const BACKGROUND_FIELDS = ['timeoutMinutes', 'cancelGraceMs', 'maxAlertsPerJob', 'maxDepth'] as const;
+
+/** The job's agent entry without its key and endpoint (the endpoint is the request's `baseUrl`). */
+const AGENT_FIELDS = ['description', 'model', 'systemPrompt', 'replaceSystemPrompt', 'tools', 'maxIterations', 'temperature', 'maxDepth', 'budget'] as const;
+
+const configFields = Object.fromEntries(REQUEST_FIELDS.map((field) => [field, true])) as { [K in (typeof REQUEST_FIELDS)[number]]: true };
+const backgroundFields = Object.fromEntries(BACKGROUND_FIELDS.map((field) => [field, true])) as { [K in (typeof BACKGROUND_FIELDS)[number]]: true };
+const agentFields = Object.fromEntries(AGENT_FIELDS.map((field) => [field, true])) as { [K in (typeof AGENT_FIELDS)[number]]: true };
+
+/** Strict: a job carrying anything else (a key, a workspace, a sandbox setting) is refused as malformed. */
+export const jobRequestSchema = configSchema.pick(configFields).extend({
+  /** The job's model endpoint (its agent's, else the parent's) without credentials. */
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  background: configSchema.shape.background.unwrap().pick(backgroundFields),
+  agent: agentSchema.pick(agentFields).optional(),
+});
+export type JobRequest = z.output<typeof jobRequestSchema>;
+
+/** A BullMQ job's spec: the job's fields and its {@link JobRequest}. */
+export const wireSpecSchema = jobSpecSchema.omit({ config: true }).extend({ request: jobRequestSchema });
+export type WireSpec = z.output<typeof wireSpecSchema>;
+
+/** The spec as it goes into Redis (see the module comment). */
+export function specForRedis(spec: JobSpec): WireSpec {
+  const { config } = spec;
+  const agent = spec.agent === undefined ? undefined : config.agents[spec.agent];
+  const request: JobRequest = {
+    ...pickDefined(config, REQUEST_FIELDS),
+    baseUrl: withoutCredentials(modelBaseUrl(configForAgent(config, spec.agent))),
+    background: pickDefined(config.background, BACKGROUND_FIELDS),
+    ...(agent ? { agent: pickDefined(agent, AGENT_FIELDS) } : {}),
+  };
+  return { ...pickDefined(spec, JOB_FIELDS), request };
+}
+
+/**
+ * A model endpoint as both sides compare it: no user name or password (they are secrets; a
+ * worker uses its own URL's), no trailing slash.
+ */
+export function withoutCredentials(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.href.replace(/\/+$/, '');
+}
+
+/** A new object with the listed fields of `source` that are set. */
+function pickDefined<T extends object, K extends keyof T>(source: T, keys: readonly K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const key of keys) if (source[key] !== undefined) out[key] = source[key];
+  return out;
+}

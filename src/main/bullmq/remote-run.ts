@@ -1,0 +1,165 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { JobError, deserializeError, serializeError } from '../../shared/errors.js';
+import { mainMessageSchema, type JobSpec, type WorkerMessage } from '../../shared/protocol.js';
+import type { CompletionGate } from './completion-gate.js';
+import type { ControlMessage, RemoteEvent, RunResult } from './wire.js';
+
+export interface RemoteRunHooks {
+  control(message: ControlMessage): Promise<void>;
+  /** Removes the BullMQ job while it waits (no worker has it); true when it did. */
+  removeWaiting(): Promise<boolean>;
+  gate: CompletionGate;
+  logger?: Logger | undefined;
+}
+
+/**
+ * One launch of a job on the BullMQ executor, seen from the main process: it plays the
+ * worker's side of the job's port. Messages of the run that holds the job (its lock token) are
+ * relayed to the port; those of a run that lost its lock, or was superseded by a re-run, are
+ * dropped. A cancel on the port goes to the workers; a hard stop too, and ends the launch.
+ */
+export class RemoteRun {
+  readonly jobId: string;
+  readonly bullId: string;
+  readonly settled: Promise<void>;
+  /** The BullMQ job exists (the poll may look for it). */
+  added = false;
+  /** Last time anything was heard of it (the poll asks Redis about quiet runs). */
+  lastNews = Date.now();
+  readonly #spec: JobSpec;
+  readonly #port: MessagePort;
+  readonly #hooks: RemoteRunHooks;
+  #token: string | undefined;
+  #stopReason: ControlMessage['reason'] | undefined;
+  #settled = false;
+  #resolve!: () => void;
+  #reject!: (error: unknown) => void;
+
+  constructor(spec: JobSpec, bullId: string, port: MessagePort, hooks: RemoteRunHooks) {
+    this.jobId = spec.id;
+    this.bullId = bullId;
+    this.#spec = spec;
+    this.#port = port;
+    this.#hooks = hooks;
+    this.settled = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    port.on('message', (raw: unknown) => {
+      const parsed = mainMessageSchema.safeParse(raw);
+      if (parsed.success && parsed.data.type === 'cancel') void this.#cancel(parsed.data.reason);
+      // spawn-result and child-results cannot arise: remote jobs have no spawn tool.
+    });
+  }
+
+  get isSettled(): boolean {
+    return this.#settled;
+  }
+
+  spec(): JobSpec {
+    return this.#spec;
+  }
+
+  onEvent(event: RemoteEvent): void {
+    this.lastNews = Date.now();
+    if (this.#settled) return;
+    const gate = this.#hooks.gate;
+    if (event.type === 'lock-lost') {
+      gate.markStale(event.token);
+      this.#post({ type: 'alert', jobId: this.jobId, severity: 'warning', message: `run ${event.run} on worker ${event.worker} lost its lock and was aborted; the job runs again on a worker that holds it` });
+      return;
+    }
+    if (gate.isStale(event.token)) return;
+    const message = event.message;
+    if (message.type === 'started') {
+      if (this.#token !== undefined && this.#token !== event.token) {
+        // A re-run: the earlier run's worker died or stalled. Nothing of that run counts any more.
+        gate.markStale(this.#token);
+        this.#post({ type: 'alert', jobId: this.jobId, severity: 'warning', message: `run ${event.run} started on worker ${event.worker}: the previous run's worker stopped renewing its lock (it died or stalled)` });
+      }
+      this.#token = event.token;
+      return this.#post(message);
+    }
+    this.#adopt(event.token);
+    // Child process groups live on the worker's machine: its own Attempt kills them.
+    if (message.type === 'progress' || message.type === 'alert') this.#post(message);
+  }
+
+  /** An accepted completion (see CompletionGate): the ending goes to the port as `done`, or the launch fails with its error. */
+  complete(result: RunResult): void {
+    if (this.#settled) return;
+    if (result.started) this.#adopt(result.token);
+    if (result.end.kind === 'done') {
+      this.#post({ type: 'done', jobId: this.jobId, outcome: result.end.outcome });
+      return this.#settle();
+    }
+    this.#settle(deserializeError(result.end.error));
+  }
+
+  fail(error: unknown): void {
+    this.#settle(error);
+  }
+
+  /** Phase two of a stop: the worker ends the job's thread; here the launch ends now. */
+  hardStop(): void {
+    if (this.#settled) return;
+    const reason = this.#stopReason ?? 'cancel';
+    void this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason }).catch(() => undefined);
+    this.#settle(new JobError('ABORTED', this.jobId, 'hard stop: the worker was told to end the job\'s thread'));
+  }
+
+  abandon(error: unknown): void {
+    this.#settle(error);
+  }
+
+  /**
+   * A run whose `started` never reached this process (this main process started after it, or
+   * the message was lost with a Redis restart): it counts as an attempt from now on.
+   */
+  #adopt(token: string): void {
+    if (token === this.#token) return;
+    if (this.#token !== undefined) this.#hooks.gate.markStale(this.#token);
+    this.#token = token;
+    this.#post({ type: 'started', jobId: this.jobId, threadId: 0, at: Date.now() });
+  }
+
+  /** Redis lost the job; it is added again, and whatever run had it counts no more. */
+  onLost(): void {
+    if (this.#token !== undefined) this.#hooks.gate.markStale(this.#token);
+    this.#post({ type: 'alert', jobId: this.jobId, severity: 'warning', message: 'the job was missing from Redis (restarted without persistence?); it was queued again' });
+  }
+
+  async #cancel(reason: ControlMessage['reason']): Promise<void> {
+    if (this.#settled || this.#stopReason) return;
+    this.#stopReason = reason;
+    try {
+      await this.#hooks.control({ bullId: this.bullId, action: 'cancel', reason });
+      // Not started anywhere yet: take it out of the queue, so no worker spends a thread on it.
+      if (this.#token === undefined && this.added && (await this.#hooks.removeWaiting())) {
+        const error = serializeError(new JobError('JOB_CANCELLED', this.jobId, 'cancelled before a worker started it'));
+        this.#post({ type: 'done', jobId: this.jobId, outcome: { stopReason: 'aborted', text: '', usage: {}, iterations: 0, error } });
+        this.#settle();
+      }
+    } catch (error) {
+      // A job that is running cannot be removed (it is locked): the cancel message reaches it.
+      this.#hooks.logger?.debug({ err: error, bullId: this.bullId }, 'cancel: the job could not be removed from the queue');
+    }
+  }
+
+  #post(message: WorkerMessage): void {
+    try {
+      this.#port.postMessage(message);
+    } catch {
+      // The port is closed: the launch is over.
+    }
+  }
+
+  #settle(error?: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#port.close();
+    if (error === undefined) this.#resolve();
+    else this.#reject(error);
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * What travels through Redis between the main process and `forkpool worker`s: the BullMQ job's
+ * data (a job spec without secrets), the events channel (worker → main: a job's port messages,
+ * tagged with the run's lock token), the control channel (main → workers: cancel, hard stop)
+ * and the value a run completes with. Validated with zod where it enters.
+ */
+import { z } from 'zod';
+import { serializedErrorSchema, workerMessageSchema, type JobOutcome, type MainMessage, type WorkerMessage } from '../../shared/protocol.js';
+import type { SerializedError } from '../../shared/errors.js';
+import type { WireSpec } from './job-request.js';
+
+/** Redis key and channel names of one queue (BullMQ's own keys live under `bull:<queue>:`). */
+export function redisNames(queue: string) {
+  const base = `forkpool:${queue}`;
+  return {
+    queue,
+    events: `${base}:events`,
+    control: `${base}:control`,
+    /** Set when a job is cancelled, so a worker that picks it up later ends it at once. */
+    cancelled: (jobId: string) => `${base}:cancelled:${jobId}`,
+    /** The cluster-wide 429 gate: "paused until" epoch ms, the latest deadline wins. */
+    rateGate: `${base}:rate-gate`,
+    rateGateChannel: `${base}:rate-gate`,
+  };
+}
+
+/** The BullMQ job id of a job's launch: one BullMQ job per (namespace, job id, launch). */
+export function bullJobId(namespace: string, jobId: string, launch: number): string {
+  return `${namespace}.${jobId}.${launch}`;
+}
+
+/** What a job's BullMQ data holds: the job without its config, and what it asks of a worker (job-request.ts). */
+export interface RemoteJobData {
+  spec: WireSpec;
+}
+
+/** How one run ended on its worker (an {@link import('../executors/attempt.js').AttemptEnd}, serialized). */
+export type RemoteEnd =
+  | { kind: 'done'; outcome: JobOutcome }
+  | { kind: 'lost'; error: SerializedError }
+  | { kind: 'protocol'; error: SerializedError };
+
+/** The value a run completes its BullMQ job with. `token` is the run's lock token. */
+export interface RunResult {
+  token: string;
+  worker: string;
+  /** 1 on the first start of the BullMQ job; a re-run after a stall counts up. */
+  run: number;
+  /** False when the worker ended it without starting it (it found the job cancelled). */
+  started: boolean;
+  end: RemoteEnd;
+}
+
+const remoteEndSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('done'), outcome: z.looseObject({ stopReason: z.string(), text: z.string() }) }),
+  z.object({ kind: z.literal('lost'), error: serializedErrorSchema }),
+  z.object({ kind: z.literal('protocol'), error: serializedErrorSchema }),
+]);
+
+export const runResultSchema = z.object({ token: z.string().min(1), worker: z.string(), run: z.number().int().min(1), started: z.boolean(), end: remoteEndSchema });
+
+/** Worker → main, on the events channel. */
+export type RemoteEvent =
+  /** A port message of the job's run (`started`, `progress`, `alert`). */
+  | { type: 'message'; jobId: string; bullId: string; token: string; run: number; worker: string; message: WorkerMessage }
+  /** The worker could not renew the run's lock: it aborted the run, whose completion is void. */
+  | { type: 'lock-lost'; jobId: string; bullId: string; token: string; run: number; worker: string };
+
+export const remoteEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('message'), jobId: z.string(), bullId: z.string(), token: z.string(), run: z.number(), worker: z.string(), message: workerMessageSchema }),
+  z.object({ type: z.literal('lock-lost'), jobId: z.string(), bullId: z.string(), token: z.string(), run: z.number(), worker: z.string() }),
+]);
+
+/** Main → workers, on the control channel. */
+export interface ControlMessage {
+  bullId: string;
+  action: 'cancel' | 'hard-stop';
+  reason: StopReasonOnWire;
+}
+
+/** Why a job is asked to stop (as the job's port carries it). */
+export type StopReasonOnWire = Extract<MainMessage, { type: 'cancel' }>['reason'];
+
+export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) });

@@ -1,0 +1,149 @@
+/**
+ * A worker's own rules for the jobs it takes from the queue. Anyone who can write to Redis can
+ * queue a job, so a job only asks; the worker decides:
+ *
+ * - the model endpoint must be one the worker's own config names (its `baseUrl`, its agents'
+ *   `baseUrl`, `bullmq.allowedBaseUrls`), else the job fails with ENDPOINT_NOT_ALLOWED before
+ *   any request; the key sent there is the worker's own for that endpoint (none for
+ *   `allowedBaseUrls`), and so is the URL;
+ * - workspace, sandbox, network, protected paths and every other policy field are the worker's;
+ * - tools and grants are those both sides list, tool limits and the job timeout the tighter.
+ *
+ * What the job decides (see job-request.ts): its task and conversation, model, temperature,
+ * iterations, budgets, request timeouts, its agent's prompt.
+ */
+import { configForAgent } from '../../shared/agents.js';
+import { modelBaseUrl, type AgentConfig, type ForkpoolConfig, type ToolLimits } from '../../shared/config.js';
+import { JobError } from '../../shared/errors.js';
+import type { JobSpec } from '../../shared/protocol.js';
+import { withoutCredentials, type JobRequest, type WireSpec } from './job-request.js';
+
+/** An endpoint the worker allows, with the URL and key it uses there. */
+interface AllowedEndpoint {
+  /** As jobs name it: {@link withoutCredentials}. */
+  endpoint: string;
+  url: string;
+  apiKey?: string;
+  /** The worker's agent this endpoint and key belong to; unset: its top-level one (or `allowedBaseUrls`). */
+  agent?: string;
+}
+
+export class WorkerPolicy {
+  readonly #config: ForkpoolConfig;
+  readonly #allowed: AllowedEndpoint[];
+
+  /** `config`: the worker's own configuration (its file and environment), never a job's. */
+  constructor(config: ForkpoolConfig) {
+    this.#config = config;
+    this.#allowed = allowedEndpoints(config);
+  }
+
+  /** Endpoints jobs may name, as they must name them. */
+  get endpoints(): string[] {
+    return [...new Set(this.#allowed.map((e) => e.endpoint))];
+  }
+
+  /** Every secret in the worker's config (keys, the Redis URL, URLs with credentials and those credentials), for log redaction. */
+  get secrets(): string[] {
+    const { apiKey, redisUrl, baseUrl, agents, bullmq } = this.#config;
+    const keys = [apiKey, ...Object.values(agents).map((a) => a.apiKey)];
+    const urls = [baseUrl, ...Object.values(agents).map((a) => a.baseUrl), ...bullmq.allowedBaseUrls].filter((u) => u !== undefined && credentialsOf(u).length > 0);
+    const values = [...keys, redisUrl, ...urls, ...[redisUrl, ...urls].flatMap((u) => (u === undefined ? [] : credentialsOf(u)))];
+    return [...new Set(values.filter((v): v is string => v !== undefined && v.length > 0))];
+  }
+
+  /**
+   * The spec this worker runs for a queued job: the job's own fields and request over the
+   * worker's policy. Throws a JobError ENDPOINT_NOT_ALLOWED for an endpoint it does not allow.
+   */
+  localSpec(wire: WireSpec): JobSpec {
+    const { request, ...job } = wire;
+    const own = this.#config;
+    const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent);
+    const { apiKey: _key, baseUrl: _url, redisUrl: _redis, agents: _agents, ...policy } = own;
+    const config: ForkpoolConfig = {
+      ...policy,
+      model: request.model,
+      temperature: request.temperature,
+      maxIterations: request.maxIterations,
+      requestTimeoutMs: request.requestTimeoutMs,
+      streamIdleTimeoutMs: request.streamIdleTimeoutMs,
+      maxRetries: request.maxRetries,
+      stream: request.stream,
+      maxResponseChars: request.maxResponseChars,
+      errorDetail: request.errorDetail,
+      loopWarnAfter: request.loopWarnAfter,
+      loopStopAfter: request.loopStopAfter,
+      models: request.models,
+      baseUrl: endpoint.url,
+      ...(endpoint.apiKey !== undefined ? { apiKey: endpoint.apiKey } : {}),
+      tools: both(request.tools, own.tools),
+      grantedTools: both(request.grantedTools, own.grantedTools),
+      toolLimits: tighter(request.toolLimits, own.toolLimits),
+      background: {
+        ...own.background,
+        ...request.background,
+        timeoutMinutes: Math.min(request.background.timeoutMinutes, own.background.timeoutMinutes),
+      },
+      agents: job.agent !== undefined && request.agent ? { [job.agent]: this.#agent(request.agent) } : {},
+      agentTools: [],
+    };
+    // zod types an absent optional field as `undefined`; parsed data has none (JSON has no undefined).
+    return { ...(job as Omit<JobSpec, 'config'>), config };
+  }
+
+  /** The job's agent as the worker runs it: on the request's endpoint (the config's), its tools narrowed. */
+  #agent(agent: NonNullable<JobRequest['agent']>): AgentConfig {
+    return { ...agent, ...(agent.tools ? { tools: both(agent.tools, this.#config.tools) } : {}) };
+  }
+
+  #endpointFor(jobId: string, endpoint: string, agent: string | undefined): AllowedEndpoint {
+    const matches = this.#allowed.filter((e) => e.endpoint === endpoint);
+    // Two of the worker's agents may share an endpoint with different keys: the job's agent's first.
+    const found = matches.find((e) => agent !== undefined && e.agent === agent) ?? matches.find((e) => e.agent === undefined) ?? matches[0];
+    if (found) return found;
+    const allowed = this.endpoints;
+    throw new JobError(
+      'ENDPOINT_NOT_ALLOWED',
+      jobId,
+      `the job asks for model endpoint ${endpoint}, which this worker's configuration does not allow ` +
+        `(allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'}); set it as the worker's baseUrl, an agent's baseUrl or in bullmq.allowedBaseUrls`,
+    );
+  }
+}
+
+function allowedEndpoints(config: ForkpoolConfig): AllowedEndpoint[] {
+  const out: AllowedEndpoint[] = [];
+  const add = (url: string, apiKey: string | undefined, agent?: string) =>
+    out.push({ endpoint: withoutCredentials(url), url, ...(apiKey !== undefined ? { apiKey } : {}), ...(agent !== undefined ? { agent } : {}) });
+  if (config.baseUrl !== undefined || config.apiKey !== undefined) add(modelBaseUrl(config), config.apiKey);
+  for (const name of Object.keys(config.agents)) {
+    // The same rule as a local job's: the parent's key only on the parent's endpoint.
+    const resolved = configForAgent(config, name);
+    if (resolved.baseUrl !== undefined || resolved.apiKey !== undefined) add(modelBaseUrl(resolved), resolved.apiKey, name);
+  }
+  for (const url of config.bullmq.allowedBaseUrls) add(url, undefined);
+  return out;
+}
+
+/** The entries of `wanted` that `allowed` has too (a job may give a tool up, never gain one). */
+function both<T>(wanted: readonly T[], allowed: readonly T[]): T[] {
+  return wanted.filter((item) => allowed.includes(item));
+}
+
+/** Each limit the smaller of the two. */
+function tighter(wanted: ToolLimits, own: ToolLimits): ToolLimits {
+  const out = { ...own };
+  for (const key of Object.keys(own) as Array<keyof ToolLimits>) out[key] = Math.min(wanted[key], own[key]);
+  return out;
+}
+
+/** The user name and password in a URL (decoded), if any. */
+function credentialsOf(url: string): string[] {
+  try {
+    const parsed = new URL(url);
+    return [parsed.username, parsed.password].filter((part) => part !== '').map((part) => decodeURIComponent(part));
+  } catch {
+    return [];
+  }
+}

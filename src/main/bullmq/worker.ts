@@ -1,0 +1,292 @@
+/**
+ * `forkpool worker`: takes jobs from a BullMQ queue and runs each in this machine's own Piscina
+ * pool (a thread per job: heap cap, hard stop), through the same {@link Attempt} the manager
+ * uses locally (two-phase cancel, protocol checks, child-process cleanup). It closes BullMQ's
+ * gaps: a job timeout (from the job's config, enforced here even when the main process is
+ * gone); cancel and hard stop from the main process over a Redis channel; a run whose lock
+ * could not be renewed is aborted at once (another worker may already run it); close() is bounded.
+ */
+import { hostname } from 'node:os';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { Attempt, type AttemptEnd } from '../executors/attempt.js';
+import { PiscinaExecutor } from '../executors/piscina-executor.js';
+import { realScheduler } from '../executors/scheduler.js';
+import { JobError, serializeError } from '../../shared/errors.js';
+import type { ForkpoolConfig } from '../../shared/config.js';
+import type { JobSpec, WorkerMessage } from '../../shared/protocol.js';
+import { BULLMQ_DEFAULTS } from '../../shared/bullmq-config.js';
+import { wireSpecSchema, type WireSpec } from './job-request.js';
+import { WorkerPolicy } from './worker-policy.js';
+import { RateGateBridge } from './rate-gate-bridge.js';
+import { closeClient, redisClient } from './redis.js';
+import { controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
+
+export interface ForkpoolWorkerOptions {
+  redisUrl: string;
+  queue?: string;
+  /** Jobs this process runs at once (one Piscina thread each). */
+  concurrency: number;
+  /** Old-generation heap cap per job thread, MiB. */
+  heapMb: number;
+  lockMs?: number;
+  maxStalls?: number;
+  closeTimeoutMs?: number;
+  /**
+   * This worker's own configuration: its keys and model endpoints (the only ones its jobs may
+   * use), workspace, sandbox, grants and limits. Jobs arrive with none of these (see
+   * worker-policy.ts).
+   */
+  config: ForkpoolConfig;
+  /** A job worker file for tests (as PiscinaExecutorOptions.workerFile). */
+  workerFile?: string;
+  /** Shown in events and in BullMQ's `processedBy`. Default host:pid. */
+  name?: string;
+  logger?: Logger;
+  /** Hears each run's end (the CLI prints it as a `run-ended` line). */
+  onRunEnded?(report: RunReport): void;
+}
+
+/** How a run ended on this worker. `lockLost`: its lock could not be renewed, so it was aborted. */
+export interface RunReport {
+  bullId: string;
+  jobId: string;
+  run: number;
+  end: AttemptEnd['kind'];
+  stopReason?: string;
+  lockLost: boolean;
+  evicted: boolean;
+}
+
+interface LiveRun {
+  attempt: Attempt;
+  token: string;
+  run: number;
+  lockLost: boolean;
+  /** This worker is shutting down: the run is stopped to be re-run elsewhere, not ended. */
+  evicted: boolean;
+}
+
+export class ForkpoolWorker {
+  readonly name: string;
+  readonly #options: ForkpoolWorkerOptions;
+  readonly #names: ReturnType<typeof redisNames>;
+  readonly #clients: Redis[] = [];
+  readonly #publisher: Redis;
+  readonly #subscriber: Redis;
+  readonly #pool: PiscinaExecutor;
+  readonly #rateGate: RateGateBridge;
+  readonly #policy: WorkerPolicy;
+  readonly #live = new Map<string, LiveRun>();
+  #worker: Worker | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: ForkpoolWorkerOptions) {
+    this.#options = options;
+    this.#policy = new WorkerPolicy(options.config);
+    this.name = options.name ?? `${hostname()}:${process.pid}`;
+    this.#names = redisNames(options.queue ?? BULLMQ_DEFAULTS.queue);
+    this.#publisher = this.#client();
+    this.#subscriber = this.#client();
+    this.#pool = new PiscinaExecutor({
+      isolation: 'thread',
+      threads: options.concurrency,
+      tasksPerThread: 1,
+      heapMb: options.heapMb,
+      ...(options.workerFile ? { workerFile: options.workerFile } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+    this.#rateGate = new RateGateBridge(options.queue ?? BULLMQ_DEFAULTS.queue, this.#publisher, this.#subscriber);
+  }
+
+  /** Jobs running here now. */
+  get running(): number {
+    return this.#live.size;
+  }
+
+  async start(): Promise<void> {
+    await this.#subscriber.subscribe(this.#names.control);
+    this.#subscriber.on('message', (channel: string, text: string) => {
+      if (channel === this.#names.control) this.#onControl(text);
+    });
+    await this.#rateGate.start();
+    const lockMs = this.#options.lockMs ?? BULLMQ_DEFAULTS.lockMs;
+    this.#worker = new Worker(this.#names.queue, (job, token, signal) => this.#process(job, token, signal), {
+      connection: this.#client(),
+      name: this.name,
+      concurrency: this.#options.concurrency,
+      lockDuration: lockMs,
+      // The stall check runs as often as a lock lasts: a dead worker's job is re-run within two lock periods.
+      stalledInterval: lockMs,
+      maxStalledCount: this.#options.maxStalls ?? BULLMQ_DEFAULTS.maxStalls,
+      // Never BullMQ's sandboxed processors (`useWorkerThreads` crashes the host on out-of-memory): Piscina runs the job.
+      useWorkerThreads: false,
+    });
+    this.#worker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => this.#onLockLost(id)));
+    // BullMQ reports failed lock renewals and stale completions as errors: expected, logged only.
+    this.#worker.on('error', (error) => this.#options.logger?.warn({ err: error }, 'bullmq worker error'));
+    await this.#worker.waitUntilReady();
+  }
+
+  /**
+   * Stops taking jobs, asks the running ones to stop (they go back to the queue and run on
+   * another worker), waits at most `closeTimeoutMs`, then hard-stops what is left and ends
+   * every thread. Every call returns the same promise.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    const timeoutMs = this.#options.closeTimeoutMs ?? BULLMQ_DEFAULTS.closeTimeoutMs;
+    for (const live of this.#live.values()) {
+      live.evicted = true;
+      live.attempt.requestStop('close');
+    }
+    const closed = this.#worker?.close() ?? Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([closed.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), timeoutMs)))]);
+    clearTimeout(timer);
+    if (timedOut) {
+      this.#options.logger?.warn({ running: this.#live.size }, 'worker close timed out; hard-stopping what is left');
+      for (const live of this.#live.values()) live.attempt.hardStop();
+      await Promise.race([this.#worker?.close(true), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]).catch(() => undefined);
+    }
+    this.#rateGate.stop();
+    await this.#pool.close();
+    await Promise.all(this.#clients.map((client) => closeClient(client)));
+  }
+
+  #client(): Redis {
+    const client = redisClient(this.#options.redisUrl);
+    // Without a listener ioredis prints every failed reconnect; Redis may be restarting.
+    client.on('error', (error) => this.#options.logger?.debug({ err: error }, 'redis connection error'));
+    this.#clients.push(client);
+    return client;
+  }
+
+  async #process(job: Job<RemoteJobData>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunResult> {
+    const parsed = wireSpecSchema.safeParse(job.data?.spec);
+    if (!parsed.success) {
+      // Retrying cannot fix a malformed job (nor one that carries a key, a workspace or a sandbox setting).
+      const where = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || 'spec'}: ${issue.message}`).join('; ');
+      throw new UnrecoverableError(`job ${job.id} carries no valid forkpool job spec (${where})`);
+    }
+    if (this.#closing) throw new Error(`worker ${this.name} is closing; the job goes to another worker`);
+    const spec: WireSpec = parsed.data;
+    const bullId = job.id as string;
+    const runToken = token ?? `${this.name}:${bullId}:${job.attemptsStarted}`;
+    const run = Math.max(1, job.attemptsStarted);
+    const result = (end: RemoteEnd, started = true): RunResult => ({ token: runToken, worker: this.name, run, started, end });
+    let localSpec: JobSpec;
+    try {
+      localSpec = this.#policy.localSpec(spec);
+    } catch (error) {
+      // Fails alone and at once: no thread, no model request, the worker's key goes nowhere.
+      this.#options.logger?.warn({ bullId, err: error }, 'refused a job this worker\'s configuration does not allow');
+      this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: 'done', stopReason: 'error', lockLost: false, evicted: false });
+      return result({ kind: 'done', outcome: refused(error) });
+    }
+    const live: LiveRun = { attempt: this.#attempt(localSpec, bullId, runToken, run), token: runToken, run, lockLost: false, evicted: false };
+    // Listed before the look-up below, so a cancel published meanwhile finds it (as a stop request).
+    this.#live.set(bullId, live);
+    const cancelled = (await this.#publisher.exists(this.#names.cancelled(bullId))) === 1;
+    if (cancelled || live.attempt.stopReason) {
+      live.attempt.dispose();
+      this.#live.delete(bullId);
+      return result({ kind: 'done', outcome: cancelledBeforeStart(spec.id) }, false);
+    }
+    const onSignal = () => live.attempt.requestStop('cancel');
+    signal?.addEventListener('abort', onSignal, { once: true });
+    let end: AttemptEnd;
+    try {
+      live.attempt.launch({ ...localSpec, processTag: `${spec.processTag ?? spec.id}.r${run}` });
+      end = await live.attempt.ended;
+    } finally {
+      signal?.removeEventListener('abort', onSignal);
+      live.attempt.dispose();
+      this.#live.delete(bullId);
+    }
+    const stopReason = end.kind === 'done' ? end.outcome.stopReason : live.attempt.stopReason;
+    this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: end.kind, ...(stopReason ? { stopReason } : {}), lockLost: live.lockLost, evicted: live.evicted });
+    // Its completion would be refused anyway (the lock is gone); throwing says so in the log.
+    if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
+    if (live.evicted) throw new Error(`worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);
+    return result(remoteEnd(end));
+  }
+
+  #attempt(spec: JobSpec, bullId: string, token: string, run: number): Attempt {
+    const publish = (message: WorkerMessage) => this.#publish({ type: 'message', jobId: spec.id, bullId, token, run, worker: this.name, message });
+    const attempt: Attempt = new Attempt({
+      jobId: spec.id,
+      number: run,
+      executor: this.#pool,
+      scheduler: realScheduler,
+      // Jobs never ask a person: what the job's config grants is what it has.
+      permissions: { isGranted: (tool) => (spec.config.grantedTools as string[]).includes(tool) },
+      rateGateBuffer: this.#rateGate.buffer,
+      cancelGraceMs: spec.config.background.cancelGraceMs,
+      logger: this.#options.logger,
+      onStarted: (threadId) => {
+        // BullMQ has no job timeout: the job's own wall clock is enforced here, from its start.
+        attempt.armTimeout(spec.config.background.timeoutMinutes * 60_000, () => attempt.requestStop('timeout'));
+        publish({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
+      },
+      onProgress: (event) => publish({ type: 'progress', jobId: spec.id, event }),
+      onAlert: (alert) => publish({ type: 'alert', jobId: spec.id, ...alert }),
+      onSpawn: (requestId) =>
+        void attempt.post({ type: 'spawn-result', requestId, ok: false, code: 'DEPTH_EXCEEDED', message: 'nested background jobs are not available on the bullmq executor' }),
+    });
+    return attempt;
+  }
+
+  #publish(event: RemoteEvent): void {
+    void this.#publisher.publish(this.#names.events, JSON.stringify(event)).catch(() => undefined);
+  }
+
+  #onControl(text: string): void {
+    let parsed;
+    try {
+      parsed = controlMessageSchema.safeParse(JSON.parse(text));
+    } catch {
+      return;
+    }
+    if (!parsed.success) return;
+    const live = this.#live.get(parsed.data.bullId);
+    if (!live) return;
+    if (parsed.data.action === 'cancel') live.attempt.requestStop(parsed.data.reason);
+    else {
+      live.attempt.stopReason ??= parsed.data.reason;
+      live.attempt.hardStop();
+    }
+  }
+
+  /** The lock is gone: another worker may run this job now, so this run must not go on. */
+  #onLockLost(bullId: string): void {
+    const live = this.#live.get(bullId);
+    if (!live || live.lockLost) return;
+    live.lockLost = true;
+    this.#options.logger?.warn({ bullId, run: live.run }, 'lock renewal failed; aborting the stale run');
+    this.#publish({ type: 'lock-lost', jobId: live.attempt.jobId, bullId, token: live.token, run: live.run, worker: this.name });
+    live.attempt.stopReason ??= 'close';
+    live.attempt.hardStop();
+  }
+}
+
+function remoteEnd(end: AttemptEnd): RemoteEnd {
+  if (end.kind === 'done') return { kind: 'done', outcome: end.outcome };
+  if (end.kind === 'lost') return { kind: 'lost', error: serializeError(end.error) };
+  if (end.kind === 'protocol') return { kind: 'protocol', error: serializeError(end.error) };
+  return { kind: 'protocol', error: serializeError(new JobError('PROTOCOL_INVALID', '-', 'the job waited for children, which the bullmq executor does not run')) };
+}
+
+function refused(error: unknown) {
+  return { stopReason: 'error' as const, text: '', usage: {}, iterations: 0, error: serializeError(error) };
+}
+
+function cancelledBeforeStart(jobId: string) {
+  const error = serializeError(new JobError('JOB_CANCELLED', jobId, 'cancelled before a worker started it'));
+  return { stopReason: 'aborted' as const, text: '', usage: {}, iterations: 0, error };
+}

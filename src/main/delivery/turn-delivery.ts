@@ -1,0 +1,76 @@
+import type { ForkpoolConfig } from '../../shared/config.js';
+import type { Logger } from 'pino';
+import { CHARS_PER_TOKEN, injectionBudgetTokens, planDelivery } from './delivery-budget.js';
+import type { JobRecord } from '../ledger/ledger.js';
+import type { BackgroundManager } from '../jobs/manager.js';
+import { staleFiles, staleNote } from './staleness.js';
+
+/** What one turn's delivery produced. */
+export interface TurnDeliveryResult {
+  /** The `<background_results>` block, '' when nothing is delivered. */
+  block: string;
+  /** Jobs delivered in this turn (whole or in part). */
+  jobs: Readonly<JobRecord>[];
+  /** Ended jobs left for the next turn: the budget had no room for even their header. */
+  deferred: number;
+  /** Jobs re-run instead of delivered: their results rested on files changed since (`staleResults: "rerun"`). */
+  rerun: string[];
+}
+
+/**
+ * One turn's delivery of background results to the parent: each result checked against the
+ * workspace (stale-on-arrival: annotated, or re-run once), then all of them fitted into the
+ * turn's injection budget (see planDelivery), and only then drained from the ledger, with what
+ * each left out recorded for paging.
+ */
+export class TurnDelivery {
+  readonly #manager: BackgroundManager;
+  readonly #config: ForkpoolConfig;
+  readonly #logger: Logger | undefined;
+  /** Jobs already re-run once because their result was stale: never twice. */
+  readonly #rerunOnce = new Set<string>();
+
+  constructor(manager: BackgroundManager, config: ForkpoolConfig, logger?: Logger) {
+    this.#manager = manager;
+    this.#config = config;
+    this.#logger = logger;
+  }
+
+  /** The budget in characters for the whole block (see `delivery.maxInjectedTokens`). */
+  get budgetChars(): number {
+    return injectionBudgetTokens(this.#config) * CHARS_PER_TOKEN;
+  }
+
+  /** `reservedChars`: what else this turn injects (the alerts block), taken off the budget first. */
+  deliver(turn: number, reservedChars = 0): TurnDeliveryResult {
+    const candidates: Readonly<JobRecord>[] = [];
+    const notes = new Map<string, string[]>();
+    const rerun: string[] = [];
+    for (const job of this.#manager.undelivered()) {
+      const stale = job.reads?.length ? staleFiles(job.reads, this.#config.workspaceRoot) : [];
+      if (stale.length > 0 && this.#config.delivery.staleResults === 'rerun' && !this.#rerunOnce.has(job.id) && this.#rerun(job)) {
+        rerun.push(job.id);
+        continue;
+      }
+      if (stale.length > 0) notes.set(job.id, [staleNote(stale, this.#rerunOnce.has(job.id) ? 'rerun-once-already' : 'annotate')]);
+      candidates.push(job);
+    }
+    const plan = planDelivery({ jobs: candidates, budgetChars: Math.max(0, this.budgetChars - reservedChars), perJobMaxChars: this.#config.background.resultMaxChars, notes });
+    const chosen = new Set(plan.delivered.map((j) => j.id));
+    const jobs = plan.delivered.length > 0 ? this.#manager.drain(turn, { accept: (r) => chosen.has(r.id), unread: plan.unread }) : [];
+    for (const job of jobs) this.#rerunOnce.delete(job.id);
+    return { block: plan.block, jobs, deferred: plan.deferred, rerun };
+  }
+
+  #rerun(job: Readonly<JobRecord>): boolean {
+    try {
+      this.#manager.restart(job.id, 're-run once: files it read changed before its result was delivered');
+      this.#rerunOnce.add(job.id);
+      return true;
+    } catch (error) {
+      // Its spec is no longer kept, or its name is taken: delivered with the stale note instead.
+      this.#logger?.warn({ jobId: job.id, err: error }, 'a stale result could not be re-run; delivering it annotated');
+      return false;
+    }
+  }
+}

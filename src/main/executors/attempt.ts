@@ -1,0 +1,316 @@
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { TIMINGS } from '../../shared/defaults.js';
+import { killTagged } from '../../shared/tools/process-tag.js';
+import { JobError, errorMessage } from '../../shared/errors.js';
+import { exposeOnPort } from '../../shared/comlink-port.js';
+import { workerMessageSchema, type AlertSeverity, type ChildSpawnRequest, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type PermissionService } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/tool-loop.js';
+import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
+import type { Executor } from './executor.js';
+import type { JobScheduler } from './scheduler.js';
+
+/** Why the manager asked a job to stop (`budget`: its wall-clock budget ran out). */
+export type StopRequest = 'cancel' | 'timeout' | 'close' | 'budget';
+
+/** How one launch of a job ended, as far as its attempt can tell. */
+export type AttemptEnd =
+  /** The worker reported `done`. */
+  | { kind: 'done'; outcome: JobOutcome }
+  /** No `done` came: the thread died, the task function threw, or a stop ended it first. */
+  | { kind: 'lost'; error: unknown }
+  /** The worker broke the port protocol; its thread was stopped. */
+  | { kind: 'protocol'; error: JobError }
+  /** The job answered with children still running and waits for them, holding no slot. */
+  | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] };
+
+export interface AttemptOptions {
+  jobId: string;
+  /** 1 on the first launch; a re-queued job runs again under a new attempt. */
+  number: number;
+  executor: Executor;
+  scheduler: JobScheduler;
+  permissions: PermissionService;
+  rateGateBuffer: SharedArrayBuffer;
+  /** Cooperative cancel → hard stop after this long. */
+  cancelGraceMs: number;
+  logger?: Logger | undefined;
+  onStarted(threadId: number): void;
+  onProgress(event: LoopEvent): void;
+  onAlert(alert: { message: string; severity: AlertSeverity }): void;
+  /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
+  onSpawn(requestId: number, request: ChildSpawnRequest): void;
+}
+
+
+/**
+ * One launch of one job: it owns the job's ports, timers and child process groups, reads the
+ * worker's messages, and ends exactly once through {@link ended}, whatever order `done`, the
+ * port's `close`, the run settling and the thread's death arrive in. The manager decides what
+ * an ending means (finish, re-queue); the attempt only says what happened.
+ */
+export class Attempt {
+  readonly jobId: string;
+  readonly number: number;
+  readonly ended: Promise<AttemptEnd>;
+  /** Why the manager asked it to stop, if it did. */
+  stopReason: StopRequest | undefined;
+  /** Usage the job reported as it went: kept when its thread dies before `done`. */
+  usage: UsageByModel = {};
+  iterations = 0;
+  /** The last text the job said (capped): a budget stop that has to kill its thread keeps it. */
+  lastText: string | undefined;
+  readonly #options: AttemptOptions;
+  readonly #hardStop = new AbortController();
+  readonly #timers: unknown[] = [];
+  readonly #processGroups = new Set<number>();
+  #resolve!: (end: AttemptEnd) => void;
+  #end: AttemptEnd | undefined;
+  #port: MessagePort | undefined;
+  #permissionPort: MessagePort | undefined;
+  #started = false;
+  #hardStopped = false;
+  #portClosed = false;
+  #runSettled = false;
+  #runError: unknown;
+  #fallbackArmed = false;
+  #processTag: string | undefined;
+  /** The job started a child process at some point: its end sweeps for what is left. */
+  #hadChildren = false;
+
+  constructor(options: AttemptOptions) {
+    this.#options = options;
+    this.jobId = options.jobId;
+    this.number = options.number;
+    this.ended = new Promise((resolve) => (this.#resolve = resolve));
+  }
+
+  /** True once a hard stop was ordered (the thread is being, or was, terminated). */
+  get hardStopped(): boolean {
+    return this.#hardStopped;
+  }
+
+  get isOver(): boolean {
+    return this.#end !== undefined;
+  }
+
+  /** Hands the job to the executor. */
+  launch(spec: JobSpec): void {
+    const { executor } = this.#options;
+    this.#processTag = spec.processTag;
+    const events = new MessageChannel();
+    const permissions = new MessageChannel();
+    this.#port = events.port1;
+    this.#permissionPort = permissions.port1;
+    exposeOnPort(this.#options.permissions, permissions.port1);
+    events.port1.on('message', (message: unknown) => this.#onMessage(message));
+    events.port1.once('close', () => {
+      this.#portClosed = true;
+      this.#check();
+    });
+    const task = { spec, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#options.rateGateBuffer };
+    const exclusive = this.number > 1 && executor.capabilities.exclusive;
+    let run: Promise<void>;
+    try {
+      run = executor.run(task, { hardStop: this.#hardStop.signal, ...(exclusive ? { exclusive } : {}) });
+    } catch (error) {
+      run = Promise.reject(error);
+    }
+    run
+      .then(undefined, (error: unknown) => {
+        this.#runError = error;
+      })
+      .finally(() => {
+        this.#runSettled = true;
+        this.#check();
+      });
+  }
+
+  /** Sends the job a message (a spawn's answer, its children's results). False once it cannot arrive. */
+  post(message: MainMessage): boolean {
+    if (this.#end || this.#portClosed || !this.#port) return false;
+    try {
+      this.#port.postMessage(message);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The wall clock starts when the worker says `started` (queue time does not count). */
+  armTimeout(ms: number, onTimeout: () => void, kind: 'timeout' | 'budget' = 'timeout'): void {
+    this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind }));
+  }
+
+  /**
+   * Phase one of a stop: asks the job over its port; phase two, after the grace period, ends
+   * its thread. Returns false when a stop was already under way or the attempt is over.
+   */
+  requestStop(reason: StopRequest): boolean {
+    if (this.stopReason || this.#end) return false;
+    this.stopReason = reason;
+    try {
+      this.#port?.postMessage({ type: 'cancel', reason });
+    } catch {
+      // A port already closed: the hard stop below still comes.
+    }
+    this.#timers.push(this.#options.scheduler.set(() => this.hardStop(), this.#options.cancelGraceMs, { jobId: this.jobId, kind: 'cancel-grace' }));
+    return true;
+  }
+
+  /** Ends the job's thread now and kills every child process group it registered. */
+  hardStop(): void {
+    if (this.#hardStopped || this.#end) return;
+    // A child process group reported just now may still wait in the port: register it first.
+    this.#drainPort();
+    this.#hardStopped = true;
+    this.#killProcessGroups();
+    this.#sweepTagged();
+    if (this.#end) return;
+    if (!this.#options.executor.capabilities.hardStop) {
+      // In-process jobs cannot be forced: the record says it was let go, not that it stopped.
+      const error = new JobError('ABORTED', this.jobId, 'the executor cannot force a stop (it runs jobs on the main thread); the job was let go and may still be running');
+      return this.#finish({ kind: 'lost', error });
+    }
+    this.#hardStop.abort(new JobError('ABORTED', this.jobId, 'hard stop'));
+  }
+
+  /** Ends the attempt without a result (close(): its thread is gone and nothing more will come). */
+  abandon(error: unknown): void {
+    this.#drainPort();
+    this.#finish({ kind: 'lost', error });
+  }
+
+  /** Clears its timers, closes its ports and kills what is left of its child processes. */
+  dispose(): void {
+    for (const timer of this.#timers) this.#options.scheduler.clear(timer);
+    this.#timers.length = 0;
+    // Process groups reported after the ending are still in the port: read them before it closes.
+    this.#drainPort();
+    this.#port?.close();
+    this.#permissionPort?.close();
+    this.#killProcessGroups();
+    // A thread that died or was stopped could not clean up after itself, and a tool aborted at
+    // the job's end may still be stopping its command: nothing of a job outlives it. (Only jobs
+    // that ever started a process pay for the sweep.)
+    if (this.#hadChildren || this.#hardStopped || this.#end?.kind === 'lost' || this.#end?.kind === 'protocol') this.#sweepTagged();
+  }
+
+  #onMessage(raw: unknown): void {
+    if (this.#end) return this.#afterEnd(raw);
+    // This runs in the host's event loop: nothing a worker sends may throw here.
+    try {
+      const parsed = workerMessageSchema.safeParse(raw);
+      if (!parsed.success) return this.#violate(`it sent an invalid message (${z.prettifyError(parsed.error).split('\n')[0] ?? 'unknown shape'})`);
+      const message = parsed.data;
+      if (message.jobId !== this.jobId) return this.#violate(`it sent a message for job ${JSON.stringify(message.jobId)}`);
+      switch (message.type) {
+        case 'started':
+          if (this.#started && !this.#options.executor.capabilities.reruns) return this.#violate('it sent "started" twice');
+          this.#started = true;
+          return this.#options.onStarted(message.threadId);
+        case 'progress': {
+          const event = message.event as LoopEvent;
+          if (event.type === 'model_response') {
+            this.usage = addModelUsage(this.usage, event.model, event.usage);
+            this.iterations = Math.max(this.iterations, event.iteration);
+          }
+          if (event.type === 'assistant_text') this.lastText = event.text;
+          return this.#options.onProgress(event);
+        }
+        case 'process':
+          if (message.state === 'started') this.#hadChildren = true;
+          if (message.state === 'started') this.#processGroups.add(message.pgid);
+          else this.#processGroups.delete(message.pgid);
+          return;
+        case 'alert':
+          return this.#options.onAlert({ message: message.message, severity: message.severity });
+        case 'spawn':
+          return this.#options.onSpawn(message.requestId, message.request);
+        case 'suspend':
+          return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
+        case 'done':
+          return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
+      }
+    } catch (error) {
+      this.#options.logger?.error({ err: error, jobId: this.jobId }, 'a worker message could not be handled');
+      this.#violate(`its message could not be handled (${errorMessage(error)})`);
+    }
+  }
+
+  /** After its ending only one message still matters: a child process group, which must die. */
+  #afterEnd(raw: unknown): void {
+    const parsed = workerMessageSchema.safeParse(raw);
+    if (!parsed.success || parsed.data.type !== 'process' || parsed.data.jobId !== this.jobId) return;
+    if (parsed.data.state === 'started') this.#hadChildren = true;
+    if (parsed.data.state === 'started') this.#processGroups.add(parsed.data.pgid);
+    else this.#processGroups.delete(parsed.data.pgid);
+  }
+
+  #violate(what: string): void {
+    if (this.#end) return;
+    const error = new JobError('PROTOCOL_INVALID', this.jobId, `the worker broke the job protocol: ${what}`);
+    this.#finish({ kind: 'protocol', error });
+    // A worker that breaks the protocol cannot be trusted to stop when asked.
+    this.#hardStopped = true;
+    this.#killProcessGroups();
+    this.#hardStop.abort(error);
+  }
+
+  /** Ends once enough is known: its `done`, or its run settled and its port closed. */
+  #check(): void {
+    if (this.#end || (!this.#runSettled && !this.#portClosed)) return;
+    // The worker may have posted `done` before its run settled, and the main thread not have
+    // read it yet (it was busy): read what the port holds before saying "no result".
+    this.#drainPort();
+    if (this.#end) return;
+    if (this.#runSettled && this.#portClosed) return this.#finish({ kind: 'lost', error: this.#noResultError() });
+    if (this.#runSettled && !this.#fallbackArmed) {
+      this.#fallbackArmed = true;
+      const onFallback = () => {
+        this.#drainPort();
+        this.#portClosed = true;
+        this.#check();
+      };
+      this.#timers.push(this.#options.scheduler.set(onFallback, TIMINGS.portCloseFallbackMs, { jobId: this.jobId, kind: 'port-close' }));
+    }
+  }
+
+  #drainPort(): void {
+    // Only an open port: once its `close` has fired every message was delivered, and
+    // receiveMessageOnPort() on a closed port crashes Node 20 (a segmentation fault, seen here).
+    if (!this.#port || this.#portClosed) return;
+    for (let next = receiveMessageOnPort(this.#port); next; next = receiveMessageOnPort(this.#port)) this.#onMessage(next.message);
+  }
+
+  #noResultError(): unknown {
+    return this.#runError ?? new JobError('PROTOCOL_INVALID', this.jobId, 'the worker ended the job without reporting a result');
+  }
+
+  #finish(end: AttemptEnd): void {
+    if (this.#end) return;
+    this.#end = end;
+    this.#resolve(end);
+  }
+
+  /**
+   * After a hard stop or a lost thread, also every process still carrying this attempt's tag:
+   * a command forked just before the thread died may never have been reported.
+   */
+  #sweepTagged(): void {
+    if (this.#processTag) void killTagged(this.#processTag);
+  }
+
+  #killProcessGroups(): void {
+    for (const pgid of this.#processGroups) {
+      try {
+        // The negative pid reaches the whole group: the command and everything it started.
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        // ESRCH: the group is already gone.
+      }
+    }
+    this.#processGroups.clear();
+  }
+}

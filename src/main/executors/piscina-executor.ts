@@ -1,0 +1,107 @@
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import type { Logger } from 'pino';
+import { TIMINGS } from '../../shared/defaults.js';
+import type { JobTask } from '../../shared/protocol.js';
+import { scrubEnv } from '../../shared/tools/secrets.js';
+import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
+
+export interface PiscinaExecutorOptions {
+  /** `thread`: one job per thread (hard stop and heap cap hit one job). `shared`: many per thread. */
+  isolation: 'thread' | 'shared';
+  /** Most threads. */
+  threads: number;
+  /** Jobs per thread in `shared` isolation. */
+  tasksPerThread: number;
+  /** Old-generation heap cap of each thread, MiB. */
+  heapMb: number;
+  /** How much nicer than the main thread the workers run (Linux); default 0. */
+  niceIncrement?: number;
+  /** Built worker file URL; defaults to dist/worker/entry.js. Tests pass a fixture here. */
+  workerFile?: string;
+  /** Idle threads above `minThreads` end after this long (default 10 minutes: keep them warm). */
+  idleTimeoutMs?: number;
+  logger?: Logger;
+}
+
+
+/**
+ * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
+ * thread, so `shared` isolation passes none and hard-stops by terminating the job's thread
+ * (found by the thread id the job wrote into its slot); its neighbours die too and the manager re-queues them.
+ */
+export class PiscinaExecutor implements Executor {
+  readonly kind = 'piscina' as const;
+  readonly capabilities: ExecutorCapabilities;
+  readonly #pool: Piscina<JobTask, unknown>;
+  #closed = false;
+
+  constructor(options: PiscinaExecutorOptions) {
+    this.capabilities = { isolation: options.isolation, hardStop: true, exclusive: true };
+    const maxThreads = Math.max(1, options.threads);
+    this.#pool = new Piscina({
+      // Piscina loads a CommonJS loader, which imports the real (ES module) entry: see loader.cts.
+      filename: workerFileUrl('loader'),
+      workerData: { forkpoolEntry: options.workerFile ?? workerFileUrl('entry') },
+      minThreads: Math.min(maxThreads, Math.max(1, availableParallelism())),
+      maxThreads,
+      idleTimeout: options.idleTimeoutMs ?? TIMINGS.poolIdleTimeoutMs,
+      // The default ('sync') freezes a worker's event loop between tasks: timers and late port traffic stall.
+      atomics: 'disabled',
+      concurrentTasksPerWorker: options.isolation === 'shared' ? Math.max(1, options.tasksPerThread) : 1,
+      resourceLimits: { maxOldGenerationSizeMb: options.heapMb },
+      niceIncrement: options.niceIncrement ?? 0,
+      // Workers get an environment without API keys; a job's key travels in its cloned config.
+      env: scrubEnv(process.env),
+      closeTimeout: TIMINGS.poolCloseWaitMs,
+    });
+    // Without a listener, a worker error could crash the host process.
+    this.#pool.on('error', (error: unknown) => options.logger?.warn({ err: error }, 'worker thread error'));
+  }
+
+  async run(task: JobTask, { hardStop, exclusive }: ExecuteOptions): Promise<void> {
+    const transferList = [task.port, task.permissionPort];
+    // Piscina never shares the thread of a task that has an AbortSignal: that is how a job gets
+    // a thread of its own, and the signal is then its hard stop.
+    const ownThread = this.capabilities.isolation === 'thread' || exclusive === true;
+    let onAbort: (() => void) | undefined;
+    let runTask = task;
+    if (!ownThread) {
+      // A shared thread is ended by hand; the job writes its thread id here as it starts.
+      const threadSlot = new Int32Array(new SharedArrayBuffer(4));
+      runTask = { ...task, threadSlot };
+      onAbort = () => {
+        const id = Atomics.load(threadSlot, 0);
+        const worker = id === 0 ? undefined : this.#pool.threads.find((w) => w.threadId === id);
+        void worker?.terminate();
+      };
+      hardStop.addEventListener('abort', onAbort, { once: true });
+    }
+    let value: unknown;
+    try {
+      value = await this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+    } catch (error) {
+      throw classifyWorkerFailure(error, task.spec.id);
+    } finally {
+      if (onAbort) hardStop.removeEventListener('abort', onAbort);
+    }
+    throwIfTaskFailed(value, task.spec.id);
+  }
+
+  threadCount(): number {
+    // Honest after close too: destroy() leaves the list empty only once every thread is gone.
+    return this.#pool.threads.length;
+  }
+
+  /** Threads the pool keeps alive when idle (and replaces when one dies). */
+  get minThreads(): number {
+    return this.#pool.options.minThreads;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    // destroy() ends every thread at once; the manager has already drained or cancelled the jobs.
+    await this.#pool.destroy();
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * The background manager's public shapes (options, requests, events) and spawn admission,
+ * apart from the engine in manager.ts.
+ */
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { agentEntry } from '../../shared/agents.js';
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
+import { JobError, errorMessage, type SerializedError } from '../../shared/errors.js';
+import { JOB_ROLES, type AlertSeverity, type JobRole } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/tool-loop.js';
+import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
+import type { Executor } from '../executors/executor.js';
+import type { JobRecord } from '../ledger/ledger.js';
+import type { JobStore } from '../ledger/ledger-store.js';
+import type { PermissionStore } from '../limits/permissions.js';
+import type { JobScheduler } from '../executors/scheduler.js';
+
+export interface BackgroundManagerOptions {
+  config: ForkpoolConfig;
+  /**
+   * Defaults to a Piscina executor shaped by `config.background`, which the manager then owns
+   * and closes. An executor passed in is the caller's: close() leaves it running unless
+   * `closeExecutor` says otherwise.
+   */
+  executor?: Executor;
+  /** Close the executor on close(). Default: only when the manager created it. */
+  closeExecutor?: boolean;
+  /** The session's grants, served to workers; background jobs never ask a person. */
+  permissions?: PermissionStore;
+  logger?: Logger;
+  /** Job timers (timeout, cancel grace); tests inject a manual one to drive time. */
+  scheduler?: JobScheduler;
+  /**
+   * A durable ledger scope (`openSqliteLedger(path).jobs(scope)`): every record is written there
+   * before it is acted on, and the manager starts by recovering what a previous process left
+   * (README "Durability"). Default: the ledger lives in memory.
+   */
+  store?: JobStore;
+}
+
+export interface SpawnRequest {
+  task: string;
+  label: string;
+  /** Default `primary`. `user` jobs are not wave-gated. */
+  role?: JobRole;
+  /** The agent turn that spawned it; omit for a user-started job. */
+  wave?: number | null;
+  /** The parent's capped session summary (`full_context: true`). */
+  parentSummary?: string;
+  /** A configured peer agent; unset: a fork of the parent (a `user` job: `background.defaultAgent`). */
+  agent?: string;
+  /** Unique among live jobs; usable wherever an id is (cancel, check, restart). */
+  name?: string;
+  /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
+  parentToolId?: string;
+  /** When its wave's follow-up may come early (README "Wave joins"); replaces the wave's join. */
+  join?: JoinPolicy;
+  /** Tighter budgets than its agent's (or `background.budget`'s); a field above them is refused (BUDGET_OVER_LIMIT). */
+  budget?: BudgetLimits;
+}
+
+export interface SpawnOptions {
+  /** Aborting it cancels the job (at once while queued, in two phases while running). */
+  signal?: AbortSignal;
+}
+
+export interface JobAlert {
+  jobId: string;
+  label: string;
+  message: string;
+  severity: AlertSeverity;
+  /** 1-based among this job's alerts. */
+  number: number;
+  at: number;
+}
+
+export interface JobHandle {
+  id: string;
+  label: string;
+  state: JobRecord['state'];
+  /**
+   * Set when no new job started (see README "De-duplication"): `attached`, an identical job was
+   * running and this is it; `reused`, one ended `ok` `ageMs` ago and its result stands.
+   */
+  joined?: 'attached' | 'reused';
+  ageMs?: number;
+}
+
+export interface CloseReport {
+  /** Jobs cancelled by close (queued or running). */
+  cancelled: string[];
+  /** Jobs that did not end within the bound and were hard-stopped with their threads. */
+  stragglers: string[];
+}
+
+/** Records in events are frozen values: keep them, never change them. */
+export type ManagerEvents = {
+  spawned: [Readonly<JobRecord>];
+  started: [Readonly<JobRecord>];
+  /** `parentToolId`: set for a job an `agent_<name>` call started. */
+  progress: [{ jobId: string; event: LoopEvent; parentToolId?: string }];
+  /** An `agent_<name>(background: true)` call returned early; the job goes on. */
+  backgrounded: [Readonly<JobRecord>];
+  done: [Readonly<JobRecord>];
+  requeued: [Readonly<JobRecord>];
+  'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
+  /** A wave's join let its follow-up come before all its jobs ended (`wave-done` still comes at the end). */
+  'wave-joined': [{ wave: number; reason: 'quorum' | 'deadline'; ended: Readonly<JobRecord>[]; pending: Readonly<JobRecord>[] }];
+  /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
+  alert: [JobAlert];
+  idle: [];
+  /**
+   * A write to the durable ledger failed (disk full, I/O error). A spawn or delivery it belonged
+   * to was refused; a job's start or ending was kept in memory and is written again before the
+   * next write (`unsaved`). `first`: the first failure since writes last went through.
+   */
+  'ledger-error': [{ error: SerializedError; sqliteCode: string; operation: string; unsaved: number; first: boolean }];
+  /** Writes go through again after `ledger-error`: everything unsaved is on disk now. */
+  'ledger-recovered': [{ failedWrites: number }];
+};
+
+const spawnRequestSchema = z.strictObject({
+  task: z.string().trim().min(1, 'task must not be empty').max(200_000),
+  label: z.string().max(200),
+  role: z.enum(JOB_ROLES).optional(),
+  wave: z.number().int().nullable().optional(),
+  parentSummary: z.string().optional(),
+  agent: z.string().min(1).max(64).optional(),
+  name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
+  parentToolId: z.string().min(1).max(200).optional(),
+  join: joinSchema.optional(),
+  budget: budgetLimitsSchema.optional(),
+});
+
+/** True when the request is well formed (admission says what is wrong when it is not). */
+export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
+  return spawnRequestSchema.safeParse(request).success;
+}
+
+/** What admission decided about a spawn request: its validated fields, role and agent. */
+export interface Admitted {
+  data: z.output<typeof spawnRequestSchema>;
+  role: JobRole;
+  agent: string | undefined;
+}
+
+/**
+ * Validates a spawn request and decides whether it may be queued now: a clear, typed error the
+ * model can read when not (`TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, `QUEUE_FULL`, `NAME_TAKEN`).
+ * `waiting` counts the jobs that would wait for a slot (not those about to take a free one).
+ */
+export function admitSpawn(request: SpawnRequest, config: ForkpoolConfig, waiting: number, nameHolder: (name: string) => string | undefined, stateOf: (id: string) => string | undefined): Admitted {
+  const parsed = spawnRequestSchema.safeParse(request);
+  if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
+  const { queueLimit, maxConcurrent, onFull, defaultAgent } = config.background;
+  const role = parsed.data.role ?? 'primary';
+  const agent = parsed.data.agent ?? (role === 'user' ? defaultAgent : undefined);
+  if (agent !== undefined) {
+    try {
+      agentEntry(config, agent);
+    } catch (error) {
+      throw new JobError('AGENT_UNKNOWN', '-', errorMessage(error));
+    }
+  }
+  if (onFull === 'reject' && waiting >= 0) {
+    throw new JobError('QUEUE_FULL', '-', `all ${maxConcurrent} background slots are taken (onFull: reject); wait for a job to finish or cancel one`);
+  }
+  if (queueLimit > 0 && waiting >= queueLimit) {
+    throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
+  }
+  const name = parsed.data.name;
+  const holder = name === undefined ? undefined : nameHolder(name);
+  if (holder !== undefined) {
+    throw new JobError('NAME_TAKEN', holder, `the name "${name}" belongs to job ${holder}, which is still ${stateOf(holder) ?? 'live'}; pick another name or wait for it to end`);
+  }
+  return { data: parsed.data, role, agent };
+}

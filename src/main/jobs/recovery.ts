@@ -1,0 +1,152 @@
+/**
+ * Restart recovery for a durable ledger: what a manager opened on a ledger that a previous
+ * process wrote does with each job it finds. Ended and undelivered: kept for the next drain
+ * (delivered once). Queued and never started: queued again, in spawn order. Started (running,
+ * or re-queued after a start) when the process died: "interrupted by a restart", then re-run,
+ * or delivered as interrupted when the policy says so, when it was re-run too often already, or
+ * when its agent can write files or run commands (never re-run silently).
+ */
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { GATED_TOOLS } from '../../shared/defaults.js';
+import { JobError, serializeError } from '../../shared/errors.js';
+import type { JobSpec } from '../../shared/protocol.js';
+import type { JobNames } from './job-names.js';
+import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
+import type { StoredJob, StoredSpec } from '../ledger/ledger-store.js';
+import type { InvalidRow } from '../ledger/ledger-rows.js';
+import type { WaveJoins } from './joins.js';
+
+/** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
+export const INTERRUPTED_NOTE = 'interrupted by a restart';
+
+export interface RecoveryHost {
+  readonly config: ForkpoolConfig;
+  readonly ledger: DeliveryLedger;
+  readonly names: JobNames;
+  readonly specs: Map<string, JobSpec>;
+  readonly waves: WaveJoins;
+  /** Queues a job to launch (in the order called). */
+  enqueue(id: string): void;
+  /** An ended job's spec, kept for a later restart_background_agent. */
+  keepSpec(spec: JobSpec): void;
+}
+
+/** What recovery did, by job id, for logs and the CLI. */
+export interface RecoveryReport {
+  /** Ended before the restart and waiting for delivery. */
+  undelivered: string[];
+  /** Queued, never started: queued again. */
+  requeued: string[];
+  /** Started when the process died: re-run. */
+  rerun: string[];
+  /** Started when the process died: ended as interrupted, delivered as such. */
+  interrupted: string[];
+  /** Rows that failed their check when read back (edited or broken on disk): not recovered, reported with what was found. */
+  invalid: InvalidRow[];
+}
+
+export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nextId: number; invalid?: InvalidRow[] }): RecoveryReport {
+  const { config, ledger } = host;
+  ledger.restore(stored.jobs, stored.nextId);
+  const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
+  for (const { record, spec: storedSpec } of stored.jobs) {
+    const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
+    if (record.state === 'ended') {
+      if (record.deliveredInTurn === undefined) report.undelivered.push(record.id);
+      host.keepSpec(spec);
+      continue;
+    }
+    // Dispatched counts as started: its thread may have begun before its `started` was recorded.
+    const started = record.state === 'running' || record.attempts > 0 || record.waitingForChildren === true || (record.dispatched ?? 0) > 0;
+    if (!started && record.parentJobId === undefined) {
+      claimName(host, record);
+      host.specs.set(record.id, spec);
+      host.enqueue(record.id);
+      report.requeued.push(record.id);
+      continue;
+    }
+    const reruns = record.notes.filter((note) => note.startsWith(INTERRUPTED_NOTE)).length;
+    const why = whyNotRerun(config, record, reruns);
+    if (why === undefined) {
+      const note = `${INTERRUPTED_NOTE} (it had started ${record.attempts} time(s)); re-run`;
+      if (record.state === 'running') ledger.requeue(record.id, note);
+      else ledger.noteQueued(record.id, note);
+      claimName(host, record);
+      host.specs.set(record.id, spec);
+      host.enqueue(record.id);
+      report.rerun.push(record.id);
+    } else {
+      ledger.markEnded(record.id, interruptedEnding(record, why));
+      host.keepSpec(spec);
+      report.interrupted.push(record.id);
+    }
+  }
+  // Their spawning turns are over (the process that ran them died): each wave ends when its re-queued members do.
+  const waves = new Set<number>();
+  for (const id of [...report.requeued, ...report.rerun]) {
+    const wave = ledger.get(id)?.wave;
+    if (wave === null || wave === undefined) continue;
+    host.waves.add(wave, id);
+    waves.add(wave);
+  }
+  for (const wave of waves) host.waves.seal(wave);
+  return report;
+}
+
+/**
+ * A resumed session's turns after `committedTurns` died with the process: results delivered in
+ * them never reached the kept conversation, so they wait for delivery again. Returns their ids.
+ */
+export function takeBackDeliveries(ledger: DeliveryLedger, committedTurns: number): string[] {
+  const back: string[] = [];
+  for (const record of ledger.snapshot()) {
+    if (record.parentJobId !== undefined || record.deliveredInTurn === undefined || record.deliveredInTurn <= committedTurns) continue;
+    if (ledger.undeliver(record.id, `delivered in turn ${record.deliveredInTurn}, which a restart cut short; delivered again`)) back.push(record.id);
+  }
+  return back;
+}
+
+/** Why a started job is delivered as interrupted instead of re-run; undefined: it is re-run. */
+function whyNotRerun(config: ForkpoolConfig, record: Readonly<JobRecord>, reruns: number): string | undefined {
+  // Its parent job's conversation died with the process; the parent (re-run or not) decides anew.
+  if (record.parentJobId !== undefined) return `its parent job ${record.parentJobId} was interrupted too`;
+  if (record.waitingForChildren) return 'it was waiting for its children, whose results died with the process';
+  const sideEffects = sideEffectTools(config, record.agent);
+  if (sideEffects.length > 0) return `its agent can ${sideEffects.join(', ')}, so it is never re-run silently; restart it if that is safe`;
+  if (config.ledger.onInterrupted === 'deliver') return 'ledger.onInterrupted is "deliver"';
+  if (reruns >= config.ledger.maxReruns) return `it was re-run after ${reruns} restart(s) already (ledger.maxReruns ${config.ledger.maxReruns})`;
+  return undefined;
+}
+
+/**
+ * The tools a job of `agent` (or a fork of the parent) could use to write files or run
+ * commands: in its tool list and granted. Background jobs never ask, so an ungranted gated tool
+ * is refused to them; but with `permissionMode: "ask"` a person may have granted it meanwhile.
+ */
+export function sideEffectTools(config: ForkpoolConfig, agent: string | undefined): string[] {
+  const tools = (agent !== undefined ? config.agents[agent]?.tools : undefined) ?? config.tools;
+  return tools.filter((tool) => GATED_TOOLS.includes(tool) && (config.permissionMode === 'ask' || config.grantedTools.includes(tool)));
+}
+
+function interruptedEnding(record: Readonly<JobRecord>, why: string): JobEnding {
+  const error = serializeError(new JobError('JOB_INTERRUPTED', record.id, `${INTERRUPTED_NOTE} while it ran; not re-run: ${why}`));
+  return { status: 'failed', endedBy: 'crash', resultText: '', usage: record.usage, iterations: record.iterations, error };
+}
+
+function claimName(host: RecoveryHost, record: Readonly<JobRecord>): void {
+  if (record.name !== undefined && host.names.holder(record.name) === undefined) host.names.claim(record.name, record.id);
+}
+
+/** A spec rebuilt from the record alone (the spec row may be missing if the process died between the two writes). */
+function specFromRecord(record: Readonly<JobRecord>): StoredSpec {
+  return {
+    id: record.id,
+    label: record.label,
+    task: record.task,
+    role: record.role,
+    attempt: 1,
+    ...(record.agent !== undefined ? { agent: record.agent } : {}),
+    ...(record.parentToolId !== undefined ? { parentToolId: record.parentToolId } : {}),
+    ...(record.depth !== undefined ? { depth: record.depth } : {}),
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * The shape of one job's record in the delivery ledger: its state, how it ended, what it spent,
+ * and whether (and in which turn) its result reached the parent. Plain data: records are cloned
+ * into events, the API and the durable store.
+ */
+import type { SerializedError } from '../../shared/errors.js';
+import type { FileRead, JobRole } from '../../shared/protocol.js';
+import type { ResultTag } from '../../shared/result-tag.js';
+import type { StopReason } from '../../shared/tool-loop.js';
+import type { UsageByModel } from '../../shared/usage.js';
+import type { BudgetLimits, BudgetName, BudgetReport } from '../../shared/budget.js';
+
+export type JobState = 'queued' | 'running' | 'ended';
+export type JobStatus = 'ok' | 'error' | 'partial' | 'failed' | 'cancelled' | 'timed_out';
+/** What ended a job: its own answer, a cooperative cancel over the port, or a hard stop of its thread. */
+export type EndedBy = 'completed' | 'cooperative' | 'hard' | 'crash' | 'queue';
+
+/**
+ * One job's whole story. The ledger is the one source for drain, status and display. Records
+ * the ledger hands out are frozen values: a new one replaces the old at every transition, so
+ * readers share them without copying and can never change the ledger through them.
+ */
+export interface JobRecord {
+  id: string;
+  label: string;
+  /** The task; after retention drops the result, only its head (see `resultDropped`). */
+  task: string;
+  role: JobRole;
+  /** The configured peer it runs (a key of `config.agents`); unset: a fork of the parent. */
+  agent?: string;
+  /** A name given at spawn, unique among live jobs; usable wherever an id is. */
+  name?: string;
+  /** The parent's tool call that started it (`agent_<name>`), so a front end can group its events. */
+  parentToolId?: string;
+  /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
+  backgrounded?: true;
+  /** The job that spawned it (nesting); its result goes to that job, not to the session. */
+  parentJobId?: string;
+  /** 1 for a job the session started (omitted), 2 for its child, ... */
+  depth?: number;
+  /** Answered with children still running: its slot was given back until they end (state `queued`). */
+  waitingForChildren?: true;
+  /** Jobs it spawned, set when it ends. */
+  children?: string[];
+  /** What happened to its children when it ended: it waited for them, or they were cancelled. */
+  childrenOnEnd?: 'waited' | 'cancelled';
+  /** Its usage plus its ended descendants' (the tree's roll-up), set when it ends. */
+  treeUsage?: UsageByModel;
+  /** Its budgets (its agent's, or tighter ones given at spawn); see README "Budgets". */
+  budget?: BudgetLimits;
+  /** The budget that ran out (the job then ended `partial` with what it had). */
+  budgetExceeded?: BudgetName;
+  /** Limits, spent and remaining when it ended. */
+  budgetReport?: BudgetReport;
+  /** The agent turn that spawned it (its wave), or null for a user-started job. */
+  wave: number | null;
+  state: JobState;
+  status?: JobStatus;
+  endedBy?: EndedBy;
+  /** The job's full answer without the result tag (never capped here). Gone once `resultDropped`. */
+  resultText?: string;
+  /** Retention dropped `resultText` (and the task's tail, the error's stack and cause) long after delivery. */
+  resultDropped?: true;
+  /**
+   * Delivered in part (the turn's injection budget ran out): the characters `[from, to)` of
+   * `resultText` the parent has not been shown yet; it reads them with `read_background_result`.
+   * Until it has, retention keeps the text (see RetentionPolicy). Absent: shown whole.
+   */
+  resultUnread?: [number, number];
+  /** Files it read and what it saw (the stale check at delivery). */
+  reads?: FileRead[];
+  tag?: ResultTag;
+  stopReason?: StopReason;
+  error?: SerializedError;
+  usage: UsageByModel;
+  iterations: number;
+  attempts: number;
+  /**
+   * Launches handed to the executor since it was last queued, written before each launch: a job
+   * whose thread may have begun (but had not yet said `started`) when the process died is not
+   * mistaken for one that never ran (restart recovery).
+   */
+  dispatched?: number;
+  /** Why the job ran again, one line per re-queue. */
+  notes: string[];
+  threadId?: number;
+  queuedAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  /** The parent turn that received it; set once, never twice. */
+  deliveredInTurn?: number;
+  deliveredAt?: number;
+}
+
+export interface JobEnding {
+  status: JobStatus;
+  endedBy: EndedBy;
+  resultText: string;
+  tag?: ResultTag | undefined;
+  stopReason?: StopReason | undefined;
+  error?: SerializedError | undefined;
+  usage: UsageByModel;
+  iterations: number;
+  children?: string[] | undefined;
+  childrenOnEnd?: 'waited' | 'cancelled' | undefined;
+  treeUsage?: UsageByModel | undefined;
+  budgetExceeded?: BudgetName | undefined;
+  budgetReport?: BudgetReport | undefined;
+  /** Files it read (the stale check at delivery). */
+  reads?: FileRead[] | undefined;
+}
+
+/**
+ * How long delivered records keep what is big. Only delivered records are ever trimmed or
+ * forgotten: a result nobody has received yet is kept however old it is, and so is one
+ * delivered in part until it has been read to its end (at most `keepResults` such results; past
+ * that the oldest falls under the rules below).
+ */
+export interface RetentionPolicy {
+  /** Delivered results (full text) kept, newest deliveries first. */
+  keepResults: number;
+  /** ... and none kept longer than this after its delivery (0: dropped as soon as delivered). */
+  keepResultsMs: number;
+  /** Delivered records kept at all (metadata), newest deliveries first; older ones are forgotten. */
+  keepRecords: number;
+}
+
+/** What retention did so far, for logs and tests. */
+export interface LedgerStats {
+  records: number;
+  undelivered: number;
+  /** Delivered records still holding their full result text. */
+  resultsKept: number;
+  resultsDropped: number;
+  forgotten: number;
+}

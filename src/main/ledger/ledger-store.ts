@@ -1,0 +1,92 @@
+/**
+ * Where a ledger persists: the interface the in-memory {@link DeliveryLedger} writes through
+ * (every record it hands out is written here first), and what a restart reads back. SQLite is
+ * the implementation that ships (sqlite-store.ts); without a store the ledger lives in memory.
+ */
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { JobSpec } from '../../shared/protocol.js';
+import type { UsageByModel } from '../../shared/usage.js';
+import type { JobRecord } from './ledger.js';
+import type { InvalidRow } from './ledger-rows.js';
+
+/** A job's spec as stored: everything but the config, which comes from the session that resumes it (so no key is ever written to disk). */
+export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'>;
+
+export interface StoredJob {
+  record: JobRecord;
+  /** Spawn order within its scope; drain and re-queue follow it. */
+  position: number;
+  spec?: StoredSpec | undefined;
+}
+
+/** One alert a job sent, as it was emitted. */
+export interface StoredAlert {
+  jobId: string;
+  number: number;
+  severity: string;
+  message: string;
+  at: number;
+}
+
+/**
+ * The jobs of one ledger (one session's manager, a fan-out, a server's own manager), named by
+ * its scope. Every method is synchronous and durable when it returns: the caller acts on a
+ * record only after it was written.
+ */
+export interface JobStore {
+  readonly scope: string;
+  /** The file it is kept in, if any: hidden from the tools with its companions (tools/hidden.ts). */
+  readonly path?: string;
+  /**
+   * Takes this scope's lease for this process (one owner per scope; see ledger-lease.ts), or
+   * counts one more claim on it. Throws `LEDGER_BUSY` while another live process holds it.
+   */
+  claim(): void;
+  /** Drops one claim; the last one releases the lease. Closing the ledger releases them all. */
+  release(): void;
+  /** Every stored job of this scope, oldest spawn first, the next job number to hand out, and the rows that failed their check (not loaded). */
+  load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] };
+  /** Writes a record (insert or replace); its state, delivery and position are indexed columns, the rest one JSON blob. */
+  put(record: Readonly<JobRecord>, position: number, nextId: number): void;
+  putSpec(spec: StoredSpec): void;
+  /** Retention forgot a delivered record. */
+  forget(id: string): void;
+  putAlert(alert: StoredAlert): void;
+  /** Where a job came from, for the program that spawned it (`fanout`: its input line). */
+  putSource(id: string, source: string): void;
+  /** Every job's source, by job id. */
+  sources(): Map<string, string>;
+  /** Runs `fn` as one transaction: its writes land together or not at all. */
+  transaction<T>(fn: () => T): T;
+}
+
+/** A parent conversation as stored: enough for {@link AgentSession} to go on where it stopped. */
+export interface SessionSnapshot {
+  id: string;
+  /** Committed turns; a turn that was cut by a crash is not one of them. */
+  turns: number;
+  messages: ChatCompletionMessageParam[];
+  usage: Record<string, UsageByModel>;
+  folded: string;
+  foldedTurns: number;
+  userInputs: string[];
+}
+
+export interface SessionSummary {
+  id: string;
+  turns: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A ledger file: job scopes and sessions. */
+export interface LedgerStore {
+  readonly path: string;
+  readonly closed: boolean;
+  jobs(scope: string): JobStore;
+  saveSession(snapshot: SessionSnapshot): void;
+  loadSession(id: string): SessionSnapshot | undefined;
+  /** Every stored session, newest activity first. */
+  sessions(): SessionSummary[];
+  close(): void;
+}

@@ -1,0 +1,480 @@
+import { ForkpoolError, type SerializedError } from '../../shared/errors.js';
+import { DEFAULTS } from '../../shared/defaults.js';
+import type { JobStore, StoredJob } from './ledger-store.js';
+import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
+import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy } from './job-record.js';
+
+export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy } from './job-record.js';
+
+/** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
+export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
+
+/** Head of the task kept once a record's result is dropped: enough to recognise it in a list. */
+const TASK_KEPT_CHARS = 120;
+
+interface Entry {
+  record: Readonly<JobRecord>;
+  /** Spawn order; drain hands jobs over oldest first. */
+  position: number;
+}
+
+/**
+ * Every job moves `queued → running → ended → delivered in turn N` (a running job may go back
+ * to `queued` once when its thread died under it through no fault of its own). Transitions are
+ * checked: an impossible one is a bug and throws. A job is delivered once and only once.
+ *
+ * Memory stays bounded for a process that lives for weeks: a delivered record keeps its
+ * metadata, but its result text only for {@link RetentionPolicy.keepResults} deliveries or
+ * {@link RetentionPolicy.keepResultsMs}; past {@link RetentionPolicy.keepRecords} deliveries the
+ * oldest delivered record is forgotten. Retention is applied as the ledger is used (no timer).
+ */
+export class DeliveryLedger {
+  readonly #entries = new Map<string, Entry>();
+  /** Ended, not delivered: what drain looks at, so a drain costs what is waiting, not the history. */
+  readonly #undelivered = new Set<string>();
+  /** Delivered and still holding their result, in delivery order. */
+  readonly #withResults = new Fifo<{ id: string; deliveredAt: number }>();
+  /** Delivered and still known, in delivery order. */
+  readonly #delivered = new Fifo<string>();
+  /** Delivered in part and not yet read to the end: held back from retention (oldest first). */
+  readonly #partial = new Set<string>();
+  readonly #counts: Record<JobState, number> = { queued: 0, running: 0, ended: 0 };
+  #retention: RetentionPolicy;
+  #nextId = 1;
+  #position = 0;
+  #resultsDropped = 0;
+  #forgotten = 0;
+  /** Writes through to the durable store every record is written to before it is handed out (none: memory only). */
+  #writer: StoreWriter | undefined;
+
+  /** `onStorage`: a durable write failed, or writes go through again (see ledger-writes.ts). */
+  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore, onStorage: (report: StorageReport) => void = () => {}) {
+    this.#retention = { ...DEFAULTS.background.retention, ...retention };
+    this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
+  }
+
+  /** The durable side: ok, or degraded (what failed, since when, how many records wait to be written). Always ok in memory. */
+  health(): LedgerHealth {
+    return this.#writer?.health() ?? { ok: true, unsaved: 0, failedWrites: 0 };
+  }
+
+  /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown). */
+  writeAside(operation: string, write: () => void): void {
+    this.#writer?.write(operation, write, 'lenient');
+  }
+
+  /**
+   * Fills an empty ledger with what a durable store kept (a restart). Records come back as they
+   * were written: ended and undelivered ones wait for the next drain; the caller decides what
+   * happens to queued and running ones (see recovery.ts).
+   */
+  restore(jobs: readonly StoredJob[], nextId: number): void {
+    if (this.#entries.size > 0) throw new ForkpoolError('INTERNAL', 'ledger: restore into a ledger that is in use');
+    const delivered: Array<Readonly<JobRecord>> = [];
+    for (const { record, position } of jobs) {
+      const frozen = freeze(structuredClone(record));
+      this.#entries.set(frozen.id, { record: frozen, position });
+      this.#counts[frozen.state]++;
+      this.#position = Math.max(this.#position, position + 1);
+      const n = Number(/^bg-(\d+)$/.exec(frozen.id)?.[1] ?? 0);
+      this.#nextId = Math.max(this.#nextId, nextId, n + 1);
+      if (frozen.state === 'ended' && frozen.deliveredInTurn === undefined) this.#undelivered.add(frozen.id);
+      if (frozen.deliveredInTurn !== undefined) delivered.push(frozen);
+    }
+    delivered.sort((a, b) => (a.deliveredAt ?? 0) - (b.deliveredAt ?? 0));
+    for (const record of delivered) {
+      // A result delivered in part is held back from retention again until it is read to its end.
+      if (record.resultUnread && !record.resultDropped) this.#partial.add(record.id);
+      else if (!record.resultDropped) this.#withResults.push({ id: record.id, deliveredAt: record.deliveredAt ?? 0 });
+      this.#delivered.push(record.id);
+    }
+  }
+
+  /**
+   * Stops writing through: what happens from now on stays in memory. A durable manager that
+   * closes without draining calls it, so the jobs its close stops are found unfinished (and
+   * recovered) by the next process on the ledger, not recorded as cancelled.
+   */
+  detachStore(): void {
+    this.#writer = undefined;
+  }
+
+  /**
+   * A delivered job goes back to waiting for delivery: the turn it was delivered in never
+   * committed (the process died during it), so the parent never kept it. The note says so.
+   */
+  undeliver(id: string, note: string): Readonly<JobRecord> | undefined {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.deliveredInTurn === undefined || record.resultDropped) return undefined;
+    const { deliveredInTurn: _turn, deliveredAt: _at, ...rest } = record;
+    const back = this.#replace(id, { ...rest, notes: [...record.notes, note] }, 'lenient');
+    this.#undelivered.add(id);
+    return back;
+  }
+
+  /**
+   * The one gate for a completion reported from elsewhere (a remote executor, a retried
+   * delivery): undefined when attempt `attempt` of job `id` (its `attempts` when that run
+   * started) may record its ending now; else why not: `unknown`, `duplicate` (the job has ended
+   * already), `not-running` (queued, never started or waiting for its children: no attempt of
+   * it runs, and ending it would leave it in the queue to be launched and "ended twice") or
+   * `stale` (an older attempt, superseded by a re-run). With a durable store the answer holds
+   * across restarts. {@link BackgroundManager.completeAttempt} acts on it.
+   */
+  refuseCompletion(id: string, attempt: number): CompletionRefusal | undefined {
+    const record = this.#entries.get(id)?.record;
+    if (!record) return 'unknown';
+    if (record.state === 'ended') return 'duplicate';
+    if (record.state !== 'running') return 'not-running';
+    return attempt === record.attempts ? undefined : 'stale';
+  }
+
+  newId(): string {
+    return `bg-${this.#nextId++}`;
+  }
+
+  add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
+    if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
+    const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
+    // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
+    // Strict: a spawn the disk cannot take is refused (LEDGER_WRITE_FAILED), nothing booked.
+    this.#writer?.put([{ record: full, position: this.#position }], 'strict');
+    this.#entries.set(full.id, { record: full, position: this.#position++ });
+    this.#counts.queued++;
+    this.#enforce(now);
+    return full;
+  }
+
+  /** The record (a frozen value), or undefined for an unknown or forgotten id. */
+  get(id: string): Readonly<JobRecord> | undefined {
+    return this.#entries.get(id)?.record;
+  }
+
+  /** True for an id this ledger handed out and has since forgotten (delivered long ago). */
+  wasForgotten(id: string): boolean {
+    const n = /^bg-(\d+)$/.exec(id)?.[1];
+    return n !== undefined && Number(n) < this.#nextId && !this.#entries.has(id) && this.#forgotten > 0;
+  }
+
+  /** Ended, or delivered and forgotten since: a wave check must not wait on a forgotten member. */
+  hasEnded(id: string): boolean {
+    return this.#entries.get(id)?.record.state === 'ended' || this.wasForgotten(id);
+  }
+
+  markRunning(id: string, threadId: number | undefined, now = Date.now()): void {
+    const { record } = this.#expect(id, 'queued', 'running');
+    const { waitingForChildren: _waiting, ...rest } = record;
+    // A job resumed after waiting for its children keeps its first start time.
+    const startedAt = record.waitingForChildren ? (record.startedAt ?? now) : now;
+    this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
+  }
+
+  /** About to be handed to the executor (launch `n`): written before the launch, see {@link JobRecord.dispatched}. */
+  markDispatched(id: string, n: number): void {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    this.#replace(id, { ...record, dispatched: n });
+  }
+
+  /** Back to the queue after its thread died under it; the note says why. */
+  requeue(id: string, note: string): void {
+    const { record } = this.#expect(id, 'running', 'queued');
+    const { startedAt: _started, threadId: _thread, dispatched: _dispatched, ...rest } = record;
+    this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
+  }
+
+  /**
+   * An ended job runs again on request (restart): back to `queued` without its ending. An
+   * undelivered result is superseded, never delivered; the note says which. It leaves its wave
+   * (that wave may have fired already): it is delivered as a job of its own when it ends.
+   */
+  reopen(id: string, note: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'ended', 'queued');
+    this.#undelivered.delete(id);
+    this.#partial.delete(id);
+    const {
+      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error, budgetExceeded: _over, budgetReport: _report,
+      startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, resultUnread: _unread, reads: _reads, ...rest
+    } = record;
+    return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+  }
+
+  /** A note on a queued job: why it runs again (restart recovery). */
+  noteQueued(id: string, note: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'queued', 'queued');
+    const { dispatched: _dispatched, ...rest } = record;
+    return this.#replace(id, { ...rest, notes: [...record.notes, note] });
+  }
+
+  /** It answered with children running: back to `queued`, its slot given back, until they end. */
+  suspend(id: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'queued');
+    const { threadId: _thread, ...rest } = record;
+    return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
+  }
+
+  /** Its `agent_<name>` call resolved early (Remy's split lifecycle): it goes on in the background. */
+  markBackgrounded(id: string): Readonly<JobRecord> | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry || entry.record.backgrounded) return entry?.record;
+    return this.#replace(id, { ...entry.record, backgrounded: true });
+  }
+
+  markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
+    const { record } = entry;
+    if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
+    // Small parts are copied before freezing: the caller's objects stay theirs.
+    const { waitingForChildren: _waiting, ...base } = record;
+    const ended = this.#replace(id, {
+      ...base,
+      state: 'ended',
+      status: ending.status,
+      endedBy: ending.endedBy,
+      resultText: ending.resultText,
+      usage: structuredClone(ending.usage),
+      iterations: ending.iterations,
+      endedAt: now,
+      ...(ending.tag ? { tag: structuredClone(ending.tag) } : {}),
+      ...(ending.stopReason ? { stopReason: ending.stopReason } : {}),
+      ...(ending.error ? { error: structuredClone(ending.error) } : {}),
+      ...(ending.children?.length ? { children: [...ending.children] } : {}),
+      ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
+      ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
+      ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
+      ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
+      ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
+    });
+    this.#undelivered.add(id);
+    this.#enforce(now);
+    return ended;
+  }
+
+  /**
+   * Hands over every ended, undelivered job that `accept` takes, oldest spawn first, marking
+   * each delivered in `turn`. What this returns is never returned again. The records returned
+   * hold their full result, whatever retention drops from the ledger afterwards. `unread` says,
+   * per job, which characters of its result the parent was not shown (absent: it saw them all).
+   */
+  drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now(), unread?: ReadonlyMap<string, [number, number]>): JobRecord[] {
+    const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
+    const batch = waiting.filter(({ record }) => accept(record)).map((entry) => ({ entry, delivered: deliveredRecord(entry.record, turn, now, unread?.get(entry.record.id)) }));
+    return this.#deliver(batch, now);
+  }
+
+  /** Delivers one ended job (a consumer that takes results one by one, like `fanout`). Undefined if it is not ended or was delivered already. */
+  markDelivered(id: string, turn: number, now = Date.now(), unread?: [number, number]): JobRecord | undefined {
+    if (!this.#undelivered.has(id)) return undefined;
+    const entry = this.#entries.get(id) as Entry;
+    return this.#deliver([{ entry, delivered: deliveredRecord(entry.record, turn, now, unread) }], now)[0];
+  }
+
+  /**
+   * The parent read characters `[from, to)` of a result delivered in part. A read that starts
+   * within what it had not seen moves the unread part on; once none is left, the result falls
+   * under retention like any delivered one.
+   */
+  markShown(id: string, from: number, to: number, now = Date.now()): Readonly<JobRecord> | undefined {
+    const record = this.#entries.get(id)?.record;
+    const unread = record?.resultUnread;
+    if (!record || !unread || from > unread[0] || to <= unread[0]) return record;
+    if (to < unread[1]) return this.#replace(id, { ...record, resultUnread: [to, unread[1]] });
+    const { resultUnread: _unread, ...whole } = record;
+    this.#partial.delete(id);
+    this.#withResults.push({ id, deliveredAt: now });
+    const updated = this.#replace(id, whole);
+    this.#enforce(now);
+    return updated;
+  }
+
+  /** Ended and not yet delivered, oldest spawn first. */
+  undelivered(): Readonly<JobRecord>[] {
+    return [...this.#undelivered]
+      .map((id) => this.#entries.get(id) as Entry)
+      .sort((a, b) => a.position - b.position)
+      .map((e) => e.record);
+  }
+
+  /** How many jobs wait for delivery; O(1). */
+  get undeliveredCount(): number {
+    return this.#undelivered.size;
+  }
+
+  /**
+   * Every known record, oldest first. The records are the ledger's own frozen values, not
+   * copies: a call costs one array of pointers, whatever the results weigh.
+   */
+  snapshot(): Readonly<JobRecord>[] {
+    return Array.from(this.#entries.values(), (e) => e.record);
+  }
+
+  count(state: JobState): number {
+    return this.#counts[state];
+  }
+
+  stats(): LedgerStats {
+    return {
+      records: this.#entries.size,
+      undelivered: this.#undelivered.size,
+      resultsKept: this.#withResults.length,
+      resultsDropped: this.#resultsDropped,
+      forgotten: this.#forgotten,
+    };
+  }
+
+  /**
+   * Marks a batch delivered. One transaction, strict: the whole batch is on disk before any of
+   * it changes in memory or is handed over; if the write fails (LEDGER_WRITE_FAILED is thrown),
+   * nothing moved and every job of it waits for a later drain.
+   */
+  #deliver(batch: ReadonlyArray<{ entry: Entry; delivered: Readonly<JobRecord> }>, now: number): JobRecord[] {
+    if (batch.length === 0) return [];
+    const records = batch.map(({ entry, delivered }) => ({ record: delivered, position: entry.position }));
+    this.#writer?.put(records, 'strict', `deliver ${records.map((r) => r.record.id).join(', ')}`);
+    const out: JobRecord[] = [];
+    for (const { entry, delivered } of batch) {
+      this.#undelivered.delete(delivered.id);
+      entry.record = delivered;
+      if (delivered.resultUnread) this.#holdPartial(delivered.id, now);
+      else this.#withResults.push({ id: delivered.id, deliveredAt: now });
+      this.#delivered.push(delivered.id);
+      out.push(delivered);
+    }
+    this.#enforce(now);
+    return out;
+  }
+
+  /** Keeps a partly read result out of retention; past `keepResults` of them, the oldest goes back under it. */
+  #holdPartial(id: string, now: number): void {
+    this.#partial.add(id);
+    if (this.#partial.size <= this.#retention.keepResults) return;
+    const oldest = this.#partial.values().next().value as string;
+    this.#partial.delete(oldest);
+    this.#withResults.push({ id: oldest, deliveredAt: now });
+  }
+
+  /** Drops the oldest delivered results past the count or age bound, then forgets the oldest delivered records past theirs. */
+  #enforce(now: number): void {
+    const { keepResults, keepResultsMs, keepRecords } = this.#retention;
+    for (let front = this.#withResults.peek(); front; front = this.#withResults.peek()) {
+      if (this.#withResults.length <= keepResults && now - front.deliveredAt < keepResultsMs) break;
+      this.#withResults.shift();
+      // Reopened and delivered in part again since it was queued here: held back, not dropped.
+      if (!this.#partial.has(front.id)) this.#dropResult(front.id);
+    }
+    // Bounded: partly read records rotate to the back at most once per pass.
+    let rotations = this.#delivered.length;
+    while (this.#delivered.length > keepRecords) {
+      const id = this.#delivered.shift() as string;
+      const entry = this.#entries.get(id);
+      // A delivered job reopened since (a restart) is live again: never forgotten under it.
+      if (!entry || entry.record.deliveredInTurn === undefined) continue;
+      // Partly read: kept (it goes to the back); there are at most keepResults <= keepRecords of them.
+      if (this.#partial.has(id) && rotations-- > 0) {
+        this.#delivered.push(id);
+        continue;
+      }
+      // Lenient: a row left on disk is a delivered record a restart finds delivered (harmless).
+      this.#writer?.forget(id);
+      this.#entries.delete(id);
+      this.#partial.delete(id);
+      this.#counts[entry.record.state]--;
+      this.#forgotten++;
+    }
+  }
+
+  #dropResult(id: string): void {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.resultDropped || record.deliveredInTurn === undefined) return;
+    const { resultText: _text, error, ...rest } = record;
+    this.#replace(id, {
+      ...rest,
+      task: record.task.length > TASK_KEPT_CHARS ? detached(`${record.task.slice(0, TASK_KEPT_CHARS - 3)}...`) : record.task,
+      resultDropped: true,
+      ...(error ? { error: slimError(error) } : {}),
+    });
+    this.#resultsDropped++;
+  }
+
+  /**
+   * Every change of a record but a spawn and a delivery records what already happened (a start,
+   * an ending, a re-queue): lenient by default, it cannot be refused (see ledger-writes.ts).
+   */
+  #replace(id: string, next: JobRecord, mode: WriteMode = 'lenient'): Readonly<JobRecord> {
+    const entry = this.#entries.get(id) as Entry;
+    const frozen = freeze(next);
+    // Written first: a strict write that fails leaves the ledger in memory where it was.
+    this.#writer?.put([{ record: frozen, position: entry.position }], mode);
+    if (entry.record.state !== next.state) {
+      this.#counts[entry.record.state]--;
+      this.#counts[next.state]++;
+    }
+    entry.record = frozen;
+    return entry.record;
+  }
+
+  #expect(id: string, from: JobState, to: JobState): Entry {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
+    if (entry.record.state !== from) throw new ForkpoolError('INTERNAL', `ledger: job ${id} cannot go ${entry.record.state} → ${to}`);
+    return entry;
+  }
+}
+
+/** A record as delivered in `turn` (frozen; nothing changes until it is written). */
+function deliveredRecord(record: Readonly<JobRecord>, turn: number, now: number, unread?: [number, number]): Readonly<JobRecord> {
+  const partial = unread !== undefined && unread[0] < unread[1];
+  return freeze({ ...record, deliveredInTurn: turn, deliveredAt: now, ...(partial ? { resultUnread: [...unread] as [number, number] } : {}) });
+}
+
+/** An error reduced to what a job list shows: its kind, code, message and numbers; no stack, no cause chain. */
+function slimError(error: SerializedError): SerializedError {
+  const { stack: _stack, cause: _cause, ...rest } = error;
+  return { ...rest, message: rest.message.length > 500 ? detached(`${rest.message.slice(0, 497)}...`) : rest.message };
+}
+
+/**
+ * A flat copy of a string. V8 may represent a slice as a view into its parent string, which
+ * would keep the whole task alive behind its 200-character head: the very memory dropped here.
+ */
+function detached(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8');
+}
+
+/** Freezes plain data all the way down (records hold only plain objects, arrays and primitives). */
+function freeze<T>(value: T): Readonly<T> {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) freeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** A queue with O(1) push and shift (an array with a moving head, compacted now and then). */
+class Fifo<T> {
+  #items: T[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: T): void {
+    this.#items.push(item);
+  }
+
+  peek(): T | undefined {
+    return this.#head < this.#items.length ? this.#items[this.#head] : undefined;
+  }
+
+  shift(): T | undefined {
+    if (this.#head >= this.#items.length) return undefined;
+    const item = this.#items[this.#head] as T;
+    this.#items[this.#head++] = undefined as T;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+}

@@ -1,0 +1,337 @@
+/**
+ * The durable ledger on SQLite (Node's built-in node:sqlite, WAL). Records are JSON blobs beside a few
+ * indexed columns (scope, id, state, delivered turn, position), so a new plain-data field of
+ * JobRecord persists without a schema change. Writes are synchronous: when a method returns,
+ * the row is committed (to the WAL: it survives a killed process; `synchronous: full` also a
+ * power cut).
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { DEFAULTS } from '../../shared/defaults.js';
+import { ConfigError, LedgerWriteError, errorMessage } from '../../shared/errors.js';
+import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
+import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
+import type { JobRecord } from './ledger.js';
+import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
+
+import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+
+type Database = SqliteDatabase;
+type Statement = SqliteStatement;
+
+/**
+ * The schema's version, kept in `PRAGMA user_version`. 1: the better-sqlite3 store, which kept
+ * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
+ * version before it; a file of a newer version is refused.
+ */
+const SCHEMA_VERSION = 2;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS scopes (scope TEXT PRIMARY KEY, next_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+  scope TEXT NOT NULL, id TEXT NOT NULL, position INTEGER NOT NULL, state TEXT NOT NULL,
+  delivered_turn INTEGER, updated_at INTEGER NOT NULL, record TEXT NOT NULL, spec TEXT,
+  PRIMARY KEY (scope, id)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (scope, state, delivered_turn);
+CREATE INDEX IF NOT EXISTS jobs_by_position ON jobs (scope, position);
+CREATE TABLE IF NOT EXISTS transitions (
+  scope TEXT NOT NULL, id TEXT NOT NULL, at INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, delivered_turn INTEGER
+);
+CREATE INDEX IF NOT EXISTS transitions_by_job ON transitions (scope, id);
+CREATE TABLE IF NOT EXISTS alerts (
+  scope TEXT NOT NULL, job_id TEXT NOT NULL, number INTEGER NOT NULL, severity TEXT NOT NULL, message TEXT NOT NULL, at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_sources (scope TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (scope, id));
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY, turns INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, data TEXT NOT NULL
+);
+`;
+
+/** Steps from one schema version to the next, each run in one transaction with the bump of user_version. */
+const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
+  // 0 → 1: a new file (SCHEMA above created its tables).
+  { to: 1, up: () => undefined },
+  // 1 → 2: the version moves from the meta table to user_version; the meta row says 2 as well,
+  // so a forkpool of schema 1 refuses the file ("written by a newer forkpool") instead of using it.
+  { to: 2, up: (db) => void db.prepare("INSERT INTO meta (key, value) VALUES ('schema', '2') ON CONFLICT (key) DO UPDATE SET value = '2'").run() },
+];
+
+/** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */
+function schemaVersion(db: Database): number {
+  const version = Number(db.pragma('user_version', { simple: true }));
+  if (version > 0) return version;
+  const meta = db.prepare("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | undefined;
+  return meta === undefined ? 0 : Number(meta.value);
+}
+
+/** Brings a file to SCHEMA_VERSION (a ConfigError naming `ledger.path` for a newer one). */
+function migrate(db: Database, file: string): void {
+  const version = schemaVersion(db);
+  if (version > SCHEMA_VERSION) {
+    throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version} (written by a newer forkpool)` }]);
+  }
+  for (const step of MIGRATIONS) {
+    if (step.to <= version) continue;
+    db.transaction(() => {
+      step.up(db);
+      db.exec(`PRAGMA user_version = ${step.to}`);
+    }).immediate();
+  }
+}
+
+export interface SqliteStoreOptions {
+  synchronous?: 'normal' | 'full';
+  /** A scope's lease is taken over once its heartbeat is this old; default `DEFAULTS.ledger.leaseStaleMs`. */
+  leaseStaleMs?: number;
+}
+
+/** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
+export function openSqliteLedger(file: string, options: SqliteStoreOptions = {}): SqliteLedgerStore {
+  const resolved = path.resolve(file);
+  let db: Database;
+  try {
+    mkdirSync(path.dirname(resolved), { recursive: true });
+    db = new SqliteDatabase(resolved);
+    // A second process on the same file waits up to this long for a write lock instead of failing at once.
+    db.exec('PRAGMA busy_timeout = 5000');
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.exec(SCHEMA);
+  } catch (error) {
+    throw new ConfigError([{ field: 'ledger.path', expected: 'a SQLite file forkpool can open and write', received: `${JSON.stringify(file)} (${(error as Error).message})` }]);
+  }
+  try {
+    // Inside the guard too: a file with a valid first page and garbage after it fails here.
+    migrate(db, file);
+  } catch (error) {
+    db.close();
+    throw error instanceof ConfigError ? error : unreadable(file, error);
+  }
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db as unknown as LeaseDatabase, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
+}
+
+/** A ledger file SQLite cannot read (garbage bytes, a corrupt page): a ConfigError naming `ledger.path`, as at open. */
+function unreadable(file: string, error: unknown): ConfigError {
+  const code = sqliteCode(error);
+  return new ConfigError([{ field: 'ledger.path', expected: 'a forkpool ledger SQLite can read', received: `${JSON.stringify(file)} (${errorMessage(error)}${code ? ` [${code}]` : ''})` }]);
+}
+
+function sqliteCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+/** Runs a read; SQLite's failure becomes {@link unreadable}. */
+function guardRead<T>(file: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (sqliteCode(error) === undefined && !(error instanceof SyntaxError)) throw error;
+    throw unreadable(file, error);
+  }
+}
+
+/**
+ * Runs a write; SQLite's failure (disk full, I/O error, read-only) becomes a typed
+ * {@link LedgerWriteError} with SQLite's error as its cause. Anything else is rethrown as it is.
+ */
+function guardWrite<T>(operation: string, write: () => T): T {
+  try {
+    return write();
+  } catch (error) {
+    if (error instanceof LedgerWriteError || sqliteCode(error) === undefined) throw error;
+    throw new LedgerWriteError(operation, error);
+  }
+}
+
+export class SqliteLedgerStore implements LedgerStore {
+  readonly path: string;
+  readonly #db: Database;
+  readonly #scopes = new Map<string, SqliteJobStore>();
+  readonly #saveSession: Statement;
+  readonly #loadSession: Statement;
+  readonly #listSessions: Statement;
+  readonly #leases: ScopeLeases;
+  #closed = false;
+
+  constructor(file: string, db: Database, leases: ScopeLeases) {
+    this.path = file;
+    this.#db = db;
+    this.#leases = leases;
+    this.#saveSession = db.prepare(
+      `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
+       ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
+    );
+    this.#loadSession = db.prepare('SELECT data FROM sessions WHERE id = ?');
+    this.#listSessions = db.prepare('SELECT id, turns, created_at AS createdAt, updated_at AS updatedAt FROM sessions ORDER BY updated_at DESC, id');
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  jobs(scope: string): JobStore {
+    let store = this.#scopes.get(scope);
+    if (!store) this.#scopes.set(scope, (store = new SqliteJobStore(this.#db, scope, this.path, this.#leases)));
+    return store;
+  }
+
+  saveSession(snapshot: SessionSnapshot): void {
+    guardWrite('save session', () => this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) }));
+  }
+
+  loadSession(id: string): SessionSnapshot | undefined {
+    return guardRead(this.path, () => {
+      const row = this.#loadSession.get(id) as { data: string } | undefined;
+      return row ? (JSON.parse(row.data) as SessionSnapshot) : undefined;
+    });
+  }
+
+  sessions(): SessionSummary[] {
+    return guardRead(this.path, () => this.#listSessions.all() as SessionSummary[]);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#leases.releaseAll();
+    this.#db.close();
+  }
+}
+
+class SqliteJobStore implements JobStore {
+  readonly scope: string;
+  readonly path: string;
+  readonly #db: Database;
+  readonly #file: string;
+  readonly #put: Statement;
+  readonly #putSpec: Statement;
+  readonly #transition: Statement;
+  readonly #nextId: Statement;
+  readonly #forget: Statement;
+  readonly #alert: Statement;
+  readonly #source: Statement;
+  readonly #leases: ScopeLeases;
+  /** Last state and delivery written per job: a transition row only when one of them changes. */
+  readonly #last = new Map<string, string>();
+  /** Inside a transaction: what `#last` held before each change, put back if the transaction fails. */
+  #lastBefore: Map<string, string | undefined> | undefined;
+  #writtenNextId = 0;
+
+  constructor(db: Database, scope: string, file: string, leases: ScopeLeases) {
+    this.scope = scope;
+    this.path = file;
+    this.#db = db;
+    this.#file = file;
+    this.#leases = leases;
+    this.#put = db.prepare(
+      `INSERT INTO jobs (scope, id, position, state, delivered_turn, updated_at, record) VALUES (@scope, @id, @position, @state, @delivered, @now, @record)
+       ON CONFLICT (scope, id) DO UPDATE SET position = excluded.position, state = excluded.state, delivered_turn = excluded.delivered_turn,
+         updated_at = excluded.updated_at, record = excluded.record`,
+    );
+    this.#putSpec = db.prepare('UPDATE jobs SET spec = ? WHERE scope = ? AND id = ?');
+    this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
+    this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
+    this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
+  }
+
+  claim(): void {
+    this.#leases.claim(this.scope);
+  }
+
+  release(): void {
+    this.#leases.release(this.scope);
+  }
+
+  putSource(id: string, source: string): void {
+    guardWrite(`job ${id}'s source`, () => this.#source.run(this.scope, id, source));
+  }
+
+  sources(): Map<string, string> {
+    const rows = guardRead(this.#file, () => this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>);
+    return new Map(rows.map((row) => [row.id, row.source]));
+  }
+
+  load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
+    return guardRead(this.#file, () => this.#load());
+  }
+
+  #load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
+    const rows = this.#db.prepare('SELECT id, position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ id: string; position: number; record: string; spec: string | null }>;
+    const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
+    const jobs: StoredJob[] = [];
+    const invalid: InvalidRow[] = [];
+    for (const row of rows) {
+      // Checked, not trusted: a row edited or broken on disk is reported (ledger-rows.ts), never run as it reads.
+      const job = parseJobRow(row);
+      if (isInvalidRow(job)) {
+        invalid.push(job);
+        continue;
+      }
+      this.#last.set(job.record.id, transitionKey(job.record));
+      jobs.push(job);
+    }
+    this.#writtenNextId = next?.nextId ?? 0;
+    return { jobs, nextId: next?.nextId ?? 1, invalid };
+  }
+
+  put(record: Readonly<JobRecord>, position: number, nextId: number): void {
+    const write = () => {
+      const now = Date.now();
+      this.#put.run({ scope: this.scope, id: record.id, position, state: record.state, delivered: record.deliveredInTurn ?? null, now, record: JSON.stringify(record) });
+      const key = transitionKey(record);
+      if (this.#last.get(record.id) !== key) {
+        if (this.#lastBefore && !this.#lastBefore.has(record.id)) this.#lastBefore.set(record.id, this.#last.get(record.id));
+        this.#last.set(record.id, key);
+        this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null);
+      }
+      if (nextId > this.#writtenNextId) {
+        this.#writtenNextId = nextId;
+        this.#nextId.run(this.scope, nextId);
+      }
+    };
+    // Already inside a transaction (a drain): join it; else one small transaction of its own.
+    if (this.#db.inTransaction) guardWrite(`job ${record.id}`, write);
+    else this.transaction(write);
+  }
+
+  putSpec(spec: StoredSpec): void {
+    guardWrite(`job ${spec.id}'s spec`, () => this.#putSpec.run(JSON.stringify(spec), this.scope, spec.id));
+  }
+
+  forget(id: string): void {
+    guardWrite(`forget job ${id}`, () => this.#forget.run(this.scope, id));
+    this.#last.delete(id);
+  }
+
+  putAlert(alert: StoredAlert): void {
+    guardWrite(`job ${alert.jobId}'s alert`, () => this.#alert.run(this.scope, alert.jobId, alert.number, alert.severity, alert.message, alert.at));
+  }
+
+  /** A failed transaction (a write in it, or its commit) changes nothing, here either: `#last` and the written next id are put back. */
+  transaction<T>(fn: () => T): T {
+    if (this.#db.inTransaction) return fn();
+    const nextIdBefore = this.#writtenNextId;
+    this.#lastBefore = new Map();
+    try {
+      return guardWrite('transaction', () => this.#db.transaction(fn)());
+    } catch (error) {
+      for (const [id, key] of this.#lastBefore) {
+        if (key === undefined) this.#last.delete(id);
+        else this.#last.set(id, key);
+      }
+      this.#writtenNextId = nextIdBefore;
+      throw error;
+    } finally {
+      this.#lastBefore = undefined;
+    }
+  }
+}
+
+function transitionKey(record: Readonly<JobRecord>): string {
+  return `${record.state}/${record.attempts}/${record.deliveredInTurn ?? ''}`;
+}

@@ -1,0 +1,119 @@
+/**
+ * Plug in your own remote runner (a Kubernetes job, a separate service) without touching the
+ * manager: implement {@link RemoteSpawner} — `spawn(spec)` returns a {@link RemoteHandle} with
+ * an id, a status, `stop` and events, as the remote spawner of the Go manager in the seeds
+ * does — and wrap it in a {@link RemoteExecutor}. The manager then lists, checks, cancels,
+ * restarts, times out and delivers its jobs exactly as local ones. (The BullMQ executor is the
+ * implementation that ships; it speaks the port protocol itself.)
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { JobError, deserializeError, type SerializedError } from '../../shared/errors.js';
+import { mainMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type JobTask } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/tool-loop.js';
+import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../executors/executor.js';
+
+export type RemoteStatus = 'queued' | 'running' | 'ended';
+
+/** What a remote job reports, in order: `started` (again if the runner re-runs it), progress and alerts, then one `done` or `failed`. */
+export type RemoteJobEvent =
+  | { type: 'started' }
+  | { type: 'progress'; event: LoopEvent }
+  | { type: 'alert'; message: string; severity: AlertSeverity }
+  /** The job's own ending (it answered, or honoured a stop): its text, usage and stop reason. */
+  | { type: 'done'; outcome: JobOutcome }
+  /** The runner could not run it to an ending (its machine died, it was hard-stopped). */
+  | { type: 'failed'; error: Error | SerializedError };
+
+export interface RemoteHandle {
+  readonly id: string;
+  status(): RemoteStatus;
+  /**
+   * Phase one (`hard: false`): ask the job to stop (its model call and tools are aborted; it
+   * ends with `done`). Phase two (`hard: true`): end it by force (it ends with `failed`).
+   */
+  stop(request: { reason: 'cancel' | 'timeout' | 'close' | 'budget'; hard: boolean }): void | Promise<void>;
+  /** Subscribes to the job's events; returns the unsubscribe. */
+  onEvent(listener: (event: RemoteJobEvent) => void): () => void;
+}
+
+export interface RemoteSpawner {
+  /** Runs a job somewhere. The spec is plain data (structured-clone safe); its `config.apiKey` is the caller's to strip or keep. */
+  spawn(spec: JobSpec): RemoteHandle | Promise<RemoteHandle>;
+  close?(): Promise<void>;
+}
+
+/** A {@link RemoteSpawner} behind the manager's {@link Executor} interface. */
+export class RemoteExecutor implements Executor {
+  readonly kind: string;
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true };
+  readonly #spawner: RemoteSpawner;
+  #live = 0;
+
+  constructor(spawner: RemoteSpawner, kind = 'remote') {
+    this.#spawner = spawner;
+    this.kind = kind;
+  }
+
+  async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
+    // Grants travel in the spec's config: a remote runner has no line to this process's store.
+    task.permissionPort.close();
+    const port = task.port;
+    const jobId = task.spec.id;
+    this.#live++;
+    let stopReason: 'cancel' | 'timeout' | 'close' | 'budget' = 'cancel';
+    let off: (() => void) | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      const handle = await this.#spawner.spawn(task.spec);
+      await new Promise<void>((resolve, reject) => {
+        port.on('message', (raw: unknown) => {
+          const parsed = mainMessageSchema.safeParse(raw);
+          if (!parsed.success || parsed.data.type !== 'cancel') return;
+          stopReason = parsed.data.reason;
+          void Promise.resolve(handle.stop({ reason: stopReason, hard: false })).catch(() => undefined);
+        });
+        onAbort = () => {
+          void Promise.resolve(handle.stop({ reason: stopReason, hard: true })).catch(() => undefined);
+          reject(new JobError('ABORTED', jobId, `hard stop: remote job ${handle.id} was told to end`));
+        };
+        if (hardStop.aborted) return onAbort();
+        hardStop.addEventListener('abort', onAbort, { once: true });
+        off = handle.onEvent((event) => {
+          if (event.type === 'started') post(port, { type: 'started', jobId, threadId: 0, at: Date.now() });
+          else if (event.type === 'progress') post(port, { type: 'progress', jobId, event: event.event });
+          else if (event.type === 'alert') post(port, { type: 'alert', jobId, message: event.message, severity: event.severity });
+          else if (event.type === 'done') {
+            post(port, { type: 'done', jobId, outcome: event.outcome });
+            resolve();
+          } else reject(event.error instanceof Error ? event.error : deserializeError(event.error));
+        });
+      });
+    } finally {
+      off?.();
+      if (onAbort) hardStop.removeEventListener('abort', onAbort);
+      port.close();
+      this.#live--;
+    }
+  }
+
+  threadCount(): number {
+    return 0;
+  }
+
+  /** Jobs handed to the spawner and not yet ended. */
+  get pendingCount(): number {
+    return this.#live;
+  }
+
+  async close(): Promise<void> {
+    await this.#spawner.close?.();
+  }
+}
+
+function post(port: MessagePort, message: unknown): void {
+  try {
+    port.postMessage(message);
+  } catch {
+    // Closed: the launch is over.
+  }
+}

@@ -1,0 +1,171 @@
+import type OpenAI from 'openai';
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { ForkpoolError, type SerializedError } from '../../shared/errors.js';
+import { createModelClient, type RateGate } from '../../shared/model-call.js';
+import { primarySystemPrompt } from '../../shared/prompts.js';
+import { runToolLoop, type LoopEvent, type StopReason } from '../../shared/tool-loop.js';
+import { builtinTools } from '../../shared/tools/index.js';
+import { toolPolicyFrom } from '../../shared/tools/policy.js';
+import { resolveWorkspaceRoot } from '../../shared/tools/sandbox.js';
+import { configuredSecrets, scrubEnv } from '../../shared/tools/secrets.js';
+import type { ToolDefinition } from '../../shared/tools/types.js';
+import type { UsageByModel } from '../../shared/usage.js';
+import { capHeadTail } from '../../shared/text-budget.js';
+import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
+import { Session } from './session.js';
+
+export type AgentRole = 'primary' | 'escalation';
+
+export interface ParentAgentOptions {
+  config: ForkpoolConfig;
+  /** Defaults to a client built from `config`. */
+  client?: OpenAI;
+  /** Shared with background jobs; defaults to one holding `config.grantedTools`. */
+  permissions?: PermissionStore;
+  /** Asks a person about ungranted tools (`permissionMode: 'ask'` on a terminal). */
+  asker?: PermissionAsker;
+  role?: AgentRole;
+  /** Tools beyond the built-ins, e.g. `spawn_background_agent`. */
+  extraTools?: readonly ToolDefinition[];
+  /**
+   * Called at the start of every turn, before the model: text to put before the turn's input
+   * (delivered background results). Called exactly once per turn.
+   */
+  turnPreamble?: (turn: number) => string | undefined;
+  rateGate?: RateGate;
+  onEvent?: (event: ParentEvent) => void;
+}
+
+export type ParentEvent =
+  | { type: 'turn_start'; turn: number; followUp: boolean; repeatedPrompt: boolean }
+  | { type: 'loop'; turn: number; event: LoopEvent }
+  | { type: 'turn_end'; turn: number; stopReason: StopReason; usage: UsageByModel };
+
+export interface TurnResult {
+  turn: number;
+  answer: string;
+  stopReason: StopReason;
+  usage: UsageByModel;
+  error?: SerializedError;
+}
+
+/**
+ * The parent agent on the main thread: one session, one turn at a time, the shared tool loop
+ * with the built-in tools plus whatever the background module adds.
+ */
+export class ParentAgent {
+  readonly session: Session;
+  readonly role: AgentRole;
+  readonly permissions: PermissionStore;
+  readonly #config: ForkpoolConfig;
+  readonly #client: OpenAI;
+  readonly #options: ParentAgentOptions;
+  readonly #tools: ToolDefinition[];
+  #busy = false;
+  #workspaceRoot: Promise<string>;
+  /** The turn running now: its input and actions so far (not in the session until it ends). */
+  #current: { input: string; actions: string[] } | undefined;
+
+  constructor(options: ParentAgentOptions) {
+    this.#options = options;
+    this.#config = options.config;
+    this.role = options.role ?? 'primary';
+    this.#client = options.client ?? createModelClient(options.config);
+    this.permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
+    this.#tools = [...builtinTools(options.config.tools), ...(options.extraTools ?? [])];
+    const canSpawn = this.#tools.some((t) => t.name === 'spawn_background_agent');
+    this.session = new Session(primarySystemPrompt({ workspaceRoot: options.config.workspaceRoot, canSpawn }), {
+      historyMaxTokens: options.config.parentHistoryMaxTokens,
+      summaryMaxChars: options.config.sessionSummaryMaxChars,
+    });
+    this.#workspaceRoot = resolveWorkspaceRoot(options.config.workspaceRoot, { allowBroad: options.config.allowBroadWorkspace });
+    // Checked again when a turn runs; this keeps an unhandled rejection from escaping meanwhile.
+    this.#workspaceRoot.catch(() => {});
+  }
+
+  get busy(): boolean {
+    return this.#busy;
+  }
+
+  get config(): ForkpoolConfig {
+    return this.#config;
+  }
+
+  /**
+   * The capped session digest a `full_context` background job receives: the earlier turns,
+   * then this turn's request and what the parent has done in it so far (kept whole first: a
+   * job spawned in the first turn still learns what it is for).
+   */
+  summary(): string {
+    const max = this.#config.sessionSummaryMaxChars;
+    if (!this.#current) return this.session.summary(max);
+    const lines = [`Current request: ${oneLine(this.#current.input, 600)}`, ...this.#current.actions.slice(-12)];
+    const current = capHeadTail(['This turn so far:', ...lines].join('\n'), Math.floor(max / 2));
+    const earlier = this.session.summary(Math.max(0, max - current.length - 1));
+    return earlier ? `${earlier}\n${current}` : current;
+  }
+
+  /**
+   * Runs one turn. `followUp` marks forkpool's own synthetic follow-up turn. Rejects when a
+   * turn is already running (the dispatcher queues instead).
+   */
+  async runTurn(input: string, options: { signal?: AbortSignal; followUp?: boolean } = {}): Promise<TurnResult> {
+    if (this.#busy) throw new ForkpoolError('INTERNAL', 'a turn is already running on this agent');
+    this.#busy = true;
+    try {
+      const workspaceRoot = await this.#workspaceRoot;
+      const turn = this.session.turns + 1;
+      const emit = this.#options.onEvent ?? (() => {});
+      emit({ type: 'turn_start', turn, followUp: options.followUp ?? false, repeatedPrompt: this.session.isRepeatedPrompt(input) });
+      // Drain before the model is called: results that ended before this turn are in its context.
+      this.#current = { input, actions: [] };
+      const preamble = this.#options.turnPreamble?.(turn);
+      const content = preamble ? `${preamble}\n\n${input}` : input;
+      const result = await runToolLoop({
+        client: this.#client,
+        config: this.#config,
+        messages: [...this.session.messages, { role: 'user', content }],
+        tools: this.#tools,
+        toolContext: {
+          workspaceRoot,
+          limits: this.#config.toolLimits,
+          permissions: this.permissions.parentGate(this.#options.asker),
+          env: scrubEnv(process.env),
+          policy: toolPolicyFrom(this.#config),
+        },
+        signal: options.signal,
+        rateGate: this.#options.rateGate,
+        secrets: configuredSecrets(this.#config),
+        onEvent: (event) => {
+          this.#noteAction(event);
+          emit({ type: 'loop', turn, event });
+        },
+      });
+      this.session.commitTurn(input, result.messages);
+      this.session.addUsage(this.role, result.usage);
+      emit({ type: 'turn_end', turn, stopReason: result.stopReason, usage: result.usage });
+      return {
+        turn,
+        answer: result.finalText,
+        stopReason: result.stopReason,
+        usage: result.usage,
+        ...(result.error ? { error: result.error } : {}),
+      };
+    } finally {
+      this.#busy = false;
+      this.#current = undefined;
+    }
+  }
+
+  /** This turn's actions, for {@link summary}: tool calls and what the model said between them. */
+  #noteAction(event: LoopEvent): void {
+    if (!this.#current) return;
+    if (event.type === 'tool_call') this.#current.actions.push(`Used ${event.name}(${oneLine(event.argsPreview, 120)})`);
+    else if (event.type === 'assistant_text') this.#current.actions.push(`Said: ${oneLine(event.text, 300)}`);
+  }
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

@@ -1,0 +1,41 @@
+/**
+ * User-started jobs choose their agent from the CLI: `fanout --agent`, a line's `agent`, and
+ * `background_agent` in the config file (the built CLI in a child process, build first).
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { startSimServer } from '../../src/sim/index.js';
+import { describeResult, parseJsonLines, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+
+const cleanup = useCleanup();
+const jsonl = (lines: readonly unknown[]) => lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
+const AGENTS = {
+  scout: { description: 'finds things', model: 'scout-model', tools: ['grep', 'find_files'], apiKey: 'sk-peer-secret-4f9e2d7c1b' },
+  reviewer: { description: 'reviews', model: 'reviewer-model' },
+};
+
+describe('fanout picks agents', () => {
+  it('--agent for every line, a line naming its own, background_agent by default; an unknown --agent is a usage error', async () => {
+    const server = await startSimServer({ recordBodies: true });
+    cleanup.add(() => server.close());
+    const cwd = tempWorkspace({ 'src/loop.ts': 'export function toolLoop() {}\n' }, cleanup);
+    writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ agents: AGENTS, background_agent: 'reviewer' }));
+    const lines = [{ task: 'Where is the tool loop?', label: 'a' }, { task: 'Where is the tool loop defined?', label: 'b', agent: 'reviewer' }];
+
+    const flagged = await runCli(['fanout', '--json', '--log-level', 'debug', '--base-url', server.url, '--agent', 'scout', '-'], { cwd, input: jsonl(lines), cleanup });
+    expect(flagged.code, describeResult(flagged)).toBe(0);
+    // The peer's key reaches its endpoint and nowhere else: not in events, results or logs.
+    expect(flagged.stdout + flagged.stderr).not.toContain('sk-peer-secret-4f9e2d7c1b');
+    const byLabel = Object.fromEntries(parseJsonLines(flagged.stdout).map((e) => [e.label, e]));
+    expect(byLabel.a).toMatchObject({ agent: 'scout', usage: { 'scout-model': expect.any(Object) } });
+    expect(byLabel.b).toMatchObject({ agent: 'reviewer', usage: { 'reviewer-model': expect.any(Object) } });
+
+    const defaulted = await runCli(['fanout', '--base-url', server.url, '-'], { cwd, input: jsonl([lines[0]]), cleanup });
+    expect(parseJsonLines(defaulted.stdout)[0]).toMatchObject({ agent: 'reviewer' });
+
+    const unknown = await runCli(['fanout', '--base-url', server.url, '--agent', 'ghost', '-'], { cwd, input: jsonl(lines), cleanup });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--agent expects one of the configured agents \(scout, reviewer\); received "ghost"/);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * The BullMQ executor end to end: a real redis-server (private, per test), real `forkpool
+ * worker` processes, the real manager. Remote jobs must behave as local ones: same records,
+ * same cancel, one delivery each; nothing secret stored in Redis.
+ */
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import type { BullmqExecutor } from '../../../src/main/bullmq/executor.js';
+import type { LazyExecutor } from '../../../src/main/executors/lazy-executor.js';
+import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import type { ForkpoolConfig } from '../../../src/shared/config.js';
+import type { SimServer } from '../../../src/sim/index.js';
+import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from '../../helpers/index.js';
+
+const cleanup = useCleanup();
+
+/** The BullMQ job id of a job's launch under a manager's bullmq executor. */
+function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
+  return bullmqOf(manager).bullId(id, launch);
+}
+
+function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {
+  return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, lockMs: 4_000, pollMs: 500 } });
+}
+
+function redisClient(url: string): Redis {
+  const client = new Redis(url, { maxRetriesPerRequest: null });
+  cleanup.add(() => client.disconnect());
+  return client;
+}
+
+// Worker processes and Redis round trips: slow on a loaded machine, never hung.
+describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () => {
+  it('runs jobs on worker processes and ends them as local ones, each delivered once; no API key is stored in Redis', async () => {
+    const redis = await testRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 20 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } }), startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } })]);
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
+    const events = recordEvents(manager);
+    const ids = Array.from({ length: 6 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `remote ${i}`, wave: 1 }).id);
+    // Look while the jobs are in Redis: their data must not carry the key.
+    const client = redisClient(redis.url);
+    let stored: string | null = null;
+    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:${redis.queue}:${bullIdOf(manager, ids[5] as string, 1)}`, 'data');
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    manager.sealWave(1);
+    for (const record of records) {
+      expect(record).toMatchObject({ state: 'ended', status: 'ok', endedBy: 'completed', attempts: 1 });
+      expect(record.resultText).toContain('retry');
+    }
+    expect(stored).toContain(RESEARCH_TASK.slice(0, 20));
+    expect(stored).not.toContain('test-key');
+    const keys = await client.keys(`bull:${redis.queue}:*`);
+    for (const key of keys.filter((k) => k.startsWith(`bull:${redis.queue}:`) && !k.endsWith(':events'))) {
+      const type = await client.type(key);
+      if (type === 'hash') expect(JSON.stringify(await client.hgetall(key))).not.toContain('test-key');
+    }
+    // Both workers took part, each job ran once, and delivery hands each over once.
+    const runs = workers.flatMap((w) => w.runsEnded());
+    expect(new Set(runs.map((r) => r.bullId)).size).toBe(6);
+    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(manager.drain(2)).toEqual([]);
+    expect(events.filter((e) => e.type === 'done')).toHaveLength(6);
+  });
+
+  it('cancel from the main process reaches the job on its worker, aborts its model call, and ends it cancelled, not failed or retried', async () => {
+    const redis = await testRedis(cleanup);
+    // The job's first model call never answers: only a cancel that reaches it ends it.
+    const sim = await startSim(cleanup, { faults: { 1: { kind: 'hang_before_headers' } } });
+    const workspace = await makeWorkspace(cleanup);
+    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'to cancel' });
+    await startedJob(manager, id);
+    await waitFor(() => sim.requests.length >= 1, 'the job\'s first model call');
+    const cancelledAt = Date.now();
+    manager.cancel(id);
+    const record = await ended(manager, id);
+    const latencyMs = Date.now() - cancelledAt;
+    // Cooperative: the worker's job honoured it (no hard stop was needed), and it ran once.
+    expect(record).toMatchObject({ status: 'cancelled', endedBy: 'cooperative', attempts: 1 });
+    expect(record.error?.code).toBe('JOB_CANCELLED');
+    const runs = await waitFor(() => worker.runsEnded().filter((r) => r.bullId === bullIdOf(manager, id, 1)).length > 0 && worker.runsEnded(), 'the worker\'s run report');
+    expect(runs.filter((r) => r.bullId === bullIdOf(manager, id, 1))).toEqual([expect.objectContaining({ run: 1, end: 'done', stopReason: 'aborted' })]);
+    // The issue's bound is 100 ms (the bench measures it); here only "well before the 2 s
+    // hard-stop grace", so a busy machine cannot fail it. endedBy 'cooperative' is the real check.
+    expect(latencyMs).toBeLessThan(2_000);
+  });
+
+  it('a job cancelled while it waits in Redis is taken out of the queue: no worker ever runs it', async () => {
+    const redis = await testRedis(cleanup);
+    const sim = await startSim(cleanup);
+    const workspace = await makeWorkspace(cleanup);
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'never runs' });
+    const executor = bullmqOf(manager);
+    let state = '';
+    const poll = setInterval(() => void executor.queue.getJobState(bullIdOf(manager, id, 1)).then((s) => (state = s)), 20);
+    cleanup.add(() => clearInterval(poll));
+    await waitFor(() => state === 'waiting', 'the job in the queue');
+    manager.cancel(id);
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'cancelled', attempts: 0 });
+    // A worker that comes now finds nothing to run.
+    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
+    const other = manager.spawn({ task: RESEARCH_TASK, label: 'after' });
+    await ended(manager, other.id);
+    expect(worker.runsEnded().map((r) => r.jobId)).toEqual([other.id]);
+  });
+
+  it('refuses a completion Redis does not confirm (a stale or forged run), and delivers the real one once', async () => {
+    const redis = await testRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 400 });
+    const workspace = await makeWorkspace(cleanup);
+    await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
+    const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
+    const executor = bullmqOf(manager);
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'real' });
+    await startedJob(manager, id);
+    // What a run that lost its lock (or a failed-over Redis) could report: a completion of its own.
+    const forged = { token: 'stale-run-token', worker: 'elsewhere', run: 1, started: true, end: { kind: 'done', outcome: { stopReason: 'final', text: 'FORGED ANSWER', usage: {}, iterations: 1 } } };
+    await redisClient(redis.url).xadd(`bull:${redis.queue}:events`, '*', 'event', 'completed', 'jobId', bullIdOf(manager, id, 1), 'returnvalue', JSON.stringify(forged), 'prev', 'active');
+    await waitFor(() => executor.gate.rejected.some((r) => r.token === 'stale-run-token'), 'the forged completion to be refused');
+    expect(manager.get(id)?.state).toBe('running');
+    const record = await ended(manager, id);
+    expect(record.status).toBe('ok');
+    expect(record.resultText).not.toContain('FORGED');
+    expect(manager.drain(1).map((r) => r.id)).toEqual([id]);
+  });
+});

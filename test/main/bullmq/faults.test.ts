@@ -1,0 +1,204 @@
+/**
+ * The fault campaign of the distributed path (issue 13, section 3): worker processes killed,
+ * frozen, poisoned, Redis restarted under running jobs. Real redis-server, real `forkpool
+ * worker` processes, real manager. Each test asserts what must hold whatever the timing: one
+ * ending and one delivery per job, attempts counted, a stale run never running to completion.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
+import type { BullmqExecutor } from '../../../src/main/bullmq/executor.js';
+import type { LazyExecutor } from '../../../src/main/executors/lazy-executor.js';
+import type { ForkpoolConfig, ForkpoolConfigInput } from '../../../src/shared/config.js';
+import type { SimServer } from '../../../src/sim/index.js';
+import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from '../../helpers/index.js';
+import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
+
+const cleanup = useCleanup();
+
+/** The BullMQ job id of a job's launch under a manager's bullmq executor. */
+function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
+  return bullmqOf(manager).bullId(id, launch);
+}
+const LOCK_MS = 4_000;
+
+function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: Partial<ForkpoolConfigInput> = {}): ForkpoolConfig {
+  return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl, bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500 }, ...extra });
+}
+
+/** `count` workers whose own config allows the sim and runs jobs in `workspace`. */
+async function workersOn(redisUrl: string, count: number, sim: SimServer, workspace: string, options: { maxStalls?: number; config?: Partial<ForkpoolConfigInput> } = {}): Promise<TestWorker[]> {
+  const { config: extra, ...rest } = options;
+  const config = { baseUrl: sim.url, workspaceRoot: workspace, ...extra };
+  return Promise.all(Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs: LOCK_MS, concurrency: 2, config, ...rest })));
+}
+
+/** The worker process holding a job's run now (BullMQ's `processedBy` is the worker's name). */
+async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: string, launch = 1): Promise<TestWorker> {
+  const queue = bullmqOf(manager).queue;
+  let holder: TestWorker | undefined;
+  for (let tries = 0; !holder && tries < 400; tries++) {
+    const job = await queue.getJob(bullIdOf(manager, id, launch));
+    holder = workers.find((w) => w.name === job?.processedBy);
+    if (!holder) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  if (!holder) throw new Error(`no worker holds ${id} (processedBy ${(await queue.getJob(bullIdOf(manager, id, launch)))?.processedBy}; workers ${workers.map((w) => w.name).join(', ')})`);
+  return holder;
+}
+
+function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> {
+  if ((manager.get(id)?.attempts ?? 0) >= 2) return Promise.resolve();
+  return nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id && r.attempts >= 2);
+}
+
+/**
+ * Two workers on a fresh Redis, one research job running on one of them: the start of every
+ * fault below that strikes the worker holding a job.
+ */
+async function jobOnAWorker(label: string) {
+  const redis = await startRedis(cleanup);
+  const sim = await startSim(cleanup, { latencyMs: 1_000 });
+  const workspace = await makeWorkspace(cleanup);
+  const workers = await workersOn(redis.url, 2, sim, workspace);
+  const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
+  const events = recordEvents(manager);
+  const { id } = manager.spawn({ task: RESEARCH_TASK, label });
+  await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
+  const holder = await holderOf(manager, workers, id);
+  return { manager, events, id, holder, again: startedAgain(manager, id) };
+}
+
+// Worker processes start, die and lose locks on purpose: slow on a loaded machine, never hung.
+describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 }, () => {
+  it('a worker SIGKILLed mid-job: another worker runs it again within 10 s (4 s lock), one final result, attempt count visible', async () => {
+    const { manager, events, id, holder, again } = await jobOnAWorker('survives its worker');
+    const killedAt = Date.now();
+    process.kill(holder.pid, 'SIGKILL');
+    await again;
+    const rerunAfterMs = Date.now() - killedAt;
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 2 });
+    expect(record.notes.join('\n')).toMatch(/run again by the bullmq executor/);
+    expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id)).toEqual([id]);
+    // The issue's bound (the lock expires within 4 s of the kill; the next stall check, at most
+    // 4 s later, re-queues it): 10 s, with half again for a loaded machine.
+    expect(rerunAfterMs).toBeLessThan(15_000);
+  });
+
+  it('a poison job that kills every worker it lands on is failed after N stalls with that reason, not looped', async () => {
+    const redis = await startRedis(cleanup);
+    // Every model answer is a bash call that kills the worker process running the job.
+    const kill = { toolCalls: [{ name: 'bash', arguments: { command: 'kill -9 $PPID' } }] };
+    const sim = await startSim(cleanup, { script: [kill, kill, kill, kill] });
+    const workspace = await makeWorkspace(cleanup);
+    // The grant and the sandbox are the workers' own (a job can only narrow them).
+    const workers = await workersOn(redis.url, 3, sim, workspace, { maxStalls: 1, config: { grantedTools: ['bash'], sandbox: 'none' } });
+    const manager = await bullManager(bullConfig(sim, workspace, redis.url, { grantedTools: ['bash'] }), cleanup);
+    const { id } = manager.spawn({ task: 'Run the command.', label: 'poison' });
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'failed', endedBy: 'crash', attempts: 2 });
+    expect(record.error?.message).toMatch(/stalled more than allowable limit/);
+    // Two runs (maxStalls 1), two dead workers, one left standing; no third run.
+    expect(sim.requests).toHaveLength(2);
+    const alive = workers.filter((w) => w.cli.child.exitCode === null && w.cli.child.signalCode === null);
+    expect(alive).toHaveLength(1);
+  });
+
+  it("a worker's event loop frozen past its lock: the job runs elsewhere, the stale run is aborted when it wakes, one result", async () => {
+    const { manager, events, id, holder, again } = await jobOnAWorker('outlives a frozen worker');
+    process.kill(holder.pid, 'SIGSTOP');
+    cleanup.add(() => holder.cli.child.kill('SIGCONT'));
+    await again;
+    // Wake it while the job's new run is still going: its lock renewal fails and must abort its run.
+    process.kill(holder.pid, 'SIGCONT');
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'ok', attempts: 2 });
+    const staleRun = await waitFor(() => holder.runsEnded().find((r) => r.bullId === bullIdOf(manager, id, 1)), 'the stale run\'s report');
+    // Aborted (its thread was stopped), not run to completion a second time.
+    expect(staleRun).toMatchObject({ run: 1, lockLost: true, end: 'lost' });
+    expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id)).toEqual([id]);
+  });
+
+  it('Redis restarted (empty) mid-run: every job resumes and ends once, none lost', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 800 });
+    const workspace = await makeWorkspace(cleanup);
+    await workersOn(redis.url, 2, sim, workspace);
+    const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const events = recordEvents(manager);
+    const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `through a restart ${i}` }).id);
+    await waitFor(() => ids.every((id) => manager.get(id)?.state === 'running'), 'every job running', { timeoutMs: 60_000 });
+    await redis.restart();
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+  });
+});
+
+describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
+  it('results wait in Redis; the restarted main process launching the same jobs takes them over and delivers each once, nothing runs twice', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 700 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
+    // The restarted process takes over the first one's launches: the same namespace names them.
+    const config = bullConfig(sim, workspace, redis.url, { bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500, namespace: 'main-a' } });
+    const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `outlives main ${i}` }));
+    const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks) } });
+    await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const ids = parseJsonLines(first.stdout()).filter((l) => l.type === 'spawned').map((l) => l.id as string);
+    // Some runs finish while no main process is there: their results wait in Redis.
+    await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
+    // The restarted main process launches the same jobs (same ids, same launch: same BullMQ jobs).
+    const manager = await bullManager(config, cleanup);
+    const events = recordEvents(manager);
+    const again = tasks.map((task) => manager.spawn(task).id);
+    expect(again).toEqual(ids);
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    // Taken over, not run again: one run per job across the workers.
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
+    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
+  });
+});
+
+describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
+  it('the reopened ledger re-launches the interrupted jobs, which take over their runs and waiting results: each delivered once, none run twice', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 700 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const ledger = path.join(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-ledger-')), 'forkpool.db');
+    cleanup.add(() => rmSync(path.dirname(ledger), { recursive: true, force: true }));
+    // No namespace given: it follows the ledger file and scope, the same after the restart.
+    const config = bullConfig(sim, workspace, redis.url, { ledger: { path: ledger } });
+    const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `durable ${i}` }));
+    const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks), FORKPOOL_TEST_LEDGER: ledger } });
+    await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const ids = parseJsonLines(first.stdout()).filter((l) => l.type === 'spawned').map((l) => l.id as string);
+    await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
+    const store = openSqliteLedger(ledger).jobs('main');
+    const manager = watchManager(new BackgroundManager({ config, store, closeExecutor: true }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const events = recordEvents(manager);
+    expect(manager.recovery?.rerun.sort()).toEqual([...ids].sort());
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(manager.drain(2)).toEqual([]);
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
+    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
+  });
+});

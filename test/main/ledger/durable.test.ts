@@ -1,0 +1,234 @@
+/**
+ * The durable ledger (README "Durability"): write-through before acting, restart recovery by
+ * policy, the completion gate, stored sessions, and `fanout --ledger --resume` after a SIGKILL.
+ * The kill-point test is test/durable-kill.test.ts.
+ */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
+import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { DeliveryLedger, type JobEnding } from '../../../src/main/ledger/ledger.js';
+import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
+import { BACKGROUND_FOLLOWUP_PROMPT } from '../../../src/shared/prompts.js';
+import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
+import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, tempWorkspace, useCleanup, watchManager, type Cleanup } from '../../helpers/index.js';
+import type { SimServer } from '../../../src/sim/index.js';
+
+const READ_ONLY = ['read_file', 'find_files', 'grep', 'list_dir'] as const;
+
+function ledgerFile(cleanup: Cleanup): string {
+  return path.join(tempWorkspace({}, cleanup), 'forkpool.db');
+}
+
+function durableConfig(sim: SimServer, workspace: string, file: string, extra: Partial<ForkpoolConfigInput> = {}) {
+  return makeConfig(sim, workspace, { maxConcurrent: 1 }, {
+    tools: [...READ_ONLY],
+    grantedTools: ['write_file'],
+    agents: { writer: { description: 'writes files', tools: ['read_file', 'write_file'] } },
+    ledger: { path: file },
+    ...extra,
+  });
+}
+
+const ok = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });
+
+/** First model requests of a job's runs: its task as the only user message. */
+function runsOf(sim: SimServer, task: string): number {
+  return sim.requests.filter((r) => {
+    const messages = (r.body?.messages ?? []) as Array<{ role: string; content: unknown }>;
+    return messages.length === 2 && messages[1]?.role === 'user' && String(messages[1].content).includes(task);
+  }).length;
+}
+
+describe('durable ledger', () => {
+  it('writes every transition to the file before the manager acts on it (another connection sees it in the event)', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup, { latencyMs: 5 });
+    const file = ledgerFile(cleanup);
+    const config = durableConfig(sim, await makeWorkspace(cleanup), file, { background: { maxConcurrent: 2 } });
+    const store = openSqliteLedger(file);
+    cleanup.add(() => store.close());
+    const reader = openSqliteLedger(file);
+    cleanup.add(() => reader.close());
+    const manager = watchManager(new BackgroundManager({ config, store: store.jobs('m') }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const seen: string[] = [];
+    const onDisk = (id: string) => reader.jobs('m').load().jobs.find((j) => j.record.id === id)?.record;
+    for (const event of ['spawned', 'started', 'done'] as const) {
+      manager.on(event, (record) => {
+        const disk = onDisk(record.id);
+        seen.push(`${event}:${disk?.state}:${disk?.state === record.state}`);
+      });
+    }
+    const ids = [0, 1, 2].map((i) => manager.spawn({ task: `Where is the tool loop? (durable ${i})`, label: `j${i}` }).id);
+    await manager.onIdle();
+    expect(seen.filter((s) => s.endsWith(':false'))).toEqual([]);
+    expect(seen.filter((s) => s.startsWith('done:ended'))).toHaveLength(3);
+    const delivered = manager.drain(7);
+    expect(delivered.map((r) => r.id)).toEqual(ids);
+    for (const id of ids) expect(onDisk(id)?.deliveredInTurn).toBe(7);
+    const spec = reader.jobs('m').load().jobs[0]?.spec;
+    // The spec is kept without the config: no key (config.apiKey is "test-key") reaches the file.
+    expect(spec).toMatchObject({ id: ids[0], task: 'Where is the tool loop? (durable 0)' });
+    expect(JSON.stringify(reader.jobs('m').load())).not.toContain('test-key');
+  });
+
+  it('recovers by policy: undelivered kept, queued in order, read-only running re-run, side-effecting or over-limit delivered as interrupted; nothing twice', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup, { latencyMs: 5 });
+    const file = ledgerFile(cleanup);
+    const config = durableConfig(sim, await makeWorkspace(cleanup), file, { ledger: { path: file, maxReruns: 1 } });
+    // A process that died: its ledger written through a DeliveryLedger on the store, no manager.
+    const dead = openSqliteLedger(file);
+    const ledger = new DeliveryLedger({}, dead.jobs('s'));
+    const add = (label: string, agent?: string) => ledger.add({ id: ledger.newId(), label, task: `Where is the tool loop? (${label})`, role: 'user', wave: null, ...(agent ? { agent } : {}) }).id;
+    const [a, b, c, d, e, f, g] = [add('A'), add('B'), add('C'), add('D'), add('E'), add('F', 'writer'), add('G')] as string[];
+    for (const id of [a, b, e, f, g] as string[]) ledger.markRunning(id, 1);
+    ledger.markEnded(a as string, ok('answer A'));
+    ledger.markEnded(b as string, ok('answer B'));
+    ledger.markDelivered(b as string, 1);
+    ledger.requeue(g as string, 'interrupted by a restart (earlier)');
+    ledger.markRunning(g as string, 1);
+    dead.close();
+
+    const store = openSqliteLedger(file);
+    cleanup.add(() => store.close());
+    const manager = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    expect(manager.recovery).toEqual({ undelivered: [a], requeued: [c, d], rerun: [e], interrupted: [f, g], invalid: [] });
+    expect(manager.get(f as string)?.error?.code).toBe('JOB_INTERRUPTED');
+    expect(manager.get(f as string)?.error?.message).toMatch(/write_file/);
+    const started: string[] = [];
+    manager.on('started', (r) => started.push(r.id));
+    await manager.onIdle();
+    expect(started).toEqual([c, d, e]);
+    expect(manager.get(e as string)?.notes.some((n) => n.startsWith('interrupted by a restart'))).toBe(true);
+    expect(manager.drain(2).map((r) => r.id)).toEqual([a, c, d, e, f, g]);
+    expect(manager.drain(3)).toEqual([]);
+    expect(runsOf(sim, '(F)')).toBe(0);
+    await manager.close();
+
+    // Another restart: everything delivered stays delivered, nothing runs.
+    const again = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
+    cleanup.add(() => again.close({ timeoutMs: 2_000 }));
+    expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [] });
+    expect(again.drain(4)).toEqual([]);
+    expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2]);
+  });
+
+  it('onInterrupted "deliver" delivers a read-only job that was running as interrupted, without running it', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup);
+    const file = ledgerFile(cleanup);
+    const config = durableConfig(sim, await makeWorkspace(cleanup), file, { ledger: { path: file, onInterrupted: 'deliver' } });
+    const dead = openSqliteLedger(file);
+    const ledger = new DeliveryLedger({}, dead.jobs('s'));
+    const id = ledger.add({ id: ledger.newId(), label: 'R', task: 'Where is the tool loop? (R)', role: 'user', wave: null }).id;
+    ledger.markDispatched(id, 1);
+    dead.close();
+    const store = openSqliteLedger(file);
+    cleanup.add(() => store.close());
+    const manager = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    // Dispatched counts as started: its thread may have begun before its `started` was written.
+    expect(manager.recovery?.interrupted).toEqual([id]);
+    expect(manager.drain(1)[0]?.error?.message).toMatch(/onInterrupted is "deliver"/);
+    expect(runsOf(sim, '(R)')).toBe(0);
+  });
+
+  it('refuses a duplicate or stale completion, across a restart too', async () => {
+    const cleanup = useCleanup();
+    const file = ledgerFile(cleanup);
+    const store = openSqliteLedger(file);
+    cleanup.add(() => store.close());
+    const ledger = new DeliveryLedger({}, store.jobs('s'));
+    const id = ledger.add({ id: ledger.newId(), label: 'x', task: 't', role: 'user', wave: null }).id;
+    ledger.markRunning(id, 1);
+    ledger.requeue(id, 'its thread died');
+    ledger.markRunning(id, 2);
+    expect(ledger.refuseCompletion(id, 1)).toBe('stale');
+    expect(ledger.refuseCompletion('bg-99', 1)).toBe('unknown');
+    expect(ledger.refuseCompletion(id, 2)).toBeUndefined();
+    ledger.markEnded(id, ok('first'));
+    expect(ledger.refuseCompletion(id, 2)).toBe('duplicate');
+
+    const sim = await startSim(cleanup);
+    const manager = watchManager(new BackgroundManager({ config: durableConfig(sim, await makeWorkspace(cleanup), file), store: store.jobs('s') }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    expect(manager.completeAttempt(id, 2, ok('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
+    expect(manager.get(id)?.resultText).toBe('first');
+  });
+
+  it('resumes a session by id: its conversation and turns; a result delivered in a turn that never committed is delivered again, once', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup);
+    const file = ledgerFile(cleanup);
+    const config = durableConfig(sim, await makeWorkspace(cleanup), file);
+    const first = new AgentSession({ config, background: false });
+    await first.submit('Where is the tool loop?');
+    const messages = structuredClone(first.agent.session.messages);
+    await first.close();
+
+    // The process died during turn 2: the job was marked delivered in it, the turn never committed.
+    const store = openSqliteLedger(file);
+    const ledger = new DeliveryLedger({}, store.jobs(first.id));
+    const id = ledger.newId();
+    ledger.add({ id, label: 'cut', task: 'Where is the tool loop? (cut)', role: 'user', wave: null });
+    ledger.markRunning(id, 1);
+    ledger.markEnded(id, ok('the answer of the cut turn'));
+    ledger.markDelivered(id, 2);
+    store.close();
+
+    expect(() => AgentSession.resume('s-nobody', { config })).toThrow(expect.objectContaining({ code: 'SESSION_UNKNOWN' }));
+    const resumed = AgentSession.resume(first.id, { config, background: false });
+    cleanup.add(() => resumed.close());
+    expect(resumed.agent.session.messages).toEqual(messages);
+    const delivered = new Promise<{ turn: number; jobs: Array<{ id: string }> }>((resolve) => resumed.once('delivered', resolve));
+    const { turn, jobs } = await delivered;
+    expect(turn).toBe(2);
+    expect(jobs.map((j) => j.id)).toEqual([id]);
+    await resumed.onIdle();
+    const users = resumed.agent.session.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+    expect(users).toHaveLength(2);
+    expect(users[1]).toContain(`job ${id}`);
+    expect(users[1]).toContain(BACKGROUND_FOLLOWUP_PROMPT);
+    expect(resumed.manager.get(id)?.notes.at(-1)).toMatch(/turn 2, which a restart cut short/);
+  });
+});
+
+describe('fanout --ledger --resume', () => {
+  it('continues a fan-out killed with SIGKILL: finished tasks printed from the ledger, not run again; only the rest run', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup, { latencyMs: 40 });
+    const workspace = await makeWorkspace(cleanup);
+    const file = ledgerFile(cleanup);
+    const tasks = Array.from({ length: 12 }, (_, i) => JSON.stringify({ task: `Where is the tool loop? (fan ${i + 1}.)`, label: `t${i + 1}` })).join('\n');
+    const args = ['fanout', '-', '--base-url', sim.url, '--workspace', workspace, '--concurrency', '2', '--ledger', file, '--no-progress'];
+    const first = spawnCli(args, { input: tasks, cleanup });
+    await first.waitForStdout((out) => parseJsonLines(out).length >= 4);
+    first.child.kill('SIGKILL');
+    const killed = await first.exited;
+    expect(killed.signal).toBe('SIGKILL');
+    const printedBefore = parseJsonLines(killed.stdout) as Array<{ line: number }>;
+
+    const refused = await spawnCli(args, { input: tasks, cleanup }).exited;
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/already holds a fan-out \(\d+ task\(s\)\); pass --resume/);
+
+    const resumed = await spawnCli([...args, '--resume'], { input: tasks, cleanup }).exited;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const out = parseJsonLines(resumed.stdout) as Array<{ line: number; status: string; fromLedger?: boolean }>;
+    expect(out.map((r) => r.line).sort((x, y) => x - y)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    const fromLedger = out.filter((r) => r.fromLedger).map((r) => r.line);
+    for (const { line } of printedBefore) expect(fromLedger).toContain(line);
+    for (const line of fromLedger) expect(runsOf(sim, `(fan ${line}.)`), `line ${line}`).toBe(1);
+    expect(out.every((r) => r.status === 'ok' || r.status === 'partial')).toBe(true);
+  }, 300_000);
+
+  it('--resume without a ledger is a usage error', async () => {
+    const cleanup = useCleanup();
+    const r = await spawnCli(['fanout', '-', '--resume'], { input: '{"task":"x"}', cleanup }).exited;
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--resume continues the fan-out kept in a ledger; give it with --ledger FILE/);
+  });
+});

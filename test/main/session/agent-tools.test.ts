@@ -1,0 +1,93 @@
+/**
+ * Remy's `agent_<name>(task, background?)` through the real pool: the parent's model is
+ * scripted on one sim, the peer's jobs answer from another (the plausible agent).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
+import { createModelClient } from '../../../src/shared/model-call.js';
+import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
+import type { ScriptStep } from '../../../src/sim/index.js';
+import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
+import { agentConfig, messagesOf, toolNames, toolResults } from '../../helpers/agents.js';
+import { Cleanups, RESEARCH_TASK, makeWorkspace, startSim, nextEvent } from '../../helpers/pool.js';
+
+const cleanups = new Cleanups();
+afterEach(() => cleanups.run());
+
+async function setup(parentScript: ScriptStep[]) {
+  const root = await makeWorkspace(cleanups);
+  const jobsSim = await startSim(cleanups);
+  const parentSim = await startSim(cleanups, { script: parentScript });
+  const config = agentConfig(jobsSim, root, { agentTools: ['scout'] });
+  const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+  cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+  return { session, parentSim, jobsSim };
+}
+
+describe('agent_<name> tools', () => {
+  it('foreground: the call waits for the peer job and returns its answer, delivered there and never again', async () => {
+    const { session, parentSim } = await setup([
+      { toolCalls: [{ id: 'call-fg', name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] },
+      { content: 'The scout says retry.ts.' },
+    ]);
+    const turns: Array<SessionEvents['turn-result'][0]> = [];
+    session.on('turn-result', (t) => turns.push(t));
+    const result = await session.submit('Ask the scout.');
+    expect(result.answer).toBe('The scout says retry.ts.');
+    // The job ended before the call returned: it is done and delivered in turn 1.
+    const [job] = session.manager.jobs();
+    expect(job).toMatchObject({ state: 'ended', status: 'ok', agent: 'scout', parentToolId: 'call-fg', deliveredInTurn: 1 });
+    expect(job?.backgrounded).toBeUndefined();
+    expect(toolNames(parentSim.requests[0]!)).toContain('agent_scout');
+    const answer = toolResults(parentSim.requests[1]!)[0] as string;
+    expect(answer).toContain(`job ${job?.id}, status ok`);
+    expect(answer).toContain('retry.ts');
+    await session.onIdle();
+    expect(turns).toHaveLength(1);
+    parentSim.assertScriptDone();
+  });
+
+  it('background: the call returns at the first text turn, the job is marked backgrounded, its events carry the call id, and its final result is delivered once', async () => {
+    const { session, parentSim } = await setup([
+      { toolCalls: [{ id: 'call-bg', name: 'agent_scout', arguments: { task: RESEARCH_TASK, background: true } }] },
+      { content: 'The scout is on it.' },
+      { content: 'The scout found retry.ts.' },
+    ]);
+    const progressIds = new Set<string | undefined>();
+    session.manager.on('progress', (p) => progressIds.add(p.parentToolId));
+    const backgrounded: string[] = [];
+    session.manager.on('backgrounded', (r) => backgrounded.push(r.id));
+    const followUp = nextEvent<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => t.followUp);
+    const first = await session.submit('Ask the scout in the background.');
+    expect(first.answer).toBe('The scout is on it.');
+    const early = toolResults(parentSim.requests[1]!)[0] as string;
+    expect(early).toMatch(/is working in the background \(backgrounded\)/);
+    expect(early).toContain('| Looking for');
+    await followUp;
+    await session.onIdle();
+    const [job] = session.manager.jobs();
+    expect(job).toMatchObject({ state: 'ended', status: 'ok', backgrounded: true, parentToolId: 'call-bg', deliveredInTurn: 2 });
+    expect(backgrounded).toEqual([job?.id]);
+    expect([...progressIds]).toEqual(['call-bg']);
+    const withResult = parentSim.requests.filter((r) => messagesOf(r).some((m) => m.role === 'user' && String(m.content).includes(`job ${job?.id}`)));
+    expect(withResult).toHaveLength(1);
+    expect(String(messagesOf(withResult[0]!).at(-1)?.content)).toContain(BACKGROUND_RESULTS_OPEN);
+    parentSim.assertScriptDone();
+  });
+
+  it('aborting the parent turn during a foreground call cancels the peer job', async () => {
+    const root = await makeWorkspace(cleanups);
+    const jobsSim = await startSim(cleanups, { latencyMs: 60_000 });
+    const parentSim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] }] });
+    const config = agentConfig(jobsSim, root, { agentTools: ['scout'] });
+    const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const abort = new AbortController();
+    session.manager.on('started', () => abort.abort(new Error('person pressed stop')));
+    const result = await session.submit('Ask the scout.', { signal: abort.signal });
+    expect(result.stopReason).toBe('aborted');
+    const [job] = session.manager.jobs();
+    const record = job?.state === 'ended' ? job : (await nextEvent<ManagerEvents, 'done'>(session.manager, 'done'))[0];
+    expect(record?.status).toBe('cancelled');
+  });
+});

@@ -1,0 +1,105 @@
+/**
+ * A light `import 'forkpool'`: the library entry points load no heavy package (BullMQ, ioredis,
+ * fastify, ink, React, commander, pino-pretty, @babel/parser, tinypool); those are optional
+ * peers behind `forkpool/bullmq`, `forkpool/server`, `forkpool/tinypool` or a lazy `import()`,
+ * and a missing one is an error naming it. The built files (dist/) run in child processes; the
+ * "missing package" cases run the CLI from a copy of dist/ whose node_modules lacks the package.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { HEAVY_PACKAGES, sampleImport } from '../../src/bench/import-cost.js';
+import { OPTIONAL_PACKAGES } from '../../src/main/executors/optional-package.js';
+import { REPO_ROOT } from '../helpers/cli.js';
+
+const importOf = (entry: string) => `await import(${JSON.stringify(path.join(REPO_ROOT, 'dist', entry))});`;
+const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_PACKAGES as readonly string[]).includes(p));
+
+describe('a light import', () => {
+  // tsc's files and the bundled ones package.json exports (scripts/bundle-library.mjs).
+  it.each(['index.js', 'executors.js', 'durable.js', 'sim/index.js', 'bundle/index.js', 'bundle/executors.js', 'bundle/durable.js', 'bundle/sim.js'])('dist/%s loads no heavy package', (entry) => {
+    const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
+    // (The next test shows the trace does see these packages when they load.)
+    expect(heavyIn(packages)).toEqual([]);
+    // Nor pino: src/main/logger.ts requires it on the first createLogger.
+    expect(packages).not.toContain('pino');
+  });
+
+  it('the subpaths load their own packages (the check above sees them when they load)', () => {
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bullmq/index.js'), true).packages)).toEqual(expect.arrayContaining(['bullmq', 'ioredis']));
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('server/index.js'), true).packages)).toContain('fastify');
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('tinypool.js'), true).packages)).toContain('tinypool');
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bundle/bullmq.js'), true).packages)).toEqual(expect.arrayContaining(['bullmq', 'ioredis']));
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bundle/server.js'), true).packages)).toContain('fastify');
+    expect(heavyIn(sampleImport(REPO_ROOT, importOf('bundle/tinypool.js'), true).packages)).toContain('tinypool');
+  });
+
+  it('package.json: the heavy parts are optional peers with the ranges the errors name, and dist/bench is not shipped', () => {
+    const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    for (const [name, spec] of Object.entries(OPTIONAL_PACKAGES)) {
+      expect(`${name}@${pkg.peerDependencies[name]}`).toBe(spec);
+      expect(pkg.peerDependenciesMeta[name]?.optional, name).toBe(true);
+      expect(pkg.dependencies[name], name).toBeUndefined();
+    }
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO_ROOT, encoding: 'utf8' })) as [{ files: { path: string }[] }];
+    const files = packed[0].files.map((f) => f.path);
+    expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/bundle/index.js');
+    expect(files).toContain('dist/cli/bin.js');
+    expect(files.filter((f) => f.startsWith('dist/bench/'))).toEqual([]);
+  });
+});
+
+describe('a missing optional package', () => {
+  // dist/ copied (its real path must not reach the repo's node_modules), every installed
+  // package linked in except the ones left out.
+  const made: string[] = [];
+  afterAll(() => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+  function installWithout(...leftOut: string[]): string {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-without-'));
+    made.push(dir);
+    cpSync(path.join(REPO_ROOT, 'dist'), path.join(dir, 'dist'), { recursive: true });
+    writeFileSync(path.join(dir, 'package.json'), readFileSync(path.join(REPO_ROOT, 'package.json')));
+    const from = path.join(REPO_ROOT, 'node_modules');
+    mkdirSync(path.join(dir, 'node_modules'));
+    for (const name of readdirSync(from)) {
+      if (name.startsWith('.') || leftOut.includes(name)) continue;
+      symlinkSync(path.join(from, name), path.join(dir, 'node_modules', name));
+    }
+    return dir;
+  }
+  const cli = (dir: string, args: string[], input = '') =>
+    spawnSync(process.execPath, [path.join(dir, 'dist', 'cli', 'bin.js'), ...args], { cwd: dir, input, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: dir, NO_COLOR: '1' } });
+
+  it('forkpool serve without fastify, forkpool worker without bullmq: one line naming the package and its install command, exit 1', () => {
+    const dir = installWithout('fastify', 'bullmq');
+    const serve = cli(dir, ['serve', '--port', '0']);
+    expect(serve.status).toBe(1);
+    expect(serve.stderr.trim()).toBe('forkpool: forkpool serve needs the package "fastify", which is not installed (an optional peer dependency of forkpool): npm install fastify@^5.12.8 [PACKAGE_MISSING]');
+    const worker = cli(dir, ['worker', '--redis', 'redis://127.0.0.1:1']);
+    expect(worker.status).toBe(1);
+    expect(worker.stderr).toContain('forkpool worker needs the package "bullmq", which is not installed (an optional peer dependency of forkpool): npm install bullmq@^6.7.0 ioredis@^6.0.0 [PACKAGE_MISSING]');
+    // The library itself still loads without them.
+    expect(cli(dir, ['--version']).stdout).toBe('0.1.0\n');
+  });
+
+  it('the tinypool executor without tinypool: each job fails with PACKAGE_MISSING, the process keeps going and exits 1', () => {
+    const dir = installWithout('tinypool');
+    const workspace = path.join(dir, 'workspace');
+    mkdirSync(workspace);
+    const run = cli(dir, ['fanout', '-', '--executor', 'tinypool', '--json', '--no-progress', '--workspace', workspace], '{"task":"Where is X?"}\n{"task":"How does Y work?"}\n');
+    const ended = run.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { type?: string; status?: string; error?: { code?: string; message?: string } });
+    const failed = ended.filter((e) => e.error?.code === 'PACKAGE_MISSING');
+    expect(failed, run.stdout + run.stderr).toHaveLength(2);
+    expect(failed[0]?.error?.message).toContain('npm install tinypool@^2.2.0');
+    expect(run.status).toBe(1);
+  });
+});

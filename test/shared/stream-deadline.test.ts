@@ -1,0 +1,55 @@
+/**
+ * `requestTimeoutMs` is a whole-request deadline, headers to last byte, for streamed responses
+ * too: a server that drips data steadily (never idle long enough for the idle watchdog) is cut
+ * off at the deadline and the request retried, per the retry policy.
+ */
+import { describe, expect, it } from 'vitest';
+import { runToolLoop, type LoopEvent } from '../../src/shared/tool-loop.js';
+import { startTestSim, toolContextFor, useCleanup } from '../helpers/index.js';
+
+const cleanup = useCleanup();
+// The idle watchdog is far longer than the deadline: only the deadline can end the drip.
+const TIMINGS = { requestTimeoutMs: 1_000, streamIdleTimeoutMs: 30_000 };
+
+async function dripThenAnswer(stream: boolean, maxRetries: number) {
+  const t = await startTestSim(
+    cleanup,
+    { script: [{ content: 'after the drip' }], faults: { 1: { kind: 'slow_drip', dripIntervalMs: 10 } } },
+    { stream, maxRetries, ...TIMINGS },
+  );
+  const events: LoopEvent[] = [];
+  const result = await runToolLoop({
+    client: t.client,
+    config: t.config,
+    messages: [{ role: 'user', content: 'hi' }],
+    tools: [],
+    toolContext: toolContextFor(t.config),
+    onEvent: (e) => events.push(e),
+  });
+  return { ...t, result, retries: events.filter((e): e is Extract<LoopEvent, { type: 'retry' }> => e.type === 'retry') };
+}
+
+describe.each([true, false])('a response that drips steadily past requestTimeoutMs (stream=%s)', (stream) => {
+  it('is cut off at the deadline and retried; the retry answers', async () => {
+    const { result, sim, retries } = await dripThenAnswer(stream, 1);
+    expect(result.stopReason).toBe('final');
+    expect(result.finalText).toBe('after the drip');
+    expect(sim.requests.map((r) => r.fault)).toEqual(['slow_drip', undefined]);
+    // The deadline, not the idle watchdog, ended it.
+    expect(retries).toHaveLength(1);
+    expect(retries[0]?.reason).toBe('request timed out after 1000 ms (headers to last byte)');
+    // The stream was live (data kept coming) when it was cut: this is not a stall.
+    if (stream) expect(sim.requests[0]?.chunks).toBeGreaterThanOrEqual(2);
+  }, 20_000);
+
+  it('with no retries left, ends with MODEL_REQUEST_FAILED caused by a TimeoutError carrying timeoutMs', async () => {
+    const { result, sim } = await dripThenAnswer(stream, 0);
+    expect(result.stopReason).toBe('error');
+    expect(result.error).toMatchObject({
+      code: 'MODEL_REQUEST_FAILED',
+      message: 'model request failed after 1 attempt(s): request timed out after 1000 ms (headers to last byte)',
+      cause: { name: 'TimeoutError', code: 'MODEL_REQUEST_FAILED', timeoutMs: 1_000 },
+    });
+    expect(sim.requests.map((r) => r.fault)).toEqual(['slow_drip']);
+  }, 20_000);
+});
