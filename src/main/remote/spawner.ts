@@ -37,7 +37,11 @@ export interface RemoteHandle {
 }
 
 export interface RemoteSpawner {
-  /** Runs a job somewhere. The spec is plain data (structured-clone safe); its `config.apiKey` is the caller's to strip or keep. */
+  /**
+   * Runs a job somewhere. The spec is plain data (structured-clone safe) and whole: its
+   * `config.apiKey`, each `config.agents.<name>.apiKey` and `redisUrl` are the spawner's to strip
+   * or keep (a runner that has its own keys should drop them before the spec leaves the process).
+   */
   spawn(spec: JobSpec): RemoteHandle | Promise<RemoteHandle>;
   close?(): Promise<void>;
 }
