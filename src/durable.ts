@@ -1,6 +1,6 @@
 /**
  * `forkpool/durable`: the SQLite ledger that keeps jobs, results and sessions across restarts
- * (README "Durability"). The same exports are on `forkpool` itself; this entry loads nothing else.
+ * (docs/durability.md). The same exports are on `forkpool` itself; this entry loads nothing else.
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import './shared/require-node.js';

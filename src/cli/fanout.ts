@@ -27,7 +27,7 @@ const lineSchema = z.strictObject({
   task: z.string().trim().min(1, 'task must be a non-empty string'),
   label: z.string().max(200).optional(),
   agent: z.string().min(1).optional(),
-  /** Tighter budgets than the agent's (see README "Budgets"). */
+  /** Tighter budgets than the agent's (see docs/delivery.md "Budgets"). */
   budget: budgetLimitsSchema.optional(),
 });
 

@@ -39,13 +39,13 @@ export function buildProgram(setExit: (code: number) => void): Command {
   globalOptions(program.command('run').description('run the parent agent on a prompt; background agents fan out and report back'))
     .argument('[prompt]', 'the prompt, or "-" to read it from stdin')
     .option('--demo', 'run the built-in demo prompt over this workspace')
-    .option('--ledger <file>', 'keep jobs and the session in this SQLite file (README "Durability"); the session id is printed')
+    .option('--ledger <file>', 'keep jobs and the session in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
     .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
 
   globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
-    .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (README "Durability"); the session id is printed')
+    .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
     .action(async (flags) => setExit(await chatCommand(flags)));

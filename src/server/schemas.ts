@@ -75,7 +75,7 @@ const jobSummaryShape = z.object({
   budget: z
     .object({ limits: budgetLimitsSchema, spent: z.record(z.string(), z.unknown()).optional(), remaining: z.record(z.string(), z.number()).optional() })
     .nullable()
-    .describe('Limits, spent (turns, tokens, costUsd, wallclockMinutes, unpricedModels) and remaining; see README "Budgets".'),
+    .describe('Limits, spent (turns, tokens, costUsd, wallclockMinutes, unpricedModels) and remaining; see docs/delivery.md "Budgets".'),
   budgetExceeded: z.enum(['maxTurns', 'maxTokens', 'maxCostUsd', 'maxWallclockMinutes']).nullable().describe('The budget that ran out (the job ended partial).'),
 });
 

@@ -1,6 +1,6 @@
 /**
  * The `bullmq` section of the config and the top-level `redisUrl`: where jobs go when
- * `executor` is "bullmq" (see README "Running on several machines"). Pure: imported by the
+ * `executor` is "bullmq" (see docs/scale-out.md "BullMQ"). Pure: imported by the
  * config schema, which both threads load.
  */
 import { z } from 'zod';

@@ -82,7 +82,7 @@ const defaultBudgetSchema = z.strictObject({
   maxWallclockMinutes: budgetLimitsSchema.shape.maxWallclockMinutes.default(DEFAULTS.background.budget.maxWallclockMinutes),
 });
 
-/** One token and dollar pool for all of a session's (a manager's) background jobs; see README "Budgets". */
+/** One token and dollar pool for all of a session's (a manager's) background jobs; see docs/delivery.md "Budgets". */
 const sessionBudgetSchema = z.strictObject({
   maxTokens: z.number().int().min(1).max(1_000_000_000_000).optional(),
   maxCostUsd: z.number().positive().max(1_000_000).optional(),
@@ -124,10 +124,10 @@ const backgroundSchema = z.strictObject({
   alertBufferMax: z.number().int().min(1).max(10_000).default(DEFAULTS.background.alertBufferMax),
   /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
   checkCooldownMs: timerMs(0).default(DEFAULTS.background.checkCooldownMs),
-  /** `fixed` (a cap of `maxConcurrent` jobs) or `adaptive` (AIMD on model requests per endpoint; README "Adaptive concurrency"). */
+  /** `fixed` (a cap of `maxConcurrent` jobs) or `adaptive` (AIMD on model requests per endpoint; docs/scale-out.md "Adaptive concurrency"). */
   concurrency: z.enum(['fixed', 'adaptive']).default(DEFAULTS.background.concurrency),
   adaptive: adaptiveSchema.default(adaptiveSchema.parse({})),
-  /** A wave's follow-up before all its jobs end: `{deadlineSeconds}` and/or `{quorum}` (README "Wave joins"). Unset: all. */
+  /** A wave's follow-up before all its jobs end: `{deadlineSeconds}` and/or `{quorum}` (docs/delivery.md "Wave joins"). Unset: all. */
   join: joinSchema.optional(),
   /** Per-job budgets of a fork of the parent (and the fallback of each agent's own `budget`). */
   budget: defaultBudgetSchema.default(defaultBudgetSchema.parse({})),
@@ -228,7 +228,7 @@ export const configSchema = z.strictObject({
   executor: z.enum(EXECUTOR_KINDS).default(DEFAULTS.executor),
   /** Redis for `executor: "bullmq"` (e.g. `redis://127.0.0.1:6379`); never printed (it may hold a password). */
   redisUrl: redisUrlSchema.optional(),
-  /** The BullMQ executor and `forkpool worker` (see README "Running on several machines"). */
+  /** The BullMQ executor and `forkpool worker` (see docs/scale-out.md "BullMQ"). */
   bullmq: bullmqSchema.default(bullmqSchema.parse({})),
   /** `brief`: records' errors carry code, message and two causes, no stacks or absolute paths. `debug`: all of it. */
   errorDetail: z.enum(['brief', 'debug']).default(DEFAULTS.errorDetail),
@@ -252,7 +252,7 @@ export const configSchema = z.strictObject({
    * Files or folders no tool may open (bash sees them masked in its sandbox): key files,
    * credentials. Relative paths resolve against the working directory. `loadConfig` adds the
    * config file it read; the durable ledger and `.env`-style files are hidden without being
-   * listed (README "What the tools cannot see").
+   * listed (docs/tools.md "What the tools cannot see").
    */
   hiddenPaths: z.array(z.string().min(1)).default([]),
   /** Built-in tools offered to the model. */
@@ -265,24 +265,24 @@ export const configSchema = z.strictObject({
   loopStopAfter: z.number().int().min(2).max(10_000).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),
   background: backgroundSchema.default(backgroundSchema.parse({})),
-  /** Where jobs and sessions are kept: in memory (default) or a SQLite file (README "Durability"). */
+  /** Where jobs and sessions are kept: in memory (default) or a SQLite file (docs/durability.md). */
   ledger: ledgerSchema.default(ledgerSchema.parse({})),
   /** `forkpool serve`: address, body limit, CORS, event buffer. */
   server: serverSchema.default(serverSchema.parse({})),
   sessionSummaryMaxChars: z.number().int().min(200).max(1_000_000).default(DEFAULTS.sessionSummaryMaxChars),
   /** Past this many (estimated) tokens, the parent's oldest turns are folded into the session summary. */
   parentHistoryMaxTokens: z.number().int().min(1_000).max(100_000_000).default(DEFAULTS.parentHistoryMaxTokens),
-  /** Configured peer agents by name (see README "Agents"). */
+  /** Configured peer agents by name (see docs/agents.md). */
   agents: z.record(z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_EXPECTED), agentSchema).default({}),
   /** Agents offered to the parent as `agent_<name>(task, background?)` tools; each must be in `agents`. */
   agentTools: z.array(z.string()).default([]),
   /** Per model name: price per million tokens (input, output) and context window (see src/shared/models.ts). */
   models: z.record(z.string().min(1), modelInfoSchema).default({}),
-  /** The session's pooled budget: each spawn leases its expected spend from it (see README "Budgets"). */
+  /** The session's pooled budget: each spawn leases its expected spend from it (see docs/delivery.md "Budgets"). */
   sessionBudget: sessionBudgetSchema.optional(),
-  /** Per-turn injection budget, paging and the stale check (README "Bounded delivery", "Stale results"). */
+  /** Per-turn injection budget, paging and the stale check (docs/delivery.md "Bounded delivery", "Stale results"). */
   delivery: deliverySchema.default(deliverySchema.parse({})),
-  /** Spawn de-duplication (README "De-duplication"). */
+  /** Spawn de-duplication (docs/delivery.md "De-duplication"). */
   dedup: dedupSchema.default(dedupSchema.parse({})),
 });
 

@@ -156,7 +156,7 @@ export const DEFAULTS = {
       keepRecords: 10_000,
     },
   },
-  /** The durable ledger (README "Durability"); off (in memory) until `ledger.path` is set. */
+  /** The durable ledger (docs/durability.md); off (in memory) until `ledger.path` is set. */
   ledger: {
     /** A job that was running when the process died: `rerun` it (read-only agents only) or `deliver` it as interrupted. */
     onInterrupted: 'rerun' as 'rerun' | 'deliver',
@@ -189,7 +189,7 @@ export const DEFAULTS = {
     /** Parent-agent sessions open at once. */
     maxSessions: 16,
   },
-  /** What reaches the parent's context when background results are delivered (README "Bounded delivery", "Stale results"). */
+  /** What reaches the parent's context when background results are delivered (docs/delivery.md "Bounded delivery", "Stale results"). */
   delivery: {
     /** Without `maxInjectedTokens`: this share of the parent model's context window, per turn, for all results together. */
     contextShare: 0.2,
@@ -198,7 +198,7 @@ export const DEFAULTS = {
     /** A result based on files changed since the job read them: `annotate` it, or `rerun` the job once. */
     staleResults: 'annotate' as 'annotate' | 'rerun',
   },
-  /** Spawn de-duplication (README "De-duplication"). */
+  /** Spawn de-duplication (docs/delivery.md "De-duplication"). */
   dedup: {
     /** A spawn identical to a running job joins it instead of starting another. */
     attach: true,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEFAULTS } from './defaults.js';
 
 /**
- * Config of adaptive concurrency and wave joins (README "Adaptive concurrency", "Wave joins"),
+ * Config of adaptive concurrency and wave joins (docs/scale-out.md "Adaptive concurrency", docs/delivery.md "Wave joins"),
  * apart from config.ts so the schema there only names them.
  */
 /** config.ts's MAX_TIMER_MS (a Node timer's bound), repeated: config.ts imports this module. */

@@ -88,7 +88,7 @@ function backgroundCommand(chat: ChatController, sub: string, args: string, say:
 function agentsCommand(chat: ChatController, say: (text: string) => void): void {
   const { config } = chat.session.agent;
   const agents = Object.entries(config.agents);
-  if (agents.length === 0) say('no peer agents configured: background jobs are forks of the parent (see README "Agents")');
+  if (agents.length === 0) say('no peer agents configured: background jobs are forks of the parent (see docs/agents.md)');
   const live = chat.jobs().filter((j) => j.state !== 'ended');
   for (const [name, agent] of agents) {
     const running = live.filter((j) => j.agent === name).length;

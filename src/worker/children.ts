@@ -8,7 +8,7 @@ import type { ToolDefinition } from '../shared/tools/types.js';
  * depth, the cap and the queue), and its children's results come back over the port to be put
  * before its next model call.
  */
-/** A child the main thread booked (or an identical one it joined: see README "De-duplication"). */
+/** A child the main thread booked (or an identical one it joined: see docs/delivery.md "De-duplication"). */
 export interface SpawnedChild {
   childId: string;
   label: string;

@@ -1,6 +1,6 @@
 /**
  * Secret files (issue 18, "The key in the workspace's own config file reaches the model"): with
- * the key in the workspace's forkpool.config.json (the README's own example), a hostile
+ * the key in the workspace's forkpool.config.json (the file docs/configuration.md describes), a hostile
  * scripted job calls every tool at it, through the real pool and the real worker, with bash in
  * the real bubblewrap. Neither the key nor its reversed, base64 or hex forms may reach the
  * model (every request body the sim received) or the job's result. The second line,
@@ -68,7 +68,7 @@ function toolResults(sim: SimServer): Map<string, string> {
 
 const call = (id: string, name: string, args: Record<string, unknown>): ScriptToolCall => ({ id, name, arguments: args });
 
-/** A workspace holding the key in its config file (as the README shows) and a .env; the config as the CLI loads it. */
+/** A workspace holding the key in its config file (the forkpool.config.json docs/configuration.md describes) and a .env; the config as the CLI loads it. */
 async function hostileSetup(sim: SimServer) {
   const ws = tempWorkspace(
     {

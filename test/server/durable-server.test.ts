@@ -1,4 +1,4 @@
-/** `forkpool serve --ledger`: sessions and their conversations survive a server restart (README "Durability"). */
+/** `forkpool serve --ledger`: sessions and their conversations survive a server restart (docs/durability.md). */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempWorkspace, useCleanup } from '../helpers/index.js';

@@ -3,7 +3,7 @@
  * no browser is downloaded): sign in, start three jobs from the form, watch them go queued →
  * running → ok without a reload, cancel one, open a result; then restart the server on the same
  * port and watch the page reconnect by itself. `FORKPOOL_UPDATE_SCREENSHOT=1` rewrites
- * docs/server-page.png for the README.
+ * docs/server-page.png for docs/server.md.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,6 @@
 /**
  * `forkpool/bullmq`: jobs on a BullMQ queue in Redis, run by `ForkpoolWorker`s on any machine
- * (README "Running on several machines"). Needs the optional peers `bullmq` and `ioredis`.
+ * (docs/scale-out.md "BullMQ"). Needs the optional peers `bullmq` and `ioredis`.
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import '../../shared/require-node.js';

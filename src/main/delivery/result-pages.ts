@@ -66,7 +66,7 @@ export function resultPageTool(host: ResultPageHost): ToolDefinition {
 }
 
 /**
- * A reused job's result for the spawn tool's answer (see README "De-duplication"): its first
+ * A reused job's result for the spawn tool's answer (see docs/delivery.md "De-duplication"): its first
  * `maxChars` characters and how to read the rest. Counts as its delivery when it had none yet.
  */
 export function reusedResultText(manager: Pick<BackgroundManager, 'get' | 'markDelivered'>, id: string, turn: number, maxChars: number): string {

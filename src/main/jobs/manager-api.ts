@@ -35,7 +35,7 @@ export interface BackgroundManagerOptions {
   /**
    * A durable ledger scope (`openSqliteLedger(path).jobs(scope)`): every record is written there
    * before it is acted on, and the manager starts by recovering what a previous process left
-   * (README "Durability"). Default: the ledger lives in memory.
+   * (docs/durability.md). Default: the ledger lives in memory.
    */
   store?: JobStore;
 }
@@ -55,7 +55,7 @@ export interface SpawnRequest {
   name?: string;
   /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
   parentToolId?: string;
-  /** When its wave's follow-up may come early (README "Wave joins"); replaces the wave's join. */
+  /** When its wave's follow-up may come early (docs/delivery.md "Wave joins"); replaces the wave's join. */
   join?: JoinPolicy;
   /** Tighter budgets than its agent's (or `background.budget`'s); a field above them is refused (BUDGET_OVER_LIMIT). */
   budget?: BudgetLimits;
@@ -81,7 +81,7 @@ export interface JobHandle {
   label: string;
   state: JobRecord['state'];
   /**
-   * Set when no new job started (see README "De-duplication"): `attached`, an identical job was
+   * Set when no new job started (see docs/delivery.md "De-duplication"): `attached`, an identical job was
    * running and this is it; `reused`, one ended `ok` `ageMs` ago and its result stands.
    */
   joined?: 'attached' | 'reused';

@@ -78,7 +78,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #processToken = randomUUID().slice(0, 8);
   /** Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts). */
   readonly #budgets: JobBudgets;
-  /** The durable ledger's scope, when there is one (see recovery.ts, README "Durability"). */
+  /** The durable ledger's scope, when there is one (see recovery.ts, docs/durability.md). */
   readonly #store: JobStore | undefined;
   /** What restart recovery found in the durable ledger; undefined without one. */
   readonly recovery: RecoveryReport | undefined;

@@ -46,7 +46,7 @@ export interface JobRecord {
   childrenOnEnd?: 'waited' | 'cancelled';
   /** Its usage plus its ended descendants' (the tree's roll-up), set when it ends. */
   treeUsage?: UsageByModel;
-  /** Its budgets (its agent's, or tighter ones given at spawn); see README "Budgets". */
+  /** Its budgets (its agent's, or tighter ones given at spawn); see docs/delivery.md "Budgets". */
   budget?: BudgetLimits;
   /** The budget that ran out (the job then ended `partial` with what it had). */
   budgetExceeded?: BudgetName;

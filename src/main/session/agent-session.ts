@@ -69,7 +69,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly agent: ParentAgent;
   readonly manager: BackgroundManager;
   readonly permissions: PermissionStore;
-  /** This session's id: under it a durable ledger keeps its conversation and jobs (README "Durability"). */
+  /** This session's id: under it a durable ledger keeps its conversation and jobs (docs/durability.md). */
   readonly id: string;
   readonly #durable: DurableSession;
   readonly #config: ForkpoolConfig;
@@ -185,7 +185,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
    * A session that continues: {@link AgentSessionOptions.sessionId} names one the ledger holds
    * (else `SESSION_UNKNOWN`). Its conversation and turn count come back, results that ended
    * while it was down are delivered once at its next turn, and its interrupted jobs are re-run
-   * or delivered as interrupted (README "Durability").
+   * or delivered as interrupted (docs/durability.md).
    */
   static resume(sessionId: string, options: AgentSessionOptions): AgentSession {
     return new AgentSession({ ...options, sessionId, resume: true });

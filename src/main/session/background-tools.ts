@@ -11,7 +11,7 @@ export interface BackgroundToolHost {
   cancelJob(id: string): JobHandle;
   /** The configured peers the spawn tool offers, with their descriptions. */
   agents?: ReadonlyArray<{ name: string; description: string }>;
-  /** The result of a job an identical spawn reused (see README "De-duplication"). */
+  /** The result of a job an identical spawn reused (see docs/delivery.md "De-duplication"). */
   reusedResult?(id: string): string;
 }
 

@@ -180,8 +180,8 @@ function deleteField(target: Record<string, unknown>, dotted: string): void {
 }
 
 /**
- * The config file read holds the key when it is in the workspace (the README's example): no
- * tool may open it. Added to `hiddenPaths` with every entry made absolute against `cwd` (a job
+ * The config file read holds the key when it is in the workspace (a forkpool.config.json in
+ * the working directory, docs/configuration.md): no tool may open it. Added to `hiddenPaths` with every entry made absolute against `cwd` (a job
  * resolves them in its worker; a manager's jobs share the process's working directory, a
  * library caller's `cwd` may differ). A `hiddenPaths` that is not a list is left for the schema.
  */

@@ -16,7 +16,7 @@ const PAGE_HEADERS = {
 export function systemRoutes(state: ServerState, version: string) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     const document = openApiDocument(version);
-    // `ok` is the process: it serves. `ledger` says whether the durable ledger writes (README "Durability").
+    // `ok` is the process: it serves. `ledger` says whether the durable ledger writes (docs/durability.md).
     app.get('/healthz', { config: { public: true } }, async () => ({ ok: true, uptimeMs: Date.now() - state.startedAt, ledger: state.ledgerHealth() }));
     app.get('/metrics', async (_request, reply) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(renderMetrics(state)));
     app.get('/openapi.json', async () => document);

@@ -111,7 +111,7 @@ export function redactToolOutput(text: string, secrets: readonly string[]): stri
   return out;
 }
 
-/** A prefix this long of a key is a real leak (README "Secrets"); shorter pieces are too common. */
+/** A prefix this long of a key is a real leak (docs/tools.md "What the tools cannot see"); shorter pieces are too common. */
 const FRAGMENT_LENGTH = 8;
 /** The fragment sets of the last few secret lists (a thread runs many jobs with the same keys). */
 const fragmentCache = new Map<string, ReadonlySet<string>>();

@@ -1,5 +1,5 @@
 /**
- * Wave joins (README "Wave joins"): a wave's follow-up by quorum (config) or at a deadline (the
+ * Wave joins (docs/delivery.md "Wave joins"): a wave's follow-up by quorum (config) or at a deadline (the
  * spawn tool's `join`, timer driven by hand), through the real pool and session. Every job must
  * reach the parent exactly once: the early follow-up carries what has ended and lists what is
  * still running; the rest come once, in a later follow-up.

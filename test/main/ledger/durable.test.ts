@@ -1,5 +1,5 @@
 /**
- * The durable ledger (README "Durability"): write-through before acting, restart recovery by
+ * The durable ledger (docs/durability.md): write-through before acting, restart recovery by
  * policy, the completion gate, stored sessions, and `fanout --ledger --resume` after a SIGKILL.
  * The kill-point test is test/durable-kill.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Adaptive concurrency (README "Adaptive concurrency"): the AIMD controller as a unit, driven
+ * Adaptive concurrency (docs/scale-out.md "Adaptive concurrency"): the AIMD controller as a unit, driven
  * by a fixed sequence of outcomes; the per-endpoint gate's order (the parent's lane first);
  * then the real pool against the sim with a small server capacity. Invariants only: bounds,
  * counts and order, never wall-clock windows.
