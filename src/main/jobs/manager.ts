@@ -29,11 +29,11 @@ import type { PoolSnapshot } from '../limits/budget-pool.js';
 import type { BudgetReport } from '../../shared/budget.js';
 import { SpawnDedup, type DedupMatch } from './dedup.js';
 import type { JobStore } from '../ledger/ledger-store.js';
-import { recoverJobs, takeBackDeliveries, type RecoveryReport } from './recovery.js';
+import { recoverJobs, type RecoveryReport } from './recovery.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
-export type { BackgroundManagerOptions, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
-import { admitSpawn, isWellFormedSpawn, type BackgroundManagerOptions, type CloseReport, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
+import { admitSpawn, isWellFormedSpawn, type BackgroundManagerOptions, type CloseReport, type DeliveryPort, type JobAlert, type JobHandle, type ManagerEvents, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: a FIFO queue behind a
@@ -152,6 +152,22 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const report = recoverJobs(host, store.load());
     if (this.#queue.length > 0) this.#schedulePump();
     return report;
+  }
+
+  /** For {@link Deliveries} (src/main/delivery/deliveries.ts): the ledger's hand-over side and the waves' end. */
+  get deliveryPort(): DeliveryPort {
+    return {
+      ledger: this.#ledger,
+      sealWave: (wave) => {
+        if (this.#waves.seal(wave)) this.#checkWave(wave);
+      },
+      markBackgrounded: (id) => {
+        const before = this.#ledger.get(id);
+        const record = this.#ledger.markBackgrounded(id);
+        if (record && before !== record) this.emit('backgrounded', record);
+        return record;
+      },
+    };
   }
 
   get executor(): Executor {
@@ -287,43 +303,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#ledger.count(state);
   }
 
-  /** How many ended jobs wait for delivery. */
-  get undeliveredCount(): number {
-    return this.#ledger.undeliveredCount;
-  }
-
-  /** Ended jobs not yet delivered. */
-  undelivered(): Readonly<JobRecord>[] {
-    return this.#ledger.undelivered();
-  }
-
-  /**
-   * Marks one ended job delivered (in `turn`) without a drain: for a program that hands each
-   * result on by itself, as `fanout` prints it. Its full text then falls under retention.
-   */
-  markDelivered(id: string, turn = 0, unread?: [number, number]): Readonly<JobRecord> | undefined {
-    return this.#ledger.markDelivered(id, turn, Date.now(), unread);
-  }
-
-  /** The parent read characters `[from, to)` of a result delivered in part (read_background_result). */
-  noteResultRead(id: string, from: number, to: number): Readonly<JobRecord> | undefined {
-    return this.#ledger.markShown(id, from, to);
-  }
-
   /**
    * Cancels a job: at once while queued; while running, cooperatively over its port and after
    * the grace period by stopping its thread. Idempotent; an unknown id throws `JOB_UNKNOWN`.
    */
   cancel(idOrName: string): JobHandle {
     return this.#stop(this.find(idOrName)?.id ?? idOrName, 'cancel');
-  }
-
-  /** Marks a running job `backgrounded` (its `agent_<name>` call returned early) and says so. */
-  markBackgrounded(id: string): Readonly<JobRecord> | undefined {
-    const before = this.#ledger.get(id);
-    const record = this.#ledger.markBackgrounded(id);
-    if (record && before !== record) this.emit('backgrounded', record);
-    return record;
   }
 
   /**
@@ -337,22 +322,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const record = this.find(idOrName);
     if (!record) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
     return this.#restarts.restart(record, reason);
-  }
-
-  /**
-   * Ended jobs not yet delivered (those `accept` takes), handed over once and marked delivered
-   * in `turn`; `unread`: per job delivered in part, the characters left out (see planDelivery).
-   */
-  drain(turn: number, options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {}): Readonly<JobRecord>[] {
-    return this.#ledger.drain(turn, options.accept, Date.now(), options.unread);
-  }
-
-  /**
-   * A resumed session's turns after `committedTurns` died with the process: results delivered in
-   * them never reached the kept conversation, so they wait for delivery again. Returns their ids.
-   */
-  takeBackDeliveries(committedTurns: number): string[] {
-    return takeBackDeliveries(this.#ledger, committedTurns);
   }
 
   /**
@@ -378,11 +347,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   ledgerHealth(): LedgerHealth {
     return this.#ledger.health();
-  }
-
-  /** The spawning turn is over: its wave can now end. Fires `wave-done` if it already has. */
-  sealWave(wave: number): void {
-    if (this.#waves.seal(wave)) this.#checkWave(wave);
   }
 
   /** Queued, handed to the executor, or waiting for its children. */

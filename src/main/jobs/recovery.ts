@@ -93,19 +93,6 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   return report;
 }
 
-/**
- * A resumed session's turns after `committedTurns` died with the process: results delivered in
- * them never reached the kept conversation, so they wait for delivery again. Returns their ids.
- */
-export function takeBackDeliveries(ledger: DeliveryLedger, committedTurns: number): string[] {
-  const back: string[] = [];
-  for (const record of ledger.snapshot()) {
-    if (record.parentJobId !== undefined || record.deliveredInTurn === undefined || record.deliveredInTurn <= committedTurns) continue;
-    if (ledger.undeliver(record.id, `delivered in turn ${record.deliveredInTurn}, which a restart cut short; delivered again`)) back.push(record.id);
-  }
-  return back;
-}
-
 /** Why a started job is delivered as interrupted instead of re-run; undefined: it is re-run. */
 function whyNotRerun(config: ForkpoolConfig, record: Readonly<JobRecord>, reruns: number): string | undefined {
   // Its parent job's conversation died with the process; the parent (re-run or not) decides anew.
