@@ -1,9 +1,7 @@
 import type { Logger } from 'pino';
 import { assertModelConfigured, type ForkpoolConfig } from '../../shared/config.js';
-import { errorForRecord } from '../../shared/error-detail.js';
 import { JobError } from '../../shared/errors.js';
 import type { RateGate } from '../../shared/model-call.js';
-import type { AlertSeverity } from '../../shared/protocol.js';
 import { RequestGating } from '../limits/concurrency.js';
 import type { RequestGates } from '../limits/request-gate.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
@@ -16,29 +14,22 @@ import { PermissionStore } from '../limits/permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler } from '../executors/scheduler.js';
-import { WaveJoins } from './joins.js';
 import { JobBudgets } from '../limits/budgets.js';
 import type { PoolSnapshot } from '../limits/budget-pool.js';
 import type { BudgetReport } from '../../shared/budget.js';
-import { SpawnDedup } from './dedup.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import { recoverJobs, type RecoveryReport } from './recovery.js';
-import type { Job, JobContext } from './job.js';
-import { JobTable, type Nested } from './job-table.js';
-import { Dispatcher } from './dispatcher.js';
-import { JobRunner } from './runner.js';
-import { Nesting } from './nesting.js';
-import { Restarts } from './restarts.js';
+import { JobEngine } from './engine.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
 import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 
 /**
- * Owns background jobs for the life of a session, not a turn, and is the facade over them:
- * each job is a {@link Job} (job.ts, its whole life) in the {@link JobTable}; the
- * {@link Dispatcher} is the queue behind the cap; the {@link JobRunner} runs and stops their
- * attempts; {@link Nesting} and {@link Restarts} add depth and re-runs. See README.md here.
+ * Owns background jobs for the life of a session, not a turn: the facade over its
+ * {@link JobEngine} (engine.ts). Each job is a `Job` (job.ts: its whole life) in the job table;
+ * the dispatcher is the queue behind the cap; the runner runs and stops attempts; nesting and
+ * restarts add depth and re-runs. See README.md in this folder.
  */
 export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #ledger: DeliveryLedger;
@@ -46,13 +37,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #executor: Executor;
   readonly #ownsExecutor: boolean;
   readonly #logger: Logger | undefined;
-  readonly #table: JobTable;
-  readonly #dispatcher: Dispatcher;
-  readonly #runner: JobRunner;
-  readonly #nesting: Nesting;
-  readonly #restarts: Restarts;
-  readonly #waves: WaveJoins;
-  readonly #dedup: SpawnDedup;
+  readonly #engine: JobEngine;
   /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
   readonly #gating: RequestGating;
   /** Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts). */
@@ -84,45 +69,29 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
       this.#store = options.store;
       this.#logger = logger;
-      const ledger = (this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report), (id) => this.#forget(id)));
-      const budgets = (this.#budgets = new JobBudgets(config));
-      const scheduler = options.scheduler ?? realScheduler;
-      this.#dedup = new SpawnDedup(config);
-      this.#waves = new WaveJoins(scheduler, options.config.background.join, (wave) => this.#checkWave(wave));
+      const ledger = (this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report), (id) => this.#engine.forget(id)));
+      this.#budgets = new JobBudgets(config);
       this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
       // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
       if (options.executor === undefined) assertModelConfigured(options.config);
       this.#executor = executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
-      const dispatcher = (this.#dispatcher = new Dispatcher({
-        maxConcurrent: config.background.maxConcurrent,
-        budgets,
-        launch: (job) => this.#runner.launch(job),
-        closed: () => this.closed,
-        stopQueued: (job) => this.#runner.stop(job, 'close'),
-        idle: () => this.emit('idle'),
-      }));
-      this.#table = new JobTable({ config, ledger, store: options.store, dedup: this.#dedup, budgets, waves: this.#waves, context: this.#jobContext(), waitingForSlot: () => dispatcher.waitingForSlot });
-      const table = this.#table;
-      this.#nesting = new Nesting({ config, ledger, table, dispatcher, book: (request, nested) => this.#book(request, {}, nested), stop: (job, reason) => this.#runner.stop(job, reason) });
-      this.#restarts = new Restarts({ table, dispatcher, requeued: (record) => this.emit('requeued', record) });
-      this.#runner = new JobRunner({
+      this.#engine = new JobEngine({
         config,
+        ledger,
+        store: options.store,
         executor,
-        scheduler,
+        scheduler: options.scheduler ?? realScheduler,
         permissions: options.permissions ?? new PermissionStore(options.config.grantedTools),
         gating: this.#gating,
-        budgets,
-        dispatcher,
-        nesting: this.#nesting,
+        budgets: this.#budgets,
         logger,
-        started: (record) => this.emit('started', record),
-        progress: (event) => this.emit('progress', event),
-        alert: (job, alert) => this.#onAlert(job, alert),
-        requeued: (record) => this.emit('requeued', record),
+        emit: (event, ...args) => this.emit(event, ...args),
+        closed: () => this.closed,
         reportFault: (what, error) => this.#reportFault(what, error),
       });
       // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
-      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves: this.#waves, restarts: this.#restarts }, options.store.load());
+      const { table, dispatcher, waves, restarts } = this.#engine;
+      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts }, options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;
@@ -132,37 +101,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     }
   }
 
-  /** What each Job needs of the manager (see JobContext): the books its moves and its end touch. */
-  #jobContext(): JobContext {
-    return {
-      ledger: this.#ledger,
-      durable: this.#store !== undefined,
-      moved: (job, from, to) => this.#dispatcher.moved(job, from, to),
-      completeEnding: (job, given) => {
-        // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
-        const ending = { ...given, ...this.#budgets.atEnd(job.id, job.record, given) };
-        const error = ending.error && errorForRecord(ending.error, this.#config.errorDetail, this.#config.workspaceRoot);
-        return { ...ending, ...(error ? { error } : {}), ...this.#nesting.childrenAtEnd(job, ending) };
-      },
-      ended: (job, record) => {
-        this.#dedup.ended(record, job.dedupKey);
-        this.#nesting.deliverToParent(job, record);
-        this.#table.releaseName(job);
-        this.#restarts.keep(job);
-        this.emit('done', record);
-        if (record.wave !== null) this.#checkWave(record.wave);
-        this.#dispatcher.pump();
-      },
-      reportFault: (what, error) => this.#reportFault(what, error),
-    };
-  }
-
   /** For {@link Deliveries} (src/main/delivery/deliveries.ts): the ledger's hand-over side and the waves' end. */
   get deliveryPort(): DeliveryPort {
     return {
       ledger: this.#ledger,
       sealWave: (wave) => {
-        if (this.#waves.seal(wave)) this.#checkWave(wave);
+        if (this.#engine.waves.seal(wave)) this.#engine.checkWave(wave);
       },
       markBackgrounded: (id) => {
         const before = this.#ledger.get(id);
@@ -198,7 +142,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
   budgetOf(id: string): BudgetReport | undefined {
-    return this.#budgets.reportNow(this.#ledger.get(id), this.#table.get(id)?.attempt);
+    return this.#budgets.reportNow(this.#ledger.get(id), this.#engine.table.get(id)?.attempt);
   }
 
   /**
@@ -215,28 +159,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * was already aborted) or `TOOL_ARGUMENTS_INVALID` (a clear message the model can read).
    */
   spawn(request: SpawnRequest, options: SpawnOptions = {}): JobHandle {
-    return this.#book(request, options, undefined);
-  }
-
-  #book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): JobHandle {
-    if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
-    const booking = this.#table.book(request, options, nested);
-    if (booking.kind === 'joined') {
-      const { match } = booking;
-      const record = this.#ledger.get(match.id) as JobRecord;
-      this.#logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
-      return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
-    }
-    const { job } = booking;
-    if (options.signal) job.cancelOnAbort(options.signal, () => this.cancel(job.id));
-    this.#dispatcher.enqueue(job);
-    this.emit('spawned', job.record);
-    return { id: job.id, label: job.record.label, state: 'queued' };
+    return this.#engine.book(request, options, undefined);
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
   result(id: string): Promise<Readonly<JobRecord>> {
-    return this.#table.get(id)?.result() ?? Promise.reject(unknownJob(id));
+    return this.#engine.table.get(id)?.result() ?? Promise.reject(unknownJob(id));
   }
 
   /** A cheap snapshot of every job: records are frozen values, replaced (not changed) as jobs move. */
@@ -250,7 +178,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** A job by id or by name (the live holder of a name first, else the newest job that had it). */
   find(idOrName: string): Readonly<JobRecord> | undefined {
-    return this.#table.find(idOrName)?.record;
+    return this.#engine.table.find(idOrName)?.record;
   }
 
   /** How many jobs are in a state. */
@@ -263,7 +191,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * the grace period by stopping its thread. Idempotent; an unknown id throws `JOB_UNKNOWN`.
    */
   cancel(idOrName: string): JobHandle {
-    return this.#stop(this.#table.find(idOrName)?.id ?? idOrName, 'cancel');
+    return this.#stop(this.#engine.table.find(idOrName)?.id ?? idOrName, 'cancel');
   }
 
   /**
@@ -274,9 +202,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   restart(idOrName: string, reason?: string): JobHandle {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
-    const job = this.#table.find(idOrName);
+    const job = this.#engine.table.find(idOrName);
     if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    return this.#restarts.restart(job, reason);
+    return this.#engine.restarts.restart(job, reason);
   }
 
   /**
@@ -290,7 +218,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError } {
     const refused = this.#ledger.refuseCompletion(id, attempt);
-    const job = this.#table.get(id);
+    const job = this.#engine.table.get(id);
     if (refused || !job) return { accepted: false, reason: refused ?? 'unknown', error: completionRefused(id, attempt, refused ?? 'unknown', this.#ledger.get(id)) };
     job.attempt?.hardStop();
     job.end(ending);
@@ -299,7 +227,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** Queued, handed to the executor, or waiting for its children. */
   get pending(): number {
-    return this.#dispatcher.pending;
+    return this.#engine.dispatcher.pending;
   }
 
   /** Resolves when no job is queued or running (at once if already so). */
@@ -322,7 +250,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   destroy(): Promise<CloseReport> {
     const closing = (this.#closing ??= this.#close('hard', 0));
     // A close already under way with a longer bound is cut short here.
-    for (const job of this.#dispatcher.live()) {
+    for (const job of this.#engine.dispatcher.live()) {
       if (!job.attempt) continue;
       job.attempt.stopReason ??= 'close';
       job.attempt.hardStop();
@@ -334,13 +262,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // Durable: unfinished jobs stay unfinished in the ledger for the next process (see detachStore).
     if (how !== 'drain') this.#ledger.detachStore();
     const report = shutDown(how, timeoutMs, {
-      waiting: () => this.#dispatcher.waiting().map((job) => job.id),
-      live: () => this.#dispatcher.live().flatMap((job) => job.attempt ?? []),
+      waiting: () => this.#engine.dispatcher.waiting().map((job) => job.id),
+      live: () => this.#engine.dispatcher.live().flatMap((job) => job.attempt ?? []),
       stop: (id) => void this.#stop(id, 'close'),
       onIdle: () => this.onIdle(),
       closeExecutor: () => {
         this.#gating.close();
-        this.#waves.dispose();
+        this.#engine.waves.dispose();
         return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
       },
     });
@@ -348,27 +276,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   #stop(id: string, reason: 'cancel' | 'close'): JobHandle {
-    const job = this.#table.get(id);
+    const job = this.#engine.table.get(id);
     if (!job) throw unknownJob(id);
-    this.#runner.stop(job, reason);
+    this.#engine.runner.stop(job, reason);
     return { id, label: job.record.label, state: this.#ledger.get(id)?.state ?? 'ended' };
-  }
-
-  /** Retention forgot a record: its job goes from the table and the tree, and from what restarts keep. */
-  #forget(id: string): void {
-    const job = this.#table.get(id);
-    if (!job) return;
-    this.#restarts.forget(job);
-    this.#table.forget(id);
-  }
-
-  #onAlert(job: Job, alert: { message: string; severity: AlertSeverity }): void {
-    const number = job.countAlert(this.#config.background.maxAlertsPerJob);
-    if (number === undefined) return void this.#logger?.warn({ jobId: job.id }, 'a job sent more alerts than background.maxAlertsPerJob; dropped');
-    const stored = { jobId: job.id, message: alert.message, severity: alert.severity, number, at: Date.now() };
-    const store = this.#store;
-    if (store) this.#ledger.writeAside(`job ${job.id}'s alert`, () => store.putAlert(stored));
-    this.emit('alert', { ...stored, label: job.record?.label ?? job.id });
   }
 
   /** A storage failure is logged once per degraded spell (then at debug), and its end too; each one is an event. */
@@ -389,14 +300,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   #reportFault(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
     if (this.#logger) this.#logger.error({ ...fields, ...(error === undefined ? {} : { err: error }) }, what);
     else process.emitWarning(error === undefined ? what : `${what}: ${error instanceof Error ? error.message : String(error)}`, { code: 'FORKPOOL_HOST_FAULT' });
-  }
-
-  #checkWave(wave: number): void {
-    // hasEnded: a member delivered early may since have been forgotten by retention.
-    const check = this.#waves.check(wave, (id) => this.#ledger.hasEnded(id));
-    const records = (ids: string[]) => ids.flatMap((id) => this.#ledger.get(id) ?? []);
-    if (check?.kind === 'all') this.emit('wave-done', { wave, jobs: records(check.members) });
-    else if (check) this.emit('wave-joined', { wave, reason: check.reason, ended: records(check.ended), pending: records(check.pending) });
   }
 }
 
