@@ -22,6 +22,7 @@ export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/
 export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/ledger/sqlite-store.js';
 export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger/ledger-store.js';
 export type { RecoveryReport } from './main/jobs/recovery.js';
+export { Deliveries } from './main/delivery/deliveries.js';
 export type { DurableSessionOptions } from './main/session/durable-session.js';
 export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/session/parent-agent.js';
 export { PermissionStore, type PermissionAsker } from './main/limits/permissions.js';

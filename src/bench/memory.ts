@@ -17,6 +17,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { BackgroundManager } from '../main/jobs/manager.js';
+import { Deliveries } from '../main/delivery/deliveries.js';
 import { parseConfig } from '../shared/config.js';
 import { startSimServer } from '../sim/index.js';
 
@@ -71,6 +72,7 @@ const config = parseConfig({
   background: { isolation: 'shared', maxConcurrent: concurrency, ...(Object.keys(retention).length ? { retention } : {}) },
 });
 const manager = new BackgroundManager({ config });
+const deliveries = new Deliveries(manager);
 // A task as a parent would write one: a question plus a block of context (padded to size).
 const padding = ' Context: the loop retries with backoff and stops at maxIterations.'.repeat(Math.ceil(taskChars / 66));
 const taskFor = (i: number) => `Where is the tool loop and what does it return? (job ${i})${padding}`.slice(0, taskChars);
@@ -104,10 +106,10 @@ for (let b = 1; b <= batches; b++) {
   for (let i = 0; i < batchSize; i++) {
     manager.spawn({ task: taskFor((b - 1) * batchSize + i), label: `b${b}-${i}`, wave: b });
   }
-  manager.sealWave(b);
+  deliveries.sealWave(b);
   await manager.onIdle();
   // The parent's next turn takes the batch's results.
-  manager.drain(b);
+  deliveries.drain(b);
   await settledGc();
   const memory = process.memoryUsage();
   // What a panel pays to render the job list once.

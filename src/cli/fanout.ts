@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BackgroundManager } from '../main/jobs/manager.js';
+import { Deliveries } from '../main/delivery/deliveries.js';
 import { createExecutor } from '../main/jobs/executor-factory.js';
 import type { ExecutorKind } from '../main/executors/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger/ledger.js';
@@ -97,6 +98,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       throw error;
     }
   });
+  const deliveries = new Deliveries(manager);
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();
@@ -142,7 +144,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   let deliveryWriteFailed = false;
   const markPrinted = (id: string) => {
     try {
-      manager.markDelivered(id);
+      deliveries.markDelivered(id);
     } catch (error) {
       if (!(error instanceof LedgerWriteError)) throw error;
       if (!deliveryWriteFailed) out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);

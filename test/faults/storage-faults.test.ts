@@ -16,6 +16,7 @@ import { ScopeLeases } from '../../src/main/ledger/ledger-lease.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, tempWorkspace, useCleanup, watchManager, watchProcess, type Cleanup } from '../helpers/index.js';
+import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 type Db = { pragma(source: string): unknown; exec(source: string): void; close(): void };
 
@@ -56,14 +57,14 @@ describe('a durable ledger that stops writing', () => {
 
     expect(() => manager.spawn({ task: 'one more', label: 'refused' })).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
     expect(manager.jobs()).toHaveLength(3);
-    expect(() => manager.drain(1)).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
+    expect(() => new Deliveries(manager).drain(1)).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
     // Nothing moved in memory: all three still wait for delivery.
-    expect(manager.undeliveredCount).toBe(3);
+    expect(new Deliveries(manager).undeliveredCount).toBe(3);
     expect(ids.map((id) => manager.get(id)?.deliveredInTurn)).toEqual([undefined, undefined, undefined]);
 
     failWrites(false);
-    expect(manager.drain(2).map((r) => r.id)).toEqual(ids);
-    expect(manager.drain(3)).toEqual([]);
+    expect(new Deliveries(manager).drain(2).map((r) => r.id)).toEqual(ids);
+    expect(new Deliveries(manager).drain(3)).toEqual([]);
     expect(manager.ledgerHealth()).toMatchObject({ ok: true, unsaved: 0 });
     expect(reports.at(-1)).toBe('recovered');
     await manager.close();
@@ -117,7 +118,7 @@ describe('a durable ledger that stops writing', () => {
     expect(spawned).toBe(2);
     // The wave's follow-up ran (the wave was sealed) but could not deliver: both results still wait.
     expect(followUps.length).toBe(1);
-    expect(session.manager.undeliveredCount).toBe(2);
+    expect(session.deliveries.undeliveredCount).toBe(2);
     expect(session.manager.ledgerHealth().ok).toBe(false);
 
     failWrites(false);
@@ -127,7 +128,7 @@ describe('a durable ledger that stops writing', () => {
     expect(delivered.sort()).toEqual(session.manager.jobs().map((j) => j.id).sort());
     const lastUser = session.agent.session.messages.filter((m) => m.role === 'user').at(-1);
     expect(String(lastUser?.content)).toContain(BACKGROUND_RESULTS_OPEN);
-    expect(session.manager.undeliveredCount).toBe(0);
+    expect(session.deliveries.undeliveredCount).toBe(0);
     expect(session.manager.ledgerHealth()).toMatchObject({ ok: true, unsaved: 0 });
     expect(turnErrors).toEqual([]);
     expect(thrown).toEqual([]);

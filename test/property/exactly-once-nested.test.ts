@@ -7,6 +7,7 @@ import { JobActivity } from '../../src/main/session/job-activity.js';
 import { parseConfig } from '../../src/shared/config.js';
 import type { ToolDefinition } from '../../src/shared/tools/types.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
+import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 /**
  * The exactly-once property with nested jobs and checks, through the real pool: random spawns
@@ -48,7 +49,7 @@ describe('exactly-once delivery with nested jobs and checks', () => {
         const manager = new BackgroundManager({ config, executor });
         const activity = new JobActivity(manager);
         let turn = 0;
-        const check = inspectTools({ manager, activity, currentTurn: () => turn, cooldownMs: 0, resultMaxChars: 500 }).find((t) => t.name === 'check_background_agent') as ToolDefinition;
+        const check = inspectTools({ manager, deliveries: new Deliveries(manager), activity, currentTurn: () => turn, cooldownMs: 0, resultMaxChars: 500 }).find((t) => t.name === 'check_background_agent') as ToolDefinition;
         const tops: string[] = [];
         const done = new Map<string, number>();
         const deliveredBy = new Map<string, string>();
@@ -56,7 +57,7 @@ describe('exactly-once delivery with nested jobs and checks', () => {
         manager.on('started', () => (mostRunning = Math.max(mostRunning, manager.count('running'))));
         manager.on('done', (job) => done.set(job.id, (done.get(job.id) ?? 0) + 1));
         const drainTurn = (n: number) => {
-          for (const job of manager.drain(n)) {
+          for (const job of new Deliveries(manager).drain(n)) {
             expect(job.parentJobId).toBeUndefined();
             expect(deliveredBy.has(job.id)).toBe(false);
             deliveredBy.set(job.id, 'drain');

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
+import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 /**
  * The smaller run of the exactly-once property through the real Piscina pool, real worker
@@ -50,13 +51,13 @@ describe('exactly-once delivery through the real pool', () => {
               else if (s.kind === 'cancel' && spawned.length) manager.cancel(spawned[s.pick % spawned.length] as string);
               // Not a synchronisation: a pause of random length varies where the next step lands.
               else if (s.kind === 'wait') await new Promise((r) => setTimeout(r, s.ms));
-              else if (s.kind === 'turn') deliveries.push(...manager.drain(++turn).map((job) => job.id));
+              else if (s.kind === 'turn') deliveries.push(...new Deliveries(manager).drain(++turn).map((job) => job.id));
             }
             await manager.onIdle();
           } finally {
             await manager.close();
           }
-          deliveries.push(...manager.drain(turn + 1).map((job) => job.id));
+          deliveries.push(...new Deliveries(manager).drain(turn + 1).map((job) => job.id));
 
           // Concurrency from the event stream: a job holds a slot from its `started` to its `done` or `requeued`.
           const running = new Set<string>();

@@ -4,6 +4,7 @@ import { BackgroundManager, type CloseReport } from '../../src/main/jobs/manager
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep } from '../helpers/fake-executor.js';
+import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 /**
  * Random schedules against the real manager and ledger, with a fake executor that speaks the
@@ -111,7 +112,7 @@ async function runScenario({ isolation, cap, actions, hardStops }: Scenario): Pr
   let closing: Promise<CloseReport> | undefined;
   const drainInto = () => {
     turn++;
-    for (const job of manager.drain(turn)) seen.deliveries.push({ turn, id: job.id });
+    for (const job of new Deliveries(manager).drain(turn)) seen.deliveries.push({ turn, id: job.id });
   };
   const close = (options: { drain?: boolean; timeoutMs?: number }) => {
     executor.closeRequested = true;

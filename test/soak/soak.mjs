@@ -21,6 +21,7 @@ import { BackgroundManager } from '../../dist/main/jobs/manager.js';
 import { PiscinaExecutor } from '../../dist/main/executors/piscina-executor.js';
 import { parseConfig } from '../../dist/shared/config.js';
 import { startSimServer, FAULT_KINDS } from '../../dist/sim/index.js';
+import { Deliveries } from '../../dist/main/delivery/deliveries.js';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000' }, seed: { type: 'string', default: '7' } } });
 const totalJobs = Number(values.jobs);
@@ -107,7 +108,7 @@ async function soakHalf(isolation, jobs) {
   });
   const drain = () => {
     turn++;
-    for (const job of manager.drain(turn)) deliveries.push(job.id);
+    for (const job of new Deliveries(manager).drain(turn)) deliveries.push(job.id);
   };
   const turns = setInterval(drain, 50);
 

@@ -2,10 +2,12 @@ import { z } from 'zod';
 import { ToolError } from '../../shared/errors.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { BackgroundManager } from '../jobs/manager.js';
+import type { Deliveries } from './deliveries.js';
 
-/** What read_background_result needs: the ledger (through the manager) and the turn running now. */
+/** What read_background_result needs: the ledger (through the manager and its deliveries) and the turn running now. */
 export interface ResultPageHost {
-  manager: Pick<BackgroundManager, 'find' | 'markDelivered' | 'noteResultRead'>;
+  manager: Pick<BackgroundManager, 'find'>;
+  deliveries: Pick<Deliveries, 'markDelivered' | 'noteResultRead'>;
   /** A result read before its delivery counts as delivered in this turn. */
   currentTurn(): number;
   /** The longest page, in characters (`delivery.pageMaxChars`). */
@@ -54,9 +56,9 @@ export function resultPageTool(host: ResultPageHost): ToolDefinition {
       if (job.deliveredInTurn === undefined) {
         // Read before its delivery: it counts as delivered now (never injected again), with what is still unread.
         const unread: [number, number] = offset === 0 ? [end, text.length] : [0, text.length];
-        host.manager.markDelivered(job.id, host.currentTurn(), unread[0] < unread[1] ? unread : undefined);
+        host.deliveries.markDelivered(job.id, host.currentTurn(), unread[0] < unread[1] ? unread : undefined);
       } else {
-        host.manager.noteResultRead(job.id, offset, end);
+        host.deliveries.noteResultRead(job.id, offset, end);
       }
       const where = end < text.length ? `next page: offset ${end}` : 'end of the result';
       const capped = args.limit !== undefined && args.limit > host.pageMaxChars ? ` (limit capped at ${host.pageMaxChars})` : '';
@@ -69,12 +71,12 @@ export function resultPageTool(host: ResultPageHost): ToolDefinition {
  * A reused job's result for the spawn tool's answer (see docs/delivery.md "De-duplication"): its first
  * `maxChars` characters and how to read the rest. Counts as its delivery when it had none yet.
  */
-export function reusedResultText(manager: Pick<BackgroundManager, 'get' | 'markDelivered'>, id: string, turn: number, maxChars: number): string {
+export function reusedResultText(manager: Pick<BackgroundManager, 'get'>, deliveries: Pick<Deliveries, 'markDelivered'>, id: string, turn: number, maxChars: number): string {
   const record = manager.get(id);
   const text = record?.resultText ?? '';
   let end = Math.min(text.length, maxChars);
   if (end < text.length && end > 0 && isHighSurrogate(text.charCodeAt(end - 1))) end--;
-  if (record && record.deliveredInTurn === undefined) manager.markDelivered(id, turn, end < text.length ? [end, text.length] : undefined);
+  if (record && record.deliveredInTurn === undefined) deliveries.markDelivered(id, turn, end < text.length ? [end, text.length] : undefined);
   const rest = end < text.length ? `\n[… ${text.length - end} more characters: read_background_result(job_id: "${id}", offset: ${end})]` : '';
   return `${text.slice(0, end) || '(no text)'}${rest}`;
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { CHARS_PER_TOKEN, injectionBudgetTokens, planDelivery } from './delivery-budget.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { BackgroundManager } from '../jobs/manager.js';
+import type { Deliveries } from './deliveries.js';
 import { staleFiles, staleNote } from './staleness.js';
 
 /** What one turn's delivery produced. */
@@ -24,14 +25,16 @@ export interface TurnDeliveryResult {
  * each left out recorded for paging.
  */
 export class TurnDelivery {
-  readonly #manager: BackgroundManager;
+  readonly #manager: Pick<BackgroundManager, 'restart'>;
+  readonly #deliveries: Pick<Deliveries, 'undelivered' | 'drain'>;
   readonly #config: ForkpoolConfig;
   readonly #logger: Logger | undefined;
   /** Jobs already re-run once because their result was stale: never twice. */
   readonly #rerunOnce = new Set<string>();
 
-  constructor(manager: BackgroundManager, config: ForkpoolConfig, logger?: Logger) {
+  constructor(manager: Pick<BackgroundManager, 'restart'>, deliveries: Pick<Deliveries, 'undelivered' | 'drain'>, config: ForkpoolConfig, logger?: Logger) {
     this.#manager = manager;
+    this.#deliveries = deliveries;
     this.#config = config;
     this.#logger = logger;
   }
@@ -46,7 +49,7 @@ export class TurnDelivery {
     const candidates: Readonly<JobRecord>[] = [];
     const notes = new Map<string, string[]>();
     const rerun: string[] = [];
-    for (const job of this.#manager.undelivered()) {
+    for (const job of this.#deliveries.undelivered()) {
       const stale = job.reads?.length ? staleFiles(job.reads, this.#config.workspaceRoot) : [];
       if (stale.length > 0 && this.#config.delivery.staleResults === 'rerun' && !this.#rerunOnce.has(job.id) && this.#rerun(job)) {
         rerun.push(job.id);
@@ -57,7 +60,7 @@ export class TurnDelivery {
     }
     const plan = planDelivery({ jobs: candidates, budgetChars: Math.max(0, this.budgetChars - reservedChars), perJobMaxChars: this.#config.background.resultMaxChars, notes });
     const chosen = new Set(plan.delivered.map((j) => j.id));
-    const jobs = plan.delivered.length > 0 ? this.#manager.drain(turn, { accept: (r) => chosen.has(r.id), unread: plan.unread }) : [];
+    const jobs = plan.delivered.length > 0 ? this.#deliveries.drain(turn, { accept: (r) => chosen.has(r.id), unread: plan.unread }) : [];
     for (const job of jobs) this.#rerunOnce.delete(job.id);
     return { block: plan.block, jobs, deferred: plan.deferred, rerun };
   }

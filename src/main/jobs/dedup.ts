@@ -24,7 +24,6 @@ export class SpawnDedup {
   readonly #config: ForkpoolConfig;
   readonly #live = new Map<string, string>();
   readonly #ended = new Map<string, string>();
-  readonly #keys = new Map<string, string>();
 
   constructor(config: ForkpoolConfig) {
     this.#config = config;
@@ -64,25 +63,16 @@ export class SpawnDedup {
   /** A new job was booked under this key. */
   booked(id: string, key: string): void {
     this.#live.set(key, id);
-    this.#keys.set(id, key);
   }
 
-  /** A job ended: no longer joinable; reusable if it ended ok. */
-  ended(record: Readonly<JobRecord>): void {
-    const key = this.#keys.get(record.id);
+  /** A job booked under `key` ended: no longer joinable; reusable if it ended ok. */
+  ended(record: Readonly<JobRecord>, key: string | undefined): void {
     if (key === undefined) return;
     if (this.#live.get(key) === record.id) this.#live.delete(key);
-    if (record.status !== 'ok') {
-      if (this.#ended.get(key) !== record.id) this.#keys.delete(record.id);
-      return;
-    }
+    if (record.status !== 'ok') return;
     this.#ended.delete(key);
     this.#ended.set(key, record.id);
-    if (this.#ended.size > REMEMBERED_ENDED) {
-      const oldest = this.#ended.keys().next().value as string;
-      this.#keys.delete(this.#ended.get(oldest) as string);
-      this.#ended.delete(oldest);
-    }
+    if (this.#ended.size > REMEMBERED_ENDED) this.#ended.delete(this.#ended.keys().next().value as string);
   }
 }
 

@@ -12,7 +12,7 @@ import { JOB_ROLES, type AlertSeverity, type JobRole } from '../../shared/protoc
 import type { LoopEvent } from '../../shared/tool-loop.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { Executor } from '../executors/executor.js';
-import type { JobRecord } from '../ledger/ledger.js';
+import type { DeliveryLedger, JobRecord } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
@@ -93,6 +93,18 @@ export interface CloseReport {
   cancelled: string[];
   /** Jobs that did not end within the bound and were hard-stopped with their threads. */
   stragglers: string[];
+}
+
+/**
+ * What the delivery side (src/main/delivery/deliveries.ts) works through, and nothing else
+ * does: the ledger's hand-over operations, the end of a spawning turn, and `backgrounded`.
+ */
+export interface DeliveryPort {
+  readonly ledger: Pick<DeliveryLedger, 'drain' | 'markDelivered' | 'markShown' | 'undelivered' | 'undeliveredCount' | 'snapshot' | 'undeliver'>;
+  /** The spawning turn is over: its wave can now end. */
+  sealWave(wave: number): void;
+  /** Marks a running job `backgrounded` and emits `backgrounded` the first time. */
+  markBackgrounded(id: string): Readonly<JobRecord> | undefined;
 }
 
 /** Records in events are frozen values: keep them, never change them. */

@@ -10,8 +10,11 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { GATED_TOOLS } from '../../shared/defaults.js';
 import { JobError, serializeError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
-import type { JobNames } from './job-names.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
+import type { Job, JobPhase } from './job.js';
+import type { JobTable } from './job-table.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { Restarts } from './restarts.js';
 import type { StoredJob, StoredSpec } from '../ledger/ledger-store.js';
 import type { InvalidRow } from '../ledger/ledger-rows.js';
 import type { WaveJoins } from './joins.js';
@@ -22,13 +25,10 @@ export const INTERRUPTED_NOTE = 'interrupted by a restart';
 export interface RecoveryHost {
   readonly config: ForkpoolConfig;
   readonly ledger: DeliveryLedger;
-  readonly names: JobNames;
-  readonly specs: Map<string, JobSpec>;
+  readonly table: JobTable;
+  readonly dispatcher: Dispatcher;
   readonly waves: WaveJoins;
-  /** Queues a job to launch (in the order called). */
-  enqueue(id: string): void;
-  /** An ended job's spec, kept for a later restart_background_agent. */
-  keepSpec(spec: JobSpec): void;
+  readonly restarts: Restarts;
 }
 
 /** What recovery did, by job id, for logs and the CLI. */
@@ -51,17 +51,16 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   for (const { record, spec: storedSpec } of stored.jobs) {
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
+    const add = (phase: JobPhase): Job => host.table.add(spec, phase, { name: record.name, parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId) });
     if (record.state === 'ended') {
       if (record.deliveredInTurn === undefined) report.undelivered.push(record.id);
-      host.keepSpec(spec);
+      host.restarts.keep(add('ended'));
       continue;
     }
     // Dispatched counts as started: its thread may have begun before its `started` was recorded.
     const started = record.state === 'running' || record.attempts > 0 || record.waitingForChildren === true || (record.dispatched ?? 0) > 0;
     if (!started && record.parentJobId === undefined) {
-      claimName(host, record);
-      host.specs.set(record.id, spec);
-      host.enqueue(record.id);
+      host.dispatcher.enqueue(add('queued'));
       report.requeued.push(record.id);
       continue;
     }
@@ -71,13 +70,11 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       const note = `${INTERRUPTED_NOTE} (it had started ${record.attempts} time(s)); re-run`;
       if (record.state === 'running') ledger.requeue(record.id, note);
       else ledger.noteQueued(record.id, note);
-      claimName(host, record);
-      host.specs.set(record.id, spec);
-      host.enqueue(record.id);
+      host.dispatcher.enqueue(add('queued'));
       report.rerun.push(record.id);
     } else {
       ledger.markEnded(record.id, interruptedEnding(record, why));
-      host.keepSpec(spec);
+      host.restarts.keep(add('ended'));
       report.interrupted.push(record.id);
     }
   }
@@ -91,19 +88,6 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   }
   for (const wave of waves) host.waves.seal(wave);
   return report;
-}
-
-/**
- * A resumed session's turns after `committedTurns` died with the process: results delivered in
- * them never reached the kept conversation, so they wait for delivery again. Returns their ids.
- */
-export function takeBackDeliveries(ledger: DeliveryLedger, committedTurns: number): string[] {
-  const back: string[] = [];
-  for (const record of ledger.snapshot()) {
-    if (record.parentJobId !== undefined || record.deliveredInTurn === undefined || record.deliveredInTurn <= committedTurns) continue;
-    if (ledger.undeliver(record.id, `delivered in turn ${record.deliveredInTurn}, which a restart cut short; delivered again`)) back.push(record.id);
-  }
-  return back;
 }
 
 /** Why a started job is delivered as interrupted instead of re-run; undefined: it is re-run. */
@@ -131,10 +115,6 @@ export function sideEffectTools(config: ForkpoolConfig, agent: string | undefine
 function interruptedEnding(record: Readonly<JobRecord>, why: string): JobEnding {
   const error = serializeError(new JobError('JOB_INTERRUPTED', record.id, `${INTERRUPTED_NOTE} while it ran; not re-run: ${why}`));
   return { status: 'failed', endedBy: 'crash', resultText: '', usage: record.usage, iterations: record.iterations, error };
-}
-
-function claimName(host: RecoveryHost, record: Readonly<JobRecord>): void {
-  if (record.name !== undefined && host.names.holder(record.name) === undefined) host.names.claim(record.name, record.id);
 }
 
 /** A spec rebuilt from the record alone (the spec row may be missing if the process died between the two writes). */

@@ -1,74 +1,74 @@
 import { JobError } from '../../shared/errors.js';
-import type { JobSpec } from '../../shared/protocol.js';
-import type { Attempt } from '../executors/attempt.js';
-import type { JobNames } from './job-names.js';
-import type { DeliveryLedger, JobRecord } from '../ledger/ledger.js';
-import type { JobHandle } from './manager.js';
+import type { Job } from './job.js';
+import type { JobTable } from './job-table.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { JobRecord } from '../ledger/ledger.js';
+import type { JobHandle } from './manager-api.js';
 
 /** Ended jobs whose spec is kept for restart_background_agent. */
 const RESTARTABLE_SPECS = 256;
 
 /** What a restart needs of the manager. */
 export interface RestartHost {
-  readonly ledger: DeliveryLedger;
-  readonly names: JobNames;
-  readonly specs: Map<string, JobSpec>;
-  readonly live: Map<string, Attempt>;
-  /** Queues a reopened job and says so (`requeued`). */
-  enqueue(record: Readonly<JobRecord>): void;
+  readonly table: JobTable;
+  readonly dispatcher: Dispatcher;
+  /** A reopened job is queued: say so (`requeued`). */
+  requeued(record: Readonly<JobRecord>): void;
 }
 
 /**
  * Remy's restart: a job runs again with the same spec under the same id (and name). A running
- * job is stopped and re-queued when its attempt ends; an ended one goes back to the queue and
- * its undelivered result is superseded, never delivered. The specs of the newest ended jobs
- * are kept for it, so a long-lived session stays bounded.
+ * job is stopped and re-queued when its attempt ends (Job.restartPending); an ended one goes
+ * back to the queue and its undelivered result is superseded, never delivered. Only the newest
+ * ended jobs keep their spec for it, so a long-lived session stays bounded.
  */
 export class Restarts {
   readonly #host: RestartHost;
-  /** Running jobs stopping to be re-queued, not to end. */
-  readonly #pending = new Set<string>();
-  readonly #endedSpecs = new Map<string, JobSpec>();
+  /** Ended jobs that still hold their spec, oldest first. */
+  readonly #keeping = new Set<Job>();
 
   constructor(host: RestartHost) {
     this.#host = host;
   }
 
   /** `reason`: why, for the record's notes (default: it was asked for). */
-  restart(record: Readonly<JobRecord>, reason = 'restarted on request'): JobHandle {
-    const { id } = record;
-    const host = this.#host;
-    if (record.state === 'running') {
-      const attempt = host.live.get(id);
+  restart(job: Job, reason = 'restarted on request'): JobHandle {
+    const { id } = job;
+    const record = job.record;
+    if (job.phase === 'running') {
+      const attempt = job.attempt;
       if (!attempt || attempt.stopReason) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopReason ?? 'ending'}); restart it once it has ended`);
-      this.#pending.add(id);
+      job.restartPending = true;
       attempt.requestStop('cancel');
       return { id, label: record.label, state: 'running' };
     }
-    if (record.state === 'queued') return { id, label: record.label, state: 'queued' };
-    const spec = this.#endedSpecs.get(id);
-    if (!spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
-    if (record.name !== undefined) {
-      const holder = host.names.holder(record.name);
-      if (holder !== undefined && holder !== id) throw new JobError('NAME_TAKEN', holder, `job ${id}'s name "${record.name}" now belongs to job ${holder}; cannot restart it under that name`);
-      host.names.claim(record.name, id);
+    if (!job.isOver) return { id, label: record.label, state: 'queued' };
+    if (!job.spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
+    if (job.name !== undefined) {
+      const holder = this.#host.table.holder(job.name);
+      if (holder !== undefined && holder !== job) throw new JobError('NAME_TAKEN', holder.id, `job ${id}'s name "${job.name}" now belongs to job ${holder.id}; cannot restart it under that name`);
     }
-    this.#endedSpecs.delete(id);
-    host.specs.set(id, spec);
     const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
-    const reopened = host.ledger.reopen(id, `${reason} after it ended ${record.status ?? ''}${superseded}`);
-    host.enqueue(reopened);
+    const reopened = job.reopen(`${reason} after it ended ${record.status ?? ''}${superseded}`);
+    this.#keeping.delete(job);
+    this.#host.table.claimName(job);
+    this.#host.dispatcher.enqueue(job);
+    this.#host.requeued(reopened);
     return { id, label: reopened.label, state: 'queued' };
   }
 
-  /** True (once) when this attempt ended because a restart stopped it. */
-  takePending(id: string): boolean {
-    return this.#pending.delete(id);
+  /** The job ended: it keeps its spec for a later restart, and the oldest past the bound lets go of theirs. */
+  keep(job: Job): void {
+    this.#keeping.delete(job);
+    this.#keeping.add(job);
+    if (this.#keeping.size <= RESTARTABLE_SPECS) return;
+    const oldest = this.#keeping.values().next().value as Job;
+    this.#keeping.delete(oldest);
+    oldest.spec = undefined;
   }
 
-  /** The job ended: keep its spec for a later restart. */
-  keep(spec: JobSpec): void {
-    this.#endedSpecs.set(spec.id, spec);
-    if (this.#endedSpecs.size > RESTARTABLE_SPECS) this.#endedSpecs.delete(this.#endedSpecs.keys().next().value as string);
+  /** The job was forgotten (retention): nothing of it is kept. */
+  forget(job: Job): void {
+    this.#keeping.delete(job);
   }
 }

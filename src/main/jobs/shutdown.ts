@@ -11,7 +11,8 @@ export type CloseHow = 'drain' | 'cancel' | 'hard';
 export interface ShutdownHost {
   /** Jobs not running: queued, or parents waiting for their children. */
   waiting(): string[];
-  live: ReadonlyMap<string, Attempt>;
+  /** The attempts running now (read afresh at each step). */
+  live(): Attempt[];
   /** Cancels one job (at once when queued, in two phases when running). */
   stop(id: string): void;
   onIdle(): Promise<void>;
@@ -31,15 +32,15 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
     report.cancelled.push(id);
   }
   const deadline = settlesWithin(host.onIdle(), timeoutMs);
-  for (const [id, attempt] of how === 'drain' ? [] : [...host.live]) {
+  for (const attempt of how === 'drain' ? [] : host.live()) {
     if (how === 'hard') {
       attempt.stopReason ??= 'close';
       attempt.hardStop();
-    } else host.stop(id);
-    report.cancelled.push(id);
+    } else host.stop(attempt.jobId);
+    report.cancelled.push(attempt.jobId);
   }
   if (!(await deadline)) {
-    for (const attempt of host.live.values()) {
+    for (const attempt of host.live()) {
       report.stragglers.push(attempt.jobId);
       attempt.stopReason ??= 'close';
       attempt.hardStop();
@@ -47,7 +48,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
     await settlesWithin(host.onIdle(), TIMINGS.stragglerEndWaitMs);
   }
   await host.closeExecutor();
-  const left = [...host.live.values()];
+  const left = host.live();
   for (const attempt of left) {
     attempt.stopReason ??= 'close';
     attempt.abandon(new JobError('ABORTED', attempt.jobId, 'its thread was ended by close() before it reported a result'));

@@ -47,9 +47,15 @@ export class DeliveryLedger {
   /** Writes through to the durable store every record is written to before it is handed out (none: memory only). */
   #writer: StoreWriter | undefined;
 
-  /** `onStorage`: a durable write failed, or writes go through again (see ledger-writes.ts). */
-  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore, onStorage: (report: StorageReport) => void = () => {}) {
+  readonly #onForget: (id: string) => void;
+
+  /**
+   * `onStorage`: a durable write failed, or writes go through again (see ledger-writes.ts).
+   * `onForget`: retention forgot a record (whoever keeps something per job lets go of it too).
+   */
+  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore, onStorage: (report: StorageReport) => void = () => {}, onForget: (id: string) => void = () => {}) {
     this.#retention = { ...DEFAULTS.background.retention, ...retention };
+    this.#onForget = onForget;
     this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
   }
 
@@ -380,6 +386,7 @@ export class DeliveryLedger {
       this.#partial.delete(id);
       this.#counts[entry.record.state]--;
       this.#forgotten++;
+      this.#onForget(id);
     }
   }
 

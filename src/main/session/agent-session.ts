@@ -8,6 +8,7 @@ import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { formatBackgroundReports } from '../views/delivery-format.js';
 import { resultPageTool, reusedResultText } from '../delivery/result-pages.js';
 import { TurnDelivery } from '../delivery/turn-delivery.js';
+import { Deliveries } from '../delivery/deliveries.js';
 import { inspectTools } from './inspect-tools.js';
 import { agentTools } from './agent-tools.js';
 import { JobActivity } from './job-activity.js';
@@ -68,6 +69,8 @@ interface QueuedTurn {
 export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly agent: ParentAgent;
   readonly manager: BackgroundManager;
+  /** The manager's delivery side: what this session's turns were handed, and what they take back. */
+  readonly deliveries: Deliveries;
   readonly permissions: PermissionStore;
   /** This session's id: under it a durable ledger keeps its conversation and jobs (docs/durability.md). */
   readonly id: string;
@@ -116,7 +119,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       throw error;
     }
     this.#logger = logger;
-    this.#delivery = new TurnDelivery(this.manager, options.config, logger);
+    this.deliveries = new Deliveries(this.manager);
+    this.#delivery = new TurnDelivery(this.manager, this.deliveries, options.config, logger);
     this.activity = new JobActivity(this.manager);
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
@@ -132,11 +136,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
             cancelJob: (id) => this.manager.cancel(id),
             agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
-            reusedResult: (id) => reusedResultText(this.manager, id, this.#currentTurn, options.config.background.resultMaxChars),
+            reusedResult: (id) => reusedResultText(this.manager, this.deliveries, id, this.#currentTurn, options.config.background.resultMaxChars),
           }).concat(
             agentTools(
               {
                 manager: this.manager,
+                deliveries: this.deliveries,
                 spawn: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
                 currentTurn: () => this.#currentTurn,
                 resultMaxChars: options.config.background.resultMaxChars,
@@ -145,6 +150,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             ),
             inspectTools({
               manager: this.manager,
+              deliveries: this.deliveries,
               activity: this.activity,
               currentTurn: () => this.#currentTurn,
               cooldownMs: options.config.background.checkCooldownMs,
@@ -152,6 +158,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             }),
             resultPageTool({
               manager: this.manager,
+              deliveries: this.deliveries,
               currentTurn: () => this.#currentTurn,
               // A page must pass the tool loop's output cap whole (it would be cut, not paged).
               pageMaxChars: Math.min(options.config.delivery.pageMaxChars, options.config.toolLimits.outputMaxChars - 300),
@@ -200,10 +207,10 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     }
     this.agent.session.restore(snapshot);
     // Results handed to a turn that never committed were never kept: they wait for delivery again.
-    this.manager.takeBackDeliveries(snapshot.turns);
+    this.deliveries.takeBackUncommitted(this.agent.session);
     // Results waiting from before the restart reach the parent at its next turn: a follow-up
     // when it stays idle, or the caller's own turn when one is submitted in the same tick.
-    if (this.manager.undeliveredCount === 0) return;
+    if (this.deliveries.undeliveredCount === 0) return;
     this.#followUpPending = true;
     setImmediate(() => {
       this.emit('follow-up', { reason: 'restart', queued: this.#running || this.#queue.length > 0 });
@@ -361,7 +368,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   }
 
   #requestFollowUp(reason: 'wave' | 'user-job' | 'deferred'): void {
-    if (this.#closed || this.manager.closed || this.manager.undeliveredCount === 0) return;
+    if (this.#closed || this.manager.closed || this.deliveries.undeliveredCount === 0) return;
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
     this.#followUpPending = true;
@@ -382,7 +389,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           // Committed: from here on its deliveries are part of the kept conversation.
           this.#saveSession();
           // The spawning turn is over: its wave may now end (and fire its follow-up).
-          this.manager.sealWave(result.turn);
+          this.deliveries.sealWave(result.turn);
           // Results the budget had no room for come in a follow-up of their own.
           if (this.#deferred > 0) this.#requestFollowUp('deferred');
           this.emit('turn-result', { ...result, followUp: next.followUp });
@@ -408,17 +415,17 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
    */
   #turnFailed(turn: QueuedTurn, error: unknown): void {
     const failed = this.agent.session.turns + 1;
-    const redelivered = this.manager.takeBackDeliveries(this.agent.session.turns);
+    const redelivered = this.deliveries.takeBackUncommitted(this.agent.session);
     this.#logger?.error({ err: error, turn: failed, followUp: turn.followUp, redelivered }, 'a parent turn threw; its results wait for the next turn');
     this.emit('turn-error', { turn: failed, followUp: turn.followUp, error: serializeError(error), redelivered });
-    if (this.#currentTurn === failed) this.manager.sealWave(failed);
+    if (this.#currentTurn === failed) this.deliveries.sealWave(failed);
   }
 
   /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */
   #takeFollowUp(): QueuedTurn | undefined {
     if (!this.#followUpPending || this.#closed) return undefined;
     this.#followUpPending = false;
-    if (this.manager.undeliveredCount === 0) return undefined;
+    if (this.deliveries.undeliveredCount === 0) return undefined;
     return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };
   }
 

@@ -6,10 +6,12 @@ import { asToolError } from './background-tools.js';
 import { formatBackgroundResults } from '../views/delivery-format.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { BackgroundManager, JobHandle, SpawnRequest } from '../jobs/manager.js';
+import type { Deliveries } from '../delivery/deliveries.js';
 
 /** What `agent_<name>` tools need from the session. */
 export interface AgentToolHost {
-  manager: Pick<BackgroundManager, 'on' | 'get' | 'result' | 'cancel' | 'markDelivered' | 'markBackgrounded'>;
+  manager: Pick<BackgroundManager, 'on' | 'get' | 'result' | 'cancel'>;
+  deliveries: Pick<Deliveries, 'markDelivered' | 'markBackgrounded'>;
   /** Starts the job as the parent's own (its role, this turn's wave). */
   spawn(request: Pick<SpawnRequest, 'task' | 'label' | 'agent' | 'parentToolId'>): JobHandle;
   currentTurn(): number;
@@ -77,7 +79,7 @@ async function runAgentCall(host: AgentToolHost, id: string, background: boolean
     const ended = host.manager.result(id).then((record) => ({ kind: 'ended' as const, record }));
     const first = await Promise.race([early, ended, aborted]);
     if (first.kind === 'text') {
-      host.manager.markBackgrounded(id);
+      host.deliveries.markBackgrounded(id);
       return (
         `Agent job ${id} is working in the background (backgrounded). So far it said:\n` +
         first.text.split('\n').map((line) => `| ${line.replace(/</g, '&lt;').replace(/>/g, '&gt;')}`).join('\n') +
@@ -93,7 +95,7 @@ async function runAgentCall(host: AgentToolHost, id: string, background: boolean
 
 /** The job's answer as this call's result; it counts as the delivery (never injected again). */
 function answerOf(host: AgentToolHost, record: Readonly<JobRecord>, toolName: string): string {
-  const delivered = host.manager.markDelivered(record.id, host.currentTurn()) ?? record;
+  const delivered = host.deliveries.markDelivered(record.id, host.currentTurn()) ?? record;
   if (delivered.status === 'failed' || delivered.status === 'cancelled' || delivered.status === 'timed_out') {
     throw new ToolError(delivered.error?.code ?? 'TOOL_FAILED', toolName, `agent job ${record.id} ${delivered.status}: ${delivered.error?.message ?? 'no reason given'}`);
   }

@@ -9,10 +9,12 @@ import { asToolError } from './background-tools.js';
 import type { JobActivity } from './job-activity.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { BackgroundManager } from '../jobs/manager.js';
+import type { Deliveries } from '../delivery/deliveries.js';
 
 /** What the list, check and restart tools read: the ledger (through the manager) and activity. */
 export interface InspectToolHost {
-  manager: Pick<BackgroundManager, 'jobs' | 'find' | 'markDelivered' | 'restart' | 'budgetOf' | 'budgetPool'>;
+  manager: Pick<BackgroundManager, 'jobs' | 'find' | 'restart' | 'budgetOf' | 'budgetPool'>;
+  deliveries: Pick<Deliveries, 'markDelivered'>;
   activity: JobActivity;
   /** The parent turn running now: a result read by check is delivered in it. */
   currentTurn(): number;
@@ -67,7 +69,7 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
         throw new ToolError('CHECKED_RECENTLY', 'check_background_agent', `job ${job.id} was checked ${ago} s ago and nothing changed since. Do not poll: you will be told when it ends. Do other work meanwhile.`);
       }
       let record: Readonly<JobRecord> = job;
-      if (job.state === 'ended' && job.deliveredInTurn === undefined) record = host.manager.markDelivered(job.id, host.currentTurn()) ?? job;
+      if (job.state === 'ended' && job.deliveredInTurn === undefined) record = host.deliveries.markDelivered(job.id, host.currentTurn()) ?? job;
       const budget = host.manager.budgetOf(job.id);
       const text = checkText(record, host.activity, host.resultMaxChars, now(), job.deliveredInTurn === undefined);
       if (!budget) return text;

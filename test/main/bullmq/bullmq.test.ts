@@ -11,6 +11,7 @@ import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from '../../helpers/index.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanup = useCleanup();
 
@@ -44,7 +45,7 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     let stored: string | null = null;
     while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:${redis.queue}:${bullIdOf(manager, ids[5] as string, 1)}`, 'data');
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
-    manager.sealWave(1);
+    new Deliveries(manager).sealWave(1);
     for (const record of records) {
       expect(record).toMatchObject({ state: 'ended', status: 'ok', endedBy: 'completed', attempts: 1 });
       expect(record.resultText).toContain('retry');
@@ -59,8 +60,8 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     // Both workers took part, each job ran once, and delivery hands each over once.
     const runs = workers.flatMap((w) => w.runsEnded());
     expect(new Set(runs.map((r) => r.bullId)).size).toBe(6);
-    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
-    expect(manager.drain(2)).toEqual([]);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(new Deliveries(manager).drain(2)).toEqual([]);
     expect(events.filter((e) => e.type === 'done')).toHaveLength(6);
   });
 
@@ -126,6 +127,6 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const record = await ended(manager, id);
     expect(record.status).toBe('ok');
     expect(record.resultText).not.toContain('FORGED');
-    expect(manager.drain(1).map((r) => r.id)).toEqual([id]);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
   });
 });

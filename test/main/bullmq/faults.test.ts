@@ -15,6 +15,7 @@ import type { ForkpoolConfig, ForkpoolConfigInput } from '../../../src/shared/co
 import type { SimServer } from '../../../src/sim/index.js';
 import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from '../../helpers/index.js';
 import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanup = useCleanup();
 
@@ -82,7 +83,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 2 });
     expect(record.notes.join('\n')).toMatch(/run again by the bullmq executor/);
     expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(manager.drain(1).map((r) => r.id)).toEqual([id]);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
     // The issue's bound (the lock expires within 4 s of the kill; the next stall check, at most
     // 4 s later, re-queues it): 10 s, with half again for a loaded machine.
     expect(rerunAfterMs).toBeLessThan(15_000);
@@ -120,7 +121,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     // Aborted (its thread was stopped), not run to completion a second time.
     expect(staleRun).toMatchObject({ run: 1, lockLost: true, end: 'lost' });
     expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(manager.drain(1).map((r) => r.id)).toEqual([id]);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
   });
 
   it('Redis restarted (empty) mid-run: every job resumes and ends once, none lost', async () => {
@@ -136,7 +137,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
   });
 });
 
@@ -164,7 +165,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while wo
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
     // Taken over, not run again: one run per job across the workers.
     const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
@@ -196,8 +197,8 @@ describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main pr
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(manager.drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
-    expect(manager.drain(2)).toEqual([]);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(new Deliveries(manager).drain(2)).toEqual([]);
     const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });

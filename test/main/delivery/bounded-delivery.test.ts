@@ -85,7 +85,7 @@ describe('bounded delivery', () => {
     expect(block.length).toBeGreaterThan(BUDGET_TOKENS * 4 * 0.9);
     expect(toolNames(withBlock[0] as never)).toContain('read_background_result');
 
-    const tool = resultPageTool({ manager: session.manager, currentTurn: () => 99, pageMaxChars: 7_000 });
+    const tool = resultPageTool({ manager: session.manager, deliveries: session.deliveries, currentTurn: () => 99, pageMaxChars: 7_000 });
     const shown: number[] = [];
     for (const job of delivered) {
       const record = session.manager.get(job.id) as JobRecord;
@@ -120,7 +120,7 @@ describe('bounded delivery', () => {
     const job = session.manager.spawn({ task: 'Report [sim-answer-chars: 3000]', label: 'early', wave: 99 });
     const record = await ended(session.manager, job.id);
     const length = (record.resultText as string).length;
-    const tool = resultPageTool({ manager: session.manager, currentTurn: () => 4, pageMaxChars: 1_000 });
+    const tool = resultPageTool({ manager: session.manager, deliveries: session.deliveries, currentTurn: () => 4, pageMaxChars: 1_000 });
     await expect(tool.run({ job_id: 'bg-404' }, noContext)).rejects.toMatchObject({ code: 'JOB_UNKNOWN', message: expect.stringMatching(/no background job with id or name "bg-404"/) });
     await expect(tool.run({ job_id: job.id, offset: length + 1 }, noContext)).rejects.toMatchObject({
       code: 'TOOL_ARGUMENTS_INVALID',
@@ -131,7 +131,7 @@ describe('bounded delivery', () => {
     expect(first.split('\n')[0]).toBe(`[job ${job.id} result: characters 0 to 1000 of ${length}; next page: offset 1000 (limit capped at 1000)]`);
     // It was read before any turn delivered it: delivered now, never injected again.
     expect(session.manager.get(job.id)).toMatchObject({ deliveredInTurn: 4, resultUnread: [1000, length] });
-    expect(session.manager.undeliveredCount).toBe(0);
+    expect(session.deliveries.undeliveredCount).toBe(0);
     const end = await tool.run({ job_id: job.id, offset: length }, noContext);
     expect(end).toBe(`[job ${job.id} result: characters ${length} to ${length} of ${length}; end of the result]\n`);
   }, HEAVY_TIMEOUT_MS);

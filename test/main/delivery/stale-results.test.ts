@@ -10,6 +10,7 @@ import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { TurnDelivery } from '../../../src/main/delivery/turn-delivery.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim, watchManager } from '../../helpers/index.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanups = new Cleanups();
 /** Several jobs and parent turns each: generous, for a machine with every core busy. */
@@ -70,9 +71,9 @@ describe('stale results', () => {
     const sim = await startSim(cleanups);
     const config = makeConfig(sim, root, {}, { delivery: { staleResults: 'rerun' } });
     const manager = makeManager(config, cleanups);
-    const delivery = new TurnDelivery(manager, config);
+    const delivery = new TurnDelivery(manager, new Deliveries(manager), config);
     const job = manager.spawn({ task: '[sim-read: notes.txt] Summarize the notes', label: 'notes', wave: 1 });
-    manager.sealWave(1);
+    new Deliveries(manager).sealWave(1);
     const first = await ended(manager, job.id);
     expect(first.resultText).toContain('version 1');
 

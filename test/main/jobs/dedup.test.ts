@@ -12,6 +12,7 @@ import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { messagesOf } from '../../helpers/agents.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim, startedJob, watchManager } from '../../helpers/index.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanups = new Cleanups();
 /** Several jobs and parent turns each: generous, for a machine with every core busy. */
@@ -118,7 +119,7 @@ describe('spawn de-duplication', () => {
     await ended(session.manager, first.id);
     const again = session.manager.spawn({ task: LEAF, label: 'again', wave: 99 });
     expect(again).toMatchObject({ id: first.id, joined: 'reused' });
-    const text = reusedResultText(session.manager, again.id, 3, 6_000);
+    const text = reusedResultText(session.manager, session.deliveries, again.id, 3, 6_000);
     expect(text).toBe(session.manager.get(first.id)?.resultText);
     expect(session.manager.get(first.id)?.deliveredInTurn).toBe(3);
     await session.submit('Anything new?');
@@ -166,7 +167,7 @@ describe('spawn de-duplication', () => {
       manager.spawn({ task: `Delegate: ${LEAF}`, label: 'top a', name: 'top-a', wave: 1 }),
       manager.spawn({ task: `Delegate:  ${LEAF}`, label: 'top b', name: 'top-b', wave: 1 }),
     ];
-    manager.sealWave(1);
+    new Deliveries(manager).sealWave(1);
     const ends = await Promise.all(tops.map((t) => ended(manager, t.id)));
     await manager.onIdle();
 

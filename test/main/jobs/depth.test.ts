@@ -10,6 +10,7 @@ import { totalUsage } from '../../../src/shared/usage.js';
 import { messagesOf, toolNames } from '../../helpers/agents.js';
 import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim, nextEvent } from '../../helpers/pool.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -27,7 +28,7 @@ describe('depth above 1', () => {
     const sim = await startSim(cleanups);
     const manager = makeManager(makeConfig(sim, root, { maxDepth: 3 }), cleanups);
     const top = manager.spawn({ task: TWO_LEVELS, label: 'top', wave: 1 });
-    manager.sealWave(1);
+    new Deliveries(manager).sealWave(1);
     const a = await ended(manager, top.id);
     const jobs = manager.jobs();
     expect(jobs).toHaveLength(3);
@@ -48,8 +49,8 @@ describe('depth above 1', () => {
     expect(bInto.length).toBeGreaterThan(0);
     for (const r of bInto) expect(String(messagesOf(r).find((m) => m.role === 'user')?.content)).toBe(TWO_LEVELS);
     // The top (the session) gets A only, once.
-    expect(manager.drain(2).map((j) => j.id)).toEqual([a.id]);
-    expect(manager.drain(3)).toEqual([]);
+    expect(new Deliveries(manager).drain(2).map((j) => j.id)).toEqual([a.id]);
+    expect(new Deliveries(manager).drain(3)).toEqual([]);
     // Depth 3 is the limit: C was offered no spawn tool; A and B were.
     const cRequests = sim.requests.filter((r) => messagesOf(r).find((m) => m.role === 'user')?.content === LEAF);
     expect(cRequests.length).toBeGreaterThan(0);

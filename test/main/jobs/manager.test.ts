@@ -20,6 +20,7 @@ import {
   startSim,
   startedJob,
 } from '../../helpers/index.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -252,14 +253,14 @@ describe('BackgroundManager: drain', () => {
     const config = makeConfig(undefined, root);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
     const ids = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:slow:${i * 20}`, label: `d${i}` }).id);
-    expect(manager.drain(0)).toEqual([]); // nothing has ended yet
+    expect(new Deliveries(manager).drain(0)).toEqual([]); // nothing has ended yet
     await manager.onIdle();
 
-    const first = manager.drain(1);
+    const first = new Deliveries(manager).drain(1);
     expect(first.map((r) => r.id).sort()).toEqual([...ids].sort());
     expect(first.every((r) => r.deliveredInTurn === 1)).toBe(true);
     // Later turns get nothing: over all drains, each job was handed over exactly once.
-    const later = [...manager.drain(2), ...manager.drain(3)];
+    const later = [...new Deliveries(manager).drain(2), ...new Deliveries(manager).drain(3)];
     expect(later).toEqual([]);
     for (const id of ids) expect(manager.get(id)?.deliveredInTurn).toBe(1);
   });

@@ -125,7 +125,7 @@ describe('wave joins', () => {
     const deadlines = scheduler.find('wave-deadline');
     expect(deadlines).toHaveLength(1);
     expect(turns).toHaveLength(1);
-    expect(session.manager.undeliveredCount).toBe(1);
+    expect(session.deliveries.undeliveredCount).toBe(1);
 
     const earlyFollowUp = nextEvent<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => t.followUp);
     scheduler.fire(deadlines[0] as number);

@@ -13,6 +13,7 @@ import { BACKGROUND_FOLLOWUP_PROMPT } from '../../../src/shared/prompts.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, tempWorkspace, useCleanup, watchManager, type Cleanup } from '../../helpers/index.js';
 import type { SimServer } from '../../../src/sim/index.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const READ_ONLY = ['read_file', 'find_files', 'grep', 'list_dir'] as const;
 
@@ -64,7 +65,7 @@ describe('durable ledger', () => {
     await manager.onIdle();
     expect(seen.filter((s) => s.endsWith(':false'))).toEqual([]);
     expect(seen.filter((s) => s.startsWith('done:ended'))).toHaveLength(3);
-    const delivered = manager.drain(7);
+    const delivered = new Deliveries(manager).drain(7);
     expect(delivered.map((r) => r.id)).toEqual(ids);
     for (const id of ids) expect(onDisk(id)?.deliveredInTurn).toBe(7);
     const spec = reader.jobs('m').load().jobs[0]?.spec;
@@ -103,8 +104,8 @@ describe('durable ledger', () => {
     await manager.onIdle();
     expect(started).toEqual([c, d, e]);
     expect(manager.get(e as string)?.notes.some((n) => n.startsWith('interrupted by a restart'))).toBe(true);
-    expect(manager.drain(2).map((r) => r.id)).toEqual([a, c, d, e, f, g]);
-    expect(manager.drain(3)).toEqual([]);
+    expect(new Deliveries(manager).drain(2).map((r) => r.id)).toEqual([a, c, d, e, f, g]);
+    expect(new Deliveries(manager).drain(3)).toEqual([]);
     expect(runsOf(sim, '(F)')).toBe(0);
     await manager.close();
 
@@ -112,7 +113,7 @@ describe('durable ledger', () => {
     const again = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
     cleanup.add(() => again.close({ timeoutMs: 2_000 }));
     expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [] });
-    expect(again.drain(4)).toEqual([]);
+    expect(new Deliveries(again).drain(4)).toEqual([]);
     expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2]);
   });
 
@@ -132,7 +133,7 @@ describe('durable ledger', () => {
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
     // Dispatched counts as started: its thread may have begun before its `started` was written.
     expect(manager.recovery?.interrupted).toEqual([id]);
-    expect(manager.drain(1)[0]?.error?.message).toMatch(/onInterrupted is "deliver"/);
+    expect(new Deliveries(manager).drain(1)[0]?.error?.message).toMatch(/onInterrupted is "deliver"/);
     expect(runsOf(sim, '(R)')).toBe(0);
   });
 

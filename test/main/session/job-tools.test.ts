@@ -12,6 +12,7 @@ import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ToolDefinition } from '../../../src/shared/tools/types.js';
 import { messagesOf } from '../../helpers/agents.js';
 import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, startSim, startedJob, nextEvent } from '../../helpers/pool.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -57,7 +58,7 @@ describe('list and check through a session', () => {
     const other = session.manager.spawn({ task: 'Where is the LruCache class defined? Answer from the files in the workspace.', label: 'other job', wave: 99 });
     await Promise.all([ended(session.manager, checked.id), ended(session.manager, other.id)]);
 
-    const tools = inspectTools({ manager: session.manager, activity: session.activity, currentTurn: () => 7, cooldownMs: 60_000, resultMaxChars: 2_000 });
+    const tools = inspectTools({ manager: session.manager, deliveries: session.deliveries, activity: session.activity, currentTurn: () => 7, cooldownMs: 60_000, resultMaxChars: 2_000 });
     const [list, check] = [tools.find((t) => t.name === 'list_background_agents'), tools.find((t) => t.name === 'check_background_agent')];
     const before = await run(list, {});
     expect(before).toMatch(/^2 background job\(s\): 0 running, 0 queued, 2 ended\./);
@@ -92,16 +93,16 @@ describe('list and check through a session', () => {
     const manager = makeManager(config, cleanups);
     const job = manager.spawn({ task: RESEARCH_TASK, label: 'twice', wave: 3 });
     const firstEnd = await ended(manager, job.id);
-    expect(manager.undeliveredCount).toBe(1);
+    expect(new Deliveries(manager).undeliveredCount).toBe(1);
     manager.restart(job.id);
-    expect(manager.undeliveredCount).toBe(0);
+    expect(new Deliveries(manager).undeliveredCount).toBe(0);
     expect(manager.get(job.id)?.state).toBe('queued');
     const secondEnd = await ended(manager, job.id);
     expect(secondEnd.endedAt).toBeGreaterThanOrEqual(firstEnd.endedAt as number);
     expect(secondEnd.wave).toBeNull();
-    const drained = manager.drain(4);
+    const drained = new Deliveries(manager).drain(4);
     expect(drained.map((r) => r.id)).toEqual([job.id]);
-    expect(manager.drain(5)).toEqual([]);
+    expect(new Deliveries(manager).drain(5)).toEqual([]);
   });
 });
 

@@ -1,0 +1,108 @@
+import { serializeError } from '../../shared/errors.js';
+import type { JobBudgets } from '../limits/budgets.js';
+import type { Job, JobPhase } from './job.js';
+
+/** What the dispatcher needs of the manager: how to launch, and what closed means. */
+export interface DispatchHost {
+  readonly maxConcurrent: number;
+  readonly budgets: Pick<JobBudgets, 'gate'>;
+  /** Hands a job to the executor (it becomes `dispatched`). */
+  launch(job: Job): void;
+  /** After close nothing launches: a job still queued ends as cancelled. */
+  closed(): boolean;
+  stopQueued(job: Job): void;
+  /** Nothing is queued, running or waiting for its children. */
+  idle(): void;
+}
+
+/**
+ * The only way into the queue: a FIFO of jobs behind the concurrency cap
+ * (`background.maxConcurrent`) and the session budget's gate. It counts what holds a slot
+ * (dispatched and running jobs) and what waits for its children, from each job's moves.
+ */
+export class Dispatcher {
+  readonly #host: DispatchHost;
+  readonly #queue: Job[] = [];
+  readonly #live = new Map<string, Job>();
+  readonly #suspended = new Set<Job>();
+  #pumpScheduled = false;
+
+  constructor(host: DispatchHost) {
+    this.#host = host;
+  }
+
+  /** Queues a job last, and launches at the next microtask. */
+  enqueue(job: Job): void {
+    this.#queue.push(job);
+    this.schedulePump();
+  }
+
+  /** Queues a job first (a resumed parent, a job re-run under the same clock), and launches at the next microtask. */
+  enqueueFirst(job: Job): void {
+    this.#queue.unshift(job);
+    this.schedulePump();
+  }
+
+  /** Takes a job out of the queue; false if it was not in it. */
+  remove(job: Job): boolean {
+    const at = this.#queue.indexOf(job);
+    if (at >= 0) this.#queue.splice(at, 1);
+    return at >= 0;
+  }
+
+  /** A job moved (see Job): what holds a slot and what waits for children is counted here. */
+  moved(job: Job, from: JobPhase, to: JobPhase): void {
+    if (from === 'dispatched' || from === 'running') this.#live.delete(job.id);
+    if (to === 'dispatched' || to === 'running') this.#live.set(job.id, job);
+    if (from === 'suspended') this.#suspended.delete(job);
+    if (to === 'suspended') this.#suspended.add(job);
+  }
+
+  /** Jobs holding a slot (handed to the executor), in launch order. */
+  live(): Job[] {
+    return [...this.#live.values()];
+  }
+
+  /** Jobs holding no slot: queued, or waiting for their children. */
+  waiting(): Job[] {
+    return [...this.#queue, ...this.#suspended];
+  }
+
+  /** Queued jobs that would wait for a slot (not those about to take a free one at the next microtask). */
+  get waitingForSlot(): number {
+    return this.#queue.length - Math.max(0, this.#host.maxConcurrent - this.#live.size);
+  }
+
+  /** Queued, handed to the executor, or waiting for its children. */
+  get pending(): number {
+    return this.#queue.length + this.#live.size + this.#suspended.size;
+  }
+
+  /**
+   * Launching waits for a microtask: spawn() only books the job and returns, and the spawns of
+   * one batch (a parent's tool calls, a fan-out loop) are launched together right after it.
+   */
+  schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    queueMicrotask(() => {
+      this.#pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  pump(): void {
+    // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
+    if (this.#host.closed()) for (const job of [...this.#queue]) this.#host.stopQueued(job);
+    while (this.#live.size < this.#host.maxConcurrent && this.#queue.length > 0) {
+      // The session pool decides first: the head waits for leases to return (FIFO), or is refused.
+      const head = this.#queue[0] as Job;
+      const gate = this.#host.budgets.gate(head.id, head.spec?.budget, head.spec?.agent, (holder) => this.#live.has(holder));
+      if (gate.kind === 'wait') break;
+      this.#queue.shift();
+      if (gate.kind === 'go') this.#host.launch(head);
+      else head.end({ status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error: serializeError(gate.error) });
+    }
+    if (this.pending === 0) this.#host.idle();
+  }
+}

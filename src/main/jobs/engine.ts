@@ -1,0 +1,150 @@
+import type { Logger } from 'pino';
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { errorForRecord } from '../../shared/error-detail.js';
+import { JobError } from '../../shared/errors.js';
+import type { AlertSeverity } from '../../shared/protocol.js';
+import type { Executor } from '../executors/executor.js';
+import type { JobScheduler } from '../executors/scheduler.js';
+import type { DeliveryLedger } from '../ledger/ledger.js';
+import type { JobStore } from '../ledger/ledger-store.js';
+import type { JobBudgets } from '../limits/budgets.js';
+import type { RequestGating } from '../limits/concurrency.js';
+import type { PermissionStore } from '../limits/permissions.js';
+import { SpawnDedup } from './dedup.js';
+import { Dispatcher } from './dispatcher.js';
+import type { Job, JobContext } from './job.js';
+import { JobTable, type Nested } from './job-table.js';
+import { WaveJoins } from './joins.js';
+import type { JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
+import { Nesting } from './nesting.js';
+import { Restarts } from './restarts.js';
+import { JobRunner } from './runner.js';
+
+/** Fires one of the manager's events. */
+export type Emit = <K extends keyof ManagerEvents & string>(event: K, ...args: ManagerEvents[K]) => void;
+
+export interface EngineOptions {
+  config: ForkpoolConfig;
+  ledger: DeliveryLedger;
+  store: JobStore | undefined;
+  executor: Executor;
+  scheduler: JobScheduler;
+  permissions: PermissionStore;
+  gating: RequestGating;
+  budgets: JobBudgets;
+  logger: Logger | undefined;
+  emit: Emit;
+  closed(): boolean;
+  reportFault(what: string, error: unknown): void;
+}
+
+/**
+ * The manager's private engine: the job table, the dispatcher, the runner, nesting, restarts,
+ * waves and dedup, wired to one another once. {@link BackgroundManager} is the facade over it.
+ */
+export class JobEngine {
+  readonly table: JobTable;
+  readonly dispatcher: Dispatcher;
+  readonly runner: JobRunner;
+  readonly nesting: Nesting;
+  readonly restarts: Restarts;
+  readonly waves: WaveJoins;
+  readonly #dedup: SpawnDedup;
+  readonly #o: EngineOptions;
+
+  constructor(o: EngineOptions) {
+    this.#o = o;
+    const { config, ledger, budgets, emit } = o;
+    this.#dedup = new SpawnDedup(config);
+    this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
+    const dispatcher = (this.dispatcher = new Dispatcher({
+      maxConcurrent: config.background.maxConcurrent,
+      budgets,
+      launch: (job) => this.runner.launch(job),
+      closed: o.closed,
+      stopQueued: (job) => this.runner.stop(job, 'close'),
+      idle: () => emit('idle'),
+    }));
+    const table = (this.table = new JobTable({ config, ledger, store: o.store, dedup: this.#dedup, budgets, waves: this.waves, context: this.#jobContext(), waitingForSlot: () => dispatcher.waitingForSlot }));
+    this.nesting = new Nesting({ config, ledger, table, dispatcher, book: (request, nested) => this.book(request, {}, nested), stop: (job, reason) => this.runner.stop(job, reason) });
+    this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
+    this.runner = new JobRunner({
+      ...o,
+      dispatcher,
+      nesting: this.nesting,
+      started: (record) => emit('started', record),
+      progress: (event) => emit('progress', event),
+      alert: (job, alert) => this.#onAlert(job, alert),
+      requeued: (record) => emit('requeued', record),
+    });
+  }
+
+  /** Books a spawn and queues it; an identical spawn joins the job it matches (see dedup.ts). */
+  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): JobHandle {
+    if (this.#o.closed()) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
+    const booking = this.table.book(request, options, nested);
+    if (booking.kind === 'joined') {
+      const { match } = booking;
+      const record = (this.table.get(match.id) as Job).record;
+      this.#o.logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
+      return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
+    }
+    const { job } = booking;
+    if (options.signal) job.cancelOnAbort(options.signal, () => this.runner.stop(job, 'cancel'));
+    this.dispatcher.enqueue(job);
+    this.#o.emit('spawned', job.record);
+    return { id: job.id, label: job.record.label, state: 'queued' };
+  }
+
+  /** Retention forgot a record: its job goes from the table and the tree, and from what restarts keep. */
+  forget(id: string): void {
+    const job = this.table.get(id);
+    if (!job) return;
+    this.restarts.forget(job);
+    this.table.forget(id);
+  }
+
+  checkWave(wave: number): void {
+    const { ledger, emit } = this.#o;
+    // hasEnded: a member delivered early may since have been forgotten by retention.
+    const check = this.waves.check(wave, (id) => ledger.hasEnded(id));
+    const records = (ids: string[]) => ids.flatMap((id) => ledger.get(id) ?? []);
+    if (check?.kind === 'all') emit('wave-done', { wave, jobs: records(check.members) });
+    else if (check) emit('wave-joined', { wave, reason: check.reason, ended: records(check.ended), pending: records(check.pending) });
+  }
+
+  /** What each Job needs of the manager (see JobContext): the books its moves and its end touch. */
+  #jobContext(): JobContext {
+    const { config, ledger, budgets } = this.#o;
+    return {
+      ledger,
+      durable: this.#o.store !== undefined,
+      moved: (job, from, to) => this.dispatcher.moved(job, from, to),
+      completeEnding: (job, given) => {
+        // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
+        const ending = { ...given, ...budgets.atEnd(job.id, job.record, given) };
+        const error = ending.error && errorForRecord(ending.error, config.errorDetail, config.workspaceRoot);
+        return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
+      },
+      ended: (job, record) => {
+        this.#dedup.ended(record, job.dedupKey);
+        this.nesting.deliverToParent(job, record);
+        this.table.releaseName(job);
+        this.restarts.keep(job);
+        this.#o.emit('done', record);
+        if (record.wave !== null) this.checkWave(record.wave);
+        this.dispatcher.pump();
+      },
+      reportFault: (what, error) => this.#o.reportFault(what, error),
+    };
+  }
+
+  #onAlert(job: Job, alert: { message: string; severity: AlertSeverity }): void {
+    const number = job.countAlert(this.#o.config.background.maxAlertsPerJob);
+    if (number === undefined) return void this.#o.logger?.warn({ jobId: job.id }, 'a job sent more alerts than background.maxAlertsPerJob; dropped');
+    const stored = { jobId: job.id, message: alert.message, severity: alert.severity, number, at: Date.now() };
+    const store = this.#o.store;
+    if (store) this.#o.ledger.writeAside(`job ${job.id}'s alert`, () => store.putAlert(stored));
+    this.#o.emit('alert', { ...stored, label: job.record?.label ?? job.id });
+  }
+}

@@ -1,0 +1,155 @@
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { AbortError, JobError } from '../../shared/errors.js';
+import type { JobSpec } from '../../shared/protocol.js';
+import type { JobBudgets } from '../limits/budgets.js';
+import type { DeliveryLedger } from '../ledger/ledger.js';
+import type { JobStore } from '../ledger/ledger-store.js';
+import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
+import type { SpawnDedup, DedupMatch } from './dedup.js';
+import type { WaveJoins } from './joins.js';
+import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+
+/** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
+export interface TableHost {
+  readonly config: ForkpoolConfig;
+  readonly ledger: DeliveryLedger;
+  readonly store: JobStore | undefined;
+  readonly dedup: SpawnDedup;
+  readonly budgets: Pick<JobBudgets, 'admit'>;
+  readonly waves: WaveJoins;
+  readonly context: JobContext;
+  /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
+  waitingForSlot(): number;
+}
+
+/** A job a spawn made: a new one, or one an identical spawn joined (see dedup.ts). */
+export type Booking = { kind: 'new'; job: Job } | { kind: 'joined'; match: DedupMatch };
+
+/** Where a nested spawn sits: the job that asked for it, and its depth. */
+export interface Nested {
+  parent: Job;
+  depth: number;
+}
+
+/**
+ * Every job the ledger knows, by id and by name: booked at spawn (or found again by restart
+ * recovery), forgotten when the ledger's retention forgets its record, with its links in the
+ * job tree. A name is held by one live job at a time; the newest job that had it is still found by it.
+ */
+export class JobTable {
+  readonly #host: TableHost;
+  readonly #jobs = new Map<string, Job>();
+  readonly #holders = new Map<string, Job>();
+  /** The newest job that had each name, until that job is forgotten. */
+  readonly #lastHolders = new Map<string, Job>();
+
+  constructor(host: TableHost) {
+    this.#host = host;
+  }
+
+  /**
+   * Books a spawn: admission, the ledger's record (written before anything else knows of it),
+   * its budget lease, name, dedup key, tree link, spec and wave. Throws ABORTED,
+   * TOOL_ARGUMENTS_INVALID, AGENT_UNKNOWN, QUEUE_FULL, NAME_TAKEN or the budget's codes. Not
+   * queued: the caller hands a new job to the dispatcher.
+   */
+  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): Booking {
+    const { config, ledger, dedup } = this.#host;
+    if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    // An identical request joins the running job or reuses a fresh result (see dedup.ts).
+    const dedupKey = isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
+    const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));
+    if (match) return { kind: 'joined', match };
+    const { data, role, agent } = admitSpawn(request, config, this.#host.waitingForSlot(), (name) => this.#holders.get(name)?.id, (id) => ledger.get(id)?.state);
+    const budget = this.#host.budgets.admit(agent, data.budget);
+    const id = ledger.newId();
+    const wave = data.wave ?? null;
+    const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
+    const record = ledger.add({
+      id,
+      label: data.label || data.name || id,
+      task: data.task,
+      role,
+      wave,
+      ...(agent !== undefined ? { agent } : {}),
+      ...(data.name !== undefined ? { name: data.name } : {}),
+      ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
+      ...link,
+      budget: budget.limits,
+    });
+    // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
+    budget.hold(id);
+    const spec: JobSpec = {
+      id,
+      label: record.label,
+      task: record.task,
+      role: record.role,
+      config,
+      attempt: 1,
+      ...(data.parentSummary ? { parentSummary: data.parentSummary } : {}),
+      ...(agent !== undefined ? { agent } : {}),
+      ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
+      ...(nested ? { depth: nested.depth } : {}),
+      budget: budget.limits,
+    };
+    const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
+    if (dedupKey !== undefined) dedup.booked(id, dedupKey);
+    if (wave !== null) this.#host.waves.add(wave, id, data.join);
+    // Beside the record, lenient: without it a restart rebuilds the spec from the record.
+    const store = this.#host.store;
+    const { config: _config, ...storedSpec } = spec;
+    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
+    return { kind: 'new', job };
+  }
+
+  /** A job whose record the ledger has: at spawn, or found again by restart recovery. */
+  add(spec: JobSpec, phase: JobPhase, links: Pick<JobInit, 'parent' | 'name' | 'dedupKey'> = {}): Job {
+    const job = new Job({ ...links, id: spec.id, spec, phase }, this.#host.context);
+    this.#jobs.set(job.id, job);
+    if (phase !== 'ended') this.claimName(job);
+    return job;
+  }
+
+  get(id: string): Job | undefined {
+    return this.#jobs.get(id);
+  }
+
+  /** A job by id or by name (the live holder of a name first, else the newest job that had it). */
+  find(idOrName: string): Job | undefined {
+    return this.#jobs.get(idOrName) ?? this.#holders.get(idOrName) ?? this.#lastHolders.get(idOrName);
+  }
+
+  /** The live job holding `name`, if any. */
+  holder(name: string): Job | undefined {
+    return this.#holders.get(name);
+  }
+
+  /** The job (live again, or new) holds its name, unless another live job does. */
+  claimName(job: Job): void {
+    const name = job.name;
+    if (name === undefined || (this.#holders.get(name) ?? job) !== job) return;
+    this.#holders.set(name, job);
+    this.#lastHolders.set(name, job);
+  }
+
+  /** The job ended: its name is free for a new job (and still finds it until then). */
+  releaseName(job: Job): void {
+    const name = job.name;
+    if (name !== undefined && this.#holders.get(name) === job) this.#holders.delete(name);
+  }
+
+  /** The ledger forgot the job's record (retention): the job, its name and its links in the tree go too. */
+  forget(id: string): void {
+    const job = this.#jobs.get(id);
+    if (!job) return;
+    this.#jobs.delete(id);
+    const name = job.name;
+    if (name !== undefined && this.#holders.get(name) === job) this.#holders.delete(name);
+    if (name !== undefined && this.#lastHolders.get(name) === job) this.#lastHolders.delete(name);
+    job.unlink();
+  }
+
+  get size(): number {
+    return this.#jobs.size;
+  }
+}

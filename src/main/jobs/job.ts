@@ -1,0 +1,257 @@
+import type { JobSpec, ResumeState } from '../../shared/protocol.js';
+import type { Attempt } from '../executors/attempt.js';
+import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
+
+/**
+ * Where a job is in its life. The ledger's record, which every view reads, has fewer states;
+ * each phase maps onto it like this:
+ *
+ * | phase        | record                                   | what holds it                        |
+ * |--------------|------------------------------------------|--------------------------------------|
+ * | `queued`     | `queued`                                 | the dispatcher's FIFO                |
+ * | `dispatched` | `queued`, `dispatched: n` (durable only) | an attempt, no `started` yet         |
+ * | `running`    | `running`                                | an attempt that said `started`       |
+ * | `suspended`  | `queued`, `waitingForChildren`           | its suspension (no slot, no thread)  |
+ * | `ended`      | `ended`, no `deliveredInTurn`            | the ledger, until delivered          |
+ * | `delivered`  | `ended`, `deliveredInTurn: N`            | the ledger, until retention forgets  |
+ *
+ * `delivered` is read from the record (delivery is the ledger's, see deliveries.ts); the others
+ * are this object's own. Moves: queued → dispatched → running → ended; dispatched or running →
+ * queued (its thread died, or a restart stopped it); running → suspended → queued (its children
+ * ended); queued or suspended → ended (cancelled before it ran again); ended → queued (restart).
+ */
+export type JobPhase = 'queued' | 'dispatched' | 'running' | 'suspended' | 'ended';
+export type JobState = JobPhase | 'delivered';
+
+/** What a job that waits for its children keeps while it holds no slot and no thread. */
+export interface Suspension {
+  state: Omit<ResumeState, 'childResults'>;
+  /** Children's results it has not seen yet, in the order they ended. */
+  pending: string[];
+}
+
+/** What a job needs of the manager around it. */
+export interface JobContext {
+  readonly ledger: DeliveryLedger;
+  /** With a durable ledger each launch is written before it happens (see JobRecord.dispatched). */
+  readonly durable: boolean;
+  /** Every change of phase: the dispatcher counts live and suspended jobs from it. */
+  moved(job: Job, from: JobPhase, to: JobPhase): void;
+  /** The ending as recorded: what the budget and the job's children add to it. */
+  completeEnding(job: Job, ending: JobEnding): JobEnding;
+  /** After the record has ended: the rest of the manager hears of it. */
+  ended(job: Job, record: Readonly<JobRecord>): void;
+  /** An error with no caller to throw to (a job's end runs from an event): logged, never thrown. */
+  reportFault(what: string, error: unknown): void;
+}
+
+export interface JobInit {
+  id: string;
+  spec: JobSpec;
+  phase: JobPhase;
+  parent?: Job | undefined;
+  name?: string | undefined;
+  dedupKey?: string | undefined;
+}
+
+/**
+ * One background job from spawn to forget: its spec, its record (read through the ledger,
+ * which keeps it), its current {@link Attempt}, its place in the job tree, its name, dedup key,
+ * alerts, result waiters and abort-signal cleanup, and the state machine above, persisted
+ * through the ledger. Its ending is {@link end}: once, and never a throw.
+ */
+export class Job {
+  readonly id: string;
+  /** A name given at spawn, unique among live jobs (see JobTable). */
+  readonly name: string | undefined;
+  /** Its dedup key, if identical spawns may join it (see dedup.ts). */
+  readonly dedupKey: string | undefined;
+  /** What a launch runs; dropped once a restart can no longer ask for it (see restarts.ts). */
+  spec: JobSpec | undefined;
+  /** The launch running now (dispatched or running), else undefined. */
+  attempt: Attempt | undefined;
+  /** Launches since it was last queued afresh; bounds re-queues of a job whose thread dies. */
+  launches = 0;
+  /** It is being stopped to run again (restart), not to end. */
+  restartPending = false;
+  /** Being stopped: a child ending now must not resume it. */
+  stopping = false;
+  /** Its children, in spawn order; a forgotten child leaves the list (see JobTable.forget). */
+  readonly children: Job[] = [];
+  /** Jobs that joined one of its children (an identical spawn) and wait for that child's result too. */
+  readonly watchers = new Set<Job>();
+  /** Other jobs' children this one joined and waits for. */
+  readonly watching = new Set<Job>();
+  /** While suspended: what it resumes with. */
+  suspension: Suspension | undefined;
+  /** Children's results posted to it while it runs, by child id (resent at resume if it never saw them). */
+  readonly sent = new Map<string, string>();
+  #parent: Job | undefined;
+  #phase: JobPhase;
+  readonly #ctx: JobContext;
+  /** Alerts sent (bounded by `maxAlertsPerJob`; a restart while running does not reset it). */
+  #alerts = 0;
+  readonly #waiters: Array<(record: Readonly<JobRecord>) => void> = [];
+  #signalCleanup: (() => void) | undefined;
+
+  constructor(init: JobInit, ctx: JobContext) {
+    this.id = init.id;
+    this.name = init.name;
+    this.spec = init.spec;
+    this.#phase = init.phase;
+    this.#parent = init.parent;
+    this.dedupKey = init.dedupKey;
+    this.#ctx = ctx;
+    init.parent?.children.push(this);
+  }
+
+  /** Its record: the ledger's frozen value, replaced at every transition. */
+  get record(): Readonly<JobRecord> {
+    return this.#ctx.ledger.get(this.id) as Readonly<JobRecord>;
+  }
+
+  get phase(): JobPhase {
+    return this.#phase;
+  }
+
+  get state(): JobState {
+    return this.#phase === 'ended' && this.record?.deliveredInTurn !== undefined ? 'delivered' : this.#phase;
+  }
+
+  get isOver(): boolean {
+    return this.#phase === 'ended';
+  }
+
+  /** The job that spawned it; undefined for a top-level job, or once its parent was forgotten. */
+  get parent(): Job | undefined {
+    return this.#parent;
+  }
+
+  /** Its record is gone: no link to or from it stays (see JobTable.forget). */
+  unlink(): void {
+    const siblings = this.#parent?.children;
+    const at = siblings?.indexOf(this) ?? -1;
+    if (siblings && at >= 0) siblings.splice(at, 1);
+    this.#parent = undefined;
+    for (const child of this.children) child.#parent = undefined;
+    this.children.length = 0;
+    for (const other of this.watchers) other.watching.delete(this);
+    for (const other of this.watching) other.watchers.delete(this);
+    this.watchers.clear();
+    this.watching.clear();
+  }
+
+  /** queued → dispatched: handed to the executor as launch number `launches`. */
+  dispatch(attempt: Attempt): void {
+    this.attempt = attempt;
+    this.launches++;
+    // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
+    if (this.#ctx.durable) this.#ctx.ledger.markDispatched(this.id, this.launches);
+    this.#move('dispatched');
+  }
+
+  /** dispatched → running (its worker said `started`); `rerun`: a remote executor ran it again, the note says why. */
+  started(threadId: number | undefined, rerun?: string): void {
+    if (rerun !== undefined) this.#ctx.ledger.requeue(this.id, rerun);
+    this.#ctx.ledger.markRunning(this.id, threadId);
+    this.#move('running');
+  }
+
+  /** dispatched or running → queued, to launch again; `fresh`: its launch count starts over. */
+  requeue(note: string, fresh: boolean): void {
+    this.#detach();
+    if (fresh) this.launches = 0;
+    if (this.record.state === 'running') this.#ctx.ledger.requeue(this.id, note);
+    this.#move('queued');
+  }
+
+  /** running → suspended: it answered with children running; results it was sent and did not see are kept. */
+  suspend(state: Suspension['state'], seenChildren: readonly string[]): void {
+    this.#detach();
+    this.#ctx.ledger.suspend(this.id);
+    const seen = new Set(seenChildren);
+    this.suspension = { state, pending: [...this.sent].filter(([child]) => !seen.has(child)).map(([, text]) => text) };
+    this.sent.clear();
+    this.#move('suspended');
+  }
+
+  /** suspended → queued: its children have ended; it runs again from its saved conversation with their results. */
+  resume(): void {
+    const suspension = this.suspension as Suspension;
+    this.suspension = undefined;
+    this.spec = { ...(this.spec as JobSpec), resume: { ...suspension.state, childResults: suspension.pending.join('\n\n') } };
+    this.launches = 0;
+    this.#move('queued');
+  }
+
+  /** ended → queued: a restart, same spec, same id. */
+  reopen(note: string): Readonly<JobRecord> {
+    const record = this.#ctx.ledger.reopen(this.id, note);
+    this.#alerts = 0;
+    this.launches = 0;
+    this.#move('queued');
+    return record;
+  }
+
+  /**
+   * The one ending: detaches its attempt, records the ending (with what the budget and its
+   * children add), wakes its waiters and tells the manager. A second call is a no-op (the job
+   * has ended); a throw inside is reported, never thrown: an ending runs from events, where a
+   * throw would be an unhandled rejection that exits the host. Returns the ended record, or
+   * undefined when nothing ended now.
+   */
+  end(ending: JobEnding): Readonly<JobRecord> | undefined {
+    if (this.#phase === 'ended') return undefined;
+    try {
+      this.#detach();
+      // First: an ending re-entered from below (a child stopped, a listener) is a no-op.
+      this.#move('ended');
+      this.suspension = undefined;
+      this.sent.clear();
+      this.stopping = false;
+      this.restartPending = false;
+      const record = this.#ctx.ledger.markEnded(this.id, this.#ctx.completeEnding(this, ending));
+      this.#signalCleanup?.();
+      this.#signalCleanup = undefined;
+      // Resolved now, run later (a microtask): `done` listeners still come first.
+      for (const resolve of this.#waiters.splice(0)) resolve(record);
+      this.#ctx.ended(this, record);
+      return record;
+    } catch (error) {
+      this.#ctx.reportFault(`ending job ${this.id}`, error);
+      return undefined;
+    }
+  }
+
+  /** Resolves with its final record once it has ended (at once if it has). */
+  result(): Promise<Readonly<JobRecord>> {
+    if (this.#phase === 'ended') return Promise.resolve(this.record);
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** One more alert: its 1-based number, or undefined past `max` (dropped). */
+  countAlert(max: number): number | undefined {
+    if (this.#alerts >= max) return undefined;
+    return ++this.#alerts;
+  }
+
+  /** Aborting `signal` cancels the job; the listener goes when the job ends. */
+  cancelOnAbort(signal: AbortSignal, cancel: () => void): void {
+    const onAbort = () => {
+      if (!this.isOver) cancel();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.#signalCleanup = () => signal.removeEventListener('abort', onAbort);
+  }
+
+  #detach(): void {
+    this.attempt?.dispose();
+    this.attempt = undefined;
+  }
+
+  #move(to: JobPhase): void {
+    const from = this.#phase;
+    this.#phase = to;
+    this.#ctx.moved(this, from, to);
+  }
+}

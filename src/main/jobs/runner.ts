@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { JobError, serializeError } from '../../shared/errors.js';
+import type { AlertSeverity, JobSpec } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/tool-loop.js';
+import { Attempt, type AttemptEnd } from '../executors/attempt.js';
+import type { Executor } from '../executors/executor.js';
+import type { JobScheduler } from '../executors/scheduler.js';
+import type { JobBudgets } from '../limits/budgets.js';
+import type { RequestGating } from '../limits/concurrency.js';
+import type { PermissionStore } from '../limits/permissions.js';
+import type { JobRecord } from '../ledger/ledger.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { Job } from './job.js';
+import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopRequest } from './job-endings.js';
+import { lastAssistantText, type Nesting } from './nesting.js';
+
+/** What running jobs needs of the manager. */
+export interface RunnerHost {
+  readonly config: ForkpoolConfig;
+  readonly executor: Executor;
+  readonly scheduler: JobScheduler;
+  readonly permissions: PermissionStore;
+  readonly gating: RequestGating;
+  readonly budgets: Pick<JobBudgets, 'wallclockMs'>;
+  readonly dispatcher: Dispatcher;
+  readonly nesting: Nesting;
+  readonly logger: Logger | undefined;
+  started(record: Readonly<JobRecord>): void;
+  progress(event: { jobId: string; event: LoopEvent; parentToolId?: string }): void;
+  alert(job: Job, alert: { message: string; severity: AlertSeverity }): void;
+  requeued(record: Readonly<JobRecord>): void;
+  reportFault(what: string, error: unknown): void;
+}
+
+/**
+ * Runs and stops jobs: each launch is an {@link Attempt} (its timeouts start at `started`),
+ * and how it ends decides what the job does next: end, run again (a restart, a thread that
+ * died under it), or wait for its children. Stopping covers every phase: a queued or waiting
+ * job ends at once, a running one is asked to stop (then hard-stopped by its attempt).
+ */
+export class JobRunner {
+  readonly #host: RunnerHost;
+  /** Tags this manager's child processes apart from any other forkpool's on the machine. */
+  readonly #processToken = randomUUID().slice(0, 8);
+
+  constructor(host: RunnerHost) {
+    this.#host = host;
+  }
+
+  launch(job: Job): void {
+    const { config, executor, gating } = this.#host;
+    const spec = job.spec as JobSpec;
+    const id = job.id;
+    const gateLease = gating.leaseFor(spec);
+    const attempt: Attempt = new Attempt({
+      jobId: id,
+      number: job.launches + 1,
+      executor,
+      scheduler: this.#host.scheduler,
+      permissions: { isGranted: (tool) => this.#host.permissions.isGranted(tool), ...gateLease.service },
+      rateGateBuffer: gating.rateGateBuffer,
+      cancelGraceMs: config.background.cancelGraceMs,
+      logger: this.#host.logger,
+      onStarted: (threadId) => this.#started(job, attempt, threadId),
+      onProgress: (event) => this.#host.progress({ jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
+      onAlert: (alert) => this.#host.alert(job, alert),
+      onSpawn: (requestId, request) => this.#host.nesting.spawnChild(job, requestId, request),
+    });
+    job.dispatch(attempt);
+    // A thread that died mid-request never gives its gate slot back itself.
+    void attempt.ended
+      .then((end) => (gateLease.release(), this.#ended(job, attempt, end)))
+      // A throw at a job's end must not become an unhandled rejection: that exits the host.
+      .catch((error: unknown) => this.#host.reportFault(`ending job ${id}`, error));
+    attempt.launch({ ...spec, attempt: attempt.number, processTag: `${this.#processToken}.${id}.${attempt.number}` });
+  }
+
+  /**
+   * Stops a job and its tree: a queued job ends as cancelled, one waiting for its children as
+   * cancelled (or timed out) with what it last said, a running one is asked to stop. A child
+   * ending meanwhile must not wake its parent again (Job.stopping).
+   */
+  stop(job: Job, reason: StopRequest): void {
+    if (job.isOver) return;
+    job.stopping = true;
+    for (const child of [...job.children]) if (!child.isOver) this.stop(child, reason === 'close' ? 'close' : 'cancel');
+    const suspension = job.suspension;
+    if (suspension) {
+      const timedOut = reason === 'timeout';
+      const error = serializeError(new JobError(timedOut ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', job.id, `${timedOut ? 'timed out' : 'cancelled'} while waiting for its children (${reason})`));
+      const text = lastAssistantText(suspension.state.messages);
+      job.end({ status: timedOut ? 'timed_out' : 'cancelled', endedBy: 'cooperative', resultText: text, usage: suspension.state.usage, iterations: suspension.state.iterations, error });
+    } else if (this.#host.dispatcher.remove(job)) {
+      const error = serializeError(new JobError('JOB_CANCELLED', job.id, `cancelled while queued (${reason})`));
+      job.end({ status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error });
+    } else {
+      job.attempt?.requestStop(reason);
+    }
+  }
+
+  #started(job: Job, attempt: Attempt, threadId: number | undefined): void {
+    const { config, executor } = this.#host;
+    // A remote executor re-ran the job (its worker died or lost it): one more attempt, same clock.
+    const rerun = job.phase === 'running';
+    job.started(threadId, rerun ? `attempt ${job.record.attempts + 1}: run again by the ${executor.kind} executor (the previous run's worker died or lost the job)` : undefined);
+    // The wall clock starts now: time spent queued does not count.
+    if (!rerun) {
+      attempt.armTimeout(config.background.timeoutMinutes * 60_000, () => this.stop(job, 'timeout'));
+      // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
+      const wallMs = this.#host.budgets.wallclockMs(job.spec?.budget, job.record.startedAt ?? Date.now());
+      if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.stop(job, 'budget'), 'budget');
+    }
+    this.#host.started(job.record);
+  }
+
+  #ended(job: Job, attempt: Attempt, end: AttemptEnd): void {
+    // Identity: after a re-queue the same job is live again under a new attempt.
+    if (job.attempt !== attempt) return;
+    if (job.restartPending) {
+      job.restartPending = false;
+      return this.#requeue(job, `attempt ${attempt.number}: restarted on request while running`, true);
+    }
+    if (end.kind === 'suspended') return this.#host.nesting.suspend(job, end.state, end.seenChildren);
+    if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopReason));
+    if (end.kind === 'protocol') return void job.end(endingFromProtocol(end.error, attempt));
+    // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
+    // each gets another try on a thread of its own (so a poison job can only kill itself), a
+    // bounded number of times, so a job that kills every thread it lands on still ends.
+    const threadDied = !attempt.hardStopped && !attempt.stopReason && this.#host.executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
+    if (threadDied && attempt.number <= this.#host.config.background.maxRequeues) {
+      return this.#requeue(job, `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`, false);
+    }
+    job.end(endingFromLostThread(job.id, end.error, attempt, threadDied));
+  }
+
+  #requeue(job: Job, note: string, fresh: boolean): void {
+    job.requeue(note, fresh);
+    this.#host.dispatcher.enqueueFirst(job);
+    this.#host.requeued(job.record);
+    this.#host.dispatcher.pump();
+  }
+}
+
+/** A lost attempt whose thread died (not a task that threw, which leaves its thread alive). */
+function isThreadDeath(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'THREAD_LOST' || code === 'WORKER_OUT_OF_MEMORY';
+}
