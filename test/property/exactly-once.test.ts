@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { BackgroundManager, type CloseReport } from '../../src/main/jobs/manager.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import { parseConfig } from '../../src/shared/config.js';
-import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep } from '../helpers/fake-executor.js';
+import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep } from '../helpers/index.js';
 
 /**
  * Random schedules against the real manager and ledger, with a fake executor that speaks the
