@@ -4,6 +4,7 @@ import { BackgroundManager, type CloseReport } from '../../src/main/jobs/manager
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep } from '../helpers/index.js';
+import { assertProperty, propertyRuns } from '../helpers/property.js';
 
 /**
  * Random schedules against the real manager and ledger, with a fake executor that speaks the
@@ -224,21 +225,22 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
 }
 
 /**
- * Schedules per run. Each run draws new ones (fast-check seeds from the clock and prints the seed
- * of a failure, to replay it), so CI runs add up; FORKPOOL_PROPERTY_RUNS=1000 for a deep look.
+ * Schedules per property, split over pinned seeds and one fresh seed (helpers/property.ts: the
+ * same schedules in every CI run, plus new ones; a failure prints its seed and how to replay
+ * it); FORKPOOL_PROPERTY_RUNS=1000 for a deep look.
  */
 const RUNS = Number(process.env.FORKPOOL_PROPERTY_RUNS ?? 300);
 
 describe('exactly-once delivery under random schedules', () => {
-  it(`holds for ${RUNS} schedules against the real manager and ledger`, async () => {
-    await fc.assert(fc.asyncProperty(scenario, runScenario), { numRuns: RUNS });
+  it.each(propertyRuns(RUNS))('holds for $numRuns schedules against the real manager and ledger ($label)', async (run) => {
+    await assertProperty(fc.asyncProperty(scenario, runScenario), run);
   }, 300_000);
 
   // Issue 8 §3: a `done` can still sit in the port when the 2 s port-close fallback fires (a
   // busy main thread); the manager must read the port (receiveMessageOnPort) before deciding the
   // job "ended without a result" (without it the job ends failed, or in shared isolation runs
   // twice: planted, this test fails).
-  it('holds when the port-close fallback fires while a done is still unread in the port', async () => {
-    await fc.assert(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), { numRuns: Math.ceil(RUNS / 2) });
+  it.each(propertyRuns(Math.ceil(RUNS / 2)))('holds when the port-close fallback fires while a done is still unread in the port ($label)', async (run) => {
+    await assertProperty(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), run);
   }, 300_000);
 });
