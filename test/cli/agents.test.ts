@@ -6,10 +6,9 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '../../src/sim/index.js';
-import { describeResult, parseJsonLines, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { describeResult, parseJsonLines, runCli, tempWorkspace, useCleanup, jsonl } from '../helpers/index.js';
 
 const cleanup = useCleanup();
-const jsonl = (lines: readonly unknown[]) => lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 const AGENTS = {
   scout: { description: 'finds things', model: 'scout-model', tools: ['grep', 'find_files'], apiKey: 'sk-peer-secret-4f9e2d7c1b' },
   reviewer: { description: 'reviews', model: 'reviewer-model' },

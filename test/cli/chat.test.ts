@@ -3,9 +3,8 @@
  * line, plain lines out, like `run`; at the end of the input it waits for the jobs and their
  * follow-up, then closes.
  */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { describeResult, makeWorkspace, parseJsonLines, runCli, useCleanup, ledgerFile } from '../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -40,7 +39,7 @@ describe('forkpool chat, not on a terminal', () => {
   it('--ledger then --resume: the second chat continues the first one\'s session, its jobs and its usage', async () => {
     const ws = await makeWorkspace(cleanup);
     // Outside the workspace: a ledger inside it is refused (jobs could read and rewrite it).
-    const ledger = path.join(tempWorkspace({}, cleanup), 'forkpool-test.db');
+    const ledger = ledgerFile(cleanup, 'forkpool-test.db');
     const first = await runCli(['chat', '--ledger', ledger, '--sim-latency', '0'], { cwd: ws, input: 'Where is the retry backoff? Where is the LruCache class?\n', timeoutMs: 150_000 });
     expect(first.code, describeResult(first)).toBe(0);
     const id = /session (s-[\w-]+) kept in/.exec(first.stderr)?.[1];

@@ -4,30 +4,16 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
-import { CLI_PATH, REPO_ROOT, describeResult, parseJsonLines, runCli, spawnCli, tempWorkspace, useCleanup, waitFor } from '../helpers/index.js';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT, describeResult, parseJsonLines, runCli, spawnCli, tempWorkspace, useCleanup, waitFor, requireBuiltCli, jsonl, startSim } from '../helpers/index.js';
 
 const cleanup = useCleanup();
 const TWO_QUESTIONS = 'Answer these:\n1. Where is the tool loop implemented?\n2. How are API keys redacted?';
 
-beforeAll(async () => {
-  const { existsSync } = await import('node:fs');
-  if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
-});
-
-async function sim(options: SimServerOptions = {}): Promise<SimServer> {
-  const server = await startSimServer(options);
-  cleanup.add(() => server.close());
-  return server;
-}
+requireBuiltCli();
 
 /** A temp workspace with a few files; the CLI runs with it as cwd. */
 const workspace = (files?: Record<string, string>) => tempWorkspace(files, cleanup);
-
-function jsonl(lines: readonly unknown[]): string {
-  return lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
-}
 
 describe('forkpool run', () => {
   it('answers a two-question prompt with the built-in simulator and exits 0', async () => {
@@ -96,7 +82,7 @@ describe('forkpool run', () => {
 
   it('never prints the API key, even at debug level', async () => {
     const key = 'sk-secret-cli-7f3e9a1b2c4d5e6f';
-    const server = await sim();
+    const server = await startSim(cleanup);
     const r = await runCli(['run', '--json', '--log-level', 'debug', '--base-url', server.url, TWO_QUESTIONS], {
       cwd: workspace(),
       env: { OPENAI_API_KEY: key },
@@ -221,7 +207,7 @@ describe('forkpool fanout', () => {
   });
 
   it('on SIGINT cancels what is left, prints one JSON line per job and exits 130', async () => {
-    const server = await sim({ latencyMs: 2_000 });
+    const server = await startSim(cleanup, { latencyMs: 2_000 });
     const cwd = workspace();
     writeFileSync(path.join(cwd, 'six.jsonl'), jsonl([1, 2, 3, 4, 5, 6].map(good)));
     const p = spawnCli(['fanout', '--concurrency', '2', '--base-url', server.url, 'six.jsonl'], { cwd, cleanup });

@@ -8,25 +8,14 @@
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
-import { CLI_PATH, describeResult, parseJsonLines, runCli, spawnCli, tempWorkspace, useCleanup, waitFor } from '../helpers/index.js';
+import { describe, expect, it } from 'vitest';
+import { describeResult, parseJsonLines, runCli, spawnCli, tempWorkspace, useCleanup, waitFor, requireBuiltCli, jsonl, startSim } from '../helpers/index.js';
 
 const cleanup = useCleanup();
 
-beforeAll(async () => {
-  const { existsSync } = await import('node:fs');
-  if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
-});
-
-async function sim(options: SimServerOptions = {}): Promise<SimServer> {
-  const server = await startSimServer(options);
-  cleanup.add(() => server.close());
-  return server;
-}
+requireBuiltCli();
 
 const workspace = (files: Record<string, string> = { 'a.txt': 'alpha\n', 'src/loop.ts': 'export function toolLoop() {}\n' }) => tempWorkspace(files, cleanup);
-const jsonl = (lines: readonly unknown[]) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
 const summaryLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('fanout: '));
 
 describe('fanout and the queue limit', () => {
@@ -47,7 +36,7 @@ describe('fanout with an over-long line', () => {
   it('refuses a 3 MB line while reading it (line number, size, limit), runs the others; model text in the JSON lines is escaped', async () => {
     const cwd = workspace();
     // A result with a C1 CSI, a line separator and a bidi override, which JSON.stringify leaves raw.
-    const model = await sim({ script: [{ content: 'found\u009b2J\u2028\u202e' }, { content: 'found\u009b2J\u2028\u202e' }] });
+    const model = await startSim(cleanup, { script: [{ content: 'found\u009b2J\u2028\u202e' }, { content: 'found\u009b2J\u2028\u202e' }] });
     writeFileSync(path.join(cwd, 'long.jsonl'), jsonl([{ task: 'find a.txt' }, { task: 'x'.repeat(3 * 1024 * 1024) }, { task: 'find a.txt' }]));
     const r = await runCli(['fanout', 'long.jsonl', '--no-progress', '--base-url', model.url], { cwd, cleanup, env: { OPENAI_API_KEY: 'test-key' } });
     expect(r.code, describeResult(r)).toBe(1);
@@ -96,7 +85,7 @@ describe('fanout streams its input', () => {
 
 describe('fanout on a signal', () => {
   it('SIGTERM mid-run: one summary line, one record per accepted job, exit 143', async () => {
-    const server = await sim({ latencyMs: 2_000 });
+    const server = await startSim(cleanup, { latencyMs: 2_000 });
     const cwd = workspace();
     writeFileSync(path.join(cwd, 'four.jsonl'), jsonl([1, 2, 3, 4].map((i) => ({ task: `find a.txt ${i}` }))));
     const p = spawnCli(['fanout', '--concurrency', '2', '--base-url', server.url, 'four.jsonl'], { cwd, cleanup });

@@ -7,16 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
-import { CLI_PATH, describeResult, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { describeResult, runCli, tempWorkspace, useCleanup, requireBuiltCli } from '../helpers/index.js';
 
 const cleanup = useCleanup();
 
-beforeAll(async () => {
-  const { existsSync } = await import('node:fs');
-  if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
-});
+requireBuiltCli();
 
 /** Garbage bytes: SQLite refuses the file at open ("file is not a database"). */
 function garbageLedger(dir: string): string {

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { CONFIG_FILE_NAME, loadConfig } from '../../src/main/setup/config-load.js';
 import type { SpawnRequest } from '../../src/main/jobs/manager.js';
@@ -17,7 +17,6 @@ import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/sha
 import type { ScriptToolCall } from '../../src/sim/index.js';
 import {
   assertValidHistory,
-  Cleanups,
   configError,
   describeResult,
   makeConfig,
@@ -27,11 +26,11 @@ import {
   runCli,
   startSim,
   toolMessagesOf,
+  useCleanup,
   watchManager,
 } from '../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const POLLUTER = '{"task":"Where is the cache?","label":"proto","__proto__":{"polluted":true}}';
 const notPolluted = () => expect((Object.prototype as Record<string, unknown>).polluted ?? ({} as Record<string, unknown>).polluted).toBeUndefined();

@@ -1,7 +1,7 @@
 /**
  * The bash sandbox's hardening (issue 18, "The sandbox"): every `.git` read-only and new ones
  * removed, /proc's kernel knobs read-only, no inherited descriptor inside, and bounded processes,
- * memory, file size and /tmp. Runs the real bubblewrap (see sandbox-helpers.ts); the descriptor
+ * memory, file size and /tmp. Runs the real bubblewrap (see helpers/sandbox.ts); the descriptor
  * test runs the real CLI, pool and workers.
  */
 import { spawn } from 'node:child_process';
@@ -9,23 +9,18 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
 import { ConfigError, ToolError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { makeCommandCgroup } from '../../src/shared/tools/sandbox-limits.js';
-import { CLI_PATH, cliEnv } from '../helpers/cli.js';
-import { skipWithout } from '../helpers/system.js';
-import { Cleanups, startSim } from '../helpers/pool.js';
-import { toolMessagesOf } from './helpers.js';
-import { skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext, toolError } from './sandbox-helpers.js';
+import { CLI_PATH, cliEnv, skipWithout, useCleanup, startSim, toolMessagesOf, skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext, toolError } from '../helpers/index.js';
 
 let base: string;
-const cleanups = new Cleanups();
+const cleanups = useCleanup();
 beforeAll(async () => {
   base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'forkpool-harden-')));
 });
-afterEach(() => cleanups.run());
 afterAll(() => rm(base, { recursive: true, force: true }));
 
 let wsCount = 0;

@@ -12,7 +12,7 @@ import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { checkSandbox } from '../../src/shared/tools/bwrap.js';
 import { BUILTIN_TOOL_NAMES } from '../../src/shared/defaults.js';
-import { skipWithoutBwrap, callTool, eventually, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from './sandbox-helpers.js';
+import { skipWithoutBwrap, callTool, waitFor, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from '../helpers/index.js';
 
 let ws: string;
 let outside: string;
@@ -114,7 +114,7 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
     const command = `(setsid ${sleeper.command} > /dev/null 2>&1 &); until pgrep -xf '${sleeper.command}' > /dev/null; do :; done; echo started`;
     const out = await callTool(bashTool, { command }, bwrap());
     expect(out).toContain('started');
-    await eventually(() => processesRunning(sleeper.argv).length === 0, `${sleeper.command} is gone after the call`);
+    await waitFor(() => processesRunning(sleeper.argv).length === 0, `${sleeper.command} is gone after the call`);
   });
 
   it('SIGKILL to the registered group ends everything the command started, setsid children included', async () => {
@@ -123,14 +123,14 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
     const b = markerSleep();
     const c = markerSleep();
     const running = callTool(bashTool, { command: `${a.command} & (setsid ${c.command} &); ${b.command}` }, { ...bwrap(), processes: registry });
-    await eventually(() => [a, b, c].every((s) => processesRunning(s.argv).length === 1), 'all three sleeps started');
+    await waitFor(() => [a, b, c].every((s) => processesRunning(s.argv).length === 1), 'all three sleeps started');
     expect(registry.log.map(([kind]) => kind)).toEqual(['started']);
     const pgid = registry.log[0]?.[1] as number;
     // What the main thread does on hard stop, thread death or close.
     process.kill(-pgid, 'SIGKILL');
     const out = await running;
     expect(out).toMatch(/killed by signal SIGKILL/);
-    await eventually(() => [a, b, c].every((s) => processesRunning(s.argv).length === 0), 'no sleep of the command is left');
+    await waitFor(() => [a, b, c].every((s) => processesRunning(s.argv).length === 0), 'no sleep of the command is left');
     expect(registry.log).toEqual([['started', pgid], ['ended', pgid]]);
   });
 
@@ -138,7 +138,7 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
     const sleeper = markerSleep();
     const out = await callTool(bashTool, { command: `${sleeper.command} & echo started; wait`, timeout_ms: 300 }, bwrap());
     expect(out).toMatch(/timed out after 300 ms/);
-    await eventually(() => processesRunning(sleeper.argv).length === 0, 'the background sleep is gone after the timeout');
+    await waitFor(() => processesRunning(sleeper.argv).length === 0, 'the background sleep is gone after the timeout');
   });
 
   it('at start: bwrap works here, so no notice; asked-for bwrap that does not work is a config error', () => {
@@ -177,11 +177,11 @@ describe('without bubblewrap', () => {
     const a = markerSleep();
     const b = markerSleep();
     const running = callTool(bashTool, { command: `${a.command} & ${b.command}` }, { ...toolContext(ws, { policy: { sandbox: 'none' } }), processes: registry });
-    await eventually(() => processesRunning(a.argv).length === 1 && processesRunning(b.argv).length === 1, 'both sleeps started');
+    await waitFor(() => processesRunning(a.argv).length === 1 && processesRunning(b.argv).length === 1, 'both sleeps started');
     const pgid = registry.log[0]?.[1] as number;
     process.kill(-pgid, 'SIGKILL');
     await running;
-    await eventually(() => processesRunning(a.argv).length === 0 && processesRunning(b.argv).length === 0, 'no sleep of the group is left');
+    await waitFor(() => processesRunning(a.argv).length === 0 && processesRunning(b.argv).length === 0, 'no sleep of the group is left');
     expect(registry.log).toEqual([['started', pgid], ['ended', pgid]]);
   });
 });

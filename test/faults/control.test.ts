@@ -9,42 +9,40 @@
  */
 import { realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import type { PiscinaExecutor } from '../../src/main/executors/piscina-executor.js';
 import type { FaultSpec } from '../../src/sim/index.js';
 import {
-  CLI_PATH,
-  Cleanups,
-  HAS_PROC,
-  ManualScheduler,
-  RESEARCH_TASK,
   describeResult,
   ended,
   fixtureExecutor,
+  HAS_PROC,
   isAlive,
   liveProcesses,
   makeConfig,
   makeManager,
   makeWorkspace,
+  ManualScheduler,
   openTcpSockets,
   parseJsonLines,
   recordEvents,
+  requireBuiltCli,
+  RESEARCH_TASK,
   runOneJob,
   spawnCli,
-  startSim,
   startedJob,
+  startSim,
   toolMessagesOf,
   uniqueMarker,
+  useCleanup,
   waitFor,
   watchManager,
 } from '../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
+requireBuiltCli();
 beforeAll(async () => {
-  const { existsSync } = await import('node:fs');
-  if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
   if (!HAS_PROC) throw new Error('these tests read /proc (Linux)');
 });
 

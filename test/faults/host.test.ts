@@ -5,10 +5,7 @@
  * faults are real SQLite failures on the real ledger file (see storage-faults.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { JobEnding } from '../../src/main/ledger/ledger.js';
-import { ended, makeConfig, makeManager, makeWorkspace, recordEvents, RESEARCH_TASK, startedJob, startSim, useCleanup, watchProcess } from '../helpers/index.js';
-
-const ending = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });
+import { ended, makeConfig, makeManager, makeWorkspace, recordEvents, RESEARCH_TASK, startedJob, startSim, useCleanup, watchProcess, okEnding } from '../helpers/index.js';
 
 describe('completeAttempt from outside', () => {
   const cleanup = useCleanup();
@@ -23,10 +20,10 @@ describe('completeAttempt from outside', () => {
     await startedJob(manager, first.id);
     expect(manager.get(second.id)?.state).toBe('queued');
 
-    const refused = manager.completeAttempt(second.id, 0, ending('forged'));
+    const refused = manager.completeAttempt(second.id, 0, okEnding('forged'));
     expect(refused).toMatchObject({ accepted: false, reason: 'not-running' });
     expect(!refused.accepted && refused.error.code).toBe('ATTEMPT_NOT_RUNNING');
-    expect(manager.completeAttempt('bg-999', 1, ending('x'))).toMatchObject({ accepted: false, reason: 'unknown', error: { code: 'JOB_UNKNOWN' } });
+    expect(manager.completeAttempt('bg-999', 1, okEnding('x'))).toMatchObject({ accepted: false, reason: 'unknown', error: { code: 'JOB_UNKNOWN' } });
 
     const [a, b] = await Promise.all([ended(manager, first.id), ended(manager, second.id)]);
     expect([a.status, b.status]).toEqual(['ok', 'ok']);
@@ -46,10 +43,10 @@ describe('completeAttempt from outside', () => {
     const events = recordEvents(manager);
     const job = manager.spawn({ task: RESEARCH_TASK, label: 'remote' });
     const running = await startedJob(manager, job.id);
-    expect(manager.completeAttempt(job.id, running.attempts - 1, ending('old'))).toMatchObject({ accepted: false, reason: 'stale' });
-    const accepted = manager.completeAttempt(job.id, running.attempts, ending('reported'));
+    expect(manager.completeAttempt(job.id, running.attempts - 1, okEnding('old'))).toMatchObject({ accepted: false, reason: 'stale' });
+    const accepted = manager.completeAttempt(job.id, running.attempts, okEnding('reported'));
     expect(accepted).toMatchObject({ accepted: true, record: { state: 'ended', resultText: 'reported' } });
-    expect(manager.completeAttempt(job.id, running.attempts, ending('again'))).toMatchObject({ accepted: false, reason: 'duplicate', error: { code: 'ATTEMPT_NOT_RUNNING' } });
+    expect(manager.completeAttempt(job.id, running.attempts, okEnding('again'))).toMatchObject({ accepted: false, reason: 'duplicate', error: { code: 'ATTEMPT_NOT_RUNNING' } });
     await manager.onIdle();
     await manager.close();
     expect(events.filter((e) => e.id === job.id).map((e) => e.type)).toEqual(['spawned', 'started', 'done']);

@@ -5,29 +5,28 @@
  * how the job ended, what the history holds, lower bounds on waits — never timing windows.
  * The loop-level versions of several faults are in test/tool-loop.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ManagerEvents } from '../../src/main/jobs/manager.js';
 import type { FaultKind } from '../../src/sim/index.js';
 import {
-  Cleanups,
-  RESEARCH_TASK,
   assertValidHistory,
   ended,
   makeConfig,
   makeManager,
   makeWorkspace,
   nextEvent,
+  RESEARCH_TASK,
   retriesOf,
   runOneJob,
   startHoldingProxy,
   startSim,
   startStatusServer,
   toolMessagesOf,
+  useCleanup,
   waitFor,
 } from '../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const ANSWER_TEXT = 'The retry backoff is implemented in src/retry.ts (exponential, capped at 8 s).';
 const ANSWER = `${ANSWER_TEXT}\n<result status="ok" files_touched=""/>`;

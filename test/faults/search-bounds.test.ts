@@ -6,18 +6,15 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/shared/errors.js';
 import { compileGlob } from '../../src/shared/tools/glob.js';
 import { MAX_PATTERN_CHARS } from '../../src/shared/tools/regex.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
 import type { LoopEvent } from '../../src/shared/tool-loop.js';
-import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { toolMessagesOf } from '../helpers/faults.js';
-import { callTool, toolContext, toolError } from './sandbox-helpers.js';
+import { useCleanup, ended, makeConfig, makeManager, makeWorkspace, startSim, toolMessagesOf, callTool, toolContext, toolError } from '../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 /** picomatch's backtracking RegExp took 52 s on 80 a's against this; 200 is far beyond. */
 const GLOB_BOMB = '*a*a*a*a*a*a*a*b';

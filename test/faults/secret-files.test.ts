@@ -8,7 +8,7 @@
  */
 import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { loadConfig } from '../../src/main/setup/config-load.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
@@ -16,14 +16,11 @@ import { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
 import type { SimServer } from '../../src/sim/index.js';
 import type { ScriptToolCall } from '../../src/sim/types.js';
-import { tempWorkspace } from '../helpers/config.js';
-import { Cleanups, ended, startSim, watchManager } from '../helpers/pool.js';
+import { tempWorkspace, useCleanup, ended, startSim, watchManager, skipWithoutBwrap, callTool, requireBwrap, toolContext, toolResultsSent } from '../helpers/index.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
-import { skipWithoutBwrap, callTool, requireBwrap, toolContext } from './sandbox-helpers.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const KEY = 'sk-fpMARKER-7f3a9c21e5b04d68';
 const ENV_SECRET = 'ENVSECRET-91b2c3d4e5f6a7b8';
@@ -54,16 +51,6 @@ function expectNothingLeaked(sim: SimServer, records: readonly JobRecord[], secr
       for (const [where, text] of Object.entries(seen)) expect(text.includes(piece), `${JSON.stringify(piece)} (from ${secret}) reached ${where}`).toBe(false);
     }
   }
-}
-
-/** The tool results the model received, by call id. */
-function toolResults(sim: SimServer): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const request of sim.requests) {
-    const messages = (request.body as { messages?: Array<{ role: string; tool_call_id?: string; content?: unknown }> } | undefined)?.messages ?? [];
-    for (const m of messages) if (m.role === 'tool' && m.tool_call_id) out.set(m.tool_call_id, String(m.content));
-  }
-  return out;
 }
 
 const call = (id: string, name: string, args: Record<string, unknown>): ScriptToolCall => ({ id, name, arguments: args });
@@ -151,7 +138,7 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
     expect([first.status, second.status]).toEqual(['ok', 'ok']);
 
     expectNothingLeaked(sim, [first, second], [KEY, ENV_SECRET]);
-    const results = toolResults(sim);
+    const results = toolResultsSent(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
     // The tools really ran: what is not hidden is read, what is hidden is refused by name.
     // stdout and stderr are separate pipes: their lines may interleave in any order.
@@ -210,7 +197,7 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
     expect(record.status).toBe('ok');
 
     expectNothingLeaked(sim, [record], [KEY, ENV_SECRET]);
-    const results = toolResults(sim);
+    const results = toolResultsSent(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
     for (const id of ['read_config', 'read_key', 'list_keys', 'find_keys']) expect(result(id), id).toMatch(/^Error: .* is hidden from the tools \(it is forkpool's configuration or ledger, or listed in hiddenPaths\)/);
     expect(result('grep_all')).toMatch(/^README\.md:1: apiKey goes/);
@@ -284,7 +271,7 @@ describe('the parent agent\'s own tools (main thread)', () => {
     expect(turn.answer).toBe('nothing to report');
 
     expectNothingLeaked(sim, [], [KEY]);
-    const results = toolResults(sim);
+    const results = toolResultsSent(sim);
     expect(results.get('parent_config')).toMatch(/^Error: "forkpool\.config\.json" is hidden from the tools/);
     expect(results.get('parent_ledger')).toMatch(/^Error: "state\/session\.db" is hidden from the tools \(it is forkpool's configuration or ledger/);
     expect(results.get('parent_grep')).toMatch(/^No matches .*\n\[skipped \d+ files hidden from the tools/);
@@ -331,7 +318,7 @@ describe('redaction, the second line: the key in a file that is not hidden', () 
     expect(sim.scriptErrors).toEqual([]);
 
     expectNothingLeaked(sim, [record], [KEY, AGENT_KEY, REDIS_PASSWORD]);
-    const results = toolResults(sim);
+    const results = toolResultsSent(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
     // The excerpts really were cut inside the key (a 10-character piece each), and redacted.
     expect(result('grep_suffix')).toMatch(/^notes\/long\.txt:1: …\[REDACTED\]-+AFTERKEY/);

@@ -10,25 +10,17 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BACKGROUND_REPORTS_HEADER, formatBackgroundReports, formatBackgroundResults } from '../../src/main/views/delivery-format.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
-import { CLI_PATH, describeResult, parseJsonLines, runCli } from '../helpers/index.js';
-import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim } from '../helpers/pool.js';
-import { runOneJob, startRecordingProxy, startRoutingProxy, startStatusServer, toolMessagesOf } from './helpers.js';
-import { skipWithoutBwrap } from './sandbox-helpers.js';
+import { CLI_PATH, describeResult, parseJsonLines, runCli, useCleanup, ended, makeConfig, makeManager, makeWorkspace, startSim, runOneJob, startRecordingProxy, startRoutingProxy, startStatusServer, toolMessagesOf, skipWithoutBwrap, requireBuiltCli, jsonl } from '../helpers/index.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
-beforeAll(async () => {
-  const { existsSync } = await import('node:fs');
-  if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
-});
+const cleanups = useCleanup();
+requireBuiltCli();
 
 const KEY = 'sk-forkpool-test-SECRET-1234';
 const TWO_QUESTIONS = 'Answer these:\n1. Where is the retry backoff implemented?\n2. Where is the LRU cache?';
-const jsonl = (lines: readonly unknown[]) => `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 
 /** Fails naming where the key showed up. */
 function expectNoKey(where: Record<string, string>): void {

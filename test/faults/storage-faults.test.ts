@@ -5,24 +5,23 @@
  * that aborts one row's update (SQLITE_CONSTRAINT_TRIGGER, the second write of a batch). The
  * full disk itself, through `serve --ledger`, is in test/server/full-disk.test.ts.
  */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SqliteDatabase } from '../../src/main/ledger/sqlite-driver.js';
 import { AgentSession } from '../../src/main/session/agent-session.js';
-import { DeliveryLedger, type JobEnding } from '../../src/main/ledger/ledger.js';
+import { DeliveryLedger } from '../../src/main/ledger/ledger.js';
 import { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/ledger/sqlite-store.js';
 import { ScopeLeases } from '../../src/main/ledger/ledger-lease.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
-import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, tempWorkspace, useCleanup, watchManager, watchProcess, type Cleanup } from '../helpers/index.js';
+import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, useCleanup, watchManager, watchProcess, type Cleanup, ledgerFile, okEnding } from '../helpers/index.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 type Db = { pragma(source: string): unknown; exec(source: string): void; close(): void };
 
 /** A ledger file whose store runs on a connection the test holds, to make its writes fail and work again. */
 function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; db: Db; failWrites(on: boolean): void } {
-  const file = path.join(tempWorkspace({}, cleanup), 'ledger.db');
+  const file = ledgerFile(cleanup, 'ledger.db');
   openSqliteLedger(file).close();
   const db = new SqliteDatabase(file);
   db.exec('PRAGMA busy_timeout = 5000');
@@ -31,8 +30,6 @@ function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerSt
   cleanup.add(() => store.close());
   return { file, store, db, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
 }
-
-const ending = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });
 
 describe('a durable ledger that stops writing', () => {
   const cleanup = useCleanup();
@@ -84,7 +81,7 @@ describe('a durable ledger that stops writing', () => {
     const ids = ['a', 'b'].map((label) => ledger.add({ id: ledger.newId(), label, task: `t ${label}`, role: 'user', wave: null }).id);
     for (const id of ids) {
       ledger.markRunning(id, 1);
-      ledger.markEnded(id, ending(`result of ${id}`));
+      ledger.markEnded(id, okEnding(`result of ${id}`));
     }
     // A real SQLite failure on the second row of the batch, after the first was written in the same transaction.
     db.exec(`CREATE TRIGGER fail_second BEFORE UPDATE ON jobs WHEN NEW.id = '${ids[1]}' AND NEW.delivered_turn IS NOT NULL BEGIN SELECT RAISE(ABORT, 'no space left'); END`);

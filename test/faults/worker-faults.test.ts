@@ -4,26 +4,26 @@
  * runs. In `shared` isolation, innocent neighbours of a killed thread are re-queued once and a
  * poison job gives up after a bounded number of tries.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { HEAP_CAP_ABORTS_PROCESS, watchProcess } from '../helpers/faults.js';
-import type { JobRecord } from '../../src/main/ledger/ledger.js';
-import type { BackgroundManager } from '../../src/main/jobs/manager.js';
+import { describe, expect, it } from 'vitest';
 import {
-  Cleanups,
-  RESEARCH_TASK,
   ended,
   fixtureExecutor,
+  HEAP_CAP_ABORTS_PROCESS,
   makeConfig,
   makeManager,
   makeWorkspace,
   ManualScheduler,
   recordEvents,
-  startSim,
+  RESEARCH_TASK,
   startedJob,
+  startSim,
+  useCleanup,
+  watchProcess,
 } from '../helpers/index.js';
+import type { JobRecord } from '../../src/main/ledger/ledger.js';
+import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 /**
  * A manager over the fault fixture. Job timeouts are held in the test's hand (a test fires one

@@ -17,22 +17,6 @@ export interface Cleanup {
   run(): Promise<void>;
 }
 
-/**
- * A cleanup list as a class: `const cleanups = new Cleanups(); afterEach(() => cleanups.run())`.
- * The same list as {@link createCleanup}; kept for the files that construct one.
- */
-export class Cleanups implements Cleanup {
-  readonly #list = createCleanup();
-
-  add(fn: CleanupFn): void {
-    this.#list.add(fn);
-  }
-
-  run(): Promise<void> {
-    return this.#list.run();
-  }
-}
-
 /** A cleanup list without hooks; pair it with your own `afterEach(() => list.run())`. */
 export function createCleanup(): Cleanup {
   const fns: CleanupFn[] = [];

@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { beforeAll } from 'vitest';
 import type { Cleanup } from './cleanup.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -158,4 +159,19 @@ export function parseJsonLines(text: string): Array<Record<string, unknown>> {
 /** A one-line summary of a CLI result, for assertion messages. */
 export function describeResult(r: CliResult): string {
   return `exit ${r.code ?? r.signal}${r.timedOut ? ' (timed out)' : ''}\n--- stdout ---\n${r.stdout}\n--- stderr ---\n${r.stderr}`;
+}
+
+/**
+ * Fails the calling file's tests at once, naming the fix, when the CLI is not built (`npm test`
+ * builds first; a lone `npx vitest run` may not have). Call at the top of a test file.
+ */
+export function requireBuiltCli(): void {
+  beforeAll(() => {
+    if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
+  });
+}
+
+/** JSON Lines for the CLI's stdin or a tasks file: objects stringified, strings as they are (a raw or broken line). */
+export function jsonl(lines: readonly unknown[]): string {
+  return lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
 }

@@ -57,11 +57,6 @@ export async function runOneJob(
   return { record, sim, manager, config, events };
 }
 
-/** The `tool` messages of a recorded request body, content as strings. */
-export function toolMessagesOf(body: { messages?: Array<{ role: string; content?: unknown }> } | undefined): string[] {
-  return (body?.messages ?? []).filter((m) => m.role === 'tool').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
-}
-
 export interface StatusServer {
   /** Base URL for the openai client. */
   url: string;

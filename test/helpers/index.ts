@@ -6,7 +6,11 @@
  * - config.ts   tempWorkspace (temp dir with files), testConfig (parsed config with test defaults)
  * - sim.ts      startTestSim (sim server + config + openai client, closed after the test)
  * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv
- * - history.ts  assertValidHistory (tool calls all answered), toolResults
+ * - history.ts  assertValidHistory (tool calls all answered), toolResults (of a message list)
+ * - requests.ts readers of the sim's request log: messagesOf, systemOf, toolNames, toolSchema,
+ *               requestsForTask, runsOf, toolMessagesOf, toolResultsSent
+ * - agents.ts   agentConfig (makeConfig with a scout and a reviewer peer), SCOUT_PROMPT
+ * - ledger.ts   ledgerFile (a temp ledger path), okEnding, RawDatabase (the SQLite file, raw)
  * - gates.ts    allowGate / denyGate / recordingGate (PermissionGate doubles), toolContextFor
  * - pool.ts     the real pool: makeWorkspace, startSim, makeConfig, makeManager (+ the shared
  *               after-each check that no manager listener threw), nextEvent, ended, startedJob,
@@ -15,8 +19,14 @@
  * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
  * - tmux.ts     startTmux: a real terminal (private tmux server) for the chat's end-to-end tests
  * - redis.ts    startRedis (a private redis-server, restartable), startWorker (`forkpool worker` processes)
+ * - sandbox.ts  bubblewrap skips, toolContext / callTool / toolError for calling a tool directly,
+ *               markerSleep + processesRunning (find a command's processes by exact argv)
+ * - system.ts   skipWithout (a missing system package skips, or fails under FORKPOOL_TEST_REQUIRE_SYSTEM)
+ * - server.ts   NOT re-exported here (it loads fastify): import '../helpers/server.js' for
+ *               startTestServer, TOKEN, readEvents, parsePrometheus
  *
  * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
+ * One cleanup list: `const cleanup = useCleanup()` at the top of a file (or in a test).
  */
 export * from './cleanup.js';
 export * from './config.js';
@@ -29,3 +39,8 @@ export * from './faults.js';
 export * from './fake-executor.js';
 export * from './tmux.js';
 export * from './redis.js';
+export * from './requests.js';
+export * from './agents.js';
+export * from './ledger.js';
+export * from './sandbox.js';
+export * from './system.js';

@@ -11,10 +11,8 @@ import { BackgroundManager, type JobScheduler, type ManagerEvents } from '../../
 import type { TypedEmitter } from '../../src/shared/typed-emitter.js';
 import { parseConfig, type ForkpoolConfig, type ForkpoolConfigInput } from '../../src/shared/config.js';
 import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
-import { Cleanups, type Cleanup } from './cleanup.js';
+import type { Cleanup } from './cleanup.js';
 import { tempWorkspace } from './config.js';
-
-export { Cleanups };
 
 export const FAULTY_WORKER = new URL('../fixtures/faulty-worker.mjs', import.meta.url).href;
 

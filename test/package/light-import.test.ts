@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HEAVY_PACKAGES, sampleImport } from '../../src/bench/import-cost.js';
 import { OPTIONAL_PACKAGES } from '../../src/main/executors/optional-package.js';
-import { REPO_ROOT } from '../helpers/cli.js';
+import { REPO_ROOT } from '../helpers/index.js';
 
 const importOf = (entry: string) => `await import(${JSON.stringify(path.join(REPO_ROOT, 'dist', entry))});`;
 const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_PACKAGES as readonly string[]).includes(p));

@@ -7,6 +7,7 @@ import { JobActivity } from '../../src/main/session/job-activity.js';
 import { parseConfig } from '../../src/shared/config.js';
 import type { ToolDefinition } from '../../src/shared/tools/types.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
+import { assertProperty, propertyRuns } from '../helpers/property.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 /**
@@ -37,8 +38,8 @@ afterAll(async () => {
 });
 
 describe('exactly-once delivery with nested jobs and checks', () => {
-  it('holds for random schedules at cap 2, depth 3', async () => {
-    await fc.assert(
+  it.each(propertyRuns(8))('holds for random schedules at cap 2, depth 3 ($label)', async (run) => {
+    await assertProperty(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
         const config = parseConfig({
           baseUrl: sim.url,
@@ -95,7 +96,7 @@ describe('exactly-once delivery with nested jobs and checks', () => {
         }
         for (const id of tops) expect(manager.get(id)?.parentJobId).toBeUndefined();
       }),
-      { numRuns: 8 },
+      run,
     );
   }, 300_000);
 });

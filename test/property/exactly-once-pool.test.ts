@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { parseConfig } from '../../src/shared/config.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
+import { assertProperty, propertyRuns } from '../helpers/property.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 /**
@@ -27,8 +28,8 @@ afterAll(async () => {
 });
 
 describe('exactly-once delivery through the real pool', () => {
-  it('holds for random schedules with real worker threads', async () => {
-    await fc.assert(
+  it.each(propertyRuns(12))('holds for random schedules with real worker threads ($label)', async (run) => {
+    await assertProperty(
       fc.asyncProperty(
         fc.record({ isolation: fc.constantFrom('thread' as const, 'shared' as const), steps: fc.array(step, { minLength: 1, maxLength: 15 }) }),
         async ({ isolation, steps }) => {
@@ -78,7 +79,7 @@ describe('exactly-once delivery through the real pool', () => {
           expect(manager.listenerErrorCount).toBe(0);
         },
       ),
-      { numRuns: 12 },
+      run,
     );
   }, 240_000);
 });

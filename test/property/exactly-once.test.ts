@@ -3,15 +3,18 @@ import { describe, expect, it } from 'vitest';
 import { BackgroundManager, type CloseReport } from '../../src/main/jobs/manager.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import { parseConfig } from '../../src/shared/config.js';
-import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep } from '../helpers/fake-executor.js';
+import { FakeExecutor, ManualScheduler, type EndingScript, type EndingStep, type MidRunMessage } from '../helpers/index.js';
+import { assertProperty, propertyRuns } from '../helpers/property.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 
 /**
  * Random schedules against the real manager and ledger, with a fake executor that speaks the
  * real port protocol. The schedule draws everything the manager must cope with: spawns, cancels,
- * starts, how each task ends (the order of its `done`, its port closing, its run settling and
- * its thread dying, with or without a macrotask between them), timers fired by hand (timeouts,
- * cancel grace, the port-close fallback), turn boundaries (drains) and a close at any point.
+ * starts, what a running task says (progress events, alerts, spawn requests for child jobs one
+ * level deeper, up to a drawn max depth), how each task ends (a `done` or, with children, a
+ * `suspend`; the order of that message, its port closing, its run settling and its thread
+ * dying, with or without a macrotask between them), timers fired by hand (timeouts, cancel
+ * grace, the port-close fallback), turn boundaries (drains) and a close at any point.
  *
  * Every invariant is computed from observations the manager does not produce itself: the
  * fake's own log of what it was asked to run and what it posted, the event stream as recorded
@@ -21,6 +24,9 @@ type Action =
   | { kind: 'spawn'; user: boolean }
   | { kind: 'start' | 'cancel' | 'timer'; pick: number }
   | { kind: 'end'; pick: number; script: EndingScript }
+  | { kind: 'say'; pick: number; message: MidRunMessage }
+  /** A task ends by `suspend`: it answered with children still running (it spawns one first if it has none). */
+  | { kind: 'suspend'; pick: number; script: EndingScript }
   | { kind: 'cancel-unknown' }
   | { kind: 'turn' }
   | { kind: 'close'; drain: boolean; timeoutMs: number };
@@ -36,7 +42,7 @@ const PERMUTATIONS: ReadonlyArray<readonly EndingStep[]> = [
 
 const endingScriptWith = (firesFallback: fc.Arbitrary<boolean>): fc.Arbitrary<EndingScript> => fc.record({
   postsDone: fc.boolean(),
-  outcome: fc.constantFrom('final' as const, 'error' as const, 'aborted' as const),
+  outcome: fc.constantFrom('final' as const, 'error' as const, 'aborted' as const, 'suspend' as const),
   run: fc.constantFrom('resolve' as const, 'reject' as const),
   closesPort: fc.boolean(),
   order: fc.constantFrom(...PERMUTATIONS),
@@ -46,10 +52,26 @@ const endingScriptWith = (firesFallback: fc.Arbitrary<boolean>): fc.Arbitrary<En
 
 const endingScript = endingScriptWith(fc.constant(false));
 
+// Spawns most: a child is more schedule (its own run, ending, results, its parent's suspend).
+// One flat draw, not a nested fc.oneof (which, nested in the action's, leans to its first arm).
+const midRunMessage: fc.Arbitrary<MidRunMessage> = fc.constantFrom<MidRunMessage>(
+  { kind: 'spawn' },
+  { kind: 'spawn' },
+  { kind: 'spawn' },
+  { kind: 'progress', event: 'model_response' },
+  { kind: 'progress', event: 'assistant_text' },
+  { kind: 'progress', event: 'tool_call' },
+  { kind: 'alert', severity: 'info' },
+  { kind: 'alert', severity: 'warning' },
+  { kind: 'alert', severity: 'critical' },
+);
+
 const actionWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Action> => fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('spawn' as const), user: fc.boolean() }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('start' as const, 'cancel' as const, 'timer' as const), pick: fc.nat(50) }) },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('end' as const), pick: fc.nat(50), script: endingScript }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('say' as const), pick: fc.nat(50), message: midRunMessage }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('suspend' as const), pick: fc.nat(50), script: endingScript.map((script) => ({ ...script, postsDone: true, outcome: 'suspend' as const })) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'cancel-unknown' as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'turn' as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), drain: fc.boolean(), timeoutMs: fc.constantFrom(0, 1, 5) }) },
@@ -58,15 +80,20 @@ const actionWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Acti
 interface Scenario {
   isolation: 'thread' | 'shared';
   cap: number;
+  /** background.maxDepth: 1, no task's spawn is accepted; deeper, children may spawn too. */
+  maxDepth: number;
   actions: Action[];
   /** How tasks die when the manager hard-stops them, used in turn. */
   hardStops: EndingScript[];
+  /** A task may `suspend` after it was asked to stop (not drawn: the known failure below). */
+  suspendsAfterStop?: boolean;
 }
 
 const scenarioWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Scenario> =>
   fc.record({
     isolation: fc.constantFrom('thread' as const, 'shared' as const),
     cap: fc.integer({ min: 1, max: 4 }),
+    maxDepth: fc.integer({ min: 1, max: 3 }),
     actions: fc.array(actionWith(endingScript), { minLength: 1, maxLength: 40 }),
     hardStops: fc.array(endingScript, { minLength: 1, maxLength: 4 }),
   });
@@ -84,19 +111,37 @@ async function flush(executor: FakeExecutor): Promise<void> {
 
 /** The observations of one run; the invariants are checked from these alone. */
 interface Observed {
+  /** Jobs the test spawned (top level). */
   spawned: string[];
+  /** Every job, the test's and the ones tasks spawned, from the `spawned` events. */
+  jobs: string[];
+  /** Unhandled rejections and uncaught exceptions while it ran. */
+  processErrors: unknown[];
   events: Array<{ type: 'spawned' | 'started' | 'done' | 'requeued'; record: JobRecord }>;
   deliveries: Array<{ turn: number; id: string }>;
   timeoutsArmed: Array<{ jobId: string; startedPosted: boolean }>;
   listenerErrors: number;
 }
 
-async function runScenario({ isolation, cap, actions, hardStops }: Scenario): Promise<void> {
-  const config = parseConfig({ workspaceRoot: process.cwd(), background: { maxConcurrent: cap, maxRequeues: MAX_REQUEUES, closeTimeoutMs: 500 } });
+async function runScenario(scenario: Scenario): Promise<void> {
+  const seen: Observed = { spawned: [], jobs: [], processErrors: [], events: [], deliveries: [], timeoutsArmed: [], listenerErrors: 0 };
+  const onProcessError = (error: unknown) => seen.processErrors.push(error);
+  process.on('unhandledRejection', onProcessError);
+  process.on('uncaughtException', onProcessError);
+  try {
+    await runActions(seen, scenario);
+  } finally {
+    process.off('unhandledRejection', onProcessError);
+    process.off('uncaughtException', onProcessError);
+  }
+}
+
+async function runActions(seen: Observed, { isolation, cap, maxDepth, actions, hardStops, suspendsAfterStop }: Scenario): Promise<void> {
+  const config = parseConfig({ workspaceRoot: process.cwd(), background: { maxConcurrent: cap, maxDepth, maxRequeues: MAX_REQUEUES, closeTimeoutMs: 500 } });
   const executor = new FakeExecutor(isolation);
   const scheduler = new ManualScheduler();
   const manager = new BackgroundManager({ config, executor, scheduler });
-  const seen: Observed = { spawned: [], events: [], deliveries: [], timeoutsArmed: [], listenerErrors: 0 };
+  executor.suspendsAfterStop = suspendsAfterStop === true;
   let hardStopDraw = 0;
   executor.hardStopEnding = () => ({ ...(hardStops[hardStopDraw++ % hardStops.length] as EndingScript), run: 'reject' });
   // The fake's view at the moment a timeout is armed: had this job's current run posted `started`?
@@ -107,6 +152,7 @@ async function runScenario({ isolation, cap, actions, hardStops }: Scenario): Pr
     for (const id of scheduler.find('port-close', jobId)) scheduler.fire(id);
   };
   for (const type of ['spawned', 'started', 'done', 'requeued'] as const) manager.on(type, (record: JobRecord) => seen.events.push({ type, record }));
+  manager.on('spawned', (record) => seen.jobs.push(record.id));
 
   let turn = 0;
   let closing: Promise<CloseReport> | undefined;
@@ -144,6 +190,22 @@ async function runScenario({ isolation, cap, actions, hardStops }: Scenario): Pr
       case 'end': {
         const t = pickTask(step.pick);
         if (t) await executor.end(t.task.spec.id, step.script);
+        break;
+      }
+      case 'say': {
+        const t = pickTask(step.pick);
+        if (t) executor.say(t.task.spec.id, step.message);
+        break;
+      }
+      case 'suspend': {
+        const t = pickTask(step.pick);
+        if (!t) break;
+        if (t.children.length === 0) {
+          // A child first, and its spawn-result back (refused at the depth limit: then it ends by `done`).
+          executor.say(t.task.spec.id, { kind: 'spawn' });
+          await flush(executor);
+        }
+        await executor.end(t.task.spec.id, step.script);
         break;
       }
       case 'timer': {
@@ -185,20 +247,37 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
   const deliveredCount = count(seen.deliveries, (d) => d.id);
   const lastDone = new Map(doneEvents.map((e) => [e.record.id, e.record]));
 
-  // Every spawned job ends exactly once (one `done` event) and is delivered exactly once.
-  for (const id of seen.spawned) {
-    expect(doneCount.get(id), `${id}: done events`).toBe(1);
-    expect(deliveredCount.get(id), `${id}: deliveries`).toBe(1);
-  }
-  expect(doneEvents).toHaveLength(seen.spawned.length);
+  // Every job (the test's and their children) ends exactly once (one `done` event); every job
+  // the test spawned is delivered exactly once, over all turns; a child never reaches a turn.
+  for (const id of seen.jobs) expect(doneCount.get(id), `${id}: done events`).toBe(1);
+  for (const id of seen.spawned) expect(deliveredCount.get(id), `${id}: deliveries`).toBe(1);
+  expect(doneEvents).toHaveLength(seen.jobs.length);
   expect(seen.deliveries).toHaveLength(seen.spawned.length);
+
+  // A child's result goes to the job that spawned it, at most once over all its runs (a
+  // `child-results` message while it runs, or its resume's results after it waited), and only
+  // a child of that job. (At most: a parent that ended first gets nothing.)
+  const parentOf = new Map(seen.events.filter((e) => e.type === 'spawned').map((e) => [e.record.id, e.record.parentJobId]));
+  const handed = new Map<string, string[]>();
+  for (const t of executor.all) handed.set(t.task.spec.id, [...(handed.get(t.task.spec.id) ?? []), ...t.childResults.flat()]);
+  for (const r of executor.runs) if (r.resumedWith) handed.set(r.id, [...(handed.get(r.id) ?? []), ...r.resumedWith]);
+  for (const [parent, children] of handed) {
+    for (const [child, times] of count(children, (c) => c)) {
+      expect(parentOf.get(child), `${child} handed to ${parent}`).toBe(parent);
+      expect(times, `${child}: results handed to its parent ${parent}`).toBe(1);
+    }
+  }
+  expect(seen.processErrors, 'unhandled rejections or uncaught exceptions').toEqual([]);
 
   // The cap, from the fake's own view at each run call and each settle.
   expect(executor.peakOccupied, `slots occupied (samples ${executor.occupancy.join(',')})`).toBeLessThanOrEqual(cap);
 
-  // Nothing runs after close; a job is tried at most 1 + maxRequeues times, a retry on a thread of its own.
+  // Nothing runs after close; a job is tried at most 1 + maxRequeues times (each time it
+  // resumes after waiting for its children counts afresh), a retry on a thread of its own.
   expect(executor.runs.filter((r) => r.afterClose)).toEqual([]);
-  for (const [id, runs] of count(executor.runs, (r) => r.id)) expect(runs, `${id}: runs`).toBeLessThanOrEqual(1 + MAX_REQUEUES);
+  const resumed = new Set(executor.runs.filter((r) => r.resumedWith).map((r) => r.id));
+  for (const [id, runs] of count(executor.runs, (r) => r.id)) if (!resumed.has(id)) expect(runs, `${id}: runs`).toBeLessThanOrEqual(1 + MAX_REQUEUES);
+  for (const r of executor.runs) expect(r.attempt, `${r.id}: attempt`).toBeLessThanOrEqual(1 + MAX_REQUEUES);
   for (const r of executor.runs) if (r.attempt > 1) expect(r.exclusive, `${r.id} attempt ${r.attempt} exclusive`).toBe(true);
 
   // A job's timeout is armed only once its worker has said `started`.
@@ -206,7 +285,7 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
 
   // A result the worker posted is never lost: the job's ending is that result's, and the job
   // is not run again after its result was posted.
-  for (const id of seen.spawned) {
+  for (const id of seen.jobs) {
     const task = executor.tasks.get(id);
     const record = lastDone.get(id);
     if (task?.donePosted === undefined) continue;
@@ -216,7 +295,7 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
   for (const r of executor.runs) if (r.attempt > 1) expect(requeued.has(r.id), `${r.id} ran again without a requeued event`).toBe(true);
 
   // Every `started` of a job precedes its `done`; nothing follows its `done`.
-  for (const id of seen.spawned) {
+  for (const id of seen.jobs) {
     const mine = seen.events.filter((e) => e.record.id === id).map((e) => e.type);
     expect(mine[0]).toBe('spawned');
     expect(mine.at(-1)).toBe('done');
@@ -225,21 +304,48 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
 }
 
 /**
- * Schedules per run. Each run draws new ones (fast-check seeds from the clock and prints the seed
- * of a failure, to replay it), so CI runs add up; FORKPOOL_PROPERTY_RUNS=1000 for a deep look.
+ * Schedules per property, split over pinned seeds and one fresh seed (helpers/property.ts: the
+ * same schedules in every CI run, plus new ones; a failure prints its seed and how to replay
+ * it); FORKPOOL_PROPERTY_RUNS=1000 for a deep look.
  */
 const RUNS = Number(process.env.FORKPOOL_PROPERTY_RUNS ?? 300);
 
 describe('exactly-once delivery under random schedules', () => {
-  it(`holds for ${RUNS} schedules against the real manager and ledger`, async () => {
-    await fc.assert(fc.asyncProperty(scenario, runScenario), { numRuns: RUNS });
+  it.each(propertyRuns(RUNS))('holds for $numRuns schedules against the real manager and ledger ($label)', async (run) => {
+    await assertProperty(fc.asyncProperty(scenario, runScenario), run);
   }, 300_000);
 
   // Issue 8 §3: a `done` can still sit in the port when the 2 s port-close fallback fires (a
   // busy main thread); the manager must read the port (receiveMessageOnPort) before deciding the
   // job "ended without a result" (without it the job ends failed, or in shared isolation runs
   // twice: planted, this test fails).
-  it('holds when the port-close fallback fires while a done is still unread in the port', async () => {
-    await fc.assert(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), { numRuns: Math.ceil(RUNS / 2) });
+  it.each(propertyRuns(Math.ceil(RUNS / 2)))('holds when the port-close fallback fires while a done is still unread in the port ($label)', async (run) => {
+    await assertProperty(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), run);
   }, 300_000);
+});
+
+/**
+ * KNOWN BUG (found by this property once the fake drew `suspend`; src/main/jobs is being
+ * rewritten, so it is recorded here, not fixed): a job whose `suspend` crosses close()'s stop is
+ * left suspended for ever. close() stops the job (nesting marks it stopping, its queued child is
+ * cancelled, a `cancel` is posted); the worker had already answered with that child running and
+ * posts `suspend`; the attempt ends `suspended`, Nesting.suspend() parks the job, and
+ * maybeResume() never wakes it (it is stopping). close() took its list of waiting jobs before,
+ * so nothing ends it: no `done`, never delivered, the manager closes with it suspended.
+ * Seed 1592590338 (pinned, budget 100), shrunk to the scenario below. When the manager is
+ * fixed this test fails: make it an `it` and let the main property draw it
+ * (drop FakeExecutor.suspendsAfterStop).
+ */
+describe('known failure: a suspend that crosses a stop', () => {
+  const suspendAtHardStop: EndingScript = { postsDone: true, outcome: 'suspend', run: 'resolve', closesPort: false, order: ['post-done', 'close-port', 'settle-run'], gaps: [false, false, false], firesFallback: false };
+  it.fails('a job that suspends while close() stops it still ends once (it never ends: left suspended)', async () => {
+    await runScenario({
+      isolation: 'thread',
+      cap: 1,
+      maxDepth: 2,
+      actions: [{ kind: 'spawn', user: false }, { kind: 'say', pick: 0, message: { kind: 'spawn' } }],
+      hardStops: [suspendAtHardStop],
+      suspendsAfterStop: true,
+    });
+  });
 });

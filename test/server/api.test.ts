@@ -8,7 +8,7 @@ import { exposureWarning, isLoopbackHost } from '../../src/server/bind.js';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import { ConfigError } from '../../src/shared/errors.js';
 import { describeResult, runCli, startTestSim, useCleanup } from '../helpers/index.js';
-import { TOKEN, parsePrometheus, readEvents, startTestServer, type SseEvent } from './helpers.js';
+import { TOKEN, parsePrometheus, readEvents, startTestServer, type SseEvent } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 const TASK = 'Where is the retry backoff implemented?';

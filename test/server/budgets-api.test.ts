@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { useCleanup } from '../helpers/index.js';
-import { parsePrometheus, startTestServer } from './helpers.js';
+import { parsePrometheus, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 /** Jobs here make up to a dozen sequential model calls in worker threads: a loaded machine needs more than the default minute. */

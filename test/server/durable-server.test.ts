@@ -1,13 +1,13 @@
 /** `forkpool serve --ledger`: sessions and their conversations survive a server restart (docs/durability.md). */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempWorkspace, useCleanup } from '../helpers/index.js';
-import { startTestServer } from './helpers.js';
+import { useCleanup, ledgerFile } from '../helpers/index.js';
+import { startTestServer } from '../helpers/server.js';
 
 describe('serve with a durable ledger', () => {
   it('finds a session again after a restart, with its turns; new sessions get unused ids', async () => {
     const cleanup = useCleanup();
-    const ledger = { path: path.join(tempWorkspace({}, cleanup), 'server.db') };
+    const ledger = { path: ledgerFile(cleanup, 'server.db') };
     const first = await startTestServer(cleanup, { ledger });
     const created = (await (await first.api('/v1/sessions', { json: {} })).json()) as { id: string };
     const turn = await first.api(`/v1/sessions/${created.id}/messages`, { json: { input: 'Where is the tool loop?' } });

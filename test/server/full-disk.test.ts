@@ -10,8 +10,7 @@ import { mkdtempSync, openSync, rmSync, unlinkSync, writeSync, closeSync } from 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { skipWithout } from '../helpers/system.js';
-import { parseJsonLines, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { skipWithout, parseJsonLines, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
 
 const TOKEN = 'full-disk-test-token-0123456789';
 

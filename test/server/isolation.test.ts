@@ -4,12 +4,10 @@
  * every poll is answered (no poll fails or goes unanswered), not a latency window; the
  * latencies are printed for the record. Then the server still runs a normal job.
  */
-import { HEAP_CAP_ABORTS_PROCESS } from '../helpers/faults.js';
+import { HEAP_CAP_ABORTS_PROCESS, FAULTY_WORKER, testConfig, useCleanup } from '../helpers/index.js';
 import { describe, expect, it } from 'vitest';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
-import { FAULTY_WORKER } from '../helpers/pool.js';
-import { testConfig, useCleanup } from '../helpers/index.js';
-import { startTestServer } from './helpers.js';
+import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 

@@ -11,9 +11,8 @@ import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { useCleanup, tempWorkspace } from '../helpers/index.js';
-import { skipWithout } from '../helpers/system.js';
-import { TOKEN, startTestServer } from './helpers.js';
+import { useCleanup, tempWorkspace, skipWithout } from '../helpers/index.js';
+import { TOKEN, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 const CHROMIUM = process.env.FORKPOOL_CHROMIUM ?? '/usr/bin/chromium';

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { useCleanup, tempWorkspace } from '../helpers/index.js';
-import { startTestServer } from './helpers.js';
+import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 const CLI = new URL('../../dist/cli/index.js', import.meta.url).pathname;

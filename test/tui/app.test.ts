@@ -6,17 +6,16 @@
  */
 import { createElement } from 'react';
 import { render } from 'ink-testing-library';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import { BACKGROUND_PROMPT_MARKER, PRIMARY_PROMPT_MARKER } from '../../src/shared/prompts.js';
 import type { SimServerOptions } from '../../src/sim/index.js';
 import { ChatApp } from '../../src/tui/app.js';
 import { ChatController } from '../../src/tui/controller.js';
-import { Cleanups, makeConfig, makeWorkspace, startHoldingProxy, startSim, waitFor, watchManager, type HoldingProxy } from '../helpers/index.js';
+import { useCleanup, makeConfig, makeWorkspace, startHoldingProxy, startSim, waitFor, watchManager, type HoldingProxy } from '../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 /** waitFor's bound: a safety net against a hang, generous because a loaded machine starts threads slowly. */
 const SAFETY_NET = { timeoutMs: 90_000 };

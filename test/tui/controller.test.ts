@@ -3,15 +3,14 @@
  * within its bound, no follow-up turn starts while it does). The session is real: the parent on
  * this thread, jobs in the Piscina pool, the sim behind a holding proxy.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { BACKGROUND_PROMPT_MARKER } from '../../src/shared/prompts.js';
 import { ChatController } from '../../src/tui/controller.js';
 import { parseKeys } from '../../src/tui/keys.js';
-import { Cleanups, makeConfig, makeWorkspace, startHoldingProxy, startSim, waitFor, watchManager } from '../helpers/index.js';
+import { useCleanup, makeConfig, makeWorkspace, startHoldingProxy, startSim, waitFor, watchManager } from '../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 describe('chat keys', () => {
   it('reads Enter, Ctrl+Enter in its three shapes, F3 and text, also when typed ahead in one chunk', () => {

@@ -3,18 +3,16 @@
  * what does not fit is read back, byte for byte, with read_background_result. The parent runs
  * on this thread, its jobs in the real Piscina pool, the sim as the model.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { planDelivery, shareFairly } from '../../../src/main/delivery/delivery-budget.js';
 import { DeliveryLedger, type JobRecord } from '../../../src/main/ledger/ledger.js';
 import { resultPageTool } from '../../../src/main/delivery/result-pages.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ToolDefinition } from '../../../src/shared/tools/types.js';
-import { toolNames } from '../../helpers/agents.js';
-import { Cleanups, ended, makeConfig, makeWorkspace, startSim, watchManager } from '../../helpers/index.js';
+import { toolNames, useCleanup, ended, makeConfig, makeWorkspace, startSim, watchManager } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const noContext = {} as never;
 const JOBS = 20;

@@ -5,17 +5,16 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { TurnDelivery } from '../../../src/main/delivery/turn-delivery.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
-import { Cleanups, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim, watchManager } from '../../helpers/index.js';
+import { useCleanup, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim, watchManager } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
-const cleanups = new Cleanups();
+const cleanups = useCleanup();
 /** Several jobs and parent turns each: generous, for a machine with every core busy. */
 const HEAVY_TIMEOUT_MS = 240_000;
-afterEach(() => cleanups.run());
 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 

@@ -4,7 +4,7 @@
  * thread's permission store over comlink and never a person.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { PermissionStore } from '../../../src/main/limits/permissions.js';
@@ -15,17 +15,16 @@ import { workerMessageSchema, type JobSpec, type PermissionService, type WorkerM
 import type { PermissionRequest } from '../../../src/shared/tools/types.js';
 import type { RecordedRequest, ScriptStep, SimServer } from '../../../src/sim/index.js';
 import {
-  Cleanups,
   ended,
   makeConfig,
   makeWorkspace,
   RESEARCH_TASK,
   startSim,
+  useCleanup,
   watchManager,
 } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 function specFor(config: ForkpoolConfig, task = RESEARCH_TASK): JobSpec {
   return { id: 'bg-test', label: 'test', task, role: 'primary', config, attempt: 1 };

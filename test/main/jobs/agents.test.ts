@@ -3,18 +3,16 @@
  * runs the peer's model, tools and prompt (seen in the sim's request log), an unknown agent
  * starts nothing, and user jobs pick their agent.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import { ConfigError } from '../../../src/shared/errors.js';
 import { configForAgent } from '../../../src/shared/agents.js';
 import { BACKGROUND_PROMPT_MARKER } from '../../../src/shared/prompts.js';
 import { totalUsage } from '../../../src/shared/usage.js';
-import { SCOUT_PROMPT, agentConfig, requestsForTask, systemOf, toolNames, toolResults, toolSchema } from '../../helpers/agents.js';
-import { Cleanups, RESEARCH_TASK, ended, makeManager, makeWorkspace, startSim } from '../../helpers/pool.js';
+import { SCOUT_PROMPT, agentConfig, requestsForTask, systemOf, toolNames, toolMessagesOf, toolSchema, useCleanup, RESEARCH_TASK, ended, makeManager, makeWorkspace, startSim } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 describe('agent catalog in the config', () => {
   it('names an unknown tool, an unknown agentTools entry and an unknown background_agent', () => {
@@ -101,7 +99,7 @@ describe('peer agents through the pool', () => {
     expect(sim.requests).toHaveLength(2);
     // The schema offered the peers as an enum; the model read a tool error.
     expect(toolSchema(sim.requests[0]!, 'spawn_background_agent').properties.agent.enum).toEqual(['scout', 'reviewer']);
-    expect(toolResults(sim.requests[1]!)[0]).toMatch(/^Error: .*agent/i);
+    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/^Error: .*agent/i);
     sim.assertScriptDone();
   });
 

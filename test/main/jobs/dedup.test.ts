@@ -3,36 +3,23 @@
  * joins a running job, reuses a fresh result with its age, never for an agent that can change
  * things, and two parent jobs' identical children run once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import { reusedResultText } from '../../../src/main/delivery/result-pages.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { SimServer } from '../../../src/sim/index.js';
-import { messagesOf } from '../../helpers/agents.js';
-import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim, startedJob, watchManager } from '../../helpers/index.js';
+import { messagesOf, useCleanup, ended, makeConfig, makeManager, makeWorkspace, startSim, startedJob, watchManager, toolResultsSent, requestsForTask } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
-const cleanups = new Cleanups();
+const cleanups = useCleanup();
 /** Several jobs and parent turns each: generous, for a machine with every core busy. */
 const HEAVY_TIMEOUT_MS = 240_000;
-afterEach(() => cleanups.run());
 
 /** Tools that only read: jobs of a fork with these may be de-duplicated. */
 const READ_ONLY: Partial<ForkpoolConfigInput> = { tools: ['read_file', 'grep', 'find_files', 'list_dir'] };
 const LEAF = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
-
-/** Every tool result the model was sent, once each (later requests repeat the history). */
-function toolResults(sim: SimServer): string[] {
-  const byCall = new Map<string, string>();
-  for (const r of sim.requests) {
-    for (const m of messagesOf(r) as Array<{ role: string; content: unknown; tool_call_id?: string }>) {
-      if (m.role === 'tool') byCall.set(`${m.tool_call_id}:${String(m.content)}`, String(m.content));
-    }
-  }
-  return [...byCall.values()];
-}
 
 function blocks(sim: SimServer): string[] {
   return sim.requests.map((r) => messagesOf(r).at(-1)).filter((m) => m?.role === 'user' && String(m.content).includes(BACKGROUND_RESULTS_OPEN)).map((m) => String(m?.content));
@@ -56,8 +43,8 @@ describe('spawn de-duplication', () => {
     const [job] = jobs as [JobRecord];
     expect(job.status).toBe('ok');
     // The second spawn's answer names the running job and says no new one started.
-    expect(toolResults(sim).filter((t) => t.startsWith('Started background agent'))).toHaveLength(1);
-    const joined = toolResults(sim).filter((t) => t.startsWith('Joined background agent'));
+    expect([...toolResultsSent(sim).values()].filter((t) => t.startsWith('Started background agent'))).toHaveLength(1);
+    const joined = [...toolResultsSent(sim).values()].filter((t) => t.startsWith('Joined background agent'));
     expect(joined).toHaveLength(1);
     expect(joined[0]).toMatch(new RegExp(`^Joined background agent ${job.id} \\(".*"\\): an identical task for the same agent and model is already (queued|running), so no new agent was started`));
     // Delivered once, in one block.
@@ -93,7 +80,7 @@ describe('spawn de-duplication', () => {
     await session.submit('Again, please:\n1. Where is the retry backoff implemented?\n2. Where is the LruCache class defined?');
     await session.onIdle();
     expect(session.manager.jobs().map((j) => j.id)).toEqual(before);
-    const reused = toolResults(sim).filter((t) => /answered this identical task \d+\.\d s ago, so it was not run again\. Its result \(as of/.test(t));
+    const reused = [...toolResultsSent(sim).values()].filter((t) => /answered this identical task \d+\.\d s ago, so it was not run again\. Its result \(as of/.test(t));
     expect(reused).toHaveLength(2);
     expect(reused.some((t) => t.includes('retry.ts'))).toBe(true);
     // Only the parent's own two calls of that turn: no job ran.
@@ -177,17 +164,17 @@ describe('spawn de-duplication', () => {
     expect(child.status).toBe('ok');
     expect(ends.map((e) => e.status)).toEqual(['ok', 'ok']);
     // The child ran once: its own model calls are those whose first user message is its task.
-    expect(sim.requests.filter((r) => messagesOf(r).find((m) => m.role === 'user')?.content === LEAF)).toHaveLength(3);
+    expect(requestsForTask(sim, LEAF)).toHaveLength(3);
     // Each parent's last conversation holds the child's result exactly once.
     for (const top of tops) {
       const task = manager.get(top.id)?.task;
-      const last = sim.requests.filter((r) => messagesOf(r).find((m) => m.role === 'user')?.content === task).at(-1);
+      const last = requestsForTask(sim, task as string).at(-1);
       const text = messagesOf(last as never).filter((m) => m.role === 'user').map((m) => String(m.content)).join('\n');
       expect(text.split(`job ${child.id}, status ok`)).toHaveLength(2);
     }
     // Top a owns it; top b joined it, and its spawn tool said so.
     expect(child.parentJobId).toBe(tops[0]?.id);
-    expect(toolResults(sim).filter((t) => t.startsWith(`Joined background agent ${child.id} `))).toHaveLength(1);
-    expect(toolResults(sim).filter((t) => t.startsWith('Started background agent'))).toHaveLength(1);
+    expect([...toolResultsSent(sim).values()].filter((t) => t.startsWith(`Joined background agent ${child.id} `))).toHaveLength(1);
+    expect([...toolResultsSent(sim).values()].filter((t) => t.startsWith('Started background agent'))).toHaveLength(1);
   }, HEAVY_TIMEOUT_MS);
 });

@@ -4,16 +4,14 @@
  * it, cancel cascades, and a parent waiting for children gives its slot back (no deadlock at
  * cap 2, depth 3).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import { totalUsage } from '../../../src/shared/usage.js';
-import { messagesOf, toolNames } from '../../helpers/agents.js';
-import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, startSim, nextEvent } from '../../helpers/pool.js';
+import { messagesOf, toolNames, useCleanup, ended, makeConfig, makeManager, makeWorkspace, startSim, nextEvent } from '../../helpers/index.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const LEAF = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
 const TWO_LEVELS = `Delegate: Delegate: ${LEAF}`;

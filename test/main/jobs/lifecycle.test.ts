@@ -6,17 +6,15 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { MessageChannel } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
 import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
 import type { ExecuteOptions, Executor } from '../../../src/main/executors/executor.js';
 import { BackgroundManager, type JobScheduler } from '../../../src/main/jobs/manager.js';
 import type { JobTask } from '../../../src/shared/protocol.js';
-import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent } from '../../helpers/pool.js';
-import { skipWithoutBwrap } from '../../faults/sandbox-helpers.js';
+import { useCleanup, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent, skipWithoutBwrap } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 async function setup(background: Parameters<typeof makeConfig>[2] = {}) {
   const root = await makeWorkspace(cleanups);

@@ -4,12 +4,10 @@
  * wall-clock windows.
  */
 import { spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { JobError } from '../../../src/shared/errors.js';
 import { totalUsage } from '../../../src/shared/usage.js';
 import {
-  Cleanups,
-  RESEARCH_TASK,
   ended,
   fixtureExecutor,
   makeConfig,
@@ -17,13 +15,14 @@ import {
   makeWorkspace,
   ManualScheduler,
   recordEvents,
-  startSim,
+  RESEARCH_TASK,
   startedJob,
+  startSim,
+  useCleanup,
 } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 describe('BackgroundManager: one job', () => {
   it('spawn → run → done: status from the tag, text without it, usage and ordered timestamps', async () => {

@@ -4,15 +4,14 @@
  * reach the parent exactly once: the early follow-up carries what has ended and lists what is
  * still running; the rest come once, in a later follow-up.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
 import type { JobScheduler } from '../../../src/main/jobs/manager.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import type { RecordedRequest, ScriptStep } from '../../../src/sim/index.js';
-import { Cleanups, ManualScheduler, ended, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, watchManager } from '../../helpers/index.js';
+import { useCleanup, ManualScheduler, ended, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, watchManager } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 function makeSession(config: ForkpoolConfig, scheduler?: JobScheduler): AgentSession {
   const session = new AgentSession({ config, closeExecutor: true, executor: fixtureExecutor(config, cleanups), ...(scheduler ? { scheduler } : {}) });

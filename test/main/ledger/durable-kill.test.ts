@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { CLI_PATH, REPO_ROOT, tempWorkspace, useCleanup } from '../../helpers/index.js';
+import { CLI_PATH, REPO_ROOT, ledgerFile, tempWorkspace, useCleanup } from '../../helpers/index.js';
 import { startSimServer } from '../../../src/sim/index.js';
 import { mulberry32 } from '../../../src/sim/rng.js';
 import { existsSync } from 'node:fs';
@@ -70,11 +70,11 @@ describe('durable ledger: kill -9 at random points', () => {
     expect(existsSync(CLI_PATH), 'run "npm run build" first').toBe(true);
     const cleanup = useCleanup();
     const workspace = tempWorkspace(undefined, cleanup);
-    const ledgerFile = path.join(tempWorkspace({}, cleanup), 'kill.db');
+    const file = ledgerFile(cleanup, 'kill.db');
     const sim = await startSimServer({ recordBodies: true, requestLogLimit: 1_000_000, latencyMs: 3, jitterMs: 4, seed: SEED });
     cleanup.add(() => sim.close());
     const random = mulberry32(SEED);
-    const args = [ledgerFile, sim.url, workspace, String(JOBS)];
+    const args = [file, sim.url, workspace, String(JOBS)];
 
     let kills = 0;
     let finished = false;
@@ -89,7 +89,7 @@ describe('durable ledger: kill -9 at random points', () => {
       if (process.env.DURABLE_TRACE) console.log(`start ${starts}: kill after ${JSON.stringify(killAfter)} → killed ${run.killed}, ${Date.now() - t0} ms, ready at ${run.readyAt} ms`);
       if (run.killed) {
         kills++;
-        const store = openSqliteLedger(ledgerFile);
+        const store = openSqliteLedger(file);
         undeliveredAtKill.push(store.jobs('kill-test').load().jobs.filter((j) => j.record.state === 'ended' && j.record.deliveredInTurn === undefined).length);
         store.close();
       } else {
@@ -100,7 +100,7 @@ describe('durable ledger: kill -9 at random points', () => {
     expect(finished).toBe(true);
     expect(kills).toBeGreaterThanOrEqual(KILLS);
 
-    const store = openSqliteLedger(ledgerFile);
+    const store = openSqliteLedger(file);
     cleanup.add(() => store.close());
     const { jobs } = store.jobs('kill-test').load();
     const session = store.loadSession('kill-test');

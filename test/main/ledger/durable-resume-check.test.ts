@@ -6,34 +6,19 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteDatabase } from '../../../src/main/ledger/sqlite-driver.js';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, startSim, tempWorkspace, useCleanup } from '../../helpers/index.js';
-import type { SimServer } from '../../../src/sim/index.js';
-
-interface RawDb {
-  prepare(sql: string): { run(...params: unknown[]): unknown; all(...params: unknown[]): unknown[] };
-  close(): void;
-}
-const RawDatabase = SqliteDatabase as new (file: string) => RawDb;
+import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, startSim, useCleanup, runsOf, ledgerFile, RawDatabase } from '../../helpers/index.js';
 
 const task = (i: number) => `Where is the tool loop? (checked ${i}.)`;
-
-function runsOf(sim: SimServer, text: string): number {
-  return sim.requests.filter((r) => {
-    const messages = (r.body?.messages ?? []) as Array<{ role: string; content: unknown }>;
-    return messages.length === 2 && messages[1]?.role === 'user' && String(messages[1].content).includes(text);
-  }).length;
-}
 
 describe('fanout --resume checks what it reads', () => {
   it('a deleted, edited, non-JSON or invalid row and a job tied to no line are reported with what was found and run again, exit 1; the next resume finds a clean ledger; a changed input line is reported', async () => {
     const cleanup = useCleanup();
     const sim = await startSim(cleanup, { latencyMs: 5 });
     const workspace = await makeWorkspace(cleanup);
-    const file = path.join(tempWorkspace({}, cleanup), 'run.db');
+    const file = ledgerFile(cleanup, 'run.db');
     const input = [1, 2, 3, 4, 5, 6].map((i) => JSON.stringify({ task: task(i) })).join('\n');
     const args = ['fanout', '-', '--base-url', sim.url, '--workspace', workspace, '--concurrency', '2', '--ledger', file, '--no-progress'];
     const first = await runCli(args, { input, cleanup });
@@ -79,7 +64,7 @@ describe('fanout --resume checks what it reads', () => {
   it('a resumed session does not trust (or die on) a broken row: recovery.invalid names it with what was found; the other jobs recover', async () => {
     const cleanup = useCleanup();
     const sim = await startSim(cleanup);
-    const file = path.join(tempWorkspace({}, cleanup), 'forkpool.db');
+    const file = ledgerFile(cleanup);
     const config = makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1 }, { tools: ['read_file', 'grep'], ledger: { path: file } });
     const first = new AgentSession({ config, sessionId: 's-rows', background: false });
     await first.close();

@@ -7,19 +7,15 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
-import { DeliveryLedger, type JobEnding } from '../../../src/main/ledger/ledger.js';
+import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../../../src/shared/prompts.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
-import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, tempWorkspace, useCleanup, watchManager, type Cleanup } from '../../helpers/index.js';
+import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, useCleanup, watchManager, runsOf, ledgerFile, okEnding } from '../../helpers/index.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const READ_ONLY = ['read_file', 'find_files', 'grep', 'list_dir'] as const;
-
-function ledgerFile(cleanup: Cleanup): string {
-  return path.join(tempWorkspace({}, cleanup), 'forkpool.db');
-}
 
 function durableConfig(sim: SimServer, workspace: string, file: string, extra: Partial<ForkpoolConfigInput> = {}) {
   return makeConfig(sim, workspace, { maxConcurrent: 1 }, {
@@ -29,16 +25,6 @@ function durableConfig(sim: SimServer, workspace: string, file: string, extra: P
     ledger: { path: file },
     ...extra,
   });
-}
-
-const ok = (text: string): JobEnding => ({ status: 'ok', endedBy: 'completed', resultText: text, usage: {}, iterations: 1 });
-
-/** First model requests of a job's runs: its task as the only user message. */
-function runsOf(sim: SimServer, task: string): number {
-  return sim.requests.filter((r) => {
-    const messages = (r.body?.messages ?? []) as Array<{ role: string; content: unknown }>;
-    return messages.length === 2 && messages[1]?.role === 'user' && String(messages[1].content).includes(task);
-  }).length;
 }
 
 describe('durable ledger', () => {
@@ -85,8 +71,8 @@ describe('durable ledger', () => {
     const add = (label: string, agent?: string) => ledger.add({ id: ledger.newId(), label, task: `Where is the tool loop? (${label})`, role: 'user', wave: null, ...(agent ? { agent } : {}) }).id;
     const [a, b, c, d, e, f, g] = [add('A'), add('B'), add('C'), add('D'), add('E'), add('F', 'writer'), add('G')] as string[];
     for (const id of [a, b, e, f, g] as string[]) ledger.markRunning(id, 1);
-    ledger.markEnded(a as string, ok('answer A'));
-    ledger.markEnded(b as string, ok('answer B'));
+    ledger.markEnded(a as string, okEnding('answer A'));
+    ledger.markEnded(b as string, okEnding('answer B'));
     ledger.markDelivered(b as string, 1);
     ledger.requeue(g as string, 'interrupted by a restart (earlier)');
     ledger.markRunning(g as string, 1);
@@ -150,13 +136,13 @@ describe('durable ledger', () => {
     expect(ledger.refuseCompletion(id, 1)).toBe('stale');
     expect(ledger.refuseCompletion('bg-99', 1)).toBe('unknown');
     expect(ledger.refuseCompletion(id, 2)).toBeUndefined();
-    ledger.markEnded(id, ok('first'));
+    ledger.markEnded(id, okEnding('first'));
     expect(ledger.refuseCompletion(id, 2)).toBe('duplicate');
 
     const sim = await startSim(cleanup);
     const manager = watchManager(new BackgroundManager({ config: durableConfig(sim, await makeWorkspace(cleanup), file), store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.completeAttempt(id, 2, ok('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
+    expect(manager.completeAttempt(id, 2, okEnding('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
     expect(manager.get(id)?.resultText).toBe('first');
   });
 
@@ -176,7 +162,7 @@ describe('durable ledger', () => {
     const id = ledger.newId();
     ledger.add({ id, label: 'cut', task: 'Where is the tool loop? (cut)', role: 'user', wave: null });
     ledger.markRunning(id, 1);
-    ledger.markEnded(id, ok('the answer of the cut turn'));
+    ledger.markEnded(id, okEnding('the answer of the cut turn'));
     ledger.markDelivered(id, 2);
     store.close();
 

@@ -8,21 +8,10 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteDatabase } from '../../../src/main/ledger/sqlite-driver.js';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, spawnCli, startSim, tempWorkspace, useCleanup, type Cleanup } from '../../helpers/index.js';
-
-interface RawDb {
-  prepare(sql: string): { run(...params: unknown[]): unknown; all(...params: unknown[]): unknown[] };
-  close(): void;
-}
-const RawDatabase = SqliteDatabase as new (file: string) => RawDb;
-
-function ledgerFile(cleanup: Cleanup): string {
-  return path.join(tempWorkspace({}, cleanup), 'forkpool.db');
-}
+import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, spawnCli, startSim, tempWorkspace, useCleanup, ledgerFile, RawDatabase } from '../../helpers/index.js';
 
 function leaseRows(file: string): Array<{ scope: string; pid: number }> {
   const db = new RawDatabase(file);

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { SqliteDatabase } from '../../../src/main/ledger/sqlite-driver.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import { ConfigError } from '../../../src/shared/errors.js';
-import { REPO_ROOT, runCli, tempWorkspace, useCleanup } from '../../helpers/index.js';
+import { REPO_ROOT, runCli, tempWorkspace, useCleanup, ledgerFile } from '../../helpers/index.js';
 
 const OLD_LEDGER = path.join(REPO_ROOT, 'test', 'fixtures', 'ledger-v1.db');
 const TASKS = '{"task":"Where is X?","label":"first"}\n{"task":"How does Y work?","label":"second"}\n';
@@ -69,7 +69,7 @@ describe('the durable ledger on node:sqlite', () => {
   });
 
   it('a new ledger: WAL, user_version 2; reopened, it stays 2', () => {
-    const file = path.join(tempWorkspace({}, cleanup), 'new.db');
+    const file = ledgerFile(cleanup, 'new.db');
     openSqliteLedger(file).close();
     expect(pragma(file, 'user_version')).toBe(2);
     expect(pragma(file, 'journal_mode')).toBe('wal');
@@ -78,7 +78,7 @@ describe('the durable ledger on node:sqlite', () => {
   });
 
   it('refuses a ledger of a newer schema with a ConfigError naming ledger.path', () => {
-    const file = path.join(tempWorkspace({}, cleanup), 'future.db');
+    const file = ledgerFile(cleanup, 'future.db');
     openSqliteLedger(file).close();
     const db = new SqliteDatabase(file);
     db.exec('PRAGMA user_version = 3');

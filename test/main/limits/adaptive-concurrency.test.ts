@@ -4,16 +4,15 @@
  * then the real pool against the sim with a small server capacity. Invariants only: bounds,
  * counts and order, never wall-clock windows.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AimdController, type AimdChange } from '../../../src/main/limits/adaptive-cap.js';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { RequestGates, type RequestGateEvents } from '../../../src/main/limits/request-gate.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import { parseConfig } from '../../../src/shared/config.js';
-import { Cleanups, RESEARCH_TASK, configError, ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, tempWorkspace, watchManager } from '../../helpers/index.js';
+import { useCleanup, RESEARCH_TASK, configError, ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, tempWorkspace, watchManager } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const success = (epoch: number, latencyMs = 10, atLimit = true) => ({ kind: 'success' as const, latencyMs, epoch, atLimit });
 

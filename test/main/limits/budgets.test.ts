@@ -3,20 +3,17 @@
  * A job told once at 90% to wrap up, stopped at 100% as `partial` with what it had, its record
  * naming the budget and carrying spent/remaining; a spawn may only tighten its agent's limits.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { WRAP_UP_MARKER, BudgetMeter } from '../../../src/shared/budget.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
-import { toolResults } from '../../helpers/agents.js';
-import { Cleanups, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, nextEvent, startSim } from '../../helpers/pool.js';
-import { ManualScheduler } from '../../helpers/fake-executor.js';
+import { toolMessagesOf, useCleanup, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, ManualScheduler } from '../../helpers/index.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
 
-const cleanups = new Cleanups();
+const cleanups = useCleanup();
 /** Jobs here make up to a dozen sequential model calls in worker threads: a loaded machine needs more than the default minute. */
 const POOL_TEST_TIMEOUT_MS = 150_000;
-afterEach(() => cleanups.run());
 
 /** A model that keeps calling tools (a different directory each time, so no loop is detected), saying what it found. */
 function busySteps(count: number, usage?: { prompt_tokens: number; completion_tokens: number }): ScriptStep[] {
@@ -165,7 +162,7 @@ describe('budgets per agent, overridden per spawn only within the agent', { time
     const turn = await session.submit('Spawn a scout with 40 turns.');
     expect(turn.answer).toBe('It was refused.');
     expect(session.manager.jobs()).toHaveLength(0);
-    expect(toolResults(sim.requests[1]!)[0]).toMatch(/^Error: .*budget\.maxTurns: agent "scout" may use at most 4 model calls per job; the spawn asked for 40/);
+    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/^Error: .*budget\.maxTurns: agent "scout" may use at most 4 model calls per job; the spawn asked for 40/);
     sim.assertScriptDone();
   });
 });

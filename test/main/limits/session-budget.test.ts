@@ -6,26 +6,19 @@
  */
 import path from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
-import { toolResults } from '../../helpers/agents.js';
-import { CLI_PATH, describeResult, parseJsonLines, runCli } from '../../helpers/cli.js';
-import { Cleanups, ended, makeConfig, makeManager, makeWorkspace, recordEvents, startSim } from '../../helpers/pool.js';
-import { configError, tempWorkspace } from '../../helpers/config.js';
+import { toolMessagesOf, describeResult, parseJsonLines, runCli, useCleanup, ended, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, configError, tempWorkspace, requireBuiltCli } from '../../helpers/index.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import { statusText } from '../../../src/cli/progress.js';
 import { describePool } from '../../../src/main/limits/budget-pool.js';
 
-const cleanups = new Cleanups();
+const cleanups = useCleanup();
 /** Jobs here make up to a dozen sequential model calls in worker threads: a loaded machine needs more than the default minute. */
 const POOL_TEST_TIMEOUT_MS = 150_000;
-afterEach(() => cleanups.run());
 
-beforeAll(async () => {
-  const { existsSync } = await import('node:fs');
-  if (!existsSync(CLI_PATH)) throw new Error(`run "npm run build" first: ${CLI_PATH} is missing`);
-});
+requireBuiltCli();
 
 /** $1,000 per million tokens each way: a 200-token answer costs $0.20. */
 const PRICED = { models: { 'forkpool-sim': { inputUsdPerMTok: 1_000, outputUsdPerMTok: 1_000 } } };
@@ -75,7 +68,7 @@ describe('sessionBudget: refuse', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
     const session = new AgentSession({ config, closeExecutor: true });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     await session.submit('Start two jobs.');
-    const [spawned, refused, listed] = toolResults(sim.requests[1]!);
+    const [spawned, refused, listed] = toolMessagesOf(sim.requests[1]!.body);
     expect(spawned).toMatch(/^Started background agent bg-1/);
     expect(refused).toMatch(/^Error: .*\$0\.50 left in this session's background budget; this job may spend up to \$1\.00/);
     expect(listed).toMatch(/^Session budget: \$0\.50 of \$1\.50 left \(1 job\(s\) hold leases\)\./);

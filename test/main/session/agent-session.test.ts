@@ -5,17 +5,16 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
 import type { Executor } from '../../../src/main/executors/executor.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import { BACKGROUND_FOLLOWUP_PROMPT, BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import { totalUsage } from '../../../src/shared/usage.js';
 import type { RecordedRequest, SimServer } from '../../../src/sim/index.js';
-import { Cleanups, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, startedJob, watchManager } from '../../helpers/index.js';
+import { useCleanup, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, startedJob, watchManager } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 function makeSession(config: ForkpoolConfig, executor?: Executor): AgentSession {
   const session = new AgentSession({ config, closeExecutor: true, ...(executor ? { executor } : {}) });

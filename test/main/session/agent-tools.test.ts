@@ -2,17 +2,15 @@
  * Remy's `agent_<name>(task, background?)` through the real pool: the parent's model is
  * scripted on one sim, the peer's jobs answer from another (the plausible agent).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
 import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
-import { agentConfig, messagesOf, toolNames, toolResults } from '../../helpers/agents.js';
-import { Cleanups, RESEARCH_TASK, makeWorkspace, startSim, nextEvent } from '../../helpers/pool.js';
+import { agentConfig, messagesOf, toolNames, toolMessagesOf, useCleanup, RESEARCH_TASK, makeWorkspace, startSim, nextEvent } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 async function setup(parentScript: ScriptStep[]) {
   const root = await makeWorkspace(cleanups);
@@ -39,7 +37,7 @@ describe('agent_<name> tools', () => {
     expect(job).toMatchObject({ state: 'ended', status: 'ok', agent: 'scout', parentToolId: 'call-fg', deliveredInTurn: 1 });
     expect(job?.backgrounded).toBeUndefined();
     expect(toolNames(parentSim.requests[0]!)).toContain('agent_scout');
-    const answer = toolResults(parentSim.requests[1]!)[0] as string;
+    const answer = toolMessagesOf(parentSim.requests[1]!.body)[0] as string;
     expect(answer).toContain(`job ${job?.id}, status ok`);
     expect(answer).toContain('retry.ts');
     await session.onIdle();
@@ -60,7 +58,7 @@ describe('agent_<name> tools', () => {
     const followUp = nextEvent<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => t.followUp);
     const first = await session.submit('Ask the scout in the background.');
     expect(first.answer).toBe('The scout is on it.');
-    const early = toolResults(parentSim.requests[1]!)[0] as string;
+    const early = toolMessagesOf(parentSim.requests[1]!.body)[0] as string;
     expect(early).toMatch(/is working in the background \(backgrounded\)/);
     expect(early).toContain('| Looking for');
     await followUp;

@@ -2,15 +2,13 @@
  * `full_context: true` through the real pool: what the job's model received (the sim's request
  * log) includes the parent's current request and what it did in this turn, even in turn 1.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { createModelClient } from '../../../src/shared/model-call.js';
 import { parseConfig } from '../../../src/shared/config.js';
-import { messagesOf, requestsForTask, systemOf } from '../../helpers/agents.js';
-import { Cleanups, RESEARCH_TASK, ended, makeWorkspace, startSim } from '../../helpers/pool.js';
+import { messagesOf, requestsForTask, systemOf, useCleanup, RESEARCH_TASK, ended, makeWorkspace, startSim } from '../../helpers/index.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 describe('full_context', () => {
   it("a job spawned in the parent's first turn gets the current request and this turn's actions; a later turn's job gets the earlier turns too", async () => {

@@ -3,19 +3,17 @@
  * check read from the ledger (check's reading is the delivery: never injected twice),
  * restart, and alerts that reach the parent before the result, capped per job.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
 import { inspectTools } from '../../../src/main/session/inspect-tools.js';
 import type { JobAlert } from '../../../src/main/jobs/manager.js';
 import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ToolDefinition } from '../../../src/shared/tools/types.js';
-import { messagesOf } from '../../helpers/agents.js';
-import { Cleanups, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, startSim, startedJob, nextEvent } from '../../helpers/pool.js';
+import { messagesOf, useCleanup, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, startSim, startedJob, nextEvent } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
-const cleanups = new Cleanups();
-afterEach(() => cleanups.run());
+const cleanups = useCleanup();
 
 const noContext = { workspaceRoot: '/', limits: {} as never, signal: new AbortController().signal, permissions: { check: async () => false }, env: {} };
 const run = (tool: ToolDefinition | undefined, args: Record<string, unknown>) => (tool as ToolDefinition).run(args, noContext);

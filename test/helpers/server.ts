@@ -5,7 +5,8 @@
 import { startForkpoolServer, type ForkpoolServer, type ForkpoolServerOptions } from '../../src/server/app.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { SimServerOptions } from '../../src/sim/index.js';
-import { startTestSim, type Cleanup } from '../helpers/index.js';
+import type { Cleanup } from './cleanup.js';
+import { startTestSim } from './sim.js';
 
 export const TOKEN = 'test-token-0123456789';
 

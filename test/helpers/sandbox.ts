@@ -9,7 +9,7 @@ import { ToolError } from '../../src/shared/errors.js';
 import { probeBwrap } from '../../src/shared/tools/bwrap.js';
 import { DEFAULT_TOOL_POLICY } from '../../src/shared/tools/policy.js';
 import { scrubEnv } from '../../src/shared/tools/secrets.js';
-import { skipWithout } from '../helpers/system.js';
+import { skipWithout } from './system.js';
 import type { ProcessRegistry, ToolContext, ToolDefinition, ToolPolicy } from '../../src/shared/tools/types.js';
 
 /**
@@ -83,15 +83,6 @@ export function toolContext(workspaceRoot: string, extra: Partial<Omit<ToolConte
 /** Validates like the tool loop, then runs. */
 export function callTool(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promise<string> {
   return tool.run(tool.parameters.parse(args), ctx);
-}
-
-/** Polls until `check` holds; for process exits, which have no event here. Bounded. */
-export async function eventually(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`still not true after ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** The ToolError `promise` rejects with (fails the test if it resolves or rejects with anything else). */
