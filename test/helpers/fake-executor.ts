@@ -123,9 +123,8 @@ export class FakeExecutor implements Executor {
   autoHonourCancel = false;
   /**
    * A task may post `suspend` after it was asked to stop (its answer crossed the `cancel`, or was
-   * still in the port when its thread was stopped). Off by default: the manager leaves such a job
-   * suspended for ever (see the known failure in test/property/exactly-once.test.ts); on, the
-   * draw reaches that bug.
+   * still in the port when its thread was stopped), as a real worker may. Drawn by the property
+   * (test/property/exactly-once.test.ts); off, a stopped task never suspends.
    */
   suspendsAfterStop = false;
   /** How a task dies when the manager hard-stops it; the test may replace it per draw. */

@@ -122,7 +122,13 @@ export class JobRunner {
       job.restartPending = false;
       return this.#requeue(job, `attempt ${attempt.number}: restarted on request while running`, true);
     }
-    if (end.kind === 'suspended') return this.#host.nesting.suspend(job, end.state, end.seenChildren);
+    if (end.kind === 'suspended') {
+      this.#host.nesting.suspend(job, end.state, end.seenChildren);
+      // Its `suspend` crossed a stop (it answered before it saw the `cancel`): a stopping job is
+      // never resumed, so it ends now, as a job stopped while waiting does, with what it said.
+      if (job.stopping && job.phase === 'suspended') this.stop(job, attempt.stopReason ?? 'cancel');
+      return;
+    }
     if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopReason));
     if (end.kind === 'protocol') return void job.end(endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
