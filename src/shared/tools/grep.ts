@@ -40,11 +40,11 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
   run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
     throwIfAborted(ctx.signal);
-    // re2js (~260 KB) loads on a thread's first grep, not with every job's tools.
+    // Loaded on a thread's first grep, not with every job's tools (re2js only for a pattern that needs it).
     const { compileLinear } = await import('./regex.js');
-    const regex = compileLinear(args.pattern, args.ignore_case ?? false, NAME);
+    const regex = await compileLinear(args.pattern, args.ignore_case ?? false, NAME);
     // Before the start is opened: a refused glob leaves no descriptor behind.
-    const matchesGlob = args.glob ? (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') }) : undefined;
+    const matchesGlob = args.glob ? await (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') }) : undefined;
     // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
     const timeLimitMs = ctx.limits.searchTimeoutMs;
     const deadline = Date.now() + timeLimitMs;
