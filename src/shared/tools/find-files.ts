@@ -4,7 +4,7 @@ import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
 import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
 import { policyOf } from './policy.js';
-import { openForReading, pseudoFsDevices } from './safe-fs.js';
+import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { IGNORED_DIRS, capOutput, throwIfAborted } from './util.js';
@@ -65,7 +65,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         signal: ctx.signal,
         toolName: NAME,
         skipDirs: IGNORED_DIRS,
-        pseudoDevices: await pseudoFsDevices(),
+        pseudoDevices: dir.pseudoDevices,
         maxDepth: folderDepthOf(pattern),
         skipFolder: (abs) => hiddenReason(hidden, abs, A_FOLDER) !== undefined,
         onTick: () => {

@@ -8,7 +8,7 @@ import { withSearchSlot } from './fd-limit.js';
 import { HASH_MAX_BYTES } from './file-reads.js';
 import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
 import { policyOf } from './policy.js';
-import { openForReading, pseudoFsDevices } from './safe-fs.js';
+import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { IGNORED_DIRS, capOutput, plural, readLines, throwIfAborted } from './util.js';
@@ -59,7 +59,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     const hidden = await hiddenSnapshot(policy);
     const startAbs = start.realPath;
     const shownStart = displayPath(ctx.workspaceRoot, startAbs);
-    const pseudoDevices = await pseudoFsDevices();
+    // The devices the start was checked against, read as it was opened: the walk uses the same.
+    const pseudoDevices = start.pseudoDevices;
 
     const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
     const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
