@@ -94,7 +94,7 @@ function runCellProcess(spec: CellSpec, profileDir: string | undefined): Promise
 
 function summary(c: CellResult): string {
   const s = (ms: number) => (ms / 1000).toFixed(2);
-  return `${c.workload} ${c.jobs} ${c.executor}: ${s(c.wallMs)} s, ${c.jobsPerSec.toFixed(1)} jobs/s, loop p99 ${c.eldP99Ms.toFixed(2)} ms, RSS ${Math.round(c.peakRssMb)} MB, ${c.ok}/${c.jobs} ok`;
+  return `${c.workload} ${c.jobs} ${c.executor}: ${s(c.wallMs)} s, ${c.jobsPerSec.toFixed(1)} jobs/s, loop p99 ${c.eldP99Ms.toFixed(2)} ms, CPU ${c.cpuMsPerJob.toFixed(1)} ms/job, RSS ${Math.round(c.peakRssMb)} MB, ${c.ok}/${c.jobs} ok`;
 }
 
 /** Why a cell that ran counts as failed (not every job delivered and `ok`), or undefined. */

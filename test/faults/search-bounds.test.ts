@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/shared/errors.js';
 import { compileGlob } from '../../src/shared/tools/glob.js';
-import { MAX_PATTERN_CHARS } from '../../src/shared/tools/regex.js';
+import { MAX_PATTERN_CHARS, compileLinear, literalAlternatives } from '../../src/shared/tools/regex.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
 import type { LoopEvent } from '../../src/shared/tool-loop.js';
 import { useCleanup, ended, makeConfig, makeManager, makeWorkspace, startSim, toolMessagesOf, callTool, toolContext, toolError } from '../helpers/index.js';
@@ -95,8 +95,8 @@ describe('globs', () => {
     ['a\\*b', ['a*b'], ['axb']],
     ['!*.ts', ['a.js'], ['a.ts']],
     [GLOB_BOMB, [`${'a'.repeat(7)}b`], ['a'.repeat(2000), 'ab']],
-  ])('%s matches what it should', (glob, yes, no) => {
-    const matches = compileGlob(glob, 'find_files', 'pattern');
+  ])('%s matches what it should', async (glob, yes, no) => {
+    const matches = await compileGlob(glob, 'find_files', 'pattern');
     for (const p of yes) expect(matches(p), `${glob} should match ${p}`).toBe(true);
     for (const p of no) expect(matches(p), `${glob} should not match ${p}`).toBe(false);
   });
@@ -117,5 +117,44 @@ describe('globs', () => {
       expect(error.message).toMatch(tool === grepTool ? new RegExp(message.source.replace('pattern', 'glob')) : message);
     }
     expect(readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(before);
+  });
+});
+
+describe('the fast paths match as RE2 does', () => {
+  const paths = ['a.ts', 'src/a.ts', 'src/deep/zorblax3-wiring.ts', '.env', 'x', '', 'zorblax3', 'a/zorblax3/b.ts', 'K.md', '😀x.ts', 'ab/b', 'aaab', 'a.ts.bak', 'mod-00017.ts'];
+  it.each(['**/*.ts', '*.ts', '**/*zorblax3*', '*zorblax3*', '?.ts', '??x.ts', 'a*a*b', '*', '**/*', 'a**', '**/a**', 'x', '*.ts*', '*?'])(
+    'the simple glob %s matches what the same glob through RE2 matches',
+    async (glob) => {
+      // One brace alternative: the same glob, through the translator and re2js.
+      const translated = glob.startsWith('**/') ? `**/{${glob.slice(3)}}` : `{${glob}}`;
+      for (const basename of [false, true]) {
+        const [fast, re2] = await Promise.all([compileGlob(glob, 'find_files', 'pattern', { basename }), compileGlob(translated, 'find_files', 'pattern', { basename })]);
+        for (const p of paths) expect(fast(p), `${glob} on ${p} (basename ${basename})`).toBe(re2(p));
+      }
+    },
+  );
+
+  it.each([
+    ['zorblax3|quasarmodule', true],
+    ['needle', false],
+    ['NEEDLE', true],
+    ['k', true],
+    ['s', true],
+    ['a\\.b|\\\\1', false],
+    ['x-y|a/b', true],
+  ])('the literal pattern %s (ignore_case %s) finds what RE2 finds', async (pattern, ignoreCase) => {
+    const { RE2JS } = await import('re2js');
+    const re2 = RE2JS.compile(RE2JS.translateRegExp(pattern), ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
+    expect(literalAlternatives(pattern)).toBeDefined();
+    const matcher = await compileLinear(pattern, ignoreCase, 'grep');
+    const lines = ['', 'the Quasarmodule here', 'ZORBLAX3 and quasarmodule', 'needle', 'a NEEDLE', '\u212A kelvin', 'long \u017F s', 'a.b and \\1', 'axb', 'x-y a/b', 'K s'];
+    for (const line of lines) {
+      const m = re2.matcher(line);
+      expect(matcher.firstMatch(line), `${pattern} on ${JSON.stringify(line)}`).toBe(m.find() ? m.start() : -1);
+    }
+  });
+
+  it.each(['(a+)+$', 'a.b', 'a*', '\\d', '^x', 'a|', '\\u0041', 'é'])('%s is not taken for literal text', (pattern) => {
+    expect(literalAlternatives(pattern)).toBeUndefined();
   });
 });

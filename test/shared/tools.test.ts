@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import os from 'node:os';
@@ -17,6 +18,7 @@ import {
   scrubEnv,
   toOpenAITool,
 } from '../../src/shared/tools/index.js';
+import { FileReadLog } from '../../src/shared/tools/file-reads.js';
 import { DEFAULT_TOOL_POLICY } from '../../src/shared/tools/policy.js';
 import type { ToolContext, ToolDefinition } from '../../src/shared/tools/types.js';
 import { REPO_ROOT } from '../helpers/index.js';
@@ -311,6 +313,24 @@ describe('grep', () => {
     const controller = new AbortController();
     controller.abort(new Error('cancelled'));
     await expect(call(tool, { pattern: 'needle' }, ctx({}, { signal: controller.signal }))).rejects.toBeInstanceOf(AbortError);
+  });
+
+  it('records each file it matched with the hash of the whole file, read to its end or cut short at the match cap', async () => {
+    // Over 64 KiB: hashed over several chunks as it is searched.
+    await writeFile(path.join(tree, 'sub', 'long.txt'), `${'x'.repeat(70_000)}\nneedle at the end\n`);
+    const sha256 = async (rel: string) => createHash('sha256').update(await readFile(path.join(ws, rel))).digest('hex');
+    const reads = new FileReadLog();
+    await call(tool, { pattern: 'needle', path: 'tree', glob: '{one,long}.txt' }, ctx({}, { reads }));
+    const recorded = new Map(reads.entries().map((r) => [r.path, r]));
+    expect([...recorded.keys()].sort()).toEqual(['tree/one.txt', 'tree/sub/long.txt']);
+    for (const [rel, read] of recorded) {
+      const stats = await stat(path.join(ws, rel));
+      expect(read).toMatchObject({ sha256: await sha256(rel), size: stats.size, mtimeMs: stats.mtimeMs, ranges: [] });
+    }
+    // Stopped after 3 of big.txt's 2,000 matches: the hash is still of the whole file.
+    const capped = new FileReadLog();
+    await call(tool, { pattern: 'needle', path: 'tree/big.txt', max_results: 3 }, ctx({}, { reads: capped }));
+    expect(capped.entries()).toEqual([expect.objectContaining({ path: 'tree/big.txt', sha256: await sha256('tree/big.txt') })]);
   });
 });
 

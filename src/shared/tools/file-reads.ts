@@ -23,18 +23,31 @@ export class FileReadLog {
    * the tool's own reading is not disturbed): what the job saw, not what a path points to now.
    */
   async record(handle: FileHandle, stats: Stats, shownPath: string, lines?: [number, number], now = Date.now()): Promise<void> {
+    if (this.#full(shownPath)) return;
+    this.recordHashed(await hashHandle(handle, stats.size), stats, shownPath, lines, now);
+  }
+
+  /**
+   * Records a file whose content hash the tool computed from the very bytes it read (grep hashes
+   * each chunk as it searches it: no second read). `stats` must be from before that read, so a
+   * change during the read shows as a new modification time and the delivery check compares hashes.
+   */
+  recordHashed(sha256: string, stats: Pick<Stats, 'size' | 'mtimeMs'>, shownPath: string, lines?: [number, number], now = Date.now()): void {
+    if (this.#full(shownPath)) return;
     const known = this.#reads.get(shownPath);
-    if (!known && this.#reads.size >= MAX_RECORDED_READS) {
-      this.#overflow++;
-      return;
-    }
-    const sha256 = await hashHandle(handle, stats.size);
     // Ranges add up while the content stays the same; a changed file starts over.
     const same = known !== undefined && known.sha256 === sha256;
     let ranges: Array<[number, number]>;
     if (!lines || (same && known.ranges.length === 0)) ranges = []; // the whole file
     else ranges = mergeRanges([...(same ? known.ranges : []), lines]);
     this.#reads.set(shownPath, { path: shownPath, sha256, size: stats.size, mtimeMs: stats.mtimeMs, readAt: now, ranges });
+  }
+
+  /** True (and counted) when `shownPath` is new and the log is full. */
+  #full(shownPath: string): boolean {
+    if (this.#reads.has(shownPath) || this.#reads.size < MAX_RECORDED_READS) return false;
+    this.#overflow++;
+    return true;
   }
 
   /** Plain data for the `done` message. */

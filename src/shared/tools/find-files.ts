@@ -4,7 +4,7 @@ import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
 import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
 import { policyOf } from './policy.js';
-import { openForReading, pseudoFsDevices } from './safe-fs.js';
+import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { IGNORED_DIRS, capOutput, throwIfAborted } from './util.js';
@@ -43,9 +43,9 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         `pattern ${JSON.stringify(pattern)} must be relative to the search path, without ".." segments or an absolute path; set "path" to choose where to search`,
       );
     }
-    // Linear-time glob matching (re2js), loaded on a thread's first find_files, not with every job's tools;
+    // Linear-time glob matching (re2js unless the glob is simple), loaded on a thread's first find_files, not with every job's tools;
     // compiled before the folder is opened, so a refused glob leaves no descriptor behind.
-    const isMatch = (await import('./glob.js')).compileGlob(pattern, NAME, 'pattern');
+    const isMatch = await (await import('./glob.js')).compileGlob(pattern, NAME, 'pattern');
     const policy = policyOf(ctx);
     const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch((error: unknown) => {
       if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
@@ -65,7 +65,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         signal: ctx.signal,
         toolName: NAME,
         skipDirs: IGNORED_DIRS,
-        pseudoDevices: await pseudoFsDevices(),
+        pseudoDevices: dir.pseudoDevices,
         maxDepth: folderDepthOf(pattern),
         skipFolder: (abs) => hiddenReason(hidden, abs, A_FOLDER) !== undefined,
         onTick: () => {

@@ -1,4 +1,4 @@
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
 import { ToolError } from '../errors.js';
 
 /**
@@ -15,6 +15,10 @@ import { ToolError } from '../errors.js';
  * the whole glob; an unclosed bracket is a literal character. Refused with
  * TOOL_ARGUMENTS_INVALID: `!(…)` (RE2 has no negative lookahead) and globs over
  * {@link MAX_GLOB_CHARS} characters or {@link MAX_GLOB_PROGRAM} compiled instructions.
+ *
+ * A glob of literal text, `*` and `?` only, optionally under a leading `**` (`**`, then `/`, then
+ * `*.ts` or `*zorblax*`, what models send most), is matched without re2js: a wildcard scan that
+ * goes back only to the last `*` (at most path length × glob length steps, never exponential).
  */
 
 /** The longest glob accepted (a file-name pattern is a few dozen characters). */
@@ -29,12 +33,21 @@ export interface GlobOptions {
   basename?: boolean;
 }
 
-export function compileGlob(glob: string, toolName: string, field: string, options: GlobOptions = {}): PathMatcher {
+export async function compileGlob(glob: string, toolName: string, field: string, options: GlobOptions = {}): Promise<PathMatcher> {
   if (glob.length > MAX_GLOB_CHARS) throw invalid(toolName, field, `at most ${MAX_GLOB_CHARS} characters`, `${glob.length}`);
   const negated = glob.startsWith('!') && !glob.startsWith('!(');
   let body = negated ? glob.slice(1) : glob;
   while (body.startsWith('./')) body = body.slice(2);
+  const simple = simpleGlob(body);
+  if (simple) {
+    return (relPath) => {
+      const subject = options.basename || simple.anyFolder ? relPath.slice(relPath.lastIndexOf('/') + 1) : relPath;
+      return (!subject.includes('/') && wildcardMatch(simple.segment, subject)) !== negated;
+    };
+  }
   const source = new GlobTranslator(body, toolName, field).translate();
+  // ~260 KB, loaded on a thread's first glob that needs it.
+  const { RE2JS } = await import('re2js');
   let compiled: RE2JS;
   try {
     compiled = RE2JS.compile(`^(?:${source})$`);
@@ -48,6 +61,49 @@ export function compileGlob(glob: string, toolName: string, field: string, optio
     const subject = options.basename ? relPath.slice(relPath.lastIndexOf('/') + 1) : relPath;
     return compiled.test(subject) !== negated;
   };
+}
+
+/** Characters with a meaning in a glob segment besides `*` and `?` (`!`, `@`, `+` start extglobs). */
+const GLOB_SYNTAX = /[\\[\]{}()!@+|/]/;
+
+/**
+ * `segment` (literal text, `*`, `?`) when the glob is that one segment, or `**` then `/` then it
+ * (`anyFolder`: any folders above, none included, so the last segment of the path is matched).
+ */
+function simpleGlob(body: string): { segment: string; anyFolder: boolean } | undefined {
+  const anyFolder = body.startsWith('**/');
+  const segment = anyFolder ? body.slice(3) : body;
+  // A segment that is `**` alone crosses folders; `a**` is `a*`, as in the translator.
+  if (segment === '' || GLOB_SYNTAX.test(segment) || /^\*\*+$/.test(segment)) return undefined;
+  return { segment, anyFolder };
+}
+
+/**
+ * Glob `*` (any run) and `?` (one character) against a name without `/`, by code point as RE2
+ * does: on a mismatch the scan resumes one character after where the last `*` started matching.
+ */
+function wildcardMatch(glob: string, name: string): boolean {
+  const p = /[\uD800-\uDFFF]/.test(glob) ? Array.from(glob) : glob;
+  const s = /[\uD800-\uDFFF]/.test(name) ? Array.from(name) : name;
+  let pi = 0;
+  let si = 0;
+  let star = -1;
+  let resume = 0;
+  while (si < s.length) {
+    const c = p[pi];
+    if (c === '*') {
+      star = pi++;
+      resume = si;
+    } else if (c !== undefined && (c === '?' || c === s[si])) {
+      pi++;
+      si++;
+    } else if (star !== -1) {
+      pi = star + 1;
+      si = ++resume;
+    } else return false;
+  }
+  while (p[pi] === '*') pi++;
+  return pi === p.length;
 }
 
 /** A segment of any characters but `/` (dotfiles included: picomatch's `dot: true`). */

@@ -1,11 +1,14 @@
+import { createHash } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
+import { HASH_MAX_BYTES } from './file-reads.js';
 import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
 import { policyOf } from './policy.js';
-import { openForReading, pseudoFsDevices } from './safe-fs.js';
+import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
 import { IGNORED_DIRS, capOutput, plural, readLines, throwIfAborted } from './util.js';
@@ -37,11 +40,11 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
   run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
     throwIfAborted(ctx.signal);
-    // re2js (~260 KB) loads on a thread's first grep, not with every job's tools.
+    // Loaded on a thread's first grep, not with every job's tools (re2js only for a pattern that needs it).
     const { compileLinear } = await import('./regex.js');
-    const regex = compileLinear(args.pattern, args.ignore_case ?? false, NAME);
+    const regex = await compileLinear(args.pattern, args.ignore_case ?? false, NAME);
     // Before the start is opened: a refused glob leaves no descriptor behind.
-    const matchesGlob = args.glob ? (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') }) : undefined;
+    const matchesGlob = args.glob ? await (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') }) : undefined;
     // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
     const timeLimitMs = ctx.limits.searchTimeoutMs;
     const deadline = Date.now() + timeLimitMs;
@@ -56,7 +59,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     const hidden = await hiddenSnapshot(policy);
     const startAbs = start.realPath;
     const shownStart = displayPath(ctx.workspaceRoot, startAbs);
-    const pseudoDevices = await pseudoFsDevices();
+    // The devices the start was checked against, read as it was opened: the walk uses the same.
+    const pseudoDevices = start.pseudoDevices;
 
     const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
     const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
@@ -71,7 +75,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let cutLines = 0;
     let skippedHidden = 0;
 
-    const searchOne = async (handle: FileHandle, size: number, shownFile: string): Promise<void> => {
+    const searchOne = async (handle: FileHandle, stats: Stats, shownFile: string): Promise<void> => {
+      const size = stats.size;
       const linesBefore = out.length;
       const matchedHere = (now: number) => now > linesBefore;
       if (size > ctx.limits.grepMaxFileBytes) {
@@ -79,10 +84,12 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         return;
       }
       searched++;
+      // The evidence hash comes from the bytes searched (no second read of a file that matched).
+      const hash = ctx.reads && size <= HASH_MAX_BYTES ? createHash('sha256') : undefined;
       try {
         const result = await readLines(
           handle,
-          { maxLineChars: regex.maxLineChars, maxBytes: ctx.limits.grepMaxFileBytes, detectBinary: true, signal: ctx.signal },
+          { maxLineChars: regex.maxLineChars, maxBytes: ctx.limits.grepMaxFileBytes, detectBinary: true, signal: ctx.signal, ...(hash ? { onChunk: (bytes: Buffer) => hash.update(bytes) } : {}) },
           (text, n, cut) => {
             // Every line: one match call is bounded (regex.maxLineChars), so the limit is
             // overrun by at most one call. (Date.now() costs far less than a match.)
@@ -104,8 +111,11 @@ export const grepTool: ToolDefinition<GrepArgs> = {
           skippedBinary++;
           searched--;
         } else if (ctx.reads && matchedHere(out.length)) {
-          // Evidence the answer may rest on: a file with matches, read whole.
-          await ctx.reads.record(handle, await handle.stat(), shownFile);
+          // Evidence the answer may rest on: a file with matches, read whole. Read to its end, its
+          // hash is of what was searched, with the stats from before the read (`opened`); cut short
+          // (the match cap), the rest is read for the hash.
+          if (hash && !result.stopped) ctx.reads.recordHashed(hash.digest('hex'), stats, shownFile);
+          else await ctx.reads.record(handle, await handle.stat(), shownFile);
         }
       } catch (error) {
         throwIfAborted(ctx.signal);
@@ -118,7 +128,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     try {
       if (!start.stats.isDirectory()) {
         // A single file is searched when the glob (if any) matches its name.
-        if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats.size, shownStart);
+        if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats, shownStart);
       } else {
         const skipFolder = (abs: string) => hiddenReason(hidden, abs, A_FOLDER) !== undefined;
         const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, toolName: NAME, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline, skipFolder });
@@ -142,7 +152,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       try {
         // By inode too: a hard link to a hidden file, under another name, is skipped unread.
         if (hiddenReason(hidden, file.abs, opened.stats) !== undefined) skippedHidden++;
-        else await searchOne(opened.handle, opened.size, displayPath(ctx.workspaceRoot, file.abs));
+        else await searchOne(opened.handle, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
       } finally {
         await opened.handle.close();
       }

@@ -1,4 +1,4 @@
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
 import { ToolError } from '../errors.js';
 
 /**
@@ -7,6 +7,12 @@ import { ToolError } from '../errors.js';
  * backtracking engine took 76 s on 31 characters). The price is RE2's syntax: no backreferences
  * and no lookaround. JavaScript syntax is translated (`\u0041`, named groups); what RE2 cannot
  * express is refused with a message that says what to do instead.
+ *
+ * A pattern that is only literal text, or literal alternatives (`cancel|abort`, what models
+ * send most), needs no RE2 machine: it runs on V8's own RegExp, which for a flat alternation of
+ * literals (no group, quantifier, class or anchor) compares each alternative at each position
+ * once, never backtracking into an earlier choice, so one call costs at most line length ×
+ * pattern length, bounded per call as RE2's programs are. re2js is loaded only for other patterns.
  */
 
 export interface LineMatcher {
@@ -39,7 +45,7 @@ const UNSUPPORTED: ReadonlyArray<[RegExp, string]> = [
   [/(?:^|[^\\])(?:\\\\)*\\(?:[1-9]|k<)/, 'backreferences (\\1, \\k<name>)'],
 ];
 
-export function compileLinear(pattern: string, ignoreCase: boolean, toolName: string): LineMatcher {
+export async function compileLinear(pattern: string, ignoreCase: boolean, toolName: string): Promise<LineMatcher> {
   if (pattern.length > MAX_PATTERN_CHARS) {
     throw new ToolError('TOOL_ARGUMENTS_INVALID', toolName, `pattern: expected at most ${MAX_PATTERN_CHARS} characters; received ${pattern.length}. Search for a shorter pattern`);
   }
@@ -57,6 +63,10 @@ export function compileLinear(pattern: string, ignoreCase: boolean, toolName: st
   for (const [feature, name] of UNSUPPORTED) {
     if (feature.test(pattern)) throw unsupported(pattern, name, toolName);
   }
+  const literals = literalAlternatives(pattern);
+  if (literals) return literalMatcher(literals, ignoreCase, pattern.length);
+  // ~260 KB, loaded on a thread's first pattern that needs it.
+  const { RE2JS } = await import('re2js');
   let compiled: RE2JS;
   try {
     compiled = RE2JS.compile(RE2JS.translateRegExp(pattern), ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
@@ -80,6 +90,48 @@ export function compileLinear(pattern: string, ignoreCase: boolean, toolName: st
       const m = compiled.matcher(line);
       return m.find() ? m.start() : -1;
     },
+  };
+}
+
+/** ASCII punctuation: escaped, it stands for itself in JavaScript and in RE2 alike. */
+const ESCAPABLE = /^[!-/:-@[-`{-~]$/;
+/** Characters that are literal text unescaped: printable ASCII but RE2's and JavaScript's syntax characters. */
+const PLAIN = /^[ -~]$/;
+const SYNTAX = new Set('\\^$.|?*+()[]{}'.split(''));
+
+/**
+ * The alternatives of a pattern made only of literal text and top-level `|` (escaped punctuation
+ * such as `\.` counts as text), or undefined for anything else: a class, group, quantifier,
+ * anchor, letter escape (`\d`, `\u0041`), non-ASCII text or an empty alternative.
+ */
+export function literalAlternatives(pattern: string): string[] | undefined {
+  const out: string[] = [];
+  let current = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i] as string;
+    if (c === '|') {
+      if (current === '') return undefined;
+      out.push(current);
+      current = '';
+    } else if (c === '\\') {
+      const next = pattern[i + 1];
+      if (next === undefined || !ESCAPABLE.test(next)) return undefined;
+      current += next;
+      i++;
+    } else if (SYNTAX.has(c) || !PLAIN.test(c)) return undefined;
+    else current += c;
+  }
+  if (current === '') return undefined;
+  out.push(current);
+  return out;
+}
+
+/** Literal alternatives on V8's RegExp (`u`, with `i` the same Unicode simple case folding as RE2's). */
+function literalMatcher(literals: readonly string[], ignoreCase: boolean, patternChars: number): LineMatcher {
+  const regex = new RegExp(literals.map((l) => l.replace(/[\\^$.|?*+()[\]{}/]/g, '\\$&')).join('|'), ignoreCase ? 'iu' : 'u');
+  return {
+    maxLineChars: Math.min(MAX_MATCH_LINE_CHARS, Math.floor(WORK_PER_CALL / (patternChars + PER_CHAR_OVERHEAD))),
+    firstMatch: (line) => line.search(regex),
   };
 }
 

@@ -1,5 +1,5 @@
-import { constants, existsSync, type Stats } from 'node:fs';
-import { mkdir, open, readFile, readlink, realpath, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { constants, existsSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { mkdir, open, readlink, realpath, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
 import { A_FILE, assertNotHidden } from './hidden.js';
@@ -56,9 +56,19 @@ const PSEUDO_FS_TYPES = new Set([
  * device number. Falls back to the numbers of /proc, /sys and /dev.
  */
 export async function pseudoFsDevices(): Promise<ReadonlySet<number>> {
+  return pseudoFsDevicesNow();
+}
+
+/**
+ * {@link pseudoFsDevices}, synchronously: the table and the three stats are kernel state (no disk
+ * to wait for), so four blocking calls of microseconds cost less than eight round trips through
+ * libuv's pool. Read afresh on every call: a mount made during a job counts at once, and a
+ * device number once seen on a regular file system may belong to a pseudo one after a remount.
+ */
+function pseudoFsDevicesNow(): ReadonlySet<number> {
   const devices = new Set<number>();
   try {
-    const table = await readFile('/proc/self/mountinfo', 'utf8');
+    const table = readFileSync('/proc/self/mountinfo', 'utf8');
     for (const line of table.split('\n')) {
       const [left, right] = line.split(' - ');
       const fsType = right?.split(' ')[0];
@@ -72,7 +82,7 @@ export async function pseudoFsDevices(): Promise<ReadonlySet<number>> {
   }
   for (const p of ['/proc', '/sys', '/dev/pts']) {
     try {
-      devices.add((await stat(p)).dev);
+      devices.add(statSync(p).dev);
     } catch {
       // absent here
     }
@@ -90,6 +100,11 @@ export interface OpenedPath {
   /** Where the opened file really is (absolute). */
   realPath: string;
   stats: Stats;
+}
+
+/** What {@link openForReading} opened, with the pseudo file systems' devices it checked it against (for a walk that follows). */
+export interface OpenedForReading extends OpenedPath {
+  pseudoDevices: ReadonlySet<number>;
 }
 
 /** Where the open descriptor really is, by the kernel's name for it. */
@@ -111,7 +126,7 @@ function changedError(toolName: string, shown: string, cause?: unknown): ToolErr
  * Refuses what is not a regular file (or not a folder, with `directory`) and what lives on a
  * pseudo file system. The caller closes the handle.
  */
-export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal; policy?: Pick<ToolPolicy, 'hiddenPaths'> } = {}): Promise<OpenedPath> {
+export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal; policy?: Pick<ToolPolicy, 'hiddenPaths'> } = {}): Promise<OpenedForReading> {
   const kind = options.kind ?? 'file';
   const resolved = await resolveInWorkspace(root, userPath, toolName, { mustExist: true });
   const shown = displayPath(root, resolved);
@@ -135,13 +150,14 @@ export async function openForReading(root: string, userPath: string, toolName: s
     }
     if (!isInside(root, real)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${JSON.stringify(userPath)} led outside the workspace (to ${real}) when opened; refusing it`);
     const stats = await handle.stat();
-    if ((await pseudoFsDevices()).has(stats.dev)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `${shown} is on a system pseudo file system (/proc, /sys, /dev); refusing it`);
+    const pseudoDevices = pseudoFsDevicesNow();
+    if (pseudoDevices.has(stats.dev)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `${shown} is on a system pseudo file system (/proc, /sys, /dev); refusing it`);
     if (kind === 'directory' && !stats.isDirectory()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is a file, not a directory`);
     if (kind === 'file' && stats.isDirectory()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is a directory, not a file; use list_dir to see its entries`);
     if (!stats.isDirectory() && !stats.isFile()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is not a regular file (device, socket or pipe); refusing to read it`);
     // What was opened, by real path and by inode: a link to a hidden file is refused too. Nothing read yet.
     if (options.policy) await assertNotHidden(options.policy, real, stats, toolName, shown);
-    return { handle, realPath: real, stats };
+    return { handle, realPath: real, stats, pseudoDevices };
   } catch (error) {
     await handle.close();
     throw error;

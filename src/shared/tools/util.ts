@@ -45,6 +45,8 @@ export interface LineReadOptions {
    */
   stopAtNul?: boolean;
   signal?: AbortSignal;
+  /** Gets every chunk's bytes as read (a NUL's tail included), before its lines: grep hashes them. */
+  onChunk?: (bytes: Buffer) => void;
 }
 
 export interface LineReadResult {
@@ -93,6 +95,7 @@ export async function readLines(
     if (got === 0) break;
     if (first && options.detectBinary && hasNulByte(buffer, got)) return { binary: true, lines: 0, stopped: true };
     first = false;
+    options.onChunk?.(buffer.subarray(0, got));
     const nul = options.stopAtNul ? buffer.subarray(0, got).indexOf(0) : -1;
     const n = nul === -1 ? got : nul;
     bytesRead += n;
