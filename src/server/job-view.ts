@@ -1,5 +1,5 @@
 import type { JobRecord } from '../main/ledger/ledger.js';
-import type { LoopEvent } from '../shared/tool-loop.js';
+import type { LoopEvent } from '../shared/loop-events.js';
 import { totalUsage } from '../shared/usage.js';
 import type { BudgetReport } from '../shared/budget.js';
 

@@ -411,7 +411,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const closing = (this.#closing ??= this.#close('hard', 0));
     // A close already under way with a longer bound is cut short here.
     for (const attempt of this.#live.values()) {
-      attempt.stopReason ??= 'close';
+      attempt.stopRequest ??= 'close';
       attempt.hardStop();
     }
     return closing;
@@ -550,12 +550,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       return this.#requeue(attempt, `attempt ${attempt.number}: restarted on request while running`);
     }
     if (end.kind === 'suspended') return this.#nesting.suspend(attempt, end.state, end.seenChildren);
-    if (end.kind === 'done') return this.#finish(id, endingFromOutcome(end.outcome, attempt.stopReason));
+    if (end.kind === 'done') return this.#finish(id, endingFromOutcome(end.outcome, attempt.stopRequest));
     if (end.kind === 'protocol') return this.#finish(id, endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
     // each gets another try on a thread of its own (so a poison job can only kill itself), a
     // bounded number of times, so a job that kills every thread it lands on still ends.
-    const threadDied = !attempt.hardStopped && !attempt.stopReason && this.#executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
+    const threadDied = !attempt.hardStopped && !attempt.stopRequest && this.#executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
     if (threadDied && attempt.number <= this.#config.background.maxRequeues) {
       return this.#requeue(attempt, `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`);
     }

@@ -40,7 +40,7 @@ export class Restarts {
     const host = this.#host;
     if (record.state === 'running') {
       const attempt = host.live.get(id);
-      if (!attempt || attempt.stopReason) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopReason ?? 'ending'}); restart it once it has ended`);
+      if (!attempt || attempt.stopRequest) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopRequest ?? 'ending'}); restart it once it has ended`);
       this.#pending.add(id);
       attempt.requestStop('cancel');
       return { id, label: record.label, state: 'running' };

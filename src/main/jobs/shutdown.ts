@@ -33,7 +33,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
   const deadline = settlesWithin(host.onIdle(), timeoutMs);
   for (const [id, attempt] of how === 'drain' ? [] : [...host.live]) {
     if (how === 'hard') {
-      attempt.stopReason ??= 'close';
+      attempt.stopRequest ??= 'close';
       attempt.hardStop();
     } else host.stop(id);
     report.cancelled.push(id);
@@ -41,7 +41,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
   if (!(await deadline)) {
     for (const attempt of host.live.values()) {
       report.stragglers.push(attempt.jobId);
-      attempt.stopReason ??= 'close';
+      attempt.stopRequest ??= 'close';
       attempt.hardStop();
     }
     await settlesWithin(host.onIdle(), TIMINGS.stragglerEndWaitMs);
@@ -49,7 +49,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
   await host.closeExecutor();
   const left = [...host.live.values()];
   for (const attempt of left) {
-    attempt.stopReason ??= 'close';
+    attempt.stopRequest ??= 'close';
     attempt.abandon(new JobError('ABORTED', attempt.jobId, 'its thread was ended by close() before it reported a result'));
   }
   await Promise.all(left.map((attempt) => attempt.ended));

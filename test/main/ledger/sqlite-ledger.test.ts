@@ -90,7 +90,7 @@ describe('the durable ledger on node:sqlite', () => {
   it('prints no SQLite ExperimentalWarning, and every other warning still', () => {
     const dir = tempWorkspace({}, cleanup);
     const script = `
-      const { openSqliteLedger } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist', 'main', 'sqlite-store.js'))});
+      const { openSqliteLedger } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist', 'main', 'ledger', 'sqlite-store.js'))});
       openSqliteLedger(${JSON.stringify(path.join(dir, 'w.db'))}).close();
       process.emitWarning('another experimental thing', 'ExperimentalWarning');
       process.emitWarning('a plain warning');`;
