@@ -111,7 +111,7 @@ export class ParentAgent {
    * turn is already running (the dispatcher queues instead).
    */
   async runTurn(input: string, options: { signal?: AbortSignal; followUp?: boolean } = {}): Promise<TurnResult> {
-    if (this.#busy) throw new ForkpoolError('INTERNAL', 'a turn is already running on this agent');
+    if (this.#busy) throw new ForkpoolError('TURN_BUSY', 'a turn is already running on this agent');
     this.#busy = true;
     try {
       const workspaceRoot = await this.#workspaceRoot;
