@@ -9,7 +9,7 @@ import { createLogger } from '../../src/main/setup/logger.js';
 import { AbortError, ForkpoolError, JobError, TimeoutError, ToolError, deserializeError, serializeError, type SerializedError } from '../../src/shared/errors.js';
 import { LoopDetector, canonicalJson } from '../../src/shared/loop-detector.js';
 import { parseResultTag } from '../../src/shared/result-tag.js';
-import { capHeadTail } from '../../src/shared/text-budget.js';
+import { HEAD_SHARE, HeadTailBuffer, capHeadTail, headTailRoom } from '../../src/shared/text-budget.js';
 import { redactSecrets, redactSecrets as redactToolOutput } from '../../src/shared/tools/secrets.js';
 
 describe('parseResultTag', () => {
@@ -61,6 +61,19 @@ describe('capHeadTail', () => {
     expect(out.endsWith('mmm-TAIL')).toBe(true);
     const omitted = Number(/…\[(\d+) characters omitted\]…/.exec(out)?.[1]);
     expect(out.length - out.match(/\n…\[\d+ characters omitted\]…\n/)![0].length + omitted).toBe(text.length);
+  });
+
+  it('divides the room by one HEAD_SHARE, whole or streamed (bash output) alike', () => {
+    const text = 'h'.repeat(3_000) + 't'.repeat(3_000);
+    const stream = new HeadTailBuffer(1_000);
+    for (let i = 0; i < text.length; i += 700) stream.push(text.slice(i, i + 700));
+    for (const out of [capHeadTail(text, 600), stream.text(600)]) {
+      const [head = '', tail = ''] = out.split(/\n…\[\d+ characters omitted\]…\n/);
+      expect(head).toMatch(/^h+$/);
+      expect(tail).toMatch(/^t+$/);
+      expect(head.length).toBe(headTailRoom(head.length + tail.length).head);
+      expect(head.length / (head.length + tail.length)).toBeCloseTo(HEAD_SHARE, 2);
+    }
   });
 
   it('never exceeds maxChars, for any text and budget', () => {
