@@ -3,7 +3,7 @@
  * model is busy (the seed's busySafeCommands).
  */
 import { errorMessage } from '../shared/errors.js';
-import { escapeForTerminal, oneLine, usageLines } from '../main/views/format.js';
+import { escapeForTerminal, oneLine, usageLines } from '../main/views/terminal-lines.js';
 import type { AgentSession } from '../main/session/agent-session.js';
 import type { JobRecord } from '../main/ledger/job-record.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
