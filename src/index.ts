@@ -32,7 +32,7 @@ export { createLogger, type LoggerOptions, type LogLevel } from './main/setup/lo
 export { configSchema, parseConfig, assertModelConfigured, EXECUTOR_KINDS, type ForkpoolConfig, type ForkpoolConfigInput, type BackgroundConfig, type ToolLimits } from './shared/config.js';
 export { DEFAULTS, BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/defaults.js';
 export * from './shared/errors.js';
-export type { LoopEvent, StopReason } from './shared/tool-loop.js';
+export type { LoopEvent, StopReason } from './shared/loop-events.js';
 export type { ResultTag } from './shared/result-tag.js';
 export type { JobSpec, JobOutcome, JobRole, JobTask, WorkerMessage, MainMessage } from './shared/protocol.js';
 export type { Usage, UsageByModel } from './shared/usage.js';

@@ -7,7 +7,7 @@ import { loadOptional } from '../main/executors/optional-package.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
-import { escapeForTerminal, usageLines } from '../main/views/format.js';
+import { escapeForTerminal, usageLines } from '../main/views/terminal-lines.js';
 import { announceLedgerSession } from './run.js';
 
 export interface ChatFlags extends GlobalFlags {

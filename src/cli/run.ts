@@ -2,7 +2,8 @@ import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/session/agent-session.js';
 import type { PermissionAsker } from '../main/limits/permissions.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
-import { costLines, escapeForTerminal, escapeLinesForTerminal, jobJson, jobLine, oneLine, usageLines } from '../main/views/format.js';
+import { costLines, escapeForTerminal, escapeLinesForTerminal, jobLine, oneLine, usageLines } from '../main/views/terminal-lines.js';
+import { jobJson } from '../main/views/job-view.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */

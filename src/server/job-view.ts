@@ -1,6 +1,6 @@
 import type { JobRecord } from '../main/ledger/ledger.js';
-import type { LoopEvent } from '../shared/tool-loop.js';
-import { totalUsage } from '../shared/usage.js';
+import type { LoopEvent } from '../shared/loop-events.js';
+import { jobView, type JobView } from '../main/views/job-view.js';
 import type { BudgetReport } from '../shared/budget.js';
 
 /** What the server knows of a running job beyond its record: the live part of its progress. */
@@ -14,51 +14,61 @@ export interface JobProgress {
   lastEventAt: number;
 }
 
-/** A record as the API shows it: without the full result (see {@link jobDetail}). */
+/**
+ * A record as the API lists it (`GET /v1/jobs`, a session's jobs, SSE `job` events; schemas.ts
+ * `jobSummaryShape`): fields of the one {@link jobView}, a task preview instead of the task and
+ * result, and the live part (current tool, tokens so far) from {@link JobProgress}, which only the
+ * server follows. See {@link jobDetail} for the whole job.
+ */
 export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | undefined, now = Date.now(), budget?: BudgetReport) {
-  const usage = totalUsage(record.usage);
+  return summaryOf(jobView(record, { now, budget }), progress);
+}
+
+function summaryOf(view: JobView, progress: JobProgress | undefined) {
   return {
-    id: record.id,
-    label: record.label,
-    role: record.role,
-    state: record.state,
-    status: record.status ?? null,
-    endedBy: record.endedBy ?? null,
-    taskPreview: record.task.length > 200 ? `${record.task.slice(0, 197)}...` : record.task,
-    queuedAt: record.queuedAt,
-    startedAt: record.startedAt ?? null,
-    endedAt: record.endedAt ?? null,
-    elapsedMs: record.startedAt === undefined ? 0 : (record.endedAt ?? now) - record.startedAt,
-    currentTool: record.state === 'running' ? (progress?.currentTool ?? null) : null,
-    tokens: record.state === 'ended' ? usage.totalTokens : (progress?.tokens ?? 0),
-    iterations: record.iterations,
-    attempts: record.attempts,
-    error: record.error ? { code: record.error.code, message: record.error.message } : null,
-    delivered: record.deliveredInTurn !== undefined,
-    agent: record.agent ?? null,
-    name: record.name ?? null,
-    parentJobId: record.parentJobId ?? null,
-    depth: record.depth ?? 1,
+    id: view.id,
+    label: view.label,
+    role: view.role,
+    state: view.state,
+    status: view.status,
+    endedBy: view.endedBy,
+    taskPreview: view.task.length > 200 ? `${view.task.slice(0, 197)}...` : view.task,
+    queuedAt: view.queuedAt,
+    startedAt: view.startedAt,
+    endedAt: view.endedAt,
+    elapsedMs: view.elapsedMs,
+    currentTool: view.state === 'running' ? (progress?.currentTool ?? null) : null,
+    // The record has usage only once the job ended; while it runs, what its model calls reported.
+    tokens: view.state === 'ended' ? view.tokens : (progress?.tokens ?? 0),
+    iterations: view.iterations,
+    attempts: view.attempts,
+    error: view.error,
+    delivered: view.delivered,
+    agent: view.agent,
+    name: view.name,
+    parentJobId: view.parentJobId,
+    depth: view.depth,
     /** Limits, spent and remaining (live while it runs when the caller passes them; from the record once ended). */
-    budget: budget ?? record.budgetReport ?? (record.budget ? { limits: record.budget } : null),
-    budgetExceeded: record.budgetExceeded ?? null,
+    budget: view.budget,
+    budgetExceeded: view.budgetExceeded,
   };
 }
 
 export type JobSummary = ReturnType<typeof jobSummary>;
 
-/** One job in full: the summary, the whole task and result, the error chain, usage and progress. */
+/** One job in full (`GET /v1/jobs/{id}`, its `/result`): the summary, the whole task and result, the error chain, usage and progress. */
 export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | undefined, budget?: BudgetReport) {
+  const view = jobView(record, { budget });
   return {
-    ...jobSummary(record, progress, Date.now(), budget),
-    task: record.task,
-    resultText: record.resultText ?? null,
-    resultDropped: record.resultDropped === true,
-    tag: record.tag ?? null,
-    stopReason: record.stopReason ?? null,
-    errorDetail: record.error ?? null,
-    usage: record.usage,
-    notes: record.notes,
+    ...summaryOf(view, progress),
+    task: view.task,
+    resultText: view.resultText,
+    resultDropped: view.resultDropped,
+    tag: view.tag,
+    stopReason: view.stopReason,
+    errorDetail: view.errorDetail,
+    usage: view.usage,
+    notes: view.notes,
     progress: progress ?? null,
   };
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { JOB_ROLES } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
-import { budgetLimitsSchema } from '../shared/budget.js';
+import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
+import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
 
 /** Request and response shapes of the HTTP API; `/openapi.json` is generated from these. */
 export const MAX_TASKS_PER_REQUEST = 100;
@@ -26,7 +27,7 @@ export function createJobsSchemaFor(body: unknown): typeof taskSchema | typeof m
   return body !== null && typeof body === 'object' && 'tasks' in body ? manyTasksSchema : taskSchema;
 }
 
-export const jobStates = z.enum(['queued', 'running', 'ended']);
+export const jobStates = z.enum(JOB_STATES);
 
 export const listJobsQuery = z.strictObject({
   state: jobStates.optional(),
@@ -63,7 +64,7 @@ const jobSummaryShape = z.object({
   label: z.string(),
   role: z.enum(JOB_ROLES),
   state: jobStates,
-  status: z.enum(['ok', 'error', 'partial', 'failed', 'cancelled', 'timed_out']).nullable(),
+  status: z.enum(JOB_STATUSES).nullable(),
   elapsedMs: z.number(),
   currentTool: z.string().nullable(),
   tokens: z.number(),
@@ -76,7 +77,7 @@ const jobSummaryShape = z.object({
     .object({ limits: budgetLimitsSchema, spent: z.record(z.string(), z.unknown()).optional(), remaining: z.record(z.string(), z.number()).optional() })
     .nullable()
     .describe('Limits, spent (turns, tokens, costUsd, wallclockMinutes, unpricedModels) and remaining; see docs/delivery.md "Budgets".'),
-  budgetExceeded: z.enum(['maxTurns', 'maxTokens', 'maxCostUsd', 'maxWallclockMinutes']).nullable().describe('The budget that ran out (the job ended partial).'),
+  budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
 });
 
 /** One route's documentation: its schemas and what it answers. */

@@ -80,6 +80,11 @@ export const ERROR_CODES = [
   /** An optional package a feature needs is not installed (the message names it). */
   'PACKAGE_MISSING',
   'SIM_SCRIPT',
+  /**
+   * `ParentAgent.runTurn` while a turn already runs on that agent: one turn at a time (an
+   * `AgentSession` queues turns instead; the server and the chat go through it).
+   */
+  'TURN_BUSY',
   'INTERNAL',
 ] as const;
 

@@ -6,7 +6,7 @@
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { ConfigIssue } from './errors.js';
-import { isInside } from './tools/sandbox.js';
+import { isInside } from './workspace-scope.js';
 
 /** The real path of `file`, which may not exist yet: its deepest existing folder resolved, the rest appended. */
 function realPathOfMaybeMissing(file: string): string {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { configSchema, type ForkpoolConfig } from './config.js';
 import { ERROR_CODES, type SerializedError } from './errors.js';
-import type { LoopEvent, StopReason } from './tool-loop.js';
+import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js';
 import type { UsageByModel } from './usage.js';
 import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 
@@ -148,9 +148,18 @@ export type AlertSeverity = (typeof ALERT_SEVERITIES)[number];
 /** The longest alert message a job may send. */
 export const ALERT_MAX_CHARS = 2_000;
 
+/**
+ * Why the main thread asks a job to stop: the user or parent cancelled it, its timeout fired,
+ * the manager is closing, or its wall-clock budget ran out. Sent with `cancel` over the job's
+ * port (and over BullMQ's control channel); the job's loop then stops `aborted` (a
+ * {@link StopReason}), and the manager turns the request into the record's `status`.
+ */
+export const STOP_REQUESTS = ['cancel', 'timeout', 'close', 'budget'] as const;
+export type StopRequest = (typeof STOP_REQUESTS)[number];
+
 /** Main → worker, over the job's port. */
 export type MainMessage =
-  | { type: 'cancel'; reason: 'cancel' | 'timeout' | 'close' | 'budget' }
+  | { type: 'cancel'; reason: StopRequest }
   /** `joined`: an identical job was already running (attached) or ended moments ago (reused); no new job started. */
   | { type: 'spawn-result'; requestId: number; ok: true; childId: string; label: string; joined?: 'attached' | 'reused' }
   | { type: 'spawn-result'; requestId: number; ok: false; code: string; message: string }
@@ -182,7 +191,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
     type: z.literal('done'),
     jobId: z.string(),
     outcome: z.object({
-      stopReason: z.enum(['final', 'budget_exceeded', 'loop_detected', 'aborted', 'error']),
+      stopReason: z.enum(STOP_REASONS),
       text: z.string(),
       usage: z.record(z.string(), usageSchema),
       iterations: z.number(),
@@ -208,7 +217,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
 ]);
 
 export const mainMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('cancel'), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) }),
+  z.object({ type: z.literal('cancel'), reason: z.enum(STOP_REQUESTS) }),
   z.object({ type: z.literal('spawn-result'), requestId: z.number(), ok: z.boolean(), childId: z.string().optional(), label: z.string().optional(), joined: z.enum(['attached', 'reused']).optional(), code: z.string().optional(), message: z.string().optional() }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
 ]);

@@ -10,24 +10,12 @@ import { capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
-import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
+import { addModelUsage, type UsageByModel } from './usage.js';
+import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 
 /** Text carried by an `assistant_text` event (the whole answer still comes with the result). */
 const TEXT_EVENT_MAX_CHARS = 4_000;
-
-export type StopReason = 'final' | 'budget_exceeded' | 'loop_detected' | 'aborted' | 'error';
-
-/** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
-export type LoopEvent =
-  | { type: 'model_request'; iteration: number }
-  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string }
-  /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
-  | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
-  | { type: 'retry'; attempt: number; delayMs: number; reason: string }
-  | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
-  | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
-  | { type: 'loop_warning'; name: string; repeats: number };
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {

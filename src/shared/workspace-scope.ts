@@ -48,3 +48,9 @@ export function broadWorkspaceIssue(workspaceRoot: string, found: BroadWorkspace
     received: `${JSON.stringify(workspaceRoot)} (${found.what})`,
   };
 }
+
+/** True when `target` is `root` or below it (both absolute and normalized): the one containment test of the workspace, the tools and the ledger's path check. */
+export function isInside(root: string, target: string): boolean {
+  const rel = path.relative(root, target);
+  return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
+}

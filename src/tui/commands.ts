@@ -3,9 +3,25 @@
  * model is busy (the seed's busySafeCommands).
  */
 import { errorMessage } from '../shared/errors.js';
-import { escapeForTerminal, oneLine, usageLines } from '../main/views/format.js';
-import type { ChatController } from './controller.js';
+import { escapeForTerminal, oneLine, usageLines } from '../main/views/terminal-lines.js';
+import type { AgentSession } from '../main/session/agent-session.js';
+import type { JobRecord } from '../main/ledger/job-record.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
+import type { EntryKind } from './transcript.js';
+
+/**
+ * What the commands need of the chat: the part of its {@link ChatController} (controller.ts)
+ * they use. The controller runs the commands, so they name this face, not the controller.
+ */
+export interface CommandHost {
+  readonly session: AgentSession;
+  now(): number;
+  jobs(): Readonly<JobRecord>[];
+  add(kind: EntryKind, text: string): void;
+  togglePanel(): void;
+  startUserJob(task: string): void;
+  quit(): Promise<unknown>;
+}
 
 export const HELP_LINES = [
   'Enter sends a prompt (a /command runs at once, even while the model is busy).',
@@ -22,7 +38,7 @@ export const HELP_LINES = [
   '/help  /quit',
 ];
 
-export function runSlashCommand(chat: ChatController, line: string): void {
+export function runSlashCommand(chat: CommandHost, line: string): void {
   const [command = '', ...rest] = line.slice(1).trim().split(/\s+/);
   const args = rest.join(' ');
   chat.add('command', `› ${oneLine(line, 300)}`);
@@ -54,7 +70,7 @@ export function runSlashCommand(chat: ChatController, line: string): void {
   }
 }
 
-function backgroundCommand(chat: ChatController, sub: string, args: string, say: (text: string) => void): void {
+function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (text: string) => void): void {
   const manager = chat.session.manager;
   switch (sub) {
     case '':
@@ -85,7 +101,7 @@ function backgroundCommand(chat: ChatController, sub: string, args: string, say:
   }
 }
 
-function agentsCommand(chat: ChatController, say: (text: string) => void): void {
+function agentsCommand(chat: CommandHost, say: (text: string) => void): void {
   const { config } = chat.session.agent;
   const agents = Object.entries(config.agents);
   if (agents.length === 0) say('no peer agents configured: background jobs are forks of the parent (see docs/agents.md)');
@@ -98,7 +114,7 @@ function agentsCommand(chat: ChatController, say: (text: string) => void): void 
   say(`/bg start and Ctrl+Enter run ${fallback ? `agent ${escapeForTerminal(fallback)}` : 'a fork of the parent'} (background.defaultAgent)`);
 }
 
-function costCommand(chat: ChatController, say: (text: string) => void): void {
+function costCommand(chat: CommandHost, say: (text: string) => void): void {
   const usage = chat.session.agent.session.usage();
   say(usageText(usage, chat.session.agent.config));
   for (const text of usageLines(usage)) say(text);

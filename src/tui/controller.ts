@@ -9,7 +9,7 @@ import type { JobRecord } from '../main/ledger/ledger.js';
 import { TypedEmitter } from '../shared/typed-emitter.js';
 import type { PermissionRequest } from '../shared/tools/types.js';
 import { errorMessage } from '../shared/errors.js';
-import { escapeForTerminal, oneLine } from '../main/views/format.js';
+import { escapeForTerminal, oneLine } from '../main/views/terminal-lines.js';
 import { runSlashCommand } from './commands.js';
 import { answerText, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
 

@@ -9,7 +9,8 @@ import type { PoolSnapshot } from '../main/limits/budget-pool.js';
 import { formatUsd } from '../shared/budget.js';
 import { costOf, type ModelTable } from '../shared/models.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
-import { escapeForTerminal, oneLine, seconds } from '../main/views/format.js';
+import { escapeForTerminal, oneLine, seconds } from '../main/views/terminal-lines.js';
+import { elapsedMs } from '../main/views/job-view.js';
 
 type Job = Readonly<JobRecord>;
 
@@ -64,7 +65,7 @@ export function usageText(byBucket: Record<string, UsageByModel>, models: ModelT
 
 export function elapsedText(job: Job, now: number): string {
   if (job.startedAt === undefined) return job.state === 'ended' ? '-' : 'waiting';
-  return seconds((job.endedAt ?? now) - job.startedAt);
+  return seconds(elapsedMs(job, now));
 }
 
 export function statusText(job: Job): string {

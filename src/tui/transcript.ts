@@ -4,7 +4,7 @@
  * so nothing a model wrote can move the cursor or recolour the terminal.
  */
 import type { JobRecord } from '../main/ledger/ledger.js';
-import { escapeForTerminal, jobLine, oneLine } from '../main/views/format.js';
+import { escapeForTerminal, jobLine, oneLine } from '../main/views/terminal-lines.js';
 
 export type EntryKind = 'info' | 'user' | 'answer' | 'tool' | 'job' | 'delivered' | 'alert' | 'notice' | 'error' | 'command';
 

@@ -4,9 +4,10 @@ import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt } from '../shared/prompts.js';
-import { jobSpecSchema, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type PermissionService, type WorkerMessage } from '../shared/protocol.js';
+import { jobSpecSchema, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type PermissionService, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
-import { runToolLoop, type LoopEvent } from '../shared/tool-loop.js';
+import { runToolLoop } from '../shared/tool-loop.js';
+import type { LoopEvent } from '../shared/loop-events.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
@@ -203,7 +204,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
 }
 
 /** Why the job's signal aborts: its wall-clock budget ran out, a timeout, or a cancel. */
-function cancelReason(reason: 'cancel' | 'timeout' | 'close' | 'budget'): ForkpoolError {
+function cancelReason(reason: StopRequest): ForkpoolError {
   if (reason === 'budget') return new ForkpoolError('BUDGET_EXCEEDED', 'budget maxWallclockMinutes exhausted: stopped with what it had');
   return new ForkpoolError(reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${reason}`);
 }

@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { parseLine } from '../../src/cli/fanout.js';
-import { escapeForTerminal, preview } from '../../src/main/views/format.js';
+import { escapeForTerminal, preview } from '../../src/main/views/terminal-lines.js';
 import { LineReader } from '../../src/cli/line-reader.js';
 import { FanoutOutput, type TextSink } from '../../src/cli/progress.js';
 

@@ -11,7 +11,7 @@ import { ToolError } from '../../src/shared/errors.js';
 import { compileGlob } from '../../src/shared/tools/glob.js';
 import { MAX_PATTERN_CHARS, compileLinear, literalAlternatives } from '../../src/shared/tools/regex.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
-import type { LoopEvent } from '../../src/shared/tool-loop.js';
+import type { LoopEvent } from '../../src/shared/loop-events.js';
 import { useCleanup, ended, makeConfig, makeManager, makeWorkspace, startSim, toolMessagesOf, callTool, toolContext, toolError } from '../helpers/index.js';
 
 const cleanups = useCleanup();

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../../src/shared/config.js';
-import type { LoopEvent } from '../../src/shared/tool-loop.js';
+import type { LoopEvent } from '../../src/shared/loop-events.js';
 import type { SimServer, SimServerOptions } from '../../src/sim/index.js';
 import type { Cleanup } from './cleanup.js';
 import { RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim } from './pool.js';

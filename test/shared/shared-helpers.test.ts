@@ -9,7 +9,7 @@ import { createLogger } from '../../src/main/setup/logger.js';
 import { AbortError, ForkpoolError, JobError, TimeoutError, ToolError, deserializeError, serializeError, type SerializedError } from '../../src/shared/errors.js';
 import { LoopDetector, canonicalJson } from '../../src/shared/loop-detector.js';
 import { parseResultTag } from '../../src/shared/result-tag.js';
-import { capHeadTail } from '../../src/shared/text-budget.js';
+import { COMMAND_OUTPUT_HEAD_SHARE, HEAD_SHARE, HeadTailBuffer, capHeadTail, headTailRoom } from '../../src/shared/text-budget.js';
 import { redactSecrets, redactSecrets as redactToolOutput } from '../../src/shared/tools/secrets.js';
 
 describe('parseResultTag', () => {
@@ -61,6 +61,24 @@ describe('capHeadTail', () => {
     expect(out.endsWith('mmm-TAIL')).toBe(true);
     const omitted = Number(/…\[(\d+) characters omitted\]…/.exec(out)?.[1]);
     expect(out.length - out.match(/\n…\[\d+ characters omitted\]…\n/)![0].length + omitted).toBe(text.length);
+  });
+
+  it('divides the room with one headTailRoom, whole or streamed alike: a text by HEAD_SHARE, a command\'s output (bash) by COMMAND_OUTPUT_HEAD_SHARE', () => {
+    const text = 'h'.repeat(3_000) + 't'.repeat(3_000);
+    const stream = new HeadTailBuffer(1_000);
+    for (let i = 0; i < text.length; i += 700) stream.push(text.slice(i, i + 700));
+    const cuts: Array<[string, number]> = [
+      [capHeadTail(text, 600), HEAD_SHARE],
+      [stream.text(600), COMMAND_OUTPUT_HEAD_SHARE],
+      [capHeadTail(text, 600, COMMAND_OUTPUT_HEAD_SHARE), COMMAND_OUTPUT_HEAD_SHARE],
+    ];
+    for (const [out, share] of cuts) {
+      const [head = '', tail = ''] = out.split(/\n…\[\d+ characters omitted\]…\n/);
+      expect(head).toMatch(/^h+$/);
+      expect(tail).toMatch(/^t+$/);
+      expect(head.length).toBe(headTailRoom(head.length + tail.length, share).head);
+      expect(head.length / (head.length + tail.length)).toBeCloseTo(share, 2);
+    }
   });
 
   it('never exceeds maxChars, for any text and budget', () => {

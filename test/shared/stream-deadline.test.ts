@@ -4,7 +4,8 @@
  * off at the deadline and the request retried, per the retry policy.
  */
 import { describe, expect, it } from 'vitest';
-import { runToolLoop, type LoopEvent } from '../../src/shared/tool-loop.js';
+import { runToolLoop } from '../../src/shared/tool-loop.js';
+import type { LoopEvent } from '../../src/shared/loop-events.js';
 import { startTestSim, toolContextFor, useCleanup } from '../helpers/index.js';
 
 const cleanup = useCleanup();

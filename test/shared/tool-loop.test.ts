@@ -5,7 +5,8 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import { createModelClient, type RateGate } from '../../src/shared/model-call.js';
-import { runToolLoop, type LoopEvent, type ToolLoopOptions, type ToolLoopResult } from '../../src/shared/tool-loop.js';
+import { runToolLoop, type ToolLoopOptions, type ToolLoopResult } from '../../src/shared/tool-loop.js';
+import type { LoopEvent } from '../../src/shared/loop-events.js';
 import { builtinTools } from '../../src/shared/tools/index.js';
 import type { PermissionGate } from '../../src/shared/tools/types.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';

@@ -5,7 +5,7 @@
  * and the value a run completes with. Validated with zod where it enters.
  */
 import { z } from 'zod';
-import { serializedErrorSchema, workerMessageSchema, type JobOutcome, type MainMessage, type WorkerMessage } from '../../shared/protocol.js';
+import { STOP_REQUESTS, serializedErrorSchema, workerMessageSchema, type JobOutcome, type StopRequest, type WorkerMessage } from '../../shared/protocol.js';
 import type { SerializedError } from '../../shared/errors.js';
 import type { WireSpec } from './job-request.js';
 
@@ -75,10 +75,8 @@ export const remoteEventSchema = z.discriminatedUnion('type', [
 export interface ControlMessage {
   bullId: string;
   action: 'cancel' | 'hard-stop';
-  reason: StopReasonOnWire;
+  reason: StopRequest;
 }
 
-/** Why a job is asked to stop (as the job's port carries it). */
-export type StopReasonOnWire = Extract<MainMessage, { type: 'cancel' }>['reason'];
 
-export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(['cancel', 'timeout', 'close', 'budget']) });
+export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(STOP_REQUESTS) });

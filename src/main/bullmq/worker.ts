@@ -15,7 +15,8 @@ import { PiscinaExecutor } from '../executors/piscina-executor.js';
 import { realScheduler } from '../executors/scheduler.js';
 import { JobError, serializeError } from '../../shared/errors.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
-import type { JobSpec, WorkerMessage } from '../../shared/protocol.js';
+import type { JobSpec, StopRequest, WorkerMessage } from '../../shared/protocol.js';
+import type { StopReason } from '../../shared/loop-events.js';
 import { BULLMQ_DEFAULTS } from '../../shared/bullmq-config.js';
 import { wireSpecSchema, type WireSpec } from './job-request.js';
 import { WorkerPolicy } from './worker-policy.js';
@@ -54,7 +55,8 @@ export interface RunReport {
   jobId: string;
   run: number;
   end: AttemptEnd['kind'];
-  stopReason?: string;
+  /** The loop's {@link StopReason} when the job reported `done`; else the {@link StopRequest} that ended it, if any. */
+  stopReason?: StopReason | StopRequest;
   lockLost: boolean;
   evicted: boolean;
 }
@@ -193,7 +195,7 @@ export class ForkpoolWorker {
     // Listed before the look-up below, so a cancel published meanwhile finds it (as a stop request).
     this.#live.set(bullId, live);
     const cancelled = (await this.#publisher.exists(this.#names.cancelled(bullId))) === 1;
-    if (cancelled || live.attempt.stopReason) {
+    if (cancelled || live.attempt.stopRequest) {
       live.attempt.dispose();
       this.#live.delete(bullId);
       return result({ kind: 'done', outcome: cancelledBeforeStart(spec.id) }, false);
@@ -209,7 +211,7 @@ export class ForkpoolWorker {
       live.attempt.dispose();
       this.#live.delete(bullId);
     }
-    const stopReason = end.kind === 'done' ? end.outcome.stopReason : live.attempt.stopReason;
+    const stopReason = end.kind === 'done' ? end.outcome.stopReason : live.attempt.stopRequest;
     this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: end.kind, ...(stopReason ? { stopReason } : {}), lockLost: live.lockLost, evicted: live.evicted });
     // Its completion would be refused anyway (the lock is gone); throwing says so in the log.
     if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
@@ -258,7 +260,7 @@ export class ForkpoolWorker {
     if (!live) return;
     if (parsed.data.action === 'cancel') live.attempt.requestStop(parsed.data.reason);
     else {
-      live.attempt.stopReason ??= parsed.data.reason;
+      live.attempt.stopRequest ??= parsed.data.reason;
       live.attempt.hardStop();
     }
   }
@@ -270,7 +272,7 @@ export class ForkpoolWorker {
     live.lockLost = true;
     this.#options.logger?.warn({ bullId, run: live.run }, 'lock renewal failed; aborting the stale run');
     this.#publish({ type: 'lock-lost', jobId: live.attempt.jobId, bullId, token: live.token, run: live.run, worker: this.name });
-    live.attempt.stopReason ??= 'close';
+    live.attempt.stopRequest ??= 'close';
     live.attempt.hardStop();
   }
 }

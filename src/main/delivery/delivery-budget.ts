@@ -1,6 +1,7 @@
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { contextWindowOf } from '../../shared/models.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../shared/prompts.js';
+import { DELIVERED_HEAD_SHARE, headTailRoom } from '../../shared/text-budget.js';
 import { NO_TEXT_LINE, jobHeadLines, quoteLines } from '../views/delivery-format.js';
 import type { JobRecord } from '../ledger/ledger.js';
 
@@ -142,14 +143,17 @@ function isLineBreak(code: number): boolean {
 
 /**
  * The longest head and tail of `text` whose quoted form fits `room` characters and whose length
- * together is at most `maxChars`: three quarters of the room for the head, a quarter for the
- * tail (none when the room is small). A cut never splits a surrogate pair.
+ * together is at most `maxChars`: the room divided as every head-and-tail cut divides it
+ * (headTailRoom, text-budget.ts), three quarters to the head (DELIVERED_HEAD_SHARE), no tail
+ * when the room is small. The same cut as
+ * `capHeadTail`, measured in quoted characters and returned as offsets (the note names them for
+ * `read_background_result`). A cut never splits a surrogate pair.
  */
 export function cutToFit(text: string, room: number, maxChars: number): Cut {
   const withTail = room >= TAIL_MIN_ROOM && maxChars >= TAIL_MIN_ROOM;
-  const tailRoom = !withTail ? 0 : Number.isFinite(room) ? Math.floor(room / 4) : room;
+  const tailRoom = !withTail ? 0 : Number.isFinite(room) ? headTailRoom(room, DELIVERED_HEAD_SHARE).tail : room;
   const headRoom = Number.isFinite(room) ? room - tailRoom : room;
-  const tailMax = withTail ? Math.floor(maxChars / 4) : 0;
+  const tailMax = withTail ? headTailRoom(maxChars, DELIVERED_HEAD_SHARE).tail : 0;
   const head = fitForward(text, headRoom, maxChars - tailMax);
   const tail = withTail ? fitBackward(text, tailRoom, tailMax, head) : 0;
   return { head, tail };

@@ -5,14 +5,11 @@ import { TIMINGS } from '../../shared/defaults.js';
 import { killTagged } from '../../shared/tools/process-tag.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
 import { exposeOnPort } from '../../shared/comlink-port.js';
-import { workerMessageSchema, type AlertSeverity, type ChildSpawnRequest, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type PermissionService } from '../../shared/protocol.js';
-import type { LoopEvent } from '../../shared/tool-loop.js';
+import { workerMessageSchema, type AlertSeverity, type ChildSpawnRequest, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type PermissionService, type StopRequest } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/loop-events.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
 import type { JobScheduler } from './scheduler.js';
-
-/** Why the manager asked a job to stop (`budget`: its wall-clock budget ran out). */
-export type StopRequest = 'cancel' | 'timeout' | 'close' | 'budget';
 
 /** How one launch of a job ended, as far as its attempt can tell. */
 export type AttemptEnd =
@@ -55,7 +52,7 @@ export class Attempt {
   readonly number: number;
   readonly ended: Promise<AttemptEnd>;
   /** Why the manager asked it to stop, if it did. */
-  stopReason: StopRequest | undefined;
+  stopRequest: StopRequest | undefined;
   /** Usage the job reported as it went: kept when its thread dies before `done`. */
   usage: UsageByModel = {};
   iterations = 0;
@@ -148,8 +145,8 @@ export class Attempt {
    * its thread. Returns false when a stop was already under way or the attempt is over.
    */
   requestStop(reason: StopRequest): boolean {
-    if (this.stopReason || this.#end) return false;
-    this.stopReason = reason;
+    if (this.stopRequest || this.#end) return false;
+    this.stopRequest = reason;
     try {
       this.#port?.postMessage({ type: 'cancel', reason });
     } catch {

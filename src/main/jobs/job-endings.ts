@@ -3,14 +3,14 @@ import type { JobOutcome } from '../../shared/protocol.js';
 import { parseResultTag } from '../../shared/result-tag.js';
 import type { UsageByModel } from '../../shared/usage.js';
 import type { JobEnding } from '../ledger/ledger.js';
-export type { StopRequest } from '../executors/attempt.js';
+export type { StopRequest } from '../../shared/protocol.js';
 
-import type { StopRequest } from '../executors/attempt.js';
+import type { StopRequest } from '../../shared/protocol.js';
 
 /** What an ending needs to know of the attempt that ran the job. */
 export interface AttemptFacts {
   number: number;
-  stopReason: StopRequest | undefined;
+  stopRequest: StopRequest | undefined;
   /** Usage the job reported before it ended (kept when its thread died). */
   usage: UsageByModel;
   iterations: number;
@@ -51,12 +51,12 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
  */
 export function endingFromLostThread(jobId: string, error: unknown, attempt: AttemptFacts, threadDied: boolean): JobEnding {
   const kept = { resultText: '', usage: attempt.usage, iterations: attempt.iterations };
-  if (attempt.stopReason) {
-    const serialized = stopError(attempt.stopReason, `ended by a hard stop after the cooperative ${attempt.stopReason} was not honoured`, serializeError(error));
-    if (attempt.stopReason === 'budget') {
+  if (attempt.stopRequest) {
+    const serialized = stopError(attempt.stopRequest, `ended by a hard stop after the cooperative ${attempt.stopRequest} was not honoured`, serializeError(error));
+    if (attempt.stopRequest === 'budget') {
       return { ...kept, resultText: attempt.lastText ?? '', status: 'partial', endedBy: 'hard', error: serialized, budgetExceeded: 'maxWallclockMinutes' };
     }
-    return { ...kept, status: stoppedStatus(attempt.stopReason), endedBy: 'hard', error: serialized };
+    return { ...kept, status: stoppedStatus(attempt.stopRequest), endedBy: 'hard', error: serialized };
   }
   const serialized = serializeError(error);
   serialized.jobId ??= jobId;

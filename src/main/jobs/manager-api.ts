@@ -9,7 +9,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
 import { JobError, errorMessage, type SerializedError } from '../../shared/errors.js';
 import { JOB_ROLES, type AlertSeverity, type JobRole } from '../../shared/protocol.js';
-import type { LoopEvent } from '../../shared/tool-loop.js';
+import type { LoopEvent } from '../../shared/loop-events.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { Executor } from '../executors/executor.js';
 import type { DeliveryLedger, JobRecord } from '../ledger/ledger.js';

@@ -252,7 +252,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     // A close already under way with a longer bound is cut short here.
     for (const job of this.#engine.dispatcher.live()) {
       if (!job.attempt) continue;
-      job.attempt.stopReason ??= 'close';
+      job.attempt.stopRequest ??= 'close';
       job.attempt.hardStop();
     }
     return closing;

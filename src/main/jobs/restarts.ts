@@ -37,7 +37,7 @@ export class Restarts {
     const record = job.record;
     if (job.phase === 'running') {
       const attempt = job.attempt;
-      if (!attempt || attempt.stopReason) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopReason ?? 'ending'}); restart it once it has ended`);
+      if (!attempt || attempt.stopRequest) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopRequest ?? 'ending'}); restart it once it has ended`);
       job.restartPending = true;
       attempt.requestStop('cancel');
       return { id, label: record.label, state: 'running' };

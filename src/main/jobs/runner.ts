@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, serializeError } from '../../shared/errors.js';
 import type { AlertSeverity, JobSpec } from '../../shared/protocol.js';
-import type { LoopEvent } from '../../shared/tool-loop.js';
+import type { LoopEvent } from '../../shared/loop-events.js';
 import { Attempt, type AttemptEnd } from '../executors/attempt.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobScheduler } from '../executors/scheduler.js';
@@ -126,15 +126,15 @@ export class JobRunner {
       this.#host.nesting.suspend(job, end.state, end.seenChildren);
       // Its `suspend` crossed a stop (it answered before it saw the `cancel`): a stopping job is
       // never resumed, so it ends now, as a job stopped while waiting does, with what it said.
-      if (job.stopping && job.phase === 'suspended') this.stop(job, attempt.stopReason ?? 'cancel');
+      if (job.stopping && job.phase === 'suspended') this.stop(job, attempt.stopRequest ?? 'cancel');
       return;
     }
-    if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopReason));
+    if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest));
     if (end.kind === 'protocol') return void job.end(endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
     // each gets another try on a thread of its own (so a poison job can only kill itself), a
     // bounded number of times, so a job that kills every thread it lands on still ends.
-    const threadDied = !attempt.hardStopped && !attempt.stopReason && this.#host.executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
+    const threadDied = !attempt.hardStopped && !attempt.stopRequest && this.#host.executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
     if (threadDied && attempt.number <= this.#host.config.background.maxRequeues) {
       return this.#requeue(job, `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`, false);
     }

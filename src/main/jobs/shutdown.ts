@@ -34,7 +34,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
   const deadline = settlesWithin(host.onIdle(), timeoutMs);
   for (const attempt of how === 'drain' ? [] : host.live()) {
     if (how === 'hard') {
-      attempt.stopReason ??= 'close';
+      attempt.stopRequest ??= 'close';
       attempt.hardStop();
     } else host.stop(attempt.jobId);
     report.cancelled.push(attempt.jobId);
@@ -42,7 +42,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
   if (!(await deadline)) {
     for (const attempt of host.live()) {
       report.stragglers.push(attempt.jobId);
-      attempt.stopReason ??= 'close';
+      attempt.stopRequest ??= 'close';
       attempt.hardStop();
     }
     await settlesWithin(host.onIdle(), TIMINGS.stragglerEndWaitMs);
@@ -50,7 +50,7 @@ export async function shutDown(how: CloseHow, timeoutMs: number, host: ShutdownH
   await host.closeExecutor();
   const left = host.live();
   for (const attempt of left) {
-    attempt.stopReason ??= 'close';
+    attempt.stopRequest ??= 'close';
     attempt.abandon(new JobError('ABORTED', attempt.jobId, 'its thread was ended by close() before it reported a result'));
   }
   await Promise.all(left.map((attempt) => attempt.ended));

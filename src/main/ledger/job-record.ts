@@ -6,14 +6,22 @@
 import type { SerializedError } from '../../shared/errors.js';
 import type { FileRead, JobRole } from '../../shared/protocol.js';
 import type { ResultTag } from '../../shared/result-tag.js';
-import type { StopReason } from '../../shared/tool-loop.js';
+import type { StopReason } from '../../shared/loop-events.js';
 import type { UsageByModel } from '../../shared/usage.js';
 import type { BudgetLimits, BudgetName, BudgetReport } from '../../shared/budget.js';
 
-export type JobState = 'queued' | 'running' | 'ended';
-export type JobStatus = 'ok' | 'error' | 'partial' | 'failed' | 'cancelled' | 'timed_out';
-/** What ended a job: its own answer, a cooperative cancel over the port, or a hard stop of its thread. */
-export type EndedBy = 'completed' | 'cooperative' | 'hard' | 'crash' | 'queue';
+export const JOB_STATES = ['queued', 'running', 'ended'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+/** What an ended job amounts to for its reader (the manager's verdict on its {@link StopReason} and any `StopRequest`, protocol.ts). */
+export const JOB_STATUSES = ['ok', 'error', 'partial', 'failed', 'cancelled', 'timed_out'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+/**
+ * How a job's run came to its end, the mechanism rather than the verdict: its own answer
+ * (`completed`), a cooperative stop over the port, a hard stop of its thread, its thread's
+ * crash, or while still in the queue (cancelled or refused before it ran).
+ */
+export const ENDED_BY = ['completed', 'cooperative', 'hard', 'crash', 'queue'] as const;
+export type EndedBy = (typeof ENDED_BY)[number];
 
 /**
  * One job's whole story. The ledger is the one source for drain, status and display. Records

@@ -6,14 +6,10 @@
  */
 import { z } from 'zod';
 import { JOB_ROLES } from '../../shared/protocol.js';
-import type { JobRecord } from './ledger.js';
-import type { StoredJob, StoredSpec } from './ledger-store.js';
+import { ENDED_BY, JOB_STATES, JOB_STATUSES, type JobRecord } from './job-record.js';
+import type { InvalidRow, StoredJob, StoredSpec } from './ledger-store.js';
 
-/** A row that failed the check: its id column and what was wrong, for the report. */
-export interface InvalidRow {
-  id: string;
-  problem: string;
-}
+export type { InvalidRow } from './ledger-store.js';
 
 const recordSchema = z
   .looseObject({
@@ -22,9 +18,9 @@ const recordSchema = z
     task: z.string(),
     role: z.enum(JOB_ROLES),
     wave: z.number().int().nullable(),
-    state: z.enum(['queued', 'running', 'ended']),
-    status: z.enum(['ok', 'error', 'partial', 'failed', 'cancelled', 'timed_out']).optional(),
-    endedBy: z.enum(['completed', 'cooperative', 'hard', 'crash', 'queue']).optional(),
+    state: z.enum(JOB_STATES),
+    status: z.enum(JOB_STATUSES).optional(),
+    endedBy: z.enum(ENDED_BY).optional(),
     resultText: z.string().optional(),
     usage: z.record(z.string(), z.unknown()),
     iterations: z.number().int().min(0),

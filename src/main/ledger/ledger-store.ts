@@ -6,8 +6,7 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { UsageByModel } from '../../shared/usage.js';
-import type { JobRecord } from './ledger.js';
-import type { InvalidRow } from './ledger-rows.js';
+import type { JobRecord } from './job-record.js';
 
 /** A job's spec as stored: everything but the config, which comes from the session that resumes it (so no key is ever written to disk). */
 export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'>;
@@ -17,6 +16,12 @@ export interface StoredJob {
   /** Spawn order within its scope; drain and re-queue follow it. */
   position: number;
   spec?: StoredSpec | undefined;
+}
+
+/** A row that failed its check on load (ledger-rows.ts): its id column and what was wrong, for the report. */
+export interface InvalidRow {
+  id: string;
+  problem: string;
 }
 
 /** One alert a job sent, as it was emitted. */

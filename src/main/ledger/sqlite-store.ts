@@ -11,7 +11,7 @@ import { DEFAULTS } from '../../shared/defaults.js';
 import { ConfigError, LedgerWriteError, errorMessage } from '../../shared/errors.js';
 import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
 import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
-import type { JobRecord } from './ledger.js';
+import type { JobRecord } from './job-record.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';

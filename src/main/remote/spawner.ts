@@ -8,8 +8,8 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { JobError, deserializeError, type SerializedError } from '../../shared/errors.js';
-import { mainMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type JobTask } from '../../shared/protocol.js';
-import type { LoopEvent } from '../../shared/tool-loop.js';
+import { mainMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type JobTask, type StopRequest } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/loop-events.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../executors/executor.js';
 
 export type RemoteStatus = 'queued' | 'running' | 'ended';
@@ -31,7 +31,7 @@ export interface RemoteHandle {
    * Phase one (`hard: false`): ask the job to stop (its model call and tools are aborted; it
    * ends with `done`). Phase two (`hard: true`): end it by force (it ends with `failed`).
    */
-  stop(request: { reason: 'cancel' | 'timeout' | 'close' | 'budget'; hard: boolean }): void | Promise<void>;
+  stop(request: { reason: StopRequest; hard: boolean }): void | Promise<void>;
   /** Subscribes to the job's events; returns the unsubscribe. */
   onEvent(listener: (event: RemoteJobEvent) => void): () => void;
 }
@@ -64,7 +64,7 @@ export class RemoteExecutor implements Executor {
     const port = task.port;
     const jobId = task.spec.id;
     this.#live++;
-    let stopReason: 'cancel' | 'timeout' | 'close' | 'budget' = 'cancel';
+    let stopRequest: StopRequest = 'cancel';
     let off: (() => void) | undefined;
     let onAbort: (() => void) | undefined;
     try {
@@ -73,11 +73,11 @@ export class RemoteExecutor implements Executor {
         port.on('message', (raw: unknown) => {
           const parsed = mainMessageSchema.safeParse(raw);
           if (!parsed.success || parsed.data.type !== 'cancel') return;
-          stopReason = parsed.data.reason;
-          void Promise.resolve(handle.stop({ reason: stopReason, hard: false })).catch(() => undefined);
+          stopRequest = parsed.data.reason;
+          void Promise.resolve(handle.stop({ reason: stopRequest, hard: false })).catch(() => undefined);
         });
         onAbort = () => {
-          void Promise.resolve(handle.stop({ reason: stopReason, hard: true })).catch(() => undefined);
+          void Promise.resolve(handle.stop({ reason: stopRequest, hard: true })).catch(() => undefined);
           reject(new JobError('ABORTED', jobId, `hard stop: remote job ${handle.id} was told to end`));
         };
         if (hardStop.aborted) return onAbort();

@@ -3,7 +3,8 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { ForkpoolError, type SerializedError } from '../../shared/errors.js';
 import { createModelClient, type RateGate } from '../../shared/model-call.js';
 import { primarySystemPrompt } from '../../shared/prompts.js';
-import { runToolLoop, type LoopEvent, type StopReason } from '../../shared/tool-loop.js';
+import { runToolLoop } from '../../shared/tool-loop.js';
+import type { LoopEvent, StopReason } from '../../shared/loop-events.js';
 import { builtinTools } from '../../shared/tools/index.js';
 import { toolPolicyFrom } from '../../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../../shared/tools/sandbox.js';
@@ -110,7 +111,7 @@ export class ParentAgent {
    * turn is already running (the dispatcher queues instead).
    */
   async runTurn(input: string, options: { signal?: AbortSignal; followUp?: boolean } = {}): Promise<TurnResult> {
-    if (this.#busy) throw new ForkpoolError('INTERNAL', 'a turn is already running on this agent');
+    if (this.#busy) throw new ForkpoolError('TURN_BUSY', 'a turn is already running on this agent');
     this.#busy = true;
     try {
       const workspaceRoot = await this.#workspaceRoot;

@@ -3,7 +3,7 @@ import { lstat, open, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { WRITE_PATH_LIMITS } from '../defaults.js';
 import { ToolError } from '../errors.js';
-import { atPath } from './safe-fs.js';
+import { atPath } from './proc-fd.js';
 
 /**
  * A write that creates folders on its way to a new file: its path is checked against the

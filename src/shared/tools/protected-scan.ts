@@ -2,7 +2,7 @@ import { lstat, readdir, readFile, realpath, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path';
 import { DEFAULTS } from '../defaults.js';
 import { normalizeEntry, protectedEntryOf } from './policy.js';
-import { isInside } from './sandbox.js';
+import { isInside } from '../workspace-scope.js';
 import type { ToolPolicy } from './types.js';
 
 /**

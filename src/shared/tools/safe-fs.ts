@@ -1,4 +1,4 @@
-import { constants, existsSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { mkdir, open, readlink, realpath, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
@@ -6,7 +6,9 @@ import { A_FILE, assertNotHidden } from './hidden.js';
 import { assertNotProtected } from './policy.js';
 import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
 import { assertCreatablePath, removeCreated, type CreatedPath } from './new-folders.js';
-import { codeOf, displayPath, isInside, resolveInWorkspace } from './sandbox.js';
+import { atPath, procFdAvailable } from './proc-fd.js';
+import { codeOf, displayPath, resolveInWorkspace } from './sandbox.js';
+import { isInside } from '../workspace-scope.js';
 import type { ToolPolicy } from './types.js';
 
 /**
@@ -26,19 +28,6 @@ import type { ToolPolicy } from './types.js';
  * with a fresh resolution of the path; writes then open by path with `O_NOFOLLOW` on the last
  * component only (documented in docs/RELIABILITY.md).
  */
-
-const PROC_FD = '/proc/self/fd';
-let procFdUsable: boolean | undefined;
-
-export function procFdAvailable(): boolean {
-  procFdUsable ??= existsSync(PROC_FD);
-  return procFdUsable;
-}
-
-/** A path that names `name` inside the folder open as `dirFd` (Linux `openat` through /proc). */
-export function atPath(dirFd: number, name?: string): string {
-  return name === undefined ? `${PROC_FD}/${dirFd}` : `${PROC_FD}/${dirFd}/${name}`;
-}
 
 /** O_NONBLOCK: opening a FIFO must never wait for a writer (that waits for good). */
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;

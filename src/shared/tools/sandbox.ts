@@ -2,7 +2,7 @@ import { realpath, lstat, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, ToolError } from '../errors.js';
-import { broadWorkspace, broadWorkspaceIssue } from '../workspace-scope.js';
+import { broadWorkspace, broadWorkspaceIssue, isInside } from '../workspace-scope.js';
 
 /**
  * Path sandboxing for the file and shell tools. Every path a tool touches is resolved here:
@@ -118,12 +118,6 @@ export function displayPath(root: string, abs: string): string {
   if (rel === '') return '.';
   if (rel.startsWith('..') || path.isAbsolute(rel)) return abs.split(path.sep).join('/');
   return rel.split(path.sep).join('/');
-}
-
-/** True when `target` is `root` or below it (both absolute and normalized). */
-export function isInside(root: string, target: string): boolean {
-  const rel = path.relative(root, target);
-  return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
 }
 
 function isForbidden(abs: string): boolean {

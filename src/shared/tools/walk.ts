@@ -3,7 +3,7 @@ import { open, opendir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
 import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
-import { atPath, procFdAvailable } from './safe-fs.js';
+import { atPath, procFdAvailable } from './proc-fd.js';
 import { throwIfAborted } from './util.js';
 
 /**

@@ -65,6 +65,15 @@ describe('ParentAgent.runTurn', () => {
     t.sim.assertScriptDone();
   });
 
+  it('refuses a second turn while one runs with TURN_BUSY, and the first still ends', async () => {
+    const t = await startAgent([{ content: 'the only answer' }]);
+    const first = t.agent.runTurn('first');
+    await expect(t.agent.runTurn('second')).rejects.toMatchObject({ name: 'ForkpoolError', code: 'TURN_BUSY' });
+    await expect(first).resolves.toMatchObject({ turn: 1, answer: 'the only answer' });
+    expect(t.agent.session.turns).toBe(1);
+    t.sim.assertScriptDone();
+  });
+
   it('books usage under its role, per model', async () => {
     const t = await startAgent(
       [

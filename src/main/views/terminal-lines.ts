@@ -1,3 +1,8 @@
+/**
+ * What the CLI and the chat print about jobs and usage, as terminal lines: a finished job in one
+ * line, token and cost lines, and the escaping every line of a model's text goes through
+ * (terminal-text.ts). The JSON of a job is job-view.ts.
+ */
 import type { JobRecord } from '../ledger/ledger.js';
 import { totalUsage, type UsageByModel } from '../../shared/usage.js';
 import { formatUsd } from '../../shared/budget.js';
@@ -19,41 +24,6 @@ export function jobLine(job: JobRecord): string {
   const over = job.budgetExceeded ? ` — budget ${job.budgetExceeded} ran out` : '';
   // The label and the error are a model's text: escaped, so they cannot drive the terminal.
   return `${mark} ${job.id}${who} "${escapeForTerminal(job.label)}" ${job.status} in ${took}, ${tokens} tokens${over}${why}`;
-}
-
-/** The public shape of a finished job, as `--json` and `fanout` print it (no config, no secrets). */
-export function jobJson(job: JobRecord): Record<string, unknown> {
-  return {
-    id: job.id,
-    label: job.label,
-    ...(job.name !== undefined ? { name: job.name } : {}),
-    agent: job.agent ?? null,
-    parentJobId: job.parentJobId ?? null,
-    depth: job.depth ?? 1,
-    ...(job.parentToolId !== undefined ? { parentToolId: job.parentToolId } : {}),
-    ...(job.backgrounded ? { backgrounded: true } : {}),
-    ...(job.children ? { children: job.children, childrenOnEnd: job.childrenOnEnd ?? null } : {}),
-    ...(job.treeUsage ? { treeUsage: job.treeUsage } : {}),
-    status: job.status,
-    endedBy: job.endedBy,
-    stopReason: job.stopReason,
-    result: job.resultText ?? '',
-    tag: job.tag ?? null,
-    usage: job.usage,
-    // Limits, spent and remaining (spent.unpricedModels: tokens counted, not priced).
-    budget: job.budgetReport ?? (job.budget ? { limits: job.budget } : null),
-    budgetExceeded: job.budgetExceeded ?? null,
-    attempts: job.attempts,
-    notes: job.notes,
-    queuedAt: iso(job.queuedAt),
-    startedAt: iso(job.startedAt),
-    endedAt: iso(job.endedAt),
-    error: job.error ? { code: job.error.code, message: job.error.message } : null,
-  };
-}
-
-function iso(ms: number | undefined): string | null {
-  return ms === undefined ? null : new Date(ms).toISOString();
 }
 
 /** Token totals by bucket and model, one line each. */

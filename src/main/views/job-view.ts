@@ -1,0 +1,107 @@
+/**
+ * One job as plain JSON, the one view every surface starts from: the server's API (summary and
+ * detail, src/server/job-view.ts), the CLI's JSON lines (`run --json` `job_done`, `fanout`,
+ * {@link jobJson}) and the chat's panel (src/tui/jobs-view.ts). No config and no secrets; an
+ * absent value is `null`, times are epoch milliseconds. A surface that must differ derives its
+ * shape from this one (the CLI prints ISO times and `result`, as it always did), so a field added
+ * to the record is added here once.
+ */
+import type { JobRecord } from '../ledger/job-record.js';
+import type { BudgetReport } from '../../shared/budget.js';
+import { totalUsage } from '../../shared/usage.js';
+
+export interface JobViewOptions {
+  /** The clock for a running job's `elapsedMs`; default `Date.now()`. */
+  now?: number | undefined;
+  /** Limits, spent and remaining while it runs (the manager's `budgetOf`); once ended the record has them. */
+  budget?: BudgetReport | undefined;
+}
+
+/** How long a job has run (to `now` while it runs); 0 before it started. */
+export function elapsedMs(record: Readonly<JobRecord>, now = Date.now()): number {
+  return record.startedAt === undefined ? 0 : (record.endedAt ?? now) - record.startedAt;
+}
+
+/** A job's record as JSON: what it is, where it stands, what it answered and spent. */
+export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {}) {
+  return {
+    id: record.id,
+    label: record.label,
+    name: record.name ?? null,
+    role: record.role,
+    agent: record.agent ?? null,
+    parentJobId: record.parentJobId ?? null,
+    depth: record.depth ?? 1,
+    parentToolId: record.parentToolId ?? null,
+    backgrounded: record.backgrounded === true,
+    children: record.children ?? null,
+    childrenOnEnd: record.childrenOnEnd ?? null,
+    state: record.state,
+    status: record.status ?? null,
+    endedBy: record.endedBy ?? null,
+    stopReason: record.stopReason ?? null,
+    task: record.task,
+    resultText: record.resultText ?? null,
+    resultDropped: record.resultDropped === true,
+    tag: record.tag ?? null,
+    /** The code and message; the whole chain is `errorDetail`. */
+    error: record.error ? { code: record.error.code, message: record.error.message } : null,
+    errorDetail: record.error ?? null,
+    usage: record.usage,
+    tokens: totalUsage(record.usage).totalTokens,
+    treeUsage: record.treeUsage ?? null,
+    iterations: record.iterations,
+    attempts: record.attempts,
+    notes: record.notes,
+    // Limits, spent and remaining (spent.unpricedModels: tokens counted, not priced).
+    budget: options.budget ?? record.budgetReport ?? (record.budget ? { limits: record.budget } : null),
+    budgetExceeded: record.budgetExceeded ?? null,
+    queuedAt: record.queuedAt,
+    startedAt: record.startedAt ?? null,
+    endedAt: record.endedAt ?? null,
+    elapsedMs: elapsedMs(record, options.now),
+    delivered: record.deliveredInTurn !== undefined,
+  };
+}
+
+export type JobView = ReturnType<typeof jobView>;
+
+/**
+ * A finished job as the CLI prints it (`run --json`'s `job_done`, each `fanout` line; README
+ * documents the fields): derived from {@link jobView}, with ISO times, the answer as `result`
+ * ("" when none), and the nesting fields only when they say something, as it always printed.
+ */
+export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
+  const view = jobView(record);
+  return {
+    id: view.id,
+    label: view.label,
+    ...(view.name !== null ? { name: view.name } : {}),
+    agent: view.agent,
+    parentJobId: view.parentJobId,
+    depth: view.depth,
+    ...(view.parentToolId !== null ? { parentToolId: view.parentToolId } : {}),
+    ...(view.backgrounded ? { backgrounded: true } : {}),
+    ...(view.children !== null ? { children: view.children, childrenOnEnd: view.childrenOnEnd } : {}),
+    ...(view.treeUsage !== null ? { treeUsage: view.treeUsage } : {}),
+    // Undefined, not null, where the record has none: the line leaves the field out.
+    status: view.status ?? undefined,
+    endedBy: view.endedBy ?? undefined,
+    stopReason: view.stopReason ?? undefined,
+    result: view.resultText ?? '',
+    tag: view.tag,
+    usage: view.usage,
+    budget: view.budget,
+    budgetExceeded: view.budgetExceeded,
+    attempts: view.attempts,
+    notes: view.notes,
+    queuedAt: iso(view.queuedAt),
+    startedAt: iso(view.startedAt),
+    endedAt: iso(view.endedAt),
+    error: view.error,
+  };
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}

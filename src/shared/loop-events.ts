@@ -1,0 +1,26 @@
+/**
+ * What a tool loop says about itself: its progress events and why it stopped. Wire types (they
+ * cross the job's port inside `progress` and `done`), so they sit below both the loop
+ * (tool-loop.ts) and the port protocol (protocol.ts), and import nothing but usage.
+ */
+import type { Usage } from './usage.js';
+
+/**
+ * Why a tool loop stopped, as the loop itself saw it: its `final` answer, a budget or the
+ * iteration cap, a detected loop, an abort (the stop asked for by the main thread, see
+ * {@link StopRequest} in protocol.ts), or a model failure. A job's record keeps it next to its
+ * `status` and `endedBy`, which say what the manager made of it.
+ */
+export const STOP_REASONS = ['final', 'budget_exceeded', 'loop_detected', 'aborted', 'error'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+/** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
+export type LoopEvent =
+  | { type: 'model_request'; iteration: number }
+  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string }
+  /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
+  | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
+  | { type: 'retry'; attempt: number; delayMs: number; reason: string }
+  | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
+  | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
+  | { type: 'loop_warning'; name: string; repeats: number };
