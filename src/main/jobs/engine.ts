@@ -5,7 +5,7 @@ import { JobError } from '../../shared/errors.js';
 import type { AlertSeverity } from '../../shared/protocol.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobScheduler } from '../executors/scheduler.js';
-import type { DeliveryLedger } from '../ledger/ledger.js';
+import type { CompletionRefusal, DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { RequestGating } from '../limits/concurrency.js';
@@ -15,10 +15,13 @@ import { Dispatcher } from './dispatcher.js';
 import type { Job, JobContext } from './job.js';
 import { JobTable, type Nested } from './job-table.js';
 import { WaveJoins } from './joins.js';
-import type { JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
+import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 import { Nesting } from './nesting.js';
 import { Restarts } from './restarts.js';
 import { JobRunner } from './runner.js';
+
+/** What completeAttempt answers: the ended record, or why nothing changed. */
+export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
 
 /** Fires one of the manager's events. */
 export type Emit = <K extends keyof ManagerEvents & string>(event: K, ...args: ManagerEvents[K]) => void;
@@ -104,6 +107,34 @@ export class JobEngine {
     this.table.forget(id);
   }
 
+  /** A completion reported from outside (see BackgroundManager.completeAttempt): only a running job's current attempt ends the job. */
+  completeAttempt(id: string, attempt: number, ending: JobEnding): CompletionAnswer {
+    const { ledger } = this.#o;
+    const refused = ledger.refuseCompletion(id, attempt);
+    const job = this.table.get(id);
+    if (refused || !job) return { accepted: false, reason: refused ?? 'unknown', error: completionRefused(id, attempt, refused ?? 'unknown', ledger.get(id)) };
+    job.attempt?.hardStop();
+    job.end(ending);
+    return { accepted: true, record: job.record };
+  }
+
+  /** For Deliveries (src/main/delivery/deliveries.ts): the ledger's hand-over side and the waves' end. */
+  deliveryPort(): DeliveryPort {
+    const { ledger, emit } = this.#o;
+    return {
+      ledger,
+      sealWave: (wave) => {
+        if (this.waves.seal(wave)) this.checkWave(wave);
+      },
+      markBackgrounded: (id) => {
+        const before = ledger.get(id);
+        const record = ledger.markBackgrounded(id);
+        if (record && before !== record) emit('backgrounded', record);
+        return record;
+      },
+    };
+  }
+
   checkWave(wave: number): void {
     const { ledger, emit } = this.#o;
     // hasEnded: a member delivered early may since have been forgotten by retention.
@@ -147,4 +178,10 @@ export class JobEngine {
     if (store) this.#o.ledger.writeAside(`job ${job.id}'s alert`, () => store.putAlert(stored));
     this.#o.emit('alert', { ...stored, label: job.record?.label ?? job.id });
   }
+}
+
+function completionRefused(id: string, attempt: number, reason: CompletionRefusal, record: Readonly<JobRecord> | undefined): JobError {
+  if (reason === 'unknown') return new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
+  const now = record?.state === 'running' ? `attempt ${record.attempts} is running` : record?.state === 'ended' ? 'it has ended' : 'it is queued (no attempt of it runs)';
+  return new JobError('ATTEMPT_NOT_RUNNING', id, `job ${id}: a completion of attempt ${attempt} is refused (${reason}): ${now}`);
 }

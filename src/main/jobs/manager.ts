@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import { assertModelConfigured, type ForkpoolConfig } from '../../shared/config.js';
 import { JobError } from '../../shared/errors.js';
 import type { RateGate } from '../../shared/model-call.js';
@@ -6,8 +5,8 @@ import { RequestGating } from '../limits/concurrency.js';
 import type { RequestGates } from '../limits/request-gate.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
-import { DeliveryLedger, type CompletionRefusal, type JobEnding, type JobRecord } from '../ledger/ledger.js';
-import type { LedgerHealth, StorageReport } from '../ledger/ledger-writes.js';
+import { DeliveryLedger, type JobEnding, type JobRecord } from '../ledger/ledger.js';
+import type { LedgerHealth } from '../ledger/ledger-writes.js';
 import { checkSandbox, type SandboxStatus } from '../../shared/tools/bwrap.js';
 import { hiddenPathsOf, sqliteFiles } from '../../shared/tools/hidden.js';
 import { PermissionStore } from '../limits/permissions.js';
@@ -19,7 +18,8 @@ import type { PoolSnapshot } from '../limits/budget-pool.js';
 import type { BudgetReport } from '../../shared/budget.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import { recoverJobs, type RecoveryReport } from './recovery.js';
-import { JobEngine } from './engine.js';
+import { JobEngine, type CompletionAnswer } from './engine.js';
+import { reportFault, reportStorage } from './host-reports.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
@@ -36,7 +36,6 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #config: ForkpoolConfig;
   readonly #executor: Executor;
   readonly #ownsExecutor: boolean;
-  readonly #logger: Logger | undefined;
   readonly #engine: JobEngine;
   /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
   readonly #gating: RequestGating;
@@ -68,8 +67,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#gating = new RequestGating(config);
       if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
       this.#store = options.store;
-      this.#logger = logger;
-      const ledger = (this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, (report) => this.#onStorage(report), (id) => this.#engine.forget(id)));
+      const ledger = (this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, reportStorage(logger, (event, ...args) => this.emit(event, ...args)), (id) => this.#engine.forget(id)));
       this.#budgets = new JobBudgets(config);
       this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
       // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
@@ -87,7 +85,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         logger,
         emit: (event, ...args) => this.emit(event, ...args),
         closed: () => this.closed,
-        reportFault: (what, error) => this.#reportFault(what, error),
+        reportFault: (what, error) => reportFault(logger, what, error),
       });
       // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
       const { table, dispatcher, waves, restarts } = this.#engine;
@@ -103,18 +101,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** For {@link Deliveries} (src/main/delivery/deliveries.ts): the ledger's hand-over side and the waves' end. */
   get deliveryPort(): DeliveryPort {
-    return {
-      ledger: this.#ledger,
-      sealWave: (wave) => {
-        if (this.#engine.waves.seal(wave)) this.#engine.checkWave(wave);
-      },
-      markBackgrounded: (id) => {
-        const before = this.#ledger.get(id);
-        const record = this.#ledger.markBackgrounded(id);
-        if (record && before !== record) this.emit('backgrounded', record);
-        return record;
-      },
-    };
+    return this.#engine.deliveryPort();
   }
 
   get executor(): Executor {
@@ -216,13 +203,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * `ATTEMPT_NOT_RUNNING`), and change nothing. Never throws. If this process runs that attempt
    * itself, its thread is stopped: the reported ending wins.
    */
-  completeAttempt(id: string, attempt: number, ending: JobEnding): { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError } {
-    const refused = this.#ledger.refuseCompletion(id, attempt);
-    const job = this.#engine.table.get(id);
-    if (refused || !job) return { accepted: false, reason: refused ?? 'unknown', error: completionRefused(id, attempt, refused ?? 'unknown', this.#ledger.get(id)) };
-    job.attempt?.hardStop();
-    job.end(ending);
-    return { accepted: true, record: job.record };
+  completeAttempt(id: string, attempt: number, ending: JobEnding): CompletionAnswer {
+    return this.#engine.completeAttempt(id, attempt, ending);
   }
 
   /** Queued, handed to the executor, or waiting for its children. */
@@ -281,34 +263,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#engine.runner.stop(job, reason);
     return { id, label: job.record.label, state: this.#ledger.get(id)?.state ?? 'ended' };
   }
-
-  /** A storage failure is logged once per degraded spell (then at debug), and its end too; each one is an event. */
-  #onStorage(report: StorageReport): void {
-    if (report.kind === 'recovered') {
-      this.#logger?.warn({ failedWrites: report.failedWrites }, 'durable ledger: writes go through again; nothing is left unsaved');
-      this.emit('ledger-recovered', { failedWrites: report.failedWrites });
-      return;
-    }
-    const { kind: _kind, ...event } = report;
-    const line = `durable ledger: a write failed (${report.operation}): ${report.error.message}; the process goes on, what it could not write is kept in memory and written again`;
-    if (report.first) this.#reportFault(line, undefined, { sqliteCode: report.sqliteCode, unsaved: report.unsaved });
-    else this.#logger?.debug({ sqliteCode: report.sqliteCode, operation: report.operation, unsaved: report.unsaved }, 'durable ledger: another write failed');
-    this.emit('ledger-error', event);
-  }
-
-  /** An error in an event-loop path (no caller to throw to): logged, or a process warning without a logger. Never thrown. */
-  #reportFault(what: string, error: unknown, fields: Record<string, unknown> = {}): void {
-    if (this.#logger) this.#logger.error({ ...fields, ...(error === undefined ? {} : { err: error }) }, what);
-    else process.emitWarning(error === undefined ? what : `${what}: ${error instanceof Error ? error.message : String(error)}`, { code: 'FORKPOOL_HOST_FAULT' });
-  }
 }
 
 function unknownJob(id: string): JobError {
   return new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
-}
-
-function completionRefused(id: string, attempt: number, reason: CompletionRefusal, record: Readonly<JobRecord> | undefined): JobError {
-  if (reason === 'unknown') return unknownJob(id);
-  const now = record?.state === 'running' ? `attempt ${record.attempts} is running` : record?.state === 'ended' ? 'it has ended' : 'it is queued (no attempt of it runs)';
-  return new JobError('ATTEMPT_NOT_RUNNING', id, `job ${id}: a completion of attempt ${attempt} is refused (${reason}): ${now}`);
 }
