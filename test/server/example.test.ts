@@ -15,7 +15,8 @@ const EXAMPLE = new URL('../../examples/embed-fastify/', import.meta.url).pathna
 
 describe('examples/embed-fastify', () => {
   it('type-checks', async () => {
-    const tsc = new URL('../../node_modules/typescript/bin/tsc', import.meta.url).pathname;
+    // TypeScript 7's tsc, the build's: package.json's `typescript` is the 6.0 API typescript-eslint loads.
+    const tsc = new URL('../../node_modules/@typescript/native/bin/tsc', import.meta.url).pathname;
     const result = await promisify(execFile)(process.execPath, [tsc, '-p', `${EXAMPLE}tsconfig.json`], { cwd: ROOT }).catch((error) => error);
     expect(result.stdout ?? '', String(result.stderr ?? '')).toBe('');
   });
