@@ -27,11 +27,54 @@ export default defineConfig(
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
       ],
+      // Off: `async` without `await` is deliberate here. A promise-returning method rejects, never
+      // throws synchronously (STYLE.md 4), and the interfaces it implements (tool `run`,
+      // `permissions.check`, Fastify plugins and handlers) return promises.
+      '@typescript-eslint/require-await': 'off',
+      // Passing a caught value (typed unknown) on unchanged is how a rejection is forwarded.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
+      // A `let` read by a closure made before its one assignment stays `let` (as a `const`, that
+      // read would throw in the temporal dead zone instead of seeing `undefined`).
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+    },
+  },
+  {
+    // Tests read JSON they did not type (HTTP bodies, JSONL output, the simulator's recorded
+    // requests) and check it with the assertion that follows, and vitest types its asymmetric
+    // matchers (`expect.any(String)`, `expect.stringMatching(…)`) as `any`: the no-unsafe-* rules
+    // would flag every such line. The library's own code keeps them.
+    files: ['test/**'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
+  {
+    // Being rewritten on another branch (the manager and the ledger rows): their findings are left
+    // to that rewrite instead of edited under it. manager.ts: an unused `JobAlert` import, a
+    // `cond ? a() : b()` statement, `String(error)` of an unknown; ledger-rows.ts: `String(issue.input)`.
+    files: ['src/main/jobs/manager.ts', 'src/main/ledger/ledger-rows.ts'],
+    rules: {
+      '@typescript-eslint/no-base-to-string': 'off',
+      '@typescript-eslint/no-unused-expressions': 'off',
+      '@typescript-eslint/no-unused-vars': 'off',
     },
   },
   {
     files: ['**/*.{js,mjs,cjs}'],
     extends: [js.configs.recommended],
     languageOptions: { globals: globals.node },
+  },
+  {
+    rules: {
+      // Off: the control characters in this code's regular expressions are the point of them:
+      // terminal text is escaped (shared/terminal-text.ts), keys, ledger text and screenshots are
+      // stripped of them, and the tests check both.
+      'no-control-regex': 'off',
+    },
   },
 );
