@@ -185,9 +185,9 @@ async function main(): Promise<void> {
   }
   const markdown = table(rows);
   process.stdout.write(`${markdown}\n`);
-  mkdirSync(values.out as string, { recursive: true });
-  writeFileSync(path.join(values.out as string, 'bullmq.json'), `${JSON.stringify({ at: new Date().toISOString(), node: process.version, cores: os.availableParallelism(), threads, rows }, null, 2)}\n`);
-  writeFileSync(path.join(values.out as string, 'bullmq.md'), `${markdown}\n`);
+  mkdirSync(values.out, { recursive: true });
+  writeFileSync(path.join(values.out, 'bullmq.json'), `${JSON.stringify({ at: new Date().toISOString(), node: process.version, cores: os.availableParallelism(), threads, rows }, null, 2)}\n`);
+  writeFileSync(path.join(values.out, 'bullmq.md'), `${markdown}\n`);
 }
 
 await main();

@@ -54,7 +54,7 @@ export interface CliContext {
   /** Writes one line to stdout: a JSON event with `--json`, else nothing. */
   event(type: string, data: Record<string, unknown>): void;
   /** One human line on stderr (suppressed with `--json`, where events say it). */
-  note(line: string): void;
+  note: (line: string) => void;
   dispose(): Promise<void>;
 }
 
@@ -197,7 +197,8 @@ export function onTermination(stop: (signal: 'SIGINT' | 'SIGTERM') => Promise<vo
     if (stopping) process.exit(code);
     stopping = true;
     process.stderr.write(`\nforkpool: ${signal}: stopping background jobs (again to force)…\n`);
-    stop(signal).finally(() => process.exit(code));
+    // Not awaited: a signal handler returns at once; the exit in `finally` ends the process either way.
+    void stop(signal).finally(() => process.exit(code));
   };
   const onInt = () => handler('SIGINT');
   const onTerm = () => handler('SIGTERM');

@@ -61,7 +61,7 @@ const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'faile
  * rest run; a full queue (`background.queueLimit`) is waited out, not an error.
  */
 export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<number> {
-  const executorKind = (flags.executor ?? 'piscina') as ExecutorKind;
+  const executorKind = flags.executor ?? 'piscina';
   if (!EXECUTORS.includes(executorKind)) {
     process.stderr.write(`forkpool fanout: --executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}\n`);
     return EXIT.usage;

@@ -2,10 +2,13 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.js';
-import { fanoutCommand } from './fanout.js';
-import { chatCommand } from './chat.js';
-import { runCommand } from './run.js';
-import { simCommand } from './sim.js';
+import { fanoutCommand, type FanoutFlags } from './fanout.js';
+import { chatCommand, type ChatFlags } from './chat.js';
+import { runCommand, type RunFlags } from './run.js';
+import { simCommand, type SimFlags } from './sim.js';
+import type { ServeFlags } from './serve.js';
+import type { WorkerFlags } from './worker.js';
+import type { BenchFlags } from '../bench/run.js';
 import { loadOptional } from '../main/executors/optional-package.js';
 import { ForkpoolError } from '../shared/errors.js';
 
@@ -42,13 +45,13 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', 'keep jobs and the session in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
-    .action(async (prompt: string | undefined, flags) => setExit(await runCommand(prompt, flags)));
+    .action(async (prompt: string | undefined, flags: RunFlags) => setExit(await runCommand(prompt, flags)));
 
   globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
     .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
-    .action(async (flags) => setExit(await chatCommand(flags)));
+    .action(async (flags: ChatFlags) => setExit(await chatCommand(flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
     .argument('<file>', 'JSONL file, or "-" for stdin')
@@ -58,7 +61,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', 'keep every task\'s job in this SQLite file, so a killed fan-out can be resumed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
-    .action(async (file: string, flags) => setExit(await fanoutCommand(file, flags)));
+    .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
     .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
@@ -66,7 +69,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']))
     .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
-    .action(async (flags) => {
+    .action(async (flags: ServeFlags) => {
       // fastify (an optional peer) loads only for this command.
       const { serveCommand } = await loadOptional('forkpool serve', ['fastify'], () => import('./serve.js'));
       setExit(await serveCommand(flags));
@@ -83,7 +86,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
     .option('--json', 'one JSON event per line on stdout')
     .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
-    .action(async (flags) => {
+    .action(async (flags: WorkerFlags) => {
       // bullmq and ioredis (optional peers) load only for this command.
       const { workerCommand } = await loadOptional('forkpool worker', ['bullmq', 'ioredis'], () => import('./worker.js'));
       setExit(await workerCommand(flags));
@@ -105,7 +108,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     })
     .option('--faults <kinds>', 'comma-separated fault kinds drawn at that rate')
     .option('--seed <n>', 'PRNG seed', parseIntFlag('--seed', 0))
-    .action(async (flags) => setExit(await simCommand(flags)));
+    .action(async (flags: SimFlags) => setExit(await simCommand(flags)));
 
   program
     .command('bench')
@@ -118,7 +121,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')
     .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
     // Loaded on demand: the bench code is not needed by any other command.
-    .action(async (flags) => setExit(await (await loadBench()).benchCommand(flags)));
+    .action(async (flags: BenchFlags) => setExit(await (await loadBench()).benchCommand(flags)));
 
   return program;
 }

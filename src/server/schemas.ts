@@ -131,7 +131,7 @@ function toIssue(issue: z.core.$ZodIssue, part: string) {
   if (issue.code === 'invalid_union') {
     // The body is one task or a list of them: say so rather than list both branches' failures.
     const inner = issue.errors.flat()[0];
-    if (inner) return toIssue({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue, part);
+    if (inner) return toIssue({ ...inner, path: [...issue.path, ...inner.path] }, part);
   }
   const expected = issue.code === 'invalid_type' ? issue.expected : issue.code === 'invalid_value' ? `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` : issue.message;
   return { field: [part, ...issue.path.map(String)].join('.'), expected, received: describeReceived(issue.input) };

@@ -29,8 +29,7 @@ export function nodeEndpoint(port: MessagePort): Endpoint {
     },
     start: () => port.start(),
   };
-  // comlink's Endpoint is typed with DOM event types, which a Node build does not load.
-  return endpoint as unknown as Endpoint;
+  return endpoint;
 }
 
 export function exposeOnPort(service: object, port: MessagePort): void {

@@ -168,12 +168,14 @@ interface Verdict {
 }
 
 function classify(error: unknown): Verdict {
-  if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
-    const status = error.status;
-    const excerpt = bodyExcerpt(error);
+  // `instanceof` on the generic class narrows to APIError<any, any, any>: read it with its defaults.
+  const apiError = error instanceof OpenAI.APIError ? (error as InstanceType<typeof OpenAI.APIError>) : undefined;
+  if (apiError && typeof apiError.status === 'number') {
+    const status = apiError.status;
+    const excerpt = bodyExcerpt(apiError);
     const reason = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`;
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
-    const retryAfterMs = parseRetryAfter(error.headers);
+    const retryAfterMs = parseRetryAfter(apiError.headers);
     return retryAfterMs === undefined ? { retryable, reason, status } : { retryable, reason, status, retryAfterMs };
   }
   if (error instanceof TimeoutError) return { retryable: true, reason: error.message };

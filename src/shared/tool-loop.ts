@@ -207,7 +207,7 @@ async function runTool(
   if (!parsed.success) {
     throw new ToolError('TOOL_ARGUMENTS_INVALID', name, `invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
   }
-  const args = parsed.data;
+  const args: unknown = parsed.data;
   if (tool.gated) {
     const summary = tool.describeCall?.(args) ?? name;
     const allowed = await options.toolContext.permissions.check({ tool: name, summary });

@@ -9,6 +9,9 @@ export interface ListenerFailure {
 /** How many listener failures are kept for inspection (all are counted). */
 const KEPT_FAILURES = 100;
 
+/** Any event's listener (each takes its event's arguments), as the key of its wrappers. */
+type AnyListener = (...args: never) => unknown;
+
 /**
  * A typed event emitter. A listener that throws never breaks the emitter's caller (the manager
  * must keep its books straight whatever subscribers do), but its error never vanishes either:
@@ -20,7 +23,7 @@ export class TypedEmitter<Events extends Record<string, unknown[]>> {
   readonly #onListenerError: (error: unknown, event: string) => void;
   readonly #failures: ListenerFailure[] = [];
   /** Each listener's guarded wrapper, so off(event, listener) finds it (Node's convention). */
-  readonly #wrappers = new Map<string, Map<Function, Array<(...args: unknown[]) => void>>>();
+  readonly #wrappers = new Map<string, Map<AnyListener, Array<(...args: unknown[]) => void>>>();
   #failureCount = 0;
 
   constructor(onListenerError?: (error: unknown, event: string) => void) {
@@ -84,13 +87,13 @@ export class TypedEmitter<Events extends Record<string, unknown[]>> {
         }
       : guarded;
     let byListener = this.#wrappers.get(event);
-    if (!byListener) this.#wrappers.set(event, (byListener = new Map()));
+    if (!byListener) this.#wrappers.set(event, (byListener = new Map<AnyListener, Array<(...args: unknown[]) => void>>()));
     byListener.set(listener, [...(byListener.get(listener) ?? []), wrapper]);
     this.#emitter.on(event, wrapper);
     return () => this.#unsubscribe(event, listener, wrapper);
   }
 
-  #unsubscribe(event: string, listener: Function, wrapper: (...args: unknown[]) => void): void {
+  #unsubscribe(event: string, listener: AnyListener, wrapper: (...args: unknown[]) => void): void {
     this.#emitter.off(event, wrapper);
     const byListener = this.#wrappers.get(event);
     const left = byListener?.get(listener)?.filter((w) => w !== wrapper) ?? [];

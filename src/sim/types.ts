@@ -111,6 +111,7 @@ export interface RecordedRequest {
   /** 1-based number among valid chat-completions requests. */
   n: number;
   /** The parsed JSON body (undefined when `recordBodies` is false). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the client's JSON as sent, in a public type: readers pick the fields they check
   body: any;
   receivedAt: number;
   fault?: FaultKind;

@@ -6,6 +6,7 @@
  * our test runs. A CommonJS file never takes that path; the ES module entry named in
  * `workerData.forkpoolEntry` is then loaded with import(), which a termination only interrupts.
  */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS file on purpose (above): TypeScript's typed require
 import workerThreads = require('node:worker_threads');
 
 type TaskFunction = (task: unknown) => unknown;

@@ -23,7 +23,7 @@ async function createPeer(name: PeerExecutorName, spec: CellSpec, onToolResult: 
     return (await import('./ai-sdk.js')).createAiSdkPeer(spec, onToolResult);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`the ${name} peer needs the bench's dev dependencies (@openai/agents 0.9, ai 6, @ai-sdk/openai-compatible): ${reason}`);
+    throw new Error(`the ${name} peer needs the bench's dev dependencies (@openai/agents 0.9, ai 6, @ai-sdk/openai-compatible): ${reason}`, { cause: error });
   }
 }
 

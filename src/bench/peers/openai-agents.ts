@@ -11,7 +11,7 @@
  * (ask for the calls, sum up the results) are outside it, as a parent's turn is outside a
  * forkpool cell's fan-out. A dev dependency: imported only when a bench cell runs this peer.
  */
-import { Agent, OpenAIChatCompletionsModel, Runner, setTracingDisabled, tool, type FunctionTool } from '@openai/agents';
+import { Agent, OpenAIChatCompletionsModel, Runner, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { CellSpec } from '../types.js';
@@ -75,7 +75,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       tools: functionTools(tools),
     });
     const answered = new Set<string>();
-    const subAgent: FunctionTool<any, any> = researcher.asTool({
+    const subAgent = researcher.asTool({
       toolName: SUB_AGENT_TOOL,
       toolDescription: 'Run a research sub-agent on one self-contained task; returns its answer.',
       parameters: spawnArgs,

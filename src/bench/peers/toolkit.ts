@@ -27,24 +27,24 @@ const STUBBORN_SPIN_MS = HARD_STOP_LIMIT_MS + 250;
 /** Per-job callbacks of a fan-out; `index` is the job's place in the task list. */
 export interface PeerFanoutHooks {
   /** The job was handed to the SDK (its "spawn"). */
-  started(index: number): void;
+  started: (index: number) => void;
   /** The job got one of the cap's slots and runs now. */
-  running(index: number): void;
+  running: (index: number) => void;
   /** The job gives its slot back (called inside the limiter, before the next job can take it). */
-  released(index: number): void;
+  released: (index: number) => void;
   /** The job ended; `ok`: with a final answer. */
-  ended(index: number, ok: boolean, detail?: string): void;
-  toolResult(name: string, ok: boolean, ms: number): void;
+  ended: (index: number, ok: boolean, detail?: string) => void;
+  toolResult: (name: string, ok: boolean, ms: number) => void;
 }
 
 export interface PeerRunOneOptions {
   signal: AbortSignal;
   /** The job itself started (for a sub-agent tool: its invocation, not the orchestrator's call). */
-  onStart(): void;
+  onStart: () => void;
   /** Every model request of the job. */
-  onModelRequest(): void;
+  onModelRequest: () => void;
   /** The job's first tool call spins in synchronous code; `onSpin` fires just before it starts to. */
-  stubborn?: { onSpin(): void };
+  stubborn?: { onSpin: () => void };
 }
 
 /** A peer SDK's way of running research jobs, in this process. */

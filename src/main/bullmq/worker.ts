@@ -81,7 +81,7 @@ export class ForkpoolWorker {
   readonly #rateGate: RateGateBridge;
   readonly #policy: WorkerPolicy;
   readonly #live = new Map<string, LiveRun>();
-  #worker: Worker | undefined;
+  #worker: Worker<RemoteJobData, RunResult> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: ForkpoolWorkerOptions) {
@@ -114,7 +114,7 @@ export class ForkpoolWorker {
     });
     await this.#rateGate.start();
     const lockMs = this.#options.lockMs ?? BULLMQ_DEFAULTS.lockMs;
-    this.#worker = new Worker(this.#names.queue, (job, token, signal) => this.#process(job, token, signal), {
+    this.#worker = new Worker<RemoteJobData, RunResult>(this.#names.queue, (job, token, signal) => this.#process(job, token, signal), {
       connection: this.#client(),
       name: this.name,
       concurrency: this.#options.concurrency,

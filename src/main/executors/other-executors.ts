@@ -1,5 +1,4 @@
 import { Worker } from 'node:worker_threads';
-import { TIMINGS } from '../../shared/defaults.js';
 import type { JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { JobError } from '../../shared/errors.js';

@@ -10,7 +10,8 @@ import { createRequire } from 'node:module';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 
 type SqliteModule = typeof import('node:sqlite');
-type Params = Record<string, unknown> | unknown;
+/** One bound parameter: a value, or a record of named ones. */
+type Params = unknown;
 
 let loaded: SqliteModule | undefined;
 
@@ -23,12 +24,13 @@ function isSqliteExperimentalWarning(warning: string | Error, rest: unknown[]): 
 
 function sqlite(): SqliteModule {
   if (loaded) return loaded;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be put back below, and called with .call(this, …)
   const emitWarning = process.emitWarning;
   // Node emits the warning synchronously while the module loads: only that one is dropped.
   process.emitWarning = function (this: NodeJS.Process, warning: string | Error, ...rest: unknown[]) {
     if (isSqliteExperimentalWarning(warning, rest)) return;
     return (emitWarning as (...args: unknown[]) => void).call(this, warning, ...rest);
-  } as typeof process.emitWarning;
+  };
   try {
     loaded = createRequire(import.meta.url)('node:sqlite') as SqliteModule;
   } finally {
@@ -76,7 +78,7 @@ function guarded<T>(fn: () => T): T {
 
 /** Rows as plain objects (node:sqlite's have a null prototype). */
 function plain(row: unknown): unknown {
-  return row === undefined || row === null ? row : { ...(row as object) };
+  return row === undefined || row === null ? row : { ...row };
 }
 
 function bind(params: readonly Params[]): unknown[] {

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS } from '../../shared/defaults.js';
 import { ConfigError, LedgerWriteError, errorMessage } from '../../shared/errors.js';
-import { ScopeLeases, type LeaseDatabase } from './ledger-lease.js';
+import { ScopeLeases } from './ledger-lease.js';
 import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './job-record.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
@@ -109,7 +109,7 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
     db.close();
     throw error instanceof ConfigError ? error : unreadable(file, error);
   }
-  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db as unknown as LeaseDatabase, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
 }
 
 /** A ledger file SQLite cannot read (garbage bytes, a corrupt page): a ConfigError naming `ledger.path`, as at open. */

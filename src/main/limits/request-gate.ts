@@ -35,7 +35,7 @@ export interface RequestGateService {
 /** Slots above the limit only the parent may take. */
 const PARENT_HEADROOM = 1;
 
-type Emit = <K extends keyof RequestGateEvents & string>(event: K, ...args: RequestGateEvents[K]) => void;
+type Emit = <K extends keyof RequestGateEvents>(event: K, ...args: RequestGateEvents[K]) => void;
 
 interface Waiter {
   ticket: number;

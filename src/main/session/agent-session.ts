@@ -255,7 +255,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         { once: true },
       );
       this.#queue.push(turn);
-      this.#runQueue();
+      void this.#runQueue();
     });
   }
 
@@ -372,7 +372,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const queued = this.#running || this.#queue.length > 0;
     this.emit('follow-up', { reason, queued });
     this.#followUpPending = true;
-    this.#runQueue();
+    void this.#runQueue();
   }
 
   async #runQueue(): Promise<void> {

@@ -83,8 +83,8 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
   const onWarning = options.onWarning ?? flags.onWarning;
   // Null prototypes: a "__proto__" key in a file must stay an own key (and be refused as an
   // unknown option), not become the object's prototype and be dropped without a word.
-  const raw: Record<string, unknown> = Object.create(null);
-  const sources: Record<string, string> = Object.create(null);
+  const raw = Object.create(null) as Record<string, unknown>;
+  const sources = Object.create(null) as Record<string, string>;
 
   const explicitFile = typeof options.file === 'string' ? options.file : undefined;
   const filePath = explicitFile ? path.resolve(cwd, explicitFile) : path.join(cwd, CONFIG_FILE_NAME);

@@ -52,7 +52,7 @@ export async function removeCreated(created: CreatedPath): Promise<void> {
     // Something changed under the path: remove only what was reached.
   }
   try {
-    const last = chain.at(-1) as FileHandle | undefined;
+    const last = chain.at(-1);
     if (created.file && last && chain.length === created.segments.length + 1) {
       const where = atPath(last.fd, created.file.name);
       const now = await lstat(where).catch(() => undefined);

@@ -329,7 +329,7 @@ export async function openNoFollow(root: string, rel: string): Promise<FileHandl
       await dir.close();
       dir = next;
     }
-    const handle = await open(atPath(dir.fd, segments[segments.length - 1] as string), READ_FLAGS);
+    const handle = await open(atPath(dir.fd, segments[segments.length - 1]), READ_FLAGS);
     const stats = await handle.stat();
     if (stats.isFile() || stats.isDirectory()) return handle;
     await handle.close();

@@ -70,6 +70,7 @@ export interface ProcessRegistry {
  * failure in validation or in `run` (throw a `ToolError`) goes back to the model as that
  * call's result, and the loop continues.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a plain `ToolDefinition` (a tool list, the registry) holds tools of any argument type
 export interface ToolDefinition<Args = any> {
   name: string;
   description: string;
