@@ -71,7 +71,9 @@ try {
 } finally {
   try {
     tmux('kill-server');
-  } catch {}
+  } catch {
+    // No server left to kill.
+  }
   rmSync(work, { recursive: true, force: true });
 }
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
-import { ConfigError, ToolError } from '../../src/shared/errors.js';
+import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { makeCommandCgroup } from '../../src/shared/tools/sandbox-limits.js';
 import { CLI_PATH, cliEnv, skipWithout, useCleanup, startSim, toolMessagesOf, skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext, toolError } from '../helpers/index.js';

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
-import { AbortError, ConfigError, ToolError } from '../../src/shared/errors.js';
+import { AbortError, ConfigError } from '../../src/shared/errors.js';
 import { editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, resolveWorkspaceRoot, writeFileTool } from '../../src/shared/tools/index.js';
 import { pseudoFsDevices } from '../../src/shared/tools/safe-fs.js';
 import { walkFiles } from '../../src/shared/tools/walk.js';

@@ -25,15 +25,16 @@ export function createCleanup(): Cleanup {
       fns.push(fn);
     },
     run: async () => {
-      let first: unknown;
+      const errors: unknown[] = [];
       for (const fn of fns.splice(0).reverse()) {
         try {
           await fn();
         } catch (error) {
-          first ??= error;
+          errors.push(error);
         }
       }
-      if (first !== undefined) throw first;
+      // The first failure, after every cleanup has run.
+      if (errors.length > 0) throw errors[0];
     },
   };
 }

@@ -151,7 +151,7 @@ export function parseJsonLines(text: string): Array<Record<string, unknown>> {
         if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('not an object');
         return value as Record<string, unknown>;
       } catch (error) {
-        throw new Error(`stdout line ${i + 1} is not a JSON object (${(error as Error).message}): ${line}`);
+        throw new Error(`stdout line ${i + 1} is not a JSON object (${(error as Error).message}): ${line}`, { cause: error });
       }
     });
 }

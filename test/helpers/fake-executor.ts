@@ -183,9 +183,10 @@ export class FakeExecutor implements Executor {
         }
         if (message?.type !== 'cancel') return;
         entry.cancelRequested = true;
-        if (this.autoHonourCancel) this.honourCancel(task.spec.id);
+        // Not awaited here: the ending is tracked, and settled() waits for it.
+        if (this.autoHonourCancel) void this.honourCancel(task.spec.id);
       });
-      const onAbort = () => this.#track(this.#end(entry, this.hardStopEnding(entry), new JobError('ABORTED', task.spec.id, 'hard stop')));
+      const onAbort = () => void this.#track(this.#end(entry, this.hardStopEnding(entry), new JobError('ABORTED', task.spec.id, 'hard stop')));
       if (options.hardStop.aborted) onAbort();
       else options.hardStop.addEventListener('abort', onAbort, { once: true });
     });
@@ -265,7 +266,7 @@ export class FakeExecutor implements Executor {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const t of this.#all.filter((x) => !x.settled)) this.#track(this.#end(t, { ...CLEAN_ENDING, postsDone: false, run: 'reject' }, new JobError('ABORTED', t.task.spec.id, 'executor closed'), true));
+    for (const t of this.#all.filter((x) => !x.settled)) void this.#track(this.#end(t, { ...CLEAN_ENDING, postsDone: false, run: 'reject' }, new JobError('ABORTED', t.task.spec.id, 'executor closed'), true));
     await this.settled();
   }
 

@@ -14,7 +14,7 @@ export interface TestServer {
   server: ForkpoolServer;
   url: string;
   /** fetch with the bearer token (pass `token: null` for none, or another string). */
-  api(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<Response>;
+  api: (path: string, init?: RequestInit & { token?: string | null; json?: unknown }) => Promise<Response>;
 }
 
 export async function startTestServer(

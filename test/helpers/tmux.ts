@@ -86,7 +86,7 @@ export async function startTmux(cleanup: Cleanup, command: readonly string[], op
           { timeoutMs: 90_000, intervalMs: 100 },
         );
       } catch (error) {
-        throw new Error(`${(error as Error).message}\n--- screen ---\n${last}`);
+        throw new Error(`${(error as Error).message}\n--- screen ---\n${last}`, { cause: error });
       }
     },
     pid: async () => Number((await tmux('display-message', '-p', '#{pane_pid}')).stdout.trim()),

@@ -15,7 +15,7 @@ const CLI = new URL('../../dist/cli/index.js', import.meta.url).pathname;
 const TOKEN = 'shutdown-test-token';
 
 function descendants(pid: number): number[] {
-  let out = '';
+  let out: string;
   try {
     out = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' });
   } catch {

@@ -5,12 +5,10 @@
  */
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { BullmqExecutor } from '../../../src/main/bullmq/executor.js';
-import type { LazyExecutor } from '../../../src/main/executors/lazy-executor.js';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
-import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from '../../helpers/index.js';
+import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanup = useCleanup();

@@ -9,11 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import type { BullmqExecutor } from '../../../src/main/bullmq/executor.js';
-import type { LazyExecutor } from '../../../src/main/executors/lazy-executor.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
-import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeManager, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from '../../helpers/index.js';
+import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from '../../helpers/index.js';
 import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 

@@ -137,7 +137,7 @@ describe('bounded delivery', () => {
 
 describe('planDelivery', () => {
   const record = (id: string, text: string): JobRecord =>
-    ({ id, label: id, task: 't', role: 'primary', wave: 1, state: 'ended', status: 'ok', resultText: text, usage: {}, iterations: 1, attempts: 1, notes: [], queuedAt: 0 }) as JobRecord;
+    ({ id, label: id, task: 't', role: 'primary', wave: 1, state: 'ended', status: 'ok', resultText: text, usage: {}, iterations: 1, attempts: 1, notes: [], queuedAt: 0 });
 
   it('a result shorter than its share gives the rest back to the others', () => {
     const short = record('bg-1', 'short answer');

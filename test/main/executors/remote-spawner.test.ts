@@ -32,15 +32,24 @@ function poolSpawner(config: ForkpoolConfig, cleanups: Cleanup): RemoteSpawner &
       const hard = new AbortController();
       let status: RemoteStatus = 'queued';
       events.port1.on('message', (message: WorkerMessage) => {
-        if (message.type === 'started') (status = 'running'), emit({ type: 'started' });
+        if (message.type === 'started') {
+          status = 'running';
+          emit({ type: 'started' });
+        }
         else if (message.type === 'progress') emit({ type: 'progress', event: message.event });
         else if (message.type === 'alert') emit({ type: 'alert', message: message.message, severity: message.severity });
-        else if (message.type === 'done') (status = 'ended'), emit({ type: 'done', outcome: message.outcome });
+        else if (message.type === 'done') {
+          status = 'ended';
+          emit({ type: 'done', outcome: message.outcome });
+        }
       });
       pool
         .run({ spec, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: SharedRateGate.createBuffer() }, { hardStop: hard.signal })
         .catch((error: Error) => {
-          if (status !== 'ended') (status = 'ended'), emit({ type: 'failed', error });
+          if (status !== 'ended') {
+            status = 'ended';
+            emit({ type: 'failed', error });
+          }
         })
         .finally(() => permissions.port1.close());
       const handle: RemoteHandle = {

@@ -58,7 +58,7 @@ describe('spawn de-duplication', () => {
     const sim = await startSim(cleanups);
     const manager = makeManager(makeConfig(sim, root, {}, READ_ONLY), cleanups);
     const first = manager.spawn({ task: LEAF, label: 'first', wave: 1 });
-    const record = await ended(manager, first.id);
+    await ended(manager, first.id);
     const calls = sim.requestCount;
 
     const again = manager.spawn({ task: `  ${LEAF.toUpperCase()} `, label: 'again', wave: 2 });

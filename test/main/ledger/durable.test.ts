@@ -14,6 +14,7 @@ import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, useCleanup, watchManager, runsOf, ledgerFile, okEnding } from '../../helpers/index.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
+import { textOf } from '../../../src/sim/reply.js';
 
 const READ_ONLY = ['read_file', 'find_files', 'grep', 'list_dir'] as const;
 
@@ -175,7 +176,7 @@ describe('durable ledger', () => {
     expect(turn).toBe(2);
     expect(jobs.map((j) => j.id)).toEqual([id]);
     await resumed.onIdle();
-    const users = resumed.agent.session.messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+    const users = resumed.agent.session.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
     expect(users).toHaveLength(2);
     expect(users[1]).toContain(`job ${id}`);
     expect(users[1]).toContain(BACKGROUND_FOLLOWUP_PROMPT);

@@ -10,6 +10,7 @@ import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { BACKGROUND_FOLLOWUP_PROMPT, PRIMARY_PROMPT_MARKER } from '../../../src/shared/prompts.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import { assertValidHistory, startTestSim, tempWorkspace, toolResults, useCleanup, type TestSim } from '../../helpers/index.js';
+import { textOf } from '../../../src/sim/reply.js';
 
 const cleanup = useCleanup();
 
@@ -38,7 +39,7 @@ describe('ParentAgent.runTurn', () => {
     expect([...toolResults(t.agent.session.messages).values()][0]).toContain('alpha line');
     const system = messagesOf(t, 0)[0];
     expect(system?.role).toBe('system');
-    expect(String(system?.content)).toContain(PRIMARY_PROMPT_MARKER);
+    expect(textOf(system?.content)).toContain(PRIMARY_PROMPT_MARKER);
     expect(t.agent.busy).toBe(false);
     t.sim.assertScriptDone();
   });

@@ -9,6 +9,7 @@ import { ParentAgent } from '../../../src/main/session/parent-agent.js';
 import { estimateTokens, FOLDED_SUMMARY_HEADER, Session } from '../../../src/main/session/session.js';
 import { PRIMARY_PROMPT_MARKER } from '../../../src/shared/prompts.js';
 import { assertValidHistory, startTestSim, useCleanup } from '../../helpers/index.js';
+import { textOf } from '../../../src/sim/reply.js';
 
 const cleanup = useCleanup();
 const BUDGET = 2_000;
@@ -30,9 +31,9 @@ describe('ParentAgent history budget', () => {
 
     // What the model was sent last: the system prompt intact, then the summary, then recent turns.
     const last = t.sim.requests.at(-1)?.body.messages as ChatCompletionMessageParam[];
-    expect(String(last[0]?.content)).toContain(PRIMARY_PROMPT_MARKER);
+    expect(textOf(last[0]?.content)).toContain(PRIMARY_PROMPT_MARKER);
     expect(last[1]?.role).toBe('system');
-    const summary = String(last[1]?.content);
+    const summary = textOf(last[1]?.content);
     expect(summary.startsWith(FOLDED_SUMMARY_HEADER)).toBe(true);
     expect(summary.length).toBeLessThanOrEqual(FOLDED_SUMMARY_HEADER.length + 1 + SUMMARY_CHARS);
     // Capped head and tail: the first question survives, and so does a recently folded one.
@@ -72,7 +73,7 @@ describe('Session folding', () => {
     }
     expect(session.foldedTurns).toBeGreaterThan(20);
     expect(session.messages.filter((m) => m.role === 'system')).toHaveLength(2);
-    expect(String(session.messages[1]?.content)).toContain('Used grep({"pattern":"p0"})');
+    expect(textOf(session.messages[1]?.content)).toContain('Used grep({"pattern":"p0"})');
   });
 
   it('leaves a history under its budget untouched', () => {
