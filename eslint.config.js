@@ -53,17 +53,19 @@ export default defineConfig(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
-  {
-    // Being rewritten on another branch (the manager and the ledger rows): their findings are left
-    // to that rewrite instead of edited under it. manager.ts: an unused `JobAlert` import, a
-    // `cond ? a() : b()` statement, `String(error)` of an unknown; ledger-rows.ts: `String(issue.input)`.
-    files: ['src/main/jobs/manager.ts', 'src/main/ledger/ledger-rows.ts'],
-    rules: {
-      '@typescript-eslint/no-base-to-string': 'off',
-      '@typescript-eslint/no-unused-expressions': 'off',
-      '@typescript-eslint/no-unused-vars': 'off',
-    },
-  },
+  // src/main/jobs/ (the manager and its engine) and the ledger rows are being rewritten on another
+  // branch: their findings are left to that work instead of edited under it. Each file turns off
+  // only the rules it trips, as found:
+  ...Object.entries({
+    // `cond ? logger.warn(…) : process.emitWarning(…)` as a statement; `String(error)` of an unknown.
+    'src/main/jobs/manager.ts': ['@typescript-eslint/no-unused-expressions', '@typescript-eslint/no-base-to-string'],
+    // `keyof ManagerEvents & string` (the keys are strings already); `closed: o.closed` passes a method.
+    'src/main/jobs/engine.ts': ['@typescript-eslint/no-redundant-type-constituents', '@typescript-eslint/unbound-method'],
+    // An unused `JobError` import.
+    'src/main/jobs/job-table.ts': ['@typescript-eslint/no-unused-vars'],
+    // `String(issue.input)` of an unknown.
+    'src/main/ledger/ledger-rows.ts': ['@typescript-eslint/no-base-to-string'],
+  }).map(([file, rules]) => ({ files: [file], rules: Object.fromEntries(rules.map((rule) => [rule, 'off'])) })),
   {
     files: ['**/*.{js,mjs,cjs}'],
     extends: [js.configs.recommended],
