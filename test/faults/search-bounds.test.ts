@@ -7,7 +7,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ToolError } from '../../src/shared/errors.js';
 import { compileGlob } from '../../src/shared/tools/glob.js';
 import { MAX_PATTERN_CHARS, compileLinear, literalAlternatives } from '../../src/shared/tools/regex.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';

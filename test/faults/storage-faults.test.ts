@@ -16,17 +16,18 @@ import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, useCleanup, watchManager, watchProcess, type Cleanup, ledgerFile, okEnding } from '../helpers/index.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
+import { textOf } from '../../src/sim/reply.js';
 
 type Db = { pragma(source: string): unknown; exec(source: string): void; close(): void };
 
 /** A ledger file whose store runs on a connection the test holds, to make its writes fail and work again. */
-function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; db: Db; failWrites(on: boolean): void } {
+function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; db: Db; failWrites: (on: boolean) => void } {
   const file = ledgerFile(cleanup, 'ledger.db');
   openSqliteLedger(file).close();
   const db = new SqliteDatabase(file);
   db.exec('PRAGMA busy_timeout = 5000');
   db.pragma('journal_mode = WAL');
-  const store = new SqliteLedgerStore(file, db as never, new ScopeLeases(db as never, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
+  const store = new SqliteLedgerStore(file, db, new ScopeLeases(db, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
   cleanup.add(() => store.close());
   return { file, store, db, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
 }
@@ -124,7 +125,7 @@ describe('a durable ledger that stops writing', () => {
     await session.submit('What did the background agents find?');
     expect(delivered.sort()).toEqual(session.manager.jobs().map((j) => j.id).sort());
     const lastUser = session.agent.session.messages.filter((m) => m.role === 'user').at(-1);
-    expect(String(lastUser?.content)).toContain(BACKGROUND_RESULTS_OPEN);
+    expect(textOf(lastUser?.content)).toContain(BACKGROUND_RESULTS_OPEN);
     expect(session.deliveries.undeliveredCount).toBe(0);
     expect(session.manager.ledgerHealth()).toMatchObject({ ok: true, unsaved: 0 });
     expect(turnErrors).toEqual([]);

@@ -1,8 +1,8 @@
 /** `forkpool serve --ledger`: sessions and their conversations survive a server restart (docs/durability.md). */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useCleanup, ledgerFile } from '../helpers/index.js';
 import { startTestServer } from '../helpers/server.js';
+import { textOf } from '../../src/sim/reply.js';
 
 describe('serve with a durable ledger', () => {
   it('finds a session again after a restart, with its turns; new sessions get unused ids', async () => {
@@ -19,7 +19,7 @@ describe('serve with a durable ledger', () => {
     expect(found.status).toBe(200);
     const session = second.server.state.sessions.get(created.id);
     expect(session?.agent.session.turns).toBe(1);
-    expect(session?.agent.session.messages.some((m) => m.role === 'user' && String(m.content).includes('Where is the tool loop?'))).toBe(true);
+    expect(session?.agent.session.messages.some((m) => m.role === 'user' && textOf(m.content).includes('Where is the tool loop?'))).toBe(true);
     const fresh = (await (await second.api('/v1/sessions', { json: {} })).json()) as { id: string };
     expect(fresh.id).not.toBe(created.id);
     expect((await second.api('/v1/sessions/s-999')).status).toBe(404);

@@ -12,7 +12,7 @@ import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
 import type { ExecuteOptions, Executor } from '../../../src/main/executors/executor.js';
 import { BackgroundManager, type JobScheduler } from '../../../src/main/jobs/manager.js';
 import type { JobTask } from '../../../src/shared/protocol.js';
-import { useCleanup, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent, skipWithoutBwrap } from '../../helpers/index.js';
+import { useCleanup, RESEARCH_TASK, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent, skipWithoutBwrap } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 

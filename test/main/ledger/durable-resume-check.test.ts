@@ -4,7 +4,6 @@
  * each is said on stderr with what was found, the line runs again (or, for a changed input, is
  * reported), and the run never exits 0 over it. Real CLI, real SQLite file edited on disk.
  */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';

@@ -3,7 +3,6 @@
  * policy, the completion gate, stored sessions, and `fanout --ledger --resume` after a SIGKILL.
  * The kill-point test is test/durable-kill.test.ts.
  */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
