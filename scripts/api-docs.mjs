@@ -13,10 +13,9 @@
 // git revision, date or absolute path: it depends on the code alone.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { register } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const committed = path.join(root, 'docs', 'api');
@@ -44,8 +43,8 @@ function entryPoints() {
 }
 
 async function generate(out) {
-  // Before TypeDoc is loaded: its `import ts from "typescript"` must find the JavaScript API.
-  register(pathToFileURL(path.join(root, 'scripts', 'typescript6-hooks.mjs')));
+  // TypeDoc's `import ts from "typescript"` finds the 6.0 JavaScript API: package.json's
+  // `typescript` is @typescript/typescript6 (the compiler, TypeScript 7, is @typescript/native).
   const { Application, TSConfigReader, Converter } = await import('typedoc');
   const entries = entryPoints();
   const app = await Application.bootstrapWithPlugins(

@@ -24,7 +24,7 @@ import { JobRunner } from './runner.js';
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
 
 /** Fires one of the manager's events. */
-export type Emit = <K extends keyof ManagerEvents & string>(event: K, ...args: ManagerEvents[K]) => void;
+export type Emit = <K extends keyof ManagerEvents>(event: K, ...args: ManagerEvents[K]) => void;
 
 export interface EngineOptions {
   config: ForkpoolConfig;
@@ -64,7 +64,7 @@ export class JobEngine {
       maxConcurrent: config.background.maxConcurrent,
       budgets,
       launch: (job) => this.runner.launch(job),
-      closed: o.closed,
+      closed: () => o.closed(),
       stopQueued: (job) => this.runner.stop(job, 'close'),
       idle: () => emit('idle'),
     }));

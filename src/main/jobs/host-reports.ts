@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
+import { errorMessage } from '../../shared/errors.js';
 import type { StorageReport } from '../ledger/ledger-writes.js';
 import type { Emit } from './engine.js';
 
 /** An error in an event-loop path (no caller to throw to): logged, or a process warning without a logger. Never thrown. */
 export function reportFault(logger: Logger | undefined, what: string, error: unknown, fields: Record<string, unknown> = {}): void {
   if (logger) logger.error({ ...fields, ...(error === undefined ? {} : { err: error }) }, what);
-  else process.emitWarning(error === undefined ? what : `${what}: ${error instanceof Error ? error.message : String(error)}`, { code: 'FORKPOOL_HOST_FAULT' });
+  else process.emitWarning(error === undefined ? what : `${what}: ${errorMessage(error)}`, { code: 'FORKPOOL_HOST_FAULT' });
 }
 
 /** The durable ledger's storage reports: a failure is logged once per degraded spell (then at debug), and its end too; each one is an event. */

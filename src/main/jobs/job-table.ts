@@ -1,5 +1,5 @@
 import type { ForkpoolConfig } from '../../shared/config.js';
-import { AbortError, JobError } from '../../shared/errors.js';
+import { AbortError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { DeliveryLedger } from '../ledger/ledger.js';

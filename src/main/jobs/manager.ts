@@ -65,7 +65,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.hiddenPaths = hiddenPathsOf(options.config, options.store?.path === undefined ? [] : sqliteFiles(options.store.path));
       const config = (this.#config = { ...options.config, sandbox: this.sandbox.mode, hiddenPaths: [...this.hiddenPaths] });
       this.#gating = new RequestGating(config);
-      if (this.sandbox.notice) logger ? logger.warn(this.sandbox.notice) : process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
+      if (this.sandbox.notice && logger) logger.warn(this.sandbox.notice);
+      else if (this.sandbox.notice) process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
       this.#store = options.store;
       const ledger = (this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, reportStorage(logger, (event, ...args) => this.emit(event, ...args)), (id) => this.#engine.forget(id)));
       this.#budgets = new JobBudgets(config);

@@ -51,7 +51,7 @@ export function parseJobRow(row: { id: string; position: number; record: string;
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     if (!issue || issue.path.length === 0) return { id: row.id, problem: `the record: ${issue?.message ?? 'invalid'}: found ${found(row.record)}` };
-    const value = issue.input === undefined ? 'nothing' : found(JSON.stringify(issue.input) ?? String(issue.input));
+    const value = issue.input === undefined ? 'nothing' : found(JSON.stringify(issue.input) ?? typeof issue.input);
     return { id: row.id, problem: `field "${issue.path.join('.')}": ${issue.message}; found ${value}` };
   }
   if (parsed.data.id !== row.id) return { id: row.id, problem: `its record names another job (${found(parsed.data.id)})` };
