@@ -16,7 +16,10 @@ const CHROMIUM = process.env.FORKPOOL_CHROMIUM ?? '/usr/bin/chromium';
 const socket = `fp-shot-${process.pid}`;
 const work = mkdtempSync(path.join(tmpdir(), 'forkpool-shot-'));
 mkdirSync(path.join(work, 'src'));
-writeFileSync(path.join(work, 'src', 'retry.ts'), '// Retry with exponential backoff.\nexport function retryBackoff(attempt: number): number {\n  return Math.min(30_000, 250 * 2 ** attempt);\n}\n');
+writeFileSync(
+  path.join(work, 'src', 'retry.ts'),
+  '// Retry with exponential backoff.\nexport function retryBackoff(attempt: number): number {\n  return Math.min(30_000, 250 * 2 ** attempt);\n}\n',
+);
 writeFileSync(path.join(work, 'src', 'cache.ts'), '// An LRU cache with a size limit.\nexport class LruCache {}\n');
 writeFileSync(path.join(work, 'README.md'), '# demo\nA small workspace for the chat screenshot.\n');
 const env = { ...process.env, TERM: 'xterm-256color' };
@@ -34,7 +37,27 @@ function waitScreen(test, what) {
 }
 
 try {
-  tmux('new-session', '-d', '-x', '110', '-y', '34', '-c', work, process.execPath, path.join(root, 'dist', 'cli', 'index.js'), 'chat', '--sim-latency', '400', '--sim-steps', '40', '--max-iterations', '60', '--concurrency', '2');
+  tmux(
+    'new-session',
+    '-d',
+    '-x',
+    '110',
+    '-y',
+    '34',
+    '-c',
+    work,
+    process.execPath,
+    path.join(root, 'dist', 'cli', 'index.js'),
+    'chat',
+    '--sim-latency',
+    '400',
+    '--sim-steps',
+    '40',
+    '--max-iterations',
+    '60',
+    '--concurrency',
+    '2',
+  );
   tmux('set-option', '-g', 'status', 'off');
   waitScreen((s) => s.includes('ask something'), 'the prompt');
   tmux('send-keys', '-l', 'Where is the retry backoff? Where is the LruCache class? What does the README say?');
@@ -79,7 +102,24 @@ try {
 
 /** SGR colours and styles of a tmux capture as HTML spans; everything else escaped. */
 function ansiToHtml(text) {
-  const palette = ['#1e1e1e', '#f14c4c', '#23d18b', '#f5f543', '#3b8eea', '#d670d6', '#29b8db', '#e5e5e5', '#666666', '#f14c4c', '#23d18b', '#f5f543', '#3b8eea', '#d670d6', '#29b8db', '#ffffff'];
+  const palette = [
+    '#1e1e1e',
+    '#f14c4c',
+    '#23d18b',
+    '#f5f543',
+    '#3b8eea',
+    '#d670d6',
+    '#29b8db',
+    '#e5e5e5',
+    '#666666',
+    '#f14c4c',
+    '#23d18b',
+    '#f5f543',
+    '#3b8eea',
+    '#d670d6',
+    '#29b8db',
+    '#ffffff',
+  ];
   const escape = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   let style = {};
   let html = '';

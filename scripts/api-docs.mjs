@@ -25,7 +25,10 @@ const check = process.argv.includes('--check');
 // LC_ALL): run under one locale everywhere, so the output does not depend on whose machine it is.
 const LOCALE = 'en_US.UTF-8';
 if (process.env.LC_ALL !== LOCALE) {
-  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, LC_ALL: LOCALE } });
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, LC_ALL: LOCALE },
+  });
   process.exit(child.status ?? 1);
 }
 

@@ -29,7 +29,8 @@ const input = { 'worker-job': `${root}dist/worker/job.js` };
 for (const [subpath, target] of Object.entries(pkg.exports)) {
   if (typeof target === 'string') continue; // ./package.json
   const name = /^\.\/dist\/bundle\/([\w-]+)\.js$/.exec(target.import)?.[1];
-  if (!name || !target.types.endsWith('.d.ts')) throw new Error(`bundle-library: exports["${subpath}"] must import ./dist/bundle/<name>.js and have .d.ts types`);
+  if (!name || !target.types.endsWith('.d.ts'))
+    throw new Error(`bundle-library: exports["${subpath}"] must import ./dist/bundle/<name>.js and have .d.ts types`);
   input[name] = path.join(root, target.types.replace(/\.d\.ts$/, '.js'));
 }
 rmSync(outDir, { recursive: true, force: true });

@@ -23,8 +23,21 @@ const root = process.cwd();
 const failures = (report.testResults ?? []).flatMap((r) =>
   (r.assertionResults ?? [])
     .filter((a) => a.status === 'failed')
-    .map((a) => `${path.relative(root, r.name)} > ${a.fullName}: ${String(a.failureMessages?.[0] ?? '').split('\n')[0].slice(0, 300)}`)
-    .concat(r.status === 'failed' && !(r.assertionResults ?? []).some((a) => a.status === 'failed') ? [`${path.relative(root, r.name)}: ${String(r.message ?? 'failed').split('\n')[0].slice(0, 300)}`] : []),
+    .map(
+      (a) =>
+        `${path.relative(root, r.name)} > ${a.fullName}: ${String(a.failureMessages?.[0] ?? '')
+          .split('\n')[0]
+          .slice(0, 300)}`,
+    )
+    .concat(
+      r.status === 'failed' && !(r.assertionResults ?? []).some((a) => a.status === 'failed')
+        ? [
+            `${path.relative(root, r.name)}: ${String(r.message ?? 'failed')
+              .split('\n')[0]
+              .slice(0, 300)}`,
+          ]
+        : [],
+    ),
 );
 if (failuresOnly) {
   console.log(`failed on ${title}: ${failures.length}`);
@@ -41,7 +54,12 @@ rows.sort((a, b) => b.seconds - a.seconds);
 const total = rows.reduce((sum, r) => sum + r.seconds, 0);
 const width = Math.max(...rows.map((r) => r.name.length), 10);
 console.log(`per-file durations, ${title} (${rows.length} files, ${total.toFixed(1)} s summed over ${report.numTotalTests ?? '?'} tests):`);
-for (const r of rows) console.log(`  ${r.seconds.toFixed(1).padStart(7)} s  ${r.name.padEnd(width)}  ${String(r.tests).padStart(3)} tests${r.status === 'passed' ? '' : `  ${r.status}`}`);
+for (const r of rows)
+  console.log(
+    `  ${r.seconds.toFixed(1).padStart(7)} s  ${r.name.padEnd(width)}  ${String(r.tests).padStart(3)} tests${r.status === 'passed' ? '' : `  ${r.status}`}`,
+  );
 // The suite's closing line, in the plain form CI reads ("N passed, N failed, N skipped").
-console.log(`tests: ${report.numPassedTests ?? 0} passed, ${report.numFailedTests ?? 0} failed, ${(report.numPendingTests ?? 0) + (report.numTodoTests ?? 0)} skipped`);
+console.log(
+  `tests: ${report.numPassedTests ?? 0} passed, ${report.numFailedTests ?? 0} failed, ${(report.numPendingTests ?? 0) + (report.numTodoTests ?? 0)} skipped`,
+);
 for (const line of failures) console.log(`  FAILED ${line}`);

@@ -29,7 +29,16 @@ export { PermissionStore, type PermissionAsker } from './main/limits/permissions
 export type { ListenerFailure } from './shared/typed-emitter.js';
 export { loadConfig, CONFIG_FILE_NAME, type ConfigOverrides, type LoadConfigOptions } from './main/setup/config-load.js';
 export { createLogger, type LoggerOptions, type LogLevel } from './main/setup/logger.js';
-export { configSchema, parseConfig, assertModelConfigured, EXECUTOR_KINDS, type ForkpoolConfig, type ForkpoolConfigInput, type BackgroundConfig, type ToolLimits } from './shared/config.js';
+export {
+  configSchema,
+  parseConfig,
+  assertModelConfigured,
+  EXECUTOR_KINDS,
+  type ForkpoolConfig,
+  type ForkpoolConfigInput,
+  type BackgroundConfig,
+  type ToolLimits,
+} from './shared/config.js';
 export { DEFAULTS, BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/defaults.js';
 export * from './shared/errors.js';
 export type { LoopEvent, StopReason } from './shared/loop-events.js';

@@ -59,7 +59,12 @@ app.get('/research/:id', async (request, reply) => {
   const timeout = new Promise((resolve) => setTimeout(resolve, 30_000, undefined));
   const record = /** @type {import('forkpool').JobRecord | undefined} */ (await Promise.race([manager.result(id), timeout]));
   if (!record) return reply.code(202).send({ id, state: manager.get(id)?.state });
-  return { id, status: record.status, answer: record.resultText ?? null, error: record.error ? { code: record.error.code, message: record.error.message } : null };
+  return {
+    id,
+    status: record.status,
+    answer: record.resultText ?? null,
+    error: record.error ? { code: record.error.code, message: record.error.message } : null,
+  };
 });
 
 const port = Number(process.env.PORT ?? 3000);

@@ -62,7 +62,8 @@ const SIM = { latencyMs: 40, jitterMs: 20, seed: 7, researchSteps: 3, capacityRe
 const PARENT_GAP_MS = 100;
 const TASK = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
 const FILES: Record<string, string> = {
-  'src/retry.ts': '// Retry with exponential backoff and jitter.\nexport function retryBackoff(attempt: number): number {\n  return Math.min(8000, 500 * 2 ** attempt);\n}\n',
+  'src/retry.ts':
+    '// Retry with exponential backoff and jitter.\nexport function retryBackoff(attempt: number): number {\n  return Math.min(8000, 500 * 2 ** attempt);\n}\n',
   'src/cache.ts': '// An LRU cache with a size limit.\nexport class LruCache {}\n',
   'README.md': '# demo workspace\nThe retry backoff lives in src/retry.ts.\n',
 };
@@ -157,7 +158,7 @@ export function adaptiveTable(results: readonly ModeResult[], capacity: number):
   const lines = [
     `Adaptive concurrency: ${results[0]?.jobs ?? 0} jobs against a server capacity of ${capacity} requests in flight (429 + Retry-After ${SIM.capacityRetryAfterSeconds} s past it)`,
     '',
-    '| mode | wall s | jobs ok | 429s (parent\'s) | parent requests | parent p50 ms | parent p99 ms | limit (min–max, last) |',
+    "| mode | wall s | jobs ok | 429s (parent's) | parent requests | parent p50 ms | parent p99 ms | limit (min–max, last) |",
     '|---|---:|---:|---:|---:|---:|---:|---|',
     ...results.map(
       (r) =>
@@ -196,7 +197,9 @@ export async function runAdaptiveBench(options: AdaptiveBenchOptions = {}): Prom
     for (let round = 1; round <= rounds; round++) {
       for (const mode of MODES) {
         const result = await runMode(mode, jobs, sim.url, root);
-        log(`round ${round} ${mode.name}: ${(result.wallMs / 1000).toFixed(2)} s, ${result.rateLimited} 429s, ${result.ok}/${jobs} ok, parent p99 ${result.parentP99Ms.toFixed(1)} ms`);
+        log(
+          `round ${round} ${mode.name}: ${(result.wallMs / 1000).toFixed(2)} s, ${result.rateLimited} 429s, ${result.ok}/${jobs} ok, parent p99 ${result.parentP99Ms.toFixed(1)} ms`,
+        );
         byMode.set(mode.name, [...(byMode.get(mode.name) ?? []), result]);
       }
     }

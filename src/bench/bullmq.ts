@@ -35,7 +35,9 @@ interface Row {
 
 async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freeLoopbackPort();
-  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
+    stdio: 'ignore',
+  });
   // Wait until it accepts connections (a fixed pause was too short on a loaded machine).
   for (let tries = 0; !(await acceptsConnections(port)); tries++) {
     if (child.exitCode !== null || tries >= 200) throw new Error(`redis-server on port ${port} did not start (exit code ${child.exitCode})`);
@@ -46,7 +48,11 @@ async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
 
 /** `configFile`: the worker's own config (its model endpoints and workspace; jobs carry neither). */
 function startWorker(redisUrl: string, queue: string, concurrency: number, configFile: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, 'worker', '--redis', redisUrl, '--queue', queue, '--config', configFile, '--concurrency', String(concurrency), '--json', '--log-level', 'error'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'worker', '--redis', redisUrl, '--queue', queue, '--config', configFile, '--concurrency', String(concurrency), '--json', '--log-level', 'error'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -60,7 +66,10 @@ function startWorker(redisUrl: string, queue: string, concurrency: number, confi
 function workspace(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-bench-bullmq-'));
   mkdirSync(path.join(dir, 'src'));
-  writeFileSync(path.join(dir, 'src/retry.ts'), '// Retry with exponential backoff and jitter.\nexport function retryBackoff(attempt: number): number {\n  return Math.min(8000, 500 * 2 ** attempt);\n}\n');
+  writeFileSync(
+    path.join(dir, 'src/retry.ts'),
+    '// Retry with exponential backoff and jitter.\nexport function retryBackoff(attempt: number): number {\n  return Math.min(8000, 500 * 2 ** attempt);\n}\n',
+  );
   writeFileSync(path.join(dir, 'README.md'), '# bench workspace\nThe retry backoff lives in src/retry.ts.\n');
   return dir;
 }
@@ -141,7 +150,16 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000' }, threads: { type: 'string', default: '16' }, latency: { type: 'string', default: '50' }, cancels: { type: 'string', default: '20' }, workers: { type: 'string', default: '1,2,4' }, out: { type: 'string', default: 'bench/results' } } });
+  const { values } = parseArgs({
+    options: {
+      jobs: { type: 'string', default: '1000' },
+      threads: { type: 'string', default: '16' },
+      latency: { type: 'string', default: '50' },
+      cancels: { type: 'string', default: '20' },
+      workers: { type: 'string', default: '1,2,4' },
+      out: { type: 'string', default: 'bench/results' },
+    },
+  });
   const jobs = Number(values.jobs);
   const threads = Number(values.threads);
   const cancelCount = Number(values.cancels);
@@ -164,16 +182,34 @@ async function main(): Promise<void> {
       const perWorker = Math.max(1, Math.ceil(threads / count));
       const workers = await Promise.all(Array.from({ length: count }, () => startWorker(redis.url, queue, perWorker, workerConfig)));
       // Everything goes into the queue; the workers' threads (count × perWorker) are the cap.
-      const config = parseConfig({ ...base, executor: 'bullmq', redisUrl: redis.url, bullmq: { queue }, background: { maxConcurrent: jobs, cancelGraceMs: 2_000 } });
+      const config = parseConfig({
+        ...base,
+        executor: 'bullmq',
+        redisUrl: redis.url,
+        bullmq: { queue },
+        background: { maxConcurrent: jobs, cancelGraceMs: 2_000 },
+      });
       process.stderr.write(`bench:bullmq: bullmq, ${count} worker(s) × ${perWorker} threads, ${jobs} jobs\n`);
       try {
-        rows.push(row(`bullmq ${count} worker(s) × ${perWorker}`, jobs, await fanOut(config, jobs), await cancels({ ...config, background: { ...config.background, maxConcurrent: threads } }, cancelCount, hanging)));
+        rows.push(
+          row(
+            `bullmq ${count} worker(s) × ${perWorker}`,
+            jobs,
+            await fanOut(config, jobs),
+            await cancels({ ...config, background: { ...config.background, maxConcurrent: threads } }, cancelCount, hanging),
+          ),
+        );
       } finally {
-        await Promise.all(workers.map((w) => new Promise((resolve) => {
-          w.once('exit', resolve);
-          w.kill('SIGTERM');
-          setTimeout(() => w.kill('SIGKILL'), 15_000).unref();
-        })));
+        await Promise.all(
+          workers.map(
+            (w) =>
+              new Promise((resolve) => {
+                w.once('exit', resolve);
+                w.kill('SIGTERM');
+                setTimeout(() => w.kill('SIGKILL'), 15_000).unref();
+              }),
+          ),
+        );
       }
     }
   } finally {
@@ -186,7 +222,10 @@ async function main(): Promise<void> {
   const markdown = table(rows);
   process.stdout.write(`${markdown}\n`);
   mkdirSync(values.out, { recursive: true });
-  writeFileSync(path.join(values.out, 'bullmq.json'), `${JSON.stringify({ at: new Date().toISOString(), node: process.version, cores: os.availableParallelism(), threads, rows }, null, 2)}\n`);
+  writeFileSync(
+    path.join(values.out, 'bullmq.json'),
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, cores: os.availableParallelism(), threads, rows }, null, 2)}\n`,
+  );
   writeFileSync(path.join(values.out, 'bullmq.md'), `${markdown}\n`);
 }
 

@@ -176,7 +176,10 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     phase('fanout');
     offDone();
     offProgress();
-    if (toolErrors.size > 0) notes.push(`failed tool calls: ${[...toolErrors].map(([name, n]) => `${name} ×${n}`).join(', ')} (slowest tool call ${Math.round(slowestToolMs)} ms; tool timeout ${config.toolLimits.toolTimeoutMs} ms)`);
+    if (toolErrors.size > 0)
+      notes.push(
+        `failed tool calls: ${[...toolErrors].map(([name, n]) => `${name} ×${n}`).join(', ')} (slowest tool call ${Math.round(slowestToolMs)} ms; tool timeout ${config.toolLimits.toolTimeoutMs} ms)`,
+      );
     if (firstFailure) notes.push(`${latencies.length - ok} jobs did not end ok; first: ${firstFailure}`);
 
     const coop: ProbeSample[] = [];

@@ -35,7 +35,10 @@ export function eventLoopDelaySpec(cells: readonly CellResult[], workload: 'cpu'
     ]);
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: `Main-thread event-loop delay, ${workload === 'cpu' ? 'CPU-heavy tools' : 'a tool that blocks (code_outline)'}`, subtitle: 'how late a 1 ms timer fired (symlog scale; lower is better)' },
+    title: {
+      text: `Main-thread event-loop delay, ${workload === 'cpu' ? 'CPU-heavy tools' : 'a tool that blocks (code_outline)'}`,
+      subtitle: 'how late a 1 ms timer fired (symlog scale; lower is better)',
+    },
     width: WIDTH,
     height: HEIGHT,
     background: 'white',

@@ -22,7 +22,13 @@ export function efficiencySpec(cells: readonly CellResult[]): TopLevelSpec {
       xOffset: { field: 'executor', sort: null },
       y: { field: 'efficiency', type: 'quantitative', scale: { domain: [0, 1] }, title: 'efficiency', axis: { format: '.0%' } },
       color: { field: 'executor', type: 'nominal', sort: null, title: null },
-      tooltip: [{ field: 'executor' }, { field: 'cell' }, { field: 'efficiency', format: '.0%' }, { field: 'idealS', title: 'ideal s', format: '.2f' }, { field: 'wallS', title: 'wall s', format: '.2f' }],
+      tooltip: [
+        { field: 'executor' },
+        { field: 'cell' },
+        { field: 'efficiency', format: '.0%' },
+        { field: 'idealS', title: 'ideal s', format: '.2f' },
+        { field: 'wallS', title: 'wall s', format: '.2f' },
+      ],
     },
   };
 }

@@ -59,7 +59,12 @@ export interface ImportSample {
 
 /** Runs `body` in a fresh Node process with `cwd` as its folder; `trace` lists what it loaded. */
 export function sampleImport(cwd: string, body: string, trace = false): ImportSample {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', childScript(body, trace)], { cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '' } });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', childScript(body, trace)], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`the import child failed (exit ${r.status}): ${r.stderr.trim().slice(0, 2_000)}`);
   const { ms, urls } = JSON.parse(line) as { ms: number; urls: string[] };
@@ -128,10 +133,17 @@ export interface InstallFigures {
 export function libraryInstall(root: string): InstallFigures {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-install-'));
   try {
-    const tarball = execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], { cwd: root, encoding: 'utf8' }).trim().split('\n').pop() as string;
+    const tarball = execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], { cwd: root, encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .pop() as string;
     // --ignore-scripts: the size of what is installed, without a native build (the old
     // better-sqlite3 compiled for minutes here, and its binary is not what is compared).
-    execFileSync('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-package-lock', path.join(dir, tarball)], { cwd: dir, stdio: 'ignore' });
+    execFileSync(
+      'npm',
+      ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-package-lock', path.join(dir, tarball)],
+      { cwd: dir, stdio: 'ignore' },
+    );
     const nodeModules = path.join(dir, 'node_modules');
     return { packages: countPackages(nodeModules), megabytes: folderBytes(nodeModules) / 2 ** 20 };
   } finally {
@@ -140,7 +152,14 @@ export function libraryInstall(root: string): InstallFigures {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, install: { type: 'boolean', default: false }, root: { type: 'string' }, json: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '9' },
+      install: { type: 'boolean', default: false },
+      root: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
   const root = path.resolve(values.root ?? fileURLToPath(new URL('../../', import.meta.url)));
   const rounds = Math.max(1, Number(values.rounds));
   const forkpool: ImportSample[] = [];
@@ -157,7 +176,16 @@ async function main(): Promise<void> {
   const loaded = sampleImport(root, forkpoolImport(root), true).packages;
   const heavy = loaded.filter((p) => (HEAVY_PACKAGES as readonly string[]).includes(p));
   const install = values.install ? libraryInstall(root) : undefined;
-  const report = { node: process.version, rounds, forkpoolMs, baselineMs, ratio: forkpoolMs / baselineMs, packagesLoaded: loaded, heavyLoaded: heavy, ...(install ? { install } : {}) };
+  const report = {
+    node: process.version,
+    rounds,
+    forkpoolMs,
+    baselineMs,
+    ratio: forkpoolMs / baselineMs,
+    packagesLoaded: loaded,
+    heavyLoaded: heavy,
+    ...(install ? { install } : {}),
+  };
   if (values.json) {
     console.log(JSON.stringify(report));
     return;

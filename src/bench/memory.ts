@@ -58,7 +58,10 @@ async function settledGc(): Promise<void> {
 const workspace = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'forkpool-memory-')));
 mkdirSync(path.join(workspace, 'src'), { recursive: true });
 writeFileSync(path.join(workspace, 'README.md'), '# memory bench\nThe tool loop lives in src/loop.ts.\n');
-writeFileSync(path.join(workspace, 'src/loop.ts'), `export function toolLoop() {\n${'  // retries with backoff, stops at maxIterations\n'.repeat(40)}  return 42;\n}\n`);
+writeFileSync(
+  path.join(workspace, 'src/loop.ts'),
+  `export function toolLoop() {\n${'  // retries with backoff, stops at maxIterations\n'.repeat(40)}  return 42;\n}\n`,
+);
 
 const sim = await startSimServer({ seed: 7, ...(values['sim-log'] === undefined ? {} : { requestLogLimit: Number(values['sim-log']) }) });
 const retention = {

@@ -28,8 +28,46 @@ export interface SourceTree {
   largestBytes: number;
 }
 
-const NOUNS = ['job', 'pool', 'queue', 'worker', 'record', 'ledger', 'session', 'event', 'client', 'request', 'result', 'budget', 'model', 'tool', 'thread', 'port', 'cache', 'config', 'report', 'stream'];
-const VERBS = ['spawn', 'cancel', 'flush', 'resolve', 'collect', 'render', 'parse', 'merge', 'retry', 'schedule', 'drain', 'settle', 'measure', 'encode', 'validate', 'restore'];
+const NOUNS = [
+  'job',
+  'pool',
+  'queue',
+  'worker',
+  'record',
+  'ledger',
+  'session',
+  'event',
+  'client',
+  'request',
+  'result',
+  'budget',
+  'model',
+  'tool',
+  'thread',
+  'port',
+  'cache',
+  'config',
+  'report',
+  'stream',
+];
+const VERBS = [
+  'spawn',
+  'cancel',
+  'flush',
+  'resolve',
+  'collect',
+  'render',
+  'parse',
+  'merge',
+  'retry',
+  'schedule',
+  'drain',
+  'settle',
+  'measure',
+  'encode',
+  'validate',
+  'restore',
+];
 const TYPES = ['string', 'number', 'boolean', 'readonly string[]', 'Map<string, number>', 'Promise<void>', 'Record<string, unknown>', 'Date | undefined'];
 
 /**
@@ -37,7 +75,9 @@ const TYPES = ['string', 'number', 'boolean', 'readonly string[]', 'Map<string, 
  * latency 5 ms: the parses are the work. Cap 4 (quick 2): the CPU is the limit on two cores.
  */
 export function parsePlan(quick: boolean): WorkloadPlan {
-  const shape: SourceTreeShape = quick ? { files: 200, outlined: 6, minBytes: 1_000, maxBytes: 30_000 } : { files: 2_000, outlined: 50, minBytes: 1_000, maxBytes: 120_000 };
+  const shape: SourceTreeShape = quick
+    ? { files: 200, outlined: 6, minBytes: 1_000, maxBytes: 30_000 }
+    : { files: 2_000, outlined: 50, minBytes: 1_000, maxBytes: 120_000 };
   return {
     name: 'parse',
     description:
@@ -87,7 +127,11 @@ export function generateSourceTree(dir: string, shape: SourceTreeShape): SourceT
     if (i % 40 === 0) mkdirSync(path.join(dir, folder), { recursive: true });
     // A Pareto-like tail: most files a few KB, the largest 2-3% tens to hundreds of KB.
     const target = Math.min(shape.maxBytes, Math.round(shape.minBytes * (1 - random()) ** -0.8));
-    const parts: string[] = [`// Generated module ${i}: ${pick(NOUNS)} handling.`, `import { ${name(false)} } from '../mod-${String(Math.floor(random() * 50)).padStart(3, '0')}/index.js';`, ''];
+    const parts: string[] = [
+      `// Generated module ${i}: ${pick(NOUNS)} handling.`,
+      `import { ${name(false)} } from '../mod-${String(Math.floor(random() * 50)).padStart(3, '0')}/index.js';`,
+      '',
+    ];
     let size = parts.join('\n').length;
     while (size < target) {
       const block = declaration(random, pick, name);
@@ -150,12 +194,25 @@ function method(random: () => number, pick: Pick, name: (upper: boolean) => stri
     const v = name(false);
     const k = random();
     if (k < 0.3) lines.push(`const ${v} = this.${name(false)}?.get(${JSON.stringify(pick(NOUNS))}) ?? ${Math.floor(random() * 100)};`);
-    else if (k < 0.5) lines.push(`for (const ${v} of [${params.map((p) => p.split(':')[0]).join(', ')}]) {`, `  if (${v} === undefined) continue;`, `  this.${name(false)}.set(String(${v}), Date.now());`, '}');
-    else if (k < 0.7) lines.push(`if (this.options.${name(false)} > ${Math.floor(random() * 500)}) {`, `  throw new Error(\`${pick(NOUNS)} \${${JSON.stringify(pick(VERBS))}} failed after \${${Math.floor(random() * 9)}} attempts\`);`, '}');
+    else if (k < 0.5)
+      lines.push(
+        `for (const ${v} of [${params.map((p) => p.split(':')[0]).join(', ')}]) {`,
+        `  if (${v} === undefined) continue;`,
+        `  this.${name(false)}.set(String(${v}), Date.now());`,
+        '}',
+      );
+    else if (k < 0.7)
+      lines.push(
+        `if (this.options.${name(false)} > ${Math.floor(random() * 500)}) {`,
+        `  throw new Error(\`${pick(NOUNS)} \${${JSON.stringify(pick(VERBS))}} failed after \${${Math.floor(random() * 9)}} attempts\`);`,
+        '}',
+      );
     else if (k < 0.85) lines.push(`const ${v} = await Promise.all([${pick(NOUNS)}s.map((item) => item.${pick(VERBS)}())].flat());`);
     else lines.push(`// ${pick(VERBS)} the ${pick(NOUNS)} before the ${pick(NOUNS)} is ${pick(VERBS)}d.`);
   }
-  lines.push(`return ${random() < 0.5 ? 'undefined' : `{ ${pick(NOUNS)}: ${Math.floor(random() * 50)} }`} as unknown as ${pick(['void', 'number', 'string'])};`);
+  lines.push(
+    `return ${random() < 0.5 ? 'undefined' : `{ ${pick(NOUNS)}: ${Math.floor(random() * 50)} }`} as unknown as ${pick(['void', 'number', 'string'])};`,
+  );
   // A method is indented in its class; a function is not.
   const indent = asFunction === undefined ? '  ' : '';
   const body = lines.map((l) => `${indent}  ${l}`).join('\n');

@@ -13,5 +13,8 @@ export function builtBenchFile(name: 'cell-child' | 'sim-child' | 'stubborn-entr
     const file = fileURLToPath(url);
     if (existsSync(file)) return file;
   }
-  throw new ForkpoolError('INTERNAL', `bench file ${name}.js not found; run \`npm run build\` first (looked in ${candidates.map((u) => fileURLToPath(u)).join(' and ')})`);
+  throw new ForkpoolError(
+    'INTERNAL',
+    `bench file ${name}.js not found; run \`npm run build\` first (looked in ${candidates.map((u) => fileURLToPath(u)).join(' and ')})`,
+  );
 }

@@ -104,7 +104,12 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
   for (const c of cells.filter((x) => x.workload === 'io' && x.jobs === ioJobs && x.executor !== 'inline')) {
     const base = inlineOf(cells, c);
     const delta = base ? (c.wallMs / base.wallMs - 1) * 100 : Number.NaN;
-    out.push({ target: `io ${ioJobs} jobs: wall time within 2% of inline`, executor: c.executor, value: `${delta >= 0 ? '+' : ''}${fmt(delta, 1)}%`, met: base ? Math.abs(delta) <= 2 || delta < 0 : null });
+    out.push({
+      target: `io ${ioJobs} jobs: wall time within 2% of inline`,
+      executor: c.executor,
+      value: `${delta >= 0 ? '+' : ''}${fmt(delta, 1)}%`,
+      met: base ? Math.abs(delta) <= 2 || delta < 0 : null,
+    });
   }
   for (const c of cells.filter((x) => x.workload === 'cpu')) {
     const base = inlineOf(cells, c);
@@ -116,7 +121,12 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
   for (const workload of ['io', 'scale']) {
     const jobs = maxJobs(workload);
     for (const c of cells.filter((x) => x.workload === workload && x.jobs === jobs)) {
-      out.push({ target: `spawn() p99 < 0.2 ms (${workload} ${jobs.toLocaleString('en-US')} spawns)`, executor: c.executor, value: `${fmt(c.spawnP99Ms, 3)} ms (p50 ${fmt(c.spawnP50Ms, 3)})`, met: c.spawnP99Ms < 0.2 });
+      out.push({
+        target: `spawn() p99 < 0.2 ms (${workload} ${jobs.toLocaleString('en-US')} spawns)`,
+        executor: c.executor,
+        value: `${fmt(c.spawnP99Ms, 3)} ms (p50 ${fmt(c.spawnP50Ms, 3)})`,
+        met: c.spawnP99Ms < 0.2,
+      });
     }
   }
   const executors = [...new Set(cells.map((c) => c.executor))];
@@ -134,7 +144,12 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
       const hard = median(mine.map((c) => c.cancelHardP50Ms));
       // An in-process peer cannot stop a job stuck in synchronous code: a miss, not a missing figure.
       const unstopped = mine.some((c) => c.cancelHardUnstopped);
-      out.push({ target: 'hard stop < 250 ms (median of cells)', executor, value: unstopped ? 'not stopped after 10 s' : `${fmt(hard, 1)} ms`, met: unstopped ? false : hard === null ? null : hard < 250 });
+      out.push({
+        target: 'hard stop < 250 ms (median of cells)',
+        executor,
+        value: unstopped ? 'not stopped after 10 s' : `${fmt(hard, 1)} ms`,
+        met: unstopped ? false : hard === null ? null : hard < 250,
+      });
     }
   }
   out.push(...parseTargets(cells));
@@ -153,7 +168,11 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
 
 export function targetsTable(checks: readonly TargetCheck[]): string {
   const mark = (met: boolean | null) => (met === null ? '?' : met ? 'met' : 'MISSED');
-  return ['| target | executor | value | |', '| --- | --- | --- | --- |', ...checks.map((t) => `| ${t.target} | ${t.executor} | ${t.value} | ${mark(t.met)} |`)].join('\n');
+  return [
+    '| target | executor | value | |',
+    '| --- | --- | --- | --- |',
+    ...checks.map((t) => `| ${t.target} | ${t.executor} | ${t.value} | ${mark(t.met)} |`),
+  ].join('\n');
 }
 
 export function markdownReport(report: BenchReport, charts: readonly string[]): string {
@@ -165,7 +184,12 @@ export function markdownReport(report: BenchReport, charts: readonly string[]): 
     '',
     '## Workloads',
     '',
-    ...Object.entries(report.workloads).map(([name, w]) => `- **${name}**: ${w.description} (sim: ${Object.entries(w.sim).map(([k, v]) => `${k}=${v}`).join(', ')})`),
+    ...Object.entries(report.workloads).map(
+      ([name, w]) =>
+        `- **${name}**: ${w.description} (sim: ${Object.entries(w.sim)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')})`,
+    ),
     '',
     '## Results',
     '',

@@ -108,7 +108,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
   const name = options.name ?? (quick ? 'quick' : 'full');
   const outDir = path.resolve(options.outDir ?? (quick ? QUICK_OUT_DIR : FULL_OUT_DIR));
   const log = options.log ?? ((line: string) => process.stderr.write(`[bench] ${line}\n`));
-  if (options.only !== undefined && !WORKLOADS.includes(options.only)) throw new Error(`--only expects one of ${WORKLOADS.join(', ')}; received ${String(options.only)}`);
+  if (options.only !== undefined && !WORKLOADS.includes(options.only))
+    throw new Error(`--only expects one of ${WORKLOADS.join(', ')}; received ${String(options.only)}`);
   const plans = planWorkloads(quick).filter((w) => options.only === undefined || w.name === options.only);
   mkdirSync(outDir, { recursive: true });
   const profileDir = options.cpuProf ? path.join(outDir, 'profiles') : undefined;
@@ -119,7 +120,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
     name,
     quick,
     startedAt: new Date().toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${process.platform} ${os.release()}`, ...openFilesLimit() },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memGb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform} ${os.release()}`,
+      ...openFilesLimit(),
+    },
     workloads: {},
     cells: [],
     errors: [],
@@ -160,12 +168,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
         try {
           calibration = await calibrate({ simUrl: sim.url, workspace, task: task ?? taskFor(0), sim: plan.sim });
           (report.calibration ??= {})[plan.name] = calibration;
-          log(`${plan.name}: one job = ${calibration.modelCalls} model calls, tool CPU ${calibration.toolCpuMs.toFixed(1)} ms (single-threaded; ${calibration.cores} cores)`);
+          log(
+            `${plan.name}: one job = ${calibration.modelCalls} model calls, tool CPU ${calibration.toolCpuMs.toFixed(1)} ms (single-threaded; ${calibration.cores} cores)`,
+          );
         } catch (error) {
           log(`${plan.name}: calibration failed, no ideal times: ${error instanceof Error ? error.message : String(error)}`);
         }
         for (const jobs of options.fanouts ?? plan.fanouts) {
-          const chosen = (e: ExecutorName) => (options.executors === undefined || options.executors.includes(e)) && (!options.smoke || SMOKE_CELLS[plan.name].includes(e));
+          const chosen = (e: ExecutorName) =>
+            (options.executors === undefined || options.executors.includes(e)) && (!options.smoke || SMOKE_CELLS[plan.name].includes(e));
           for (const executor of plan.executors.filter(chosen)) {
             const skip = plan.skip?.find((s) => s.executor === executor && s.jobs === jobs);
             if (skip) {
@@ -252,12 +263,14 @@ export async function benchCommand(flags: BenchFlags): Promise<number> {
     process.stderr.write(`forkpool bench: ${message}\n`);
     return 2;
   };
-  if (flags.only !== undefined && flags.only !== ADAPTIVE_SECTION && !(WORKLOADS as readonly string[]).includes(flags.only)) return usage(`--only expects one of ${[...WORKLOADS, ADAPTIVE_SECTION].join(', ')}; received ${flags.only}`);
+  if (flags.only !== undefined && flags.only !== ADAPTIVE_SECTION && !(WORKLOADS as readonly string[]).includes(flags.only))
+    return usage(`--only expects one of ${[...WORKLOADS, ADAPTIVE_SECTION].join(', ')}; received ${flags.only}`);
   const executors = flags.executors?.split(',').map((e) => e.trim());
   const unknown = executors?.filter((e) => !(EXECUTORS as readonly string[]).includes(e)) ?? [];
   if (unknown.length > 0) return usage(`--executors expects some of ${EXECUTORS.join(', ')}; received ${unknown.join(', ')}`);
   const fanouts = flags.fanouts?.split(',').map(Number);
-  if (fanouts?.some((n) => !Number.isInteger(n) || n < 1 || n > 100_000)) return usage(`--fanouts expects integers 1..100000, comma-separated; received ${flags.fanouts}`);
+  if (fanouts?.some((n) => !Number.isInteger(n) || n < 1 || n > 100_000))
+    return usage(`--fanouts expects integers 1..100000, comma-separated; received ${flags.fanouts}`);
   // Ctrl+C / SIGTERM: end the cell and simulator processes too, then go.
   const onSignal = (code: number) => () => {
     children.forEach((c) => c.kill('SIGKILL'));
@@ -327,7 +340,9 @@ if (isEntry()) process.exitCode = await benchMain(process.argv.slice(2));
  */
 function openFilesLimit(): { openFilesLimit?: number } {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = Number(line?.split(/\s{2,}/)[1]);
     return Number.isFinite(soft) ? { openFilesLimit: soft } : {};
   } catch {

@@ -113,7 +113,9 @@ export function serverIsolationTable(rows: readonly ServerIsolationRow[]): strin
 }
 
 export async function runServerIsolationBench(options: { quick: boolean }): Promise<{ rows: ServerIsolationRow[]; summary: string }> {
-  const shape = options.quick ? { files: 80, outlined: 6, minBytes: 20_000, maxBytes: 150_000 } : { files: 300, outlined: 20, minBytes: 40_000, maxBytes: 400_000 };
+  const shape = options.quick
+    ? { files: 80, outlined: 6, minBytes: 20_000, maxBytes: 150_000 }
+    : { files: 300, outlined: 20, minBytes: 40_000, maxBytes: 400_000 };
   const jobs = options.quick ? 4 : 8;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-bench-server-'));
   const sim = await startSimProcess({ latencyMs: 5, jitterMs: 0, seed: 4, researchSteps: 3 });

@@ -75,7 +75,13 @@ export function planWorkloads(quick: boolean): WorkloadPlan[] {
     timeoutMs: quick ? 30_000 : 240_000,
     skip: quick
       ? []
-      : [{ executor: 'worker-per-job', jobs: 1000, reason: 'a fresh thread per job costs ~0.4 s of CPU on this machine (see the 100-job cell): ~7 minutes, over the bench budget' }],
+      : [
+          {
+            executor: 'worker-per-job',
+            jobs: 1000,
+            reason: 'a fresh thread per job costs ~0.4 s of CPU on this machine (see the 100-job cell): ~7 minutes, over the bench budget',
+          },
+        ],
   };
   const cpu: WorkloadPlan = {
     name: 'cpu',

@@ -33,7 +33,9 @@ export function createChat(ctx: CliContext, options: { resume?: string | undefin
     ...(resume !== undefined ? { sessionId: resume, resume: true } : {}),
   });
   chat = new ChatController({ session, closeTimeoutMs: Math.min(ctx.config.background.closeTimeoutMs, QUIT_TIMEOUT_MAX_MS) });
-  const model = ctx.sim ? `the simulated model (${ctx.sim.url})` : `${escapeForTerminal(ctx.config.model)} at ${escapeForTerminal(ctx.config.baseUrl ?? 'the default endpoint')}`;
+  const model = ctx.sim
+    ? `the simulated model (${ctx.sim.url})`
+    : `${escapeForTerminal(ctx.config.model)} at ${escapeForTerminal(ctx.config.baseUrl ?? 'the default endpoint')}`;
   chat.add('info', `forkpool chat · ${model} · workspace ${escapeForTerminal(ctx.config.workspaceRoot)} · /help for commands, Ctrl+C on an empty prompt quits`);
   // On a terminal into the transcript (the ink app owns the screen); otherwise on stderr, like `run`.
   const say = options.onTerminal ? (line: string) => chat?.add('info', escapeForTerminal(line)) : ctx.note;
@@ -51,7 +53,13 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
   });
   try {
     if (interactive) await runInk(chat);
-    else await runLineMode(chat, { input: process.stdin, out: (line) => process.stdout.write(`${line}\n`), note: ctx.note, ...(ctx.json ? { json: (entry) => ctx.event('entry', { kind: entry.kind, text: entry.text }) } : {}) });
+    else
+      await runLineMode(chat, {
+        input: process.stdin,
+        out: (line) => process.stdout.write(`${line}\n`),
+        note: ctx.note,
+        ...(ctx.json ? { json: (entry) => ctx.event('entry', { kind: entry.kind, text: entry.text }) } : {}),
+      });
     const usage = chat.session.agent.session.usage();
     ctx.event('usage', { byBucket: usage });
     const lines = usageLines(usage);

@@ -84,7 +84,9 @@ export function parsePositiveNumber(name: string) {
 export async function createCliContext(flags: GlobalFlags): Promise<CliContext> {
   const level = (flags.logLevel ?? 'warn') as LogLevel;
   if (!LOG_LEVELS.includes(level)) {
-    throw new ConfigError([{ field: 'logLevel', expected: `one of ${LOG_LEVELS.join(', ')}`, received: JSON.stringify(flags.logLevel), source: 'flag --log-level' }]);
+    throw new ConfigError([
+      { field: 'logLevel', expected: `one of ${LOG_LEVELS.join(', ')}`, received: JSON.stringify(flags.logLevel), source: 'flag --log-level' },
+    ]);
   }
   const overrides: ConfigOverrides = {
     configPath: flags.config,
@@ -129,12 +131,19 @@ export async function createCliContext(flags: GlobalFlags): Promise<CliContext> 
     dispose: async () => {},
   };
   if (!config.baseUrl && !config.apiKey) {
-    const sim = await startSimServer({ latencyMs: flags.simLatency ?? 40, jitterMs: 20, recordBodies: false, ...(flags.simSteps !== undefined ? { researchSteps: flags.simSteps } : {}) });
+    const sim = await startSimServer({
+      latencyMs: flags.simLatency ?? 40,
+      jitterMs: 20,
+      recordBodies: false,
+      ...(flags.simSteps !== undefined ? { researchSteps: flags.simSteps } : {}),
+    });
     config = { ...config, baseUrl: sim.url };
     context.config = config;
     context.sim = sim;
     context.dispose = () => sim.close();
-    context.note(`forkpool: no model configured; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`);
+    context.note(
+      `forkpool: no model configured; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`,
+    );
     context.event('sim', { url: sim.url });
   }
   return context;
@@ -162,7 +171,9 @@ export function checkWorkspaceFolder(root: string): void {
     isFolder = statSync(root).isDirectory();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(code === 'ENOENT' ? `workspace ${JSON.stringify(root)} does not exist` : `cannot use workspace ${JSON.stringify(root)} (${code ?? 'error'})`);
+    throw new UsageError(
+      code === 'ENOENT' ? `workspace ${JSON.stringify(root)} does not exist` : `cannot use workspace ${JSON.stringify(root)} (${code ?? 'error'})`,
+    );
   }
   if (!isFolder) throw new UsageError(`workspace ${JSON.stringify(root)} is not a folder`);
 }
@@ -174,7 +185,12 @@ export function reportError(error: unknown): number {
     return EXIT.usage;
   }
   if (error instanceof ConfigError) {
-    process.stderr.write(`forkpool: invalid configuration\n${error.message.split('\n').map((l) => `  ${l}`).join('\n')}\n`);
+    process.stderr.write(
+      `forkpool: invalid configuration\n${error.message
+        .split('\n')
+        .map((l) => `  ${l}`)
+        .join('\n')}\n`,
+    );
     return EXIT.usage;
   }
   if (error instanceof ForkpoolError) {

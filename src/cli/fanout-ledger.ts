@@ -63,7 +63,9 @@ export function openFanoutLedger(config: ForkpoolConfig, resume: boolean): Fanou
   const tied = [...sources.values()].filter((source) => source.startsWith('line:')).length;
   if (!resume && tied > 0) {
     store.close();
-    return { problem: `the ledger ${JSON.stringify(file)} already holds a fan-out (${tied} task(s)); pass --resume to continue it, or give another --ledger file` };
+    return {
+      problem: `the ledger ${JSON.stringify(file)} already holds a fan-out (${tied} task(s)); pass --resume to continue it, or give another --ledger file`,
+    };
   }
   const { lines, digests, findings } = checkLedger(jobs, sources);
   const recorded = new Set(lines.values());
@@ -126,7 +128,8 @@ function checkLedger(jobs: JobStore, sources: Map<string, string>): { lines: Map
     }
   }
   for (const record of records.values()) {
-    if (record.parentJobId === undefined && !sources.has(record.id)) rejected.push({ id: record.id, reason: `job ${record.id} is tied to no input line (its line row was deleted)`, hasRow: true });
+    if (record.parentJobId === undefined && !sources.has(record.id))
+      rejected.push({ id: record.id, reason: `job ${record.id} is tied to no input line (its line row was deleted)`, hasRow: true });
   }
   const rerun = rejected.map((r) => r.reason);
   if (rejected.length > 0) {

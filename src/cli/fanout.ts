@@ -70,7 +70,9 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const ctx = await createCliContext(flags);
   if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
     const known = Object.keys(ctx.config.agents);
-    process.stderr.write(`forkpool fanout: --agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}\n`);
+    process.stderr.write(
+      `forkpool fanout: --agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}\n`,
+    );
     await ctx.dispose();
     return EXIT.usage;
   }
@@ -127,7 +129,16 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
 
   const drawStatus = () =>
     out.status(
-      statusText({ read: accepted, ended, failed: countFailed(tally), running: running.size, queued: pending() - running.size, startedAt, now: Date.now(), pool: describePool(manager.budgetPool()) }),
+      statusText({
+        read: accepted,
+        ended,
+        failed: countFailed(tally),
+        running: running.size,
+        queued: pending() - running.size,
+        startedAt,
+        now: Date.now(),
+        pool: describePool(manager.budgetPool()),
+      }),
     );
   const ticker = out.live ? setInterval(drawStatus, 250) : undefined;
   ticker?.unref();
@@ -148,7 +159,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       deliveries.markDelivered(id);
     } catch (error) {
       if (!(error instanceof LedgerWriteError)) throw error;
-      if (!deliveryWriteFailed) out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);
+      if (!deliveryWriteFailed)
+        out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);
       deliveryWriteFailed = true;
     }
   };

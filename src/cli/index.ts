@@ -47,7 +47,13 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
     .action(async (prompt: string | undefined, flags: RunFlags) => setExit(await runCommand(prompt, flags)));
 
-  globalOptions(program.command('chat').description('talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)'))
+  globalOptions(
+    program
+      .command('chat')
+      .description(
+        'talk to the parent agent over many turns: live background jobs, /bg commands, Ctrl+Enter for a job of your own (plain lines when not on a terminal)',
+      ),
+  )
     .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
@@ -58,7 +64,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .addOption(new Option('--executor <kind>', 'where jobs run').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']).default('piscina'))
     .option('--no-progress', 'no progress bar')
     .option('--agent <name>', 'run every line as this configured agent (a line\'s own "agent" wins; default: background.defaultAgent)')
-    .option('--ledger <file>', 'keep every task\'s job in this SQLite file, so a killed fan-out can be resumed')
+    .option('--ledger <file>', "keep every task's job in this SQLite file, so a killed fan-out can be resumed")
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
@@ -66,8 +72,16 @@ export function buildProgram(setExit: (code: number) => void): Command {
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
     .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
     .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
-    .addOption(new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices(['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq']))
-    .option('--ledger <file>', 'keep the server\'s jobs and sessions in this SQLite file; a restart finds them again')
+    .addOption(
+      new Option('--executor <kind>', 'where jobs run (default: config executor, piscina)').choices([
+        'piscina',
+        'tinypool',
+        'inline',
+        'worker-per-job',
+        'bullmq',
+      ]),
+    )
+    .option('--ledger <file>', "keep the server's jobs and sessions in this SQLite file; a restart finds them again")
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .action(async (flags: ServeFlags) => {
       // fastify (an optional peer) loads only for this command.
@@ -81,8 +95,16 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--redis <url>', 'Redis URL (env FORKPOOL_REDIS_URL, config redisUrl)')
     .option('--concurrency <n>', 'jobs this worker runs at once, one thread each (default background.maxConcurrent)', parseIntFlag('--concurrency', 1))
     .option('--queue <name>', 'BullMQ queue (default bullmq.queue, "forkpool")')
-    .option('--lock-ms <ms>', 'job lock; a dead worker\'s jobs run again within about twice this (default bullmq.lockMs, 30000)', parseIntFlag('--lock-ms', 1_000))
-    .option('--max-stalls <n>', 'a job whose worker died this many times is failed, not run again (default bullmq.maxStalls, 2)', parseIntFlag('--max-stalls', 0, 100))
+    .option(
+      '--lock-ms <ms>',
+      "job lock; a dead worker's jobs run again within about twice this (default bullmq.lockMs, 30000)",
+      parseIntFlag('--lock-ms', 1_000),
+    )
+    .option(
+      '--max-stalls <n>',
+      'a job whose worker died this many times is failed, not run again (default bullmq.maxStalls, 2)',
+      parseIntFlag('--max-stalls', 0, 100),
+    )
     .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
     .option('--json', 'one JSON event per line on stdout')
     .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
@@ -117,8 +139,11 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--only <workload>', 'one workload: io, cpu, scale or parse')
     .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')
-    .option('--executors <list>', 'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job, openai-agents, ai-sdk (the last two: other SDKs, in-process)')
-    .option('--fanouts <list>', 'comma-separated job counts, replacing each workload\'s own')
+    .option(
+      '--executors <list>',
+      'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job, openai-agents, ai-sdk (the last two: other SDKs, in-process)',
+    )
+    .option('--fanouts <list>', "comma-separated job counts, replacing each workload's own")
     .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
     // Loaded on demand: the bench code is not needed by any other command.
     .action(async (flags: BenchFlags) => setExit(await (await loadBench()).benchCommand(flags)));
@@ -132,7 +157,11 @@ async function loadBench(): Promise<typeof import('../bench/run.js')> {
     return await import('../bench/run.js');
   } catch (error) {
     if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
-    throw new ForkpoolError('PACKAGE_MISSING', 'forkpool bench runs from a clone of the forkpool repository (npm run bench); the published package leaves dist/bench out', { cause: error });
+    throw new ForkpoolError(
+      'PACKAGE_MISSING',
+      'forkpool bench runs from a clone of the forkpool repository (npm run bench); the published package leaves dist/bench out',
+      { cause: error },
+    );
   }
 }
 

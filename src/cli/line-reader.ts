@@ -14,7 +14,9 @@ export function openInput(file: string, stdin: Readable = process.stdin): Readab
     isFolder = statSync(file).isDirectory();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(code === 'ENOENT' ? `input file ${JSON.stringify(file)} does not exist` : `cannot read input file ${JSON.stringify(file)} (${code ?? 'error'})`);
+    throw new UsageError(
+      code === 'ENOENT' ? `input file ${JSON.stringify(file)} does not exist` : `cannot read input file ${JSON.stringify(file)} (${code ?? 'error'})`,
+    );
   }
   // Pipes stay allowed: `forkpool fanout <(make-tasks)` reads a FIFO.
   if (isFolder) throw new UsageError(`input ${JSON.stringify(file)} is a folder, not a JSONL file`);

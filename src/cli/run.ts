@@ -21,16 +21,19 @@ export const DEMO_PROMPT = [
  * model name, fewer tools, its own prompt) and depth 2, so question 5 is delegated twice.
  */
 function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
-  const agents = Object.keys(config.agents).length > 0 ? config.agents : {
-    scout: {
-      description: 'Finds where things are in the code; fast and cheap',
-      model: `${config.model}-scout`,
-      tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
-      maxIterations: 8,
-      systemPrompt: 'You are the scout: find the files that matter and cite them.',
-      replaceSystemPrompt: false,
-    },
-  };
+  const agents =
+    Object.keys(config.agents).length > 0
+      ? config.agents
+      : {
+          scout: {
+            description: 'Finds where things are in the code; fast and cheap',
+            model: `${config.model}-scout`,
+            tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
+            maxIterations: 8,
+            systemPrompt: 'You are the scout: find the files that matter and cite them.',
+            replaceSystemPrompt: false,
+          },
+        };
   return { ...config, agents, background: { ...config.background, maxDepth: Math.max(2, config.background.maxDepth) } };
 }
 
@@ -44,13 +47,21 @@ export interface RunFlags extends GlobalFlags {
  * With a durable ledger: says (through `say`; default stderr) which session is kept where and
  * how to continue it with `command`, and on a resume what was found.
  */
-export function announceLedgerSession(ctx: CliContext, session: AgentSession, command: 'run' | 'chat', resumed: boolean, say: (line: string) => void = ctx.note): void {
+export function announceLedgerSession(
+  ctx: CliContext,
+  session: AgentSession,
+  command: 'run' | 'chat',
+  resumed: boolean,
+  say: (line: string) => void = ctx.note,
+): void {
   const ledger = ctx.config.ledger.path;
   if (ledger === undefined) return;
   const found = session.manager.recovery;
   const lines = [`forkpool: session ${session.id} kept in ${ledger} (continue it with forkpool ${command} --ledger ${ledger} --resume ${session.id})`];
   if (found && resumed) {
-    lines.push(`forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`);
+    lines.push(
+      `forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`,
+    );
     for (const row of found.invalid) lines.push(`forkpool: warning: ledger row ${row.id} was not recovered: ${row.problem}`);
   }
   for (const line of lines) say(line);
@@ -116,7 +127,8 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     if (event.type === 'turn_start' && event.followUp) ctx.note(`… wave finished: follow-up turn ${event.turn}`);
   });
   session.on('turn-result', (result) => {
-    if (ctx.json) ctx.event('answer', { turn: result.turn, followUp: result.followUp, stopReason: result.stopReason, text: result.answer, error: result.error ?? null });
+    if (ctx.json)
+      ctx.event('answer', { turn: result.turn, followUp: result.followUp, stopReason: result.stopReason, text: result.answer, error: result.error ?? null });
     // On a terminal the answer is escaped (line feeds and tabs kept); piped, it is the exact text.
     else process.stdout.write(`${result.followUp ? '\n' : ''}${process.stdout.isTTY ? escapeLinesForTerminal(result.answer) : result.answer}\n`);
     if (result.error) ctx.note(`turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 2_000)}`);

@@ -36,11 +36,15 @@ export async function serveCommand(flags: ServeFlags): Promise<number> {
   ctx.event('listening', { url: server.url, ...(server.tokenGenerated ? { token: server.token } : {}), pid: process.pid });
   if (server.tokenGenerated) ctx.note(`forkpool: token (shown once; set FORKPOOL_SERVER_TOKEN to choose one): ${server.token}`);
   if (config.ledger.path !== undefined) ctx.note(`forkpool: jobs and sessions kept in the ledger ${config.ledger.path} (a restart resumes them)`);
-  ctx.note(`forkpool: serving ${server.url} (API: Authorization: Bearer <token>; page: ${server.tokenGenerated ? login : `${server.url}/login?token=<FORKPOOL_SERVER_TOKEN>`})`);
+  ctx.note(
+    `forkpool: serving ${server.url} (API: Authorization: Bearer <token>; page: ${server.tokenGenerated ? login : `${server.url}/login?token=<FORKPOOL_SERVER_TOKEN>`})`,
+  );
   onTermination(async (signal) => {
     const report = await server.close();
     ctx.event('closed', { signal, cancelled: report.cancelled, stragglers: report.stragglers });
-    ctx.note(`forkpool: closed; ${report.cancelled.length} job(s) cancelled, ${report.stragglers.length} hard-stopped${report.stragglers.length ? `: ${report.stragglers.join(', ')}` : ''}`);
+    ctx.note(
+      `forkpool: closed; ${report.cancelled.length} job(s) cancelled, ${report.stragglers.length} hard-stopped${report.stragglers.length ? `: ${report.stragglers.join(', ')}` : ''}`,
+    );
     await ctx.dispose();
   });
   // Serve until a signal: onTermination exits the process once the server is closed.

@@ -27,17 +27,29 @@ export interface WorkerFlags {
  */
 export async function workerCommand(flags: WorkerFlags): Promise<number> {
   const level = (flags.logLevel ?? 'warn') as LogLevel;
-  if (!LOG_LEVELS.includes(level)) throw new ConfigError([{ field: 'logLevel', expected: `one of ${LOG_LEVELS.join(', ')}`, received: JSON.stringify(flags.logLevel), source: 'flag --log-level' }]);
+  if (!LOG_LEVELS.includes(level))
+    throw new ConfigError([
+      { field: 'logLevel', expected: `one of ${LOG_LEVELS.join(', ')}`, received: JSON.stringify(flags.logLevel), source: 'flag --log-level' },
+    ]);
   const config = loadConfig({ fromEnv: true, file: flags.config ?? true, onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`) });
   const redisUrl = flags.redis ?? process.env.FORKPOOL_REDIS_URL ?? config.redisUrl;
   const parsedUrl = redisUrlSchema.safeParse(redisUrl);
   if (!parsedUrl.success) {
-    throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// or rediss:// URL', received: redisUrl === undefined ? 'nothing' : JSON.stringify(redisUrl), source: 'flag --redis, FORKPOOL_REDIS_URL or the config file' }]);
+    throw new ConfigError([
+      {
+        field: 'redisUrl',
+        expected: 'a redis:// or rediss:// URL',
+        received: redisUrl === undefined ? 'nothing' : JSON.stringify(redisUrl),
+        source: 'flag --redis, FORKPOOL_REDIS_URL or the config file',
+      },
+    ]);
   }
   const policy = new WorkerPolicy(config);
   const logger = createLogger({ level, secrets: [...policy.secrets, parsedUrl.data] });
   if (policy.endpoints.length === 0) {
-    process.stderr.write('forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent\'s baseUrl or bullmq.allowedBaseUrls): every job will fail with ENDPOINT_NOT_ALLOWED\n');
+    process.stderr.write(
+      "forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): every job will fail with ENDPOINT_NOT_ALLOWED\n",
+    );
   }
   const concurrency = flags.concurrency ?? config.background.maxConcurrent;
   const worker = new ForkpoolWorker({
@@ -64,7 +76,11 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     say('worker-closed', { signal }, `forkpool worker: closed (${signal})`);
   });
   await worker.start();
-  say('worker-ready', { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid, endpoints: policy.endpoints }, `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`);
+  say(
+    'worker-ready',
+    { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid, endpoints: policy.endpoints },
+    `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`,
+  );
   // Runs until a signal: onTermination exits once the worker has closed.
   return new Promise<number>(() => {});
 }

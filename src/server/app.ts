@@ -68,7 +68,13 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
   let state: ServerState;
   try {
-    state = new ServerState({ config, executor, eventBufferSize: config.server.eventBufferSize, maxSessions: config.server.maxSessions, ...(options.logger ? { logger: options.logger } : {}) });
+    state = new ServerState({
+      config,
+      executor,
+      eventBufferSize: config.server.eventBufferSize,
+      maxSessions: config.server.maxSessions,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   } catch (error) {
     // A ledger that cannot be opened or read: the pool made here must not outlive the error.
     if (!options.executor) await executor.close();
@@ -87,7 +93,9 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
     if (status === 500) options.logger?.error({ err: error }, 'request failed');
     return reply.code(status).send({ error: { code: error.code ?? 'INTERNAL', message: status === 500 ? 'internal error' : error.message } });
   });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } }));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
+  );
   await app.register(systemRoutes(state, VERSION));
   await app.register(jobRoutes(state));
   await app.register(sessionRoutes(state));

@@ -61,7 +61,9 @@ export function registerAuth(app: FastifyInstance, token: string): void {
     if (request.method === 'GET' && (request.url === '/' || request.url.startsWith('/?'))) {
       return reply.code(401).type('text/html; charset=utf-8').send(LOGIN_HINT);
     }
-    return reply.code(401).send({ error: { code: 'UNAUTHORIZED', message: given === undefined ? 'a bearer token is required (Authorization: Bearer <token>)' : 'wrong token' } });
+    return reply
+      .code(401)
+      .send({ error: { code: 'UNAUTHORIZED', message: given === undefined ? 'a bearer token is required (Authorization: Bearer <token>)' : 'wrong token' } });
   });
 
   app.get('/login', { config: { public: true } }, async (request, reply) => {

@@ -26,7 +26,13 @@ export function serverToken(given: string | undefined, env: NodeJS.ProcessEnv): 
   if (token === undefined) return { token: generateToken(), generated: true };
   const min = DEFAULTS.server.minTokenChars;
   if (token.trim().length < min) {
-    throw new ConfigError([{ field, expected: `a token of at least ${min} characters (a guessable token opens the API and its tools to anyone who can reach the port)`, received: `${token.trim().length} character${token.trim().length === 1 ? '' : 's'}` }]);
+    throw new ConfigError([
+      {
+        field,
+        expected: `a token of at least ${min} characters (a guessable token opens the API and its tools to anyone who can reach the port)`,
+        received: `${token.trim().length} character${token.trim().length === 1 ? '' : 's'}`,
+      },
+    ]);
   }
   return { token, generated: false };
 }

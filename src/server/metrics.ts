@@ -17,30 +17,59 @@ export function renderMetrics(state: ServerState): string {
   const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value] of samples) {
-      const text = Object.entries(labels).map(([k, v]) => `${k}="${label(v)}"`).join(',');
+      const text = Object.entries(labels)
+        .map(([k, v]) => `${k}="${label(v)}"`)
+        .join(',');
       lines.push(`${name}${text ? `{${text}}` : ''} ${Number.isFinite(value) ? value : 0}`);
     }
   };
   const managers = [state.manager, ...[...state.sessions.values()].map((s) => s.manager)];
   const count = (s: 'queued' | 'running' | 'ended') => managers.reduce((n, m) => n + m.count(s), 0);
-  metric('forkpool_jobs', 'gauge', 'Jobs the server holds, by state.', (['queued', 'running', 'ended'] as const).map((s) => [{ state: s }, count(s)]));
-  metric('forkpool_jobs_ended_total', 'counter', 'Jobs ended since start, by status.', [...state.endedByStatus].map(([status, n]) => [{ status }, n]));
+  metric(
+    'forkpool_jobs',
+    'gauge',
+    'Jobs the server holds, by state.',
+    (['queued', 'running', 'ended'] as const).map((s) => [{ state: s }, count(s)]),
+  );
+  metric(
+    'forkpool_jobs_ended_total',
+    'counter',
+    'Jobs ended since start, by status.',
+    [...state.endedByStatus].map(([status, n]) => [{ status }, n]),
+  );
   metric('forkpool_queue_depth', 'gauge', 'Jobs waiting for a slot.', [[{}, count('queued')]]);
   metric('forkpool_threads', 'gauge', 'Worker threads alive.', [[{ executor: state.executor.kind }, state.executor.threadCount()]]);
   metric('forkpool_sessions', 'gauge', 'Parent-agent sessions open.', [[{}, state.sessions.size]]);
   const usage = [...state.usage.values()];
-  metric('forkpool_tokens_total', 'counter', 'Model tokens of ended jobs, by role, model and kind.', usage.flatMap(({ role, model, usage: u }) => [
-    [{ role, model, kind: 'prompt' }, u.promptTokens],
-    [{ role, model, kind: 'completion' }, u.completionTokens],
-  ]));
-  metric('forkpool_model_requests_total', 'counter', 'Model requests of ended jobs, by role and model.', usage.map(({ role, model, usage: u }) => [{ role, model }, u.requests]));
-  metric('forkpool_cost_usd_total', 'counter', 'US dollars of ended jobs, by role and model, from the price table (models); unpriced models are absent.', usage.flatMap(({ role, model, usage: u }) => {
-    const usd = usageCostUsd(state.config, model, u);
-    return usd === undefined ? [] : [[{ role, model }, usd] as [Record<string, string>, number]];
-  }));
+  metric(
+    'forkpool_tokens_total',
+    'counter',
+    'Model tokens of ended jobs, by role, model and kind.',
+    usage.flatMap(({ role, model, usage: u }) => [
+      [{ role, model, kind: 'prompt' }, u.promptTokens],
+      [{ role, model, kind: 'completion' }, u.completionTokens],
+    ]),
+  );
+  metric(
+    'forkpool_model_requests_total',
+    'counter',
+    'Model requests of ended jobs, by role and model.',
+    usage.map(({ role, model, usage: u }) => [{ role, model }, u.requests]),
+  );
+  metric(
+    'forkpool_cost_usd_total',
+    'counter',
+    'US dollars of ended jobs, by role and model, from the price table (models); unpriced models are absent.',
+    usage.flatMap(({ role, model, usage: u }) => {
+      const usd = usageCostUsd(state.config, model, u);
+      return usd === undefined ? [] : [[{ role, model }, usd] as [Record<string, string>, number]];
+    }),
+  );
   const pool = state.manager.budgetPool();
-  if (pool?.remainingUsd !== undefined) metric('forkpool_session_budget_remaining_usd', 'gauge', "Dollars left in the server manager's sessionBudget pool.", [[{}, pool.remainingUsd]]);
-  if (pool?.remainingTokens !== undefined) metric('forkpool_session_budget_remaining_tokens', 'gauge', "Tokens left in the server manager's sessionBudget pool.", [[{}, pool.remainingTokens]]);
+  if (pool?.remainingUsd !== undefined)
+    metric('forkpool_session_budget_remaining_usd', 'gauge', "Dollars left in the server manager's sessionBudget pool.", [[{}, pool.remainingUsd]]);
+  if (pool?.remainingTokens !== undefined)
+    metric('forkpool_session_budget_remaining_tokens', 'gauge', "Tokens left in the server manager's sessionBudget pool.", [[{}, pool.remainingTokens]]);
   const delay = state.loopDelay;
   metric('forkpool_event_loop_delay_seconds', 'gauge', 'Main-thread event-loop delay since start.', [
     [{ quantile: '0.5' }, delay.percentile(50) / 1e9],

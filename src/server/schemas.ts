@@ -93,17 +93,77 @@ export interface RouteDoc {
 }
 
 export const ROUTE_DOCS: RouteDoc[] = [
-  { method: 'post', path: '/v1/jobs', summary: 'Start one job ({task, label}) or many ({tasks: [...]}).', body: createJobsBody, responses: { 202: { description: 'Accepted jobs, and any refused with their error.' }, 400: { description: 'Bad body', schema: errorShape } } },
-  { method: 'get', path: '/v1/jobs', summary: 'Jobs in queue order, filtered by state, paged.', query: listJobsQuery, responses: { 200: { description: '{ jobs, total, next }', schema: z.object({ jobs: z.array(jobSummaryShape), total: z.number(), next: z.number().nullable() }) } } },
-  { method: 'get', path: '/v1/jobs/{id}', summary: 'One job: record, live progress, full result.', params: jobIdParams, responses: { 200: { description: 'The job' }, 404: { description: 'No such job', schema: errorShape } } },
-  { method: 'delete', path: '/v1/jobs/{id}', summary: 'Cancel a job (idempotent).', params: jobIdParams, responses: { 202: { description: 'Cancel requested; the job ends with status cancelled' }, 404: { description: 'No such job', schema: errorShape } } },
-  { method: 'get', path: '/v1/jobs/{id}/result', summary: 'Long-poll for one job to end (?wait=seconds).', params: jobIdParams, query: resultQuery, responses: { 200: { description: 'The ended job' }, 202: { description: 'Still running when the wait ran out' }, 404: { description: 'No such job', schema: errorShape } } },
+  {
+    method: 'post',
+    path: '/v1/jobs',
+    summary: 'Start one job ({task, label}) or many ({tasks: [...]}).',
+    body: createJobsBody,
+    responses: { 202: { description: 'Accepted jobs, and any refused with their error.' }, 400: { description: 'Bad body', schema: errorShape } },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs',
+    summary: 'Jobs in queue order, filtered by state, paged.',
+    query: listJobsQuery,
+    responses: {
+      200: { description: '{ jobs, total, next }', schema: z.object({ jobs: z.array(jobSummaryShape), total: z.number(), next: z.number().nullable() }) },
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs/{id}',
+    summary: 'One job: record, live progress, full result.',
+    params: jobIdParams,
+    responses: { 200: { description: 'The job' }, 404: { description: 'No such job', schema: errorShape } },
+  },
+  {
+    method: 'delete',
+    path: '/v1/jobs/{id}',
+    summary: 'Cancel a job (idempotent).',
+    params: jobIdParams,
+    responses: { 202: { description: 'Cancel requested; the job ends with status cancelled' }, 404: { description: 'No such job', schema: errorShape } },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs/{id}/result',
+    summary: 'Long-poll for one job to end (?wait=seconds).',
+    params: jobIdParams,
+    query: resultQuery,
+    responses: {
+      200: { description: 'The ended job' },
+      202: { description: 'Still running when the wait ran out' },
+      404: { description: 'No such job', schema: errorShape },
+    },
+  },
   { method: 'post', path: '/v1/sessions', summary: 'Create a parent-agent session.', body: createSessionBody, responses: { 201: { description: '{ id }' } } },
-  { method: 'get', path: '/v1/sessions/{id}', summary: 'A session: turns so far, its jobs, usage.', params: sessionIdParams, responses: { 200: { description: 'The session' }, 404: { description: 'No such session', schema: errorShape } } },
-  { method: 'post', path: '/v1/sessions/{id}/messages', summary: 'One parent turn; its events streamed as NDJSON, the turn result last.', params: sessionIdParams, body: messageBody, responses: { 200: { description: 'application/x-ndjson: {type:"parent",event} lines, then {type:"result",result}', contentType: 'application/x-ndjson' } } },
-  { method: 'get', path: '/v1/events', summary: 'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done; Last-Event-ID resumes; reset means refetch.', responses: { 200: { description: 'text/event-stream', contentType: 'text/event-stream' } } },
+  {
+    method: 'get',
+    path: '/v1/sessions/{id}',
+    summary: 'A session: turns so far, its jobs, usage.',
+    params: sessionIdParams,
+    responses: { 200: { description: 'The session' }, 404: { description: 'No such session', schema: errorShape } },
+  },
+  {
+    method: 'post',
+    path: '/v1/sessions/{id}/messages',
+    summary: 'One parent turn; its events streamed as NDJSON, the turn result last.',
+    params: sessionIdParams,
+    body: messageBody,
+    responses: { 200: { description: 'application/x-ndjson: {type:"parent",event} lines, then {type:"result",result}', contentType: 'application/x-ndjson' } },
+  },
+  {
+    method: 'get',
+    path: '/v1/events',
+    summary: 'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done; Last-Event-ID resumes; reset means refetch.',
+    responses: { 200: { description: 'text/event-stream', contentType: 'text/event-stream' } },
+  },
   { method: 'get', path: '/healthz', summary: 'Liveness; no token needed.', auth: false, responses: { 200: { description: '{ ok: true }' } } },
-  { method: 'get', path: '/metrics', summary: 'Prometheus text: jobs by state, queue depth, threads, tokens by role and model, loop delay.', responses: { 200: { description: 'text/plain; version=0.0.4', contentType: 'text/plain' } } },
+  {
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus text: jobs by state, queue depth, threads, tokens by role and model, loop delay.',
+    responses: { 200: { description: 'text/plain; version=0.0.4', contentType: 'text/plain' } },
+  },
   { method: 'get', path: '/openapi.json', summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1' } } },
 ];
 
@@ -126,14 +186,23 @@ export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, par
 
 function toIssue(issue: z.core.$ZodIssue, part: string) {
   if (issue.code === 'unrecognized_keys') {
-    return { field: issue.keys.map((k) => [part, ...issue.path.map(String), k].join('.')).join(', '), expected: 'no such field', received: `field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` };
+    return {
+      field: issue.keys.map((k) => [part, ...issue.path.map(String), k].join('.')).join(', '),
+      expected: 'no such field',
+      received: `field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`,
+    };
   }
   if (issue.code === 'invalid_union') {
     // The body is one task or a list of them: say so rather than list both branches' failures.
     const inner = issue.errors.flat()[0];
     if (inner) return toIssue({ ...inner, path: [...issue.path, ...inner.path] }, part);
   }
-  const expected = issue.code === 'invalid_type' ? issue.expected : issue.code === 'invalid_value' ? `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` : issue.message;
+  const expected =
+    issue.code === 'invalid_type'
+      ? issue.expected
+      : issue.code === 'invalid_value'
+        ? `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
+        : issue.message;
   return { field: [part, ...issue.path.map(String)].join('.'), expected, received: describeReceived(issue.input) };
 }
 
@@ -143,7 +212,10 @@ export function openApiDocument(version: string): Record<string, unknown> {
   const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
   for (const route of ROUTE_DOCS) {
     const parameters: unknown[] = [];
-    for (const [where, schema] of [['path', route.params], ['query', route.query]] as const) {
+    for (const [where, schema] of [
+      ['path', route.params],
+      ['query', route.query],
+    ] as const) {
       if (!schema) continue;
       const shape = json(schema) as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, property] of Object.entries(shape.properties ?? {})) {
@@ -154,7 +226,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
     for (const [status, response] of Object.entries(route.responses)) {
       responses[status] = {
         description: response.description,
-        ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: z.toJSONSchema(response.schema, { unrepresentable: 'any' }) } } } : {}),
+        ...(response.schema
+          ? { content: { [response.contentType ?? 'application/json']: { schema: z.toJSONSchema(response.schema, { unrepresentable: 'any' }) } } }
+          : {}),
       };
     }
     if (route.auth !== false) responses['401'] = { description: 'Missing or wrong bearer token' };
@@ -163,7 +237,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
       [route.method]: {
         summary: route.summary,
         ...(parameters.length ? { parameters } : {}),
-        ...(route.body ? { requestBody: { required: route.method === 'post' && route.path === '/v1/jobs', content: { 'application/json': { schema: json(route.body) } } } } : {}),
+        ...(route.body
+          ? { requestBody: { required: route.method === 'post' && route.path === '/v1/jobs', content: { 'application/json': { schema: json(route.body) } } } }
+          : {}),
         responses,
         ...(route.auth === false ? { security: [] } : {}),
       },

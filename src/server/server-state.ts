@@ -53,7 +53,10 @@ export class ServerState {
     this.hub = new EventHub(options.eventBufferSize);
     this.#secrets = options.config.apiKey ? [options.config.apiKey] : [];
     const path = options.config.ledger.path;
-    this.#store = path === undefined ? undefined : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous, leaseStaleMs: options.config.ledger.leaseStaleMs });
+    this.#store =
+      path === undefined
+        ? undefined
+        : openSqliteLedger(path, { synchronous: options.config.ledger.synchronous, leaseStaleMs: options.config.ledger.leaseStaleMs });
     // Session ids go on after the ones the ledger holds: a new session never resumes an old one.
     for (const { id } of this.#store?.sessions() ?? []) this.#nextSession = Math.max(this.#nextSession, Number(/^s-(\d+)$/.exec(id)?.[1] ?? 0) + 1);
     try {
@@ -131,7 +134,8 @@ export class ServerState {
    * write failed (the first failure's SQLite code and message, since when, and how many job
    * records wait in memory to be written), over the server's manager and every open session's.
    */
-  ledgerHealth(): { state: 'off' } | { state: 'ok' } | { state: 'degraded'; error: { code: string; message: string }; since: number; unsaved: number; failedWrites: number } {
+  ledgerHealth():
+    { state: 'off' } | { state: 'ok' } | { state: 'degraded'; error: { code: string; message: string }; since: number; unsaved: number; failedWrites: number } {
     if (!this.#store) return { state: 'off' };
     const healths = [this.manager, ...[...this.sessions.values()].map((s) => s.manager)].map((m) => m.ledgerHealth());
     const failing = healths.filter((h) => !h.ok);
@@ -158,7 +162,12 @@ export class ServerState {
    * then the executor. Returns the jobs that had to be hard-stopped.
    */
   async close(): Promise<{ cancelled: string[]; stragglers: string[] }> {
-    const reports = await Promise.all([this.manager.close(), ...[...this.sessions.entries()].map(([id, s]) => s.close().then((r) => ({ cancelled: r.cancelled.map((j) => `${id}/${j}`), stragglers: r.stragglers.map((j) => `${id}/${j}`) })))]);
+    const reports = await Promise.all([
+      this.manager.close(),
+      ...[...this.sessions.entries()].map(([id, s]) =>
+        s.close().then((r) => ({ cancelled: r.cancelled.map((j) => `${id}/${j}`), stragglers: r.stragglers.map((j) => `${id}/${j}`) })),
+      ),
+    ]);
     await this.executor.close();
     this.#store?.close();
     this.loopDelay.disable();

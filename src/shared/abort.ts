@@ -30,12 +30,7 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
  * Races `work` against a timeout and a signal. The work gets its own signal, aborted on either,
  * so it can stop what it is doing; the timer is always cleared.
  */
-export async function withTimeout<T>(
-  work: (signal: AbortSignal) => Promise<T>,
-  timeoutMs: number,
-  signal: AbortSignal,
-  onTimeout: () => Error,
-): Promise<T> {
+export async function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, timeoutMs: number, signal: AbortSignal, onTimeout: () => Error): Promise<T> {
   const local = linkedAbort(signal);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -12,7 +12,10 @@ export function agentEntry(config: ForkpoolConfig, name: string): AgentConfig {
   const agent = Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;
   if (!agent) {
     const known = Object.keys(config.agents);
-    throw new ForkpoolError('AGENT_UNKNOWN', `no agent named "${name}"; ${known.length > 0 ? `configured agents: ${known.join(', ')}` : 'no agents are configured'}`);
+    throw new ForkpoolError(
+      'AGENT_UNKNOWN',
+      `no agent named "${name}"; ${known.length > 0 ? `configured agents: ${known.join(', ')}` : 'no agents are configured'}`,
+    );
   }
   return agent;
 }

@@ -145,7 +145,12 @@ export class BudgetMeter {
   #turns: number;
   #wrapUpSent: boolean;
 
-  constructor(limits: BudgetLimits, models: ModelTable, start: { usage?: UsageByModel; turns?: number; wrapUpSent?: boolean; startedAt?: number } = {}, now: () => number = Date.now) {
+  constructor(
+    limits: BudgetLimits,
+    models: ModelTable,
+    start: { usage?: UsageByModel; turns?: number; wrapUpSent?: boolean; startedAt?: number } = {},
+    now: () => number = Date.now,
+  ) {
     this.#limits = limits;
     this.#models = models;
     this.#now = now;

@@ -21,7 +21,10 @@ export const redisUrlSchema = z.url({ protocol: /^rediss?$/ });
 
 export const bullmqSchema = z.strictObject({
   /** The BullMQ queue name; every main process and worker of one cluster uses the same. */
-  queue: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a queue name: letters, digits, "_" or "-" (at most 64)').default(BULLMQ_DEFAULTS.queue),
+  queue: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a queue name: letters, digits, "_" or "-" (at most 64)')
+    .default(BULLMQ_DEFAULTS.queue),
   /**
    * A worker holds a job's lock this long and renews it at half of it. A worker that dies (or
    * whose event loop stalls past it) loses the job: another worker re-runs it within about two
@@ -45,7 +48,10 @@ export const bullmqSchema = z.strictObject({
    * restarts and must take over its previous run's jobs (results waiting, runs still going)
    * sets the same namespace again (with a durable ledger: one per ledger).
    */
-  namespace: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a namespace: letters, digits, "_" or "-" (at most 64)').optional(),
+  namespace: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a namespace: letters, digits, "_" or "-" (at most 64)')
+    .optional(),
   /** The main side asks Redis about a job it heard nothing of for this long (missed events, lost jobs). */
   pollMs: z.number().int().min(100).max(600_000).default(BULLMQ_DEFAULTS.pollMs),
   /**

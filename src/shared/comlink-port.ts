@@ -53,7 +53,12 @@ export async function raceRemote<T>(call: Promise<T>, port: MessagePort, timeout
     port.once('close', onClose);
   });
   try {
-    return await withTimeout(() => Promise.race([call, closed]), timeoutMs, signal ?? new AbortController().signal, () => new Error('no answer in time'));
+    return await withTimeout(
+      () => Promise.race([call, closed]),
+      timeoutMs,
+      signal ?? new AbortController().signal,
+      () => new Error('no answer in time'),
+    );
   } catch {
     return fallback;
   } finally {

@@ -41,14 +41,34 @@ const timerMs = (min: number) => z.number().int().min(min).max(MAX_TIMER_MS);
  * worker, so it must survive `postMessage` unchanged.
  */
 const toolLimitsSchema = z.strictObject({
-  readFileMaxBytes: z.number().int().positive().max(64 * MIB).default(DEFAULTS.tools.readFileMaxBytes),
+  readFileMaxBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(64 * MIB)
+    .default(DEFAULTS.tools.readFileMaxBytes),
   readFileDefaultLines: z.number().int().positive().max(100_000).default(DEFAULTS.tools.readFileDefaultLines),
-  readFileMaxScanBytes: z.number().int().min(65_536).max(1_024 * MIB).default(DEFAULTS.tools.readFileMaxScanBytes),
+  readFileMaxScanBytes: z
+    .number()
+    .int()
+    .min(65_536)
+    .max(1_024 * MIB)
+    .default(DEFAULTS.tools.readFileMaxScanBytes),
   outputMaxChars: z.number().int().min(256).max(MAX_OUTPUT_CHARS).default(DEFAULTS.tools.outputMaxChars),
   grepMaxMatches: z.number().int().positive().max(100_000).default(DEFAULTS.tools.grepMaxMatches),
-  grepMaxFileBytes: z.number().int().positive().max(1_024 * MIB).default(DEFAULTS.tools.grepMaxFileBytes),
+  grepMaxFileBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(1_024 * MIB)
+    .default(DEFAULTS.tools.grepMaxFileBytes),
   findMaxResults: z.number().int().positive().max(100_000).default(DEFAULTS.tools.findMaxResults),
-  outlineMaxBytes: z.number().int().positive().max(64 * MIB).default(DEFAULTS.tools.outlineMaxBytes),
+  outlineMaxBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(64 * MIB)
+    .default(DEFAULTS.tools.outlineMaxBytes),
   bashTimeoutMs: timerMs(1).default(DEFAULTS.tools.bashTimeoutMs),
   toolTimeoutMs: timerMs(1).default(DEFAULTS.tools.toolTimeoutMs),
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
@@ -70,9 +90,15 @@ const retentionSchema = z.strictObject({
 const relativePathSchema = z
   .string()
   .min(1)
-  .refine((p) => !p.includes('\0') && !p.startsWith('/') && !p.split('/').includes('..'), 'a workspace-relative path without ".." (e.g. ".git" or "config/secrets")');
+  .refine(
+    (p) => !p.includes('\0') && !p.startsWith('/') && !p.split('/').includes('..'),
+    'a workspace-relative path without ".." (e.g. ".git" or "config/secrets")',
+  );
 /** An absolute folder path. */
-const absolutePathSchema = z.string().min(2).refine((p) => p.startsWith('/') && !p.includes('\0'), 'an absolute path');
+const absolutePathSchema = z
+  .string()
+  .min(2)
+  .refine((p) => p.startsWith('/') && !p.includes('\0'), 'an absolute path');
 
 /** Budgets of a fork of the parent, and the fallback of every agent's unset budget fields. */
 const defaultBudgetSchema = z.strictObject({
@@ -97,7 +123,12 @@ const backgroundSchema = z.strictObject({
    * The job timeout in milliseconds, instead of `timeoutMinutes` (setting both is an error).
    * Parsing turns it into `timeoutMinutes`, the one field the runtime reads.
    */
-  timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MINUTES * 60_000).optional(),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TIMEOUT_MINUTES * 60_000)
+    .optional(),
   queueLimit: z.number().int().min(0).max(10_000_000).default(DEFAULTS.background.queueLimit),
   /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
   maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
@@ -198,7 +229,12 @@ const ledgerSchema = z.strictObject({
 const serverSchema = z.strictObject({
   host: z.string().min(1).default(DEFAULTS.server.host),
   port: z.number().int().min(0).max(65_535).default(DEFAULTS.server.port),
-  bodyLimitBytes: z.number().int().min(1_024).max(100 * 1_048_576).default(DEFAULTS.server.bodyLimitBytes),
+  bodyLimitBytes: z
+    .number()
+    .int()
+    .min(1_024)
+    .max(100 * 1_048_576)
+    .default(DEFAULTS.server.bodyLimitBytes),
   corsOrigins: z.array(z.url({ protocol: /^https?$/ })).default([...DEFAULTS.server.corsOrigins]),
   eventBufferSize: z.number().int().min(10).max(1_000_000).default(DEFAULTS.server.eventBufferSize),
   maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),

@@ -109,7 +109,13 @@ function checkRecordKeys(input: unknown, sources: Record<string, string>): void 
   for (const [field, expected] of RECORD_FIELDS) {
     const record = (input as Record<string, unknown>)[field];
     if (record && typeof record === 'object' && Object.prototype.hasOwnProperty.call(record, '__proto__')) {
-      issues.push(withSource({ field: `${field}.__proto__`, expected: `${expected} ("__proto__" is not one)`, received: 'key "__proto__"' }, `${field}.__proto__`, sources));
+      issues.push(
+        withSource(
+          { field: `${field}.__proto__`, expected: `${expected} ("__proto__" is not one)`, received: 'key "__proto__"' },
+          `${field}.__proto__`,
+          sources,
+        ),
+      );
     }
   }
   if (issues.length > 0) throw new ConfigError(issues);
@@ -118,7 +124,8 @@ function checkRecordKeys(input: unknown, sources: Record<string, string>): void 
 /** `agentTools` and `background.defaultAgent` name agents: each must be in `agents`. */
 function checkAgentNames(config: ForkpoolConfig, sources: Record<string, string>): void {
   const known = Object.keys(config.agents);
-  const expected = known.length > 0 ? `the name of an agent in "agents" (${known.map((n) => JSON.stringify(n)).join(', ')})` : 'an agent declared in "agents" (none is)';
+  const expected =
+    known.length > 0 ? `the name of an agent in "agents" (${known.map((n) => JSON.stringify(n)).join(', ')})` : 'an agent declared in "agents" (none is)';
   const issues: ConfigIssue[] = [];
   config.agentTools.forEach((name, i) => {
     if (!known.includes(name)) issues.push(withSource({ field: `agentTools.${i}`, expected, received: describeReceived(name) }, `agentTools.${i}`, sources));
@@ -143,7 +150,11 @@ function checkSessionBudget(config: ForkpoolConfig, sources: Record<string, stri
   if (pool.maxTokens !== undefined && config.background.budget.maxTokens === undefined) {
     throw new ConfigError([
       withSource(
-        { field: 'background.budget.maxTokens', expected: 'a per-job token limit when sessionBudget.maxTokens is set (each job leases its limit from the pool)', received: 'nothing' },
+        {
+          field: 'background.budget.maxTokens',
+          expected: 'a per-job token limit when sessionBudget.maxTokens is set (each job leases its limit from the pool)',
+          received: 'nothing',
+        },
         'background.budget.maxTokens',
         sources,
       ),
@@ -200,7 +211,11 @@ function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>)
   const base = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
     const field = issue.keys.map((k) => (base ? `${base}.${k}` : k)).join(', ');
-    return withSource({ field, expected: 'no such key (unknown option)', received: `key ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` }, field, sources);
+    return withSource(
+      { field, expected: 'no such key (unknown option)', received: `key ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}` },
+      field,
+      sources,
+    );
   }
   const field = base || '(root)';
   return withSource({ field, expected: describeExpected(issue), received: describeReceived(issue.input) }, field, sources);
@@ -257,7 +272,8 @@ export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | '
   throw new ConfigError([
     {
       field: 'baseUrl',
-      expected: 'a model endpoint: baseUrl (an OpenAI-compatible server, e.g. startSimServer().url from forkpool/sim) or apiKey (for https://api.openai.com/v1)',
+      expected:
+        'a model endpoint: baseUrl (an OpenAI-compatible server, e.g. startSimServer().url from forkpool/sim) or apiKey (for https://api.openai.com/v1)',
       received: 'neither baseUrl nor apiKey',
     },
   ]);

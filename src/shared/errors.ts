@@ -263,7 +263,10 @@ export function deserializeError(data: SerializedError): ForkpoolError {
   let error: ForkpoolError;
   if (data.jobId !== undefined) error = new JobError(data.code, data.jobId, data.message, opts);
   else if (data.toolName !== undefined) error = new ToolError(data.code, data.toolName, data.message, opts);
-  else if (data.timeoutMs !== undefined && (data.code === 'TOOL_TIMEOUT' || data.code === 'JOB_TIMEOUT' || data.code === 'MODEL_STREAM_STALLED' || data.code === 'MODEL_REQUEST_FAILED'))
+  else if (
+    data.timeoutMs !== undefined &&
+    (data.code === 'TOOL_TIMEOUT' || data.code === 'JOB_TIMEOUT' || data.code === 'MODEL_STREAM_STALLED' || data.code === 'MODEL_REQUEST_FAILED')
+  )
     error = new TimeoutError(data.code, data.message, data.timeoutMs);
   else error = new ForkpoolError(data.code, data.message, opts);
   if (data.stack !== undefined) error.stack = data.stack;

@@ -38,7 +38,8 @@ export function ledgerInWorkspaceIssue(ledger: { path?: string | undefined; allo
     if (file === undefined) continue;
     return {
       field: 'ledger.path',
-      expected: 'a file outside the workspace, where no job can read or rewrite it (set ledger.allowInWorkspace: true or pass --allow-ledger-in-workspace to force it)',
+      expected:
+        'a file outside the workspace, where no job can read or rewrite it (set ledger.allowInWorkspace: true or pass --allow-ledger-in-workspace to force it)',
       received: `${JSON.stringify(ledger.path)} (${file === lexical ? file : `${lexical}, really ${file}`}, inside the workspace ${root})`,
     };
   }

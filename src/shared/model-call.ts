@@ -233,7 +233,9 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
     throw new ForkpoolError('MODEL_REQUEST_FAILED', 'response is not a chat completion');
   }
   const choice = response.choices[0];
-  const size = (choice?.message.content?.length ?? 0) + (choice?.message.tool_calls ?? []).reduce((n, c) => n + (c.type === 'function' ? c.function.arguments.length : 0), 0);
+  const size =
+    (choice?.message.content?.length ?? 0) +
+    (choice?.message.tool_calls ?? []).reduce((n, c) => n + (c.type === 'function' ? c.function.arguments.length : 0), 0);
   checkResponseSize(size, config);
   const toolCalls = (choice?.message.tool_calls ?? []).filter((c): c is ChatCompletionMessageFunctionToolCall => c.type === 'function');
   return {
@@ -307,7 +309,10 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
 }
 
 function responseTooLarge(limit: number): ForkpoolError {
-  return new ForkpoolError('MODEL_RESPONSE_TOO_LARGE', `model response passed maxResponseChars (${limit} characters of content and tool arguments); stopped reading it`);
+  return new ForkpoolError(
+    'MODEL_RESPONSE_TOO_LARGE',
+    `model response passed maxResponseChars (${limit} characters of content and tool arguments); stopped reading it`,
+  );
 }
 
 function checkResponseSize(size: number, config: ModelCallConfig): void {

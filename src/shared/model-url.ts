@@ -7,4 +7,7 @@ import { z } from 'zod';
  */
 export const modelUrlSchema = z
   .url({ protocol: /^https?$/ })
-  .refine((url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === ''), 'a URL without credentials (user:pass@ in a URL is not supported; put the key in apiKey)');
+  .refine(
+    (url) => !URL.canParse(url) || (new URL(url).username === '' && new URL(url).password === ''),
+    'a URL without credentials (user:pass@ in a URL is not supported; put the key in apiKey)',
+  );

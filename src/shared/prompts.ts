@@ -39,8 +39,7 @@ export function backgroundSystemPrompt(opts: { workspaceRoot: string; parentSumm
     'You know nothing of the conversation that started you: the task below is all you have.',
     'Read files, grep and find files as needed, then answer with a concise, distilled summary that cites paths.',
     'Nobody can answer questions from you, and tools that need a permission you were not granted will be denied.',
-    'Optionally end your answer with one machine-readable line: ' +
-      '<result status="ok|error|partial" files_touched="path1,path2"/>',
+    'Optionally end your answer with one machine-readable line: ' + '<result status="ok|error|partial" files_touched="path1,path2"/>',
   ];
   if (opts.parentSummary) {
     lines.push('', 'Orientation from the agent that started you (a capped summary of its session):', opts.parentSummary);

@@ -211,14 +211,28 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('suspend'),
     jobId: z.string(),
-    state: z.object({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0), wrapUpSent: z.boolean().optional() }),
+    state: z.object({
+      messages: z.array(z.unknown()),
+      usage: z.record(z.string(), usageSchema),
+      iterations: z.number().int().min(0),
+      wrapUpSent: z.boolean().optional(),
+    }),
     seenChildren: z.array(z.string()),
   }),
 ]);
 
 export const mainMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('cancel'), reason: z.enum(STOP_REQUESTS) }),
-  z.object({ type: z.literal('spawn-result'), requestId: z.number(), ok: z.boolean(), childId: z.string().optional(), label: z.string().optional(), joined: z.enum(['attached', 'reused']).optional(), code: z.string().optional(), message: z.string().optional() }),
+  z.object({
+    type: z.literal('spawn-result'),
+    requestId: z.number(),
+    ok: z.boolean(),
+    childId: z.string().optional(),
+    label: z.string().optional(),
+    joined: z.enum(['attached', 'reused']).optional(),
+    code: z.string().optional(),
+    message: z.string().optional(),
+  }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
 ]);
 

@@ -45,6 +45,9 @@ export const joinSchema = z
     quorum: z.number().int().min(1).max(100_000),
   })
   .partial()
-  .refine((j) => j.deadlineSeconds !== undefined || j.quorum !== undefined, 'an object with "deadlineSeconds" (a number of seconds) or "quorum" (a number of jobs)');
+  .refine(
+    (j) => j.deadlineSeconds !== undefined || j.quorum !== undefined,
+    'an object with "deadlineSeconds" (a number of seconds) or "quorum" (a number of jobs)',
+  );
 
 export type JoinPolicy = z.output<typeof joinSchema>;

@@ -25,7 +25,16 @@ export interface LoopToolContext extends ToolContext {
 
 export type LoopConfig = Pick<
   ForkpoolConfig,
-  'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'maxIterations' | 'loopWarnAfter' | 'loopStopAfter' | 'toolLimits'
+  | 'model'
+  | 'temperature'
+  | 'stream'
+  | 'streamIdleTimeoutMs'
+  | 'requestTimeoutMs'
+  | 'maxRetries'
+  | 'maxIterations'
+  | 'loopWarnAfter'
+  | 'loopStopAfter'
+  | 'toolLimits'
 >;
 
 export interface ToolLoopOptions {
@@ -121,7 +130,12 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     budget?.record(reply.model, reply.usage);
     emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
     if (reply.content && reply.content.trim()) {
-      emit({ type: 'assistant_text', iteration: iterations, text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS), final: reply.toolCalls.length === 0 });
+      emit({
+        type: 'assistant_text',
+        iteration: iterations,
+        text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS),
+        final: reply.toolCalls.length === 0,
+      });
     }
 
     if (reply.toolCalls.length === 0) {
@@ -150,7 +164,11 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     });
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
     if (verdicts.includes('stop')) {
-      return end('loop_detected', findingsSoFar(messages), new ForkpoolError('LOOP_DETECTED', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`));
+      return end(
+        'loop_detected',
+        findingsSoFar(messages),
+        new ForkpoolError('LOOP_DETECTED', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`),
+      );
     }
   }
   return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('ITERATION_LIMIT', `iteration cap of ${config.maxIterations} model calls reached`));
@@ -212,7 +230,11 @@ async function runTool(
     const summary = tool.describeCall?.(args) ?? name;
     const allowed = await options.toolContext.permissions.check({ tool: name, summary });
     if (!allowed) {
-      throw new ToolError('PERMISSION_DENIED', name, `permission denied: "${name}" is not granted in this session (${summary}). Do without it, or say that it is needed.`);
+      throw new ToolError(
+        'PERMISSION_DENIED',
+        name,
+        `permission denied: "${name}" is not granted in this session (${summary}). Do without it, or say that it is needed.`,
+      );
     }
   }
   const timeoutMs = options.config.toolLimits.toolTimeoutMs;

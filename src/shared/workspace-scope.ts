@@ -16,9 +16,32 @@ const PSEUDO_FS_ROOTS = ['/proc', '/sys', '/dev'] as const;
  * inside one, such as `/var/www/site` or `/usr/local/src/app`, is fine).
  */
 const SYSTEM_FOLDERS = new Set([
-  '/bin', '/boot', '/etc', '/home', '/lib', '/lib32', '/lib64', '/libx32', '/media', '/mnt', '/opt', '/root', '/run', '/sbin', '/srv', '/usr', '/var',
+  '/bin',
+  '/boot',
+  '/etc',
+  '/home',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/media',
+  '/mnt',
+  '/opt',
+  '/root',
+  '/run',
+  '/sbin',
+  '/srv',
+  '/usr',
+  '/var',
   // Where /bin, /lib... lead on a merged-/usr system (their real paths).
-  '/usr/bin', '/usr/sbin', '/usr/lib', '/usr/lib32', '/usr/lib64', '/usr/libx32', '/usr/local', '/usr/share',
+  '/usr/bin',
+  '/usr/sbin',
+  '/usr/lib',
+  '/usr/lib32',
+  '/usr/lib64',
+  '/usr/libx32',
+  '/usr/local',
+  '/usr/share',
 ]);
 
 export interface BroadWorkspace {
@@ -31,7 +54,8 @@ export interface BroadWorkspace {
 /** Why `absolutePath` is too broad (or too dangerous) for a workspace; `undefined` when it is a project folder. */
 export function broadWorkspace(absolutePath: string, homeDir: string): BroadWorkspace | undefined {
   const p = path.resolve(absolutePath);
-  if (PSEUDO_FS_ROOTS.some((root) => p === root || p.startsWith(`${root}/`))) return { what: 'a kernel pseudo file system: never a workspace', forcible: false };
+  if (PSEUDO_FS_ROOTS.some((root) => p === root || p.startsWith(`${root}/`)))
+    return { what: 'a kernel pseudo file system: never a workspace', forcible: false };
   if (p === '/') return { what: 'the file system root', forcible: true };
   if (homeDir !== '' && homeDir !== '/' && p === path.resolve(homeDir)) return { what: 'the home folder', forcible: true };
   if (SYSTEM_FOLDERS.has(p)) return { what: 'a system folder', forcible: true };

@@ -9,12 +9,7 @@
  *  (d) otherwise research: find_files + grep, then read_file on the best hit, then a summary;
  *      a task that asks for an outline gets code_outline calls instead (outline-behaviour.ts).
  */
-import {
-  BACKGROUND_PROMPT_MARKER,
-  BACKGROUND_RESULTS_CLOSE,
-  BACKGROUND_RESULTS_OPEN,
-  PRIMARY_PROMPT_MARKER,
-} from '../shared/prompts.js';
+import { BACKGROUND_PROMPT_MARKER, BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN, PRIMARY_PROMPT_MARKER } from '../shared/prompts.js';
 import { escapeRegExp, firstSentence, keywordsOf, labelFor, splitQuestions } from './keywords.js';
 import { paddedAnswer, simDirectives } from './directives.js';
 import { isOutlinable, OUTLINE_TOOL, outlineAnswer, outlineNamedFiles, outlineOne, sourcePathsIn, wantsOutline } from './outline-behaviour.js';
@@ -40,7 +35,11 @@ export function plausibleReply(body: unknown, n: number, researchSteps = 3): Sim
   if (last?.role === 'user' && tools.has(SPAWN_TOOL)) {
     // "Delegate: <task>": hand the whole task to one child (nested jobs when depth allows).
     const delegated = /^\s*delegate:\s*([\s\S]+)$/i.exec(task)?.[1]?.trim();
-    if (delegated) return { content: null, toolCalls: [toolCall(n, 0, SPAWN_TOOL, { task: delegated, label: labelFor(delegated.replace(/^(\s*delegate:\s*)+/i, ''), 'delegated task') })] };
+    if (delegated)
+      return {
+        content: null,
+        toolCalls: [toolCall(n, 0, SPAWN_TOOL, { task: delegated, label: labelFor(delegated.replace(/^(\s*delegate:\s*)+/i, ''), 'delegated task') })],
+      };
     const questions = splitQuestions(task);
     if (questions.length >= 2) return spawnCalls(questions, n, agents);
   }
@@ -123,7 +122,10 @@ function synthesis(block: string, reports: readonly string[] = []): SimReply {
   const lines = jobs.map((job) => {
     // Job text is quoted line by line with "| " in the block; read it without the quoting.
     // A nested job's answer is itself a synthesis: quote what it found, not its opening line.
-    const body = block.slice(job.start, job.end).replace(/^[ \t]*\|[ \t]?/gm, '').replace(/^Here is what the \d+ background agents? found:\s*$/gm, '');
+    const body = block
+      .slice(job.start, job.end)
+      .replace(/^[ \t]*\|[ \t]?/gm, '')
+      .replace(/^Here is what the \d+ background agents? found:\s*$/gm, '');
     // The first line of the job's answer (up to two sentences: what it found and where).
     const quote = firstSentence(`${job.rest}\n${body}`, 240, 2);
     return `- ${job.label}: ${quote ? `"${quote}"` : '(no result text)'}`;
@@ -212,7 +214,8 @@ function research(messages: readonly WireMessage[], lastUser: number, rawTask: s
   );
   if (directives.read !== undefined || directives.answerChars !== undefined) return directed(directives, calls, steps, tools, n, messages);
   const keywords = keywordsOf(task, 2);
-  const withTag = !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER)) ||
+  const withTag =
+    !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER)) ||
     messages.some((m) => m.role === 'system' && textOf(m.content).includes(BACKGROUND_PROMPT_MARKER));
 
   const outline = wantsOutline(task, tools);
@@ -252,12 +255,22 @@ function research(messages: readonly WireMessage[], lastUser: number, rawTask: s
 }
 
 /** A task with directives (see directives.ts): read the named file first, answer at the asked length. */
-function directed(directives: ReturnType<typeof simDirectives>, calls: readonly CallWithResult[], steps: number, tools: Set<string>, n: number, messages: readonly WireMessage[]): SimReply {
+function directed(
+  directives: ReturnType<typeof simDirectives>,
+  calls: readonly CallWithResult[],
+  steps: number,
+  tools: Set<string>,
+  n: number,
+  messages: readonly WireMessage[],
+): SimReply {
   if (directives.read !== undefined && steps === 0 && tools.has('read_file')) {
     return { content: null, toolCalls: [toolCall(n, 0, 'read_file', { path: directives.read })] };
   }
   const read = calls.find((c) => c.name === 'read_file');
-  const head = directives.read === undefined ? `Answer to: ${directives.task.slice(0, 120)}` : `Read ${directives.read}: ${firstContentLine(read?.result ?? '') || '(nothing)'}`;
+  const head =
+    directives.read === undefined
+      ? `Answer to: ${directives.task.slice(0, 120)}`
+      : `Read ${directives.read}: ${firstContentLine(read?.result ?? '') || '(nothing)'}`;
   const body = directives.answerChars === undefined ? head : paddedAnswer(head, directives.answerChars);
   const withTag = !messages.some((m) => m.role === 'system' && textOf(m.content).includes(PRIMARY_PROMPT_MARKER));
   return text(withTag ? `${body}\n<result status="ok" files_touched="${directives.read ?? ''}"/>` : body);
@@ -270,7 +283,11 @@ function deprecationAlert(calls: readonly CallWithResult[]): { message: string; 
     // A question about deprecation is not one: only lines that state it.
     const line = call.result.split(/\r?\n/).find((l) => /^[^:]+:\d+:.*deprecated\b/i.test(l) && !l.includes('?') && SOURCE_FILE.test(l.split(':')[0] ?? ''));
     const hit = line === undefined ? undefined : /^([^:]+):(\d+):\s*(.*)$/.exec(line.trim());
-    if (hit) return { message: `Heads-up: ${hit[1]}:${hit[2]} mentions a deprecation: "${(hit[3] ?? '').slice(0, 160)}". Check it before relying on that code.`, severity: 'warning' };
+    if (hit)
+      return {
+        message: `Heads-up: ${hit[1]}:${hit[2]} mentions a deprecation: "${(hit[3] ?? '').slice(0, 160)}". Check it before relying on that code.`,
+        severity: 'warning',
+      };
   }
   return undefined;
 }

@@ -7,12 +7,4 @@ import '../shared/require-node.js';
 export { startSimServer, SIM_MODEL_ID } from './server.js';
 export { FAULT_KINDS } from './types.js';
 export { DEFAULT_RANDOM_FAULT_KINDS } from './options.js';
-export type {
-  FaultKind,
-  FaultSpec,
-  RecordedRequest,
-  ScriptStep,
-  ScriptToolCall,
-  SimServer,
-  SimServerOptions,
-} from './types.js';
+export type { FaultKind, FaultSpec, RecordedRequest, ScriptStep, ScriptToolCall, SimServer, SimServerOptions } from './types.js';

@@ -10,7 +10,7 @@ const STOPWORDS = new Set(
     'answer answers files file workspace repository repo code implemented implement implementation work works ' +
     'working used uses using use make makes made find found show shows tell explain describe list look each ' +
     'some many more most much also only just like such other over under very your yours ours please here ' +
-    'know need needs want wants does it\'s what\'s how\'s why\'s project thing things part parts kind whole ' +
+    "know need needs want wants does it's what's how's why's project thing things part parts kind whole " +
     'same between within without after before while because every across main defined define handle handled handles ' +
     'cover covers covered happen happens live lives located contain contains called'
   ).split(/\s+/),

@@ -84,8 +84,7 @@ function show(value: unknown): string {
 
 export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  const bad = (field: string, expected: string, value: unknown) =>
-    issues.push({ field: `sim.${field}`, expected, received: show(value) });
+  const bad = (field: string, expected: string, value: unknown) => issues.push({ field: `sim.${field}`, expected, received: show(value) });
   const nonNegative = (field: keyof SimServerOptions) => {
     const v = opts[field];
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0)) bad(field, 'a finite number >= 0', v);
@@ -103,14 +102,16 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
   }
   if (opts.faultKinds !== undefined) {
     if (!Array.isArray(opts.faultKinds) || opts.faultKinds.length === 0) bad('faultKinds', 'a non-empty array of fault kinds', opts.faultKinds);
-    else opts.faultKinds.forEach((k, i) => {
-      if (!FAULT_KINDS.includes(k)) bad(`faultKinds[${i}]`, `one of ${FAULT_KINDS.join(', ')}`, k);
-    });
+    else
+      opts.faultKinds.forEach((k, i) => {
+        if (!FAULT_KINDS.includes(k)) bad(`faultKinds[${i}]`, `one of ${FAULT_KINDS.join(', ')}`, k);
+      });
   }
   if (opts.researchSteps !== undefined && !(Number.isInteger(opts.researchSteps) && opts.researchSteps >= 1 && opts.researchSteps <= 100)) {
     bad('researchSteps', 'an integer 1..100', opts.researchSteps);
   }
-  if (opts.capacity !== undefined && !(Number.isInteger(opts.capacity) && opts.capacity >= 1)) bad('capacity', 'an integer >= 1 (chat requests in flight)', opts.capacity);
+  if (opts.capacity !== undefined && !(Number.isInteger(opts.capacity) && opts.capacity >= 1))
+    bad('capacity', 'an integer >= 1 (chat requests in flight)', opts.capacity);
   nonNegative('capacityRetryAfterSeconds');
   if (opts.requestLogLimit !== undefined && !(Number.isInteger(opts.requestLogLimit) && opts.requestLogLimit >= 0)) {
     bad('requestLogLimit', 'an integer >= 0', opts.requestLogLimit);
@@ -128,14 +129,15 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
   }
   if (opts.script !== undefined) {
     if (!Array.isArray(opts.script)) bad('script', 'an array of steps', opts.script);
-    else opts.script.forEach((step, i) => {
-      if (typeof step !== 'object' || step === null) return void bad(`script[${i}]`, 'an object', step);
-      if (step.content !== undefined && typeof step.content !== 'string') bad(`script[${i}].content`, 'a string', step.content);
-      step.toolCalls?.forEach((call, j) => {
-        if (typeof call?.name !== 'string' || call.name === '') bad(`script[${i}].toolCalls[${j}].name`, 'a non-empty string', call?.name);
+    else
+      opts.script.forEach((step, i) => {
+        if (typeof step !== 'object' || step === null) return void bad(`script[${i}]`, 'an object', step);
+        if (step.content !== undefined && typeof step.content !== 'string') bad(`script[${i}].content`, 'a string', step.content);
+        step.toolCalls?.forEach((call, j) => {
+          if (typeof call?.name !== 'string' || call.name === '') bad(`script[${i}].toolCalls[${j}].name`, 'a non-empty string', call?.name);
+        });
+        if (step.fault !== undefined) checkFault(`script[${i}].fault`, step.fault, bad);
       });
-      if (step.fault !== undefined) checkFault(`script[${i}].fault`, step.fault, bad);
-    });
   }
   return issues;
 }

@@ -36,7 +36,10 @@ export function isOutlinable(path: string): boolean {
 
 /** The first step of an outline task that names its files: outline them all at once. */
 export function outlineNamedFiles(paths: readonly string[], n: number): SimReply {
-  return { content: `Outlining ${paths.length === 1 ? paths[0] : `${paths.length} files`}.`, toolCalls: paths.map((path, i) => toolCall(n, i, OUTLINE_TOOL, { path })) };
+  return {
+    content: `Outlining ${paths.length === 1 ? paths[0] : `${paths.length} files`}.`,
+    toolCalls: paths.map((path, i) => toolCall(n, i, OUTLINE_TOOL, { path })),
+  };
 }
 
 export function outlineOne(path: string, n: number): SimReply {
@@ -63,7 +66,10 @@ export function outlineAnswer(calls: readonly OutlineCall[], withTag: boolean): 
     const [header = '', ...rest] = result.split('\n');
     symbols += Number(/: (\d+) symbols?/.exec(header)?.[1] ?? 0);
     // Top-level symbols only (members are indented further), the first three.
-    const top = rest.filter((l) => /^\s*\d+-\d+\s{2}\S/.test(l)).slice(0, 3).map((l) => l.trim().replace(/\s{2,}/g, ' '));
+    const top = rest
+      .filter((l) => /^\s*\d+-\d+\s{2}\S/.test(l))
+      .slice(0, 3)
+      .map((l) => l.trim().replace(/\s{2,}/g, ' '));
     lines.push(`- ${header.trim()}${top.length > 0 ? `; first: ${top.join('; ')}` : ''}`);
   }
   const summary = `Outlined ${done.length} of ${outlines.length} files (${symbols} symbols in all).`;

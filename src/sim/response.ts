@@ -59,12 +59,7 @@ export function pieces(text: string, maxChars: number): string[] {
   return out;
 }
 
-export function streamChunks(
-  reply: SimReply,
-  meta: ResponseMeta,
-  usage: WireUsage,
-  opts: { maxTokensPerChunk: number; includeUsage: boolean },
-): StreamChunk[] {
+export function streamChunks(reply: SimReply, meta: ResponseMeta, usage: WireUsage, opts: { maxTokensPerChunk: number; includeUsage: boolean }): StreamChunk[] {
   const maxChars = opts.maxTokensPerChunk * 4;
   const chunk = (delta: Record<string, unknown>, finish: string | null, tokens: number, closing = false): StreamChunk => {
     const body: Record<string, unknown> = {
@@ -84,11 +79,7 @@ export function streamChunks(
   reply.toolCalls.forEach((call, index) => {
     // The name is sent once (clients concatenate name deltas); the arguments follow in pieces.
     out.push(
-      chunk(
-        { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] },
-        null,
-        Math.ceil(call.name.length / 4),
-      ),
+      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, null, Math.ceil(call.name.length / 4)),
     );
     for (const piece of pieces(call.arguments, maxChars)) {
       out.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null, Math.ceil(piece.length / 4)));

@@ -12,17 +12,7 @@ import { completionTokens, promptTokens, type SimReply } from './reply.js';
 import { completionBody, SIM_CREATED, streamChunks, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
 import { requestRng } from './rng.js';
 import { ScriptCursor, stepReply } from './script.js';
-import {
-  BodyTooLargeError,
-  cutAfterFlush,
-  readBody,
-  sendError,
-  sendJson,
-  sleep,
-  startSse,
-  waitForAbort,
-  writeSse,
-} from './transport.js';
+import { BodyTooLargeError, cutAfterFlush, readBody, sendError, sendJson, sleep, startSse, waitForAbort, writeSse } from './transport.js';
 import type { FaultKind, FaultSpec, RecordedRequest, ScriptStep, SimServer, SimServerOptions } from './types.js';
 import { ConfigError } from '../shared/errors.js';
 
@@ -197,7 +187,12 @@ class SimHttpServer implements SimServer {
   #refuseOverCapacity(res: ServerResponse, capacity: number): void {
     this.#overCapacity++;
     const seconds = this.#options.capacityRetryAfterSeconds;
-    const body = errorBody(429, `Rate limit reached: ${capacity} requests are already in flight (simulated server capacity).`, 'rate_limit_error', 'rate_limit_exceeded');
+    const body = errorBody(
+      429,
+      `Rate limit reached: ${capacity} requests are already in flight (simulated server capacity).`,
+      'rate_limit_error',
+      'rate_limit_exceeded',
+    );
     sendJson(res, 429, body, { 'retry-after': String(seconds), 'retry-after-ms': String(Math.round(seconds * 1000)) });
   }
 
@@ -267,7 +262,14 @@ class SimHttpServer implements SimServer {
     sendJson(res, 200, json, headers);
   }
 
-  async #deliverStream(plan: Plan, res: ServerResponse, signal: AbortSignal, headers: Record<string, string>, kind: FaultKind | undefined, record: RecordedRequest): Promise<void> {
+  async #deliverStream(
+    plan: Plan,
+    res: ServerResponse,
+    signal: AbortSignal,
+    headers: Record<string, string>,
+    kind: FaultKind | undefined,
+    record: RecordedRequest,
+  ): Promise<void> {
     const chunks = streamChunks(plan.reply, plan.meta, plan.usage, {
       maxTokensPerChunk: this.#options.maxTokensPerChunk,
       includeUsage: plan.includeUsage,
@@ -286,7 +288,16 @@ class SimHttpServer implements SimServer {
       const open = chunks.slice(1).filter((c) => !c.closing);
       for (let i = 0; ; i++) {
         await sleep(interval, signal);
-        send(open[i]?.json ?? JSON.stringify({ id: plan.meta.id, object: 'chat.completion.chunk', created: SIM_CREATED, model: plan.meta.model, choices: [{ index: 0, delta: {}, finish_reason: null }] }));
+        send(
+          open[i]?.json ??
+            JSON.stringify({
+              id: plan.meta.id,
+              object: 'chat.completion.chunk',
+              created: SIM_CREATED,
+              model: plan.meta.model,
+              choices: [{ index: 0, delta: {}, finish_reason: null }],
+            }),
+        );
       }
     }
     if (kind === 'stall_mid_stream') return this.#keepAlive(res, signal, ': keep-alive\n\n');

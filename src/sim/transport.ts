@@ -54,14 +54,7 @@ export function sendJson(res: ServerResponse, status: number, body: string, head
   res.end(body);
 }
 
-export function sendError(
-  res: ServerResponse,
-  status: number,
-  message: string,
-  type: string,
-  code: string | null,
-  headers: Record<string, string> = {},
-): void {
+export function sendError(res: ServerResponse, status: number, message: string, type: string, code: string | null, headers: Record<string, string> = {}): void {
   sendJson(res, status, errorBody(status, message, type, code), headers);
 }
 

@@ -62,7 +62,9 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
       items: chat.entries.slice(),
       children: (entry) => h(Text, { key: entry.id, wrap: 'wrap', ...colorOf(entry.kind) }, entry.text),
     }),
-    chat.busy ? h(Text, { color: 'green' }, `◐ ${chat.turn !== undefined ? `turn ${chat.turn}` : 'starting'} · ${chat.activity ?? 'working'} (Esc cancels the turn)`) : null,
+    chat.busy
+      ? h(Text, { color: 'green' }, `◐ ${chat.turn !== undefined ? `turn ${chat.turn}` : 'starting'} · ${chat.activity ?? 'working'} (Esc cancels the turn)`)
+      : null,
     chat.panel.open ? h(BackgroundPanel, { chat, jobs, now, height: Math.max(5, terminalRows - 12) }) : null,
     chat.permission
       ? h(
@@ -77,7 +79,9 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
       Box,
       null,
       h(Text, { color: chat.busy ? 'gray' : 'cyan' }, chat.closing ? '✕ ' : '› '),
-      input.text ? h(Text, null, input.text) : h(Text, { dimColor: true }, chat.busy ? 'model busy: /bg …, Ctrl+Enter or Ctrl+J for a background job' : 'ask something, or /help'),
+      input.text
+        ? h(Text, null, input.text)
+        : h(Text, { dimColor: true }, chat.busy ? 'model busy: /bg …, Ctrl+Enter or Ctrl+J for a background job' : 'ask something, or /help'),
       h(Text, { inverse: true }, ' '),
     ),
   );
@@ -91,10 +95,24 @@ function StatusBar({ chat, jobs }: { chat: ChatController; jobs: ReturnType<Chat
   parts.push(usageText(chat.session.agent.session.usage(), chat.session.agent.config));
   const pool = poolText(chat.session.manager.budgetPool());
   if (pool) parts.push(pool);
-  return h(Box, { borderStyle: 'single', borderTop: true, borderBottom: false, borderLeft: false, borderRight: false, borderColor: 'gray' }, h(Text, null, parts.join('  │  ')));
+  return h(
+    Box,
+    { borderStyle: 'single', borderTop: true, borderBottom: false, borderLeft: false, borderRight: false, borderColor: 'gray' },
+    h(Text, null, parts.join('  │  ')),
+  );
 }
 
-function BackgroundPanel({ chat, jobs, now, height }: { chat: ChatController; jobs: ReturnType<ChatController['jobs']>; now: number; height: number }): ReactElement {
+function BackgroundPanel({
+  chat,
+  jobs,
+  now,
+  height,
+}: {
+  chat: ChatController;
+  jobs: ReturnType<ChatController['jobs']>;
+  now: number;
+  height: number;
+}): ReactElement {
   const ordered = treeOrder(jobs);
   const { selected, detail, detailOffset } = chat.panel;
   const detailJob = detail !== undefined ? chat.session.manager.get(detail) : undefined;

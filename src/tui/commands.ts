@@ -31,7 +31,7 @@ export const HELP_LINES = [
   '/bg list                 every job: id, status, elapsed, label',
   '/bg start <task>         start a background job yourself (role user, not wave-gated)',
   '/bg stop <id|name|all>   stop a job (or every live job)',
-  '/bg show <id|name>       a job\'s detail and full result',
+  "/bg show <id|name>       a job's detail and full result",
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -82,7 +82,13 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       return chat.startUserJob(args.trim());
     case 'stop': {
       if (!args.trim()) return say('usage: /bg stop <id|name|all>');
-      const targets = args.trim() === 'all' ? chat.jobs().filter((j) => j.state !== 'ended' && j.parentJobId === undefined).map((j) => j.id) : [args.trim()];
+      const targets =
+        args.trim() === 'all'
+          ? chat
+              .jobs()
+              .filter((j) => j.state !== 'ended' && j.parentJobId === undefined)
+              .map((j) => j.id)
+          : [args.trim()];
       if (targets.length === 0) return say('no live background job to stop');
       for (const target of targets) {
         const handle = manager.cancel(target);

@@ -41,7 +41,8 @@ export type ChatEvents = {
 /** Kept so up/down can recall earlier inputs; older ones are forgotten. */
 const HISTORY_MAX = 200;
 
-export const BUSY_HINT = 'the model is busy: Ctrl+Enter (or Ctrl+J) starts this as a background job now; Enter sends it once the turn ends; Esc cancels the turn';
+export const BUSY_HINT =
+  'the model is busy: Ctrl+Enter (or Ctrl+J) starts this as a background job now; Enter sends it once the turn ends; Esc cancels the turn';
 
 export class ChatController extends TypedEmitter<ChatEvents> {
   readonly session: AgentSession;
@@ -87,7 +88,10 @@ export class ChatController extends TypedEmitter<ChatEvents> {
       if (result.answer.trim() && result.stopReason !== 'aborted') this.add('answer', answerText(result.answer));
       if (result.stopReason === 'aborted') {
         const live = this.liveJobs();
-        this.add('notice', `⊘ turn ${result.turn} cancelled${live > 0 ? `; ${live} background job${live === 1 ? '' : 's'} keep${live === 1 ? 's' : ''} running` : ''}`);
+        this.add(
+          'notice',
+          `⊘ turn ${result.turn} cancelled${live > 0 ? `; ${live} background job${live === 1 ? '' : 's'} keep${live === 1 ? 's' : ''} running` : ''}`,
+        );
       } else if (result.error) {
         this.add('error', `turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 300)}`);
       }
@@ -103,7 +107,9 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     const { manager } = session;
     manager.on('spawned', (job) => this.add('job', spawnedLine(job)));
     manager.on('done', (job) => this.add('job', doneLine(job)));
-    manager.on('backgrounded', (job) => this.add('notice', `↷ ${job.id} [${escapeForTerminal(job.agent ?? '?')}] backgrounded: the call returned early, the job goes on`));
+    manager.on('backgrounded', (job) =>
+      this.add('notice', `↷ ${job.id} [${escapeForTerminal(job.agent ?? '?')}] backgrounded: the call returned early, the job goes on`),
+    );
     manager.on('started', () => this.changed());
     manager.on('requeued', () => this.changed());
     manager.on('progress', ({ event }) => {
@@ -240,7 +246,10 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     if (this.#closing) return this.#closing;
     this.#permission?.resolve('deny');
     const live = this.liveJobs();
-    this.add('notice', live > 0 ? `closing: stopping ${live} background job${live === 1 ? '' : 's'} (at most ${(this.#closeTimeoutMs / 1000).toFixed(0)}s)…` : 'closing…');
+    this.add(
+      'notice',
+      live > 0 ? `closing: stopping ${live} background job${live === 1 ? '' : 's'} (at most ${(this.#closeTimeoutMs / 1000).toFixed(0)}s)…` : 'closing…',
+    );
     this.#closing = this.session.close({ timeoutMs: this.#closeTimeoutMs }).then((report) => {
       const stragglers = report.stragglers.length > 0 ? `; hard-stopped (did not stop in time): ${report.stragglers.join(', ')}` : '';
       this.add('notice', `closed: ${report.cancelled.length} job${report.cancelled.length === 1 ? '' : 's'} cancelled${stragglers}`);

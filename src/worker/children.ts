@@ -55,12 +55,24 @@ export class ChildLink {
     });
   }
 
-  onSpawnResult(message: { requestId: number; ok: boolean; childId?: string | undefined; label?: string | undefined; joined?: 'attached' | 'reused' | undefined; code?: string | undefined; message?: string | undefined }): void {
+  onSpawnResult(message: {
+    requestId: number;
+    ok: boolean;
+    childId?: string | undefined;
+    label?: string | undefined;
+    joined?: 'attached' | 'reused' | undefined;
+    code?: string | undefined;
+    message?: string | undefined;
+  }): void {
     const waiting = this.#replies.get(message.requestId);
     if (!waiting) return;
     this.#replies.delete(message.requestId);
-    if (message.ok && message.childId) waiting.resolve({ childId: message.childId, label: message.label ?? message.childId, ...(message.joined ? { joined: message.joined } : {}) });
-    else waiting.reject(new ToolError(isErrorCode(message.code) ? message.code : 'TOOL_FAILED', 'spawn_background_agent', message.message ?? 'the spawn was refused'));
+    if (message.ok && message.childId)
+      waiting.resolve({ childId: message.childId, label: message.label ?? message.childId, ...(message.joined ? { joined: message.joined } : {}) });
+    else
+      waiting.reject(
+        new ToolError(isErrorCode(message.code) ? message.code : 'TOOL_FAILED', 'spawn_background_agent', message.message ?? 'the spawn was refused'),
+      );
   }
 
   onChildResults(ids: string[], text: string): void {
@@ -90,12 +102,27 @@ export class ChildLink {
 const spawnArgs = z.strictObject({
   task: z.string().trim().min(1).max(100_000).describe('The self-contained task for the child agent; it does not see your conversation.'),
   label: z.string().trim().min(1).max(200).describe('Short label for status display.'),
-  name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional().describe('Optional short name, unique among running jobs.'),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .regex(/^[^\s]+$/, 'a name has no spaces')
+    .optional()
+    .describe('Optional short name, unique among running jobs.'),
 });
 
 /** The spawn tool of a job below the depth limit. The main thread decides; a refusal is a tool error. */
 export function spawnChildTool(link: ChildLink, agents: readonly string[], signal: AbortSignal): ToolDefinition {
-  const args = agents.length > 0 ? spawnArgs.extend({ agent: z.enum(agents as [string, ...string[]]).optional().describe('Optional configured agent to run instead of a copy of yourself.') }) : spawnArgs;
+  const args =
+    agents.length > 0
+      ? spawnArgs.extend({
+          agent: z
+            .enum(agents as [string, ...string[]])
+            .optional()
+            .describe('Optional configured agent to run instead of a copy of yourself.'),
+        })
+      : spawnArgs;
   return {
     name: 'spawn_background_agent',
     description:
@@ -105,8 +132,10 @@ export function spawnChildTool(link: ChildLink, agents: readonly string[], signa
     gated: false,
     async run(input: z.output<typeof spawnArgs> & { agent?: string }) {
       const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name }, signal);
-      if (child.joined === 'attached') return `Joined background agent ${child.childId} ("${child.label}"): an identical task was already running, so no new agent started. Its result will be given to you when it ends. Do not guess it.`;
-      if (child.joined === 'reused') return `Background agent ${child.childId} ("${child.label}") answered this identical task moments ago, so it was not run again; its result is given to you before your next step.`;
+      if (child.joined === 'attached')
+        return `Joined background agent ${child.childId} ("${child.label}"): an identical task was already running, so no new agent started. Its result will be given to you when it ends. Do not guess it.`;
+      if (child.joined === 'reused')
+        return `Background agent ${child.childId} ("${child.label}") answered this identical task moments ago, so it was not run again; its result is given to you before your next step.`;
       return `Started background agent ${child.childId} ("${child.label}"). Its result will be given to you when it ends. Do not guess it.`;
     },
   };

@@ -4,7 +4,12 @@ import { ALERT_MAX_CHARS, ALERT_SEVERITIES, type AlertSeverity } from '../shared
 import type { ToolDefinition } from '../shared/tools/types.js';
 
 const alertArgs = z.strictObject({
-  message: z.string().trim().min(1).max(ALERT_MAX_CHARS).describe('One or two sentences your parent must know now, e.g. "the API I was asked to study is deprecated".'),
+  message: z
+    .string()
+    .trim()
+    .min(1)
+    .max(ALERT_MAX_CHARS)
+    .describe('One or two sentences your parent must know now, e.g. "the API I was asked to study is deprecated".'),
   severity: z.enum(ALERT_SEVERITIES).default('info').describe('info, warning or critical.'),
 });
 
@@ -23,7 +28,8 @@ export function reportAlertTool(send: (alert: { message: string; severity: Alert
     parameters: alertArgs,
     gated: false,
     async run(args) {
-      if (sent >= max) throw new ToolError('ALERT_LIMIT', 'report_alert', `you already sent ${max} alerts, the most a job may send; put the rest in your final answer`);
+      if (sent >= max)
+        throw new ToolError('ALERT_LIMIT', 'report_alert', `you already sent ${max} alerts, the most a job may send; put the rest in your final answer`);
       sent++;
       send({ message: args.message, severity: args.severity });
       return `Alert ${sent} of at most ${max} sent to your parent (${args.severity}). Continue your task.`;

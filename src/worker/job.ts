@@ -4,7 +4,16 @@ import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt } from '../shared/prompts.js';
-import { jobSpecSchema, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type PermissionService, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
+import {
+  jobSpecSchema,
+  mainMessageSchema,
+  type JobOutcome,
+  type JobSpec,
+  type JobTask,
+  type PermissionService,
+  type StopRequest,
+  type WorkerMessage,
+} from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop } from '../shared/tool-loop.js';
 import type { LoopEvent } from '../shared/loop-events.js';
@@ -25,7 +34,6 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { z } from 'zod';
 import type { Remote } from 'comlink';
 import { BudgetMeter } from '../shared/budget.js';
-
 
 export interface BackgroundJobDeps {
   signal: AbortSignal;
@@ -112,7 +120,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         continue;
       }
       if (children.outstanding.length === 0) return outcome;
-      return { ...outcome, suspend: { state: { messages: result.messages, usage, iterations, ...(budget?.wrapUpSent ? { wrapUpSent: true } : {}) }, seenChildren: children.seen } };
+      return {
+        ...outcome,
+        suspend: { state: { messages: result.messages, usage, iterations, ...(budget?.wrapUpSent ? { wrapUpSent: true } : {}) }, seenChildren: children.seen },
+      };
     }
   } catch (error) {
     const aborted = deps.signal.aborted;
@@ -127,7 +138,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
 }
 
 /** A job's outcome; `suspend` when it answered with children still running and waits for them. */
-export type JobRunResult = JobOutcome & { suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] } };
+export type JobRunResult = JobOutcome & {
+  suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] };
+};
 
 /*
  * Clients are reused across the jobs a thread runs (shared mode runs many), so their HTTP
@@ -174,8 +187,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   port.on('message', onMessage);
   const remote = wrapPort<PermissionService & RemoteGateService>(permissionPort);
   const permissions: PermissionGate = {
-    check: (request) =>
-      raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, TIMINGS.permissionAnswerMs, false, controller.signal),
+    check: (request) => raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, TIMINGS.permissionAnswerMs, false, controller.signal),
   };
   try {
     post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });

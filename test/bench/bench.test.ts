@@ -46,14 +46,30 @@ const NUMERIC_OR_NULL: ReadonlyArray<keyof CellResult> = ['warmStartP50Ms', 'can
 /** A cell with made-up figures; only the counts matter to the checks below. */
 function fakeCell(over: Partial<CellResult>): CellResult {
   const zero = Object.fromEntries(NUMERIC.map((k) => [k, 0])) as unknown as CellResult;
-  return { ...zero, workload: 'scale', executor: 'inline', jobs: 10_000, delivered: 10_000, ok: 10_000, peakRssMb: 500, notes: [], warmStartP50Ms: null, cancelCoopP50Ms: null, cancelHardP50Ms: null, cancelHardUnstopped: false, idealMs: null, efficiency: null, ...over };
+  return {
+    ...zero,
+    workload: 'scale',
+    executor: 'inline',
+    jobs: 10_000,
+    delivered: 10_000,
+    ok: 10_000,
+    peakRssMb: 500,
+    notes: [],
+    warmStartP50Ms: null,
+    cancelCoopP50Ms: null,
+    cancelHardP50Ms: null,
+    cancelHardUnstopped: false,
+    idealMs: null,
+    efficiency: null,
+    ...over,
+  };
 }
 
 describe('the ideal schedule', () => {
   // One job: 5 model calls of 200 ms and 10 ms of tools on its path; 12 ms of tool CPU in all; 2 cores.
   const calibration: Calibration = { modelCalls: 5, modelLatencyMs: 200, steps: [], toolCpuMs: 12, chainToolMs: 10, cores: 2 };
 
-  it('is the cap\'s waves of one job each when the model latency dominates', () => {
+  it("is the cap's waves of one job each when the model latency dominates", () => {
     expect(idealWallMs(calibration, 1, 50)).toBe(1_010);
     expect(idealWallMs(calibration, 50, 50)).toBe(1_010);
     expect(idealWallMs(calibration, 51, 50)).toBe(2_020);
@@ -123,7 +139,13 @@ describe('the smoke bench (one quick cell per executor)', () => {
     expect(md).toContain('| workload | jobs | executor |');
     expect(md).toContain('## Targets');
     const svgs = outcome.files.filter((f) => f.endsWith('.svg'));
-    expect(svgs.map((f) => path.basename(f)).sort()).toEqual(['test-efficiency.svg', 'test-event-loop-delay-cpu.svg', 'test-event-loop-delay-parse.svg', 'test-responsiveness.svg', 'test-throughput-memory.svg']);
+    expect(svgs.map((f) => path.basename(f)).sort()).toEqual([
+      'test-efficiency.svg',
+      'test-event-loop-delay-cpu.svg',
+      'test-event-loop-delay-parse.svg',
+      'test-responsiveness.svg',
+      'test-throughput-memory.svg',
+    ]);
     for (const file of svgs) {
       expect(existsSync(file)).toBe(true);
       expect(readFileSync(file, 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);
@@ -152,7 +174,8 @@ describe('the smoke bench (one quick cell per executor)', () => {
     const md = readFileSync(path.join(outDir, 'test.md'), 'utf8');
     expect(md).toContain('## Peers and the ideal schedule');
     expect(md).toMatch(new RegExp(`\\| io \\| ${jobs} \\| inline \\|.*\\| \\d+% \\|`));
-    for (const executor of PEER_EXECUTORS) expect(md).toMatch(new RegExp(`\\| io \\| ${jobs} \\| ${executor} \\|.*\\| \\d+% \\|.*\\| not stopped after 10 s \\|`));
+    for (const executor of PEER_EXECUTORS)
+      expect(md).toMatch(new RegExp(`\\| io \\| ${jobs} \\| ${executor} \\|.*\\| \\d+% \\|.*\\| not stopped after 10 s \\|`));
   });
 });
 

@@ -20,9 +20,16 @@ describe('fanout picks agents', () => {
     cleanup.add(() => server.close());
     const cwd = tempWorkspace({ 'src/loop.ts': 'export function toolLoop() {}\n' }, cleanup);
     writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ agents: AGENTS, background_agent: 'reviewer' }));
-    const lines = [{ task: 'Where is the tool loop?', label: 'a' }, { task: 'Where is the tool loop defined?', label: 'b', agent: 'reviewer' }];
+    const lines = [
+      { task: 'Where is the tool loop?', label: 'a' },
+      { task: 'Where is the tool loop defined?', label: 'b', agent: 'reviewer' },
+    ];
 
-    const flagged = await runCli(['fanout', '--json', '--log-level', 'debug', '--base-url', server.url, '--agent', 'scout', '-'], { cwd, input: jsonl(lines), cleanup });
+    const flagged = await runCli(['fanout', '--json', '--log-level', 'debug', '--base-url', server.url, '--agent', 'scout', '-'], {
+      cwd,
+      input: jsonl(lines),
+      cleanup,
+    });
     expect(flagged.code, describeResult(flagged)).toBe(0);
     // The peer's key reaches its endpoint and nowhere else: not in events, results or logs.
     expect(flagged.stdout + flagged.stderr).not.toContain('sk-peer-secret-4f9e2d7c1b');

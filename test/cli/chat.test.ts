@@ -28,7 +28,11 @@ describe('forkpool chat, not on a terminal', () => {
 
   it('--json: one entry per line, answers and job lines alike', async () => {
     const ws = await makeWorkspace(cleanup);
-    const r = await runCli(['chat', '--json', '--sim-latency', '0'], { cwd: ws, input: 'Where is the retry backoff implemented?\n/help\n', timeoutMs: 150_000 });
+    const r = await runCli(['chat', '--json', '--sim-latency', '0'], {
+      cwd: ws,
+      input: 'Where is the retry backoff implemented?\n/help\n',
+      timeoutMs: 150_000,
+    });
     expect(r.code, describeResult(r)).toBe(0);
     const events = parseJsonLines(r.stdout);
     expect(events.some((e) => e.type === 'entry' && e.kind === 'answer' && String(e.text).includes('retry'))).toBe(true);
@@ -36,17 +40,25 @@ describe('forkpool chat, not on a terminal', () => {
     expect(events.at(-1)?.type).toBe('usage');
   }, 180_000);
 
-  it('--ledger then --resume: the second chat continues the first one\'s session, its jobs and its usage', async () => {
+  it("--ledger then --resume: the second chat continues the first one's session, its jobs and its usage", async () => {
     const ws = await makeWorkspace(cleanup);
     // Outside the workspace: a ledger inside it is refused (jobs could read and rewrite it).
     const ledger = ledgerFile(cleanup, 'forkpool-test.db');
-    const first = await runCli(['chat', '--ledger', ledger, '--sim-latency', '0'], { cwd: ws, input: 'Where is the retry backoff? Where is the LruCache class?\n', timeoutMs: 150_000 });
+    const first = await runCli(['chat', '--ledger', ledger, '--sim-latency', '0'], {
+      cwd: ws,
+      input: 'Where is the retry backoff? Where is the LruCache class?\n',
+      timeoutMs: 150_000,
+    });
     expect(first.code, describeResult(first)).toBe(0);
     const id = /session (s-[\w-]+) kept in/.exec(first.stderr)?.[1];
     expect(id, describeResult(first)).toBeDefined();
     expect(first.stderr).toContain(`forkpool chat --ledger ${ledger} --resume ${id}`);
 
-    const second = await runCli(['chat', '--ledger', ledger, '--resume', id as string, '--sim-latency', '0'], { cwd: ws, input: '/bg list\n', timeoutMs: 150_000 });
+    const second = await runCli(['chat', '--ledger', ledger, '--resume', id as string, '--sim-latency', '0'], {
+      cwd: ws,
+      input: '/bg list\n',
+      timeoutMs: 150_000,
+    });
     expect(second.code, describeResult(second)).toBe(0);
     expect(second.stderr).toContain(`session ${id} kept in`);
     expect(second.stderr).toMatch(/resumed: 0 result\(s\) waiting/);

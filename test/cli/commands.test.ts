@@ -5,7 +5,19 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT, describeResult, parseJsonLines, runCli, spawnCli, tempWorkspace, useCleanup, waitFor, requireBuiltCli, jsonl, startSim } from '../helpers/index.js';
+import {
+  REPO_ROOT,
+  describeResult,
+  parseJsonLines,
+  runCli,
+  spawnCli,
+  tempWorkspace,
+  useCleanup,
+  waitFor,
+  requireBuiltCli,
+  jsonl,
+  startSim,
+} from '../helpers/index.js';
 
 const cleanup = useCleanup();
 const TWO_QUESTIONS = 'Answer these:\n1. Where is the tool loop implemented?\n2. How are API keys redacted?';
@@ -31,7 +43,11 @@ describe('forkpool run', () => {
     const of = (type: string) => events.filter((e) => e.type === type);
     const spawned = of('job_spawned').map((e) => e.id);
     expect(spawned).toHaveLength(2);
-    expect(of('job_done').map((e) => e.id).sort()).toEqual([...spawned].sort());
+    expect(
+      of('job_done')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([...spawned].sort());
     for (const done of of('job_done')) expect(done).toMatchObject({ status: expect.stringMatching(/^(ok|partial|error)$/), label: expect.any(String) });
     const answers = of('answer');
     expect(answers.length).toBeGreaterThanOrEqual(2);
@@ -197,13 +213,21 @@ describe('forkpool fanout', () => {
     writeFileSync(path.join(cwd, 'ok.jsonl'), jsonl([good(1), good(2), good(3)]));
     const r = await runCli(['fanout', 'ok.jsonl'], { cwd, cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    expect(parseJsonLines(r.stdout).map((x) => x.line).sort()).toEqual([1, 2, 3]);
+    expect(
+      parseJsonLines(r.stdout)
+        .map((x) => x.line)
+        .sort(),
+    ).toEqual([1, 2, 3]);
   });
 
   it('reads tasks from stdin with "-"', async () => {
     const r = await runCli(['fanout', '-'], { cwd: workspace(), input: jsonl([good(1), good(2)]), cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    expect(parseJsonLines(r.stdout).map((x) => x.label).sort()).toEqual(['job-1', 'job-2']);
+    expect(
+      parseJsonLines(r.stdout)
+        .map((x) => x.label)
+        .sort(),
+    ).toEqual(['job-1', 'job-2']);
   });
 
   it('on SIGINT cancels what is left, prints one JSON line per job and exits 130', async () => {

@@ -61,7 +61,9 @@ describe('fanout with a line refused part-way', () => {
     const ran = records.filter((x) => x.status !== 'refused');
     expect(ran.map((x) => x.line).sort()).toEqual([1, 3]);
     for (const job of ran) expect(job.status).toBe('ok');
-    expect(refused).toEqual([{ line: 2, label: 'line 2', status: 'refused', error: { code: 'TOOL_ARGUMENTS_INVALID', message: expect.stringContaining('200000') } }]);
+    expect(refused).toEqual([
+      { line: 2, label: 'line 2', status: 'refused', error: { code: 'TOOL_ARGUMENTS_INVALID', message: expect.stringContaining('200000') } },
+    ]);
     expect(r.stderr).toMatch(/line 2: refused: .*200000/);
     // The 200,001-char task is not echoed.
     expect(r.stderr).not.toContain('x'.repeat(100));
@@ -94,7 +96,11 @@ describe('fanout on a signal', () => {
     const r = await p.exited;
     expect(r.code, describeResult(r)).toBe(143);
     expect(summaryLines(r.stderr), describeResult(r)).toHaveLength(1);
-    expect(parseJsonLines(r.stdout).map((x) => x.line).sort()).toEqual([1, 2, 3, 4]);
+    expect(
+      parseJsonLines(r.stdout)
+        .map((x) => x.line)
+        .sort(),
+    ).toEqual([1, 2, 3, 4]);
     expect(r.stderr).toContain('SIGTERM');
   });
 });
@@ -138,7 +144,9 @@ describe('fanout and run: usage errors exit 2 with one clear line', () => {
     const port = (blocker.address() as { port: number }).port;
     const r = await runCli(['sim', '--port', String(port)], { cleanup });
     expect(r.code, describeResult(r)).toBe(2);
-    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^forkpool sim: 127\\.0\\.0\\.1 port ${port} is already in use \\(EADDRINUSE\\)`))]);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^forkpool sim: 127\\.0\\.0\\.1 port ${port} is already in use \\(EADDRINUSE\\)`)),
+    ]);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
@@ -167,7 +175,9 @@ describe('fanout and run: usage errors exit 2 with one clear line', () => {
     const cwd = workspace({ 'a.txt': 'alpha\n', 'forkpool.config.json': JSON.stringify({ max_background_agents: 2, background: { maxConcurrent: 5 } }) });
     const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd, input: jsonl([{ task: 'find a.txt' }]), cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    expect(r.stderr).toContain('forkpool: warning: config sets both "max_background_agents" (2) and "background.maxConcurrent" (5); using "max_background_agents" (2)');
+    expect(r.stderr).toContain(
+      'forkpool: warning: config sets both "max_background_agents" (2) and "background.maxConcurrent" (5); using "max_background_agents" (2)',
+    );
   });
 });
 
@@ -176,7 +186,11 @@ describe('fanout input lines and the summary', () => {
     const hostile = `{"task": "\u001b[2J\u001b]0;pwned\u0007 ${'y'.repeat(500)}`; // not JSON: unterminated
     const badKey = JSON.stringify({ task: 'find a.txt', '\u001b[31mred': 1 });
     const binary = Buffer.concat([Buffer.from('{"task": '), Buffer.from([0xff, 0xfe, 0x00, 0x1b, 0x9b]), Buffer.from('}')]).toString('latin1');
-    const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd: workspace(), input: jsonl([hostile, badKey, binary, { task: 'find a.txt' }]), cleanup });
+    const r = await runCli(['fanout', '--sim-latency', '0', '-'], {
+      cwd: workspace(),
+      input: jsonl([hostile, badKey, binary, { task: 'find a.txt' }]),
+      cleanup,
+    });
     expect(r.code, describeResult(r)).toBe(1);
     const noteLines = r.stderr.split('\n').filter((l) => l.startsWith('forkpool fanout: line'));
     expect(noteLines.map((l) => /line (\d+):/.exec(l)?.[1])).toEqual(['1', '2', '3']);
@@ -192,10 +206,20 @@ describe('fanout input lines and the summary', () => {
   it('a UTF-8 byte-order mark at the start of the input file is not part of line 1', async () => {
     // As a Windows editor saves it. stdin goes through the same reader.
     const cwd = workspace();
-    writeFileSync(path.join(cwd, 'tasks.jsonl'), `\uFEFF${jsonl([{ task: 'find a.txt', label: 'first' }, { task: 'find a.txt', label: 'second' }])}`);
+    writeFileSync(
+      path.join(cwd, 'tasks.jsonl'),
+      `\uFEFF${jsonl([
+        { task: 'find a.txt', label: 'first' },
+        { task: 'find a.txt', label: 'second' },
+      ])}`,
+    );
     const r = await runCli(['fanout', '--sim-latency', '0', 'tasks.jsonl'], { cwd, cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    expect(parseJsonLines(r.stdout).map((x) => x.line).sort()).toEqual([1, 2]);
+    expect(
+      parseJsonLines(r.stdout)
+        .map((x) => x.line)
+        .sort(),
+    ).toEqual([1, 2]);
     expect(r.stderr).not.toContain('forkpool fanout: line 1');
     expect(summaryLines(r.stderr)).toEqual([expect.stringMatching(/^fanout: 2 ok, .* 0 invalid line/)]);
   });
@@ -205,7 +229,13 @@ describe('fanout input lines and the summary', () => {
     const input = jsonl([{ task: 'find a.txt' }, { task: 'Where is the frobnicator quux?' }]);
     const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd: workspace(), input, cleanup });
     expect(r.code, describeResult(r)).toBe(0);
-    expect(parseJsonLines(r.stdout).map((x) => x.status).sort()).toEqual(['ok', 'partial']);
-    expect(summaryLines(r.stderr)).toEqual([expect.stringMatching(/^fanout: 1 ok, 1 partial, 0 error, 0 failed, 0 cancelled, 0 timed_out, 0 refused, 0 invalid line\(s\)/)]);
+    expect(
+      parseJsonLines(r.stdout)
+        .map((x) => x.status)
+        .sort(),
+    ).toEqual(['ok', 'partial']);
+    expect(summaryLines(r.stderr)).toEqual([
+      expect.stringMatching(/^fanout: 1 ok, 1 partial, 0 error, 0 failed, 0 cancelled, 0 timed_out, 0 refused, 0 invalid line\(s\)/),
+    ]);
   });
 });

@@ -53,7 +53,11 @@ describe('FanoutOutput', () => {
   it('erases the status line before each stdout line, so every JSON line is whole on screen', () => {
     const term = fakeTerminal(40);
     const out = new FanoutOutput(term.stdout, term.stderr, true);
-    const records = [{ line: 1, status: 'ok', result: 'a'.repeat(120) }, { line: 2, status: 'partial' }, { line: 3, status: 'refused' }];
+    const records = [
+      { line: 1, status: 'ok', result: 'a'.repeat(120) },
+      { line: 2, status: 'partial' },
+      { line: 3, status: 'refused' },
+    ];
     out.status('fanout: 0/3 done | failed 0 | running 3 | queued 0 | a long status line that is wider than forty columns');
     for (const [i, record] of records.entries()) {
       out.result(JSON.stringify(record));

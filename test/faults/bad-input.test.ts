@@ -35,7 +35,6 @@ const cleanups = useCleanup();
 const POLLUTER = '{"task":"Where is the cache?","label":"proto","__proto__":{"polluted":true}}';
 const notPolluted = () => expect((Object.prototype as Record<string, unknown>).polluted ?? ({} as Record<string, unknown>).polluted).toBeUndefined();
 
-
 describe('invalid configuration', () => {
   it('values a JSON file cannot hold (NaN, Infinity), negatives and null are refused, each naming its field', () => {
     const error = configError(() =>
@@ -60,11 +59,17 @@ describe('invalid configuration', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'forkpool-config-'));
     cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
     const file = path.join(dir, CONFIG_FILE_NAME);
-    const text = '{"agents": {"__proto__": {"description": "a sneaky agent"}, "helper": {"description": "helps"}}, "models": {"__proto__": {"contextWindow": 8000}}}';
+    const text =
+      '{"agents": {"__proto__": {"description": "a sneaky agent"}, "helper": {"description": "helps"}}, "models": {"__proto__": {"contextWindow": 8000}}}';
     writeFileSync(file, text);
     const fromFile = configError(() => loadConfig({}, {}, dir));
     expect(fromFile.issues).toEqual([
-      { field: 'agents.__proto__', expected: expect.stringMatching(/^an agent name: .*\("__proto__" is not one\)$/), received: 'key "__proto__"', source: file },
+      {
+        field: 'agents.__proto__',
+        expected: expect.stringMatching(/^an agent name: .*\("__proto__" is not one\)$/),
+        received: 'key "__proto__"',
+        source: file,
+      },
       { field: 'models.__proto__', expected: 'a model name ("__proto__" is not one)', received: 'key "__proto__"', source: file },
     ]);
     // From code, a parsed JSON object: the layering keeps the key an own key, so it is refused too.
@@ -128,7 +133,9 @@ describe('invalid spawn arguments', () => {
       JSON.parse(POLLUTER),
     ];
     for (const request of requests) {
-      expect(() => manager.spawn(request as SpawnRequest), JSON.stringify(request)?.slice(0, 80)).toThrow(expect.objectContaining({ code: 'TOOL_ARGUMENTS_INVALID' }));
+      expect(() => manager.spawn(request as SpawnRequest), JSON.stringify(request)?.slice(0, 80)).toThrow(
+        expect.objectContaining({ code: 'TOOL_ARGUMENTS_INVALID' }),
+      );
     }
     expect(manager.jobs()).toEqual([]);
     expect(manager.pending).toBe(0);

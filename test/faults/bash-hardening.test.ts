@@ -14,7 +14,21 @@ import { parseConfig } from '../../src/shared/config.js';
 import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { makeCommandCgroup } from '../../src/shared/tools/sandbox-limits.js';
-import { CLI_PATH, cliEnv, skipWithout, useCleanup, startSim, toolMessagesOf, skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext, toolError } from '../helpers/index.js';
+import {
+  CLI_PATH,
+  cliEnv,
+  skipWithout,
+  useCleanup,
+  startSim,
+  toolMessagesOf,
+  skipWithoutBwrap,
+  callTool,
+  markerSleep,
+  processesRunning,
+  requireBwrap,
+  toolContext,
+  toolError,
+} from '../helpers/index.js';
 
 let base: string;
 const cleanups = useCleanup();
@@ -71,13 +85,21 @@ describe.skipIf(skipWithoutBwrap())('protected paths inside bubblewrap', () => {
 
   it('no .git can be made at the workspace root when none exists, and none is left behind', async () => {
     const ws = await workspace({ 'README.md': 'hi\n' });
-    const out = await callTool(bashTool, { command: 'git init -q . ; mkdir -p .git/hooks; echo "gitdir: /tmp" > .git; ls -a' }, toolContext(ws, { policy: { sandbox: 'bwrap' } }));
+    const out = await callTool(
+      bashTool,
+      { command: 'git init -q . ; mkdir -p .git/hooks; echo "gitdir: /tmp" > .git; ls -a' },
+      toolContext(ws, { policy: { sandbox: 'bwrap' } }),
+    );
     expect(out).toMatch(/Read-only file system|Is a directory/);
     expect(existsSync(path.join(ws, '.git')), 'no .git at the root after the command').toBe(false);
   });
 
   it.each([
-    ['git init in a new folder, with core.fsmonitor', 'mkdir -p newsub && git -C newsub init -q && git -C newsub config core.fsmonitor "touch /tmp/pwned"', 'newsub/.git'],
+    [
+      'git init in a new folder, with core.fsmonitor',
+      'mkdir -p newsub && git -C newsub init -q && git -C newsub config core.fsmonitor "touch /tmp/pwned"',
+      'newsub/.git',
+    ],
     ['a planted .git file (gitdir: pointer)', 'mkdir -p s2/x && mkdir -p s2/evil && echo "gitdir: ../evil" > s2/x/.git', 's2/x/.git'],
     ['a bare repository layout', 'git init -q --bare plain', 'plain'],
     ['a .git link', 'mkdir -p s3 && ln -s ../gitdirs s3/.git', 's3/.git'],
@@ -98,7 +120,11 @@ describe.skipIf(skipWithoutBwrap())('protected paths inside bubblewrap', () => {
     const ws = await workspace({ 'config/secrets/db.txt': 'keep\n', 'deep/x.txt': 'x\n' });
     const policy = { sandbox: 'bwrap' as const, protectedPaths: ['.git', '.envrc', 'config/secrets'] };
     const error = await toolError(
-      callTool(bashTool, { command: 'echo bad > config/secrets/db.txt; echo "export GIT_DIR=x" > .envrc; echo "export A=1" > deep/.envrc; echo done' }, toolContext(ws, { policy })),
+      callTool(
+        bashTool,
+        { command: 'echo bad > config/secrets/db.txt; echo "export GIT_DIR=x" > .envrc; echo "export A=1" > deep/.envrc; echo done' },
+        toolContext(ws, { policy }),
+      ),
     );
     expect(error.message).toMatch(/config\/secrets\/db\.txt: Read-only file system/);
     expect(error.message).toMatch(/\.envrc: (Read-only file system|Is a directory)/);
@@ -111,7 +137,11 @@ describe.skipIf(skipWithoutBwrap())('protected paths inside bubblewrap', () => {
 
   it('allowProtectedWrites lets bash write and create .git', async () => {
     const ws = await workspace({ 'sub/.git/config': '[core]\n' });
-    const out = await callTool(bashTool, { command: 'echo x >> sub/.git/config && git init -q new && echo ok' }, toolContext(ws, { policy: { sandbox: 'bwrap', allowProtectedWrites: true } }));
+    const out = await callTool(
+      bashTool,
+      { command: 'echo x >> sub/.git/config && git init -q new && echo ok' },
+      toolContext(ws, { policy: { sandbox: 'bwrap', allowProtectedWrites: true } }),
+    );
     expect(out).toContain('ok');
     expect(existsSync(path.join(ws, 'new/.git'))).toBe(true);
   });
@@ -125,7 +155,7 @@ describe.skipIf(skipWithoutBwrap())('/proc and /sys inside bubblewrap', () => {
     // The same value goes back, so a missing fix changes nothing on this machine.
     const command = [
       'v=$(cat /proc/sys/kernel/core_pattern); printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE-CORE',
-      'for p in /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus /proc/fs; do [ -e $p ] && awk -v p=$p \'$5 == p { print p, $6 }\' /proc/self/mountinfo; done',
+      "for p in /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus /proc/fs; do [ -e $p ] && awk -v p=$p '$5 == p { print p, $6 }' /proc/self/mountinfo; done",
       'cat /proc/kallsyms /proc/keys 2>/dev/null | head -c 100 | wc -c',
       'ls /sys',
     ].join('; ');
@@ -195,10 +225,21 @@ describe.skipIf(skipWithoutBwrap())('resource limits inside bubblewrap', () => {
     // RLIMIT_NPROC): the README says so, and there is nothing to test.
     const probe = await makeCommandCgroup({ bashMaxProcesses: 64, bashMaxMemoryMb: 1024, bashMaxFileMb: 1, bashTmpMb: 1 });
     await probe?.remove();
-    if (skipWithout('a cgroup forkpool can make', probe !== undefined || process.getuid?.() !== 0, 'cgroup v1 as root, or a delegated cgroup v2 with pids and memory')) test.skip();
+    if (
+      skipWithout(
+        'a cgroup forkpool can make',
+        probe !== undefined || process.getuid?.() !== 0,
+        'cgroup v1 as root, or a delegated cgroup v2 with pids and memory',
+      )
+    )
+      test.skip();
     const ws = await workspace();
     const sleeper = markerSleep();
-    const running = callTool(bashTool, { command: `for i in $(seq 400); do ${sleeper.command} & done; wait`, timeout_ms: 4_000 }, limited(ws, { bashMaxProcesses: 64 }));
+    const running = callTool(
+      bashTool,
+      { command: `for i in $(seq 400); do ${sleeper.command} & done; wait`, timeout_ms: 4_000 },
+      limited(ws, { bashMaxProcesses: 64 }),
+    );
     let most = 0;
     let settled = false;
     void running.catch(() => {}).finally(() => (settled = true));
@@ -233,7 +274,9 @@ describe.skipIf(skipWithoutBwrap())('resource limits inside bubblewrap', () => {
 
   it('a big write to /tmp stops at bashTmpMb', async () => {
     const ws = await workspace();
-    const error = await toolError(callTool(bashTool, { command: 'head -c 40M /dev/zero > /tmp/big; stat -c "size=%s" /tmp/big; exit 1' }, limited(ws, { bashTmpMb: 8 })));
+    const error = await toolError(
+      callTool(bashTool, { command: 'head -c 40M /dev/zero > /tmp/big; stat -c "size=%s" /tmp/big; exit 1' }, limited(ws, { bashTmpMb: 8 })),
+    );
     expect(error.code).toBe('SANDBOX_LIMIT');
     expect(error.message).toMatch(/limit on \/tmp size \(toolLimits\.bashTmpMb = 8 MiB/);
     const size = Number(/size=(\d+)/.exec(error.message)?.[1]);
@@ -251,14 +294,20 @@ describe.skipIf(skipWithoutBwrap())('resource limits inside bubblewrap', () => {
 
   it('memory stops at bashMaxMemoryMb', async () => {
     const ws = await workspace();
-    const error = await toolError(callTool(bashTool, { command: 'x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo ${#x}' }, limited(ws, { bashMaxMemoryMb: 64 })));
+    const error = await toolError(
+      callTool(bashTool, { command: 'x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo ${#x}' }, limited(ws, { bashMaxMemoryMb: 64 })),
+    );
     expect(error.code).toBe('SANDBOX_LIMIT');
     expect(error.message).toMatch(/limit on memory \(toolLimits\.bashMaxMemoryMb = 64 MiB\)/);
   });
 
   it('an ordinary command under the default limits runs as before', async () => {
     const ws = await workspace();
-    const out = await callTool(bashTool, { command: 'node -e "console.log(40 + 2)" 2>/dev/null || echo 42; git --version >/dev/null && echo git-ok' }, toolContext(ws, { policy: { sandbox: 'bwrap' } }));
+    const out = await callTool(
+      bashTool,
+      { command: 'node -e "console.log(40 + 2)" 2>/dev/null || echo 42; git --version >/dev/null && echo git-ok' },
+      toolContext(ws, { policy: { sandbox: 'bwrap' } }),
+    );
     expect(out).toMatch(/^42$/m);
     expect(out).toContain('git-ok');
     expect(out).toMatch(/\[exit code: 0\]$/);

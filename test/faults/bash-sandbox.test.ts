@@ -33,7 +33,7 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
   beforeAll(requireBwrap);
   const bwrap = () => toolContext(ws, { policy: { sandbox: 'bwrap' } });
 
-  it('hands the model no secret: not in its environment, bwrap\'s (/proc/1/environ) or the parent\'s (/proc/$PPID/environ)', async () => {
+  it("hands the model no secret: not in its environment, bwrap's (/proc/1/environ) or the parent's (/proc/$PPID/environ)", async () => {
     const saved = { ...process.env };
     process.env.OPENAI_API_KEY = 'sk-test-SECRET-4242';
     process.env.GITHUB_TOKEN = 'ghp_test_SECRET_4242';
@@ -41,7 +41,8 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
     process.env.FORKPOOL_TEST_PLAIN_VALUE = 'plain-value-4242';
     process.env.MY_APP_SETTING = 'plain-setting-4242';
     try {
-      const command = "tr '\\0' '\\n' < /proc/1/environ; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; env; echo ---; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | base64 -w0";
+      const command =
+        "tr '\\0' '\\n' < /proc/1/environ; echo ---; tr '\\0' '\\n' < /proc/$PPID/environ; echo ---; env; echo ---; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | base64 -w0";
       // Even an unscrubbed context environment does not reach the sandbox.
       for (const env of [toolContext(ws).env, { ...process.env } as Record<string, string>]) {
         const out = await callTool(bashTool, { command }, { ...bwrap(), env });
@@ -62,7 +63,9 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
     const rel = path.relative(ws, path.join(outside, 'secret.txt'));
     const out = await callTool(
       bashTool,
-      { command: `cat ${rel}; cat ${outside}/secret.txt; ls /root; touch /usr/forkpool-x; echo inside > made.txt; echo tmp > /tmp/forkpool-tmp-${process.pid}; echo hook >> .git/config; ls -d /etc/shadow; echo done` },
+      {
+        command: `cat ${rel}; cat ${outside}/secret.txt; ls /root; touch /usr/forkpool-x; echo inside > made.txt; echo tmp > /tmp/forkpool-tmp-${process.pid}; echo hook >> .git/config; ls -d /etc/shadow; echo done`,
+      },
       bwrap(),
     );
     expect(out).not.toContain('outside-secret-content');
@@ -87,7 +90,11 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
   });
 
   it('sandboxReadPaths are visible read-only', async () => {
-    const out = await callTool(bashTool, { command: `cat ${outside}/secret.txt; echo x > ${outside}/new.txt` }, toolContext(ws, { policy: { sandbox: 'bwrap', readPaths: [outside] } }));
+    const out = await callTool(
+      bashTool,
+      { command: `cat ${outside}/secret.txt; echo x > ${outside}/new.txt` },
+      toolContext(ws, { policy: { sandbox: 'bwrap', readPaths: [outside] } }),
+    );
     expect(out).toContain('outside-secret-content');
     expect(out).toMatch(/new\.txt: Read-only file system/);
   });
@@ -131,7 +138,10 @@ describe.skipIf(skipWithoutBwrap())('bash in bubblewrap', () => {
     const out = await running;
     expect(out).toMatch(/killed by signal SIGKILL/);
     await waitFor(() => [a, b, c].every((s) => processesRunning(s.argv).length === 0), 'no sleep of the command is left');
-    expect(registry.log).toEqual([['started', pgid], ['ended', pgid]]);
+    expect(registry.log).toEqual([
+      ['started', pgid],
+      ['ended', pgid],
+    ]);
   });
 
   it('timeout and abort kill the whole sandbox', async () => {
@@ -166,8 +176,12 @@ describe('without bubblewrap', () => {
     expect((error as ConfigError).issues[0]?.field).toBe('sandbox');
   });
 
-  it('auto with an unusable bwrap runs bash as a process group (today\'s behaviour)', async () => {
-    const out = await callTool(bashTool, { command: 'echo $HOME; ls -d /root' }, toolContext(ws, { policy: { sandbox: 'auto', bwrapPath: '/nonexistent/bwrap' } }));
+  it("auto with an unusable bwrap runs bash as a process group (today's behaviour)", async () => {
+    const out = await callTool(
+      bashTool,
+      { command: 'echo $HOME; ls -d /root' },
+      toolContext(ws, { policy: { sandbox: 'auto', bwrapPath: '/nonexistent/bwrap' } }),
+    );
     expect(out).toContain('/root');
     expect(out).not.toContain('No such file');
   });
@@ -176,12 +190,19 @@ describe('without bubblewrap', () => {
     const registry = recordingRegistry();
     const a = markerSleep();
     const b = markerSleep();
-    const running = callTool(bashTool, { command: `${a.command} & ${b.command}` }, { ...toolContext(ws, { policy: { sandbox: 'none' } }), processes: registry });
+    const running = callTool(
+      bashTool,
+      { command: `${a.command} & ${b.command}` },
+      { ...toolContext(ws, { policy: { sandbox: 'none' } }), processes: registry },
+    );
     await waitFor(() => processesRunning(a.argv).length === 1 && processesRunning(b.argv).length === 1, 'both sleeps started');
     const pgid = registry.log[0]?.[1] as number;
     process.kill(-pgid, 'SIGKILL');
     await running;
     await waitFor(() => processesRunning(a.argv).length === 0 && processesRunning(b.argv).length === 0, 'no sleep of the group is left');
-    expect(registry.log).toEqual([['started', pgid], ['ended', pgid]]);
+    expect(registry.log).toEqual([
+      ['started', pgid],
+      ['ended', pgid],
+    ]);
   });
 });

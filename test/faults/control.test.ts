@@ -96,7 +96,9 @@ describe('the wall-clock timeout (item 10)', () => {
   it('aborts the tool in flight: a bash `sleep` running at the deadline is killed, no process left', async () => {
     const root = realpathSync(await makeWorkspace(cleanups));
     const sleep = `sleep 30.${uniqueMarker()}`;
-    const sim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'bash', arguments: { command: `${sleep}; echo never` } }] }, { content: 'unused' }] });
+    const sim = await startSim(cleanups, {
+      script: [{ toolCalls: [{ name: 'bash', arguments: { command: `${sleep}; echo never` } }] }, { content: 'unused' }],
+    });
     const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { grantedTools: ['bash'] });
     const scheduler = heldTimeout();
     const manager = makeManager(config, cleanups, undefined, scheduler);

@@ -39,7 +39,11 @@ try {
 }
 `;
 
-async function searchAtLimit(tool: string, args: object, releaseAfter: number | 'never'): Promise<{ held: number; output?: string; error?: { code: string; message: string } }> {
+async function searchAtLimit(
+  tool: string,
+  args: object,
+  releaseAfter: number | 'never',
+): Promise<{ held: number; output?: string; error?: { code: string; message: string } }> {
   const ws = await makeWorkspace(cleanup);
   await mkdir(path.join(ws, 'deep', 'er'), { recursive: true });
   for (let i = 0; i < 5; i++) await writeFile(path.join(ws, 'deep', 'er', `f${i}.txt`), `the needle ${i}\n`);
@@ -48,7 +52,9 @@ async function searchAtLimit(tool: string, args: object, releaseAfter: number | 
   await writeFile(script, SCRIPT);
   const toolsDir = path.join(REPO_ROOT, 'dist', 'shared', 'tools');
   const command = `ulimit -n 200 && exec "$0" "$@"`;
-  const { stdout } = await run('bash', ['-c', command, process.execPath, script, toolsDir, ws, tool, JSON.stringify(args), String(releaseAfter)], { timeout: 60_000 });
+  const { stdout } = await run('bash', ['-c', command, process.execPath, script, toolsDir, ws, tool, JSON.stringify(args), String(releaseAfter)], {
+    timeout: 60_000,
+  });
   return JSON.parse(stdout.trim().split('\n').at(-1) as string);
 }
 

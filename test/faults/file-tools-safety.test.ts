@@ -68,7 +68,10 @@ describe('grep regular expressions run in linear time', () => {
 describe('special files and pseudo file systems', () => {
   it('grep and find_files skip FIFOs (never open one), read_file refuses one without blocking', async () => {
     expect(await callTool(grepTool, { pattern: 'needle' }, toolContext(ws))).toContain('src/a.txt:1: needle here');
-    expect(await callTool(grepTool, { pattern: 'x', path: 'pipe' }, toolContext(ws)).catch((e: unknown) => e)).toMatchObject({ code: 'TOOL_FAILED', message: expect.stringMatching(/not a regular file/) });
+    expect(await callTool(grepTool, { pattern: 'x', path: 'pipe' }, toolContext(ws)).catch((e: unknown) => e)).toMatchObject({
+      code: 'TOOL_FAILED',
+      message: expect.stringMatching(/not a regular file/),
+    });
     const found = await callTool(findFilesTool, { pattern: '**/*' }, toolContext(ws));
     expect(found).not.toContain('pipe');
     expect(found).toContain('src/a.txt');
@@ -91,7 +94,9 @@ describe('special files and pseudo file systems', () => {
     execFileSync('mount', ['-t', 'proc', 'proc', mounted]);
     try {
       expect(await callTool(grepTool, { pattern: 'zz-not-there-zz' }, toolContext(ws))).toMatch(/No matches/);
-      expect(await callTool(grepTool, { pattern: 'zz-not-there-zz', path: 'mnt-proc' }, toolContext(ws)).catch((e: unknown) => e)).toMatchObject({ code: 'PATH_OUTSIDE_WORKSPACE' });
+      expect(await callTool(grepTool, { pattern: 'zz-not-there-zz', path: 'mnt-proc' }, toolContext(ws)).catch((e: unknown) => e)).toMatchObject({
+        code: 'PATH_OUTSIDE_WORKSPACE',
+      });
       expect(await callTool(findFilesTool, { pattern: '**/kmsg' }, toolContext(ws))).toMatch(/No files match/);
       expect((await toolError(callTool(readFileTool, { path: 'mnt-proc/self/environ' }, toolContext(ws)))).code).toBe('PATH_OUTSIDE_WORKSPACE');
       expect((await toolError(callTool(listDirTool, { path: 'mnt-proc' }, toolContext(ws)))).code).toBe('PATH_OUTSIDE_WORKSPACE');
@@ -143,11 +148,13 @@ describe('huge trees: abort and the time limit', () => {
           else if (++entries === 500) controller.abort(new Error('cancelled'));
         },
       });
-      await expect((async () => {
-        for await (const _file of walk) {
-          // consume
-        }
-      })()).rejects.toBeInstanceOf(AbortError);
+      await expect(
+        (async () => {
+          for await (const _file of walk) {
+            // consume
+          }
+        })(),
+      ).rejects.toBeInstanceOf(AbortError);
     } finally {
       await start.close();
     }
@@ -188,11 +195,14 @@ describe('protected paths', () => {
     await symlink('.git/hooks', path.join(ws, 'hooks-link'));
   });
 
-  it.each(['.git/hooks/pre-commit', '.git/config', 'sub/.git/x', './.git/new-dir/file', '.GIT/config', 'hooks-link/post-checkout'])('write_file refuses %s', async (p) => {
-    const error = await toolError(callTool(writeFileTool, { path: p, content: '#!/bin/sh\necho pwned\n' }, toolContext(ws)));
-    expect(error.code).toBe('PERMISSION_DENIED');
-    expect(error.message).toMatch(/is protected .*protectedPaths/);
-  });
+  it.each(['.git/hooks/pre-commit', '.git/config', 'sub/.git/x', './.git/new-dir/file', '.GIT/config', 'hooks-link/post-checkout'])(
+    'write_file refuses %s',
+    async (p) => {
+      const error = await toolError(callTool(writeFileTool, { path: p, content: '#!/bin/sh\necho pwned\n' }, toolContext(ws)));
+      expect(error.code).toBe('PERMISSION_DENIED');
+      expect(error.message).toMatch(/is protected .*protectedPaths/);
+    },
+  );
 
   it('edit_file refuses .git/config; the files are unchanged; allowProtectedWrites lets both through', async () => {
     const error = await toolError(callTool(editFileTool, { path: '.git/config', old_text: '[core]', new_text: '[core]\n\thooksPath = /tmp' }, toolContext(ws)));
@@ -207,7 +217,9 @@ describe('protected paths', () => {
   it('configured entries: a name protects that segment anywhere, a path its subtree only', async () => {
     const policy = { protectedPaths: ['.env', 'config/secrets'] };
     expect((await toolError(callTool(writeFileTool, { path: 'app/.env', content: 'x' }, toolContext(ws, { policy })))).code).toBe('PERMISSION_DENIED');
-    expect((await toolError(callTool(writeFileTool, { path: 'config/secrets/key', content: 'x' }, toolContext(ws, { policy })))).code).toBe('PERMISSION_DENIED');
+    expect((await toolError(callTool(writeFileTool, { path: 'config/secrets/key', content: 'x' }, toolContext(ws, { policy })))).code).toBe(
+      'PERMISSION_DENIED',
+    );
     expect(await callTool(writeFileTool, { path: 'config/public/key', content: 'x' }, toolContext(ws, { policy }))).toMatch(/Created/);
     // .git is no longer in this list.
     expect(await callTool(writeFileTool, { path: '.git/info', content: 'x' }, toolContext(ws, { policy }))).toMatch(/Created/);
@@ -258,6 +270,14 @@ describe('the new config fields', () => {
   it('defaults: sandbox auto, no network, .git protected; toolPolicyFrom carries them', async () => {
     const { toolPolicyFrom } = await import('../../src/shared/tools/index.js');
     const config = parseConfig({ workspaceRoot: base });
-    expect(toolPolicyFrom(config)).toEqual({ sandbox: 'auto', bwrapPath: '/usr/bin/bwrap', network: false, readPaths: [], protectedPaths: ['.git'], allowProtectedWrites: false, hiddenPaths: [] });
+    expect(toolPolicyFrom(config)).toEqual({
+      sandbox: 'auto',
+      bwrapPath: '/usr/bin/bwrap',
+      network: false,
+      readPaths: [],
+      protectedPaths: ['.git'],
+      allowProtectedWrites: false,
+      hiddenPaths: [],
+    });
   });
 });

@@ -5,7 +5,19 @@
  * faults are real SQLite failures on the real ledger file (see storage-faults.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { ended, makeConfig, makeManager, makeWorkspace, recordEvents, RESEARCH_TASK, startedJob, startSim, useCleanup, watchProcess, okEnding } from '../helpers/index.js';
+import {
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  recordEvents,
+  RESEARCH_TASK,
+  startedJob,
+  startSim,
+  useCleanup,
+  watchProcess,
+  okEnding,
+} from '../helpers/index.js';
 
 describe('completeAttempt from outside', () => {
   const cleanup = useCleanup();
@@ -46,7 +58,11 @@ describe('completeAttempt from outside', () => {
     expect(manager.completeAttempt(job.id, running.attempts - 1, okEnding('old'))).toMatchObject({ accepted: false, reason: 'stale' });
     const accepted = manager.completeAttempt(job.id, running.attempts, okEnding('reported'));
     expect(accepted).toMatchObject({ accepted: true, record: { state: 'ended', resultText: 'reported' } });
-    expect(manager.completeAttempt(job.id, running.attempts, okEnding('again'))).toMatchObject({ accepted: false, reason: 'duplicate', error: { code: 'ATTEMPT_NOT_RUNNING' } });
+    expect(manager.completeAttempt(job.id, running.attempts, okEnding('again'))).toMatchObject({
+      accepted: false,
+      reason: 'duplicate',
+      error: { code: 'ATTEMPT_NOT_RUNNING' },
+    });
     await manager.onIdle();
     await manager.close();
     expect(events.filter((e) => e.id === job.id).map((e) => e.type)).toEqual(['spawned', 'started', 'done']);

@@ -72,7 +72,11 @@ describe('long lines and big patterns in grep', () => {
 
   it.each([
     ['a pattern over the length limit', 'a'.repeat(MAX_PATTERN_CHARS + 1), /pattern: expected at most 1000 characters; received 1001/],
-    ['a pattern whose program is too large', '\\w{1000}'.repeat(9), /pattern: expected a regular expression of at most 8000 compiled instructions; received .*9\d{3} instructions/],
+    [
+      'a pattern whose program is too large',
+      '\\w{1000}'.repeat(9),
+      /pattern: expected a regular expression of at most 8000 compiled instructions; received .*9\d{3} instructions/,
+    ],
   ])('%s is refused with TOOL_ARGUMENTS_INVALID naming the field and the limit', async (_what, pattern, message) => {
     const error = await toolError(callTool(grepTool, { pattern }, toolContext(await makeWorkspace(cleanups))));
     expect(error.code).toBe('TOOL_ARGUMENTS_INVALID');
@@ -120,14 +124,32 @@ describe('globs', () => {
 });
 
 describe('the fast paths match as RE2 does', () => {
-  const paths = ['a.ts', 'src/a.ts', 'src/deep/zorblax3-wiring.ts', '.env', 'x', '', 'zorblax3', 'a/zorblax3/b.ts', 'K.md', '😀x.ts', 'ab/b', 'aaab', 'a.ts.bak', 'mod-00017.ts'];
+  const paths = [
+    'a.ts',
+    'src/a.ts',
+    'src/deep/zorblax3-wiring.ts',
+    '.env',
+    'x',
+    '',
+    'zorblax3',
+    'a/zorblax3/b.ts',
+    'K.md',
+    '😀x.ts',
+    'ab/b',
+    'aaab',
+    'a.ts.bak',
+    'mod-00017.ts',
+  ];
   it.each(['**/*.ts', '*.ts', '**/*zorblax3*', '*zorblax3*', '?.ts', '??x.ts', 'a*a*b', '*', '**/*', 'a**', '**/a**', 'x', '*.ts*', '*?'])(
     'the simple glob %s matches what the same glob through RE2 matches',
     async (glob) => {
       // One brace alternative: the same glob, through the translator and re2js.
       const translated = glob.startsWith('**/') ? `**/{${glob.slice(3)}}` : `{${glob}}`;
       for (const basename of [false, true]) {
-        const [fast, re2] = await Promise.all([compileGlob(glob, 'find_files', 'pattern', { basename }), compileGlob(translated, 'find_files', 'pattern', { basename })]);
+        const [fast, re2] = await Promise.all([
+          compileGlob(glob, 'find_files', 'pattern', { basename }),
+          compileGlob(translated, 'find_files', 'pattern', { basename }),
+        ]);
         for (const p of paths) expect(fast(p), `${glob} on ${p} (basename ${basename})`).toBe(re2(p));
       }
     },
@@ -146,7 +168,19 @@ describe('the fast paths match as RE2 does', () => {
     const re2 = RE2JS.compile(RE2JS.translateRegExp(pattern), ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
     expect(literalAlternatives(pattern)).toBeDefined();
     const matcher = await compileLinear(pattern, ignoreCase, 'grep');
-    const lines = ['', 'the Quasarmodule here', 'ZORBLAX3 and quasarmodule', 'needle', 'a NEEDLE', '\u212A kelvin', 'long \u017F s', 'a.b and \\1', 'axb', 'x-y a/b', 'K s'];
+    const lines = [
+      '',
+      'the Quasarmodule here',
+      'ZORBLAX3 and quasarmodule',
+      'needle',
+      'a NEEDLE',
+      '\u212A kelvin',
+      'long \u017F s',
+      'a.b and \\1',
+      'axb',
+      'x-y a/b',
+      'K s',
+    ];
     for (const line of lines) {
       const m = re2.matcher(line);
       expect(matcher.firstMatch(line), `${pattern} on ${JSON.stringify(line)}`).toBe(m.find() ? m.start() : -1);

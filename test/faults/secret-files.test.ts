@@ -16,7 +16,18 @@ import { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
 import type { SimServer } from '../../src/sim/index.js';
 import type { ScriptToolCall } from '../../src/sim/types.js';
-import { tempWorkspace, useCleanup, ended, startSim, watchManager, skipWithoutBwrap, callTool, requireBwrap, toolContext, toolResultsSent } from '../helpers/index.js';
+import {
+  tempWorkspace,
+  useCleanup,
+  ended,
+  startSim,
+  watchManager,
+  skipWithoutBwrap,
+  callTool,
+  requireBwrap,
+  toolContext,
+  toolResultsSent,
+} from '../helpers/index.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 
@@ -43,7 +54,9 @@ function leakedPieces(secret: string): string[] {
 
 /** What the model was given (every message but its own, in every request) and what the jobs answered. */
 function expectNothingLeaked(sim: SimServer, records: readonly JobRecord[], secrets: readonly string[]): void {
-  const given = sim.requests.flatMap((r) => ((r.body as { messages?: Array<{ role: string; content?: unknown }> } | undefined)?.messages ?? []).filter((m) => m.role !== 'assistant'));
+  const given = sim.requests.flatMap((r) =>
+    ((r.body as { messages?: Array<{ role: string; content?: unknown }> } | undefined)?.messages ?? []).filter((m) => m.role !== 'assistant'),
+  );
   const seen = { 'the model': JSON.stringify(given), 'the job results': JSON.stringify(records.map((r) => [r.resultText, r.error])) };
   expect(seen['the model']).toContain('"role":"tool"');
   for (const secret of secrets) {
@@ -66,7 +79,10 @@ async function hostileSetup(sim: SimServer) {
     },
     cleanups,
   );
-  writeFileSync(path.join(ws, 'forkpool.config.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash', 'write_file', 'edit_file'] }, null, 2));
+  writeFileSync(
+    path.join(ws, 'forkpool.config.json'),
+    JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash', 'write_file', 'edit_file'] }, null, 2),
+  );
   const config = loadConfig({ file: true, cwd: ws, config: { maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
   // The durable ledger, kept (against advice) inside the workspace, as a library store.
   mkdirSync(path.join(ws, 'state'));
@@ -89,8 +105,14 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
       script: [
         {
           toolCalls: [
-            call('bash_cat', 'bash', { command: 'cat forkpool.config.json; rev forkpool.config.json; base64 forkpool.config.json; xxd forkpool.config.json; base64 .env; base64 pkg/a/.env.local; cat state/ledger.db | base64 | head -c 200; echo END' }),
-            call('bash_copy', 'bash', { command: 'ln forkpool.config.json h; cat h; cp forkpool.config.json c; cat c; cp .env e; cat e; mv forkpool.config.json moved.json; mv pkg p2; cat p2/a/.env.local; cat .env.example; echo END' }),
+            call('bash_cat', 'bash', {
+              command:
+                'cat forkpool.config.json; rev forkpool.config.json; base64 forkpool.config.json; xxd forkpool.config.json; base64 .env; base64 pkg/a/.env.local; cat state/ledger.db | base64 | head -c 200; echo END',
+            }),
+            call('bash_copy', 'bash', {
+              command:
+                'ln forkpool.config.json h; cat h; cp forkpool.config.json c; cat c; cp .env e; cat e; mv forkpool.config.json moved.json; mv pkg p2; cat p2/a/.env.local; cat .env.example; echo END',
+            }),
           ],
         },
         // After a rename attempt the next command is masked the same way.
@@ -150,7 +172,17 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
     expect(result('bash_copy')).toMatch(/cannot move 'pkg' to 'p2': Device or resource busy/);
     expect(result('bash_copy')).toContain('put-yours-here');
     expect(result('bash_again')).toMatch(/END\n\[exit code: 0\]$/);
-    for (const id of ['read_config', 'read_env', 'read_symlink', 'read_hardlink', 'read_ledger', 'outline_hardlink', 'grep_direct', 'edit_config', 'write_env']) {
+    for (const id of [
+      'read_config',
+      'read_env',
+      'read_symlink',
+      'read_hardlink',
+      'read_ledger',
+      'outline_hardlink',
+      'grep_direct',
+      'edit_config',
+      'write_env',
+    ]) {
       expect(result(id), id).toMatch(/^Error: .* is hidden from the tools/);
     }
     expect(result('read_hardlink')).toContain('another name (a hard or symbolic link) for a hidden file');
@@ -179,17 +211,31 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
             call('find_keys', 'find_files', { pattern: '*', path: 'keys' }),
             call('grep_all', 'grep', { pattern: 'apiKey|BEGIN', path: '.' }),
             call('find_all', 'find_files', { pattern: '**/*' }),
-            call('bash_rename', 'bash', { command: 'cat settings/dev.json keys/prod.pem; ls -A keys; mv settings s2; mv keys k2; mv settings/dev.json settings/x.json; rm -f settings/dev.json; touch keys/new; echo END' }),
+            call('bash_rename', 'bash', {
+              command:
+                'cat settings/dev.json keys/prod.pem; ls -A keys; mv settings s2; mv keys k2; mv settings/dev.json settings/x.json; rm -f settings/dev.json; touch keys/new; echo END',
+            }),
           ],
         },
-        { toolCalls: [call('bash_after', 'bash', { command: '(cat s2/dev.json k2/prod.pem settings/dev.json keys/prod.pem settings/x.json) 2>&1 | base64; echo END' })] },
+        {
+          toolCalls: [
+            call('bash_after', 'bash', { command: '(cat s2/dev.json k2/prod.pem settings/dev.json keys/prod.pem settings/x.json) 2>&1 | base64; echo END' }),
+          ],
+        },
         { content: 'done' },
       ],
     });
     const ws = tempWorkspace({ 'keys/prod.pem': `-----BEGIN KEY-----\n${ENV_SECRET}\n`, 'README.md': 'apiKey goes in the environment\n' }, cleanups);
     mkdirSync(path.join(ws, 'settings'));
-    writeFileSync(path.join(ws, 'settings', 'dev.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash'], hiddenPaths: ['keys'] }));
-    const config = loadConfig({ file: 'settings/dev.json', cwd: ws, config: { maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } } });
+    writeFileSync(
+      path.join(ws, 'settings', 'dev.json'),
+      JSON.stringify({ baseUrl: sim.url, apiKey: KEY, sandbox: 'bwrap', grantedTools: ['bash'], hiddenPaths: ['keys'] }),
+    );
+    const config = loadConfig({
+      file: 'settings/dev.json',
+      cwd: ws,
+      config: { maxRetries: 0, background: { maxConcurrent: 1, cancelGraceMs: 200, closeTimeoutMs: 5_000 } },
+    });
     const manager = watchManager(new BackgroundManager({ config, closeExecutor: true }));
     cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
     const record = await ended(manager, manager.spawn({ task: 'Find the key.', label: 'hostile' }).id);
@@ -199,7 +245,8 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
     expectNothingLeaked(sim, [record], [KEY, ENV_SECRET]);
     const results = toolResultsSent(sim);
     const result = (id: string) => results.get(id) ?? `(no result for ${id})`;
-    for (const id of ['read_config', 'read_key', 'list_keys', 'find_keys']) expect(result(id), id).toMatch(/^Error: .* is hidden from the tools \(it is forkpool's configuration or ledger, or listed in hiddenPaths\)/);
+    for (const id of ['read_config', 'read_key', 'list_keys', 'find_keys'])
+      expect(result(id), id).toMatch(/^Error: .* is hidden from the tools \(it is forkpool's configuration or ledger, or listed in hiddenPaths\)/);
     expect(result('grep_all')).toMatch(/^README\.md:1: apiKey goes/);
     expect(result('grep_all')).toMatch(/\[skipped 1 file hidden from the tools/);
     expect(result('find_all')).toMatch(/^README\.md\n\[1 file\]\n\[1 matching file hidden/);
@@ -239,14 +286,17 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
     const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`src/f${i}.ts`, '']));
     const ws = tempWorkspace({ ...files, 'deep/.env': `TOKEN=${ENV_SECRET}\n` }, cleanups);
     const ctx = (max: number) => toolContext(ws, { limits: { ...DEFAULTS.tools, hiddenScanMaxEntries: max }, policy: { sandbox: 'bwrap' } });
-    await expect(callTool(bashTool, { command: 'cat deep/.env' }, ctx(10))).rejects.toMatchObject({ code: 'PATH_HIDDEN', message: expect.stringMatching(/more than 10 entries .*toolLimits\.hiddenScanMaxEntries/) });
+    await expect(callTool(bashTool, { command: 'cat deep/.env' }, ctx(10))).rejects.toMatchObject({
+      code: 'PATH_HIDDEN',
+      message: expect.stringMatching(/more than 10 entries .*toolLimits\.hiddenScanMaxEntries/),
+    });
     // Under the limit the same command runs, with the file masked.
     expect(await callTool(bashTool, { command: 'cat deep/.env' }, ctx(100))).toMatch(/^cat: deep\/\.env: Permission denied\n\[exit code: 1\]$/);
   });
 });
 
-describe('the parent agent\'s own tools (main thread)', () => {
-  it('an AgentSession with the key in the workspace config and its ledger in the workspace: the parent\'s tools refuse both', async () => {
+describe("the parent agent's own tools (main thread)", () => {
+  it("an AgentSession with the key in the workspace config and its ledger in the workspace: the parent's tools refuse both", async () => {
     const sim = await startSim(cleanups, {
       script: [
         {
@@ -261,7 +311,10 @@ describe('the parent agent\'s own tools (main thread)', () => {
       ],
     });
     const ws = tempWorkspace({ 'src/retry.ts': 'export const retries = 3;\n', 'state/.keep': '' }, cleanups);
-    writeFileSync(path.join(ws, 'forkpool.config.json'), JSON.stringify({ baseUrl: sim.url, apiKey: KEY, ledger: { path: path.join(ws, 'state', 'session.db'), allowInWorkspace: true } }));
+    writeFileSync(
+      path.join(ws, 'forkpool.config.json'),
+      JSON.stringify({ baseUrl: sim.url, apiKey: KEY, ledger: { path: path.join(ws, 'state', 'session.db'), allowInWorkspace: true } }),
+    );
     const config = loadConfig({ file: true, cwd: ws, config: { maxRetries: 0 } });
     const session = new AgentSession({ config, background: false, closeExecutor: true });
     watchManager(session.manager);
@@ -280,7 +333,7 @@ describe('the parent agent\'s own tools (main thread)', () => {
 });
 
 describe('redaction, the second line: the key in a file that is not hidden', () => {
-  it('grep\'s cut excerpt of a long line and bash\'s reversed, base64 and hex forms lose every piece of 8 or more characters', async () => {
+  it("grep's cut excerpt of a long line and bash's reversed, base64 and hex forms lose every piece of 8 or more characters", async () => {
     const sim = await startSim(cleanups, {
       script: [
         {
@@ -289,7 +342,8 @@ describe('redaction, the second line: the key in a file that is not hidden', () 
             call('grep_prefix', 'grep', { pattern: 'BEFOREKEY', path: 'notes/long.txt' }),
             call('read_long', 'read_file', { path: 'notes/long.txt' }),
             call('bash_forms', 'bash', {
-              command: 'rev notes/key.txt; base64 notes/key.txt; (printf a; cat notes/key.txt) | base64; (printf ab; cat notes/key.txt) | base64; od -An -tx1 notes/key.txt | tr -d " \\n"; echo; xxd -p -c 256 notes/key.txt; base64 -w0 notes/long.txt; echo; cat notes/others.txt; rev notes/others.txt; base64 notes/others.txt; echo END',
+              command:
+                'rev notes/key.txt; base64 notes/key.txt; (printf a; cat notes/key.txt) | base64; (printf ab; cat notes/key.txt) | base64; od -An -tx1 notes/key.txt | tr -d " \\n"; echo; xxd -p -c 256 notes/key.txt; base64 -w0 notes/long.txt; echo; cat notes/others.txt; rev notes/others.txt; base64 notes/others.txt; echo END',
             }),
           ],
         },

@@ -14,7 +14,19 @@ import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/ledger/sqlit
 import { ScopeLeases } from '../../src/main/ledger/ledger-lease.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
-import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, useCleanup, watchManager, watchProcess, type Cleanup, ledgerFile, okEnding } from '../helpers/index.js';
+import {
+  ended,
+  makeConfig,
+  makeWorkspace,
+  RESEARCH_TASK,
+  startSim,
+  useCleanup,
+  watchManager,
+  watchProcess,
+  type Cleanup,
+  ledgerFile,
+  okEnding,
+} from '../helpers/index.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 import { textOf } from '../../src/sim/reply.js';
 
@@ -69,7 +81,10 @@ describe('a durable ledger that stops writing', () => {
 
     // The disk holds what memory held: every job ended ok and delivered in turn 2.
     const reread = openSqliteLedger(file);
-    const onDisk = reread.jobs('s').load().jobs.map((j) => [j.record.id, j.record.state, j.record.status, j.record.deliveredInTurn]);
+    const onDisk = reread
+      .jobs('s')
+      .load()
+      .jobs.map((j) => [j.record.id, j.record.state, j.record.status, j.record.deliveredInTurn]);
     reread.close();
     expect(onDisk).toEqual(ids.map((id) => [id, 'ended', 'ok', 2]));
     expect(thrown).toEqual([]);
@@ -85,7 +100,9 @@ describe('a durable ledger that stops writing', () => {
       ledger.markEnded(id, okEnding(`result of ${id}`));
     }
     // A real SQLite failure on the second row of the batch, after the first was written in the same transaction.
-    db.exec(`CREATE TRIGGER fail_second BEFORE UPDATE ON jobs WHEN NEW.id = '${ids[1]}' AND NEW.delivered_turn IS NOT NULL BEGIN SELECT RAISE(ABORT, 'no space left'); END`);
+    db.exec(
+      `CREATE TRIGGER fail_second BEFORE UPDATE ON jobs WHEN NEW.id = '${ids[1]}' AND NEW.delivered_turn IS NOT NULL BEGIN SELECT RAISE(ABORT, 'no space left'); END`,
+    );
     expect(() => ledger.drain(1)).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
     expect(ledger.undelivered().map((r) => r.id)).toEqual(ids);
     expect(ids.map((id) => ledger.get(id)?.deliveredInTurn)).toEqual([undefined, undefined]);
@@ -93,7 +110,12 @@ describe('a durable ledger that stops writing', () => {
     expect(ledger.drain(2).map((r) => [r.id, r.resultText])).toEqual(ids.map((id) => [id, `result of ${id}`]));
     expect(ledger.drain(3)).toEqual([]);
     const reread = openSqliteLedger(file);
-    expect(reread.jobs('s').load().jobs.map((j) => j.record.deliveredInTurn)).toEqual([2, 2]);
+    expect(
+      reread
+        .jobs('s')
+        .load()
+        .jobs.map((j) => j.record.deliveredInTurn),
+    ).toEqual([2, 2]);
     reread.close();
   });
 
@@ -123,7 +145,12 @@ describe('a durable ledger that stops writing', () => {
     const delivered: string[] = [];
     session.on('delivered', ({ jobs }) => delivered.push(...jobs.map((j) => j.id)));
     await session.submit('What did the background agents find?');
-    expect(delivered.sort()).toEqual(session.manager.jobs().map((j) => j.id).sort());
+    expect(delivered.sort()).toEqual(
+      session.manager
+        .jobs()
+        .map((j) => j.id)
+        .sort(),
+    );
     const lastUser = session.agent.session.messages.filter((m) => m.role === 'user').at(-1);
     expect(textOf(lastUser?.content)).toContain(BACKGROUND_RESULTS_OPEN);
     expect(session.deliveries.undeliveredCount).toBe(0);

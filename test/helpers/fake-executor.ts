@@ -53,7 +53,14 @@ export interface EndingScript {
 }
 
 /** The ending of a task that finishes normally with its result: done, close, resolve, one tick. */
-export const CLEAN_ENDING: EndingScript = { postsDone: true, outcome: 'final', run: 'resolve', closesPort: true, order: ['post-done', 'close-port', 'settle-run'], gaps: [false, false, false] };
+export const CLEAN_ENDING: EndingScript = {
+  postsDone: true,
+  outcome: 'final',
+  run: 'resolve',
+  closesPort: true,
+  order: ['post-done', 'close-port', 'settle-run'],
+  gaps: [false, false, false],
+};
 
 /** One task the fake holds. */
 export interface FakeTask {
@@ -164,11 +171,32 @@ export class FakeExecutor implements Executor {
 
   run(task: JobTask, options: ExecuteOptions): Promise<void> {
     return new Promise((resolve, reject) => {
-      const entry: FakeTask = { task, options, run: this.runs.length, started: false, cancelRequested: false, ending: false, settled: false, children: [], spawns: new Map(), childResults: [], resolve, reject };
+      const entry: FakeTask = {
+        task,
+        options,
+        run: this.runs.length,
+        started: false,
+        cancelRequested: false,
+        ending: false,
+        settled: false,
+        children: [],
+        spawns: new Map(),
+        childResults: [],
+        resolve,
+        reject,
+      };
       this.tasks.set(task.spec.id, entry);
       this.#all.push(entry);
       const resume = task.spec.resume;
-      this.runs.push({ id: task.spec.id, attempt: task.spec.attempt, exclusive: options.exclusive === true, occupiedAtCall: this.occupied, afterClose: this.closeRequested, depth: task.spec.depth ?? 1, ...(resume ? { resumedWith: childIdsIn(resume.childResults) } : {}) });
+      this.runs.push({
+        id: task.spec.id,
+        attempt: task.spec.attempt,
+        exclusive: options.exclusive === true,
+        occupiedAtCall: this.occupied,
+        afterClose: this.closeRequested,
+        depth: task.spec.depth ?? 1,
+        ...(resume ? { resumedWith: childIdsIn(resume.childResults) } : {}),
+      });
       this.occupancy.push(this.occupied);
       task.port.on('message', (message: MainMessage) => {
         if (message?.type === 'spawn-result') {
@@ -216,7 +244,13 @@ export class FakeExecutor implements Executor {
     if (message.kind === 'progress') {
       const event =
         message.event === 'model_response'
-          ? { type: 'model_response' as const, iteration, toolCalls: 1, usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, requests: 1 }, model: 'fake-model' }
+          ? {
+              type: 'model_response' as const,
+              iteration,
+              toolCalls: 1,
+              usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, requests: 1 },
+              model: 'fake-model',
+            }
           : message.event === 'assistant_text'
             ? { type: 'assistant_text' as const, iteration, text: `thinking about ${id}`, final: false }
             : { type: 'tool_call' as const, callId: `call-${id}-${iteration}`, name: 'read_file', argsPreview: '{"path":"a.ts"}' };
@@ -266,7 +300,8 @@ export class FakeExecutor implements Executor {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const t of this.#all.filter((x) => !x.settled)) void this.#track(this.#end(t, { ...CLEAN_ENDING, postsDone: false, run: 'reject' }, new JobError('ABORTED', t.task.spec.id, 'executor closed'), true));
+    for (const t of this.#all.filter((x) => !x.settled))
+      void this.#track(this.#end(t, { ...CLEAN_ENDING, postsDone: false, run: 'reject' }, new JobError('ABORTED', t.task.spec.id, 'executor closed'), true));
     await this.settled();
   }
 
@@ -293,7 +328,19 @@ export class FakeExecutor implements Executor {
           // What the real worker sends (src/worker/job.ts): its conversation so far, and the children whose results it saw.
           t.suspendPosted = true;
           const seenChildren = t.childResults.flat();
-          this.#post(t, { type: 'suspend', jobId: id, state: { messages: [{ role: 'user', content: t.task.spec.task }, { role: 'assistant', content: `waiting for the children of ${id}` }], usage: {}, iterations: 1 }, seenChildren });
+          this.#post(t, {
+            type: 'suspend',
+            jobId: id,
+            state: {
+              messages: [
+                { role: 'user', content: t.task.spec.task },
+                { role: 'assistant', content: `waiting for the children of ${id}` },
+              ],
+              usage: {},
+              iterations: 1,
+            },
+            seenChildren,
+          });
           if (script.gaps[i]) await macrotask();
           continue;
         }

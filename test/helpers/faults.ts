@@ -110,10 +110,13 @@ export async function startRoutingProxy(cleanups: Cleanup, first: string, route:
       const body = Buffer.concat(chunks);
       state.requests.push({ headers: req.headers, body: body.toString('utf8') });
       const to = new URL(route(body.toString('utf8')));
-      const upstream = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      });
+      const upstream = httpRequest(
+        { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
       upstream.on('error', () => res.destroy());
       // The client went away (abort, timeout): drop the upstream request too.
       res.on('close', () => upstream.destroy());
@@ -159,21 +162,24 @@ export async function startHoldingProxy(cleanups: Cleanup, target: string, hold:
       const body = Buffer.concat(chunks);
       state.requests.push({ headers: req.headers, body: body.toString('utf8') });
       const held = holding && hold(body.toString('utf8'));
-      const upstream = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (up) => {
-        const parts: Buffer[] = [];
-        up.on('data', (c: Buffer) => parts.push(c));
-        up.on('end', () => {
-          const send = () => {
-            const headers = { ...up.headers };
-            delete headers['transfer-encoding'];
-            const payload = Buffer.concat(parts);
-            res.writeHead(up.statusCode ?? 502, { ...headers, 'content-length': String(payload.length) });
-            res.end(payload);
-          };
-          if (held && holding) waiting.push(send);
-          else send();
-        });
-      });
+      const upstream = httpRequest(
+        { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } },
+        (up) => {
+          const parts: Buffer[] = [];
+          up.on('data', (c: Buffer) => parts.push(c));
+          up.on('end', () => {
+            const send = () => {
+              const headers = { ...up.headers };
+              delete headers['transfer-encoding'];
+              const payload = Buffer.concat(parts);
+              res.writeHead(up.statusCode ?? 502, { ...headers, 'content-length': String(payload.length) });
+              res.end(payload);
+            };
+            if (held && holding) waiting.push(send);
+            else send();
+          });
+        },
+      );
       upstream.on('error', () => res.destroy());
       res.on('close', () => upstream.destroy());
       upstream.end(body);

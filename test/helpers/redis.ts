@@ -44,7 +44,9 @@ export async function startRedis(cleanup: Cleanup, options: { password?: string 
   let child: ChildProcess | undefined;
   const auth = options.password === undefined ? [] : ['--requirepass', options.password];
   const start = async () => {
-    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...auth], { stdio: 'ignore' });
+    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...auth], {
+      stdio: 'ignore',
+    });
     const deadline = Date.now() + 10_000;
     while (!(await acceptsConnections(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server did not accept connections on port ${port}`);

@@ -28,7 +28,9 @@ export function skipWithoutBwrap(): boolean {
 export async function requireBwrap(): Promise<void> {
   const probe = await probeBwrap(DEFAULTS.bwrapPath);
   if (!probe.ok) {
-    throw new Error(`bubblewrap is required for this test but is not usable (${probe.reason}); apt-get install bubblewrap, or set FORKPOOL_TEST_NO_BWRAP=1 to skip`);
+    throw new Error(
+      `bubblewrap is required for this test but is not usable (${probe.reason}); apt-get install bubblewrap, or set FORKPOOL_TEST_NO_BWRAP=1 to skip`,
+    );
   }
 }
 

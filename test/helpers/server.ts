@@ -46,7 +46,10 @@ export interface SseEvent {
  * Reads `/v1/events` until `until` accepts the events so far (or the stream ends), then
  * aborts. Returns every event and the raw text.
  */
-export async function readEvents(url: string, options: { lastEventId?: string; until: (events: SseEvent[]) => boolean; token?: string }): Promise<{ events: SseEvent[]; text: string }> {
+export async function readEvents(
+  url: string,
+  options: { lastEventId?: string; until: (events: SseEvent[]) => boolean; token?: string },
+): Promise<{ events: SseEvent[]; text: string }> {
   const abort = new AbortController();
   const headers: Record<string, string> = { authorization: `Bearer ${options.token ?? TOKEN}` };
   if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
@@ -74,7 +77,8 @@ export async function readEvents(url: string, options: { lastEventId?: string; u
           const at = line.indexOf(':');
           fields.set(line.slice(0, at), line.slice(at + 1).replace(/^ /, ''));
         }
-        if (fields.has('event') || fields.has('data')) events.push({ id: fields.get('id'), event: fields.get('event') ?? 'message', data: fields.get('data') ?? '' });
+        if (fields.has('event') || fields.has('data'))
+          events.push({ id: fields.get('id'), event: fields.get('event') ?? 'message', data: fields.get('data') ?? '' });
       }
     }
   } finally {
@@ -92,7 +96,8 @@ export async function readEvents(url: string, options: { lastEventId?: string; u
 export function parsePrometheus(text: string): Map<string, number> {
   const samples = new Map<string, number>();
   const typed = new Map<string, string>();
-  const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*")*)?\})? (-?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|\+Inf|-Inf))$/;
+  const sample =
+    /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*")*)?\})? (-?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|\+Inf|-Inf))$/;
   if (!text.endsWith('\n')) throw new Error('metrics text must end with a newline');
   for (const [index, line] of text.slice(0, -1).split('\n').entries()) {
     const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/.exec(line);

@@ -52,7 +52,11 @@ export function hasTmux(): boolean {
   return !skipWithout('tmux', runs('tmux', ['-V']));
 }
 
-export async function startTmux(cleanup: Cleanup, command: readonly string[], options: { cwd: string; env?: Record<string, string>; width?: number; height?: number }): Promise<TmuxPane> {
+export async function startTmux(
+  cleanup: Cleanup,
+  command: readonly string[],
+  options: { cwd: string; env?: Record<string, string>; width?: number; height?: number },
+): Promise<TmuxPane> {
   const socket = `fp-tui-${uniqueMarker()}-${Date.now() % 100_000}`;
   const conf = path.join(tmpdir(), `${socket}.conf`);
   // No user config; the pane outlives its command; no status line taking a row.
@@ -66,7 +70,8 @@ export async function startTmux(cleanup: Cleanup, command: readonly string[], op
   await tmux('new-session', '-d', '-x', String(options.width ?? 120), '-y', String(options.height ?? 40), '-c', options.cwd, ...command);
   cleanup.add(() => tmux('kill-server').catch(() => {}));
   // Synchronous, so waitFor (which polls a plain function) can read the screen.
-  const captureNow = (visible = false) => execFileSync('tmux', ['-L', socket, '-f', conf, 'capture-pane', '-p', '-J', ...(visible ? [] : ['-S', '-5000'])], { env, cwd: tmpdir(), encoding: 'utf8' });
+  const captureNow = (visible = false) =>
+    execFileSync('tmux', ['-L', socket, '-f', conf, 'capture-pane', '-p', '-J', ...(visible ? [] : ['-S', '-5000'])], { env, cwd: tmpdir(), encoding: 'utf8' });
   let last = '';
   return {
     socket,
@@ -116,7 +121,13 @@ export async function startTmux(cleanup: Cleanup, command: readonly string[], op
   };
 
   function status(): { dead: boolean; exitStatus?: number } {
-    const [dead, code] = execFileSync('tmux', ['-L', socket, '-f', conf, 'display-message', '-p', '#{pane_dead} #{pane_dead_status}'], { env, cwd: tmpdir(), encoding: 'utf8' }).trim().split(' ');
+    const [dead, code] = execFileSync('tmux', ['-L', socket, '-f', conf, 'display-message', '-p', '#{pane_dead} #{pane_dead_status}'], {
+      env,
+      cwd: tmpdir(),
+      encoding: 'utf8',
+    })
+      .trim()
+      .split(' ');
     // tmux may mark the pane dead a moment before it has the status.
     return dead === '1' && code !== undefined && code !== '' ? { dead: true, exitStatus: Number(code) } : { dead: false };
   }

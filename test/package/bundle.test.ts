@@ -23,14 +23,21 @@ function child(body: string): unknown {
     mkdirSync(path.dirname(path.join(workspace, file)), { recursive: true });
     writeFileSync(path.join(workspace, file), text);
   }
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', body], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '', FORKPOOL_TEST_ROOT: workspace } });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', body], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, NODE_OPTIONS: '', FORKPOOL_TEST_ROOT: workspace },
+  });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop() as string);
 }
 
 describe('the bundled entry points', () => {
-  it('package.json exports: every subpath imports dist/bundle/<name>.js, types stay tsc\'s, and each bundled file is there', () => {
-    const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string; import: string }> };
+  it("package.json exports: every subpath imports dist/bundle/<name>.js, types stay tsc's, and each bundled file is there", () => {
+    const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | { types: string; import: string }>;
+    };
     const built = readdirSync(path.join(REPO_ROOT, 'dist', 'bundle'));
     for (const [subpath, target] of Object.entries(pkg.exports)) {
       if (typeof target === 'string') continue;
@@ -66,10 +73,16 @@ describe('the bundled entry points', () => {
       try { await startSimServer({ latencyMs: -1 }); } catch (error) { sameError = error instanceof ConfigError && error instanceof ForkpoolError; }
       console.log(JSON.stringify({ statuses, inline: new InlineExecutor().kind, names: [ConfigError.name, BackgroundManager.name], sameError, version: openapi.info.version }));
     `);
-    expect(result).toEqual({ statuses: { piscina: ['ok'], inline: ['ok'] }, inline: 'inline', names: ['ConfigError', 'BackgroundManager'], sameError: true, version: '0.1.0' });
+    expect(result).toEqual({
+      statuses: { piscina: ['ok'], inline: ['ok'] },
+      inline: 'inline',
+      names: ['ConfigError', 'BackgroundManager'],
+      sameError: true,
+      version: '0.1.0',
+    });
   });
 
-  it('an inline job runs the bundle\'s own job runtime: the main thread loads no module of tsc\'s dist/ beside the bundle', () => {
+  it("an inline job runs the bundle's own job runtime: the main thread loads no module of tsc's dist/ beside the bundle", () => {
     // A resolve hook lists every module the main thread loads (no worker thread: inline only).
     const hook = `export let port; export function initialize(d) { port = d.port; } export async function resolve(s, c, next) { const r = await next(s, c); port.postMessage(r.url); return r; }`;
     const { files } = child(`

@@ -47,7 +47,12 @@ describe('loadConfig from code', () => {
     const config = loadConfig({
       cwd: dir,
       file: true,
-      config: { executor: 'inline', maxResponseChars: 5_000, background: { heapMb: 128, cancelGraceMs: 50, closeTimeoutMs: 900, queueLimit: 4 }, toolLimits: { bashTimeoutMs: 1_000 } },
+      config: {
+        executor: 'inline',
+        maxResponseChars: 5_000,
+        background: { heapMb: 128, cancelGraceMs: 50, closeTimeoutMs: 900, queueLimit: 4 },
+        toolLimits: { bashTimeoutMs: 1_000 },
+      },
     });
     expect(config.executor).toBe('inline');
     expect(config.maxResponseChars).toBe(5_000);
@@ -140,7 +145,11 @@ describe('record.error for callers', () => {
 describe('a cap on one model response', () => {
   for (const stream of [true, false]) {
     it(`fails with MODEL_RESPONSE_TOO_LARGE and does not retry (stream: ${stream})`, async () => {
-      const { sim, client, config } = await startTestSim(cleanup, { script: [{ content: 'word '.repeat(2_000) }, { content: 'again' }] }, { maxRetries: 2, stream, maxResponseChars: 1_000 });
+      const { sim, client, config } = await startTestSim(
+        cleanup,
+        { script: [{ content: 'word '.repeat(2_000) }, { content: 'again' }] },
+        { maxRetries: 2, stream, maxResponseChars: 1_000 },
+      );
       const call = callModel({ client, config, params: { messages: [{ role: 'user', content: 'hi' }] }, signal: new AbortController().signal });
       await expect(call).rejects.toMatchObject({ code: 'MODEL_RESPONSE_TOO_LARGE' });
       expect(sim.requestCount).toBe(1);

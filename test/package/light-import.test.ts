@@ -19,13 +19,16 @@ const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_P
 
 describe('a light import', () => {
   // tsc's files and the bundled ones package.json exports (scripts/bundle-library.mjs).
-  it.each(['index.js', 'executors.js', 'durable.js', 'sim/index.js', 'bundle/index.js', 'bundle/executors.js', 'bundle/durable.js', 'bundle/sim.js'])('dist/%s loads no heavy package', (entry) => {
-    const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
-    // (The next test shows the trace does see these packages when they load.)
-    expect(heavyIn(packages)).toEqual([]);
-    // Nor pino: src/main/logger.ts requires it on the first createLogger.
-    expect(packages).not.toContain('pino');
-  });
+  it.each(['index.js', 'executors.js', 'durable.js', 'sim/index.js', 'bundle/index.js', 'bundle/executors.js', 'bundle/durable.js', 'bundle/sim.js'])(
+    'dist/%s loads no heavy package',
+    (entry) => {
+      const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
+      // (The next test shows the trace does see these packages when they load.)
+      expect(heavyIn(packages)).toEqual([]);
+      // Nor pino: src/main/logger.ts requires it on the first createLogger.
+      expect(packages).not.toContain('pino');
+    },
+  );
 
   it('the subpaths load their own packages (the check above sees them when they load)', () => {
     expect(heavyIn(sampleImport(REPO_ROOT, importOf('main/bullmq/index.js'), true).packages)).toEqual(expect.arrayContaining(['bullmq', 'ioredis']));
@@ -47,7 +50,9 @@ describe('a light import', () => {
       expect(pkg.peerDependenciesMeta[name]?.optional, name).toBe(true);
       expect(pkg.dependencies[name], name).toBeUndefined();
     }
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO_ROOT, encoding: 'utf8' })) as [{ files: { path: string }[] }];
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO_ROOT, encoding: 'utf8' })) as [
+      { files: { path: string }[] },
+    ];
     const files = packed[0].files.map((f) => f.path);
     expect(files).toContain('dist/index.js');
     expect(files).toContain('dist/bundle/index.js');
@@ -77,16 +82,26 @@ describe('a missing optional package', () => {
     return dir;
   }
   const cli = (dir: string, args: string[], input = '') =>
-    spawnSync(process.execPath, [path.join(dir, 'dist', 'cli', 'bin.js'), ...args], { cwd: dir, input, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: dir, NO_COLOR: '1' } });
+    spawnSync(process.execPath, [path.join(dir, 'dist', 'cli', 'bin.js'), ...args], {
+      cwd: dir,
+      input,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? '', HOME: dir, NO_COLOR: '1' },
+    });
 
   it('forkpool serve without fastify, forkpool worker without bullmq: one line naming the package and its install command, exit 1', () => {
     const dir = installWithout('fastify', 'bullmq');
     const serve = cli(dir, ['serve', '--port', '0']);
     expect(serve.status).toBe(1);
-    expect(serve.stderr.trim()).toBe('forkpool: forkpool serve needs the package "fastify", which is not installed (an optional peer dependency of forkpool): npm install fastify@^5.12.8 [PACKAGE_MISSING]');
+    expect(serve.stderr.trim()).toBe(
+      'forkpool: forkpool serve needs the package "fastify", which is not installed (an optional peer dependency of forkpool): npm install fastify@^5.12.8 [PACKAGE_MISSING]',
+    );
     const worker = cli(dir, ['worker', '--redis', 'redis://127.0.0.1:1']);
     expect(worker.status).toBe(1);
-    expect(worker.stderr).toContain('forkpool worker needs the package "bullmq", which is not installed (an optional peer dependency of forkpool): npm install bullmq@^6.7.0 ioredis@^6.0.0 [PACKAGE_MISSING]');
+    expect(worker.stderr).toContain(
+      'forkpool worker needs the package "bullmq", which is not installed (an optional peer dependency of forkpool): npm install bullmq@^6.7.0 ioredis@^6.0.0 [PACKAGE_MISSING]',
+    );
     // The library itself still loads without them.
     expect(cli(dir, ['--version']).stdout).toBe('0.1.0\n');
   });
@@ -95,8 +110,15 @@ describe('a missing optional package', () => {
     const dir = installWithout('tinypool');
     const workspace = path.join(dir, 'workspace');
     mkdirSync(workspace);
-    const run = cli(dir, ['fanout', '-', '--executor', 'tinypool', '--json', '--no-progress', '--workspace', workspace], '{"task":"Where is X?"}\n{"task":"How does Y work?"}\n');
-    const ended = run.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { type?: string; status?: string; error?: { code?: string; message?: string } });
+    const run = cli(
+      dir,
+      ['fanout', '-', '--executor', 'tinypool', '--json', '--no-progress', '--workspace', workspace],
+      '{"task":"Where is X?"}\n{"task":"How does Y work?"}\n',
+    );
+    const ended = run.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { type?: string; status?: string; error?: { code?: string; message?: string } });
     const failed = ended.filter((e) => e.error?.code === 'PACKAGE_MISSING');
     expect(failed, run.stdout + run.stderr).toHaveLength(2);
     expect(failed[0]?.error?.message).toContain('npm install tinypool@^2.2.0');

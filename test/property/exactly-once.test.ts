@@ -40,15 +40,16 @@ const PERMUTATIONS: ReadonlyArray<readonly EndingStep[]> = [
   ['settle-run', 'close-port', 'post-done'],
 ];
 
-const endingScriptWith = (firesFallback: fc.Arbitrary<boolean>): fc.Arbitrary<EndingScript> => fc.record({
-  postsDone: fc.boolean(),
-  outcome: fc.constantFrom('final' as const, 'error' as const, 'aborted' as const, 'suspend' as const),
-  run: fc.constantFrom('resolve' as const, 'reject' as const),
-  closesPort: fc.boolean(),
-  order: fc.constantFrom(...PERMUTATIONS),
-  gaps: fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()),
-  firesFallback,
-});
+const endingScriptWith = (firesFallback: fc.Arbitrary<boolean>): fc.Arbitrary<EndingScript> =>
+  fc.record({
+    postsDone: fc.boolean(),
+    outcome: fc.constantFrom('final' as const, 'error' as const, 'aborted' as const, 'suspend' as const),
+    run: fc.constantFrom('resolve' as const, 'reject' as const),
+    closesPort: fc.boolean(),
+    order: fc.constantFrom(...PERMUTATIONS),
+    gaps: fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()),
+    firesFallback,
+  });
 
 const endingScript = endingScriptWith(fc.constant(false));
 
@@ -66,16 +67,24 @@ const midRunMessage: fc.Arbitrary<MidRunMessage> = fc.constantFrom<MidRunMessage
   { kind: 'alert', severity: 'critical' },
 );
 
-const actionWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Action> => fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('spawn' as const), user: fc.boolean() }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('start' as const, 'cancel' as const, 'timer' as const), pick: fc.nat(50) }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('end' as const), pick: fc.nat(50), script: endingScript }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('say' as const), pick: fc.nat(50), message: midRunMessage }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('suspend' as const), pick: fc.nat(50), script: endingScript.map((script) => ({ ...script, postsDone: true, outcome: 'suspend' as const })) }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'cancel-unknown' as const }) },
-  { weight: 2, arbitrary: fc.constant({ kind: 'turn' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), drain: fc.boolean(), timeoutMs: fc.constantFrom(0, 1, 5) }) },
-);
+const actionWith = (endingScript: fc.Arbitrary<EndingScript>): fc.Arbitrary<Action> =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('spawn' as const), user: fc.boolean() }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('start' as const, 'cancel' as const, 'timer' as const), pick: fc.nat(50) }) },
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('end' as const), pick: fc.nat(50), script: endingScript }) },
+    { weight: 4, arbitrary: fc.record({ kind: fc.constant('say' as const), pick: fc.nat(50), message: midRunMessage }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('suspend' as const),
+        pick: fc.nat(50),
+        script: endingScript.map((script) => ({ ...script, postsDone: true, outcome: 'suspend' as const })),
+      }),
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: 'cancel-unknown' as const }) },
+    { weight: 2, arbitrary: fc.constant({ kind: 'turn' as const }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), drain: fc.boolean(), timeoutMs: fc.constantFrom(0, 1, 5) }) },
+  );
 
 interface Scenario {
   isolation: 'thread' | 'shared';
@@ -175,7 +184,14 @@ async function runActions(seen: Observed, { isolation, cap, maxDepth, actions, h
           expect(() => manager.spawn({ task: 'late', label: 'late' })).toThrow(expect.objectContaining({ code: 'MANAGER_CLOSED' }));
           break;
         }
-        seen.spawned.push(manager.spawn({ task: `task ${seen.spawned.length}`, label: `job ${seen.spawned.length}`, role: step.user ? 'user' : 'primary', wave: step.user ? null : turn + 1 }).id);
+        seen.spawned.push(
+          manager.spawn({
+            task: `task ${seen.spawned.length}`,
+            label: `job ${seen.spawned.length}`,
+            role: step.user ? 'user' : 'primary',
+            wave: step.user ? null : turn + 1,
+          }).id,
+        );
         break;
       case 'cancel':
         if (seen.spawned.length > 0) manager.cancel(seen.spawned[step.pick % seen.spawned.length] as string);
@@ -290,7 +306,9 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
     const task = executor.tasks.get(id);
     const record = lastDone.get(id);
     if (task?.donePosted === undefined) continue;
-    expect(record?.stopReason, `${id}: posted ${task.donePosted}, ended ${record?.status}/${record?.endedBy} ${record?.error?.code ?? ''}`).toBe(task.donePosted);
+    expect(record?.stopReason, `${id}: posted ${task.donePosted}, ended ${record?.status}/${record?.endedBy} ${record?.error?.code ?? ''}`).toBe(
+      task.donePosted,
+    );
   }
   const requeued = new Set(seen.events.filter((e) => e.type === 'requeued').map((e) => e.record.id));
   for (const r of executor.runs) if (r.attempt > 1) expect(requeued.has(r.id), `${r.id} ran again without a requeued event`).toBe(true);
@@ -312,17 +330,25 @@ function checkInvariants(seen: Observed, executor: FakeExecutor, cap: number): v
 const RUNS = Number(process.env.FORKPOOL_PROPERTY_RUNS ?? 300);
 
 describe('exactly-once delivery under random schedules', () => {
-  it.each(propertyRuns(RUNS))('holds for $numRuns schedules against the real manager and ledger ($label)', async (run) => {
-    await assertProperty(fc.asyncProperty(scenario, runScenario), run);
-  }, 300_000);
+  it.each(propertyRuns(RUNS))(
+    'holds for $numRuns schedules against the real manager and ledger ($label)',
+    async (run) => {
+      await assertProperty(fc.asyncProperty(scenario, runScenario), run);
+    },
+    300_000,
+  );
 
   // Issue 8 §3: a `done` can still sit in the port when the 2 s port-close fallback fires (a
   // busy main thread); the manager must read the port (receiveMessageOnPort) before deciding the
   // job "ended without a result" (without it the job ends failed, or in shared isolation runs
   // twice: planted, this test fails).
-  it.each(propertyRuns(Math.ceil(RUNS / 2)))('holds when the port-close fallback fires while a done is still unread in the port ($label)', async (run) => {
-    await assertProperty(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), run);
-  }, 300_000);
+  it.each(propertyRuns(Math.ceil(RUNS / 2)))(
+    'holds when the port-close fallback fires while a done is still unread in the port ($label)',
+    async (run) => {
+      await assertProperty(fc.asyncProperty(scenarioWith(endingScriptWith(fc.boolean())), runScenario), run);
+    },
+    300_000,
+  );
 });
 
 /**
@@ -334,13 +360,24 @@ describe('exactly-once delivery under random schedules', () => {
  * The main property draws such suspends too (FakeExecutor.suspendsAfterStop, drawn).
  */
 describe('a suspend that crosses a stop', () => {
-  const suspendAtHardStop: EndingScript = { postsDone: true, outcome: 'suspend', run: 'resolve', closesPort: false, order: ['post-done', 'close-port', 'settle-run'], gaps: [false, false, false], firesFallback: false };
+  const suspendAtHardStop: EndingScript = {
+    postsDone: true,
+    outcome: 'suspend',
+    run: 'resolve',
+    closesPort: false,
+    order: ['post-done', 'close-port', 'settle-run'],
+    gaps: [false, false, false],
+    firesFallback: false,
+  };
   it('a job that suspends while close() stops it still ends once, delivered once', async () => {
     await runScenario({
       isolation: 'thread',
       cap: 1,
       maxDepth: 2,
-      actions: [{ kind: 'spawn', user: false }, { kind: 'say', pick: 0, message: { kind: 'spawn' } }],
+      actions: [
+        { kind: 'spawn', user: false },
+        { kind: 'say', pick: 0, message: { kind: 'spawn' } },
+      ],
       hardStops: [suspendAtHardStop],
       suspendsAfterStop: true,
     });

@@ -21,9 +21,20 @@ describe('auth', () => {
   it('refuses every route but /healthz without the token or with a wrong one', async () => {
     const { api, url } = await startTestServer(cleanup);
     const routes: Array<[string, string]> = [
-      ['GET', '/'], ['GET', '/page.js'], ['GET', '/v1/jobs'], ['POST', '/v1/jobs'], ['GET', '/v1/jobs/bg-1'], ['DELETE', '/v1/jobs/bg-1'],
-      ['GET', '/v1/jobs/bg-1/result'], ['POST', '/v1/sessions'], ['GET', '/v1/sessions/s-1'], ['POST', '/v1/sessions/s-1/messages'],
-      ['GET', '/v1/events'], ['GET', '/metrics'], ['GET', '/openapi.json'], ['GET', '/no/such/route'],
+      ['GET', '/'],
+      ['GET', '/page.js'],
+      ['GET', '/v1/jobs'],
+      ['POST', '/v1/jobs'],
+      ['GET', '/v1/jobs/bg-1'],
+      ['DELETE', '/v1/jobs/bg-1'],
+      ['GET', '/v1/jobs/bg-1/result'],
+      ['POST', '/v1/sessions'],
+      ['GET', '/v1/sessions/s-1'],
+      ['POST', '/v1/sessions/s-1/messages'],
+      ['GET', '/v1/events'],
+      ['GET', '/metrics'],
+      ['GET', '/openapi.json'],
+      ['GET', '/no/such/route'],
     ];
     for (const [method, path] of routes) {
       for (const token of [null, 'wrong-token', `${TOKEN}x`, '']) {
@@ -70,7 +81,9 @@ describe('/v1/jobs', () => {
     const { api } = await startTestServer(cleanup, { background: { maxConcurrent: 2 } });
     const one = await api('/v1/jobs', { json: { task: TASK, label: 'first' } });
     expect(one.status).toBe(202);
-    const { jobs: [first] } = await json(one);
+    const {
+      jobs: [first],
+    } = await json(one);
     expect(first).toMatchObject({ id: 'bg-1', label: 'first' });
     const many = await json(await api('/v1/jobs', { json: { tasks: [{ task: TASK }, { task: TASK, label: 'third' }] } }));
     expect(many.jobs.map((j: { id: string }) => j.id)).toEqual(['bg-2', 'bg-3']);
@@ -103,7 +116,16 @@ describe('/v1/jobs', () => {
       agents: { scout: { description: 'Finds where things are', model: 'forkpool-sim-scout' } },
       background: { maxConcurrent: 2, maxDepth: 2 },
     });
-    const started = await json(await api('/v1/jobs', { json: { tasks: [{ task: TASK, agent: 'scout', name: 'scan' }, { task: `Delegate: ${TASK}`, label: 'boss' }] } }));
+    const started = await json(
+      await api('/v1/jobs', {
+        json: {
+          tasks: [
+            { task: TASK, agent: 'scout', name: 'scan' },
+            { task: `Delegate: ${TASK}`, label: 'boss' },
+          ],
+        },
+      }),
+    );
     expect(started.refused).toEqual([]);
     for (const { id } of started.jobs) expect((await api(`/v1/jobs/${id}/result?wait=60`)).status).toBe(200);
     const { jobs } = await json(await api('/v1/jobs'));
@@ -149,7 +171,10 @@ describe('bad input is a 400 naming the field', () => {
       expect(response.status, JSON.stringify(body)).toBe(400);
       const { error } = await json(response);
       expect(error.code).toBe('BAD_REQUEST');
-      expect(error.issues.map((i: { field: string }) => i.field), JSON.stringify(body)).toContain(field);
+      expect(
+        error.issues.map((i: { field: string }) => i.field),
+        JSON.stringify(body),
+      ).toContain(field);
       expect(error.message).toContain(field);
     }
     const taskNumber = await json(await api('/v1/jobs', { json: { task: 42 } }));
@@ -176,7 +201,10 @@ describe('/v1/sessions', () => {
     const turn = await api(`/v1/sessions/${id}/messages`, { json: { input: 'Where is the retry backoff implemented?' } });
     expect(turn.status).toBe(200);
     expect(turn.headers.get('content-type')).toContain('application/x-ndjson');
-    const lines = (await turn.text()).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await turn.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ type: 'parent', event: { type: 'turn_start' } });
     expect(lines.at(-1)).toMatchObject({ type: 'result', result: { turn: 1 } });
     expect(typeof lines.at(-1).result.answer).toBe('string');
@@ -191,7 +219,10 @@ describe('/v1/sessions turn errors', () => {
   const failedTurn = async (errorDetail: 'brief' | 'debug') => {
     const { api } = await startTestServer(cleanup, { maxRetries: 0, errorDetail }, { faultRate: 1, faultKinds: ['500'] });
     const { id } = await json(await api('/v1/sessions', { method: 'POST' }));
-    const lines = (await (await api(`/v1/sessions/${id}/messages`, { json: { input: 'hello' } })).text()).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await (await api(`/v1/sessions/${id}/messages`, { json: { input: 'hello' } })).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const last = lines.at(-1);
     // A model failure ends the turn with a result that carries the error (a thrown one is an `error` line).
     const error = last.type === 'result' ? last.result.error : last.error;
@@ -228,7 +259,9 @@ describe('/v1/events', () => {
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(new Set(ids).size).toBe(ids.length);
     for (const job of ['bg-1', 'bg-2', 'bg-3']) {
-      const order = jobEvents(events).filter((e) => JSON.parse(e.data).job?.id === job).map((e) => e.event);
+      const order = jobEvents(events)
+        .filter((e) => JSON.parse(e.data).job?.id === job)
+        .map((e) => e.event);
       expect(order, job).toEqual(['spawned', 'started', 'done']);
     }
     // A client that saw up to the 4th event comes back: it gets the rest, in order, nothing twice.
@@ -270,7 +303,18 @@ describe('/metrics, /openapi.json, /healthz', () => {
     const { api } = await startTestServer(cleanup);
     const doc = await json(await api('/openapi.json'));
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths).sort()).toEqual(['/healthz', '/metrics', '/openapi.json', '/v1/events', '/v1/jobs', '/v1/jobs/{id}', '/v1/jobs/{id}/result', '/v1/sessions', '/v1/sessions/{id}', '/v1/sessions/{id}/messages']);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/healthz',
+      '/metrics',
+      '/openapi.json',
+      '/v1/events',
+      '/v1/jobs',
+      '/v1/jobs/{id}',
+      '/v1/jobs/{id}/result',
+      '/v1/sessions',
+      '/v1/sessions/{id}',
+      '/v1/sessions/{id}/messages',
+    ]);
     expect(doc.paths['/v1/jobs'].post.requestBody.content['application/json'].schema.anyOf).toHaveLength(2);
     expect(doc.paths['/healthz'].get.security).toEqual([]);
   });
@@ -312,12 +356,18 @@ async function waitUntil(check: () => Promise<boolean>): Promise<void> {
 describe('the token and the address it binds', () => {
   it('a token shorter than 16 characters is refused, from the option or FORKPOOL_SERVER_TOKEN, naming it and the minimum, not its value', async () => {
     const { config } = await startTestSim(cleanup);
-    const refused = (options: Partial<ForkpoolServerOptions>) => startForkpoolServer({ config, port: 0, env: {}, ...options }).then(() => undefined, (error: unknown) => error as ConfigError);
+    const refused = (options: Partial<ForkpoolServerOptions>) =>
+      startForkpoolServer({ config, port: 0, env: {}, ...options }).then(
+        () => undefined,
+        (error: unknown) => error as ConfigError,
+      );
     const short = await refused({ token: 'x' });
     expect(short).toBeInstanceOf(ConfigError);
     expect(short?.issues).toEqual([{ field: 'token', expected: expect.stringContaining('at least 16 characters'), received: '1 character' }]);
     const fromEnv = await refused({ env: { FORKPOOL_SERVER_TOKEN: 'fifteen-chars15' } });
-    expect(fromEnv?.issues).toEqual([{ field: 'FORKPOOL_SERVER_TOKEN', expected: expect.stringContaining('at least 16 characters'), received: '15 characters' }]);
+    expect(fromEnv?.issues).toEqual([
+      { field: 'FORKPOOL_SERVER_TOKEN', expected: expect.stringContaining('at least 16 characters'), received: '15 characters' },
+    ]);
     expect(fromEnv?.message).not.toContain('fifteen-chars15');
     const ok = await startForkpoolServer({ config, port: 0, env: { FORKPOOL_SERVER_TOKEN: 'sixteen-chars-16' } });
     cleanup.add(() => ok.close());
@@ -347,7 +397,9 @@ describe('the token and the address it binds', () => {
     cleanup.add(() => executor.close());
     expect(executor.threadCount()).toBeGreaterThan(0);
     // 192.0.2.1 (TEST-NET-1) is on no interface: the bind fails, so nothing listens off loopback.
-    const failed = await startForkpoolServer({ config, executor, token: TOKEN, host: '192.0.2.1', port: 0, onWarning: (m) => warnings.push(m) }).catch((e: unknown) => e);
+    const failed = await startForkpoolServer({ config, executor, token: TOKEN, host: '192.0.2.1', port: 0, onWarning: (m) => warnings.push(m) }).catch(
+      (e: unknown) => e,
+    );
     expect(failed).toMatchObject({ code: 'EADDRNOTAVAIL' });
     expect(executor.threadCount()).toBe(0);
     expect(warnings).toEqual([expect.stringMatching(/^serving on the address 192\.0\.2\.1, not loopback: anyone who can reach this port/)]);
@@ -358,7 +410,11 @@ describe('the token and the address it binds', () => {
 
   it('`forkpool serve --host <not loopback>` says so on stderr, also with --json, and exits when the bind fails', async () => {
     // A TEST-NET address (the bind fails) and a dead loopback model endpoint (no simulator started).
-    const r = await runCli(['serve', '--host', '192.0.2.1', '--port', '0', '--json', '--base-url', 'http://127.0.0.1:9/v1'], { env: { FORKPOOL_SERVER_TOKEN: TOKEN }, cleanup, timeoutMs: 20_000 });
+    const r = await runCli(['serve', '--host', '192.0.2.1', '--port', '0', '--json', '--base-url', 'http://127.0.0.1:9/v1'], {
+      env: { FORKPOOL_SERVER_TOKEN: TOKEN },
+      cleanup,
+      timeoutMs: 20_000,
+    });
     expect(r.stderr, describeResult(r)).toMatch(/forkpool: warning: serving on the address 192\.0\.2\.1, not loopback/);
     expect(r.stdout).toContain('"type":"warning"');
     expect([r.timedOut, r.code]).toEqual([false, 1]);

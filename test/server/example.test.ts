@@ -22,7 +22,11 @@ describe('examples/embed-fastify', () => {
   });
 
   it('starts, runs a job through its own routes, and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, [`${EXAMPLE}server.mjs`, '--sim'], { cwd: ROOT, env: { ...process.env, PORT: '0', WORKSPACE: ROOT }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [`${EXAMPLE}server.mjs`, '--sim'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', WORKSPACE: ROOT },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     cleanup.add(() => child.exitCode === null && child.kill('SIGKILL'));
     const lines = createInterface({ input: child.stdout });
     const output: any[] = [];
@@ -31,7 +35,11 @@ describe('examples/embed-fastify', () => {
     expect(((await (await fetch(`${listening}/health`)).json()) as { ok: boolean }).ok).toBe(true);
     const bad = await fetch(`${listening}/research`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(bad.status).toBe(400);
-    const started = await fetch(`${listening}/research`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ question: 'Where is the retry backoff implemented?' }) });
+    const started = await fetch(`${listening}/research`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ question: 'Where is the retry backoff implemented?' }),
+    });
     expect(started.status).toBe(202);
     const { id } = (await started.json()) as { id: string };
     const answer = (await (await fetch(`${listening}/research/${id}`)).json()) as { status: string; answer: unknown };

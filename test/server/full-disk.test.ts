@@ -60,10 +60,15 @@ describe('serve --ledger on a disk that fills up', () => {
     if ('skip' in disk) throw new Error(`needs a small tmpfs: ${disk.skip}`);
     const { dir } = disk;
     const cwd = tempWorkspace({ 'a.txt': 'alpha\n' }, cleanup);
-    const server = spawnCli(['serve', '--port', '0', '--json', '--ledger', path.join(dir, 'ledger.db'), '--sim-latency', '150'], { cwd, cleanup, env: { FORKPOOL_SERVER_TOKEN: TOKEN } });
+    const server = spawnCli(['serve', '--port', '0', '--json', '--ledger', path.join(dir, 'ledger.db'), '--sim-latency', '150'], {
+      cwd,
+      cleanup,
+      env: { FORKPOOL_SERVER_TOKEN: TOKEN },
+    });
     const stdout = await server.waitForStdout((s) => s.includes('"listening"'));
     const url = String(parseJsonLines(stdout).find((e) => e.type === 'listening')?.url);
-    const api = (p: string, init: RequestInit = {}) => fetch(`${url}${p}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...init.headers } });
+    const api = (p: string, init: RequestInit = {}) =>
+      fetch(`${url}${p}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...init.headers } });
     const spawn = (task: string) => api('/v1/jobs', { method: 'POST', body: JSON.stringify({ task }) });
 
     const before = await spawn('find a.txt (before)');

@@ -16,7 +16,15 @@ import { TOKEN, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 const CHROMIUM = process.env.FORKPOOL_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SCREENSHOT = new URL('../../docs/server-page.png', import.meta.url).pathname;
 
 async function launch(): Promise<BrowserContext> {
@@ -24,7 +32,12 @@ async function launch(): Promise<BrowserContext> {
   const profile = mkdtempSync(path.join(tmpdir(), 'forkpool-chromium-'));
   cleanup.add(() => rmSync(profile, { recursive: true, force: true }));
   // A persistent context is how playwright takes a fresh --user-data-dir of our own.
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1100, height: 760 } });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1100, height: 760 },
+  });
   cleanup.add(() => context.close());
   return context;
 }
@@ -73,7 +86,9 @@ describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in
     expect(await history(page, alpha)).toBe('queued running ok');
     expect(await history(page, beta)).toBe('queued running ok');
     expect(await history(page, gamma)).toMatch(/^queued (running )?cancelled$/);
-    await page.waitForFunction(() => document.querySelector('#total-ended')?.textContent === '3' && Number(document.querySelector('#total-tokens')?.textContent) > 0);
+    await page.waitForFunction(
+      () => document.querySelector('#total-ended')?.textContent === '3' && Number(document.querySelector('#total-tokens')?.textContent) > 0,
+    );
     expect(await page.textContent('#total-running')).toBe('0');
 
     await page.click(`#job-${alpha} button.details`);
@@ -93,7 +108,11 @@ describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in
     cleanup.add(() => again.close());
     await page.waitForSelector('#connection[data-state="live"]', { timeout: 30_000 });
     await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 0);
-    await fetch(`${again.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ task: 'After the restart: where is the backoff?', label: 'after-restart' }) });
+    await fetch(`${again.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'After the restart: where is the backoff?', label: 'after-restart' }),
+    });
     await page.waitForSelector('#jobs tbody tr[data-job-id="bg-1"] th:text("after-restart")');
     expect(pageErrors).toEqual([]);
   });
@@ -107,11 +126,15 @@ describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in
     await page.waitForSelector('#connection[data-state="live"]');
     const boss = await startJob(page, 'Delegate: where is the retry backoff implemented?', 'boss');
     const later = await startJob(page, 'Which file computes the retry delay?', 'later');
-    await fetch(`${url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ task: 'Where is the backoff?', label: 'peer', agent: 'scout' }) });
+    await fetch(`${url}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'Where is the backoff?', label: 'peer', agent: 'scout' }),
+    });
     // The child appears after both top-level rows were drawn, yet sits right under its parent.
     const child = page.locator(`#jobs tbody tr[data-ancestors~="${boss}"]`).first();
     await child.waitFor({ timeout: 30_000 });
-    const order = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.getAttribute("data-job-id")));
+    const order = await page.$$eval('#jobs tbody tr', (rows) => rows.map((r) => r.getAttribute('data-job-id')));
     const childId = (await child.getAttribute('data-job-id')) as string;
     expect(order.indexOf(childId)).toBe(order.indexOf(boss) + 1);
     expect(order.indexOf(later)).toBeGreaterThan(order.indexOf(childId));

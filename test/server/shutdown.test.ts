@@ -44,10 +44,14 @@ function alive(pid: number): boolean {
 describe('shutdown', () => {
   it('SIGTERM: stops accepting, cancels the running jobs, reports them, exits 143, leaves no process', async () => {
     const workspace = tempWorkspace({ 'src/a.ts': 'export const retryBackoff = 1;\n' }, cleanup);
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--json', '--sim-latency', '3000', '--concurrency', '4', '--workspace', workspace, '--grant', 'bash'], {
-      env: { ...process.env, FORKPOOL_SERVER_TOKEN: TOKEN, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'serve', '--port', '0', '--json', '--sim-latency', '3000', '--concurrency', '4', '--workspace', workspace, '--grant', 'bash'],
+      {
+        env: { ...process.env, FORKPOOL_SERVER_TOKEN: TOKEN, OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     cleanup.add(() => (alive(child.pid as number) ? child.kill('SIGKILL') : undefined));
     const lines = createInterface({ input: child.stdout });
     const events: any[] = [];

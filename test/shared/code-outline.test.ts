@@ -203,7 +203,9 @@ describe('code_outline', () => {
     // The three calls run in parallel: their results arrive in any order.
     expect(results.map((r) => `${r.name} ${r.ok ? 'ok' : 'failed'}`).sort()).toEqual(['code_outline failed', 'code_outline failed', 'code_outline ok']);
     // What the worker sent back to the model: the outline with its ranges, and the two errors.
-    const toolMessages = sim.requests.flatMap((r) => ((r.body as { messages?: Array<{ role: string; content: string }> })?.messages ?? []).filter((m) => m.role === 'tool'));
+    const toolMessages = sim.requests.flatMap((r) =>
+      ((r.body as { messages?: Array<{ role: string; content: string }> })?.messages ?? []).filter((m) => m.role === 'tool'),
+    );
     const texts = toolMessages.map((m) => m.content);
     expect(texts.some((t) => t.includes('15-35  export class Pool') && t.includes('  19-22    method run(task: string)'.trimStart()))).toBe(true);
     expect(texts.some((t) => /^Error: .*src\/broken\.ts does not parse at line 3/.test(t))).toBe(true);

@@ -16,7 +16,6 @@ import { configError, tempWorkspace, useCleanup } from '../helpers/index.js';
 const cleanup = useCleanup();
 const WS = '/tmp/forkpool-config-test';
 
-
 function issueFor(error: ConfigError, field: string): ConfigIssue {
   const issue = error.issues.find((i) => i.field === field);
   if (!issue) throw new Error(`no issue for ${field}; got ${JSON.stringify(error.issues)}`);
@@ -68,7 +67,12 @@ describe('parseConfig defaults', () => {
   });
 
   it('requires workspaceRoot', () => {
-    expect(issueFor(configError(() => parseConfig({})), 'workspaceRoot').received).toBe('nothing');
+    expect(
+      issueFor(
+        configError(() => parseConfig({})),
+        'workspaceRoot',
+      ).received,
+    ).toBe('nothing');
   });
 });
 
@@ -108,18 +112,32 @@ describe('validation errors', () => {
   it('names an environment variable as the source of a bad value', () => {
     const error = configError(() => loadConfig({}, { FORKPOOL_MAX_BACKGROUND_AGENTS: 'abc' }, tempWorkspace({}, cleanup)));
     const issue = issueFor(error, 'background.maxConcurrent');
-    expect(issue).toEqual({ field: 'background.maxConcurrent', expected: 'number', received: '"abc"', source: 'environment variable FORKPOOL_MAX_BACKGROUND_AGENTS' });
+    expect(issue).toEqual({
+      field: 'background.maxConcurrent',
+      expected: 'number',
+      received: '"abc"',
+      source: 'environment variable FORKPOOL_MAX_BACKGROUND_AGENTS',
+    });
     expect(error.message).toContain('(from environment variable FORKPOOL_MAX_BACKGROUND_AGENTS)');
   });
 
   it('names a flag and a file as sources', () => {
     const dir = dirWithConfig({ background: { isolation: 'process' } });
-    const fromFile = issueFor(configError(() => loadConfig({}, {}, dir)), 'background.isolation');
+    const fromFile = issueFor(
+      configError(() => loadConfig({}, {}, dir)),
+      'background.isolation',
+    );
     expect(fromFile).toMatchObject({ expected: 'one of "thread", "shared"', received: '"process"', source: path.join(dir, CONFIG_FILE_NAME) });
     // A flag replaces the file's bad value, and the source follows.
-    const fromFlag = issueFor(configError(() => loadConfig({ isolation: 'fork' }, {}, dir)), 'background.isolation');
+    const fromFlag = issueFor(
+      configError(() => loadConfig({ isolation: 'fork' }, {}, dir)),
+      'background.isolation',
+    );
     expect(fromFlag).toMatchObject({ received: '"fork"', source: 'flag --isolation' });
-    const flag = issueFor(configError(() => loadConfig({ maxIterations: 0 }, {}, tempWorkspace({}, cleanup))), 'maxIterations');
+    const flag = issueFor(
+      configError(() => loadConfig({ maxIterations: 0 }, {}, tempWorkspace({}, cleanup))),
+      'maxIterations',
+    );
     expect(flag.source).toBe('flag --max-iterations');
   });
 
@@ -186,18 +204,27 @@ describe('loadConfig layers: file < environment < flags', () => {
 describe('config file errors', () => {
   it('rejects invalid JSON with a ConfigError naming the file', () => {
     const dir = dirWithConfig('{ "model": "x", }');
-    const issue = issueFor(configError(() => loadConfig({}, {}, dir)), '(file)');
+    const issue = issueFor(
+      configError(() => loadConfig({}, {}, dir)),
+      '(file)',
+    );
     expect(issue.expected).toBe('valid JSON');
     expect(issue.source).toBe(path.join(dir, CONFIG_FILE_NAME));
   });
 
   it('rejects a file that is not a JSON object', () => {
-    const issue = issueFor(configError(() => loadConfig({}, {}, dirWithConfig('[1, 2]'))), '(root)');
+    const issue = issueFor(
+      configError(() => loadConfig({}, {}, dirWithConfig('[1, 2]'))),
+      '(root)',
+    );
     expect(issue).toMatchObject({ expected: 'a JSON object', received: 'an array' });
   });
 
   it('rejects a missing explicit --config file', () => {
-    const issue = issueFor(configError(() => loadConfig({ configPath: 'nope.json' }, {}, tempWorkspace({}, cleanup))), '(file)');
+    const issue = issueFor(
+      configError(() => loadConfig({ configPath: 'nope.json' }, {}, tempWorkspace({}, cleanup))),
+      '(file)',
+    );
     expect(issue.received).toContain('ENOENT');
   });
 });
@@ -236,12 +263,18 @@ describe('bounds: every timeout fits a Node timer, heapMb has a ceiling', () => 
     ['background', 'cancelGraceMs'],
     ['background', 'closeTimeoutMs'],
   ];
-  const withField = (group: string | null, key: string, value: number) => ({ workspaceRoot: WS, ...(group ? { [group]: { [key]: value } } : { [key]: value }) });
+  const withField = (group: string | null, key: string, value: number) => ({
+    workspaceRoot: WS,
+    ...(group ? { [group]: { [key]: value } } : { [key]: value }),
+  });
 
   it.each(TIMER_FIELDS)('%s.%s accepts 2^31-1 ms and refuses one more, naming field, bound and value', (group, key) => {
     const field = group ? `${group}.${key}` : key;
     expect(() => parseConfig(withField(group, key, MAX_TIMER_MS))).not.toThrow();
-    const issue = issueFor(configError(() => parseConfig(withField(group, key, MAX_TIMER_MS + 1))), field);
+    const issue = issueFor(
+      configError(() => parseConfig(withField(group, key, MAX_TIMER_MS + 1))),
+      field,
+    );
     expect(issue).toEqual({ field, expected: `a value <= ${MAX_TIMER_MS}`, received: String(MAX_TIMER_MS + 1) });
   });
 
@@ -251,14 +284,29 @@ describe('bounds: every timeout fits a Node timer, heapMb has a ceiling', () => 
     expect((MAX_TIMEOUT_MINUTES + 1) * 60_000).toBeGreaterThan(MAX_TIMER_MS);
     expect(parseConfig({ workspaceRoot: WS, background: { timeoutMinutes: MAX_TIMEOUT_MINUTES } }).background.timeoutMinutes).toBe(MAX_TIMEOUT_MINUTES);
     const error = configError(() => loadConfig({ timeoutMinutes: 100_000 }, {}, tempWorkspace({}, cleanup)));
-    expect(issueFor(error, 'background.timeoutMinutes')).toEqual({ field: 'background.timeoutMinutes', expected: 'a value <= 35791', received: '100000', source: 'flag --timeout' });
+    expect(issueFor(error, 'background.timeoutMinutes')).toEqual({
+      field: 'background.timeoutMinutes',
+      expected: 'a value <= 35791',
+      received: '100000',
+      source: 'flag --timeout',
+    });
     // The seeds' alias is bounded the same way.
-    expect(issueFor(configError(() => parseConfig({ workspaceRoot: WS, background_agent_timeout_minutes: 1e9 })), 'background.timeoutMinutes').received).toBe('1000000000');
+    expect(
+      issueFor(
+        configError(() => parseConfig({ workspaceRoot: WS, background_agent_timeout_minutes: 1e9 })),
+        'background.timeoutMinutes',
+      ).received,
+    ).toBe('1000000000');
   });
 
   it('background.heapMb: 16 to 65536 MiB', () => {
     expect(parseConfig({ workspaceRoot: WS, background: { heapMb: MAX_HEAP_MB } }).background.heapMb).toBe(65_536);
-    expect(issueFor(configError(() => parseConfig({ workspaceRoot: WS, background: { heapMb: 65_537 } })), 'background.heapMb')).toMatchObject({ expected: 'a value <= 65536', received: '65537' });
+    expect(
+      issueFor(
+        configError(() => parseConfig({ workspaceRoot: WS, background: { heapMb: 65_537 } })),
+        'background.heapMb',
+      ),
+    ).toMatchObject({ expected: 'a value <= 65536', received: '65537' });
   });
 });
 
@@ -270,19 +318,27 @@ describe('background.timeoutMs, the millisecond alternative to timeoutMinutes', 
     expect(parseConfig(config)).toEqual(config);
     const longest = parseConfig({ workspaceRoot: WS, background: { timeoutMs: MAX_TIMEOUT_MINUTES * 60_000 } });
     expect(parseConfig(longest).background.timeoutMinutes).toBe(MAX_TIMEOUT_MINUTES);
-    expect(issueFor(configError(() => parseConfig({ workspaceRoot: WS, background: { timeoutMs: MAX_TIMER_MS } })), 'background.timeoutMs').expected).toBe('a value <= 2147460000');
+    expect(
+      issueFor(
+        configError(() => parseConfig({ workspaceRoot: WS, background: { timeoutMs: MAX_TIMER_MS } })),
+        'background.timeoutMs',
+      ).expected,
+    ).toBe('a value <= 2147460000');
   });
 
   it('both set in one place is an error naming both', () => {
     const dir = dirWithConfig({ background: { timeoutMs: 60_000, timeoutMinutes: 5 } });
-    const issue = issueFor(configError(() => loadConfig({}, {}, dir)), 'background.timeoutMs');
+    const issue = issueFor(
+      configError(() => loadConfig({}, {}, dir)),
+      'background.timeoutMs',
+    );
     expect(issue.expected).toContain('not both');
     expect(issue.received).toBe('timeoutMs 60000 and timeoutMinutes 5');
     expect(issue.source).toBe(path.join(dir, CONFIG_FILE_NAME));
     expect(() => parseConfig({ workspaceRoot: WS, background_agent_timeout_minutes: 5, background: { timeoutMs: 60_000 } })).toThrow(ConfigError);
   });
 
-  it('a stronger layer setting the minutes replaces the file\'s timeoutMs', () => {
+  it("a stronger layer setting the minutes replaces the file's timeoutMs", () => {
     const dir = dirWithConfig({ background: { timeoutMs: 60_000 } });
     expect(loadConfig({}, {}, dir).background.timeoutMinutes).toBe(1);
     expect(loadConfig({ timeoutMinutes: 7 }, {}, dir).background.timeoutMinutes).toBe(7);
@@ -296,13 +352,15 @@ describe('an alias and its field both set', () => {
     const onWarning = (message: string) => warnings.push(message);
     const config = parseConfig({ workspaceRoot: WS, max_background_agents: 2, background: { maxConcurrent: 5 } }, {}, { onWarning });
     expect(config.background.maxConcurrent).toBe(2);
-    expect(warnings).toEqual(['config sets both "max_background_agents" (2) and "background.maxConcurrent" (5); using "max_background_agents" (2). Remove one of them.']);
+    expect(warnings).toEqual([
+      'config sets both "max_background_agents" (2) and "background.maxConcurrent" (5); using "max_background_agents" (2). Remove one of them.',
+    ]);
     parseConfig({ workspaceRoot: WS, max_background_agents: 2 }, {}, { onWarning });
     parseConfig({ workspaceRoot: WS, background: { maxConcurrent: 5 } }, {}, { onWarning });
     expect(warnings).toHaveLength(1);
   });
 
-  it('in a file: warned through loadConfig, and a flag or env still wins over the file\'s alias', () => {
+  it("in a file: warned through loadConfig, and a flag or env still wins over the file's alias", () => {
     const warnings: string[] = [];
     const dir = dirWithConfig({ max_background_agents: 2, background: { maxConcurrent: 5 }, background_agent_timeout_minutes: 3 });
     expect(loadConfig({ onWarning: (m) => warnings.push(m) }, {}, dir).background.maxConcurrent).toBe(2);
@@ -317,7 +375,10 @@ describe('system folders as the workspace', () => {
   const never = ['/proc', '/sys', '/dev', '/proc/self', '/proc/1/root', '/sys/kernel', '/dev/shm'];
 
   it.each(forcible)('%s is refused naming workspaceRoot (forced only by allowBroadWorkspace), by parseConfig and resolveWorkspaceRoot', async (root) => {
-    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: root })), 'workspaceRoot');
+    const issue = issueFor(
+      configError(() => parseConfig({ workspaceRoot: root })),
+      'workspaceRoot',
+    );
     expect(issue.expected).toMatch(/system folder.*allowBroadWorkspace/);
     expect(issue.received).toBe(`${JSON.stringify(root)} (a system folder)`);
     expect(parseConfig({ workspaceRoot: root, allowBroadWorkspace: true }).workspaceRoot).toBe(root);
@@ -325,8 +386,14 @@ describe('system folders as the workspace', () => {
   });
 
   it.each(never)('%s (a kernel pseudo file system) is refused even with allowBroadWorkspace', async (root) => {
-    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: root, allowBroadWorkspace: true })), 'workspaceRoot');
-    expect(issue).toMatchObject({ expected: expect.stringMatching(/not a path in \/proc, \/sys or \/dev/), received: expect.stringContaining('pseudo file system') });
+    const issue = issueFor(
+      configError(() => parseConfig({ workspaceRoot: root, allowBroadWorkspace: true })),
+      'workspaceRoot',
+    );
+    expect(issue).toMatchObject({
+      expected: expect.stringMatching(/not a path in \/proc, \/sys or \/dev/),
+      received: expect.stringContaining('pseudo file system'),
+    });
     await expect(resolveWorkspaceRoot(root, { allowBroad: true })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
   });
 
@@ -344,7 +411,8 @@ describe('every numeric limit has an upper bound', () => {
   function numberMaxima(schema: z.ZodType, at: string, out: Array<[string, number]>): Array<[string, number]> {
     const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
     if (def.type === 'number') out.push([at, (schema as z.ZodNumber).maxValue ?? Infinity]);
-    else if (def.type === 'object') for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) numberMaxima(field, at ? `${at}.${key}` : key, out);
+    else if (def.type === 'object')
+      for (const [key, field] of Object.entries(def.shape as Record<string, z.ZodType>)) numberMaxima(field, at ? `${at}.${key}` : key, out);
     else if (def.type === 'record') numberMaxima(def.valueType as z.ZodType, `${at}.<name>`, out);
     else if (def.type === 'array') numberMaxima(def.element as z.ZodType, `${at}.<n>`, out);
     else if ('innerType' in def) numberMaxima(def.innerType as z.ZodType, at, out);
@@ -361,7 +429,10 @@ describe('every numeric limit has an upper bound', () => {
 
   it('toolLimits.outputMaxChars: at most 1,000,000, refused above naming field, bound and value', () => {
     expect(parseConfig({ workspaceRoot: WS, toolLimits: { outputMaxChars: MAX_OUTPUT_CHARS } }).toolLimits.outputMaxChars).toBe(1_000_000);
-    const issue = issueFor(configError(() => parseConfig({ workspaceRoot: WS, toolLimits: { outputMaxChars: 1e12 } })), 'toolLimits.outputMaxChars');
+    const issue = issueFor(
+      configError(() => parseConfig({ workspaceRoot: WS, toolLimits: { outputMaxChars: 1e12 } })),
+      'toolLimits.outputMaxChars',
+    );
     expect(issue).toEqual({ field: 'toolLimits.outputMaxChars', expected: 'a value <= 1000000', received: '1000000000000' });
   });
 });
@@ -384,7 +455,10 @@ describe('a base URL with credentials', () => {
 
   it('from --base-url or OPENAI_BASE_URL too, naming the source', () => {
     const url = `http://bob:${SECRET}@127.0.0.1:9/v1`;
-    const fromFlag = issueFor(configError(() => loadConfig({ baseUrl: url }, {}, tempWorkspace({}, cleanup))), 'baseUrl');
+    const fromFlag = issueFor(
+      configError(() => loadConfig({ baseUrl: url }, {}, tempWorkspace({}, cleanup))),
+      'baseUrl',
+    );
     expect(fromFlag).toMatchObject({ source: 'flag --base-url', received: '"http://***@127.0.0.1:9/v1"' });
     const fromEnv = configError(() => loadConfig({}, { OPENAI_BASE_URL: url }, tempWorkspace({}, cleanup)));
     expect(issueFor(fromEnv, 'baseUrl').source).toBe('environment variable OPENAI_BASE_URL');

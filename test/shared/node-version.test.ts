@@ -49,7 +49,9 @@ describe('the Node.js version', () => {
     expect(cli.stderr.trimEnd().split('\n')).toEqual([unsupportedNodeMessage('20.19.0')]);
     const lib = run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_LIBRARY]);
     expect(lib.stdout).toContain('NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer');
-    expect(run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toContain('NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer');
+    expect(run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toContain(
+      'NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer',
+    );
   });
 
   it.skipIf(!isSupportedNode(process.version))('on this (supported) Node, the CLI and the library load', () => {
@@ -59,7 +61,7 @@ describe('the Node.js version', () => {
     expect(run(process.execPath, ['--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toBe('loaded\n');
   });
 
-  it.skipIf(oldNode() === undefined)('on a real old Node (the machine\'s own), the same line and exit 2, and the same error at import', () => {
+  it.skipIf(oldNode() === undefined)("on a real old Node (the machine's own), the same line and exit 2, and the same error at import", () => {
     const node = oldNode() as string;
     const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
     const cli = run(node, [BIN, 'chat']);

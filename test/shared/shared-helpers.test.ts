@@ -6,7 +6,16 @@ import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/main/setup/logger.js';
-import { AbortError, ForkpoolError, JobError, TimeoutError, ToolError, deserializeError, serializeError, type SerializedError } from '../../src/shared/errors.js';
+import {
+  AbortError,
+  ForkpoolError,
+  JobError,
+  TimeoutError,
+  ToolError,
+  deserializeError,
+  serializeError,
+  type SerializedError,
+} from '../../src/shared/errors.js';
 import { LoopDetector, canonicalJson } from '../../src/shared/loop-detector.js';
 import { parseResultTag } from '../../src/shared/result-tag.js';
 import { COMMAND_OUTPUT_HEAD_SHARE, HEAD_SHARE, HeadTailBuffer, capHeadTail, headTailRoom } from '../../src/shared/text-budget.js';
@@ -63,7 +72,7 @@ describe('capHeadTail', () => {
     expect(out.length - out.match(/\n…\[\d+ characters omitted\]…\n/)![0].length + omitted).toBe(text.length);
   });
 
-  it('divides the room with one headTailRoom, whole or streamed alike: a text by HEAD_SHARE, a command\'s output (bash) by COMMAND_OUTPUT_HEAD_SHARE', () => {
+  it("divides the room with one headTailRoom, whole or streamed alike: a text by HEAD_SHARE, a command's output (bash) by COMMAND_OUTPUT_HEAD_SHARE", () => {
     const text = 'h'.repeat(3_000) + 't'.repeat(3_000);
     const stream = new HeadTailBuffer(1_000);
     for (let i = 0; i < text.length; i += 700) stream.push(text.slice(i, i + 700));
@@ -205,7 +214,12 @@ describe('serializeError / deserializeError', () => {
     const tool = new ToolError('TOOL_FAILED', 'bash', 'bash failed', { cause: leaf });
     const job = new JobError('JOB_TIMEOUT', 'bg-7', 'job bg-7 timed out', { cause: tool });
     const wire = structuredClone(serializeError(job));
-    expect(wire).toMatchObject({ name: 'JobError', code: 'JOB_TIMEOUT', jobId: 'bg-7', cause: { code: 'TOOL_FAILED', toolName: 'bash', cause: { timeoutMs: 500 } } });
+    expect(wire).toMatchObject({
+      name: 'JobError',
+      code: 'JOB_TIMEOUT',
+      jobId: 'bg-7',
+      cause: { code: 'TOOL_FAILED', toolName: 'bash', cause: { timeoutMs: 500 } },
+    });
 
     const back = deserializeError(wire);
     expect(back).toBeInstanceOf(JobError);

@@ -11,7 +11,18 @@ import { builtinTools } from '../../src/shared/tools/index.js';
 import type { PermissionGate } from '../../src/shared/tools/types.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { ScriptStep, SimServerOptions } from '../../src/sim/index.js';
-import { assertValidHistory, recordingGate, startTestSim, tempWorkspace, testConfig, toolContextFor, toolResults, useCleanup, waitFor, type TestSim } from '../helpers/index.js';
+import {
+  assertValidHistory,
+  recordingGate,
+  startTestSim,
+  tempWorkspace,
+  testConfig,
+  toolContextFor,
+  toolResults,
+  useCleanup,
+  waitFor,
+  type TestSim,
+} from '../helpers/index.js';
 
 const cleanup = useCleanup();
 const FILES = { 'a.txt': 'alpha line\n', 'notes/b.md': '# beta\n' };
@@ -176,20 +187,28 @@ describe('runToolLoop stops', () => {
     sim.assertScriptDone();
   });
 
-  it.each([true, false])('aborts a request that hangs before headers (stream=%s)', async (stream) => {
-    const controller = new AbortController();
-    const pending = runLoop({ script: [], faults: { 1: { kind: 'hang_before_headers' } } }, { stream, requestTimeoutMs: 60_000 }, {
-      signal: controller.signal,
-      onStart: ({ sim }) => {
-        const abort = () => controller.abort(new Error('user pressed stop'));
-        waitFor(() => sim.requests.length >= 1, 'the request to reach the sim').then(abort, abort);
-      },
-    });
-    const { result } = await pending;
-    expect(result.stopReason).toBe('aborted');
-    expect(result.error?.code).toBe('ABORTED');
-    expect(result.iterations).toBe(1);
-  }, 15_000);
+  it.each([true, false])(
+    'aborts a request that hangs before headers (stream=%s)',
+    async (stream) => {
+      const controller = new AbortController();
+      const pending = runLoop(
+        { script: [], faults: { 1: { kind: 'hang_before_headers' } } },
+        { stream, requestTimeoutMs: 60_000 },
+        {
+          signal: controller.signal,
+          onStart: ({ sim }) => {
+            const abort = () => controller.abort(new Error('user pressed stop'));
+            waitFor(() => sim.requests.length >= 1, 'the request to reach the sim').then(abort, abort);
+          },
+        },
+      );
+      const { result } = await pending;
+      expect(result.stopReason).toBe('aborted');
+      expect(result.error?.code).toBe('ABORTED');
+      expect(result.iterations).toBe(1);
+    },
+    15_000,
+  );
 
   it('returns aborted at once for a signal aborted before the start, without a request', async () => {
     const controller = new AbortController();
@@ -251,7 +270,14 @@ describe.each([true, false])('runToolLoop usage and retries with stream=%s', (st
     const config = testConfig({ stream, maxRetries: 3, baseUrl: `${sim.url}/no-such-prefix`, workspaceRoot: tempWorkspace({}, cleanup) });
     const events: LoopEvent[] = [];
     const client = createModelClient(config);
-    const result = await runToolLoop({ client, config, messages: [{ role: 'user', content: 'hi' }], tools: [], toolContext: toolContextFor(config), onEvent: (e) => events.push(e) });
+    const result = await runToolLoop({
+      client,
+      config,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [],
+      toolContext: toolContextFor(config),
+      onEvent: (e) => events.push(e),
+    });
     expect(result.stopReason).toBe('error');
     expect(result.error?.message).toContain('after 1 attempt(s): HTTP 404');
     expect(events.filter((e) => e.type === 'retry')).toHaveLength(0);

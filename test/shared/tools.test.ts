@@ -122,9 +122,18 @@ describe('sandbox', () => {
 describe('secrets', () => {
   it('scrubs secret variables and keeps ordinary ones', () => {
     const env = scrubEnv({
-      PATH: '/bin', HOME: '/home/u', LANG: 'C.UTF-8', TERM: 'xterm',
-      OPENAI_API_KEY: 'sk-1', OPENAI_BASE_URL: 'http://x', GITHUB_TOKEN: 'g', AWS_REGION: 'eu',
-      DB_PASSWORD: 'p', MY_SESSION: 's', DATABASE_URL: 'postgres://user:pw@db/app', UNDEF: undefined,
+      PATH: '/bin',
+      HOME: '/home/u',
+      LANG: 'C.UTF-8',
+      TERM: 'xterm',
+      OPENAI_API_KEY: 'sk-1',
+      OPENAI_BASE_URL: 'http://x',
+      GITHUB_TOKEN: 'g',
+      AWS_REGION: 'eu',
+      DB_PASSWORD: 'p',
+      MY_SESSION: 's',
+      DATABASE_URL: 'postgres://user:pw@db/app',
+      UNDEF: undefined,
     });
     expect(env).toEqual({ PATH: '/bin', HOME: '/home/u', LANG: 'C.UTF-8', TERM: 'xterm' });
   });
@@ -172,7 +181,9 @@ describe('read_file', () => {
     expect(out).toContain(`  150\tline 150 `);
     expect(out).toContain(`  200\tline 200 `);
     expect(out).not.toContain('end of file');
-    expect(out).toMatch(/\[reading stopped at a NUL byte at byte \d+ \(binary data or a sparse hole follows; read_file reads text only\); nothing after it is shown\]/);
+    expect(out).toMatch(
+      /\[reading stopped at a NUL byte at byte \d+ \(binary data or a sparse hole follows; read_file reads text only\); nothing after it is shown\]/,
+    );
     expect(window).toMatch(/reading stopped at a NUL byte .* before line 300; use grep/);
     await rm(file);
   });
@@ -318,7 +329,10 @@ describe('grep', () => {
   it('records each file it matched with the hash of the whole file, read to its end or cut short at the match cap', async () => {
     // Over 64 KiB: hashed over several chunks as it is searched.
     await writeFile(path.join(tree, 'sub', 'long.txt'), `${'x'.repeat(70_000)}\nneedle at the end\n`);
-    const sha256 = async (rel: string) => createHash('sha256').update(await readFile(path.join(ws, rel))).digest('hex');
+    const sha256 = async (rel: string) =>
+      createHash('sha256')
+        .update(await readFile(path.join(ws, rel)))
+        .digest('hex');
     const reads = new FileReadLog();
     await call(tool, { pattern: 'needle', path: 'tree', glob: '{one,long}.txt' }, ctx({}, { reads }));
     const recorded = new Map(reads.entries().map((r) => [r.path, r]));
@@ -384,13 +398,21 @@ describe('bash', () => {
 });
 
 describe('write_file and edit_file', () => {
-  const exists = (rel: string) => stat(path.join(ws, rel)).then(() => true, () => false);
+  const exists = (rel: string) =>
+    stat(path.join(ws, rel)).then(
+      () => true,
+      () => false,
+    );
 
   it('a path that would fail at its end (3,000 folders deep, a 300-byte name, past PATH_MAX) is refused before any folder is made', async () => {
     const tooDeep = `deep-a/${'a/'.repeat(3_000)}file.txt`;
     const longName = `deep-b/${'b/'.repeat(10)}${'x'.repeat(300)}.txt`;
     const longPath = `deep-c/${`${'c'.repeat(200)}/`.repeat(21)}file.txt`;
-    for (const [userPath, why] of [[tooDeep, /3001 folders deep, over the limit of 128/], [longName, /a name in it is 304 bytes long, over the file system's limit of 255/], [longPath, /the full path is \d+ bytes long, over the file system's limit of 4095/]] as const) {
+    for (const [userPath, why] of [
+      [tooDeep, /3001 folders deep, over the limit of 128/],
+      [longName, /a name in it is 304 bytes long, over the file system's limit of 255/],
+      [longPath, /the full path is \d+ bytes long, over the file system's limit of 4095/],
+    ] as const) {
       const error = await rejectsWith(call(BUILTIN_TOOLS.write_file, { path: userPath, content: 'x' }), 'TOOL_FAILED', why);
       expect(error.message).toMatch(/nothing was created$/);
     }
@@ -412,8 +434,13 @@ for (const path of ['kept/old/new/a/b/c/big.txt', 'kept/old/small.txt']) {
 }`;
     const tools = path.join(REPO_ROOT, 'dist', 'shared', 'tools', 'index.js');
     // ulimit -f 64: files up to 64 KiB; a longer write fails with EFBIG (Node ignores SIGXFSZ).
-    const { stdout } = await run('bash', ['-c', 'ulimit -f 64 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', script, tools, ws], { timeout: 30_000 });
-    const [big, small] = stdout.trim().split('\n').map((line) => JSON.parse(line) as { error?: string; code?: string; output?: string });
+    const { stdout } = await run('bash', ['-c', 'ulimit -f 64 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', script, tools, ws], {
+      timeout: 30_000,
+    });
+    const [big, small] = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { error?: string; code?: string; output?: string });
     expect(big).toMatchObject({ code: 'TOOL_FAILED', error: expect.stringMatching(/EFBIG.*the new file and any folders made for it were removed/) });
     expect(small?.output).toMatch(/^Created/);
     expect(await exists('kept/old/new')).toBe(false);

@@ -207,7 +207,10 @@ describe('scripted mode', () => {
 
 describe('faults', () => {
   const ask = (client: OpenAI, extra: { stream?: boolean; timeout?: number } = {}) =>
-    client.chat.completions.create({ model: 'm', messages: [user('Where is the config schema?')], tools: RESEARCH_TOOLS }, extra.timeout ? { timeout: extra.timeout } : {});
+    client.chat.completions.create(
+      { model: 'm', messages: [user('Where is the config schema?')], tools: RESEARCH_TOOLS },
+      extra.timeout ? { timeout: extra.timeout } : {},
+    );
 
   it('429 carries Retry-After and a JSON error body', async () => {
     const { client } = await sim({ faults: { 1: { kind: '429', retryAfterSeconds: 2 } } });
@@ -247,7 +250,11 @@ describe('faults', () => {
 
   it('truncated_stream cuts the connection before finish_reason (stream and not)', async () => {
     const { client } = await sim({ faults: { 1: { kind: 'truncated_stream' }, 2: { kind: 'truncated_stream' } } });
-    const stream = await client.chat.completions.create({ model: 'm', messages: [user('Tell me a long story about worker threads, please, with many details?')], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'm',
+      messages: [user('Tell me a long story about worker threads, please, with many details?')],
+      stream: true,
+    });
     const seen: ChatCompletionChunk[] = [];
     const error = await rejection(
       (async () => {
@@ -405,7 +412,8 @@ describe('request log', () => {
 describe('plausible agent', () => {
   it('(b) spawns one background agent per question', async () => {
     const { client } = await sim();
-    const prompt = 'Please look into these:\n1. Where is the retry backoff implemented?\n2) How does the delivery ledger work?\n3. Which tests cover cancellation?';
+    const prompt =
+      'Please look into these:\n1. Where is the retry backoff implemented?\n2) How does the delivery ledger work?\n3. Which tests cover cancellation?';
     const res = await client.chat.completions.create({ model: 'm', messages: [user(prompt)], tools: PARENT_TOOLS });
     const calls = (res.choices[0]?.message.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [c.function] : []));
     expect(calls.map((c) => c.name)).toEqual(Array(3).fill('spawn_background_agent'));
@@ -418,7 +426,11 @@ describe('plausible agent', () => {
 
   it('(b) questions as sentences ending in "?"; a single question researches instead', async () => {
     const { client } = await sim();
-    const multi = await client.chat.completions.create({ model: 'm', messages: [user('Where is the pool created? What limits the queue length?')], tools: PARENT_TOOLS });
+    const multi = await client.chat.completions.create({
+      model: 'm',
+      messages: [user('Where is the pool created? What limits the queue length?')],
+      tools: PARENT_TOOLS,
+    });
     expect(multi.choices[0]?.message.tool_calls).toHaveLength(2);
     const single = await client.chat.completions.create({ model: 'm', messages: [user('Where is the pool created?')], tools: PARENT_TOOLS });
     const names = (single.choices[0]?.message.tool_calls ?? []).map((c) => (c.type === 'function' ? c.function.name : ''));

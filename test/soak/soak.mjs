@@ -45,7 +45,22 @@ const sim = await startSimServer({ latencyMs: 5, jitterMs: 10, seed: Number(valu
 const MAX_CONCURRENT = 16;
 const MAX_REQUEUES = 1;
 const started = Date.now();
-const summary = { jobs: totalJobs, byStatus: {}, byEndedBy: {}, lost: 0, deliveredTwice: 0, undelivered: 0, requeued: 0, peakRunning: 0, maxRuns: 0, runsAfterClose: 0, modelRequests: 0, threadsAfter: {}, invariantsHold: true, seconds: 0 };
+const summary = {
+  jobs: totalJobs,
+  byStatus: {},
+  byEndedBy: {},
+  lost: 0,
+  deliveredTwice: 0,
+  undelivered: 0,
+  requeued: 0,
+  peakRunning: 0,
+  maxRuns: 0,
+  runsAfterClose: 0,
+  modelRequests: 0,
+  threadsAfter: {},
+  invariantsHold: true,
+  seconds: 0,
+};
 try {
   for (const isolation of ['thread', 'shared']) {
     await soakHalf(isolation, isolation === 'thread' ? Math.ceil(totalJobs / 2) : Math.floor(totalJobs / 2));
@@ -77,9 +92,25 @@ async function soakHalf(isolation, jobs) {
     streamIdleTimeoutMs: 700,
     maxRetries: 2,
     maxIterations: 8,
-    background: { maxConcurrent: MAX_CONCURRENT, isolation, tasksPerThread: 8, heapMb: 64, cancelGraceMs: 300, timeoutMinutes: 0.25, maxRequeues: MAX_REQUEUES, closeTimeoutMs: 3_000 },
+    background: {
+      maxConcurrent: MAX_CONCURRENT,
+      isolation,
+      tasksPerThread: 8,
+      heapMb: 64,
+      cancelGraceMs: 300,
+      timeoutMinutes: 0.25,
+      maxRequeues: MAX_REQUEUES,
+      closeTimeoutMs: 3_000,
+    },
   });
-  const executor = new PiscinaExecutor({ isolation, threads: isolation === 'thread' ? 16 : 2, tasksPerThread: 8, heapMb: 64, workerFile: fixture, idleTimeoutMs: 300 });
+  const executor = new PiscinaExecutor({
+    isolation,
+    threads: isolation === 'thread' ? 16 : 2,
+    tasksPerThread: 8,
+    heapMb: 64,
+    workerFile: fixture,
+    idleTimeoutMs: 300,
+  });
   // The executor's own log: every run it was asked for, and whether the manager was closing.
   const runs = [];
   let closing = false;
@@ -116,7 +147,10 @@ async function soakHalf(isolation, jobs) {
   for (let i = 0; i < jobs; i++) {
     const r = random();
     // The marker names the job in the sim's request log (the task is the job's first user message).
-    const task = r < 0.03 ? `FAULT:${WORKER_FAULTS[Math.floor(random() * WORKER_FAULTS.length)]}` : `Where is the background manager and how does it cancel jobs? [soak ${isolation} ${i}]`;
+    const task =
+      r < 0.03
+        ? `FAULT:${WORKER_FAULTS[Math.floor(random() * WORKER_FAULTS.length)]}`
+        : `Where is the background manager and how does it cancel jobs? [soak ${isolation} ${i}]`;
     ids.push(manager.spawn({ task, label: `soak ${isolation} ${i}` }).id);
     // Some jobs are cancelled at a random moment: queued, starting or running.
     if (random() < 0.05) {
@@ -165,8 +199,15 @@ function checkHalf(isolation, ids, { events, deliveries, runs, requests }) {
   summary.runsAfterClose += runsAfterClose;
   check(runsAfterClose === 0, `${isolation}: ${runsAfterClose} runs started after close`);
   // The sim's log, by the marker in each job's task.
-  const markerOf = (req) => /\[soak (\w+) (\d+)\]/.exec(JSON.stringify(req.body?.messages?.[1] ?? ''))?.slice(1).join(' ');
-  const requestsByMarker = countBy(requests.filter((req) => markerOf(req)), markerOf);
+  const markerOf = (req) =>
+    /\[soak (\w+) (\d+)\]/
+      .exec(JSON.stringify(req.body?.messages?.[1] ?? ''))
+      ?.slice(1)
+      .join(' ');
+  const requestsByMarker = countBy(
+    requests.filter((req) => markerOf(req)),
+    markerOf,
+  );
   summary.modelRequests += requests.length;
   const lastDone = new Map(dones.map((e) => [e.job.id, e.job]));
   for (const id of ids) {

@@ -43,11 +43,18 @@ interface Rig {
  * A chat whose model answers pass through a proxy that holds the chosen requests (`hold`) until
  * `proxy.release()`. Parent requests carry the primary prompt, jobs the background one.
  */
-async function startChat(hold: (body: string) => boolean, options: { sim?: SimServerOptions; background?: ForkpoolConfigInput['background']; extra?: Partial<ForkpoolConfigInput>; ask?: boolean } = {}): Promise<Rig> {
+async function startChat(
+  hold: (body: string) => boolean,
+  options: { sim?: SimServerOptions; background?: ForkpoolConfigInput['background']; extra?: Partial<ForkpoolConfigInput>; ask?: boolean } = {},
+): Promise<Rig> {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups, options.sim);
   const proxy = await startHoldingProxy(cleanups, sim.url, hold);
-  const config = makeConfig(undefined, root, options.background ?? {}, { baseUrl: proxy.url, ...(options.ask ? { permissionMode: 'ask' } : {}), ...options.extra });
+  const config = makeConfig(undefined, root, options.background ?? {}, {
+    baseUrl: proxy.url,
+    ...(options.ask ? { permissionMode: 'ask' } : {}),
+    ...options.extra,
+  });
   let chat: ChatController | undefined;
   const session = new AgentSession({
     config,
@@ -72,7 +79,11 @@ async function startChat(hold: (body: string) => boolean, options: { sim?: SimSe
     frame,
     type: (text) => app.stdin.write(text),
     screen: (text, what) =>
-      waitFor(() => (typeof text === 'string' ? everything().includes(text) : text.test(everything())) && everything(), what ?? `the screen to show ${String(text)}\n--- last frame ---\n${frame()}`, SAFETY_NET),
+      waitFor(
+        () => (typeof text === 'string' ? everything().includes(text) : text.test(everything())) && everything(),
+        what ?? `the screen to show ${String(text)}\n--- last frame ---\n${frame()}`,
+        SAFETY_NET,
+      ),
   };
 }
 
@@ -138,7 +149,7 @@ describe('chat app: keys while the model is busy', { timeout: 240_000 }, () => {
 });
 
 describe('chat app: panel, history, permissions', { timeout: 240_000 }, () => {
-  it('F3 opens the panel; Enter shows a job\'s detail and full result; Esc and F3 close them', async () => {
+  it("F3 opens the panel; Enter shows a job's detail and full result; Esc and F3 close them", async () => {
     const t = await startChat(() => false);
     t.type('/bg start Where is the LruCache class defined?');
     t.type(KEY.enter);

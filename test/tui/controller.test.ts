@@ -44,7 +44,9 @@ describe('chat quit', () => {
 
     chat.submitLine('/bg start where is the retry backoff?');
     chat.submitLine('/bg start where is the cache?');
-    await waitFor(() => session.manager.count('running') === 1 && proxy.held() === 1, 'one job running (its model call held), one queued', { timeoutMs: 90_000 });
+    await waitFor(() => session.manager.count('running') === 1 && proxy.held() === 1, 'one job running (its model call held), one queued', {
+      timeoutMs: 90_000,
+    });
     const report = await chat.quit();
 
     expect(report.cancelled.sort()).toEqual(['bg-1', 'bg-2']);

@@ -66,7 +66,10 @@ async function probe(peer: PeerExecutor, task: string, stubborn: boolean): Promi
       : {}),
   });
   let outcome: { ok: boolean } | undefined;
-  const settled = await within(run.then((o) => (outcome = o)), PROBE_TIMEOUT_MS);
+  const settled = await within(
+    run.then((o) => (outcome = o)),
+    PROBE_TIMEOUT_MS,
+  );
   const endedAt = performance.now();
   if (!settled || cancelAt === undefined) return { warmMs, cancelMs: null, unstopped: stubborn && !settled };
   const cancelMs = endedAt - cancelAt;
@@ -97,7 +100,8 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
     const n = Math.min(spec.concurrency, spec.jobs, WARMUP_MAX_JOBS);
     const tasks = Array.from({ length: n }, (_, i) => taskOf(spec, i));
     const noop = () => {};
-    if (!(await within(peer.fanOut(tasks, { started: noop, running: noop, released: noop, ended: noop, toolResult: noop }), spec.timeoutMs))) notes.push('warm-up did not finish in time');
+    if (!(await within(peer.fanOut(tasks, { started: noop, running: noop, released: noop, ended: noop, toolResult: noop }), spec.timeoutMs)))
+      notes.push('warm-up did not finish in time');
   }
   phase('setup+warmup');
 
@@ -139,7 +143,10 @@ export async function runPeerCell(spec: CellSpec): Promise<CellResult> {
     },
     toolResult: () => {},
   });
-  const finished = await within(fanout.catch((error: unknown) => notes.push(`fan-out failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300))), spec.timeoutMs);
+  const finished = await within(
+    fanout.catch((error: unknown) => notes.push(`fan-out failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300))),
+    spec.timeoutMs,
+  );
   const fanoutEnd = performance.now();
   if (!finished) notes.push(`timed out: ${latencies.length} of ${spec.jobs} jobs delivered`);
   // First job start → last job end, as a forkpool cell's first spawn() → last done; for the

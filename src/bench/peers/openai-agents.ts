@@ -54,7 +54,13 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
         name: t.name,
         description: t.description,
         // forkpool's JSON schema, not strict; arguments are validated by forkpool's zod schema in `run`.
-        parameters: { ...t.parameters, type: 'object', properties: (t.parameters.properties ?? {}) as Record<string, never>, required: (t.parameters.required ?? []) as string[], additionalProperties: true },
+        parameters: {
+          ...t.parameters,
+          type: 'object',
+          properties: (t.parameters.properties ?? {}) as Record<string, never>,
+          required: (t.parameters.required ?? []) as string[],
+          additionalProperties: true,
+        },
         strict: false,
         execute: (args, _context, details) => t.run(args, details?.signal),
       }),

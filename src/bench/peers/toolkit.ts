@@ -134,7 +134,13 @@ export async function peerToolkit(spec: CellSpec, onToolResult?: (name: string, 
 }
 
 /** Argument validation, the permission gate and the tool timeout, as in forkpool's tool loop. */
-async function runDefinition(def: ToolDefinition, raw: unknown, context: Omit<ToolContext, 'signal'>, config: ForkpoolConfig, signal: AbortSignal): Promise<string> {
+async function runDefinition(
+  def: ToolDefinition,
+  raw: unknown,
+  context: Omit<ToolContext, 'signal'>,
+  config: ForkpoolConfig,
+  signal: AbortSignal,
+): Promise<string> {
   const parsed = def.parameters.safeParse(typeof raw === 'string' ? JSON.parse(raw || '{}') : (raw ?? {}));
   if (!parsed.success) throw new ToolError('TOOL_ARGUMENTS_INVALID', def.name, `invalid arguments for ${def.name}: ${z.prettifyError(parsed.error)}`);
   const args: unknown = parsed.data;

@@ -205,7 +205,8 @@ export class BullmqExecutor implements Executor {
     // which BullMQ wrote only if that run held the lock.
     const claimed = runResultSchema.safeParse(typeof returnvalue === 'string' ? safeJson(returnvalue) : returnvalue);
     const stored = await this.#storedResult(bullId);
-    if (stored === 'invalid') return run.fail(new JobError('PROTOCOL_INVALID', run.jobId, 'a worker completed the job with a value that is not a forkpool run result'));
+    if (stored === 'invalid')
+      return run.fail(new JobError('PROTOCOL_INVALID', run.jobId, 'a worker completed the job with a value that is not a forkpool run result'));
     const token = claimed.success ? claimed.data.token : stored?.token;
     if (token === undefined) return;
     if (!this.gate.claim(bullId, token)) return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
@@ -225,7 +226,13 @@ export class BullmqExecutor implements Executor {
     const job = await Job.fromId(this.#queue, bullId).catch(() => undefined);
     // A failure BullMQ will retry is not the end; only a job in `failed` is.
     if (!job || !(await job.isFailed().catch(() => false))) return;
-    run.fail(new JobError('THREAD_LOST', run.jobId, `its workers could not run it: ${job.failedReason} (started ${job.attemptsStarted} time(s), stalled ${job.stalledCounter})`));
+    run.fail(
+      new JobError(
+        'THREAD_LOST',
+        run.jobId,
+        `its workers could not run it: ${job.failedReason} (started ${job.attemptsStarted} time(s), stalled ${job.stalledCounter})`,
+      ),
+    );
   }
 
   /** The run result BullMQ stored for a completed job; `invalid` when it is not one of ours. */

@@ -67,7 +67,12 @@ export class RemoteRun {
     const gate = this.#hooks.gate;
     if (event.type === 'lock-lost') {
       gate.markStale(event.token);
-      this.#post({ type: 'alert', jobId: this.jobId, severity: 'warning', message: `run ${event.run} on worker ${event.worker} lost its lock and was aborted; the job runs again on a worker that holds it` });
+      this.#post({
+        type: 'alert',
+        jobId: this.jobId,
+        severity: 'warning',
+        message: `run ${event.run} on worker ${event.worker} lost its lock and was aborted; the job runs again on a worker that holds it`,
+      });
       return;
     }
     if (gate.isStale(event.token)) return;
@@ -76,7 +81,12 @@ export class RemoteRun {
       if (this.#token !== undefined && this.#token !== event.token) {
         // A re-run: the earlier run's worker died or stalled. Nothing of that run counts any more.
         gate.markStale(this.#token);
-        this.#post({ type: 'alert', jobId: this.jobId, severity: 'warning', message: `run ${event.run} started on worker ${event.worker}: the previous run's worker stopped renewing its lock (it died or stalled)` });
+        this.#post({
+          type: 'alert',
+          jobId: this.jobId,
+          severity: 'warning',
+          message: `run ${event.run} started on worker ${event.worker}: the previous run's worker stopped renewing its lock (it died or stalled)`,
+        });
       }
       this.#token = event.token;
       return this.#post(message);
@@ -106,7 +116,7 @@ export class RemoteRun {
     if (this.#settled) return;
     const reason = this.#stopReason ?? 'cancel';
     void this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason }).catch(() => undefined);
-    this.#settle(new JobError('ABORTED', this.jobId, 'hard stop: the worker was told to end the job\'s thread'));
+    this.#settle(new JobError('ABORTED', this.jobId, "hard stop: the worker was told to end the job's thread"));
   }
 
   abandon(error: unknown): void {
@@ -127,7 +137,12 @@ export class RemoteRun {
   /** Redis lost the job; it is added again, and whatever run had it counts no more. */
   onLost(): void {
     if (this.#token !== undefined) this.#hooks.gate.markStale(this.#token);
-    this.#post({ type: 'alert', jobId: this.jobId, severity: 'warning', message: 'the job was missing from Redis (restarted without persistence?); it was queued again' });
+    this.#post({
+      type: 'alert',
+      jobId: this.jobId,
+      severity: 'warning',
+      message: 'the job was missing from Redis (restarted without persistence?); it was queued again',
+    });
   }
 
   async #cancel(reason: ControlMessage['reason']): Promise<void> {

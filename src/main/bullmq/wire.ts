@@ -35,10 +35,7 @@ export interface RemoteJobData {
 }
 
 /** How one run ended on its worker (an {@link import('../executors/attempt.js').AttemptEnd}, serialized). */
-export type RemoteEnd =
-  | { kind: 'done'; outcome: JobOutcome }
-  | { kind: 'lost'; error: SerializedError }
-  | { kind: 'protocol'; error: SerializedError };
+export type RemoteEnd = { kind: 'done'; outcome: JobOutcome } | { kind: 'lost'; error: SerializedError } | { kind: 'protocol'; error: SerializedError };
 
 /** The value a run completes its BullMQ job with. `token` is the run's lock token. */
 export interface RunResult {
@@ -57,7 +54,13 @@ const remoteEndSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('protocol'), error: serializedErrorSchema }),
 ]);
 
-export const runResultSchema = z.object({ token: z.string().min(1), worker: z.string(), run: z.number().int().min(1), started: z.boolean(), end: remoteEndSchema });
+export const runResultSchema = z.object({
+  token: z.string().min(1),
+  worker: z.string(),
+  run: z.number().int().min(1),
+  started: z.boolean(),
+  end: remoteEndSchema,
+});
 
 /** Worker → main, on the events channel. */
 export type RemoteEvent =
@@ -67,7 +70,15 @@ export type RemoteEvent =
   | { type: 'lock-lost'; jobId: string; bullId: string; token: string; run: number; worker: string };
 
 export const remoteEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('message'), jobId: z.string(), bullId: z.string(), token: z.string(), run: z.number(), worker: z.string(), message: workerMessageSchema }),
+  z.object({
+    type: z.literal('message'),
+    jobId: z.string(),
+    bullId: z.string(),
+    token: z.string(),
+    run: z.number(),
+    worker: z.string(),
+    message: workerMessageSchema,
+  }),
   z.object({ type: z.literal('lock-lost'), jobId: z.string(), bullId: z.string(), token: z.string(), run: z.number(), worker: z.string() }),
 ]);
 
@@ -77,6 +88,5 @@ export interface ControlMessage {
   action: 'cancel' | 'hard-stop';
   reason: StopRequest;
 }
-
 
 export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(STOP_REQUESTS) });

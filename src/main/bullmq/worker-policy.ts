@@ -47,7 +47,9 @@ export class WorkerPolicy {
   get secrets(): string[] {
     const { apiKey, redisUrl, baseUrl, agents, bullmq } = this.#config;
     const keys = [apiKey, ...Object.values(agents).map((a) => a.apiKey)];
-    const urls = [baseUrl, ...Object.values(agents).map((a) => a.baseUrl), ...bullmq.allowedBaseUrls].filter((u) => u !== undefined && credentialsOf(u).length > 0);
+    const urls = [baseUrl, ...Object.values(agents).map((a) => a.baseUrl), ...bullmq.allowedBaseUrls].filter(
+      (u) => u !== undefined && credentialsOf(u).length > 0,
+    );
     const values = [...keys, redisUrl, ...urls, ...[redisUrl, ...urls].flatMap((u) => (u === undefined ? [] : credentialsOf(u)))];
     return [...new Set(values.filter((v): v is string => v !== undefined && v.length > 0))];
   }

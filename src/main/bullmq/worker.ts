@@ -173,7 +173,10 @@ export class ForkpoolWorker {
     const parsed = wireSpecSchema.safeParse(job.data?.spec);
     if (!parsed.success) {
       // Retrying cannot fix a malformed job (nor one that carries a key, a workspace or a sandbox setting).
-      const where = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || 'spec'}: ${issue.message}`).join('; ');
+      const where = parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.join('.') || 'spec'}: ${issue.message}`)
+        .join('; ');
       throw new UnrecoverableError(`job ${job.id} carries no valid forkpool job spec (${where})`);
     }
     if (this.#closing) throw new Error(`worker ${this.name} is closing; the job goes to another worker`);
@@ -187,7 +190,7 @@ export class ForkpoolWorker {
       localSpec = this.#policy.localSpec(spec);
     } catch (error) {
       // Fails alone and at once: no thread, no model request, the worker's key goes nowhere.
-      this.#options.logger?.warn({ bullId, err: error }, 'refused a job this worker\'s configuration does not allow');
+      this.#options.logger?.warn({ bullId, err: error }, "refused a job this worker's configuration does not allow");
       this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: 'done', stopReason: 'error', lockLost: false, evicted: false });
       return result({ kind: 'done', outcome: refused(error) });
     }
@@ -212,7 +215,15 @@ export class ForkpoolWorker {
       this.#live.delete(bullId);
     }
     const stopReason = end.kind === 'done' ? end.outcome.stopReason : live.attempt.stopRequest;
-    this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: end.kind, ...(stopReason ? { stopReason } : {}), lockLost: live.lockLost, evicted: live.evicted });
+    this.#options.onRunEnded?.({
+      bullId,
+      jobId: spec.id,
+      run,
+      end: end.kind,
+      ...(stopReason ? { stopReason } : {}),
+      lockLost: live.lockLost,
+      evicted: live.evicted,
+    });
     // Its completion would be refused anyway (the lock is gone); throwing says so in the log.
     if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
     if (live.evicted) throw new Error(`worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);
@@ -239,7 +250,13 @@ export class ForkpoolWorker {
       onProgress: (event) => publish({ type: 'progress', jobId: spec.id, event }),
       onAlert: (alert) => publish({ type: 'alert', jobId: spec.id, ...alert }),
       onSpawn: (requestId) =>
-        void attempt.post({ type: 'spawn-result', requestId, ok: false, code: 'DEPTH_EXCEEDED', message: 'nested background jobs are not available on the bullmq executor' }),
+        void attempt.post({
+          type: 'spawn-result',
+          requestId,
+          ok: false,
+          code: 'DEPTH_EXCEEDED',
+          message: 'nested background jobs are not available on the bullmq executor',
+        }),
     });
     return attempt;
   }
@@ -281,7 +298,10 @@ function remoteEnd(end: AttemptEnd): RemoteEnd {
   if (end.kind === 'done') return { kind: 'done', outcome: end.outcome };
   if (end.kind === 'lost') return { kind: 'lost', error: serializeError(end.error) };
   if (end.kind === 'protocol') return { kind: 'protocol', error: serializeError(end.error) };
-  return { kind: 'protocol', error: serializeError(new JobError('PROTOCOL_INVALID', '-', 'the job waited for children, which the bullmq executor does not run')) };
+  return {
+    kind: 'protocol',
+    error: serializeError(new JobError('PROTOCOL_INVALID', '-', 'the job waited for children, which the bullmq executor does not run')),
+  };
 }
 
 function refused(error: unknown) {

@@ -23,7 +23,10 @@ export class Deliveries {
    * Ended jobs not yet delivered (those `accept` takes), handed over once and marked delivered
    * in `turn`; `unread`: per job delivered in part, the characters left out (see planDelivery).
    */
-  drain(turn: number, options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {}): Readonly<JobRecord>[] {
+  drain(
+    turn: number,
+    options: { accept?: (record: Readonly<JobRecord>) => boolean; unread?: ReadonlyMap<string, [number, number]> } = {},
+  ): Readonly<JobRecord>[] {
     return this.#port.ledger.drain(turn, options.accept, Date.now(), options.unread);
   }
 

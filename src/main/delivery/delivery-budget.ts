@@ -76,7 +76,10 @@ export function planDelivery(input: DeliveryInput): DeliveryPlan {
   }
   const deferred = sized.length - chosen.length;
   if (deferred === 0) fixed -= deferredRoom;
-  const grants = shareFairly(chosen.map((c) => c.extra), Math.max(0, budgetChars - fixed));
+  const grants = shareFairly(
+    chosen.map((c) => c.extra),
+    Math.max(0, budgetChars - fixed),
+  );
   const parts: string[] = [];
   const unread = new Map<string, [number, number]>();
   chosen.forEach((item, i) => {

@@ -24,30 +24,40 @@ const TOOL = 'read_background_result';
 export function resultPageTool(host: ResultPageHost): ToolDefinition {
   const parameters = z.strictObject({
     job_id: z.string().trim().min(1).max(100).describe('The job id (e.g. "bg-3") or the name you gave it.'),
-    offset: z.number().int().min(0).optional().describe('Character offset to start at (0 = the beginning). A delivered result that was cut names the offset to read from. Default 0.'),
-    limit: z
+    offset: z
       .number()
       .int()
-      .min(1)
+      .min(0)
       .optional()
-      .describe(`Characters to return. Default and maximum ${host.pageMaxChars}.`),
+      .describe('Character offset to start at (0 = the beginning). A delivered result that was cut names the offset to read from. Default 0.'),
+    limit: z.number().int().min(1).optional().describe(`Characters to return. Default and maximum ${host.pageMaxChars}.`),
   });
   return {
     name: TOOL,
     description:
-      'Read a background job\'s full result, or the part a <background_results> block left out, by character offset. ' +
+      "Read a background job's full result, or the part a <background_results> block left out, by character offset. " +
       'The answer starts with one line saying which characters it holds and the offset of the next page; the text follows unchanged.',
     parameters,
     gated: false,
     async run(args: z.output<typeof parameters>) {
       const job = host.manager.find(args.job_id);
       if (!job) throw new ToolError('JOB_UNKNOWN', TOOL, `no background job with id or name "${args.job_id}"; list_background_agents shows them all`);
-      if (job.state !== 'ended') throw new ToolError('RESULT_UNAVAILABLE', TOOL, `job ${job.id} has not ended (it is ${job.state}); you will be told when it does`);
-      if (job.resultDropped) throw new ToolError('RESULT_UNAVAILABLE', TOOL, `job ${job.id}'s result text was dropped from memory long after its delivery (background.retention); only what was delivered then remains`);
+      if (job.state !== 'ended')
+        throw new ToolError('RESULT_UNAVAILABLE', TOOL, `job ${job.id} has not ended (it is ${job.state}); you will be told when it does`);
+      if (job.resultDropped)
+        throw new ToolError(
+          'RESULT_UNAVAILABLE',
+          TOOL,
+          `job ${job.id}'s result text was dropped from memory long after its delivery (background.retention); only what was delivered then remains`,
+        );
       const text = job.resultText ?? '';
       const offset = args.offset ?? 0;
       if (offset > text.length) {
-        throw new ToolError('TOOL_ARGUMENTS_INVALID', TOOL, `offset ${offset} is past the end of job ${job.id}'s result, which has ${text.length} characters; use an offset from 0 to ${text.length}`);
+        throw new ToolError(
+          'TOOL_ARGUMENTS_INVALID',
+          TOOL,
+          `offset ${offset} is past the end of job ${job.id}'s result, which has ${text.length} characters; use an offset from 0 to ${text.length}`,
+        );
       }
       const limit = Math.min(args.limit ?? host.pageMaxChars, host.pageMaxChars);
       let end = Math.min(text.length, offset + limit);
@@ -71,7 +81,13 @@ export function resultPageTool(host: ResultPageHost): ToolDefinition {
  * A reused job's result for the spawn tool's answer (see docs/delivery.md "De-duplication"): its first
  * `maxChars` characters and how to read the rest. Counts as its delivery when it had none yet.
  */
-export function reusedResultText(manager: Pick<BackgroundManager, 'get'>, deliveries: Pick<Deliveries, 'markDelivered'>, id: string, turn: number, maxChars: number): string {
+export function reusedResultText(
+  manager: Pick<BackgroundManager, 'get'>,
+  deliveries: Pick<Deliveries, 'markDelivered'>,
+  id: string,
+  turn: number,
+  maxChars: number,
+): string {
   const record = manager.get(id);
   const text = record?.resultText ?? '';
   let end = Math.min(text.length, maxChars);

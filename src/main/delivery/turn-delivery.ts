@@ -58,7 +58,12 @@ export class TurnDelivery {
       if (stale.length > 0) notes.set(job.id, [staleNote(stale, this.#rerunOnce.has(job.id) ? 'rerun-once-already' : 'annotate')]);
       candidates.push(job);
     }
-    const plan = planDelivery({ jobs: candidates, budgetChars: Math.max(0, this.budgetChars - reservedChars), perJobMaxChars: this.#config.background.resultMaxChars, notes });
+    const plan = planDelivery({
+      jobs: candidates,
+      budgetChars: Math.max(0, this.budgetChars - reservedChars),
+      perJobMaxChars: this.#config.background.resultMaxChars,
+      notes,
+    });
     const chosen = new Set(plan.delivered.map((j) => j.id));
     const jobs = plan.delivered.length > 0 ? this.#deliveries.drain(turn, { accept: (r) => chosen.has(r.id), unread: plan.unread }) : [];
     for (const job of jobs) this.#rerunOnce.delete(job.id);

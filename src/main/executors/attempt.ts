@@ -5,7 +5,17 @@ import { TIMINGS } from '../../shared/defaults.js';
 import { killTagged } from '../../shared/tools/process-tag.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
 import { exposeOnPort } from '../../shared/comlink-port.js';
-import { workerMessageSchema, type AlertSeverity, type ChildSpawnRequest, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type PermissionService, type StopRequest } from '../../shared/protocol.js';
+import {
+  workerMessageSchema,
+  type AlertSeverity,
+  type ChildSpawnRequest,
+  type MainMessage,
+  type ResumeState,
+  type JobOutcome,
+  type JobSpec,
+  type PermissionService,
+  type StopRequest,
+} from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
@@ -39,7 +49,6 @@ export interface AttemptOptions {
   /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
   onSpawn(requestId: number, request: ChildSpawnRequest): void;
 }
-
 
 /**
  * One launch of one job: it owns the job's ports, timers and child process groups, reads the
@@ -167,7 +176,11 @@ export class Attempt {
     if (this.#end) return;
     if (!this.#options.executor.capabilities.hardStop) {
       // In-process jobs cannot be forced: the record says it was let go, not that it stopped.
-      const error = new JobError('ABORTED', this.jobId, 'the executor cannot force a stop (it runs jobs on the main thread); the job was let go and may still be running');
+      const error = new JobError(
+        'ABORTED',
+        this.jobId,
+        'the executor cannot force a stop (it runs jobs on the main thread); the job was let go and may still be running',
+      );
       return this.#finish({ kind: 'lost', error });
     }
     this.#hardStop.abort(new JobError('ABORTED', this.jobId, 'hard stop'));

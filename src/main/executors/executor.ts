@@ -85,7 +85,10 @@ export function workerFileUrl(name: 'entry' | 'naive-entry' | 'loader' | 'job'):
   const candidates = WORKER_DIRS.map((dir) => new URL(`${dir}${file}`, import.meta.url));
   const found = candidates.find((url) => existsSync(fileURLToPath(url)));
   if (found) return found.href;
-  throw new ForkpoolError('INTERNAL', `worker file ${file} not found; run \`npm run build\` first (looked in ${candidates.map((url) => fileURLToPath(url)).join(', ')})`);
+  throw new ForkpoolError(
+    'INTERNAL',
+    `worker file ${file} not found; run \`npm run build\` first (looked in ${candidates.map((url) => fileURLToPath(url)).join(', ')})`,
+  );
 }
 
 /**

@@ -37,6 +37,10 @@ export async function loadOptional<T>(feature: string, packages: readonly Option
     const missing = missingPackage(error, packages);
     if (missing === undefined) throw error;
     const install = packages.map((p) => OPTIONAL_PACKAGES[p]).join(' ');
-    throw new ForkpoolError('PACKAGE_MISSING', `${feature} needs the package "${missing}", which is not installed (an optional peer dependency of forkpool): npm install ${install}`, { cause: error });
+    throw new ForkpoolError(
+      'PACKAGE_MISSING',
+      `${feature} needs the package "${missing}", which is not installed (an optional peer dependency of forkpool): npm install ${install}`,
+      { cause: error },
+    );
   }
 }

@@ -74,4 +74,3 @@ export class WorkerPerJobExecutor implements Executor {
     await Promise.all([...this.#live].map((w) => w.terminate()));
   }
 }
-

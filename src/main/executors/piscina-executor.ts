@@ -24,7 +24,6 @@ export interface PiscinaExecutorOptions {
   logger?: Logger;
 }
 
-
 /**
  * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
  * thread, so `shared` isolation passes none and hard-stops by terminating the job's thread

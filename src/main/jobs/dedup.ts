@@ -55,7 +55,8 @@ export class SpawnDedup {
     if (attach && live && live.state !== 'ended') return { kind: 'attached', id: live.id };
     const endedId = this.#ended.get(key);
     const ended = endedId === undefined ? undefined : get(endedId);
-    if (reuseWithinSeconds <= 0 || !ended || ended.state !== 'ended' || ended.status !== 'ok' || ended.resultText === undefined || ended.endedAt === undefined) return undefined;
+    if (reuseWithinSeconds <= 0 || !ended || ended.state !== 'ended' || ended.status !== 'ok' || ended.resultText === undefined || ended.endedAt === undefined)
+      return undefined;
     const ageMs = now - ended.endedAt;
     return ageMs <= reuseWithinSeconds * 1_000 ? { kind: 'reused', id: ended.id, ageMs } : undefined;
   }

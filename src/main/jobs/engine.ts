@@ -68,8 +68,24 @@ export class JobEngine {
       stopQueued: (job) => this.runner.stop(job, 'close'),
       idle: () => emit('idle'),
     }));
-    const table = (this.table = new JobTable({ config, ledger, store: o.store, dedup: this.#dedup, budgets, waves: this.waves, context: this.#jobContext(), waitingForSlot: () => dispatcher.waitingForSlot }));
-    this.nesting = new Nesting({ config, ledger, table, dispatcher, book: (request, nested) => this.book(request, {}, nested), stop: (job, reason) => this.runner.stop(job, reason) });
+    const table = (this.table = new JobTable({
+      config,
+      ledger,
+      store: o.store,
+      dedup: this.#dedup,
+      budgets,
+      waves: this.waves,
+      context: this.#jobContext(),
+      waitingForSlot: () => dispatcher.waitingForSlot,
+    }));
+    this.nesting = new Nesting({
+      config,
+      ledger,
+      table,
+      dispatcher,
+      book: (request, nested) => this.book(request, {}, nested),
+      stop: (job, reason) => this.runner.stop(job, reason),
+    });
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
     this.runner = new JobRunner({
       ...o,
@@ -182,6 +198,7 @@ export class JobEngine {
 
 function completionRefused(id: string, attempt: number, reason: CompletionRefusal, record: Readonly<JobRecord> | undefined): JobError {
   if (reason === 'unknown') return new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
-  const now = record?.state === 'running' ? `attempt ${record.attempts} is running` : record?.state === 'ended' ? 'it has ended' : 'it is queued (no attempt of it runs)';
+  const now =
+    record?.state === 'running' ? `attempt ${record.attempts} is running` : record?.state === 'ended' ? 'it has ended' : 'it is queued (no attempt of it runs)';
   return new JobError('ATTEMPT_NOT_RUNNING', id, `job ${id}: a completion of attempt ${attempt} is refused (${reason}): ${now}`);
 }

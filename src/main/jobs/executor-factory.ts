@@ -42,9 +42,14 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
       return new WorkerPerJobExecutor({ heapMb: bg.heapMb, ...file });
     case 'bullmq':
       // parseConfig already insists on redisUrl with this executor.
-      if (config.redisUrl === undefined) throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// URL (required by executor "bullmq")', received: 'nothing' }]);
+      if (config.redisUrl === undefined)
+        throw new ConfigError([{ field: 'redisUrl', expected: 'a redis:// URL (required by executor "bullmq")', received: 'nothing' }]);
       {
-        const options = { redisUrl: config.redisUrl, bullmq: { ...config.bullmq, namespace: bullmqNamespace(config, ledgerScope) }, ...(logger ? { logger } : {}) };
+        const options = {
+          redisUrl: config.redisUrl,
+          bullmq: { ...config.bullmq, namespace: bullmqNamespace(config, ledgerScope) },
+          ...(logger ? { logger } : {}),
+        };
         return new LazyExecutor('bullmq', { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true }, async () => {
           const { BullmqExecutor } = await loadOptional('the "bullmq" executor', ['bullmq', 'ioredis'], () => import('../bullmq/executor.js'));
           return new BullmqExecutor(options);
@@ -53,10 +58,20 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
     case 'piscina': {
       // Enough room per thread that the cap, not Piscina's own queue, decides what runs.
       const tasksPerThread = bg.isolation === 'shared' ? Math.max(bg.tasksPerThread, Math.ceil(bg.maxConcurrent / threads)) : 1;
-      return new PiscinaExecutor({ isolation: bg.isolation, threads, tasksPerThread, heapMb: bg.heapMb, niceIncrement: bg.niceIncrement, ...file, ...(logger ? { logger } : {}) });
+      return new PiscinaExecutor({
+        isolation: bg.isolation,
+        threads,
+        tasksPerThread,
+        heapMb: bg.heapMb,
+        niceIncrement: bg.niceIncrement,
+        ...file,
+        ...(logger ? { logger } : {}),
+      });
     }
     default:
-      throw new ConfigError([{ field: 'executor', expected: 'piscina, tinypool, worker-per-job, inline or bullmq (or pass an Executor object)', received: JSON.stringify(kind) }]);
+      throw new ConfigError([
+        { field: 'executor', expected: 'piscina, tinypool, worker-per-job, inline or bullmq (or pass an Executor object)', received: JSON.stringify(kind) },
+      ]);
   }
 }
 
@@ -64,5 +79,8 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
 function bullmqNamespace(config: ForkpoolConfig, ledgerScope: string | undefined): string | undefined {
   if (config.bullmq.namespace !== undefined) return config.bullmq.namespace;
   if (config.ledger.path === undefined || ledgerScope === undefined) return undefined;
-  return `l${createHash('sha256').update(`${path.resolve(config.ledger.path)}\0${ledgerScope}`).digest('hex').slice(0, 16)}`;
+  return `l${createHash('sha256')
+    .update(`${path.resolve(config.ledger.path)}\0${ledgerScope}`)
+    .digest('hex')
+    .slice(0, 16)}`;
 }

@@ -24,7 +24,12 @@ export interface AttemptFacts {
  * that is not a plain answer carries an error whose code says why (see ERROR_CODES).
  */
 export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest | undefined): JobEnding {
-  const base = { usage: outcome.usage, iterations: outcome.iterations, stopReason: outcome.stopReason, ...(outcome.reads?.length ? { reads: outcome.reads } : {}) };
+  const base = {
+    usage: outcome.usage,
+    iterations: outcome.iterations,
+    stopReason: outcome.stopReason,
+    ...(outcome.reads?.length ? { reads: outcome.reads } : {}),
+  };
   // A job that finished before it saw the stop keeps its real result.
   if (outcome.stopReason === 'final') {
     const { text, tag } = parseResultTag(outcome.text);
@@ -52,7 +57,11 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
 export function endingFromLostThread(jobId: string, error: unknown, attempt: AttemptFacts, threadDied: boolean): JobEnding {
   const kept = { resultText: '', usage: attempt.usage, iterations: attempt.iterations };
   if (attempt.stopRequest) {
-    const serialized = stopError(attempt.stopRequest, `ended by a hard stop after the cooperative ${attempt.stopRequest} was not honoured`, serializeError(error));
+    const serialized = stopError(
+      attempt.stopRequest,
+      `ended by a hard stop after the cooperative ${attempt.stopRequest} was not honoured`,
+      serializeError(error),
+    );
     if (attempt.stopRequest === 'budget') {
       return { ...kept, resultText: attempt.lastText ?? '', status: 'partial', endedBy: 'hard', error: serialized, budgetExceeded: 'maxWallclockMinutes' };
     }
@@ -71,7 +80,14 @@ export function endingFromProtocol(error: JobError, attempt: AttemptFacts): JobE
 
 function stopError(request: StopRequest, how: string, cause: ReturnType<typeof serializeError> | undefined) {
   const code = request === 'timeout' ? 'JOB_TIMEOUT' : request === 'budget' ? 'BUDGET_EXCEEDED' : 'JOB_CANCELLED';
-  const what = request === 'timeout' ? 'timed out' : request === 'close' ? 'cancelled by close()' : request === 'budget' ? 'budget maxWallclockMinutes exhausted' : 'cancelled';
+  const what =
+    request === 'timeout'
+      ? 'timed out'
+      : request === 'close'
+        ? 'cancelled by close()'
+        : request === 'budget'
+          ? 'budget maxWallclockMinutes exhausted'
+          : 'cancelled';
   const serialized = serializeError(new JobError(code, '-', `${what}: ${how}`));
   delete serialized.stack;
   delete serialized.jobId;

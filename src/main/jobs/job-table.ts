@@ -60,7 +60,13 @@ export class JobTable {
     const dedupKey = isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
     const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));
     if (match) return { kind: 'joined', match };
-    const { data, role, agent } = admitSpawn(request, config, this.#host.waitingForSlot(), (name) => this.#holders.get(name)?.id, (id) => ledger.get(id)?.state);
+    const { data, role, agent } = admitSpawn(
+      request,
+      config,
+      this.#host.waitingForSlot(),
+      (name) => this.#holders.get(name)?.id,
+      (id) => ledger.get(id)?.state,
+    );
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;

@@ -5,9 +5,7 @@ import type { JobScheduler } from '../executors/scheduler.js';
 export type { JoinPolicy } from '../../shared/scheduling-config.js';
 
 /** What a wave's check found: it ended, or its join let a follow-up come early. */
-export type WaveCheck =
-  | { kind: 'all'; members: string[] }
-  | { kind: 'early'; reason: 'quorum' | 'deadline'; ended: string[]; pending: string[] };
+export type WaveCheck = { kind: 'all'; members: string[] } | { kind: 'early'; reason: 'quorum' | 'deadline'; ended: string[]; pending: string[] };
 
 interface WaveEntry {
   members: Set<string>;
@@ -110,6 +108,9 @@ export function formatStillRunning(wave: number, jobs: readonly Pick<JobRecord, 
 }
 
 function oneLine(value: string): string {
-  const flat = value.replace(/[\r\n\t]+/g, ' ').replace(/["<>[\]]/g, "'").trim();
+  const flat = value
+    .replace(/[\r\n\t]+/g, ' ')
+    .replace(/["<>[\]]/g, "'")
+    .trim();
   return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
 }

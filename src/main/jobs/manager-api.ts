@@ -140,7 +140,13 @@ const spawnRequestSchema = z.strictObject({
   wave: z.number().int().nullable().optional(),
   parentSummary: z.string().optional(),
   agent: z.string().min(1).max(64).optional(),
-  name: z.string().trim().min(1).max(64).regex(/^[^\s]+$/, 'a name has no spaces').optional(),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .regex(/^[^\s]+$/, 'a name has no spaces')
+    .optional(),
   parentToolId: z.string().min(1).max(200).optional(),
   join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),
@@ -163,7 +169,13 @@ export interface Admitted {
  * model can read when not (`TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, `QUEUE_FULL`, `NAME_TAKEN`).
  * `waiting` counts the jobs that would wait for a slot (not those about to take a free one).
  */
-export function admitSpawn(request: SpawnRequest, config: ForkpoolConfig, waiting: number, nameHolder: (name: string) => string | undefined, stateOf: (id: string) => string | undefined): Admitted {
+export function admitSpawn(
+  request: SpawnRequest,
+  config: ForkpoolConfig,
+  waiting: number,
+  nameHolder: (name: string) => string | undefined,
+  stateOf: (id: string) => string | undefined,
+): Admitted {
   const parsed = spawnRequestSchema.safeParse(request);
   if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
   const { queueLimit, maxConcurrent, onFull, defaultAgent } = config.background;
@@ -185,7 +197,11 @@ export function admitSpawn(request: SpawnRequest, config: ForkpoolConfig, waitin
   const name = parsed.data.name;
   const holder = name === undefined ? undefined : nameHolder(name);
   if (holder !== undefined) {
-    throw new JobError('NAME_TAKEN', holder, `the name "${name}" belongs to job ${holder}, which is still ${stateOf(holder) ?? 'live'}; pick another name or wait for it to end`);
+    throw new JobError(
+      'NAME_TAKEN',
+      holder,
+      `the name "${name}" belongs to job ${holder}, which is still ${stateOf(holder) ?? 'live'}; pick another name or wait for it to end`,
+    );
   }
   return { data: parsed.data, role, agent };
 }

@@ -68,7 +68,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       if (this.sandbox.notice && logger) logger.warn(this.sandbox.notice);
       else if (this.sandbox.notice) process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
       this.#store = options.store;
-      const ledger = (this.#ledger = new DeliveryLedger(options.config.background.retention, options.store, reportStorage(logger, (event, ...args) => this.emit(event, ...args)), (id) => this.#engine.forget(id)));
+      const ledger = (this.#ledger = new DeliveryLedger(
+        options.config.background.retention,
+        options.store,
+        reportStorage(logger, (event, ...args) => this.emit(event, ...args)),
+        (id) => this.#engine.forget(id),
+      ));
       this.#budgets = new JobBudgets(config);
       this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
       // Its own executor runs model calls: no endpoint configured is an error now, not in every job.

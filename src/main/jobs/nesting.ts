@@ -44,12 +44,27 @@ export class Nesting {
     const limit = spec ? maxDepthFor(this.#host.config, spec.agent) : 1;
     try {
       if (!spec || parent.isOver) throw new JobError('JOB_UNKNOWN', parent.id, `job ${parent.id} is not running`);
-      if (depth > limit) throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
+      if (depth > limit)
+        throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
       const handle = this.#host.book(
-        { task: request.task, label: request.label, role: parent.record.role, wave: null, ...(request.agent ? { agent: request.agent } : {}), ...(request.name ? { name: request.name } : {}) },
+        {
+          task: request.task,
+          label: request.label,
+          role: parent.record.role,
+          wave: null,
+          ...(request.agent ? { agent: request.agent } : {}),
+          ...(request.name ? { name: request.name } : {}),
+        },
         { parent, depth },
       );
-      attempt?.post({ type: 'spawn-result', requestId, ok: true, childId: handle.id, label: handle.label, ...(handle.joined ? { joined: handle.joined } : {}) });
+      attempt?.post({
+        type: 'spawn-result',
+        requestId,
+        ok: true,
+        childId: handle.id,
+        label: handle.label,
+        ...(handle.joined ? { joined: handle.joined } : {}),
+      });
       const child = this.#host.table.get(handle.id);
       if (handle.joined === 'attached' && child) this.#watch(parent, child);
       else if (handle.joined === 'reused') this.#deliverTo(parent, this.#host.ledger.get(handle.id) as JobRecord);

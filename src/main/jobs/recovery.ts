@@ -51,7 +51,8 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   for (const { record, spec: storedSpec } of stored.jobs) {
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
-    const add = (phase: JobPhase): Job => host.table.add(spec, phase, { name: record.name, parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId) });
+    const add = (phase: JobPhase): Job =>
+      host.table.add(spec, phase, { name: record.name, parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId) });
     if (record.state === 'ended') {
       if (record.deliveredInTurn === undefined) report.undelivered.push(record.id);
       host.restarts.keep(add('ended'));

@@ -37,7 +37,8 @@ export class Restarts {
     const record = job.record;
     if (job.phase === 'running') {
       const attempt = job.attempt;
-      if (!attempt || attempt.stopRequest) throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopRequest ?? 'ending'}); restart it once it has ended`);
+      if (!attempt || attempt.stopRequest)
+        throw new JobError('JOB_CANCELLED', id, `job ${id} is already being stopped (${attempt?.stopRequest ?? 'ending'}); restart it once it has ended`);
       job.restartPending = true;
       attempt.requestStop('cancel');
       return { id, label: record.label, state: 'running' };
@@ -46,7 +47,8 @@ export class Restarts {
     if (!job.spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
     if (job.name !== undefined) {
       const holder = this.#host.table.holder(job.name);
-      if (holder !== undefined && holder !== job) throw new JobError('NAME_TAKEN', holder.id, `job ${id}'s name "${job.name}" now belongs to job ${holder.id}; cannot restart it under that name`);
+      if (holder !== undefined && holder !== job)
+        throw new JobError('NAME_TAKEN', holder.id, `job ${id}'s name "${job.name}" now belongs to job ${holder.id}; cannot restart it under that name`);
     }
     const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
     const reopened = job.reopen(`${reason} after it ended ${record.status ?? ''}${superseded}`);

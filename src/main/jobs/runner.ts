@@ -89,9 +89,18 @@ export class JobRunner {
     const suspension = job.suspension;
     if (suspension) {
       const timedOut = reason === 'timeout';
-      const error = serializeError(new JobError(timedOut ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', job.id, `${timedOut ? 'timed out' : 'cancelled'} while waiting for its children (${reason})`));
+      const error = serializeError(
+        new JobError(timedOut ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', job.id, `${timedOut ? 'timed out' : 'cancelled'} while waiting for its children (${reason})`),
+      );
       const text = lastAssistantText(suspension.state.messages);
-      job.end({ status: timedOut ? 'timed_out' : 'cancelled', endedBy: 'cooperative', resultText: text, usage: suspension.state.usage, iterations: suspension.state.iterations, error });
+      job.end({
+        status: timedOut ? 'timed_out' : 'cancelled',
+        endedBy: 'cooperative',
+        resultText: text,
+        usage: suspension.state.usage,
+        iterations: suspension.state.iterations,
+        error,
+      });
     } else if (this.#host.dispatcher.remove(job)) {
       const error = serializeError(new JobError('JOB_CANCELLED', job.id, `cancelled while queued (${reason})`));
       job.end({ status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error });
@@ -104,7 +113,10 @@ export class JobRunner {
     const { config, executor } = this.#host;
     // A remote executor re-ran the job (its worker died or lost it): one more attempt, same clock.
     const rerun = job.phase === 'running';
-    job.started(threadId, rerun ? `attempt ${job.record.attempts + 1}: run again by the ${executor.kind} executor (the previous run's worker died or lost the job)` : undefined);
+    job.started(
+      threadId,
+      rerun ? `attempt ${job.record.attempts + 1}: run again by the ${executor.kind} executor (the previous run's worker died or lost the job)` : undefined,
+    );
     // The wall clock starts now: time spent queued does not count.
     if (!rerun) {
       attempt.armTimeout(config.background.timeoutMinutes * 60_000, () => this.stop(job, 'timeout'));
@@ -136,7 +148,11 @@ export class JobRunner {
     // bounded number of times, so a job that kills every thread it lands on still ends.
     const threadDied = !attempt.hardStopped && !attempt.stopRequest && this.#host.executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
     if (threadDied && attempt.number <= this.#host.config.background.maxRequeues) {
-      return this.#requeue(job, `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`, false);
+      return this.#requeue(
+        job,
+        `attempt ${attempt.number}: its thread died under it (${serializeError(end.error).message}); re-queued to run on a thread of its own`,
+        false,
+      );
     }
     job.end(endingFromLostThread(job.id, end.error, attempt, threadDied));
   }

@@ -129,7 +129,8 @@ export class ScopeLeases {
   }
 
   #row(scope: string): LeaseRow | undefined {
-    return this.#db.prepare('SELECT owner, pid, host, pid_ns AS pidNs, since, heartbeat_at AS heartbeatAt FROM leases WHERE scope = ?').get(scope) as LeaseRow | undefined;
+    return this.#db.prepare('SELECT owner, pid, host, pid_ns AS pidNs, since, heartbeat_at AS heartbeatAt FROM leases WHERE scope = ?').get(scope) as
+      LeaseRow | undefined;
   }
 
   /** A stale heartbeat, or a holder on this machine whose process is gone. */

@@ -29,7 +29,9 @@ const recordSchema = z
     queuedAt: z.number(),
     deliveredInTurn: z.number().int().min(0).optional(),
   })
-  .refine((record) => record.state !== 'ended' || (record.status !== undefined && record.endedBy !== undefined), { message: 'an ended job without status or endedBy' });
+  .refine((record) => record.state !== 'ended' || (record.status !== undefined && record.endedBy !== undefined), {
+    message: 'an ended job without status or endedBy',
+  });
 
 const MAX_FOUND_CHARS = 120;
 

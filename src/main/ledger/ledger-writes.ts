@@ -62,11 +62,20 @@ export class StoreWriter {
   }
 
   /** Writes job records, all or none (one transaction). */
-  put(records: ReadonlyArray<{ record: Readonly<JobRecord>; position: number }>, mode: WriteMode, operation = `job ${records.map((r) => r.record.id).join(', ')}`): void {
+  put(
+    records: ReadonlyArray<{ record: Readonly<JobRecord>; position: number }>,
+    mode: WriteMode,
+    operation = `job ${records.map((r) => r.record.id).join(', ')}`,
+  ): void {
     const write = () => {
       for (const { record, position } of records) this.#store.put(record, position, this.#nextId());
     };
-    this.write(operation, write, mode, records.map((r) => r.record.id));
+    this.write(
+      operation,
+      write,
+      mode,
+      records.map((r) => r.record.id),
+    );
   }
 
   /**

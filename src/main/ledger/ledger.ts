@@ -53,7 +53,12 @@ export class DeliveryLedger {
    * `onStorage`: a durable write failed, or writes go through again (see ledger-writes.ts).
    * `onForget`: retention forgot a record (whoever keeps something per job lets go of it too).
    */
-  constructor(retention: Partial<RetentionPolicy> = {}, store?: JobStore, onStorage: (report: StorageReport) => void = () => {}, onForget: (id: string) => void = () => {}) {
+  constructor(
+    retention: Partial<RetentionPolicy> = {},
+    store?: JobStore,
+    onStorage: (report: StorageReport) => void = () => {},
+    onForget: (id: string) => void = () => {},
+  ) {
     this.#retention = { ...DEFAULTS.background.retention, ...retention };
     this.#onForget = onForget;
     this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
@@ -198,8 +203,23 @@ export class DeliveryLedger {
     this.#undelivered.delete(id);
     this.#partial.delete(id);
     const {
-      status: _status, endedBy: _endedBy, resultText: _text, resultDropped: _dropped, tag: _tag, stopReason: _stop, error: _error, budgetExceeded: _over, budgetReport: _report,
-      startedAt: _started, endedAt: _ended, threadId: _thread, deliveredInTurn: _turn, deliveredAt: _at, resultUnread: _unread, reads: _reads, ...rest
+      status: _status,
+      endedBy: _endedBy,
+      resultText: _text,
+      resultDropped: _dropped,
+      tag: _tag,
+      stopReason: _stop,
+      error: _error,
+      budgetExceeded: _over,
+      budgetReport: _report,
+      startedAt: _started,
+      endedAt: _ended,
+      threadId: _thread,
+      deliveredInTurn: _turn,
+      deliveredAt: _at,
+      resultUnread: _unread,
+      reads: _reads,
+      ...rest
     } = record;
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
   }
@@ -262,9 +282,16 @@ export class DeliveryLedger {
    * hold their full result, whatever retention drops from the ledger afterwards. `unread` says,
    * per job, which characters of its result the parent was not shown (absent: it saw them all).
    */
-  drain(turn: number, accept: (record: Readonly<JobRecord>) => boolean = () => true, now = Date.now(), unread?: ReadonlyMap<string, [number, number]>): JobRecord[] {
+  drain(
+    turn: number,
+    accept: (record: Readonly<JobRecord>) => boolean = () => true,
+    now = Date.now(),
+    unread?: ReadonlyMap<string, [number, number]>,
+  ): JobRecord[] {
     const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
-    const batch = waiting.filter(({ record }) => accept(record)).map((entry) => ({ entry, delivered: deliveredRecord(entry.record, turn, now, unread?.get(entry.record.id)) }));
+    const batch = waiting
+      .filter(({ record }) => accept(record))
+      .map((entry) => ({ entry, delivered: deliveredRecord(entry.record, turn, now, unread?.get(entry.record.id)) }));
     return this.#deliver(batch, now);
   }
 

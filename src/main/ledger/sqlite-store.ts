@@ -70,7 +70,13 @@ function schemaVersion(db: Database): number {
 function migrate(db: Database, file: string): void {
   const version = schemaVersion(db);
   if (version > SCHEMA_VERSION) {
-    throw new ConfigError([{ field: 'ledger.path', expected: `a ledger of schema ${SCHEMA_VERSION} or older`, received: `${JSON.stringify(file)} of schema ${version} (written by a newer forkpool)` }]);
+    throw new ConfigError([
+      {
+        field: 'ledger.path',
+        expected: `a ledger of schema ${SCHEMA_VERSION} or older`,
+        received: `${JSON.stringify(file)} of schema ${version} (written by a newer forkpool)`,
+      },
+    ]);
   }
   for (const step of MIGRATIONS) {
     if (step.to <= version) continue;
@@ -100,7 +106,9 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
     db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.exec(SCHEMA);
   } catch (error) {
-    throw new ConfigError([{ field: 'ledger.path', expected: 'a SQLite file forkpool can open and write', received: `${JSON.stringify(file)} (${(error as Error).message})` }]);
+    throw new ConfigError([
+      { field: 'ledger.path', expected: 'a SQLite file forkpool can open and write', received: `${JSON.stringify(file)} (${(error as Error).message})` },
+    ]);
   }
   try {
     // Inside the guard too: a file with a valid first page and garbage after it fails here.
@@ -115,7 +123,13 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
 /** A ledger file SQLite cannot read (garbage bytes, a corrupt page): a ConfigError naming `ledger.path`, as at open. */
 function unreadable(file: string, error: unknown): ConfigError {
   const code = sqliteCode(error);
-  return new ConfigError([{ field: 'ledger.path', expected: 'a forkpool ledger SQLite can read', received: `${JSON.stringify(file)} (${errorMessage(error)}${code ? ` [${code}]` : ''})` }]);
+  return new ConfigError([
+    {
+      field: 'ledger.path',
+      expected: 'a forkpool ledger SQLite can read',
+      received: `${JSON.stringify(file)} (${errorMessage(error)}${code ? ` [${code}]` : ''})`,
+    },
+  ]);
 }
 
 function sqliteCode(error: unknown): string | undefined {
@@ -252,7 +266,10 @@ class SqliteJobStore implements JobStore {
   }
 
   sources(): Map<string, string> {
-    const rows = guardRead(this.#file, () => this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>);
+    const rows = guardRead(
+      this.#file,
+      () => this.#db.prepare('SELECT id, source FROM job_sources WHERE scope = ?').all(this.scope) as Array<{ id: string; source: string }>,
+    );
     return new Map(rows.map((row) => [row.id, row.source]));
   }
 
@@ -261,7 +278,12 @@ class SqliteJobStore implements JobStore {
   }
 
   #load(): { jobs: StoredJob[]; nextId: number; invalid: InvalidRow[] } {
-    const rows = this.#db.prepare('SELECT id, position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{ id: string; position: number; record: string; spec: string | null }>;
+    const rows = this.#db.prepare('SELECT id, position, record, spec FROM jobs WHERE scope = ? ORDER BY position').all(this.scope) as Array<{
+      id: string;
+      position: number;
+      record: string;
+      spec: string | null;
+    }>;
     const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
     const jobs: StoredJob[] = [];
     const invalid: InvalidRow[] = [];
@@ -282,7 +304,15 @@ class SqliteJobStore implements JobStore {
   put(record: Readonly<JobRecord>, position: number, nextId: number): void {
     const write = () => {
       const now = Date.now();
-      this.#put.run({ scope: this.scope, id: record.id, position, state: record.state, delivered: record.deliveredInTurn ?? null, now, record: JSON.stringify(record) });
+      this.#put.run({
+        scope: this.scope,
+        id: record.id,
+        position,
+        state: record.state,
+        delivered: record.deliveredInTurn ?? null,
+        now,
+        record: JSON.stringify(record),
+      });
       const key = transitionKey(record);
       if (this.#last.get(record.id) !== key) {
         if (this.#lastBefore && !this.#lastBefore.has(record.id)) this.#lastBefore.set(record.id, this.#last.get(record.id));

@@ -115,7 +115,11 @@ export class JobBudgets {
   }
 
   /** A job's report now: its record's once it ended, else from what its attempt has reported so far. */
-  reportNow(record: Readonly<JobRecord> | undefined, live: { usage: UsageByModel; iterations: number } | undefined, now = Date.now()): BudgetReport | undefined {
+  reportNow(
+    record: Readonly<JobRecord> | undefined,
+    live: { usage: UsageByModel; iterations: number } | undefined,
+    now = Date.now(),
+  ): BudgetReport | undefined {
     if (!record?.budget || record.budgetReport) return record?.budgetReport;
     const elapsed = record.startedAt === undefined ? 0 : now - record.startedAt;
     return this.report(record.budget, live?.usage ?? record.usage, live?.iterations ?? record.iterations, elapsed);

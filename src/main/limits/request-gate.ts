@@ -89,7 +89,14 @@ class EndpointLimiter {
     const waiter = { ticket, origin, admit };
     const lane = origin.kind === 'parent' ? this.#parents : this.#jobs;
     if (this.#canAdmit(origin) && lane.length === 0 && (origin.kind === 'parent' || this.#parents.length === 0)) return this.#admit(waiter, false);
-    this.#events.emit('queued', { endpoint: this.endpoint, ticket, origin, jobsAhead: origin.kind === 'parent' ? 0 : this.#jobs.length, inFlight: this.inFlight, limit: this.limit });
+    this.#events.emit('queued', {
+      endpoint: this.endpoint,
+      ticket,
+      origin,
+      jobsAhead: origin.kind === 'parent' ? 0 : this.#jobs.length,
+      inFlight: this.inFlight,
+      limit: this.limit,
+    });
     lane.push(waiter);
     this.#schedule();
   }
@@ -130,7 +137,14 @@ class EndpointLimiter {
     // parent's: its slot may lie above the limit.)
     const atLimit = waiter.origin.kind === 'job' && (waited || this.#held.size + 1 >= this.#controller.limit);
     this.#held.set(waiter.ticket, { ticket: waiter.ticket, origin: waiter.origin, epoch: this.#controller.epoch, atLimit });
-    this.#events.emit('admitted', { endpoint: this.endpoint, ticket: waiter.ticket, origin: waiter.origin, inFlight: this.#held.size, limit: this.#controller.limit, waited });
+    this.#events.emit('admitted', {
+      endpoint: this.endpoint,
+      ticket: waiter.ticket,
+      origin: waiter.origin,
+      inFlight: this.#held.size,
+      limit: this.#controller.limit,
+      waited,
+    });
     waiter.admit();
   }
 
@@ -260,7 +274,13 @@ export class RequestGates extends TypedEmitter<RequestGateEvents> {
     let limiter = this.#limiters.get(endpoint);
     if (!limiter) {
       const s = this.#settings;
-      const controller = new AimdController({ floor: s.floor, ceiling: s.ceiling, initial: Math.min(s.ceiling, s.initial), decreaseFactor: s.decreaseFactor, latencyTolerance: s.latencyTolerance });
+      const controller = new AimdController({
+        floor: s.floor,
+        ceiling: s.ceiling,
+        initial: Math.min(s.ceiling, s.initial),
+        decreaseFactor: s.decreaseFactor,
+        latencyTolerance: s.latencyTolerance,
+      });
       limiter = new EndpointLimiter(endpoint, controller, { emit: (event, ...args) => this.emit(event, ...args) });
       this.#limiters.set(endpoint, limiter);
     }

@@ -182,7 +182,10 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
     // A join let the wave's follow-up come early: it also lists, once, what is still running.
     this.manager.on('wave-joined', ({ wave, pending }) => {
-      this.#stillRunning.set(wave, pending.map((job) => job.id));
+      this.#stillRunning.set(
+        wave,
+        pending.map((job) => job.id),
+      );
       this.#requestFollowUp('wave');
     });
     this.#resume();
@@ -348,10 +351,15 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** The early-joined waves' jobs that have not ended yet, once per wave. */
   #takeStillRunning(): string {
-    const blocks = [...this.#stillRunning].map(([wave, ids]) => formatStillRunning(wave, ids.flatMap((id) => {
-      const job = this.manager.get(id);
-      return job && job.state !== 'ended' ? [job] : [];
-    })));
+    const blocks = [...this.#stillRunning].map(([wave, ids]) =>
+      formatStillRunning(
+        wave,
+        ids.flatMap((id) => {
+          const job = this.manager.get(id);
+          return job && job.state !== 'ended' ? [job] : [];
+        }),
+      ),
+    );
     this.#stillRunning.clear();
     return blocks.filter((b) => b).join('\n');
   }

@@ -82,7 +82,10 @@ async function runAgentCall(host: AgentToolHost, id: string, background: boolean
       host.deliveries.markBackgrounded(id);
       return (
         `Agent job ${id} is working in the background (backgrounded). So far it said:\n` +
-        first.text.split('\n').map((line) => `| ${line.replace(/</g, '&lt;').replace(/>/g, '&gt;')}`).join('\n') +
+        first.text
+          .split('\n')
+          .map((line) => `| ${line.replace(/</g, '&lt;').replace(/>/g, '&gt;')}`)
+          .join('\n') +
         `\nIts final result will be delivered to you in a <background_results> block at a later turn. Do not guess it.`
       );
     }
@@ -97,7 +100,11 @@ async function runAgentCall(host: AgentToolHost, id: string, background: boolean
 function answerOf(host: AgentToolHost, record: Readonly<JobRecord>, toolName: string): string {
   const delivered = host.deliveries.markDelivered(record.id, host.currentTurn()) ?? record;
   if (delivered.status === 'failed' || delivered.status === 'cancelled' || delivered.status === 'timed_out') {
-    throw new ToolError(delivered.error?.code ?? 'TOOL_FAILED', toolName, `agent job ${record.id} ${delivered.status}: ${delivered.error?.message ?? 'no reason given'}`);
+    throw new ToolError(
+      delivered.error?.code ?? 'TOOL_FAILED',
+      toolName,
+      `agent job ${record.id} ${delivered.status}: ${delivered.error?.message ?? 'no reason given'}`,
+    );
   }
   return formatBackgroundResults([delivered], host.resultMaxChars);
 }

@@ -38,7 +38,9 @@ export function openDurableSession(config: ForkpoolConfig, options: DurableSessi
     throw new ConfigError([{ field: 'sessionId', expected: '1 to 100 letters, digits, ".", ":", "_" or "-"', received: describeReceived(options.sessionId) }]);
   }
   const path = config.ledger.path;
-  const store = options.ledgerStore ?? (path !== undefined ? openSqliteLedger(path, { synchronous: config.ledger.synchronous, leaseStaleMs: config.ledger.leaseStaleMs }) : undefined);
+  const store =
+    options.ledgerStore ??
+    (path !== undefined ? openSqliteLedger(path, { synchronous: config.ledger.synchronous, leaseStaleMs: config.ledger.leaseStaleMs }) : undefined);
   const ownsStore = options.ledgerStore === undefined && store !== undefined;
   const jobs = store?.jobs(id);
   try {

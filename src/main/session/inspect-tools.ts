@@ -34,7 +34,7 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
     name: 'list_background_agents',
     description:
       'List every background job of this session, one line each: id, name or label, agent, state, whether its result was delivered, elapsed time, tokens, last activity, ' +
-        'and its budget (spent/limit of turns, tokens, cost, minutes); first, what is left of the session budget if there is one. ' +
+      'and its budget (spent/limit of turns, tokens, cost, minutes); first, what is left of the session budget if there is one. ' +
       'Read from the job ledger, so it is right even if you forgot a job. Call it when you need the picture, not in a loop.',
     parameters: z.strictObject({}),
     gated: false,
@@ -62,11 +62,20 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
     gated: false,
     async run(args) {
       const job = host.manager.find(args.job_id);
-      if (!job) throw new ToolError('JOB_UNKNOWN', 'check_background_agent', `no background job with id or name "${args.job_id}"; list_background_agents shows them all`);
+      if (!job)
+        throw new ToolError(
+          'JOB_UNKNOWN',
+          'check_background_agent',
+          `no background job with id or name "${args.job_id}"; list_background_agents shows them all`,
+        );
       const booked = host.activity.check(job.id, host.cooldownMs);
       if (booked.refusedSince !== undefined) {
         const ago = ((now() - booked.refusedSince) / 1000).toFixed(1);
-        throw new ToolError('CHECKED_RECENTLY', 'check_background_agent', `job ${job.id} was checked ${ago} s ago and nothing changed since. Do not poll: you will be told when it ends. Do other work meanwhile.`);
+        throw new ToolError(
+          'CHECKED_RECENTLY',
+          'check_background_agent',
+          `job ${job.id} was checked ${ago} s ago and nothing changed since. Do not poll: you will be told when it ends. Do other work meanwhile.`,
+        );
       }
       let record: Readonly<JobRecord> = job;
       if (job.state === 'ended' && job.deliveredInTurn === undefined) record = host.deliveries.markDelivered(job.id, host.currentTurn()) ?? job;
@@ -100,8 +109,11 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
 function listLine(job: Readonly<JobRecord>, activity: JobActivity, now: number): string {
   const who = [job.name ? `name "${job.name}"` : `"${job.label}"`, job.agent ? `agent ${job.agent}` : 'fork'].join(', ');
   const state = job.state === 'ended' ? `ended ${job.status ?? ''}`.trim() : job.state;
-  const unread = job.resultUnread ? ` (${job.resultUnread[1] - job.resultUnread[0]} characters not yet read: read_background_result offset ${job.resultUnread[0]})` : '';
-  const delivery = job.state !== 'ended' ? '' : job.deliveredInTurn === undefined ? ', result not yet delivered' : `, delivered in turn ${job.deliveredInTurn}${unread}`;
+  const unread = job.resultUnread
+    ? ` (${job.resultUnread[1] - job.resultUnread[0]} characters not yet read: read_background_result offset ${job.resultUnread[0]})`
+    : '';
+  const delivery =
+    job.state !== 'ended' ? '' : job.deliveredInTurn === undefined ? ', result not yet delivered' : `, delivered in turn ${job.deliveredInTurn}${unread}`;
   const since = job.startedAt ?? job.queuedAt;
   const elapsed = `${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s`;
   const tokens = totalUsage(job.usage).totalTokens;
@@ -113,18 +125,30 @@ function listLine(job: Readonly<JobRecord>, activity: JobActivity, now: number):
 
 function checkText(job: Readonly<JobRecord>, activity: JobActivity, maxChars: number, now: number, deliveredNow: boolean): string {
   const view = activity.get(job.id);
-  const lines = [`Job ${job.id} "${job.label}"${job.name ? ` (name "${job.name}")` : ''}, agent ${job.agent ?? 'fork of you'}: ${job.state}${job.status ? ` (${job.status})` : ''}.`];
+  const lines = [
+    `Job ${job.id} "${job.label}"${job.name ? ` (name "${job.name}")` : ''}, agent ${job.agent ?? 'fork of you'}: ${job.state}${job.status ? ` (${job.status})` : ''}.`,
+  ];
   const since = job.startedAt ?? job.queuedAt;
-  lines.push(`Elapsed ${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s, ${job.iterations} model calls, ${totalUsage(job.usage).totalTokens} tokens, attempt ${Math.max(1, job.attempts)}.`);
+  lines.push(
+    `Elapsed ${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s, ${job.iterations} model calls, ${totalUsage(job.usage).totalTokens} tokens, attempt ${Math.max(1, job.attempts)}.`,
+  );
   if (view && view.toolCalls.length > 0) lines.push(`Last tool calls: ${view.toolCalls.map((c) => `${c.name}(${c.args.slice(0, 80)})`).join('; ')}`);
   if (view?.text && job.state !== 'ended') lines.push(`Said so far: ${capHeadTail(view.text, 800)}`);
   if (view && view.alerts.length > 0) lines.push(`Alerts: ${view.alerts.map((a) => `[${a.severity}] ${a.message}`).join(' | ')}`);
   if (job.state === 'ended') {
     if (job.error && job.status !== 'ok') lines.push(`Error: ${job.error.message.slice(0, 300)}`);
-    const delivery = deliveredNow ? `now delivered in turn ${job.deliveredInTurn ?? '?'}; it will not be injected again` : `already delivered in turn ${job.deliveredInTurn}`;
+    const delivery = deliveredNow
+      ? `now delivered in turn ${job.deliveredInTurn ?? '?'}; it will not be injected again`
+      : `already delivered in turn ${job.deliveredInTurn}`;
     lines.push(`Result (${delivery}):`);
     const text = job.resultText ?? (job.resultDropped ? '(dropped from memory long after delivery)' : '');
-    lines.push(...capHeadTail(text.trim() || '(no text)', maxChars).replace(/</g, '&lt;').replace(/>/g, '&gt;').split('\n').map((l) => `| ${l}`));
+    lines.push(
+      ...capHeadTail(text.trim() || '(no text)', maxChars)
+        .replace(/</g, '&lt;')
+        .replace(/>/g, '&gt;')
+        .split('\n')
+        .map((l) => `| ${l}`),
+    );
   } else {
     lines.push('It has not ended; you will be told when it does.');
   }

@@ -56,7 +56,13 @@ export class JobActivity {
   get(id: string): JobActivityView | undefined {
     const entry = this.#jobs.get(id);
     if (!entry) return undefined;
-    return { toolCalls: entry.toolCalls, alerts: entry.alerts, version: entry.version, ...(entry.text !== undefined ? { text: entry.text } : {}), ...(entry.lastActivityAt !== undefined ? { lastActivityAt: entry.lastActivityAt } : {}) };
+    return {
+      toolCalls: entry.toolCalls,
+      alerts: entry.alerts,
+      version: entry.version,
+      ...(entry.text !== undefined ? { text: entry.text } : {}),
+      ...(entry.lastActivityAt !== undefined ? { lastActivityAt: entry.lastActivityAt } : {}),
+    };
   }
 
   /**

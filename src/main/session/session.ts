@@ -66,7 +66,15 @@ export class Session {
 
   /** Everything a durable ledger keeps of this conversation (plain data, a copy). */
   snapshot(id: string): SessionSnapshot {
-    return structuredClone({ id, turns: this.#turns, messages: this.#messages, usage: this.#usage, folded: this.#folded, foldedTurns: this.#foldedTurns, userInputs: this.#userInputs });
+    return structuredClone({
+      id,
+      turns: this.#turns,
+      messages: this.#messages,
+      usage: this.#usage,
+      folded: this.#folded,
+      foldedTurns: this.#foldedTurns,
+      userInputs: this.#userInputs,
+    });
   }
 
   /** Goes on from a stored conversation (a resumed session): its history, turn count, totals and summary. */

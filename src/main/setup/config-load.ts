@@ -74,7 +74,13 @@ export function loadConfig(flags: ConfigOverrides, env: NodeJS.ProcessEnv, cwd?:
 export function loadConfig(first: LoadConfigOptions | ConfigOverrides = {}, env?: NodeJS.ProcessEnv, cwd?: string): ForkpoolConfig {
   if (env === undefined && cwd === undefined) return loadLayers(first as LoadConfigOptions);
   const flags = first as ConfigOverrides;
-  return loadLayers({ flags, fromEnv: env ?? process.env, file: flags.configPath ?? true, cwd: cwd ?? process.cwd(), ...(flags.onWarning ? { onWarning: flags.onWarning } : {}) });
+  return loadLayers({
+    flags,
+    fromEnv: env ?? process.env,
+    file: flags.configPath ?? true,
+    cwd: cwd ?? process.cwd(),
+    ...(flags.onWarning ? { onWarning: flags.onWarning } : {}),
+  });
 }
 
 function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
@@ -197,7 +203,9 @@ function readConfigFile(filePath: string): Record<string, unknown> {
   try {
     text = readFileSync(filePath, 'utf8');
   } catch (error) {
-    throw new ConfigError([{ field: '(file)', expected: 'a readable JSON file', received: `${(error as NodeJS.ErrnoException).code ?? 'error'} reading ${filePath}` }]);
+    throw new ConfigError([
+      { field: '(file)', expected: 'a readable JSON file', received: `${(error as NodeJS.ErrnoException).code ?? 'error'} reading ${filePath}` },
+    ]);
   }
   let parsed: unknown;
   try {
@@ -243,5 +251,8 @@ function toNumber(value: string): number | string {
 }
 
 function splitList(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }

@@ -60,7 +60,10 @@ function escapeJsonForTerminal(line: string): string {
  * backslash, not an escape, and is left alone.
  */
 function showEscapes(json: string): string {
-  return json.replace(/(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|200[b-fB-F]|202[89a-eA-E]|206[0-9]|feff|FEFF)|[rbf])/g, (_m, even: string, escape: string) => `${even}\\\\${escape}`);
+  return json.replace(
+    /(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|200[b-fB-F]|202[89a-eA-E]|206[0-9]|feff|FEFF)|[rbf])/g,
+    (_m, even: string, escape: string) => `${even}\\\\${escape}`,
+  );
 }
 
 /**

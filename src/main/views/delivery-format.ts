@@ -38,7 +38,9 @@ export const NO_TEXT_LINE = '| (no text)';
 
 /** A job's text as block lines: each quoted with `| `, angle brackets escaped. */
 export function quoteLines(text: string): string[] {
-  return escapeAngles(text).split(LINE_BREAKS).map((line) => `| ${line}`);
+  return escapeAngles(text)
+    .split(LINE_BREAKS)
+    .map((line) => `| ${line}`);
 }
 
 /** A job's header line, and its failure reason when it did not end ok. */
@@ -48,11 +50,19 @@ export function jobHeadLines(job: JobRecord): string[] {
   if (job.startedAt !== undefined && job.endedAt !== undefined) facts.push(`${((job.endedAt - job.startedAt) / 1000).toFixed(1)} s`);
   const tokens = totalUsage(job.usage).totalTokens;
   if (tokens > 0) facts.push(`${tokens} tokens`);
-  const verb = job.status === 'ok' || job.status === 'partial' || job.status === 'error' ? 'completed' : job.status === 'failed' ? 'failed' : job.status === 'timed_out' ? 'timed out' : 'was cancelled';
+  const verb =
+    job.status === 'ok' || job.status === 'partial' || job.status === 'error'
+      ? 'completed'
+      : job.status === 'failed'
+        ? 'failed'
+        : job.status === 'timed_out'
+          ? 'timed out'
+          : 'was cancelled';
   const header = `[Background agent "${sanitize(job.label)}" ${verb} — ${facts.join(', ')}]`;
   const lines: string[] = [header];
   // One line: a reason that spans lines would read as result text.
-  if (job.error && job.status !== 'ok') lines.push(`| reason: ${escapeAngles(job.error.message.replace(LINE_BREAKS_ALL, ' ').replace(/\s+/g, ' ')).slice(0, 500)}`);
+  if (job.error && job.status !== 'ok')
+    lines.push(`| reason: ${escapeAngles(job.error.message.replace(LINE_BREAKS_ALL, ' ').replace(/\s+/g, ' ')).slice(0, 500)}`);
   return lines;
 }
 
@@ -62,7 +72,11 @@ export function escapeAngles(text: string): string {
 
 /** A label or path inside a header: one line, no quotes or angle brackets, bounded. */
 export function sanitize(value: string): string {
-  const flat = value.replace(LINE_BREAKS_ALL, ' ').replace(/\t+/g, ' ').replace(/["<>[\]]/g, "'").trim();
+  const flat = value
+    .replace(LINE_BREAKS_ALL, ' ')
+    .replace(/\t+/g, ' ')
+    .replace(/["<>[\]]/g, "'")
+    .trim();
   return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
 }
 

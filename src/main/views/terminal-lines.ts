@@ -31,7 +31,9 @@ export function usageLines(byBucket: Record<string, UsageByModel>): string[] {
   const lines: string[] = [];
   for (const [bucket, byModel] of Object.entries(byBucket)) {
     for (const [model, u] of Object.entries(byModel)) {
-      lines.push(`  ${bucket.padEnd(20)} ${model.padEnd(24)} ${String(u.requests).padStart(5)} requests ${String(u.promptTokens).padStart(9)} in ${String(u.completionTokens).padStart(8)} out`);
+      lines.push(
+        `  ${bucket.padEnd(20)} ${model.padEnd(24)} ${String(u.requests).padStart(5)} requests ${String(u.promptTokens).padStart(9)} in ${String(u.completionTokens).padStart(8)} out`,
+      );
     }
   }
   return lines;
@@ -46,7 +48,14 @@ export function costLines(models: ModelTable, byBucket: Record<string, UsageByMo
   for (const byModel of Object.values(byBucket)) {
     for (const [model, u] of Object.entries(byModel)) {
       const had = all[model];
-      all[model] = had ? { promptTokens: had.promptTokens + u.promptTokens, completionTokens: had.completionTokens + u.completionTokens, totalTokens: had.totalTokens + u.totalTokens, requests: had.requests + u.requests } : { ...u };
+      all[model] = had
+        ? {
+            promptTokens: had.promptTokens + u.promptTokens,
+            completionTokens: had.completionTokens + u.completionTokens,
+            totalTokens: had.totalTokens + u.totalTokens,
+            requests: had.requests + u.requests,
+          }
+        : { ...u };
     }
   }
   const cost = costOf(models, all);

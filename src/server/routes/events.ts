@@ -24,7 +24,12 @@ export function eventRoutes(state: ServerState, open: Set<ServerResponse>) {
 
       reply.hijack();
       const out = reply.raw;
-      out.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      out.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
       out.write(`retry: ${RETRY_MS}\n: forkpool events, last id ${state.hub.lastId}\n\n`);
       const send = (event: HubEvent) => {
         if (!out.writableEnded) out.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${state.scrub(JSON.stringify(event.data))}\n\n`);

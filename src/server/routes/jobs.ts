@@ -33,7 +33,9 @@ export function jobRoutes(state: ServerState) {
       // Nothing accepted: the reason is the status (a full queue is 429, a closing server 503).
       if (jobs.length === 0) {
         const code = refused[0]?.code;
-        return reply.code(code === 'QUEUE_FULL' ? 429 : code === 'MANAGER_CLOSED' || code === 'LEDGER_WRITE_FAILED' ? 503 : 400).send({ error: { code: code ?? 'INTERNAL', message: refused[0]?.message ?? 'no job started' }, refused });
+        return reply
+          .code(code === 'QUEUE_FULL' ? 429 : code === 'MANAGER_CLOSED' || code === 'LEDGER_WRITE_FAILED' ? 503 : 400)
+          .send({ error: { code: code ?? 'INTERNAL', message: refused[0]?.message ?? 'no job started' }, refused });
       }
       return reply.code(202).send({ jobs, refused });
     });
@@ -49,7 +51,13 @@ export function jobRoutes(state: ServerState) {
         usage: state.totalUsage(),
         sessionBudget: state.manager.budgetPool() ?? null,
       };
-      return { jobs: page.map((r) => jobSummary(r, state.progress.get(r.id), Date.now(), state.manager.budgetOf(r.id))), total: all.length, next, totals, lastEventId: state.hub.lastId };
+      return {
+        jobs: page.map((r) => jobSummary(r, state.progress.get(r.id), Date.now(), state.manager.budgetOf(r.id))),
+        total: all.length,
+        next,
+        totals,
+        lastEventId: state.hub.lastId,
+      };
     });
 
     app.get('/v1/jobs/:id', async (request, reply) => {

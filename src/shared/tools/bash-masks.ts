@@ -37,7 +37,12 @@ export interface HiddenMasks {
 const NAME = 'bash';
 
 /** The masks for one command. The caller closes every `pinned` handle once bash has started. */
-export async function hiddenMasks(root: string, policy: ToolPolicy, limits: Pick<ToolLimits, 'hiddenScanMaxEntries'>, signal: AbortSignal): Promise<HiddenMasks> {
+export async function hiddenMasks(
+  root: string,
+  policy: ToolPolicy,
+  limits: Pick<ToolLimits, 'hiddenScanMaxEntries'>,
+  signal: AbortSignal,
+): Promise<HiddenMasks> {
   const snapshot = await hiddenSnapshot(policy);
   const visible = [root, ...(policy.readPaths ?? [])];
   const files = new Set<string>();
@@ -57,7 +62,8 @@ export async function hiddenMasks(root: string, policy: ToolPolicy, limits: Pick
     for (const rel of foldersToPin(root, [...files, ...folders])) {
       const handle = await openNoFollow(root, rel);
       // Gone or turned into a link since the scan: refuse rather than mask the wrong place.
-      if (!handle) throw new ToolError('TOOL_FAILED', NAME, `the folder ${JSON.stringify(rel)} holding a hidden file changed while bash was starting; try again`);
+      if (!handle)
+        throw new ToolError('TOOL_FAILED', NAME, `the folder ${JSON.stringify(rel)} holding a hidden file changed while bash was starting; try again`);
       pinned.push({ rel, handle });
     }
   } catch (error) {
@@ -81,7 +87,11 @@ async function hiddenByName(root: string, snapshot: HiddenSnapshot, limit: numbe
       skipFolder: (abs) => hiddenReason(snapshot, abs, A_FOLDER) !== undefined,
       onTick: () => {
         if (++entries <= limit) return;
-        throw new ToolError('PATH_HIDDEN', NAME, `bash is refused here: the workspace has more than ${limit} entries outside ${IGNORED_DIRS.join(', ')} (toolLimits.hiddenScanMaxEntries), too many to look through for .env-style files to hide from the command. Use the file tools, or a smaller workspace`);
+        throw new ToolError(
+          'PATH_HIDDEN',
+          NAME,
+          `bash is refused here: the workspace has more than ${limit} entries outside ${IGNORED_DIRS.join(', ')} (toolLimits.hiddenScanMaxEntries), too many to look through for .env-style files to hide from the command. Use the file tools, or a smaller workspace`,
+        );
       },
     });
     for await (const file of walk) {

@@ -22,7 +22,12 @@ const CLOSE_GRACE_MS = 250;
 
 const parameters = z.strictObject({
   command: z.string().min(1).describe('Shell command, run with /bin/bash -c in the workspace root. stdin is empty.'),
-  timeout_ms: z.number().int().min(1).optional().describe('Kill the command after this many milliseconds. Default and maximum: the configured bashTimeoutMs (30000).'),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Kill the command after this many milliseconds. Default and maximum: the configured bashTimeoutMs (30000).'),
 });
 
 export type BashArgs = z.output<typeof parameters>;
@@ -66,7 +71,11 @@ export const bashTool: ToolDefinition<BashArgs> = {
     const raw = output.total === 0 ? '(no output)' : output.text(ctx.limits.outputMaxChars - status.length - 1);
     const text = `${raw.endsWith('\n') ? raw.slice(0, -1) : raw}\n${status}`;
     if (removed.length > 0) {
-      const shown = removed.slice(0, 10).map((rel) => JSON.stringify(rel)).join(', ') + (removed.length > 10 ? `, and ${removed.length - 10} more` : '');
+      const shown =
+        removed
+          .slice(0, 10)
+          .map((rel) => JSON.stringify(rel))
+          .join(', ') + (removed.length > 10 ? `, and ${removed.length - 10} more` : '');
       const note = `bash: the command created or replaced protected paths (${shown}; protectedPaths), which could run code at the user's next git command; forkpool removed them. Leave .git alone`;
       throw new ToolError('PERMISSION_DENIED', NAME, capOutput(`${note}\n${text}`, ctx.limits));
     }

@@ -23,10 +23,35 @@ const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx
  * locale, shell start-up files). Not /etc itself: it holds shadow files, host keys and tokens.
  */
 const ETC_ENTRIES = [
-  'alternatives', 'bash.bashrc', 'ca-certificates', 'ca-certificates.conf', 'debian_version', 'gitconfig', 'group',
-  'host.conf', 'hostname', 'hosts', 'inputrc', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'locale.alias', 'localtime',
-  'magic', 'magic.mime', 'mime.types', 'nsswitch.conf', 'os-release', 'passwd', 'profile', 'protocols', 'resolv.conf',
-  'services', 'ssl', 'terminfo', 'timezone',
+  'alternatives',
+  'bash.bashrc',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'debian_version',
+  'gitconfig',
+  'group',
+  'host.conf',
+  'hostname',
+  'hosts',
+  'inputrc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'locale.alias',
+  'localtime',
+  'magic',
+  'magic.mime',
+  'mime.types',
+  'nsswitch.conf',
+  'os-release',
+  'passwd',
+  'profile',
+  'protocols',
+  'resolv.conf',
+  'services',
+  'ssl',
+  'terminfo',
+  'timezone',
 ] as const;
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -60,7 +85,23 @@ const PROC_READ_ONLY = ['sys', 'sysrq-trigger', 'irq', 'bus', 'fs'] as const;
  * /proc entries hidden (files behind /dev/null, folders behind an empty read-only tmpfs): kernel
  * memory and symbols, keyrings, timers, scheduler internals, firmware tables and devices.
  */
-const PROC_MASKED = ['kcore', 'keys', 'key-users', 'kallsyms', 'latency_stats', 'timer_list', 'timer_stats', 'sched_debug', 'kpagecount', 'kpageflags', 'kpagecgroup', 'acpi', 'asound', 'scsi', 'driver'] as const;
+const PROC_MASKED = [
+  'kcore',
+  'keys',
+  'key-users',
+  'kallsyms',
+  'latency_stats',
+  'timer_list',
+  'timer_stats',
+  'sched_debug',
+  'kpagecount',
+  'kpageflags',
+  'kpagecgroup',
+  'acpi',
+  'asound',
+  'scsi',
+  'driver',
+] as const;
 
 /**
  * Arguments that follow `--proc /proc`: the read-only binds and masks above, for the entries
@@ -109,7 +150,10 @@ export function hiddenPinArgs(workspaceRoot: string, masks: SandboxHiddenMasks |
  */
 export function hiddenMaskArgs(masks: SandboxHiddenMasks | undefined): string[] {
   if (!masks) return [];
-  return [...masks.files.flatMap((file) => ['--ro-bind', '/dev/null', file]), ...masks.folders.flatMap((folder) => ['--tmpfs', folder, '--remount-ro', folder])];
+  return [
+    ...masks.files.flatMap((file) => ['--ro-bind', '/dev/null', file]),
+    ...masks.folders.flatMap((folder) => ['--tmpfs', folder, '--remount-ro', folder]),
+  ];
 }
 
 /**
@@ -159,7 +203,9 @@ export function bwrapSizesTmpfs(bwrapPath: string): Promise<boolean> {
   let known = sizeSupport.get(bwrapPath);
   if (!known) {
     known = new Promise<boolean>((resolve) => {
-      execFile(bwrapPath, ['--help'], { env: sandboxEnv({}), timeout: PROBE_TIMEOUT_MS }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`.includes('--size')));
+      execFile(bwrapPath, ['--help'], { env: sandboxEnv({}), timeout: PROBE_TIMEOUT_MS }, (_error, stdout, stderr) =>
+        resolve(`${stdout}${stderr}`.includes('--size')),
+      );
     });
     sizeSupport.set(bwrapPath, known);
   }
@@ -236,12 +282,24 @@ export interface SandboxStatus {
 export function checkSandbox(config: Pick<ForkpoolConfig, 'sandbox' | 'bwrapPath' | 'tools'>): SandboxStatus {
   const bashOffered = config.tools.includes('bash');
   if (config.sandbox === 'none') {
-    return bashOffered ? { mode: 'none', notice: 'forkpool: sandbox "none": bash runs without a sandbox (it can read outside the workspace and reach the network); only the file tools are confined' } : { mode: 'none' };
+    return bashOffered
+      ? {
+          mode: 'none',
+          notice:
+            'forkpool: sandbox "none": bash runs without a sandbox (it can read outside the workspace and reach the network); only the file tools are confined',
+        }
+      : { mode: 'none' };
   }
   const probe = probeBwrapSync(config.bwrapPath);
   if (probe.ok) return { mode: 'bwrap' };
   if (config.sandbox === 'bwrap') {
-    throw new ConfigError([{ field: 'sandbox', expected: `"bwrap" needs a working bubblewrap at ${config.bwrapPath} (Debian: apt-get install bubblewrap), or set "auto" or "none"`, received: `"bwrap" (${probe.reason ?? 'unusable'})` }]);
+    throw new ConfigError([
+      {
+        field: 'sandbox',
+        expected: `"bwrap" needs a working bubblewrap at ${config.bwrapPath} (Debian: apt-get install bubblewrap), or set "auto" or "none"`,
+        received: `"bwrap" (${probe.reason ?? 'unusable'})`,
+      },
+    ]);
   }
   const notice = `forkpool: bubblewrap is not usable here (${probe.reason ?? 'unknown'}): bash runs without a sandbox; install bubblewrap (apt-get install bubblewrap) to confine it`;
   return bashOffered ? { mode: 'none', notice } : { mode: 'none' };

@@ -12,7 +12,10 @@ const NAME = 'code_outline';
 const EXTENSIONS = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'];
 
 const parameters = z.strictObject({
-  path: z.string().min(1).describe(`JavaScript or TypeScript file (${EXTENSIONS.join(' ')}), relative to the workspace root (or absolute inside it).`),
+  path: z
+    .string()
+    .min(1)
+    .describe(`JavaScript or TypeScript file (${EXTENSIONS.join(' ')}), relative to the workspace root (or absolute inside it).`),
 });
 
 export type CodeOutlineArgs = z.output<typeof parameters>;
@@ -35,7 +38,11 @@ export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
     throwIfAborted(ctx.signal);
     const extension = path.extname(args.path).toLowerCase();
     if (!EXTENSIONS.includes(extension)) {
-      throw new ToolError('TOOL_FAILED', NAME, `path must name a JavaScript or TypeScript file (${EXTENSIONS.join(', ')}); received ${JSON.stringify(args.path)}. Use read_file for other files`);
+      throw new ToolError(
+        'TOOL_FAILED',
+        NAME,
+        `path must name a JavaScript or TypeScript file (${EXTENSIONS.join(', ')}); received ${JSON.stringify(args.path)}. Use read_file for other files`,
+      );
     }
     // Opened first, checked after (what was opened, not the path), as read_file does.
     const opened = await openForReading(ctx.workspaceRoot, args.path, NAME, { signal: ctx.signal, policy: policyOf(ctx) });
@@ -57,7 +64,12 @@ export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
     } catch (error) {
       if (error instanceof OutlineSyntaxError) {
         const where = error.line !== undefined ? ` at line ${error.line}${error.column !== undefined ? `, column ${error.column}` : ''}` : '';
-        throw new ToolError('TOOL_FAILED', NAME, `${shown} does not parse${where}: ${error.message.replace(/\s*\(\d+:\d+\)$/, '')}. Read that part with read_file`, { cause: error });
+        throw new ToolError(
+          'TOOL_FAILED',
+          NAME,
+          `${shown} does not parse${where}: ${error.message.replace(/\s*\(\d+:\d+\)$/, '')}. Read that part with read_file`,
+          { cause: error },
+        );
       }
       throw error;
     }
@@ -80,7 +92,11 @@ export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
 /** The file's text; refuses one over `maxBytes` (also if it grew past it while read) or a binary one. */
 async function readWhole(handle: FileHandle, size: number, maxBytes: number, shown: string): Promise<string> {
   const tooBig = (bytes: number) =>
-    new ToolError('TOOL_FAILED', NAME, `${shown} is ${bytes} bytes, over the ${maxBytes}-byte limit for an outline (toolLimits.outlineMaxBytes); use grep to find the part you need`);
+    new ToolError(
+      'TOOL_FAILED',
+      NAME,
+      `${shown} is ${bytes} bytes, over the ${maxBytes}-byte limit for an outline (toolLimits.outlineMaxBytes); use grep to find the part you need`,
+    );
   if (size > maxBytes) throw tooBig(size);
   // One byte more than expected: a file that grew while read is seen, then read to the limit.
   let buffer = Buffer.alloc(size + 1);
@@ -93,7 +109,8 @@ async function readWhole(handle: FileHandle, size: number, maxBytes: number, sho
     if (filled > maxBytes) throw tooBig(filled);
     buffer = Buffer.concat([buffer, Buffer.alloc(maxBytes + 1 - buffer.length)]);
   }
-  if (hasNulByte(buffer, filled)) throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file (NUL byte in its first 8 KiB); code_outline only parses source text`);
+  if (hasNulByte(buffer, filled))
+    throw new ToolError('TOOL_FAILED', NAME, `${shown} looks like a binary file (NUL byte in its first 8 KiB); code_outline only parses source text`);
   return buffer.toString('utf8', 0, filled);
 }
 

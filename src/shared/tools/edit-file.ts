@@ -62,7 +62,11 @@ async function editOpened(handle: FileHandle, size: number, shown: string, args:
     positions = occurrences(content, oldText);
   }
   if (positions.length === 0) {
-    throw new ToolError('TOOL_FAILED', NAME, `old_text was not found in ${shown}. Read the file again and copy the exact text, including whitespace and indentation`);
+    throw new ToolError(
+      'TOOL_FAILED',
+      NAME,
+      `old_text was not found in ${shown}. Read the file again and copy the exact text, including whitespace and indentation`,
+    );
   }
   if (positions.length > 1 && !args.replace_all) {
     const lines = positions.slice(0, MAX_LINES_LISTED).map((p) => lineOf(content, p));

@@ -38,7 +38,8 @@ export class FileReadLog {
     // Ranges add up while the content stays the same; a changed file starts over.
     const same = known !== undefined && known.sha256 === sha256;
     let ranges: Array<[number, number]>;
-    if (!lines || (same && known.ranges.length === 0)) ranges = []; // the whole file
+    if (!lines || (same && known.ranges.length === 0))
+      ranges = []; // the whole file
     else ranges = mergeRanges([...(same ? known.ranges : []), lines]);
     this.#reads.set(shownPath, { path: shownPath, sha256, size: stats.size, mtimeMs: stats.mtimeMs, readAt: now, ranges });
   }
@@ -65,7 +66,7 @@ async function hashHandle(handle: FileHandle, size: number): Promise<string> {
   if (size > HASH_MAX_BYTES) return '';
   const hash = createHash('sha256');
   const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(size, 1)));
-  for (let position = 0; ; ) {
+  for (let position = 0; ;) {
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
     if (bytesRead === 0) break;
     hash.update(buffer.subarray(0, bytesRead));

@@ -33,70 +33,77 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
   gated: false,
   describeCall: (args) => `find ${args.pattern} in ${args.path ?? '.'}`,
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
-  run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
-    throwIfAborted(ctx.signal);
-    const pattern = args.pattern;
-    if (pattern.includes('\0') || path.posix.isAbsolute(pattern) || pattern.split(/[\\/]/).includes('..')) {
-      throw new ToolError(
-        'PATH_OUTSIDE_WORKSPACE',
-        NAME,
-        `pattern ${JSON.stringify(pattern)} must be relative to the search path, without ".." segments or an absolute path; set "path" to choose where to search`,
-      );
-    }
-    // Linear-time glob matching (re2js unless the glob is simple), loaded on a thread's first find_files, not with every job's tools;
-    // compiled before the folder is opened, so a refused glob leaves no descriptor behind.
-    const isMatch = await (await import('./glob.js')).compileGlob(pattern, NAME, 'pattern');
-    const policy = policyOf(ctx);
-    const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch((error: unknown) => {
-      if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
-        throw new ToolError('TOOL_FAILED', NAME, `${error.message}; pass a directory as path`);
+  run: (args, ctx) =>
+    withSearchSlot(ctx.signal, async () => {
+      throwIfAborted(ctx.signal);
+      const pattern = args.pattern;
+      if (pattern.includes('\0') || path.posix.isAbsolute(pattern) || pattern.split(/[\\/]/).includes('..')) {
+        throw new ToolError(
+          'PATH_OUTSIDE_WORKSPACE',
+          NAME,
+          `pattern ${JSON.stringify(pattern)} must be relative to the search path, without ".." segments or an absolute path; set "path" to choose where to search`,
+        );
       }
-      throw error;
-    });
-    const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
-    const timeLimitMs = ctx.limits.searchTimeoutMs;
-    const deadline = Date.now() + timeLimitMs;
-    const shown: string[] = [];
-    let total = 0;
-    const hidden = await hiddenSnapshot(policy);
-    let skippedHidden = 0;
-    try {
-      const walk = walkFiles(dir.handle, dir.realPath, {
-        signal: ctx.signal,
-        toolName: NAME,
-        skipDirs: IGNORED_DIRS,
-        pseudoDevices: dir.pseudoDevices,
-        maxDepth: folderDepthOf(pattern),
-        skipFolder: (abs) => hiddenReason(hidden, abs, A_FOLDER) !== undefined,
-        onTick: () => {
-          if (Date.now() < deadline) return;
-          throw new ToolError('TOOL_TIMEOUT', NAME, `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`);
-        },
-      });
-      for await (const file of walk) {
-        if (!isMatch(file.rel)) continue;
-        if (hiddenReason(hidden, file.abs, A_FILE) !== undefined) {
-          skippedHidden++;
-          continue;
+      // Linear-time glob matching (re2js unless the glob is simple), loaded on a thread's first find_files, not with every job's tools;
+      // compiled before the folder is opened, so a refused glob leaves no descriptor behind.
+      const isMatch = await (await import('./glob.js')).compileGlob(pattern, NAME, 'pattern');
+      const policy = policyOf(ctx);
+      const dir = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch((error: unknown) => {
+        if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
+          throw new ToolError('TOOL_FAILED', NAME, `${error.message}; pass a directory as path`);
         }
-        total++;
-        if (shown.length < MAX_KEPT) shown.push(displayPath(ctx.workspaceRoot, file.abs));
+        throw error;
+      });
+      const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
+      const timeLimitMs = ctx.limits.searchTimeoutMs;
+      const deadline = Date.now() + timeLimitMs;
+      const shown: string[] = [];
+      let total = 0;
+      const hidden = await hiddenSnapshot(policy);
+      let skippedHidden = 0;
+      try {
+        const walk = walkFiles(dir.handle, dir.realPath, {
+          signal: ctx.signal,
+          toolName: NAME,
+          skipDirs: IGNORED_DIRS,
+          pseudoDevices: dir.pseudoDevices,
+          maxDepth: folderDepthOf(pattern),
+          skipFolder: (abs) => hiddenReason(hidden, abs, A_FOLDER) !== undefined,
+          onTick: () => {
+            if (Date.now() < deadline) return;
+            throw new ToolError(
+              'TOOL_TIMEOUT',
+              NAME,
+              `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`,
+            );
+          },
+        });
+        for await (const file of walk) {
+          if (!isMatch(file.rel)) continue;
+          if (hiddenReason(hidden, file.abs, A_FILE) !== undefined) {
+            skippedHidden++;
+            continue;
+          }
+          total++;
+          if (shown.length < MAX_KEPT) shown.push(displayPath(ctx.workspaceRoot, file.abs));
+        }
+      } finally {
+        await dir.handle.close();
       }
-    } finally {
-      await dir.handle.close();
-    }
-    throwIfAborted(ctx.signal);
-    const hiddenNote = skippedHidden ? `\n[${skippedHidden} matching file${skippedHidden === 1 ? '' : 's'} hidden from the tools (config, ledger or .env-style) not listed]` : '';
-    if (total === 0) return `No files match ${JSON.stringify(pattern)} under ${shownDir}.${hiddenNote}`;
-    shown.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const cap = ctx.limits.findMaxResults;
-    const listed = shown.slice(0, cap);
-    const footer =
-      total > cap
-        ? `\n[${total} files match; showing the first ${cap}. Narrow the pattern or the path to see the rest]`
-        : `\n[${total} file${total === 1 ? '' : 's'}]`;
-    return capOutput(listed.join('\n') + footer + hiddenNote, ctx.limits);
-  }),
+      throwIfAborted(ctx.signal);
+      const hiddenNote = skippedHidden
+        ? `\n[${skippedHidden} matching file${skippedHidden === 1 ? '' : 's'} hidden from the tools (config, ledger or .env-style) not listed]`
+        : '';
+      if (total === 0) return `No files match ${JSON.stringify(pattern)} under ${shownDir}.${hiddenNote}`;
+      shown.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      const cap = ctx.limits.findMaxResults;
+      const listed = shown.slice(0, cap);
+      const footer =
+        total > cap
+          ? `\n[${total} files match; showing the first ${cap}. Narrow the pattern or the path to see the rest]`
+          : `\n[${total} file${total === 1 ? '' : 's'}]`;
+      return capOutput(listed.join('\n') + footer + hiddenNote, ctx.limits);
+    }),
 };
 
 /**

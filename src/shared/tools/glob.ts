@@ -55,7 +55,12 @@ export async function compileGlob(glob: string, toolName: string, field: string,
     throw invalid(toolName, field, 'a valid glob', `${JSON.stringify(glob)} (${error instanceof Error ? error.message : String(error)})`, error);
   }
   if (compiled.programSize() > MAX_GLOB_PROGRAM) {
-    throw invalid(toolName, field, `a glob of at most ${MAX_GLOB_PROGRAM} compiled instructions`, `${JSON.stringify(glob.slice(0, 80))}, ${compiled.programSize()} instructions`);
+    throw invalid(
+      toolName,
+      field,
+      `a glob of at most ${MAX_GLOB_PROGRAM} compiled instructions`,
+      `${JSON.stringify(glob.slice(0, 80))}, ${compiled.programSize()} instructions`,
+    );
   }
   return (relPath) => {
     const subject = options.basename ? relPath.slice(relPath.lastIndexOf('/') + 1) : relPath;
@@ -158,7 +163,12 @@ class GlobTranslator {
         out += '(?:';
         this.#i++;
       } else if (c === '!' && next === '(') {
-        throw invalid(this.#toolName, this.#field, 'a glob without a negated extglob !(…) (linear-time matching cannot express it; use a leading "!" to negate the whole glob)', JSON.stringify(g));
+        throw invalid(
+          this.#toolName,
+          this.#field,
+          'a glob without a negated extglob !(…) (linear-time matching cannot express it; use a leading "!" to negate the whole glob)',
+          JSON.stringify(g),
+        );
       } else if (c === '*') {
         out += STAR;
         this.#i++;

@@ -20,9 +20,18 @@ const SHOWN_LINE_CHARS = 240;
 const FOOTER_RESERVE = 400;
 
 const parameters = z.strictObject({
-  pattern: z.string().min(1).describe('Regular expression to search for (RE2 syntax: like JavaScript, without backreferences or lookaround), e.g. "function\\s+spawn" or "cancel|abort".'),
+  pattern: z
+    .string()
+    .min(1)
+    .describe(
+      'Regular expression to search for (RE2 syntax: like JavaScript, without backreferences or lookaround), e.g. "function\\s+spawn" or "cancel|abort".',
+    ),
   path: z.string().min(1).optional().describe('File or directory to search, relative to the workspace root. Default "." (the root).'),
-  glob: z.string().min(1).optional().describe('Only search files matching this glob, e.g. "*.ts" (matched on the file name) or "src/**/*.py" (matched on the path under `path`).'),
+  glob: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Only search files matching this glob, e.g. "*.ts" (matched on the file name) or "src/**/*.py" (matched on the path under `path`).'),
   ignore_case: z.boolean().optional().describe('Case-insensitive match. Default false.'),
   max_results: z.number().int().min(1).optional().describe('Stop after this many matching lines. Default and maximum: the configured grepMaxMatches (200).'),
 });
@@ -38,143 +47,164 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   gated: false,
   describeCall: (args) => `grep /${args.pattern}/ in ${args.path ?? '.'}`,
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
-  run: (args, ctx) => withSearchSlot(ctx.signal, async () => {
-    throwIfAborted(ctx.signal);
-    // Loaded on a thread's first grep, not with every job's tools (re2js only for a pattern that needs it).
-    const { compileLinear } = await import('./regex.js');
-    const regex = await compileLinear(args.pattern, args.ignore_case ?? false, NAME);
-    // Before the start is opened: a refused glob leaves no descriptor behind.
-    const matchesGlob = args.glob ? await (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') }) : undefined;
-    // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
-    const timeLimitMs = ctx.limits.searchTimeoutMs;
-    const deadline = Date.now() + timeLimitMs;
-    let matches = 0;
-    const checkDeadline = () => {
-      if (Date.now() < deadline) return;
-      throw new ToolError('TOOL_TIMEOUT', NAME, `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`);
-    };
-    const policy = policyOf(ctx);
-    // A hidden file named as the path is refused; one met in the walk is skipped unread, and counted.
-    const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal, policy });
-    const hidden = await hiddenSnapshot(policy);
-    const startAbs = start.realPath;
-    const shownStart = displayPath(ctx.workspaceRoot, startAbs);
-    // The devices the start was checked against, read as it was opened: the walk uses the same.
-    const pseudoDevices = start.pseudoDevices;
-
-    const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
-    const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
-    const out: string[] = [];
-    let used = 0;
-    let budgetHit = false;
-    let searched = 0;
-    let skippedLarge = 0;
-    let skippedBinary = 0;
-    let unreadable = 0;
-    /** Lines longer than the matcher takes: only their first `regex.maxLineChars` were searched. */
-    let cutLines = 0;
-    let skippedHidden = 0;
-
-    const searchOne = async (handle: FileHandle, stats: Stats, shownFile: string): Promise<void> => {
-      const size = stats.size;
-      const linesBefore = out.length;
-      const matchedHere = (now: number) => now > linesBefore;
-      if (size > ctx.limits.grepMaxFileBytes) {
-        skippedLarge++;
-        return;
-      }
-      searched++;
-      // The evidence hash comes from the bytes searched (no second read of a file that matched).
-      const hash = ctx.reads && size <= HASH_MAX_BYTES ? createHash('sha256') : undefined;
-      try {
-        const result = await readLines(
-          handle,
-          { maxLineChars: regex.maxLineChars, maxBytes: ctx.limits.grepMaxFileBytes, detectBinary: true, signal: ctx.signal, ...(hash ? { onChunk: (bytes: Buffer) => hash.update(bytes) } : {}) },
-          (text, n, cut) => {
-            // Every line: one match call is bounded (regex.maxLineChars), so the limit is
-            // overrun by at most one call. (Date.now() costs far less than a match.)
-            checkDeadline();
-            if (cut) cutLines++;
-            const index = regex.firstMatch(text);
-            if (index === -1) return true;
-            const line = `${shownFile}:${n}: ${excerpt(text, index)}`;
-            if (used + line.length + 1 > budget) {
-              budgetHit = true;
-              return false;
-            }
-            out.push(line);
-            used += line.length + 1;
-            return ++matches < maxMatches;
-          },
+  run: (args, ctx) =>
+    withSearchSlot(ctx.signal, async () => {
+      throwIfAborted(ctx.signal);
+      // Loaded on a thread's first grep, not with every job's tools (re2js only for a pattern that needs it).
+      const { compileLinear } = await import('./regex.js');
+      const regex = await compileLinear(args.pattern, args.ignore_case ?? false, NAME);
+      // Before the start is opened: a refused glob leaves no descriptor behind.
+      const matchesGlob = args.glob
+        ? await (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') })
+        : undefined;
+      // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
+      const timeLimitMs = ctx.limits.searchTimeoutMs;
+      const deadline = Date.now() + timeLimitMs;
+      let matches = 0;
+      const checkDeadline = () => {
+        if (Date.now() < deadline) return;
+        throw new ToolError(
+          'TOOL_TIMEOUT',
+          NAME,
+          `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`,
         );
-        if (result.binary) {
-          skippedBinary++;
+      };
+      const policy = policyOf(ctx);
+      // A hidden file named as the path is refused; one met in the walk is skipped unread, and counted.
+      const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal, policy });
+      const hidden = await hiddenSnapshot(policy);
+      const startAbs = start.realPath;
+      const shownStart = displayPath(ctx.workspaceRoot, startAbs);
+      // The devices the start was checked against, read as it was opened: the walk uses the same.
+      const pseudoDevices = start.pseudoDevices;
+
+      const maxMatches = Math.min(args.max_results ?? ctx.limits.grepMaxMatches, ctx.limits.grepMaxMatches);
+      const budget = Math.max(ctx.limits.outputMaxChars - FOOTER_RESERVE, 200);
+      const out: string[] = [];
+      let used = 0;
+      let budgetHit = false;
+      let searched = 0;
+      let skippedLarge = 0;
+      let skippedBinary = 0;
+      let unreadable = 0;
+      /** Lines longer than the matcher takes: only their first `regex.maxLineChars` were searched. */
+      let cutLines = 0;
+      let skippedHidden = 0;
+
+      const searchOne = async (handle: FileHandle, stats: Stats, shownFile: string): Promise<void> => {
+        const size = stats.size;
+        const linesBefore = out.length;
+        const matchedHere = (now: number) => now > linesBefore;
+        if (size > ctx.limits.grepMaxFileBytes) {
+          skippedLarge++;
+          return;
+        }
+        searched++;
+        // The evidence hash comes from the bytes searched (no second read of a file that matched).
+        const hash = ctx.reads && size <= HASH_MAX_BYTES ? createHash('sha256') : undefined;
+        try {
+          const result = await readLines(
+            handle,
+            {
+              maxLineChars: regex.maxLineChars,
+              maxBytes: ctx.limits.grepMaxFileBytes,
+              detectBinary: true,
+              signal: ctx.signal,
+              ...(hash ? { onChunk: (bytes: Buffer) => hash.update(bytes) } : {}),
+            },
+            (text, n, cut) => {
+              // Every line: one match call is bounded (regex.maxLineChars), so the limit is
+              // overrun by at most one call. (Date.now() costs far less than a match.)
+              checkDeadline();
+              if (cut) cutLines++;
+              const index = regex.firstMatch(text);
+              if (index === -1) return true;
+              const line = `${shownFile}:${n}: ${excerpt(text, index)}`;
+              if (used + line.length + 1 > budget) {
+                budgetHit = true;
+                return false;
+              }
+              out.push(line);
+              used += line.length + 1;
+              return ++matches < maxMatches;
+            },
+          );
+          if (result.binary) {
+            skippedBinary++;
+            searched--;
+          } else if (ctx.reads && matchedHere(out.length)) {
+            // Evidence the answer may rest on: a file with matches, read whole. Read to its end, its
+            // hash is of what was searched, with the stats from before the read (`opened`); cut short
+            // (the match cap), the rest is read for the hash.
+            if (hash && !result.stopped) ctx.reads.recordHashed(hash.digest('hex'), stats, shownFile);
+            else await ctx.reads.record(handle, await handle.stat(), shownFile);
+          }
+        } catch (error) {
+          throwIfAborted(ctx.signal);
+          if (error instanceof ToolError) throw error;
+          unreadable++;
           searched--;
-        } else if (ctx.reads && matchedHere(out.length)) {
-          // Evidence the answer may rest on: a file with matches, read whole. Read to its end, its
-          // hash is of what was searched, with the stats from before the read (`opened`); cut short
-          // (the match cap), the rest is read for the hash.
-          if (hash && !result.stopped) ctx.reads.recordHashed(hash.digest('hex'), stats, shownFile);
-          else await ctx.reads.record(handle, await handle.stat(), shownFile);
         }
-      } catch (error) {
-        throwIfAborted(ctx.signal);
-        if (error instanceof ToolError) throw error;
-        unreadable++;
-        searched--;
-      }
-    };
+      };
 
-    try {
-      if (!start.stats.isDirectory()) {
-        // A single file is searched when the glob (if any) matches its name.
-        if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats, shownStart);
-      } else {
-        const skipFolder = (abs: string) => hiddenReason(hidden, abs, A_FOLDER) !== undefined;
-        const walk = walkFiles(start.handle, startAbs, { signal: ctx.signal, toolName: NAME, skipDirs: IGNORED_DIRS, pseudoDevices, onTick: checkDeadline, skipFolder });
-        for await (const file of walk) {
-          if (matches >= maxMatches || budgetHit) break;
-          if (matchesGlob && !matchesGlob(file.rel || file.name)) continue;
-          if (hiddenReason(hidden, file.abs, A_FILE) !== undefined) skippedHidden++;
-          else await searchWalked(file);
-        }
-      }
-    } finally {
-      await start.handle.close();
-    }
-
-    async function searchWalked(file: WalkedFile): Promise<void> {
-      const opened = await openWalkedFile(file, pseudoDevices, { signal: ctx.signal, toolName: NAME });
-      if (!opened) {
-        unreadable++;
-        return;
-      }
       try {
-        // By inode too: a hard link to a hidden file, under another name, is skipped unread.
-        if (hiddenReason(hidden, file.abs, opened.stats) !== undefined) skippedHidden++;
-        else await searchOne(opened.handle, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
+        if (!start.stats.isDirectory()) {
+          // A single file is searched when the glob (if any) matches its name.
+          if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats, shownStart);
+        } else {
+          const skipFolder = (abs: string) => hiddenReason(hidden, abs, A_FOLDER) !== undefined;
+          const walk = walkFiles(start.handle, startAbs, {
+            signal: ctx.signal,
+            toolName: NAME,
+            skipDirs: IGNORED_DIRS,
+            pseudoDevices,
+            onTick: checkDeadline,
+            skipFolder,
+          });
+          for await (const file of walk) {
+            if (matches >= maxMatches || budgetHit) break;
+            if (matchesGlob && !matchesGlob(file.rel || file.name)) continue;
+            if (hiddenReason(hidden, file.abs, A_FILE) !== undefined) skippedHidden++;
+            else await searchWalked(file);
+          }
+        }
       } finally {
-        await opened.handle.close();
+        await start.handle.close();
       }
-    }
 
-    const notes: string[] = [];
-    if (matches >= maxMatches) notes.push(`[stopped at ${plural(maxMatches, 'match', 'matches')}; narrow the pattern, path or glob to see others]`);
-    else if (budgetHit) notes.push(`[stopped after ${plural(matches, 'match', 'matches')}: output size limit reached; narrow the search]`);
-    const skipped: string[] = [];
-    if (skippedLarge) skipped.push(`${plural(skippedLarge, 'file')} over ${ctx.limits.grepMaxFileBytes} bytes`);
-    if (skippedBinary) skipped.push(`${plural(skippedBinary, 'binary file')}`);
-    if (unreadable) skipped.push(`${plural(unreadable, 'unreadable file')}`);
-    // Said whatever the pattern: the answer is the same whether or not they would have matched.
-    if (skippedHidden) skipped.push(`${plural(skippedHidden, 'file')} hidden from the tools (config, ledger or .env-style: not searched)`);
-    if (skipped.length) notes.push(`[skipped ${skipped.join(', ')}]`);
-    if (cutLines) notes.push(`[${plural(cutLines, 'line')} longer than ${regex.maxLineChars} characters: only the first ${regex.maxLineChars} of each were searched]`);
-    if (out.length === 0) {
-      const base = `No matches for /${args.pattern}/${args.ignore_case ? 'i' : ''} in ${shownStart}${args.glob ? ` (glob ${args.glob})` : ''}; searched ${plural(searched, 'file')}.`;
-      return [base, ...notes].join('\n');
-    }
-    return capOutput(`${out.join('\n')}${notes.length ? `\n\n${notes.join('\n')}` : ''}`, ctx.limits);
-  }),
+      async function searchWalked(file: WalkedFile): Promise<void> {
+        const opened = await openWalkedFile(file, pseudoDevices, { signal: ctx.signal, toolName: NAME });
+        if (!opened) {
+          unreadable++;
+          return;
+        }
+        try {
+          // By inode too: a hard link to a hidden file, under another name, is skipped unread.
+          if (hiddenReason(hidden, file.abs, opened.stats) !== undefined) skippedHidden++;
+          else await searchOne(opened.handle, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
+        } finally {
+          await opened.handle.close();
+        }
+      }
+
+      const notes: string[] = [];
+      if (matches >= maxMatches) notes.push(`[stopped at ${plural(maxMatches, 'match', 'matches')}; narrow the pattern, path or glob to see others]`);
+      else if (budgetHit) notes.push(`[stopped after ${plural(matches, 'match', 'matches')}: output size limit reached; narrow the search]`);
+      const skipped: string[] = [];
+      if (skippedLarge) skipped.push(`${plural(skippedLarge, 'file')} over ${ctx.limits.grepMaxFileBytes} bytes`);
+      if (skippedBinary) skipped.push(`${plural(skippedBinary, 'binary file')}`);
+      if (unreadable) skipped.push(`${plural(unreadable, 'unreadable file')}`);
+      // Said whatever the pattern: the answer is the same whether or not they would have matched.
+      if (skippedHidden) skipped.push(`${plural(skippedHidden, 'file')} hidden from the tools (config, ledger or .env-style: not searched)`);
+      if (skipped.length) notes.push(`[skipped ${skipped.join(', ')}]`);
+      if (cutLines)
+        notes.push(`[${plural(cutLines, 'line')} longer than ${regex.maxLineChars} characters: only the first ${regex.maxLineChars} of each were searched]`);
+      if (out.length === 0) {
+        const base = `No matches for /${args.pattern}/${args.ignore_case ? 'i' : ''} in ${shownStart}${args.glob ? ` (glob ${args.glob})` : ''}; searched ${plural(searched, 'file')}.`;
+        return [base, ...notes].join('\n');
+      }
+      return capOutput(`${out.join('\n')}${notes.length ? `\n\n${notes.join('\n')}` : ''}`, ctx.limits);
+    }),
 };
 
 /** Shows a long line around its match instead of only its start. */

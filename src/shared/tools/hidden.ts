@@ -92,7 +92,8 @@ export function hiddenReason(snapshot: HiddenSnapshot, realPath: string, stats?:
   for (const hidden of snapshot.paths) {
     if (realPath === hidden || realPath.startsWith(`${hidden}${path.sep}`)) return "it is forkpool's configuration or ledger, or listed in hiddenPaths";
   }
-  if (stats?.dev !== undefined && stats.ino !== undefined && snapshot.ids.has(identity({ dev: stats.dev, ino: stats.ino }))) return 'it is another name (a hard or symbolic link) for a hidden file';
+  if (stats?.dev !== undefined && stats.ino !== undefined && snapshot.ids.has(identity({ dev: stats.dev, ino: stats.ino })))
+    return 'it is another name (a hard or symbolic link) for a hidden file';
   return undefined;
 }
 
@@ -102,7 +103,13 @@ export function hiddenError(toolName: string, shown: string, reason: string): To
 }
 
 /** Throws {@link hiddenError} when what was opened at `realPath` is hidden. */
-export async function assertNotHidden(policy: Pick<ToolPolicy, 'hiddenPaths'>, realPath: string, stats: OpenedStats | undefined, toolName: string, shown: string): Promise<void> {
+export async function assertNotHidden(
+  policy: Pick<ToolPolicy, 'hiddenPaths'>,
+  realPath: string,
+  stats: OpenedStats | undefined,
+  toolName: string,
+  shown: string,
+): Promise<void> {
   const reason = hiddenReason(await hiddenSnapshot(policy), realPath, stats);
   if (reason !== undefined) throw hiddenError(toolName, JSON.stringify(shown), reason);
 }

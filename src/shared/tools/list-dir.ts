@@ -32,12 +32,14 @@ export const listDirTool: ToolDefinition<ListDirArgs> = {
     throwIfAborted(ctx.signal);
     // The folder is opened (no link followed) and checked, then listed through its descriptor.
     const policy = policyOf(ctx);
-    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch((error: unknown) => {
-      if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
-        throw new ToolError('TOOL_FAILED', NAME, `${error.message}; use read_file to read it`);
-      }
-      throw error;
-    });
+    const opened = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'directory', signal: ctx.signal, policy }).catch(
+      (error: unknown) => {
+        if (error instanceof ToolError && / is a file, not a directory/.test(error.message)) {
+          throw new ToolError('TOOL_FAILED', NAME, `${error.message}; use read_file to read it`);
+        }
+        throw error;
+      },
+    );
     const shown = displayPath(ctx.workspaceRoot, opened.realPath);
     const first = new FirstByName(ctx.limits.findMaxResults);
     let total = 0;

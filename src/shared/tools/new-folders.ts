@@ -17,7 +17,8 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 export function assertCreatablePath(root: string, resolved: string, toolName: string, shown: string): void {
   const { nameMaxBytes, pathMaxBytes, maxDepth } = WRITE_PATH_LIMITS;
   const segments = path.relative(root, resolved).split(path.sep);
-  const refuse = (why: string) => new ToolError('TOOL_FAILED', toolName, `cannot write ${shown.length > 200 ? `${shown.slice(0, 200)}…"` : shown}: ${why}; nothing was created`);
+  const refuse = (why: string) =>
+    new ToolError('TOOL_FAILED', toolName, `cannot write ${shown.length > 200 ? `${shown.slice(0, 200)}…"` : shown}: ${why}; nothing was created`);
   const folders = segments.length - 1;
   if (folders > maxDepth) throw refuse(`the file is ${folders} folders deep, over the limit of ${maxDepth}`);
   const long = segments.find((segment) => Buffer.byteLength(segment) > nameMaxBytes);
@@ -62,7 +63,10 @@ export async function removeCreated(created: CreatedPath): Promise<void> {
       const parent = chain[i - 1] as FileHandle;
       await (chain[i] as FileHandle).close();
       chain.length = i;
-      const removed = await rmdir(atPath(parent.fd, created.segments[i - 1] as string)).then(() => true, () => false);
+      const removed = await rmdir(atPath(parent.fd, created.segments[i - 1] as string)).then(
+        () => true,
+        () => false,
+      );
       if (!removed) break;
     }
   } finally {

@@ -73,7 +73,9 @@ function parser(): Parse {
 export function outlineSource(source: string, extension: string, options: { declarationFile?: boolean } = {}): OutlineSymbol[] {
   const lang = OUTLINE_LANGUAGES[extension];
   if (!lang) throw new Error(`no parser for ${extension}`);
-  const plugins: ParserPlugin[] = options.declarationFile ? lang.plugins.map((p) => (p === 'typescript' ? (['typescript', { dts: true }] as unknown as ParserPlugin) : p)) : lang.plugins;
+  const plugins: ParserPlugin[] = options.declarationFile
+    ? lang.plugins.map((p) => (p === 'typescript' ? (['typescript', { dts: true }] as unknown as ParserPlugin) : p))
+    : lang.plugins;
   let program: { body: Node[] };
   try {
     program = parser()(source, {
@@ -194,7 +196,8 @@ class Walker {
         case 'ClassAccessorProperty': {
           // A field holding a function is a method to a reader; plain fields are left out.
           const value = member.value as Node | null | undefined;
-          if (value && kindOfValue(value) === 'function') this.add({ kind: 'method', name, ...this.paramsOf(value), ...(isStatic ? { static: true } : {}) }, member, depth, false);
+          if (value && kindOfValue(value) === 'function')
+            this.add({ kind: 'method', name, ...this.paramsOf(value), ...(isStatic ? { static: true } : {}) }, member, depth, false);
           break;
         }
         default:

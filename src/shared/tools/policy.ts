@@ -18,7 +18,10 @@ export const DEFAULT_TOOL_POLICY: ToolPolicy = Object.freeze({
 
 /** The tool policy a config asks for; put it in `ToolContext.policy`. */
 export function toolPolicyFrom(
-  config: Pick<ForkpoolConfig, 'sandbox' | 'bwrapPath' | 'sandboxNetwork' | 'sandboxReadPaths' | 'protectedPaths' | 'allowProtectedWrites' | 'hiddenPaths' | 'ledger'>,
+  config: Pick<
+    ForkpoolConfig,
+    'sandbox' | 'bwrapPath' | 'sandboxNetwork' | 'sandboxReadPaths' | 'protectedPaths' | 'allowProtectedWrites' | 'hiddenPaths' | 'ledger'
+  >,
 ): ToolPolicy {
   return {
     sandbox: config.sandbox,
@@ -38,7 +41,10 @@ export function policyOf(ctx: Pick<ToolContext, 'policy'>): ToolPolicy {
 
 /** `./.git/` → `.git`; entries are workspace-relative with forward slashes. */
 export function normalizeEntry(entry: string): string {
-  return path.posix.normalize(entry.replaceAll('\\', '/')).replace(/^\.\/+/, '').replace(/\/+$/, '');
+  return path.posix
+    .normalize(entry.replaceAll('\\', '/'))
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
 }
 
 /**

@@ -135,7 +135,10 @@ export async function placeholdersFor(root: string, policy: ToolPolicy, scan: Pr
   for (const raw of policy.protectedPaths) {
     const rel = normalizeEntry(raw);
     if (rel === '' || rel === '.' || rel.startsWith('..') || path.posix.isAbsolute(rel) || scan.entries.has(rel)) continue;
-    const exists = await lstat(path.join(root, rel)).then(() => true, () => false);
+    const exists = await lstat(path.join(root, rel)).then(
+      () => true,
+      () => false,
+    );
     const parent = path.join(root, path.posix.dirname(rel));
     // The parent must be a real folder in place (no link), or bwrap would create folders on the way.
     const parentReal = await realpath(parent).catch(() => undefined);
@@ -162,7 +165,15 @@ export async function settleProtected(
     const old = before.entries.get(entry.rel);
     if (old && old.kind === entry.kind && old.dev === entry.dev && old.ino === entry.ino) continue;
     const abs = path.join(root, entry.rel);
-    if (placeholders.includes(entry.rel) && entry.kind === 'dir' && (await rmdir(abs).then(() => true, () => false))) continue;
+    if (
+      placeholders.includes(entry.rel) &&
+      entry.kind === 'dir' &&
+      (await rmdir(abs).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     // rm does not follow links: a planted `.git` link goes, not what it points to.
     await rm(abs, { recursive: true, force: true }).catch(() => {});
     removed.push(entry.rel);

@@ -105,7 +105,10 @@ async function readOpened(handle: FileHandle, size: number, shown: string, args:
   });
 
   const cutShort = result.stoppedBy === 'nul' || result.stoppedBy === 'maxBytes';
-  const where = result.stoppedBy === 'nul' ? `a NUL byte at byte ${result.nulAt ?? 0} (binary data or a sparse hole follows; read_file reads text only)` : `the ${scanLimit}-byte scan limit of one call`;
+  const where =
+    result.stoppedBy === 'nul'
+      ? `a NUL byte at byte ${result.nulAt ?? 0} (binary data or a sparse hole follows; read_file reads text only)`
+      : `the ${scanLimit}-byte scan limit of one call`;
   const total = countAll && !cutShort ? result.lines : undefined;
   if (out.length === 0) {
     if (cutShort) return `${shown}: reading stopped at ${where} before line ${offset}; use grep to find the part you need.`;

@@ -47,7 +47,11 @@ const UNSUPPORTED: ReadonlyArray<[RegExp, string]> = [
 
 export async function compileLinear(pattern: string, ignoreCase: boolean, toolName: string): Promise<LineMatcher> {
   if (pattern.length > MAX_PATTERN_CHARS) {
-    throw new ToolError('TOOL_ARGUMENTS_INVALID', toolName, `pattern: expected at most ${MAX_PATTERN_CHARS} characters; received ${pattern.length}. Search for a shorter pattern`);
+    throw new ToolError(
+      'TOOL_ARGUMENTS_INVALID',
+      toolName,
+      `pattern: expected at most ${MAX_PATTERN_CHARS} characters; received ${pattern.length}. Search for a shorter pattern`,
+    );
   }
   // JavaScript's own parser first: a plain syntax error is reported as such. Compiling (not
   // running) a RegExp is safe: it never backtracks.
@@ -57,7 +61,9 @@ export async function compileLinear(pattern: string, ignoreCase: boolean, toolNa
     try {
       new RegExp(pattern, ignoreCase ? 'i' : '');
     } catch {
-      throw new ToolError('TOOL_ARGUMENTS_INVALID', toolName, `invalid regular expression ${JSON.stringify(pattern)}: ${messageOf(unicodeError)}`, { cause: unicodeError });
+      throw new ToolError('TOOL_ARGUMENTS_INVALID', toolName, `invalid regular expression ${JSON.stringify(pattern)}: ${messageOf(unicodeError)}`, {
+        cause: unicodeError,
+      });
     }
   }
   for (const [feature, name] of UNSUPPORTED) {

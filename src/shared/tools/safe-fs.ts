@@ -35,8 +35,28 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 
 /** File system types that expose kernel state, processes or devices: never walked or read. */
 const PSEUDO_FS_TYPES = new Set([
-  'proc', 'sysfs', 'devtmpfs', 'devpts', 'cgroup', 'cgroup2', 'debugfs', 'tracefs', 'securityfs', 'configfs', 'fusectl',
-  'bpf', 'pstore', 'efivarfs', 'binfmt_misc', 'autofs', 'mqueue', 'hugetlbfs', 'nsfs', 'rpc_pipefs', 'selinuxfs', 'nfsd',
+  'proc',
+  'sysfs',
+  'devtmpfs',
+  'devpts',
+  'cgroup',
+  'cgroup2',
+  'debugfs',
+  'tracefs',
+  'securityfs',
+  'configfs',
+  'fusectl',
+  'bpf',
+  'pstore',
+  'efivarfs',
+  'binfmt_misc',
+  'autofs',
+  'mqueue',
+  'hugetlbfs',
+  'nsfs',
+  'rpc_pipefs',
+  'selinuxfs',
+  'nfsd',
 ]);
 
 /**
@@ -107,7 +127,12 @@ async function realPathOf(handle: FileHandle, openedPath: string): Promise<strin
 }
 
 function changedError(toolName: string, shown: string, cause?: unknown): ToolError {
-  return new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${shown} changed while it was being opened (a symbolic link appeared in it); refusing it. Try again with a path that stays inside the workspace`, { cause });
+  return new ToolError(
+    'PATH_OUTSIDE_WORKSPACE',
+    toolName,
+    `path ${shown} changed while it was being opened (a symbolic link appeared in it); refusing it. Try again with a path that stays inside the workspace`,
+    { cause },
+  );
 }
 
 /**
@@ -115,7 +140,12 @@ function changedError(toolName: string, shown: string, cause?: unknown): ToolErr
  * Refuses what is not a regular file (or not a folder, with `directory`) and what lives on a
  * pseudo file system. The caller closes the handle.
  */
-export async function openForReading(root: string, userPath: string, toolName: string, options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal; policy?: Pick<ToolPolicy, 'hiddenPaths'> } = {}): Promise<OpenedForReading> {
+export async function openForReading(
+  root: string,
+  userPath: string,
+  toolName: string,
+  options: { kind?: 'file' | 'directory' | 'any'; signal?: AbortSignal; policy?: Pick<ToolPolicy, 'hiddenPaths'> } = {},
+): Promise<OpenedForReading> {
   const kind = options.kind ?? 'file';
   const resolved = await resolveInWorkspace(root, userPath, toolName, { mustExist: true });
   const shown = displayPath(root, resolved);
@@ -137,13 +167,21 @@ export async function openForReading(root: string, userPath: string, toolName: s
     } catch (error) {
       throw changedError(toolName, JSON.stringify(shown), error);
     }
-    if (!isInside(root, real)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${JSON.stringify(userPath)} led outside the workspace (to ${real}) when opened; refusing it`);
+    if (!isInside(root, real))
+      throw new ToolError(
+        'PATH_OUTSIDE_WORKSPACE',
+        toolName,
+        `path ${JSON.stringify(userPath)} led outside the workspace (to ${real}) when opened; refusing it`,
+      );
     const stats = await handle.stat();
     const pseudoDevices = pseudoFsDevicesNow();
-    if (pseudoDevices.has(stats.dev)) throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `${shown} is on a system pseudo file system (/proc, /sys, /dev); refusing it`);
+    if (pseudoDevices.has(stats.dev))
+      throw new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `${shown} is on a system pseudo file system (/proc, /sys, /dev); refusing it`);
     if (kind === 'directory' && !stats.isDirectory()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is a file, not a directory`);
-    if (kind === 'file' && stats.isDirectory()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is a directory, not a file; use list_dir to see its entries`);
-    if (!stats.isDirectory() && !stats.isFile()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is not a regular file (device, socket or pipe); refusing to read it`);
+    if (kind === 'file' && stats.isDirectory())
+      throw new ToolError('TOOL_FAILED', toolName, `${shown} is a directory, not a file; use list_dir to see its entries`);
+    if (!stats.isDirectory() && !stats.isFile())
+      throw new ToolError('TOOL_FAILED', toolName, `${shown} is not a regular file (device, socket or pipe); refusing to read it`);
     // What was opened, by real path and by inode: a link to a hidden file is refused too. Nothing read yet.
     if (options.policy) await assertNotHidden(options.policy, real, stats, toolName, shown);
     return { handle, realPath: real, stats, pseudoDevices };
@@ -253,7 +291,14 @@ function openError(error: unknown, toolName: string, shown: string): ToolError {
   return new ToolError('TOOL_FAILED', toolName, `cannot write ${shown}: ${code ?? String(error)}`, { cause: error });
 }
 
-async function verifyWritable(handle: FileHandle, root: string, toolName: string, shown: string, policy: ToolPolicy, existed: boolean): Promise<OpenedPath & { existed: boolean }> {
+async function verifyWritable(
+  handle: FileHandle,
+  root: string,
+  toolName: string,
+  shown: string,
+  policy: ToolPolicy,
+  existed: boolean,
+): Promise<OpenedPath & { existed: boolean }> {
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new ToolError('TOOL_FAILED', toolName, `${shown} is not a regular file; refusing to write to it`);
@@ -280,7 +325,13 @@ async function openByPathFallback(root: string, resolved: string, toolName: stri
     : undefined;
   const removeMadeFolders = async () => {
     for (let dir = path.dirname(resolved); firstMade !== undefined && isInside(firstMade, dir); dir = path.dirname(dir)) {
-      if (!(await rmdir(dir).then(() => true, () => false))) break;
+      if (
+        !(await rmdir(dir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
     }
   };
   let existed = true;
@@ -319,7 +370,10 @@ async function openByPathFallback(root: string, resolved: string, toolName: stri
  * the sandbox; a descriptor is the very object checked here. Linux only (bubblewrap is too).
  */
 export async function openNoFollow(root: string, rel: string): Promise<FileHandle | undefined> {
-  const segments = path.posix.normalize(rel.replaceAll('\\', '/')).split('/').filter((s) => s !== '' && s !== '.');
+  const segments = path.posix
+    .normalize(rel.replaceAll('\\', '/'))
+    .split('/')
+    .filter((s) => s !== '' && s !== '.');
   if (segments.length === 0 || segments.includes('..') || !procFdAvailable()) return undefined;
   let dir: FileHandle | undefined;
   try {

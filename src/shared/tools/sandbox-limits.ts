@@ -152,7 +152,13 @@ function cgroupOf(dirs: string[], hits: () => Promise<Set<LimitName>>): CommandC
               // ESRCH: gone meanwhile.
             }
           }
-          if (await rmdir(dir).then(() => true, () => false)) break;
+          if (
+            await rmdir(dir).then(
+              () => true,
+              () => false,
+            )
+          )
+            break;
           await new Promise((resolve) => setTimeout(resolve, 25));
         }
       }

@@ -58,15 +58,14 @@ export async function resolveWorkspaceRoot(root: string, options: { allowBroad?:
  * Rejects with `PATH_OUTSIDE_WORKSPACE` for escapes, NUL bytes, dangling or looping symlinks
  * and `/proc`, `/sys`, `/dev`; with `TOOL_FAILED` when `mustExist` and the path is missing.
  */
-export async function resolveInWorkspace(
-  root: string,
-  userPath: string,
-  toolName: string,
-  options: ResolveOptions = {},
-): Promise<string> {
+export async function resolveInWorkspace(root: string, userPath: string, toolName: string, options: ResolveOptions = {}): Promise<string> {
   const shown = JSON.stringify(userPath);
   const outside = (why: string) =>
-    new ToolError('PATH_OUTSIDE_WORKSPACE', toolName, `path ${shown} ${why}; only paths inside the workspace are allowed (use a path relative to the workspace root)`);
+    new ToolError(
+      'PATH_OUTSIDE_WORKSPACE',
+      toolName,
+      `path ${shown} ${why}; only paths inside the workspace are allowed (use a path relative to the workspace root)`,
+    );
 
   if (userPath.includes('\0')) throw outside('contains a NUL byte');
   let realRoot: string;

@@ -8,10 +8,39 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH
 
 /** Vendor prefixes whose variables are all dropped (endpoints, org ids and keys alike). */
 const SECRET_PREFIXES = [
-  'OPENAI_', 'ANTHROPIC_', 'AWS_', 'AZURE_', 'GOOGLE_', 'GCP_', 'GCLOUD_', 'GEMINI_', 'VERTEX_',
-  'MISTRAL_', 'COHERE_', 'GROQ_', 'DEEPSEEK_', 'XAI_', 'OPENROUTER_', 'TOGETHER_', 'FIREWORKS_',
-  'HF_', 'HUGGINGFACE_', 'REPLICATE_', 'PERPLEXITY_', 'FORKPOOL_', 'NPM_CONFIG__', 'DOCKER_',
-  'GITHUB_', 'GH_', 'GITLAB_', 'VAULT_', 'SENTRY_', 'STRIPE_', 'SLACK_', 'TWILIO_', 'DIGITALOCEAN_',
+  'OPENAI_',
+  'ANTHROPIC_',
+  'AWS_',
+  'AZURE_',
+  'GOOGLE_',
+  'GCP_',
+  'GCLOUD_',
+  'GEMINI_',
+  'VERTEX_',
+  'MISTRAL_',
+  'COHERE_',
+  'GROQ_',
+  'DEEPSEEK_',
+  'XAI_',
+  'OPENROUTER_',
+  'TOGETHER_',
+  'FIREWORKS_',
+  'HF_',
+  'HUGGINGFACE_',
+  'REPLICATE_',
+  'PERPLEXITY_',
+  'FORKPOOL_',
+  'NPM_CONFIG__',
+  'DOCKER_',
+  'GITHUB_',
+  'GH_',
+  'GITLAB_',
+  'VAULT_',
+  'SENTRY_',
+  'STRIPE_',
+  'SLACK_',
+  'TWILIO_',
+  'DIGITALOCEAN_',
 ];
 
 /** A value with credentials embedded in a URL, e.g. `postgres://user:pass@host/db`. */
@@ -99,7 +128,7 @@ export function redactToolOutput(text: string, secrets: readonly string[]): stri
   }
   if (!any) return literal;
   let out = '';
-  for (let i = 0; i < literal.length; ) {
+  for (let i = 0; i < literal.length;) {
     if (!covered[i]) {
       out += literal[i];
       i++;
@@ -150,7 +179,11 @@ export function encodedForms(secret: string): string[] {
  * Every secret a config holds, for redaction: the model keys (the parent's and each agent's)
  * and the password of the Redis URL.
  */
-export function configuredSecrets(config: { apiKey?: string | undefined; agents?: Readonly<Record<string, { apiKey?: string | undefined }>>; redisUrl?: string | undefined }): string[] {
+export function configuredSecrets(config: {
+  apiKey?: string | undefined;
+  agents?: Readonly<Record<string, { apiKey?: string | undefined }>>;
+  redisUrl?: string | undefined;
+}): string[] {
   const keys = [config.apiKey, ...Object.values(config.agents ?? {}).map((agent) => agent.apiKey)];
   if (config.redisUrl) {
     try {

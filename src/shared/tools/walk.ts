@@ -101,7 +101,11 @@ async function* walkDir(dir: FileHandle, abs: string, rel: string, depth: number
  * Opens a walked file for reading when it is still a regular file outside any pseudo file
  * system; `undefined` otherwise (it changed since the listing). The caller closes it.
  */
-export async function openWalkedFile(file: WalkedFile, pseudoDevices: ReadonlySet<number>, options: Pick<WalkOptions, 'signal' | 'toolName'>): Promise<{ handle: FileHandle; size: number; stats: Stats } | undefined> {
+export async function openWalkedFile(
+  file: WalkedFile,
+  pseudoDevices: ReadonlySet<number>,
+  options: Pick<WalkOptions, 'signal' | 'toolName'>,
+): Promise<{ handle: FileHandle; size: number; stats: Stats } | undefined> {
   let handle: FileHandle;
   try {
     handle = await withFdRetry(() => open(procFdAvailable() ? atPath(file.dirFd, file.name) : file.abs, FILE_FLAGS), options.signal);

@@ -8,7 +8,22 @@ import { describe, expect, it } from 'vitest';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
-import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeWorkspace, recordEvents, testRedis, startSim, startWorker, startedJob, useCleanup, waitFor } from '../../helpers/index.js';
+import {
+  bullManager,
+  bullmqOf,
+  skipWithoutRedis,
+  RESEARCH_TASK,
+  ended,
+  makeConfig,
+  makeWorkspace,
+  recordEvents,
+  testRedis,
+  startSim,
+  startWorker,
+  startedJob,
+  useCleanup,
+  waitFor,
+} from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanup = useCleanup();
@@ -19,7 +34,12 @@ function bullIdOf(manager: BackgroundManager, id: string, launch: number): strin
 }
 
 function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {
-  return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, lockMs: 4_000, pollMs: 500 } });
+  return makeConfig(
+    sim,
+    workspace,
+    { maxConcurrent: 8, cancelGraceMs: 2_000 },
+    { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, lockMs: 4_000, pollMs: 500 } },
+  );
 }
 
 function redisClient(url: string): Redis {
@@ -34,14 +54,18 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 20 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await Promise.all([startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } }), startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } })]);
+    const workers = await Promise.all([
+      startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } }),
+      startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } }),
+    ]);
     const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 6 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `remote ${i}`, wave: 1 }).id);
     // Look while the jobs are in Redis: their data must not carry the key.
     const client = redisClient(redis.url);
     let stored: string | null = null;
-    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended') stored = await client.hget(`bull:${redis.queue}:${bullIdOf(manager, ids[5] as string, 1)}`, 'data');
+    while (stored === null && manager.get(ids[5] as string)?.state !== 'ended')
+      stored = await client.hget(`bull:${redis.queue}:${bullIdOf(manager, ids[5] as string, 1)}`, 'data');
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     new Deliveries(manager).sealWave(1);
     for (const record of records) {
@@ -58,7 +82,12 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     // Both workers took part, each job ran once, and delivery hands each over once.
     const runs = workers.flatMap((w) => w.runsEnded());
     expect(new Set(runs.map((r) => r.bullId)).size).toBe(6);
-    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(
+      new Deliveries(manager)
+        .drain(1)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     expect(new Deliveries(manager).drain(2)).toEqual([]);
     expect(events.filter((e) => e.type === 'done')).toHaveLength(6);
   });
@@ -72,7 +101,7 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const manager = await bullManager(bullConfig(sim, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'to cancel' });
     await startedJob(manager, id);
-    await waitFor(() => sim.requests.length >= 1, 'the job\'s first model call');
+    await waitFor(() => sim.requests.length >= 1, "the job's first model call");
     const cancelledAt = Date.now();
     manager.cancel(id);
     const record = await ended(manager, id);
@@ -80,7 +109,10 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     // Cooperative: the worker's job honoured it (no hard stop was needed), and it ran once.
     expect(record).toMatchObject({ status: 'cancelled', endedBy: 'cooperative', attempts: 1 });
     expect(record.error?.code).toBe('JOB_CANCELLED');
-    const runs = await waitFor(() => worker.runsEnded().filter((r) => r.bullId === bullIdOf(manager, id, 1)).length > 0 && worker.runsEnded(), 'the worker\'s run report');
+    const runs = await waitFor(
+      () => worker.runsEnded().filter((r) => r.bullId === bullIdOf(manager, id, 1)).length > 0 && worker.runsEnded(),
+      "the worker's run report",
+    );
     expect(runs.filter((r) => r.bullId === bullIdOf(manager, id, 1))).toEqual([expect.objectContaining({ run: 1, end: 'done', stopReason: 'aborted' })]);
     // The issue's bound is 100 ms (the bench measures it); here only "well before the 2 s
     // hard-stop grace", so a busy machine cannot fail it. endedBy 'cooperative' is the real check.
@@ -118,8 +150,25 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'real' });
     await startedJob(manager, id);
     // What a run that lost its lock (or a failed-over Redis) could report: a completion of its own.
-    const forged = { token: 'stale-run-token', worker: 'elsewhere', run: 1, started: true, end: { kind: 'done', outcome: { stopReason: 'final', text: 'FORGED ANSWER', usage: {}, iterations: 1 } } };
-    await redisClient(redis.url).xadd(`bull:${redis.queue}:events`, '*', 'event', 'completed', 'jobId', bullIdOf(manager, id, 1), 'returnvalue', JSON.stringify(forged), 'prev', 'active');
+    const forged = {
+      token: 'stale-run-token',
+      worker: 'elsewhere',
+      run: 1,
+      started: true,
+      end: { kind: 'done', outcome: { stopReason: 'final', text: 'FORGED ANSWER', usage: {}, iterations: 1 } },
+    };
+    await redisClient(redis.url).xadd(
+      `bull:${redis.queue}:events`,
+      '*',
+      'event',
+      'completed',
+      'jobId',
+      bullIdOf(manager, id, 1),
+      'returnvalue',
+      JSON.stringify(forged),
+      'prev',
+      'active',
+    );
     await waitFor(() => executor.gate.rejected.some((r) => r.token === 'stale-run-token'), 'the forged completion to be refused');
     expect(manager.get(id)?.state).toBe('running');
     const record = await ended(manager, id);

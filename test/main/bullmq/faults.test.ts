@@ -11,7 +11,26 @@ import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
-import { bullManager, bullmqOf, skipWithoutRedis, RESEARCH_TASK, ended, watchManager, parseJsonLines, spawnCli, makeConfig, makeWorkspace, nextEvent, recordEvents, startRedis, startSim, startWorker, useCleanup, waitFor, type TestWorker } from '../../helpers/index.js';
+import {
+  bullManager,
+  bullmqOf,
+  skipWithoutRedis,
+  RESEARCH_TASK,
+  ended,
+  watchManager,
+  parseJsonLines,
+  spawnCli,
+  makeConfig,
+  makeWorkspace,
+  nextEvent,
+  recordEvents,
+  startRedis,
+  startSim,
+  startWorker,
+  useCleanup,
+  waitFor,
+  type TestWorker,
+} from '../../helpers/index.js';
 import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
@@ -24,14 +43,27 @@ function bullIdOf(manager: BackgroundManager, id: string, launch: number): strin
 const LOCK_MS = 4_000;
 
 function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: Partial<ForkpoolConfigInput> = {}): ForkpoolConfig {
-  return makeConfig(sim, workspace, { maxConcurrent: 8, cancelGraceMs: 2_000 }, { executor: 'bullmq', redisUrl, bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500 }, ...extra });
+  return makeConfig(
+    sim,
+    workspace,
+    { maxConcurrent: 8, cancelGraceMs: 2_000 },
+    { executor: 'bullmq', redisUrl, bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500 }, ...extra },
+  );
 }
 
 /** `count` workers whose own config allows the sim and runs jobs in `workspace`. */
-async function workersOn(redisUrl: string, count: number, sim: SimServer, workspace: string, options: { maxStalls?: number; config?: Partial<ForkpoolConfigInput> } = {}): Promise<TestWorker[]> {
+async function workersOn(
+  redisUrl: string,
+  count: number,
+  sim: SimServer,
+  workspace: string,
+  options: { maxStalls?: number; config?: Partial<ForkpoolConfigInput> } = {},
+): Promise<TestWorker[]> {
   const { config: extra, ...rest } = options;
   const config = { baseUrl: sim.url, workspaceRoot: workspace, ...extra };
-  return Promise.all(Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs: LOCK_MS, concurrency: 2, config, ...rest })));
+  return Promise.all(
+    Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs: LOCK_MS, concurrency: 2, config, ...rest })),
+  );
 }
 
 /** The worker process holding a job's run now (BullMQ's `processedBy` is the worker's name). */
@@ -43,7 +75,10 @@ async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: s
     holder = workers.find((w) => w.name === job?.processedBy);
     if (!holder) await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  if (!holder) throw new Error(`no worker holds ${id} (processedBy ${(await queue.getJob(bullIdOf(manager, id, launch)))?.processedBy}; workers ${workers.map((w) => w.name).join(', ')})`);
+  if (!holder)
+    throw new Error(
+      `no worker holds ${id} (processedBy ${(await queue.getJob(bullIdOf(manager, id, launch)))?.processedBy}; workers ${workers.map((w) => w.name).join(', ')})`,
+    );
   return holder;
 }
 
@@ -115,7 +150,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     process.kill(holder.pid, 'SIGCONT');
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'ok', attempts: 2 });
-    const staleRun = await waitFor(() => holder.runsEnded().find((r) => r.bullId === bullIdOf(manager, id, 1)), 'the stale run\'s report');
+    const staleRun = await waitFor(() => holder.runsEnded().find((r) => r.bullId === bullIdOf(manager, id, 1)), "the stale run's report");
     // Aborted (its thread was stopped), not run to completion a second time.
     expect(staleRun).toMatchObject({ run: 1, lockLost: true, end: 'lost' });
     expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
@@ -135,7 +170,12 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(
+      new Deliveries(manager)
+        .drain(1)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...ids].sort());
   });
 });
 
@@ -148,11 +188,18 @@ describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while wo
     // The restarted process takes over the first one's launches: the same namespace names them.
     const config = bullConfig(sim, workspace, redis.url, { bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500, namespace: 'main-a' } });
     const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `outlives main ${i}` }));
-    const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks) } });
+    const first = spawnCli([], {
+      script: 'test/fixtures/bullmq-main-child.mjs',
+      cleanup,
+      timeoutMs: 120_000,
+      env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks) },
+    });
     await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
     first.child.kill('SIGKILL');
     await first.exited;
-    const ids = parseJsonLines(first.stdout()).filter((l) => l.type === 'spawned').map((l) => l.id as string);
+    const ids = parseJsonLines(first.stdout())
+      .filter((l) => l.type === 'spawned')
+      .map((l) => l.id as string);
     // Some runs finish while no main process is there: their results wait in Redis.
     await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
     // The restarted main process launches the same jobs (same ids, same launch: same BullMQ jobs).
@@ -163,9 +210,14 @@ describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while wo
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(
+      new Deliveries(manager)
+        .drain(1)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     // Taken over, not run again: one run per job across the workers.
-    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 });
@@ -181,11 +233,18 @@ describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main pr
     // No namespace given: it follows the ledger file and scope, the same after the restart.
     const config = bullConfig(sim, workspace, redis.url, { ledger: { path: ledger } });
     const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `durable ${i}` }));
-    const first = spawnCli([], { script: 'test/fixtures/bullmq-main-child.mjs', cleanup, timeoutMs: 120_000, env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks), FORKPOOL_TEST_LEDGER: ledger } });
+    const first = spawnCli([], {
+      script: 'test/fixtures/bullmq-main-child.mjs',
+      cleanup,
+      timeoutMs: 120_000,
+      env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks), FORKPOOL_TEST_LEDGER: ledger },
+    });
     await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
     first.child.kill('SIGKILL');
     await first.exited;
-    const ids = parseJsonLines(first.stdout()).filter((l) => l.type === 'spawned').map((l) => l.id as string);
+    const ids = parseJsonLines(first.stdout())
+      .filter((l) => l.type === 'spawned')
+      .map((l) => l.id as string);
     await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
     const store = openSqliteLedger(ledger).jobs('main');
     const manager = watchManager(new BackgroundManager({ config, store, closeExecutor: true }));
@@ -195,9 +254,14 @@ describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main pr
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(
+      new Deliveries(manager)
+        .drain(1)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...ids].sort());
     expect(new Deliveries(manager).drain(2)).toEqual([]);
-    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), 'every run\'s report');
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 });

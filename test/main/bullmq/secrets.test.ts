@@ -18,7 +18,24 @@ import { redisClient } from '../../../src/main/bullmq/redis.js';
 import type { RunResult } from '../../../src/main/bullmq/wire.js';
 import { parseConfig, type ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { JobSpec } from '../../../src/shared/protocol.js';
-import { skipWithoutRedis, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startRecordingProxy, startRedis, startSim, startWorker, startedJob, tempWorkspace, testRedis, toolMessagesOf, useCleanup, type RecordingProxy } from '../../helpers/index.js';
+import {
+  skipWithoutRedis,
+  RESEARCH_TASK,
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  startRecordingProxy,
+  startRedis,
+  startSim,
+  startWorker,
+  startedJob,
+  tempWorkspace,
+  testRedis,
+  toolMessagesOf,
+  useCleanup,
+  type RecordingProxy,
+} from '../../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -89,8 +106,8 @@ function jobSpec(id: string, task: string, config: ForkpoolConfigInput): JobSpec
   return { id, label: id, task, role: 'user', attempt: 1, config: parseConfig(config) };
 }
 
-describe('bullmq: a worker\'s policy over a queued job', () => {
-  it('policy fields are the worker\'s, grants and tools only narrow, limits and the timeout are the tighter, keys the worker\'s own', () => {
+describe("bullmq: a worker's policy over a queued job", () => {
+  it("policy fields are the worker's, grants and tools only narrow, limits and the timeout are the tighter, keys the worker's own", () => {
     const workerWorkspace = tempWorkspace({}, cleanup);
     const worker = parseConfig({
       baseUrl: 'http://127.0.0.1:7001/v1',
@@ -102,7 +119,7 @@ describe('bullmq: a worker\'s policy over a queued job', () => {
       grantedTools: ['bash'],
       toolLimits: { outputMaxChars: 1_000, bashTimeoutMs: 5_000 },
       background: { timeoutMinutes: 2 },
-      agents: { alpha: { description: 'the worker\'s alpha', apiKey: 'worker-alpha-key' } },
+      agents: { alpha: { description: "the worker's alpha", apiKey: 'worker-alpha-key' } },
     });
     const main: ForkpoolConfigInput = {
       baseUrl: 'http://127.0.0.1:7001/v1/',
@@ -120,9 +137,18 @@ describe('bullmq: a worker\'s policy over a queued job', () => {
       agents: { alpha: { description: 'alpha', apiKey: 'main-alpha-key', tools: ['read_file', 'write_file'] } },
     };
     const wire = specForRedis({ ...jobSpec('bg-1', 'task', main), agent: 'alpha' });
-    expect(JSON.stringify(wire)).not.toMatch(/main-key|main-alpha-key|secret|someone|workspaceRoot|sandbox|protectedPaths|allowProtectedWrites|allowBroadWorkspace/);
+    expect(JSON.stringify(wire)).not.toMatch(
+      /main-key|main-alpha-key|secret|someone|workspaceRoot|sandbox|protectedPaths|allowProtectedWrites|allowBroadWorkspace/,
+    );
     const { config } = new WorkerPolicy(worker).localSpec(wire);
-    expect(config).toMatchObject({ workspaceRoot: workerWorkspace, allowBroadWorkspace: false, sandbox: 'bwrap', sandboxNetwork: false, allowProtectedWrites: false, protectedPaths: ['.git', 'secrets'] });
+    expect(config).toMatchObject({
+      workspaceRoot: workerWorkspace,
+      allowBroadWorkspace: false,
+      sandbox: 'bwrap',
+      sandboxNetwork: false,
+      allowProtectedWrites: false,
+      protectedPaths: ['.git', 'secrets'],
+    });
     expect(config.baseUrl).toBe('http://127.0.0.1:7001/v1');
     // The job's agent is alpha: the worker's key for alpha on that endpoint, not the main side's.
     expect(config.apiKey).toBe('worker-alpha-key');
@@ -137,7 +163,9 @@ describe('bullmq: a worker\'s policy over a queued job', () => {
     // A fork on the same endpoint gets the worker's top-level key.
     const { agent: _alpha, ...fork } = wire;
     expect(new WorkerPolicy(worker).localSpec(fork).config.apiKey).toBe('worker-key');
-    expect(() => new WorkerPolicy(worker).localSpec({ ...wire, request: { ...wire.request, baseUrl: 'http://127.0.0.1:7002/v1' } })).toThrow(expect.objectContaining({ code: 'ENDPOINT_NOT_ALLOWED' }));
+    expect(() => new WorkerPolicy(worker).localSpec({ ...wire, request: { ...wire.request, baseUrl: 'http://127.0.0.1:7002/v1' } })).toThrow(
+      expect.objectContaining({ code: 'ENDPOINT_NOT_ALLOWED' }),
+    );
   });
 });
 
@@ -159,24 +187,36 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     const queue = 'fp-secrets';
     await startWorker(cleanup, redis.url, {
       queue,
-      config: { baseUrl: proxy.url, apiKey: secret.workerKey, workspaceRoot: workspace, agents: { alpha: { description: 'the worker\'s alpha', apiKey: secret.workerAlphaKey } } },
+      config: {
+        baseUrl: proxy.url,
+        apiKey: secret.workerKey,
+        workspaceRoot: workspace,
+        agents: { alpha: { description: "the worker's alpha", apiKey: secret.workerAlphaKey } },
+      },
     });
     // Every kind of secret the config holds: the top-level key, each agent's key (one agent never
     // used), the Redis password. (A URL with user:pass@ is refused by the config itself.)
-    const config = makeConfig(undefined, workspace, { maxConcurrent: 8 }, {
-      apiKey: secret.key,
-      baseUrl: proxy.url,
-      executor: 'bullmq',
-      redisUrl: redis.url,
-      bullmq: { queue, lockMs: 4_000, pollMs: 500 },
-      agents: {
-        alpha: { description: 'alpha', apiKey: secret.alphaKey, baseUrl: proxy.url },
-        beta: { description: 'beta', apiKey: secret.betaKey },
-        gamma: { description: 'gamma', apiKey: secret.gammaKey, baseUrl: 'http://127.0.0.1:9/v1' },
+    const config = makeConfig(
+      undefined,
+      workspace,
+      { maxConcurrent: 8 },
+      {
+        apiKey: secret.key,
+        baseUrl: proxy.url,
+        executor: 'bullmq',
+        redisUrl: redis.url,
+        bullmq: { queue, lockMs: 4_000, pollMs: 500 },
+        agents: {
+          alpha: { description: 'alpha', apiKey: secret.alphaKey, baseUrl: proxy.url },
+          beta: { description: 'beta', apiKey: secret.betaKey },
+          gamma: { description: 'gamma', apiKey: secret.gammaKey, baseUrl: 'http://127.0.0.1:9/v1' },
+        },
       },
-    });
+    );
     const manager = makeManager(config, cleanup);
-    const jobs = [undefined, 'alpha', 'beta'].map((agent) => manager.spawn({ task: `${RESEARCH_TASK} (job: ${agent ?? 'fork'})`, label: agent ?? 'fork', role: 'user', ...(agent ? { agent } : {}) }).id);
+    const jobs = [undefined, 'alpha', 'beta'].map(
+      (agent) => manager.spawn({ task: `${RESEARCH_TASK} (job: ${agent ?? 'fork'})`, label: agent ?? 'fork', role: 'user', ...(agent ? { agent } : {}) }).id,
+    );
     const store = client(redis.url);
     // Looked at twice: while the jobs run (their data waits in Redis) and after they ended (results, events).
     await Promise.all(jobs.map((id) => startedJob(manager, id)));
@@ -199,7 +239,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     for (const name of ['key', 'alphaKey', 'betaKey'] as const) expect(sent.includes(secret[name]), `${name} reached the model endpoint`).toBe(false);
   });
 
-  it('a forged job naming its own endpoint fails alone with ENDPOINT_NOT_ALLOWED; the worker\'s key is never sent there', async () => {
+  it("a forged job naming its own endpoint fails alone with ENDPOINT_NOT_ALLOWED; the worker's key is never sent there", async () => {
     const redis = await testRedis(cleanup);
     const workerKey = marker('worker-key');
     // The worker's own endpoint (scripted: one turn of tools, then an answer) and a stranger's.
@@ -207,7 +247,11 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     const ownProxy = await startRecordingProxy(cleanup, own.url);
     const stranger = await startRecordingProxy(cleanup, (await startSim(cleanup)).url);
     const workspace = await makeWorkspace(cleanup);
-    const worker = await startWorker(cleanup, redis.url, { queue: redis.queue, concurrency: 1, config: { baseUrl: ownProxy.url, apiKey: workerKey, workspaceRoot: workspace } });
+    const worker = await startWorker(cleanup, redis.url, {
+      queue: redis.queue,
+      concurrency: 1,
+      config: { baseUrl: ownProxy.url, apiKey: workerKey, workspaceRoot: workspace },
+    });
     const { queue, events } = rawQueue(redis.url, redis.queue);
 
     const forged = specForRedis(jobSpec('forged-endpoint', RESEARCH_TASK, { baseUrl: stranger.url, workspaceRoot: workspace }));
@@ -226,30 +270,50 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     expect(ran.end).toMatchObject({ kind: 'done', outcome: { stopReason: 'final' } });
     expect(ownProxy.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${workerKey}`, `Bearer ${workerKey}`]);
     expect(stranger.requests).toEqual([]);
-    expect(worker.runsEnded().map((r) => [r.bullId, r.stopReason])).toEqual([['forged-endpoint', 'error'], ['forged-fine', 'final']]);
+    expect(worker.runsEnded().map((r) => [r.bullId, r.stopReason])).toEqual([
+      ['forged-endpoint', 'error'],
+      ['forged-fine', 'final'],
+    ]);
   });
 
-  it('a forged job cannot widen a worker\'s power: a job carrying sandbox, workspace or grant settings is refused unrun; grants and tools only narrow', async () => {
+  it("a forged job cannot widen a worker's power: a job carrying sandbox, workspace or grant settings is refused unrun; grants and tools only narrow", async () => {
     const redis = await testRedis(cleanup);
     const workerKey = marker('worker-key');
     const bash = { name: 'bash', arguments: { command: 'echo pwned > pwned.txt' } };
     const write = { name: 'write_file', arguments: { path: 'pwned-write.txt', content: 'pwned' } };
-    const sim = await startSim(cleanup, { script: [{ toolCalls: [bash, write, { name: 'list_dir', arguments: {} }] }, { content: 'done <result status="ok"/>' }] });
+    const sim = await startSim(cleanup, {
+      script: [{ toolCalls: [bash, write, { name: 'list_dir', arguments: {} }] }, { content: 'done <result status="ok"/>' }],
+    });
     const proxy = await startRecordingProxy(cleanup, sim.url);
     const stranger = await startRecordingProxy(cleanup, (await startSim(cleanup)).url);
     const workspace = await makeWorkspace(cleanup);
     // The workspace a rogue main process names for its job: never the one the job gets.
     const elsewhere = mkdtempSync(path.join(os.tmpdir(), 'forkpool-elsewhere-'));
     cleanup.add(() => rmSync(elsewhere, { recursive: true, force: true }));
-    await startWorker(cleanup, redis.url, { queue: redis.queue, concurrency: 1, config: { baseUrl: proxy.url, apiKey: workerKey, workspaceRoot: workspace, tools: ['list_dir', 'read_file', 'grep', 'bash'] } });
+    await startWorker(cleanup, redis.url, {
+      queue: redis.queue,
+      concurrency: 1,
+      config: { baseUrl: proxy.url, apiKey: workerKey, workspaceRoot: workspace, tools: ['list_dir', 'read_file', 'grep', 'bash'] },
+    });
     const { queue, events } = rawQueue(redis.url, redis.queue);
-    const wide: ForkpoolConfigInput = { baseUrl: proxy.url, workspaceRoot: elsewhere, grantedTools: ['bash', 'write_file'], sandbox: 'none', sandboxNetwork: true, allowProtectedWrites: true, protectedPaths: [] };
+    const wide: ForkpoolConfigInput = {
+      baseUrl: proxy.url,
+      workspaceRoot: elsewhere,
+      grantedTools: ['bash', 'write_file'],
+      sandbox: 'none',
+      sandboxNetwork: true,
+      allowProtectedWrites: true,
+      protectedPaths: [],
+    };
 
     // The whole config in the job (the old wire format) or power-widening fields in its request: refused, unrun.
     const { request, ...job } = specForRedis(jobSpec('forged-wide', RESEARCH_TASK, wide));
     const malformed = [
       { id: 'forged-old-format', spec: { ...job, config: parseConfig({ ...wide, baseUrl: stranger.url }) } },
-      { id: 'forged-policy', spec: { ...job, request: { ...request, baseUrl: stranger.url, workspaceRoot: elsewhere, sandbox: 'none', allowBroadWorkspace: true } } },
+      {
+        id: 'forged-policy',
+        spec: { ...job, request: { ...request, baseUrl: stranger.url, workspaceRoot: elsewhere, sandbox: 'none', allowBroadWorkspace: true } },
+      },
     ];
     for (const { id, spec } of malformed) {
       const added = await queue.add('job', { spec }, { jobId: id, attempts: 3 });
@@ -262,9 +326,14 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     const asked = (await (await queue.add('job', { spec: { ...job, request } }, { jobId: 'forged-grants' })).waitUntilFinished(events, 60_000)) as RunResult;
     expect(asked.end).toMatchObject({ kind: 'done', outcome: { stopReason: 'final' } });
     expect(existsSync(path.join(workspace, 'pwned.txt')) || existsSync(path.join(elsewhere, 'pwned.txt')), 'bash ran: the job gained a grant').toBe(false);
-    expect(existsSync(path.join(workspace, 'pwned-write.txt')) || existsSync(path.join(elsewhere, 'pwned-write.txt')), 'write_file ran: the job gained a tool').toBe(false);
+    expect(
+      existsSync(path.join(workspace, 'pwned-write.txt')) || existsSync(path.join(elsewhere, 'pwned-write.txt')),
+      'write_file ran: the job gained a tool',
+    ).toBe(false);
     expect(proxy.requests).toHaveLength(2);
-    const [first, second] = proxy.requests.map((r) => JSON.parse(r.body) as { tools?: Array<{ function: { name: string } }>; messages?: Array<{ role: string; content?: unknown }> });
+    const [first, second] = proxy.requests.map(
+      (r) => JSON.parse(r.body) as { tools?: Array<{ function: { name: string } }>; messages?: Array<{ role: string; content?: unknown }> },
+    );
     // Offered: the tools both list (write_file is not the worker's); bash offered but not granted.
     const offered = first?.tools?.map((t) => t.function.name) ?? [];
     expect(offered).toEqual(expect.arrayContaining(['bash', 'list_dir']));

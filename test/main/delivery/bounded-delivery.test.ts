@@ -54,90 +54,116 @@ function shownHead(block: string, jobId: string): string {
 }
 
 describe('bounded delivery', () => {
-  it(`${JOBS} jobs with ${ANSWER_CHARS / 1000} KB answers, delivered in one turn, stay under the budget, and every byte reads back through read_background_result`, async () => {
-    const root = await makeWorkspace(cleanups);
-    // Big stream chunks: 1 MB of answers travel as a few events per job.
-    const sim = await startSim(cleanups, { maxTokensPerChunk: 1_000_000 });
-    const config = makeConfig(sim, root, { maxConcurrent: 8, isolation: 'shared' }, { delivery: { maxInjectedTokens: BUDGET_TOKENS } });
-    const session = new AgentSession({ config, closeExecutor: true });
-    watchManager(session.manager);
-    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
-    const deliveries: JobRecord[][] = [];
-    session.on('delivered', ({ jobs }) => deliveries.push(jobs));
+  it(
+    `${JOBS} jobs with ${ANSWER_CHARS / 1000} KB answers, delivered in one turn, stay under the budget, and every byte reads back through read_background_result`,
+    async () => {
+      const root = await makeWorkspace(cleanups);
+      // Big stream chunks: 1 MB of answers travel as a few events per job.
+      const sim = await startSim(cleanups, { maxTokensPerChunk: 1_000_000 });
+      const config = makeConfig(sim, root, { maxConcurrent: 8, isolation: 'shared' }, { delivery: { maxInjectedTokens: BUDGET_TOKENS } });
+      const session = new AgentSession({ config, closeExecutor: true });
+      watchManager(session.manager);
+      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      const deliveries: JobRecord[][] = [];
+      session.on('delivered', ({ jobs }) => deliveries.push(jobs));
 
-    const questions = Array.from({ length: JOBS }, (_, i) => `${i + 1}. Report finding set ${i + 1} [sim-answer-chars: ${ANSWER_CHARS}]`);
-    await session.submit(['Research these:', ...questions].join('\n'));
-    await session.onIdle();
+      const questions = Array.from({ length: JOBS }, (_, i) => `${i + 1}. Report finding set ${i + 1} [sim-answer-chars: ${ANSWER_CHARS}]`);
+      await session.submit(['Research these:', ...questions].join('\n'));
+      await session.onIdle();
 
-    // One turn delivered all twenty.
-    expect(deliveries).toHaveLength(1);
-    const delivered = deliveries[0] as JobRecord[];
-    expect(delivered).toHaveLength(JOBS);
-    const withBlock = sim.requests.filter((r) => r.body.messages.at(-1)?.role === 'user' && String(r.body.messages.at(-1)?.content).includes(BACKGROUND_RESULTS_OPEN));
-    expect(withBlock).toHaveLength(1);
-    const input = String(withBlock[0]?.body.messages.at(-1)?.content);
-    const block = input.slice(input.indexOf(BACKGROUND_RESULTS_OPEN), input.indexOf(BACKGROUND_RESULTS_CLOSE) + BACKGROUND_RESULTS_CLOSE.length);
-    // Under the budget (4 characters a token, the estimate the budget is stated in).
-    expect(Math.ceil(block.length / 4)).toBeLessThanOrEqual(BUDGET_TOKENS);
-    // The budget was used, not wasted: over 90% of it.
-    expect(block.length).toBeGreaterThan(BUDGET_TOKENS * 4 * 0.9);
-    expect(toolNames(withBlock[0] as never)).toContain('read_background_result');
+      // One turn delivered all twenty.
+      expect(deliveries).toHaveLength(1);
+      const delivered = deliveries[0] as JobRecord[];
+      expect(delivered).toHaveLength(JOBS);
+      const withBlock = sim.requests.filter(
+        (r) => r.body.messages.at(-1)?.role === 'user' && String(r.body.messages.at(-1)?.content).includes(BACKGROUND_RESULTS_OPEN),
+      );
+      expect(withBlock).toHaveLength(1);
+      const input = String(withBlock[0]?.body.messages.at(-1)?.content);
+      const block = input.slice(input.indexOf(BACKGROUND_RESULTS_OPEN), input.indexOf(BACKGROUND_RESULTS_CLOSE) + BACKGROUND_RESULTS_CLOSE.length);
+      // Under the budget (4 characters a token, the estimate the budget is stated in).
+      expect(Math.ceil(block.length / 4)).toBeLessThanOrEqual(BUDGET_TOKENS);
+      // The budget was used, not wasted: over 90% of it.
+      expect(block.length).toBeGreaterThan(BUDGET_TOKENS * 4 * 0.9);
+      expect(toolNames(withBlock[0] as never)).toContain('read_background_result');
 
-    const tool = resultPageTool({ manager: session.manager, deliveries: session.deliveries, currentTurn: () => 99, pageMaxChars: 7_000 });
-    const shown: number[] = [];
-    for (const job of delivered) {
-      const record = session.manager.get(job.id) as JobRecord;
-      const full = record.resultText as string;
-      expect(full.length).toBeGreaterThanOrEqual(ANSWER_CHARS - 1);
-      // The block says how much was left out, and from where to read it.
-      const [from, to] = record.resultUnread as [number, number];
-      expect(block).toContain(`[… ${to - from} characters omitted (characters ${from} to ${to} of ${full.length})`);
-      expect(block).toContain(`read_background_result(job_id: "${job.id}", offset: ${from})`);
-      // What the block showed is the result's own head, unchanged.
-      expect(shownHead(block, job.id)).toBe(full.slice(0, from));
-      shown.push(from + (full.length - to));
-      // Every byte, through the tool.
-      const { text, pages } = await readAll(tool, job.id);
-      expect(text).toBe(full);
-      expect(pages).toBe(Math.ceil(full.length / 7_000));
-      // Read to the end: nothing is left unread in the ledger.
-      expect(session.manager.get(job.id)?.resultUnread).toBeUndefined();
-    }
-    // A fair share: every result got about the same room.
-    expect(Math.min(...shown)).toBeGreaterThan(Math.max(...shown) * 0.9);
-  }, HEAVY_TIMEOUT_MS);
+      const tool = resultPageTool({ manager: session.manager, deliveries: session.deliveries, currentTurn: () => 99, pageMaxChars: 7_000 });
+      const shown: number[] = [];
+      for (const job of delivered) {
+        const record = session.manager.get(job.id) as JobRecord;
+        const full = record.resultText as string;
+        expect(full.length).toBeGreaterThanOrEqual(ANSWER_CHARS - 1);
+        // The block says how much was left out, and from where to read it.
+        const [from, to] = record.resultUnread as [number, number];
+        expect(block).toContain(`[… ${to - from} characters omitted (characters ${from} to ${to} of ${full.length})`);
+        expect(block).toContain(`read_background_result(job_id: "${job.id}", offset: ${from})`);
+        // What the block showed is the result's own head, unchanged.
+        expect(shownHead(block, job.id)).toBe(full.slice(0, from));
+        shown.push(from + (full.length - to));
+        // Every byte, through the tool.
+        const { text, pages } = await readAll(tool, job.id);
+        expect(text).toBe(full);
+        expect(pages).toBe(Math.ceil(full.length / 7_000));
+        // Read to the end: nothing is left unread in the ledger.
+        expect(session.manager.get(job.id)?.resultUnread).toBeUndefined();
+      }
+      // A fair share: every result got about the same room.
+      expect(Math.min(...shown)).toBeGreaterThan(Math.max(...shown) * 0.9);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
 
-  it('read_background_result refuses bad ids and offsets with clear tool errors, and reading early counts as delivery', async () => {
-    const root = await makeWorkspace(cleanups);
-    const sim = await startSim(cleanups, { maxTokensPerChunk: 1_000_000 });
-    const config = makeConfig(sim, root);
-    const session = new AgentSession({ config, closeExecutor: true });
-    watchManager(session.manager);
-    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
-    // Wave 99 is never sealed: no follow-up delivers it behind the test's back.
-    const job = session.manager.spawn({ task: 'Report [sim-answer-chars: 3000]', label: 'early', wave: 99 });
-    const record = await ended(session.manager, job.id);
-    const length = (record.resultText as string).length;
-    const tool = resultPageTool({ manager: session.manager, deliveries: session.deliveries, currentTurn: () => 4, pageMaxChars: 1_000 });
-    await expect(tool.run({ job_id: 'bg-404' }, noContext)).rejects.toMatchObject({ code: 'JOB_UNKNOWN', message: expect.stringMatching(/no background job with id or name "bg-404"/) });
-    await expect(tool.run({ job_id: job.id, offset: length + 1 }, noContext)).rejects.toMatchObject({
-      code: 'TOOL_ARGUMENTS_INVALID',
-      message: expect.stringContaining(`offset ${length + 1} is past the end of job ${job.id}'s result, which has ${length} characters`),
-    });
-    // A limit over the page size is capped, and says so.
-    const first = await tool.run({ job_id: job.id, limit: 50_000 }, noContext);
-    expect(first.split('\n')[0]).toBe(`[job ${job.id} result: characters 0 to 1000 of ${length}; next page: offset 1000 (limit capped at 1000)]`);
-    // It was read before any turn delivered it: delivered now, never injected again.
-    expect(session.manager.get(job.id)).toMatchObject({ deliveredInTurn: 4, resultUnread: [1000, length] });
-    expect(session.deliveries.undeliveredCount).toBe(0);
-    const end = await tool.run({ job_id: job.id, offset: length }, noContext);
-    expect(end).toBe(`[job ${job.id} result: characters ${length} to ${length} of ${length}; end of the result]\n`);
-  }, HEAVY_TIMEOUT_MS);
+  it(
+    'read_background_result refuses bad ids and offsets with clear tool errors, and reading early counts as delivery',
+    async () => {
+      const root = await makeWorkspace(cleanups);
+      const sim = await startSim(cleanups, { maxTokensPerChunk: 1_000_000 });
+      const config = makeConfig(sim, root);
+      const session = new AgentSession({ config, closeExecutor: true });
+      watchManager(session.manager);
+      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      // Wave 99 is never sealed: no follow-up delivers it behind the test's back.
+      const job = session.manager.spawn({ task: 'Report [sim-answer-chars: 3000]', label: 'early', wave: 99 });
+      const record = await ended(session.manager, job.id);
+      const length = (record.resultText as string).length;
+      const tool = resultPageTool({ manager: session.manager, deliveries: session.deliveries, currentTurn: () => 4, pageMaxChars: 1_000 });
+      await expect(tool.run({ job_id: 'bg-404' }, noContext)).rejects.toMatchObject({
+        code: 'JOB_UNKNOWN',
+        message: expect.stringMatching(/no background job with id or name "bg-404"/),
+      });
+      await expect(tool.run({ job_id: job.id, offset: length + 1 }, noContext)).rejects.toMatchObject({
+        code: 'TOOL_ARGUMENTS_INVALID',
+        message: expect.stringContaining(`offset ${length + 1} is past the end of job ${job.id}'s result, which has ${length} characters`),
+      });
+      // A limit over the page size is capped, and says so.
+      const first = await tool.run({ job_id: job.id, limit: 50_000 }, noContext);
+      expect(first.split('\n')[0]).toBe(`[job ${job.id} result: characters 0 to 1000 of ${length}; next page: offset 1000 (limit capped at 1000)]`);
+      // It was read before any turn delivered it: delivered now, never injected again.
+      expect(session.manager.get(job.id)).toMatchObject({ deliveredInTurn: 4, resultUnread: [1000, length] });
+      expect(session.deliveries.undeliveredCount).toBe(0);
+      const end = await tool.run({ job_id: job.id, offset: length }, noContext);
+      expect(end).toBe(`[job ${job.id} result: characters ${length} to ${length} of ${length}; end of the result]\n`);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
 });
 
 describe('planDelivery', () => {
-  const record = (id: string, text: string): JobRecord =>
-    ({ id, label: id, task: 't', role: 'primary', wave: 1, state: 'ended', status: 'ok', resultText: text, usage: {}, iterations: 1, attempts: 1, notes: [], queuedAt: 0 });
+  const record = (id: string, text: string): JobRecord => ({
+    id,
+    label: id,
+    task: 't',
+    role: 'primary',
+    wave: 1,
+    state: 'ended',
+    status: 'ok',
+    resultText: text,
+    usage: {},
+    iterations: 1,
+    attempts: 1,
+    notes: [],
+    queuedAt: 0,
+  });
 
   it('a result shorter than its share gives the rest back to the others', () => {
     const short = record('bg-1', 'short answer');

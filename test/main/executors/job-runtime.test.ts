@@ -14,15 +14,7 @@ import { runBackgroundJob, runJobTask } from '../../../src/worker/job.js';
 import { workerMessageSchema, type JobSpec, type PermissionService, type WorkerMessage } from '../../../src/shared/protocol.js';
 import type { PermissionRequest } from '../../../src/shared/tools/types.js';
 import type { RecordedRequest, ScriptStep, SimServer } from '../../../src/sim/index.js';
-import {
-  ended,
-  makeConfig,
-  makeWorkspace,
-  RESEARCH_TASK,
-  startSim,
-  useCleanup,
-  watchManager,
-} from '../../helpers/index.js';
+import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, useCleanup, watchManager } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 

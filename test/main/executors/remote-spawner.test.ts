@@ -35,8 +35,7 @@ function poolSpawner(config: ForkpoolConfig, cleanups: Cleanup): RemoteSpawner &
         if (message.type === 'started') {
           status = 'running';
           emit({ type: 'started' });
-        }
-        else if (message.type === 'progress') emit({ type: 'progress', event: message.event });
+        } else if (message.type === 'progress') emit({ type: 'progress', event: message.event });
         else if (message.type === 'alert') emit({ type: 'alert', message: message.message, severity: message.severity });
         else if (message.type === 'done') {
           status = 'ended';
@@ -77,7 +76,12 @@ describe('RemoteExecutor: a user-supplied remote runner', () => {
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
     expect(spawner.handles.map((h) => h.status())).toEqual(['ended', 'ended', 'ended']);
-    expect(new Deliveries(manager).drain(1).map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(
+      new Deliveries(manager)
+        .drain(1)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...ids].sort());
   });
 
   it('cancel goes through the handle: the job honours it and ends cancelled', async () => {

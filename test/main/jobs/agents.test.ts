@@ -10,7 +10,21 @@ import { ConfigError } from '../../../src/shared/errors.js';
 import { configForAgent } from '../../../src/shared/agents.js';
 import { BACKGROUND_PROMPT_MARKER } from '../../../src/shared/prompts.js';
 import { totalUsage } from '../../../src/shared/usage.js';
-import { SCOUT_PROMPT, agentConfig, requestsForTask, systemOf, toolNames, toolMessagesOf, toolSchema, useCleanup, RESEARCH_TASK, ended, makeManager, makeWorkspace, startSim } from '../../helpers/index.js';
+import {
+  SCOUT_PROMPT,
+  agentConfig,
+  requestsForTask,
+  systemOf,
+  toolNames,
+  toolMessagesOf,
+  toolSchema,
+  useCleanup,
+  RESEARCH_TASK,
+  ended,
+  makeManager,
+  makeWorkspace,
+  startSim,
+} from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 
@@ -20,7 +34,9 @@ describe('agent catalog in the config', () => {
     const badTool = () => parseConfig({ ...base, agents: { scout: { description: 'd', tools: ['grep', 'telnet'] } } });
     expect(badTool).toThrow(ConfigError);
     expect(badTool).toThrow(/agents\.scout\.tools\.1.*"telnet"/);
-    expect(() => parseConfig({ ...base, agents: { scout: { description: 'd' } }, agentTools: ['scout', 'ghost'] })).toThrow(/agentTools\.1.*"scout".*received "ghost"/);
+    expect(() => parseConfig({ ...base, agents: { scout: { description: 'd' } }, agentTools: ['scout', 'ghost'] })).toThrow(
+      /agentTools\.1.*"scout".*received "ghost"/,
+    );
     expect(() => parseConfig({ ...base, background_agent: 'ghost' })).toThrow(/background\.defaultAgent.*none is.*"ghost"/);
     expect(() => parseConfig({ ...base, agents: { 'Bad Name': { description: 'd' } } })).toThrow(/agents/);
     const ok = parseConfig({ ...base, agents: { scout: { description: 'd' } }, background_agent: 'scout' });
@@ -28,7 +44,7 @@ describe('agent catalog in the config', () => {
   });
 });
 
-describe('a peer\'s endpoint and key', () => {
+describe("a peer's endpoint and key", () => {
   it("the parent's key goes only to the parent's endpoint; a peer's own key to its own", () => {
     const config = parseConfig({
       workspaceRoot: '/tmp',

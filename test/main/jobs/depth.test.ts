@@ -39,7 +39,8 @@ describe('depth above 1', () => {
 
     // C's result went into B's conversation (its resume), B's into A's; never C's into A's.
     const headerOf = (id: string | undefined) => `job ${id}, status ok`;
-    const inputsWith = (id: string | undefined) => sim.requests.filter((r) => messagesOf(r).some((m) => m.role === 'user' && String(m.content).includes(headerOf(id))));
+    const inputsWith = (id: string | undefined) =>
+      sim.requests.filter((r) => messagesOf(r).some((m) => m.role === 'user' && String(m.content).includes(headerOf(id))));
     const cInto = inputsWith(c?.id);
     expect(cInto.length).toBeGreaterThan(0);
     for (const r of cInto) expect(String(messagesOf(r).find((m) => m.role === 'user')?.content)).toBe(`Delegate: ${LEAF}`);

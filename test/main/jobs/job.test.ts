@@ -15,7 +15,15 @@ function setup(retention = {}) {
   const ctx = { ledger, durable: false, moved: vi.fn(), completeEnding: (_job, e) => e, ended: vi.fn(), reportFault: vi.fn() } satisfies JobContext;
   const table: JobTable = new JobTable({ context: ctx } as unknown as TableHost);
   const add = (id: string, options: { parent?: Job; name?: string } = {}) => {
-    ledger.add({ id, label: id, task: 't', role: 'primary', wave: null, ...(options.name ? { name: options.name } : {}), ...(options.parent ? { parentJobId: options.parent.id } : {}) });
+    ledger.add({
+      id,
+      label: id,
+      task: 't',
+      role: 'primary',
+      wave: null,
+      ...(options.name ? { name: options.name } : {}),
+      ...(options.parent ? { parentJobId: options.parent.id } : {}),
+    });
     return table.add({ id, label: id, task: 't', role: 'primary', attempt: 1 } as JobSpec, 'queued', options);
   };
   return { ledger, ctx, table, add };

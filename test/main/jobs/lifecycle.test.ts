@@ -12,7 +12,19 @@ import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
 import type { ExecuteOptions, Executor } from '../../../src/main/executors/executor.js';
 import { BackgroundManager, type JobScheduler } from '../../../src/main/jobs/manager.js';
 import type { JobTask } from '../../../src/shared/protocol.js';
-import { useCleanup, RESEARCH_TASK, fixtureExecutor, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, startedJob, nextEvent, skipWithoutBwrap } from '../../helpers/index.js';
+import {
+  useCleanup,
+  RESEARCH_TASK,
+  fixtureExecutor,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  recordEvents,
+  startSim,
+  startedJob,
+  nextEvent,
+  skipWithoutBwrap,
+} from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 
@@ -158,7 +170,7 @@ describe('nothing outlives its job', () => {
     ['a hard stop', 'FAULT:children:1017', (manager: BackgroundManager, id: string) => manager.cancel(id)],
     ['a close() straggler', 'FAULT:children:1018', (manager: BackgroundManager) => void manager.close({ timeoutMs: 50 })],
     ['its thread dying', 'FAULT:children_exit:1019', () => {}],
-  ] as const)('%s kills the job\'s child process group, background children included', async (_what, task, stop) => {
+  ] as const)("%s kills the job's child process group, background children included", async (_what, task, stop) => {
     const needle = `sleep ${task.split(':')[2]}`;
     cleanups.add(() => killLeftovers(needle));
     const { config } = await setup();
@@ -219,7 +231,11 @@ describe('lifecycle calls a program can rely on', () => {
 
   it('destroy() hard-stops every job now and leaves no thread of its own', async () => {
     const { config } = await setup({ cancelGraceMs: 60_000, closeTimeoutMs: 60_000 });
-    const manager = new BackgroundManager({ config, executor: createExecutor(config, undefined, 'piscina', new URL('../../fixtures/faulty-worker.mjs', import.meta.url).href), closeExecutor: true });
+    const manager = new BackgroundManager({
+      config,
+      executor: createExecutor(config, undefined, 'piscina', new URL('../../fixtures/faulty-worker.mjs', import.meta.url).href),
+      closeExecutor: true,
+    });
     const log = recordEvents(manager);
     const { id } = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
     await startedJob(manager, id);
@@ -288,30 +304,33 @@ describe('the real bash tool: nothing outlives a hard-stopped job', () => {
     ['bubblewrap', 'bwrap' as const, '1023', '1024'],
     ['no sandbox', 'none' as const, '1025', '1026'],
   ] as const;
-  it.each(sandboxes.filter(([, sandbox]) => sandbox !== 'bwrap' || !skipWithoutBwrap()))('%s: destroy() mid-command kills the command and its background child', async (_what, sandbox, inGroup, escaped) => {
-    const group = `sleep ${inGroup}`;
-    const setsid = `sleep ${escaped}`;
-    cleanups.add(() => killLeftovers(group));
-    cleanups.add(() => killLeftovers(setsid));
-    const root = await makeWorkspace(cleanups);
-    const command = `(setsid ${setsid} &); ${group} & ${group}`;
-    const sim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { content: 'unused' }] });
-    const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { grantedTools: ['bash'], sandbox });
-    const manager = new BackgroundManager({ config });
-    const { id } = manager.spawn({ task: 'Sleep a long while.', label: 'sleeper' });
-    await startedJob(manager, id);
-    for (let tries = 0; processesMatching(group).length < 2 || processesMatching(setsid).length < 1; tries++) {
-      expect(tries).toBeLessThan(1_000);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    // A hard stop: the job's thread is terminated, its own cleanup never runs.
-    await manager.destroy();
-    expect(manager.get(id)).toMatchObject({ status: 'cancelled', endedBy: 'hard' });
-    const left = await survivorsAfterKill(group);
-    expect(left, describeProcesses(left)).toEqual([]);
-    // `setsid` leaves the process group; bubblewrap's PID namespace ends it, and without a
-    // sandbox the main thread's sweep of the job's tagged processes (FP_JOB_TAG) does.
-    const escapedLeft = await survivorsAfterKill(setsid);
-    expect(escapedLeft, describeProcesses(escapedLeft)).toEqual([]);
-  });
+  it.each(sandboxes.filter(([, sandbox]) => sandbox !== 'bwrap' || !skipWithoutBwrap()))(
+    '%s: destroy() mid-command kills the command and its background child',
+    async (_what, sandbox, inGroup, escaped) => {
+      const group = `sleep ${inGroup}`;
+      const setsid = `sleep ${escaped}`;
+      cleanups.add(() => killLeftovers(group));
+      cleanups.add(() => killLeftovers(setsid));
+      const root = await makeWorkspace(cleanups);
+      const command = `(setsid ${setsid} &); ${group} & ${group}`;
+      const sim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { content: 'unused' }] });
+      const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { grantedTools: ['bash'], sandbox });
+      const manager = new BackgroundManager({ config });
+      const { id } = manager.spawn({ task: 'Sleep a long while.', label: 'sleeper' });
+      await startedJob(manager, id);
+      for (let tries = 0; processesMatching(group).length < 2 || processesMatching(setsid).length < 1; tries++) {
+        expect(tries).toBeLessThan(1_000);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      // A hard stop: the job's thread is terminated, its own cleanup never runs.
+      await manager.destroy();
+      expect(manager.get(id)).toMatchObject({ status: 'cancelled', endedBy: 'hard' });
+      const left = await survivorsAfterKill(group);
+      expect(left, describeProcesses(left)).toEqual([]);
+      // `setsid` leaves the process group; bubblewrap's PID namespace ends it, and without a
+      // sandbox the main thread's sweep of the job's tagged processes (FP_JOB_TAG) does.
+      const escapedLeft = await survivorsAfterKill(setsid);
+      expect(escapedLeft, describeProcesses(escapedLeft)).toEqual([]);
+    },
+  );
 });

@@ -112,7 +112,12 @@ describe('BackgroundManager: cap and order', () => {
     await manager.onIdle();
     const lifecycle = log.filter((e) => e.type === 'started' || e.type === 'done');
     // One at a time, in spawn order: started 1, done 1, started 2, done 2, ...
-    expect(lifecycle).toEqual(ids.flatMap((id) => [{ type: 'started', id }, { type: 'done', id }]));
+    expect(lifecycle).toEqual(
+      ids.flatMap((id) => [
+        { type: 'started', id },
+        { type: 'done', id },
+      ]),
+    );
   });
 
   it('onIdle resolves at once when nothing is pending', async () => {
@@ -231,7 +236,15 @@ describe('BackgroundManager: timeout counts from start', () => {
     // What each job's state was when its timeout was armed, in the order they were armed.
     const armed: Array<{ jobId: string; state: string | undefined; others: string[] }> = [];
     scheduler.onSet = (tag) => {
-      if (tag.kind === 'timeout') armed.push({ jobId: tag.jobId, state: manager.get(tag.jobId)?.state, others: manager.jobs().filter((j) => j.id !== tag.jobId).map((j) => j.state) });
+      if (tag.kind === 'timeout')
+        armed.push({
+          jobId: tag.jobId,
+          state: manager.get(tag.jobId)?.state,
+          others: manager
+            .jobs()
+            .filter((j) => j.id !== tag.jobId)
+            .map((j) => j.state),
+        });
     };
     const a = manager.spawn({ task: 'FAULT:slow:50', label: 'a' });
     const b = manager.spawn({ task: 'FAULT:slow:50', label: 'b' });

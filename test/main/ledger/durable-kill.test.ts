@@ -49,7 +49,10 @@ function runChild(args: string[], kill: { afterEvents: number; delayMs: number }
       const ready = stdout.indexOf('ready');
       if (ready < 0) return;
       readyAt ??= Date.now() - t0;
-      const events = stdout.slice(ready).split('\n').filter((line) => line.startsWith('done ') || line.startsWith('delivered ')).length;
+      const events = stdout
+        .slice(ready)
+        .split('\n')
+        .filter((line) => line.startsWith('done ') || line.startsWith('delivered ')).length;
       if (kill && !armed && events >= kill.afterEvents) {
         armed = true;
         setTimeout(() => {
@@ -86,11 +89,17 @@ describe('durable ledger: kill -9 at random points', () => {
       const killAfter = kills < KILLS ? { afterEvents: Math.floor(random() * 12), delayMs: Math.floor(random() * 30) } : undefined;
       const t0 = Date.now();
       const run = await runChild(args, killAfter);
-      if (process.env.DURABLE_TRACE) console.log(`start ${starts}: kill after ${JSON.stringify(killAfter)} → killed ${run.killed}, ${Date.now() - t0} ms, ready at ${run.readyAt} ms`);
+      if (process.env.DURABLE_TRACE)
+        console.log(`start ${starts}: kill after ${JSON.stringify(killAfter)} → killed ${run.killed}, ${Date.now() - t0} ms, ready at ${run.readyAt} ms`);
       if (run.killed) {
         kills++;
         const store = openSqliteLedger(file);
-        undeliveredAtKill.push(store.jobs('kill-test').load().jobs.filter((j) => j.record.state === 'ended' && j.record.deliveredInTurn === undefined).length);
+        undeliveredAtKill.push(
+          store
+            .jobs('kill-test')
+            .load()
+            .jobs.filter((j) => j.record.state === 'ended' && j.record.deliveredInTurn === undefined).length,
+        );
         store.close();
       } else {
         expect(run.code, run.stderr).toBe(0);

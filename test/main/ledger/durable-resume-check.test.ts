@@ -8,7 +8,18 @@ import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, startSim, useCleanup, runsOf, ledgerFile, RawDatabase } from '../../helpers/index.js';
+import {
+  describeResult,
+  makeConfig,
+  makeWorkspace,
+  parseJsonLines,
+  runCli,
+  startSim,
+  useCleanup,
+  runsOf,
+  ledgerFile,
+  RawDatabase,
+} from '../../helpers/index.js';
 
 const task = (i: number) => `Where is the tool loop? (checked ${i}.)`;
 
@@ -24,10 +35,12 @@ describe('fanout --resume checks what it reads', () => {
     expect(first.code, describeResult(first)).toBe(0);
 
     const db = new RawDatabase(file);
-    const idOf = new Map((db.prepare('SELECT id, source FROM job_sources').all() as Array<{ id: string; source: string }>).map((r) => [Number(r.source.split(':')[1]), r.id]));
+    const idOf = new Map(
+      (db.prepare('SELECT id, source FROM job_sources').all() as Array<{ id: string; source: string }>).map((r) => [Number(r.source.split(':')[1]), r.id]),
+    );
     db.prepare('DELETE FROM jobs WHERE id = ?').run(idOf.get(2));
     db.prepare("UPDATE jobs SET record = json_set(record, '$.task', 'a forged task') WHERE id = ?").run(idOf.get(3));
-    db.prepare("UPDATE jobs SET record = '{\"id\": broken' WHERE id = ?").run(idOf.get(4));
+    db.prepare('UPDATE jobs SET record = \'{"id": broken\' WHERE id = ?').run(idOf.get(4));
     db.prepare("UPDATE jobs SET record = json_set(record, '$.state', 'bogus') WHERE id = ?").run(idOf.get(5));
     db.prepare('DELETE FROM job_sources WHERE id = ?').run(idOf.get(6));
     db.close();
@@ -38,8 +51,14 @@ describe('fanout --resume checks what it reads', () => {
     expect(notes).toEqual([
       `forkpool fanout: ledger: line 2: job ${idOf.get(2)} is missing from the ledger (its row was deleted); not trusted: dropped, and its input line runs again`,
       `forkpool fanout: ledger: line 3: job ${idOf.get(3)} does not match the task stored with its line (its row was edited); not trusted: dropped, and its input line runs again`,
-      expect.stringMatching(new RegExp(`^forkpool fanout: ledger: line 4: job ${idOf.get(4)} failed its check: its record is not JSON: found "\\{\\\\"id\\\\": broken"; not trusted`)),
-      expect.stringMatching(new RegExp(`^forkpool fanout: ledger: line 5: job ${idOf.get(5)} failed its check: field "state": .*; found "\\\\"bogus\\\\""; not trusted`)),
+      expect.stringMatching(
+        new RegExp(
+          `^forkpool fanout: ledger: line 4: job ${idOf.get(4)} failed its check: its record is not JSON: found "\\{\\\\"id\\\\": broken"; not trusted`,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(`^forkpool fanout: ledger: line 5: job ${idOf.get(5)} failed its check: field "state": .*; found "\\\\"bogus\\\\""; not trusted`),
+      ),
       `forkpool fanout: ledger: job ${idOf.get(6)} is tied to no input line (its line row was deleted); not trusted: dropped, and its input line runs again`,
     ]);
     expect(resumed.stderr).toMatch(/^fanout: .*, 5 ledger problem\(s\)$/m);
@@ -57,7 +76,9 @@ describe('fanout --resume checks what it reads', () => {
     const changed = input.replace(task(1), 'Where is the retry backoff? (changed 1.)');
     const againstChanged = await runCli([...args, '--resume'], { input: changed, cleanup });
     expect(againstChanged.code, describeResult(againstChanged)).toBe(1);
-    expect(againstChanged.stderr).toContain("forkpool fanout: ledger: line 1: the input line is not the task the ledger ran for it (changed since?); the ledger's result is kept and the line is not run again");
+    expect(againstChanged.stderr).toContain(
+      "forkpool fanout: ledger: line 1: the input line is not the task the ledger ran for it (changed since?); the ledger's result is kept and the line is not run again",
+    );
   }, 120_000);
 
   it('a resumed session does not trust (or die on) a broken row: recovery.invalid names it with what was found; the other jobs recover', async () => {

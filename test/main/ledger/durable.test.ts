@@ -18,13 +18,18 @@ import { textOf } from '../../../src/sim/reply.js';
 const READ_ONLY = ['read_file', 'find_files', 'grep', 'list_dir'] as const;
 
 function durableConfig(sim: SimServer, workspace: string, file: string, extra: Partial<ForkpoolConfigInput> = {}) {
-  return makeConfig(sim, workspace, { maxConcurrent: 1 }, {
-    tools: [...READ_ONLY],
-    grantedTools: ['write_file'],
-    agents: { writer: { description: 'writes files', tools: ['read_file', 'write_file'] } },
-    ledger: { path: file },
-    ...extra,
-  });
+  return makeConfig(
+    sim,
+    workspace,
+    { maxConcurrent: 1 },
+    {
+      tools: [...READ_ONLY],
+      grantedTools: ['write_file'],
+      agents: { writer: { description: 'writes files', tools: ['read_file', 'write_file'] } },
+      ledger: { path: file },
+      ...extra,
+    },
+  );
 }
 
 describe('durable ledger', () => {
@@ -40,7 +45,11 @@ describe('durable ledger', () => {
     const manager = watchManager(new BackgroundManager({ config, store: store.jobs('m') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
     const seen: string[] = [];
-    const onDisk = (id: string) => reader.jobs('m').load().jobs.find((j) => j.record.id === id)?.record;
+    const onDisk = (id: string) =>
+      reader
+        .jobs('m')
+        .load()
+        .jobs.find((j) => j.record.id === id)?.record;
     for (const event of ['spawned', 'started', 'done'] as const) {
       manager.on(event, (record) => {
         const disk = onDisk(record.id);
@@ -68,7 +77,8 @@ describe('durable ledger', () => {
     // A process that died: its ledger written through a DeliveryLedger on the store, no manager.
     const dead = openSqliteLedger(file);
     const ledger = new DeliveryLedger({}, dead.jobs('s'));
-    const add = (label: string, agent?: string) => ledger.add({ id: ledger.newId(), label, task: `Where is the tool loop? (${label})`, role: 'user', wave: null, ...(agent ? { agent } : {}) }).id;
+    const add = (label: string, agent?: string) =>
+      ledger.add({ id: ledger.newId(), label, task: `Where is the tool loop? (${label})`, role: 'user', wave: null, ...(agent ? { agent } : {}) }).id;
     const [a, b, c, d, e, f, g] = [add('A'), add('B'), add('C'), add('D'), add('E'), add('F', 'writer'), add('G')] as string[];
     for (const id of [a, b, e, f, g] as string[]) ledger.markRunning(id, 1);
     ledger.markEnded(a as string, okEnding('answer A'));

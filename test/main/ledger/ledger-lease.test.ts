@@ -11,7 +11,19 @@ import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { describeResult, makeConfig, makeWorkspace, parseJsonLines, runCli, spawnCli, startSim, tempWorkspace, useCleanup, ledgerFile, RawDatabase } from '../../helpers/index.js';
+import {
+  describeResult,
+  makeConfig,
+  makeWorkspace,
+  parseJsonLines,
+  runCli,
+  spawnCli,
+  startSim,
+  tempWorkspace,
+  useCleanup,
+  ledgerFile,
+  RawDatabase,
+} from '../../helpers/index.js';
 
 function leaseRows(file: string): Array<{ scope: string; pid: number }> {
   const db = new RawDatabase(file);
@@ -33,7 +45,21 @@ describe('one writer per ledger scope', () => {
     const configFile = path.join(dir, 'forkpool.config.json');
     writeFileSync(configFile, JSON.stringify({ ledger: { leaseStaleMs: 3_600_000 } }));
     const tasks = Array.from({ length: 8 }, (_, i) => JSON.stringify({ task: `Where is the tool loop? (lease ${i + 1}.)` })).join('\n');
-    const args = ['fanout', '-', '--config', configFile, '--base-url', sim.url, '--workspace', workspace, '--concurrency', '1', '--ledger', file, '--no-progress'];
+    const args = [
+      'fanout',
+      '-',
+      '--config',
+      configFile,
+      '--base-url',
+      sim.url,
+      '--workspace',
+      workspace,
+      '--concurrency',
+      '1',
+      '--ledger',
+      file,
+      '--no-progress',
+    ];
     const first = spawnCli(args, { input: tasks, cleanup });
     await first.waitForStdout((out) => parseJsonLines(out).length >= 1);
 
@@ -63,7 +89,9 @@ describe('one writer per ledger scope', () => {
     const first = new AgentSession({ config, sessionId: 's-owned', background: false });
     cleanup.add(() => first.close());
     // Another connection on the file, as another process would open it (the same pid here is alive, so it counts as a live holder).
-    expect(() => AgentSession.resume('s-owned', { config, background: false })).toThrow(expect.objectContaining({ code: 'LEDGER_BUSY', scope: 's-owned', holder: expect.objectContaining({ pid: process.pid }) }));
+    expect(() => AgentSession.resume('s-owned', { config, background: false })).toThrow(
+      expect.objectContaining({ code: 'LEDGER_BUSY', scope: 's-owned', holder: expect.objectContaining({ pid: process.pid }) }),
+    );
     expect(() => new AgentSession({ config, sessionId: 's-owned' })).toThrow(/the ledger scope "s-owned" .* is held by pid/);
     // Other sessions share the file freely: the lease is per scope.
     const other = new AgentSession({ config, sessionId: 's-other', background: false });
@@ -80,7 +108,12 @@ describe('one writer per ledger scope', () => {
     const sim = await startSim(cleanup);
     const file = ledgerFile(cleanup);
     // sandbox "bwrap" at a path with no bubblewrap: a ConfigError, raised after the scope was claimed.
-    const broken = makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1 }, { ledger: { path: file }, sandbox: 'bwrap', bwrapPath: '/nonexistent/bwrap', tools: ['read_file', 'bash'] });
+    const broken = makeConfig(
+      sim,
+      await makeWorkspace(cleanup),
+      { maxConcurrent: 1 },
+      { ledger: { path: file }, sandbox: 'bwrap', bwrapPath: '/nonexistent/bwrap', tools: ['read_file', 'bash'] },
+    );
     expect(() => new AgentSession({ config: broken, sessionId: 's-broken', background: false })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     expect(leaseRows(file)).toEqual([]);
     const ledger = openSqliteLedger(file);
@@ -101,8 +134,12 @@ describe('one writer per ledger scope', () => {
     const raw = new RawDatabase(file);
     cleanup.add(() => raw.close());
     const since = Date.now();
-    raw.prepare("INSERT INTO leases (scope, owner, pid, host, pid_ns, since, heartbeat_at) VALUES ('fan', 'remote', 999999, 'elsewhere', '', ?, ?)").run(since, since);
-    expect(() => contender.jobs('fan').claim()).toThrow(expect.objectContaining({ code: 'LEDGER_BUSY', scope: 'fan', holder: expect.objectContaining({ host: 'elsewhere', pid: 999999, since }) }));
+    raw
+      .prepare("INSERT INTO leases (scope, owner, pid, host, pid_ns, since, heartbeat_at) VALUES ('fan', 'remote', 999999, 'elsewhere', '', ?, ?)")
+      .run(since, since);
+    expect(() => contender.jobs('fan').claim()).toThrow(
+      expect.objectContaining({ code: 'LEDGER_BUSY', scope: 'fan', holder: expect.objectContaining({ host: 'elsewhere', pid: 999999, since }) }),
+    );
     raw.prepare("UPDATE leases SET heartbeat_at = ? WHERE scope = 'fan'").run(Date.now() - 1_001);
     contender.jobs('fan').claim();
 

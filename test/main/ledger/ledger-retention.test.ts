@@ -19,7 +19,15 @@ const ending = (i: number): JobEnding => ({
   iterations: 3,
   stopReason: 'final',
   ...(i % 2
-    ? { error: { name: 'JobError', code: 'THREAD_LOST' as const, message: `thread died under job ${i}`, stack: 'Error: …\n    at somewhere', cause: { name: 'Error', code: 'INTERNAL' as const, message: 'inner' } } }
+    ? {
+        error: {
+          name: 'JobError',
+          code: 'THREAD_LOST' as const,
+          message: `thread died under job ${i}`,
+          stack: 'Error: …\n    at somewhere',
+          cause: { name: 'Error', code: 'INTERNAL' as const, message: 'inner' },
+        },
+      }
     : {}),
 });
 
@@ -46,7 +54,19 @@ describe('DeliveryLedger retention', () => {
     expect(records.map((r) => r?.resultDropped ?? false)).toEqual([true, true, true, false, false]);
     expect(records.map((r) => r?.resultText === undefined)).toEqual([true, true, true, false, false]);
     const dropped = records[1];
-    expect(dropped).toMatchObject({ id: ids[1], label: 'job 1', status: 'failed', state: 'ended', queuedAt: 1_001, startedAt: 1_001, endedAt: 1_001, deliveredInTurn: 2, deliveredAt: 10_001, usage: USAGE, iterations: 3 });
+    expect(dropped).toMatchObject({
+      id: ids[1],
+      label: 'job 1',
+      status: 'failed',
+      state: 'ended',
+      queuedAt: 1_001,
+      startedAt: 1_001,
+      endedAt: 1_001,
+      deliveredInTurn: 2,
+      deliveredAt: 10_001,
+      usage: USAGE,
+      iterations: 3,
+    });
     // The error keeps its code and message; its stack and cause chain go with the text.
     expect(dropped?.error).toEqual({ name: 'JobError', code: 'THREAD_LOST', message: 'thread died under job 1' });
     // The task keeps a head to recognise it by.
@@ -109,7 +129,7 @@ describe('DeliveryLedger retention', () => {
     expect(ledger.undeliveredCount).toBe(0);
   });
 
-  it('snapshot() shares the ledger\'s frozen records instead of cloning them', () => {
+  it("snapshot() shares the ledger's frozen records instead of cloning them", () => {
     const { ledger, ids } = endedJobs(2_000, {});
     const first = ledger.snapshot();
     const second = ledger.snapshot();
@@ -129,7 +149,10 @@ describe('DeliveryLedger retention', () => {
   it('takes its defaults from DEFAULTS and its policy from config.background.retention', () => {
     const config = parseConfig({ workspaceRoot: '/tmp' });
     expect(config.background.retention).toEqual(DEFAULTS.background.retention);
-    expect(parseConfig({ workspaceRoot: '/tmp', background: { retention: { keepResults: 5 } } }).background.retention).toEqual({ ...DEFAULTS.background.retention, keepResults: 5 });
+    expect(parseConfig({ workspaceRoot: '/tmp', background: { retention: { keepResults: 5 } } }).background.retention).toEqual({
+      ...DEFAULTS.background.retention,
+      keepResults: 5,
+    });
     const error = configError(() => parseConfig({ workspaceRoot: '/tmp', background: { retention: { keepResults: 50, keepRecords: 10 } } }));
     expect(error.issues[0]).toMatchObject({ field: 'background.retention.keepRecords', received: '10' });
     expect(error.issues[0]?.expected).toContain('keepResults (50)');

@@ -54,7 +54,9 @@ describe('a ledger inside the workspace', () => {
     expect(existsSync(path.join(workspace, 'forkpool.db'))).toBe(false);
     const inCode = () => loadConfig({ config: { workspaceRoot: workspace, ledger: { path: path.join(workspace, 'deep', 'er', 'x.db') } } });
     expect(inCode).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', issues: [expect.objectContaining({ field: 'ledger.path' })] }));
-    expect(loadConfig({ config: { workspaceRoot: workspace, ledger: { path: path.join(workspace, 'x.db'), allowInWorkspace: true } } }).ledger.allowInWorkspace).toBe(true);
+    expect(
+      loadConfig({ config: { workspaceRoot: workspace, ledger: { path: path.join(workspace, 'x.db'), allowInWorkspace: true } } }).ledger.allowInWorkspace,
+    ).toBe(true);
     // A sibling whose name starts like the workspace is not inside it.
     expect(loadConfig({ config: { workspaceRoot: workspace, ledger: { path: `${workspace}-state/x.db` } } }).ledger.path).toBe(`${workspace}-state/x.db`);
   });

@@ -142,7 +142,7 @@ describe('DeliveryLedger drain', () => {
     expect(ledger.get(id)?.notes).toEqual([]);
   });
 
-  it('never freezes or keeps the caller\'s objects', () => {
+  it("never freezes or keeps the caller's objects", () => {
     const { ledger, ids } = ledgerWith('primary');
     const usage = { m: { promptTokens: 1, completionTokens: 1, totalTokens: 2, requests: 1 } };
     ledger.markEnded(ids[0] as string, { ...OK, usage });

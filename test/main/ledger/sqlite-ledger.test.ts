@@ -61,7 +61,10 @@ describe('the durable ledger on node:sqlite', () => {
     writeFileSync(path.join(dir, 'tasks.jsonl'), TASKS);
     const resumed = await runCli(['fanout', path.join(dir, 'tasks.jsonl'), '--ledger', file, '--resume', '--json', '--no-progress', '--workspace', workspace]);
     expect(resumed.code, resumed.stderr).toBe(0);
-    const lines = resumed.stdout.split('\n').filter((l) => l.startsWith('{"line"')).map((l) => JSON.parse(l) as { line: number; label: string; attempts: number });
+    const lines = resumed.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{"line"'))
+      .map((l) => JSON.parse(l) as { line: number; label: string; attempts: number });
     expect(lines.map((l) => [l.line, l.label, l.attempts])).toEqual([
       [1, 'first', 1],
       [2, 'second', 1],

@@ -10,7 +10,19 @@ import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { RequestGates, type RequestGateEvents } from '../../../src/main/limits/request-gate.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import { parseConfig } from '../../../src/shared/config.js';
-import { useCleanup, RESEARCH_TASK, configError, ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, tempWorkspace, watchManager } from '../../helpers/index.js';
+import {
+  useCleanup,
+  RESEARCH_TASK,
+  configError,
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  nextEvent,
+  startSim,
+  tempWorkspace,
+  watchManager,
+} from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 
@@ -159,11 +171,12 @@ describe('adaptive concurrency through the real pool', () => {
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     const gates = session.manager.requestGates;
     const log: Array<{ what: 'queued' | 'admitted'; who: string }> = [];
-    const who = (e: { origin: { kind: string; jobId?: string }; ticket: number }) => (e.origin.kind === 'parent' ? `parent#${e.ticket}` : `${e.origin.jobId}#${e.ticket}`);
+    const who = (e: { origin: { kind: string; jobId?: string }; ticket: number }) =>
+      e.origin.kind === 'parent' ? `parent#${e.ticket}` : `${e.origin.jobId}#${e.ticket}`;
     gates?.on('queued', (e) => log.push({ what: 'queued', who: who(e) }));
     gates?.on('admitted', (e) => log.push({ what: 'admitted', who: who(e) }));
 
-    const ids = Array.from({ length: 4 }, (_, i) => session.manager.spawn({ task: RESEARCH_TASK, label: `job ${i}` , role: 'primary', wave: null }).id);
+    const ids = Array.from({ length: 4 }, (_, i) => session.manager.spawn({ task: RESEARCH_TASK, label: `job ${i}`, role: 'primary', wave: null }).id);
     // Two job requests are waiting (one more is in flight): now the parent asks.
     if (gates) await nextEvent<RequestGateEvents, 'queued'>(gates, 'queued', (e) => e.origin.kind === 'job' && e.jobsAhead >= 1);
     await session.submit('Say hello in one short sentence.');
@@ -175,7 +188,10 @@ describe('adaptive concurrency through the real pool', () => {
     const before = log.slice(0, parentAdmitted);
     const waitingJobs = before.filter((e) => e.what === 'queued' && !before.some((a) => a.what === 'admitted' && a.who === e.who)).map((e) => e.who);
     expect(waitingJobs.length).toBeGreaterThanOrEqual(1);
-    const admittedLater = log.slice(parentAdmitted + 1).filter((e) => e.what === 'admitted').map((e) => e.who);
+    const admittedLater = log
+      .slice(parentAdmitted + 1)
+      .filter((e) => e.what === 'admitted')
+      .map((e) => e.who);
     for (const job of waitingJobs) expect(admittedLater).toContain(job);
   });
 });

@@ -8,7 +8,18 @@ import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { WRAP_UP_MARKER, BudgetMeter } from '../../../src/shared/budget.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
-import { toolMessagesOf, useCleanup, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, ManualScheduler } from '../../helpers/index.js';
+import {
+  toolMessagesOf,
+  useCleanup,
+  ended,
+  fixtureExecutor,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  nextEvent,
+  startSim,
+  ManualScheduler,
+} from '../../helpers/index.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
 
 const cleanups = useCleanup();
@@ -139,7 +150,9 @@ describe('budgets per agent, overridden per spawn only within the agent', { time
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: busySteps(10) });
     const manager = makeManager(base(root, sim.url), cleanups);
-    expect(() => manager.spawn({ task: 't', label: 'x', agent: 'scout', budget: { maxCostUsd: 5 } })).toThrow(/budget\.maxCostUsd: agent "scout" may use at most \$0\.50 per job; the spawn asked for \$5\.00/);
+    expect(() => manager.spawn({ task: 't', label: 'x', agent: 'scout', budget: { maxCostUsd: 5 } })).toThrow(
+      /budget\.maxCostUsd: agent "scout" may use at most \$0\.50 per job; the spawn asked for \$5\.00/,
+    );
     expect(() => manager.spawn({ task: 't', label: 'x', budget: { maxTurns: 51 } })).toThrow(expect.objectContaining({ code: 'BUDGET_OVER_LIMIT' }));
     expect(manager.jobs()).toHaveLength(0);
     const tight = manager.spawn({ task: 'survey', label: 'tight', agent: 'scout', budget: { maxTurns: 2, maxTokens: 10_000 } });
@@ -162,7 +175,9 @@ describe('budgets per agent, overridden per spawn only within the agent', { time
     const turn = await session.submit('Spawn a scout with 40 turns.');
     expect(turn.answer).toBe('It was refused.');
     expect(session.manager.jobs()).toHaveLength(0);
-    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/^Error: .*budget\.maxTurns: agent "scout" may use at most 4 model calls per job; the spawn asked for 40/);
+    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(
+      /^Error: .*budget\.maxTurns: agent "scout" may use at most 4 model calls per job; the spawn asked for 40/,
+    );
     sim.assertScriptDone();
   });
 });

@@ -9,7 +9,22 @@ import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
-import { toolMessagesOf, describeResult, parseJsonLines, runCli, useCleanup, ended, makeConfig, makeManager, makeWorkspace, recordEvents, startSim, configError, tempWorkspace, requireBuiltCli } from '../../helpers/index.js';
+import {
+  toolMessagesOf,
+  describeResult,
+  parseJsonLines,
+  runCli,
+  useCleanup,
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  recordEvents,
+  startSim,
+  configError,
+  tempWorkspace,
+  requireBuiltCli,
+} from '../../helpers/index.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import { statusText } from '../../../src/cli/progress.js';
 import { describePool } from '../../../src/main/limits/budget-pool.js';
@@ -22,7 +37,8 @@ requireBuiltCli();
 
 /** $1,000 per million tokens each way: a 200-token answer costs $0.20. */
 const PRICED = { models: { 'forkpool-sim': { inputUsdPerMTok: 1_000, outputUsdPerMTok: 1_000 } } };
-const cheapAnswers = (n: number): ScriptStep[] => Array.from({ length: n }, () => ({ content: 'answer', usage: { prompt_tokens: 150, completion_tokens: 50 } }));
+const cheapAnswers = (n: number): ScriptStep[] =>
+  Array.from({ length: n }, () => ({ content: 'answer', usage: { prompt_tokens: 150, completion_tokens: 50 } }));
 
 describe('sessionBudget: refuse', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('refuses a spawn the pool cannot cover, with the reason; unspent leases return when jobs end (actual spend charged)', async () => {
@@ -34,7 +50,10 @@ describe('sessionBudget: refuse', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
     const b = manager.spawn({ task: 'b', label: 'b' });
     // Two $1.00 leases out of $2.50: $0.50 left for a job that may spend $1.00.
     expect(() => manager.spawn({ task: 'c', label: 'c' })).toThrow(
-      expect.objectContaining({ code: 'SESSION_BUDGET_EXHAUSTED', message: expect.stringContaining("$0.50 left in this session's background budget; this job may spend up to $1.00") }),
+      expect.objectContaining({
+        code: 'SESSION_BUDGET_EXHAUSTED',
+        message: expect.stringContaining("$0.50 left in this session's background budget; this job may spend up to $1.00"),
+      }),
     );
     expect(manager.budgetPool()).toMatchObject({ remainingUsd: 0.5, leasedUsd: 2, leases: 2 });
     // A tighter budget fits what is left.
@@ -119,7 +138,13 @@ describe('sessionBudget through forkpool fanout', { timeout: POOL_TEST_TIMEOUT_M
     expect(ran).toHaveLength(2);
     for (const job of ran) expect(job).toMatchObject({ status: 'partial', budgetExceeded: 'maxCostUsd' });
     expect(refused).toHaveLength(6);
-    for (const job of refused) expect(job).toMatchObject({ error: { code: 'SESSION_BUDGET_EXHAUSTED', message: expect.stringMatching(/left in this session's background budget; this job may spend up to \$1\.00/) } });
+    for (const job of refused)
+      expect(job).toMatchObject({
+        error: {
+          code: 'SESSION_BUDGET_EXHAUSTED',
+          message: expect.stringMatching(/left in this session's background budget; this job may spend up to \$1\.00/),
+        },
+      });
     expect(r.stderr).toMatch(/fanout: 0 ok, 2 partial, .* 6 refused/);
     expect(r.stderr).toMatch(/session budget: \$0\.\d\d of \$2\.50 left; spent \$2\.\d\d/);
     expect(r.code).toBe(1);
@@ -130,23 +155,55 @@ describe('sessionBudget in the config and the CLI', { timeout: POOL_TEST_TIMEOUT
   it('names the field: a pool with no limit, a token pool without a per-job token limit, a bad budget value', () => {
     const workspaceRoot = tempWorkspace(undefined, cleanups);
     const base = { workspaceRoot, baseUrl: 'http://127.0.0.1:9/v1' };
-    expect(configError(() => parseConfig({ ...base, sessionBudget: { onExhausted: 'queue' } })).issues).toEqual([{ field: 'sessionBudget', expected: 'maxTokens, maxCostUsd or both', received: 'neither' }]);
+    expect(configError(() => parseConfig({ ...base, sessionBudget: { onExhausted: 'queue' } })).issues).toEqual([
+      { field: 'sessionBudget', expected: 'maxTokens, maxCostUsd or both', received: 'neither' },
+    ]);
     expect(configError(() => parseConfig({ ...base, sessionBudget: { maxTokens: 1000 } })).issues[0]?.field).toBe('background.budget.maxTokens');
-    expect(configError(() => parseConfig({ ...base, background: { budget: { maxTurns: 0 } } })).issues[0]).toMatchObject({ field: 'background.budget.maxTurns', received: '0' });
-    expect(configError(() => parseConfig({ ...base, agents: { scout: { description: 'd', budget: { maxCostUsd: -1 } } } })).issues[0]?.field).toBe('agents.scout.budget.maxCostUsd');
-    expect(configError(() => parseConfig({ ...base, sessionBudget: { maxCostUsd: 1, onExhausted: 'wait' } })).issues[0]?.field).toBe('sessionBudget.onExhausted');
-    expect(parseConfig({ ...base, background: { budget: { maxTokens: 5000 } }, sessionBudget: { maxTokens: 20000 } }).background.budget).toEqual({ maxTurns: 50, maxTokens: 5000, maxCostUsd: 1, maxWallclockMinutes: 10 });
+    expect(configError(() => parseConfig({ ...base, background: { budget: { maxTurns: 0 } } })).issues[0]).toMatchObject({
+      field: 'background.budget.maxTurns',
+      received: '0',
+    });
+    expect(configError(() => parseConfig({ ...base, agents: { scout: { description: 'd', budget: { maxCostUsd: -1 } } } })).issues[0]?.field).toBe(
+      'agents.scout.budget.maxCostUsd',
+    );
+    expect(configError(() => parseConfig({ ...base, sessionBudget: { maxCostUsd: 1, onExhausted: 'wait' } })).issues[0]?.field).toBe(
+      'sessionBudget.onExhausted',
+    );
+    expect(parseConfig({ ...base, background: { budget: { maxTokens: 5000 } }, sessionBudget: { maxTokens: 20000 } }).background.budget).toEqual({
+      maxTurns: 50,
+      maxTokens: 5000,
+      maxCostUsd: 1,
+      maxWallclockMinutes: 10,
+    });
   });
 
   it("fanout's status line shows what is left of the pool", () => {
-    const pool = describePool({ maxCostUsd: 2.5, remainingUsd: 0.4, spentTokens: 0, spentUsd: 0.1, leasedTokens: 0, leasedUsd: 2, leases: 2, onExhausted: 'refuse' });
-    expect(statusText({ read: 3, ended: 1, failed: 0, running: 2, queued: 0, startedAt: 0, now: 1000, pool })).toMatch(/\| session budget: \$0\.40 of \$2\.50 left \(2 job\(s\) hold leases\)$/);
+    const pool = describePool({
+      maxCostUsd: 2.5,
+      remainingUsd: 0.4,
+      spentTokens: 0,
+      spentUsd: 0.1,
+      leasedTokens: 0,
+      leasedUsd: 2,
+      leases: 2,
+      onExhausted: 'refuse',
+    });
+    expect(statusText({ read: 3, ended: 1, failed: 0, running: 2, queued: 0, startedAt: 0, now: 1000, pool })).toMatch(
+      /\| session budget: \$0\.40 of \$2\.50 left \(2 job\(s\) hold leases\)$/,
+    );
   });
 
   it("run's totals say the cost, the unpriced models and what is left of the pool", async () => {
     const cwd = tempWorkspace({ 'src/retry.ts': 'export const retryBackoff = 1;\n' }, cleanups);
-    writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ ...PRICED, agents: { scout: { description: 'd', model: 'scout-model' } }, sessionBudget: { maxCostUsd: 3 } }));
-    const r = await runCli(['run', '--sim-latency', '0', 'Answer these: 1. Where is the retry backoff? 2. Scout: where is retryBackoff?'], { cwd, cleanup: cleanups, timeoutMs: 120_000 });
+    writeFileSync(
+      path.join(cwd, 'forkpool.config.json'),
+      JSON.stringify({ ...PRICED, agents: { scout: { description: 'd', model: 'scout-model' } }, sessionBudget: { maxCostUsd: 3 } }),
+    );
+    const r = await runCli(['run', '--sim-latency', '0', 'Answer these: 1. Where is the retry backoff? 2. Scout: where is retryBackoff?'], {
+      cwd,
+      cleanup: cleanups,
+      timeoutMs: 120_000,
+    });
     expect(r.code, describeResult(r)).toBe(0);
     // The parent's and the forks' model is priced; the scout's is not, and the line says so.
     expect(r.stderr).toMatch(/^cost: \$\d+\.\d\d; no price in "models" \(tokens only\): scout-model$/m);

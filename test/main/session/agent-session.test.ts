@@ -128,7 +128,12 @@ describe('AgentSession', () => {
 
     const report = await session.close({ timeoutMs: 5_000 });
     expect(report.cancelled.sort()).toEqual(wave.map((j) => j.id).sort());
-    expect(session.manager.jobs().filter((j) => j.role === 'primary').every((j) => j.status === 'cancelled')).toBe(true);
+    expect(
+      session.manager
+        .jobs()
+        .filter((j) => j.role === 'primary')
+        .every((j) => j.status === 'cancelled'),
+    ).toBe(true);
     expect(session.manager.executor.threadCount()).toBe(0);
   });
 

@@ -17,7 +17,11 @@ async function setup(parentScript: ScriptStep[]) {
   const jobsSim = await startSim(cleanups);
   const parentSim = await startSim(cleanups, { script: parentScript });
   const config = agentConfig(jobsSim, root, { agentTools: ['scout'] });
-  const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+  const session = new AgentSession({
+    config,
+    closeExecutor: true,
+    client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+  });
   cleanups.add(() => session.close({ timeoutMs: 2_000 }));
   return { session, parentSim, jobsSim };
 }
@@ -78,7 +82,11 @@ describe('agent_<name> tools', () => {
     const jobsSim = await startSim(cleanups, { latencyMs: 60_000 });
     const parentSim = await startSim(cleanups, { script: [{ toolCalls: [{ name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] }] });
     const config = agentConfig(jobsSim, root, { agentTools: ['scout'] });
-    const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+    const session = new AgentSession({
+      config,
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     const abort = new AbortController();
     session.manager.on('started', () => abort.abort(new Error('person pressed stop')));

@@ -27,7 +27,11 @@ describe('full_context', () => {
       ],
     });
     const config = parseConfig({ workspaceRoot: root, baseUrl: jobsSim.url, apiKey: 'k', maxRetries: 0, background: { cancelGraceMs: 200 } });
-    const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+    const session = new AgentSession({
+      config,
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
 
     await session.submit('Why does the demo workspace retry? Check the README and research the backoff.');

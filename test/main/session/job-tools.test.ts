@@ -10,7 +10,19 @@ import type { JobAlert } from '../../../src/main/jobs/manager.js';
 import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ToolDefinition } from '../../../src/shared/tools/types.js';
-import { messagesOf, useCleanup, RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, startSim, startedJob, nextEvent } from '../../helpers/index.js';
+import {
+  messagesOf,
+  useCleanup,
+  RESEARCH_TASK,
+  ended,
+  fixtureExecutor,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  startSim,
+  startedJob,
+  nextEvent,
+} from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanups = useCleanup();
@@ -49,14 +61,25 @@ describe('list and check through a session', () => {
     const jobsSim = await startSim(cleanups);
     const parentSim = await startSim(cleanups, { script: [{ content: 'turn one' }] });
     const config = makeConfig(jobsSim, root);
-    const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+    const session = new AgentSession({
+      config,
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     // Wave 99 is never sealed: nothing here starts a follow-up on its own.
     const checked = session.manager.spawn({ task: RESEARCH_TASK, label: 'checked job', name: 'checked', wave: 99 });
     const other = session.manager.spawn({ task: 'Where is the LruCache class defined? Answer from the files in the workspace.', label: 'other job', wave: 99 });
     await Promise.all([ended(session.manager, checked.id), ended(session.manager, other.id)]);
 
-    const tools = inspectTools({ manager: session.manager, deliveries: session.deliveries, activity: session.activity, currentTurn: () => 7, cooldownMs: 60_000, resultMaxChars: 2_000 });
+    const tools = inspectTools({
+      manager: session.manager,
+      deliveries: session.deliveries,
+      activity: session.activity,
+      currentTurn: () => 7,
+      cooldownMs: 60_000,
+      resultMaxChars: 2_000,
+    });
     const [list, check] = [tools.find((t) => t.name === 'list_background_agents'), tools.find((t) => t.name === 'check_background_agent')];
     const before = await run(list, {});
     expect(before).toMatch(/^2 background job\(s\): 0 running, 0 queued, 2 ended\./);
@@ -127,7 +150,11 @@ describe('alerts', () => {
       ],
     });
     const config = makeConfig(jobsSim, root, { maxAlertsPerJob: 2 });
-    const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+    const session = new AgentSession({
+      config,
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     const order: string[] = [];
     const alerts: JobAlert[] = [];
@@ -144,10 +171,15 @@ describe('alerts', () => {
 
     const job = session.manager.jobs()[0]!;
     expect(order).toEqual(['alert 1', 'alert 2', `done ${job.id}`]);
-    expect(alerts.map((a) => [a.jobId, a.severity])).toEqual([[job.id, 'warning'], [job.id, 'info']]);
+    expect(alerts.map((a) => [a.jobId, a.severity])).toEqual([
+      [job.id, 'warning'],
+      [job.id, 'info'],
+    ]);
     // The job's third call was refused in the job: it read a tool error.
     const lastJobRequest = jobsSim.requests.at(-1)!;
-    const results = messagesOf(lastJobRequest).filter((m) => m.role === 'tool').map((m) => String(m.content));
+    const results = messagesOf(lastJobRequest)
+      .filter((m) => m.role === 'tool')
+      .map((m) => String(m.content));
     expect(results[2]).toMatch(/^Error: .*2 alerts/);
 
     const input = String(messagesOf(parentSim.requests[2]!).at(-1)?.content);

@@ -46,7 +46,12 @@ describe('ParentAgent.runTurn', () => {
 
   it('keeps a valid history across two turns and sends it whole with the next turn', async () => {
     const t = await startAgent([
-      { toolCalls: [{ name: 'list_dir', arguments: {}, id: 'c1' }, { name: 'read_file', arguments: { path: 'a.txt' }, id: 'c2' }] },
+      {
+        toolCalls: [
+          { name: 'list_dir', arguments: {}, id: 'c1' },
+          { name: 'read_file', arguments: { path: 'a.txt' }, id: 'c2' },
+        ],
+      },
       { content: 'First answer.' },
       { content: 'Second answer.' },
     ]);

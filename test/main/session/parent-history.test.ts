@@ -17,7 +17,11 @@ const SUMMARY_CHARS = 1_000;
 
 describe('ParentAgent history budget', () => {
   it('200 turns against the sim stay under the budget, and the model still gets the summary', async () => {
-    const t = await startTestSim(cleanup, {}, { parentHistoryMaxTokens: BUDGET, sessionSummaryMaxChars: SUMMARY_CHARS, tools: ['read_file', 'list_dir', 'find_files', 'grep'] });
+    const t = await startTestSim(
+      cleanup,
+      {},
+      { parentHistoryMaxTokens: BUDGET, sessionSummaryMaxChars: SUMMARY_CHARS, tools: ['read_file', 'list_dir', 'find_files', 'grep'] },
+    );
     const agent = new ParentAgent({ config: t.config, client: t.client });
     for (let turn = 0; turn < 200; turn++) {
       const result = await agent.runTurn(`question ${turn}: where does the tool loop stop?`);
@@ -38,7 +42,7 @@ describe('ParentAgent history budget', () => {
     expect(summary.length).toBeLessThanOrEqual(FOLDED_SUMMARY_HEADER.length + 1 + SUMMARY_CHARS);
     // Capped head and tail: the first question survives, and so does a recently folded one.
     expect(summary).toContain('User asked: question 0:');
-    expect(summary).toContain(`User asked: question ${200 - 1 - (last.filter((m) => m.role === 'user').length)}:`);
+    expect(summary).toContain(`User asked: question ${200 - 1 - last.filter((m) => m.role === 'user').length}:`);
     expect(last.filter((m) => m.role === 'user').at(-1)?.content).toBe('question 199: where does the tool loop stop?');
 
     // Every request the model got was bounded: none past the budget plus one turn's own growth.
@@ -54,7 +58,14 @@ describe('ParentAgent history budget', () => {
 describe('Session folding', () => {
   const toolTurn = (i: number, size: number): ChatCompletionMessageParam[] => [
     { role: 'user', content: `question ${i}` },
-    { role: 'assistant', content: null, tool_calls: [{ id: `c${i}a`, type: 'function', function: { name: 'grep', arguments: `{"pattern":"p${i}"}` } }, { id: `c${i}b`, type: 'function', function: { name: 'list_dir', arguments: '{}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: `c${i}a`, type: 'function', function: { name: 'grep', arguments: `{"pattern":"p${i}"}` } },
+        { id: `c${i}b`, type: 'function', function: { name: 'list_dir', arguments: '{}' } },
+      ],
+    },
     { role: 'tool', tool_call_id: `c${i}a`, content: 'x'.repeat(size) },
     { role: 'tool', tool_call_id: `c${i}b`, content: 'y'.repeat(size) },
     { role: 'assistant', content: `answer ${i}` },

@@ -38,17 +38,43 @@ const ended: JobRecord = {
 describe('jobView', () => {
   it('is what the server summary, the server detail and the CLI line show, field for field', () => {
     const view = jobView(ended, { now: 9_000 });
-    expect(view).toMatchObject({ name: 'scan-a', status: 'partial', stopReason: 'budget_exceeded', tokens: 15, elapsedMs: 3_500, delivered: true, error: { code: 'BUDGET_EXCEEDED', message: 'maxTurns 3 reached' } });
+    expect(view).toMatchObject({
+      name: 'scan-a',
+      status: 'partial',
+      stopReason: 'budget_exceeded',
+      tokens: 15,
+      elapsedMs: 3_500,
+      delivered: true,
+      error: { code: 'BUDGET_EXCEEDED', message: 'maxTurns 3 reached' },
+    });
     const summary = jobSummary(ended, undefined, 9_000);
     const detail = jobDetail(ended, undefined);
     for (const [key, value] of Object.entries(summary)) {
       if (key === 'taskPreview' || key === 'currentTool') continue;
       expect([key, value]).toEqual([key, view[key as keyof typeof view]]);
     }
-    for (const key of ['task', 'resultText', 'resultDropped', 'tag', 'stopReason', 'errorDetail', 'usage', 'notes'] as const) expect([key, detail[key]]).toEqual([key, view[key]]);
+    for (const key of ['task', 'resultText', 'resultDropped', 'tag', 'stopReason', 'errorDetail', 'usage', 'notes'] as const)
+      expect([key, detail[key]]).toEqual([key, view[key]]);
     expect(summary.taskPreview).toBe(`${ended.task.slice(0, 197)}...`);
     const line = jobJson(ended);
-    for (const key of ['id', 'label', 'name', 'agent', 'parentJobId', 'depth', 'status', 'endedBy', 'stopReason', 'tag', 'usage', 'budget', 'budgetExceeded', 'attempts', 'notes', 'error'] as const) {
+    for (const key of [
+      'id',
+      'label',
+      'name',
+      'agent',
+      'parentJobId',
+      'depth',
+      'status',
+      'endedBy',
+      'stopReason',
+      'tag',
+      'usage',
+      'budget',
+      'budgetExceeded',
+      'attempts',
+      'notes',
+      'error',
+    ] as const) {
       expect([key, line[key]]).toEqual([key, view[key]]);
     }
     // Where the CLI differs, it says so in its README: ISO times and the answer as `result`.
@@ -56,9 +82,22 @@ describe('jobView', () => {
   });
 
   it('leaves out of the CLI line what the record does not have, and shows null in the API', () => {
-    const queued: JobRecord = { id: 'j1', label: 'l', task: 't', role: 'user', wave: null, state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: 1 };
+    const queued: JobRecord = {
+      id: 'j1',
+      label: 'l',
+      task: 't',
+      role: 'user',
+      wave: null,
+      state: 'queued',
+      usage: {},
+      iterations: 0,
+      attempts: 0,
+      notes: [],
+      queuedAt: 1,
+    };
     const line = JSON.parse(JSON.stringify(jobJson(queued))) as Record<string, unknown>;
-    for (const key of ['name', 'parentToolId', 'backgrounded', 'children', 'treeUsage', 'status', 'endedBy', 'stopReason']) expect(line).not.toHaveProperty(key);
+    for (const key of ['name', 'parentToolId', 'backgrounded', 'children', 'treeUsage', 'status', 'endedBy', 'stopReason'])
+      expect(line).not.toHaveProperty(key);
     expect(line).toMatchObject({ result: '', startedAt: null, error: null });
     expect(jobSummary(queued, undefined)).toMatchObject({ status: null, endedBy: null, name: null, elapsedMs: 0, tokens: 0 });
   });
