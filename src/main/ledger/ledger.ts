@@ -1,8 +1,10 @@
-import { ForkpoolError, type SerializedError } from '../../shared/errors.js';
+import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
 import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy } from './job-record.js';
+import { Retention } from './retention.js';
+import { deliveredRecord, detached, freeze, slimError } from './record-values.js';
 
 export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy } from './job-record.js';
 
@@ -23,23 +25,16 @@ interface Entry {
  * to `queued` once when its thread died under it through no fault of its own). Transitions are
  * checked: an impossible one is a bug and throws. A job is delivered once and only once.
  *
- * Memory stays bounded for a process that lives for weeks: a delivered record keeps its
- * metadata, but its result text only for {@link RetentionPolicy.keepResults} deliveries or
- * {@link RetentionPolicy.keepResultsMs}; past {@link RetentionPolicy.keepRecords} deliveries the
- * oldest delivered record is forgotten. Retention is applied as the ledger is used (no timer).
+ * Memory stays bounded for a process that lives for weeks: {@link Retention} (retention.ts)
+ * decides when a delivered record's result text is dropped and when the record is forgotten.
  */
 export class DeliveryLedger {
   readonly #entries = new Map<string, Entry>();
   /** Ended, not delivered: what drain looks at, so a drain costs what is waiting, not the history. */
   readonly #undelivered = new Set<string>();
-  /** Delivered and still holding their result, in delivery order. */
-  readonly #withResults = new Fifo<{ id: string; deliveredAt: number }>();
-  /** Delivered and still known, in delivery order. */
-  readonly #delivered = new Fifo<string>();
-  /** Delivered in part and not yet read to the end: held back from retention (oldest first). */
-  readonly #partial = new Set<string>();
+  /** Which delivered records keep their result, and which are known at all (retention.ts). */
+  readonly #retention: Retention;
   readonly #counts: Record<JobState, number> = { queued: 0, running: 0, ended: 0 };
-  #retention: RetentionPolicy;
   #nextId = 1;
   #position = 0;
   #resultsDropped = 0;
@@ -59,7 +54,14 @@ export class DeliveryLedger {
     onStorage: (report: StorageReport) => void = () => {},
     onForget: (id: string) => void = () => {},
   ) {
-    this.#retention = { ...DEFAULTS.background.retention, ...retention };
+    this.#retention = new Retention(
+      { ...DEFAULTS.background.retention, ...retention },
+      {
+        get: (id) => this.#entries.get(id)?.record,
+        dropResult: (id) => this.#dropResult(id),
+        forget: (id) => this.#forget(id),
+      },
+    );
     this.#onForget = onForget;
     this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
   }
@@ -93,12 +95,7 @@ export class DeliveryLedger {
       if (frozen.deliveredInTurn !== undefined) delivered.push(frozen);
     }
     delivered.sort((a, b) => (a.deliveredAt ?? 0) - (b.deliveredAt ?? 0));
-    for (const record of delivered) {
-      // A result delivered in part is held back from retention again until it is read to its end.
-      if (record.resultUnread && !record.resultDropped) this.#partial.add(record.id);
-      else if (!record.resultDropped) this.#withResults.push({ id: record.id, deliveredAt: record.deliveredAt ?? 0 });
-      this.#delivered.push(record.id);
-    }
+    for (const record of delivered) this.#retention.delivered(record, record.deliveredAt ?? 0);
   }
 
   /**
@@ -152,7 +149,7 @@ export class DeliveryLedger {
     this.#writer?.put([{ record: full, position: this.#position }], 'strict');
     this.#entries.set(full.id, { record: full, position: this.#position++ });
     this.#counts.queued++;
-    this.#enforce(now);
+    this.#retention.enforce(now);
     return full;
   }
 
@@ -201,7 +198,7 @@ export class DeliveryLedger {
   reopen(id: string, note: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'ended', 'queued');
     this.#undelivered.delete(id);
-    this.#partial.delete(id);
+    this.#retention.release(id);
     const {
       status: _status,
       endedBy: _endedBy,
@@ -272,7 +269,7 @@ export class DeliveryLedger {
       ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
     });
     this.#undelivered.add(id);
-    this.#enforce(now);
+    this.#retention.enforce(now);
     return ended;
   }
 
@@ -313,10 +310,9 @@ export class DeliveryLedger {
     if (!record || !unread || from > unread[0] || to <= unread[0]) return record;
     if (to < unread[1]) return this.#replace(id, { ...record, resultUnread: [to, unread[1]] });
     const { resultUnread: _unread, ...whole } = record;
-    this.#partial.delete(id);
-    this.#withResults.push({ id, deliveredAt: now });
+    this.#retention.readToEnd(id, now);
     const updated = this.#replace(id, whole);
-    this.#enforce(now);
+    this.#retention.enforce(now);
     return updated;
   }
 
@@ -349,7 +345,7 @@ export class DeliveryLedger {
     return {
       records: this.#entries.size,
       undelivered: this.#undelivered.size,
-      resultsKept: this.#withResults.length,
+      resultsKept: this.#retention.resultsKept,
       resultsDropped: this.#resultsDropped,
       forgotten: this.#forgotten,
     };
@@ -368,53 +364,22 @@ export class DeliveryLedger {
     for (const { entry, delivered } of batch) {
       this.#undelivered.delete(delivered.id);
       entry.record = delivered;
-      if (delivered.resultUnread) this.#holdPartial(delivered.id, now);
-      else this.#withResults.push({ id: delivered.id, deliveredAt: now });
-      this.#delivered.push(delivered.id);
+      this.#retention.delivered(delivered, now);
       out.push(delivered);
     }
-    this.#enforce(now);
+    this.#retention.enforce(now);
     return out;
   }
 
-  /** Keeps a partly read result out of retention; past `keepResults` of them, the oldest goes back under it. */
-  #holdPartial(id: string, now: number): void {
-    this.#partial.add(id);
-    if (this.#partial.size <= this.#retention.keepResults) return;
-    const oldest = this.#partial.values().next().value as string;
-    this.#partial.delete(oldest);
-    this.#withResults.push({ id: oldest, deliveredAt: now });
-  }
-
-  /** Drops the oldest delivered results past the count or age bound, then forgets the oldest delivered records past theirs. */
-  #enforce(now: number): void {
-    const { keepResults, keepResultsMs, keepRecords } = this.#retention;
-    for (let front = this.#withResults.peek(); front; front = this.#withResults.peek()) {
-      if (this.#withResults.length <= keepResults && now - front.deliveredAt < keepResultsMs) break;
-      this.#withResults.shift();
-      // Reopened and delivered in part again since it was queued here: held back, not dropped.
-      if (!this.#partial.has(front.id)) this.#dropResult(front.id);
-    }
-    // Bounded: partly read records rotate to the back at most once per pass.
-    let rotations = this.#delivered.length;
-    while (this.#delivered.length > keepRecords) {
-      const id = this.#delivered.shift() as string;
-      const entry = this.#entries.get(id);
-      // A delivered job reopened since (a restart) is live again: never forgotten under it.
-      if (!entry || entry.record.deliveredInTurn === undefined) continue;
-      // Partly read: kept (it goes to the back); there are at most keepResults <= keepRecords of them.
-      if (this.#partial.has(id) && rotations-- > 0) {
-        this.#delivered.push(id);
-        continue;
-      }
-      // Lenient: a row left on disk is a delivered record a restart finds delivered (harmless).
-      this.#writer?.forget(id);
-      this.#entries.delete(id);
-      this.#partial.delete(id);
-      this.#counts[entry.record.state]--;
-      this.#forgotten++;
-      this.#onForget(id);
-    }
+  /** Retention forgets a delivered record: gone from memory, its row from the store (lenient: a row left on disk is a delivered record a restart finds delivered, harmless). */
+  #forget(id: string): void {
+    const entry = this.#entries.get(id);
+    if (!entry) return;
+    this.#writer?.forget(id);
+    this.#entries.delete(id);
+    this.#counts[entry.record.state]--;
+    this.#forgotten++;
+    this.#onForget(id);
   }
 
   #dropResult(id: string): void {
@@ -452,63 +417,5 @@ export class DeliveryLedger {
     if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
     if (entry.record.state !== from) throw new ForkpoolError('INTERNAL', `ledger: job ${id} cannot go ${entry.record.state} → ${to}`);
     return entry;
-  }
-}
-
-/** A record as delivered in `turn` (frozen; nothing changes until it is written). */
-function deliveredRecord(record: Readonly<JobRecord>, turn: number, now: number, unread?: [number, number]): Readonly<JobRecord> {
-  const partial = unread !== undefined && unread[0] < unread[1];
-  return freeze({ ...record, deliveredInTurn: turn, deliveredAt: now, ...(partial ? { resultUnread: [...unread] as [number, number] } : {}) });
-}
-
-/** An error reduced to what a job list shows: its kind, code, message and numbers; no stack, no cause chain. */
-function slimError(error: SerializedError): SerializedError {
-  const { stack: _stack, cause: _cause, ...rest } = error;
-  return { ...rest, message: rest.message.length > 500 ? detached(`${rest.message.slice(0, 497)}...`) : rest.message };
-}
-
-/**
- * A flat copy of a string. V8 may represent a slice as a view into its parent string, which
- * would keep the whole task alive behind its 200-character head: the very memory dropped here.
- */
-function detached(text: string): string {
-  return Buffer.from(text, 'utf8').toString('utf8');
-}
-
-/** Freezes plain data all the way down (records hold only plain objects, arrays and primitives). */
-function freeze<T>(value: T): Readonly<T> {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) freeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}
-
-/** A queue with O(1) push and shift (an array with a moving head, compacted now and then). */
-class Fifo<T> {
-  #items: T[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(item: T): void {
-    this.#items.push(item);
-  }
-
-  peek(): T | undefined {
-    return this.#head < this.#items.length ? this.#items[this.#head] : undefined;
-  }
-
-  shift(): T | undefined {
-    if (this.#head >= this.#items.length) return undefined;
-    const item = this.#items[this.#head] as T;
-    this.#items[this.#head++] = undefined as T;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
   }
 }

@@ -121,6 +121,23 @@ describe('DeliveryLedger retention', () => {
     expect(ledger.snapshot().map((r) => r.id)).toEqual([ids[2], ids[3], ids[4], ids[5], running]);
   });
 
+  it('past keepRecords a result delivered in part is kept until it is read to its end, then forgotten like the rest', () => {
+    const { ledger, ids } = endedJobs(6, { keepResults: 2, keepResultsMs: HOUR, keepRecords: 2 });
+    const [first = '', , , , fifth = '', sixth = ''] = ids;
+    const size = ending(0).resultText.length;
+    // Four delivered, the oldest in part (its tail unread): it stays, with the newest, past keepRecords.
+    ledger.drain(1, (r) => r.id !== fifth && r.id !== sixth, 3_000, new Map([[first, [100, size] as [number, number]]]));
+    expect(ids.slice(0, 4).map((id) => ledger.get(id) !== undefined)).toEqual([true, false, false, true]);
+    expect(ledger.get(first)?.resultText).toBe(ending(0).resultText);
+    // Read to its end, it is a delivered record like any other: two more deliveries push it out.
+    ledger.markShown(first, 100, size, 4_000);
+    ledger.markDelivered(fifth, 2, 5_000);
+    expect(ledger.get(first)).toBeDefined();
+    ledger.markDelivered(sixth, 2, 6_000);
+    expect(ledger.get(first)).toBeUndefined();
+    expect(ledger.snapshot().map((r) => r.id)).toEqual([fifth, sixth]);
+  });
+
   it('markDelivered hands over one job once; drain never returns it again', () => {
     const { ledger, ids } = endedJobs(3, {});
     expect(ledger.markDelivered(ids[1] as string, 4)?.deliveredInTurn).toBe(4);
