@@ -4,13 +4,11 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
 import { AbortError, ForkpoolError, LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../../shared/prompts.js';
-import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { formatBackgroundReports } from '../views/delivery-format.js';
-import { resultPageTool, reusedResultText } from '../delivery/result-pages.js';
 import { TurnDelivery } from '../delivery/turn-delivery.js';
+import { parentJobTools } from './parent-tools.js';
+import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
-import { inspectTools } from './inspect-tools.js';
-import { agentTools } from './agent-tools.js';
 import { JobActivity } from './job-activity.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
@@ -132,38 +130,15 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.asker ? { asker: options.asker } : {}),
       ...(options.role ? { role: options.role } : {}),
       extraTools: withBackground
-        ? backgroundTools({
+        ? parentJobTools({
+            config: options.config,
+            manager: this.manager,
+            deliveries: this.deliveries,
+            activity: this.activity,
+            currentTurn: () => this.#currentTurn,
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
-            cancelJob: (id) => this.manager.cancel(id),
-            agents: Object.entries(options.config.agents).map(([name, agent]) => ({ name, description: agent.description })),
-            reusedResult: (id) => reusedResultText(this.manager, this.deliveries, id, this.#currentTurn, options.config.background.resultMaxChars),
-          }).concat(
-            agentTools(
-              {
-                manager: this.manager,
-                deliveries: this.deliveries,
-                spawn: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
-                currentTurn: () => this.#currentTurn,
-                resultMaxChars: options.config.background.resultMaxChars,
-              },
-              options.config.agentTools.map((name) => ({ name, description: options.config.agents[name]?.description ?? name })),
-            ),
-            inspectTools({
-              manager: this.manager,
-              deliveries: this.deliveries,
-              activity: this.activity,
-              currentTurn: () => this.#currentTurn,
-              cooldownMs: options.config.background.checkCooldownMs,
-              resultMaxChars: options.config.background.resultMaxChars,
-            }),
-            resultPageTool({
-              manager: this.manager,
-              deliveries: this.deliveries,
-              currentTurn: () => this.#currentTurn,
-              // A page must pass the tool loop's output cap whole (it would be cut, not paged).
-              pageMaxChars: Math.min(options.config.delivery.pageMaxChars, options.config.toolLimits.outputMaxChars - 300),
-            }),
-          )
+            spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
+          })
         : [],
       turnPreamble: (turn) => this.#deliver(turn),
       // The parent takes part in the jobs' 429 gate, and with adaptive concurrency goes first.

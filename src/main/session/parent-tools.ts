@@ -1,0 +1,53 @@
+import type { ForkpoolConfig } from '../../shared/config.js';
+import type { ToolDefinition } from '../../shared/tools/types.js';
+import type { Deliveries } from '../delivery/deliveries.js';
+import { resultPageTool, reusedResultText } from '../delivery/result-pages.js';
+import type { BackgroundManager, JobHandle, SpawnRequest } from '../jobs/manager.js';
+import { agentTools } from './agent-tools.js';
+import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
+import { inspectTools } from './inspect-tools.js';
+import type { JobActivity } from './job-activity.js';
+
+/** What the parent's job tools need of the session around them. */
+export interface ParentToolsHost {
+  config: ForkpoolConfig;
+  manager: BackgroundManager;
+  deliveries: Deliveries;
+  activity: JobActivity;
+  /** The parent's turn now: the wave its spawns join, the turn a result is delivered in. */
+  currentTurn: () => number;
+  /** spawn_background_agent: the session books it (role, wave, dedup's reused result). */
+  spawnFromAgent: (request: SpawnToolRequest) => JobHandle;
+  /** agent_<name>: a spawn in the parent's role and this turn's wave. */
+  spawnForAgentTool: (request: SpawnRequest) => JobHandle;
+}
+
+/**
+ * The tools a parent agent uses on its background jobs: spawn and cancel, one `agent_<name>`
+ * per configured agent tool, list and check, and read_background_result for a result delivered
+ * in part.
+ */
+export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
+  const { config, manager, deliveries, currentTurn } = host;
+  const resultMaxChars = config.background.resultMaxChars;
+  return [
+    ...backgroundTools({
+      spawnFromAgent: (request) => host.spawnFromAgent(request),
+      cancelJob: (id) => manager.cancel(id),
+      agents: Object.entries(config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+      reusedResult: (id) => reusedResultText(manager, deliveries, id, currentTurn(), resultMaxChars),
+    }),
+    ...agentTools(
+      { manager, deliveries, spawn: (request) => host.spawnForAgentTool(request), currentTurn, resultMaxChars },
+      config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name })),
+    ),
+    ...inspectTools({ manager, deliveries, activity: host.activity, currentTurn, cooldownMs: config.background.checkCooldownMs, resultMaxChars }),
+    resultPageTool({
+      manager,
+      deliveries,
+      currentTurn,
+      // A page must pass the tool loop's output cap whole (it would be cut, not paged).
+      pageMaxChars: Math.min(config.delivery.pageMaxChars, config.toolLimits.outputMaxChars - 300),
+    }),
+  ];
+}
