@@ -12,7 +12,7 @@ import { jobJson } from '../main/views/job-view.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/limits/budget-pool.js';
 import { LineReader, openInput, type InputLine } from './line-reader.js';
-import { FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
+import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 
@@ -67,7 +67,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     return EXIT.usage;
   }
   const input = openInput(file);
-  const ctx = await createCliContext(flags);
+  // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
+  const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION });
   if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
     const known = Object.keys(ctx.config.agents);
     process.stderr.write(

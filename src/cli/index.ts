@@ -22,7 +22,12 @@ function globalOptions(command: Command): Command {
     .option('--json', 'one JSON event per line on stdout, for scripts')
     .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
     .option('--concurrency <n>', 'background jobs running at once (max_background_agents, default 3)', parseIntFlag('--concurrency', 1))
-    .addOption(new Option('--isolation <mode>', 'thread: one job per worker thread; shared: many per thread').choices(['thread', 'shared']))
+    .addOption(
+      new Option('--isolation <mode>', 'thread: one job per worker thread; shared: many per thread (default thread; fanout: shared)').choices([
+        'thread',
+        'shared',
+      ]),
+    )
     .option('--timeout <minutes>', 'per-job wall clock, counted from start (default 20)', parsePositiveNumber('--timeout'))
     .option('--max-iterations <n>', 'model calls per tool loop (default 20)', parseIntFlag('--max-iterations', 1))
     .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))

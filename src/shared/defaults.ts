@@ -257,3 +257,11 @@ export const TIMINGS = {
  * while it is read, never held whole: one 100 MB line cost about 2.3 GB before.
  */
 export const FANOUT_LINE_MAX_BYTES = 2 * 1024 * 1024;
+
+/**
+ * `forkpool fanout`'s `background.isolation` when no flag, variable or file sets it: `shared`
+ * (many jobs per thread). 200 I/O jobs at a cap of 50 on two cores (docs/performance.md, the Dec 2
+ * run): `thread` took 3.1× the CPU per job, 7× the memory and 2.7× the wall time of `shared`, for
+ * an isolation a batch of one's own tasks seldom needs. The library keeps {@link DEFAULTS}' `thread`.
+ */
+export const FANOUT_ISOLATION: 'thread' | 'shared' = 'shared';

@@ -30,6 +30,7 @@ import {
 } from '../helpers/index.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
+import { grepTool } from '../../src/shared/tools/grep.js';
 
 const cleanups = useCleanup();
 
@@ -259,6 +260,16 @@ describe.skipIf(skipWithoutBwrap())('the key in the workspace config file never 
     expect(result('bash_after')).toMatch(/END\n\[exit code: 0\]$/);
     // The config file read was added to what the config lists, resolved on the main thread.
     expect(config.hiddenPaths).toEqual([path.join(ws, 'keys'), path.join(ws, 'settings', 'dev.json')]);
+  });
+
+  it('grep skips a hard link to a hidden file, met in its walk under another name, unread (small files are opened with blocking calls: the inode is checked there too)', async () => {
+    const ws = tempWorkspace({ 'keys/token.json': `{"token": "${ENV_SECRET}"}\n`, 'src/a.ts': 'token here\n' }, cleanups);
+    linkSync(path.join(ws, 'keys', 'token.json'), path.join(ws, 'src', 'copy.json'));
+    const ctx = toolContext(ws, { policy: { hiddenPaths: [path.join(ws, 'keys', 'token.json')] } });
+    const out = await callTool(grepTool, { pattern: 'token', path: 'src' }, ctx);
+    expect(out).toContain('src/a.ts:1: token here');
+    expect(out).toContain('1 file hidden from the tools');
+    expect(out).not.toContain(ENV_SECRET);
   });
 
   it('a hidden file in a sandboxReadPaths folder outside the workspace is masked too', async () => {

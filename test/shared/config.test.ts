@@ -177,6 +177,17 @@ describe('loadConfig layers: file < environment < flags', () => {
     expect([withFlags.model, withFlags.background.maxConcurrent, withFlags.background.isolation]).toEqual(['flag-model', 9, 'shared']);
   });
 
+  it("a command's default isolation (fanout: shared) is the weakest layer: any file, variable or flag that sets it wins", () => {
+    const empty = tempWorkspace({}, cleanup);
+    expect(loadConfig({}, {}, empty).background.isolation).toBe('thread');
+    expect(loadConfig({ defaultIsolation: 'shared' }, {}, empty).background.isolation).toBe('shared');
+    // A file's background group without isolation keeps the command's default.
+    expect(loadConfig({ defaultIsolation: 'shared' }, {}, dirWithConfig({ background: { maxConcurrent: 2 } })).background.isolation).toBe('shared');
+    expect(loadConfig({ defaultIsolation: 'shared' }, {}, dirWithConfig({ background: { isolation: 'thread' } })).background.isolation).toBe('thread');
+    expect(loadConfig({ defaultIsolation: 'shared' }, { FORKPOOL_ISOLATION: 'thread' }, empty).background.isolation).toBe('thread');
+    expect(loadConfig({ defaultIsolation: 'shared', isolation: 'thread' }, {}, empty).background.isolation).toBe('thread');
+  });
+
   it('reads the key and base URL from the environment', () => {
     const config = loadConfig({}, { OPENAI_API_KEY: 'sk-test-key', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }, tempWorkspace({}, cleanup));
     expect(config.apiKey).toBe('sk-test-key');

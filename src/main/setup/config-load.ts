@@ -15,6 +15,11 @@ export interface ConfigOverrides {
   maxIterations?: number | undefined;
   concurrency?: number | undefined;
   isolation?: string | undefined;
+  /**
+   * The command's own default for `background.isolation`, the weakest layer: used only when no
+   * file, environment variable, code config or flag sets it (`forkpool fanout`: `shared`).
+   */
+  defaultIsolation?: 'thread' | 'shared' | undefined;
   timeoutMinutes?: number | undefined;
   grant?: readonly string[] | undefined;
   permissionMode?: string | undefined;
@@ -135,6 +140,10 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
     if (value === undefined) continue;
     setLayeredField(raw, sources, field, value, `flag ${flag}`);
   }
+
+  // After every layer: a file's `background` group replaces the whole group, so a default set first would be lost.
+  if (flags.defaultIsolation !== undefined && sources['background.isolation'] === undefined)
+    setLayeredField(raw, sources, 'background.isolation', flags.defaultIsolation, "the command's default");
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
   hideFromTools(raw, fileRead, cwd);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { readSync, type Stats } from 'node:fs';
 import type { FileRead } from '../protocol.js';
 
 /** Files hashed past this size are recorded by size and modification time only (hash ""). */
@@ -25,6 +25,12 @@ export class FileReadLog {
   async record(handle: FileHandle, stats: Stats, shownPath: string, lines?: [number, number], now = Date.now()): Promise<void> {
     if (this.#full(shownPath)) return;
     this.recordHashed(await hashHandle(handle, stats.size), stats, shownPath, lines, now);
+  }
+
+  /** {@link record} for a file open as a raw descriptor (grep's small files), with blocking reads. */
+  recordSync(fd: number, stats: Stats, shownPath: string): void {
+    if (this.#full(shownPath)) return;
+    this.recordHashed(hashFdSync(fd, stats.size), stats, shownPath);
   }
 
   /**
@@ -68,6 +74,19 @@ async function hashHandle(handle: FileHandle, size: number): Promise<string> {
   const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(size, 1)));
   for (let position = 0; ;) {
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+    if (bytesRead === 0) break;
+    hash.update(buffer.subarray(0, bytesRead));
+    position += bytesRead;
+  }
+  return hash.digest('hex');
+}
+
+function hashFdSync(fd: number, size: number): string {
+  if (size > HASH_MAX_BYTES) return '';
+  const hash = createHash('sha256');
+  const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(size, 1)));
+  for (let position = 0; ;) {
+    const bytesRead = readSync(fd, buffer, 0, buffer.length, position);
     if (bytesRead === 0) break;
     hash.update(buffer.subarray(0, bytesRead));
     position += bytesRead;

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Stats } from 'node:fs';
+import { closeSync, fstatSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
@@ -11,13 +12,33 @@ import { policyOf } from './policy.js';
 import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
-import { IGNORED_DIRS, capOutput, plural, readLines, throwIfAborted } from './util.js';
-import { openWalkedFile, walkFiles, type WalkedFile } from './walk.js';
+import { IGNORED_DIRS, capOutput, plural, readLines, readLinesSync, throwIfAborted, type LineReadResult } from './util.js';
+import { openWalkedFile, openWalkedFileSync, walkFiles, type WalkedFile } from './walk.js';
 
 const NAME = 'grep';
 /** Characters of a matching line shown in the output. */
 const SHOWN_LINE_CHARS = 240;
 const FOOTER_RESERVE = 400;
+/** Blocking reads of small files, by every search on this thread, take at most this long per turn of its event loop. */
+const SYNC_SLICE_MS = 1;
+/** When this turn of the thread's event loop began its blocking reads; cleared when the loop turns. */
+let sliceStart: number | undefined;
+
+/**
+ * Milliseconds of blocking reads in this turn of the event loop, counted across searches: eight
+ * greps on one thread (inline, shared) each taking their own 2 ms would hold the loop for 16.
+ */
+function sliceSpent(): number {
+  const now = performance.now();
+  if (sliceStart === undefined) {
+    sliceStart = now;
+    // Queued before the searches that wait for the next turn, so it runs first in that turn.
+    setImmediate(() => {
+      sliceStart = undefined;
+    });
+  }
+  return now - sliceStart;
+}
 
 const parameters = z.strictObject({
   pattern: z
@@ -91,7 +112,9 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       let cutLines = 0;
       let skippedHidden = 0;
 
-      const searchOne = async (handle: FileHandle, stats: Stats, shownFile: string): Promise<void> => {
+      /** A file open as a handle (read with async calls) or as a raw descriptor (a small walked file: blocking reads). */
+      type Source = { handle: FileHandle } | { fd: number };
+      const searchOne = async (source: Source, stats: Stats, shownFile: string): Promise<void> => {
         const size = stats.size;
         const linesBefore = out.length;
         const matchedHere = (now: number) => now > linesBefore;
@@ -103,32 +126,30 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         // The evidence hash comes from the bytes searched (no second read of a file that matched).
         const hash = ctx.reads && size <= HASH_MAX_BYTES ? createHash('sha256') : undefined;
         try {
-          const result = await readLines(
-            handle,
-            {
-              maxLineChars: regex.maxLineChars,
-              maxBytes: ctx.limits.grepMaxFileBytes,
-              detectBinary: true,
-              signal: ctx.signal,
-              ...(hash ? { onChunk: (bytes: Buffer) => hash.update(bytes) } : {}),
-            },
-            (text, n, cut) => {
-              // Every line: one match call is bounded (regex.maxLineChars), so the limit is
-              // overrun by at most one call. (Date.now() costs far less than a match.)
-              checkDeadline();
-              if (cut) cutLines++;
-              const index = regex.firstMatch(text);
-              if (index === -1) return true;
-              const line = `${shownFile}:${n}: ${excerpt(text, index)}`;
-              if (used + line.length + 1 > budget) {
-                budgetHit = true;
-                return false;
-              }
-              out.push(line);
-              used += line.length + 1;
-              return ++matches < maxMatches;
-            },
-          );
+          const options = {
+            maxLineChars: regex.maxLineChars,
+            maxBytes: ctx.limits.grepMaxFileBytes,
+            detectBinary: true,
+            signal: ctx.signal,
+            ...(hash ? { onChunk: (bytes: Buffer) => hash.update(bytes) } : {}),
+          };
+          const onLine = (text: string, n: number, cut: boolean): boolean => {
+            // Every line: one match call is bounded (regex.maxLineChars), so the limit is
+            // overrun by at most one call. (Date.now() costs far less than a match.)
+            checkDeadline();
+            if (cut) cutLines++;
+            const index = regex.firstMatch(text);
+            if (index === -1) return true;
+            const line = `${shownFile}:${n}: ${excerpt(text, index)}`;
+            if (used + line.length + 1 > budget) {
+              budgetHit = true;
+              return false;
+            }
+            out.push(line);
+            used += line.length + 1;
+            return ++matches < maxMatches;
+          };
+          const result: LineReadResult = 'fd' in source ? readLinesSync(source.fd, options, onLine) : await readLines(source.handle, options, onLine);
           if (result.binary) {
             skippedBinary++;
             searched--;
@@ -137,7 +158,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
             // hash is of what was searched, with the stats from before the read (`opened`); cut short
             // (the match cap), the rest is read for the hash.
             if (hash && !result.stopped) ctx.reads.recordHashed(hash.digest('hex'), stats, shownFile);
-            else await ctx.reads.record(handle, await handle.stat(), shownFile);
+            else if ('fd' in source) ctx.reads.recordSync(source.fd, fstatSync(source.fd), shownFile);
+            else await ctx.reads.record(source.handle, await source.handle.stat(), shownFile);
           }
         } catch (error) {
           throwIfAborted(ctx.signal);
@@ -150,7 +172,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       try {
         if (!start.stats.isDirectory()) {
           // A single file is searched when the glob (if any) matches its name.
-          if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne(start.handle, start.stats, shownStart);
+          if (!matchesGlob || matchesGlob(path.basename(startAbs))) await searchOne({ handle: start.handle }, start.stats, shownStart);
         } else {
           const skipFolder = (abs: string) => hiddenReason(hidden, abs, A_FOLDER) !== undefined;
           const walk = walkFiles(start.handle, startAbs, {
@@ -173,6 +195,24 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       }
 
       async function searchWalked(file: WalkedFile): Promise<void> {
+        // Small files: open, stat, read and close with blocking calls, beside the held folder;
+        // other jobs on this thread (inline, shared) and its port get the loop between slices.
+        while (sliceSpent() > SYNC_SLICE_MS) await nextTurn();
+        const small = openWalkedFileSync(file, pseudoDevices);
+        if (small === undefined) {
+          unreadable++;
+          return;
+        }
+        if (small !== 'async') {
+          try {
+            // By inode too, as below.
+            if (hiddenReason(hidden, file.abs, small.stats) !== undefined) skippedHidden++;
+            else await searchOne({ fd: small.fd }, small.stats, displayPath(ctx.workspaceRoot, file.abs));
+          } finally {
+            closeSync(small.fd);
+          }
+          return;
+        }
         const opened = await openWalkedFile(file, pseudoDevices, { signal: ctx.signal, toolName: NAME });
         if (!opened) {
           unreadable++;
@@ -181,7 +221,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         try {
           // By inode too: a hard link to a hidden file, under another name, is skipped unread.
           if (hiddenReason(hidden, file.abs, opened.stats) !== undefined) skippedHidden++;
-          else await searchOne(opened.handle, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
+          else await searchOne({ handle: opened.handle }, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
         } finally {
           await opened.handle.close();
         }

@@ -1,3 +1,4 @@
+import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { AbortError } from '../errors.js';
@@ -73,6 +74,40 @@ export async function readLines(
   onLine: (text: string, lineNumber: number, cut: boolean) => boolean | void,
 ): Promise<LineReadResult> {
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const lines = lineSplitter(options, onLine);
+  for (;;) {
+    if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    const { bytesRead: got } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+    const result = got === 0 ? lines.end() : lines.chunk(buffer, got);
+    if (result) return result;
+  }
+}
+
+/**
+ * {@link readLines} over a raw descriptor with blocking reads, for small files (grep reads files
+ * of a few KiB this way: one `readSync` costs microseconds, a round trip through libuv's pool far
+ * more). The same chunks, limits and results; the caller owns (and closes) the descriptor.
+ */
+export function readLinesSync(
+  fd: number,
+  options: LineReadOptions,
+  onLine: (text: string, lineNumber: number, cut: boolean) => boolean | void,
+): LineReadResult {
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const lines = lineSplitter(options, onLine);
+  for (;;) {
+    if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    const got = readSync(fd, buffer, 0, CHUNK_BYTES, null);
+    const result = got === 0 ? lines.end() : lines.chunk(buffer, got);
+    if (result) return result;
+  }
+}
+
+/** The line splitting of {@link readLines}, fed one chunk at a time: a result once reading should stop. */
+function lineSplitter(
+  options: LineReadOptions,
+  onLine: (text: string, lineNumber: number, cut: boolean) => boolean | void,
+): { chunk(buffer: Buffer, got: number): LineReadResult | undefined; end(): LineReadResult } {
   const decoder = new StringDecoder('utf8');
   let current = '';
   let cut = false;
@@ -89,10 +124,7 @@ export async function readLines(
     pending = false;
     return keepGoing;
   };
-  for (;;) {
-    if (options.signal?.aborted) throw new AbortError(options.signal.reason);
-    const { bytesRead: got } = await handle.read(buffer, 0, CHUNK_BYTES, null);
-    if (got === 0) break;
+  const chunk = (buffer: Buffer, got: number): LineReadResult | undefined => {
     if (first && options.detectBinary && hasNulByte(buffer, got)) return { binary: true, lines: 0, stopped: true };
     first = false;
     options.onChunk?.(buffer.subarray(0, got));
@@ -128,10 +160,14 @@ export async function readLines(
       if (pending) emit();
       return { binary: false, lines: lineNumber, stopped: true, stoppedBy: 'maxBytes' };
     }
-  }
-  current += decoder.end();
-  if (pending || current.length > 0) emit();
-  return { binary: false, lines: lineNumber, stopped: false };
+    return undefined;
+  };
+  const end = (): LineReadResult => {
+    current += decoder.end();
+    if (pending || current.length > 0) emit();
+    return { binary: false, lines: lineNumber, stopped: false };
+  };
+  return { chunk, end };
 }
 
 /** Reads at most `bytes` from the start of an open file (without moving its position). */
