@@ -11,6 +11,15 @@ import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } 
  */
 
 export const JOB_ROLES = ['primary', 'escalation', 'user'] as const;
+
+/** A job's optional name: no spaces, unique among live jobs (the manager checks that). One schema for every door a spawn comes through. */
+export const jobNameSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[^\s]+$/, 'a name has no spaces')
+  .optional();
 export type JobRole = (typeof JOB_ROLES)[number];
 
 /** What a worker needs to run one job: a cloned config, never a live object. */

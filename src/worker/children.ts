@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AbortError, ToolError, isErrorCode } from '../shared/errors.js';
-import type { ChildSpawnRequest, WorkerMessage } from '../shared/protocol.js';
+import { jobNameSchema, type ChildSpawnRequest, type WorkerMessage } from '../shared/protocol.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 
 /**
@@ -102,14 +102,7 @@ export class ChildLink {
 const spawnArgs = z.strictObject({
   task: z.string().trim().min(1).max(100_000).describe('The self-contained task for the child agent; it does not see your conversation.'),
   label: z.string().trim().min(1).max(200).describe('Short label for status display.'),
-  name: z
-    .string()
-    .trim()
-    .min(1)
-    .max(64)
-    .regex(/^[^\s]+$/, 'a name has no spaces')
-    .optional()
-    .describe('Optional short name, unique among running jobs.'),
+  name: jobNameSchema.describe('Optional short name, unique among running jobs.'),
 });
 
 /** The spawn tool of a job below the depth limit. The main thread decides; a refusal is a tool error. */

@@ -1,6 +1,7 @@
 import { serializeError } from '../../shared/errors.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { Job, JobPhase } from './job.js';
+import { endingFromQueue } from './job-endings.js';
 
 /** What the dispatcher needs of the manager: how to launch, and what closed means. */
 export interface DispatchHost {
@@ -101,7 +102,7 @@ export class Dispatcher {
       if (gate.kind === 'wait') break;
       this.#queue.shift();
       if (gate.kind === 'go') this.#host.launch(head);
-      else head.end({ status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error: serializeError(gate.error) });
+      else head.end(endingFromQueue(serializeError(gate.error)));
     }
     if (this.pending === 0) this.#host.idle();
   }

@@ -23,6 +23,11 @@ export interface AttemptFacts {
  * finished, `timed_out`/`cancelled` when it honoured a stop, `failed` otherwise. Each ending
  * that is not a plain answer carries an error whose code says why (see ERROR_CODES).
  */
+/** A job that ended before it ran (cancelled while queued, refused by the session budget): no text, no usage. */
+export function endingFromQueue(error: SerializedError): JobEnding {
+  return { status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error };
+}
+
 export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest | undefined): JobEnding {
   const base = {
     usage: outcome.usage,

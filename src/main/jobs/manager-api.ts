@@ -8,7 +8,7 @@ import { agentEntry } from '../../shared/agents.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
 import { JobError, errorMessage, type SerializedError } from '../../shared/errors.js';
-import { JOB_ROLES, type AlertSeverity, type JobRole } from '../../shared/protocol.js';
+import { JOB_ROLES, jobNameSchema, type AlertSeverity, type JobRole } from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { Executor } from '../executors/executor.js';
@@ -140,13 +140,7 @@ const spawnRequestSchema = z.strictObject({
   wave: z.number().int().nullable().optional(),
   parentSummary: z.string().optional(),
   agent: z.string().min(1).max(64).optional(),
-  name: z
-    .string()
-    .trim()
-    .min(1)
-    .max(64)
-    .regex(/^[^\s]+$/, 'a name has no spaces')
-    .optional(),
+  name: jobNameSchema,
   parentToolId: z.string().min(1).max(200).optional(),
   join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),

@@ -13,7 +13,7 @@ import type { PermissionStore } from '../limits/permissions.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Job } from './job.js';
-import { endingFromLostThread, endingFromOutcome, endingFromProtocol, type StopRequest } from './job-endings.js';
+import { endingFromLostThread, endingFromOutcome, endingFromProtocol, endingFromQueue, type StopRequest } from './job-endings.js';
 import { lastAssistantText, type Nesting } from './nesting.js';
 
 /** What running jobs needs of the manager. */
@@ -103,7 +103,7 @@ export class JobRunner {
       });
     } else if (this.#host.dispatcher.remove(job)) {
       const error = serializeError(new JobError('JOB_CANCELLED', job.id, `cancelled while queued (${reason})`));
-      job.end({ status: 'cancelled', endedBy: 'queue', resultText: '', usage: {}, iterations: 0, error });
+      job.end(endingFromQueue(error));
     } else {
       job.attempt?.requestStop(reason);
     }

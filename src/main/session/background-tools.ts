@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ForkpoolError, ToolError, errorMessage } from '../../shared/errors.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
+import { jobNameSchema } from '../../shared/protocol.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { JobHandle } from '../jobs/manager.js';
 import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
@@ -25,14 +26,7 @@ export interface SpawnToolRequest {
   budget?: BudgetLimits;
 }
 
-const nameArg = z
-  .string()
-  .trim()
-  .min(1)
-  .max(64)
-  .regex(/^[^\s]+$/, 'a name has no spaces')
-  .optional()
-  .describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
+const nameArg = jobNameSchema.describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
 
 const baseSpawnArgs = z.strictObject({
   task: z

@@ -199,31 +199,19 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         // other jobs on this thread (inline, shared) and its port get the loop between slices.
         while (sliceSpent() > SYNC_SLICE_MS) await nextTurn();
         const small = openWalkedFileSync(file, pseudoDevices);
-        if (small === undefined) {
-          unreadable++;
-          return;
-        }
-        if (small !== 'async') {
-          try {
-            // By inode too, as below.
-            if (hiddenReason(hidden, file.abs, small.stats) !== undefined) skippedHidden++;
-            else await searchOne({ fd: small.fd }, small.stats, displayPath(ctx.workspaceRoot, file.abs));
-          } finally {
-            closeSync(small.fd);
-          }
-          return;
-        }
-        const opened = await openWalkedFile(file, pseudoDevices, { signal: ctx.signal, toolName: NAME });
+        const opened = small === 'async' ? await openWalkedFile(file, pseudoDevices, { signal: ctx.signal, toolName: NAME }) : small;
         if (!opened) {
           unreadable++;
           return;
         }
+        const source: Source = 'fd' in opened ? { fd: opened.fd } : { handle: opened.handle };
         try {
           // By inode too: a hard link to a hidden file, under another name, is skipped unread.
           if (hiddenReason(hidden, file.abs, opened.stats) !== undefined) skippedHidden++;
-          else await searchOne({ handle: opened.handle }, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
+          else await searchOne(source, opened.stats, displayPath(ctx.workspaceRoot, file.abs));
         } finally {
-          await opened.handle.close();
+          if ('fd' in opened) closeSync(opened.fd);
+          else await opened.handle.close();
         }
       }
 
