@@ -1,12 +1,22 @@
 /**
  * The bench's markdown: one table of every cell with ratios against `inline` at the same
- * workload and fan-out, and the issue's targets, each marked met or missed.
+ * workload and fan-out, and the issues' targets (issue 24's I/O ratios, RSS per thread and efficiency; the earlier ones), each marked met or missed.
  */
 import { parseTargets } from './parse-workload.js';
 import { peersSection } from './peers/report.js';
-import type { BenchReport, CellResult } from './types.js';
+import type { BenchReport, CellResult, ExecutorName } from './types.js';
+import { PEER_EXECUTORS } from './types.js';
 
 const MB_LIMIT = 2_048;
+/** Issue 24's ceilings on wall time against inline at the largest I/O fan-out. */
+const IO_WALL_LIMITS: ReadonlyArray<[ExecutorName, number]> = [
+  ['piscina-shared', 1.05],
+  ['piscina-thread', 1.3],
+];
+/** Issue 24: RSS per thread in flight of `thread` isolation, MB. */
+const THREAD_MB_LIMIT = 25;
+/** Issue 24: `shared`'s efficiency against the ideal on every workload. */
+const SHARED_EFFICIENCY_MIN = 0.8;
 
 export function fmt(value: number | null | undefined, digits = 1): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '—';
@@ -47,6 +57,7 @@ const HEADER = [
   'ideal s',
   'efficiency',
   'jobs/s',
+  'CPU ms/job',
   'latency p50/p95/p99 ms',
   'loop delay p50/p99/max ms',
   'delay p99 ×inline',
@@ -72,6 +83,7 @@ export function markdownTable(cells: readonly CellResult[]): string {
       c.idealMs == null ? '—' : fmt(c.idealMs / 1000, 2),
       percent(c.efficiency),
       fmt(c.jobsPerSec, 1),
+      fmt(c.cpuMsPerJob, 1),
       `${fmt(c.latencyP50Ms, 0)} / ${fmt(c.latencyP95Ms, 0)} / ${fmt(c.latencyP99Ms, 0)}`,
       `${fmt(c.eldP50Ms, 2)} / ${fmt(c.eldP99Ms, 2)} / ${fmt(c.eldMaxMs, 1)}`,
       c.executor === 'inline' ? '1.00×' : ratio(c.eldP99Ms, base?.eldP99Ms),
@@ -100,17 +112,7 @@ export interface TargetCheck {
 export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
   const out: TargetCheck[] = [];
   const maxJobs = (workload: string) => Math.max(0, ...cells.filter((c) => c.workload === workload).map((c) => c.jobs));
-  const ioJobs = maxJobs('io');
-  for (const c of cells.filter((x) => x.workload === 'io' && x.jobs === ioJobs && x.executor !== 'inline')) {
-    const base = inlineOf(cells, c);
-    const delta = base ? (c.wallMs / base.wallMs - 1) * 100 : Number.NaN;
-    out.push({
-      target: `io ${ioJobs} jobs: wall time within 2% of inline`,
-      executor: c.executor,
-      value: `${delta >= 0 ? '+' : ''}${fmt(delta, 1)}%`,
-      met: base ? Math.abs(delta) <= 2 || delta < 0 : null,
-    });
-  }
+  out.push(...ioTargets(cells, maxJobs('io')), ...efficiencyTargets(cells, maxJobs));
   for (const c of cells.filter((x) => x.workload === 'cpu')) {
     const base = inlineOf(cells, c);
     const times = base && c.executor !== 'inline' ? ` (inline/this: ${ratio(base.eldP99Ms, c.eldP99Ms)})` : '';
@@ -164,6 +166,60 @@ export function checkTargets(cells: readonly CellResult[]): TargetCheck[] {
     });
   }
   return out;
+}
+
+/**
+ * Issue 24's I/O targets at the largest io fan-out: `inline` no slower than the faster SDK, `shared`
+ * and `thread` within their ceilings of inline, and `thread`'s memory per thread: its peak RSS
+ * above inline's (the same main thread, jobs and buffers without threads) over its threads.
+ */
+function ioTargets(cells: readonly CellResult[], jobs: number): TargetCheck[] {
+  const at = (executor: ExecutorName) => cells.find((c) => c.workload === 'io' && c.jobs === jobs && c.executor === executor);
+  const inline = at('inline');
+  const fastestPeer = PEER_EXECUTORS.map(at)
+    .filter((c): c is CellResult => c !== undefined)
+    .sort((a, b) => a.wallMs - b.wallMs)[0];
+  const out: TargetCheck[] = [
+    {
+      target: `io ${jobs.toLocaleString('en-US')} jobs: inline wall ≤ the faster SDK's`,
+      executor: 'inline',
+      value:
+        fastestPeer && inline
+          ? `${fmt(inline.wallMs / 1000, 2)} s, ${fastestPeer.executor} ${fmt(fastestPeer.wallMs / 1000, 2)} s (${ratio(inline.wallMs, fastestPeer.wallMs)})`
+          : '—',
+      met: fastestPeer && inline ? inline.wallMs <= fastestPeer.wallMs : null,
+    },
+  ];
+  for (const [executor, limit] of IO_WALL_LIMITS) {
+    const c = at(executor);
+    out.push({
+      target: `io ${jobs.toLocaleString('en-US')} jobs: wall ≤ ${limit.toFixed(2)}× inline`,
+      executor,
+      value: ratio(c?.wallMs, inline?.wallMs),
+      met: c && inline ? c.wallMs <= limit * inline.wallMs : null,
+    });
+  }
+  const thread = at('piscina-thread');
+  const perThread = thread && inline && thread.threadsMax > 0 ? (thread.peakRssMb - inline.peakRssMb) / thread.threadsMax : null;
+  out.push({
+    target: `io ${jobs.toLocaleString('en-US')} jobs: RSS per thread ≤ ${THREAD_MB_LIMIT} MB (peak above inline's, over the threads)`,
+    executor: 'piscina-thread',
+    value: perThread === null ? '—' : `${fmt(perThread, 1)} MB (${fmt(thread?.peakRssMb, 0)} MB, ${thread?.threadsMax} threads)`,
+    met: perThread === null ? null : perThread <= THREAD_MB_LIMIT,
+  });
+  return out;
+}
+
+/** `shared`'s efficiency (ideal ÷ wall) at each workload's largest fan-out. */
+function efficiencyTargets(cells: readonly CellResult[], maxJobs: (workload: string) => number): TargetCheck[] {
+  return cells
+    .filter((c) => c.executor === 'piscina-shared' && c.jobs === maxJobs(c.workload))
+    .map((c) => ({
+      target: `${c.workload} ${c.jobs.toLocaleString('en-US')} jobs: efficiency ≥ ${percent(SHARED_EFFICIENCY_MIN)}`,
+      executor: c.executor,
+      value: percent(c.efficiency),
+      met: c.efficiency === null ? null : c.efficiency >= SHARED_EFFICIENCY_MIN,
+    }));
 }
 
 export function targetsTable(checks: readonly TargetCheck[]): string {

@@ -91,6 +91,29 @@ describe('a peer that cannot stop a job stuck in synchronous code', () => {
   });
 });
 
+describe("issue 24's I/O targets", () => {
+  const io = (executor: CellResult['executor'], over: Partial<CellResult>) => fakeCell({ workload: 'io', jobs: 1_000, executor, ...over });
+  const cells = [
+    io('inline', { wallMs: 21_000, peakRssMb: 265 }),
+    io('ai-sdk', { wallMs: 20_800 }),
+    io('openai-agents', { wallMs: 21_500 }),
+    io('piscina-shared', { wallMs: 22_000, efficiency: 0.92 }),
+    io('piscina-thread', { wallMs: 28_000, peakRssMb: 1_265, threadsMax: 50 }),
+  ];
+  const find = (prefix: string, executor: string) => checkTargets(cells).find((t) => t.target.includes(prefix) && t.executor === executor);
+
+  it('inline against the faster SDK, shared and thread against their ceilings of inline', () => {
+    expect(find("the faster SDK's", 'inline')).toMatchObject({ met: false, value: expect.stringContaining('ai-sdk 20.80 s') as string });
+    expect(find('1.05× inline', 'piscina-shared')).toMatchObject({ met: true, value: '1.05×' });
+    expect(find('1.30× inline', 'piscina-thread')).toMatchObject({ met: false, value: '1.33×' });
+  });
+
+  it("thread's RSS per thread is its peak above inline's over its threads, and shared's efficiency is checked", () => {
+    expect(find('RSS per thread', 'piscina-thread')).toMatchObject({ met: true, value: expect.stringMatching(/^20\.0 MB/) as string });
+    expect(find('efficiency ≥ 80%', 'piscina-shared')).toMatchObject({ met: true, value: '92%' });
+  });
+});
+
 describe('bench targets count ok jobs, not delivered ones', () => {
   it('a scale cell with 7,500 of 10,000 ok misses "all delivered and ok" and is a failed cell', () => {
     const failing = fakeCell({ ok: 7_500 });
