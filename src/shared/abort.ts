@@ -26,21 +26,56 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
   });
 }
 
+/** Runs a wait with a timeout paused (see {@link withTimeout}). */
+export type UntimedWait = <T>(wait: () => Promise<T>) => Promise<T>;
+
 /**
  * Races `work` against a timeout and a signal. The work gets its own signal, aborted on either,
- * so it can stop what it is doing; the timer is always cleared.
+ * so it can stop what it is doing; the timer is always cleared. The work also gets `untimed`:
+ * the time spent in a wait it runs through it (its turn in a queue that moves as other calls
+ * end) does not count, so load slows the work down without timing it out; the timer runs on
+ * with what was left when the wait ends. The signal still aborts such a wait.
  */
-export async function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, timeoutMs: number, signal: AbortSignal, onTimeout: () => Error): Promise<T> {
+export async function withTimeout<T>(
+  work: (signal: AbortSignal, untimed: UntimedWait) => Promise<T>,
+  timeoutMs: number,
+  signal: AbortSignal,
+  onTimeout: () => Error,
+): Promise<T> {
   const local = linkedAbort(signal);
   let timer: NodeJS.Timeout | undefined;
+  let fail: (error: Error) => void = () => {};
+  let remainingMs = timeoutMs;
+  let armedAt = 0;
+  let waits = 0;
+  let settled = false;
+  const arm = () => {
+    armedAt = performance.now();
+    timer = setTimeout(
+      () => {
+        const error = onTimeout();
+        // Reject first so the race reports the timeout, not the abort it causes.
+        fail(error);
+        local.controller.abort(error);
+      },
+      Math.max(0, remainingMs),
+    );
+  };
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = onTimeout();
-      // Reject first so the race reports the timeout, not the abort it causes.
-      reject(error);
-      local.controller.abort(error);
-    }, timeoutMs);
+    fail = reject;
+    arm();
   });
+  const untimed: UntimedWait = async (wait) => {
+    if (waits++ === 0) {
+      clearTimeout(timer);
+      remainingMs -= performance.now() - armedAt;
+    }
+    try {
+      return await wait();
+    } finally {
+      if (--waits === 0 && !settled) arm();
+    }
+  };
   const aborted = new Promise<never>((_, reject) => {
     if (local.signal.aborted) reject(new AbortError(local.signal.reason));
     local.signal.addEventListener('abort', () => reject(new AbortError(local.signal.reason)), { once: true });
@@ -49,8 +84,9 @@ export async function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, 
   timeout.catch(() => {});
   aborted.catch(() => {});
   try {
-    return await Promise.race([work(local.signal), timeout, aborted]);
+    return await Promise.race([work(local.signal, untimed), timeout, aborted]);
   } finally {
+    settled = true;
     clearTimeout(timer);
     local.dispose();
   }

@@ -239,8 +239,8 @@ async function runTool(
   }
   const timeoutMs = options.config.toolLimits.toolTimeoutMs;
   return withTimeout(
-    (toolSignal) => {
-      const context: LoopToolContext = { ...options.toolContext, signal: toolSignal, callId: call.id };
+    (toolSignal, untimedWait) => {
+      const context: LoopToolContext = { ...options.toolContext, signal: toolSignal, untimedWait, callId: call.id };
       return tool.run(args, context);
     },
     timeoutMs,

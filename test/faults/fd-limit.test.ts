@@ -11,7 +11,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT, makeWorkspace, useCleanup } from '../helpers/index.js';
+import { runToolLoop } from '../../src/shared/tool-loop.js';
+import { builtinTools } from '../../src/shared/tools/index.js';
+import { REPO_ROOT, makeWorkspace, startTestSim, toolContextFor, toolResults, useCleanup } from '../helpers/index.js';
 
 const run = promisify(execFile);
 const cleanup = useCleanup();
@@ -96,9 +98,9 @@ describe('searches per thread', () => {
         });
       });
     const signal = new AbortController().signal;
-    const all = Array.from({ length: 300 }, () => withSearchSlot(signal, search));
+    const all = Array.from({ length: 300 }, () => withSearchSlot({ signal }, search));
     const aborted = new AbortController();
-    const waiting = withSearchSlot(aborted.signal, search);
+    const waiting = withSearchSlot({ signal: aborted.signal }, search);
     await new Promise((resolve) => setImmediate(resolve));
     expect(running).toBe(256);
     aborted.abort(new Error('cancelled'));
@@ -109,5 +111,58 @@ describe('searches per thread', () => {
     }
     expect(await Promise.all(all)).toHaveLength(300);
     expect(most).toBe(256);
+  });
+
+  it('a search waiting for its turn is not timed out by the tool timeout, which still ends one that hangs once running', async () => {
+    const { withSearchSlot } = await import('../../src/shared/tools/fd-limit.js');
+    const { withTimeout } = await import('../../src/shared/abort.js');
+    const toolTimeoutMs = 1_000;
+    // Every slot of this thread taken, as by 256 other jobs' searches under a 10,000-job load.
+    const gates: Array<() => void> = [];
+    const held = Array.from({ length: 256 }, () =>
+      withSearchSlot({ signal: new AbortController().signal }, () => new Promise<void>((open) => gates.push(open))),
+    );
+    const t = await startTestSim(
+      cleanup,
+      {
+        script: [
+          {
+            toolCalls: [
+              { name: 'grep', arguments: { pattern: 'redactKeys' }, id: 'call_grep' },
+              { name: 'find_files', arguments: { pattern: '**/*.ts' }, id: 'call_find' },
+            ],
+          },
+          { content: 'done' },
+        ],
+      },
+      { toolLimits: { toolTimeoutMs } },
+    );
+    const loop = runToolLoop({
+      client: t.client,
+      config: t.config,
+      messages: [{ role: 'user', content: 'search' }],
+      tools: builtinTools(t.config.tools),
+      toolContext: toolContextFor(t.config),
+    });
+    // Queued for 2.5 tool timeouts: the wait must not count (it once did: "tool grep timed out after 1000 ms").
+    await new Promise((resolve) => setTimeout(resolve, 2.5 * toolTimeoutMs));
+    gates.splice(0).forEach((open) => open());
+    await Promise.all(held);
+    const result = await loop;
+    const outputs = toolResults(result.messages);
+    expect(outputs.get('call_grep')).toContain('src/keys.ts:1: export const redactKeys');
+    expect(outputs.get('call_find')).toContain('src/loop.ts');
+
+    // Once past the wait, the timeout runs on: work that hangs after an untimed wait still times out.
+    const hangs = withTimeout(
+      async (signal, untimed) => {
+        await untimed(() => new Promise((resolve) => setTimeout(resolve, 2 * toolTimeoutMs)));
+        return new Promise<never>(() => {});
+      },
+      toolTimeoutMs,
+      new AbortController().signal,
+      () => new Error('timed out'),
+    );
+    await expect(hangs).rejects.toThrow('timed out');
   });
 });

@@ -152,7 +152,7 @@ async function runDefinition(
   }
   const timeoutMs = config.toolLimits.toolTimeoutMs;
   return withTimeout(
-    (toolSignal) => def.run(args, { ...context, signal: toolSignal }),
+    (toolSignal, untimedWait) => def.run(args, { ...context, signal: toolSignal, untimedWait }),
     timeoutMs,
     signal,
     () => new TimeoutError('TOOL_TIMEOUT', `tool ${def.name} timed out after ${timeoutMs} ms`, timeoutMs),

@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, ToolError } from '../errors.js';
 import { codeOf } from './sandbox.js';
+import type { ToolContext } from './types.js';
 
 /** Waits between tries (ms, before jitter): about 3.3 s in all. */
 const RETRY_DELAYS_MS = [5, 10, 20, 40, 80, 160, 320, 640, 1_000, 1_000];
@@ -51,10 +52,16 @@ const MAX_SEARCHES_PER_THREAD = 256;
 let searchesRunning = 0;
 const searchesWaiting: Array<() => void> = [];
 
-/** Runs `search` when fewer than {@link MAX_SEARCHES_PER_THREAD} run; an abort while waiting throws. */
-export async function withSearchSlot<T>(signal: AbortSignal, search: () => Promise<T>): Promise<T> {
-  if (searchesRunning >= MAX_SEARCHES_PER_THREAD) {
-    await new Promise<void>((resolve, reject) => {
+/**
+ * Runs `search` when fewer than {@link MAX_SEARCHES_PER_THREAD} run; an abort while waiting
+ * throws. The wait is outside the tool's timeout (`ctx.untimedWait`): with 10,000 jobs in
+ * flight on one thread, a search queued behind 20,000 others waited over a minute and timed out
+ * before it began (inline lost 791 jobs so). The search itself keeps its time limit and timeout.
+ */
+export async function withSearchSlot<T>(ctx: Pick<ToolContext, 'signal' | 'untimedWait'>, search: () => Promise<T>): Promise<T> {
+  const { signal } = ctx;
+  const waitTurn = () =>
+    new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const at = searchesWaiting.indexOf(admit);
         if (at >= 0) searchesWaiting.splice(at, 1);
@@ -68,7 +75,8 @@ export async function withSearchSlot<T>(signal: AbortSignal, search: () => Promi
       signal.addEventListener('abort', onAbort, { once: true });
       searchesWaiting.push(admit);
     });
-  } else searchesRunning++;
+  if (searchesRunning >= MAX_SEARCHES_PER_THREAD) await (ctx.untimedWait ? ctx.untimedWait(waitTurn) : waitTurn());
+  else searchesRunning++;
   try {
     return await search();
   } finally {

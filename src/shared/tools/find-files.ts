@@ -34,7 +34,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
   describeCall: (args) => `find ${args.pattern} in ${args.path ?? '.'}`,
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
   run: (args, ctx) =>
-    withSearchSlot(ctx.signal, async () => {
+    withSearchSlot(ctx, async () => {
       throwIfAborted(ctx.signal);
       const pattern = args.pattern;
       if (pattern.includes('\0') || path.posix.isAbsolute(pattern) || pattern.split(/[\\/]/).includes('..')) {

@@ -69,7 +69,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   describeCall: (args) => `grep /${args.pattern}/ in ${args.path ?? '.'}`,
   // One of a bounded number of searches at a time per thread (see withSearchSlot).
   run: (args, ctx) =>
-    withSearchSlot(ctx.signal, async () => {
+    withSearchSlot(ctx, async () => {
       throwIfAborted(ctx.signal);
       // Loaded on a thread's first grep, not with every job's tools (re2js only for a pattern that needs it).
       const { compileLinear } = await import('./regex.js');

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { UntimedWait } from '../abort.js';
 import type { ToolLimits } from '../config.js';
 import type { FileReadLog } from './file-reads.js';
 
@@ -23,6 +24,12 @@ export interface ToolContext {
   limits: ToolLimits;
   /** Aborts the tool at once (job cancel, timeout, parent abort). */
   signal: AbortSignal;
+  /**
+   * Runs a wait that does not count against the tool's timeout: a search's turn in its thread's
+   * queue (see `withSearchSlot`), which moves as other calls end, each under its own timeout.
+   * Absent (a tool run outside a tool loop): the wait simply runs.
+   */
+  untimedWait?: UntimedWait;
   permissions: PermissionGate;
   /** Environment for child processes, already scrubbed of secrets. */
   env: Readonly<Record<string, string>>;
