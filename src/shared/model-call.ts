@@ -268,8 +268,10 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       : pastDeadline
         ? deadlineError(config.requestTimeoutMs)
         : undefined;
+  // One timer for the whole stream, pushed back on every chunk with refresh() (no new timer and
+  // closure per chunk, which is most of a response's chunks' bookkeeping on this thread).
   const armWatchdog = () => {
-    clearTimeout(idleTimer);
+    if (idleTimer) return void idleTimer.refresh();
     idleTimer = setTimeout(() => {
       stalled = true;
       local.controller.abort(new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs));
