@@ -6,6 +6,7 @@ import { abortableSleep, linkedAbort } from './abort.js';
 import { modelBaseUrl, type ForkpoolConfig } from './config.js';
 import { redactSecrets } from './tools/secrets.js';
 import { DEFAULTS } from './defaults.js';
+import { readEventStream } from './sse-reader.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -268,33 +269,39 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       : pastDeadline
         ? deadlineError(config.requestTimeoutMs)
         : undefined;
+  // One timer for the whole stream, pushed back on every chunk with refresh() (no new timer and
+  // closure per chunk, which is most of a response's chunks' bookkeeping on this thread).
   const armWatchdog = () => {
-    clearTimeout(idleTimer);
+    if (idleTimer) return void idleTimer.refresh();
     idleTimer = setTimeout(() => {
       stalled = true;
       local.controller.abort(new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs));
     }, config.streamIdleTimeoutMs);
   };
   try {
-    const stream = await client.chat.completions.create(
-      {
-        model: config.model,
-        temperature: config.temperature,
-        messages: params.messages,
-        ...(params.tools?.length ? { tools: params.tools } : {}),
-        stream: true,
-        stream_options: { include_usage: true },
-      },
-      { signal: local.signal },
-    );
+    // The raw response (the SDK has checked its status): its events are read by readEventStream.
+    const response = await client.chat.completions
+      .create(
+        {
+          model: config.model,
+          temperature: config.temperature,
+          messages: params.messages,
+          ...(params.tools?.length ? { tools: params.tools } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal: local.signal },
+      )
+      .asResponse();
     const headersAt = performance.now();
     armWatchdog();
     const reply = new StreamAssembler(config.model, config.maxResponseChars ?? DEFAULTS.maxResponseChars);
-    for await (const chunk of stream) {
+    if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
+    await readEventStream(response.body, response.headers, (chunk) => {
       armWatchdog();
-      reply.add(chunk);
-    }
-    // The SDK ends a stream loop silently on abort: check, or a cut-short answer looks whole.
+      reply.add(chunk as ChatCompletionChunk);
+    });
+    // An abort may end a read quietly: check, or a cut-short answer looks whole.
     const timedOut = timeout();
     if (timedOut) throw timedOut;
     if (local.signal.aborted) throw new AbortError(local.signal.reason);

@@ -54,3 +54,27 @@ describe.each([true, false])('a response that drips steadily past requestTimeout
     expect(sim.requests.map((r) => r.fault)).toEqual(['slow_drip']);
   }, 20_000);
 });
+
+describe('the idle watchdog is pushed back by every chunk', () => {
+  it('a stream dripping every 20 ms for longer than streamIdleTimeoutMs (300 ms) is not a stall: only the deadline ends it', async () => {
+    const t = await startTestSim(
+      cleanup,
+      { script: [{ content: 'after the drip' }], faults: { 1: { kind: 'slow_drip', dripIntervalMs: 20 } } },
+      { stream: true, maxRetries: 1, requestTimeoutMs: 1_500, streamIdleTimeoutMs: 300 },
+    );
+    const events: LoopEvent[] = [];
+    const result = await runToolLoop({
+      client: t.client,
+      config: t.config,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [],
+      toolContext: toolContextFor(t.config),
+      onEvent: (e) => events.push(e),
+    });
+    expect(result.finalText).toBe('after the drip');
+    const reasons = events.flatMap((e) => (e.type === 'retry' ? [e.reason] : []));
+    // A watchdog armed once and never pushed back would say "stream sent nothing for 300 ms".
+    expect(reasons).toEqual(['request timed out after 1500 ms (headers to last byte)']);
+    expect(t.sim.requests[0]?.chunks).toBeGreaterThanOrEqual(2);
+  }, 20_000);
+});
