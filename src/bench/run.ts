@@ -73,7 +73,9 @@ function runCellProcess(spec: CellSpec, profileDir: string | undefined): Promise
   }
   return new Promise((resolve, reject) => {
     const child = fork(builtBenchFile('cell-child'), [], {
-      execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${spec.workload}-${spec.jobs}-${spec.executor}.cpuprofile`] : [],
+      // A folder per cell and Node's own file names (pid and thread id in each): the worker
+      // threads inherit --cpu-prof, and one fixed name let the last thread to exit overwrite the rest.
+      execArgv: profileDir ? ['--cpu-prof', '--cpu-prof-dir', path.join(profileDir, `${spec.workload}-${spec.jobs}-${spec.executor}`)] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'advanced',
     });
