@@ -107,6 +107,11 @@ export const DEFAULTS = {
     /** Old-generation heap cap of a worker thread, in MiB. */
     heapMb: 512,
     /**
+     * Young-generation cap of a worker thread, in MiB; 0 picks by isolation: 4 in `thread`
+     * (THREAD_YOUNG_HEAP_MB in piscina-executor.ts), V8's own in `shared`.
+     */
+    youngHeapMb: 0,
+    /**
      * Worker threads run this much nicer (Linux) than the main thread, so jobs that burn CPU
      * yield it to the parent (or the server embedding forkpool). 0 turns it off.
      */

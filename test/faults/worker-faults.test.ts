@@ -22,6 +22,7 @@ import {
 } from '../helpers/index.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
+import { THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
 
 const cleanups = useCleanup();
 
@@ -70,6 +71,24 @@ describe('a faulty worker fails only its own job', () => {
     expect(bad.endedBy).toBe('crash');
     expect(bad.error?.code).toBe('WORKER_OUT_OF_MEMORY');
     expect(good.status).toBe('ok');
+  });
+
+  // The fixture's `limits` fault throws the thread's own resourceLimits back in its error message.
+  const threadLimits = (job: JobRecord): Record<string, number> => JSON.parse(/\{.*\}/.exec(job.error?.message ?? '')?.[0] ?? '{}') as Record<string, number>;
+  it.each([
+    ['thread, youngHeapMb unset', {}, THREAD_YOUNG_HEAP_MB],
+    ['thread, youngHeapMb 8', { youngHeapMb: 8 }, 8],
+    ['shared, youngHeapMb 6', { isolation: 'shared', youngHeapMb: 6 }, 6],
+  ] as const)('a job thread gets its young-generation cap beside the heap cap (%s)', async (_name, background, youngMb) => {
+    const { manager } = await setup({ heapMb: 96, ...background });
+    const [limits] = await faultThenNormal(manager, 'FAULT:limits');
+    expect(threadLimits(limits)).toMatchObject({ maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: youngMb });
+  });
+
+  it("a shared thread's young generation is V8's own, larger than thread isolation's cap", async () => {
+    const { manager } = await setup({ isolation: 'shared', heapMb: 96 });
+    const [limits] = await faultThenNormal(manager, 'FAULT:limits');
+    expect(threadLimits(limits).maxYoungGenerationSizeMb).toBeGreaterThan(THREAD_YOUNG_HEAP_MB);
   });
 
   it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async () => {

@@ -33,6 +33,16 @@ function child(body: string): unknown {
   return JSON.parse(r.stdout.trim().split('\n').pop() as string);
 }
 
+describe('the worker bundle (scripts/bundle-worker.mjs)', () => {
+  // Every isolate keeps its modules' source: one byte a character only when all are Latin-1.
+  it('every chunk is Latin-1 text, so each worker thread holds its source at one byte a character', () => {
+    const dir = path.join(REPO_ROOT, 'dist', 'worker', 'bundle');
+    const chunks = readdirSync(dir).filter((name) => name.endsWith('.js'));
+    expect(chunks).toContain('entry.js');
+    for (const name of chunks) expect(/[^\x00-\xff]/.exec(readFileSync(path.join(dir, name), 'utf8'))?.[0], name).toBeUndefined();
+  });
+});
+
 describe('the bundled entry points', () => {
   it("package.json exports: every subpath imports dist/bundle/<name>.js, types stay tsc's, and each bundled file is there", () => {
     const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as {

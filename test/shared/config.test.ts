@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_FILE_NAME, loadConfig } from '../../src/main/setup/config-load.js';
 import { z } from 'zod';
-import { configSchema, MAX_HEAP_MB, MAX_OUTPUT_CHARS, MAX_TIMEOUT_MINUTES, MAX_TIMER_MS, parseConfig } from '../../src/shared/config.js';
+import { configSchema, MAX_HEAP_MB, MAX_YOUNG_HEAP_MB, MAX_OUTPUT_CHARS, MAX_TIMEOUT_MINUTES, MAX_TIMER_MS, parseConfig } from '../../src/shared/config.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS } from '../../src/shared/defaults.js';
 import { ConfigError, type ConfigIssue } from '../../src/shared/errors.js';
 import { resolveWorkspaceRoot } from '../../src/shared/tools/sandbox.js';
@@ -318,6 +318,19 @@ describe('bounds: every timeout fits a Node timer, heapMb has a ceiling', () => 
         'background.heapMb',
       ),
     ).toMatchObject({ expected: 'a value <= 65536', received: '65537' });
+  });
+
+  it('background.youngHeapMb: 0 (by isolation) to 1024 MiB, whole numbers', () => {
+    expect(parseConfig({ workspaceRoot: WS }).background.youngHeapMb).toBe(0);
+    expect(parseConfig({ workspaceRoot: WS, background: { youngHeapMb: MAX_YOUNG_HEAP_MB } }).background.youngHeapMb).toBe(1_024);
+    const issue = (youngHeapMb: unknown) =>
+      issueFor(
+        configError(() => parseConfig({ workspaceRoot: WS, background: { youngHeapMb } as never })),
+        'background.youngHeapMb',
+      );
+    expect(issue(1_025)).toMatchObject({ expected: 'a value <= 1024', received: '1025' });
+    expect(issue(-1)).toMatchObject({ expected: 'a value >= 0', received: '-1' });
+    expect(issue('4')).toMatchObject({ field: 'background.youngHeapMb', received: '"4"' });
   });
 });
 

@@ -96,6 +96,7 @@ export class ForkpoolWorker {
       threads: options.concurrency,
       tasksPerThread: 1,
       heapMb: options.heapMb,
+      youngHeapMb: options.config.background.youngHeapMb,
       ...(options.workerFile ? { workerFile: options.workerFile } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });

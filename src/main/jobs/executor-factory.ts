@@ -63,6 +63,7 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
         threads,
         tasksPerThread,
         heapMb: bg.heapMb,
+        youngHeapMb: bg.youngHeapMb,
         niceIncrement: bg.niceIncrement,
         ...file,
         ...(logger ? { logger } : {}),
