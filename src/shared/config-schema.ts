@@ -22,6 +22,8 @@ export const MAX_TIMEOUT_MINUTES = Math.floor(MAX_TIMER_MS / 60_000);
  * for MiB), not a plan; a fixed bound keeps a config valid on every machine it moves to.
  */
 export const MAX_HEAP_MB = 65_536;
+/** The smallest heap cap a worker thread can start with, MiB. */
+export const MIN_HEAP_MB = 16;
 /** Young-generation cap bound: 1 GiB. Like MAX_HEAP_MB, anything above is a unit mistake. */
 export const MAX_YOUNG_HEAP_MB = 1_024;
 /** Nesting bound: deeper delegation is a runaway, not a plan. */
@@ -139,7 +141,14 @@ const backgroundSchema = z.strictObject({
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
-  heapMb: z.number().int().min(16).max(MAX_HEAP_MB).default(DEFAULTS.background.heapMb),
+  /** Heap cap of each worker thread, MiB; 0: by isolation (see DEFAULTS.background.heapMb). */
+  heapMb: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_HEAP_MB)
+    .refine((mb) => mb === 0 || mb >= MIN_HEAP_MB, `0 (by isolation) or a value >= ${MIN_HEAP_MB}`)
+    .default(DEFAULTS.background.heapMb),
   /** Young-generation cap of each worker thread, MiB; 0: by isolation (see DEFAULTS.background.youngHeapMb). */
   youngHeapMb: z.number().int().min(0).max(MAX_YOUNG_HEAP_MB).default(DEFAULTS.background.youngHeapMb),
   niceIncrement: z.number().int().min(0).max(19).default(DEFAULTS.background.niceIncrement),

@@ -23,6 +23,7 @@ import {
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
+import { SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
 
 const cleanups = useCleanup();
 
@@ -83,6 +84,15 @@ describe('a faulty worker fails only its own job', () => {
     const { manager } = await setup({ heapMb: 96, ...background });
     const [limits] = await faultThenNormal(manager, 'FAULT:limits');
     expect(threadLimits(limits)).toMatchObject({ maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: youngMb });
+  });
+
+  it.each([
+    ['thread', THREAD_HEAP_MB],
+    ['shared', SHARED_HEAP_MB],
+  ] as const)('with heapMb unset, a thread in %s isolation gets the heap cap of that isolation', async (isolation, heapMb) => {
+    const { manager } = await setup({ isolation });
+    const [limits] = await faultThenNormal(manager, 'FAULT:limits');
+    expect(threadLimits(limits).maxOldGenerationSizeMb).toBe(heapMb);
   });
 
   it("a shared thread's young generation is V8's own, larger than thread isolation's cap", async () => {

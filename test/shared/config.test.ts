@@ -310,8 +310,15 @@ describe('bounds: every timeout fits a Node timer, heapMb has a ceiling', () => 
     ).toBe('1000000000');
   });
 
-  it('background.heapMb: 16 to 65536 MiB', () => {
+  it('background.heapMb: 0 (by isolation) or 16 to 65536 MiB', () => {
+    expect(parseConfig({ workspaceRoot: WS }).background.heapMb).toBe(0);
     expect(parseConfig({ workspaceRoot: WS, background: { heapMb: MAX_HEAP_MB } }).background.heapMb).toBe(65_536);
+    expect(
+      issueFor(
+        configError(() => parseConfig({ workspaceRoot: WS, background: { heapMb: 8 } })),
+        'background.heapMb',
+      ),
+    ).toMatchObject({ expected: '0 (by isolation) or a value >= 16', received: '8' });
     expect(
       issueFor(
         configError(() => parseConfig({ workspaceRoot: WS, background: { heapMb: 65_537 } })),

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import { TIMINGS } from '../../shared/defaults.js';
+import { TIMINGS, workerHeapMb } from '../../shared/defaults.js';
 import type { JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
@@ -13,7 +13,7 @@ export interface PiscinaExecutorOptions {
   threads: number;
   /** Jobs per thread in `shared` isolation. */
   tasksPerThread: number;
-  /** Old-generation heap cap of each thread, MiB. */
+  /** Old-generation heap cap of each thread, MiB; 0: by isolation ({@link workerHeapMb}). */
   heapMb: number;
   /** Young-generation cap of each thread, MiB; 0 or unset: {@link THREAD_YOUNG_HEAP_MB} in `thread`, V8's own in `shared`. */
   youngHeapMb?: number;
@@ -59,7 +59,7 @@ export class PiscinaExecutor implements Executor {
       // The default ('sync') freezes a worker's event loop between tasks: timers and late port traffic stall.
       atomics: 'disabled',
       concurrentTasksPerWorker: options.isolation === 'shared' ? Math.max(1, options.tasksPerThread) : 1,
-      resourceLimits: { maxOldGenerationSizeMb: options.heapMb, ...youngGeneration(options) },
+      resourceLimits: { maxOldGenerationSizeMb: workerHeapMb(options), ...youngGeneration(options) },
       niceIncrement: options.niceIncrement ?? 0,
       // Workers get an environment without API keys; a job's key travels in its cloned config.
       env: scrubEnv(process.env),

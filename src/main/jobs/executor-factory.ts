@@ -9,6 +9,7 @@ import { InlineExecutor, WorkerPerJobExecutor } from '../executors/other-executo
 import { LazyExecutor } from '../executors/lazy-executor.js';
 import { loadOptional } from '../executors/optional-package.js';
 import { ConfigError } from '../../shared/errors.js';
+import { workerHeapMb } from '../../shared/defaults.js';
 
 /**
  * Threads for a config: in `thread` isolation one per concurrent job; in `shared`, enough
@@ -36,10 +37,10 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
     case 'tinypool':
       return new LazyExecutor('tinypool', { isolation: 'thread', hardStop: true, exclusive: true }, async () => {
         const { TinypoolExecutor } = await loadOptional('the "tinypool" executor', ['tinypool'], () => import('../executors/tinypool-executor.js'));
-        return new TinypoolExecutor({ threads, heapMb: bg.heapMb, ...file });
+        return new TinypoolExecutor({ threads, heapMb: workerHeapMb({ ...bg, isolation: 'thread' }), ...file });
       });
     case 'worker-per-job':
-      return new WorkerPerJobExecutor({ heapMb: bg.heapMb, ...file });
+      return new WorkerPerJobExecutor({ heapMb: workerHeapMb({ ...bg, isolation: 'thread' }), ...file });
     case 'bullmq':
       // parseConfig already insists on redisUrl with this executor.
       if (config.redisUrl === undefined)
