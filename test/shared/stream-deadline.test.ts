@@ -12,11 +12,11 @@ const cleanup = useCleanup();
 // The idle watchdog is far longer than the deadline: only the deadline can end the drip.
 const TIMINGS = { requestTimeoutMs: 1_000, streamIdleTimeoutMs: 30_000 };
 
-async function dripThenAnswer(stream: boolean, maxRetries: number) {
+async function dripThenAnswer(stream: boolean, maxRetries: number, timings: typeof TIMINGS = TIMINGS, dripIntervalMs = 10) {
   const t = await startTestSim(
     cleanup,
-    { script: [{ content: 'after the drip' }], faults: { 1: { kind: 'slow_drip', dripIntervalMs: 10 } } },
-    { stream, maxRetries, ...TIMINGS },
+    { script: [{ content: 'after the drip' }], faults: { 1: { kind: 'slow_drip', dripIntervalMs } } },
+    { stream, maxRetries, ...timings },
   );
   const events: LoopEvent[] = [];
   const result = await runToolLoop({
@@ -57,24 +57,10 @@ describe.each([true, false])('a response that drips steadily past requestTimeout
 
 describe('the idle watchdog is pushed back by every chunk', () => {
   it('a stream dripping every 20 ms for longer than streamIdleTimeoutMs (300 ms) is not a stall: only the deadline ends it', async () => {
-    const t = await startTestSim(
-      cleanup,
-      { script: [{ content: 'after the drip' }], faults: { 1: { kind: 'slow_drip', dripIntervalMs: 20 } } },
-      { stream: true, maxRetries: 1, requestTimeoutMs: 1_500, streamIdleTimeoutMs: 300 },
-    );
-    const events: LoopEvent[] = [];
-    const result = await runToolLoop({
-      client: t.client,
-      config: t.config,
-      messages: [{ role: 'user', content: 'hi' }],
-      tools: [],
-      toolContext: toolContextFor(t.config),
-      onEvent: (e) => events.push(e),
-    });
+    const { result, sim, retries } = await dripThenAnswer(true, 1, { requestTimeoutMs: 1_500, streamIdleTimeoutMs: 300 }, 20);
     expect(result.finalText).toBe('after the drip');
-    const reasons = events.flatMap((e) => (e.type === 'retry' ? [e.reason] : []));
     // A watchdog armed once and never pushed back would say "stream sent nothing for 300 ms".
-    expect(reasons).toEqual(['request timed out after 1500 ms (headers to last byte)']);
-    expect(t.sim.requests[0]?.chunks).toBeGreaterThanOrEqual(2);
+    expect(retries.map((e) => e.reason)).toEqual(['request timed out after 1500 ms (headers to last byte)']);
+    expect(sim.requests[0]?.chunks).toBeGreaterThanOrEqual(2);
   }, 20_000);
 });
