@@ -7,6 +7,7 @@ import { afterEach, expect } from 'vitest';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import type { Executor } from '../../src/main/executors/executor.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
+import { Deliveries } from '../../src/main/delivery/deliveries.js';
 import { BackgroundManager, type JobScheduler, type ManagerEvents } from '../../src/main/jobs/manager.js';
 import type { TypedEmitter } from '../../src/shared/typed-emitter.js';
 import { parseConfig, type ForkpoolConfig, type ForkpoolConfigInput } from '../../src/shared/config.js';
@@ -116,6 +117,14 @@ export function nextEvent<E extends Record<string, unknown[]>, K extends keyof E
 }
 
 /** Resolves with the record once job `id` has ended (at once if it already has). */
+/** The ids a drain of `turn` delivers, sorted: what a turn received, in an order tests can compare. */
+export function drainedIds(manager: BackgroundManager, turn: number): string[] {
+  return new Deliveries(manager)
+    .drain(turn)
+    .map((r) => r.id)
+    .sort();
+}
+
 export async function ended(manager: BackgroundManager, id: string): Promise<JobRecord> {
   const now = manager.get(id);
   if (now?.state === 'ended') return now;

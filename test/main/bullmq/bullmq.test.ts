@@ -23,6 +23,7 @@ import {
   startedJob,
   useCleanup,
   waitFor,
+  drainedIds,
 } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
@@ -82,12 +83,7 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     // Both workers took part, each job ran once, and delivery hands each over once.
     const runs = workers.flatMap((w) => w.runsEnded());
     expect(new Set(runs.map((r) => r.bullId)).size).toBe(6);
-    expect(
-      new Deliveries(manager)
-        .drain(1)
-        .map((r) => r.id)
-        .sort(),
-    ).toEqual([...ids].sort());
+    expect(drainedIds(manager, 1)).toEqual([...ids].sort());
     expect(new Deliveries(manager).drain(2)).toEqual([]);
     expect(events.filter((e) => e.type === 'done')).toHaveLength(6);
   });

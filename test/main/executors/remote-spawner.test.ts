@@ -11,8 +11,19 @@ import type { JobSpec, WorkerMessage } from '../../../src/shared/protocol.js';
 import { SharedRateGate } from '../../../src/shared/rate-gate.js';
 import { RemoteExecutor, type RemoteHandle, type RemoteJobEvent, type RemoteSpawner, type RemoteStatus } from '../../../src/main/remote/spawner.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
-import { RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim, startedJob, useCleanup, waitFor, type Cleanup } from '../../helpers/index.js';
-import { Deliveries } from '../../../src/main/delivery/deliveries.js';
+import {
+  RESEARCH_TASK,
+  drainedIds,
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  startSim,
+  startedJob,
+  useCleanup,
+  waitFor,
+  type Cleanup,
+} from '../../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -76,12 +87,7 @@ describe('RemoteExecutor: a user-supplied remote runner', () => {
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
     expect(spawner.handles.map((h) => h.status())).toEqual(['ended', 'ended', 'ended']);
-    expect(
-      new Deliveries(manager)
-        .drain(1)
-        .map((r) => r.id)
-        .sort(),
-    ).toEqual([...ids].sort());
+    expect(drainedIds(manager, 1)).toEqual([...ids].sort());
   });
 
   it('cancel goes through the handle: the job honours it and ends cancelled', async () => {

@@ -33,6 +33,14 @@ const HEAVY_TIMEOUT_MS = 240_000;
 const READ_ONLY: Partial<ForkpoolConfigInput> = { tools: ['read_file', 'grep', 'find_files', 'list_dir'] };
 const LEAF = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
 
+/** A parent session over the real pool whose fork reads only, closed after the test. */
+function readOnlySession(sim: SimServer, root: string): AgentSession {
+  const session = new AgentSession({ config: makeConfig(sim, root, {}, READ_ONLY), closeExecutor: true });
+  watchManager(session.manager);
+  cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+  return session;
+}
+
 function blocks(sim: SimServer): string[] {
   return sim.requests
     .map((r) => messagesOf(r).at(-1))
@@ -46,9 +54,7 @@ describe('spawn de-duplication', () => {
     async () => {
       const root = await makeWorkspace(cleanups);
       const sim = await startSim(cleanups);
-      const session = new AgentSession({ config: makeConfig(sim, root, {}, READ_ONLY), closeExecutor: true });
-      watchManager(session.manager);
-      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      const session = readOnlySession(sim, root);
       const delivered: string[] = [];
       session.on('delivered', ({ jobs }) => delivered.push(...jobs.map((j) => j.id)));
 
@@ -94,9 +100,7 @@ describe('spawn de-duplication', () => {
       expect(sim.requestCount).toBe(calls);
 
       // Through the parent's spawn tool: the answer carries the result and its age, and reading it there is its delivery.
-      const session = new AgentSession({ config: makeConfig(sim, root, {}, READ_ONLY), closeExecutor: true });
-      watchManager(session.manager);
-      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      const session = readOnlySession(sim, root);
       await session.submit('Research:\n1. Where is the retry backoff implemented?\n2. Where is the LruCache class defined?');
       await session.onIdle();
       expect(session.manager.jobs()).toHaveLength(2);
@@ -129,9 +133,7 @@ describe('spawn de-duplication', () => {
     async () => {
       const root = await makeWorkspace(cleanups);
       const sim = await startSim(cleanups);
-      const session = new AgentSession({ config: makeConfig(sim, root, {}, READ_ONLY), closeExecutor: true });
-      watchManager(session.manager);
-      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      const session = readOnlySession(sim, root);
       // Wave 99 is never sealed: the result waits, undelivered.
       const first = session.manager.spawn({ task: LEAF, label: 'first', wave: 99 });
       await ended(session.manager, first.id);
