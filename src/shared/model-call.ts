@@ -208,6 +208,14 @@ function deadlineError(timeoutMs: number): TimeoutError {
   return new TimeoutError('MODEL_REQUEST_FAILED', `request timed out after ${timeoutMs} ms (headers to last byte)`, timeoutMs);
 }
 
+/**
+ * The SDK's own timer (the client's `timeout`, the same span as ours, up to the headers) may
+ * fire first on a busy thread: the same deadline, said the same way, whichever timer won.
+ */
+function sdkDeadline(error: unknown, client: OpenAI): unknown {
+  return error instanceof OpenAI.APIConnectionTimeoutError ? deadlineError(client.timeout) : error;
+}
+
 async function requestOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
   // The SDK's `timeout` stops at the response headers: a body that stalls after them would hang
   // forever. This timer covers headers to last byte, as `requestTimeoutMs` promises.
@@ -225,7 +233,7 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
     );
   } catch (error) {
     if (timedOut) throw deadlineError(config.requestTimeoutMs);
-    throw error;
+    throw sdkDeadline(error, client);
   } finally {
     clearTimeout(timer);
     local.dispose();
@@ -307,7 +315,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
     if (local.signal.aborted) throw new AbortError(local.signal.reason);
     return { ...reply.finish(), headersAt };
   } catch (error) {
-    throw timeout() ?? error;
+    throw timeout() ?? sdkDeadline(error, client);
   } finally {
     clearTimeout(idleTimer);
     clearTimeout(deadline);
