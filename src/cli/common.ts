@@ -196,8 +196,9 @@ export function reportError(error: unknown): number {
   }
   if (error instanceof ForkpoolError) {
     process.stderr.write(`forkpool: ${error.message} [${error.code}]\n`);
-    // Another process owns the ledger scope: like a usage error, the person picks another file or waits.
-    return error.code === 'LEDGER_BUSY' ? EXIT.usage : EXIT.failure;
+    // Another process owns the ledger scope, or `--resume` names a session it does not hold: like a
+    // usage error, the person picks another file or id, or waits.
+    return error.code === 'LEDGER_BUSY' || error.code === 'SESSION_UNKNOWN' ? EXIT.usage : EXIT.failure;
   }
   process.stderr.write(`forkpool: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.failure;
