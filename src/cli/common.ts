@@ -111,6 +111,8 @@ export async function createCliContext(flags: GlobalFlags, defaults: Pick<Config
     fromEnv: true,
     file: overrides.configPath ?? true,
     onWarning: (message) => process.stderr.write(`forkpool: warning: ${message}\n`),
+    // Checked just below, in one line a person reads at a glance.
+    checkWorkspace: false,
   });
   checkWorkspaceFolder(config.workspaceRoot);
   // Every key the config holds (a peer agent may have its own) is redacted from log lines.

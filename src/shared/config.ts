@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { z } from 'zod';
@@ -22,6 +22,11 @@ export type ConfigWarningSink = (message: string) => void;
 export interface ParseConfigOptions {
   /** Where warnings go; default `process.emitWarning` (type `ForkpoolConfigWarning`). */
   onWarning?: ConfigWarningSink;
+  /**
+   * Refuse a `workspaceRoot` that is not an existing folder (default `true`). The CLI turns it
+   * off to make the same check itself and say it in one line.
+   */
+  checkWorkspace?: boolean;
 }
 
 const emitConfigWarning: ConfigWarningSink = (message) => process.emitWarning(message, { type: 'ForkpoolConfigWarning' });
@@ -73,7 +78,7 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
       },
     ]);
   }
-  const broad = broadWorkspaceCheck(config);
+  const broad = broadWorkspaceCheck(config) ?? (options.checkWorkspace === false ? undefined : missingWorkspaceIssue(config.workspaceRoot));
   if (broad) throw new ConfigError([withSource(broad, 'workspaceRoot', sources)]);
   const ledgerInWorkspace = ledgerInWorkspaceIssue(config.ledger, config.workspaceRoot);
   if (ledgerInWorkspace) throw new ConfigError([withSource(ledgerInWorkspace, 'ledger.path', sources)]);
@@ -205,6 +210,21 @@ function broadWorkspaceCheck(config: ForkpoolConfig): ConfigIssue | undefined {
     if (found && (!found.forcible || !config.allowBroadWorkspace)) return broadWorkspaceIssue(config.workspaceRoot, found);
   }
   return undefined;
+}
+
+/**
+ * A workspace that is not there is a config error at load, naming the path: otherwise every job
+ * would fail at its start (and its record, which hides absolute paths, would name it ".").
+ */
+function missingWorkspaceIssue(root: string): ConfigIssue | undefined {
+  const received = JSON.stringify(root);
+  try {
+    if (statSync(root).isDirectory()) return undefined;
+    return { field: 'workspaceRoot', expected: 'an existing directory', received: `${received} (not a directory)` };
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code ?? 'not found';
+    return { field: 'workspaceRoot', expected: 'an existing directory', received: `${received} (${code})` };
+  }
 }
 
 function toConfigIssue(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigIssue {

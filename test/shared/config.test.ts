@@ -2,7 +2,7 @@
  * Configuration: schema defaults, the seeds' snake_case aliases, error messages that name the
  * field, what was expected, what was received and where it came from; file < env < flags.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_FILE_NAME, loadConfig } from '../../src/main/setup/config-load.js';
@@ -15,6 +15,8 @@ import { configError, tempWorkspace, useCleanup } from '../helpers/index.js';
 
 const cleanup = useCleanup();
 const WS = '/tmp/forkpool-config-test';
+// The workspace must exist for a config to load.
+mkdirSync(WS, { recursive: true });
 
 function issueFor(error: ConfigError, field: string): ConfigIssue {
   const issue = error.issues.find((i) => i.field === field);
@@ -64,6 +66,24 @@ describe('parseConfig defaults', () => {
     const copy = structuredClone(raw);
     parseConfig(raw);
     expect(raw).toEqual(copy);
+  });
+
+  it('refuses a workspace that is not there, or not a folder, at load, naming the path', () => {
+    const dir = tempWorkspace({ 'file.txt': 'x' }, cleanup);
+    const missing = path.join(dir, 'nope');
+    expect(configError(() => parseConfig({ workspaceRoot: missing })).issues).toEqual([
+      { field: 'workspaceRoot', expected: 'an existing directory', received: `${JSON.stringify(missing)} (ENOENT)` },
+    ]);
+    const file = path.join(dir, 'file.txt');
+    expect(
+      issueFor(
+        configError(() => loadConfig({ workspace: file }, {}, dir)),
+        'workspaceRoot',
+      ),
+    ).toMatchObject({
+      received: `${JSON.stringify(file)} (not a directory)`,
+      source: 'flag --workspace',
+    });
   });
 
   it('requires workspaceRoot', () => {
@@ -198,6 +218,7 @@ describe('loadConfig layers: file < environment < flags', () => {
     const dir = tempWorkspace({}, cleanup);
     expect(loadConfig({}, {}, dir).workspaceRoot).toBe(dir);
     const withFile = dirWithConfig({ workspaceRoot: 'sub' });
+    for (const sub of ['sub', 'other']) mkdirSync(path.join(withFile, sub));
     expect(loadConfig({}, {}, withFile).workspaceRoot).toBe(path.join(withFile, 'sub'));
     expect(loadConfig({ workspace: 'other' }, {}, withFile).workspaceRoot).toBe(path.join(withFile, 'other'));
   });
@@ -429,9 +450,13 @@ describe('system folders as the workspace', () => {
   });
 
   it('a project inside a system folder, or named like one, is still a workspace', async () => {
-    const dir = tempWorkspace({}, cleanup);
-    for (const root of ['/var/www/site', '/usr/local/src/app', '/etcetera', '/procs', path.join(dir, 'proc')]) {
-      expect(parseConfig({ workspaceRoot: root }).workspaceRoot).toBe(root);
+    const dir = tempWorkspace({ 'proc/.keep': '' }, cleanup);
+    expect(parseConfig({ workspaceRoot: path.join(dir, 'proc') }).workspaceRoot).toBe(path.join(dir, 'proc'));
+    // Not there on this machine: refused only for that, not as a system folder.
+    for (const root of ['/var/www/site', '/usr/local/src/app', '/etcetera', '/procs']) {
+      expect(configError(() => parseConfig({ workspaceRoot: root })).issues).toEqual([
+        { field: 'workspaceRoot', expected: 'an existing directory', received: `${JSON.stringify(root)} (ENOENT)` },
+      ]);
     }
     expect(await resolveWorkspaceRoot(dir)).toBe(dir);
   });

@@ -1,10 +1,12 @@
 /** The per-model table: prices turn usage into dollars; unpriced models are named, not guessed. */
+import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
 import { contextWindowOf, costOf, DEFAULT_CONTEXT_WINDOW } from '../../src/shared/models.js';
 import { configError } from '../helpers/index.js';
 
 const WS = '/tmp/forkpool-models-test';
+mkdirSync(WS, { recursive: true });
 
 describe('config.models', () => {
   const config = parseConfig({

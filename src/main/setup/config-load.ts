@@ -63,6 +63,8 @@ export interface LoadConfigOptions {
   cwd?: string;
   /** Hears config warnings (e.g. an alias and its field both set); default `process.emitWarning`. */
   onWarning?: ConfigWarningSink;
+  /** Refuse a workspace that is not an existing folder (default `true`; see ParseConfigOptions). */
+  checkWorkspace?: boolean;
 }
 
 /**
@@ -147,7 +149,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
   hideFromTools(raw, fileRead, cwd);
-  return parseConfig(raw, sources, onWarning ? { onWarning } : {});
+  return parseConfig(raw, sources, { ...(onWarning ? { onWarning } : {}), ...(options.checkWorkspace === false ? { checkWorkspace: false } : {}) });
 }
 
 /**

@@ -2,6 +2,9 @@
  * The parent agent and its session against the scripted sim: answers, a history that stays
  * valid across turns, usage by role, the turn preamble, repeated prompts and the capped summary.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import { ParentAgent, type ParentAgentOptions, type ParentEvent } from '../../../src/main/session/parent-agent.js';
@@ -163,8 +166,10 @@ describe('ParentAgent.runTurn', () => {
     assertValidHistory(t.agent.session.messages);
   });
 
-  it('rejects a turn when the workspace does not exist', async () => {
-    const t = await startTestSim(cleanup, { script: [] }, { workspaceRoot: '/nonexistent/forkpool/workspace' });
+  it('rejects a turn when the workspace was removed after the config was loaded', async () => {
+    const workspaceRoot = await mkdtemp(path.join(os.tmpdir(), 'forkpool-gone-'));
+    const t = await startTestSim(cleanup, { script: [] }, { workspaceRoot });
+    await rm(workspaceRoot, { recursive: true });
     const agent = new ParentAgent({ config: t.config, client: t.client });
     await expect(agent.runTurn('hi')).rejects.toThrow();
     expect(agent.busy).toBe(false);
