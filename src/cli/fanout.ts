@@ -13,7 +13,7 @@ import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/limits/budget-pool.js';
 import { LineReader, openInput, type InputLine } from './line-reader.js';
 import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
-import { FanoutOutput, statusText } from './progress.js';
+import { countTaskLines, FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 
 export interface FanoutFlags extends GlobalFlags {
@@ -128,11 +128,15 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const pending = () => accepted - ended;
   const readAhead = ctx.config.background.maxConcurrent + Math.max(READ_AHEAD_MIN, ctx.config.background.maxConcurrent);
 
+  // The bar's total: a file's task lines, counted first (one read, ~1 s per GB; a stream has none: "so far").
+  const total = out.live ? await countTaskLines(file) : undefined;
+  let endedBefore = 0;
   const drawStatus = () =>
     out.status(
       statusText({
         read: accepted,
         ended,
+        ...(total !== undefined ? { total, handled: ended + refused + invalid + endedBefore } : {}),
         failed: countFailed(tally),
         running: running.size,
         queued: pending() - running.size,
@@ -191,6 +195,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       continue;
     }
     if (job.status) tally[job.status]++;
+    endedBefore++;
     usage = mergeUsageByModel(usage, job.usage);
     out.result(jsonForTerminal({ line, ...jobJson(job), fromLedger: true }));
     markPrinted(job.id);

@@ -3,13 +3,17 @@
  * stdout line, wrapping never switched off), the line reader's backpressure, line parsing and
  * the terminal-safe preview.
  */
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { parseLine } from '../../src/cli/fanout.js';
 import { escapeForTerminal, preview } from '../../src/main/views/terminal-lines.js';
 import { LineReader } from '../../src/cli/line-reader.js';
-import { FanoutOutput, type TextSink } from '../../src/cli/progress.js';
+import { countTaskLines, FanoutOutput, formatDuration, statusText, type TextSink } from '../../src/cli/progress.js';
+import { tempWorkspace, useCleanup } from '../helpers/index.js';
+
+const cleanup = useCleanup();
 
 /** stdout and stderr of one terminal: both write into the same transcript, as on a real TTY. */
 function fakeTerminal(columns = 40) {
@@ -170,5 +174,31 @@ describe('parseLine and the preview of untrusted input', () => {
     expect(preview('héllo 🙂', 60)).toBe('"héllo 🙂"');
     expect(preview('🙂'.repeat(10), 3)).toBe('"🙂🙂🙂"… (10 chars)');
     expect(preview('say "hi"')).toBe('"say \\"hi\\""');
+  });
+});
+
+describe('the fanout status line', () => {
+  const base = { read: 40, ended: 30, failed: 1, running: 8, queued: 2, startedAt: 0, now: 10_000 };
+  it('with a known total: a bar, the share and count handled, the rate and an ETA from it', () => {
+    const text = statusText({ ...base, total: 100, handled: 35 });
+    expect(text).toBe('fanout: ███████░░░░░░░░░░░░░ 35% 35/100 | failed 1 | running 8 | queued 2 | 3.0/s | ETA 22s | 10s');
+    expect(statusText({ ...base, total: 35, handled: 35 })).toContain('100% 35/35 |');
+    expect(statusText({ ...base, total: 35, handled: 35 })).toContain('| done |');
+    expect(statusText({ ...base, ended: 0, total: 10, handled: 0 })).toContain('ETA …');
+    expect(formatDuration(3725)).toBe('1h02m');
+    expect(formatDuration(185)).toBe('3m05s');
+  });
+
+  it('for a stream: the counts so far', () => {
+    expect(statusText(base)).toBe('fanout: 30 done so far (40 read) | failed 1 | running 8 | queued 2 | 3.0/s | 10s');
+  });
+
+  it("counts a file's non-blank lines (the last one without a newline too); a stream has no total", async () => {
+    const dir = tempWorkspace({ 'a.jsonl': '{"task":"a"}\n\n  \r\n{"task":"b"}\r\nnot json\n{"task":"c"}', 'empty.jsonl': '' }, cleanup);
+    expect(await countTaskLines(path.join(dir, 'a.jsonl'))).toBe(4);
+    expect(await countTaskLines(path.join(dir, 'empty.jsonl'))).toBe(0);
+    expect(await countTaskLines('-')).toBeUndefined();
+    expect(await countTaskLines(path.join(dir, 'missing.jsonl'))).toBeUndefined();
+    expect(await countTaskLines(dir)).toBeUndefined();
   });
 });
