@@ -81,7 +81,10 @@ export function parsePositiveNumber(name: string) {
  * Loads the config (file < environment < flags), builds the logger and, when no model is
  * configured at all, starts the built-in simulator on loopback and says so in one line.
  */
-export async function createCliContext(flags: GlobalFlags, defaults: Pick<ConfigOverrides, 'defaultIsolation'> = {}): Promise<CliContext> {
+export async function createCliContext(
+  flags: GlobalFlags,
+  defaults: Pick<ConfigOverrides, 'defaultIsolation' | 'defaultOnExhausted'> = {},
+): Promise<CliContext> {
   const level = (flags.logLevel ?? 'warn') as LogLevel;
   if (!LOG_LEVELS.includes(level)) {
     throw new ConfigError([
@@ -98,6 +101,7 @@ export async function createCliContext(flags: GlobalFlags, defaults: Pick<Config
     concurrency: flags.concurrency,
     isolation: flags.isolation,
     defaultIsolation: defaults.defaultIsolation,
+    defaultOnExhausted: defaults.defaultOnExhausted,
     timeoutMinutes: flags.timeout,
     grant: flags.grant,
     stream: flags.stream === false ? false : undefined,

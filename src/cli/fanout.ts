@@ -68,7 +68,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   }
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
-  const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION });
+  // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
+  const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION, defaultOnExhausted: 'queue' });
   if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
     const known = Object.keys(ctx.config.agents);
     process.stderr.write(

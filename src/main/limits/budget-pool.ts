@@ -124,11 +124,16 @@ export class SessionBudgetPool {
     // A tiny epsilon: prices per million tokens leave float dust in the sums.
     if (maxCostUsd !== undefined && lease.usd > 0) {
       const left = Math.max(0, maxCostUsd - this.#spentUsd - leased.usd);
-      if (lease.usd > left + 1e-9) return `${formatUsd(left)} left in this session's background budget; ${who} may spend up to ${formatUsd(lease.usd)}`;
+      // "Left" means free for a new job: what running jobs hold is said apart, or "$0.00 left" reads
+      // as spent beside a total that says "$1.99 of $2.00 left".
+      const held =
+        leased.usd > 0 ? ` (${formatUsd(Math.max(0, maxCostUsd - this.#spentUsd))} unspent, ${formatUsd(leased.usd)} of it held by running jobs)` : '';
+      if (lease.usd > left + 1e-9) return `${formatUsd(left)} free in this session's background budget${held}; ${who} may spend up to ${formatUsd(lease.usd)}`;
     }
     if (maxTokens !== undefined && lease.tokens > 0) {
       const left = Math.max(0, maxTokens - this.#spentTokens - leased.tokens);
-      if (lease.tokens > left) return `${left} tokens left in this session's background budget; ${who} may spend up to ${lease.tokens} tokens`;
+      const held = leased.tokens > 0 ? ` (${Math.max(0, maxTokens - this.#spentTokens)} unspent, ${leased.tokens} of them held by running jobs)` : '';
+      if (lease.tokens > left) return `${left} tokens free in this session's background budget${held}; ${who} may spend up to ${lease.tokens} tokens`;
     }
     return undefined;
   }

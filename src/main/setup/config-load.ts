@@ -20,6 +20,12 @@ export interface ConfigOverrides {
    * file, environment variable, code config or flag sets it (`forkpool fanout`: `shared`).
    */
   defaultIsolation?: 'thread' | 'shared' | undefined;
+  /**
+   * The command's own default for `sessionBudget.onExhausted`, used only when a `sessionBudget`
+   * is set without one (`forkpool fanout`: `queue`, so a task waits for budget to come back
+   * instead of being refused while other tasks hold it).
+   */
+  defaultOnExhausted?: 'refuse' | 'queue' | undefined;
   timeoutMinutes?: number | undefined;
   grant?: readonly string[] | undefined;
   permissionMode?: string | undefined;
@@ -146,6 +152,9 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
   // After every layer: a file's `background` group replaces the whole group, so a default set first would be lost.
   if (flags.defaultIsolation !== undefined && sources['background.isolation'] === undefined)
     setLayeredField(raw, sources, 'background.isolation', flags.defaultIsolation, "the command's default");
+  const budget = raw.sessionBudget;
+  if (flags.defaultOnExhausted !== undefined && budget && typeof budget === 'object' && !Array.isArray(budget) && !Object.hasOwn(budget, 'onExhausted'))
+    setLayeredField(raw, sources, 'sessionBudget.onExhausted', flags.defaultOnExhausted, "the command's default");
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
   hideFromTools(raw, fileRead, cwd);

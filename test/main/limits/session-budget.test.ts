@@ -52,7 +52,9 @@ describe('sessionBudget: refuse', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
     expect(() => manager.spawn({ task: 'c', label: 'c' })).toThrow(
       expect.objectContaining({
         code: 'SESSION_BUDGET_EXHAUSTED',
-        message: expect.stringContaining("$0.50 left in this session's background budget; this job may spend up to $1.00"),
+        message: expect.stringContaining(
+          "$0.50 free in this session's background budget ($2.50 unspent, $2.00 of it held by running jobs); this job may spend up to $1.00",
+        ),
       }),
     );
     expect(manager.budgetPool()).toMatchObject({ remainingUsd: 0.5, leasedUsd: 2, leases: 2 });
@@ -89,7 +91,9 @@ describe('sessionBudget: refuse', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
     await session.submit('Start two jobs.');
     const [spawned, refused, listed] = toolMessagesOf(sim.requests[1]!.body);
     expect(spawned).toMatch(/^Started background agent bg-1/);
-    expect(refused).toMatch(/^Error: .*\$0\.50 left in this session's background budget; this job may spend up to \$1\.00/);
+    expect(refused).toMatch(
+      /^Error: .*\$0\.50 free in this session's background budget \(\$1\.50 unspent, \$1\.00 of it held by running jobs\); this job may spend up to \$1\.00/,
+    );
     expect(listed).toMatch(/^Session budget: \$0\.50 of \$1\.50 left \(1 job\(s\) hold leases\)\./);
     expect(listed).toMatch(/bg-1 .*budget: turns \d+\/50, tokens \d+, cost \$\d\.\d\d\/\$1\.00, wall [\d.]+\/10 min/);
     await session.onIdle();
@@ -142,12 +146,50 @@ describe('sessionBudget through forkpool fanout', { timeout: POOL_TEST_TIMEOUT_M
       expect(job).toMatchObject({
         error: {
           code: 'SESSION_BUDGET_EXHAUSTED',
-          message: expect.stringMatching(/left in this session's background budget; this job may spend up to \$1\.00/),
+          message: expect.stringMatching(/free in this session's background budget.*; this job may spend up to \$1\.00/),
         },
       });
     expect(r.stderr).toMatch(/fanout: 0 ok, 2 partial, .* 6 refused/);
     expect(r.stderr).toMatch(/session budget: \$0\.\d\d of \$2\.50 left; spent \$2\.\d\d/);
     expect(r.code).toBe(1);
+  });
+});
+
+describe('sessionBudget through forkpool fanout, onExhausted not set', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
+  it('waits for budget that running tasks hold instead of refusing: 16 tasks on a pool of two leases all run', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: cheapAnswers(16), latencyMs: 20 });
+    writeFileSync(
+      path.join(root, 'forkpool.config.json'),
+      // $100 per million tokens: each answer costs $0.02, 16 of them $0.32, well inside the pool.
+      JSON.stringify({
+        baseUrl: sim.url,
+        models: { 'forkpool-sim': { inputUsdPerMTok: 100, outputUsdPerMTok: 100 } },
+        background: { maxConcurrent: 4 },
+        sessionBudget: { maxCostUsd: 2.5 },
+      }),
+    );
+    const lines = Array.from({ length: 16 }, (_, i) => JSON.stringify({ task: `survey part ${i + 1}` })).join('\n') + '\n';
+    const r = await runCli(['fanout', '--no-progress', '-'], { cwd: root, input: lines, cleanup: cleanups, timeoutMs: 120_000 });
+    expect(r.code, describeResult(r)).toBe(0);
+    const records = parseJsonLines(r.stdout);
+    expect(records.filter((x) => x.status === 'ok')).toHaveLength(16);
+    // Never more than two $1.00 leases out of $2.50 at once: the rest waited, none was refused.
+    expect(r.stderr).toMatch(/fanout: 16 ok, .* 0 refused/);
+    expect(r.stderr).toMatch(/session budget: \$\d\.\d\d of \$2\.50 left; spent \$\d\.\d\d/);
+  });
+
+  it("a refusal says what is free apart from what running jobs hold (not '$0.00 left' beside '$2.50 of $2.50 left')", async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: cheapAnswers(2), latencyMs: 50 });
+    const manager = makeManager(makeConfig(sim, root, {}, { ...PRICED, sessionBudget: { maxCostUsd: 2.5, onExhausted: 'refuse' } }), cleanups);
+    const jobs = ['a', 'b'].map((task) => manager.spawn({ task, label: task }));
+    expect(() => manager.spawn({ task: 'c', label: 'c' })).toThrow(
+      expect.objectContaining({
+        message: expect.stringContaining("$0.50 free in this session's background budget ($2.50 unspent, $2.00 of it held by running jobs)"),
+      }),
+    );
+    await Promise.all(jobs.map((job) => ended(manager, job.id)));
   });
 });
 
