@@ -185,10 +185,31 @@ export function checkWorkspaceFolder(root: string): void {
   if (!isFolder) throw new UsageError(`workspace ${JSON.stringify(root)} is not a folder`);
 }
 
+/** `--json` on the command line: each error is also one JSON line on stdout, for the script reading it. */
+let errorsAsJson = false;
+
+/** Set by the CLI's entry from its arguments (`--json` before any `--`). */
+export function reportErrorsAsJson(on: boolean): void {
+  errorsAsJson = on;
+}
+
+/** The JSON line of an error: `{"type":"error","code","message","exitCode"}` and, for a config error, its issues. */
+export function errorJsonLine(code: string, message: string, exitCode: number, issues?: readonly unknown[]): void {
+  if (errorsAsJson) process.stdout.write(`${JSON.stringify({ type: 'error', code, message, exitCode, ...(issues ? { issues } : {}) })}\n`);
+}
+
+/** A usage problem a command found itself: its line on stderr (and JSON line under --json); exit 2. */
+export function usageProblem(command: string, message: string): number {
+  process.stderr.write(`forkpool ${command}: ${message}\n`);
+  errorJsonLine('USAGE', `${command}: ${message}`, EXIT.usage);
+  return EXIT.usage;
+}
+
 /** Prints an error the way a person can act on it, and returns the exit code it deserves. */
 export function reportError(error: unknown): number {
   if (error instanceof UsageError) {
     process.stderr.write(`forkpool: ${error.message}\n`);
+    errorJsonLine('USAGE', error.message, EXIT.usage);
     return EXIT.usage;
   }
   if (error instanceof ConfigError) {
@@ -198,15 +219,19 @@ export function reportError(error: unknown): number {
         .map((l) => `  ${l}`)
         .join('\n')}\n`,
     );
+    errorJsonLine(error.code, error.message, EXIT.usage, error.issues);
     return EXIT.usage;
   }
   if (error instanceof ForkpoolError) {
     process.stderr.write(`forkpool: ${error.message} [${error.code}]\n`);
     // Another process owns the ledger scope, or `--resume` names a session it does not hold: like a
     // usage error, the person picks another file or id, or waits.
-    return error.code === 'LEDGER_BUSY' || error.code === 'SESSION_UNKNOWN' ? EXIT.usage : EXIT.failure;
+    const exitCode = error.code === 'LEDGER_BUSY' || error.code === 'SESSION_UNKNOWN' ? EXIT.usage : EXIT.failure;
+    errorJsonLine(error.code, error.message, exitCode);
+    return exitCode;
   }
   process.stderr.write(`forkpool: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  errorJsonLine('INTERNAL', error instanceof Error ? error.message : String(error), EXIT.failure);
   return EXIT.failure;
 }
 

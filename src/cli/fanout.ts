@@ -6,7 +6,7 @@ import type { ExecutorKind } from '../main/executors/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger/ledger.js';
 import { ForkpoolError, LedgerWriteError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
-import { buildOrDispose, createCliContext, EXIT, onTermination, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type GlobalFlags } from './common.js';
 import { costLines, jsonForTerminal, oneLine, preview, usageLines } from '../main/views/terminal-lines.js';
 import { jobJson } from '../main/views/job-view.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
@@ -63,8 +63,7 @@ const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'faile
 export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<number> {
   const executorKind = flags.executor ?? 'piscina';
   if (!EXECUTORS.includes(executorKind)) {
-    process.stderr.write(`forkpool fanout: --executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}\n`);
-    return EXIT.usage;
+    return usageProblem('fanout', `--executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}`);
   }
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
@@ -72,22 +71,20 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION, defaultOnExhausted: 'queue' });
   if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
     const known = Object.keys(ctx.config.agents);
-    process.stderr.write(
-      `forkpool fanout: --agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}\n`,
-    );
     await ctx.dispose();
-    return EXIT.usage;
+    return usageProblem(
+      'fanout',
+      `--agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}`,
+    );
   }
   if (flags.resume && ctx.config.ledger.path === undefined) {
-    process.stderr.write('forkpool fanout: --resume continues the fan-out kept in a ledger; give it with --ledger FILE (or ledger.path in the config)\n');
     await ctx.dispose();
-    return EXIT.usage;
+    return usageProblem('fanout', '--resume continues the fan-out kept in a ledger; give it with --ledger FILE (or ledger.path in the config)');
   }
   const ledger = ctx.config.ledger.path === undefined ? undefined : await buildOrDispose(ctx, () => openFanoutLedger(ctx.config, flags.resume === true));
   if (ledger && 'problem' in ledger) {
-    process.stderr.write(`forkpool fanout: ${ledger.problem}\n`);
     await ctx.dispose();
-    return EXIT.usage;
+    return usageProblem('fanout', ledger.problem);
   }
   const manager = await buildOrDispose(ctx, () => {
     try {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
-import { EXIT, parseIntFlag, parsePositiveNumber, reportError } from './common.js';
+import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
 import { fanoutCommand, type FanoutFlags } from './fanout.js';
 import { chatCommand, type ChatFlags } from './chat.js';
 import { runCommand, type RunFlags } from './run.js';
@@ -175,12 +175,16 @@ async function main(): Promise<void> {
   const program = buildProgram((code) => (exitCode = code));
   // Bare `forkpool` on a terminal opens the chat; elsewhere it prints the help as before.
   const argv = process.argv.length === 2 && process.stdin.isTTY && process.stdout.isTTY ? [...process.argv, 'chat'] : process.argv;
+  const options = argv.slice(2);
+  reportErrorsAsJson(options.slice(0, options.includes('--') ? options.indexOf('--') : undefined).includes('--json'));
   try {
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
-      // Help and version are not errors; every other usage problem exits 2.
-      exitCode = error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT.ok : EXIT.usage;
+      // Help and version are not errors; every other usage problem exits 2 (commander said it on stderr).
+      const ok = error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version';
+      exitCode = ok ? EXIT.ok : EXIT.usage;
+      if (!ok) errorJsonLine('USAGE', error.message.replace(/^error: /, ''), EXIT.usage);
     } else {
       exitCode = reportError(error);
     }

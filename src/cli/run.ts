@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/session/agent-session.js';
 import type { PermissionAsker } from '../main/limits/permissions.js';
-import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
 import { costLines, escapeForTerminal, escapeLinesForTerminal, jobLine, oneLine, usageLines } from '../main/views/terminal-lines.js';
 import { jobJson } from '../main/views/job-view.js';
 import type { ForkpoolConfig } from '../shared/config.js';
@@ -71,8 +71,7 @@ export function announceLedgerSession(
 export async function runCommand(promptArg: string | undefined, flags: RunFlags): Promise<number> {
   const prompt = flags.demo ? DEMO_PROMPT : promptArg === '-' ? await readStdin() : promptArg;
   if (!prompt || !prompt.trim()) {
-    process.stderr.write('forkpool run: give a prompt, "-" to read it from stdin, or --demo\n');
-    return EXIT.usage;
+    return usageProblem('run', 'give a prompt, "-" to read it from stdin, or --demo');
   }
   const ctx = await createCliContext(flags);
   const config = flags.demo ? withDemoAgents(ctx.config) : ctx.config;

@@ -1,5 +1,5 @@
 import { startSimServer, FAULT_KINDS, type FaultKind, type SimServer } from '../sim/index.js';
-import { EXIT } from './common.js';
+import { EXIT, usageProblem } from './common.js';
 
 export interface SimFlags {
   port: number;
@@ -17,12 +17,10 @@ export async function simCommand(flags: SimFlags): Promise<number> {
   const kinds = flags.faults ? flags.faults.split(',').map((k) => k.trim()) : undefined;
   const unknown = kinds?.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k)) ?? [];
   if (unknown.length) {
-    process.stderr.write(`forkpool sim: --faults expects some of ${FAULT_KINDS.join(', ')}; received ${unknown.join(', ')}\n`);
-    return EXIT.usage;
+    return usageProblem('sim', `--faults expects some of ${FAULT_KINDS.join(', ')}; received ${unknown.join(', ')}`);
   }
   if (flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1') {
-    process.stderr.write(`forkpool sim: --host must be a loopback address (127.0.0.1, localhost or ::1); received ${flags.host}\n`);
-    return EXIT.usage;
+    return usageProblem('sim', `--host must be a loopback address (127.0.0.1, localhost or ::1); received ${flags.host}`);
   }
   let sim: SimServer;
   try {
@@ -41,8 +39,7 @@ export async function simCommand(flags: SimFlags): Promise<number> {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
       const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not available on this machine';
-      process.stderr.write(`forkpool sim: ${flags.host} port ${flags.port} ${why} (${code}); pick another with --port, or --port 0 for any free port\n`);
-      return EXIT.usage;
+      return usageProblem('sim', `${flags.host} port ${flags.port} ${why} (${code}); pick another with --port, or --port 0 for any free port`);
     }
     throw error;
   }
