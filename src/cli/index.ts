@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
+import { initCommand, type InitFlags } from './init.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
 import { fanoutCommand, type FanoutFlags } from './fanout.js';
 import { chatCommand, type ChatFlags } from './chat.js';
@@ -118,6 +119,12 @@ export function buildProgram(setExit: (code: number) => void): Command {
       const { workerCommand } = await loadOptional('forkpool worker', ['bullmq', 'ioredis'], () => import('./worker.js'));
       setExit(await workerCommand(flags));
     });
+
+  program
+    .command('init')
+    .description('write a starter forkpool.config.json here, commented, with its JSON Schema for editors')
+    .option('--force', 'replace an existing forkpool.config.json')
+    .action((flags: InitFlags) => setExit(initCommand(flags)));
 
   program
     .command('sim')

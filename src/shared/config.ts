@@ -10,7 +10,7 @@ import { ledgerInWorkspaceIssue } from './ledger-path.js';
 export * from './config-schema.js';
 
 /** The seeds' snake_case names, accepted in a config file as aliases. */
-const SNAKE_ALIASES: Record<string, [string, string]> = {
+export const SNAKE_ALIASES: Readonly<Record<string, readonly [string, string]>> = {
   max_background_agents: ['background', 'maxConcurrent'],
   background_agent_timeout_minutes: ['background', 'timeoutMinutes'],
   background_agent: ['background', 'defaultAgent'],

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { stripComments } from 'jsonc-parser';
 import { ConfigError } from '../../shared/errors.js';
 import { parseConfig, describeReceived, normalizeAliases, type ConfigWarningSink, type ForkpoolConfig, type ForkpoolConfigInput } from '../../shared/config.js';
 
@@ -229,7 +230,9 @@ function readConfigFile(filePath: string): Record<string, unknown> {
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // Comments (// and /* */, as in tsconfig.json) become spaces; then plain JSON.parse, which keeps a
+    // "__proto__" key an own key (refused below as an unknown option, not a prototype).
+    parsed = JSON.parse(stripComments(text, ' '));
   } catch (error) {
     // V8 quotes the text around a syntax error, which may be part of an API key: keep the diagnosis only.
     const reason = (error as Error).message.replace(/,\s*(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)?\s*is not valid JSON$/, '');
@@ -238,7 +241,11 @@ function readConfigFile(filePath: string): Record<string, unknown> {
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ConfigError([{ field: '(root)', expected: 'a JSON object', received: describeReceived(parsed), source: filePath }]);
   }
-  return parsed as Record<string, unknown>;
+  // `$schema` points an editor at forkpool.config.schema.json: the file's, not a setting.
+  const { $schema, ...settings } = parsed as Record<string, unknown>;
+  if ($schema !== undefined && typeof $schema !== 'string')
+    throw new ConfigError([{ field: '$schema', expected: 'a path or URL of the JSON Schema', received: describeReceived($schema), source: filePath }]);
+  return settings;
 }
 
 function markSources(sources: Record<string, string>, key: string, value: unknown, filePath: string): void {
