@@ -2,6 +2,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
 import { initCommand, type InitFlags } from './init.js';
+import { completionCommand, SHELLS } from './completion.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
 import { fanoutCommand, type FanoutFlags } from './fanout.js';
 import { chatCommand, type ChatFlags } from './chat.js';
@@ -119,6 +120,12 @@ export function buildProgram(setExit: (code: number) => void): Command {
       const { workerCommand } = await loadOptional('forkpool worker', ['bullmq', 'ioredis'], () => import('./worker.js'));
       setExit(await workerCommand(flags));
     });
+
+  program
+    .command('completion')
+    .description('print a shell completion script (bash, zsh or fish), made from these commands and options')
+    .argument('<shell>', SHELLS.join(', '))
+    .action((shell: string) => setExit(completionCommand(shell, program)));
 
   program
     .command('init')
