@@ -1,18 +1,10 @@
-import type { ServerResponse } from 'node:http';
-import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { forkpoolRoutes } from './plugin.js';
 import type { Logger } from 'pino';
 import type { Executor } from '../main/executors/executor.js';
-import { createExecutor } from '../main/jobs/executor-factory.js';
 import type { CloseReport } from '../main/jobs/manager.js';
 import { assertModelConfigured, type ForkpoolConfig } from '../shared/config.js';
-import { registerAuth } from './auth.js';
 import { exposureWarning, serverToken } from './bind.js';
-import { eventRoutes } from './routes/events.js';
-import { jobRoutes } from './routes/jobs.js';
-import { sessionRoutes } from './routes/sessions.js';
-import { systemRoutes } from './routes/system.js';
-import { BadRequestError } from './schemas.js';
 import { ServerState } from './server-state.js';
 
 export interface ForkpoolServerOptions {
@@ -49,8 +41,6 @@ export interface ForkpoolServer {
   close(): Promise<CloseReport>;
 }
 
-const VERSION = readPackageVersion();
-
 /**
  * Builds the Fastify app of `forkpool serve` and listens. The server only reads manager
  * events and the ledger; jobs run in the executor's worker threads, so a job that runs out
@@ -65,47 +55,34 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   const exposed = exposureWarning(host);
   if (exposed) (options.onWarning ?? emitServerWarning)(exposed);
   options.logger?.[exposed ? 'warn' : 'debug']({ host }, exposed ?? 'serving on loopback');
-  const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
-  let state: ServerState;
-  try {
-    state = new ServerState({
-      config,
-      executor,
-      eventBufferSize: config.server.eventBufferSize,
-      maxSessions: config.server.maxSessions,
-      ...(options.logger ? { logger: options.logger } : {}),
-    });
-  } catch (error) {
-    // A ledger that cannot be opened or read: the pool made here must not outlive the error.
-    if (!options.executor) await executor.close();
-    throw error;
-  }
-  const streams = new Set<ServerResponse>();
-
   const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: true });
   registerCors(app, config.server.corsOrigins);
-  registerAuth(app, token);
-  // Belt and braces: whatever a route builds, the model's key never leaves in a body.
-  app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? state.scrub(payload) : payload));
-  app.setErrorHandler((error: FastifyError, _request, reply) => {
-    if (error instanceof BadRequestError) return reply.code(400).send({ error: { code: 'BAD_REQUEST', message: error.message, issues: error.issues } });
-    const status = typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-    if (status === 500) options.logger?.error({ err: error }, 'request failed');
-    return reply.code(status).send({ error: { code: error.code ?? 'INTERNAL', message: status === 500 ? 'internal error' : error.message } });
-  });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
-  );
-  await app.register(systemRoutes(state, VERSION));
-  await app.register(jobRoutes(state));
-  await app.register(sessionRoutes(state));
-  await app.register(eventRoutes(state, streams));
+  let state: ServerState | undefined;
+  // The plugin's close report, once its preClose has closed the manager and sessions.
+  let reportClose: (report: CloseReport) => void = () => {};
+  const stateClosed = new Promise<CloseReport>((resolve) => (reportClose = resolve));
+  try {
+    await app.register(forkpoolRoutes, {
+      config,
+      token,
+      ...(options.executor ? { executor: options.executor } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      onState: (built) => (state = built),
+      onClosed: (report) => reportClose(report),
+    });
+    await app.ready();
+  } catch (error) {
+    // A ledger that cannot be opened or read: nothing made here may outlive the error.
+    await app.close().catch(() => {});
+    throw error;
+  }
+  const serverState = state as ServerState;
 
   try {
     await app.listen({ host, port: options.port ?? config.server.port });
   } catch (error) {
     // Address in use or not on this machine: the executor's threads must not outlive the error.
-    await Promise.allSettled([state.close(), app.close()]);
+    await app.close().catch(() => {});
     throw error;
   }
   const address = app.server.address();
@@ -115,19 +92,18 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   let closing: Promise<CloseReport> | undefined;
   const close = () => {
     closing ??= (async () => {
-      for (const stream of streams) stream.end();
-      // Stop accepting first; in-flight long polls and session turns end as the manager and
-      // sessions close (within closeTimeoutMs). Then drop the keep-alive sockets they leave,
-      // which Node would otherwise hold open until their keep-alive timeout.
+      // Stop accepting; the plugin's preClose ends event streams, long polls and session turns
+      // as the manager and sessions close (within closeTimeoutMs). Then drop the keep-alive
+      // sockets they leave, which Node would otherwise hold open until their keep-alive timeout.
       const appClosed = app.close();
-      const report = await state.close();
+      const report = await stateClosed;
       app.server.closeAllConnections();
       await appClosed;
       return report;
     })();
     return closing;
   };
-  return { app, state, url, token, tokenGenerated, close };
+  return { app, state: serverState, url, token, tokenGenerated, close };
 }
 
 /** No CORS headers at all unless origins are configured; then only for those, preflight included. */
@@ -147,12 +123,4 @@ function registerCors(app: FastifyInstance, origins: readonly string[]): void {
         .send();
     }
   });
-}
-
-function readPackageVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
 }

@@ -70,8 +70,8 @@ export function registerAuth(app: FastifyInstance, token: string): void {
     const query = request.query as Record<string, unknown>;
     const given = typeof query.token === 'string' ? query.token : '';
     if (!given || !tokensMatch(given, token)) return reply.code(401).type('text/html; charset=utf-8').send(LOGIN_HINT);
-    reply.header('set-cookie', `${AUTH_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`);
-    return reply.code(303).header('location', '/').send();
+    reply.header('set-cookie', `${AUTH_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=${app.prefix || '/'}`);
+    return reply.code(303).header('location', `${app.prefix}/`).send();
   });
 }
 

@@ -7,14 +7,23 @@
 export { PAGE_SCRIPT } from './script.js';
 export { PAGE_CSS } from './style.js';
 
-export const PAGE_HTML = `<!doctype html>
-<html lang="en">
+/** The page, for a server mounted at `base` (`''` at the root, `/forkpool` under a prefix). */
+export function pageHtml(base: string): string {
+  return PAGE_TEMPLATE.replaceAll('__BASE__', escapeAttribute(base));
+}
+
+function escapeAttribute(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+}
+
+const PAGE_TEMPLATE = `<!doctype html>
+<html lang="en" data-base="__BASE__">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>forkpool jobs</title>
-<link rel="stylesheet" href="/page.css">
-<script src="/page.js" defer></script>
+<link rel="stylesheet" href="__BASE__/page.css">
+<script src="__BASE__/page.js" defer></script>
 </head>
 <body>
 <header>

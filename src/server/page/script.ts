@@ -13,6 +13,8 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   var reconnectDelay = 1000;
   var detailId = null;
   var $ = function (id) { return document.getElementById(id); };
+  // Where the server is mounted ('' at the root; an embedder's prefix, e.g. '/forkpool').
+  var BASE = document.documentElement.dataset.base || '';
   var tbody = document.querySelector('#jobs tbody');
   var RANK = { queued: 0, running: 1, ended: 2 };
 
@@ -25,7 +27,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   function api(method, path, body) {
     var init = { method: method, headers: { accept: 'application/json' }, credentials: 'same-origin' };
     if (body !== undefined) { init.headers['content-type'] = 'application/json'; init.body = JSON.stringify(body); }
-    return fetch(path, init).then(function (response) {
+    return fetch(BASE + path, init).then(function (response) {
       return response.text().then(function (text) {
         var data = text ? JSON.parse(text) : null;
         if (!response.ok && response.status !== 202) {
@@ -182,7 +184,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     if (source) source.close();
     setConnection('connecting', 'connecting…');
     // A fresh connection asks from the last event this page saw; the browser's own reconnects send Last-Event-ID.
-    source = new EventSource('/v1/events' + (lastEventId ? '?lastEventId=' + lastEventId : ''));
+    source = new EventSource(BASE + '/v1/events' + (lastEventId ? '?lastEventId=' + lastEventId : ''));
     source.addEventListener('open', function () {
       reconnectDelay = 1000;
       // Live once the page shows what the server holds: at first that takes the list.

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { renderMetrics } from '../metrics.js';
 import { openApiDocument } from '../schemas.js';
 import type { ServerState } from '../server-state.js';
-import { PAGE_CSS, PAGE_HTML, PAGE_SCRIPT } from '../page/index.js';
+import { PAGE_CSS, PAGE_SCRIPT, pageHtml } from '../page/index.js';
 
 /** The page's headers: nothing from elsewhere, no framing, no sniffing. */
 const PAGE_HEADERS = {
@@ -21,7 +21,7 @@ export function systemRoutes(state: ServerState, version: string) {
     app.get('/healthz', { config: { public: true } }, async () => ({ ok: true, uptimeMs: Date.now() - state.startedAt, ledger: state.ledgerHealth() }));
     app.get('/metrics', async (_request, reply) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(renderMetrics(state)));
     app.get('/openapi.json', async () => document);
-    app.get('/', async (_request, reply) => reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(PAGE_HTML));
+    app.get('/', async (_request, reply) => reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(pageHtml(app.prefix)));
     app.get('/page.js', async (_request, reply) => reply.headers(PAGE_HEADERS).type('text/javascript; charset=utf-8').send(PAGE_SCRIPT));
     app.get('/page.css', async (_request, reply) => reply.headers(PAGE_HEADERS).type('text/css; charset=utf-8').send(PAGE_CSS));
   };
