@@ -29,6 +29,8 @@ export interface RecoveryHost {
   readonly dispatcher: Dispatcher;
   readonly waves: WaveJoins;
   readonly restarts: Restarts;
+  /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
+  readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
 
 /** What recovery did, by job id, for logs and the CLI. */
@@ -51,6 +53,8 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   for (const { record, spec: storedSpec } of stored.jobs) {
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
+    const resume = host.resumeStateOf?.(record);
+    if (resume) spec.resume = resume;
     const add = (phase: JobPhase): Job =>
       host.table.add(spec, phase, { name: record.name, parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId) });
     if (record.state === 'ended') {
