@@ -134,6 +134,59 @@ describe('resume a finished job', () => {
     expect(deliveries.drain(3)).toEqual([]);
   });
 
+  it("a resume still queued when its process closed runs after the restart from the old job's conversation (recovery rebuilds its state)", async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup);
+    const file = ledgerFile(cleanup);
+    const workspace = await makeWorkspace(cleanup);
+    const first = openSqliteLedger(file);
+    const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
+    const old = a.spawn({ task: TASK, label: 'queued-resume' });
+    await ended(a, old.id);
+    const before = oldConversation(sim, TASK, '');
+    // Closed in the same tick: the resumed job never launched, and stays queued in the ledger.
+    const resumed = a.resume(old.id, INSTRUCTION);
+    await a.close();
+    first.close();
+    expect(requestsEndingWith(sim, INSTRUCTION)).toEqual([]);
+
+    const second = openSqliteLedger(file);
+    cleanup.add(() => second.close());
+    const b = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: second.jobs('s') }));
+    cleanup.add(() => b.close({ timeoutMs: 2_000 }));
+    expect(b.recovery?.requeued).toEqual([resumed.id]);
+    expect((await ended(b, resumed.id)).resumedFrom).toBe(old.id);
+    const sent = messagesOf(requestsEndingWith(sim, INSTRUCTION)[0]!);
+    expect(sent.slice(0, before.messages.length)).toEqual(before.messages);
+    expect(sent).toHaveLength(before.messages.length + 2);
+  });
+
+  it('an over-long conversation is cut to background.keepConversationChars: its head, a note, the newest messages (never a tool result first)', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup);
+    const workspace = await makeWorkspace(cleanup);
+    const probe = watchManager(new BackgroundManager({ config: config(sim, workspace) }));
+    cleanup.add(() => probe.close({ timeoutMs: 2_000 }));
+    await ended(probe, probe.spawn({ task: TASK, label: 'probe' }).id);
+    const whole = oldConversation(sim, TASK, '').messages;
+    expect(whole.length).toBeGreaterThan(3);
+    // Room for the head (system + task), the note and a little more: the middle must go.
+    const cap = JSON.stringify(whole.slice(0, 2)).length + 400;
+    const manager = watchManager(new BackgroundManager({ config: config(sim, workspace, {}, { keepConversationChars: cap }) }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const old = manager.spawn({ task: TASK, label: 'cut' });
+    await ended(manager, old.id);
+    const resumed = manager.resume(old.id, INSTRUCTION);
+    await ended(manager, resumed.id);
+    const sent = messagesOf(requestsEndingWith(sim, INSTRUCTION)[0]!);
+    const kept = sent.slice(0, -1);
+    expect(JSON.stringify(kept).length).toBeLessThanOrEqual(cap);
+    expect(kept.slice(0, 2)).toEqual(whole.slice(0, 2));
+    expect(String(kept[2]?.content)).toMatch(/^\[forkpool: \d+ earlier messages of this conversation were cut to fit background\.keepConversationChars\]$/);
+    expect(kept[3]?.role).not.toBe('tool');
+    expect(kept.length).toBeLessThan(whole.length + 1);
+  });
+
   it('opens a ledger of the previous schema (2): migrated to 3, its jobs kept; an old job has no conversation (refused), a new one is resumable', async () => {
     const cleanup = useCleanup();
     const sim = await startSim(cleanup);
