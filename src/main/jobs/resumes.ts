@@ -16,8 +16,11 @@ export interface ResumeOrigin {
 
 /** Who a resumed job is for: its wave (the parent's turn; null for none) and its label (default the old job's). */
 export interface ResumeRequest {
+  /** The parent turn whose wave it joins; default `null` (no wave: delivered as soon as the parent is free). */
   wave?: number | null;
+  /** Default: the old job's label. */
   label?: string;
+  /** Whose job it is; default the old job's role. */
   role?: SpawnRequest['role'];
 }
 
