@@ -9,6 +9,7 @@ import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import { resumeTool } from '../../../src/main/session/resume-tool.js';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { JobError, ToolError } from '../../../src/shared/errors.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
@@ -21,6 +22,7 @@ import {
   RawDatabase,
   requestsForTask,
   startSim,
+  toolMessagesOf,
   useCleanup,
   watchManager,
 } from '../../helpers/index.js';
@@ -257,5 +259,22 @@ describe('resume a finished job', () => {
     const ok = await tool.run({ job_id: running.id, message: INSTRUCTION }, undefined as never);
     expect(ok).toMatch(/^Resumed background agent bg-1 as job bg-2/);
     expect(manager.get('bg-2')).toMatchObject({ resumedFrom: running.id, wave: 1 });
+  });
+
+  it("is one of the parent's tools: an unknown id through a session's turn is a tool error to the model, nothing starts", async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup, {
+      script: [
+        { toolCalls: [{ name: 'resume_background_agent', arguments: { job_id: 'bg-404', message: INSTRUCTION } }] },
+        { content: 'There was no such job.' },
+      ],
+    });
+    const session = new AgentSession({ config: makeConfig(sim, await makeWorkspace(cleanup)) });
+    watchManager(session.manager);
+    cleanup.add(() => session.close({ timeoutMs: 2_000 }));
+    const result = await session.submit('Resume job bg-404.');
+    expect(result.stopReason).toBe('final');
+    expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: no background job with id or name "bg-404"']);
+    expect(session.manager.jobs()).toEqual([]);
   });
 });
