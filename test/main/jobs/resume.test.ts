@@ -163,6 +163,35 @@ describe('resume a finished job', () => {
     expect(sent).toHaveLength(before.messages.length + 2);
   });
 
+  it('a queued resume whose old conversation is gone after the restart is not run from its instruction alone: it ends RESUME_UNAVAILABLE', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup);
+    const file = ledgerFile(cleanup);
+    const workspace = await makeWorkspace(cleanup);
+    const first = openSqliteLedger(file);
+    const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
+    const old = a.spawn({ task: TASK, label: 'lost' });
+    await ended(a, old.id);
+    expect(new Deliveries(a).drain(1).map((r) => r.id)).toEqual([old.id]);
+    const resumed = a.resume(old.id, INSTRUCTION);
+    await a.close();
+    first.close();
+    // As if retention had forgotten the old job's row: its conversation with it.
+    const raw = new RawDatabase(file);
+    raw.prepare('UPDATE jobs SET conversation = NULL WHERE id = ?').run(old.id);
+    raw.close();
+
+    const second = openSqliteLedger(file);
+    cleanup.add(() => second.close());
+    const b = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: second.jobs('s') }));
+    cleanup.add(() => b.close({ timeoutMs: 2_000 }));
+    expect(b.recovery?.interrupted).toEqual([resumed.id]);
+    expect(b.get(resumed.id)).toMatchObject({ state: 'ended', status: 'failed', error: { code: 'RESUME_UNAVAILABLE' } });
+    await b.onIdle();
+    expect(sim.requests.filter((r) => messagesOf(r).some((m) => m.content === INSTRUCTION))).toEqual([]);
+    expect(new Deliveries(b).drain(2).map((r) => r.id)).toEqual([resumed.id]);
+  });
+
   it('an over-long conversation is cut to background.keepConversationChars: its head, a note, the newest messages (never a tool result first)', async () => {
     const cleanup = useCleanup();
     const sim = await startSim(cleanup);
