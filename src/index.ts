@@ -18,6 +18,7 @@ export {
   type TimerTag,
 } from './main/jobs/manager.js';
 export { jobError } from './main/jobs/job-endings.js';
+export type { ResumeRequest } from './main/jobs/resumes.js';
 export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/ledger/ledger.js';
 export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/ledger/sqlite-store.js';
 export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger/ledger-store.js';

@@ -69,6 +69,8 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
     errorDetail: view.errorDetail,
     usage: view.usage,
     notes: view.notes,
+    /** The ended job this one resumed (POST /v1/jobs/{id}/resume), else null. */
+    resumedFrom: record.resumedFrom ?? null,
     progress: progress ?? null,
   };
 }

@@ -38,6 +38,9 @@ export const listJobsQuery = z.strictObject({
 
 export const jobIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
+/** The body of `POST /v1/jobs/:id/resume`: the new instruction (routes/resume.ts). */
+export const resumeBody = z.strictObject({ message: z.string().trim().min(1).max(100_000) });
+
 export const resultQuery = z.strictObject({
   /** Seconds to wait for the job to end (long poll); 0 answers at once. */
   wait: z.coerce.number().min(0).max(120).default(0),
@@ -150,6 +153,18 @@ export const ROUTE_DOCS: RouteDoc[] = [
     params: sessionIdParams,
     body: messageBody,
     responses: { 200: { description: 'application/x-ndjson: {type:"parent",event} lines, then {type:"result",result}', contentType: 'application/x-ndjson' } },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/resume',
+    summary: 'Continue an ended job from its kept conversation with {message}: a new job, resumedFrom this one.',
+    params: jobIdParams,
+    body: resumeBody,
+    responses: {
+      202: { description: 'The new job' },
+      404: { description: 'No such job', schema: errorShape },
+      409: { description: 'Not ended, or its conversation was not kept (RESUME_UNAVAILABLE)', schema: errorShape },
+    },
   },
   {
     method: 'get',

@@ -164,6 +164,8 @@ const backgroundSchema = z.strictObject({
   onFull: z.enum(['queue', 'reject']).default(DEFAULTS.background.onFull),
   /** `report_alert` calls kept per job; later ones are refused (the job is told). */
   maxAlertsPerJob: z.number().int().min(0).max(100).default(DEFAULTS.background.maxAlertsPerJob),
+  /** An ended job's conversation is kept up to this many characters, for resume (cut to fit: see conversation-cap.ts); 0: not kept. */
+  keepConversationChars: z.number().int().min(0).max(50_000_000).default(DEFAULTS.background.keepConversationChars),
   /** Alerts a session holds for its next turn; past this the oldest are dropped, with a warning. */
   alertBufferMax: z.number().int().min(1).max(10_000).default(DEFAULTS.background.alertBufferMax),
   /** `check_background_agent` refuses a job checked this recently when nothing changed since. */

@@ -147,6 +147,8 @@ export const DEFAULTS = {
     onFull: 'queue' as 'queue' | 'reject',
     /** `report_alert` calls a job may make. */
     maxAlertsPerJob: 5,
+    /** An ended job's conversation is kept up to this many characters (JSON), for `resume_background_agent`; 0: not kept. */
+    keepConversationChars: 200_000,
     /** Alerts a session buffers for its next turn (oldest dropped past it). */
     alertBufferMax: 50,
     /** `check_background_agent` refuses a job checked this recently when nothing changed since. */

@@ -62,6 +62,8 @@ export const ERROR_CODES = [
   'ALERT_LIMIT',
   /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */
   'CHECKED_RECENTLY',
+  /** `resume_background_agent` on a job that has not ended, or whose conversation was not kept. */
+  'RESUME_UNAVAILABLE',
   /** `read_background_result` on a job that has not ended, or whose text retention dropped. */
   'RESULT_UNAVAILABLE',
   /** A queued BullMQ job named a model endpoint its worker's own configuration does not allow. */

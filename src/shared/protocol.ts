@@ -133,6 +133,8 @@ export interface JobOutcome {
   budgetExceeded?: BudgetName;
   /** Files it read, for the stale check (absent: none recorded). */
   reads?: FileRead[];
+  /** Its final conversation, cut to `background.keepConversationChars` (conversation-cap.ts), kept for a resume; absent: not kept. */
+  conversation?: unknown[];
 }
 
 /** Worker → main, over the job's port. */
@@ -207,6 +209,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       error: serializedErrorSchema.optional(),
       budgetExceeded: z.enum(BUDGET_NAMES).optional(),
       reads: z.array(fileReadSchema).max(1_000).optional(),
+      conversation: z.array(z.unknown()).optional(),
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),

@@ -8,6 +8,7 @@ import type { AgentSession } from '../main/session/agent-session.js';
 import type { JobRecord } from '../main/ledger/job-record.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
+import { resumeCommand } from './resume-command.js';
 
 /**
  * What the commands need of the chat: the part of its {@link ChatController} (controller.ts)
@@ -32,6 +33,7 @@ export const HELP_LINES = [
   '/bg start <task>         start a background job yourself (role user, not wave-gated)',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
+  '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -102,8 +104,10 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       for (const text of detailLines(job, chat.session.activity.get(job.id), chat.now())) say(text);
       return;
     }
+    case 'resume':
+      return resumeCommand(chat.session, args, say);
     default:
-      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>`);
+      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>`);
   }
 }
 

@@ -34,6 +34,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { z } from 'zod';
 import type { Remote } from 'comlink';
 import { BudgetMeter } from '../shared/budget.js';
+import { capConversation } from '../shared/conversation-cap.js';
 
 export interface BackgroundJobDeps {
   signal: AbortSignal;
@@ -112,6 +113,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         ...(result.error ? { error: result.error } : {}),
         ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
       });
+      // Kept by the main thread for a resume (resume_background_agent); cut here so what crosses stays bounded.
+      const conversation = capConversation(result.messages, spec.config.background.keepConversationChars);
+      if (conversation) outcome.conversation = conversation;
       if (result.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
       // Its answer came with children's results still unread, or children still running: wait.
       const unread = children.take();

@@ -19,6 +19,8 @@ import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest
 import { Nesting } from './nesting.js';
 import { Restarts } from './restarts.js';
 import { JobRunner } from './runner.js';
+import { KeptConversations } from './conversations.js';
+import type { ResumeOrigin } from './resumes.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -52,6 +54,8 @@ export class JobEngine {
   readonly nesting: Nesting;
   readonly restarts: Restarts;
   readonly waves: WaveJoins;
+  /** Ended jobs' conversations, for resume_background_agent (conversations.ts). */
+  readonly conversations: KeptConversations;
   readonly #dedup: SpawnDedup;
   readonly #o: EngineOptions;
 
@@ -59,6 +63,7 @@ export class JobEngine {
     this.#o = o;
     const { config, ledger, budgets, emit } = o;
     this.#dedup = new SpawnDedup(config);
+    this.conversations = new KeptConversations(config, ledger, o.store);
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
       maxConcurrent: config.background.maxConcurrent,
@@ -95,13 +100,14 @@ export class JobEngine {
       progress: (event) => emit('progress', event),
       alert: (job, alert) => this.#onAlert(job, alert),
       requeued: (record) => emit('requeued', record),
+      keepConversation: (job, messages) => this.conversations.keep(job.id, messages),
     });
   }
 
   /** Books a spawn and queues it; an identical spawn joins the job it matches (see dedup.ts). */
-  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): JobHandle {
+  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): JobHandle {
     if (this.#o.closed()) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
-    const booking = this.table.book(request, options, nested);
+    const booking = this.table.book(request, options, nested, resume);
     if (booking.kind === 'joined') {
       const { match } = booking;
       const record = (this.table.get(match.id) as Job).record;
@@ -120,6 +126,7 @@ export class JobEngine {
     const job = this.table.get(id);
     if (!job) return;
     this.restarts.forget(job);
+    this.conversations.forget(id);
     this.table.forget(id);
   }
 

@@ -7,6 +7,7 @@ import type { JobStore } from '../ledger/ledger-store.js';
 import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
 import type { SpawnDedup, DedupMatch } from './dedup.js';
 import type { WaveJoins } from './joins.js';
+import type { ResumeOrigin } from './resumes.js';
 import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
@@ -53,11 +54,12 @@ export class JobTable {
    * TOOL_ARGUMENTS_INVALID, AGENT_UNKNOWN, QUEUE_FULL, NAME_TAKEN or the budget's codes. Not
    * queued: the caller hands a new job to the dispatcher.
    */
-  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): Booking {
+  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): Booking {
     const { config, ledger, dedup } = this.#host;
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
-    const dedupKey = isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
+    // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
+    const dedupKey = resume === undefined && isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
     const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));
     if (match) return { kind: 'joined', match };
     const { data, role, agent } = admitSpawn(
@@ -81,6 +83,7 @@ export class JobTable {
       ...(data.name !== undefined ? { name: data.name } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...link,
+      ...(resume ? { resumedFrom: resume.from } : {}),
       budget: budget.limits,
     });
     // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
@@ -96,6 +99,7 @@ export class JobTable {
       ...(agent !== undefined ? { agent } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nested ? { depth: nested.depth } : {}),
+      ...(resume ? { resume: resume.state } : {}),
       budget: budget.limits,
     };
     const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
@@ -103,7 +107,8 @@ export class JobTable {
     if (wave !== null) this.#host.waves.add(wave, id, data.join);
     // Beside the record, lenient: without it a restart rebuilds the spec from the record.
     const store = this.#host.store;
-    const { config: _config, ...storedSpec } = spec;
+    // Without `resume`: recovery rebuilds it from the old job's kept conversation (resumes.ts).
+    const { config: _config, resume: _resume, ...storedSpec } = spec;
     if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
     return { kind: 'new', job };
   }

@@ -20,6 +20,7 @@ import type { JobStore } from '../ledger/ledger-store.js';
 import { recoverJobs, type RecoveryReport } from './recovery.js';
 import { JobEngine, type CompletionAnswer } from './engine.js';
 import { reportFault, reportStorage } from './host-reports.js';
+import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
@@ -94,8 +95,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         reportFault: (what, error) => reportFault(logger, what, error),
       });
       // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
-      const { table, dispatcher, waves, restarts } = this.#engine;
-      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts }, options.store.load());
+      const { table, dispatcher, waves, restarts, conversations } = this.#engine;
+      const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
+      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf }, options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;
@@ -198,6 +200,24 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const job = this.#engine.table.find(idOrName);
     if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
     return this.#engine.restarts.restart(job, reason);
+  }
+
+  /**
+   * Resumes an ended job: a NEW job (its own id, `resumedFrom` the old one; own budget, own
+   * delivery, once) that continues the old job's kept conversation with `message` as the next
+   * user message (see resumes.ts, docs/delivery.md "Resuming a finished job"). Throws
+   * `JOB_UNKNOWN`, `RESUME_UNAVAILABLE` (not ended, or no conversation kept),
+   * `TOOL_ARGUMENTS_INVALID` (the message), `MANAGER_CLOSED`, or any spawn's refusals.
+   */
+  resume(idOrName: string, message: string, request: ResumeRequest = {}, options: SpawnOptions = {}): JobHandle {
+    const engine = this.#engine;
+    return resumeJob(
+      { table: engine.table, conversations: engine.conversations, closed: () => this.closed, book: (r, o, resume) => engine.book(r, o, undefined, resume) },
+      idOrName,
+      message,
+      request,
+      options,
+    );
   }
 
   /**

@@ -29,6 +29,8 @@ export interface RecoveryHost {
   readonly dispatcher: Dispatcher;
   readonly waves: WaveJoins;
   readonly restarts: Restarts;
+  /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
+  readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
 
 /** What recovery did, by job id, for logs and the CLI. */
@@ -51,8 +53,17 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   for (const { record, spec: storedSpec } of stored.jobs) {
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
+    const resume = host.resumeStateOf?.(record);
+    if (resume) spec.resume = resume;
     const add = (phase: JobPhase): Job =>
       host.table.add(spec, phase, { name: record.name, parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId) });
+    // A resume whose old conversation is gone (retention forgot that job) never runs on its instruction alone.
+    if (record.state !== 'ended' && record.resumedFrom !== undefined && !resume) {
+      ledger.markEnded(record.id, lostResumeEnding(record));
+      host.restarts.keep(add('ended'));
+      report.interrupted.push(record.id);
+      continue;
+    }
     if (record.state === 'ended') {
       if (record.deliveredInTurn === undefined) report.undelivered.push(record.id);
       host.restarts.keep(add('ended'));
@@ -116,6 +127,13 @@ export function sideEffectTools(config: ForkpoolConfig, agent: string | undefine
 function interruptedEnding(record: Readonly<JobRecord>, why: string): JobEnding {
   const error = serializeError(new JobError('JOB_INTERRUPTED', record.id, `${INTERRUPTED_NOTE} while it ran; not re-run: ${why}`));
   return { status: 'failed', endedBy: 'crash', resultText: '', usage: record.usage, iterations: record.iterations, error };
+}
+
+/** A resumed job whose old job's conversation is no longer kept: ended, never run from its instruction alone. */
+function lostResumeEnding(record: Readonly<JobRecord>): JobEnding {
+  const why = `${INTERRUPTED_NOTE} before it ran; not run: it resumes job ${record.resumedFrom}, whose conversation is no longer kept`;
+  const error = serializeError(new JobError('RESUME_UNAVAILABLE', record.id, why));
+  return { status: 'failed', endedBy: 'queue', resultText: '', usage: record.usage, iterations: record.iterations, error };
 }
 
 /** A spec rebuilt from the record alone (the spec row may be missing if the process died between the two writes). */

@@ -31,6 +31,8 @@ export interface RunnerHost {
   progress(event: { jobId: string; event: LoopEvent; parentToolId?: string }): void;
   alert(job: Job, alert: { message: string; severity: AlertSeverity }): void;
   requeued(record: Readonly<JobRecord>): void;
+  /** A job's `done` carried its final conversation: kept for a resume (conversations.ts), before its ending is told. */
+  keepConversation(job: Job, messages: unknown[] | undefined): void;
   reportFault(what: string, error: unknown): void;
 }
 
@@ -141,7 +143,10 @@ export class JobRunner {
       if (job.stopping && job.phase === 'suspended') this.stop(job, attempt.stopRequest ?? 'cancel');
       return;
     }
-    if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest));
+    if (end.kind === 'done') {
+      this.#host.keepConversation(job, end.outcome.conversation);
+      return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest));
+    }
     if (end.kind === 'protocol') return void job.end(endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
     // each gets another try on a thread of its own (so a poison job can only kill itself), a

@@ -42,6 +42,8 @@ export interface JobRecord {
   parentToolId?: string;
   /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
   backgrounded?: true;
+  /** A resume of that ended job (resume_background_agent): it went on from that job's kept conversation. */
+  resumedFrom?: string;
   /** The job that spawned it (nesting); its result goes to that job, not to the session. */
   parentJobId?: string;
   /** 1 for a job the session started (omitted), 2 for its child, ... */

@@ -61,6 +61,10 @@ export interface JobStore {
   putSource(id: string, source: string): void;
   /** Every job's source, by job id. */
   sources(): Map<string, string>;
+  /** An ended job's conversation (already cut and redacted: see conversations.ts), kept for a resume; it goes with the job's row. */
+  putConversation(id: string, messages: readonly unknown[]): void;
+  /** The conversation kept for a job, if any. */
+  conversation(id: string): unknown[] | undefined;
   /** Runs `fn` as one transaction: its writes land together or not at all. */
   transaction<T>(fn: () => T): T;
 }

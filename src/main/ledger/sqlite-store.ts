@@ -24,7 +24,7 @@ type Statement = SqliteStatement;
  * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
  * version before it; a file of a newer version is refused.
  */
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +56,16 @@ const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
   // 1 → 2: the version moves from the meta table to user_version; the meta row says 2 as well,
   // so a forkpool of schema 1 refuses the file ("written by a newer forkpool") instead of using it.
   { to: 2, up: (db) => void db.prepare("INSERT INTO meta (key, value) VALUES ('schema', '2') ON CONFLICT (key) DO UPDATE SET value = '2'").run() },
+  // 2 → 3: an ended job's conversation, kept for resume_background_agent (a column of its row, so
+  // retention's forget drops it too). Rows of schema 2 have none: those jobs cannot be resumed.
+  // The meta row moves too, so a forkpool of schema 1 still refuses the file.
+  {
+    to: 3,
+    up: (db) => {
+      db.exec('ALTER TABLE jobs ADD COLUMN conversation TEXT');
+      db.prepare("UPDATE meta SET value = '3' WHERE key = 'schema'").run();
+    },
+  },
 ];
 
 /** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */
@@ -227,6 +237,7 @@ class SqliteJobStore implements JobStore {
   readonly #forget: Statement;
   readonly #alert: Statement;
   readonly #source: Statement;
+  readonly #putConversation: Statement;
   readonly #leases: ScopeLeases;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
@@ -251,6 +262,22 @@ class SqliteJobStore implements JobStore {
     this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
+    this.#putConversation = db.prepare('UPDATE jobs SET conversation = ? WHERE scope = ? AND id = ?');
+  }
+
+  putConversation(id: string, messages: readonly unknown[]): void {
+    guardWrite(`job ${id}'s conversation`, () => this.#putConversation.run(JSON.stringify(messages), this.scope, id));
+  }
+
+  conversation(id: string): unknown[] | undefined {
+    const row = guardRead(
+      this.#file,
+      () => this.#db.prepare('SELECT conversation FROM jobs WHERE scope = ? AND id = ?').get(this.scope, id) as { conversation: string | null } | undefined,
+    );
+    if (!row?.conversation) return undefined;
+    // Checked, not trusted (as a row is): anything but an array is no conversation.
+    const parsed = guardRead(this.#file, () => JSON.parse(row.conversation as string) as unknown);
+    return Array.isArray(parsed) ? parsed : undefined;
   }
 
   claim(): void {

@@ -29,7 +29,7 @@ function pragma(file: string, name: string): unknown {
 describe('the durable ledger on node:sqlite', () => {
   const cleanup = useCleanup();
 
-  it('opens a ledger written by the old store: migrated to schema 2 (user_version), its session and its jobs read back, its fan-out resumed without running again', async () => {
+  it('opens a ledger written by the old store: migrated to schema 3 (user_version), its session and its jobs read back, its fan-out resumed without running again', async () => {
     const dir = tempWorkspace({}, cleanup);
     const file = path.join(dir, 'old.db');
     copyFileSync(OLD_LEDGER, file);
@@ -49,11 +49,11 @@ describe('the durable ledger on node:sqlite', () => {
     } finally {
       store.close();
     }
-    expect(pragma(file, 'user_version')).toBe(2);
+    expect(pragma(file, 'user_version')).toBe(3);
     expect(pragma(file, 'journal_mode')).toBe('wal');
-    // The old store's version row says 2 now: a forkpool of schema 1 refuses the file.
+    // The old store's version row says 3 now: a forkpool of schema 1 refuses the file.
     const db = new SqliteDatabase(file);
-    expect(db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '2' });
+    expect(db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '3' });
     db.close();
 
     const workspace = path.join(dir, 'ws');
@@ -71,23 +71,23 @@ describe('the durable ledger on node:sqlite', () => {
     ]);
   });
 
-  it('a new ledger: WAL, user_version 2; reopened, it stays 2', () => {
+  it('a new ledger: WAL, user_version 3; reopened, it stays 3', () => {
     const file = ledgerFile(cleanup, 'new.db');
     openSqliteLedger(file).close();
-    expect(pragma(file, 'user_version')).toBe(2);
+    expect(pragma(file, 'user_version')).toBe(3);
     expect(pragma(file, 'journal_mode')).toBe('wal');
     openSqliteLedger(file).close();
-    expect(pragma(file, 'user_version')).toBe(2);
+    expect(pragma(file, 'user_version')).toBe(3);
   });
 
   it('refuses a ledger of a newer schema with a ConfigError naming ledger.path', () => {
     const file = ledgerFile(cleanup, 'future.db');
     openSqliteLedger(file).close();
     const db = new SqliteDatabase(file);
-    db.exec('PRAGMA user_version = 3');
+    db.exec('PRAGMA user_version = 4');
     db.close();
     expect(() => openSqliteLedger(file)).toThrow(ConfigError);
-    expect(() => openSqliteLedger(file)).toThrow(/ledger\.path.*of schema 3 \(written by a newer forkpool\)/s);
+    expect(() => openSqliteLedger(file)).toThrow(/ledger\.path.*of schema 4 \(written by a newer forkpool\)/s);
   });
 
   it('prints no SQLite ExperimentalWarning, and every other warning still', () => {

@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import { ForkpoolError, errorMessage } from '../../shared/errors.js';
+import { jobIdParams, parseRequest, resumeBody } from '../schemas.js';
+import type { ServerState } from '../server-state.js';
+
+/** A refusal's status: unknown 404, not resumable 409, a closing server 503, else 400. */
+const STATUS: Record<string, number> = { JOB_UNKNOWN: 404, RESUME_UNAVAILABLE: 409, MANAGER_CLOSED: 503, LEDGER_WRITE_FAILED: 503, QUEUE_FULL: 429 };
+
+/**
+ * `POST /v1/jobs/:id/resume`: an ended job goes on from its kept conversation with `message`,
+ * as a new job (role user, no wave; see src/main/jobs/resumes.ts). 202 with the new job's
+ * handle; the same auth hook as every route (registered on the same app).
+ */
+export function resumeRoutes(state: ServerState) {
+  return async function plugin(app: FastifyInstance): Promise<void> {
+    app.post('/v1/jobs/:id/resume', async (request, reply) => {
+      const { id } = parseRequest(jobIdParams, request.params, 'params');
+      const { message } = parseRequest(resumeBody, request.body, 'body');
+      try {
+        const handle = state.manager.resume(id, message, { role: 'user', wave: null });
+        return reply.code(202).send({ ...handle, resumedFrom: id });
+      } catch (error) {
+        const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
+        return reply.code(STATUS[code] ?? 400).send({ error: { code, message: errorMessage(error) } });
+      }
+    });
+  };
+}
