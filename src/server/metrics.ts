@@ -1,4 +1,5 @@
 import type { ServerState } from './server-state.js';
+import { JOB_DURATION_BUCKETS } from './job-durations.js';
 import { usageCostUsd } from '../shared/models.js';
 
 /** Label values in Prometheus text: backslash, quote and newline escaped. */
@@ -14,14 +15,17 @@ function label(value: string): string {
  */
 export function renderMetrics(state: ServerState): string {
   const lines: string[] = [];
-  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
+  const sample = (name: string, labels: Record<string, string>, value: number) => {
+    const text = Object.entries(labels)
+      .map(([k, v]) => `${k}="${label(v)}"`)
+      .join(',');
+    lines.push(`${name}${text ? `{${text}}` : ''} ${Number.isFinite(value) ? value : 0}`);
+  };
+  const header = (name: string, type: 'gauge' | 'counter' | 'summary' | 'histogram', help: string) =>
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [labels, value] of samples) {
-      const text = Object.entries(labels)
-        .map(([k, v]) => `${k}="${label(v)}"`)
-        .join(',');
-      lines.push(`${name}${text ? `{${text}}` : ''} ${Number.isFinite(value) ? value : 0}`);
-    }
+  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: Array<[labels: Record<string, string>, value: number]>) => {
+    header(name, type, help);
+    for (const [labels, value] of samples) sample(name, labels, value);
   };
   const managers = [state.manager, ...[...state.sessions.values()].map((s) => s.manager)];
   const count = (s: 'queued' | 'running' | 'ended') => managers.reduce((n, m) => n + m.count(s), 0);
@@ -70,12 +74,21 @@ export function renderMetrics(state: ServerState): string {
     metric('forkpool_session_budget_remaining_usd', 'gauge', "Dollars left in the server manager's sessionBudget pool.", [[{}, pool.remainingUsd]]);
   if (pool?.remainingTokens !== undefined)
     metric('forkpool_session_budget_remaining_tokens', 'gauge', "Tokens left in the server manager's sessionBudget pool.", [[{}, pool.remainingTokens]]);
+  // A summary (quantiles, sum, count), as the exposition format wants quantile labels to be.
   const delay = state.loopDelay;
-  metric('forkpool_event_loop_delay_seconds', 'gauge', 'Main-thread event-loop delay since start.', [
-    [{ quantile: '0.5' }, delay.percentile(50) / 1e9],
-    [{ quantile: '0.99' }, delay.percentile(99) / 1e9],
-    [{ quantile: '1' }, delay.max / 1e9],
-  ]);
+  header('forkpool_event_loop_delay_seconds', 'summary', 'Main-thread event-loop delay since start (20 ms resolution).');
+  sample('forkpool_event_loop_delay_seconds', { quantile: '0.5' }, delay.percentile(50) / 1e9);
+  sample('forkpool_event_loop_delay_seconds', { quantile: '0.99' }, delay.percentile(99) / 1e9);
+  sample('forkpool_event_loop_delay_seconds', { quantile: '1' }, delay.max / 1e9);
+  sample('forkpool_event_loop_delay_seconds_sum', {}, (delay.mean * delay.count) / 1e9);
+  sample('forkpool_event_loop_delay_seconds_count', {}, delay.count);
+  header('forkpool_job_duration_seconds', 'histogram', 'How long ended jobs took, queued to ended, by status.');
+  for (const [status, entry] of state.jobDurations.entries()) {
+    JOB_DURATION_BUCKETS.forEach((le, i) => sample('forkpool_job_duration_seconds_bucket', { status, le: String(le) }, entry.buckets[i] ?? 0));
+    sample('forkpool_job_duration_seconds_bucket', { status, le: '+Inf' }, entry.count);
+    sample('forkpool_job_duration_seconds_sum', { status }, entry.sum);
+    sample('forkpool_job_duration_seconds_count', { status }, entry.count);
+  }
   metric('forkpool_sse_clients', 'gauge', 'Clients on /v1/events.', [[{}, state.hub.listenerCount]]);
   metric('forkpool_uptime_seconds', 'gauge', 'Seconds since the server started.', [[{}, (Date.now() - state.startedAt) / 1000]]);
   return state.scrub(`${lines.join('\n')}\n`);

@@ -8,6 +8,7 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { addUsage, emptyUsage, type Usage } from '../shared/usage.js';
 import { EventHub } from './event-hub.js';
+import { JobDurations } from './job-durations.js';
 import type { LedgerStore } from '../main/ledger/ledger-store.js';
 import { openSqliteLedger } from '../main/ledger/sqlite-store.js';
 import { ProgressTracker, jobSummary } from './job-view.js';
@@ -38,6 +39,8 @@ export class ServerState {
   readonly sessions = new Map<string, AgentSession>();
   readonly usage: UsageCounters = new Map();
   readonly endedByStatus = new Map<string, number>();
+  /** How long ended jobs took, for /metrics' histogram. */
+  readonly jobDurations = new JobDurations();
   readonly loopDelay: IntervalHistogram;
   readonly startedAt = Date.now();
   readonly #options: ServerStateOptions;
@@ -118,6 +121,7 @@ export class ServerState {
     manager.on('done', (record) => {
       this.progress.forget(progressKey(session, record.id));
       this.endedByStatus.set(record.status ?? 'failed', (this.endedByStatus.get(record.status ?? 'failed') ?? 0) + 1);
+      this.jobDurations.observe(record.status ?? 'failed', Math.max(0, ((record.endedAt ?? Date.now()) - record.queuedAt) / 1000));
       for (const [model, usage] of Object.entries(record.usage)) {
         const key = `${record.role}\u0000${model}`;
         const entry = this.usage.get(key) ?? { role: record.role, model, usage: emptyUsage() };

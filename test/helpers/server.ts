@@ -109,7 +109,10 @@ export function parsePrometheus(text: string): Map<string, number> {
     if (/^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*$/.test(line)) continue;
     const match = sample.exec(line);
     if (!match) throw new Error(`line ${index + 1} is not Prometheus text: ${JSON.stringify(line)}`);
-    if (!typed.has(match[1] as string)) throw new Error(`line ${index + 1}: sample of ${match[1]} before its TYPE`);
+    // A histogram's or summary's samples carry _bucket, _sum and _count after the TYPE's name.
+    const base = (match[1] as string).replace(/_(bucket|sum|count)$/, '');
+    const family = typed.has(match[1] as string) ? match[1] : ['histogram', 'summary'].includes(typed.get(base) ?? '') ? base : undefined;
+    if (family === undefined) throw new Error(`line ${index + 1}: sample of ${match[1]} before its TYPE`);
     const key = `${match[1]}${match[2] ?? ''}`;
     if (samples.has(key)) throw new Error(`line ${index + 1}: duplicate sample ${key}`);
     samples.set(key, Number(match[3]));

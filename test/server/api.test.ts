@@ -297,6 +297,13 @@ describe('/metrics, /openapi.json, /healthz', () => {
     expect(samples.get('forkpool_threads{executor="piscina"}')).toBeGreaterThanOrEqual(0);
     expect(samples.get('forkpool_tokens_total{role="user",model="forkpool-sim",kind="prompt"}')).toBeGreaterThan(0);
     expect(samples.has('forkpool_event_loop_delay_seconds{quantile="0.99"}')).toBe(true);
+    expect(samples.get('forkpool_event_loop_delay_seconds_count')).toBeGreaterThan(0);
+    // One job, ended: in the +Inf bucket and the count of its status, and in every bucket at or above its duration.
+    const status = [...samples.keys()].find((k) => k.startsWith('forkpool_job_duration_seconds_count{'));
+    expect(status && samples.get(status)).toBe(1);
+    const label = /\{status="(\w+)"\}/.exec(status ?? '')?.[1];
+    expect(samples.get(`forkpool_job_duration_seconds_bucket{status="${label}",le="+Inf"}`)).toBe(1);
+    expect(samples.get(`forkpool_job_duration_seconds_bucket{status="${label}",le="3600"}`)).toBe(1);
     expect(() => parsePrometheus('forkpool_jobs{state=ended} 1\n')).toThrow();
   });
 
