@@ -19,4 +19,3 @@ export class JobDurations {
     return [...this.#byStatus];
   }
 }
-import { usageCostUsd } from '../shared/models.js';
