@@ -19,6 +19,7 @@ import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest
 import { Nesting } from './nesting.js';
 import { Restarts } from './restarts.js';
 import { JobRunner } from './runner.js';
+import { JobSteering } from './steering.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -52,6 +53,7 @@ export class JobEngine {
   readonly nesting: Nesting;
   readonly restarts: Restarts;
   readonly waves: WaveJoins;
+  readonly steering: JobSteering;
   readonly #dedup: SpawnDedup;
   readonly #o: EngineOptions;
 
@@ -86,13 +88,15 @@ export class JobEngine {
       book: (request, nested) => this.book(request, {}, nested),
       stop: (job, reason) => this.runner.stop(job, reason),
     });
+    const steering = (this.steering = new JobSteering({ config, ledger, sent: (receipt) => emit('message', receipt) }));
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
     this.runner = new JobRunner({
       ...o,
       dispatcher,
       nesting: this.nesting,
+      steering,
       started: (record) => emit('started', record),
-      progress: (event) => emit('progress', event),
+      progress: (event) => (steering.onProgress(table.get(event.jobId), event.event), emit('progress', event)),
       alert: (job, alert) => this.#onAlert(job, alert),
       requeued: (record) => emit('requeued', record),
     });
