@@ -10,6 +10,7 @@ import { registerAuth } from './auth.js';
 import { exposureWarning, serverToken } from './bind.js';
 import { eventRoutes } from './routes/events.js';
 import { jobRoutes } from './routes/jobs.js';
+import { messageRoutes } from './routes/messages.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
 import { BadRequestError } from './schemas.js';
@@ -98,6 +99,7 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   );
   await app.register(systemRoutes(state, VERSION));
   await app.register(jobRoutes(state));
+  await app.register(messageRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 

@@ -8,6 +8,7 @@ import type { AgentSession } from '../main/session/agent-session.js';
 import type { JobRecord } from '../main/ledger/job-record.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
+import { SEND_HELP_LINES, sendCommand } from './send-command.js';
 
 /**
  * What the commands need of the chat: the part of its {@link ChatController} (controller.ts)
@@ -32,6 +33,7 @@ export const HELP_LINES = [
   '/bg start <task>         start a background job yourself (role user, not wave-gated)',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
+  ...SEND_HELP_LINES,
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -102,8 +104,11 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       for (const text of detailLines(job, chat.session.activity.get(job.id), chat.now())) say(text);
       return;
     }
+    case 'send':
+    case 'interrupt':
+      return sendCommand(manager, args, sub === 'interrupt', say);
     default:
-      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>`);
+      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, send|interrupt <id|name> <text>`);
   }
 }
 

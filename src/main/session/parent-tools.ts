@@ -6,6 +6,7 @@ import type { BackgroundManager, JobHandle, SpawnRequest } from '../jobs/manager
 import { agentTools } from './agent-tools.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { inspectTools } from './inspect-tools.js';
+import { steerTool } from './steer-tool.js';
 import type { JobActivity } from './job-activity.js';
 
 /** What the parent's job tools need of the session around them. */
@@ -37,6 +38,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       agents: Object.entries(config.agents).map(([name, agent]) => ({ name, description: agent.description })),
       reusedResult: (id) => reusedResultText(manager, deliveries, id, currentTurn(), resultMaxChars),
     }),
+    steerTool({ send: (id, text, options) => manager.send(id, text, options) }),
     ...agentTools(
       { manager, deliveries, spawn: (request) => host.spawnForAgentTool(request), currentTurn, resultMaxChars },
       config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name })),
