@@ -22,19 +22,10 @@ import { JobEngine, type CompletionAnswer } from './engine.js';
 import { reportFault, reportStorage } from './host-reports.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
-export type {
-  BackgroundManagerOptions,
-  DeliveryPort,
-  SpawnRequest,
-  SpawnOptions,
-  JobAlert,
-  JobHandle,
-  CloseReport,
-  ManagerEvents,
-  SteerOptions,
-  SteerReceipt,
-} from './manager-api.js';
-import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest, SteerOptions, SteerReceipt } from './manager-api.js';
+export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
+import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
+export type { SteerOptions, SteerReceipt } from './manager-api.js';
+import type { SteerOptions, SteerReceipt } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: the facade over its

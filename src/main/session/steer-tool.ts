@@ -15,7 +15,9 @@ const steerArgs = z.strictObject({
   interrupt: z
     .boolean()
     .optional()
-    .describe('Default false: it reads the message before its next model call. True: its model call in flight is cancelled and it continues at once with the message.'),
+    .describe(
+      'Default false: it reads the message before its next model call. True: its model call in flight is cancelled and it continues at once with the message.',
+    ),
 });
 
 /**
