@@ -126,4 +126,29 @@ describe('steering: queued and ended jobs', () => {
     expect(() => manager.send('bg-999', 'anyone?')).toThrow(/no background job/);
     expect(() => manager.send(id, '   ')).toThrow(/must not be empty/);
   });
+
+  it('a job waiting for its children keeps the message and is given it when it resumes, with their results', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups);
+    const leaf = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
+    const firstUser = (body: string) =>
+      (JSON.parse(body) as { messages: Array<{ role: string; content: unknown }> }).messages.find((m) => m.role === 'user')?.content;
+    // The child's model calls are held: its parent answers, then waits (suspended) until they are let go.
+    const proxy = await startHoldingProxy(cleanups, sim.url, (body) => firstUser(body) === leaf);
+    const manager = makeManager(makeConfig(undefined, root, { maxDepth: 2 }, { baseUrl: proxy.url }), cleanups);
+    const top = manager.spawn({ task: `Delegate: ${leaf}`, label: 'top' });
+    await waitFor(() => manager.get(top.id)?.waitingForChildren === true && proxy.held() >= 1, 'the parent job waiting for its held child');
+    const receipt = manager.send(top.id, 'When you resume, also name the file.');
+    expect(receipt).toMatchObject({ delivery: 'kept', state: 'suspended' });
+    proxy.release();
+    const record = await ended(manager, top.id);
+
+    expect(record.status).toBe('ok');
+    const parentRequests = sim.requests.filter((r) => firstUser(JSON.stringify(r.body)) === `Delegate: ${leaf}`);
+    const withMessage = parentRequests.filter((r) => userTexts(r.body).some((t) => t.includes('When you resume, also name the file.')));
+    expect(withMessage.length).toBeGreaterThan(0);
+    // Given at the resume, not before: the request that carries it also carries the child's result.
+    expect(userTexts(withMessage[0]?.body).some((t) => t.includes('status ok'))).toBe(true);
+    expect(record.messages?.[0]?.receivedAt).toEqual(expect.any(Number));
+  });
 });
