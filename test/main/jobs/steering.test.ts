@@ -127,6 +127,25 @@ describe('steering: queued and ended jobs', () => {
     expect(() => manager.send(id, '   ')).toThrow(/must not be empty/);
   });
 
+  it('a message that arrives with its final answer is answered: the job asks its model once more instead of ending', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ content: 'My first answer.' }, { content: 'My answer, with the README too.' }] });
+    const proxy = await startHoldingProxy(cleanups, sim.url, (body) => !body.includes('Mention the README'));
+    const manager = makeManager(makeConfig(undefined, root, {}, { baseUrl: proxy.url }), cleanups);
+    const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
+    await waitFor(() => proxy.held() === 1, 'its final answer held');
+    manager.send(id, 'Mention the README as well.');
+    proxy.release();
+    const record = await ended(manager, id);
+
+    expect(record).toMatchObject({ status: 'ok', resultText: 'My answer, with the README too.', iterations: 2 });
+    expect(sim.requests).toHaveLength(2);
+    const texts = messagesOf(sim.requests[1] as never).map((m) => `${m.role}: ${String(m.content)}`);
+    expect(texts.at(-2)).toBe('assistant: My first answer.');
+    expect(texts.at(-1)).toContain('Mention the README as well.');
+    sim.assertScriptDone();
+  });
+
   it('a job waiting for its children keeps the message and is given it when it resumes, with their results', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups);
