@@ -69,6 +69,8 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
     errorDetail: view.errorDetail,
     usage: view.usage,
     notes: view.notes,
+    /** Messages sent to it (POST /v1/jobs/:id/messages and the other doors), as its record keeps them. */
+    messages: record.messages ?? [],
     progress: progress ?? null,
   };
 }

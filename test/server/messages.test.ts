@@ -47,6 +47,11 @@ describe('POST /v1/jobs/:id/messages', () => {
     const users = messagesOf(sim.requests[1] as never).filter((m) => m.role === 'user');
     expect(String(users.at(-1)?.content)).toContain('Just say what src/retry.ts does.');
 
+    const detail = (await (await call(`/v1/jobs/${id}`)).json()) as { messages: unknown[] };
+    expect(detail.messages).toEqual([
+      expect.objectContaining({ id: 1, text: 'Just say what src/retry.ts does.', interrupt: true, receivedAt: expect.any(Number) }),
+    ]);
+
     const late = await call(`/v1/jobs/${id}/messages`, { message: 'too late' });
     expect(late.status).toBe(409);
     expect(await late.json()).toMatchObject({ error: { code: 'JOB_ENDED', message: expect.stringContaining('has ended (') } });
