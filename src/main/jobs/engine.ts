@@ -88,7 +88,12 @@ export class JobEngine {
       book: (request, nested) => this.book(request, {}, nested),
       stop: (job, reason) => this.runner.stop(job, reason),
     });
-    const steering = (this.steering = new JobSteering({ config, ledger, sent: (receipt) => emit('message', receipt) }));
+    const steering = (this.steering = new JobSteering({
+      config,
+      ledger,
+      remote: o.executor.capabilities.remote === true,
+      sent: (receipt) => emit('message', receipt),
+    }));
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
     this.runner = new JobRunner({
       ...o,

@@ -81,6 +81,8 @@ const steerSchema = z.strictObject({
 export interface SteeringHost {
   readonly config: ForkpoolConfig;
   readonly ledger: DeliveryLedger;
+  /** Its executor runs jobs in other processes (BullMQ, a RemoteSpawner): their port carries no message to a running job. */
+  readonly remote: boolean;
   /** A message was sent (the manager's `message` event). */
   sent(receipt: SteerReceipt): void;
 }
@@ -108,6 +110,12 @@ export class JobSteering {
     if (job.isOver || job.stopping) throw ended(job);
     if (job.inbox.size >= MAX_MESSAGES_PER_JOB)
       throw new JobError('QUEUE_FULL', job.id, `job ${job.id} has been sent ${MAX_MESSAGES_PER_JOB} messages, the most one job may be sent`);
+    if (job.attempt && this.#host.remote)
+      throw new JobError(
+        'TOOL_FAILED',
+        job.id,
+        `job ${job.id} runs in another process (a remote executor): a message reaches such a job only while it is queued`,
+      );
     const interrupt = parsed.data.interrupt ?? false;
     // A key pasted into a message goes neither to the model nor into the record.
     const message = redactSecrets(parsed.data.text, this.#secrets);
