@@ -117,8 +117,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         ...(result.error ? { error: result.error } : {}),
         ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
       });
-      // A message that came with (or after) its final answer is answered too: it was sent to a running job.
-      if (result.stopReason === 'final' && steering?.hasPending) {
+      // A message that came with (or after) its final answer is answered too: it was sent to a
+      // running job. Not past its iteration cap or budget: that would turn its answer into a stop.
+      if (result.stopReason === 'final' && steering?.hasPending && iterations < config.maxIterations && !budget?.exhausted()) {
         messages = result.messages;
         continue;
       }

@@ -146,6 +146,24 @@ describe('steering: queued and ended jobs', () => {
     sim.assertScriptDone();
   });
 
+  it('at its iteration cap a final answer stands: the late message stays unreceived and the job still ends ok', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ content: 'My only answer.' }] });
+    const proxy = await startHoldingProxy(cleanups, sim.url, () => true);
+    const manager = makeManager(makeConfig(undefined, root, {}, { baseUrl: proxy.url, maxIterations: 1 }), cleanups);
+    const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
+    await waitFor(() => proxy.held() === 1, 'its final answer held');
+    manager.send(id, 'One more thing.');
+    proxy.release();
+    const record = await ended(manager, id);
+
+    expect(record).toMatchObject({ status: 'ok', resultText: 'My only answer.', iterations: 1 });
+    expect(sim.requests).toHaveLength(1);
+    expect(record.messages).toEqual([expect.objectContaining({ id: 1, text: 'One more thing.' })]);
+    expect(record.messages?.[0]?.receivedAt).toBeUndefined();
+    sim.assertScriptDone();
+  });
+
   it('a job waiting for its children keeps the message and is given it when it resumes, with their results', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups);
