@@ -16,10 +16,12 @@ export {
   type ManagerEvents,
   type JobScheduler,
   type TimerTag,
+  type SteerOptions,
+  type SteerReceipt,
 } from './main/jobs/manager.js';
 export { jobError } from './main/jobs/job-endings.js';
 export type { ResumeRequest } from './main/jobs/resumes.js';
-export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/ledger/ledger.js';
+export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding, SentMessage } from './main/ledger/ledger.js';
 export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/ledger/sqlite-store.js';
 export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger/ledger-store.js';
 export type { RecoveryReport } from './main/jobs/recovery.js';

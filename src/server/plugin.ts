@@ -23,6 +23,7 @@ import { serverToken } from './bind.js';
 import { ConfigError } from '../shared/errors.js';
 import { eventRoutes } from './routes/events.js';
 import { jobRoutes } from './routes/jobs.js';
+import { messageRoutes } from './routes/messages.js';
 import { resumeRoutes } from './routes/resume.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
@@ -96,6 +97,7 @@ async function mountRoutes(app: FastifyInstance, state: ServerState, options: Fo
   );
   await app.register(systemRoutes(state, VERSION));
   await app.register(jobRoutes(state));
+  await app.register(messageRoutes(state));
   await app.register(resumeRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JOB_ROLES } from '../shared/protocol.js';
+import { JOB_ROLES, STEERING_MAX_CHARS } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
@@ -40,6 +40,12 @@ export const jobIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
 /** The body of `POST /v1/jobs/:id/resume`: the new instruction (routes/resume.ts). */
 export const resumeBody = z.strictObject({ message: z.string().trim().min(1).max(100_000) });
+/** POST /v1/jobs/{id}/messages: a message for a live job (see docs/agents.md "Steering a running job"). */
+export const jobMessageBody = z.strictObject({
+  message: z.string().trim().min(1).max(STEERING_MAX_CHARS),
+  /** Cancel the job's model call in flight; default false (before its next model call). */
+  interrupt: z.boolean().optional(),
+});
 
 export const resultQuery = z.strictObject({
   /** Seconds to wait for the job to end (long poll); 0 answers at once. */
@@ -136,6 +142,18 @@ export const ROUTE_DOCS: RouteDoc[] = [
       200: { description: 'The ended job' },
       202: { description: 'Still running when the wait ran out' },
       404: { description: 'No such job', schema: errorShape },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/messages',
+    summary: 'Send a live job a message: before its next model call, or with interrupt its call in flight is cancelled.',
+    params: jobIdParams,
+    body: jobMessageBody,
+    responses: {
+      202: { description: '{ jobId, message, state, delivery: posted|kept, interrupt }' },
+      404: { description: 'No such job', schema: errorShape },
+      409: { description: 'The job has ended (JOB_ENDED, naming its state)', schema: errorShape },
     },
   },
   { method: 'post', path: '/v1/sessions', summary: 'Create a parent-agent session.', body: createSessionBody, responses: { 201: { description: '{ id }' } } },

@@ -75,6 +75,8 @@ export const ERROR_CODES = [
   'LEDGER_WRITE_FAILED',
   /** `completeAttempt` for a job that is not running that attempt now (queued, or not started). */
   'ATTEMPT_NOT_RUNNING',
+  /** A message sent to a job that has ended (`send_to_background_agent`): nothing can reach it now. */
+  'JOB_ENDED',
   /** A tool was asked to open a file hidden from the tools (a config, ledger or `.env`-style file: it may hold keys). */
   'PATH_HIDDEN',
   /** forkpool runs on a Node.js older than it needs (package.json `engines`). */

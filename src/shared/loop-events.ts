@@ -23,4 +23,8 @@ export type LoopEvent =
   | { type: 'retry'; attempt: number; delayMs: number; reason: string }
   | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
   | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
-  | { type: 'loop_warning'; name: string; repeats: number };
+  | { type: 'loop_warning'; name: string; repeats: number }
+  /** A message sent to the job interrupted its model call in flight: cancelled, not failed; the loop goes on with the message. */
+  | { type: 'model_interrupted'; iteration: number }
+  /** Messages sent to the job (by number) went into its conversation, before its next model call. */
+  | { type: 'messages_received'; ids: number[] };

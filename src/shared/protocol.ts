@@ -46,7 +46,19 @@ export interface JobSpec {
   processTag?: string;
   /** Its budgets, resolved on the main thread (agent's, or the spawn's tighter override). */
   budget?: BudgetLimits;
+  /** Messages sent to it that this run must still be given before its next model call (see steering.ts). */
+  steering?: SteeringMessage[];
 }
+
+/** A message sent to a job (`send_to_background_agent`): its number among the job's messages, and its text. */
+export interface SteeringMessage {
+  id: number;
+  text: string;
+}
+
+/** The longest message a job may be sent. */
+export const STEERING_MAX_CHARS = 20_000;
+const steeringMessageSchema = z.strictObject({ id: z.number().int().min(1), text: z.string().min(1).max(STEERING_MAX_CHARS) });
 
 export const serializedErrorSchema: z.ZodType<SerializedError> = z.lazy(() =>
   z.object({
@@ -83,6 +95,7 @@ export const jobSpecSchema = z.strictObject({
   attempt: z.number().int().min(1),
   processTag: z.string().min(1).max(200).optional(),
   budget: budgetLimitsSchema.optional(),
+  steering: z.array(steeringMessageSchema).max(1_000).optional(),
 });
 
 /** Where a job that waited for its children picks up: its conversation, and what it had used. */
@@ -175,7 +188,9 @@ export type MainMessage =
   | { type: 'spawn-result'; requestId: number; ok: true; childId: string; label: string; joined?: 'attached' | 'reused' }
   | { type: 'spawn-result'; requestId: number; ok: false; code: string; message: string }
   /** Children that ended, for the job's next model call; `childIds` says whose. */
-  | { type: 'child-results'; childIds: string[]; text: string };
+  | { type: 'child-results'; childIds: string[]; text: string }
+  /** A message for the job's next model call; `interrupt`: cancel the model call in flight (the job goes on with the message). */
+  | { type: 'steer'; id: number; text: string; interrupt: boolean };
 
 const usageSchema = z.object({
   promptTokens: z.number(),
@@ -246,6 +261,7 @@ export const mainMessageSchema = z.discriminatedUnion('type', [
     message: z.string().optional(),
   }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
+  steeringMessageSchema.extend({ type: z.literal('steer'), interrupt: z.boolean() }),
 ]);
 
 /** The value handed to the executor as one task. Ports are transferred, not copied. */

@@ -5,7 +5,7 @@ import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
 import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
-import { withTimeout } from './abort.js';
+import { linkedAbort, withTimeout } from './abort.js';
 import { capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
@@ -52,6 +52,12 @@ export interface ToolLoopOptions {
    * results, delivered at its next model call). Undefined: nothing to add.
    */
   beforeModelCall?: (() => string | undefined) | undefined;
+  /**
+   * Asked before every model call: a signal that cancels that call alone (a message sent to a
+   * job with `interrupt`). Such a cancel is neither a failure nor a retry: the loop asks again,
+   * with what {@link beforeModelCall} then adds, and the call does not count against the cap.
+   */
+  interruptSignal?: (() => AbortSignal) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
   secrets?: readonly string[] | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
@@ -112,19 +118,33 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     const wrapUp = budget?.wrapUp();
     if (wrapUp) messages.push({ role: 'user', content: wrapUp });
     emit({ type: 'model_request', iteration: iterations });
+    const interrupt = options.interruptSignal?.();
+    const call = interrupt ? linkedAbort(signal) : undefined;
+    const onInterrupt = () => call?.controller.abort(interrupt?.reason);
+    interrupt?.addEventListener('abort', onInterrupt, { once: true });
     let reply;
     try {
       reply = await callModel({
         client,
         config,
         params: { messages, tools: apiTools },
-        signal,
+        signal: call?.signal ?? signal,
         rateGate: options.rateGate,
         onRetry: (e: RetryEvent) => emit({ type: 'retry', ...e }),
       });
     } catch (error) {
-      if (signal.aborted || error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
+      if (signal.aborted) return end('aborted', findingsSoFar(messages), error);
+      // Only this call was cancelled, for a message: not a model request that failed, and not a turn.
+      if (interrupt?.aborted) {
+        emit({ type: 'model_interrupted', iteration: iterations });
+        iterations--;
+        continue;
+      }
+      if (error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
       return end('error', findingsSoFar(messages), error);
+    } finally {
+      interrupt?.removeEventListener('abort', onInterrupt);
+      call?.dispose();
     }
     usage = addModelUsage(usage, reply.model, reply.usage);
     budget?.record(reply.model, reply.usage);

@@ -9,6 +9,7 @@ import type { JobRecord } from '../main/ledger/job-record.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
 import { resumeCommand } from './resume-command.js';
+import { SEND_HELP_LINES, sendCommand } from './send-command.js';
 
 /**
  * What the commands need of the chat: the part of its {@link ChatController} (controller.ts)
@@ -34,6 +35,7 @@ export const HELP_LINES = [
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
+  ...SEND_HELP_LINES,
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -106,8 +108,11 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     }
     case 'resume':
       return resumeCommand(chat.session, args, say);
+    case 'send':
+    case 'interrupt':
+      return sendCommand(manager, args, sub === 'interrupt', say);
     default:
-      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>`);
+      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>`);
   }
 }
 

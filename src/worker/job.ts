@@ -28,6 +28,7 @@ import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { reportAlertTool } from './job-tools.js';
 import { ChildLink, spawnChildTool } from './children.js';
+import { SteeringInbox, joinInjections } from './steering.js';
 import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -48,6 +49,8 @@ export interface BackgroundJobDeps {
   jobTools?: ToolDefinition[];
   /** Its children (a job below the depth limit): their results go before its next model call. */
   children?: ChildLink;
+  /** Messages sent to it (send_to_background_agent): before its next model call; an interrupt cancels the call in flight. */
+  steering?: SteeringInbox;
 }
 
 /**
@@ -70,6 +73,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
     const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
     const children = deps.children;
+    const steering = deps.steering;
     // One meter for the whole job: it counts what was spent before a resume, and warns once.
     const budget = spec.budget
       ? new BudgetMeter(spec.budget, config, { usage, turns: iterations, ...(spec.resume?.wrapUpSent ? { wrapUpSent: true } : {}) })
@@ -99,7 +103,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         signal: deps.signal,
         rateGate: deps.rateGate,
         onEvent: deps.onEvent,
-        beforeModelCall: children ? () => children.take() : undefined,
+        beforeModelCall: children || steering ? () => joinInjections(children?.take(), steering?.take()) : undefined,
+        interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
         secrets: configuredSecrets(spec.config),
         budget,
       });
@@ -113,6 +118,12 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         ...(result.error ? { error: result.error } : {}),
         ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
       });
+      // A message that came with (or after) its final answer is answered too: it was sent to a
+      // running job. Not past its iteration cap or budget: that would turn its answer into a stop.
+      if (result.stopReason === 'final' && steering?.hasPending && iterations < config.maxIterations && !budget?.exhausted()) {
+        messages = result.messages;
+        continue;
+      }
       // Kept by the main thread for a resume (resume_background_agent); cut here so what crosses stays bounded.
       const conversation = capConversation(result.messages, spec.config.background.keepConversationChars);
       if (conversation) outcome.conversation = conversation;
@@ -180,12 +191,15 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   const spec = parsed.data as JobSpec;
   const controller = new AbortController();
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
+  // What it takes is reported, so the main thread gives a later run only what this one never saw.
+  const steering = new SteeringInbox(spec.steering ?? [], (ids) => post({ type: 'progress', jobId: spec.id, event: { type: 'messages_received', ids } }));
   const onMessage = (raw: unknown) => {
     const parsed = mainMessageSchema.safeParse(raw);
     if (!parsed.success) return;
     const message = parsed.data;
     if (message.type === 'cancel') controller.abort(cancelReason(message.reason));
     else if (message.type === 'spawn-result') children?.onSpawnResult(message);
+    else if (message.type === 'steer') steering.receive({ id: message.id, text: message.text }, message.interrupt);
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
@@ -207,6 +221,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
       rateGate: rateGateFor(spec, task, remote),
       jobTools: jobToolsFor(spec, post, children, controller.signal),
       ...(children ? { children } : {}),
+      steering,
     });
     const { suspend, ...done } = outcome;
     if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });

@@ -21,6 +21,7 @@ import { Restarts } from './restarts.js';
 import { JobRunner } from './runner.js';
 import { KeptConversations } from './conversations.js';
 import type { ResumeOrigin } from './resumes.js';
+import { JobSteering } from './steering.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -56,6 +57,7 @@ export class JobEngine {
   readonly waves: WaveJoins;
   /** Ended jobs' conversations, for resume_background_agent (conversations.ts). */
   readonly conversations: KeptConversations;
+  readonly steering: JobSteering;
   readonly #dedup: SpawnDedup;
   readonly #o: EngineOptions;
 
@@ -91,13 +93,20 @@ export class JobEngine {
       book: (request, nested) => this.book(request, {}, nested),
       stop: (job, reason) => this.runner.stop(job, reason),
     });
+    const steering = (this.steering = new JobSteering({
+      config,
+      ledger,
+      remote: o.executor.capabilities.remote === true,
+      sent: (receipt) => emit('message', receipt),
+    }));
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
     this.runner = new JobRunner({
       ...o,
       dispatcher,
       nesting: this.nesting,
+      steering,
       started: (record) => emit('started', record),
-      progress: (event) => emit('progress', event),
+      progress: (event) => (steering.onProgress(table.get(event.jobId), event.event), emit('progress', event)),
       alert: (job, alert) => this.#onAlert(job, alert),
       requeued: (record) => emit('requeued', record),
       keepConversation: (job, messages) => this.conversations.keep(job.id, messages),

@@ -1,6 +1,7 @@
 import type { JobSpec, ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
+import { JobInbox } from './steering.js';
 
 /**
  * Where a job is in its life. The ledger's record, which every view reads, has fewer states;
@@ -86,6 +87,8 @@ export class Job {
   suspension: Suspension | undefined;
   /** Children's results posted to it while it runs, by child id (resent at resume if it never saw them). */
   readonly sent = new Map<string, string>();
+  /** Messages sent to it (send_to_background_agent); see steering.ts. */
+  readonly inbox = new JobInbox();
   #parent: Job | undefined;
   #phase: JobPhase;
   readonly #ctx: JobContext;
@@ -172,6 +175,7 @@ export class Job {
     const seen = new Set(seenChildren);
     this.suspension = { state, pending: [...this.sent].filter(([child]) => !seen.has(child)).map(([, text]) => text) };
     this.sent.clear();
+    this.inbox.saved();
     this.#move('suspended');
   }
 

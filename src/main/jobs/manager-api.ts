@@ -88,6 +88,25 @@ export interface JobHandle {
   ageMs?: number;
 }
 
+/** How a message is sent to a job (BackgroundManager.send). */
+export interface SteerOptions {
+  /** Cancel the job's model call in flight: it asks again at once, with the message. Default false (before its next model call). */
+  interrupt?: boolean;
+}
+
+/** What sending a message did. */
+export interface SteerReceipt {
+  jobId: string;
+  label: string;
+  /** The message's 1-based number among the job's (its record's `messages`). */
+  message: number;
+  /** The job's state when it was sent (`queued`, `dispatched`, `running`, `suspended`). */
+  state: string;
+  /** `posted`: over the port to its run; `kept`: it is queued or waits for its children and is given it when it runs again. */
+  delivery: 'posted' | 'kept';
+  interrupt: boolean;
+}
+
 export interface CloseReport {
   /** Jobs cancelled by close (queued or running). */
   cancelled: string[];
@@ -120,6 +139,8 @@ export type ManagerEvents = {
   'wave-done': [{ wave: number; jobs: Readonly<JobRecord>[] }];
   /** A wave's join let its follow-up come before all its jobs ended (`wave-done` still comes at the end). */
   'wave-joined': [{ wave: number; reason: 'quorum' | 'deadline'; ended: Readonly<JobRecord>[]; pending: Readonly<JobRecord>[] }];
+  /** A message was sent to a job (send_to_background_agent, `send()`); its record's `messages` has it. */
+  message: [SteerReceipt];
   /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
   alert: [JobAlert];
   idle: [];

@@ -25,6 +25,8 @@ import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.j
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
 import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
+export type { SteerOptions, SteerReceipt } from './manager-api.js';
+import type { SteerOptions, SteerReceipt } from './manager-api.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: the facade over its
@@ -187,6 +189,20 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   cancel(idOrName: string): JobHandle {
     return this.#stop(this.#engine.table.find(idOrName)?.id ?? idOrName, 'cancel');
+  }
+
+  /**
+   * Sends a message to a live job (see docs/agents.md "Steering a running job"): a running one
+   * gets it before its next model call, or with `interrupt` at once (its model call in flight
+   * is cancelled, not failed); a queued one as it starts, one waiting for its children when it
+   * resumes. Recorded on its record (`messages`) and as a `message` event. Throws `JOB_UNKNOWN`,
+   * `JOB_ENDED` (naming its state), `TOOL_ARGUMENTS_INVALID` (an empty or too long message) or
+   * `QUEUE_FULL` (more than 100 messages to one job).
+   */
+  send(idOrName: string, text: string, options: SteerOptions = {}): SteerReceipt {
+    const job = this.#engine.table.find(idOrName);
+    if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
+    return this.#engine.steering.send(job, text, options);
   }
 
   /**

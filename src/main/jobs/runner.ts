@@ -15,6 +15,7 @@ import type { Dispatcher } from './dispatcher.js';
 import type { Job } from './job.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, endingFromQueue, type StopRequest } from './job-endings.js';
 import { lastAssistantText, type Nesting } from './nesting.js';
+import type { JobSteering } from './steering.js';
 
 /** What running jobs needs of the manager. */
 export interface RunnerHost {
@@ -26,6 +27,7 @@ export interface RunnerHost {
   readonly budgets: Pick<JobBudgets, 'wallclockMs'>;
   readonly dispatcher: Dispatcher;
   readonly nesting: Nesting;
+  readonly steering: JobSteering;
   readonly logger: Logger | undefined;
   started(record: Readonly<JobRecord>): void;
   progress(event: { jobId: string; event: LoopEvent; parentToolId?: string }): void;
@@ -76,7 +78,12 @@ export class JobRunner {
       .then((end) => (gateLease.release(), this.#ended(job, attempt, end)))
       // A throw at a job's end must not become an unhandled rejection: that exits the host.
       .catch((error: unknown) => this.#host.reportFault(`ending job ${id}`, error));
-    attempt.launch({ ...spec, attempt: attempt.number, processTag: `${this.#processToken}.${id}.${attempt.number}` });
+    attempt.launch({
+      ...spec,
+      attempt: attempt.number,
+      processTag: `${this.#processToken}.${id}.${attempt.number}`,
+      ...this.#host.steering.forLaunch(job, spec.resume !== undefined),
+    });
   }
 
   /**

@@ -100,6 +100,22 @@ export interface JobRecord {
   /** The parent turn that received it; set once, never twice. */
   deliveredInTurn?: number;
   deliveredAt?: number;
+  /** Messages sent to it while it was live (send_to_background_agent), in order; see docs/agents.md "Steering a running job". */
+  messages?: SentMessage[];
+}
+
+/** A message sent to a job, as its record keeps it. */
+export interface SentMessage {
+  /** 1-based among the job's messages. */
+  id: number;
+  /** Its text, secrets redacted, head and tail past 2,000 characters. */
+  text: string;
+  /** When it was sent, epoch ms. */
+  at: number;
+  /** It cancelled the model call in flight. */
+  interrupt?: true;
+  /** When its latest run took it into its conversation; absent: not yet (queued, waiting, or it arrived as the job ended). */
+  receivedAt?: number;
 }
 
 export interface JobEnding {

@@ -2,11 +2,11 @@ import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
-import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy } from './job-record.js';
+import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage } from './job-record.js';
 import { Retention } from './retention.js';
 import { deliveredRecord, detached, freeze, slimError } from './record-values.js';
 
-export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy } from './job-record.js';
+export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage } from './job-record.js';
 
 /** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
 export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
@@ -233,6 +233,12 @@ export class DeliveryLedger {
     const { record } = this.#expect(id, 'running', 'queued');
     const { threadId: _thread, ...rest } = record;
     return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
+  }
+
+  /** The messages sent to a job so far, and which it has received (see steering.ts). */
+  noteMessages(id: string, messages: readonly SentMessage[]): void {
+    const entry = this.#entries.get(id);
+    if (entry) this.#replace(id, { ...entry.record, messages: messages.map((m) => ({ ...m })) });
   }
 
   /** Its `agent_<name>` call resolved early (Remy's split lifecycle): it goes on in the background. */

@@ -7,6 +7,7 @@ import { agentTools } from './agent-tools.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { inspectTools } from './inspect-tools.js';
 import { resumeTool } from './resume-tool.js';
+import { steerTool } from './steer-tool.js';
 import type { JobActivity } from './job-activity.js';
 
 /** What the parent's job tools need of the session around them. */
@@ -39,6 +40,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       reusedResult: (id) => reusedResultText(manager, deliveries, id, currentTurn(), resultMaxChars),
     }),
     resumeTool({ manager, currentTurn }),
+    steerTool({ send: (id, text, options) => manager.send(id, text, options) }),
     ...agentTools(
       { manager, deliveries, spawn: (request) => host.spawnForAgentTool(request), currentTurn, resultMaxChars },
       config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name })),

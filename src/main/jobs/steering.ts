@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import type { ForkpoolConfig } from '../../shared/config.js';
+import { JobError } from '../../shared/errors.js';
+import { STEERING_MAX_CHARS, type SteeringMessage } from '../../shared/protocol.js';
+import type { LoopEvent } from '../../shared/loop-events.js';
+import { capHeadTail } from '../../shared/text-budget.js';
+import { configuredSecrets, redactSecrets } from '../../shared/tools/secrets.js';
+import type { DeliveryLedger, SentMessage } from '../ledger/ledger.js';
+import type { Job, JobState } from './job.js';
+import type { SteerOptions, SteerReceipt } from './manager-api.js';
+
+/** Messages one job may be sent over its life: a bound on what a record and a spec carry. */
+export const MAX_MESSAGES_PER_JOB = 100;
+/** What a job's record keeps of each message's text (the job itself gets it whole). */
+const RECORDED_TEXT_CHARS = 2_000;
+
+/**
+ * The messages sent to one job (kept on its {@link Job}), in order. A message is given to a run
+ * before its next model call; the worker reports what it took (`messages_received`). Which a
+ * launch is handed: a fresh run (its first, a re-queue, a restart) starts from its task and gets
+ * them all; a run resumed from its saved conversation (after waiting for its children) gets only
+ * those the saved conversation does not hold.
+ */
+export class JobInbox {
+  readonly #messages: Array<SteeringMessage & { at: number; interrupt: boolean; receivedAt?: number; saved: boolean }> = [];
+
+  get size(): number {
+    return this.#messages.length;
+  }
+
+  /** A new message; its 1-based number among this job's. */
+  add(text: string, interrupt: boolean, at: number): number {
+    const id = this.#messages.length + 1;
+    this.#messages.push({ id, text, at, interrupt, saved: false });
+    return id;
+  }
+
+  /** The run took these (they are in its conversation now). */
+  taken(ids: readonly number[], at: number): boolean {
+    let changed = false;
+    for (const id of ids) {
+      const message = this.#messages[id - 1];
+      if (message && message.receivedAt === undefined) {
+        message.receivedAt = at;
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  /** Its conversation was saved (it waits for its children): what it took is in that conversation. */
+  saved(): void {
+    for (const message of this.#messages) if (message.receivedAt !== undefined) message.saved = true;
+  }
+
+  /** What a launch is handed (see the class comment); a fresh run is given everything again. */
+  forLaunch(resumed: boolean): SteeringMessage[] {
+    const given = resumed ? this.#messages.filter((m) => !m.saved) : this.#messages;
+    if (!resumed) for (const message of given) message.saved = false;
+    for (const message of given) delete message.receivedAt;
+    return given.map(({ id, text }) => ({ id, text }));
+  }
+
+  /** What the job's record shows. */
+  records(): SentMessage[] {
+    return this.#messages.map((m) => ({
+      id: m.id,
+      text: capHeadTail(m.text, RECORDED_TEXT_CHARS),
+      at: m.at,
+      ...(m.interrupt ? { interrupt: true as const } : {}),
+      ...(m.receivedAt !== undefined ? { receivedAt: m.receivedAt } : {}),
+    }));
+  }
+}
+
+const steerSchema = z.strictObject({
+  text: z.string().trim().min(1, 'a message must not be empty').max(STEERING_MAX_CHARS),
+  interrupt: z.boolean().optional(),
+});
+
+export interface SteeringHost {
+  readonly config: ForkpoolConfig;
+  readonly ledger: DeliveryLedger;
+  /** Its executor runs jobs in other processes (BullMQ, a RemoteSpawner): their port carries no message to a running job. */
+  readonly remote: boolean;
+  /** A message was sent (the manager's `message` event). */
+  sent(receipt: SteerReceipt): void;
+}
+
+/**
+ * `send_to_background_agent`: a message to a job, recorded on its record. A running (or just
+ * dispatched) job gets it over its port, before its next model call, or at once with
+ * `interrupt` (its model call in flight is cancelled). A queued job keeps it and is given it as
+ * it starts; a job waiting for its children keeps it and is given it when it resumes (a message
+ * does not wake it: its children's results would then arrive to a job that is not waiting).
+ * An ended job, or one being stopped, refuses it with `JOB_ENDED`.
+ */
+export class JobSteering {
+  readonly #host: SteeringHost;
+  readonly #secrets: string[];
+
+  constructor(host: SteeringHost) {
+    this.#host = host;
+    this.#secrets = configuredSecrets(host.config);
+  }
+
+  send(job: Job, text: unknown, options: SteerOptions = {}): SteerReceipt {
+    const parsed = steerSchema.safeParse({ text, ...options });
+    if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', job.id, `invalid message for job ${job.id}: ${z.prettifyError(parsed.error)}`);
+    if (job.isOver || job.stopping) throw ended(job);
+    if (job.inbox.size >= MAX_MESSAGES_PER_JOB)
+      throw new JobError('QUEUE_FULL', job.id, `job ${job.id} has been sent ${MAX_MESSAGES_PER_JOB} messages, the most one job may be sent`);
+    if (job.attempt && this.#host.remote)
+      throw new JobError(
+        'TOOL_FAILED',
+        job.id,
+        `job ${job.id} runs in another process (a remote executor): a message reaches such a job only while it is queued`,
+      );
+    const interrupt = parsed.data.interrupt ?? false;
+    // A key pasted into a message goes neither to the model nor into the record.
+    const message = redactSecrets(parsed.data.text, this.#secrets);
+    const id = job.inbox.add(message, interrupt, Date.now());
+    this.#record(job);
+    // An attempt's port is open from its dispatch: a job that has not said `started` reads it as it starts.
+    const posted = job.attempt?.post({ type: 'steer', id, text: message, interrupt }) ?? false;
+    const receipt: SteerReceipt = { jobId: job.id, label: job.record.label, message: id, state: job.state, delivery: posted ? 'posted' : 'kept', interrupt };
+    this.#host.sent(receipt);
+    return receipt;
+  }
+
+  /** What a launch of `job` is handed (see {@link JobInbox.forLaunch}); recorded as not yet received. */
+  forLaunch(job: Job, resumed: boolean): { steering?: SteeringMessage[] } {
+    if (job.inbox.size === 0) return {};
+    const steering = job.inbox.forLaunch(resumed);
+    this.#record(job);
+    return steering.length > 0 ? { steering } : {};
+  }
+
+  /** A job's progress: `messages_received` marks those messages received on its record. */
+  onProgress(job: Job | undefined, event: LoopEvent): void {
+    if (!job || event.type !== 'messages_received' || job.isOver) return;
+    if (job.inbox.taken(event.ids, Date.now())) this.#record(job);
+  }
+
+  #record(job: Job): void {
+    this.#host.ledger.noteMessages(job.id, job.inbox.records());
+  }
+}
+
+/** The refusal names the job's state: ended (and how), or being stopped. */
+function ended(job: Job): JobError {
+  const state: JobState = job.state;
+  const record = job.record;
+  const now = job.isOver ? `has ended (${state}, status ${record.status ?? 'unknown'})` : `is being stopped (${state})`;
+  return new JobError('JOB_ENDED', job.id, `job ${job.id} ("${record.label}") ${now}: a message can no longer reach it`);
+}

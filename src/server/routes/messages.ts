@@ -1,0 +1,23 @@
+import type { FastifyInstance } from 'fastify';
+import { ForkpoolError, errorMessage } from '../../shared/errors.js';
+import { jobIdParams, jobMessageBody, parseRequest } from '../schemas.js';
+import type { ServerState } from '../server-state.js';
+
+/** The HTTP status of a refused message: no such job, ended, too many, or a bad message. */
+const STATUS: Record<string, number> = { JOB_UNKNOWN: 404, JOB_ENDED: 409, QUEUE_FULL: 429 };
+
+/** `POST /v1/jobs/:id/messages`: a message to a live job of the server's manager (BackgroundManager.send). */
+export function messageRoutes(state: ServerState) {
+  return async function plugin(app: FastifyInstance): Promise<void> {
+    app.post('/v1/jobs/:id/messages', async (request, reply) => {
+      const { id } = parseRequest(jobIdParams, request.params, 'params');
+      const body = parseRequest(jobMessageBody, request.body, 'body');
+      try {
+        return reply.code(202).send(state.manager.send(id, body.message, { interrupt: body.interrupt ?? false }));
+      } catch (error) {
+        const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
+        return reply.code(STATUS[code] ?? 400).send({ error: { code, message: errorMessage(error) } });
+      }
+    });
+  };
+}
