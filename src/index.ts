@@ -16,6 +16,9 @@ export {
   type ManagerEvents,
   type JobScheduler,
   type TimerTag,
+  type JobWorktree,
+  type WorktreeAction,
+  type WorkspaceMode,
 } from './main/jobs/manager.js';
 export { jobError } from './main/jobs/job-endings.js';
 export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding } from './main/ledger/ledger.js';

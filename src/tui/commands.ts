@@ -8,6 +8,7 @@ import type { AgentSession } from '../main/session/agent-session.js';
 import type { JobRecord } from '../main/ledger/job-record.js';
 import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
+import { WORKTREE_ACTIONS, type WorktreeAction } from '../main/jobs/worktrees.js';
 
 /**
  * What the commands need of the chat: the part of its {@link ChatController} (controller.ts)
@@ -32,6 +33,7 @@ export const HELP_LINES = [
   '/bg start <task>         start a background job yourself (role user, not wave-gated)',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
+  '/bg worktree <id|name> merge|keep|drop   a worktree job\'s branch: merge it, keep it, or drop it',
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -102,8 +104,21 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       for (const text of detailLines(job, chat.session.activity.get(job.id), chat.now())) say(text);
       return;
     }
+    case 'worktree':
+      return say(worktreeCommand(manager, args));
     default:
-      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>`);
+      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, worktree <id|name> merge|keep|drop`);
+  }
+}
+
+/** `/bg worktree <id|name> merge|keep|drop` (src/main/jobs/worktrees.ts); a refusal is said, not thrown. */
+function worktreeCommand(manager: CommandHost['session']['manager'], args: string): string {
+  const [target, action] = args.trim().split(/\s+/);
+  if (!target || !(WORKTREE_ACTIONS as readonly string[]).includes(action ?? '')) return 'usage: /bg worktree <id|name> merge|keep|drop';
+  try {
+    return oneLine(manager.worktreeAction(target, action as WorktreeAction), 400);
+  } catch (error) {
+    return oneLine(errorMessage(error), 400);
   }
 }
 

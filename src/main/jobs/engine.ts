@@ -19,6 +19,7 @@ import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest
 import { Nesting } from './nesting.js';
 import { Restarts } from './restarts.js';
 import { JobRunner } from './runner.js';
+import { JobWorktrees } from './worktrees.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -52,6 +53,8 @@ export class JobEngine {
   readonly nesting: Nesting;
   readonly restarts: Restarts;
   readonly waves: WaveJoins;
+  /** The worktrees of `workspace: "worktree"` jobs (worktrees.ts). */
+  readonly worktrees: JobWorktrees;
   readonly #dedup: SpawnDedup;
   readonly #o: EngineOptions;
 
@@ -59,6 +62,7 @@ export class JobEngine {
     this.#o = o;
     const { config, ledger, budgets, emit } = o;
     this.#dedup = new SpawnDedup(config);
+    this.worktrees = new JobWorktrees(config.background.worktreeDir);
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
       maxConcurrent: config.background.maxConcurrent,
@@ -75,6 +79,7 @@ export class JobEngine {
       dedup: this.#dedup,
       budgets,
       waves: this.waves,
+      worktrees: this.worktrees,
       context: this.#jobContext(),
       waitingForSlot: () => dispatcher.waitingForSlot,
     }));
@@ -171,6 +176,9 @@ export class JobEngine {
         // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
         const ending = { ...given, ...budgets.atEnd(job.id, job.record, given) };
         const error = ending.error && errorForRecord(ending.error, config.errorDetail, config.workspaceRoot);
+        // A worktree job's changes are committed on its branch now, and its result says so.
+        const tree = this.worktrees.finish(job.id, job.record.label);
+        if (tree !== undefined) ending.resultText = ending.resultText ? `${ending.resultText}\n\n${tree}` : tree;
         return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
       },
       ended: (job, record) => {

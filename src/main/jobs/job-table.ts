@@ -7,6 +7,7 @@ import type { JobStore } from '../ledger/ledger-store.js';
 import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
 import type { SpawnDedup, DedupMatch } from './dedup.js';
 import type { WaveJoins } from './joins.js';
+import { worktreeBase, type JobWorktrees } from './worktrees.js';
 import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
@@ -17,6 +18,7 @@ export interface TableHost {
   readonly dedup: SpawnDedup;
   readonly budgets: Pick<JobBudgets, 'admit'>;
   readonly waves: WaveJoins;
+  readonly worktrees: JobWorktrees;
   readonly context: JobContext;
   /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
   waitingForSlot(): number;
@@ -67,11 +69,14 @@ export class JobTable {
       (name) => this.#holders.get(name)?.id,
       (id) => ledger.get(id)?.state,
     );
+    // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
+    const treeBase = (data.workspace ?? config.background.workspace) === 'worktree' ? worktreeBase(config.workspaceRoot) : undefined;
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
-    const record = ledger.add({
+    const tree = treeBase && this.#host.worktrees.open(id, treeBase);
+    const record = this.#withWorktree(id, () => ledger.add({
       id,
       label: data.label || data.name || id,
       task: data.task,
@@ -82,7 +87,7 @@ export class JobTable {
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...link,
       budget: budget.limits,
-    });
+    }));
     // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
     budget.hold(id);
     const spec: JobSpec = {
@@ -90,7 +95,8 @@ export class JobTable {
       label: record.label,
       task: record.task,
       role: record.role,
-      config,
+      // The job's tools and sandbox are confined to its worktree.
+      config: tree ? { ...config, workspaceRoot: tree.workspaceRoot } : config,
       attempt: 1,
       ...(data.parentSummary ? { parentSummary: data.parentSummary } : {}),
       ...(agent !== undefined ? { agent } : {}),
@@ -106,6 +112,16 @@ export class JobTable {
     const { config: _config, ...storedSpec } = spec;
     if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
     return { kind: 'new', job };
+  }
+
+  /** A spawn the ledger refused leaves no worktree behind. */
+  #withWorktree<T>(id: string, book: () => T): T {
+    try {
+      return book();
+    } catch (error) {
+      this.#host.worktrees.abandon(id);
+      throw error;
+    }
   }
 
   /** A job whose record the ledger has: at spawn, or found again by restart recovery. */

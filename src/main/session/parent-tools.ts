@@ -6,6 +6,7 @@ import type { BackgroundManager, JobHandle, SpawnRequest } from '../jobs/manager
 import { agentTools } from './agent-tools.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { inspectTools } from './inspect-tools.js';
+import { worktreeTool } from './worktree-tools.js';
 import type { JobActivity } from './job-activity.js';
 
 /** What the parent's job tools need of the session around them. */
@@ -49,5 +50,6 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       // A page must pass the tool loop's output cap whole (it would be cut, not paged).
       pageMaxChars: Math.min(config.delivery.pageMaxChars, config.toolLimits.outputMaxChars - 300),
     }),
+    worktreeTool(manager),
   ];
 }
