@@ -33,7 +33,7 @@ export const HELP_LINES = [
   '/bg start <task>         start a background job yourself (role user, not wave-gated)',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
-  '/bg worktree <id|name> merge|keep|drop   a worktree job\'s branch: merge it, keep it, or drop it',
+  "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',

@@ -106,7 +106,7 @@ export class JobEngine {
   /** Books a spawn and queues it; an identical spawn joins the job it matches (see dedup.ts). */
   book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): JobHandle {
     if (this.#o.closed()) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
-    const booking = this.table.book(request, options, nested);
+    const booking = this.#bookOrUndo(request, options, nested);
     if (booking.kind === 'joined') {
       const { match } = booking;
       const record = (this.table.get(match.id) as Job).record;
@@ -118,6 +118,16 @@ export class JobEngine {
     this.dispatcher.enqueue(job);
     this.#o.emit('spawned', job.record);
     return { id: job.id, label: job.record.label, state: 'queued' };
+  }
+
+  /** A spawn refused after its worktree was made (a ledger write failed) leaves no worktree behind. */
+  #bookOrUndo(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined): ReturnType<JobTable['book']> {
+    try {
+      return this.table.book(request, options, nested);
+    } catch (error) {
+      this.worktrees.abandonUnbooked((id) => this.table.get(id) !== undefined);
+      throw error;
+    }
   }
 
   /** Retention forgot a record: its job goes from the table and the tree, and from what restarts keep. */

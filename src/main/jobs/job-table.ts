@@ -76,7 +76,7 @@ export class JobTable {
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
     const tree = treeBase && this.#host.worktrees.open(id, treeBase);
-    const record = this.#withWorktree(id, () => ledger.add({
+    const record = ledger.add({
       id,
       label: data.label || data.name || id,
       task: data.task,
@@ -87,7 +87,7 @@ export class JobTable {
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...link,
       budget: budget.limits,
-    }));
+    });
     // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
     budget.hold(id);
     const spec: JobSpec = {
@@ -112,16 +112,6 @@ export class JobTable {
     const { config: _config, ...storedSpec } = spec;
     if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
     return { kind: 'new', job };
-  }
-
-  /** A spawn the ledger refused leaves no worktree behind. */
-  #withWorktree<T>(id: string, book: () => T): T {
-    try {
-      return book();
-    } catch (error) {
-      this.#host.worktrees.abandon(id);
-      throw error;
-    }
   }
 
   /** A job whose record the ledger has: at spawn, or found again by restart recovery. */

@@ -87,13 +87,17 @@ export function worktreeBase(workspaceRoot: string): WorktreeBase {
   if (!head.ok) throw unavailable('the repository has no commit yet (HEAD is unborn)');
   for (const marker of ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'rebase-merge', 'rebase-apply']) {
     const where = git(workspaceRoot, ['rev-parse', '--git-path', marker]).stdout.trim();
-    if (where && existsSync(path.resolve(workspaceRoot, where))) throw unavailable(`the repository is in the middle of an operation (${marker} exists); finish or abort it`);
+    if (where && existsSync(path.resolve(workspaceRoot, where)))
+      throw unavailable(`the repository is in the middle of an operation (${marker} exists); finish or abort it`);
   }
   const dirty = git(repoRoot, ['status', '--porcelain', '--untracked-files=no']);
   if (!dirty.ok) throw unavailable(`git status failed: ${dirty.stderr}`);
   const lines = dirty.stdout.split('\n').filter(Boolean);
   if (lines.length > 0) {
-    const shown = lines.slice(0, 5).map((l) => l.trim()).join(', ');
+    const shown = lines
+      .slice(0, 5)
+      .map((l) => l.trim())
+      .join(', ');
     throw unavailable(`tracked files have uncommitted changes (${shown}${lines.length > 5 ? `, and ${lines.length - 5} more` : ''}); commit or stash them`);
   }
   const prefix = git(workspaceRoot, ['rev-parse', '--show-prefix']).stdout.trim();
@@ -196,7 +200,16 @@ export function actOnWorktree(tree: JobWorktree, action: WorktreeAction): string
     tree.state = 'dropped';
     return describe(tree);
   }
-  const merge = git(tree.repoRoot, [...COMMIT_FLAGS, 'merge', '--no-ff', '--no-verify', '--no-edit', '-m', `Merge ${tree.branch} (forkpool job ${tree.jobId})`, tree.branch]);
+  const merge = git(tree.repoRoot, [
+    ...COMMIT_FLAGS,
+    'merge',
+    '--no-ff',
+    '--no-verify',
+    '--no-edit',
+    '-m',
+    `Merge ${tree.branch} (forkpool job ${tree.jobId})`,
+    tree.branch,
+  ]);
   if (!merge.ok) {
     const conflicts = git(tree.repoRoot, ['diff', '--name-only', '--diff-filter=U']).stdout.split('\n').filter(Boolean);
     // Only a merge that got under way has anything to abort; one refused up front (a dirty file in the way) left nothing.
@@ -226,12 +239,14 @@ export class JobWorktrees {
     return tree;
   }
 
-  /** A worktree made for a spawn that then failed to book: removed again. */
-  abandon(jobId: string): void {
-    const tree = this.#trees.get(jobId);
-    if (!tree) return;
-    this.#trees.delete(jobId);
-    removeWorktree(tree);
+  /** Worktrees made for a spawn that then failed to book (the ledger refused it): removed again. */
+  abandonUnbooked(booked: (jobId: string) => boolean): void {
+    for (const [jobId, tree] of this.#trees) {
+      // Only a tree still open can be the refused spawn's (an ended job's tree outlives its forgotten record).
+      if (tree.state !== 'open' || booked(jobId)) continue;
+      this.#trees.delete(jobId);
+      removeWorktree(tree);
+    }
   }
 
   get(jobId: string): Readonly<JobWorktree> | undefined {

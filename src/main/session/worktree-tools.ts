@@ -8,7 +8,9 @@ const worktreeArgs = z.strictObject({
   job: z.string().trim().min(1).max(100).describe('The job id (e.g. "bg-3") or name of an ended job that ran with workspace "worktree".'),
   action: z
     .enum(WORKTREE_ACTIONS)
-    .describe('"merge": merge its branch into your workspace (a conflict is aborted, nothing half-merged); "keep": leave branch and worktree for review; "drop": delete both.'),
+    .describe(
+      '"merge": merge its branch into your workspace (a conflict is aborted, nothing half-merged); "keep": leave branch and worktree for review; "drop": delete both.',
+    ),
 });
 
 /** `background_worktree`: the parent's decision on a worktree job's branch (see src/main/jobs/worktrees.ts). */
