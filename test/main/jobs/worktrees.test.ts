@@ -199,7 +199,10 @@ describe('workspace "worktree"', () => {
           id: 'shell',
           name: 'bash',
           arguments: {
-            command: `d=$(sed -n 's/^gitdir: //p' .git); echo "gitdir=$d"; mkdir -p "$d/../../hooks" && echo evil > "$d/../../hooks/post-merge"; git config core.hooksPath /tmp/evil; echo '[core]' > .git; echo rc=$?`,
+            command:
+              'd=$(sed -n "s/^gitdir: //p" .git); c=${d%/worktrees/*}; echo "common=$c"; ' +
+              'echo evil > "$c/hooks/post-merge"; echo hook=$?; printf "[core]\\n\\thooksPath = /tmp/evil\\n" >> "$c/config"; echo config=$?; ' +
+              'git config core.hooksPath /tmp/evil; echo gitconfig=$?; echo "[core]" > .git; echo pointer=$?',
           },
         },
       ];
@@ -208,7 +211,9 @@ describe('workspace "worktree"', () => {
       const record = await ended(manager, id);
       const results = toolResultsSent(sim);
       for (const call of ['pointer', 'absolute', 'upward']) expect(results.get(call), call).toMatch(/error|refused|outside|protected/i);
-      expect(results.get('shell')).not.toContain('rc=0');
+      const shell = results.get('shell') ?? '';
+      expect(shell).toContain(`common=${root}/.git`);
+      for (const step of ['hook', 'config', 'gitconfig', 'pointer']) expect(shell, shell).not.toContain(`${step}=0`);
       expect(readdirSync(hooks).sort()).toEqual(hooksBefore);
       expect(readFileSync(path.join(root, '.git', 'config'), 'utf8')).toBe(configBefore);
       // Its own .git file still points where git put it, and only its legitimate file is a change.
