@@ -17,6 +17,8 @@ import { ended, makeConfig, makeManager, makeWorkspace, startSim, toolResultsSen
 import { skipWithoutBwrap } from '../../helpers/sandbox.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
+import { runSlashCommand, type CommandHost } from '../../../src/tui/commands.js';
 
 const cleanups = useCleanup();
 const TIMEOUT_MS = 120_000;
@@ -220,6 +222,54 @@ describe('workspace "worktree"', () => {
       expect(readFileSync(path.join(dir, id, '.git'), 'utf8')).toBe(`gitdir: ${path.join(root, '.git', 'worktrees', id)}\n`);
       expect(manager.worktree(id)?.changed).toEqual(['A ok.txt']);
       expect(record.resultText).toContain('1 file(s) changed: A ok.txt');
+    },
+    TIMEOUT_MS,
+  );
+});
+
+describe('workspace "worktree" from the parent agent and the chat', () => {
+  it(
+    'spawn_background_agent with workspace "worktree" outside a repository is a tool error and nothing starts',
+    async () => {
+      const root = await makeWorkspace(cleanups);
+      const spawn = { id: 'spawn', name: 'spawn_background_agent', arguments: { task: 'Write a file.', label: 'w', workspace: 'worktree' } };
+      const sim = await startSim(cleanups, { script: [{ toolCalls: [spawn] }, { content: 'Could not start it.' }] });
+      const session = new AgentSession({ config: makeConfig(sim, root, { worktreeDir: tempDir() }, { grantedTools: [...WRITERS] }), closeExecutor: true });
+      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      await session.submit('Start a writer.');
+      expect(toolResultsSent(sim).get('spawn')).toMatch(/^Error: workspace "worktree" cannot be used: .*not inside a git repository.*nothing was started$/s);
+      expect(session.manager.jobs()).toEqual([]);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    '/bg worktree <id> merge merges the branch; a bad action gets the usage line',
+    async () => {
+      const root = await repo();
+      const sim = await startSim(cleanups, { script: [writeStep('docs.txt', 'from chat\n'), { content: 'Wrote it.' }] });
+      const config = makeConfig(sim, root, { workspace: 'worktree', worktreeDir: tempDir() }, { grantedTools: [...WRITERS] });
+      const session = new AgentSession({ config, closeExecutor: true });
+      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      const { id } = session.manager.spawn({ task: 'Write docs.', label: 'docs', role: 'user' });
+      await ended(session.manager, id);
+      const said: string[] = [];
+      const host: CommandHost = {
+        session,
+        now: () => Date.now(),
+        jobs: () => session.manager.jobs(),
+        add: (_kind, text) => void said.push(text),
+        togglePanel: () => {},
+        startUserJob: () => {},
+        quit: async () => {},
+      };
+      runSlashCommand(host, `/bg worktree ${id} squash`);
+      expect(said.at(-1)).toBe('usage: /bg worktree <id|name> merge|keep|drop');
+      runSlashCommand(host, `/bg worktree ${id} merge`);
+      expect(said.at(-1)).toContain(`branch forkpool/${id} was merged`);
+      expect(readFileSync(path.join(root, 'docs.txt'), 'utf8')).toBe('from chat\n');
+      runSlashCommand(host, `/bg worktree ${id} merge`);
+      expect(said.at(-1)).toMatch(/nothing to do/);
     },
     TIMEOUT_MS,
   );
