@@ -70,7 +70,9 @@ export class JobTable {
       (id) => ledger.get(id)?.state,
     );
     // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
-    const treeBase = (data.workspace ?? config.background.workspace) === 'worktree' ? worktreeBase(config.workspaceRoot) : undefined;
+    // A child works where its parent job does: in the parent's worktree, or in a worktree of it.
+    const workspaceRoot = nested?.parent.spec?.config.workspaceRoot ?? config.workspaceRoot;
+    const treeBase = (data.workspace ?? config.background.workspace) === 'worktree' ? worktreeBase(workspaceRoot) : undefined;
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;
@@ -96,7 +98,7 @@ export class JobTable {
       task: record.task,
       role: record.role,
       // The job's tools and sandbox are confined to its worktree.
-      config: tree ? { ...config, workspaceRoot: tree.workspaceRoot } : config,
+      config: tree || workspaceRoot !== config.workspaceRoot ? { ...config, workspaceRoot: tree?.workspaceRoot ?? workspaceRoot } : config,
       attempt: 1,
       ...(data.parentSummary ? { parentSummary: data.parentSummary } : {}),
       ...(agent !== undefined ? { agent } : {}),

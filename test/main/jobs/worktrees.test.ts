@@ -227,6 +227,34 @@ describe('workspace "worktree"', () => {
   );
 });
 
+describe('workspace "worktree" and nesting', () => {
+  it(
+    "a child of a worktree job works in its parent's worktree, not in the workspace",
+    async () => {
+      const root = await repo();
+      const spawnChild = { name: 'spawn_background_agent', arguments: { task: 'Write the child file.', label: 'child' } };
+      const script: ScriptStep[] = [
+        { toolCalls: [spawnChild] },
+        { content: 'Waiting for my child.' },
+        writeStep('child.txt', 'c\n'),
+        { content: 'Child wrote.' },
+        { content: 'Parent done.' },
+      ];
+      const sim = await startSim(cleanups, { script });
+      const dir = tempDir();
+      const config = makeConfig(sim, root, { maxConcurrent: 1, maxDepth: 2, worktreeDir: dir }, { grantedTools: [...WRITERS] });
+      const manager = makeManager(config, cleanups);
+      const { id } = manager.spawn({ task: 'Delegate the writing.', label: 'parent', workspace: 'worktree' });
+      const record = await ended(manager, id);
+      expect(record.children).toHaveLength(1);
+      expect(existsSync(path.join(root, 'child.txt'))).toBe(false);
+      expect(manager.worktree(id)?.changed).toEqual(['A child.txt']);
+      expect(manager.worktree(record.children?.[0] ?? '')).toBeUndefined();
+    },
+    TIMEOUT_MS,
+  );
+});
+
 describe('workspace "worktree" from the parent agent and the chat', () => {
   it(
     'spawn_background_agent with workspace "worktree" outside a repository is a tool error and nothing starts',
