@@ -132,7 +132,8 @@ const COMMIT_FLAGS = ['-c', 'user.name=forkpool', '-c', 'user.email=forkpool@loc
  * worktree with no change is removed, with its branch. Never throws: a failure is said in the text.
  */
 export function finishWorktree(tree: JobWorktree, label: string): string {
-  if (tree.state !== 'open') return describe(tree);
+  // `kept` too: a restarted job ran again in the same worktree, and its new changes are committed as well.
+  if (tree.state !== 'open' && tree.state !== 'kept') return describe(tree);
   const added = git(tree.path, ['add', '-A']);
   if (!added.ok) return `Worktree ${tree.path} (branch ${tree.branch}): its changes could not be staged: ${added.stderr}. It is kept as it is.`;
   const staged = git(tree.path, ['diff', '--cached', '--quiet']);

@@ -227,6 +227,30 @@ describe('workspace "worktree"', () => {
   );
 });
 
+describe('workspace "worktree" and restarts', () => {
+  it(
+    'a restarted job runs again in its worktree, and what the second run changed is committed too',
+    async () => {
+      const root = await repo();
+      const { manager } = await managerFor(root, [
+        writeStep('one.txt', '1\n'),
+        { content: 'First run.' },
+        writeStep('two.txt', '2\n'),
+        { content: 'Second run.' },
+      ]);
+      const { id } = manager.spawn({ task: 'Write files.', label: 'twice' });
+      await ended(manager, id);
+      expect(manager.worktree(id)?.changed).toEqual(['A one.txt']);
+      manager.restart(id);
+      const again = await ended(manager, id);
+      expect(again.resultText).toContain('Second run.');
+      expect(manager.worktree(id)?.changed).toEqual(['A one.txt', 'A two.txt']);
+      expect(git(root, 'status', '--porcelain')).toBe('');
+    },
+    TIMEOUT_MS,
+  );
+});
+
 describe('workspace "worktree" and nesting', () => {
   it(
     "a child of a worktree job works in its parent's worktree, not in the workspace",
