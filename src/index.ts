@@ -18,6 +18,9 @@ export {
   type TimerTag,
   type SteerOptions,
   type SteerReceipt,
+  type JobWorktree,
+  type WorktreeAction,
+  type WorkspaceMode,
 } from './main/jobs/manager.js';
 export { jobError } from './main/jobs/job-endings.js';
 export type { ResumeRequest } from './main/jobs/resumes.js';

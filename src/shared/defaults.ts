@@ -116,6 +116,14 @@ export const DEFAULTS = {
     /** A job answering with children still running waits for them (its slot given back meanwhile). */
     childrenOnEnd: 'wait' as 'wait' | 'cancel',
     isolation: 'thread' as 'thread' | 'shared',
+    /**
+     * Where a job's file tools and bash work: `shared`, the workspace itself; `worktree`, a fresh
+     * `git worktree` on a branch `forkpool/<job-id>` that the parent merges, keeps or drops
+     * (docs/delivery.md "Worktrees"). A spawn may choose for itself.
+     */
+    workspace: 'shared' as 'shared' | 'worktree',
+    /** Where worktrees are made; '' for the user's cache folder (`~/.cache/forkpool/worktrees/<repo>-<hash>/`). */
+    worktreeDir: '',
     /** In `shared` isolation, jobs per worker thread. */
     tasksPerThread: 32,
     /** Worker threads; 0 picks from the concurrency cap and isolation mode. */

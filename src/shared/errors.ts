@@ -84,6 +84,10 @@ export const ERROR_CODES = [
   /** An optional package a feature needs is not installed (the message names it). */
   'PACKAGE_MISSING',
   'SIM_SCRIPT',
+  /** A `workspace: "worktree"` spawn cannot have a git worktree (no git, no repository, a dirty or mid-merge state). */
+  'WORKTREE_UNAVAILABLE',
+  /** A worktree action failed: unknown job, no worktree, or a merge conflict (aborted, nothing half-merged). */
+  'WORKTREE_ACTION_FAILED',
   /**
    * `ParentAgent.runTurn` while a turn already runs on that agent: one turn at a time (an
    * `AgentSession` queues turns instead; the server and the chat go through it).

@@ -10,6 +10,7 @@ import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
 import { resumeCommand } from './resume-command.js';
 import { SEND_HELP_LINES, sendCommand } from './send-command.js';
+import { WORKTREE_ACTIONS, type WorktreeAction } from '../main/jobs/worktrees.js';
 
 /**
  * What the commands need of the chat: the part of its {@link ChatController} (controller.ts)
@@ -36,6 +37,7 @@ export const HELP_LINES = [
   "/bg show <id|name>       a job's detail and full result",
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   ...SEND_HELP_LINES,
+  "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -111,8 +113,21 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     case 'send':
     case 'interrupt':
       return sendCommand(manager, args, sub === 'interrupt', say);
+    case 'worktree':
+      return say(worktreeCommand(manager, args));
     default:
-      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>`);
+      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, worktree <id|name> merge|keep|drop`);
+  }
+}
+
+/** `/bg worktree <id|name> merge|keep|drop` (src/main/jobs/worktrees.ts); a refusal is said, not thrown. */
+function worktreeCommand(manager: CommandHost['session']['manager'], args: string): string {
+  const [target, action] = args.trim().split(/\s+/);
+  if (!target || !(WORKTREE_ACTIONS as readonly string[]).includes(action ?? '')) return 'usage: /bg worktree <id|name> merge|keep|drop';
+  try {
+    return oneLine(manager.worktreeAction(target, action as WorktreeAction), 400);
+  } catch (error) {
+    return oneLine(errorMessage(error), 400);
   }
 }
 

@@ -22,6 +22,7 @@ import { JobRunner } from './runner.js';
 import { KeptConversations } from './conversations.js';
 import type { ResumeOrigin } from './resumes.js';
 import { JobSteering } from './steering.js';
+import { JobWorktrees } from './worktrees.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -58,6 +59,8 @@ export class JobEngine {
   /** Ended jobs' conversations, for resume_background_agent (conversations.ts). */
   readonly conversations: KeptConversations;
   readonly steering: JobSteering;
+  /** The worktrees of `workspace: "worktree"` jobs (worktrees.ts). */
+  readonly worktrees: JobWorktrees;
   readonly #dedup: SpawnDedup;
   readonly #o: EngineOptions;
 
@@ -66,6 +69,7 @@ export class JobEngine {
     const { config, ledger, budgets, emit } = o;
     this.#dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
+    this.worktrees = new JobWorktrees(config.background.worktreeDir);
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
       maxConcurrent: config.background.maxConcurrent,
@@ -82,6 +86,7 @@ export class JobEngine {
       dedup: this.#dedup,
       budgets,
       waves: this.waves,
+      worktrees: this.worktrees,
       context: this.#jobContext(),
       waitingForSlot: () => dispatcher.waitingForSlot,
     }));
@@ -116,7 +121,7 @@ export class JobEngine {
   /** Books a spawn and queues it; an identical spawn joins the job it matches (see dedup.ts). */
   book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): JobHandle {
     if (this.#o.closed()) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
-    const booking = this.table.book(request, options, nested, resume);
+    const booking = this.#bookOrUndo(request, options, nested, resume);
     if (booking.kind === 'joined') {
       const { match } = booking;
       const record = (this.table.get(match.id) as Job).record;
@@ -128,6 +133,16 @@ export class JobEngine {
     this.dispatcher.enqueue(job);
     this.#o.emit('spawned', job.record);
     return { id: job.id, label: job.record.label, state: 'queued' };
+  }
+
+  /** A spawn refused after its worktree was made (a ledger write failed) leaves no worktree behind. */
+  #bookOrUndo(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume: ResumeOrigin | undefined): ReturnType<JobTable['book']> {
+    try {
+      return this.table.book(request, options, nested, resume);
+    } catch (error) {
+      this.worktrees.abandonUnbooked((id) => this.table.get(id) !== undefined);
+      throw error;
+    }
   }
 
   /** Retention forgot a record: its job goes from the table and the tree, and from what restarts keep. */
@@ -187,6 +202,9 @@ export class JobEngine {
         // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
         const ending = { ...given, ...budgets.atEnd(job.id, job.record, given) };
         const error = ending.error && errorForRecord(ending.error, config.errorDetail, config.workspaceRoot);
+        // A worktree job's changes are committed on its branch now, and its result says so.
+        const tree = this.worktrees.finish(job.id, job.record.label);
+        if (tree !== undefined) ending.resultText = ending.resultText ? `${ending.resultText}\n\n${tree}` : tree;
         return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
       },
       ended: (job, record) => {

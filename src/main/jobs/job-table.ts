@@ -8,6 +8,7 @@ import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
 import type { SpawnDedup, DedupMatch } from './dedup.js';
 import type { WaveJoins } from './joins.js';
 import type { ResumeOrigin } from './resumes.js';
+import { worktreeBase, type JobWorktrees } from './worktrees.js';
 import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
@@ -18,6 +19,7 @@ export interface TableHost {
   readonly dedup: SpawnDedup;
   readonly budgets: Pick<JobBudgets, 'admit'>;
   readonly waves: WaveJoins;
+  readonly worktrees: JobWorktrees;
   readonly context: JobContext;
   /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
   waitingForSlot(): number;
@@ -69,10 +71,15 @@ export class JobTable {
       (name) => this.#holders.get(name)?.id,
       (id) => ledger.get(id)?.state,
     );
+    // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
+    // A child works where its parent job does: in the parent's worktree, or in a worktree of it.
+    const workspaceRoot = nested?.parent.spec?.config.workspaceRoot ?? config.workspaceRoot;
+    const treeBase = (data.workspace ?? config.background.workspace) === 'worktree' ? worktreeBase(workspaceRoot) : undefined;
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
+    const tree = treeBase && this.#host.worktrees.open(id, treeBase);
     const record = ledger.add({
       id,
       label: data.label || data.name || id,
@@ -93,7 +100,8 @@ export class JobTable {
       label: record.label,
       task: record.task,
       role: record.role,
-      config,
+      // The job's tools and sandbox are confined to its worktree.
+      config: tree || workspaceRoot !== config.workspaceRoot ? { ...config, workspaceRoot: tree?.workspaceRoot ?? workspaceRoot } : config,
       attempt: 1,
       ...(data.parentSummary ? { parentSummary: data.parentSummary } : {}),
       ...(agent !== undefined ? { agent } : {}),

@@ -16,6 +16,7 @@ import type { DeliveryLedger, JobRecord } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
+import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
 
 export interface BackgroundManagerOptions {
   config: ForkpoolConfig;
@@ -59,6 +60,8 @@ export interface SpawnRequest {
   join?: JoinPolicy;
   /** Tighter budgets than its agent's (or `background.budget`'s); a field above them is refused (BUDGET_OVER_LIMIT). */
   budget?: BudgetLimits;
+  /** `worktree`: run in a fresh git worktree on branch `forkpool/<id>` (default `background.workspace`; see worktrees.ts). */
+  workspace?: WorkspaceMode;
 }
 
 export interface SpawnOptions {
@@ -165,6 +168,7 @@ const spawnRequestSchema = z.strictObject({
   parentToolId: z.string().min(1).max(200).optional(),
   join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),
+  workspace: z.enum(WORKSPACE_MODES).optional(),
 });
 
 /** True when the request is well formed (admission says what is wrong when it is not). */

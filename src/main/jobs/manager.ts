@@ -21,8 +21,10 @@ import { recoverJobs, type RecoveryReport } from './recovery.js';
 import { JobEngine, type CompletionAnswer } from './engine.js';
 import { reportFault, reportStorage } from './host-reports.js';
 import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
+import type { JobWorktree, WorktreeAction } from './worktrees.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
+export type { JobWorktree, WorktreeAction, WorkspaceMode } from './worktrees.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
 import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 export type { SteerOptions, SteerReceipt } from './manager-api.js';
@@ -247,6 +249,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    */
   completeAttempt(id: string, attempt: number, ending: JobEnding): CompletionAnswer {
     return this.#engine.completeAttempt(id, attempt, ending);
+  }
+
+  /** A `workspace: "worktree"` job's worktree: branch, base, path, state and (once ended) the files it changed. */
+  worktree(idOrName: string): Readonly<JobWorktree> | undefined {
+    return this.#engine.worktrees.get(this.#engine.table.find(idOrName)?.id ?? idOrName);
+  }
+
+  /**
+   * Merges, keeps or drops an ended job's worktree (worktrees.ts): a merge conflict is aborted,
+   * nothing half-merged. Returns what was done; throws `WORKTREE_ACTION_FAILED` or `JOB_UNKNOWN`.
+   */
+  worktreeAction(idOrName: string, action: WorktreeAction): string {
+    const job = this.#engine.table.find(idOrName);
+    if (!job) throw unknownJob(idOrName);
+    return this.#engine.worktrees.act(job.id, action);
   }
 
   /** Queued, handed to the executor, or waiting for its children. */

@@ -294,6 +294,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(request.budget !== undefined ? { budget: request.budget } : {}),
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
       ...(request.join ? { join: request.join } : {}),
+      ...(request.workspace ? { workspace: request.workspace } : {}),
     });
   }
 

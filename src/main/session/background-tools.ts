@@ -5,6 +5,7 @@ import { jobNameSchema } from '../../shared/protocol.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { JobHandle } from '../jobs/manager.js';
 import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
+import { WORKSPACE_MODES, type WorkspaceMode } from '../jobs/worktrees.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
@@ -24,6 +25,7 @@ export interface SpawnToolRequest {
   name?: string;
   join?: JoinPolicy;
   budget?: BudgetLimits;
+  workspace?: WorkspaceMode;
 }
 
 const nameArg = jobNameSchema.describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
@@ -52,6 +54,13 @@ const baseSpawnArgs = z.strictObject({
     .describe(
       'Optional, to spend less than the agent may: maxTurns (model calls), maxTokens, maxCostUsd, maxWallclockMinutes. ' +
         "Each value must be at or below the agent's own limit (list_background_agents shows them); above it the spawn is refused.",
+    ),
+  workspace: z
+    .enum(WORKSPACE_MODES)
+    .optional()
+    .describe(
+      'Optional, for a job that writes files: "worktree" runs it in a fresh git worktree on its own branch forkpool/<job id>, ' +
+        'which you merge, keep or drop afterwards with background_worktree; "shared" works in your workspace. Default: the configured one.',
     ),
 });
 
@@ -92,6 +101,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           ...(args.name !== undefined ? { name: args.name } : {}),
           ...(args.join !== undefined ? { join: args.join } : {}),
           ...(args.budget !== undefined ? { budget: args.budget } : {}),
+          ...(args.workspace !== undefined ? { workspace: args.workspace } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');

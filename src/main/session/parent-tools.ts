@@ -8,6 +8,7 @@ import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { inspectTools } from './inspect-tools.js';
 import { resumeTool } from './resume-tool.js';
 import { steerTool } from './steer-tool.js';
+import { worktreeTool } from './worktree-tools.js';
 import type { JobActivity } from './job-activity.js';
 
 /** What the parent's job tools need of the session around them. */
@@ -53,5 +54,6 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       // A page must pass the tool loop's output cap whole (it would be cut, not paged).
       pageMaxChars: Math.min(config.delivery.pageMaxChars, config.toolLimits.outputMaxChars - 300),
     }),
+    worktreeTool(manager),
   ];
 }
