@@ -221,6 +221,14 @@ export class SqliteLedgerStore implements LedgerStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#leases.releaseAll();
+    // Everything committed into the .db file itself: a copy of it alone (without its -wal, as a
+    // backup script may take) then holds every result. SQLite does this at the last connection's
+    // close only; another process may still have the file open. Busy: the next close does it.
+    try {
+      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // A full disk or a busy file: the WAL still holds the data, and the next open replays it.
+    }
     this.#db.close();
   }
 }

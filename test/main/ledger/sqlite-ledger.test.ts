@@ -104,3 +104,38 @@ describe('the durable ledger on node:sqlite', () => {
     expect(r.stderr).toContain('Warning: a plain warning');
   });
 });
+
+describe('closing the durable ledger', () => {
+  const cleanup = useCleanup();
+
+  it('checkpoints the WAL: a copy of the .db file alone holds what was written, while another connection keeps the file open', () => {
+    const dir = tempWorkspace({}, cleanup);
+    const file = path.join(dir, 'ledger.db');
+    const store = openSqliteLedger(file);
+    // Another process's connection: SQLite's own checkpoint at the last close does not happen.
+    const other = new SqliteDatabase(file);
+    other.prepare('SELECT count(*) FROM sqlite_master').get();
+    try {
+      store.saveSession({
+        id: 's-kept',
+        turns: 1,
+        messages: [{ role: 'user', content: 'hello' }],
+        usage: {},
+        folded: '',
+        foldedTurns: 0,
+        userInputs: ['hello'],
+      });
+      store.close();
+      const copy = path.join(dir, 'copy.db');
+      copyFileSync(file, copy);
+      const reopened = openSqliteLedger(copy);
+      try {
+        expect(reopened.loadSession('s-kept')?.userInputs).toEqual(['hello']);
+      } finally {
+        reopened.close();
+      }
+    } finally {
+      other.close();
+    }
+  });
+});
