@@ -23,6 +23,7 @@ import { KeptConversations } from './conversations.js';
 import type { ResumeOrigin } from './resumes.js';
 import { JobSteering } from './steering.js';
 import { JobWorktrees } from './worktrees.js';
+import type { Attempt } from '../executors/attempt.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -62,6 +63,8 @@ export class JobEngine {
   /** The worktrees of `workspace: "worktree"` jobs (worktrees.ts). */
   readonly worktrees: JobWorktrees;
   readonly #dedup: SpawnDedup;
+  /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
+  readonly #reachedModel = new WeakSet<Attempt>();
   readonly #o: EngineOptions;
 
   constructor(o: EngineOptions) {
@@ -111,7 +114,15 @@ export class JobEngine {
       nesting: this.nesting,
       steering,
       started: (record) => emit('started', record),
-      progress: (event) => (steering.onProgress(table.get(event.jobId), event.event), emit('progress', event)),
+      progress: (event) => {
+        const job = table.get(event.jobId);
+        steering.onProgress(job, event.event);
+        if (event.event.type === 'model_request' && job?.attempt && !this.#reachedModel.has(job.attempt)) {
+          this.#reachedModel.add(job.attempt);
+          ledger.markModelReached(job.id);
+        }
+        emit('progress', event);
+      },
       alert: (job, alert) => this.#onAlert(job, alert),
       requeued: (record) => emit('requeued', record),
       keepConversation: (job, messages) => this.conversations.keep(job.id, messages),

@@ -76,8 +76,8 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       report.requeued.push(record.id);
       continue;
     }
-    const reruns = record.notes.filter((note) => note.startsWith(INTERRUPTED_NOTE)).length;
-    const why = whyNotRerun(config, record, reruns);
+    // Only runs that asked the model count: a crash loop that kills jobs before their first request gives none up.
+    const why = whyNotRerun(config, record, record.modelRuns ?? 0);
     if (why === undefined) {
       const note = `${INTERRUPTED_NOTE} (it had started ${record.attempts} time(s)); re-run`;
       if (record.state === 'running') ledger.requeue(record.id, note);
@@ -103,14 +103,15 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
 }
 
 /** Why a started job is delivered as interrupted instead of re-run; undefined: it is re-run. */
-function whyNotRerun(config: ForkpoolConfig, record: Readonly<JobRecord>, reruns: number): string | undefined {
+function whyNotRerun(config: ForkpoolConfig, record: Readonly<JobRecord>, modelRuns: number): string | undefined {
   // Its parent job's conversation died with the process; the parent (re-run or not) decides anew.
   if (record.parentJobId !== undefined) return `its parent job ${record.parentJobId} was interrupted too`;
   if (record.waitingForChildren) return 'it was waiting for its children, whose results died with the process';
   const sideEffects = sideEffectTools(config, record.agent);
   if (sideEffects.length > 0) return `its agent can ${sideEffects.join(', ')}, so it is never re-run silently; restart it if that is safe`;
   if (config.ledger.onInterrupted === 'deliver') return 'ledger.onInterrupted is "deliver"';
-  if (reruns >= config.ledger.maxReruns) return `it was re-run after ${reruns} restart(s) already (ledger.maxReruns ${config.ledger.maxReruns})`;
+  if (modelRuns > config.ledger.maxReruns)
+    return `it reached the model on ${modelRuns} run(s), each cut by a restart or a crash (ledger.maxReruns ${config.ledger.maxReruns})`;
   return undefined;
 }
 

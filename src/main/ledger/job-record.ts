@@ -91,6 +91,12 @@ export interface JobRecord {
    * mistaken for one that never ran (restart recovery).
    */
   dispatched?: number;
+  /**
+   * Runs of it that sent a model request (once per run, kept across restarts). Restart recovery
+   * re-runs an interrupted job while this stays within `ledger.maxReruns` + 1: a run killed
+   * before it asked the model anything does not count.
+   */
+  modelRuns?: number;
   /** Why the job ran again, one line per re-queue. */
   notes: string[];
   threadId?: number;

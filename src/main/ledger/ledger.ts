@@ -177,6 +177,13 @@ export class DeliveryLedger {
     this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
+  /** This run sent its first model request: see {@link JobRecord.modelRuns}. */
+  markModelReached(id: string): void {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.state === 'ended') return;
+    this.#replace(id, { ...record, modelRuns: (record.modelRuns ?? 0) + 1 });
+  }
+
   /** About to be handed to the executor (launch `n`): written before the launch, see {@link JobRecord.dispatched}. */
   markDispatched(id: string, n: number): void {
     const { record } = this.#expect(id, 'queued', 'queued');
@@ -216,6 +223,8 @@ export class DeliveryLedger {
       deliveredAt: _at,
       resultUnread: _unread,
       reads: _reads,
+      // Restarted by request: its re-runs after restarts are counted afresh.
+      modelRuns: _modelRuns,
       ...rest
     } = record;
     return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
@@ -231,7 +240,8 @@ export class DeliveryLedger {
   /** It answered with children running: back to `queued`, its slot given back, until they end. */
   suspend(id: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'running', 'queued');
-    const { threadId: _thread, ...rest } = record;
+    // Its run finished (it answered with children running): no run of it was cut so far.
+    const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
     return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
   }
 

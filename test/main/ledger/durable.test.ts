@@ -79,28 +79,39 @@ describe('durable ledger', () => {
     const ledger = new DeliveryLedger({}, dead.jobs('s'));
     const add = (label: string, agent?: string) =>
       ledger.add({ id: ledger.newId(), label, task: `Where is the tool loop? (${label})`, role: 'user', wave: null, ...(agent ? { agent } : {}) }).id;
-    const [a, b, c, d, e, f, g] = [add('A'), add('B'), add('C'), add('D'), add('E'), add('F', 'writer'), add('G')] as string[];
-    for (const id of [a, b, e, f, g] as string[]) ledger.markRunning(id, 1);
+    const [a, b, c, d, e, f, g, h] = [add('A'), add('B'), add('C'), add('D'), add('E'), add('F', 'writer'), add('G'), add('H')] as string[];
+    for (const id of [a, b, e, f, g, h] as string[]) ledger.markRunning(id, 1);
     ledger.markEnded(a as string, okEnding('answer A'));
     ledger.markEnded(b as string, okEnding('answer B'));
     ledger.markDelivered(b as string, 1);
+    // G asked the model on two runs, each cut: over maxReruns 1. H was cut twice before its
+    // first model request (a crash loop): neither counts, so it runs again.
+    ledger.markModelReached(g as string);
     ledger.requeue(g as string, 'interrupted by a restart (earlier)');
     ledger.markRunning(g as string, 1);
+    ledger.markModelReached(g as string);
+    for (const _ of [1, 2]) {
+      ledger.requeue(h as string, 'interrupted by a restart (earlier)');
+      ledger.markRunning(h as string, 1);
+    }
     dead.close();
 
     const store = openSqliteLedger(file);
     cleanup.add(() => store.close());
     const manager = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.recovery).toEqual({ undelivered: [a], requeued: [c, d], rerun: [e], interrupted: [f, g], invalid: [] });
+    expect(manager.recovery).toEqual({ undelivered: [a], requeued: [c, d], rerun: [e, h], interrupted: [f, g], invalid: [] });
+    expect(manager.get(g as string)?.error?.message).toMatch(/reached the model on 2 run\(s\)/);
     expect(manager.get(f as string)?.error?.code).toBe('JOB_INTERRUPTED');
     expect(manager.get(f as string)?.error?.message).toMatch(/write_file/);
     const started: string[] = [];
     manager.on('started', (r) => started.push(r.id));
     await manager.onIdle();
-    expect(started).toEqual([c, d, e]);
+    expect(started).toEqual([c, d, e, h]);
+    // Each run that asked the model is counted once in the record.
+    expect(manager.get(e as string)?.modelRuns).toBe(1);
     expect(manager.get(e as string)?.notes.some((n) => n.startsWith('interrupted by a restart'))).toBe(true);
-    expect(new Deliveries(manager).drain(2).map((r) => r.id)).toEqual([a, c, d, e, f, g]);
+    expect(new Deliveries(manager).drain(2).map((r) => r.id)).toEqual([a, c, d, e, f, g, h]);
     expect(new Deliveries(manager).drain(3)).toEqual([]);
     expect(runsOf(sim, '(F)')).toBe(0);
     await manager.close();
@@ -110,7 +121,7 @@ describe('durable ledger', () => {
     cleanup.add(() => again.close({ timeoutMs: 2_000 }));
     expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [] });
     expect(new Deliveries(again).drain(4)).toEqual([]);
-    expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2]);
+    expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2, 2]);
   });
 
   it('onInterrupted "deliver" delivers a read-only job that was running as interrupted, without running it', async () => {
