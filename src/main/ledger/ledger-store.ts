@@ -79,6 +79,11 @@ export interface SessionSnapshot {
   folded: string;
   foldedTurns: number;
   userInputs: string[];
+  /**
+   * A person's prompt whose turn was running when this was written (saved before the turn runs):
+   * a resume after a crash finds the prompt the turn's jobs answer, not a conversation without it.
+   */
+  pendingInput?: string;
 }
 
 export interface SessionSummary {

@@ -186,6 +186,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.agent.session.restore(snapshot);
     // Results handed to a turn that never committed were never kept: they wait for delivery again.
     this.deliveries.takeBackUncommitted(this.agent.session);
+    // A person's prompt whose turn the crash cut: kept in the conversation, with a note for its answer.
+    if (snapshot.pendingInput !== undefined) {
+      this.agent.session.commitInterrupted(snapshot.pendingInput);
+      this.#saveSession();
+    }
     // Results waiting from before the restart reach the parent at its next turn: a follow-up
     // when it stays idle, or the caller's own turn when one is submitted in the same tick.
     if (this.deliveries.undeliveredCount === 0) return;
@@ -197,15 +202,17 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   }
 
   /**
-   * Keeps the conversation in the ledger; called after every committed turn. A failed write is
-   * logged and the session goes on: the turn is committed in memory, and should the process die
-   * before a later save lands, a resume takes back what was delivered in the turns it lost.
+   * Keeps the conversation in the ledger; called after every committed turn, and before a
+   * person's turn runs (with its prompt as `pendingInput`). A failed write is logged and the
+   * session goes on: the turn is committed in memory, and should the process die before a later
+   * save lands, a resume takes back what was delivered in the turns it lost.
    */
-  #saveSession(): void {
+  #saveSession(pendingInput?: string): void {
     const { store } = this.#durable;
     if (!store || store.closed) return;
     try {
-      store.saveSession(this.agent.session.snapshot(this.id));
+      const snapshot = this.agent.session.snapshot(this.id);
+      store.saveSession(pendingInput === undefined ? snapshot : { ...snapshot, pendingInput });
     } catch (error) {
       if (!(error instanceof LedgerWriteError)) throw error;
       this.#logger?.error({ err: error, sessionId: this.id }, 'durable ledger: the conversation could not be saved; the session goes on in memory');
@@ -369,6 +376,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         const abort = linkedAbort(next.signal);
         this.#turnAbort = abort.controller;
         try {
+          // A person's prompt is kept before its turn runs: a crash during the turn must not lose it.
+          if (!next.followUp) this.#saveSession(next.input);
           const result = await this.agent.runTurn(next.input, { followUp: next.followUp, signal: abort.signal });
           // Committed: from here on its deliveries are part of the kept conversation.
           this.#saveSession();

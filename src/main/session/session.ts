@@ -12,6 +12,10 @@ export type UsageBucket = string;
 const REPEAT_THRESHOLD = 3;
 /** Folding stops once the history is back under this share of its budget, so it happens rarely. */
 const FOLD_TARGET = 0.6;
+/** Stands for the answer of a turn a crash cut short (see {@link Session.commitInterrupted}). */
+export const INTERRUPTED_TURN_ANSWER =
+  '(This turn was cut short by a restart before it was answered. The background agents it started carry on; their results come in a later turn.)';
+
 /** Opens the message that carries the folded turns' digest (a second system message). */
 export const FOLDED_SUMMARY_HEADER = 'Summary of the earlier part of this session (older turns were folded into it to keep the context bounded):';
 
@@ -85,6 +89,15 @@ export class Session {
     this.#usage = structuredClone(snapshot.usage);
     this.#folded = snapshot.folded;
     this.#foldedTurns = snapshot.foldedTurns;
+  }
+
+  /**
+   * A turn a crash cut short (its prompt was saved, its answer never was): committed with the
+   * prompt and a note in place of the answer, so the jobs it started answer a question the
+   * conversation holds. Only for a resumed session, before its next turn.
+   */
+  commitInterrupted(userInput: string): void {
+    this.commitTurn(userInput, [...this.#messages, { role: 'user', content: userInput }, { role: 'assistant', content: INTERRUPTED_TURN_ANSWER }]);
   }
 
   /** Replaces the history after a turn with the loop's full history (which starts with ours). */
