@@ -38,7 +38,7 @@ describe('a session killed during its first turn', () => {
     });
     cleanup.add(() => session.close({ timeoutMs: 2_000 }));
     const messages = session.agent.session.messages;
-    const prompt = messages.findIndex((m) => m.role === 'user' && String(m.content).includes('the prompt a crash must not lose'));
+    const prompt = messages.findIndex((m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes('the prompt a crash must not lose'));
     expect(prompt, JSON.stringify(messages)).toBeGreaterThan(0);
     expect(messages[prompt + 1]).toEqual({ role: 'assistant', content: INTERRUPTED_TURN_ANSWER });
     expect(session.agent.session.turns).toBe(1);
