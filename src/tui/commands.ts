@@ -22,7 +22,7 @@ export interface CommandHost {
   jobs(): Readonly<JobRecord>[];
   add(kind: EntryKind, text: string): void;
   togglePanel(): void;
-  startUserJob(task: string): void;
+  startUserJob(task: string, options?: { agent?: string }): void;
   quit(): Promise<unknown>;
 }
 
@@ -32,7 +32,7 @@ export const HELP_LINES = [
   'Esc: cancel the current turn (background jobs keep running).  Ctrl+C: the same; when idle, quit.',
   'Up/Down: earlier inputs.  F3: the background panel (Up/Down select, Enter detail, Esc back).',
   '/bg list                 every job: id, status, elapsed, label',
-  '/bg start <task>         start a background job yourself (role user, not wave-gated)',
+  '/bg start [--agent NAME] <task>  start a background job yourself (role user, not wave-gated), as a configured agent',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
@@ -83,9 +83,11 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     case 'list':
       for (const text of listLines(chat.jobs(), chat.now())) say(text);
       return;
-    case 'start':
-      if (!args.trim()) return say('usage: /bg start <task>');
-      return chat.startUserJob(args.trim());
+    case 'start': {
+      const start = parseStart(args, Object.keys(chat.session.agent.config.agents));
+      if ('problem' in start) return say(start.problem);
+      return chat.startUserJob(start.task, start.agent === undefined ? {} : { agent: start.agent });
+    }
     case 'stop': {
       if (!args.trim()) return say('usage: /bg stop <id|name|all>');
       const targets =
@@ -116,7 +118,9 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     case 'worktree':
       return say(worktreeCommand(manager, args));
     default:
-      say(`unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, worktree <id|name> merge|keep|drop`);
+      say(
+        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, worktree <id|name> merge|keep|drop`,
+      );
   }
 }
 
@@ -148,4 +152,18 @@ function costCommand(chat: CommandHost, say: (text: string) => void): void {
   const usage = chat.session.agent.session.usage();
   say(usageText(usage, chat.session.agent.config));
   for (const text of usageLines(usage)) say(text);
+}
+
+/** `/bg start [--agent NAME] <task>`: the agent must be a configured one (else a line naming them), the task what follows. */
+export function parseStart(args: string, agents: readonly string[]): { task: string; agent?: string } | { problem: string } {
+  const usage = 'usage: /bg start [--agent NAME] <task>';
+  const match = /^--agent(?:=|\s+)(\S+)\s*([\s\S]*)$/.exec(args.trim());
+  const task = (match ? (match[2] ?? '') : args).trim();
+  const agent = match?.[1];
+  if (agent !== undefined && !agents.includes(agent))
+    return {
+      problem: `no agent "${oneLine(agent, 40)}": ${agents.length ? `the configured ones are ${agents.join(', ')}` : 'none is configured (see docs/agents.md)'}`,
+    };
+  if (!task) return { problem: usage };
+  return agent === undefined ? { task } : { task, agent };
 }

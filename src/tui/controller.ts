@@ -213,10 +213,10 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   }
 
   /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated. */
-  startUserJob(task: string): void {
-    this.add('user', `› [background] ${oneLine(task, 200)}`);
+  startUserJob(task: string, options: { agent?: string } = {}): void {
+    this.add('user', `› [background${options.agent ? ` ${options.agent}` : ''}] ${oneLine(task, 200)}`);
     try {
-      this.session.startUserJob(task);
+      this.session.startUserJob(task, undefined, options);
     } catch (error) {
       this.add('error', `could not start the job: ${oneLine(errorMessage(error), 300)}`);
     }
