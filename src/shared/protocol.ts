@@ -133,6 +133,11 @@ export interface JobOutcome {
   budgetExceeded?: BudgetName;
   /** Files it read, for the stale check (absent: none recorded). */
   reads?: FileRead[];
+  /**
+   * Set by a remote worker that stopped the job itself (a BullMQ worker enforces the job's
+   * timeout on its side): the main thread reads it as its own stop request.
+   */
+  stoppedBy?: StopRequest;
 }
 
 /** Worker → main, over the job's port. */
@@ -207,6 +212,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       error: serializedErrorSchema.optional(),
       budgetExceeded: z.enum(BUDGET_NAMES).optional(),
       reads: z.array(fileReadSchema).max(1_000).optional(),
+      stoppedBy: z.enum(STOP_REQUESTS).optional(),
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),

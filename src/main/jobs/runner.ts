@@ -141,7 +141,8 @@ export class JobRunner {
       if (job.stopping && job.phase === 'suspended') this.stop(job, attempt.stopRequest ?? 'cancel');
       return;
     }
-    if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest));
+    // A remote worker may have stopped it on its own (its timeout fired first): the same ending.
+    if (end.kind === 'done') return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest ?? end.outcome.stoppedBy));
     if (end.kind === 'protocol') return void job.end(endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
     // each gets another try on a thread of its own (so a poison job can only kill itself), a
