@@ -148,6 +148,11 @@ export interface JobOutcome {
   reads?: FileRead[];
   /** Its final conversation, cut to `background.keepConversationChars` (conversation-cap.ts), kept for a resume; absent: not kept. */
   conversation?: unknown[];
+  /**
+   * Set by a remote worker that stopped the job itself (a BullMQ worker enforces the job's
+   * timeout on its side): the main thread reads it as its own stop request.
+   */
+  stoppedBy?: StopRequest;
 }
 
 /** Worker → main, over the job's port. */
@@ -225,6 +230,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       budgetExceeded: z.enum(BUDGET_NAMES).optional(),
       reads: z.array(fileReadSchema).max(1_000).optional(),
       conversation: z.array(z.unknown()).optional(),
+      stoppedBy: z.enum(STOP_REQUESTS).optional(),
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),

@@ -228,7 +228,7 @@ export class ForkpoolWorker {
     // Its completion would be refused anyway (the lock is gone); throwing says so in the log.
     if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
     if (live.evicted) throw new Error(`worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);
-    return result(remoteEnd(end));
+    return result(remoteEnd(end, live.attempt.stopRequest));
   }
 
   #attempt(spec: JobSpec, bullId: string, token: string, run: number): Attempt {
@@ -295,8 +295,15 @@ export class ForkpoolWorker {
   }
 }
 
-function remoteEnd(end: AttemptEnd): RemoteEnd {
-  if (end.kind === 'done') return { kind: 'done', outcome: end.outcome };
+/**
+ * `stopRequest`: why this worker stopped the run, if it did. A run it stopped for its own
+ * timeout says so, or the main process (whose timer started later) would call it a failure.
+ */
+function remoteEnd(end: AttemptEnd, stopRequest: StopRequest | undefined): RemoteEnd {
+  if (end.kind === 'done') {
+    const stopped = stopRequest !== undefined && end.outcome.stopReason !== 'final';
+    return { kind: 'done', outcome: stopped ? { ...end.outcome, stoppedBy: stopRequest } : end.outcome };
+  }
   if (end.kind === 'lost') return { kind: 'lost', error: serializeError(end.error) };
   if (end.kind === 'protocol') return { kind: 'protocol', error: serializeError(end.error) };
   return {

@@ -152,7 +152,8 @@ export class JobRunner {
     }
     if (end.kind === 'done') {
       this.#host.keepConversation(job, end.outcome.conversation);
-      return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest));
+      // A remote worker may have stopped it on its own (its timeout fired first): the same ending.
+      return void job.end(endingFromOutcome(end.outcome, attempt.stopRequest ?? end.outcome.stoppedBy));
     }
     if (end.kind === 'protocol') return void job.end(endingFromProtocol(end.error, attempt));
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
