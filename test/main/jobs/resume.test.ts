@@ -59,6 +59,16 @@ function errorOf(fn: () => unknown): JobError {
   throw new Error('expected a refusal');
 }
 
+/** The first process on a durable ledger: a sim, a ledger file, a workspace, its store and manager. */
+async function firstProcess(cleanup: ReturnType<typeof useCleanup>) {
+  const sim = await startSim(cleanup);
+  const file = ledgerFile(cleanup);
+  const workspace = await makeWorkspace(cleanup);
+  const first = openSqliteLedger(file);
+  const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
+  return { sim, file, workspace, first, a };
+}
+
 describe('resume a finished job', () => {
   it('continues the saved conversation with the new instruction as a new job resumedFrom the old; each result delivered once', async () => {
     const cleanup = useCleanup();
@@ -98,12 +108,8 @@ describe('resume a finished job', () => {
 
   it('after a restart on the durable ledger: a new manager on the same file resumes it, with the saved conversation, secrets redacted', async () => {
     const cleanup = useCleanup();
-    const sim = await startSim(cleanup);
-    const file = ledgerFile(cleanup);
-    const workspace = await makeWorkspace(cleanup);
+    const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const task = `${TASK} (the key is ${SECRET})`;
-    const first = openSqliteLedger(file);
-    const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
     const old = a.spawn({ task, label: 'durable' });
     await ended(a, old.id);
     expect(new Deliveries(a).drain(1).map((r) => r.id)).toEqual([old.id]);
@@ -138,11 +144,7 @@ describe('resume a finished job', () => {
 
   it("a resume still queued when its process closed runs after the restart from the old job's conversation (recovery rebuilds its state)", async () => {
     const cleanup = useCleanup();
-    const sim = await startSim(cleanup);
-    const file = ledgerFile(cleanup);
-    const workspace = await makeWorkspace(cleanup);
-    const first = openSqliteLedger(file);
-    const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
+    const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const old = a.spawn({ task: TASK, label: 'queued-resume' });
     await ended(a, old.id);
     const before = oldConversation(sim, TASK, '');
@@ -165,11 +167,7 @@ describe('resume a finished job', () => {
 
   it('a queued resume whose old conversation is gone after the restart is not run from its instruction alone: it ends RESUME_UNAVAILABLE', async () => {
     const cleanup = useCleanup();
-    const sim = await startSim(cleanup);
-    const file = ledgerFile(cleanup);
-    const workspace = await makeWorkspace(cleanup);
-    const first = openSqliteLedger(file);
-    const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
+    const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const old = a.spawn({ task: TASK, label: 'lost' });
     await ended(a, old.id);
     expect(new Deliveries(a).drain(1).map((r) => r.id)).toEqual([old.id]);
@@ -220,11 +218,7 @@ describe('resume a finished job', () => {
 
   it('opens a ledger of the previous schema (2): migrated to 3, its jobs kept; an old job has no conversation (refused), a new one is resumable', async () => {
     const cleanup = useCleanup();
-    const sim = await startSim(cleanup);
-    const file = ledgerFile(cleanup);
-    const workspace = await makeWorkspace(cleanup);
-    const first = openSqliteLedger(file);
-    const a = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: first.jobs('s') }));
+    const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const old = a.spawn({ task: TASK, label: 'v2' });
     await ended(a, old.id);
     await a.close();
