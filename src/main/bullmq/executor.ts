@@ -238,7 +238,9 @@ export class BullmqExecutor implements Executor {
   /** The run result BullMQ stored for a completed job; `invalid` when it is not one of ours. */
   async #storedResult(bullId: string): Promise<RunResult | 'invalid' | undefined> {
     const job = await Job.fromId(this.#queue, bullId).catch(() => undefined);
-    if (!job?.finishedOn || job.failedReason) return undefined;
+    // `completed`, not "no failedReason": a job handed back or retried keeps an earlier run's
+    // failedReason after a later run completed it.
+    if (!job?.finishedOn || !(await job.isCompleted().catch(() => false))) return undefined;
     const parsed = runResultSchema.safeParse(typeof job.returnvalue === 'string' ? safeJson(job.returnvalue) : job.returnvalue);
     return parsed.success ? (parsed.data as RunResult) : 'invalid';
   }

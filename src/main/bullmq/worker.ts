@@ -7,7 +7,7 @@
  * could not be renewed is aborted at once (another worker may already run it); close() is bounded.
  */
 import { hostname } from 'node:os';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Attempt, type AttemptEnd } from '../executors/attempt.js';
@@ -180,7 +180,7 @@ export class ForkpoolWorker {
         .join('; ');
       throw new UnrecoverableError(`job ${job.id} carries no valid forkpool job spec (${where})`);
     }
-    if (this.#closing) throw new Error(`worker ${this.name} is closing; the job goes to another worker`);
+    if (this.#closing) return this.#handBack(job, token, `worker ${this.name} is closing; the job goes to another worker`);
     const spec: WireSpec = parsed.data;
     const bullId = job.id as string;
     const runToken = token ?? `${this.name}:${bullId}:${job.attemptsStarted}`;
@@ -227,8 +227,20 @@ export class ForkpoolWorker {
     });
     // Its completion would be refused anyway (the lock is gone); throwing says so in the log.
     if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
-    if (live.evicted) throw new Error(`worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);
+    if (live.evicted) return this.#handBack(job, token, `worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);
     return result(remoteEnd(end, live.attempt.stopRequest));
+  }
+
+  /**
+   * A graceful stop gives the job back to the queue as if it had never started: moved to
+   * `wait` under this run's lock, it spends none of its attempts and carries no
+   * `failedReason`, so the next worker's completion is accepted like any other.
+   */
+  async #handBack(job: Job, token: string | undefined, why: string): Promise<never> {
+    this.#options.logger?.info({ bullId: job.id }, why);
+    if (token === undefined) throw new Error(why);
+    await job.moveToWait(token);
+    throw new WaitingError(why);
   }
 
   #attempt(spec: JobSpec, bullId: string, token: string, run: number): Attempt {

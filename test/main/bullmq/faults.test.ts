@@ -123,6 +123,31 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(rerunAfterMs).toBeLessThan(15_000);
   });
 
+  it('a worker SIGTERMed mid-job hands its job back: another worker completes it and that completion is accepted (ok, the real result), no attempt spent', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 1_000 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const events = recordEvents(manager);
+    // A refused completion would leave the job waiting for its wall clock: a short one makes
+    // that bug end the job `partial` here instead of hanging the test.
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'handed back', budget: { maxWallclockMinutes: 1 } });
+    await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
+    const holder = await holderOf(manager, workers, id);
+    process.kill(holder.pid, 'SIGTERM');
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
+    expect(record.resultText?.length ?? 0).toBeGreaterThan(0);
+    expect(holder.runsEnded().find((r) => r.jobId === id)).toMatchObject({ evicted: true });
+    // Handed back, not failed: the one attempt BullMQ counted is the run that completed it.
+    const bullJob = await bullmqOf(manager).queue.getJob(bullIdOf(manager, id, 1));
+    expect(bullJob?.attemptsMade).toBe(1);
+    expect(bullJob?.failedReason).toBeFalsy();
+    expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
+  });
+
   it('a poison job that kills every worker it lands on is failed after N stalls with that reason, not looped', async () => {
     const redis = await startRedis(cleanup);
     // Every model answer is a bash call that kills the worker process running the job.
