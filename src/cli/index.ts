@@ -104,7 +104,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--queue <name>', 'BullMQ queue (default bullmq.queue, "forkpool")')
     .option(
       '--lock-ms <ms>',
-      "job lock; a dead worker's jobs run again within about twice this (default bullmq.lockMs, 30000)",
+      "job lock; a dead worker's jobs run again within about 1.5 times this (default bullmq.lockMs, 6000)",
       parseIntFlag('--lock-ms', 1_000),
     )
     .option(

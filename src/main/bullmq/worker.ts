@@ -120,8 +120,8 @@ export class ForkpoolWorker {
       name: this.name,
       concurrency: this.#options.concurrency,
       lockDuration: lockMs,
-      // The stall check runs as often as a lock lasts: a dead worker's job is re-run within two lock periods.
-      stalledInterval: lockMs,
+      // The stall check runs twice per lock period: a dead worker's job is re-run within 1.5 of them.
+      stalledInterval: Math.max(500, Math.floor(lockMs / 2)),
       maxStalledCount: this.#options.maxStalls ?? BULLMQ_DEFAULTS.maxStalls,
       // Never BullMQ's sandboxed processors (`useWorkerThreads` crashes the host on out-of-memory): Piscina runs the job.
       useWorkerThreads: false,
