@@ -15,6 +15,7 @@ export const BULLMQ_DEFAULTS = {
   globalConcurrency: 0,
   closeTimeoutMs: 10_000,
   pollMs: 2_000,
+  noWorkerWarnMs: 30_000,
 } as const;
 
 /** A `redis://` or `rediss://` URL. */
@@ -55,6 +56,11 @@ export const bullmqSchema = z.strictObject({
     .optional(),
   /** The main side asks Redis about a job it heard nothing of for this long (missed events, lost jobs). */
   pollMs: z.number().int().min(100).max(600_000).default(BULLMQ_DEFAULTS.pollMs),
+  /**
+   * Main side: with jobs out and no worker connected to the queue for this long, say so (a
+   * warning on stderr, and `/healthz` shows `executor.ok: false`) instead of waiting without a word.
+   */
+  noWorkerWarnMs: z.number().int().min(0).max(3_600_000).default(BULLMQ_DEFAULTS.noWorkerWarnMs),
   /**
    * Worker side: model endpoints a queued job may name besides this worker's own `baseUrl` and
    * its agents' (see src/bullmq/worker-policy.ts). No key is ever sent to them. Default none.

@@ -18,7 +18,8 @@ import { specForRedis } from './job-request.js';
 import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
 import { JobError } from '../../shared/errors.js';
 import type { JobTask } from '../../shared/protocol.js';
-import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../executors/executor.js';
+import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorHealth } from '../executors/executor.js';
+import { WorkerWatch } from './worker-watch.js';
 
 /** How long an accepted result stays in Redis (see #onCompleted). */
 const RESULT_KEPT_MS = 10_000;
@@ -46,6 +47,7 @@ export class BullmqExecutor implements Executor {
   readonly #runs = new Map<string, RemoteRun>();
   readonly #ready: Promise<void>;
   readonly #poll: NodeJS.Timeout;
+  readonly #workers: WorkerWatch;
   #closing: Promise<void> | undefined;
 
   constructor(options: BullmqExecutorOptions) {
@@ -73,7 +75,17 @@ export class BullmqExecutor implements Executor {
     this.#ready = this.#connect(subscriber);
     // Swallowed here; run() awaits it and rejects with the reason.
     this.#ready.catch(() => undefined);
-    this.#poll = setInterval(() => this.#pollQuiet(), this.#options.pollMs);
+    this.#workers = new WorkerWatch({
+      queue: this.#options.queue,
+      warnAfterMs: this.#options.noWorkerWarnMs,
+      countWorkers: () => this.#queue.getWorkersCount(),
+      jobsOut: () => this.#runs.size,
+      ...(this.#logger ? { logger: this.#logger } : {}),
+    });
+    this.#poll = setInterval(() => {
+      this.#pollQuiet();
+      this.#workers.check();
+    }, this.#options.pollMs);
     this.#poll.unref();
   }
 
@@ -133,6 +145,10 @@ export class BullmqExecutor implements Executor {
   threadCount(): number {
     // The threads are on the workers' machines.
     return 0;
+  }
+
+  health(): ExecutorHealth {
+    return this.#workers.health();
   }
 
   /** Runs handed out and not yet ended. */

@@ -53,6 +53,17 @@ export interface Executor {
   threadCount(): number;
   /** Stops every thread. Bounded; leaves no thread running. Idempotent. */
   close(): Promise<void>;
+  /** Whether it can run what it is given now (`/healthz` shows it); absent: always. */
+  health?(): ExecutorHealth;
+}
+
+/** An executor's own word on whether its jobs can run (e.g. BullMQ: is any worker connected?). */
+export interface ExecutorHealth {
+  ok: boolean;
+  /** Why not, in a sentence a person acts on. */
+  problem?: string;
+  /** Since when (epoch ms) it has not been ok. */
+  since?: number;
 }
 
 /**

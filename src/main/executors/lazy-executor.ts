@@ -1,6 +1,6 @@
 import { ForkpoolError } from '../../shared/errors.js';
 import type { JobTask } from '../../shared/protocol.js';
-import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorKind } from './executor.js';
+import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorHealth, ExecutorKind } from './executor.js';
 
 /**
  * An executor whose implementation loads on its first job: `createExecutor` stays synchronous
@@ -53,6 +53,10 @@ export class LazyExecutor implements Executor {
 
   threadCount(): number {
     return this.#loaded?.threadCount() ?? 0;
+  }
+
+  health(): ExecutorHealth {
+    return this.#loaded?.health?.() ?? { ok: true };
   }
 
   async close(): Promise<void> {

@@ -18,7 +18,13 @@ export function systemRoutes(state: ServerState, version: string) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     const document = openApiDocument(version);
     // `ok` is the process: it serves. `ledger` says whether the durable ledger writes (docs/durability.md).
-    app.get('/healthz', { config: { public: true } }, async () => ({ ok: true, uptimeMs: Date.now() - state.startedAt, ledger: state.ledgerHealth() }));
+    // `executor`: whether its jobs can run (BullMQ: false while no worker serves the queue).
+    app.get('/healthz', { config: { public: true } }, async () => ({
+      ok: true,
+      uptimeMs: Date.now() - state.startedAt,
+      ledger: state.ledgerHealth(),
+      executor: state.manager.executor.health?.() ?? { ok: true },
+    }));
     app.get('/metrics', async (_request, reply) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(renderMetrics(state)));
     app.get('/openapi.json', async () => document);
     app.get('/', async (_request, reply) => reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(pageHtml(app.prefix)));

@@ -26,6 +26,10 @@ import {
   drainedIds,
 } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
+import { BullmqExecutor } from '../../../src/main/bullmq/executor.js';
+import { createLogger } from '../../../src/main/setup/logger.js';
+import { makeManager } from '../../helpers/pool.js';
+import { PassThrough } from 'node:stream';
 
 const cleanup = useCleanup();
 
@@ -86,6 +90,39 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     expect(drainedIds(manager, 1)).toEqual([...ids].sort());
     expect(new Deliveries(manager).drain(2)).toEqual([]);
     expect(events.filter((e) => e.type === 'done')).toHaveLength(6);
+  });
+
+  it('with no worker connected, the producer says so (a warning naming the queue, health not ok) and says so again when one comes; the job then runs', async () => {
+    const redis = await testRedis(cleanup);
+    const sim = await startSim(cleanup);
+    const workspace = await makeWorkspace(cleanup);
+    const lines: Array<{ msg: string }> = [];
+    const destination = new PassThrough();
+    destination.on('data', (chunk: Buffer) =>
+      lines.push(
+        ...chunk
+          .toString()
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { msg: string }),
+      ),
+    );
+    const logger = createLogger({ level: 'warn', secrets: [], pretty: false, destination });
+    const config = bullConfig(sim, workspace, redis);
+    const executor = new BullmqExecutor({ redisUrl: redis.url, bullmq: { ...config.bullmq, pollMs: 200, noWorkerWarnMs: 500 }, logger });
+    await executor.ready();
+    const manager = makeManager(config, cleanup, executor);
+    expect(executor.health()).toEqual({ ok: true });
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'nobody serves it' });
+    const warning = await waitFor(() => lines.find((l) => l.msg.startsWith('no forkpool worker')), 'the no-worker warning');
+    expect(warning.msg).toContain(`"${redis.queue}"`);
+    expect(warning.msg).toContain('1 job(s) wait');
+    expect(executor.health()).toMatchObject({ ok: false, problem: expect.stringContaining('no forkpool worker') as unknown });
+    await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
+    expect(await ended(manager, id)).toMatchObject({ status: 'ok' });
+    await waitFor(() => lines.find((l) => l.msg.startsWith('a forkpool worker connected')), 'the all-clear');
+    expect(lines.filter((l) => l.msg.startsWith('no forkpool worker'))).toHaveLength(1);
+    expect(executor.health()).toEqual({ ok: true });
   });
 
   it('cancel from the main process reaches the job on its worker, aborts its model call, and ends it cancelled, not failed or retried', async () => {
