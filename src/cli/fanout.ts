@@ -91,7 +91,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       return new BackgroundManager({
         config: ctx.config,
         logger: ctx.logger,
-        executor: createExecutor(ctx.config, ctx.logger, executorKind),
+        // With a ledger, BullMQ job ids derive from it: a resumed fan-out adopts what is still queued or running.
+        executor: createExecutor(ctx.config, ctx.logger, executorKind, undefined, ledger?.jobs.scope),
         closeExecutor: true,
         ...(ledger ? { store: ledger.jobs } : {}),
       });

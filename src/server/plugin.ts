@@ -28,7 +28,7 @@ import { resumeRoutes } from './routes/resume.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
 import { BadRequestError } from './schemas.js';
-import { ServerState } from './server-state.js';
+import { SERVER_SCOPE, ServerState } from './server-state.js';
 
 export interface ForkpoolRoutesOptions {
   config: ForkpoolConfig;
@@ -52,7 +52,8 @@ export const forkpoolRoutes: FastifyPluginAsync<ForkpoolRoutesOptions> = async (
   // Required here (no generated one: nobody would see it), and as long as `forkpool serve` asks.
   if (typeof options.token !== 'string') throw new ConfigError([{ field: 'token', expected: 'the bearer token the routes accept', received: 'nothing' }]);
   serverToken(options.token, {});
-  const executor = options.executor ?? createExecutor(config, options.logger, config.executor);
+  // With a ledger, BullMQ job ids derive from it (and each manager's scope): a restarted server adopts its queued jobs.
+  const executor = options.executor ?? createExecutor(config, options.logger, config.executor, undefined, SERVER_SCOPE);
   let state: ServerState;
   try {
     state = new ServerState({

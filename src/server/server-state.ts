@@ -13,6 +13,8 @@ import type { LedgerStore } from '../main/ledger/ledger-store.js';
 import { openSqliteLedger } from '../main/ledger/sqlite-store.js';
 import { ProgressTracker, jobSummary } from './job-view.js';
 
+/** The ledger scope of the server's own jobs (each session has its own). */
+export const SERVER_SCOPE = 'server';
 export interface ServerStateOptions {
   config: ForkpoolConfig;
   /** Where jobs run; shared by the server's manager and every session. Closed with the server. */
@@ -68,7 +70,7 @@ export class ServerState {
         executor: options.executor,
         closeExecutor: false,
         ...(options.logger ? { logger: options.logger } : {}),
-        ...(this.#store ? { store: this.#store.jobs('server') } : {}),
+        ...(this.#store ? { store: this.#store.jobs(SERVER_SCOPE) } : {}),
       });
     } catch (error) {
       // Another server holds the ledger's "server" scope (LEDGER_BUSY), or the config is wrong: the file is not left open.

@@ -284,6 +284,12 @@ export interface JobTask {
    * writes its thread id into element 0 as it starts.
    */
   threadSlot?: Int32Array;
+  /**
+   * Which manager launched it: its durable ledger scope. An executor shared by several managers
+   * on one ledger (a server's and its sessions') keeps their `bg-1`s apart by it, and a
+   * restarted manager on the same scope finds its own again (BullMQ job ids).
+   */
+  owner?: string;
 }
 
 /** The permission service the main thread exposes to workers over comlink. */

@@ -95,9 +95,9 @@ export class BullmqExecutor implements Executor {
     if (this.#options.globalConcurrency > 0) await this.#queue.setGlobalConcurrency(this.#options.globalConcurrency);
   }
 
-  /** The BullMQ job id of launch `launch` of job `jobId`. */
-  bullId(jobId: string, launch: number): string {
-    return bullJobId(this.namespace, jobId, launch);
+  /** The BullMQ job id of launch `launch` of job `jobId` of the manager `owner` (JobTask.owner). */
+  bullId(jobId: string, launch: number, owner?: string): string {
+    return bullJobId(this.namespace, jobId, launch, owner);
   }
 
   /** The BullMQ queue (for inspection and tests). */
@@ -118,7 +118,7 @@ export class BullmqExecutor implements Executor {
       task.port.close();
       throw new JobError('ABORTED', spec.id, 'the bullmq executor is closed');
     }
-    const bullId = this.bullId(spec.id, spec.attempt);
+    const bullId = this.bullId(spec.id, spec.attempt, task.owner);
     const run = new RemoteRun(spec, bullId, task.port, {
       control: (message) => this.#control(message),
       removeWaiting: async () => (await this.#queue.remove(bullId)) === 1,

@@ -25,8 +25,8 @@ export function redisNames(queue: string) {
 }
 
 /** The BullMQ job id of a job's launch: one BullMQ job per (namespace, job id, launch). */
-export function bullJobId(namespace: string, jobId: string, launch: number): string {
-  return `${namespace}.${jobId}.${launch}`;
+export function bullJobId(namespace: string, jobId: string, launch: number, owner?: string): string {
+  return owner === undefined ? `${namespace}.${jobId}.${launch}` : `${namespace}.${owner}.${jobId}.${launch}`;
 }
 
 /** What a job's BullMQ data holds: the job without its config, and what it asks of a worker (job-request.ts). */

@@ -40,6 +40,8 @@ export interface AttemptOptions {
   scheduler: JobScheduler;
   permissions: PermissionService;
   rateGateBuffer: SharedArrayBuffer;
+  /** See {@link JobTask.owner}. */
+  owner?: string;
   /** Cooperative cancel → hard stop after this long. */
   cancelGraceMs: number;
   logger?: Logger | undefined;
@@ -115,7 +117,8 @@ export class Attempt {
       this.#portClosed = true;
       this.#check();
     });
-    const task = { spec, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#options.rateGateBuffer };
+    const { owner } = this.#options;
+    const task = { spec, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#options.rateGateBuffer, ...(owner ? { owner } : {}) };
     const exclusive = this.number > 1 && executor.capabilities.exclusive;
     let run: Promise<void>;
     try {

@@ -66,9 +66,12 @@ export class JobEngine {
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
   readonly #o: EngineOptions;
+  /** See JobTask.owner: the ledger scope, stable across restarts; none without a ledger. */
+  readonly owner: string | undefined;
 
   constructor(o: EngineOptions) {
     this.#o = o;
+    this.owner = o.store?.scope;
     const { config, ledger, budgets, emit } = o;
     this.#dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
@@ -110,6 +113,7 @@ export class JobEngine {
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
     this.runner = new JobRunner({
       ...o,
+      ...(this.owner !== undefined ? { owner: this.owner } : {}),
       dispatcher,
       nesting: this.nesting,
       steering,

@@ -116,6 +116,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#engine.deliveryPort();
   }
 
+  /** Names this manager's jobs on an executor it may share (see JobTask.owner): its ledger scope, if it has one. */
+  get owner(): string | undefined {
+    return this.#engine.owner;
+  }
+
   get executor(): Executor {
     return this.#executor;
   }

@@ -29,6 +29,8 @@ export interface RunnerHost {
   readonly nesting: Nesting;
   readonly steering: JobSteering;
   readonly logger: Logger | undefined;
+  /** Names this manager's jobs apart on a shared executor (see JobTask.owner). */
+  readonly owner?: string;
   started(record: Readonly<JobRecord>): void;
   progress(event: { jobId: string; event: LoopEvent; parentToolId?: string }): void;
   alert(job: Job, alert: { message: string; severity: AlertSeverity }): void;
@@ -65,6 +67,7 @@ export class JobRunner {
       scheduler: this.#host.scheduler,
       permissions: { isGranted: (tool) => this.#host.permissions.isGranted(tool), ...gateLease.service },
       rateGateBuffer: gating.rateGateBuffer,
+      ...(this.#host.owner !== undefined ? { owner: this.#host.owner } : {}),
       cancelGraceMs: config.background.cancelGraceMs,
       logger: this.#host.logger,
       onStarted: (threadId) => this.#started(job, attempt, threadId),

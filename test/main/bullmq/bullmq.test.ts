@@ -35,7 +35,7 @@ const cleanup = useCleanup();
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
-  return bullmqOf(manager).bullId(id, launch);
+  return bullmqOf(manager).bullId(id, launch, manager.owner);
 }
 
 function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {

@@ -4,7 +4,7 @@
  * worker` processes, real manager. Each test asserts what must hold whatever the timing: one
  * ending and one delivery per job, attempts counted, a stale run never running to completion.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -32,6 +32,7 @@ import {
   waitFor,
   type TestWorker,
   drainedIds,
+  runsOf,
 } from '../../helpers/index.js';
 import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
@@ -40,7 +41,7 @@ const cleanup = useCleanup();
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
-  return bullmqOf(manager).bullId(id, launch);
+  return bullmqOf(manager).bullId(id, launch, manager.owner);
 }
 // The default lock: the failover bound below is the one the README states for it.
 const LOCK_MS = BULLMQ_DEFAULTS.lockMs;
@@ -276,5 +277,52 @@ describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main pr
     expect(new Deliveries(manager).drain(2)).toEqual([]);
     const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
+  });
+});
+
+describe.skipIf(skipWithoutRedis())('fanout --executor bullmq --ledger: the producer killed, then --resume', { timeout: 240_000 }, () => {
+  it('the resumed fan-out adopts the jobs still queued or running in Redis (ids derived from the ledger): every task runs once and is printed once', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup, { latencyMs: 500 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-fanout-'));
+    cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
+    const configFile = path.join(dir, 'forkpool.config.json');
+    writeFileSync(configFile, JSON.stringify({ executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: 'fp-faults', pollMs: 500 } }));
+    const count = 8;
+    const tasks = Array.from({ length: count }, (_, i) => JSON.stringify({ task: `Where is the tool loop? (fan ${i + 1}.)`, label: `t${i + 1}` })).join('\n');
+    const args = [
+      'fanout',
+      '-',
+      '--executor',
+      'bullmq',
+      '--config',
+      configFile,
+      '--base-url',
+      sim.url,
+      '--workspace',
+      workspace,
+      '--concurrency',
+      '4',
+      '--ledger',
+      path.join(dir, 'fan.db'),
+      '--no-progress',
+    ];
+    const first = spawnCli(args, { input: tasks, cleanup, timeoutMs: 120_000 });
+    await first.waitForStdout((out) => parseJsonLines(out).length >= 1);
+    first.child.kill('SIGKILL');
+    const printedBefore = parseJsonLines((await first.exited).stdout) as Array<{ line: number }>;
+    const resumed = await spawnCli([...args, '--resume'], { input: tasks, cleanup, timeoutMs: 180_000 }).exited;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const out = parseJsonLines(resumed.stdout) as Array<{ line: number; status: string; fromLedger?: boolean }>;
+    // One reported ending per task: the ones printed before come back from the ledger, marked so.
+    expect(out.map((r) => r.line).sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    for (const { line } of printedBefore) expect(out.find((r) => r.line === line)?.fromLedger, `line ${line}`).toBe(true);
+    // This task ends partial on the sim (its answer is a summary of what it found), never failed.
+    expect(out.filter((r) => r.status !== 'ok' && r.status !== 'partial')).toEqual([]);
+    // Adopted, not queued again: each task reached the model as one run (a second run would start over).
+    for (let line = 1; line <= count; line++)
+      expect(runsOf(sim, `(fan ${line}.)`), `line ${line}; runs: ${workers.flatMap((w) => w.runsEnded().map((r) => String(r.bullId))).join(' ')}`).toBe(1);
   });
 });
