@@ -108,6 +108,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
 
   const tally = Object.fromEntries(SUMMARY_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
   let refused = 0;
+  let interrupted = 0;
   let invalid = 0;
   let readFailed = false;
   let accepted = 0;
@@ -172,6 +173,12 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('done', (job: Readonly<JobRecord>) => {
     running.delete(job.id);
     ended++;
+    // Stopped by this stop, still unfinished in the ledger: its one reported ending comes from --resume.
+    if (job.resumable) {
+      interrupted++;
+      lineOf.delete(job.id);
+      return;
+    }
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
     out.result(jsonForTerminal({ line: lineOf.get(job.id), ...jobJson(job) }));
@@ -292,7 +299,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       const counts = SUMMARY_STATUSES.map((s) => `${tally[s]} ${s}`).join(', ');
       process.stderr.write(
         `fanout: ${counts}, ${refused} refused, ${invalid} invalid line(s), ${seconds.toFixed(1)}s` +
-          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}${ledgerProblems ? `, ${ledgerProblems} ledger problem(s)` : ''}\n`,
+          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}${ledgerProblems ? `, ${ledgerProblems} ledger problem(s)` : ''}` +
+          `${interrupted ? `, ${interrupted} interrupted (--resume runs them)` : ''}\n`,
       );
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);

@@ -50,7 +50,7 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
   }
   if (stopRequest) {
     const error = stopError(stopRequest, 'it stopped when asked', outcome.error);
-    return { ...base, status: stoppedStatus(stopRequest), endedBy: 'cooperative', resultText: outcome.text, error };
+    return { ...base, status: stoppedStatus(stopRequest), endedBy: 'cooperative', resultText: outcome.text, error, ...byClose(stopRequest) };
   }
   return { ...base, status: 'failed', endedBy: 'completed', resultText: outcome.text, error: outcome.error };
 }
@@ -70,7 +70,7 @@ export function endingFromLostThread(jobId: string, error: unknown, attempt: Att
     if (attempt.stopRequest === 'budget') {
       return { ...kept, resultText: attempt.lastText ?? '', status: 'partial', endedBy: 'hard', error: serialized, budgetExceeded: 'maxWallclockMinutes' };
     }
-    return { ...kept, status: stoppedStatus(attempt.stopRequest), endedBy: 'hard', error: serialized };
+    return { ...kept, status: stoppedStatus(attempt.stopRequest), endedBy: 'hard', error: serialized, ...byClose(attempt.stopRequest) };
   }
   const serialized = serializeError(error);
   serialized.jobId ??= jobId;
@@ -98,6 +98,10 @@ function stopError(request: StopRequest, how: string, cause: ReturnType<typeof s
   delete serialized.jobId;
   if (cause) serialized.cause = cause;
   return serialized;
+}
+
+function byClose(request: StopRequest): { byClose?: true } {
+  return request === 'close' ? { byClose: true } : {};
 }
 
 function stoppedStatus(request: StopRequest): 'timed_out' | 'cancelled' {

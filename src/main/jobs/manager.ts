@@ -305,8 +305,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
-    // Durable: unfinished jobs stay unfinished in the ledger for the next process (see detachStore).
-    if (how !== 'drain') this.#ledger.detachStore();
+    // Durable: the jobs this close stops stay unfinished in the ledger for the next process (see keepUnfinishedOnClose).
+    if (how !== 'drain') this.#ledger.keepUnfinishedOnClose();
     const report = shutDown(how, timeoutMs, {
       waiting: () => this.#engine.dispatcher.waiting().map((job) => job.id),
       live: () => this.#engine.dispatcher.live().flatMap((job) => job.attempt ?? []),

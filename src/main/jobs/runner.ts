@@ -112,10 +112,11 @@ export class JobRunner {
         usage: suspension.state.usage,
         iterations: suspension.state.iterations,
         error,
+        ...(reason === 'close' ? { byClose: true as const } : {}),
       });
     } else if (this.#host.dispatcher.remove(job)) {
       const error = serializeError(new JobError('JOB_CANCELLED', job.id, `cancelled while queued (${reason})`));
-      job.end(endingFromQueue(error));
+      job.end({ ...endingFromQueue(error), ...(reason === 'close' ? { byClose: true as const } : {}) });
     } else {
       job.attempt?.requestStop(reason);
     }

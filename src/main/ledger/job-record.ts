@@ -40,6 +40,12 @@ export interface JobRecord {
   name?: string;
   /** The parent's tool call that started it (`agent_<name>`), so a front end can group its events. */
   parentToolId?: string;
+  /**
+   * The manager's close() stopped it and the durable ledger kept it unfinished: the next process
+   * on the ledger runs it again, so this in-memory ending is not its reported one (fanout does
+   * not print it).
+   */
+  resumable?: true;
   /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
   backgrounded?: true;
   /** A resume of that ended job (resume_background_agent): it went on from that job's kept conversation. */
@@ -140,6 +146,11 @@ export interface JobEnding {
   budgetReport?: BudgetReport | undefined;
   /** Files it read (the stale check at delivery). */
   reads?: FileRead[] | undefined;
+  /**
+   * The manager's close() stopped it: with a durable ledger this ending is kept in memory
+   * only, so the next process finds the job unfinished and runs it again (one reported ending).
+   */
+  byClose?: true | undefined;
 }
 
 /**

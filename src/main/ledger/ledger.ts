@@ -40,7 +40,10 @@ export class DeliveryLedger {
   #resultsDropped = 0;
   #forgotten = 0;
   /** Writes through to the durable store every record is written to before it is handed out (none: memory only). */
-  #writer: StoreWriter | undefined;
+  readonly #writer: StoreWriter | undefined;
+  /** Closing (see keepUnfinishedOnClose); `#unwritten`: the jobs whose close-caused ending is kept in memory only. */
+  #closing = false;
+  readonly #unwritten = new Set<string>();
 
   readonly #onForget: (id: string) => void;
 
@@ -99,12 +102,13 @@ export class DeliveryLedger {
   }
 
   /**
-   * Stops writing through: what happens from now on stays in memory. A durable manager that
-   * closes without draining calls it, so the jobs its close stops are found unfinished (and
-   * recovered) by the next process on the ledger, not recorded as cancelled.
+   * A durable manager closing without draining calls it: from now on an ending its close
+   * caused (`JobEnding.byClose`) stays in memory, so the next process on the ledger finds that
+   * job unfinished and runs it again, while every other change (a job that finished in the
+   * close's grace, a delivery) is still written: each task gets one reported ending.
    */
-  detachStore(): void {
-    this.#writer = undefined;
+  keepUnfinishedOnClose(): void {
+    this.#closing = true;
   }
 
   /**
@@ -265,8 +269,11 @@ export class DeliveryLedger {
     if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
     // Small parts are copied before freezing: the caller's objects stay theirs.
     const { waitingForChildren: _waiting, ...base } = record;
+    const resumable = this.#closing && ending.byClose === true && this.#writer !== undefined;
+    if (resumable) this.#unwritten.add(id);
     const ended = this.#replace(id, {
       ...base,
+      ...(resumable ? { resumable: true } : {}),
       state: 'ended',
       status: ending.status,
       endedBy: ending.endedBy,
@@ -374,8 +381,10 @@ export class DeliveryLedger {
    */
   #deliver(batch: ReadonlyArray<{ entry: Entry; delivered: Readonly<JobRecord> }>, now: number): JobRecord[] {
     if (batch.length === 0) return [];
-    const records = batch.map(({ entry, delivered }) => ({ record: delivered, position: entry.position }));
-    this.#writer?.put(records, 'strict', `deliver ${records.map((r) => r.record.id).join(', ')}`);
+    const records = batch
+      .map(({ entry, delivered }) => ({ record: delivered, position: entry.position }))
+      .filter(({ record }) => !this.#unwritten.has(record.id));
+    if (records.length > 0) this.#writer?.put(records, 'strict', `deliver ${records.map((r) => r.record.id).join(', ')}`);
     const out: JobRecord[] = [];
     for (const { entry, delivered } of batch) {
       this.#undelivered.delete(delivered.id);
@@ -391,7 +400,7 @@ export class DeliveryLedger {
   #forget(id: string): void {
     const entry = this.#entries.get(id);
     if (!entry) return;
-    this.#writer?.forget(id);
+    if (!this.#unwritten.has(id)) this.#writer?.forget(id);
     this.#entries.delete(id);
     this.#counts[entry.record.state]--;
     this.#forgotten++;
@@ -419,7 +428,7 @@ export class DeliveryLedger {
     const entry = this.#entries.get(id) as Entry;
     const frozen = freeze(next);
     // Written first: a strict write that fails leaves the ledger in memory where it was.
-    this.#writer?.put([{ record: frozen, position: entry.position }], mode);
+    if (!this.#unwritten.has(id)) this.#writer?.put([{ record: frozen, position: entry.position }], mode);
     if (entry.record.state !== next.state) {
       this.#counts[entry.record.state]--;
       this.#counts[next.state]++;

@@ -69,6 +69,36 @@ describe('durable ledger', () => {
     expect(JSON.stringify(reader.jobs('m').load())).not.toContain('test-key');
   });
 
+  it("closing without drain: an ending the close caused stays in memory (the job unfinished on disk); a job that finished in the close's grace, and a delivery, are written", () => {
+    const cleanup = useCleanup();
+    const file = ledgerFile(cleanup);
+    const store = openSqliteLedger(file);
+    const ledger = new DeliveryLedger({}, store.jobs('s'));
+    const add = (label: string) => ledger.add({ id: ledger.newId(), label, task: `task ${label}`, role: 'user', wave: null }).id;
+    const [done, cut, delivered] = [add('done'), add('cut'), add('delivered')] as string[];
+    for (const id of [done, cut, delivered] as string[]) ledger.markRunning(id, 1);
+    ledger.markEnded(delivered as string, okEnding('answer before the close'));
+    ledger.keepUnfinishedOnClose();
+    ledger.markEnded(done as string, okEnding('answer in the grace'));
+    const cancelled = { status: 'cancelled' as const, endedBy: 'cooperative' as const, resultText: '', usage: {}, iterations: 1, byClose: true as const };
+    expect(ledger.markEnded(cut as string, cancelled)).toMatchObject({ state: 'ended', resumable: true });
+    ledger.markDelivered(delivered as string, 1);
+    ledger.markDelivered(cut as string, 1);
+    store.close();
+    const reopened = openSqliteLedger(file);
+    cleanup.add(() => reopened.close());
+    const onDisk = new Map(
+      reopened
+        .jobs('s')
+        .load()
+        .jobs.map((j) => [j.record.id, j.record]),
+    );
+    expect(onDisk.get(done as string)).toMatchObject({ state: 'ended', status: 'ok', resultText: 'answer in the grace' });
+    expect(onDisk.get(delivered as string)).toMatchObject({ state: 'ended', deliveredInTurn: 1 });
+    expect(onDisk.get(cut as string)).toMatchObject({ state: 'running' });
+    expect(onDisk.get(cut as string)?.resumable).toBeUndefined();
+  });
+
   it('recovers by policy: undelivered kept, queued in order, read-only running re-run, side-effecting or over-limit delivered as interrupted; nothing twice', async () => {
     const cleanup = useCleanup();
     const sim = await startSim(cleanup, { latencyMs: 5 });
@@ -231,6 +261,35 @@ describe('fanout --ledger --resume', () => {
     for (const { line } of printedBefore) expect(fromLedger).toContain(line);
     for (const line of fromLedger) expect(runsOf(sim, `(fan ${line}.)`), `line ${line}`).toBe(1);
     expect(out.every((r) => r.status === 'ok' || r.status === 'partial')).toBe(true);
+  }, 300_000);
+
+  it('a fan-out stopped with SIGTERM: what it printed is kept, what its stop cut off is not printed but resumed; each task reported once across both runs', async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup, { latencyMs: 300 });
+    const workspace = await makeWorkspace(cleanup);
+    const file = ledgerFile(cleanup);
+    const count = 10;
+    const tasks = Array.from({ length: count }, (_, i) => JSON.stringify({ task: `Where is the tool loop? (fan ${i + 1}.)`, label: `t${i + 1}` })).join('\n');
+    const args = ['fanout', '-', '--base-url', sim.url, '--workspace', workspace, '--concurrency', '3', '--ledger', file, '--no-progress'];
+    const first = spawnCli(args, { input: tasks, cleanup });
+    await first.waitForStdout((out) => parseJsonLines(out).length >= 2);
+    first.child.kill('SIGTERM');
+    const stopped = await first.exited;
+    const printedBefore = parseJsonLines(stopped.stdout) as Array<{ line: number; status: string }>;
+    // The stop cut jobs off (3 run at once): said on stderr, not printed as endings.
+    expect(stopped.stderr).toMatch(/\d+ interrupted \(--resume runs them\)/);
+    expect(printedBefore.filter((r) => r.status === 'cancelled')).toEqual([]);
+    const resumed = await spawnCli([...args, '--resume'], { input: tasks, cleanup }).exited;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const out = parseJsonLines(resumed.stdout) as Array<{ line: number; status: string; fromLedger?: boolean }>;
+    expect(out.map((r) => r.line).sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    // Everything printed before the stop was kept: printed again only as what the ledger holds, with the same status.
+    for (const { line, status } of printedBefore)
+      expect(
+        out.find((r) => r.line === line),
+        `line ${line}`,
+      ).toMatchObject({ fromLedger: true, status });
+    expect(out.filter((r) => r.fromLedger).length).toBe(printedBefore.length);
   }, 300_000);
 
   it('--resume without a ledger is a usage error', async () => {
