@@ -225,7 +225,13 @@ export const agentSchema = z.strictObject({
    * Deprecated: the old name of `budget.maxTurns` for this agent's jobs. Parsing moves it there
    * (with a warning); setting both to different values is a config error.
    */
-  maxIterations: z.number().int().min(1).max(10_000).optional(),
+  maxIterations: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .optional()
+    .meta({ deprecated: true, description: "Deprecated: the old name of this agent's budget.maxTurns (read as it, with a warning)." }),
   temperature: z.number().min(0).max(2).optional(),
   /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
