@@ -83,6 +83,8 @@ export async function calibrate(input: CalibrationInput): Promise<Calibration> {
     ],
     tools: recording,
     toolContext: context,
+    // A job's model calls: its budget's maxTurns, as a pool job's are.
+    maxModelCalls: config.background.budget.maxTurns,
     onEvent: (event) => {
       if (event.type === 'model_request') step = event.iteration;
     },

@@ -34,6 +34,7 @@ export interface GlobalFlags {
   timeout?: number;
   grant?: string[];
   maxIterations?: number;
+  maxTurns?: number;
   stream?: boolean;
   ask?: boolean;
   simLatency?: number;
@@ -98,6 +99,7 @@ export async function createCliContext(
     workspace: flags.workspace,
     allowBroadWorkspace: flags.allowBroadWorkspace,
     maxIterations: flags.maxIterations,
+    maxTurns: flags.maxTurns,
     concurrency: flags.concurrency,
     isolation: flags.isolation,
     defaultIsolation: defaults.defaultIsolation,

@@ -31,7 +31,12 @@ function globalOptions(command: Command): Command {
       ]),
     )
     .option('--timeout <minutes>', 'per-job wall clock, counted from start (default 20)', parsePositiveNumber('--timeout'))
-    .option('--max-iterations <n>', 'model calls per tool loop (default 20)', parseIntFlag('--max-iterations', 1))
+    .option('--max-iterations <n>', "the parent agent's model calls per turn (default 20)", parseIntFlag('--max-iterations', 1))
+    .option(
+      '--max-turns <n>',
+      "a background job's model calls: its budget's maxTurns (default 50; a spawn may ask fewer)",
+      parseIntFlag('--max-turns', 1, 100_000),
+    )
     .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))
     .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
     .option('--no-stream', 'use non-streaming model requests')

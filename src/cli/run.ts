@@ -29,7 +29,7 @@ function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
             description: 'Finds where things are in the code; fast and cheap',
             model: `${config.model}-scout`,
             tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
-            maxIterations: 8,
+            budget: { maxTurns: 8 },
             systemPrompt: 'You are the scout: find the files that matter and cite them.',
             replaceSystemPrompt: false,
           },

@@ -102,3 +102,39 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number): Prom
     clearTimeout(timer);
   }
 }
+
+/** A signal linked to a parent's that also aborts when its own deadline passes (see {@link startDeadline}). */
+export interface Deadline {
+  readonly signal: AbortSignal;
+  /** The deadline's error once it has passed (the signal's reason then); undefined before, or after a parent abort. */
+  readonly expired: Error | undefined;
+  /** Clears the timer and the parent listener; the signal stays as it is. */
+  dispose(): void;
+}
+
+/**
+ * A child of `parent` that aborts with `onExpiry()` after `timeoutMs` (0: never; it then only
+ * follows the parent). A parent abort that comes first wins: `expired` stays undefined.
+ */
+export function startDeadline(parent: AbortSignal, timeoutMs: number, onExpiry: () => Error): Deadline {
+  const link = linkedAbort(parent);
+  let expired: Error | undefined;
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          if (link.signal.aborted) return;
+          expired = onExpiry();
+          link.controller.abort(expired);
+        }, timeoutMs)
+      : undefined;
+  return {
+    signal: link.signal,
+    get expired() {
+      return expired;
+    },
+    dispose() {
+      clearTimeout(timer);
+      link.dispose();
+    },
+  };
+}

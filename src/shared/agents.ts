@@ -21,8 +21,8 @@ export function agentEntry(config: ForkpoolConfig, name: string): AgentConfig {
 }
 
 /**
- * The config a job of agent `name` runs with: the agent's model, endpoint, tools and limits
- * over the parent's. The parent's key goes only to the parent's own endpoint: a peer on
+ * The config a job of agent `name` runs with: the agent's model, endpoint, tools and
+ * temperature over the parent's (its limits are its budget: see resolveJobBudget). The parent's key goes only to the parent's own endpoint: a peer on
  * another endpoint without a key of its own gets none, so a key never reaches a host it was
  * not meant for.
  */
@@ -39,7 +39,6 @@ export function configForAgent(config: ForkpoolConfig, name: string | undefined)
     ...(apiKey !== undefined ? { apiKey } : {}),
     model: agent.model ?? config.model,
     tools: agent.tools ?? config.tools,
-    maxIterations: agent.maxIterations ?? config.maxIterations,
     temperature: agent.temperature ?? config.temperature,
   };
 }

@@ -19,7 +19,10 @@ const MAX_WALLCLOCK_MINUTES = Math.floor(2_147_483_647 / 60_000);
 
 /** One job's limits; an unset field is no limit on that dimension. */
 export const budgetLimitsSchema = z.strictObject({
-  /** Model calls. */
+  /**
+   * Model calls: the one limit on a job's model calls (a wrap-up message before the last ones,
+   * then `budget_exceeded`). Always set on a spawned job (`background.budget.maxTurns` by default).
+   */
   maxTurns: z.number().int().min(1).max(100_000).optional(),
   /** Input + output tokens, over every model call. */
   maxTokens: z.number().int().min(1).max(1_000_000_000_000).optional(),

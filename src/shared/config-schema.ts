@@ -221,7 +221,17 @@ export const agentSchema = z.strictObject({
   replaceSystemPrompt: z.boolean().default(false),
   /** Built-in tools by name; unset: the parent's `tools`. */
   tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).optional(),
-  maxIterations: z.number().int().min(1).max(10_000).optional(),
+  /**
+   * Deprecated: the old name of `budget.maxTurns` for this agent's jobs. Parsing moves it there
+   * (with a warning); setting both to different values is a config error.
+   */
+  maxIterations: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .optional()
+    .meta({ deprecated: true, description: "Deprecated: the old name of this agent's budget.maxTurns (read as it, with a warning)." }),
   temperature: z.number().min(0).max(2).optional(),
   /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
@@ -270,8 +280,11 @@ export const configSchema = z.strictObject({
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
+  /** The parent agent's model calls per turn (a background job's are its budget's `maxTurns`). */
   maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
   requestTimeoutMs: timerMs(100).default(DEFAULTS.requestTimeoutMs),
+  /** One turn (a model call plus the tools it calls), parent or job; past it: TURN_TIMEOUT. 0: off. */
+  turnTimeoutMs: timerMs(0).default(DEFAULTS.turnTimeoutMs),
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),

@@ -94,7 +94,8 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
   }
   checkAgentNames(config, sources);
   checkSessionBudget(config, sources);
-  return resolveJobTimeout(config, input as Record<string, unknown>, sources);
+  const withTurns = resolveAgentTurnLimits(config, sources, options.onWarning ?? emitConfigWarning);
+  return resolveJobTimeout(withTurns, input as Record<string, unknown>, sources);
 }
 
 /** The config's name-keyed maps and what a key of each must be. */
@@ -165,6 +166,44 @@ function checkSessionBudget(config: ForkpoolConfig, sources: Record<string, stri
       ),
     ]);
   }
+}
+
+/**
+ * An agent's `maxIterations` is the old name of its `budget.maxTurns` (a job has one limit on its
+ * model calls, its budget's, with a wrap-up message before it): moved there with a warning, and
+ * removed, so the parsed config parses again unchanged. Both set to different values is an error.
+ */
+function resolveAgentTurnLimits(config: ForkpoolConfig, sources: Record<string, string>, onWarning: ConfigWarningSink): ForkpoolConfig {
+  const names = Object.keys(config.agents).filter((name) => config.agents[name]?.maxIterations !== undefined);
+  if (names.length === 0) return config;
+  const agents = { ...config.agents };
+  const issues: ConfigIssue[] = [];
+  for (const name of names) {
+    const { maxIterations, ...agent } = agents[name] as NonNullable<(typeof agents)[string]>;
+    const turns = agent.budget?.maxTurns;
+    if (turns !== undefined && turns !== maxIterations) {
+      const field = `agents.${name}.maxIterations`;
+      issues.push(
+        withSource(
+          {
+            field,
+            expected: `no maxIterations (deprecated: it is agents.${name}.budget.maxTurns, which is set to ${turns}), or the same value`,
+            received: String(maxIterations),
+          },
+          field,
+          sources,
+        ),
+      );
+      continue;
+    }
+    onWarning(
+      `config field "agents.${name}.maxIterations" is deprecated: a job's model calls are limited by its budget; ` +
+        `using it as "agents.${name}.budget.maxTurns" (${String(maxIterations)}). Write that instead.`,
+    );
+    agents[name] = { ...agent, budget: { ...agent.budget, maxTurns: maxIterations as number } };
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return { ...config, agents };
 }
 
 /**

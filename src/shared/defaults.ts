@@ -21,10 +21,21 @@ export const DEFAULTS = {
   /** Model name used when none is configured; the simulator answers to any name. */
   model: 'forkpool-sim',
   temperature: 0,
-  /** Tool-loop iterations (model calls) before a run ends with `budget_exceeded`. */
+  /**
+   * The parent agent's model calls in one turn before the turn ends with `budget_exceeded`
+   * (ITERATION_LIMIT). Not a background job's limit: a job's model calls are its budget's
+   * `maxTurns` (`background.budget.maxTurns`, an agent's `budget.maxTurns`), one limit with a
+   * wrap-up message before it.
+   */
   maxIterations: 20,
   /** One model HTTP request, headers to last byte. */
   requestTimeoutMs: 120_000,
+  /**
+   * One turn of a tool loop, the parent's or a job's: a model call (its retries included) plus
+   * the tools it calls. Past it the call and the tools are aborted and the run ends with
+   * TURN_TIMEOUT. 0: no such limit (the per-request, per-tool and per-job timeouts still apply).
+   */
+  turnTimeoutMs: 0,
   /** A streamed response that sends nothing for this long is aborted. */
   streamIdleTimeoutMs: 60_000,
   /** Retries of 408/409/429/5xx and connection errors, with backoff and jitter. */

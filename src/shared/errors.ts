@@ -31,8 +31,10 @@ export const ERROR_CODES = [
   'MANAGER_CLOSED',
   /** The same tool call repeated `loopStopAfter` times. */
   'LOOP_DETECTED',
-  /** `maxIterations` model calls without a final answer. */
+  /** The parent's `maxIterations` model calls in one turn without a final answer (a job's limit is BUDGET_EXCEEDED on maxTurns). */
   'ITERATION_LIMIT',
+  /** One turn (a model call plus the tools it called) ran past `turnTimeoutMs`: both were aborted. */
+  'TURN_TIMEOUT',
   /** A job's budget (turns, tokens, cost, wall clock) ran out. */
   'BUDGET_EXCEEDED',
   /** A spawn asked for a budget above its agent's limit (a spawn may only tighten it). */
@@ -141,9 +143,19 @@ export class ToolError extends ForkpoolError {
   }
 }
 
+/** The codes a {@link TimeoutError} carries: each timeout has its own. */
+export const TIMEOUT_CODES = [
+  'TOOL_TIMEOUT',
+  'JOB_TIMEOUT',
+  'TURN_TIMEOUT',
+  'MODEL_STREAM_STALLED',
+  'MODEL_REQUEST_FAILED',
+] as const satisfies readonly ErrorCode[];
+export type TimeoutCode = (typeof TIMEOUT_CODES)[number];
+
 export class TimeoutError extends ForkpoolError {
   readonly timeoutMs: number;
-  constructor(code: 'TOOL_TIMEOUT' | 'JOB_TIMEOUT' | 'MODEL_STREAM_STALLED' | 'MODEL_REQUEST_FAILED', message: string, timeoutMs: number) {
+  constructor(code: TimeoutCode, message: string, timeoutMs: number) {
     super(code, message);
     this.name = 'TimeoutError';
     this.timeoutMs = timeoutMs;
@@ -271,14 +283,14 @@ export function deserializeError(data: SerializedError): ForkpoolError {
   let error: ForkpoolError;
   if (data.jobId !== undefined) error = new JobError(data.code, data.jobId, data.message, opts);
   else if (data.toolName !== undefined) error = new ToolError(data.code, data.toolName, data.message, opts);
-  else if (
-    data.timeoutMs !== undefined &&
-    (data.code === 'TOOL_TIMEOUT' || data.code === 'JOB_TIMEOUT' || data.code === 'MODEL_STREAM_STALLED' || data.code === 'MODEL_REQUEST_FAILED')
-  )
-    error = new TimeoutError(data.code, data.message, data.timeoutMs);
+  else if (data.timeoutMs !== undefined && isTimeoutCode(data.code)) error = new TimeoutError(data.code, data.message, data.timeoutMs);
   else error = new ForkpoolError(data.code, data.message, opts);
   if (data.stack !== undefined) error.stack = data.stack;
   return error;
+}
+
+function isTimeoutCode(code: ErrorCode): code is TimeoutCode {
+  return (TIMEOUT_CODES as readonly ErrorCode[]).includes(code);
 }
 
 export function errorMessage(error: unknown): string {

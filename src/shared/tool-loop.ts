@@ -5,7 +5,7 @@ import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
 import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
-import { linkedAbort, withTimeout } from './abort.js';
+import { linkedAbort, startDeadline, withTimeout } from './abort.js';
 import { capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
@@ -30,6 +30,7 @@ export type LoopConfig = Pick<
   | 'stream'
   | 'streamIdleTimeoutMs'
   | 'requestTimeoutMs'
+  | 'turnTimeoutMs'
   | 'maxRetries'
   | 'maxIterations'
   | 'loopWarnAfter'
@@ -60,6 +61,12 @@ export interface ToolLoopOptions {
   interruptSignal?: (() => AbortSignal) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
   secrets?: readonly string[] | undefined;
+  /**
+   * Model calls this run may make; default `config.maxIterations` (the parent's per-turn cap),
+   * then ITERATION_LIMIT. A job passes its budget's turns left: its budget then stops it first,
+   * at the same count, as `budget_exceeded` on maxTurns after the wrap-up message.
+   */
+  maxModelCalls?: number | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
@@ -108,90 +115,108 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     budgetExceeded: name,
   });
 
-  while (iterations < config.maxIterations) {
+  const maxModelCalls = options.maxModelCalls ?? config.maxIterations;
+  for (;;) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+    // The budget before the cap: a job whose maxTurns is its cap ends on its budget, with what it found.
     const spentOut = budget?.exhausted();
     if (spentOut) return overBudget(spentOut);
+    if (iterations >= maxModelCalls) {
+      return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('ITERATION_LIMIT', `iteration cap of ${maxModelCalls} model calls reached`));
+    }
     iterations++;
     const injected = options.beforeModelCall?.();
     if (injected) messages.push({ role: 'user', content: injected });
     const wrapUp = budget?.wrapUp();
     if (wrapUp) messages.push({ role: 'user', content: wrapUp });
     emit({ type: 'model_request', iteration: iterations });
-    const interrupt = options.interruptSignal?.();
-    const call = interrupt ? linkedAbort(signal) : undefined;
-    const onInterrupt = () => call?.controller.abort(interrupt?.reason);
-    interrupt?.addEventListener('abort', onInterrupt, { once: true });
-    let reply;
+    // One turn: this model call and the tools it calls, under `turnTimeoutMs` (0: no deadline).
+    // Its expiry aborts both; a cancel of the whole run still reads as `aborted`.
+    const turn = startDeadline(signal, config.turnTimeoutMs, () => turnTimeoutError(config.turnTimeoutMs));
     try {
-      reply = await callModel({
-        client,
-        config,
-        params: { messages, tools: apiTools },
-        signal: call?.signal ?? signal,
-        rateGate: options.rateGate,
-        onRetry: (e: RetryEvent) => emit({ type: 'retry', ...e }),
-      });
-    } catch (error) {
-      if (signal.aborted) return end('aborted', findingsSoFar(messages), error);
-      // Only this call was cancelled, for a message: not a model request that failed, and not a turn.
-      if (interrupt?.aborted) {
-        emit({ type: 'model_interrupted', iteration: iterations });
-        iterations--;
-        continue;
+      const interrupt = options.interruptSignal?.();
+      const call = interrupt ? linkedAbort(turn.signal) : undefined;
+      const onInterrupt = () => call?.controller.abort(interrupt?.reason);
+      interrupt?.addEventListener('abort', onInterrupt, { once: true });
+      let reply;
+      try {
+        reply = await callModel({
+          client,
+          config,
+          params: { messages, tools: apiTools },
+          signal: call?.signal ?? turn.signal,
+          rateGate: options.rateGate,
+          onRetry: (e: RetryEvent) => emit({ type: 'retry', ...e }),
+        });
+      } catch (error) {
+        if (signal.aborted) return end('aborted', findingsSoFar(messages), error);
+        if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
+        // Only this call was cancelled, for a message: not a model request that failed, and not a turn.
+        if (interrupt?.aborted) {
+          emit({ type: 'model_interrupted', iteration: iterations });
+          iterations--;
+          continue;
+        }
+        if (error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
+        return end('error', findingsSoFar(messages), error);
+      } finally {
+        interrupt?.removeEventListener('abort', onInterrupt);
+        call?.dispose();
       }
-      if (error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
-      return end('error', findingsSoFar(messages), error);
-    } finally {
-      interrupt?.removeEventListener('abort', onInterrupt);
-      call?.dispose();
-    }
-    usage = addModelUsage(usage, reply.model, reply.usage);
-    budget?.record(reply.model, reply.usage);
-    emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
-    if (reply.content && reply.content.trim()) {
-      emit({
-        type: 'assistant_text',
-        iteration: iterations,
-        text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS),
-        final: reply.toolCalls.length === 0,
-      });
-    }
-
-    if (reply.toolCalls.length === 0) {
-      messages.push({ role: 'assistant', content: reply.content });
-      return end('final', reply.content);
-    }
-    messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
-    // A budget used up by this call: its tool calls are not run (their results would never be read).
-    const exhausted = budget?.exhausted();
-    if (exhausted) return overBudget(exhausted);
-
-    // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
-    const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
-    // Calls in one message run concurrently, at most `maxParallelToolCalls` at once; each one's
-    // result lands in its own slot, so the history keeps the model's order.
-    const results = await mapWithLimit(reply.toolCalls, config.toolLimits.maxParallelToolCalls, (call) =>
-      executeToolCall(call, toolsByName, options, signal, emit),
-    );
-    reply.toolCalls.forEach((call, i) => {
-      let content = results[i] ?? 'Error: no result';
-      if (verdicts[i] === 'warn') {
-        emit({ type: 'loop_warning', name: call.function.name, repeats: detector.repeats });
-        content += `\n\n[forkpool] You have called ${call.function.name} with these same arguments ${detector.repeats} times in a row. Change approach or answer now.`;
+      usage = addModelUsage(usage, reply.model, reply.usage);
+      budget?.record(reply.model, reply.usage);
+      emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
+      if (reply.content && reply.content.trim()) {
+        emit({
+          type: 'assistant_text',
+          iteration: iterations,
+          text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS),
+          final: reply.toolCalls.length === 0,
+        });
       }
-      messages.push({ role: 'tool', tool_call_id: call.id, content });
-    });
-    if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
-    if (verdicts.includes('stop')) {
-      return end(
-        'loop_detected',
-        findingsSoFar(messages),
-        new ForkpoolError('LOOP_DETECTED', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`),
+
+      if (reply.toolCalls.length === 0) {
+        messages.push({ role: 'assistant', content: reply.content });
+        return end('final', reply.content);
+      }
+      messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
+      // A budget used up by this call: its tool calls are not run (their results would never be read).
+      const exhausted = budget?.exhausted();
+      if (exhausted) return overBudget(exhausted);
+
+      // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
+      const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
+      // Calls in one message run concurrently, at most `maxParallelToolCalls` at once; each one's
+      // result lands in its own slot, so the history keeps the model's order.
+      const results = await mapWithLimit(reply.toolCalls, config.toolLimits.maxParallelToolCalls, (call) =>
+        executeToolCall(call, toolsByName, options, turn.signal, emit),
       );
+      reply.toolCalls.forEach((call, i) => {
+        let content = results[i] ?? 'Error: no result';
+        if (verdicts[i] === 'warn') {
+          emit({ type: 'loop_warning', name: call.function.name, repeats: detector.repeats });
+          content += `\n\n[forkpool] You have called ${call.function.name} with these same arguments ${detector.repeats} times in a row. Change approach or answer now.`;
+        }
+        messages.push({ role: 'tool', tool_call_id: call.id, content });
+      });
+      if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+      // Its tools were aborted and answered with errors (every call has its result); the run ends here.
+      if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
+      if (verdicts.includes('stop')) {
+        return end(
+          'loop_detected',
+          findingsSoFar(messages),
+          new ForkpoolError('LOOP_DETECTED', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`),
+        );
+      }
+    } finally {
+      turn.dispose();
     }
   }
-  return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('ITERATION_LIMIT', `iteration cap of ${config.maxIterations} model calls reached`));
+}
+
+function turnTimeoutError(timeoutMs: number): TimeoutError {
+  return new TimeoutError('TURN_TIMEOUT', `turn timed out after ${timeoutMs} ms (a model call and the tools it called; turnTimeoutMs)`, timeoutMs);
 }
 
 /** Runs one call; every failure becomes an `Error: …` result the model can read and adapt to. */

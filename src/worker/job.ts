@@ -75,9 +75,14 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     const children = deps.children;
     const steering = deps.steering;
     // One meter for the whole job: it counts what was spent before a resume, and warns once.
-    const budget = spec.budget
-      ? new BudgetMeter(spec.budget, config, { usage, turns: iterations, ...(spec.resume?.wrapUpSent ? { wrapUpSent: true } : {}) })
-      : undefined;
+    // Its maxTurns is the job's one limit on model calls (`maxIterations` is the parent's, not
+    // a job's): a spec without it (built by hand, not spawned) gets `background.budget.maxTurns`.
+    const maxTurns = spec.budget?.maxTurns ?? config.background.budget.maxTurns;
+    const budget = new BudgetMeter({ ...spec.budget, maxTurns }, config, {
+      usage,
+      turns: iterations,
+      ...(spec.resume?.wrapUpSent ? { wrapUpSent: true } : {}),
+    });
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
@@ -87,8 +92,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     for (;;) {
       const result = await runToolLoop({
         client: deps.client ?? clientFor(config),
-        // The iteration budget is the job's, across its resumes.
-        config: { ...config, maxIterations: Math.max(0, config.maxIterations - iterations) },
+        config,
+        // The turns are the job's, across its resumes; the meter stops it at this same count.
+        maxModelCalls: Math.max(0, maxTurns - iterations),
         messages,
         tools: [...builtinTools(config.tools), ...(deps.jobTools ?? [])],
         toolContext: {
@@ -119,8 +125,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         ...(result.budgetExceeded ? { budgetExceeded: result.budgetExceeded } : {}),
       });
       // A message that came with (or after) its final answer is answered too: it was sent to a
-      // running job. Not past its iteration cap or budget: that would turn its answer into a stop.
-      if (result.stopReason === 'final' && steering?.hasPending && iterations < config.maxIterations && !budget?.exhausted()) {
+      // running job. Not past its budget (its turns included): that would turn its answer into a stop.
+      if (result.stopReason === 'final' && steering?.hasPending && !budget.exhausted()) {
         messages = result.messages;
         continue;
       }
@@ -137,7 +143,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       if (children.outstanding.length === 0) return outcome;
       return {
         ...outcome,
-        suspend: { state: { messages: result.messages, usage, iterations, ...(budget?.wrapUpSent ? { wrapUpSent: true } : {}) }, seenChildren: children.seen },
+        suspend: { state: { messages: result.messages, usage, iterations, ...(budget.wrapUpSent ? { wrapUpSent: true } : {}) }, seenChildren: children.seen },
       };
     }
   } catch (error) {

@@ -119,6 +119,7 @@ describe('forkpool run', () => {
       [['run', '--bogus-flag', 'hi'], '--bogus-flag'],
       [['run', '--isolation', 'process', 'hi'], '--isolation'],
       [['fanout', '--max-iterations', '0', '-'], '--max-iterations'],
+      [['fanout', '--max-turns', '0', '-'], '--max-turns'],
       [['sim', '--fault-rate', '2'], '--fault-rate'],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(args, { cwd: workspace({}), cleanup })));
@@ -218,6 +219,24 @@ describe('forkpool fanout', () => {
         .map((x) => x.line)
         .sort(),
     ).toEqual([1, 2, 3]);
+  });
+
+  it("--max-turns is a job's one turn limit: past --max-iterations, it ends partial at its turns; a line asking more is refused", async () => {
+    // Research answers of 12 model calls on the built-in simulator; the parent's cap (3) is not the jobs'.
+    const input = jsonl([good(1), { ...good(2), budget: { maxTurns: 9 } }]);
+    const r = await runCli(['fanout', '--sim-steps', '12', '--max-iterations', '3', '--max-turns', '6', '-'], { cwd: workspace(), input, cleanup });
+    const results = parseJsonLines(r.stdout);
+    expect(
+      results.find((x) => x.line === 1),
+      describeResult(r),
+    ).toMatchObject({
+      status: 'partial',
+      stopReason: 'budget_exceeded',
+      budgetExceeded: 'maxTurns',
+      budget: { limits: { maxTurns: 6 }, spent: { turns: 6 } },
+    });
+    expect(results.find((x) => x.line === 2)).toMatchObject({ status: 'refused', error: { code: 'BUDGET_OVER_LIMIT' } });
+    expect(r.stderr).toContain('may use at most 6 model calls per job');
   });
 
   it('reads tasks from stdin with "-"', async () => {

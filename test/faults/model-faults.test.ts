@@ -231,12 +231,18 @@ describe('hangs and stalls (item 8)', () => {
 });
 
 describe('endless tool calls (item 9)', () => {
-  it('endless tool calls: the iteration cap ends the job as failed with budget_exceeded, keeping what it found', async () => {
-    const { record, sim } = await runOneJob(cleanups, { sim: { endlessToolCalls: true }, config: { maxIterations: 4 } });
-    expect(record.status).toBe('failed');
+  it('endless tool calls: the turn budget ends the job as partial with budget_exceeded, keeping what it found', async () => {
+    // maxIterations is the parent's: a lower one does not cut a job short of its maxTurns.
+    const { record, sim } = await runOneJob(cleanups, {
+      sim: { endlessToolCalls: true },
+      config: { maxIterations: 2 },
+      background: { budget: { maxTurns: 4 } },
+    });
+    expect(record.status).toBe('partial');
     expect(record.stopReason).toBe('budget_exceeded');
+    expect(record.budgetExceeded).toBe('maxTurns');
     expect(record.endedBy).toBe('completed');
-    expect(record.error?.message).toContain('iteration cap of 4 model calls reached');
+    expect(record.error?.code).toBe('BUDGET_EXCEEDED');
     expect(record.resultText).toContain('Tool calls made before stopping (4)');
     expect(record.resultText).toContain('list_dir(');
     expect(sim.requests).toHaveLength(4);

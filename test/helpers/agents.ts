@@ -20,7 +20,7 @@ export function agentConfig(
       description: 'Finds where things are; fast and cheap',
       model: 'scout-model',
       tools: ['find_files', 'grep', 'read_file'],
-      maxIterations: 8,
+      budget: { maxTurns: 8 },
       systemPrompt: SCOUT_PROMPT,
     },
     reviewer: {

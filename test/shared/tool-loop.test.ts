@@ -4,11 +4,12 @@
  */
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createModelClient, type RateGate } from '../../src/shared/model-call.js';
 import { runToolLoop, type ToolLoopOptions, type ToolLoopResult } from '../../src/shared/tool-loop.js';
 import type { LoopEvent } from '../../src/shared/loop-events.js';
 import { builtinTools } from '../../src/shared/tools/index.js';
-import type { PermissionGate } from '../../src/shared/tools/types.js';
+import type { PermissionGate, ToolDefinition } from '../../src/shared/tools/types.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { ScriptStep, SimServerOptions } from '../../src/sim/index.js';
 import {
@@ -209,6 +210,53 @@ describe('runToolLoop stops', () => {
     },
     15_000,
   );
+
+  it('a turn past turnTimeoutMs aborts the tools it called (each still answered) and ends with TURN_TIMEOUT; the next model call is never made', async () => {
+    const t = await startTestSim(
+      cleanup,
+      {
+        script: [{ content: 'Waiting on both.', toolCalls: [call('wait_for_abort', {}, 'w1'), call('wait_for_abort', {}, 'w2')] }, { content: 'never asked' }],
+      },
+      { workspaceRoot: tempWorkspace(FILES, cleanup), turnTimeoutMs: 2_000, toolLimits: { toolTimeoutMs: 600_000 } },
+    );
+    const reasons: unknown[] = [];
+    // A tool that never ends by itself: only its signal stops it.
+    const waitForAbort: ToolDefinition = {
+      name: 'wait_for_abort',
+      description: 'Waits until it is aborted.',
+      parameters: z.object({}),
+      gated: false,
+      run: (_args, ctx) =>
+        new Promise((_, reject) =>
+          ctx.signal.addEventListener(
+            'abort',
+            () => {
+              reasons.push(ctx.signal.reason);
+              reject(new Error('stopped'));
+            },
+            { once: true },
+          ),
+        ),
+    };
+    const result = await runToolLoop({
+      client: t.client,
+      config: t.config,
+      messages: [{ role: 'user', content: 'Wait.' }],
+      tools: [waitForAbort],
+      toolContext: toolContextFor(t.config),
+    });
+    expect(result.stopReason).toBe('error');
+    expect(result.error).toMatchObject({ code: 'TURN_TIMEOUT', timeoutMs: 2_000 });
+    expect(reasons).toEqual([expect.objectContaining({ code: 'TURN_TIMEOUT' }), expect.objectContaining({ code: 'TURN_TIMEOUT' })]);
+    expect(t.sim.requests).toHaveLength(1);
+    expect(result.finalText).toContain('Waiting on both.');
+    assertValidHistory(result.messages);
+  });
+
+  it('turnTimeoutMs 0 sets no deadline: a turn longer than any short timeout still ends final', async () => {
+    const { result } = await runLoop({ script: [{ content: 'Done.' }], latencyMs: 400 }, { turnTimeoutMs: 0 });
+    expect(result).toMatchObject({ stopReason: 'final', finalText: 'Done.' });
+  });
 
   it('returns aborted at once for a signal aborted before the start, without a request', async () => {
     const controller = new AbortController();

@@ -91,8 +91,8 @@ async function soakHalf(isolation, jobs) {
     requestTimeoutMs: 1_500,
     streamIdleTimeoutMs: 700,
     maxRetries: 2,
-    maxIterations: 8,
     background: {
+      budget: { maxTurns: 8 },
       maxConcurrent: MAX_CONCURRENT,
       isolation,
       tasksPerThread: 8,

@@ -47,7 +47,7 @@ export async function createAiSdkPeer(spec: CellSpec, onToolResult?: (name: stri
       instructions: kit.systemPrompt,
       prompt: task,
       tools: jobTools,
-      stopWhen: stepCountIs(config.maxIterations),
+      stopWhen: stepCountIs(config.background.budget.maxTurns),
       temperature: config.temperature,
       maxRetries: config.maxRetries,
       ...(abortSignal ? { abortSignal } : {}),

@@ -86,7 +86,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       toolDescription: 'Run a research sub-agent on one self-contained task; returns its answer.',
       parameters: spawnArgs,
       inputBuilder: ({ params }) => params.task,
-      runOptions: { maxTurns: config.maxIterations, ...(signal ? { signal } : {}) },
+      runOptions: { maxTurns: config.background.budget.maxTurns, ...(signal ? { signal } : {}) },
       customOutputExtractor: (result) => {
         const text = typeof result.finalOutput === 'string' ? result.finalOutput : '';
         if (text.trim() && result.agentToolInvocation.toolCallId) answered.add(result.agentToolInvocation.toolCallId);

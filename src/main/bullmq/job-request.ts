@@ -19,6 +19,7 @@ const REQUEST_FIELDS = [
   'temperature',
   'maxIterations',
   'requestTimeoutMs',
+  'turnTimeoutMs',
   'streamIdleTimeoutMs',
   'maxRetries',
   'stream',

@@ -69,6 +69,7 @@ export class WorkerPolicy {
       temperature: request.temperature,
       maxIterations: request.maxIterations,
       requestTimeoutMs: request.requestTimeoutMs,
+      turnTimeoutMs: request.turnTimeoutMs,
       streamIdleTimeoutMs: request.streamIdleTimeoutMs,
       maxRetries: request.maxRetries,
       stream: request.stream,

@@ -13,7 +13,10 @@ export interface ConfigOverrides {
   baseUrl?: string | undefined;
   workspace?: string | undefined;
   allowBroadWorkspace?: boolean | undefined;
+  /** The parent's model calls per turn (`maxIterations`). */
   maxIterations?: number | undefined;
+  /** A background job's model calls (`background.budget.maxTurns`): the one limit on a job's turns. */
+  maxTurns?: number | undefined;
   concurrency?: number | undefined;
   isolation?: string | undefined;
   /**
@@ -136,6 +139,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
     ['workspaceRoot', flags.workspace, '--workspace'],
     ['allowBroadWorkspace', flags.allowBroadWorkspace, '--allow-broad-workspace'],
     ['maxIterations', flags.maxIterations, '--max-iterations'],
+    ['background.budget.maxTurns', flags.maxTurns, '--max-turns'],
     ['background.maxConcurrent', flags.concurrency, '--concurrency'],
     ['background.isolation', flags.isolation, '--isolation'],
     ['background.timeoutMinutes', flags.timeoutMinutes, '--timeout'],

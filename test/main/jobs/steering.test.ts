@@ -146,11 +146,11 @@ describe('steering: queued and ended jobs', () => {
     sim.assertScriptDone();
   });
 
-  it('at its iteration cap a final answer stands: the late message stays unreceived and the job still ends ok', async () => {
+  it('at its turn budget a final answer stands: the late message stays unreceived and the job still ends ok', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: [{ content: 'My only answer.' }] });
     const proxy = await startHoldingProxy(cleanups, sim.url, () => true);
-    const manager = makeManager(makeConfig(undefined, root, {}, { baseUrl: proxy.url, maxIterations: 1 }), cleanups);
+    const manager = makeManager(makeConfig(undefined, root, { budget: { maxTurns: 1 } }, { baseUrl: proxy.url }), cleanups);
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     await waitFor(() => proxy.held() === 1, 'its final answer held');
     manager.send(id, 'One more thing.');
