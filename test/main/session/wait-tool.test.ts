@@ -23,6 +23,7 @@ import {
   makeWorkspace,
   messagesOf,
   startSim,
+  startedJob,
   toolResultsSent,
   useCleanup,
   watchManager,
@@ -123,6 +124,8 @@ describe('wait_background_agents: modes, timeout, refusals, abort', () => {
     const signal = new AbortController().signal;
     const quick = session.manager.spawn({ task: RESEARCH_TASK, label: 'quick', wave: 99 });
     const long = session.manager.spawn({ task: 'FAULT:finish_on_cancel', label: 'long', wave: 99 });
+    // Running, not queued, when the wait returns (its line names the state it is in).
+    await startedJob(session.manager, long.id);
 
     const any = await wait.run({ timeout_ms: 30_000, mode: 'any' }, contextWith(signal));
     expect(any).toMatch(/^Waited \d+\.\d s for 2 background job\(s\): 1 ended, 1 still running\. Mode any: one ending was enough\./);
