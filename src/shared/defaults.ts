@@ -311,4 +311,6 @@ export const WAIT_LIMITS = {
    * then ends the wait with an answer before the tool loop's timeout fails the call.
    */
   toolMarginMs: 1_000,
+  /** The chat's `/bg wait` without `--timeout`. */
+  chatDefaultMs: 30_000,
 } as const;
