@@ -26,6 +26,7 @@ import {
   startedJob,
   toolResultsSent,
   useCleanup,
+  waitFor,
   watchManager,
 } from '../../helpers/index.js';
 
@@ -114,6 +115,38 @@ describe('wait_background_agents in a parent turn', () => {
       for (const message of messagesOf(request))
         if (message.role !== 'tool') expect(JSON.stringify(message.content ?? '')).not.toContain('[Background agent "retry research"');
     expect(session.manager.get('bg-1')?.deliveredInTurn).toBe(1);
+    parentSim.assertScriptDone();
+  });
+});
+
+describe('wait_background_agents: Esc in a parent turn', () => {
+  it('cancelling the turn ends the wait at once: the turn stops aborted, the wait leaves no listener, the job runs on undelivered', async () => {
+    const root = await makeWorkspace(cleanups);
+    const jobsSim = await startSim(cleanups);
+    const parentSim = await startSim(cleanups, {
+      script: [
+        { toolCalls: [{ name: 'spawn_background_agent', arguments: { task: 'FAULT:ignore_cancel', label: 'stuck' } }] },
+        { toolCalls: [{ name: 'wait_background_agents', arguments: { timeout_ms: 50_000 } }] },
+      ],
+    });
+    const config = makeConfig(jobsSim, root, { cancelGraceMs: 100 });
+    const session = new AgentSession({
+      config,
+      executor: fixtureExecutor(config, cleanups),
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const listeners = session.manager.listenerCount('done');
+    const turn = session.submit('Start it and wait.');
+    await waitFor(() => session.manager.listenerCount('done') > listeners, 'the wait under way');
+    expect(session.cancelTurn('Esc')).toBe(true);
+    const result = await turn;
+    expect(result.stopReason).toBe('aborted');
+    // The wait's own listener is gone with the turn (not left until its 50 s pass).
+    expect(session.manager.listenerCount('done')).toBe(listeners);
+    expect(session.manager.get('bg-1')?.state).not.toBe('ended');
+    expect(session.manager.get('bg-1')?.deliveredInTurn).toBeUndefined();
     parentSim.assertScriptDone();
   });
 });
