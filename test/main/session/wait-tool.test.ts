@@ -187,6 +187,19 @@ describe('wait_background_agents: modes, timeout, refusals, abort', () => {
     expect(await wait.run({ timeout_ms: 30_000 }, contextWith(signal))).toMatch(/^No background agents to wait for/);
   });
 
+  it('a long result is cut to background.resultMaxChars, its unread part recorded and named for read_background_result', async () => {
+    const { session, wait } = await sessionWithWaitTool({ resultMaxChars: 2_000 });
+    const long = session.manager.spawn({ task: `${RESEARCH_TASK} [sim-answer-chars: 20000]`, label: 'long answer', wave: 99 });
+    const text = await wait.run({ jobs: [long.id], timeout_ms: 30_000 }, contextWith(new AbortController().signal));
+    const record = session.manager.get(long.id);
+    expect(record?.resultText?.length).toBe(20_000);
+    const unread = record?.resultUnread;
+    expect(unread).toEqual([expect.any(Number), expect.any(Number)]);
+    expect(text).toContain(`Read them with read_background_result(job_id: "${long.id}", offset: ${unread?.[0]})`);
+    expect(text.length).toBeLessThan(4_000);
+    expect(record?.deliveredInTurn).toBe(7);
+  });
+
   it('an unknown job, or a child of another job, is a tool error naming it and nothing waits; timeout_ms above the cap is refused', async () => {
     const { session, wait, config } = await sessionWithWaitTool({ maxDepth: 2 });
     const signal = new AbortController().signal;
