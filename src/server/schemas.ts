@@ -3,6 +3,8 @@ import { JOB_ROLES, STEERING_MAX_CHARS } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
+import { WAIT_MODES } from '../main/jobs/waits.js';
+import { WAIT_LIMITS } from '../shared/defaults.js';
 
 /** Request and response shapes of the HTTP API; `/openapi.json` is generated from these. */
 export const MAX_TASKS_PER_REQUEST = 100;
@@ -45,6 +47,21 @@ export const jobMessageBody = z.strictObject({
   message: z.string().trim().min(1).max(STEERING_MAX_CHARS),
   /** Cancel the job's model call in flight; default false (before its next model call). */
   interrupt: z.boolean().optional(),
+});
+
+/** The longest `POST /v1/jobs/wait`, in ms: the same bound as the result long poll's `wait` (120 s). */
+export const WAIT_HTTP_MAX_MS = 120_000;
+
+/** POST /v1/jobs/wait: wait for jobs of the server's manager to end (BackgroundManager.wait). */
+export const waitJobsBody = z.strictObject({
+  jobs: z
+    .array(z.string().min(1).max(100))
+    .min(1)
+    .max(WAIT_LIMITS.maxJobs)
+    .optional()
+    .describe('Job ids or names; default every job not ended when the request arrives.'),
+  timeoutMs: z.number().int().min(0).max(WAIT_HTTP_MAX_MS).describe(`The longest wait in ms (0 answers at once), at most ${WAIT_HTTP_MAX_MS}.`),
+  mode: z.enum(WAIT_MODES).optional().describe('"all" (default): until every job has ended; "any": until the first has.'),
 });
 
 export const resultQuery = z.strictObject({
@@ -154,6 +171,17 @@ export const ROUTE_DOCS: RouteDoc[] = [
       202: { description: '{ jobId, message, state, delivery: posted|kept, interrupt }' },
       404: { description: 'No such job', schema: errorShape },
       409: { description: 'The job has ended (JOB_ENDED, naming its state)', schema: errorShape },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/wait',
+    summary: 'Wait until the jobs named (default: every live one) end, all of them or the first (mode any), or timeoutMs passes.',
+    body: waitJobsBody,
+    responses: {
+      200: { description: '{ timedOut, waitedMs, ended: [job detail], running: [job summary] }' },
+      400: { description: 'Bad body', schema: errorShape },
+      404: { description: 'No such job (JOB_UNKNOWN, naming it); nothing waited', schema: errorShape },
     },
   },
   { method: 'post', path: '/v1/sessions', summary: 'Create a parent-agent session.', body: createSessionBody, responses: { 201: { description: '{ id }' } } },

@@ -310,3 +310,18 @@ export const FANOUT_LINE_MAX_BYTES = 2 * 1024 * 1024;
  * an isolation a batch of one's own tasks seldom needs. The library keeps {@link DEFAULTS}' `thread`.
  */
 export const FANOUT_ISOLATION: 'thread' | 'shared' = 'shared';
+
+/** Bounds of a wait for jobs (`BackgroundManager.wait`, wait_background_agents; src/main/jobs/waits.ts). */
+export const WAIT_LIMITS = {
+  /** The longest wait the library accepts, in ms (one hour); wait again for longer. */
+  maxTimeoutMs: 3_600_000,
+  /** Jobs one wait may name. */
+  maxJobs: 1_000,
+  /**
+   * The tool's `timeout_ms` may be at most `toolLimits.toolTimeoutMs` less this: its own timer
+   * then ends the wait with an answer before the tool loop's timeout fails the call.
+   */
+  toolMarginMs: 1_000,
+  /** The chat's `/bg wait` without `--timeout`. */
+  chatDefaultMs: 30_000,
+} as const;

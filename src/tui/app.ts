@@ -169,7 +169,7 @@ function useChatInput(chat: ChatController): { text: string } {
           return;
         case 'escape':
           if (panel.detail !== undefined) chat.showDetail(undefined);
-          else if (chat.busy) chat.cancelTurn();
+          else if (chat.busy || chat.waiting) chat.cancelTurn();
           else if (panel.open) chat.togglePanel();
           else chat.setHint(undefined);
           return;

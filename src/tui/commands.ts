@@ -10,6 +10,7 @@ import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
 import { resumeCommand } from './resume-command.js';
 import { SEND_HELP_LINES, sendCommand } from './send-command.js';
+import { WAIT_HELP_LINE, waitCommand } from './wait-command.js';
 import { WORKTREE_ACTIONS, type WorktreeAction } from '../main/jobs/worktrees.js';
 
 /**
@@ -23,6 +24,8 @@ export interface CommandHost {
   add(kind: EntryKind, text: string): void;
   togglePanel(): void;
   startUserJob(task: string, options?: { agent?: string }): void;
+  /** A `/bg wait` begins: the signal Esc and quit abort, and `done` at its end. */
+  beginWait(): { signal: AbortSignal; done(): void };
   quit(): Promise<unknown>;
 }
 
@@ -37,6 +40,7 @@ export const HELP_LINES = [
   "/bg show <id|name>       a job's detail and full result",
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   ...SEND_HELP_LINES,
+  WAIT_HELP_LINE,
   "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
@@ -74,6 +78,17 @@ export function runSlashCommand(chat: CommandHost, line: string): void {
   } catch (error) {
     chat.add('error', oneLine(errorMessage(error), 300));
   }
+}
+
+/**
+ * `/bg wait`: runs until the jobs end, the timeout passes or Esc; a failure is an error line,
+ * never a rejection. The chat knows its end through `beginWait` (line mode waits for it).
+ */
+function backgroundWait(chat: CommandHost, args: string, say: (text: string) => void): void {
+  const wait = chat.beginWait();
+  void waitCommand(chat.session.manager, args, say, wait.signal)
+    .catch((error: unknown) => chat.add('error', oneLine(errorMessage(error), 300)))
+    .finally(() => wait.done());
 }
 
 function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (text: string) => void): void {
@@ -115,11 +130,13 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     case 'send':
     case 'interrupt':
       return sendCommand(manager, args, sub === 'interrupt', say);
+    case 'wait':
+      return backgroundWait(chat, args, say);
     case 'worktree':
       return say(worktreeCommand(manager, args));
     default:
       say(
-        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, worktree <id|name> merge|keep|drop`,
+        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, wait [id|name…], worktree <id|name> merge|keep|drop`,
       );
   }
 }

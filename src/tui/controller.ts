@@ -59,6 +59,10 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   #permission: { request: PermissionRequest; resolve: (answer: PermissionAnswer) => void } | undefined;
   #panel: PanelState = { open: false, selected: 0, detailOffset: 0 };
   #closing: Promise<CloseReport> | undefined;
+  /** The `/bg wait`s that run now: Esc (cancelTurn) and quit abort them. */
+  readonly #waits = new Set<AbortController>();
+  /** The end of the `/bg wait` the command being run began, if it began one. */
+  #waitBegun: Promise<void> | undefined;
 
   constructor(options: ChatControllerOptions) {
     super();
@@ -150,6 +154,35 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     return this.#closing !== undefined;
   }
 
+  /** A `/bg wait` runs (Esc stops it). */
+  get waiting(): boolean {
+    return this.#waits.size > 0;
+  }
+
+  /** For `/bg wait` (commands.ts): its signal, aborted by Esc or quit, and its end. */
+  beginWait(): { signal: AbortSignal; done(): void } {
+    const controller = new AbortController();
+    if (this.#closing) controller.abort('closing');
+    this.#waits.add(controller);
+    let ended = () => {};
+    this.#waitBegun = new Promise((resolve) => (ended = resolve));
+    this.changed();
+    return {
+      signal: controller.signal,
+      done: () => {
+        this.#waits.delete(controller);
+        ended();
+        this.changed();
+      },
+    };
+  }
+
+  #stopWaits(reason: string): boolean {
+    const any = this.#waits.size > 0;
+    for (const wait of this.#waits) wait.abort(reason);
+    return any;
+  }
+
   jobs(): Readonly<JobRecord>[] {
     return this.session.manager.jobs();
   }
@@ -186,8 +219,12 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     if (line.startsWith('/')) {
       this.remember(line);
       this.setHint(undefined);
+      this.#waitBegun = undefined;
       runSlashCommand(this, line);
-      return { accepted: true };
+      // A `/bg wait` goes on after the command returns: its end is this line's "turn" (line mode waits for it).
+      const waiting = this.#waitBegun;
+      this.#waitBegun = undefined;
+      return waiting ? { accepted: true, turn: waiting } : { accepted: true };
     }
     if (this.busy || this.closing) {
       this.setHint(this.closing ? 'closing: no new turns' : BUSY_HINT);
@@ -222,18 +259,19 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     }
   }
 
-  /** Esc, or Ctrl+C while busy: ends the current turn. Background jobs are left running. */
+  /** Esc, or Ctrl+C while busy: ends the current turn and stops any `/bg wait`. Background jobs are left running. */
   cancelTurn(): boolean {
     this.#permission?.resolve('deny');
+    const stoppedWait = this.#stopWaits('cancelled by the user');
     const cancelled = this.session.cancelTurn();
     if (cancelled) this.#activity = 'cancelling';
     this.changed();
-    return cancelled;
+    return cancelled || stoppedWait;
   }
 
-  /** Ctrl+C: cancels the turn when one runs, else quits. */
+  /** Ctrl+C: cancels the turn (or a `/bg wait`) when one runs, else quits. */
   interrupt(): 'cancelled' | 'quitting' {
-    if (this.busy && this.cancelTurn()) return 'cancelled';
+    if ((this.busy || this.waiting) && this.cancelTurn()) return 'cancelled';
     void this.quit();
     return 'quitting';
   }
@@ -245,6 +283,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   quit(): Promise<CloseReport> {
     if (this.#closing) return this.#closing;
     this.#permission?.resolve('deny');
+    this.#stopWaits('closing');
     const live = this.liveJobs();
     this.add(
       'notice',

@@ -22,12 +22,14 @@ import { JobEngine, type CompletionAnswer } from './engine.js';
 import { reportFault, reportStorage } from './host-reports.js';
 import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
 import type { JobWorktree, WorktreeAction } from './worktrees.js';
+import { waitForJobs, type WaitOptions, type WaitOutcome } from './waits.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
 export type { JobWorktree, WorktreeAction, WorkspaceMode } from './worktrees.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
 import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 export type { SteerOptions, SteerReceipt } from './manager-api.js';
+export type { WaitMode, WaitOptions, WaitOutcome } from './waits.js';
 import type { SteerOptions, SteerReceipt } from './manager-api.js';
 
 /**
@@ -169,6 +171,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /** Resolves with the job's final record once it has ended (at once if it already has). */
   result(id: string): Promise<Readonly<JobRecord>> {
     return this.#engine.table.get(id)?.result() ?? Promise.reject(unknownJob(id));
+  }
+
+  /**
+   * Waits until the jobs named (ids or names) have ended — every one (`mode: "all"`, the
+   * default) or the first (`"any"`) — or `timeoutMs` passes, or `signal` aborts (rejects
+   * `ABORTED`). Resolves with what ended and what still runs (see waits.ts); delivers nothing.
+   * Rejects `JOB_UNKNOWN` or `TOOL_ARGUMENTS_INVALID` before anything waits.
+   */
+  wait(jobs: readonly string[], options: WaitOptions): Promise<WaitOutcome> {
+    const table = this.#engine.table;
+    return waitForJobs(
+      { idOf: (name) => table.find(name)?.id, get: (id) => this.#ledger.get(id), onDone: (listener) => this.on('done', listener) },
+      jobs,
+      options,
+    );
   }
 
   /** A cheap snapshot of every job: records are frozen values, replaced (not changed) as jobs move. */

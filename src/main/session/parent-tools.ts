@@ -8,6 +8,7 @@ import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { inspectTools } from './inspect-tools.js';
 import { resumeTool } from './resume-tool.js';
 import { steerTool } from './steer-tool.js';
+import { waitTool } from './wait-tool.js';
 import { worktreeTool } from './worktree-tools.js';
 import type { JobActivity } from './job-activity.js';
 
@@ -26,9 +27,9 @@ export interface ParentToolsHost {
 }
 
 /**
- * The tools a parent agent uses on its background jobs: spawn and cancel, one `agent_<name>`
- * per configured agent tool, list and check, and read_background_result for a result delivered
- * in part.
+ * The tools a parent agent uses on its background jobs: spawn and cancel, resume, send, wait, one
+ * `agent_<name>` per configured agent tool, list and check, and read_background_result for a
+ * result delivered in part.
  */
 export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
   const { config, manager, deliveries, currentTurn } = host;
@@ -42,6 +43,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
     }),
     resumeTool({ manager, currentTurn }),
     steerTool({ send: (id, text, options) => manager.send(id, text, options) }),
+    waitTool({ manager, deliveries, config, currentTurn }),
     ...agentTools(
       { manager, deliveries, spawn: (request) => host.spawnForAgentTool(request), currentTurn, resultMaxChars },
       config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name })),
