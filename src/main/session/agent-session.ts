@@ -167,9 +167,9 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       // A user's job is not wave-gated: it reaches the parent as soon as the parent is free. So
       // does a job in no wave (a restarted one, one spawned through the manager directly).
       // A nested job's result went to its parent job, not here.
-      if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp({ kind: 'user-job' });
-      // A result re-run because it was stale: its wave has fired already, so its end asks for itself.
-      else if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
+      // A result re-run because it was stale (out of its wave, which has fired): said as such.
+      if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
+      else if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp({ kind: 'user-job' });
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
