@@ -67,8 +67,9 @@ export function cancelledTurnNotice(turn: number, cancelled: readonly string[], 
     });
     parts.push(`its agent call's job ${idList(named)} ${cancelled.length === 1 ? 'is' : 'are'} cancelled with it`);
   }
-  const live = jobs.filter((j) => j.state !== 'ended' && !gone.has(j.id)).map((j) => (j.backgrounded ? `${j.id} (backgrounded)` : j.id));
-  if (live.length > 0) parts.push(`${idList(live)} keep${live.length === 1 ? 's' : ''} running in the background`);
+  const live = jobs.filter((j) => j.state !== 'ended' && !gone.has(j.id)).map((j) => (j.backgrounded ? `${j.id}, backgrounded` : j.id));
+  const n = live.length;
+  if (n > 0) parts.push(`${n} background job${n === 1 ? ' keeps' : 's keep'} running (${idList(live)})`);
   return parts.join('; ');
 }
 

@@ -133,7 +133,7 @@ describe('Esc during an agent_<name> call', () => {
     expect(job?.state).not.toBe('ended');
     expect(chat.cancelTurn()).toBe(true);
     await turn;
-    expect(chat.entries.filter((e) => e.kind === 'notice').at(-1)?.text).toBe(`⊘ turn 1 cancelled; ${job?.id} (backgrounded) keeps running in the background`);
+    expect(chat.entries.filter((e) => e.kind === 'notice').at(-1)?.text).toBe(`⊘ turn 1 cancelled; 1 background job keeps running (${job?.id}, backgrounded)`);
     // It was not cancelled: it still runs, its call held.
     await waitFor(() => proxy.held() === 1, 'its next model call is in flight', { timeoutMs: 90_000 });
     expect(session.manager.get(job?.id as string)?.state).toBe('running');
