@@ -34,6 +34,8 @@ export type { RecoveryReport } from './main/jobs/recovery.js';
 export { Deliveries } from './main/delivery/deliveries.js';
 export type { DurableSessionOptions } from './main/session/durable-session.js';
 export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/session/parent-agent.js';
+export { followUpNotice, type FollowUpCause, type FollowUpReason } from './main/views/follow-up.js';
+export { AUTOMATED_RESULTS_MARKER, FOLLOW_UP_PROMPTS } from './shared/prompts.js';
 export { PermissionStore, type PermissionAsker } from './main/limits/permissions.js';
 export type { ListenerFailure } from './shared/typed-emitter.js';
 export { loadConfig, CONFIG_FILE_NAME, type ConfigOverrides, type LoadConfigOptions } from './main/setup/config-load.js';

@@ -4,6 +4,7 @@ import type { PermissionAsker } from '../main/limits/permissions.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
 import { costLines, escapeForTerminal, escapeLinesForTerminal, jobLine, oneLine, usageLines } from '../main/views/terminal-lines.js';
 import { jobJson } from '../main/views/job-view.js';
+import { followUpNotice } from '../main/views/follow-up.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */
@@ -123,7 +124,11 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   });
   session.on('parent', (event) => {
     if (event.type === 'loop' && event.event.type === 'tool_call') ctx.logger.debug({ turn: event.turn, tool: event.event.name }, 'parent tool call');
-    if (event.type === 'turn_start' && event.followUp) ctx.note(`… wave finished: follow-up turn ${event.turn}`);
+    // What started it (a wave's end, its join's quorum or deadline, a person's job...), never the block it delivers.
+    if (event.type === 'turn_start' && event.followUp) {
+      ctx.note(followUpNotice(event.turn, event.cause));
+      ctx.event('follow_up', { turn: event.turn, cause: event.cause ?? null });
+    }
   });
   session.on('turn-result', (result) => {
     if (ctx.json)

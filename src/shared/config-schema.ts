@@ -192,6 +192,13 @@ const deliverySchema = z.strictObject({
   pageMaxChars: z.number().int().min(500).max(10_000_000).default(DEFAULTS.delivery.pageMaxChars),
   /** A result based on files changed since the job read them: `annotate` the delivery, or `rerun` the job once. */
   staleResults: z.enum(['annotate', 'rerun']).default(DEFAULTS.delivery.staleResults),
+  /**
+   * How results are put before the parent's turn: `forkpool` (default), one `<background_results>`
+   * block in the turn's own input; `remy`, a hidden message that opens with the marker line
+   * `@@automated::background_results@@`, one `<tool_result id="<job id>" name="<agent or label>">`
+   * per result (docs/delivery.md "Delivery format").
+   */
+  format: z.enum(['forkpool', 'remy']).default(DEFAULTS.delivery.format),
 });
 
 const dedupSchema = z.strictObject({

@@ -242,6 +242,8 @@ export const DEFAULTS = {
     pageMaxChars: 20_000,
     /** A result based on files changed since the job read them: `annotate` it, or `rerun` the job once. */
     staleResults: 'annotate' as 'annotate' | 'rerun',
+    /** `forkpool`: results in the turn's own input; `remy`: a hidden automated message (`@@automated::background_results@@`). */
+    format: 'forkpool' as 'forkpool' | 'remy',
   },
   /** Spawn de-duplication (docs/delivery.md "De-duplication"). */
   dedup: {

@@ -9,14 +9,45 @@ export const BACKGROUND_RESULTS_OPEN = '<background_results>';
 export const BACKGROUND_RESULTS_CLOSE = '</background_results>';
 
 /**
- * The fixed prompt of an automatic follow-up turn, submitted when a wave of background jobs
- * ends. Exported so the repeated-prompt check and the dispatch site can never drift apart.
+ * The marker line that opens a hidden automated message with background results, in the
+ * `remy` delivery format (`delivery.format`): the message is forkpool's, never the person's.
  */
-export const BACKGROUND_FOLLOWUP_PROMPT =
-  'Background agents you started have finished; their results are in the block above. ' +
-  "Continue with the user's request using them. Do not start the same research again.";
+export const AUTOMATED_RESULTS_MARKER = '@@automated::background_results@@';
 
-export function primarySystemPrompt(opts: { workspaceRoot: string; canSpawn: boolean }): string {
+/**
+ * The fixed prompts of an automatic follow-up turn, by what it delivers: results of agents the
+ * parent started (its whole wave, or a result re-run or deferred), part of a wave (its join let the
+ * follow-up come early, or a result is being re-run: what is still running is listed), results of
+ * jobs a person started (`/bg start`, the HTTP API), or both. Exported so the repeated-prompt check
+ * and the dispatch site can never drift apart.
+ */
+export const FOLLOW_UP_PROMPTS = {
+  agents:
+    'Background agents you started have finished; their results are in the block above. ' +
+    "Continue with the user's request using them. Do not start the same research again.",
+  partial:
+    'Some of the background agents you started have finished; their results are in the block above, ' +
+    'and the ones still running are listed: their results come in a later turn. ' +
+    "Continue with the user's request using what you have; do not guess the missing results or start the same research again.",
+  user:
+    'Background jobs the user started have ended; their results are in the block above. ' + 'Tell the user what they found. Do not start the same work again.',
+  mixed:
+    'Background results have arrived, from agents you started and from jobs the user started; they are in the block above. ' +
+    "Continue with the user's request using them, and tell the user what their jobs found. Do not start the same work again.",
+} as const;
+
+export type FollowUpPromptKind = keyof typeof FOLLOW_UP_PROMPTS;
+
+/** The prompt of a follow-up that delivers the results of agents the parent started (a whole wave). */
+export const BACKGROUND_FOLLOWUP_PROMPT = FOLLOW_UP_PROMPTS.agents;
+
+/** True for forkpool's own follow-up prompts (never a person's words). */
+export function isFollowUpPrompt(input: string): boolean {
+  const text = input.trim();
+  return Object.values(FOLLOW_UP_PROMPTS).some((prompt) => prompt === text);
+}
+
+export function primarySystemPrompt(opts: { workspaceRoot: string; canSpawn: boolean; deliveryFormat?: 'forkpool' | 'remy' }): string {
   const lines = [
     `${PRIMARY_PROMPT_MARKER}, a coding and research assistant working in the workspace ${opts.workspaceRoot}.`,
     'Use the tools to look at real files before you answer; cite the paths you used.',
@@ -29,6 +60,11 @@ export function primarySystemPrompt(opts: { workspaceRoot: string; canSpawn: boo
       'You are told when each one finishes, in a <background_results> block at the start of a later turn. ' +
         'Never guess or fabricate a background result before that block arrives.',
     );
+    if (opts.deliveryFormat === 'remy')
+      lines.push(
+        `A user message that opens with the line ${AUTOMATED_RESULTS_MARKER} is not from the user: forkpool sends it, ` +
+          'with one <tool_result id="JOB ID" name="AGENT OR LABEL"> per finished background job.',
+      );
   }
   return lines.join('\n');
 }

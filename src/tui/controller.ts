@@ -11,7 +11,8 @@ import type { PermissionRequest } from '../shared/tools/types.js';
 import { errorMessage } from '../shared/errors.js';
 import { escapeForTerminal, oneLine } from '../main/views/terminal-lines.js';
 import { runSlashCommand } from './commands.js';
-import { answerText, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
+import { followUpNotice } from '../main/views/follow-up.js';
+import { answerText, cancelledTurnNotice, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
 
 export type PermissionAnswer = 'once' | 'always' | 'deny';
 
@@ -76,7 +77,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
         // The turn's preamble takes every alert that was waiting.
         this.#alertsWaiting = 0;
         this.#activity = 'thinking';
-        if (event.followUp) this.add('notice', `… background results ready: follow-up turn ${event.turn}`);
+        // forkpool's own turn: one line says why, never its input (the delivered block).
+        if (event.followUp) this.add('notice', followUpNotice(event.turn, event.cause));
       } else if (event.type === 'loop') {
         const e = event.event;
         if (e.type === 'tool_call') {
@@ -91,11 +93,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
       // A cancelled turn's text is only the loop's partial findings: the person asked it to stop.
       if (result.answer.trim() && result.stopReason !== 'aborted') this.add('answer', answerText(result.answer));
       if (result.stopReason === 'aborted') {
-        const live = this.liveJobs();
-        this.add(
-          'notice',
-          `⊘ turn ${result.turn} cancelled${live > 0 ? `; ${live} background job${live === 1 ? '' : 's'} keep${live === 1 ? 's' : ''} running` : ''}`,
-        );
+        this.add('notice', cancelledTurnNotice(result.turn, result.cancelledJobs, this.session.manager.jobs()));
       } else if (result.error) {
         this.add('error', `turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 300)}`);
       }

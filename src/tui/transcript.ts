@@ -48,3 +48,32 @@ export function answerText(text: string): string {
     .join('\n')
     .trim();
 }
+
+/** Ids named in a notice; the rest are counted. */
+const NOTICE_MAX_IDS = 5;
+
+/**
+ * The line for a turn the person cancelled (Esc), saying what happens to each job: an
+ * `agent_<name>` call stopped before its job returned cancels that job (named, with its agent);
+ * every other live job — a backgrounded agent call's among them — keeps running (named).
+ */
+export function cancelledTurnNotice(turn: number, cancelled: readonly string[], jobs: readonly Readonly<JobRecord>[]): string {
+  const gone = new Set(cancelled);
+  const parts = [`⊘ turn ${turn} cancelled`];
+  if (cancelled.length > 0) {
+    const named = cancelled.map((id) => {
+      const agent = jobs.find((j) => j.id === id)?.agent;
+      return agent ? `${id} [${escapeForTerminal(agent)}]` : id;
+    });
+    parts.push(`its agent call's job ${idList(named)} ${cancelled.length === 1 ? 'is' : 'are'} cancelled with it`);
+  }
+  const live = jobs.filter((j) => j.state !== 'ended' && !gone.has(j.id)).map((j) => (j.backgrounded ? `${j.id}, backgrounded` : j.id));
+  const n = live.length;
+  if (n > 0) parts.push(`${n} background job${n === 1 ? ' keeps' : 's keep'} running (${idList(live)})`);
+  return parts.join('; ');
+}
+
+function idList(ids: readonly string[]): string {
+  const shown = ids.slice(0, NOTICE_MAX_IDS).join(', ');
+  return ids.length > NOTICE_MAX_IDS ? `${shown} and ${ids.length - NOTICE_MAX_IDS} more` : shown;
+}

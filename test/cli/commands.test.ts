@@ -34,6 +34,9 @@ describe('forkpool run', () => {
     expect(r.stderr).toContain('using the built-in simulated model');
     expect(r.stdout).toContain('I started 2 background agents');
     expect(r.stdout).toMatch(/Here is what the 2 background agents found:\n- .+\n- .+/);
+    // The follow-up is one line saying why (here: the whole wave ended), never its input.
+    expect(r.stderr).toContain("… turn 1's wave finished: follow-up turn 2");
+    expect(r.stderr).not.toContain('<background_results>');
   });
 
   it('prints only JSON lines with --json: spawns, one job_done per job, answers and usage', async () => {
@@ -53,6 +56,9 @@ describe('forkpool run', () => {
     expect(answers.length).toBeGreaterThanOrEqual(2);
     expect(answers.at(-1)).toMatchObject({ followUp: true, stopReason: 'final', text: expect.stringContaining('background agents found') });
     expect(of('usage')).toHaveLength(1);
+    expect(of('follow_up')).toEqual([
+      { type: 'follow_up', turn: 2, cause: { reasons: [{ kind: 'wave', wave: 1 }], delivered: { agents: 2, user: 0 }, stillRunning: 0 } },
+    ]);
     // Human notes go nowhere with --json: stderr carries no spawn lines.
     expect(r.stderr).not.toContain('spawned');
   });

@@ -136,8 +136,9 @@ describe('a durable ledger that stops writing', () => {
     await session.submit('1. Where is the retry backoff implemented?\n2. Where is the tool loop?');
     await session.onIdle();
     expect(spawned).toBe(2);
-    // The wave's follow-up ran (the wave was sealed) but could not deliver: both results still wait.
-    expect(followUps.length).toBe(1);
+    // The wave's follow-up was owed (the wave was sealed) but could not record a delivery: with
+    // nothing delivered it does not run (no empty turn); both results still wait.
+    expect(followUps.length).toBe(0);
     expect(session.deliveries.undeliveredCount).toBe(2);
     expect(session.manager.ledgerHealth().ok).toBe(false);
 

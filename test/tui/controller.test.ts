@@ -8,7 +8,21 @@ import { AgentSession } from '../../src/main/session/agent-session.js';
 import { BACKGROUND_PROMPT_MARKER } from '../../src/shared/prompts.js';
 import { ChatController } from '../../src/tui/controller.js';
 import { parseKeys } from '../../src/tui/keys.js';
-import { useCleanup, makeConfig, makeWorkspace, startHoldingProxy, startSim, waitFor, watchManager } from '../helpers/index.js';
+import { createModelClient } from '../../src/shared/model-call.js';
+import type { ManagerEvents } from '../../src/main/jobs/manager.js';
+import type { ScriptStep } from '../../src/sim/index.js';
+import {
+  agentConfig,
+  useCleanup,
+  makeConfig,
+  makeWorkspace,
+  nextEvent,
+  RESEARCH_TASK,
+  startHoldingProxy,
+  startSim,
+  waitFor,
+  watchManager,
+} from '../helpers/index.js';
 
 const cleanups = useCleanup();
 
@@ -58,5 +72,70 @@ describe('chat quit', () => {
     expect(turnsStarted).toEqual([]);
     // A second quit shares the first close.
     expect(await chat.quit()).toBe(report);
+  }, 150_000);
+});
+
+describe('Esc during an agent_<name> call', () => {
+  /**
+   * A chat whose parent is scripted and whose scout jobs go through a holding proxy: `hold`
+   * picks the job requests kept in flight, so a job is running exactly when the test presses Esc.
+   */
+  async function agentChat(script: ScriptStep[], hold: (body: string) => boolean) {
+    const root = await makeWorkspace(cleanups);
+    const jobsSim = await startSim(cleanups);
+    const proxy = await startHoldingProxy(cleanups, jobsSim.url, hold);
+    cleanups.add(() => proxy.release());
+    const parentSim = await startSim(cleanups, { script });
+    const config = agentConfig(jobsSim, root, { agentTools: ['scout'], grantedTools: ['bash'], baseUrl: proxy.url });
+    const session = new AgentSession({
+      config,
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    return { session, proxy, chat: new ChatController({ session, closeTimeoutMs: 2_000 }) };
+  }
+
+  it('a call still waiting for its job: the notice says that job is cancelled, by id, and the job ends cancelled', async () => {
+    const { session, proxy, chat } = await agentChat([{ toolCalls: [{ id: 'call-1', name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] }], () => true);
+    const turn = chat.submitLine('Ask the scout.').turn;
+    await waitFor(() => proxy.held() === 1, "the scout job's model call is in flight", { timeoutMs: 90_000 });
+    const [job] = session.manager.jobs();
+    const done = nextEvent<ManagerEvents, 'done'>(session.manager, 'done');
+    expect(chat.cancelTurn()).toBe(true);
+    await turn;
+    const notice = chat.entries.filter((e) => e.kind === 'notice').at(-1)?.text;
+    expect(notice).toBe(`⊘ turn 1 cancelled; its agent call's job ${job?.id} [scout] is cancelled with it`);
+    expect(notice).not.toContain('running');
+    const [record] = await done;
+    expect(record).toMatchObject({ id: job?.id, status: 'cancelled' });
+  }, 150_000);
+
+  it('a call that already returned early (backgrounded): the notice says its job keeps running', async () => {
+    const flag = 'never-written';
+    const { session, proxy, chat } = await agentChat(
+      [
+        { toolCalls: [{ id: 'call-bg', name: 'agent_scout', arguments: { task: RESEARCH_TASK, background: true } }] },
+        // The turn goes on after the early return: it waits in bash until Esc.
+        { toolCalls: [{ name: 'bash', arguments: { command: `while [ ! -f '${flag}' ]; do sleep 0.05; done` } }] },
+      ],
+      // The job's first call answers (its first text: the early return); the next is held, so it keeps running.
+      (body) => body.includes('"role":"assistant"'),
+    );
+    const inBash = new Promise<void>((resolve) =>
+      session.on('parent', (e) => (e.type === 'loop' && e.event.type === 'tool_call' && e.event.name === 'bash' ? resolve() : undefined)),
+    );
+    const turn = chat.submitLine('Ask the scout in the background.').turn;
+    await inBash;
+    const [job] = session.manager.jobs();
+    expect(job).toMatchObject({ backgrounded: true });
+    expect(job?.state).not.toBe('ended');
+    expect(chat.cancelTurn()).toBe(true);
+    await turn;
+    expect(chat.entries.filter((e) => e.kind === 'notice').at(-1)?.text).toBe(`⊘ turn 1 cancelled; 1 background job keeps running (${job?.id}, backgrounded)`);
+    // It was not cancelled: it still runs, its call held.
+    await waitFor(() => proxy.held() === 1, 'its next model call is in flight', { timeoutMs: 90_000 });
+    expect(session.manager.get(job?.id as string)?.state).toBe('running');
   }, 150_000);
 });

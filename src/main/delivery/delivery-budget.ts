@@ -2,7 +2,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { contextWindowOf } from '../../shared/models.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../shared/prompts.js';
 import { DELIVERED_HEAD_SHARE, headTailRoom } from '../../shared/text-budget.js';
-import { NO_TEXT_LINE, jobHeadLines, quoteLines } from '../views/delivery-format.js';
+import { NO_TEXT_LINE, jobHeadLines, quoteLines, type ResultWrap } from '../views/delivery-format.js';
 import type { JobRecord } from '../ledger/ledger.js';
 
 /** The estimate used everywhere for the parent's context (see session.ts): 4 characters a token. */
@@ -24,6 +24,8 @@ export interface DeliveryInput {
   perJobMaxChars: number;
   /** Extra lines after a job's header (a stale-result note), by job id. Counted in the budget. */
   notes?: ReadonlyMap<string, readonly string[]>;
+  /** Frames each job's part (the `remy` format's `<tool_result>`); counted in the budget. */
+  wrap?: ResultWrap | undefined;
 }
 
 export interface DeliveryPlan {
@@ -47,6 +49,9 @@ interface Sized {
   job: JobRecord;
   text: string;
   headLines: string[];
+  /** The lines before and after its part ([] without a wrap). */
+  wrapOpen: string[];
+  wrapClose: string[];
   /** The job's part with no text shown and the longest "left out" note: what it costs at least. */
   minCost: number;
   /** What its part costs beyond `minCost` when shown as much as `perJobMaxChars` allows (may be negative: short and whole). */
@@ -63,7 +68,7 @@ interface Sized {
 export function planDelivery(input: DeliveryInput): DeliveryPlan {
   const { budgetChars, perJobMaxChars } = input;
   if (input.jobs.length === 0) return { block: '', delivered: [], unread: new Map(), deferred: 0 };
-  const sized = input.jobs.map((job) => size(job, input.notes?.get(job.id) ?? [], perJobMaxChars));
+  const sized = input.jobs.map((job) => size(job, input.notes?.get(job.id) ?? [], perJobMaxChars, input.wrap));
   const frame = BACKGROUND_RESULTS_OPEN.length + 1 + BACKGROUND_RESULTS_CLOSE.length;
   const deferredRoom = input.jobs.length > 1 ? 1 + deferredLine(input.jobs.length).length : 0;
   // Whole headers first, oldest first; always at least one job, or nothing would ever move.
@@ -107,10 +112,14 @@ export function shareFairly(demands: readonly number[], pool: number): number[] 
   return grants;
 }
 
-function size(job: JobRecord, notes: readonly string[], perJobMaxChars: number): Sized {
+function size(job: JobRecord, notes: readonly string[], perJobMaxChars: number, wrap: ResultWrap | undefined): Sized {
   const text = (job.resultText ?? '').trim() ? (job.resultText as string) : '';
   const headLines = [...jobHeadLines(job), ...notes];
-  const headCost = headLines.reduce((n, line) => n + line.length, 0) + headLines.length - 1;
+  const wrapOpen = wrap ? [wrap.open(job)] : [];
+  const wrapClose = wrap ? [wrap.close] : [];
+  // The wrap's lines are fixed costs of the part, as its header is (each with its line break).
+  const wrapCost = [...wrapOpen, ...wrapClose].reduce((n, line) => n + line.length + 1, 0);
+  const headCost = headLines.reduce((n, line) => n + line.length, 0) + headLines.length - 1 + wrapCost;
   // The note's numbers are at most the text's length: the longest note has that length in each.
   const minCost = headCost + 1 + leftOutNote(job.id, text.length, text.length, text.length, text.length).length;
   let cost: number;
@@ -120,7 +129,7 @@ function size(job: JobRecord, notes: readonly string[], perJobMaxChars: number):
     const cut = cutToFit(text, Number.POSITIVE_INFINITY, perJobMaxChars);
     cost = minCost + quotedCost(text, 0, cut.head) + quotedCost(text, text.length - cut.tail, text.length);
   }
-  return { job, text, headLines, minCost, extra: cost - minCost };
+  return { job, text, headLines, wrapOpen, wrapClose, minCost, extra: cost - minCost };
 }
 
 /**
@@ -201,15 +210,16 @@ function isLowSurrogate(code: number): boolean {
 }
 
 function formatPart(item: Sized, cut: Cut | undefined): string {
-  const lines = [...item.headLines];
+  const lines = [...item.wrapOpen, ...item.headLines];
   const { text } = item;
   if (!cut) {
     lines.push(...(text ? quoteLines(text) : [NO_TEXT_LINE]));
-    return lines.join('\n');
+  } else {
+    if (cut.head > 0) lines.push(...quoteLines(text.slice(0, cut.head)));
+    lines.push(leftOutNote(item.job.id, text.length - cut.tail - cut.head, cut.head, text.length - cut.tail, text.length));
+    if (cut.tail > 0) lines.push(...quoteLines(text.slice(text.length - cut.tail)));
   }
-  if (cut.head > 0) lines.push(...quoteLines(text.slice(0, cut.head)));
-  lines.push(leftOutNote(item.job.id, text.length - cut.tail - cut.head, cut.head, text.length - cut.tail, text.length));
-  if (cut.tail > 0) lines.push(...quoteLines(text.slice(text.length - cut.tail)));
+  lines.push(...item.wrapClose);
   return lines.join('\n');
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { FileRead } from '../../shared/protocol.js';
+import type { JobRecord } from '../ledger/ledger.js';
 import { HASH_MAX_BYTES } from '../../shared/tools/file-reads.js';
 
 /** A file a result rests on that is not what the job read any more. */
@@ -76,4 +77,15 @@ function describe(file: StaleFile): string {
   const lines = file.ranges.length > 0 ? ` (it read lines ${file.ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ')})` : '';
   if (file.change === 'deleted') return `${shown}${lines} was deleted or is no longer a file`;
   return `${shown}${lines} modified ${((file.changedAfterMs ?? 0) / 1000).toFixed(1)} s after the job read it`;
+}
+
+/**
+ * The lines a turn's input carries for results re-run instead of delivered (`staleResults:
+ * "rerun"`), so the parent knows they are coming: each job once, by id and label.
+ */
+export function formatRerunning(jobs: readonly Pick<JobRecord, 'id' | 'label'>[]): string {
+  if (jobs.length === 0) return '';
+  const lines = ['[Re-running: files these results rest on changed before they were delivered; each new result comes in a later turn, once]'];
+  for (const job of jobs) lines.push(`- job ${job.id} "${job.label.replace(/[\r\n\t"<>[\]]+/g, ' ').slice(0, 80)}"`);
+  return lines.join('\n');
 }

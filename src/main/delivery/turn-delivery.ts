@@ -5,6 +5,7 @@ import type { JobRecord } from '../ledger/ledger.js';
 import type { BackgroundManager } from '../jobs/manager.js';
 import type { Deliveries } from './deliveries.js';
 import { staleFiles, staleNote } from './staleness.js';
+import type { ResultWrap } from '../views/delivery-format.js';
 
 /** What one turn's delivery produced. */
 export interface TurnDeliveryResult {
@@ -44,8 +45,16 @@ export class TurnDelivery {
     return injectionBudgetTokens(this.#config) * CHARS_PER_TOKEN;
   }
 
-  /** `reservedChars`: what else this turn injects (the alerts block), taken off the budget first. */
-  deliver(turn: number, reservedChars = 0): TurnDeliveryResult {
+  /** The job was re-run instead of delivered and its new result is not delivered yet. */
+  isRerun(jobId: string): boolean {
+    return this.#rerunOnce.has(jobId);
+  }
+
+  /**
+   * `reservedChars`: what else this turn injects (the alerts block), taken off the budget first;
+   * `wrap`: the format's frame of each result (see `delivery.format`).
+   */
+  deliver(turn: number, reservedChars = 0, wrap?: ResultWrap): TurnDeliveryResult {
     const candidates: Readonly<JobRecord>[] = [];
     const notes = new Map<string, string[]>();
     const rerun: string[] = [];
@@ -63,6 +72,7 @@ export class TurnDelivery {
       budgetChars: Math.max(0, this.budgetChars - reservedChars),
       perJobMaxChars: this.#config.background.resultMaxChars,
       notes,
+      wrap,
     });
     const chosen = new Set(plan.delivered.map((j) => j.id));
     const jobs = plan.delivered.length > 0 ? this.#deliveries.drain(turn, { accept: (r) => chosen.has(r.id), unread: plan.unread }) : [];

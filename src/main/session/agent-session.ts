@@ -3,9 +3,8 @@ import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
 import { AbortError, ForkpoolError, LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
-import { BACKGROUND_FOLLOWUP_PROMPT } from '../../shared/prompts.js';
-import { formatBackgroundReports } from '../views/delivery-format.js';
-import { TurnDelivery } from '../delivery/turn-delivery.js';
+import type { FollowUpReason } from '../views/follow-up.js';
+import { TurnInputs } from './turn-inputs.js';
 import { parentJobTools } from './parent-tools.js';
 import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
@@ -14,7 +13,6 @@ import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, type JobScheduler } from '../jobs/manager.js';
-import { formatStillRunning } from '../jobs/joins.js';
 import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
@@ -36,14 +34,20 @@ export interface AgentSessionOptions extends DurableSessionOptions {
 
 export type SessionEvents = {
   parent: [ParentEvent];
-  'turn-result': [TurnResult & { followUp: boolean }];
+  /** `cancelledJobs`: jobs of `agent_<name>` calls the turn stopped before they returned (Esc): cancelled with it. */
+  'turn-result': [TurnResult & { followUp: boolean; cancelledJobs: string[] }];
   delivered: [{ turn: number; jobs: JobRecord[] }];
   /** A job's alert, at once (it reaches the model at the next turn boundary). */
   alert: [JobAlert];
   /** The alert buffer was full: the oldest alert was dropped. */
   'alert-dropped': [JobAlert];
-  /** `deferred`: results the last turn's budget had no room for; `restart`: a resumed session found results waiting for delivery. */
-  'follow-up': [{ reason: 'wave' | 'user-job' | 'deferred' | 'restart'; queued: boolean }];
+  /**
+   * A follow-up is owed. `wave`: a whole wave ended; `quorum`/`deadline`: its join let it come
+   * early; `deferred`: results the last turn's budget had no room for; `restart`: a resumed
+   * session found results waiting; `rerun`: a job re-run because its result was stale ended.
+   * It runs only if, when its turn comes, there is a result to deliver.
+   */
+  'follow-up': [{ reason: FollowUpReason['kind']; queued: boolean }];
   /**
    * A turn threw (a person's turn also rejects its promise). Its wave is sealed all the same, and
    * the results delivered into it (`redelivered`) wait for delivery again: the next turn has them.
@@ -73,18 +77,17 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   /** This session's id: under it a durable ledger keeps its conversation and jobs (docs/durability.md). */
   readonly id: string;
   readonly #durable: DurableSession;
-  readonly #config: ForkpoolConfig;
   readonly #queue: QueuedTurn[] = [];
   readonly activity: JobActivity;
-  /** Alerts not yet shown to the model; bounded by `background.alertBufferMax`. */
-  readonly #alerts: JobAlert[] = [];
-  #alertsDropped = 0;
-  /** Per wave that joined early: its jobs still running then, listed at the next delivery. */
-  readonly #stillRunning = new Map<number, string[]>();
   readonly #logger: Logger | undefined;
   #currentTurn = 0;
   #followUpPending = false;
-  readonly #delivery: TurnDelivery;
+  /** Alerts, results and follow-up reasons: what each turn is handed besides a person's words. */
+  readonly #inputs: TurnInputs;
+  /** The jobs the turn about to start delivers: the `delivered` event follows its `turn_start`. */
+  #deliveredNow: JobRecord[] = [];
+  /** Jobs the running turn's stopped `agent_<name>` calls cancelled (for its `turn-result`). */
+  #cancelledWithTurn: string[] = [];
   /** Results the last turn had no room for: a follow-up delivers them. */
   #deferred = 0;
   /** Set as close() begins: jobs it cancels must not start a follow-up turn. */
@@ -97,7 +100,6 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   constructor(options: AgentSessionOptions) {
     const logger = options.logger;
     super(logger ? (error, event) => logger.warn({ err: error, event }, 'session event listener threw') : undefined);
-    this.#config = options.config;
     this.#durable = openDurableSession(options.config, options);
     this.id = this.#durable.id;
     this.permissions = new PermissionStore(options.config.grantedTools);
@@ -118,7 +120,13 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     }
     this.#logger = logger;
     this.deliveries = new Deliveries(this.manager);
-    this.#delivery = new TurnDelivery(this.manager, this.deliveries, options.config, logger);
+    this.#inputs = new TurnInputs({
+      manager: this.manager,
+      deliveries: this.deliveries,
+      config: options.config,
+      logger,
+      onAlertDropped: (alert) => this.emit('alert-dropped', alert),
+    });
     this.activity = new JobActivity(this.manager);
     const withBackground = options.background ?? options.config.background.maxDepth >= 1;
     this.agent = new ParentAgent({
@@ -138,30 +146,42 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             currentTurn: () => this.#currentTurn,
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
             spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
+            cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
           })
         : [],
-      turnPreamble: (turn) => this.#deliver(turn),
       // The parent takes part in the jobs' 429 gate, and with adaptive concurrency goes first.
       rateGate: this.manager.parentRateGate(),
-      onEvent: (event) => this.emit('parent', event),
+      onEvent: (event) => {
+        this.emit('parent', event);
+        // A turn's deliveries are told after its start, as a surface shows them.
+        const delivered = event.type === 'turn_start' ? this.#deliveredNow.splice(0) : [];
+        if (delivered.length > 0) this.emit('delivered', { turn: event.turn, jobs: delivered });
+      },
     });
-    this.manager.on('alert', (alert) => this.#onAlert(alert));
+    this.manager.on('alert', (alert) => {
+      this.#inputs.addAlert(alert);
+      this.emit('alert', alert);
+    });
     this.manager.on('done', (job) => {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
       // A user's job is not wave-gated: it reaches the parent as soon as the parent is free. So
       // does a job in no wave (a restarted one, one spawned through the manager directly).
       // A nested job's result went to its parent job, not here.
-      if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp('user-job');
+      // A result re-run because it was stale (out of its wave, which has fired): said as such.
+      if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
+      else if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp({ kind: 'user-job' });
       this.#checkIdle();
     });
-    this.manager.on('wave-done', () => this.#requestFollowUp('wave'));
+    this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
     // A join let the wave's follow-up come early: it also lists, once, what is still running.
-    this.manager.on('wave-joined', ({ wave, pending }) => {
-      this.#stillRunning.set(
+    this.manager.on('wave-joined', ({ wave, reason, ended, pending }) => {
+      this.#inputs.joinedEarly(
         wave,
+        reason,
+        ended.length,
         pending.map((job) => job.id),
       );
-      this.#requestFollowUp('wave');
+      this.#requestFollowUp(undefined, reason);
     });
     this.#resume();
   }
@@ -195,6 +215,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     // when it stays idle, or the caller's own turn when one is submitted in the same tick.
     if (this.deliveries.undeliveredCount === 0) return;
     this.#followUpPending = true;
+    this.#inputs.addReason({ kind: 'restart' });
     setImmediate(() => {
       this.emit('follow-up', { reason: 'restart', queued: this.#running || this.#queue.length > 0 });
       void this.#runQueue();
@@ -305,63 +326,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     });
   }
 
-  /**
-   * The turn preamble: alerts sent since the last turn (one `[Background reports]` block), then
-   * every ended, undelivered job, marked delivered in this turn.
-   */
-  #deliver(turn: number): string | undefined {
-    this.#currentTurn = turn;
-    const reports = formatBackgroundReports(this.#alerts.splice(0), this.#alertsDropped);
-    this.#alertsDropped = 0;
-    // One budget for everything this turn injects: the alerts first, then the results.
-    let delivery: ReturnType<TurnDelivery['deliver']>;
-    try {
-      delivery = this.#delivery.deliver(turn, reports ? reports.length + 2 : 0);
-    } catch (error) {
-      if (!(error instanceof LedgerWriteError)) throw error;
-      // The delivery could not be recorded, so none was made: the results wait (not lost) for a
-      // later turn, and this one runs without them. No follow-up is asked for: on a full disk it
-      // would fail the same way, turn after turn.
-      this.#logger?.error({ err: error, turn }, 'durable ledger: results could not be marked delivered; they wait for a later turn');
-      delivery = { block: '', jobs: [], deferred: 0, rerun: [] };
-    }
-    const { block, jobs, deferred } = delivery;
-    this.#deferred = deferred;
-    if (jobs.length > 0) this.emit('delivered', { turn, jobs });
-    const parts = [reports, block, this.#takeStillRunning()].filter((p) => p);
-    return parts.length > 0 ? parts.join('\n\n') : undefined;
-  }
-
-  /** The early-joined waves' jobs that have not ended yet, once per wave. */
-  #takeStillRunning(): string {
-    const blocks = [...this.#stillRunning].map(([wave, ids]) =>
-      formatStillRunning(
-        wave,
-        ids.flatMap((id) => {
-          const job = this.manager.get(id);
-          return job && job.state !== 'ended' ? [job] : [];
-        }),
-      ),
-    );
-    this.#stillRunning.clear();
-    return blocks.filter((b) => b).join('\n');
-  }
-
-  #onAlert(alert: JobAlert): void {
-    this.#alerts.push(alert);
-    this.emit('alert', alert);
-    if (this.#alerts.length > this.#config.background.alertBufferMax) {
-      const dropped = this.#alerts.shift() as JobAlert;
-      this.#alertsDropped++;
-      this.#logger?.warn({ jobId: dropped.jobId, bound: this.#config.background.alertBufferMax }, 'alert buffer full: the oldest alert was dropped');
-      this.emit('alert-dropped', dropped);
-    }
-  }
-
-  #requestFollowUp(reason: 'wave' | 'user-job' | 'deferred'): void {
-    if (this.#closed || this.manager.closed || this.deliveries.undeliveredCount === 0) return;
+  /** `reason` is noted for the follow-up's cause (an early join has noted its own: `kind` only). */
+  #requestFollowUp(reason: FollowUpReason | undefined, kind = reason?.kind): void {
+    if (this.#closed || this.manager.closed || this.deliveries.undeliveredCount === 0 || !kind) return;
+    if (reason) this.#inputs.addReason(reason);
     const queued = this.#running || this.#queue.length > 0;
-    this.emit('follow-up', { reason, queued });
+    this.emit('follow-up', { reason: kind, queued });
     this.#followUpPending = true;
     void this.#runQueue();
   }
@@ -378,14 +348,27 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         try {
           // A person's prompt is kept before its turn runs: a crash during the turn must not lose it.
           if (!next.followUp) this.#saveSession(next.input);
-          const result = await this.agent.runTurn(next.input, { followUp: next.followUp, signal: abort.signal });
+          // Delivered before the model is called (in the turn's number): results that ended before
+          // this turn are in its context. A follow-up left with nothing to deliver does not run.
+          this.#currentTurn = this.agent.session.turns + 1;
+          const prepared = this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
+          if (!prepared) continue;
+          this.#deferred = prepared.deferred;
+          this.#deliveredNow = [...prepared.delivered];
+          this.#cancelledWithTurn = [];
+          const result = await this.agent.runTurn(prepared.input, {
+            followUp: next.followUp,
+            signal: abort.signal,
+            preamble: { text: prepared.preamble, apart: prepared.apart },
+            ...(prepared.cause ? { cause: prepared.cause } : {}),
+          });
           // Committed: from here on its deliveries are part of the kept conversation.
           this.#saveSession();
           // The spawning turn is over: its wave may now end (and fire its follow-up).
           this.deliveries.sealWave(result.turn);
           // Results the budget had no room for come in a follow-up of their own.
-          if (this.#deferred > 0) this.#requestFollowUp('deferred');
-          this.emit('turn-result', { ...result, followUp: next.followUp });
+          if (this.#deferred > 0) this.#requestFollowUp({ kind: 'deferred' });
+          this.emit('turn-result', { ...result, followUp: next.followUp, cancelledJobs: this.#cancelledWithTurn.splice(0) });
           next.resolve(result);
         } catch (error) {
           this.#turnFailed(next, error);
@@ -419,7 +402,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     if (!this.#followUpPending || this.#closed) return undefined;
     this.#followUpPending = false;
     if (this.deliveries.undeliveredCount === 0) return undefined;
-    return { input: BACKGROUND_FOLLOWUP_PROMPT, followUp: true, resolve: () => {}, reject: () => {} };
+    // Its input (the prompt by what it delivers) is chosen when it runs (TurnInputs.prepare).
+    return { input: '', followUp: true, resolve: () => {}, reject: () => {} };
   }
 
   /**

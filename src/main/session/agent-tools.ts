@@ -16,6 +16,8 @@ export interface AgentToolHost {
   spawn(request: Pick<SpawnRequest, 'task' | 'label' | 'agent' | 'parentToolId'>): JobHandle;
   currentTurn(): number;
   resultMaxChars: number;
+  /** A call stopped before its job returned (the parent's turn was cancelled): the job it cancelled. */
+  cancelledWithCall?: (jobId: string) => void;
 }
 
 const agentArgs = z.strictObject({
@@ -70,7 +72,10 @@ async function runAgentCall(host: AgentToolHost, id: string, background: boolean
     });
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => {
-        if (host.manager.get(id)?.state !== 'ended') host.manager.cancel(id);
+        if (host.manager.get(id)?.state !== 'ended') {
+          host.manager.cancel(id);
+          host.cancelledWithCall?.(id);
+        }
         reject(new AbortError(signal.reason));
       };
       if (signal.aborted) onAbort();

@@ -1,4 +1,5 @@
 import type OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { ForkpoolError, type SerializedError } from '../../shared/errors.js';
 import { createModelClient, type RateGate } from '../../shared/model-call.js';
@@ -14,6 +15,7 @@ import type { UsageByModel } from '../../shared/usage.js';
 import { capHeadTail } from '../../shared/text-budget.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 import { Session } from './session.js';
+import type { FollowUpCause } from '../views/follow-up.js';
 
 export type AgentRole = 'primary' | 'escalation';
 
@@ -38,7 +40,11 @@ export interface ParentAgentOptions {
 }
 
 export type ParentEvent =
-  | { type: 'turn_start'; turn: number; followUp: boolean; repeatedPrompt: boolean }
+  /**
+   * `followUp`: forkpool's own automated turn (its input is forkpool's, not a person's: a surface
+   * shows a one-line notice, never a user line); `cause` says why it runs.
+   */
+  | { type: 'turn_start'; turn: number; followUp: boolean; cause?: FollowUpCause; repeatedPrompt: boolean }
   | { type: 'loop'; turn: number; event: LoopEvent }
   | { type: 'turn_end'; turn: number; stopReason: StopReason; usage: UsageByModel };
 
@@ -75,7 +81,8 @@ export class ParentAgent {
     this.permissions = options.permissions ?? new PermissionStore(options.config.grantedTools);
     this.#tools = [...builtinTools(options.config.tools), ...(options.extraTools ?? [])];
     const canSpawn = this.#tools.some((t) => t.name === 'spawn_background_agent');
-    this.session = new Session(primarySystemPrompt({ workspaceRoot: options.config.workspaceRoot, canSpawn }), {
+    const deliveryFormat = options.config.delivery.format;
+    this.session = new Session(primarySystemPrompt({ workspaceRoot: options.config.workspaceRoot, canSpawn, deliveryFormat }), {
       historyMaxTokens: options.config.parentHistoryMaxTokens,
       summaryMaxChars: options.config.sessionSummaryMaxChars,
     });
@@ -107,25 +114,42 @@ export class ParentAgent {
   }
 
   /**
-   * Runs one turn. `followUp` marks forkpool's own synthetic follow-up turn. Rejects when a
-   * turn is already running (the dispatcher queues instead).
+   * Runs one turn. `followUp` marks forkpool's own synthetic follow-up turn (`cause`: why).
+   * `preamble`: text put before the input, made by the caller (else `turnPreamble`'s); `apart`
+   * makes it a user message of its own before the input's. Rejects when a turn is already
+   * running (the dispatcher queues instead).
    */
-  async runTurn(input: string, options: { signal?: AbortSignal; followUp?: boolean } = {}): Promise<TurnResult> {
+  async runTurn(
+    input: string,
+    options: { signal?: AbortSignal; followUp?: boolean; cause?: FollowUpCause; preamble?: { text: string; apart: boolean } } = {},
+  ): Promise<TurnResult> {
     if (this.#busy) throw new ForkpoolError('TURN_BUSY', 'a turn is already running on this agent');
     this.#busy = true;
     try {
       const workspaceRoot = await this.#workspaceRoot;
       const turn = this.session.turns + 1;
       const emit = this.#options.onEvent ?? (() => {});
-      emit({ type: 'turn_start', turn, followUp: options.followUp ?? false, repeatedPrompt: this.session.isRepeatedPrompt(input) });
+      emit({
+        type: 'turn_start',
+        turn,
+        followUp: options.followUp ?? false,
+        ...(options.cause ? { cause: options.cause } : {}),
+        repeatedPrompt: this.session.isRepeatedPrompt(input),
+      });
       // Drain before the model is called: results that ended before this turn are in its context.
       this.#current = { input, actions: [] };
-      const preamble = this.#options.turnPreamble?.(turn);
-      const content = preamble ? `${preamble}\n\n${input}` : input;
+      const { text: preamble, apart } = options.preamble ?? { text: this.#options.turnPreamble?.(turn), apart: false };
+      const inputs: ChatCompletionMessageParam[] =
+        preamble && apart
+          ? [
+              { role: 'user', content: preamble },
+              { role: 'user', content: input },
+            ]
+          : [{ role: 'user', content: preamble ? `${preamble}\n\n${input}` : input }];
       const result = await runToolLoop({
         client: this.#client,
         config: this.#config,
-        messages: [...this.session.messages, { role: 'user', content }],
+        messages: [...this.session.messages, ...inputs],
         tools: this.#tools,
         toolContext: {
           workspaceRoot,

@@ -24,6 +24,8 @@ export interface ParentToolsHost {
   spawnFromAgent: (request: SpawnToolRequest) => JobHandle;
   /** agent_<name>: a spawn in the parent's role and this turn's wave. */
   spawnForAgentTool: (request: SpawnRequest) => JobHandle;
+  /** agent_<name>: its call was stopped before the job returned, and the job cancelled with it. */
+  cancelledWithCall?: (jobId: string) => void;
 }
 
 /**
@@ -45,7 +47,14 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
     steerTool({ send: (id, text, options) => manager.send(id, text, options) }),
     waitTool({ manager, deliveries, config, currentTurn }),
     ...agentTools(
-      { manager, deliveries, spawn: (request) => host.spawnForAgentTool(request), currentTurn, resultMaxChars },
+      {
+        manager,
+        deliveries,
+        spawn: (request) => host.spawnForAgentTool(request),
+        currentTurn,
+        resultMaxChars,
+        ...(host.cancelledWithCall ? { cancelledWithCall: host.cancelledWithCall } : {}),
+      },
       config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name })),
     ),
     ...inspectTools({ manager, deliveries, activity: host.activity, currentTurn, cooldownMs: config.background.checkCooldownMs, resultMaxChars }),

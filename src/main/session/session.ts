@@ -1,6 +1,6 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { DEFAULTS } from '../../shared/defaults.js';
-import { BACKGROUND_FOLLOWUP_PROMPT } from '../../shared/prompts.js';
+import { AUTOMATED_RESULTS_MARKER, isFollowUpPrompt } from '../../shared/prompts.js';
 import { capHeadTail } from '../../shared/text-budget.js';
 import type { SessionSnapshot } from '../ledger/ledger-store.js';
 import { addModelUsage, mergeUsageByModel, totalUsage, type Usage, type UsageByModel } from '../../shared/usage.js';
@@ -158,7 +158,7 @@ export class Session {
    * prompt is exempt here, in the check itself, so no caller can forget the exemption.
    */
   isRepeatedPrompt(input: string): boolean {
-    if (input.trim() === BACKGROUND_FOLLOWUP_PROMPT) return false;
+    if (isFollowUpPrompt(input)) return false;
     const recent = this.#userInputs.slice(-(REPEAT_THRESHOLD - 1));
     return recent.length === REPEAT_THRESHOLD - 1 && recent.every((previous) => previous.trim() === input.trim());
   }
@@ -178,7 +178,9 @@ function digestLines(messages: readonly ChatCompletionMessageParam[]): string[] 
   const lines: string[] = [];
   for (const message of messages) {
     if (message.role === 'user' && typeof message.content === 'string') {
-      lines.push(`User asked: ${oneLine(stripBlocks(message.content), 300)}`);
+      // forkpool's own hidden message (the `remy` delivery format): no one asked anything in it.
+      if (message.content.startsWith(AUTOMATED_RESULTS_MARKER)) lines.push('Background results were delivered.');
+      else lines.push(`User asked: ${oneLine(stripBlocks(message.content), 300)}`);
     } else if (message.role === 'assistant') {
       for (const call of message.tool_calls ?? []) {
         if (call.type === 'function') lines.push(`Used ${call.function.name}(${oneLine(call.function.arguments, 120)})`);

@@ -43,6 +43,30 @@ export function quoteLines(text: string): string[] {
     .map((line) => `| ${line}`);
 }
 
+/** How background results reach the parent (`delivery.format`). */
+export type DeliveryFormat = 'forkpool' | 'remy';
+
+/** What frames one result's part in a block: for the `remy` format, a `<tool_result>` element. */
+export interface ResultWrap {
+  open(job: Pick<JobRecord, 'id' | 'agent' | 'label'>): string;
+  close: string;
+}
+
+/**
+ * Remy's element per result: `id` is the job id (what read_background_result, cancel and restart
+ * take), `name` the configured agent it ran, or for a fork of the parent (no agent) its label.
+ * Both pass through {@link sanitize}, so neither can close the element or forge an attribute.
+ */
+export const REMY_RESULT_WRAP: ResultWrap = {
+  open: (job) => `<tool_result id="${sanitize(job.id)}" name="${sanitize(job.agent ?? job.label)}">`,
+  close: '</tool_result>',
+};
+
+/** The wrap of a format's results: none for `forkpool` (the header line says which job it is). */
+export function resultWrapOf(format: DeliveryFormat): ResultWrap | undefined {
+  return format === 'remy' ? REMY_RESULT_WRAP : undefined;
+}
+
 /** A job's header line, and its failure reason when it did not end ok. */
 export function jobHeadLines(job: JobRecord): string[] {
   const facts = [`job ${job.id}`, `status ${job.status ?? 'unknown'}`];

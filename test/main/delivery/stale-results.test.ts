@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { TurnDelivery } from '../../../src/main/delivery/turn-delivery.js';
-import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
+import { BACKGROUND_RESULTS_OPEN, FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
+import type { ParentEvent } from '../../../src/main/session/parent-agent.js';
 import { useCleanup, RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim, watchManager } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
@@ -105,6 +106,47 @@ describe('stale results', () => {
       expect(turn2.block).toContain('| Read notes.txt: version 2');
       // Two runs in all: two model calls each (read, answer).
       expect(sim.requests).toHaveLength(4);
+    },
+    HEAVY_TIMEOUT_MS,
+  );
+
+  it(
+    'with staleResults "rerun" through a session: no follow-up runs while the wave\'s only result is re-run; the new result comes in one follow-up, once',
+    async () => {
+      const root = await makeWorkspace(cleanups);
+      const file = join(root, 'notes.txt');
+      writeFileSync(file, 'version 1\n');
+      const sim = await startSim(cleanups);
+      const session = new AgentSession({ config: makeConfig(sim, root, {}, { delivery: { staleResults: 'rerun' } }), closeExecutor: true });
+      watchManager(session.manager);
+      cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+      const starts: Array<Extract<ParentEvent, { type: 'turn_start' }>> = [];
+      session.on('parent', (e) => (e.type === 'turn_start' ? starts.push(e) : undefined));
+      const followUps: string[] = [];
+      session.on('follow-up', (f) => followUps.push(f.reason));
+
+      // Wave 7 is sealed only once its job has ended and the file it read has changed: the
+      // wave's follow-up then finds its one result stale.
+      const job = session.manager.spawn({ task: '[sim-read: notes.txt] Summarize the notes', label: 'notes', wave: 7 });
+      await ended(session.manager, job.id);
+      writeFileSync(file, 'version 2\n');
+      session.deliveries.sealWave(7);
+      await session.onIdle();
+
+      // Owed twice (the wave's end, the re-run's end), run once: the first had nothing to deliver.
+      expect(followUps).toEqual(['wave', 'rerun']);
+      expect(starts).toHaveLength(1);
+      expect(starts[0]).toMatchObject({ turn: 1, followUp: true, cause: { reasons: [{ kind: 'wave', wave: 7 }, { kind: 'rerun' }] } });
+      expect(session.manager.get(job.id)).toMatchObject({ attempts: 2, deliveredInTurn: 1 });
+      // Every parent request carries a block: none says "in the block above" without one.
+      const parentRequests = sim.requests.filter((r) => String(r.body.messages[0]?.content).startsWith('You are the primary'));
+      expect(parentRequests.length).toBeGreaterThan(0);
+      for (const r of parentRequests) expect(String(r.body.messages.at(-1)?.content)).toContain(BACKGROUND_RESULTS_OPEN);
+      const input = String(parentRequests[0]?.body.messages.at(-1)?.content);
+      expect(input).toContain('| Read notes.txt: version 2');
+      expect(input).not.toContain('version 1');
+      expect(input.match(/\[Background agent "notes"/g)).toHaveLength(1);
+      expect(input).toContain(FOLLOW_UP_PROMPTS.agents);
     },
     HEAVY_TIMEOUT_MS,
   );

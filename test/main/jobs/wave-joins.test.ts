@@ -9,6 +9,8 @@ import { AgentSession, type SessionEvents } from '../../../src/main/session/agen
 import type { JobScheduler } from '../../../src/main/jobs/manager.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import type { RecordedRequest, ScriptStep } from '../../../src/sim/index.js';
+import { FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
+import { ChatController } from '../../../src/tui/controller.js';
 import { useCleanup, ManualScheduler, ended, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, watchManager } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
@@ -33,6 +35,12 @@ function parentScript(jobs: Array<{ task: string; label: string; join?: object }
 function lastUserText(request: RecordedRequest | undefined): string {
   const last = (request?.body.messages as Array<{ role: string; content: unknown }> | undefined)?.at(-1);
   return last?.role === 'user' && typeof last.content === 'string' ? last.content : '';
+}
+
+/** The chat's one-line notices of follow-up turns (what `forkpool run` prints too: followUpNotice). */
+function followUpNotices(session: AgentSession): () => string[] {
+  const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
+  return () => chat.entries.filter((e) => e.kind === 'notice' && e.text.includes('follow-up turn')).map((e) => e.text);
 }
 
 /** Which jobs each turn delivered, and every delivery in order. */
@@ -64,6 +72,7 @@ describe('wave joins', () => {
     const sim = await startSim(cleanups, { script: parentScript(jobs, 2) });
     const config = makeConfig(sim, root, { join: { quorum: 2 } });
     const session = makeSession(config);
+    const notices = followUpNotices(session);
     const delivered = deliveries(session);
     const turns: Array<SessionEvents['turn-result'][0]> = [];
     session.on('turn-result', (t) => turns.push(t));
@@ -81,6 +90,10 @@ describe('wave joins', () => {
     expect(early).toContain('[Background agent "second" completed');
     expect(early).not.toContain('[Background agent "third"');
     expect(early).toMatch(/Still running from turn 1's wave[^\n]*\n- job bg-\d+ "third"/);
+    // A part of the wave: the prompt and the notice say so, not that the agents have finished.
+    expect(early).toContain(FOLLOW_UP_PROMPTS.partial);
+    expect(early).not.toContain(FOLLOW_UP_PROMPTS.agents);
+    expect(notices()).toEqual(["… quorum reached in turn 1's wave (2 of 3 ended): follow-up turn 2"]);
 
     const third = session.manager.jobs().find((j) => j.label === 'third');
     session.cancel(third?.id as string);
@@ -98,6 +111,9 @@ describe('wave joins', () => {
     expectEachOnce(delivered, sim.requests, ['first', 'second', 'third']);
     // Listed once: the later follow-up does not list it again.
     expect(lastUserText(sim.requests[3])).not.toContain('Still running');
+    // The wave's end: now its agents have all finished.
+    expect(lastUserText(sim.requests[3])).toContain(FOLLOW_UP_PROMPTS.agents);
+    expect(notices()[1]).toBe("… turn 1's wave finished: follow-up turn 3");
     sim.assertScriptDone();
   });
 
@@ -113,6 +129,7 @@ describe('wave joins', () => {
     // Only the wave deadline is in the test's hand; job timers run for real.
     const scheduler = new ManualScheduler(['timeout', 'cancel-grace', 'port-close']);
     const session = makeSession(makeConfig(sim, root), scheduler);
+    const notices = followUpNotices(session);
     const delivered = deliveries(session);
     const turns: Array<SessionEvents['turn-result'][0]> = [];
     session.on('turn-result', (t) => turns.push(t));
@@ -133,6 +150,8 @@ describe('wave joins', () => {
     const early = lastUserText(sim.requests[2]);
     expect(early).toContain('[Background agent "quick" completed');
     expect(early).toMatch(/Still running from turn 1's wave[^\n]*\n- job bg-\d+ "slow-a"\n- job bg-\d+ "slow-b"/);
+    expect(early).toContain(FOLLOW_UP_PROMPTS.partial);
+    expect(notices()).toEqual(["… join deadline passed for turn 1's wave (1 of 3 ended): follow-up turn 2"]);
 
     for (const job of session.manager.jobs().filter((j) => j.label.startsWith('slow'))) session.cancel(job.id);
     await session.onIdle();

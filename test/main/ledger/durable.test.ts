@@ -8,7 +8,7 @@ import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { BACKGROUND_FOLLOWUP_PROMPT } from '../../../src/shared/prompts.js';
+import { FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, useCleanup, watchManager, runsOf, ledgerFile, okEnding } from '../../helpers/index.js';
 import type { SimServer } from '../../../src/sim/index.js';
@@ -229,7 +229,8 @@ describe('durable ledger', () => {
     const users = resumed.agent.session.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
     expect(users).toHaveLength(2);
     expect(users[1]).toContain(`job ${id}`);
-    expect(users[1]).toContain(BACKGROUND_FOLLOWUP_PROMPT);
+    // A job a person started (role user): the follow-up's prompt says so.
+    expect(users[1]).toContain(FOLLOW_UP_PROMPTS.user);
     expect(resumed.manager.get(id)?.notes.at(-1)).toMatch(/turn 2, which a restart cut short/);
   });
 });

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvents } from '../../../src/main/session/agent-session.js';
 import type { Executor } from '../../../src/main/executors/executor.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
-import { BACKGROUND_FOLLOWUP_PROMPT, BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
+import { BACKGROUND_FOLLOWUP_PROMPT, BACKGROUND_RESULTS_OPEN, FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
 import { totalUsage } from '../../../src/shared/usage.js';
 import type { RecordedRequest, SimServer } from '../../../src/sim/index.js';
 import { useCleanup, RESEARCH_TASK, fixtureExecutor, makeConfig, makeWorkspace, nextEvent, startSim, startedJob, watchManager } from '../../helpers/index.js';
@@ -124,6 +124,10 @@ describe('AgentSession', () => {
     expect(turn.answer).toContain('user research');
     expect(followUps).toEqual([{ reason: 'user-job', queued: false }]);
     expect(turns.filter((t) => t.followUp)).toHaveLength(1);
+    // The person started it: the prompt does not say the parent's agents have finished.
+    const input = lastUserText(requestsWithResults(sim).at(-1) as RecordedRequest) as string;
+    expect(input).toContain(FOLLOW_UP_PROMPTS.user);
+    expect(input).not.toContain('agents you started');
     expect(totalUsage(session.agent.session.usage()['user:subagent'] ?? {}).totalTokens).toBeGreaterThan(0);
 
     const report = await session.close({ timeoutMs: 5_000 });
