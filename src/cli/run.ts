@@ -18,23 +18,25 @@ export const DEMO_PROMPT = [
 
 /**
  * The demo's peer agent and nesting, when the config declares none: a `scout` peer (its own
- * model name, fewer tools, its own prompt) and depth 2, so question 5 is delegated twice.
+ * model name, fewer tools, its own prompt), given to the parent (`agentTools`: the spawn tool
+ * offers only those), and depth 2, so question 5 is delegated twice.
  */
 function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
-  const agents =
-    Object.keys(config.agents).length > 0
-      ? config.agents
-      : {
-          scout: {
-            description: 'Finds where things are in the code; fast and cheap',
-            model: `${config.model}-scout`,
-            tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
-            maxIterations: 8,
-            systemPrompt: 'You are the scout: find the files that matter and cite them.',
-            replaceSystemPrompt: false,
-          },
-        };
-  return { ...config, agents, background: { ...config.background, maxDepth: Math.max(2, config.background.maxDepth) } };
+  const own = Object.keys(config.agents).length > 0;
+  const agents = own
+    ? config.agents
+    : {
+        scout: {
+          description: 'Finds where things are in the code; fast and cheap',
+          model: `${config.model}-scout`,
+          tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
+          maxIterations: 8,
+          systemPrompt: 'You are the scout: find the files that matter and cite them.',
+          replaceSystemPrompt: false,
+        },
+      };
+  const agentTools = own ? config.agentTools : ['scout'];
+  return { ...config, agents, agentTools, background: { ...config.background, maxDepth: Math.max(2, config.background.maxDepth) } };
 }
 
 export interface RunFlags extends GlobalFlags {
