@@ -124,7 +124,8 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     ctx.event('delivered', { turn, jobs: jobs.map((j) => j.id) });
   });
   session.on('parent', (event) => {
-    if (event.type === 'loop' && event.event.type === 'tool_call') ctx.logger.debug({ turn: event.turn, tool: event.event.name }, 'parent tool call');
+    if (event.type === 'loop' && event.event.type === 'tool_call')
+      ctx.logger.debug({ turn: event.turn, tool: event.event.name, ...(event.event.background ? { background: true } : {}) }, 'parent tool call');
     if (event.type === 'turn_start' && event.followUp) ctx.note(`… wave finished: follow-up turn ${event.turn}`);
   });
   session.on('turn-result', (result) => {
