@@ -150,7 +150,7 @@ export interface DeliveryPort {
 export type ManagerEvents = {
   spawned: [Readonly<JobRecord>];
   started: [Readonly<JobRecord>];
-  /** `parentToolId`: set for a job an `agent_<name>` call started. */
+  /** `parentToolId`: set for a job an `agent_<name>` or `spawn_background_agent` call started. */
   progress: [{ jobId: string; event: LoopEvent; parentToolId?: string }];
   /** An `agent_<name>(background: true)` call returned early; the job goes on. */
   backgrounded: [Readonly<JobRecord>];

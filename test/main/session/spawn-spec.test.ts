@@ -184,6 +184,24 @@ describe("a spawn's own spec from the library", () => {
     expect(closed.jobs()).toHaveLength(0);
   });
 
+  it("a resumed job keeps its spawn's tool subset and model, and its prompt (in the conversation)", async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups);
+    const manager = makeManager(makeConfig(sim, root, { maxAlertsPerJob: 0 }, extra), cleanups);
+    const first = manager.spawn({ task: RESEARCH_TASK, label: 'first', systemPrompt: PROMPT, tools: ['grep', 'read_file'], model: 'cheap-model' });
+    expect((await ended(manager, first.id)).status).toBe('ok');
+    const instruction = 'Now say which function computes the delay.';
+    const resumed = manager.resume(first.id, instruction);
+    expect((await ended(manager, resumed.id)).status).toBe('ok');
+    const after = sim.requests.filter((r) => JSON.stringify(r.body.messages).includes(instruction));
+    expect(after.length).toBeGreaterThan(0);
+    for (const request of after) {
+      expect(toolNames(request).sort()).toEqual(['grep', 'read_file']);
+      expect(request.body.model).toBe('cheap-model');
+      expect(systemOf(request).endsWith(`\n\n${PROMPT}`)).toBe(true);
+    }
+  });
+
   it('identical tasks with different specs are different spawns; with the same spec, the second joins the first', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 200 });
