@@ -19,23 +19,25 @@ export const DEMO_PROMPT = [
 
 /**
  * The demo's peer agent and nesting, when the config declares none: a `scout` peer (its own
- * model name, fewer tools, its own prompt) and depth 2, so question 5 is delegated twice.
+ * model name, fewer tools, its own prompt), given to the parent (`agentTools`: the spawn tool
+ * offers only those), and depth 2, so question 5 is delegated twice.
  */
 function withDemoAgents(config: ForkpoolConfig): ForkpoolConfig {
-  const agents =
-    Object.keys(config.agents).length > 0
-      ? config.agents
-      : {
-          scout: {
-            description: 'Finds where things are in the code; fast and cheap',
-            model: `${config.model}-scout`,
-            tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
-            budget: { maxTurns: 8 },
-            systemPrompt: 'You are the scout: find the files that matter and cite them.',
-            replaceSystemPrompt: false,
-          },
-        };
-  return { ...config, agents, background: { ...config.background, maxDepth: Math.max(2, config.background.maxDepth) } };
+  const own = Object.keys(config.agents).length > 0;
+  const agents = own
+    ? config.agents
+    : {
+        scout: {
+          description: 'Finds where things are in the code; fast and cheap',
+          model: `${config.model}-scout`,
+          tools: ['find_files', 'grep', 'read_file'] as ForkpoolConfig['tools'],
+          budget: { maxTurns: 8 },
+          systemPrompt: 'You are the scout: find the files that matter and cite them.',
+          replaceSystemPrompt: false,
+        },
+      };
+  const agentTools = own ? config.agentTools : ['scout'];
+  return { ...config, agents, agentTools, background: { ...config.background, maxDepth: Math.max(2, config.background.maxDepth) } };
 }
 
 export interface RunFlags extends GlobalFlags {
@@ -123,7 +125,8 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     ctx.event('delivered', { turn, jobs: jobs.map((j) => j.id) });
   });
   session.on('parent', (event) => {
-    if (event.type === 'loop' && event.event.type === 'tool_call') ctx.logger.debug({ turn: event.turn, tool: event.event.name }, 'parent tool call');
+    if (event.type === 'loop' && event.event.type === 'tool_call')
+      ctx.logger.debug({ turn: event.turn, tool: event.event.name, ...(event.event.background ? { background: true } : {}) }, 'parent tool call');
     // What started it (a wave's end, its join's quorum or deadline, a person's job...), never the block it delivers.
     if (event.type === 'turn_start' && event.followUp) {
       ctx.note(followUpNotice(event.turn, event.cause));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { JOB_ROLES, STEERING_MAX_CHARS } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
+import { spawnSpecInputFields } from '../shared/spawn-spec.js';
 import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { WAIT_LIMITS } from '../shared/defaults.js';
@@ -17,6 +18,12 @@ const taskSchema = z.strictObject({
   budget: budgetLimitsSchema
     .optional()
     .describe("Tighter budgets than the agent's: maxTurns, maxTokens, maxCostUsd, maxWallclockMinutes. Above the agent's limit: refused (BUDGET_OVER_LIMIT)."),
+  systemPrompt: spawnSpecInputFields.systemPrompt.describe("Appended to the job's background system prompt (after its agent's)."),
+  replaceSystemPrompt: spawnSpecInputFields.replaceSystemPrompt.describe(
+    'systemPrompt replaces the background prompt; refused (PROMPT_REPLACE_NOT_ALLOWED) unless background.allowSystemPromptReplace.',
+  ),
+  tools: spawnSpecInputFields.tools.describe("Only these built-in tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
+  model: spawnSpecInputFields.model.describe('The model the job runs, among background.spawnModels (MODEL_NOT_ALLOWED).'),
 });
 
 const manyTasksSchema = z.strictObject({ tasks: z.array(taskSchema).min(1).max(MAX_TASKS_PER_REQUEST) });

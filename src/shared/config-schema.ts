@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { bullmqSchema, redisUrlSchema } from './bullmq-config.js';
 import { modelUrlSchema } from './model-url.js';
-import { BUILTIN_TOOL_NAMES, DEFAULTS } from './defaults.js';
+import { BUILTIN_TOOL_NAMES, DEFAULTS, SPAWN_SPEC_LIMITS } from './defaults.js';
 import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
@@ -162,6 +162,13 @@ const backgroundSchema = z.strictObject({
   retention: retentionSchema.default(retentionSchema.parse({})),
   /** The agent user-started jobs run when none is named (the seeds' `background_agent`); unset: a fork of the parent. */
   defaultAgent: z.string().optional(),
+  /**
+   * The models a spawn may name in its own spec (`model`; docs/agents.md "A spawn's own spec").
+   * Unset: the top-level `model`, every agent's `model` and every key of `models`.
+   */
+  spawnModels: z.array(z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars)).max(1_000).optional(),
+  /** A spawn's own `systemPrompt` may replace the background baseline (`replaceSystemPrompt: true`); default false: a replace is refused. */
+  allowSystemPromptReplace: z.boolean().default(DEFAULTS.background.allowSystemPromptReplace),
   /** `queue`: a spawn past the cap waits (the first seed); `reject`: it is refused with QUEUE_FULL (core-agent). */
   onFull: z.enum(['queue', 'reject']).default(DEFAULTS.background.onFull),
   /** `report_alert` calls kept per job; later ones are refused (the job is told). */

@@ -166,6 +166,8 @@ export const DEFAULTS = {
     onFull: 'queue' as 'queue' | 'reject',
     /** `report_alert` calls a job may make. */
     maxAlertsPerJob: 5,
+    /** A spawn's own `systemPrompt` is appended to the background baseline; true lets it replace the baseline instead. */
+    allowSystemPromptReplace: false,
     /** An ended job's conversation is kept up to this many characters (JSON), for `resume_background_agent`; 0: not kept. */
     keepConversationChars: 200_000,
     /** Alerts a session buffers for its next turn (oldest dropped past it). */
@@ -263,6 +265,16 @@ export const DEFAULTS = {
 
 export const BUILTIN_TOOL_NAMES = ['read_file', 'list_dir', 'find_files', 'grep', 'code_outline', 'bash', 'write_file', 'edit_file'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
+
+/**
+ * Bounds of a spawn's own spec (spawn-spec.ts): its system prompt (an agent's `systemPrompt`
+ * has the same bound), a model name, a tool name.
+ */
+export const SPAWN_SPEC_LIMITS = {
+  systemPromptMaxChars: 50_000,
+  modelMaxChars: 200,
+  toolNameMaxChars: 64,
+} as const;
 
 /** Tools that act on the world; they need a grant in the permission store. */
 export const GATED_TOOLS: readonly BuiltinToolName[] = ['bash', 'write_file', 'edit_file'];

@@ -56,6 +56,12 @@ export const ERROR_CODES = [
   'PROTOCOL_INVALID',
   /** A spawn named an agent that is not in the config's catalog (or not offered to the caller). */
   'AGENT_UNKNOWN',
+  /** A spawn's `tools` named a tool the job would not have anyway (its agent's tools, else the caller's). */
+  'TOOL_NOT_ALLOWED',
+  /** A spawn's `model` is not among those the config allows (`background.spawnModels`). */
+  'MODEL_NOT_ALLOWED',
+  /** A spawn asked its `systemPrompt` to replace the baseline, and `background.allowSystemPromptReplace` is off. */
+  'PROMPT_REPLACE_NOT_ALLOWED',
   /** A spawn's name is held by a job that is still queued or running. */
   'NAME_TAKEN',
   /** A job below the depth limit may spawn; one at it may not. */

@@ -21,7 +21,8 @@ export type LoopEvent =
   /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
   | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
   | { type: 'retry'; attempt: number; delayMs: number; reason: string }
-  | { type: 'tool_call'; callId: string; name: string; argsPreview: string }
+  /** `background`: the call starts a background job and returns at once (spawn_background_agent); absent otherwise. */
+  | { type: 'tool_call'; callId: string; name: string; argsPreview: string; background?: true }
   | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
   | { type: 'loop_warning'; name: string; repeats: number }
   /** A message sent to the job interrupted its model call in flight: cancelled, not failed; the loop goes on with the message. */

@@ -4,6 +4,7 @@ import { ERROR_CODES, type SerializedError } from './errors.js';
 import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js';
 import type { UsageByModel } from './usage.js';
 import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
+import { spawnSpecWireFields, type SpawnSpec } from './spawn-spec.js';
 
 /**
  * Everything that crosses the thread boundary, defined once. Messages are validated with zod
@@ -22,8 +23,11 @@ export const jobNameSchema = z
   .optional();
 export type JobRole = (typeof JOB_ROLES)[number];
 
-/** What a worker needs to run one job: a cloned config, never a live object. */
-export interface JobSpec {
+/**
+ * What a worker needs to run one job: a cloned config, never a live object. Its spawn's own
+ * system prompt, tool subset and model ({@link SpawnSpec}) were checked at admission.
+ */
+export interface JobSpec extends SpawnSpec {
   id: string;
   label: string;
   task: string;
@@ -34,7 +38,7 @@ export interface JobSpec {
   parentSummary?: string;
   /** A configured peer (a key of `config.agents`); unset: a fork of the parent. */
   agent?: string;
-  /** The parent's tool call that started it (`agent_<name>`). */
+  /** The parent's tool call that started it (`agent_<name>`, `spawn_background_agent`). */
   parentToolId?: string;
   /** 1 for a job the session started; a job's child is one deeper. It gets the spawn tool while below its max depth. */
   depth?: number;
@@ -96,6 +100,7 @@ export const jobSpecSchema = z.strictObject({
   processTag: z.string().min(1).max(200).optional(),
   budget: budgetLimitsSchema.optional(),
   steering: z.array(steeringMessageSchema).max(1_000).optional(),
+  ...spawnSpecWireFields,
 });
 
 /** Where a job that waited for its children picks up: its conversation, and what it had used. */

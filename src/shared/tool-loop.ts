@@ -229,7 +229,8 @@ async function executeToolCall(
 ): Promise<string> {
   const name = call.function.name;
   const started = Date.now();
-  emit({ type: 'tool_call', callId: call.id, name, argsPreview: call.function.arguments.slice(0, 200) });
+  const background = toolsByName.get(name)?.background === true ? { background: true as const } : {};
+  emit({ type: 'tool_call', callId: call.id, name, argsPreview: call.function.arguments.slice(0, 200), ...background });
   let ok = false;
   let output: string;
   try {

@@ -83,7 +83,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
         const e = event.event;
         if (e.type === 'tool_call') {
           this.#activity = `running ${e.name}`;
-          this.add('tool', toolLine(e.name, e.argsPreview));
+          this.add('tool', toolLine(e.name, e.argsPreview, e.background === true));
         } else if (e.type === 'model_request') this.#activity = 'thinking';
         else if (e.type === 'retry') this.#activity = `retrying (${oneLine(e.reason, 60)})`;
       }

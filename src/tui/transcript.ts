@@ -35,9 +35,9 @@ export function deliveredLine(turn: number, count: number): string {
   return `↳ ${count} result${count === 1 ? '' : 's'} delivered into turn ${turn}`;
 }
 
-/** A tool call of the parent, folded to one line. */
-export function toolLine(name: string, argsPreview: string): string {
-  return `  ▸ ${escapeForTerminal(name)}(${oneLine(argsPreview, 80)})`;
+/** A tool call of the parent, folded to one line; one that starts a background job (its event's `background`) says so. */
+export function toolLine(name: string, argsPreview: string, background = false): string {
+  return `  ▸ ${escapeForTerminal(name)}(${oneLine(argsPreview, 80)})${background ? ' ⇢ background' : ''}`;
 }
 
 /** An answer: every line escaped (newlines kept, other controls shown as escapes). */

@@ -123,6 +123,7 @@ export function spawnChildTool(link: ChildLink, agents: readonly string[], signa
       'If you give your final answer while children still run, you wait for them and continue with their results.',
     parameters: args,
     gated: false,
+    background: true,
     async run(input: z.output<typeof spawnArgs> & { agent?: string }) {
       const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name }, signal);
       if (child.joined === 'attached')

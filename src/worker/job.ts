@@ -26,6 +26,7 @@ import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
+import { applySpawnSpec, spawnSystemPrompt } from '../shared/spawn-spec.js';
 import { reportAlertTool } from './job-tools.js';
 import { ChildLink, spawnChildTool } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
@@ -69,7 +70,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
   };
   try {
     // A peer job runs its agent's model, endpoint, tools, limits and prompt; all from the spec.
-    const config = configForAgent(spec.config, spec.agent);
+    // Then its spawn's own model and tool subset (checked on the main thread at admission).
+    const config = applySpawnSpec(configForAgent(spec.config, spec.agent), spec);
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
     const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
     const children = deps.children;
@@ -86,7 +88,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
-          { role: 'system', content: agentSystemPrompt(baseline, spec.config, spec.agent) },
+          { role: 'system', content: spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec) },
           { role: 'user', content: spec.task },
         ];
     for (;;) {

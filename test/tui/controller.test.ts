@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { BACKGROUND_PROMPT_MARKER } from '../../src/shared/prompts.js';
 import { ChatController } from '../../src/tui/controller.js';
-import { parseKeys } from '../../src/tui/keys.js';
 import { createModelClient } from '../../src/shared/model-call.js';
+import { parseKeys } from '../../src/tui/keys.js';
 import type { ManagerEvents } from '../../src/main/jobs/manager.js';
 import type { ScriptStep } from '../../src/sim/index.js';
 import {
@@ -138,4 +138,38 @@ describe('Esc during an agent_<name> call', () => {
     await waitFor(() => proxy.held() === 1, 'its next model call is in flight', { timeoutMs: 90_000 });
     expect(session.manager.get(job?.id as string)?.state).toBe('running');
   }, 150_000);
+});
+
+describe('chat transcript of tool calls', () => {
+  it("marks the parent's spawn calls (their events say background) and no other call", async () => {
+    const root = await makeWorkspace(cleanups);
+    const jobsSim = await startSim(cleanups);
+    const parentSim = await startSim(cleanups, {
+      script: [
+        {
+          toolCalls: [
+            { id: 'spawn-1', name: 'spawn_background_agent', arguments: { task: 'Where is the retry backoff implemented?', label: 'retry' } },
+            { id: 'list-1', name: 'list_dir', arguments: { path: '.' } },
+          ],
+        },
+        { content: 'Started one job.' },
+        { content: 'It answered.' },
+      ],
+    });
+    const session = new AgentSession({
+      config: makeConfig(jobsSim, root),
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
+    chat.submitLine('Look for the retry backoff.');
+    await waitFor(() => parentSim.requests.length >= 3, 'the follow-up turn asked the model', { timeoutMs: 60_000 });
+    await session.onIdle();
+    const tools = chat.entries.filter((e) => e.kind === 'tool').map((e) => e.text);
+    expect(tools).toHaveLength(2);
+    expect(tools.find((t) => t.includes('spawn_background_agent'))).toMatch(/⇢ background$/);
+    expect(tools.find((t) => t.includes('list_dir'))).not.toMatch(/background/);
+    await chat.quit();
+  });
 });

@@ -11,7 +11,25 @@ import { agentSchema, configSchema, modelBaseUrl } from '../../shared/config.js'
 import { jobSpecSchema, type JobSpec } from '../../shared/protocol.js';
 
 /** The job's own fields (all but its config) that go on the wire. */
-const JOB_FIELDS = ['id', 'label', 'task', 'role', 'parentSummary', 'agent', 'parentToolId', 'depth', 'resume', 'attempt', 'processTag', 'budget'] as const;
+const JOB_FIELDS = [
+  'id',
+  'label',
+  'task',
+  'role',
+  'parentSummary',
+  'agent',
+  'parentToolId',
+  'depth',
+  'resume',
+  'attempt',
+  'processTag',
+  'budget',
+  // A spawn's own spec (checked at admission); its `tools` can only narrow the worker's.
+  'systemPrompt',
+  'replaceSystemPrompt',
+  'tools',
+  'model',
+] as const;
 
 /** Config fields the job's side decides; `tools`, `grantedTools` and `toolLimits` can only narrow the worker's. */
 const REQUEST_FIELDS = [

@@ -15,8 +15,9 @@ const REMEMBERED_ENDED = 1_000;
  * model match a job still queued or running joins it; one that matches a job that ended `ok`
  * within `dedup.reuseWithinSeconds` gets that job's result instead of running again. Never for
  * an agent that can change things (its tools include bash, write_file or edit_file), never for
- * a spawn with a name, a session summary (`full_context`) or a parent tool call (`agent_<name>`):
- * those are not the same request, whatever the task says. Top-level spawns match top-level
+ * a spawn with a name or a session summary (`full_context`): those are not the same request,
+ * whatever the task says; nor for an `agent_<name>` call (it spawns with `dedup: false`). A
+ * spawn's own spec (prompt, tools, model) is part of the key. Top-level spawns match top-level
  * jobs and a job's spawns match other jobs' children, so each result still reaches its caller
  * by the usual path.
  */
@@ -33,18 +34,21 @@ export class SpawnDedup {
   keyFor(request: SpawnRequest, nested: boolean): string | undefined {
     const { attach, reuseWithinSeconds } = this.#config.dedup;
     if (!attach && reuseWithinSeconds <= 0) return undefined;
-    if (typeof request.task !== 'string' || request.name !== undefined || request.parentSummary || request.parentToolId !== undefined) return undefined;
+    if (typeof request.task !== 'string' || request.name !== undefined || request.parentSummary) return undefined;
     const role = request.role ?? 'primary';
     const agent = request.agent ?? (role === 'user' ? this.#config.background.defaultAgent : undefined);
     let model: string;
+    let tools: readonly string[];
     try {
       const config = configForAgent(this.#config, agent);
-      if (config.tools.some((tool) => GATED_TOOLS.includes(tool))) return undefined;
-      model = config.model;
+      tools = request.tools ?? config.tools;
+      if (tools.some((tool) => (GATED_TOOLS as readonly string[]).includes(tool))) return undefined;
+      model = request.model ?? config.model;
     } catch {
       return undefined; // an unknown agent: admission says so
     }
-    return JSON.stringify([nested ? 'child' : 'top', role, agent ?? '', model, normalizeTask(request.task)]);
+    const ownSpec = [request.systemPrompt ?? '', request.replaceSystemPrompt === true, request.tools === undefined ? '' : [...new Set(tools)].sort()];
+    return JSON.stringify([nested ? 'child' : 'top', role, agent ?? '', model, normalizeTask(request.task), ...ownSpec]);
   }
 
   /** A job this spawn may join or reuse, checked against the ledger as it is now. */

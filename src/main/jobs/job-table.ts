@@ -61,10 +61,15 @@ export class JobTable {
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
     // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
-    const dedupKey = resume === undefined && isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
+    const dedupKey = resume === undefined && options.dedup !== false && isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
     const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));
     if (match) return { kind: 'joined', match };
-    const { data, role, agent } = admitSpawn(
+    const {
+      data,
+      role,
+      agent,
+      spec: ownSpec,
+    } = admitSpawn(
       request,
       config,
       this.#host.waitingForSlot(),
@@ -109,6 +114,7 @@ export class JobTable {
       ...(nested ? { depth: nested.depth } : {}),
       ...(resume ? { resume: resume.state } : {}),
       budget: budget.limits,
+      ...ownSpec,
     };
     const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
     if (dedupKey !== undefined) dedup.booked(id, dedupKey);

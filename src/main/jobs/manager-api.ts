@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { agentEntry } from '../../shared/agents.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
-import { JobError, errorMessage, type SerializedError } from '../../shared/errors.js';
+import { ForkpoolError, JobError, errorMessage, type SerializedError } from '../../shared/errors.js';
 import { JOB_ROLES, jobNameSchema, type AlertSeverity, type JobRole } from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
@@ -17,6 +17,7 @@ import type { JobStore } from '../ledger/ledger-store.js';
 import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
+import { checkSpawnSpec, spawnSpecInputFields, type SpawnSpec } from '../../shared/spawn-spec.js';
 
 export interface BackgroundManagerOptions {
   config: ForkpoolConfig;
@@ -54,7 +55,7 @@ export interface SpawnRequest {
   agent?: string;
   /** Unique among live jobs; usable wherever an id is (cancel, check, restart). */
   name?: string;
-  /** The parent's tool call that started it (`agent_<name>`); its events carry it. */
+  /** The parent's tool call that started it (`agent_<name>`, `spawn_background_agent`); its events carry it. */
   parentToolId?: string;
   /** When its wave's follow-up may come early (docs/delivery.md "Wave joins"); replaces the wave's join. */
   join?: JoinPolicy;
@@ -62,11 +63,27 @@ export interface SpawnRequest {
   budget?: BudgetLimits;
   /** `worktree`: run in a fresh git worktree on branch `forkpool/<id>` (default `background.workspace`; see worktrees.ts). */
   workspace?: WorkspaceMode;
+  /**
+   * This job's own system prompt, appended to the background baseline (after its agent's).
+   * At most 50,000 characters. See docs/agents.md "A spawn's own spec".
+   */
+  systemPrompt?: string;
+  /** `systemPrompt` replaces the baseline instead; refused (PROMPT_REPLACE_NOT_ALLOWED) unless `background.allowSystemPromptReplace`. */
+  replaceSystemPrompt?: boolean;
+  /**
+   * Built-in tools by name: the job gets only these. Each must be one it would have anyway (its
+   * agent's `tools`, else the config's): an unknown name is TOOL_UNKNOWN, another TOOL_NOT_ALLOWED.
+   */
+  tools?: string[];
+  /** The model it runs, among `background.spawnModels` (by default the models the config names); else MODEL_NOT_ALLOWED. */
+  model?: string;
 }
 
 export interface SpawnOptions {
   /** Aborting it cancels the job (at once while queued, in two phases while running). */
   signal?: AbortSignal;
+  /** Default true: an identical spawn may join or reuse a job (docs/delivery.md "De-duplication"). False: always a job of its own (an `agent_<name>` call waits on its own). */
+  dedup?: boolean;
 }
 
 export interface JobAlert {
@@ -133,7 +150,7 @@ export interface DeliveryPort {
 export type ManagerEvents = {
   spawned: [Readonly<JobRecord>];
   started: [Readonly<JobRecord>];
-  /** `parentToolId`: set for a job an `agent_<name>` call started. */
+  /** `parentToolId`: set for a job an `agent_<name>` or `spawn_background_agent` call started. */
   progress: [{ jobId: string; event: LoopEvent; parentToolId?: string }];
   /** An `agent_<name>(background: true)` call returned early; the job goes on. */
   backgrounded: [Readonly<JobRecord>];
@@ -169,6 +186,7 @@ const spawnRequestSchema = z.strictObject({
   join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),
   workspace: z.enum(WORKSPACE_MODES).optional(),
+  ...spawnSpecInputFields,
 });
 
 /** True when the request is well formed (admission says what is wrong when it is not). */
@@ -176,16 +194,18 @@ export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
   return spawnRequestSchema.safeParse(request).success;
 }
 
-/** What admission decided about a spawn request: its validated fields, role and agent. */
+/** What admission decided about a spawn request: its validated fields, role, agent and own spec. */
 export interface Admitted {
   data: z.output<typeof spawnRequestSchema>;
   role: JobRole;
   agent: string | undefined;
+  spec: SpawnSpec;
 }
 
 /**
  * Validates a spawn request and decides whether it may be queued now: a clear, typed error the
- * model can read when not (`TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, `QUEUE_FULL`, `NAME_TAKEN`).
+ * model can read when not (`TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, the spec's `TOOL_UNKNOWN`,
+ * `TOOL_NOT_ALLOWED`, `MODEL_NOT_ALLOWED`, `PROMPT_REPLACE_NOT_ALLOWED`, `QUEUE_FULL`, `NAME_TAKEN`).
  * `waiting` counts the jobs that would wait for a slot (not those about to take a free one).
  */
 export function admitSpawn(
@@ -207,6 +227,13 @@ export function admitSpawn(
       throw new JobError('AGENT_UNKNOWN', '-', errorMessage(error));
     }
   }
+  let spec: SpawnSpec;
+  try {
+    spec = checkSpawnSpec(config, agent, parsed.data);
+  } catch (error) {
+    if (!(error instanceof ForkpoolError)) throw error;
+    throw new JobError(error.code, '-', error.message);
+  }
   if (onFull === 'reject' && waiting >= 0) {
     throw new JobError('QUEUE_FULL', '-', `all ${maxConcurrent} background slots are taken (onFull: reject); wait for a job to finish or cancel one`);
   }
@@ -222,5 +249,5 @@ export function admitSpawn(
       `the name "${name}" belongs to job ${holder}, which is still ${stateOf(holder) ?? 'live'}; pick another name or wait for it to end`,
     );
   }
-  return { data: parsed.data, role, agent };
+  return { data: parsed.data, role, agent, spec };
 }

@@ -72,6 +72,10 @@ export function resumeJob(host: ResumeHost, idOrName: string, message: unknown, 
     role: request.role ?? record.role,
     wave: request.wave ?? null,
     ...(record.agent !== undefined ? { agent: record.agent } : {}),
+    // Its spawn's tool subset and model go on too, while the old job's spec is kept (restarts.ts
+    // bounds that); its own system prompt is already in the conversation.
+    ...(job.spec?.tools !== undefined ? { tools: job.spec.tools } : {}),
+    ...(job.spec?.model !== undefined ? { model: job.spec.model } : {}),
   };
   // Its own budget: usage and model calls start from nothing (the old job's stay on the old record).
   return host.book(booking, options, { from: job.id, state: resumeStateFor(messages, instruction) });

@@ -38,7 +38,7 @@ export interface JobRecord {
   agent?: string;
   /** A name given at spawn, unique among live jobs; usable wherever an id is. */
   name?: string;
-  /** The parent's tool call that started it (`agent_<name>`), so a front end can group its events. */
+  /** The parent's tool call that started it (`agent_<name>`, `spawn_background_agent`), so a front end can group its events. */
   parentToolId?: string;
   /**
    * The manager's close() stopped it and the durable ledger kept it unfinished: the next process

@@ -145,7 +145,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
             activity: this.activity,
             currentTurn: () => this.#currentTurn,
             spawnFromAgent: (r) => this.#spawnFromAgent(r),
-            spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }),
+            // An agent_<name> call waits on its own job: never one an identical spawn joined.
+            spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }, { dedup: false }),
             cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
           })
         : [],
@@ -312,18 +313,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   }
 
   #spawnFromAgent(request: SpawnToolRequest): JobHandle {
-    return this.manager.spawn({
-      task: request.task,
-      label: request.label,
-      role: this.agent.role,
-      wave: this.#currentTurn,
-      ...(request.agent !== undefined ? { agent: request.agent } : {}),
-      ...(request.name !== undefined ? { name: request.name } : {}),
-      ...(request.budget !== undefined ? { budget: request.budget } : {}),
-      ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
-      ...(request.join ? { join: request.join } : {}),
-      ...(request.workspace ? { workspace: request.workspace } : {}),
-    });
+    const { fullContext, ...fields } = request;
+    return this.manager.spawn({ ...fields, role: this.agent.role, wave: this.#currentTurn, ...(fullContext ? { parentSummary: this.agent.summary() } : {}) });
   }
 
   /** `reason` is noted for the follow-up's cause (an early join has noted its own: `kind` only). */

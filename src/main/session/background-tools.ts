@@ -1,32 +1,28 @@
 import { z } from 'zod';
 import { ForkpoolError, ToolError, errorMessage } from '../../shared/errors.js';
-import type { ToolDefinition } from '../../shared/tools/types.js';
+import type { ToolContext, ToolDefinition } from '../../shared/tools/types.js';
+import type { LoopToolContext } from '../../shared/tool-loop.js';
 import { jobNameSchema } from '../../shared/protocol.js';
-import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
-import type { JobHandle } from '../jobs/manager.js';
-import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
-import { WORKSPACE_MODES, type WorkspaceMode } from '../jobs/worktrees.js';
+import { budgetLimitsSchema } from '../../shared/budget.js';
+import type { JobHandle, SpawnRequest } from '../jobs/manager.js';
+import { joinSchema } from '../../shared/scheduling-config.js';
+import { WORKSPACE_MODES } from '../jobs/worktrees.js';
+import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from './spawn-spec-args.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
   spawnFromAgent(request: SpawnToolRequest): JobHandle;
   cancelJob(id: string): JobHandle;
-  /** The configured peers the spawn tool offers, with their descriptions. */
+  /** The peers the spawn tool offers (the caller's allow-list, `agentTools`), with their descriptions. */
   agents?: ReadonlyArray<{ name: string; description: string }>;
+  /** What a spawn's own spec may choose from (system_prompt, tools, model), for the tool's description. */
+  spec?: SpawnSpecOffer;
   /** The result of a job an identical spawn reused (see docs/delivery.md "De-duplication"). */
   reusedResult?(id: string): string;
 }
 
-export interface SpawnToolRequest {
-  task: string;
-  label: string;
-  fullContext: boolean;
-  agent?: string;
-  name?: string;
-  join?: JoinPolicy;
-  budget?: BudgetLimits;
-  workspace?: WorkspaceMode;
-}
+/** A spawn as the tool asks for it: the manager's request, less what the session fills in (its role, wave and summary). */
+export type SpawnToolRequest = Omit<SpawnRequest, 'role' | 'wave' | 'parentSummary'> & { fullContext: boolean };
 
 const nameArg = jobNameSchema.describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
 
@@ -64,11 +60,15 @@ const baseSpawnArgs = z.strictObject({
     ),
 });
 
-/** With peers configured, `agent` is an enum of their names: a name outside it is a tool error and nothing starts. */
-function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string }>) {
-  if (agents.length === 0) return baseSpawnArgs;
+/**
+ * With an allow-list of peers, `agent` is an enum of their names: a name outside it is a tool
+ * error and nothing starts; with none, there is no `agent` argument.
+ */
+function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string }>, spec: SpawnSpecOffer | undefined) {
+  const withSpec = baseSpawnArgs.extend(spawnSpecArgs(spec));
+  if (agents.length === 0) return withSpec;
   const names = agents.map((a) => a.name) as [string, ...string[]];
-  return baseSpawnArgs.extend({
+  return withSpec.extend({
     agent: z
       .enum(names)
       .optional()
@@ -81,8 +81,8 @@ const cancelArgs = z.strictObject({ job_id: jobRef });
 
 /** The seed's `spawn_background_agent` and `cancel_background_agent`, for the parent only. */
 export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
-  const spawnArgs = spawnArgsFor(host.agents ?? []);
-  const spawn: ToolDefinition<z.output<typeof baseSpawnArgs> & { agent?: string | undefined }> = {
+  const spawnArgs = spawnArgsFor(host.agents ?? [], host.spec);
+  const spawn: ToolDefinition<z.output<ReturnType<typeof spawnArgsFor>> & { agent?: string | undefined }> = {
     name: 'spawn_background_agent',
     description:
       'Fork an independent copy of yourself to research a narrow, self-contained question in the background — reading files, grepping, ' +
@@ -90,7 +90,10 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
       'and must not fabricate a result before that notification arrives.',
     parameters: spawnArgs,
     gated: false,
-    async run(args) {
+    background: true,
+    async run(args, ctx) {
+      // The job's events and record name the call that started it, as an agent_<name> call's do.
+      const callId = (ctx as ToolContext & Partial<LoopToolContext>).callId;
       let handle: JobHandle;
       try {
         handle = host.spawnFromAgent({
@@ -102,6 +105,8 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           ...(args.join !== undefined ? { join: args.join } : {}),
           ...(args.budget !== undefined ? { budget: args.budget } : {}),
           ...(args.workspace !== undefined ? { workspace: args.workspace } : {}),
+          ...spawnSpecFromArgs(args),
+          ...(callId ? { parentToolId: callId } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');

@@ -1,4 +1,5 @@
 import type { ForkpoolConfig } from '../../shared/config.js';
+import { spawnableModels } from '../../shared/spawn-spec.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { Deliveries } from '../delivery/deliveries.js';
 import { resultPageTool, reusedResultText } from '../delivery/result-pages.js';
@@ -29,18 +30,21 @@ export interface ParentToolsHost {
 }
 
 /**
- * The tools a parent agent uses on its background jobs: spawn and cancel, resume, send, wait, one
- * `agent_<name>` per configured agent tool, list and check, and read_background_result for a
- * result delivered in part.
+ * The tools a parent agent uses on its background jobs: spawn and cancel (its `agent` among the
+ * allow-listed `agentTools`), resume, send, wait, one `agent_<name>` per allow-listed agent, list
+ * and check, and read_background_result for a result delivered in part.
  */
 export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
   const { config, manager, deliveries, currentTurn } = host;
   const resultMaxChars = config.background.resultMaxChars;
+  const allowedAgents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
   return [
     ...backgroundTools({
       spawnFromAgent: (request) => host.spawnFromAgent(request),
       cancelJob: (id) => manager.cancel(id),
-      agents: Object.entries(config.agents).map(([name, agent]) => ({ name, description: agent.description })),
+      // The model may start only the agents it was given (milk's allow-list); a person, the library and HTTP may start any.
+      agents: allowedAgents,
+      spec: { tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace },
       reusedResult: (id) => reusedResultText(manager, deliveries, id, currentTurn(), resultMaxChars),
     }),
     resumeTool({ manager, currentTurn }),
@@ -55,7 +59,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
         resultMaxChars,
         ...(host.cancelledWithCall ? { cancelledWithCall: host.cancelledWithCall } : {}),
       },
-      config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name })),
+      allowedAgents,
     ),
     ...inspectTools({ manager, deliveries, activity: host.activity, currentTurn, cooldownMs: config.background.checkCooldownMs, resultMaxChars }),
     resultPageTool({

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ForkpoolError, errorMessage } from '../../shared/errors.js';
 import { jobDetail, jobSummary } from '../job-view.js';
+import { spawnSpecOf } from '../../shared/spawn-spec.js';
 import { createJobsSchemaFor, jobIdParams, listJobsQuery, parseRequest, resultQuery } from '../schemas.js';
 import type { ServerState } from '../server-state.js';
 
@@ -24,6 +25,7 @@ export function jobRoutes(state: ServerState) {
             ...(task.agent !== undefined ? { agent: task.agent } : {}),
             ...(task.name !== undefined ? { name: task.name } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
+            ...spawnSpecOf(task),
           });
           jobs.push(handle);
         } catch (error) {

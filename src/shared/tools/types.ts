@@ -84,6 +84,8 @@ export interface ToolDefinition<Args = any> {
   parameters: z.ZodType<Args>;
   /** Needs a grant in the permission store before it runs. */
   gated: boolean;
+  /** The call starts a background job and returns at once (spawn_background_agent): its `tool_call` event says `background: true`. */
+  background?: boolean;
   /** Summary shown in a permission request (no secrets). */
   describeCall?(args: Args): string;
   run(args: Args, ctx: ToolContext): Promise<string>;

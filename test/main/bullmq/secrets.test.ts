@@ -11,7 +11,8 @@ import path from 'node:path';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { specForRedis } from '../../../src/main/bullmq/job-request.js';
+import { specForRedis, wireSpecSchema } from '../../../src/main/bullmq/job-request.js';
+import { applySpawnSpec } from '../../../src/shared/spawn-spec.js';
 import { WorkerPolicy } from '../../../src/main/bullmq/worker-policy.js';
 import { configForAgent } from '../../../src/shared/agents.js';
 import { redisClient } from '../../../src/main/bullmq/redis.js';
@@ -166,6 +167,26 @@ describe("bullmq: a worker's policy over a queued job", () => {
     expect(() => new WorkerPolicy(worker).localSpec({ ...wire, request: { ...wire.request, baseUrl: 'http://127.0.0.1:7002/v1' } })).toThrow(
       expect.objectContaining({ code: 'ENDPOINT_NOT_ALLOWED' }),
     );
+  });
+});
+
+describe("bullmq: a spawn's own spec on the wire", () => {
+  it("crosses Redis (prompt, tool subset, model), passes the wire schema, and its tools still only narrow the worker's", () => {
+    const worker = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), tools: ['read_file', 'grep'] });
+    const main = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), models: { 'cheap-model': {} } });
+    const own = {
+      systemPrompt: 'Answer as a table.',
+      replaceSystemPrompt: true,
+      tools: ['grep', 'bash'] as NonNullable<JobSpec['tools']>,
+      model: 'cheap-model',
+    };
+    const wire = specForRedis({ id: 'bg-1', label: 'x', task: 'task', role: 'user', attempt: 1, config: main, ...own });
+    expect(wireSpecSchema.parse(JSON.parse(JSON.stringify(wire)))).toMatchObject(own);
+    const local = new WorkerPolicy(worker).localSpec(wire);
+    expect(local).toMatchObject(own);
+    // The worker applies the subset over its own tools: bash, which it does not have, stays out.
+    expect(applySpawnSpec(local.config, local).tools).toEqual(['grep']);
+    expect(applySpawnSpec(local.config, local).model).toBe('cheap-model');
   });
 });
 

@@ -96,26 +96,57 @@ describe('peer agents through the pool', () => {
     expect(Object.keys(reviewRecord.usage)).toEqual(['reviewer-model']);
   });
 
-  it('an unknown agent is refused by the manager and by the spawn tool; nothing starts', async () => {
+  it("the spawn tool's agent is the caller's agentTools: an unknown agent, or a configured one outside the list, is a tool error and nothing starts", async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, {
       script: [
-        { toolCalls: [{ name: 'spawn_background_agent', arguments: { task: RESEARCH_TASK, label: 'ghost job', agent: 'ghost' } }] },
-        { content: 'The agent does not exist.' },
+        {
+          toolCalls: [
+            { id: 'ghost', name: 'spawn_background_agent', arguments: { task: RESEARCH_TASK, label: 'ghost job', agent: 'ghost' } },
+            { id: 'not-given', name: 'spawn_background_agent', arguments: { task: RESEARCH_TASK, label: 'reviewer job', agent: 'reviewer' } },
+          ],
+        },
+        { content: 'Neither agent may be started.' },
       ],
     });
-    const config = agentConfig(sim, root);
+    const config = agentConfig(sim, root, { agentTools: ['scout'] });
     const session = new AgentSession({ config, closeExecutor: true });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     expect(() => session.manager.spawn({ task: RESEARCH_TASK, label: 'x', agent: 'ghost' })).toThrow(/AGENT_UNKNOWN|no agent named "ghost"/);
 
-    const result = await session.submit('Use a ghost agent.');
-    expect(result.answer).toBe('The agent does not exist.');
+    const result = await session.submit('Use a ghost agent and the reviewer.');
+    expect(result.answer).toBe('Neither agent may be started.');
     expect(session.manager.jobs()).toHaveLength(0);
     expect(sim.requests).toHaveLength(2);
-    // The schema offered the peers as an enum; the model read a tool error.
-    expect(toolSchema(sim.requests[0]!, 'spawn_background_agent').properties.agent.enum).toEqual(['scout', 'reviewer']);
-    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/^Error: .*agent/i);
+    // The schema offered only the allow-listed peer as an enum; the model read a tool error for each.
+    expect(toolSchema(sim.requests[0]!, 'spawn_background_agent').properties.agent.enum).toEqual(['scout']);
+    const errors = toolMessagesOf(sim.requests[1]!.body);
+    expect(errors).toHaveLength(2);
+    for (const error of errors) expect(error).toMatch(/^Error: invalid arguments for spawn_background_agent: .*agent/is);
+    sim.assertScriptDone();
+    // A person (and the library, and HTTP) may still start any configured agent.
+    const manager = makeManager(config, cleanups);
+    const byPerson = manager.spawn({ task: RESEARCH_TASK, label: 'user reviewer', agent: 'reviewer', role: 'user', wave: null });
+    const byCode = manager.spawn({ task: 'Review src/retry.ts.', label: 'library reviewer', agent: 'reviewer' });
+    for (const { id } of [byPerson, byCode]) expect(manager.get(id)?.agent).toBe('reviewer');
+    for (const { id } of [byPerson, byCode]) manager.cancel(id);
+    await Promise.all([byPerson, byCode].map(({ id }) => ended(manager, id)));
+  });
+
+  it('with peers configured but no agentTools, the spawn schema has no agent field and an agent argument is a tool error', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, {
+      script: [
+        { toolCalls: [{ name: 'spawn_background_agent', arguments: { task: RESEARCH_TASK, label: 'scout job', agent: 'scout' } }] },
+        { content: 'Not offered.' },
+      ],
+    });
+    const session = new AgentSession({ config: agentConfig(sim, root), closeExecutor: true });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    await session.submit('Use the scout.');
+    expect(toolSchema(sim.requests[0]!, 'spawn_background_agent').properties.agent).toBeUndefined();
+    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/^Error: invalid arguments for spawn_background_agent: .*agent/is);
+    expect(session.manager.jobs()).toHaveLength(0);
     sim.assertScriptDone();
   });
 

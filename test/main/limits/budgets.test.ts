@@ -170,7 +170,8 @@ describe('budgets per agent, overridden per spawn only within the agent', { time
         { content: 'It was refused.' },
       ],
     });
-    const session = new AgentSession({ config: base(root, sim.url), closeExecutor: true });
+    // The spawn tool offers only the caller's agentTools.
+    const session = new AgentSession({ config: { ...base(root, sim.url), agentTools: ['scout'] }, closeExecutor: true });
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
     const turn = await session.submit('Spawn a scout with 40 turns.');
     expect(turn.answer).toBe('It was refused.');

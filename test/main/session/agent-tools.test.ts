@@ -77,6 +77,24 @@ describe('agent_<name> tools', () => {
     parentSim.assertScriptDone();
   });
 
+  it("two identical agent_<name> calls are two jobs, each its own call's (never one joined by de-duplication)", async () => {
+    const { session, parentSim } = await setup([
+      {
+        toolCalls: [
+          { id: 'call-a', name: 'agent_scout', arguments: { task: RESEARCH_TASK } },
+          { id: 'call-b', name: 'agent_scout', arguments: { task: RESEARCH_TASK } },
+        ],
+      },
+      { content: 'Both scouts answered.' },
+    ]);
+    await session.submit('Ask the scout twice.');
+    await session.onIdle();
+    const jobs = session.manager.jobs();
+    expect(jobs.map((j) => j.parentToolId).sort()).toEqual(['call-a', 'call-b']);
+    for (const job of jobs) expect(job).toMatchObject({ status: 'ok', deliveredInTurn: 1 });
+    parentSim.assertScriptDone();
+  });
+
   it('aborting the parent turn during a foreground call cancels the peer job', async () => {
     const root = await makeWorkspace(cleanups);
     const jobsSim = await startSim(cleanups, { latencyMs: 60_000 });
