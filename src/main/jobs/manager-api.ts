@@ -62,6 +62,12 @@ export interface SpawnRequest {
   budget?: BudgetLimits;
   /** `worktree`: run in a fresh git worktree on branch `forkpool/<id>` (default `background.workspace`; see worktrees.ts). */
   workspace?: WorkspaceMode;
+  /**
+   * A guess (docs/delivery.md "Speculative jobs"): cancelled when a real job waits for its slot
+   * or budget, and, spawned in a session's turn, when that turn ends without referring to it.
+   * A cancelled guess is never delivered. Never joins nor is joined by an identical spawn. Default false.
+   */
+  speculative?: boolean;
 }
 
 export interface SpawnOptions {
@@ -169,6 +175,7 @@ const spawnRequestSchema = z.strictObject({
   join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),
   workspace: z.enum(WORKSPACE_MODES).optional(),
+  speculative: z.boolean().optional(),
 });
 
 /** True when the request is well formed (admission says what is wrong when it is not). */

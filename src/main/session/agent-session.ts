@@ -2,7 +2,7 @@ import type OpenAI from 'openai';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
-import { AbortError, ForkpoolError, LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
+import { AbortError, ForkpoolError, LedgerWriteError, serializeError } from '../../shared/errors.js';
 import { BACKGROUND_FOLLOWUP_PROMPT } from '../../shared/prompts.js';
 import { formatBackgroundReports } from '../views/delivery-format.js';
 import { TurnDelivery } from '../delivery/turn-delivery.js';
@@ -10,13 +10,15 @@ import { parentJobTools } from './parent-tools.js';
 import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
 import { JobActivity } from './job-activity.js';
+import { TurnSpeculation } from './speculation.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
-import type { JobRecord } from '../ledger/ledger.js';
 import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, type JobScheduler } from '../jobs/manager.js';
 import { formatStillRunning } from '../jobs/joins.js';
-import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
+import { ParentAgent, type AgentRole, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
+export type { SessionEvents } from './session-events.js';
+import type { SessionEvents } from './session-events.js';
 import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
@@ -33,23 +35,6 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   /** The manager's timers (job timeouts, wave deadlines); tests drive them by hand. */
   scheduler?: JobScheduler;
 }
-
-export type SessionEvents = {
-  parent: [ParentEvent];
-  'turn-result': [TurnResult & { followUp: boolean }];
-  delivered: [{ turn: number; jobs: JobRecord[] }];
-  /** A job's alert, at once (it reaches the model at the next turn boundary). */
-  alert: [JobAlert];
-  /** The alert buffer was full: the oldest alert was dropped. */
-  'alert-dropped': [JobAlert];
-  /** `deferred`: results the last turn's budget had no room for; `restart`: a resumed session found results waiting for delivery. */
-  'follow-up': [{ reason: 'wave' | 'user-job' | 'deferred' | 'restart'; queued: boolean }];
-  /**
-   * A turn threw (a person's turn also rejects its promise). Its wave is sealed all the same, and
-   * the results delivered into it (`redelivered`) wait for delivery again: the next turn has them.
-   */
-  'turn-error': [{ turn: number; followUp: boolean; error: SerializedError; redelivered: string[] }];
-};
 
 interface QueuedTurn {
   input: string;
@@ -145,6 +130,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       rateGate: this.manager.parentRateGate(),
       onEvent: (event) => this.emit('parent', event),
     });
+    // Its speculative spawns: kept when a turn refers to them, dropped when it ends without (speculation.ts).
+    new TurnSpeculation(this.manager, this);
     this.manager.on('alert', (alert) => this.#onAlert(alert));
     this.manager.on('done', (job) => {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
@@ -302,6 +289,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(request.fullContext ? { parentSummary: this.agent.summary() } : {}),
       ...(request.join ? { join: request.join } : {}),
       ...(request.workspace ? { workspace: request.workspace } : {}),
+      ...(request.speculative ? { speculative: true } : {}),
     });
   }
 

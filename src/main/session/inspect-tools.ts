@@ -108,12 +108,18 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
 
 function listLine(job: Readonly<JobRecord>, activity: JobActivity, now: number): string {
   const who = [job.name ? `name "${job.name}"` : `"${job.label}"`, job.agent ? `agent ${job.agent}` : 'fork'].join(', ');
-  const state = job.state === 'ended' ? `ended ${job.status ?? ''}`.trim() : job.state;
+  const state = job.state === 'ended' ? `ended ${job.status ?? ''}`.trim() : `${job.state}${job.speculative === 'pending' ? ' (speculative)' : ''}`;
   const unread = job.resultUnread
     ? ` (${job.resultUnread[1] - job.resultUnread[0]} characters not yet read: read_background_result offset ${job.resultUnread[0]})`
     : '';
   const delivery =
-    job.state !== 'ended' ? '' : job.deliveredInTurn === undefined ? ', result not yet delivered' : `, delivered in turn ${job.deliveredInTurn}${unread}`;
+    job.state !== 'ended'
+      ? ''
+      : job.speculative === 'dropped'
+        ? ' (speculative: not needed, never delivered)'
+        : job.deliveredInTurn === undefined
+          ? ', result not yet delivered'
+          : `, delivered in turn ${job.deliveredInTurn}${unread}`;
   const since = job.startedAt ?? job.queuedAt;
   const elapsed = `${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s`;
   const tokens = totalUsage(job.usage).totalTokens;

@@ -24,6 +24,7 @@ export function jobRoutes(state: ServerState) {
             ...(task.agent !== undefined ? { agent: task.agent } : {}),
             ...(task.name !== undefined ? { name: task.name } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
+            ...(task.speculative ? { speculative: true } : {}),
           });
           jobs.push(handle);
         } catch (error) {
