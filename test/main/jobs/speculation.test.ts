@@ -10,7 +10,18 @@ import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import { listLines } from '../../../src/tui/jobs-view.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
-import { useCleanup, ended, makeConfig, makeManager, makeWorkspace, messagesOf, recordEvents, startSim, startedJob } from '../../helpers/index.js';
+import {
+  useCleanup,
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  messagesOf,
+  recordEvents,
+  startSim,
+  startedJob,
+  toolMessagesOf,
+} from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 /** Jobs make sequential model calls in worker threads: a loaded machine needs more than the default. */
@@ -58,6 +69,10 @@ describe('speculative jobs at the end of the turn', { timeout: POOL_TEST_TIMEOUT
     session.on('delivered', ({ jobs }) => delivered.push(...jobs.map((job) => job.id)));
 
     await session.submit('Survey the code.');
+    // The spawn tells the model the rule; a guess's spawn with a bad flag is a tool error.
+    expect(toolMessagesOf(parentSim.requests[1]!.body)[0]).toMatch(
+      /^Started speculative background agent (bg-\d+) \(name "guess-a"\).* It is cancelled, unreported, when this turn ends unless you refer to \1 or "guess-a" before then\./,
+    );
     const byName = (name: string) => session.manager.find(name) as JobRecord;
     // Decided as the turn ended: nothing waits for the guess's thread to stop.
     expect(byName('guess-a').speculative).toBe('dropped');
@@ -92,6 +107,28 @@ describe('speculative jobs at the end of the turn', { timeout: POOL_TEST_TIMEOUT
     expect(listLines(session.manager.jobs(), Date.now()).find((line) => line.startsWith(a.id))).toMatch(/cancelled \(speculative\)/);
     // No follow-up was owed for the guess: the session is idle with nothing undelivered.
     expect(session.deliveries.undeliveredCount).toBe(0);
+  });
+});
+
+describe('the speculative argument', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
+  it('a non-boolean is a tool error the model reads, and nothing starts', async () => {
+    const root = await makeWorkspace(cleanups);
+    const parentSim = await startSim(cleanups, {
+      script: [
+        { toolCalls: [{ name: 'spawn_background_agent', arguments: { task: 'survey the cache code', label: 'guess', speculative: 'yes' } }] },
+        { content: 'It was refused.' },
+      ],
+    });
+    const session = new AgentSession({
+      config: makeConfig(parentSim, root),
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    await session.submit('Survey the code.');
+    expect(toolMessagesOf(parentSim.requests[1]!.body)[0]).toMatch(/^Error: invalid arguments for spawn_background_agent: .*speculative/s);
+    expect(session.manager.jobs()).toHaveLength(0);
+    parentSim.assertScriptDone();
   });
 });
 
