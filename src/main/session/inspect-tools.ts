@@ -143,9 +143,12 @@ function checkText(job: Readonly<JobRecord>, activity: JobActivity, maxChars: nu
   if (view && view.alerts.length > 0) lines.push(`Alerts: ${view.alerts.map((a) => `[${a.severity}] ${a.message}`).join(' | ')}`);
   if (job.state === 'ended') {
     if (job.error && job.status !== 'ok') lines.push(`Error: ${job.error.message.slice(0, 300)}`);
-    const delivery = deliveredNow
-      ? `now delivered in turn ${job.deliveredInTurn ?? '?'}; it will not be injected again`
-      : `already delivered in turn ${job.deliveredInTurn}`;
+    const delivery =
+      job.speculative === 'dropped'
+        ? 'a speculative job dropped as not needed; it is never injected'
+        : deliveredNow
+          ? `now delivered in turn ${job.deliveredInTurn ?? '?'}; it will not be injected again`
+          : `already delivered in turn ${job.deliveredInTurn}`;
     lines.push(`Result (${delivery}):`);
     const text = job.resultText ?? (job.resultDropped ? '(dropped from memory long after delivery)' : '');
     lines.push(

@@ -9,6 +9,7 @@ import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import { listLines } from '../../../src/tui/jobs-view.js';
+import { inspectTools } from '../../../src/main/session/inspect-tools.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import {
   useCleanup,
@@ -105,6 +106,19 @@ describe('speculative jobs at the end of the turn', { timeout: POOL_TEST_TIMEOUT
     parentSim.assertScriptDone();
     // /bg list shows the guess, as cancelled (speculative).
     expect(listLines(session.manager.jobs(), Date.now()).find((line) => line.startsWith(a.id))).toMatch(/cancelled \(speculative\)/);
+    // ... and the parent's list and check say it was dropped, not delivered.
+    const tools = inspectTools({
+      manager: session.manager,
+      deliveries: session.deliveries,
+      activity: session.activity,
+      currentTurn: () => 3,
+      cooldownMs: 0,
+      resultMaxChars: 2_000,
+    });
+    const run = (name: string, args: Record<string, unknown>) => tools.find((t) => t.name === name)!.run(args, {} as never);
+    expect(await run('list_background_agents', {})).toContain(`- ${a.id} (name "guess-a", fork): ended cancelled (speculative: not needed, never delivered)`);
+    expect(await run('check_background_agent', { job_id: 'guess-a' })).toMatch(/Result \(a speculative job dropped as not needed; it is never injected\)/);
+    expect(session.manager.get(a.id)?.deliveredInTurn).toBe(0);
     // No follow-up was owed for the guess: the session is idle with nothing undelivered.
     expect(session.deliveries.undeliveredCount).toBe(0);
   });
