@@ -44,6 +44,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined) {
     attempts: view.attempts,
     error: view.error,
     delivered: view.delivered,
+    speculative: view.speculative,
     agent: view.agent,
     name: view.name,
     parentJobId: view.parentJobId,

@@ -3,7 +3,7 @@ import { JOB_ROLES, STEERING_MAX_CHARS } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { spawnSpecInputFields } from '../shared/spawn-spec.js';
-import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
+import { JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { WAIT_LIMITS } from '../shared/defaults.js';
 
@@ -24,6 +24,12 @@ const taskSchema = z.strictObject({
   ),
   tools: spawnSpecInputFields.tools.describe("Only these built-in tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
   model: spawnSpecInputFields.model.describe('The model the job runs, among background.spawnModels (MODEL_NOT_ALLOWED).'),
+  speculative: z
+    .boolean()
+    .optional()
+    .describe(
+      'A guess: it runs only on what no real job needs, and is cancelled ("speculative, preempted") when a real job waits for its slot or budget. Default false.',
+    ),
 });
 
 const manyTasksSchema = z.strictObject({ tasks: z.array(taskSchema).min(1).max(MAX_TASKS_PER_REQUEST) });
@@ -104,6 +110,10 @@ const jobSummaryShape = z.object({
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   agent: z.string().nullable(),
   name: z.string().nullable(),
+  speculative: z
+    .enum(SPECULATION_STATES)
+    .nullable()
+    .describe('A speculative job: pending (a guess), kept (referred to), dropped (cancelled as a guess, never delivered); null otherwise.'),
   parentJobId: z.string().nullable().describe('The job that spawned it (nested jobs); null for a top-level job.'),
   depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
   budget: z

@@ -70,7 +70,9 @@ export function elapsedText(job: Job, now: number): string {
 
 export function statusText(job: Job): string {
   if (job.state !== 'ended') return job.waitingForChildren ? 'waiting-children' : job.state;
-  return job.status ?? 'ended';
+  const status = job.status ?? 'ended';
+  // A guess cancelled (or set aside) as not needed: shown, never delivered.
+  return job.speculative === 'dropped' ? `${status} (speculative)` : status;
 }
 
 /** Jobs in tree order: each session job, then its children (depth-first), oldest first. */

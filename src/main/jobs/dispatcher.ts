@@ -2,6 +2,7 @@ import { serializeError } from '../../shared/errors.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { Job, JobPhase } from './job.js';
 import { endingFromQueue } from './job-endings.js';
+import { JobSpeculation } from './speculation.js';
 
 /** What the dispatcher needs of the manager: how to launch, and what closed means. */
 export interface DispatchHost {
@@ -14,6 +15,8 @@ export interface DispatchHost {
   stopQueued(job: Job): void;
   /** Nothing is queued, running or waiting for its children. */
   idle(): void;
+  /** A real job cannot launch for want of a slot or budget: running guesses give way (speculation.ts). */
+  preempt(waiting: readonly Job[], live: readonly Job[], need: 'slot' | 'budget'): void;
 }
 
 /**
@@ -95,12 +98,18 @@ export class Dispatcher {
   pump(): void {
     // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
     if (this.#host.closed()) for (const job of [...this.#queue]) this.#host.stopQueued(job);
-    while (this.#live.size < this.#host.maxConcurrent && this.#queue.length > 0) {
+    while (this.#queue.length > 0) {
+      // Real jobs first, in their order; a guess (speculative, not yet referred to) only after them.
+      const at = Math.max(
+        0,
+        this.#queue.findIndex((job) => !JobSpeculation.isGuess(job)),
+      );
+      const head = this.#queue[at] as Job;
+      if (this.#live.size >= this.#host.maxConcurrent) return void this.#host.preempt(this.#queue, this.live(), 'slot');
       // The session pool decides first: the head waits for leases to return (FIFO), or is refused.
-      const head = this.#queue[0] as Job;
       const gate = this.#host.budgets.gate(head.id, head.spec?.budget, head.spec?.agent, (holder) => this.#live.has(holder));
-      if (gate.kind === 'wait') break;
-      this.#queue.shift();
+      if (gate.kind === 'wait') return void this.#host.preempt(this.#queue, this.live(), 'budget');
+      this.#queue.splice(at, 1);
       if (gate.kind === 'go') this.#host.launch(head);
       else head.end(endingFromQueue(serializeError(gate.error)));
     }

@@ -22,6 +22,7 @@ import { JobRunner } from './runner.js';
 import { KeptConversations } from './conversations.js';
 import type { ResumeOrigin } from './resumes.js';
 import { JobSteering } from './steering.js';
+import { JobSpeculation } from './speculation.js';
 import { JobWorktrees } from './worktrees.js';
 import type { Attempt } from '../executors/attempt.js';
 
@@ -62,6 +63,8 @@ export class JobEngine {
   readonly steering: JobSteering;
   /** The worktrees of `workspace: "worktree"` jobs (worktrees.ts). */
   readonly worktrees: JobWorktrees;
+  /** Speculative jobs: kept, dropped, preempted (speculation.ts). */
+  readonly speculation: JobSpeculation;
   readonly #dedup: SpawnDedup;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
@@ -84,7 +87,14 @@ export class JobEngine {
       closed: () => o.closed(),
       stopQueued: (job) => this.runner.stop(job, 'close'),
       idle: () => emit('idle'),
+      preempt: (waiting, live, need) => this.speculation.preempt(waiting, live, need),
     }));
+    this.speculation = new JobSpeculation({
+      ledger,
+      stop: (job) => this.runner.stop(job, 'cancel'),
+      schedulePump: () => dispatcher.schedulePump(),
+      reportFault: (what, error) => o.reportFault(what, error),
+    });
     const table = (this.table = new JobTable({
       config,
       ledger,
@@ -214,15 +224,17 @@ export class JobEngine {
       durable: this.#o.store !== undefined,
       moved: (job, from, to) => this.dispatcher.moved(job, from, to),
       completeEnding: (job, given) => {
-        // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report.
-        const ending = { ...given, ...budgets.atEnd(job.id, job.record, given) };
+        // Its spend is charged to the session pool (the rest of its lease returns); its record gets the report; a dropped guess's error says why.
+        const ending = { ...given, ...budgets.atEnd(job.id, job.record, given), ...this.speculation.atEnd(job, given) };
         const error = ending.error && errorForRecord(ending.error, config.errorDetail, config.workspaceRoot);
         // A worktree job's changes are committed on its branch now, and its result says so.
         const tree = this.worktrees.finish(job.id, job.record.label);
         if (tree !== undefined) ending.resultText = ending.resultText ? `${ending.resultText}\n\n${tree}` : tree;
         return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
       },
-      ended: (job, record) => {
+      ended: (job, ended) => {
+        // First: a dropped guess is set aside before anyone (its wave, a follow-up) counts it as undelivered.
+        const record = this.speculation.ended(job, ended);
         this.#dedup.ended(record, job.dedupKey);
         this.nesting.deliverToParent(job, record);
         this.table.releaseName(job);

@@ -61,7 +61,11 @@ export class JobTable {
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
     // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
-    const dedupKey = resume === undefined && options.dedup !== false && isWellFormedSpawn(request) ? dedup.keyFor(request, nested !== undefined) : undefined;
+    // Nor does a guess: a real spawn must not attach to a job that may be cancelled as a guess.
+    const dedupKey =
+      resume === undefined && options.dedup !== false && !request.speculative && isWellFormedSpawn(request)
+        ? dedup.keyFor(request, nested !== undefined)
+        : undefined;
     const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));
     if (match) return { kind: 'joined', match };
     const {
@@ -96,6 +100,7 @@ export class JobTable {
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...link,
       ...(resume ? { resumedFrom: resume.from } : {}),
+      ...(data.speculative ? { speculative: 'pending' as const } : {}),
       budget: budget.limits,
     });
     // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
@@ -117,6 +122,7 @@ export class JobTable {
       ...ownSpec,
     };
     const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
+    if (data.speculative) job.speculation = 'pending';
     if (dedupKey !== undefined) dedup.booked(id, dedupKey);
     if (wave !== null) this.#host.waves.add(wave, id, data.join);
     // Beside the record, lenient: without it a restart rebuilds the spec from the record.

@@ -1,6 +1,6 @@
 import type { JobSpec, ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
-import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
+import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledger/ledger.js';
 import { JobInbox } from './steering.js';
 
 /**
@@ -77,6 +77,10 @@ export class Job {
   restartPending = false;
   /** Being stopped: a child ending now must not resume it. */
   stopping = false;
+  /** A speculative job's standing (see speculation.ts); undefined for an ordinary one. */
+  speculation: Speculation | undefined;
+  /** Why it was dropped as a guess (its ending's error says so). */
+  dropReason: string | undefined;
   /** Its children, in spawn order; a forgotten child leaves the list (see JobTable.forget). */
   readonly children: Job[] = [];
   /** Jobs that joined one of its children (an identical spawn) and wait for that child's result too. */

@@ -77,6 +77,12 @@ export interface SpawnRequest {
   tools?: string[];
   /** The model it runs, among `background.spawnModels` (by default the models the config names); else MODEL_NOT_ALLOWED. */
   model?: string;
+  /**
+   * A guess (docs/delivery.md "Speculative jobs"): cancelled when a real job waits for its slot
+   * or budget, and, spawned in a session's turn, when that turn ends without referring to it.
+   * A cancelled guess is never delivered. Never joins nor is joined by an identical spawn. Default false.
+   */
+  speculative?: boolean;
 }
 
 export interface SpawnOptions {
@@ -187,6 +193,7 @@ const spawnRequestSchema = z.strictObject({
   budget: budgetLimitsSchema.optional(),
   workspace: z.enum(WORKSPACE_MODES).optional(),
   ...spawnSpecInputFields,
+  speculative: z.boolean().optional(),
 });
 
 /** True when the request is well formed (admission says what is wrong when it is not). */

@@ -230,6 +230,24 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   /**
+   * A speculative job was referred to (docs/delivery.md "Speculative jobs"): it is an ordinary
+   * job from now on, never cancelled as a guess, and delivered as usual. False when it is no
+   * pending guess (never speculative, kept already, or dropped). Throws `JOB_UNKNOWN`.
+   */
+  keepSpeculative(idOrName: string): boolean {
+    return this.#engine.speculation.keep(this.#found(idOrName));
+  }
+
+  /**
+   * Drops a pending guess: cancelled (its error reads "cancelled (`why`)"), or, if it has ended,
+   * its result set aside; never delivered (its record: `speculative: "dropped"`, delivered in
+   * turn 0). False when it is no pending guess. Throws `JOB_UNKNOWN`.
+   */
+  dropSpeculative(idOrName: string, why = 'speculative, dropped'): boolean {
+    return this.#engine.speculation.drop(this.#found(idOrName), why);
+  }
+
+  /**
    * Runs a job again with the same spec under the same id (and name): a running job is stopped
    * and re-queued, an ended one goes back to the queue and its undelivered result is superseded
    * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
@@ -239,6 +257,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
     const job = this.#engine.table.find(idOrName);
     if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
+    // Asked for again by name: no longer a guess (a dropped one runs again as an ordinary job).
+    if (job.speculation !== undefined) {
+      job.speculation = 'kept';
+      this.#ledger.markSpeculation(job.id, 'kept');
+    }
     return this.#engine.restarts.restart(job, reason);
   }
 
@@ -336,6 +359,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       },
     });
     return report.finally(() => this.#store?.release());
+  }
+
+  #found(idOrName: string) {
+    const job = this.#engine.table.find(idOrName);
+    if (!job) throw unknownJob(idOrName);
+    return job;
   }
 
   #stop(id: string, reason: 'cancel' | 'close'): JobHandle {

@@ -48,6 +48,13 @@ export interface JobRecord {
   resumable?: true;
   /** An `agent_<name>(background: true)` call returned early at its first text; its result comes as a background result. */
   backgrounded?: true;
+  /**
+   * A speculative spawn (docs/delivery.md "Speculative jobs"): `pending` while it is a guess no
+   * turn has referred to, `kept` once one did (an ordinary job from then on), `dropped` when it
+   * was cancelled as a guess (its turn ended without referring to it, or a real job needed its
+   * slot or budget). A dropped job's result is set aside, never delivered (`deliveredInTurn: 0`).
+   */
+  speculative?: Speculation;
   /** A resume of that ended job (resume_background_agent): it went on from that job's kept conversation. */
   resumedFrom?: string;
   /** The job that spawned it (nesting); its result goes to that job, not to the session. */
@@ -115,6 +122,9 @@ export interface JobRecord {
   /** Messages sent to it while it was live (send_to_background_agent), in order; see docs/agents.md "Steering a running job". */
   messages?: SentMessage[];
 }
+
+export const SPECULATION_STATES = ['pending', 'kept', 'dropped'] as const;
+export type Speculation = (typeof SPECULATION_STATES)[number];
 
 /** A message sent to a job, as its record keeps it. */
 export interface SentMessage {

@@ -2,11 +2,11 @@ import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
-import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage } from './job-record.js';
+import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 import { Retention } from './retention.js';
 import { deliveredRecord, detached, freeze, slimError } from './record-values.js';
 
-export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage } from './job-record.js';
+export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 
 /** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
 export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
@@ -260,6 +260,12 @@ export class DeliveryLedger {
     const entry = this.#entries.get(id);
     if (!entry || entry.record.backgrounded) return entry?.record;
     return this.#replace(id, { ...entry.record, backgrounded: true });
+  }
+
+  /** A speculative job's state changed: it was referred to (`kept`) or cancelled as a guess (`dropped`). */
+  markSpeculation(id: string, speculative: Speculation): void {
+    const entry = this.#entries.get(id);
+    if (entry && entry.record.speculative !== undefined) this.#replace(id, { ...entry.record, speculative });
   }
 
   markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {

@@ -2,19 +2,22 @@ import type OpenAI from 'openai';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
-import { AbortError, ForkpoolError, LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
+import { AbortError, ForkpoolError, LedgerWriteError, serializeError } from '../../shared/errors.js';
 import type { FollowUpReason } from '../views/follow-up.js';
 import { TurnInputs } from './turn-inputs.js';
 import { parentJobTools } from './parent-tools.js';
 import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
 import { JobActivity } from './job-activity.js';
+import { TurnSpeculation } from './speculation.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobRecord } from '../ledger/ledger.js';
-import { BackgroundManager, type CloseReport, type JobAlert, type JobHandle, type JobScheduler } from '../jobs/manager.js';
-import { ParentAgent, type AgentRole, type ParentEvent, type TurnResult } from './parent-agent.js';
+import { BackgroundManager, type CloseReport, type JobHandle, type JobScheduler } from '../jobs/manager.js';
+import { ParentAgent, type AgentRole, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
+export type { SessionEvents } from './session-events.js';
+import type { SessionEvents } from './session-events.js';
 import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
@@ -31,29 +34,6 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   /** The manager's timers (job timeouts, wave deadlines); tests drive them by hand. */
   scheduler?: JobScheduler;
 }
-
-export type SessionEvents = {
-  parent: [ParentEvent];
-  /** `cancelledJobs`: jobs of `agent_<name>` calls the turn stopped before they returned (Esc): cancelled with it. */
-  'turn-result': [TurnResult & { followUp: boolean; cancelledJobs: string[] }];
-  delivered: [{ turn: number; jobs: JobRecord[] }];
-  /** A job's alert, at once (it reaches the model at the next turn boundary). */
-  alert: [JobAlert];
-  /** The alert buffer was full: the oldest alert was dropped. */
-  'alert-dropped': [JobAlert];
-  /**
-   * A follow-up is owed. `wave`: a whole wave ended; `quorum`/`deadline`: its join let it come
-   * early; `deferred`: results the last turn's budget had no room for; `restart`: a resumed
-   * session found results waiting; `rerun`: a job re-run because its result was stale ended.
-   * It runs only if, when its turn comes, there is a result to deliver.
-   */
-  'follow-up': [{ reason: FollowUpReason['kind']; queued: boolean }];
-  /**
-   * A turn threw (a person's turn also rejects its promise). Its wave is sealed all the same, and
-   * the results delivered into it (`redelivered`) wait for delivery again: the next turn has them.
-   */
-  'turn-error': [{ turn: number; followUp: boolean; error: SerializedError; redelivered: string[] }];
-};
 
 interface QueuedTurn {
   input: string;
@@ -163,6 +143,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#inputs.addAlert(alert);
       this.emit('alert', alert);
     });
+    // Its speculative spawns: kept when a turn refers to them, dropped when it ends without (speculation.ts).
+    new TurnSpeculation(this.manager, this);
     this.manager.on('done', (job) => {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
       // A user's job is not wave-gated: it reaches the parent as soon as the parent is free. So

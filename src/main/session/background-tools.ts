@@ -24,6 +24,12 @@ export interface BackgroundToolHost {
 /** A spawn as the tool asks for it: the manager's request, less what the session fills in (its role, wave and summary). */
 export type SpawnToolRequest = Omit<SpawnRequest, 'role' | 'wave' | 'parentSummary'> & { fullContext: boolean };
 
+/** How "refers to it" is decided: src/main/session/speculation.ts (mentions), docs/delivery.md "Speculative jobs". */
+const SPECULATIVE_ARG =
+  'Optional, default false. True for a guess you may not need: it runs only on what no real job needs (a real job waiting for a slot or budget cancels it), ' +
+  'and it is cancelled when this turn ends unless you refer to it first: its job id or name in what you say or in any later tool call of this turn ' +
+  '(check_background_agent, wait, send, read...). Referred to, it is an ordinary job and its result is delivered as usual; cancelled, it is never reported to you.';
+
 const nameArg = jobNameSchema.describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
 
 const baseSpawnArgs = z.strictObject({
@@ -58,6 +64,7 @@ const baseSpawnArgs = z.strictObject({
       'Optional, for a job that writes files: "worktree" runs it in a fresh git worktree on its own branch forkpool/<job id>, ' +
         'which you merge, keep or drop afterwards with background_worktree; "shared" works in your workspace. Default: the configured one.',
     ),
+  speculative: z.boolean().optional().describe(SPECULATIVE_ARG),
 });
 
 /**
@@ -107,6 +114,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           ...(args.workspace !== undefined ? { workspace: args.workspace } : {}),
           ...spawnSpecFromArgs(args),
           ...(callId ? { parentToolId: callId } : {}),
+          ...(args.speculative ? { speculative: true } : {}),
         });
       } catch (error) {
         throw asToolError(error, 'spawn_background_agent');
@@ -122,7 +130,10 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
         return `Background agent ${handle.id} ("${handle.label}") answered this identical task ${age} s ago, so it was not run again. Its result (as of ${age} s ago):\n${host.reusedResult?.(handle.id) ?? '(see check_background_agent)'}`;
       }
       return (
-        `Started background agent ${handle.id}${args.name ? ` (name "${args.name}")` : ''}${args.agent ? ` running agent "${args.agent}"` : ''} ("${handle.label}"), now ${handle.state}. ` +
+        `Started ${args.speculative ? 'speculative ' : ''}background agent ${handle.id}${args.name ? ` (name "${args.name}")` : ''}${args.agent ? ` running agent "${args.agent}"` : ''} ("${handle.label}"), now ${handle.state}. ` +
+        (args.speculative
+          ? `It is cancelled, unreported, when this turn ends unless you refer to ${handle.id}${args.name ? ` or "${args.name}"` : ''} before then. `
+          : '') +
         'You will be told when it ends, in a <background_results> block at the start of a later turn. Do not guess its result.'
       );
     },

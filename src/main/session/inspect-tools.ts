@@ -108,12 +108,18 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
 
 function listLine(job: Readonly<JobRecord>, activity: JobActivity, now: number): string {
   const who = [job.name ? `name "${job.name}"` : `"${job.label}"`, job.agent ? `agent ${job.agent}` : 'fork'].join(', ');
-  const state = job.state === 'ended' ? `ended ${job.status ?? ''}`.trim() : job.state;
+  const state = job.state === 'ended' ? `ended ${job.status ?? ''}`.trim() : `${job.state}${job.speculative === 'pending' ? ' (speculative)' : ''}`;
   const unread = job.resultUnread
     ? ` (${job.resultUnread[1] - job.resultUnread[0]} characters not yet read: read_background_result offset ${job.resultUnread[0]})`
     : '';
   const delivery =
-    job.state !== 'ended' ? '' : job.deliveredInTurn === undefined ? ', result not yet delivered' : `, delivered in turn ${job.deliveredInTurn}${unread}`;
+    job.state !== 'ended'
+      ? ''
+      : job.speculative === 'dropped'
+        ? ' (speculative: not needed, never delivered)'
+        : job.deliveredInTurn === undefined
+          ? ', result not yet delivered'
+          : `, delivered in turn ${job.deliveredInTurn}${unread}`;
   const since = job.startedAt ?? job.queuedAt;
   const elapsed = `${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s`;
   const tokens = totalUsage(job.usage).totalTokens;
@@ -137,9 +143,12 @@ function checkText(job: Readonly<JobRecord>, activity: JobActivity, maxChars: nu
   if (view && view.alerts.length > 0) lines.push(`Alerts: ${view.alerts.map((a) => `[${a.severity}] ${a.message}`).join(' | ')}`);
   if (job.state === 'ended') {
     if (job.error && job.status !== 'ok') lines.push(`Error: ${job.error.message.slice(0, 300)}`);
-    const delivery = deliveredNow
-      ? `now delivered in turn ${job.deliveredInTurn ?? '?'}; it will not be injected again`
-      : `already delivered in turn ${job.deliveredInTurn}`;
+    const delivery =
+      job.speculative === 'dropped'
+        ? 'a speculative job dropped as not needed; it is never injected'
+        : deliveredNow
+          ? `now delivered in turn ${job.deliveredInTurn ?? '?'}; it will not be injected again`
+          : `already delivered in turn ${job.deliveredInTurn}`;
     lines.push(`Result (${delivery}):`);
     const text = job.resultText ?? (job.resultDropped ? '(dropped from memory long after delivery)' : '');
     lines.push(

@@ -60,7 +60,10 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     startedAt: record.startedAt ?? null,
     endedAt: record.endedAt ?? null,
     elapsedMs: elapsedMs(record, options.now),
-    delivered: record.deliveredInTurn !== undefined,
+    // A dropped guess is set aside (delivered in turn 0), never delivered to anyone.
+    delivered: record.deliveredInTurn !== undefined && record.speculative !== 'dropped',
+    /** `pending`, `kept` or `dropped` for a speculative spawn (docs/delivery.md "Speculative jobs"); null otherwise. */
+    speculative: record.speculative ?? null,
   };
 }
 

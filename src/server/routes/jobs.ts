@@ -26,6 +26,7 @@ export function jobRoutes(state: ServerState) {
             ...(task.name !== undefined ? { name: task.name } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
             ...spawnSpecOf(task),
+            ...(task.speculative ? { speculative: true } : {}),
           });
           jobs.push(handle);
         } catch (error) {
