@@ -10,6 +10,7 @@ import { detailLines, listLines, usageText } from './jobs-view.js';
 import type { EntryKind } from './transcript.js';
 import { resumeCommand } from './resume-command.js';
 import { SEND_HELP_LINES, sendCommand } from './send-command.js';
+import { RESTART_HELP_LINE, restartCommand } from './restart-command.js';
 import { WORKTREE_ACTIONS, type WorktreeAction } from '../main/jobs/worktrees.js';
 
 /**
@@ -35,6 +36,7 @@ export const HELP_LINES = [
   '/bg start [--agent NAME] <task>  start a background job yourself (role user, not wave-gated), as a configured agent',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
+  RESTART_HELP_LINE,
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   ...SEND_HELP_LINES,
   "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
@@ -110,6 +112,8 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       for (const text of detailLines(job, chat.session.activity.get(job.id), chat.now())) say(text);
       return;
     }
+    case 'restart':
+      return restartCommand(manager, args, say);
     case 'resume':
       return resumeCommand(chat.session, args, say);
     case 'send':
@@ -119,7 +123,7 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       return say(worktreeCommand(manager, args));
     default:
       say(
-        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, worktree <id|name> merge|keep|drop`,
+        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, restart <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, worktree <id|name> merge|keep|drop`,
       );
   }
 }
