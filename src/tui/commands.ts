@@ -24,6 +24,7 @@ export interface CommandHost {
   add(kind: EntryKind, text: string): void;
   togglePanel(): void;
   startUserJob(task: string, options?: { agent?: string }): void;
+  cancelTurn(): boolean;
   quit(): Promise<unknown>;
 }
 
@@ -40,6 +41,7 @@ export const HELP_LINES = [
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   ...SEND_HELP_LINES,
   "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
+  '/cancel                  cancel the current turn, as Esc does (background jobs keep running)',
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -62,6 +64,8 @@ export function runSlashCommand(chat: CommandHost, line: string): void {
       case 'panel':
         if (args !== 'background' && args !== 'bg') return say('usage: /panel background (or F3)');
         return chat.togglePanel();
+      case 'cancel':
+        return void (chat.cancelTurn() || say('no turn is running'));
       case 'agents':
         return agentsCommand(chat, say);
       case 'cost':
