@@ -313,6 +313,7 @@ describe('workspace "worktree" from the parent agent and the chat', () => {
         add: (_kind, text) => void said.push(text),
         togglePanel: () => {},
         startUserJob: () => {},
+        cancelTurn: () => false,
         quit: async () => {},
       };
       runSlashCommand(host, `/bg worktree ${id} squash`);
