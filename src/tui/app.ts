@@ -73,6 +73,7 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
           h(Text, null, `Allow ${chat.permission.tool}: ${chat.permission.summary}?  [y] once · [a] always · [n] deny`),
         )
       : null,
+    chat.agentQuestion ? h(Box, { borderStyle: 'round', borderColor: 'cyan', paddingX: 1 }, h(Text, null, chat.agentQuestion)) : null,
     chat.hint ? h(Text, { color: 'yellow' }, chat.hint) : null,
     h(StatusBar, { chat, jobs }),
     h(
@@ -158,6 +159,12 @@ function useChatInput(chat: ChatController): { text: string } {
       if (chat.permission) {
         if (key.type === 'text' && /^[ya]$/i.test(key.text)) chat.answerPermission(key.text.toLowerCase() === 'a' ? 'always' : 'once');
         else if ((key.type === 'text' && /^n$/i.test(key.text)) || key.type === 'escape') chat.answerPermission('deny');
+        else if (key.type === 'ctrl-c') chat.interrupt();
+        return;
+      }
+      if (chat.agentQuestion) {
+        if (key.type === 'text' && /^[1-9]$/.test(key.text)) chat.answerAgent(Number(key.text));
+        else if (key.type === 'escape') chat.answerAgent(undefined);
         else if (key.type === 'ctrl-c') chat.interrupt();
         return;
       }
