@@ -14,7 +14,10 @@ import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import { ended, makeConfig, makeWorkspace, startSim, useCleanup, waitFor, watchManager } from '../helpers/index.js';
 
 const cleanups = useCleanup();
-const AGENTS = { scout: { description: 'finds files', tools: ['find_files', 'grep'] }, reader: { description: 'reads files', tools: ['read_file'] } };
+const AGENTS: ForkpoolConfigInput['agents'] = {
+  scout: { description: 'finds files', tools: ['find_files', 'grep'] },
+  reader: { description: 'reads files', tools: ['read_file'] },
+};
 
 async function chatWith(options: { askAgent?: boolean; userAgent?: string; background?: ForkpoolConfigInput['background'] } = {}) {
   const sim = await startSim(cleanups);
