@@ -6,6 +6,7 @@ import { AgentSession } from '../main/session/agent-session.js';
 import { loadOptional } from '../main/executors/optional-package.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
+import { enableMouse } from '../tui/mouse.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
 import { escapeForTerminal, preview, usageLines } from '../main/views/terminal-lines.js';
 import { announceLedgerSession } from './run.js';
@@ -94,6 +95,21 @@ async function runInk(chat: ChatController): Promise<void> {
   const [{ render }, { createElement }, { ChatApp }] = await loadOptional('forkpool chat on a terminal', ['ink', 'react'], () =>
     Promise.all([import('ink'), import('react'), import('../tui/app.js')]),
   );
+  // Clicks and the wheel reach the background panel only while the app runs (mouse.ts).
+  const mouseOff = enableMouse(process.stdout);
+  try {
+    await renderUntilClosed(render, createElement, ChatApp, chat);
+  } finally {
+    mouseOff();
+  }
+}
+
+async function renderUntilClosed(
+  render: typeof import('ink').render,
+  createElement: typeof import('react').createElement,
+  ChatApp: typeof import('../tui/app.js').ChatApp,
+  chat: ChatController,
+): Promise<void> {
   let rendered = 0;
   let onRendered = () => {};
   const app = render(
