@@ -32,7 +32,7 @@ export const HELP_LINES = [
   'Enter sends a prompt (a /command runs at once, even while the model is busy).',
   'Ctrl+Enter (or Ctrl+J) while the model is busy: start what is typed as a background job.',
   'Esc: cancel the current turn (background jobs keep running).  Ctrl+C: the same; when idle, quit.',
-  'Up/Down: earlier inputs.  F3: the background panel (Up/Down select, Enter detail, Esc back).',
+  'Up/Down: earlier inputs.  F3: the background panel (Up/Down or a click select, Enter or a second click detail, the wheel scrolls, Esc back).',
   '/bg list                 every job: id, status, elapsed, label',
   '/bg start [--agent NAME] <task>  start a background job yourself (role user, not wave-gated), as a configured agent',
   '/bg stop <id|name|all>   stop a job (or every live job)',
