@@ -6,13 +6,16 @@ import { AgentSession } from '../main/session/agent-session.js';
 import { loadOptional } from '../main/executors/optional-package.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
-import { buildOrDispose, createCliContext, EXIT, onTermination, type CliContext, type GlobalFlags } from './common.js';
-import { escapeForTerminal, usageLines } from '../main/views/terminal-lines.js';
+import { enableMouse } from '../tui/mouse.js';
+import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
+import { escapeForTerminal, preview, usageLines } from '../main/views/terminal-lines.js';
 import { announceLedgerSession } from './run.js';
 
 export interface ChatFlags extends GlobalFlags {
   /** A session id kept in `--ledger`: continue its conversation and its jobs. */
   resume?: string;
+  /** A configured agent: what the person's own jobs (/bg start, Ctrl+Enter) run as. */
+  agent?: string;
 }
 
 /** How long quitting waits for jobs to stop before hard-stopping their threads. */
@@ -22,7 +25,7 @@ const QUIT_TIMEOUT_MAX_MS = 5_000;
  * The session and its controller. The one place a chat's session is made: resuming a recorded
  * session (`chat --resume <id>`, with the durable ledger) belongs here.
  */
-export function createChat(ctx: CliContext, options: { resume?: string | undefined; onTerminal?: boolean } = {}): ChatController {
+export function createChat(ctx: CliContext, options: { resume?: string | undefined; onTerminal?: boolean; agent?: string | undefined } = {}): ChatController {
   const { resume } = options;
   let chat: ChatController | undefined;
   const session = new AgentSession({
@@ -32,7 +35,13 @@ export function createChat(ctx: CliContext, options: { resume?: string | undefin
     ...(ctx.config.permissionMode === 'ask' ? { asker: (request) => (chat ? chat.askPermission(request) : Promise.resolve('deny' as const)) } : {}),
     ...(resume !== undefined ? { sessionId: resume, resume: true } : {}),
   });
-  chat = new ChatController({ session, closeTimeoutMs: Math.min(ctx.config.background.closeTimeoutMs, QUIT_TIMEOUT_MAX_MS) });
+  chat = new ChatController({
+    session,
+    closeTimeoutMs: Math.min(ctx.config.background.closeTimeoutMs, QUIT_TIMEOUT_MAX_MS),
+    userAgent: options.agent,
+    // Only a terminal can be asked: piped stdin is the command stream (agent-choice.ts).
+    askAgent: options.onTerminal ?? false,
+  });
   const model = ctx.sim
     ? `the simulated model (${ctx.sim.url})`
     : `${escapeForTerminal(ctx.config.model)} at ${escapeForTerminal(ctx.config.baseUrl ?? 'the default endpoint')}`;
@@ -40,13 +49,22 @@ export function createChat(ctx: CliContext, options: { resume?: string | undefin
   // On a terminal into the transcript (the ink app owns the screen); otherwise on stderr, like `run`.
   const say = options.onTerminal ? (line: string) => chat?.add('info', escapeForTerminal(line)) : ctx.note;
   announceLedgerSession(ctx, session, 'chat', resume !== undefined, say);
+  if (options.agent !== undefined) say(`your background jobs (/bg start, Ctrl+Enter) run as agent ${options.agent} (--agent)`);
   return chat;
 }
 
 export async function chatCommand(flags: ChatFlags): Promise<number> {
   const ctx = await createCliContext(flags);
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY && !ctx.json);
-  const chat = await buildOrDispose(ctx, () => createChat(ctx, { resume: flags.resume, onTerminal: interactive }));
+  if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
+    const known = Object.keys(ctx.config.agents);
+    await ctx.dispose();
+    return usageProblem(
+      'chat',
+      `--agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}`,
+    );
+  }
+  const chat = await buildOrDispose(ctx, () => createChat(ctx, { resume: flags.resume, onTerminal: interactive, agent: flags.agent }));
   const stopSignals = onTermination(async () => {
     await chat.quit();
     await ctx.dispose();
@@ -77,6 +95,21 @@ async function runInk(chat: ChatController): Promise<void> {
   const [{ render }, { createElement }, { ChatApp }] = await loadOptional('forkpool chat on a terminal', ['ink', 'react'], () =>
     Promise.all([import('ink'), import('react'), import('../tui/app.js')]),
   );
+  // Clicks and the wheel reach the background panel only while the app runs (mouse.ts).
+  const mouseOff = enableMouse(process.stdout);
+  try {
+    await renderUntilClosed(render, createElement, ChatApp, chat);
+  } finally {
+    mouseOff();
+  }
+}
+
+async function renderUntilClosed(
+  render: typeof import('ink').render,
+  createElement: typeof import('react').createElement,
+  ChatApp: typeof import('../tui/app.js').ChatApp,
+  chat: ChatController,
+): Promise<void> {
   let rendered = 0;
   let onRendered = () => {};
   const app = render(

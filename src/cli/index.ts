@@ -69,6 +69,10 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
+    .option(
+      '--agent <name>',
+      'your own jobs (/bg start, Ctrl+Enter) run as this configured agent (default: background.defaultAgent, else asked once on a terminal)',
+    )
     .action(async (flags: ChatFlags) => setExit(await chatCommand(flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))

@@ -26,6 +26,7 @@ import { jobRoutes } from './routes/jobs.js';
 import { messageRoutes } from './routes/messages.js';
 import { resumeRoutes } from './routes/resume.js';
 import { waitRoutes } from './routes/waits.js';
+import { restartRoutes } from './routes/restart.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
 import { BadRequestError } from './schemas.js';
@@ -102,6 +103,7 @@ async function mountRoutes(app: FastifyInstance, state: ServerState, options: Fo
   await app.register(messageRoutes(state));
   await app.register(resumeRoutes(state));
   await app.register(waitRoutes(state));
+  await app.register(restartRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 }

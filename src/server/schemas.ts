@@ -95,6 +95,8 @@ const errorShape = z.object({
     code: z.string(),
     message: z.string(),
     issues: z.array(z.object({ field: z.string(), expected: z.string(), received: z.string() })).optional(),
+    /** The job's state, where a refusal depends on it (a restart: 409). */
+    state: z.string().optional(),
   }),
 });
 
@@ -227,6 +229,18 @@ export const ROUTE_DOCS: RouteDoc[] = [
       202: { description: 'The new job' },
       404: { description: 'No such job', schema: errorShape },
       409: { description: 'Not ended, or its conversation was not kept (RESUME_UNAVAILABLE)', schema: errorShape },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/restart',
+    summary:
+      'Run a job again with the same spec under the same id: a running one is stopped first, an ended one re-queued (its undelivered result superseded).',
+    params: jobIdParams,
+    responses: {
+      202: { description: '{ id, label, state, restarted: stopping|requeued }' },
+      404: { description: 'No such job', schema: errorShape },
+      409: { description: 'Cannot be restarted (JOB_NOT_RESTARTABLE, JOB_CANCELLED, NAME_TAKEN); error.state names its state', schema: errorShape },
     },
   },
   {

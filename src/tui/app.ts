@@ -4,15 +4,14 @@
  * panel, a permission question, the hint, the status bar and the input line.
  */
 import type { EventEmitter } from 'node:events';
-import { createElement as h, useCallback, useEffect, useLayoutEffect, useReducer, useRef, useState, type ReactElement } from 'react';
+import { createElement as h, useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState, type ReactElement } from 'react';
 import { Box, Static, Text, useStdin, useStdout } from 'ink';
 import type { ChatController } from './controller.js';
-import { parseKeys, type ChatKey } from './keys.js';
-import { countText, detailLines, panelRow, poolText, treeOrder, usageText, wavesText } from './jobs-view.js';
+import { parseKey, parseKeys, type ChatKey } from './keys.js';
+import { interceptTerminalReplies } from './mouse.js';
+import { countText, poolText, treeOrder, usageText, wavesText } from './jobs-view.js';
+import { BackgroundPanel, createPanelMouse, usePanelLayout, type PanelLayout } from './background-panel.js';
 import type { EntryKind, TranscriptEntry } from './transcript.js';
-
-/** Rows of the job list shown at once; the rest scrolls. */
-const PANEL_ROWS = 8;
 
 const ENTRY_COLOR: Partial<Record<EntryKind, string>> = {
   info: 'gray',
@@ -51,12 +50,13 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
     return () => clearInterval(timer);
   }, [live]);
 
-  const input = useChatInput(chat);
+  const layout = usePanelLayout();
+  const input = useChatInput(chat, layout, stdout);
   const jobs = chat.jobs();
   const now = chat.now();
   return h(
     Box,
-    { flexDirection: 'column', width: columns },
+    { ref: layout.root, flexDirection: 'column', width: columns },
     h(Static<TranscriptEntry>, {
       // A new array each render: Static memoises on the array, and the controller appends in place.
       items: chat.entries.slice(),
@@ -65,7 +65,7 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
     chat.busy
       ? h(Text, { color: 'green' }, `◐ ${chat.turn !== undefined ? `turn ${chat.turn}` : 'starting'} · ${chat.activity ?? 'working'} (Esc cancels the turn)`)
       : null,
-    chat.panel.open ? h(BackgroundPanel, { chat, jobs, now, height: Math.max(5, terminalRows - 12) }) : null,
+    chat.panel.open ? h(BackgroundPanel, { chat, jobs, now, height: Math.max(5, terminalRows - 12), rowsRef: layout.rows }) : null,
     chat.permission
       ? h(
           Box,
@@ -73,6 +73,7 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
           h(Text, null, `Allow ${chat.permission.tool}: ${chat.permission.summary}?  [y] once · [a] always · [n] deny`),
         )
       : null,
+    chat.agentQuestion ? h(Box, { borderStyle: 'round', borderColor: 'cyan', paddingX: 1 }, h(Text, null, chat.agentQuestion)) : null,
     chat.hint ? h(Text, { color: 'yellow' }, chat.hint) : null,
     h(StatusBar, { chat, jobs }),
     h(
@@ -102,62 +103,41 @@ function StatusBar({ chat, jobs }: { chat: ChatController; jobs: ReturnType<Chat
   );
 }
 
-function BackgroundPanel({
-  chat,
-  jobs,
-  now,
-  height,
-}: {
-  chat: ChatController;
-  jobs: ReturnType<ChatController['jobs']>;
-  now: number;
-  height: number;
-}): ReactElement {
-  const ordered = treeOrder(jobs);
-  const { selected, detail, detailOffset } = chat.panel;
-  const detailJob = detail !== undefined ? chat.session.manager.get(detail) : undefined;
-  let body: ReactElement[];
-  let title: string;
-  if (detailJob) {
-    const lines = detailLines(detailJob, chat.session.activity.get(detailJob.id), now);
-    const offset = Math.min(detailOffset, Math.max(0, lines.length - height));
-    title = `Background agent ${detailJob.id} (Esc: back to the list, PgUp/PgDn scroll)${lines.length > height ? ` · lines ${offset + 1}-${Math.min(lines.length, offset + height)} of ${lines.length}` : ''}`;
-    body = lines.slice(offset, offset + height).map((line, i) => h(Text, { key: i, wrap: 'truncate-end' }, line));
-  } else {
-    const at = Math.min(selected, Math.max(0, ordered.length - 1));
-    const start = Math.max(0, Math.min(at - Math.floor(PANEL_ROWS / 2), ordered.length - PANEL_ROWS));
-    const visible = ordered.slice(start, start + PANEL_ROWS);
-    title = `Background agents · ${ordered.length} job${ordered.length === 1 ? '' : 's'} (F3 hides, ↑↓ select, Enter detail)`;
-    body = visible.map((job, i) =>
-      h(Text, { key: job.id, inverse: start + i === at, wrap: 'truncate-end' }, panelRow(job, chat.session.activity.get(job.id), now)),
-    );
-    if (ordered.length === 0) body.push(h(Text, { key: 'none', dimColor: true }, 'no background jobs yet'));
-    if (start > 0) body.unshift(h(Text, { key: 'up', dimColor: true }, `↑ ${start} more`));
-    if (start + PANEL_ROWS < ordered.length) body.push(h(Text, { key: 'down', dimColor: true }, `↓ ${ordered.length - start - PANEL_ROWS} more`));
-  }
-  return h(Box, { flexDirection: 'column', borderStyle: 'round', borderColor: 'blue', paddingX: 1 }, h(Text, { bold: true }, title), ...body);
-}
-
 /** The input line and every key: Enter/Ctrl+Enter rules live in the controller, editing here. */
-function useChatInput(chat: ChatController): { text: string } {
+function useChatInput(chat: ChatController, layout: PanelLayout, stdout: NodeJS.WriteStream): { text: string } {
   const [text, setText] = useState('');
   // The handler reads the latest text and history step without re-subscribing on each key.
   const state = useRef({ text: '', back: 0 });
   // Raw input chunks, not useInput's parsed keys: keys.ts reads sequences useInput drops (Ctrl+Enter
   // as CSI u or modifyOtherKeys, pastes). ink 8 no longer types the emitter on useStdin's value,
   // but the hook still returns the whole stdin context (it is how useInput itself listens).
-  const { internal_eventEmitter: events, setRawMode, isRawModeSupported } = useStdin() as ReturnType<typeof useStdin> & { internal_eventEmitter: EventEmitter };
+  const {
+    internal_eventEmitter: events,
+    setRawMode,
+    isRawModeSupported,
+    stdin,
+  } = useStdin() as ReturnType<typeof useStdin> & { internal_eventEmitter: EventEmitter };
   const update = useCallback((next: string, back = 0) => {
     state.current = { text: next, back };
     setText(next);
   }, []);
 
+  const panelMouse = useMemo(
+    () => createPanelMouse(chat, layout, { write: (text) => stdout.write(text), rows: () => stdout.rows || 40 }),
+    [chat, layout, stdout],
+  );
   const onKey = useCallback(
     (key: ChatKey) => {
       const current = state.current.text;
       if (chat.permission) {
         if (key.type === 'text' && /^[ya]$/i.test(key.text)) chat.answerPermission(key.text.toLowerCase() === 'a' ? 'always' : 'once');
         else if ((key.type === 'text' && /^n$/i.test(key.text)) || key.type === 'escape') chat.answerPermission('deny');
+        else if (key.type === 'ctrl-c') chat.interrupt();
+        return;
+      }
+      if (chat.agentQuestion) {
+        if (key.type === 'text' && /^[1-9]$/.test(key.text)) chat.answerAgent(Number(key.text));
+        else if (key.type === 'escape') chat.answerAgent(undefined);
         else if (key.type === 'ctrl-c') chat.interrupt();
         return;
       }
@@ -223,11 +203,17 @@ function useChatInput(chat: ChatController): { text: string } {
       for (const key of parseKeys(raw)) onKey(key);
     };
     events.on('input', listener);
+    // Mouse events and cursor reports never reach ink's input event (mouse.ts): taken out before it.
+    const stopIntercepting = interceptTerminalReplies(stdin, panelMouse.awaitingCursor, (raw) => {
+      const key = parseKey(raw);
+      if (key.type === 'mouse' || key.type === 'cursor') panelMouse.onKey(key);
+    });
     return () => {
+      stopIntercepting();
       events.off('input', listener);
       if (isRawModeSupported) setRawMode(false);
     };
-  }, [events, onKey, setRawMode, isRawModeSupported]);
+  }, [events, onKey, setRawMode, isRawModeSupported, stdin, panelMouse]);
   return { text };
 }
 

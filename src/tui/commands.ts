@@ -11,6 +11,7 @@ import type { EntryKind } from './transcript.js';
 import { resumeCommand } from './resume-command.js';
 import { SEND_HELP_LINES, sendCommand } from './send-command.js';
 import { WAIT_HELP_LINE, waitCommand } from './wait-command.js';
+import { RESTART_HELP_LINE, restartCommand } from './restart-command.js';
 import { WORKTREE_ACTIONS, type WorktreeAction } from '../main/jobs/worktrees.js';
 
 /**
@@ -26,6 +27,7 @@ export interface CommandHost {
   startUserJob(task: string, options?: { agent?: string }): void;
   /** A `/bg wait` begins: the signal Esc and quit abort, and `done` at its end. */
   beginWait(): { signal: AbortSignal; done(): void };
+  cancelTurn(): boolean;
   quit(): Promise<unknown>;
 }
 
@@ -33,15 +35,17 @@ export const HELP_LINES = [
   'Enter sends a prompt (a /command runs at once, even while the model is busy).',
   'Ctrl+Enter (or Ctrl+J) while the model is busy: start what is typed as a background job.',
   'Esc: cancel the current turn (background jobs keep running).  Ctrl+C: the same; when idle, quit.',
-  'Up/Down: earlier inputs.  F3: the background panel (Up/Down select, Enter detail, Esc back).',
+  'Up/Down: earlier inputs.  F3: the background panel (Up/Down or a click select, Enter or a second click detail, the wheel scrolls, Esc back).',
   '/bg list                 every job: id, status, elapsed, label',
   '/bg start [--agent NAME] <task>  start a background job yourself (role user, not wave-gated), as a configured agent',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
+  RESTART_HELP_LINE,
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   ...SEND_HELP_LINES,
   WAIT_HELP_LINE,
   "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
+  '/cancel                  cancel the current turn, as Esc does (background jobs keep running)',
   '/panel background        show or hide the background panel (F3)',
   '/agents                  the configured peer agents',
   '/cost                    tokens and cost by role and model',
@@ -64,6 +68,8 @@ export function runSlashCommand(chat: CommandHost, line: string): void {
       case 'panel':
         if (args !== 'background' && args !== 'bg') return say('usage: /panel background (or F3)');
         return chat.togglePanel();
+      case 'cancel':
+        return void (chat.cancelTurn() || say('no turn is running'));
       case 'agents':
         return agentsCommand(chat, say);
       case 'cost':
@@ -125,6 +131,8 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       for (const text of detailLines(job, chat.session.activity.get(job.id), chat.now())) say(text);
       return;
     }
+    case 'restart':
+      return restartCommand(manager, args, say);
     case 'resume':
       return resumeCommand(chat.session, args, say);
     case 'send':
@@ -136,7 +144,7 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       return say(worktreeCommand(manager, args));
     default:
       say(
-        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, wait [id|name…], worktree <id|name> merge|keep|drop`,
+        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, restart <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, wait [id|name…], worktree <id|name> merge|keep|drop`,
       );
   }
 }

@@ -12,6 +12,7 @@ import { errorMessage } from '../shared/errors.js';
 import { escapeForTerminal, oneLine } from '../main/views/terminal-lines.js';
 import { runSlashCommand } from './commands.js';
 import { followUpNotice } from '../main/views/follow-up.js';
+import { AgentChoice } from './agent-choice.js';
 import { answerText, cancelledTurnNotice, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
 
 export type PermissionAnswer = 'once' | 'always' | 'deny';
@@ -21,6 +22,10 @@ export interface ChatControllerOptions {
   /** How long quit waits for jobs to stop before hard-stopping their threads. */
   closeTimeoutMs: number;
   now?: () => number;
+  /** `forkpool chat --agent NAME` (a configured agent): what the person's own jobs run as. */
+  userAgent?: string | undefined;
+  /** On a terminal: without `userAgent` or `background.defaultAgent`, ask once which agent (agent-choice.ts). */
+  askAgent?: boolean;
 }
 
 export interface PanelState {
@@ -64,6 +69,9 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   readonly #waits = new Set<AbortController>();
   /** The end of the `/bg wait` the command being run began, if it began one. */
   #waitBegun: Promise<void> | undefined;
+  readonly #agentChoice: AgentChoice;
+  /** A job of the person's waiting for the agent question's answer. */
+  #agentQuestion: { task: string } | undefined;
 
   constructor(options: ChatControllerOptions) {
     super();
@@ -71,6 +79,13 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     this.#closeTimeoutMs = options.closeTimeoutMs;
     this.now = options.now ?? Date.now;
     const { session } = options;
+    const { config } = session.agent;
+    this.#agentChoice = new AgentChoice({
+      agents: Object.keys(config.agents),
+      flag: options.userAgent,
+      configured: config.background.defaultAgent,
+      canAsk: options.askAgent ?? false,
+    });
     session.on('parent', (event) => {
       if (event.type === 'turn_start') {
         this.#turn = event.turn;
@@ -146,6 +161,11 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   get panel(): Readonly<PanelState> {
     return this.#panel;
+  }
+
+  /** The one question "which agent do your jobs run as", while it waits for an answer. */
+  get agentQuestion(): string | undefined {
+    return this.#agentQuestion ? this.#agentChoice.question() : undefined;
   }
 
   get closing(): boolean {
@@ -249,12 +269,44 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated. */
   startUserJob(task: string, options: { agent?: string } = {}): void {
+    if (options.agent === undefined) {
+      if (this.#agentQuestion) return this.add('notice', 'answer the question first: which agent your jobs run as (a digit, or Esc)');
+      const decision = this.#agentChoice.decide();
+      if (!decision.run) {
+        this.#agentQuestion = { task };
+        return this.changed();
+      }
+      if (decision.note) this.add('notice', decision.note);
+      if (decision.agent !== undefined) options = { agent: decision.agent };
+    }
     this.add('user', `› [background${options.agent ? ` ${options.agent}` : ''}] ${oneLine(task, 200)}`);
     try {
       this.session.startUserJob(task, undefined, options);
     } catch (error) {
       this.add('error', `could not start the job: ${oneLine(errorMessage(error), 300)}`);
     }
+  }
+
+  /**
+   * The agent question's answer: a digit (1: a fork of the parent, then the agents), kept for
+   * the session, and the waiting job starts; `undefined` (Esc): that job is not started. A digit
+   * that is no choice changes nothing.
+   */
+  answerAgent(digit: number | undefined): void {
+    const pending = this.#agentQuestion;
+    if (!pending) return;
+    if (digit === undefined) {
+      this.#agentQuestion = undefined;
+      return this.add('notice', `not started: "${oneLine(pending.task, 60)}" (↑ recalls it; asked again next time)`);
+    }
+    const agent = this.#agentChoice.answer(digit);
+    if (agent === undefined) return;
+    this.#agentQuestion = undefined;
+    this.add(
+      'notice',
+      `your background jobs run as ${agent === null ? 'a fork of the parent' : `agent ${escapeForTerminal(agent)}`} for this session (/bg start --agent NAME for another)`,
+    );
+    this.startUserJob(pending.task, agent === null ? {} : { agent });
   }
 
   /** Esc, or Ctrl+C while busy: ends the current turn and stops any `/bg wait`. Background jobs are left running. */
@@ -282,6 +334,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     if (this.#closing) return this.#closing;
     this.#permission?.resolve('deny');
     this.#stopWaits('closing');
+    this.#agentQuestion = undefined;
     const live = this.liveJobs();
     this.add(
       'notice',

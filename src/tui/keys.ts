@@ -20,6 +20,10 @@ export type ChatKey =
   | { type: 'backspace' }
   | { type: 'clear-line' }
   | { type: 'text'; text: string }
+  /** An SGR mouse event (mouse.ts): `button` 0 left, 64/65 wheel up/down; 1-based column and row. */
+  | { type: 'mouse'; button: number; x: number; y: number; release: boolean }
+  /** The terminal's answer to a cursor position query (mouse.ts), 1-based. */
+  | { type: 'cursor'; row: number; column: number }
   | { type: 'ignored' };
 
 const CTRL_ENTER = new Set(['\n', '\x1b[13;5u', '\x1b[27;5;13~', '\x1b[13;5~']);
@@ -50,6 +54,11 @@ export function parseKey(raw: string): ChatKey {
   if (F3.has(raw)) return { type: 'f3' };
   const simple = SIMPLE[raw];
   if (simple) return { type: simple } as ChatKey;
+  const mouse = /^\x1b\[<(\d+);(\d+);(\d+)([Mm])$/.exec(raw);
+  // Shift, Alt and Ctrl add 4, 8 and 16 to the button: the same click or wheel step.
+  if (mouse) return { type: 'mouse', button: Number(mouse[1]) & ~28, x: Number(mouse[2]), y: Number(mouse[3]), release: mouse[4] === 'm' };
+  const cursor = /^\x1b\[(\d+);(\d+)R$/.exec(raw);
+  if (cursor) return { type: 'cursor', row: Number(cursor[1]), column: Number(cursor[2]) };
   // Any other escape sequence or control character is not text.
   if (raw.startsWith('\x1b')) return { type: 'ignored' };
   const text = raw.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');

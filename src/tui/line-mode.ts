@@ -2,6 +2,11 @@
  * `forkpool chat` without a terminal (piped stdin or stdout): one prompt or /command per input
  * line, plain lines out, like `run`. Answers and command output go to stdout, everything else
  * (jobs, deliveries, notices) to stderr; with `--json`, one JSON line per transcript entry.
+ *
+ * Lines keep their order: a prompt waits for the turn before it, and so does a /command after
+ * it (`/bg list` after a prompt lists what that turn started). Control lines are the exception:
+ * they act the moment they are read, even while a turn runs, so a program driving the chat over
+ * stdin can steer and stop work mid-turn (see {@link isControlLine}).
  */
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
@@ -18,6 +23,14 @@ export interface LineModeIo {
   json?: (entry: TranscriptEntry) => void;
 }
 
+/** `/bg stop|restart|send|interrupt …` and `/cancel`: what steers running work. */
+const CONTROL_LINE = /^\/(?:cancel\b|bg\s+(?:stop|restart|send|interrupt)\b)/i;
+
+/** A line that runs at once when read, not after the turns before it. */
+export function isControlLine(line: string): boolean {
+  return CONTROL_LINE.test(line.trim());
+}
+
 /** Reads lines until the input ends or `/quit`; then waits for jobs and follow-ups, and closes. */
 export async function runLineMode(chat: ChatController, io: LineModeIo): Promise<void> {
   const stopPrinting = chat.on('entry', (entry) => {
@@ -26,16 +39,26 @@ export async function runLineMode(chat: ChatController, io: LineModeIo): Promise
     else if (entry.kind !== 'user') io.note(entry.text);
   });
   const lines = createInterface({ input: io.input, crlfDelay: Infinity });
+  // A /quit (or a signal) ends the reading too, even while the input stays open.
+  const stopWatching = chat.on('change', () => chat.closing && lines.close());
+  // The lines that keep their order, one after another: each waits for the turn it started.
+  let inOrder: Promise<void> = Promise.resolve();
   try {
     for await (const line of lines) {
       if (chat.closing) break;
-      const result = chat.submitLine(line);
-      // One turn at a time: the next line waits for this one's answer.
-      await result.turn;
+      if (isControlLine(line)) {
+        chat.submitLine(line);
+        continue;
+      }
+      inOrder = inOrder.then(async () => {
+        if (!chat.closing) await chat.submitLine(line).turn;
+      });
     }
+    await inOrder;
     if (!chat.closing) await chat.session.onIdle();
     await chat.quit();
   } finally {
+    stopWatching();
     lines.close();
     stopPrinting();
   }

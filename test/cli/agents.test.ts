@@ -45,3 +45,27 @@ describe('fanout picks agents', () => {
     expect(unknown.stderr).toMatch(/--agent expects one of the configured agents \(scout, reviewer\); received "ghost"/);
   });
 });
+
+describe('chat picks the agent of your own jobs', () => {
+  it('--agent NAME runs /bg start as it; unknown is a usage error naming the configured ones; without it, piped stdin says the fork fallback', async () => {
+    const server = await startSimServer({ recordBodies: true });
+    cleanup.add(() => server.close());
+    const cwd = tempWorkspace({ 'src/loop.ts': 'export function toolLoop() {}\n' }, cleanup);
+    writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ agents: AGENTS }));
+    const input = '/bg start Where is the tool loop?\n';
+
+    const flagged = await runCli(['chat', '--base-url', server.url, '--agent', 'scout'], { cwd, input, cleanup });
+    expect(flagged.code, describeResult(flagged)).toBe(0);
+    expect(flagged.stderr).toContain('your background jobs (/bg start, Ctrl+Enter) run as agent scout (--agent)');
+    expect(flagged.stderr).toContain('● bg-1 [scout] "Where is the tool loop?" started by you');
+    expect(server.requests.some((r) => JSON.stringify(r.body).includes('scout-model'))).toBe(true);
+
+    const unknown = await runCli(['chat', '--base-url', server.url, '--agent', 'ghost'], { cwd, input, cleanup });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--agent expects one of the configured agents \(scout, reviewer\); received "ghost"/);
+
+    const piped = await runCli(['chat', '--base-url', server.url], { cwd, input, cleanup });
+    expect(piped.code, describeResult(piped)).toBe(0);
+    expect(piped.stderr).toContain('no --agent and no background.defaultAgent: your jobs run as a fork of the parent (configured agents: scout, reviewer;');
+  });
+});

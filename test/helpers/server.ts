@@ -6,13 +6,15 @@ import { startForkpoolServer, type ForkpoolServer, type ForkpoolServerOptions } 
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { SimServerOptions } from '../../src/sim/index.js';
 import type { Cleanup } from './cleanup.js';
-import { startTestSim } from './sim.js';
+import { startTestSim, type TestSim } from './sim.js';
 
 export const TOKEN = 'test-token-0123456789';
 
 export interface TestServer {
   server: ForkpoolServer;
   url: string;
+  /** The loopback sim the server's model calls go to (its `requests` show calls in flight). */
+  sim: TestSim['sim'];
   /** fetch with the bearer token (pass `token: null` for none, or another string). */
   api: (path: string, init?: RequestInit & { token?: string | null; json?: unknown }) => Promise<Response>;
 }
@@ -23,7 +25,7 @@ export async function startTestServer(
   simOptions: SimServerOptions = {},
   serverOptions: Partial<ForkpoolServerOptions> = {},
 ): Promise<TestServer> {
-  const { config } = await startTestSim(cleanup, { latencyMs: 20, ...simOptions }, configOverrides);
+  const { config, sim } = await startTestSim(cleanup, { latencyMs: 20, ...simOptions }, configOverrides);
   const server = await startForkpoolServer({ config, token: TOKEN, port: 0, ...serverOptions });
   cleanup.add(() => server.close());
   const api: TestServer['api'] = (path, init = {}) => {
@@ -33,7 +35,7 @@ export async function startTestServer(
     if (json !== undefined) headers.set('content-type', 'application/json');
     return fetch(`${server.url}${path}`, { ...rest, headers, ...(json !== undefined ? { body: JSON.stringify(json), method: rest.method ?? 'POST' } : {}) });
   };
-  return { server, url: server.url, api };
+  return { server, url: server.url, sim, api };
 }
 
 export interface SseEvent {

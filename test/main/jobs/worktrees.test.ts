@@ -314,6 +314,7 @@ describe('workspace "worktree" from the parent agent and the chat', () => {
         togglePanel: () => {},
         startUserJob: () => {},
         beginWait: () => ({ signal: new AbortController().signal, done: () => {} }),
+        cancelTurn: () => false,
         quit: async () => {},
       };
       runSlashCommand(host, `/bg worktree ${id} squash`);

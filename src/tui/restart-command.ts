@@ -1,0 +1,23 @@
+import { oneLine } from '../main/views/terminal-lines.js';
+import type { BackgroundManager } from '../main/jobs/manager.js';
+
+export const RESTART_HELP_LINE = '/bg restart <id|name>    run a job again from its task, same id (a running one is stopped first)';
+
+/**
+ * `/bg restart <id|name>`: the job runs again with the same spec under the same id
+ * (BackgroundManager.restart, src/main/jobs/restarts.ts). A running job is stopped and re-queued,
+ * an ended one re-queued (its undelivered result superseded), a queued one left as it is. A
+ * refusal (unknown, already being stopped, its spec no longer kept, its name taken) throws:
+ * the chat shows it as an error line.
+ */
+export function restartCommand(manager: Pick<BackgroundManager, 'restart' | 'find'>, args: string, say: (text: string) => void): void {
+  const target = args.trim();
+  if (!target || /\s/.test(target)) return say('usage: /bg restart <id|name>');
+  const before = manager.find(target);
+  const handle = manager.restart(target);
+  const label = `${handle.id} "${oneLine(handle.label, 60)}"`;
+  if (before?.state === 'ended') return say(`restarted ${label}: queued to run again`);
+  if (handle.state === 'running') return say(`restarting ${label}: stopping this run, then it runs again`);
+  // Queued, or waiting for its children: the manager leaves it as it is.
+  say(`${label} has not ${before?.waitingForChildren ? 'finished (it waits for its children)' : 'started yet (queued)'}: nothing to restart`);
+}

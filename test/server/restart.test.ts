@@ -1,0 +1,55 @@
+/**
+ * `POST /v1/jobs/:id/restart` on the real server over loopback (jobs in the Piscina pool, the
+ * sim): a running job is stopped and runs again under the same id, an ended one is re-queued;
+ * refusals with their status (404 unknown, 409 a queued job, naming its state). Auth is the
+ * app's one hook (api.test.ts lists the route).
+ */
+import { describe, expect, it } from 'vitest';
+import { useCleanup, waitFor } from '../helpers/index.js';
+import { startTestServer } from '../helpers/server.js';
+
+const cleanup = useCleanup();
+
+async function json(response: Response): Promise<any> {
+  return JSON.parse(await response.text());
+}
+
+describe('POST /v1/jobs/:id/restart', () => {
+  it('restarts a running job (stopping) and an ended one (requeued) under the same id; 404 unknown, 409 queued', async () => {
+    // One slot; call 1 (the first job's first run) hangs until it is stopped: the restart ends it.
+    const { api, sim } = await startTestServer(cleanup, { background: { maxConcurrent: 1 } }, { faults: { 1: { kind: 'hang_before_headers' } } });
+    const started = await json(
+      await api('/v1/jobs', {
+        json: {
+          tasks: [
+            { task: 'Where is the retry backoff?', label: 'first' },
+            { task: 'Where is the cache?', label: 'second' },
+          ],
+        },
+      }),
+    );
+    const [first, second] = started.jobs.map((j: { id: string }) => j.id) as [string, string];
+    // Its hung model call is in flight (the sim counts requests as they arrive).
+    await waitFor(() => sim.requests.length === 1, 'the first job mid-call');
+    expect((await json(await api(`/v1/jobs/${first}`))).state).toBe('running');
+
+    const unknown = await api('/v1/jobs/bg-77/restart', { method: 'POST' });
+    expect(unknown.status).toBe(404);
+    expect((await json(unknown)).error.code).toBe('JOB_UNKNOWN');
+    const queued = await api(`/v1/jobs/${second}/restart`, { method: 'POST' });
+    expect(queued.status).toBe(409);
+    expect((await json(queued)).error).toMatchObject({ code: 'JOB_NOT_RESTARTABLE', state: 'queued', message: expect.stringContaining('queued') });
+
+    const stopping = await api(`/v1/jobs/${first}/restart`, { method: 'POST' });
+    expect(stopping.status).toBe(202);
+    expect(await json(stopping)).toMatchObject({ id: first, label: 'first', restarted: 'stopping' });
+    const again = await json(await api(`/v1/jobs/${first}/result?wait=60`));
+    expect(again).toMatchObject({ id: first, state: 'ended', status: 'ok', attempts: 2 });
+
+    const requeued = await api(`/v1/jobs/${first}/restart`, { method: 'POST' });
+    expect(requeued.status).toBe(202);
+    expect(await json(requeued)).toMatchObject({ id: first, state: 'queued', restarted: 'requeued' });
+    expect(await json(await api(`/v1/jobs/${first}/result?wait=60`))).toMatchObject({ state: 'ended', status: 'ok', attempts: 3 });
+    expect((await json(await api('/v1/jobs'))).total).toBe(2);
+  }, 60_000);
+});
