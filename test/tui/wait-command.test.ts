@@ -34,7 +34,8 @@ describe('/bg wait', () => {
     const long = session.manager.spawn({ task: 'FAULT:finish_on_cancel', label: 'long', wave: 99 });
     await startedJob(session.manager, long.id);
 
-    const any = chat.submitLine('/bg wait --any');
+    // Named: by default it waits for the live jobs only, and on a loaded machine `quick` may have ended already.
+    const any = chat.submitLine(`/bg wait ${quick.id} ${long.id} --any`);
     expect(chat.waiting).toBe(true);
     await any.turn;
     expect(chat.waiting).toBe(false);

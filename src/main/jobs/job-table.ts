@@ -63,7 +63,7 @@ export class JobTable {
     // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
     // Nor does a guess: a real spawn must not attach to a job that may be cancelled as a guess.
     const dedupKey =
-      resume === undefined && options.dedup !== false && !request.speculative && isWellFormedSpawn(request)
+      resume === undefined && options.dedup !== false && isWellFormedSpawn(request) && !request.speculative
         ? dedup.keyFor(request, nested !== undefined)
         : undefined;
     const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));

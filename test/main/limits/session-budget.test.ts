@@ -239,7 +239,7 @@ describe('sessionBudget in the config and the CLI', { timeout: POOL_TEST_TIMEOUT
     const cwd = tempWorkspace({ 'src/retry.ts': 'export const retryBackoff = 1;\n' }, cleanups);
     writeFileSync(
       path.join(cwd, 'forkpool.config.json'),
-      JSON.stringify({ ...PRICED, agents: { scout: { description: 'd', model: 'scout-model' } }, sessionBudget: { maxCostUsd: 3 } }),
+      JSON.stringify({ ...PRICED, agents: { scout: { description: 'd', model: 'scout-model' } }, agentTools: ['scout'], sessionBudget: { maxCostUsd: 3 } }),
     );
     const r = await runCli(['run', '--sim-latency', '0', 'Answer these: 1. Where is the retry backoff? 2. Scout: where is retryBackoff?'], {
       cwd,
