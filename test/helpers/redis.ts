@@ -9,6 +9,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { acceptsConnections, freeLoopbackPort } from '../../src/shared/loopback.js';
 import type { BullmqExecutor } from '../../src/main/bullmq/executor.js';
@@ -33,18 +34,27 @@ export function skipWithoutRedis(): boolean {
 export interface TestRedis {
   url: string;
   port: number;
-  /** Kills the server (SIGKILL: nothing is saved) and starts an empty one on the same port. */
+  /** Kills the server (SIGKILL: without `persist` nothing is saved) and starts it again on the same port. */
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** `password`: the server requires it (`--requirepass`), and `url` carries it (`redis://:password@…`). */
-export async function startRedis(cleanup: Cleanup, options: { password?: string } = {}): Promise<TestRedis> {
+/**
+ * `password`: the server requires it (`--requirepass`), and `url` carries it (`redis://:password@…`).
+ * `persist`: an append-only file fsynced on every write, so a SIGKILLed server restarts with its data.
+ */
+export async function startRedis(cleanup: Cleanup, options: { password?: string; persist?: boolean } = {}): Promise<TestRedis> {
   const port = await freeLoopbackPort();
   let child: ChildProcess | undefined;
   const auth = options.password === undefined ? [] : ['--requirepass', options.password];
+  let persistence = ['--save', '', '--appendonly', 'no'];
+  if (options.persist) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-redis-aof-'));
+    cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
+    persistence = ['--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
+  }
   const start = async () => {
-    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning', ...auth], {
+    child = spawn(REDIS_SERVER, ['--bind', '127.0.0.1', '--port', String(port), ...persistence, '--loglevel', 'warning', ...auth], {
       stdio: 'ignore',
     });
     const deadline = Date.now() + 10_000;
@@ -136,4 +146,42 @@ export async function bullManager(...args: Parameters<typeof makeManager>): Prom
   const manager = makeManager(...args);
   await (manager.executor as LazyExecutor).ready();
   return manager;
+}
+
+export interface TcpProxy {
+  port: number;
+  /** Drops every connection through it and refuses new ones, as a network cut would. */
+  cut(): void;
+  /** Lets connections through again. */
+  restore(): void;
+}
+
+/** A loopback TCP proxy to `targetPort` (closed after the test): a network between two processes that a test can cut. */
+export async function startTcpProxy(cleanup: Cleanup, targetPort: number): Promise<TcpProxy> {
+  let isCut = false;
+  const sockets = new Set<net.Socket>();
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (isCut) return client.destroy();
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    track(upstream);
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const cut = () => {
+    isCut = true;
+    for (const socket of sockets) socket.destroy();
+  };
+  cleanup.add(() => {
+    cut();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { port: (server.address() as net.AddressInfo).port, cut, restore: () => (isCut = false) };
 }

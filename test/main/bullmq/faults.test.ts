@@ -26,6 +26,8 @@ import {
   nextEvent,
   recordEvents,
   startRedis,
+  startTcpProxy,
+  startedJob,
   startSim,
   startWorker,
   useCleanup,
@@ -184,6 +186,49 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(staleRun).toMatchObject({ run: 1, lockLost: true, end: 'lost' });
     expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
+  });
+
+  it('the network between the producer and Redis cut mid-run, then back: every job ends once, none lost, none run twice', async () => {
+    const redis = await startRedis(cleanup);
+    const proxy = await startTcpProxy(cleanup, redis.port);
+    const sim = await startSim(cleanup, { latencyMs: 500 });
+    const workspace = await makeWorkspace(cleanup);
+    // The workers reach Redis directly; only the producer is behind the proxy.
+    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const manager = await bullManager(bullConfig(sim, workspace, `redis://127.0.0.1:${proxy.port}`), cleanup);
+    const events = recordEvents(manager);
+    const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `cut off ${i}` }).id);
+    await Promise.all(ids.map((id) => startedJob(manager, id)));
+    proxy.cut();
+    // Results arrive in Redis while the producer cannot hear them.
+    await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 2, 'runs ending while the producer is cut off', { timeoutMs: 90_000 });
+    proxy.restore();
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(drainedIds(manager, 1)).toEqual([...ids].sort());
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
+    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
+  });
+
+  it('Redis with persistence killed and restarted mid-run: every job ends once, none lost, none run twice', async () => {
+    const redis = await startRedis(cleanup, { persist: true });
+    const sim = await startSim(cleanup, { latencyMs: 500 });
+    const workspace = await makeWorkspace(cleanup);
+    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
+    const events = recordEvents(manager);
+    const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `kept ${i}` }).id);
+    await Promise.all(ids.map((id) => startedJob(manager, id)));
+    await redis.restart();
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    for (const record of records) expect(record).toMatchObject({ status: 'ok' });
+    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(drainedIds(manager, 1)).toEqual([...ids].sort());
+    // Redis kept the jobs: the runs went on (or were re-run once after a lost lock), never queued anew by the producer.
+    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
+    expect(new Set(runs.map((r) => r.bullId))).toEqual(new Set(ids.map((id) => bullIdOf(manager, id, 1))));
+    expect(runs.filter((r) => r.end === 'done' && !r.lockLost && !r.evicted)).toHaveLength(ids.length);
   });
 
   it('Redis restarted (empty) mid-run: every job resumes and ends once, none lost', async () => {
