@@ -207,6 +207,8 @@ export const jobListBody = named(
   }),
 );
 
+export type JobListBody = z.output<typeof jobListBody>;
+
 export const messageReceiptBody = named(
   'MessageReceipt',
   z.object({
