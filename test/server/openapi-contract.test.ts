@@ -68,12 +68,16 @@ describe('the OpenAPI document is the contract', () => {
     await call(`/v1/jobs/${secondId}/result?wait=soon`, {}, 400);
     await call('/v1/jobs/bg-404/result', {}, 404);
 
-    // Messages and restarts of live jobs.
+    // While the first job hangs and the second waits in the queue: messages, restarts, resumes, a cancel.
     expect((await call(`/v1/jobs/${secondId}/messages`, { json: { message: 'Also the jitter.' } })).delivery).toBe('kept');
     await call('/v1/jobs/bg-404/messages', { json: { message: 'hello' } }, 404);
     await call(`/v1/jobs/${secondId}/messages`, { json: { message: '' } }, 400);
     expect((await call(`/v1/jobs/${secondId}/restart`, { method: 'POST' })).error).toMatchObject({ code: 'JOB_NOT_RESTARTABLE', state: 'queued' });
     await call('/v1/jobs/bg-404/restart', { method: 'POST' }, 404);
+    expect((await call(`/v1/jobs/${secondId}/resume`, { json: { message: 'Again?' } })).error.code).toBe('RESUME_UNAVAILABLE');
+    expect((await call(`/v1/jobs/${secondId}`, { method: 'DELETE' })).id).toBe(secondId);
+    await call('/v1/jobs/bg-404', { method: 'DELETE' }, 404);
+    expect((await call(`/v1/jobs/${secondId}/result?wait=60`)).status).toBe('cancelled');
     expect((await call(`/v1/jobs/${firstId}/restart`, { method: 'POST' })).restarted).toBe('stopping');
 
     // Waiting for both to end: their details in full.
@@ -84,15 +88,13 @@ describe('the OpenAPI document is the contract', () => {
     expect((await call(`/v1/jobs/${firstId}/messages`, { json: { message: 'Too late.' } })).error.code).toBe('JOB_ENDED');
     expect((await call(`/v1/jobs/${firstId}/result?wait=60`)).state).toBe('ended');
 
-    // Resume an ended job; the new job cannot be resumed while it runs; cancel is idempotent.
+    // Resume the ended job: a new one, read back once it ends; cancel of an ended job is still a 202.
     const resumed = await call(`/v1/jobs/${firstId}/resume`, { json: { message: 'And the cache?' } });
     expect(resumed.resumedFrom).toBe(firstId);
-    expect((await call(`/v1/jobs/${resumed.id}/resume`, { json: { message: 'Again?' } })).error.code).toBe('RESUME_UNAVAILABLE');
     await call('/v1/jobs/bg-404/resume', { json: { message: 'And the cache?' } }, 404);
     await call(`/v1/jobs/${firstId}/resume`, { json: {} }, 400);
-    expect((await call(`/v1/jobs/${resumed.id}`, { method: 'DELETE' })).id).toBe(resumed.id);
-    await call('/v1/jobs/bg-404', { method: 'DELETE' }, 404);
-    expect((await call(`/v1/jobs/${resumed.id}/result?wait=60`)).status).toBe('cancelled');
+    expect((await call(`/v1/jobs/${resumed.id}/result?wait=60`)).state).toBe('ended');
+    await call(`/v1/jobs/${secondId}`, { method: 'DELETE' }, 202);
     expect((await call('/v1/jobs?state=ended')).jobs.length).toBe(3);
 
     // Sessions: one turn streamed as NDJSON (every line checked), at most one session.
