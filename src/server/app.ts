@@ -55,7 +55,9 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   const exposed = exposureWarning(host);
   if (exposed) (options.onWarning ?? emitServerWarning)(exposed);
   options.logger?.[exposed ? 'warn' : 'debug']({ host }, exposed ?? 'serving on loopback');
-  const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: true });
+  // return503OnClosing off: the plugin answers a request that arrives while closing itself, with a
+  // 503 in the API's error format (Fastify's own has another shape, which the document would not hold).
+  const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: false });
   registerCors(app, config.server.corsOrigins);
   let state: ServerState | undefined;
   // The plugin's close report, once its preClose has closed the manager and sessions.

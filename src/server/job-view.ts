@@ -2,6 +2,7 @@ import type { JobRecord } from '../main/ledger/ledger.js';
 import type { LoopEvent } from '../shared/loop-events.js';
 import { jobView, type JobView } from '../main/views/job-view.js';
 import type { BudgetReport } from '../shared/budget.js';
+import type { JobDetailBody, JobSummaryBody } from './responses.js';
 
 /** What the server knows of a running job beyond its record: the live part of its progress. */
 export interface JobProgress {
@@ -20,11 +21,12 @@ export interface JobProgress {
  * result, and the live part (current tool, tokens so far) from {@link JobProgress}, which only the
  * server follows. See {@link jobDetail} for the whole job.
  */
-export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | undefined, now = Date.now(), budget?: BudgetReport) {
+export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | undefined, now = Date.now(), budget?: BudgetReport): JobSummaryBody {
   return summaryOf(jobView(record, { now, budget }), progress);
 }
 
-function summaryOf(view: JobView, progress: JobProgress | undefined) {
+// Typed by the response schema (responses.ts): a field added here and not there fails the typecheck.
+function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummaryBody {
   return {
     id: view.id,
     label: view.label,
@@ -58,7 +60,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined) {
 export type JobSummary = ReturnType<typeof jobSummary>;
 
 /** One job in full (`GET /v1/jobs/{id}`, its `/result`): the summary, the whole task and result, the error chain, usage and progress. */
-export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | undefined, budget?: BudgetReport) {
+export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | undefined, budget?: BudgetReport): JobDetailBody {
   const view = jobView(record, { budget });
   return {
     ...summaryOf(view, progress),

@@ -72,11 +72,13 @@ export const forkpoolRoutes: FastifyPluginAsync<ForkpoolRoutesOptions> = async (
   }
   options.onState?.(state);
   const streams = new Set<ServerResponse>();
-  await mountRoutes(app, state, options, streams);
+  const lifecycle = { closing: false };
+  await mountRoutes(app, state, options, streams, lifecycle);
   let closing: Promise<CloseReport> | undefined;
   const closeState = () => (closing ??= state.close());
   // Before the server stops: end the event streams, and close the manager and sessions, which ends long polls and turns.
   app.addHook('preClose', async () => {
+    lifecycle.closing = true;
     for (const stream of streams) stream.end();
     options.onClosed?.(await closeState());
   });
@@ -85,7 +87,23 @@ export const forkpoolRoutes: FastifyPluginAsync<ForkpoolRoutesOptions> = async (
   });
 };
 
-async function mountRoutes(app: FastifyInstance, state: ServerState, options: ForkpoolRoutesOptions, streams: Set<ServerResponse>): Promise<void> {
+async function mountRoutes(
+  app: FastifyInstance,
+  state: ServerState,
+  options: ForkpoolRoutesOptions,
+  streams: Set<ServerResponse>,
+  lifecycle: { closing: boolean },
+): Promise<void> {
+  // A request that arrives while the app closes: a 503 in the API's error format (the document's
+  // 503). First, so it is answered before the token check. An app whose `return503OnClosing` is on
+  // (Fastify's default; startForkpoolServer turns it off) answers those with Fastify's own body instead.
+  app.addHook('onRequest', async (_request, reply) => {
+    if (lifecycle.closing)
+      return reply
+        .code(503)
+        .header('connection', 'close')
+        .send({ error: { code: 'SERVER_CLOSING', message: 'the server is closing' } });
+  });
   registerAuth(app, options.token);
   // Belt and braces: whatever a route builds, the model's key never leaves in a body.
   app.addHook('onSend', async (_request, _reply, payload) => (typeof payload === 'string' ? state.scrub(payload) : payload));

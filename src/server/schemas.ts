@@ -1,13 +1,16 @@
 import { z } from 'zod';
-import { JOB_ROLES, STEERING_MAX_CHARS } from '../shared/protocol.js';
+import { STEERING_MAX_CHARS } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
-import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
+import { budgetLimitsSchema } from '../shared/budget.js';
 import { spawnSpecInputFields } from '../shared/spawn-spec.js';
-import { JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/ledger/job-record.js';
+import { JOB_STATES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { WAIT_LIMITS } from '../shared/defaults.js';
 
-/** Request and response shapes of the HTTP API; `/openapi.json` is generated from these. */
+/**
+ * The request shapes of the HTTP API, which the routes parse with ({@link parseRequest}); the
+ * response shapes are in responses.ts, and `/openapi.json` is generated from both (openapi.ts).
+ */
 export const MAX_TASKS_PER_REQUEST = 100;
 
 const taskSchema = z.strictObject({
@@ -90,175 +93,6 @@ export const messageBody = z.strictObject({
 
 export const sessionIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
-const errorShape = z.object({
-  error: z.object({
-    code: z.string(),
-    message: z.string(),
-    issues: z.array(z.object({ field: z.string(), expected: z.string(), received: z.string() })).optional(),
-    /** The job's state, where a refusal depends on it (a restart: 409). */
-    state: z.string().optional(),
-  }),
-});
-
-const jobSummaryShape = z.object({
-  id: z.string(),
-  label: z.string(),
-  role: z.enum(JOB_ROLES),
-  state: jobStates,
-  status: z.enum(JOB_STATUSES).nullable(),
-  elapsedMs: z.number(),
-  currentTool: z.string().nullable(),
-  tokens: z.number(),
-  error: z.object({ code: z.string(), message: z.string() }).nullable(),
-  agent: z.string().nullable(),
-  name: z.string().nullable(),
-  speculative: z
-    .enum(SPECULATION_STATES)
-    .nullable()
-    .describe('A speculative job: pending (a guess), kept (referred to), dropped (cancelled as a guess, never delivered); null otherwise.'),
-  parentJobId: z.string().nullable().describe('The job that spawned it (nested jobs); null for a top-level job.'),
-  depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
-  budget: z
-    .object({ limits: budgetLimitsSchema, spent: z.record(z.string(), z.unknown()).optional(), remaining: z.record(z.string(), z.number()).optional() })
-    .nullable()
-    .describe('Limits, spent (turns, tokens, costUsd, wallclockMinutes, unpricedModels) and remaining; see docs/delivery.md "Budgets".'),
-  budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
-});
-
-/** One route's documentation: its schemas and what it answers. */
-export interface RouteDoc {
-  method: 'get' | 'post' | 'delete';
-  path: string;
-  summary: string;
-  body?: z.ZodType;
-  query?: z.ZodType;
-  params?: z.ZodType;
-  responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
-  auth?: boolean;
-}
-
-export const ROUTE_DOCS: RouteDoc[] = [
-  {
-    method: 'post',
-    path: '/v1/jobs',
-    summary: 'Start one job ({task, label}) or many ({tasks: [...]}).',
-    body: createJobsBody,
-    responses: { 202: { description: 'Accepted jobs, and any refused with their error.' }, 400: { description: 'Bad body', schema: errorShape } },
-  },
-  {
-    method: 'get',
-    path: '/v1/jobs',
-    summary: 'Jobs in queue order, filtered by state, paged.',
-    query: listJobsQuery,
-    responses: {
-      200: { description: '{ jobs, total, next }', schema: z.object({ jobs: z.array(jobSummaryShape), total: z.number(), next: z.number().nullable() }) },
-    },
-  },
-  {
-    method: 'get',
-    path: '/v1/jobs/{id}',
-    summary: 'One job: record, live progress, full result.',
-    params: jobIdParams,
-    responses: { 200: { description: 'The job' }, 404: { description: 'No such job', schema: errorShape } },
-  },
-  {
-    method: 'delete',
-    path: '/v1/jobs/{id}',
-    summary: 'Cancel a job (idempotent).',
-    params: jobIdParams,
-    responses: { 202: { description: 'Cancel requested; the job ends with status cancelled' }, 404: { description: 'No such job', schema: errorShape } },
-  },
-  {
-    method: 'get',
-    path: '/v1/jobs/{id}/result',
-    summary: 'Long-poll for one job to end (?wait=seconds).',
-    params: jobIdParams,
-    query: resultQuery,
-    responses: {
-      200: { description: 'The ended job' },
-      202: { description: 'Still running when the wait ran out' },
-      404: { description: 'No such job', schema: errorShape },
-    },
-  },
-  {
-    method: 'post',
-    path: '/v1/jobs/{id}/messages',
-    summary: 'Send a live job a message: before its next model call, or with interrupt its call in flight is cancelled.',
-    params: jobIdParams,
-    body: jobMessageBody,
-    responses: {
-      202: { description: '{ jobId, message, state, delivery: posted|kept, interrupt }' },
-      404: { description: 'No such job', schema: errorShape },
-      409: { description: 'The job has ended (JOB_ENDED, naming its state)', schema: errorShape },
-    },
-  },
-  {
-    method: 'post',
-    path: '/v1/jobs/wait',
-    summary: 'Wait until the jobs named (default: every live one) end, all of them or the first (mode any), or timeoutMs passes.',
-    body: waitJobsBody,
-    responses: {
-      200: { description: '{ timedOut, waitedMs, ended: [job detail], running: [job summary] }' },
-      400: { description: 'Bad body', schema: errorShape },
-      404: { description: 'No such job (JOB_UNKNOWN, naming it); nothing waited', schema: errorShape },
-    },
-  },
-  { method: 'post', path: '/v1/sessions', summary: 'Create a parent-agent session.', body: createSessionBody, responses: { 201: { description: '{ id }' } } },
-  {
-    method: 'get',
-    path: '/v1/sessions/{id}',
-    summary: 'A session: turns so far, its jobs, usage.',
-    params: sessionIdParams,
-    responses: { 200: { description: 'The session' }, 404: { description: 'No such session', schema: errorShape } },
-  },
-  {
-    method: 'post',
-    path: '/v1/sessions/{id}/messages',
-    summary: 'One parent turn; its events streamed as NDJSON, the turn result last.',
-    params: sessionIdParams,
-    body: messageBody,
-    responses: { 200: { description: 'application/x-ndjson: {type:"parent",event} lines, then {type:"result",result}', contentType: 'application/x-ndjson' } },
-  },
-  {
-    method: 'post',
-    path: '/v1/jobs/{id}/resume',
-    summary: 'Continue an ended job from its kept conversation with {message}: a new job, resumedFrom this one.',
-    params: jobIdParams,
-    body: resumeBody,
-    responses: {
-      202: { description: 'The new job' },
-      404: { description: 'No such job', schema: errorShape },
-      409: { description: 'Not ended, or its conversation was not kept (RESUME_UNAVAILABLE)', schema: errorShape },
-    },
-  },
-  {
-    method: 'post',
-    path: '/v1/jobs/{id}/restart',
-    summary:
-      'Run a job again with the same spec under the same id: a running one is stopped first, an ended one re-queued (its undelivered result superseded).',
-    params: jobIdParams,
-    responses: {
-      202: { description: '{ id, label, state, restarted: stopping|requeued }' },
-      404: { description: 'No such job', schema: errorShape },
-      409: { description: 'Cannot be restarted (JOB_NOT_RESTARTABLE, JOB_CANCELLED, NAME_TAKEN); error.state names its state', schema: errorShape },
-    },
-  },
-  {
-    method: 'get',
-    path: '/v1/events',
-    summary: 'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done; Last-Event-ID resumes; reset means refetch.',
-    responses: { 200: { description: 'text/event-stream', contentType: 'text/event-stream' } },
-  },
-  { method: 'get', path: '/healthz', summary: 'Liveness; no token needed.', auth: false, responses: { 200: { description: '{ ok: true }' } } },
-  {
-    method: 'get',
-    path: '/metrics',
-    summary: 'Prometheus text: jobs by state, queue depth, threads, tokens by role and model, loop delay.',
-    responses: { 200: { description: 'text/plain; version=0.0.4', contentType: 'text/plain' } },
-  },
-  { method: 'get', path: '/openapi.json', summary: 'This document.', responses: { 200: { description: 'OpenAPI 3.1' } } },
-];
-
 /** A 400 naming every bad field, what it expected and what it received (as the CLI's config errors do). */
 export class BadRequestError extends Error {
   readonly issues: Array<{ field: string; expected: string; received: string }>;
@@ -296,52 +130,4 @@ function toIssue(issue: z.core.$ZodIssue, part: string) {
         ? `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
         : issue.message;
   return { field: [part, ...issue.path.map(String)].join('.'), expected, received: describeReceived(issue.input) };
-}
-
-/** The OpenAPI 3.1 document, from the zod schemas above. */
-export function openApiDocument(version: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  const json = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
-  for (const route of ROUTE_DOCS) {
-    const parameters: unknown[] = [];
-    for (const [where, schema] of [
-      ['path', route.params],
-      ['query', route.query],
-    ] as const) {
-      if (!schema) continue;
-      const shape = json(schema) as { properties?: Record<string, unknown>; required?: string[] };
-      for (const [name, property] of Object.entries(shape.properties ?? {})) {
-        parameters.push({ name, in: where, required: where === 'path' || (shape.required ?? []).includes(name), schema: property });
-      }
-    }
-    const responses: Record<string, unknown> = {};
-    for (const [status, response] of Object.entries(route.responses)) {
-      responses[status] = {
-        description: response.description,
-        ...(response.schema
-          ? { content: { [response.contentType ?? 'application/json']: { schema: z.toJSONSchema(response.schema, { unrepresentable: 'any' }) } } }
-          : {}),
-      };
-    }
-    if (route.auth !== false) responses['401'] = { description: 'Missing or wrong bearer token' };
-    paths[route.path] = {
-      ...paths[route.path],
-      [route.method]: {
-        summary: route.summary,
-        ...(parameters.length ? { parameters } : {}),
-        ...(route.body
-          ? { requestBody: { required: route.method === 'post' && route.path === '/v1/jobs', content: { 'application/json': { schema: json(route.body) } } } }
-          : {}),
-        responses,
-        ...(route.auth === false ? { security: [] } : {}),
-      },
-    };
-  }
-  return {
-    openapi: '3.1.0',
-    info: { title: 'forkpool serve', version, description: 'Background sub-agents over HTTP: jobs, sessions, events.' },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-    security: [{ bearer: [] }],
-    paths,
-  };
 }

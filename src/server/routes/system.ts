@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { renderMetrics } from '../metrics.js';
-import { openApiDocument } from '../schemas.js';
+import { openApiDocument } from '../openapi.js';
 import type { ServerState } from '../server-state.js';
 import { PAGE_CSS, PAGE_SCRIPT, pageHtml } from '../page/index.js';
 
@@ -16,7 +16,8 @@ const PAGE_HEADERS = {
 /** `/healthz` (no token), `/metrics`, `/openapi.json` and the jobs page. */
 export function systemRoutes(state: ServerState, version: string) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    const document = openApiDocument(version);
+    // Its one server is where the plugin is mounted, so a client generated from it calls the right paths.
+    const document = openApiDocument(version, { prefix: app.prefix });
     // `ok` is the process: it serves. `ledger` says whether the durable ledger writes (docs/durability.md).
     // `executor`: whether its jobs can run (BullMQ: false while no worker serves the queue).
     app.get('/healthz', { config: { public: true } }, async () => ({

@@ -1,0 +1,277 @@
+import { z } from 'zod';
+import { JOB_ROLES } from '../shared/protocol.js';
+import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
+import { STOP_REASONS } from '../shared/loop-events.js';
+import { ENDED_BY, JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/ledger/job-record.js';
+
+/**
+ * The bodies the HTTP API answers with, as zod schemas: `/openapi.json` documents every
+ * response with one of these (route-docs.ts, openapi.ts), and the views that build the bodies
+ * are typed by them (job-view.ts returns {@link JobSummaryBody}, {@link JobDetailBody}), so a
+ * field added to a body and not here fails the typecheck, and test/server/openapi-contract.test.ts
+ * validates real answers against the document. Objects are closed in the document
+ * (`additionalProperties: false`): a client generated from it sees exactly what is sent.
+ */
+
+/** The named schemas: each is `#/components/schemas/<id>` in the document, a named type in a generated client. */
+export const responseSchemas = z.registry<{ id: string }>();
+
+function named<T extends z.ZodType>(id: string, schema: T): T {
+  responseSchemas.add(schema, { id });
+  return schema;
+}
+
+const jobState = z.enum(JOB_STATES);
+
+/** Every refusal: `{ error: { code, message, … } }`; match on `code`, never on the message. */
+export const errorBody = named(
+  'Error',
+  z.object({
+    error: z.object({
+      code: z
+        .string()
+        .describe('A stable code: BAD_REQUEST, UNAUTHORIZED, JOB_UNKNOWN, JOB_ENDED, QUEUE_FULL, MANAGER_CLOSED, FST_ERR_CTP_BODY_TOO_LARGE, INTERNAL, ...'),
+      message: z.string(),
+      issues: z
+        .array(z.object({ field: z.string(), expected: z.string(), received: z.string() }))
+        .optional()
+        .describe('BAD_REQUEST: every bad field (`body.tasks.1.task`), what it expected and what it received.'),
+      state: jobState.optional().describe("The job's state, where a refusal depends on it (a restart's 409)."),
+    }),
+  }),
+);
+
+export const usageSchema = named('Usage', z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() }));
+const usageByModel = z.record(z.string(), usageSchema).describe('Usage keyed by model name.');
+
+export interface SerializedErrorBody {
+  name: string;
+  code: string;
+  message: string;
+  stack?: string | undefined;
+  jobId?: string | undefined;
+  toolName?: string | undefined;
+  timeoutMs?: number | undefined;
+  cause?: SerializedErrorBody | undefined;
+}
+
+/** An error with its cause chain (stacks only under `errorDetail: "debug"`). */
+const serializedError: z.ZodType<SerializedErrorBody> = named(
+  'SerializedError',
+  z.object({
+    name: z.string(),
+    code: z.string(),
+    message: z.string(),
+    stack: z.string().optional(),
+    jobId: z.string().optional(),
+    toolName: z.string().optional(),
+    timeoutMs: z.number().optional(),
+    get cause(): z.ZodOptional<z.ZodType<SerializedErrorBody>> {
+      return serializedError.optional();
+    },
+  }),
+);
+
+const budgetNumbers = {
+  maxTurns: z.number().optional(),
+  maxTokens: z.number().optional(),
+  maxCostUsd: z.number().optional(),
+  maxWallclockMinutes: z.number().optional(),
+};
+
+const budgetSchema = named(
+  'JobBudget',
+  z
+    .object({
+      limits: budgetLimitsSchema,
+      spent: z
+        .object({ turns: z.number(), tokens: z.number(), costUsd: z.number(), wallclockMinutes: z.number(), unpricedModels: z.array(z.string()) })
+        .optional(),
+      remaining: z.object(budgetNumbers).optional().describe('Per limited dimension: what is left (never below 0).'),
+      costUnpriced: z.literal(true).optional().describe('The cost budget cannot be enforced: a model without a price ran (tokens only).'),
+      exceeded: z.enum(BUDGET_NAMES).optional(),
+    })
+    .describe('Limits, spent and remaining; see docs/delivery.md "Budgets".'),
+);
+
+/** A job as lists show it: `GET /v1/jobs`, a session's jobs, a wait's `running`. */
+export const jobSummarySchema = named(
+  'JobSummary',
+  z.object({
+    id: z.string(),
+    label: z.string(),
+    role: z.enum(JOB_ROLES),
+    state: jobState,
+    status: z.enum(JOB_STATUSES).nullable().describe('How it ended; null until it has.'),
+    endedBy: z.enum(ENDED_BY).nullable().describe('The mechanism of its end: its own answer, a cooperative or hard stop, a crash, or still in the queue.'),
+    taskPreview: z.string().describe('The task, cut at 200 characters.'),
+    queuedAt: z.number().describe('Epoch milliseconds, as every time here.'),
+    startedAt: z.number().nullable(),
+    endedAt: z.number().nullable(),
+    elapsedMs: z.number(),
+    currentTool: z.string().nullable(),
+    tokens: z.number().describe('So far while it runs, the total once ended.'),
+    iterations: z.number(),
+    attempts: z.number(),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    delivered: z.boolean(),
+    speculative: z
+      .enum(SPECULATION_STATES)
+      .nullable()
+      .describe('A speculative job: pending (a guess), kept (referred to), dropped (cancelled as a guess, never delivered); null otherwise.'),
+    agent: z.string().nullable(),
+    name: z.string().nullable(),
+    parentJobId: z.string().nullable().describe('The job that spawned it (nested jobs); null for a top-level job.'),
+    depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
+    budget: budgetSchema.nullable(),
+    budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
+  }),
+);
+export type JobSummaryBody = z.output<typeof jobSummarySchema>;
+
+const progressSchema = z.object({
+  currentTool: z.string().nullable(),
+  toolCalls: z.number(),
+  modelCalls: z.number(),
+  tokens: z.number(),
+  lastEventAt: z.number(),
+});
+
+/** One job in full: `GET /v1/jobs/{id}`, its `/result`, a wait's `ended`. */
+export const jobDetailSchema = named(
+  'JobDetail',
+  jobSummarySchema.extend({
+    task: z.string(),
+    resultText: z.string().nullable(),
+    resultDropped: z.boolean().describe('Retention dropped the result (and the task past its head) long after delivery.'),
+    tag: z.object({ status: z.enum(['ok', 'error', 'partial']), filesTouched: z.array(z.string()) }).nullable(),
+    stopReason: z.enum(STOP_REASONS).nullable(),
+    errorDetail: serializedError.nullable(),
+    usage: usageByModel,
+    notes: z.array(z.string()).describe('Why it ran again, one line per re-queue.'),
+    resumedFrom: z.string().nullable().describe('The ended job this one resumed (POST /v1/jobs/{id}/resume).'),
+    messages: z
+      .array(z.object({ id: z.number(), text: z.string(), at: z.number(), interrupt: z.literal(true).optional(), receivedAt: z.number().optional() }))
+      .describe('Messages sent to it (POST /v1/jobs/{id}/messages), secrets redacted.'),
+    progress: progressSchema.nullable().describe('Live progress while it runs (the server follows its events).'),
+  }),
+);
+export type JobDetailBody = z.output<typeof jobDetailSchema>;
+
+/** What starting, cancelling or restarting a job answers. */
+export const jobHandleSchema = named(
+  'JobHandle',
+  z.object({
+    id: z.string(),
+    label: z.string(),
+    state: jobState,
+    joined: z.enum(['attached', 'reused']).optional().describe('No new job: an identical one was running (attached) or ended ok ageMs ago (reused).'),
+    ageMs: z.number().optional(),
+  }),
+);
+
+const refusedSpawn = z.object({ index: z.number().describe("The task's place in the request."), code: z.string(), message: z.string() });
+
+export const jobsStartedBody = named('JobsStarted', z.object({ jobs: z.array(jobHandleSchema), refused: z.array(refusedSpawn) }));
+
+/** Nothing started: the first refusal's code, and every task's refusal (absent for a BAD_REQUEST body). */
+export const jobsRefusedBody = named('JobsRefused', errorBody.extend({ refused: z.array(refusedSpawn).optional() }));
+
+export const jobListBody = named(
+  'JobList',
+  z.object({
+    jobs: z.array(jobSummarySchema),
+    total: z.number().describe('Jobs that match the filter, over every page.'),
+    next: z.number().nullable().describe('The offset of the next page; null on the last.'),
+    totals: z.object({
+      jobs: z.object({ queued: z.number(), running: z.number(), ended: z.number() }),
+      endedByStatus: z.record(z.string(), z.number()),
+      usage: usageSchema,
+      sessionBudget: z
+        .object({
+          maxTokens: z.number().optional(),
+          maxCostUsd: z.number().optional(),
+          spentTokens: z.number(),
+          spentUsd: z.number(),
+          leasedTokens: z.number(),
+          leasedUsd: z.number(),
+          remainingTokens: z.number().optional(),
+          remainingUsd: z.number().optional(),
+          leases: z.number(),
+          onExhausted: z.enum(['refuse', 'queue']),
+        })
+        .nullable()
+        .describe("The server manager's sessionBudget pool; null without one."),
+    }),
+    lastEventId: z.number().describe('The id of the latest event: subscribe to /v1/events with Last-Event-ID set to it to miss nothing.'),
+  }),
+);
+
+export type JobListBody = z.output<typeof jobListBody>;
+
+export const messageReceiptBody = named(
+  'MessageReceipt',
+  z.object({
+    jobId: z.string(),
+    label: z.string(),
+    message: z.number().describe("The message's 1-based number among the job's."),
+    state: z.string(),
+    delivery: z.enum(['posted', 'kept']),
+    interrupt: z.boolean(),
+  }),
+);
+
+export const waitOutcomeBody = named(
+  'WaitOutcome',
+  z.object({ timedOut: z.boolean(), waitedMs: z.number(), ended: z.array(jobDetailSchema), running: z.array(jobSummarySchema) }),
+);
+
+export const resumedBody = named('JobResumed', jobHandleSchema.extend({ resumedFrom: z.string() }));
+export const restartedBody = named('JobRestarted', jobHandleSchema.extend({ restarted: z.enum(['stopping', 'requeued']) }));
+
+export const sessionCreatedBody = named('SessionCreated', z.object({ id: z.string() }));
+export const sessionBody = named('Session', z.object({ id: z.string(), turns: z.number(), busy: z.boolean(), jobs: z.array(jobSummarySchema) }));
+
+/** One line of a turn's NDJSON stream: its events as they happen, then its result (or an error). */
+export const sessionTurnLine = named(
+  'SessionTurnLine',
+  z.discriminatedUnion('type', [
+    z.object({
+      type: z.literal('parent'),
+      event: z.looseObject({ type: z.enum(['turn_start', 'loop', 'turn_end']), turn: z.number() }).describe('A parent event (docs/server.md).'),
+    }),
+    z.object({
+      type: z.literal('result'),
+      result: z.object({ turn: z.number(), answer: z.string(), stopReason: z.enum(STOP_REASONS), usage: usageByModel, error: serializedError.optional() }),
+    }),
+    z.object({ type: z.literal('error'), error: serializedError }),
+  ]),
+);
+
+export const healthBody = named(
+  'Health',
+  z.object({
+    ok: z.literal(true),
+    uptimeMs: z.number(),
+    ledger: z.discriminatedUnion('state', [
+      z.object({ state: z.literal('off') }),
+      z.object({ state: z.literal('ok') }),
+      z.object({
+        state: z.literal('degraded'),
+        error: z.object({ code: z.string(), message: z.string() }),
+        since: z.number(),
+        unsaved: z.number(),
+        failedWrites: z.number(),
+      }),
+    ]),
+    executor: z.object({ ok: z.boolean(), problem: z.string().optional(), since: z.number().optional() }),
+  }),
+);
+
+export const openApiBody = named(
+  'OpenApiDocument',
+  z.looseObject({ openapi: z.string(), info: z.looseObject({ title: z.string(), version: z.string() }), paths: z.record(z.string(), z.unknown()) }),
+);
+
+/** A body that is text, not JSON: `/metrics`, the event stream. */
+export const textBody = named('Text', z.string());

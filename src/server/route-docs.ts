@@ -1,0 +1,260 @@
+import type { z } from 'zod';
+import {
+  createJobsBody,
+  createSessionBody,
+  jobIdParams,
+  jobMessageBody,
+  listJobsQuery,
+  messageBody,
+  resultQuery,
+  resumeBody,
+  sessionIdParams,
+  waitJobsBody,
+} from './schemas.js';
+import {
+  errorBody,
+  healthBody,
+  jobDetailSchema,
+  jobHandleSchema,
+  jobListBody,
+  jobsRefusedBody,
+  jobsStartedBody,
+  messageReceiptBody,
+  openApiBody,
+  restartedBody,
+  resumedBody,
+  sessionBody,
+  sessionCreatedBody,
+  sessionTurnLine,
+  textBody,
+  waitOutcomeBody,
+} from './responses.js';
+
+/** One response of a route: what it means and the schema of its body (every response has one). */
+export interface ResponseDoc {
+  description: string;
+  schema: z.ZodType;
+  /** Default `application/json`. */
+  contentType?: string;
+}
+
+/**
+ * One route of the API as `/openapi.json` documents it. A new route is one entry in
+ * {@link ROUTE_DOCS}: its request schemas (the ones its handler parses with), its own statuses
+ * and their body schemas; the statuses every route shares (401, 400, 413, 415, 500, 503) are
+ * added by {@link responsesOf}. test/server/openapi-contract.test.ts fails for a route the
+ * plugin registers without an entry here.
+ */
+export interface RouteDoc {
+  method: 'get' | 'post' | 'delete';
+  /** OpenAPI style: `{id}`, where the route says `:id`. */
+  path: string;
+  /** The name a generated client gives the call: camelCase, unique. */
+  operationId: string;
+  summary: string;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  params?: z.ZodType;
+  responses: Record<number, ResponseDoc>;
+  /** false: no token needed (`/healthz`). Default true. */
+  auth?: boolean;
+}
+
+const noSuchJob: ResponseDoc = { description: 'No such job (JOB_UNKNOWN)', schema: errorBody };
+
+export const ROUTE_DOCS: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/jobs',
+    operationId: 'createJobs',
+    summary: 'Start one job ({task, label}) or many ({tasks: [...]}).',
+    body: createJobsBody,
+    responses: {
+      202: { description: 'Accepted jobs, and any refused with their error.', schema: jobsStartedBody },
+      400: { description: 'A bad body (BAD_REQUEST), or every task refused (its code: AGENT_UNKNOWN, BUDGET_OVER_LIMIT, ...)', schema: jobsRefusedBody },
+      429: { description: 'Nothing started: the queue is full (QUEUE_FULL)', schema: jobsRefusedBody },
+      503: {
+        description: 'Nothing started: the server is closing (MANAGER_CLOSED) or its ledger cannot write (LEDGER_WRITE_FAILED)',
+        schema: jobsRefusedBody,
+      },
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs',
+    operationId: 'listJobs',
+    summary: 'Jobs in queue order, filtered by state, paged; with the totals and the latest event id.',
+    query: listJobsQuery,
+    responses: { 200: { description: 'A page of jobs', schema: jobListBody } },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs/{id}',
+    operationId: 'getJob',
+    summary: 'One job: record, live progress, full result.',
+    params: jobIdParams,
+    responses: { 200: { description: 'The job', schema: jobDetailSchema }, 404: noSuchJob },
+  },
+  {
+    method: 'delete',
+    path: '/v1/jobs/{id}',
+    operationId: 'cancelJob',
+    summary: 'Cancel a job (idempotent).',
+    params: jobIdParams,
+    responses: { 202: { description: 'Cancel requested; the job ends with status cancelled', schema: jobHandleSchema }, 404: noSuchJob },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs/{id}/result',
+    operationId: 'getJobResult',
+    summary: 'Long-poll for one job to end (?wait=seconds).',
+    params: jobIdParams,
+    query: resultQuery,
+    responses: {
+      200: { description: 'The ended job', schema: jobDetailSchema },
+      202: { description: 'Still queued or running when the wait ran out', schema: jobDetailSchema },
+      404: noSuchJob,
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/messages',
+    operationId: 'sendJobMessage',
+    summary: 'Send a live job a message: before its next model call, or with interrupt its call in flight is cancelled.',
+    params: jobIdParams,
+    body: jobMessageBody,
+    responses: {
+      202: { description: 'Sent: posted to its run, or kept for when it runs', schema: messageReceiptBody },
+      404: noSuchJob,
+      409: { description: 'The job has ended (JOB_ENDED, naming its state)', schema: errorBody },
+      429: { description: 'Too many messages for this job (QUEUE_FULL)', schema: errorBody },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/wait',
+    operationId: 'waitForJobs',
+    summary: 'Wait until the jobs named (default: every live one) end, all of them or the first (mode any), or timeoutMs passes.',
+    body: waitJobsBody,
+    responses: {
+      200: { description: 'What ended (in full) and what still runs', schema: waitOutcomeBody },
+      404: { description: 'No such job (JOB_UNKNOWN, naming it); nothing waited', schema: errorBody },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/sessions',
+    operationId: 'createSession',
+    summary: 'Create a parent-agent session.',
+    body: createSessionBody,
+    responses: {
+      201: { description: 'The new session', schema: sessionCreatedBody },
+      429: { description: 'Already server.maxSessions sessions (TOO_MANY_SESSIONS)', schema: errorBody },
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/sessions/{id}',
+    operationId: 'getSession',
+    summary: 'A session: turns so far, whether a turn runs, its jobs.',
+    params: sessionIdParams,
+    responses: { 200: { description: 'The session', schema: sessionBody }, 404: { description: 'No such session (SESSION_UNKNOWN)', schema: errorBody } },
+  },
+  {
+    method: 'post',
+    path: '/v1/sessions/{id}/messages',
+    operationId: 'sendSessionMessage',
+    summary: 'One parent turn; its events streamed as NDJSON, the turn result last.',
+    params: sessionIdParams,
+    body: messageBody,
+    responses: {
+      200: {
+        description: 'One JSON object a line (the schema is a line): {type:"parent",event} lines, then {type:"result",result} or {type:"error",error}',
+        schema: sessionTurnLine,
+        contentType: 'application/x-ndjson',
+      },
+      404: { description: 'No such session (SESSION_UNKNOWN)', schema: errorBody },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/resume',
+    operationId: 'resumeJob',
+    summary: 'Continue an ended job from its kept conversation with {message}: a new job, resumedFrom this one.',
+    params: jobIdParams,
+    body: resumeBody,
+    responses: {
+      202: { description: 'The new job', schema: resumedBody },
+      404: noSuchJob,
+      409: { description: 'Not ended, or its conversation was not kept (RESUME_UNAVAILABLE)', schema: errorBody },
+      429: { description: 'The queue is full (QUEUE_FULL)', schema: errorBody },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/restart',
+    operationId: 'restartJob',
+    summary:
+      'Run a job again with the same spec under the same id: a running one is stopped first, an ended one re-queued (its undelivered result superseded).',
+    params: jobIdParams,
+    responses: {
+      202: { description: 'Restarted: stopping (it ran) or requeued (it had ended)', schema: restartedBody },
+      404: noSuchJob,
+      409: { description: 'Cannot be restarted (JOB_NOT_RESTARTABLE, JOB_CANCELLED, NAME_TAKEN); error.state names its state', schema: errorBody },
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/events',
+    operationId: 'streamEvents',
+    summary: 'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done; Last-Event-ID resumes; reset means refetch.',
+    responses: { 200: { description: 'The event stream (`id:`, `event:`, `data:` JSON)', schema: textBody, contentType: 'text/event-stream' } },
+  },
+  {
+    method: 'get',
+    path: '/healthz',
+    operationId: 'getHealth',
+    summary: 'Liveness, the ledger and the executor; no token needed.',
+    auth: false,
+    responses: { 200: { description: 'It serves', schema: healthBody } },
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    summary: 'Prometheus text: jobs by state, queue depth, threads, tokens by role and model, loop delay, job durations.',
+    responses: { 200: { description: 'Prometheus text exposition 0.0.4', schema: textBody, contentType: 'text/plain' } },
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This document.',
+    responses: { 200: { description: 'OpenAPI 3.1', schema: openApiBody } },
+  },
+];
+
+/**
+ * The plugin's routes that are the page's, not the API's: a browser's HTML, script, style and
+ * sign-in redirect. They are not in the document (a generated client has no use for them).
+ */
+export const PAGE_ROUTES = ['GET /', 'GET /page.js', 'GET /page.css', 'GET /login'] as const;
+
+/**
+ * A route's responses as the server sends them: its own, and those every route shares (the
+ * auth hook's 401, the request parsers' 400, the body limit's 413 and the content-type
+ * parser's 415 (plugin.ts error handler), an unexpected error's 500, a closing server's 503: plugin.ts).
+ */
+export function responsesOf(route: RouteDoc): Record<number, ResponseDoc> {
+  const shared: Record<number, ResponseDoc> = {};
+  if (route.body || route.query || route.params || route.method === 'post')
+    shared[400] = { description: 'A bad request: every bad field named (BAD_REQUEST), or a body that is not JSON', schema: errorBody };
+  if (route.auth !== false) shared[401] = { description: 'Missing or wrong bearer token (UNAUTHORIZED)', schema: errorBody };
+  if (route.method === 'post') {
+    shared[413] = { description: 'The body is over server.bodyLimitBytes (FST_ERR_CTP_BODY_TOO_LARGE)', schema: errorBody };
+    shared[415] = { description: 'A body that is not application/json (FST_ERR_CTP_INVALID_MEDIA_TYPE)', schema: errorBody };
+  }
+  shared[500] = { description: 'An unexpected error (INTERNAL; the server logs it)', schema: errorBody };
+  shared[503] = { description: 'The server is closing (SERVER_CLOSING)', schema: errorBody };
+  return { ...shared, ...route.responses };
+}
