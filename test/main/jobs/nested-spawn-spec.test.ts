@@ -10,7 +10,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import {
+  FakeExecutor,
   SCOUT_PROMPT,
+  makeConfig,
+  waitFor,
   agentConfig,
   ended,
   makeManager,
@@ -109,5 +112,40 @@ describe("a job's own spawn tool", () => {
     // Outside the allow-list: refused by the tool's own enum before it reaches the main thread.
     expect(agent).toContain('expected "scout"');
     expect(agent).toContain('at agent');
+  });
+});
+
+/**
+ * The main thread's own checks, past the worker's tool: a fake executor posts the spawn requests
+ * a job's model could not get past its tool's schema (an agent outside the allow-list), and the
+ * manager refuses them itself (the same admission as any spawn for the spec).
+ */
+describe("the main thread's check of a job's spawn", () => {
+  it('refuses an agent outside agentTools and a model outside spawnModels; books an allowed one', async () => {
+    const root = await makeWorkspace(cleanups);
+    const executor = new FakeExecutor();
+    const config = makeConfig(
+      undefined,
+      root,
+      { maxDepth: 2, spawnModels: ['child-model'] },
+      { agents: { scout: { description: 'finds things' }, reviewer: { description: 'reviews' } }, agentTools: ['scout'] },
+    );
+    const manager = makeManager(config, cleanups, executor);
+    const top = manager.spawn({ task: 'parent', label: 'parent' });
+    await waitFor(() => executor.tasks.has(top.id), 'the parent to be run', { timeoutMs: 10_000 });
+    executor.say(top.id, { kind: 'spawn', request: { agent: 'reviewer' } });
+    executor.say(top.id, { kind: 'spawn', request: { agent: 'scout', model: 'gpt-unlisted' } });
+    executor.say(top.id, { kind: 'spawn', request: { agent: 'scout', model: 'child-model', tools: ['read_file'] } });
+    const spawns = executor.tasks.get(top.id)?.spawns;
+    await waitFor(() => spawns && [...spawns.values()].every((s) => s.answered), 'the three answers', { timeoutMs: 10_000 });
+    expect([...(spawns?.values() ?? [])].map(({ ok, code }) => ({ ok, code }))).toEqual([
+      { ok: false, code: 'AGENT_UNKNOWN' },
+      { ok: false, code: 'MODEL_NOT_ALLOWED' },
+      { ok: true, code: undefined },
+    ]);
+    const children = manager.jobs().filter((j) => j.parentJobId === top.id);
+    expect(children.map((j) => j.agent)).toEqual(['scout']);
+    const childSpec = [...executor.tasks.values()].find((t) => t.task.spec.id === children[0]?.id)?.task.spec;
+    expect(childSpec).toMatchObject({ model: 'child-model', tools: ['read_file'] });
   });
 });
