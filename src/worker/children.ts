@@ -108,8 +108,8 @@ const spawnArgs = z.strictObject({
 
 /** What a job's spawn tool offers: the agents it may start (the config's `agentTools`) and the spec's choices. */
 export interface ChildSpawnOffer extends SpawnSpecOffer {
-  /** The allow-list: the same `agentTools` the parent's spawn tool offers (an agent has no allow-list of its own). */
-  agents: readonly string[];
+  /** The allow-list: the same `agentTools` the parent's spawn tool offers (an agent has no allow-list of its own), with their descriptions. */
+  agents: ReadonlyArray<{ name: string; description: string }>;
 }
 
 /** The tool's arguments: the task, the spec's (as the parent's tool has them) and, with an allow-list, `agent`. */
@@ -118,9 +118,9 @@ function childSpawnArgs(offer: ChildSpawnOffer) {
   if (offer.agents.length === 0) return withSpec;
   return withSpec.extend({
     agent: z
-      .enum(offer.agents as [string, ...string[]])
+      .enum(offer.agents.map((agent) => agent.name) as [string, ...string[]])
       .optional()
-      .describe('Optional configured agent to run instead of a copy of yourself.'),
+      .describe(`Optional configured agent to run instead of a copy of yourself. ${offer.agents.map((a) => `"${a.name}": ${a.description}`).join('; ')}.`),
   });
 }
 

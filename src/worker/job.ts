@@ -264,7 +264,8 @@ function jobToolsFor(spec: JobSpec, post: (message: WorkerMessage) => void, chil
  */
 function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
   const config = spec.config;
-  return { agents: config.agentTools, tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace };
+  const agents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
+  return { agents, tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace };
 }
 
 /**

@@ -70,6 +70,8 @@ describe("a job's own spawn tool", () => {
     if (!first) throw new Error('no request');
     const schema = toolSchema(first, 'spawn_background_agent');
     expect(schema.properties.agent.enum).toEqual(['scout']);
+    expect(schema.properties.agent.description).toContain('"scout": Finds where things are');
+    expect(schema.properties.agent.description).not.toContain('reviewer');
     expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['system_prompt', 'replace_system_prompt', 'tools', 'model']));
 
     // The child's model request: its model, its agent's prompt with the spawn's appended, only the tool it was given.
