@@ -110,6 +110,26 @@ describe('the busy hint', () => {
   });
 });
 
+describe('the busy hint on screen', () => {
+  it('goes when the input is emptied with Backspace', async () => {
+    const { proxy, chat } = await startChat(isParent);
+    const { render } = await import('ink-testing-library');
+    const { ChatApp } = await import('../../src/tui/app.js');
+    const app = render(createElement(ChatApp, { chat }));
+    cleanups.add(() => app.unmount());
+    void chat.submitLine('what does src/retry.ts do?').turn;
+    await waitFor(() => proxy.held() >= 1, "the parent's model call held", SAFETY_NET);
+    app.stdin.write('ab');
+    app.stdin.write('\r');
+    await waitFor(() => app.lastFrame()?.includes('the model is busy: Ctrl+Enter'), 'the hint on screen', SAFETY_NET);
+    app.stdin.write('\x7f');
+    expect(chat.hint).toBe(BUSY_HINT); // "a" is still there
+    app.stdin.write('\x7f');
+    await waitFor(() => !app.lastFrame()?.includes('the model is busy: Ctrl+Enter'), 'the hint gone', SAFETY_NET);
+    expect(chat.hint).toBeUndefined();
+  });
+});
+
 describe('stopping your own job', () => {
   it('spends no parent model turn: it is shown to you at once and given to the model at its next turn', async () => {
     const { sim, proxy, session, chat, turns } = await startChat(isJob);
