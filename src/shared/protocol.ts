@@ -114,12 +114,20 @@ export interface ResumeState {
   wrapUpSent?: boolean;
 }
 
-/** A job asks the main thread to start a child (a thread never creates threads). */
+/**
+ * A job asks the main thread to start a child (a thread never creates threads). Its own spec
+ * (system prompt, tool subset, model) is as the job's model asked: the main thread checks it
+ * at admission, as for any spawn.
+ */
 export interface ChildSpawnRequest {
   task: string;
   label: string;
   agent?: string | undefined;
   name?: string | undefined;
+  systemPrompt?: string | undefined;
+  replaceSystemPrompt?: boolean | undefined;
+  tools?: string[] | undefined;
+  model?: string | undefined;
 }
 
 /**
@@ -244,7 +252,17 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
     type: z.literal('spawn'),
     jobId: z.string(),
     requestId: z.number().int(),
-    request: z.object({ task: z.string(), label: z.string(), agent: z.string().optional(), name: z.string().optional() }),
+    request: z.object({
+      task: z.string(),
+      label: z.string(),
+      agent: z.string().optional(),
+      name: z.string().optional(),
+      // Loose here: admission checks them as it checks any spawn's (a bad one is a refusal the job's model reads, not a broken protocol).
+      systemPrompt: z.string().optional(),
+      replaceSystemPrompt: z.boolean().optional(),
+      tools: z.array(z.string()).optional(),
+      model: z.string().optional(),
+    }),
   }),
   z.object({
     type: z.literal('suspend'),

@@ -12,6 +12,7 @@ import { interceptTerminalReplies } from './mouse.js';
 import { countText, poolText, treeOrder, usageText, wavesText } from './jobs-view.js';
 import { BackgroundPanel, createPanelMouse, usePanelLayout, type PanelLayout } from './background-panel.js';
 import type { EntryKind, TranscriptEntry } from './transcript.js';
+import { STATE_COLOR } from './state-colors.js';
 
 const ENTRY_COLOR: Partial<Record<EntryKind, string>> = {
   info: 'gray',
@@ -60,7 +61,7 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
     h(Static<TranscriptEntry>, {
       // A new array each render: Static memoises on the array, and the controller appends in place.
       items: chat.entries.slice(),
-      children: (entry) => h(Text, { key: entry.id, wrap: 'wrap', ...colorOf(entry.kind) }, entry.text),
+      children: (entry) => h(Text, { key: entry.id, wrap: 'wrap', ...colorOf(entry) }, entry.text),
     }),
     chat.busy
       ? h(Text, { color: 'green' }, `◐ ${chat.turn !== undefined ? `turn ${chat.turn}` : 'starting'} · ${chat.activity ?? 'working'} (Esc cancels the turn)`)
@@ -117,10 +118,14 @@ function useChatInput(chat: ChatController, layout: PanelLayout, stdout: NodeJS.
     isRawModeSupported,
     stdin,
   } = useStdin() as ReturnType<typeof useStdin> & { internal_eventEmitter: EventEmitter };
-  const update = useCallback((next: string, back = 0) => {
-    state.current = { text: next, back };
-    setText(next);
-  }, []);
+  const update = useCallback(
+    (next: string, back = 0) => {
+      state.current = { text: next, back };
+      setText(next);
+      chat.inputChanged(next);
+    },
+    [chat],
+  );
 
   const panelMouse = useMemo(
     () => createPanelMouse(chat, layout, { write: (text) => stdout.write(text), rows: () => stdout.rows || 40 }),
@@ -217,7 +222,8 @@ function useChatInput(chat: ChatController, layout: PanelLayout, stdout: NodeJS.
   return { text };
 }
 
-function colorOf(kind: EntryKind): { color?: string } {
-  const color = ENTRY_COLOR[kind];
+/** A job's line takes its state's colour (state-colors.ts); every other line its kind's. */
+function colorOf(entry: TranscriptEntry): { color?: string } {
+  const color = entry.jobState ? STATE_COLOR[entry.jobState] : ENTRY_COLOR[entry.kind];
   return color ? { color } : {};
 }

@@ -10,6 +10,7 @@ import type { ChatController } from './controller.js';
 import type { ChatKey } from './keys.js';
 import { detailLines, panelRow, treeOrder } from './jobs-view.js';
 import { CURSOR_QUERY, frameRowAt } from './mouse.js';
+import { jobColor } from './state-colors.js';
 
 /** Rows of the job list shown at once; the rest scrolls. */
 export const PANEL_ROWS = 8;
@@ -77,7 +78,7 @@ export function BackgroundPanel({
     const visible = ordered.slice(start, start + PANEL_ROWS);
     title = `Background agents · ${ordered.length} job${ordered.length === 1 ? '' : 's'} (F3 hides, ↑↓ or click select, Enter detail)`;
     lines = visible.map((job, i) =>
-      h(Text, { key: job.id, inverse: start + i === at, wrap: 'truncate-end' }, panelRow(job, chat.session.activity.get(job.id), now)),
+      h(Text, { key: job.id, inverse: start + i === at, color: jobColor(job), wrap: 'truncate-end' }, panelRow(job, chat.session.activity.get(job.id), now)),
     );
     thumb = scrollThumb(ordered.length, visible.length, start);
     if (ordered.length === 0) lines.push(h(Text, { key: 'none', dimColor: true }, 'no background jobs yet'));

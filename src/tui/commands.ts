@@ -121,7 +121,9 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       if (targets.length === 0) return say('no live background job to stop');
       for (const target of targets) {
         const handle = manager.cancel(target);
-        say(handle.state === 'ended' ? `${handle.id} had already ended` : `stopping ${handle.id} "${oneLine(handle.label, 60)}"`);
+        // A job of yours stopped by you starts no follow-up turn (turn-inputs.ts endingStartsFollowUp): say so.
+        const yours = manager.get(handle.id)?.role === 'user' ? ' (no model turn for it: the model is given it at its next turn)' : '';
+        say(handle.state === 'ended' ? `${handle.id} had already ended` : `stopping ${handle.id} "${oneLine(handle.label, 60)}"${yours}`);
       }
       return;
     }

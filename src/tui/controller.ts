@@ -13,9 +13,12 @@ import { escapeForTerminal, oneLine } from '../main/views/terminal-lines.js';
 import { runSlashCommand } from './commands.js';
 import { followUpNotice } from '../main/views/follow-up.js';
 import { AgentChoice } from './agent-choice.js';
+import { ChatWaits } from './chat-waits.js';
+import { jobColorState, type JobColorState } from './state-colors.js';
+import { PermissionQuestion, type PermissionAnswer } from './permission-question.js';
 import { answerText, cancelledTurnNotice, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
 
-export type PermissionAnswer = 'once' | 'always' | 'deny';
+export type { PermissionAnswer } from './permission-question.js';
 
 export interface ChatControllerOptions {
   session: AgentSession;
@@ -62,13 +65,14 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   #activity: string | undefined;
   #hint: string | undefined;
   #alertsWaiting = 0;
-  #permission: { request: PermissionRequest; resolve: (answer: PermissionAnswer) => void } | undefined;
+  readonly #permission = new PermissionQuestion(
+    (text) => this.add('notice', text),
+    () => this.changed(),
+  );
   #panel: PanelState = { open: false, selected: 0, detailOffset: 0 };
   #closing: Promise<CloseReport> | undefined;
   /** The `/bg wait`s that run now: Esc (cancelTurn) and quit abort them. */
-  readonly #waits = new Set<AbortController>();
-  /** The end of the `/bg wait` the command being run began, if it began one. */
-  #waitBegun: Promise<void> | undefined;
+  readonly #waits = new ChatWaits(() => this.changed());
   readonly #agentChoice: AgentChoice;
   /** A job of the person's waiting for the agent question's answer. */
   #agentQuestion: { task: string } | undefined;
@@ -114,6 +118,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
       }
       this.#turn = undefined;
       this.#activity = undefined;
+      // The model is free: "the model is busy" is no longer true (the person's text is still in the input).
+      if (this.#hint === BUSY_HINT) this.#hint = undefined;
       this.changed();
     });
     session.on('delivered', ({ turn, jobs }) => this.add('delivered', deliveredLine(turn, jobs.length)));
@@ -122,8 +128,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
       this.add('alert', `⚠ ${alert.jobId} "${oneLine(alert.label, 40)}" alert (${alert.severity}): ${oneLine(alert.message, 200)}`);
     });
     const { manager } = session;
-    manager.on('spawned', (job) => this.add('job', spawnedLine(job)));
-    manager.on('done', (job) => this.add('job', doneLine(job)));
+    manager.on('spawned', (job) => this.add('job', spawnedLine(job), jobColorState(job)));
+    manager.on('done', (job) => this.add('job', doneLine(job), jobColorState(job)));
     manager.on('backgrounded', (job) =>
       this.add('notice', `↷ ${job.id} [${escapeForTerminal(job.agent ?? '?')}] backgrounded: the call returned early, the job goes on`),
     );
@@ -156,7 +162,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   }
 
   get permission(): PermissionRequest | undefined {
-    return this.#permission?.request;
+    return this.#permission.request;
   }
 
   get panel(): Readonly<PanelState> {
@@ -174,31 +180,12 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   /** A `/bg wait` runs (Esc stops it). */
   get waiting(): boolean {
-    return this.#waits.size > 0;
+    return this.#waits.any;
   }
 
   /** For `/bg wait` (commands.ts): its signal, aborted by Esc or quit, and its end. */
   beginWait(): { signal: AbortSignal; done(): void } {
-    const controller = new AbortController();
-    if (this.#closing) controller.abort('closing');
-    this.#waits.add(controller);
-    let ended = () => {};
-    this.#waitBegun = new Promise((resolve) => (ended = resolve));
-    this.changed();
-    return {
-      signal: controller.signal,
-      done: () => {
-        this.#waits.delete(controller);
-        ended();
-        this.changed();
-      },
-    };
-  }
-
-  #stopWaits(reason: string): boolean {
-    const any = this.#waits.size > 0;
-    for (const wait of this.#waits) wait.abort(reason);
-    return any;
+    return this.#waits.begin();
   }
 
   jobs(): Readonly<JobRecord>[] {
@@ -209,8 +196,9 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     return this.session.manager.count('running') + this.session.manager.count('queued');
   }
 
-  add(kind: EntryKind, text: string): void {
-    const entry = { id: this.#nextId++, kind, text };
+  /** `jobState`: a job's line, coloured by its state (state-colors.ts). */
+  add(kind: EntryKind, text: string, jobState?: JobColorState): void {
+    const entry: TranscriptEntry = { id: this.#nextId++, kind, text, ...(jobState ? { jobState } : {}) };
     this.entries.push(entry);
     this.emit('entry', entry);
     this.changed();
@@ -226,6 +214,11 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     this.changed();
   }
 
+  /** The input line changed: emptied, the busy hint goes with the text it was about. */
+  inputChanged(text: string): void {
+    if (text.trim() === '' && this.#hint === BUSY_HINT) this.setHint(undefined);
+  }
+
   /**
    * Enter: a `/command` runs at once (busy or not); a prompt starts a turn when the model is
    * idle. While it is busy the prompt is not sent and nothing is spawned: a hint says how
@@ -237,11 +230,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     if (line.startsWith('/')) {
       this.remember(line);
       this.setHint(undefined);
-      this.#waitBegun = undefined;
-      runSlashCommand(this, line);
       // A `/bg wait` goes on after the command returns: its end is this line's "turn" (line mode waits for it).
-      const waiting = this.#waitBegun;
-      this.#waitBegun = undefined;
+      const waiting = this.#waits.during(() => runSlashCommand(this, line));
       return waiting ? { accepted: true, turn: waiting } : { accepted: true };
     }
     if (this.busy || this.closing) {
@@ -311,8 +301,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   /** Esc, or Ctrl+C while busy: ends the current turn and stops any `/bg wait`. Background jobs are left running. */
   cancelTurn(): boolean {
-    this.#permission?.resolve('deny');
-    const stoppedWait = this.#stopWaits('cancelled by the user');
+    this.#permission.answer('deny');
+    const stoppedWait = this.#waits.stop('cancelled by the user');
     const cancelled = this.session.cancelTurn();
     if (cancelled) this.#activity = 'cancelling';
     this.changed();
@@ -332,8 +322,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
    */
   quit(): Promise<CloseReport> {
     if (this.#closing) return this.#closing;
-    this.#permission?.resolve('deny');
-    this.#stopWaits('closing');
+    this.#permission.answer('deny');
+    this.#waits.stop('closing', true);
     this.#agentQuestion = undefined;
     const live = this.liveJobs();
     this.add(
@@ -351,27 +341,11 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   /** The parent's permission asker: shows the question and waits for {@link answerPermission}. */
   askPermission(request: PermissionRequest): Promise<PermissionAnswer> {
-    if (this.#closing) return Promise.resolve('deny');
-    // One question at a time: an earlier one still open is denied.
-    this.#permission?.resolve('deny');
-    return new Promise((resolve) => {
-      const entry = {
-        request,
-        resolve: (answer: PermissionAnswer) => {
-          if (this.#permission !== entry) return;
-          this.#permission = undefined;
-          const said = answer === 'once' ? 'allowed once' : answer === 'always' ? 'allowed for this session' : 'denied';
-          this.add('notice', `  ${escapeForTerminal(request.tool)}: ${said}`);
-          resolve(answer);
-        },
-      };
-      this.#permission = entry;
-      this.changed();
-    });
+    return this.#closing ? Promise.resolve('deny') : this.#permission.ask(request);
   }
 
   answerPermission(answer: PermissionAnswer): void {
-    this.#permission?.resolve(answer);
+    this.#permission.answer(answer);
   }
 
   togglePanel(): void {

@@ -5,6 +5,7 @@
  */
 import type { JobRecord } from '../main/ledger/ledger.js';
 import { escapeForTerminal, jobLine, oneLine } from '../main/views/terminal-lines.js';
+import type { JobColorState } from './state-colors.js';
 
 export type EntryKind = 'info' | 'user' | 'answer' | 'tool' | 'job' | 'delivered' | 'alert' | 'notice' | 'error' | 'command';
 
@@ -13,6 +14,8 @@ export interface TranscriptEntry {
   id: number;
   kind: EntryKind;
   text: string;
+  /** A job's line: its state when the line was written, for its colour (the text says it in words too). */
+  jobState?: JobColorState;
 }
 
 /** Indentation for a nested job: one step per level below the session's own jobs. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AbortError, ToolError, isErrorCode } from '../shared/errors.js';
 import { jobNameSchema, type ChildSpawnRequest, type WorkerMessage } from '../shared/protocol.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
+import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../shared/spawn-spec-args.js';
 
 /**
  * A job's side of nesting: its spawns go over the port to the main thread (which enforces the
@@ -105,27 +106,39 @@ const spawnArgs = z.strictObject({
   name: jobNameSchema.describe('Optional short name, unique among running jobs.'),
 });
 
-/** The spawn tool of a job below the depth limit. The main thread decides; a refusal is a tool error. */
-export function spawnChildTool(link: ChildLink, agents: readonly string[], signal: AbortSignal): ToolDefinition {
-  const args =
-    agents.length > 0
-      ? spawnArgs.extend({
-          agent: z
-            .enum(agents as [string, ...string[]])
-            .optional()
-            .describe('Optional configured agent to run instead of a copy of yourself.'),
-        })
-      : spawnArgs;
+/** What a job's spawn tool offers: the agents it may start (the config's `agentTools`) and the spec's choices. */
+export interface ChildSpawnOffer extends SpawnSpecOffer {
+  /** The allow-list: the same `agentTools` the parent's spawn tool offers (an agent has no allow-list of its own), with their descriptions. */
+  agents: ReadonlyArray<{ name: string; description: string }>;
+}
+
+/** The tool's arguments: the task, the spec's (as the parent's tool has them) and, with an allow-list, `agent`. */
+function childSpawnArgs(offer: ChildSpawnOffer) {
+  const withSpec = spawnArgs.extend(spawnSpecArgs(offer));
+  if (offer.agents.length === 0) return withSpec;
+  return withSpec.extend({
+    agent: z
+      .enum(offer.agents.map((agent) => agent.name) as [string, ...string[]])
+      .optional()
+      .describe(`Optional configured agent to run instead of a copy of yourself. ${offer.agents.map((a) => `"${a.name}": ${a.description}`).join('; ')}.`),
+  });
+}
+
+/**
+ * The spawn tool of a job below the depth limit. The main thread decides (the allow-list, the
+ * spec, depth, cap and queue, as for any spawn); a refusal is a tool error.
+ */
+export function spawnChildTool(link: ChildLink, offer: ChildSpawnOffer, signal: AbortSignal): ToolDefinition {
   return {
     name: 'spawn_background_agent',
     description:
       'Start a child background agent for a narrow, self-contained part of your task. Its result is given to you before a later step once it ends. ' +
       'If you give your final answer while children still run, you wait for them and continue with their results.',
-    parameters: args,
+    parameters: childSpawnArgs(offer),
     gated: false,
     background: true,
-    async run(input: z.output<typeof spawnArgs> & { agent?: string }) {
-      const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name }, signal);
+    async run(input: z.output<ReturnType<typeof childSpawnArgs>> & { agent?: string | undefined }) {
+      const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name, ...spawnSpecFromArgs(input) }, signal);
       if (child.joined === 'attached')
         return `Joined background agent ${child.childId} ("${child.label}"): an identical task was already running, so no new agent started. Its result will be given to you when it ends. Do not guess it.`;
       if (child.joined === 'reused')

@@ -26,9 +26,9 @@ import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
-import { applySpawnSpec, spawnSystemPrompt } from '../shared/spawn-spec.js';
+import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
 import { reportAlertTool } from './job-tools.js';
-import { ChildLink, spawnChildTool } from './children.js';
+import { ChildLink, spawnChildTool, type ChildSpawnOffer } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
 import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
@@ -253,8 +253,19 @@ function jobToolsFor(spec: JobSpec, post: (message: WorkerMessage) => void, chil
   const tools: ToolDefinition[] = [];
   const maxAlerts = spec.config.background.maxAlertsPerJob;
   if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
-  if (children) tools.push(spawnChildTool(children, Object.keys(spec.config.agents), signal));
+  if (children) tools.push(spawnChildTool(children, childSpawnOffer(spec), signal));
   return tools;
+}
+
+/**
+ * What the job's own spawn tool offers, as the parent's does: the allow-list is the config's
+ * `agentTools` (an agent has none of its own), a fork's tools are those a fork gets (the
+ * config's), the models are the spawnable ones. The main thread checks them all again.
+ */
+function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
+  const config = spec.config;
+  const agents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
+  return { agents, tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace };
 }
 
 /**

@@ -21,7 +21,7 @@
 import { threadId } from 'node:worker_threads';
 import { JobError } from '../../src/shared/errors.js';
 import type { Executor, ExecuteOptions, ExecutorCapabilities } from '../../src/main/executors/executor.js';
-import type { JobOutcome, JobTask, MainMessage, WorkerMessage } from '../../src/shared/protocol.js';
+import type { ChildSpawnRequest, JobOutcome, JobTask, MainMessage, WorkerMessage } from '../../src/shared/protocol.js';
 import type { JobScheduler, TimerTag } from '../../src/main/jobs/manager.js';
 
 /** One step of a task's ending. */
@@ -75,8 +75,8 @@ export interface FakeTask {
   suspendPosted?: boolean;
   /** Children the manager booked for it (`spawn-result` ok), in order. */
   children: string[];
-  /** Spawn requests it posted, by request id (answered: `spawn-result` came). */
-  spawns: Map<number, { answered: boolean }>;
+  /** Spawn requests it posted, by request id (answered: `spawn-result` came, with its verdict and any refusal's code). */
+  spawns: Map<number, { answered: boolean; ok?: boolean; code?: string }>;
   /** The child ids of every `child-results` message it was sent. */
   childResults: string[][];
   cancelRequested: boolean;
@@ -109,7 +109,8 @@ export interface RunRecord {
 export type MidRunMessage =
   | { kind: 'progress'; event: 'model_response' | 'assistant_text' | 'tool_call' }
   | { kind: 'alert'; severity: 'info' | 'warning' | 'critical' }
-  | { kind: 'spawn' };
+  /** `request`: fields over the default child request (an agent, a spec), as a job's model might ask. */
+  | { kind: 'spawn'; request?: Partial<ChildSpawnRequest> };
 
 /** The child ids a `child-results` text or a resume's `childResults` names (its header lines). */
 export const childIdsIn = (text: string): string[] => [...text.matchAll(/— job (\S+?), status /g)].map((m) => m[1] as string);
@@ -201,7 +202,7 @@ export class FakeExecutor implements Executor {
       task.port.on('message', (message: MainMessage) => {
         if (message?.type === 'spawn-result') {
           const spawn = entry.spawns.get(message.requestId);
-          if (spawn) spawn.answered = true;
+          if (spawn) Object.assign(spawn, { answered: true, ok: message.ok }, message.ok ? {} : { code: message.code });
           if (message.ok && message.joined === undefined) entry.children.push(message.childId);
           return;
         }
@@ -261,7 +262,7 @@ export class FakeExecutor implements Executor {
       const requestId = ++this.#spawnRequests;
       t.spawns.set(requestId, { answered: false });
       // A task no other job has: the manager's de-duplication would join identical ones.
-      this.#post(t, { type: 'spawn', jobId: id, requestId, request: { task: `child ${requestId} of ${id}`, label: `child ${requestId}` } });
+      this.#post(t, { type: 'spawn', jobId: id, requestId, request: { task: `child ${requestId} of ${id}`, label: `child ${requestId}`, ...message.request } });
     }
   }
 

@@ -3,6 +3,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
 import type { ChildSpawnRequest, ResumeState } from '../../shared/protocol.js';
 import { mergeUsageByModel } from '../../shared/usage.js';
+import { spawnSpecOf } from '../../shared/spawn-spec.js';
 import { formatBackgroundResults } from '../views/delivery-format.js';
 import type { StopRequest } from './job-endings.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
@@ -36,7 +37,10 @@ export class Nesting {
     this.#host = host;
   }
 
-  /** A job asks for a child: the depth, the cap and the queue are enforced here, as for any spawn. */
+  /**
+   * A job asks for a child: the allow-list, the depth, then (in book, through admitSpawn) the
+   * spec, the cap and the queue, as for any spawn. A refusal goes back as the tool's error.
+   */
   spawnChild(parent: Job, requestId: number, request: ChildSpawnRequest): void {
     const attempt = parent.attempt;
     const spec = parent.spec;
@@ -46,6 +50,7 @@ export class Nesting {
       if (!spec || parent.isOver) throw new JobError('JOB_UNKNOWN', parent.id, `job ${parent.id} is not running`);
       if (depth > limit)
         throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
+      checkAllowedAgent(this.#host.config, request.agent);
       const handle = this.#host.book(
         {
           task: request.task,
@@ -54,6 +59,7 @@ export class Nesting {
           wave: null,
           ...(request.agent ? { agent: request.agent } : {}),
           ...(request.name ? { name: request.name } : {}),
+          ...spawnSpecOf(request),
         },
         { parent, depth },
       );
@@ -137,6 +143,20 @@ export class Nesting {
       parent.sent.set(record.id, text);
     }
   }
+}
+
+/**
+ * A job may start only the agents the parent's model may (`agentTools`: an agent has no
+ * allow-list of its own). Its tool's enum says so already; this is the main thread's own check.
+ */
+function checkAllowedAgent(config: ForkpoolConfig, agent: string | undefined): void {
+  if (agent === undefined || config.agentTools.includes(agent)) return;
+  const allowed = config.agentTools.length > 0 ? config.agentTools.map((name) => `"${name}"`).join(', ') : 'none';
+  throw new JobError(
+    'AGENT_UNKNOWN',
+    '-',
+    `agent: "${agent}" is not offered to a background job's spawn (agentTools: ${allowed}); leave it out to start a copy of yourself`,
+  );
 }
 
 /** The last thing a job's model said, from a saved conversation. */

@@ -4,7 +4,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
 import { AbortError, ForkpoolError, LedgerWriteError, serializeError } from '../../shared/errors.js';
 import type { FollowUpReason } from '../views/follow-up.js';
-import { TurnInputs } from './turn-inputs.js';
+import { TurnInputs, endingStartsFollowUp } from './turn-inputs.js';
 import { parentJobTools } from './parent-tools.js';
 import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
@@ -147,12 +147,10 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     new TurnSpeculation(this.manager, this);
     this.manager.on('done', (job) => {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
-      // A user's job is not wave-gated: it reaches the parent as soon as the parent is free. So
-      // does a job in no wave (a restarted one, one spawned through the manager directly).
-      // A nested job's result went to its parent job, not here.
       // A result re-run because it was stale (out of its wave, which has fired): said as such.
+      // Which other endings start a turn of their own (not wave-gated ones): see endingStartsFollowUp.
       if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
-      else if (job.parentJobId === undefined && (job.role === 'user' || job.wave === null)) this.#requestFollowUp({ kind: 'user-job' });
+      else if (endingStartsFollowUp(job)) this.#requestFollowUp({ kind: 'user-job' });
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));

@@ -7,7 +7,7 @@ import { budgetLimitsSchema } from '../../shared/budget.js';
 import type { JobHandle, SpawnRequest } from '../jobs/manager.js';
 import { joinSchema } from '../../shared/scheduling-config.js';
 import { WORKSPACE_MODES } from '../jobs/worktrees.js';
-import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from './spawn-spec-args.js';
+import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../../shared/spawn-spec-args.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {

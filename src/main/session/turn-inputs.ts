@@ -11,6 +11,20 @@ import type { BackgroundManager, JobAlert } from '../jobs/manager.js';
 import { formatStillRunning } from '../jobs/joins.js';
 import { formatRerunning } from '../delivery/staleness.js';
 
+/**
+ * Whether a job's ending starts a follow-up turn of its own. A user's job is not wave-gated: it
+ * reaches the parent as soon as the parent is free; so does a job in no wave (a restarted one,
+ * one spawned through the manager directly). A nested job's result went to its parent job, not
+ * here. A user's job the person stopped (`/bg stop`, the panel: it ends `cancelled`) spends no
+ * model turn: the person saw it end in the transcript, and the model is given it at its next
+ * turn boundary (the person's next turn, or a follow-up something else starts).
+ */
+export function endingStartsFollowUp(job: Pick<Readonly<JobRecord>, 'parentJobId' | 'role' | 'wave' | 'status'>): boolean {
+  if (job.parentJobId !== undefined) return false;
+  if (job.role === 'user' && job.status === 'cancelled') return false;
+  return job.role === 'user' || job.wave === null;
+}
+
 /** What a turn's model call gets before (or as) its input. */
 export interface PreparedTurn {
   /** The turn's input: the person's words, or the follow-up prompt chosen by what it delivers. */

@@ -1,5 +1,9 @@
-import { spawnSpecInputFields } from '../../shared/spawn-spec.js';
-import type { SpawnRequest } from '../jobs/manager.js';
+import { spawnSpecInputFields, type SpawnSpecInput } from './spawn-spec.js';
+
+/*
+ * In src/shared because both spawn tools use it: the parent's (src/main/session/background-tools.ts)
+ * and a job's own, in its worker (src/worker/children.ts).
+ */
 
 /** What a spawn's own spec may choose from, as the spawn tool tells the model (the manager checks it again). */
 export interface SpawnSpecOffer {
@@ -42,7 +46,7 @@ export function spawnSpecFromArgs(args: {
   replace_system_prompt?: boolean | undefined;
   tools?: string[] | undefined;
   model?: string | undefined;
-}): Pick<SpawnRequest, 'systemPrompt' | 'replaceSystemPrompt' | 'tools' | 'model'> {
+}): SpawnSpecInput {
   return {
     ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
     ...(args.replace_system_prompt !== undefined ? { replaceSystemPrompt: args.replace_system_prompt } : {}),
