@@ -27,6 +27,7 @@ import { messageRoutes } from './routes/messages.js';
 import { resumeRoutes } from './routes/resume.js';
 import { waitRoutes } from './routes/waits.js';
 import { restartRoutes } from './routes/restart.js';
+import { worktreeRoutes } from './routes/worktree.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
 import { BadRequestError } from './schemas.js';
@@ -122,6 +123,7 @@ async function mountRoutes(
   await app.register(resumeRoutes(state));
   await app.register(waitRoutes(state));
   await app.register(restartRoutes(state));
+  await app.register(worktreeRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 }

@@ -229,6 +229,19 @@ export const waitOutcomeBody = named(
 export const resumedBody = named('JobResumed', jobHandleSchema.extend({ resumedFrom: z.string() }));
 export const restartedBody = named('JobRestarted', jobHandleSchema.extend({ restarted: z.enum(['stopping', 'requeued']) }));
 
+/** A worktree job's branch (its paths on the server's disk are not shown). */
+export const worktreeBody = named(
+  'JobWorktree',
+  z.object({
+    jobId: z.string(),
+    branch: z.string().describe('forkpool/<job id>'),
+    base: z.string().describe('The commit it was made from.'),
+    state: z.enum(['open', 'kept', 'removed', 'merged', 'dropped']),
+    changed: z.array(z.string()).optional().describe('What it changed against base (`M path`, `A path`, `D path`), once it ended.'),
+  }),
+);
+export const worktreeActedBody = named('JobWorktreeActed', z.object({ message: z.string(), worktree: worktreeBody }));
+
 export const sessionCreatedBody = named('SessionCreated', z.object({ id: z.string() }));
 export const sessionBody = named('Session', z.object({ id: z.string(), turns: z.number(), busy: z.boolean(), jobs: z.array(jobSummarySchema) }));
 

@@ -10,6 +10,7 @@ import {
   resumeBody,
   sessionIdParams,
   waitJobsBody,
+  worktreeActionBody,
 } from './schemas.js';
 import {
   errorBody,
@@ -28,6 +29,8 @@ import {
   sessionTurnLine,
   textBody,
   waitOutcomeBody,
+  worktreeActedBody,
+  worktreeBody,
 } from './responses.js';
 
 /** One response of a route: what it means and the schema of its body (every response has one). */
@@ -201,6 +204,33 @@ export const ROUTE_DOCS: RouteDoc[] = [
       202: { description: 'Restarted: stopping (it ran) or requeued (it had ended)', schema: restartedBody },
       404: noSuchJob,
       409: { description: 'Cannot be restarted (JOB_NOT_RESTARTABLE, JOB_CANCELLED, NAME_TAKEN); error.state names its state', schema: errorBody },
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs/{id}/worktree',
+    operationId: 'getJobWorktree',
+    summary: 'A job spawned with workspace "worktree": its branch, base, state and (once ended) the files it changed.',
+    params: jobIdParams,
+    responses: {
+      200: { description: 'The worktree', schema: worktreeBody },
+      404: { description: 'No such job (JOB_UNKNOWN), or it has no worktree (NO_WORKTREE)', schema: errorBody },
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/worktree',
+    operationId: 'actOnJobWorktree',
+    summary: "Merge an ended worktree job's branch into the workspace (a conflict is aborted, nothing half-merged), keep it for review, or drop it.",
+    params: jobIdParams,
+    body: worktreeActionBody,
+    responses: {
+      200: { description: 'Done: what happened, and the worktree now', schema: worktreeActedBody },
+      404: { description: 'No such job (JOB_UNKNOWN)', schema: errorBody },
+      409: {
+        description: 'Not possible now (WORKTREE_ACTION_FAILED: still running, no worktree, a merge conflict, already merged or dropped)',
+        schema: errorBody,
+      },
     },
   },
   {

@@ -6,6 +6,7 @@ import { spawnSpecInputFields } from '../shared/spawn-spec.js';
 import { JOB_STATES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { WAIT_LIMITS } from '../shared/defaults.js';
+import { WORKSPACE_MODES, WORKTREE_ACTIONS } from '../main/jobs/worktrees.js';
 
 /**
  * The request shapes of the HTTP API, which the routes parse with ({@link parseRequest}); the
@@ -33,6 +34,10 @@ const taskSchema = z.strictObject({
     .describe(
       'A guess: it runs only on what no real job needs, and is cancelled ("speculative, preempted") when a real job waits for its slot or budget. Default false.',
     ),
+  workspace: z
+    .enum(WORKSPACE_MODES)
+    .optional()
+    .describe('"worktree": a writing job works in a fresh git worktree on branch forkpool/<id> (merge, keep or drop it after); default background.workspace.'),
 });
 
 const manyTasksSchema = z.strictObject({ tasks: z.array(taskSchema).min(1).max(MAX_TASKS_PER_REQUEST) });
@@ -58,6 +63,8 @@ export const jobIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
 /** The body of `POST /v1/jobs/:id/resume`: the new instruction (routes/resume.ts). */
 export const resumeBody = z.strictObject({ message: z.string().trim().min(1).max(100_000) });
+/** POST /v1/jobs/{id}/worktree: what to do with an ended worktree job's branch (src/main/jobs/worktrees.ts). */
+export const worktreeActionBody = z.strictObject({ action: z.enum(WORKTREE_ACTIONS) });
 /** POST /v1/jobs/{id}/messages: a message for a live job (see docs/agents.md "Steering a running job"). */
 export const jobMessageBody = z.strictObject({
   message: z.string().trim().min(1).max(STEERING_MAX_CHARS),

@@ -28,6 +28,7 @@ export function jobRoutes(state: ServerState) {
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
             ...spawnSpecOf(task),
             ...(task.speculative ? { speculative: true } : {}),
+            ...(task.workspace ? { workspace: task.workspace } : {}),
           });
           jobs.push(handle);
         } catch (error) {

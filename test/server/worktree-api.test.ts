@@ -1,0 +1,74 @@
+/**
+ * `GET/POST /v1/jobs/{id}/worktree` and `workspace: "worktree"` on `POST /v1/jobs`, through the
+ * real server, pool and sim (a scripted writing job) on a real git repository: the job writes on
+ * its own branch, the API shows what it changed and merges it; every answer is checked against
+ * the server's own `/openapi.json`.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { useCleanup } from '../helpers/index.js';
+import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
+import { startTestServer } from '../helpers/server.js';
+
+const cleanup = useCleanup();
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
+}
+
+function tempDir(prefix: string): string {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe('the worktree routes', () => {
+  it('a writing job on its own branch: the API shows the files it changed and merges them; refusals are 404, 409 and 400', async () => {
+    const root = tempDir('forkpool-wt-api-');
+    writeFileSync(path.join(root, 'README.md'), 'base\n');
+    git(root, 'init', '-q', '-b', 'main');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-qm', 'base');
+    const server = await startTestServer(
+      cleanup,
+      { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: tempDir('forkpool-wt-dirs-') } },
+      { script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'notes.md', content: 'found it\n' } }] }, { content: 'Wrote notes.md.' }] },
+    );
+    cleanup.add(() => {
+      if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
+    });
+    const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
+    const call = async (route: string, init: Parameters<typeof server.api>[1] = {}, status?: number) => {
+      const method = init.method ?? (init.json !== undefined ? 'POST' : 'GET');
+      const response = await server.api(route, init);
+      const body = await contract.check(method, route, response, { stream: false });
+      if (status !== undefined) expect(response.status, `${method} ${route}: ${JSON.stringify(body)}`).toBe(status);
+      return body;
+    };
+
+    const started = await call('/v1/jobs', { json: { task: 'Write what you found to notes.md.', label: 'writer', workspace: 'worktree' } }, 202);
+    const id = started.jobs[0].id as string;
+    expect((await call(`/v1/jobs/${id}/worktree`, {}, 200)).branch).toBe(`forkpool/${id}`);
+    expect((await call(`/v1/jobs/${id}/result?wait=60`)).status).toBe('ok');
+    const tree = await call(`/v1/jobs/${id}/worktree`, {}, 200);
+    expect(tree).toMatchObject({ jobId: id, state: 'kept', changed: ['A notes.md'] });
+    // Not in the workspace until merged.
+    expect(existsSync(path.join(root, 'notes.md'))).toBe(false);
+    await call(`/v1/jobs/${id}/worktree`, { json: { action: 'rebase' } }, 400);
+    await call('/v1/jobs/bg-404/worktree', { json: { action: 'merge' } }, 404);
+    await call('/v1/jobs/bg-404/worktree', {}, 404);
+    const merged = await call(`/v1/jobs/${id}/worktree`, { json: { action: 'merge' } }, 200);
+    expect(merged.worktree.state).toBe('merged');
+    expect(readFileSync(path.join(root, 'notes.md'), 'utf8')).toBe('found it\n');
+    expect(git(root, 'status', '--porcelain')).toBe('');
+    // Done once: a second merge is a 409 naming why.
+    expect((await call(`/v1/jobs/${id}/worktree`, { json: { action: 'drop' } }, 409)).error.code).toBe('WORKTREE_ACTION_FAILED');
+    // The document's paths were all seen answering as it says.
+    expect([...contract.seen]).toEqual(
+      expect.arrayContaining(['getJobWorktree 200', 'getJobWorktree 404', 'actOnJobWorktree 200', 'actOnJobWorktree 404', 'actOnJobWorktree 409']),
+    );
+  }, 120_000);
+});
