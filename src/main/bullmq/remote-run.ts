@@ -25,6 +25,10 @@ export class RemoteRun {
   readonly settled: Promise<void>;
   /** The BullMQ job exists (the poll may look for it). */
   added = false;
+  /** Its ending (a completion, or BullMQ's failure) was taken by the main side: its job is removed later (finished-jobs.ts). */
+  taken = false;
+  /** Its worker was told to end its thread (the launch ended here at once). */
+  hardStopped = false;
   /** Last time anything was heard of it (the poll asks Redis about quiet runs). */
   lastNews = Date.now();
   readonly #spec: JobSpec;
@@ -115,6 +119,7 @@ export class RemoteRun {
   hardStop(): void {
     if (this.#settled) return;
     const reason = this.#stopReason ?? 'cancel';
+    this.hardStopped = true;
     void this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason }).catch(() => undefined);
     this.#settle(new JobError('ABORTED', this.jobId, "hard stop: the worker was told to end the job's thread"));
   }
