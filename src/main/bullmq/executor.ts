@@ -39,8 +39,11 @@ export interface BullmqExecutorOptions {
 
 export class BullmqExecutor implements Executor {
   readonly kind = 'bullmq' as const;
-  /** Each job has a thread of its own on its worker, which a hard stop ends; a job may run again after its worker died. */
-  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true };
+  /**
+   * Each job has a thread of its own on its worker, which a hard stop ends; a job may run again
+   * after its worker died; a running job is sent messages over the control channel.
+   */
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true, steering: true };
   readonly gate = new CompletionGate();
   /** Prefix of this executor's BullMQ job ids (see `bullmq.namespace`). */
   readonly namespace: string;
@@ -135,7 +138,7 @@ export class BullmqExecutor implements Executor {
       control: (message) => this.#control(message),
       removeWaiting: async () => {
         if ((await this.#queue.remove(bullId)) !== 1) return false;
-        await this.#publisher.del(this.#names.cancelled(bullId));
+        await this.#publisher.del(...this.#launchKeys(bullId));
         return true;
       },
       gate: this.gate,
@@ -146,8 +149,9 @@ export class BullmqExecutor implements Executor {
     hardStop.addEventListener('abort', onHardStop, { once: true });
     try {
       await this.#ready;
-      // A new launch under an id used before (a restarted job): an old cancel must not end it.
-      await this.#publisher.del(this.#names.cancelled(bullId));
+      // A new launch under an id used before (a restarted job): an old cancel must not end it,
+      // and its messages come in its spec (JobInbox.forLaunch), not from the old launch's list.
+      await this.#publisher.del(...this.#launchKeys(bullId));
       await this.#add(spec, bullId);
       run.added = true;
       await run.settled;
@@ -215,14 +219,22 @@ export class BullmqExecutor implements Executor {
 
   #control(message: ControlMessage): Promise<void> {
     const text = JSON.stringify(message);
-    const cancelledKey = this.#names.cancelled(message.bullId);
-    // The key catches a worker that picks the job up after the message went out.
-    return this.#publisher
-      .multi()
-      .set(cancelledKey, message.reason, 'PX', this.#orphanAgeS * 1_000)
+    const ttlMs = this.#orphanAgeS * 1_000;
+    // The keys catch a worker that picks the job up after the message went out, or runs it again.
+    const batch = this.#publisher.multi();
+    if (message.action === 'steer') {
+      const key = this.#names.steering(message.bullId);
+      batch.rpush(key, JSON.stringify(message.message)).pexpire(key, ttlMs);
+    } else batch.set(this.#names.cancelled(message.bullId), message.reason, 'PX', ttlMs);
+    return batch
       .publish(this.#names.control, text)
       .exec()
       .then(() => undefined);
+  }
+
+  /** A launch's own keys besides BullMQ's: its cancel and its messages. */
+  #launchKeys(bullId: string): string[] {
+    return [this.#names.cancelled(bullId), this.#names.steering(bullId)];
   }
 
   #onEvent(text: string): void {
@@ -269,7 +281,7 @@ export class BullmqExecutor implements Executor {
   async #removeJob(bullId: string): Promise<void> {
     const removed = (await this.#queue.remove(bullId)) === 1;
     if (!removed && (await this.#queue.getJobState(bullId)) !== 'unknown') throw new Error(`job ${bullId} is held by a worker`);
-    await this.#publisher.del(this.#names.cancelled(bullId));
+    await this.#publisher.del(...this.#launchKeys(bullId));
     this.gate.forget(bullId);
   }
 

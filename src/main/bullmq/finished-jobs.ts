@@ -1,6 +1,6 @@
 /**
- * Takes a launch's BullMQ job out of Redis (its hash and its cancel key) once the main side is
- * done with it, so a fan-out that has ended and closed leaves nothing of its jobs behind.
+ * Takes a launch's BullMQ job out of Redis (its hash, its cancel key and message list) once the
+ * main side is done with it, so a fan-out that has ended and closed leaves nothing of it behind.
  *
  * - A result taken (a completion accepted, a job BullMQ failed for good) stays `keptMs` first: if
  *   this process dies before its ledger has the ending, a restarted one on the same ledger

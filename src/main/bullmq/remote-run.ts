@@ -1,7 +1,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { JobError, deserializeError, serializeError } from '../../shared/errors.js';
-import { mainMessageSchema, type JobSpec, type WorkerMessage } from '../../shared/protocol.js';
+import { mainMessageSchema, type JobSpec, type StopRequest, type WorkerMessage } from '../../shared/protocol.js';
 import type { CompletionGate } from './completion-gate.js';
 import type { ControlMessage, RemoteEvent, RunResult } from './wire.js';
 
@@ -35,7 +35,7 @@ export class RemoteRun {
   readonly #port: MessagePort;
   readonly #hooks: RemoteRunHooks;
   #token: string | undefined;
-  #stopReason: ControlMessage['reason'] | undefined;
+  #stopReason: StopRequest | undefined;
   #settled = false;
   #resolve!: () => void;
   #reject!: (error: unknown) => void;
@@ -52,7 +52,9 @@ export class RemoteRun {
     });
     port.on('message', (raw: unknown) => {
       const parsed = mainMessageSchema.safeParse(raw);
-      if (parsed.success && parsed.data.type === 'cancel') void this.#cancel(parsed.data.reason);
+      if (!parsed.success) return;
+      if (parsed.data.type === 'cancel') void this.#cancel(parsed.data.reason);
+      else if (parsed.data.type === 'steer') void this.#steer(parsed.data.id, parsed.data.text, parsed.data.interrupt);
       // spawn-result and child-results cannot arise: remote jobs have no spawn tool.
     });
   }
@@ -150,7 +152,24 @@ export class RemoteRun {
     });
   }
 
-  async #cancel(reason: ControlMessage['reason']): Promise<void> {
+  /** A message for the job: kept in Redis for the run (or a later one) and sent to the worker running it. */
+  async #steer(id: number, text: string, interrupt: boolean): Promise<void> {
+    if (this.#settled) return;
+    try {
+      await this.#hooks.control({ bullId: this.bullId, action: 'steer', message: { id, text }, interrupt });
+    } catch (error) {
+      // Redis is away: the message is on the job's record, not in its run.
+      this.#hooks.logger?.warn({ err: error, bullId: this.bullId }, 'a message for the job could not be sent to Redis');
+      this.#post({
+        type: 'alert',
+        jobId: this.jobId,
+        severity: 'warning',
+        message: `message ${id} could not reach the job's worker (Redis: ${String(error)})`,
+      });
+    }
+  }
+
+  async #cancel(reason: StopRequest): Promise<void> {
     if (this.#settled || this.#stopReason) return;
     this.#stopReason = reason;
     try {

@@ -118,7 +118,7 @@ export class JobEngine {
     const steering = (this.steering = new JobSteering({
       config,
       ledger,
-      remote: o.executor.capabilities.remote === true,
+      reachesRunning: o.executor.capabilities.remote !== true || o.executor.capabilities.steering === true,
       sent: (receipt) => emit('message', receipt),
     }));
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
