@@ -279,7 +279,8 @@ export class ForkpoolWorker {
           requestId,
           ok: false,
           code: 'DEPTH_EXCEEDED',
-          message: 'nested background jobs are not available on the bullmq executor',
+          message:
+            'nested background jobs are not available on the bullmq executor: a job on a forkpool worker cannot spawn jobs of its own (its job tree lives in the main process); do this part of the work in this job',
         }),
     });
     return attempt;
