@@ -12,6 +12,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { BULLMQ_DEFAULTS, type BullmqConfig } from '../../shared/bullmq-config.js';
 import { CompletionGate } from './completion-gate.js';
+import { FinishedJobs } from './finished-jobs.js';
 import { closeClient, redisClient } from './redis.js';
 import { RemoteRun } from './remote-run.js';
 import { specForRedis } from './job-request.js';
@@ -21,8 +22,14 @@ import type { JobTask } from '../../shared/protocol.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorHealth } from '../executors/executor.js';
 import { WorkerWatch } from './worker-watch.js';
 
-/** How long an accepted result stays in Redis (see #onCompleted). */
+/** How long a taken result stays in Redis (see finished-jobs.ts). */
 const RESULT_KEPT_MS = 10_000;
+/**
+ * What a producer that died leaves in Redis goes after this long (BullMQ's `removeOnComplete`
+ * and `removeOnFail` age, seconds; the cancel keys too): a day when a restart on the same
+ * namespace (a durable ledger's) may take the results over, an hour when nobody can.
+ */
+const ORPHAN_AGE_S = { adoptable: 86_400, random: 3_600 } as const;
 
 export interface BullmqExecutorOptions {
   redisUrl: string;
@@ -32,8 +39,11 @@ export interface BullmqExecutorOptions {
 
 export class BullmqExecutor implements Executor {
   readonly kind = 'bullmq' as const;
-  /** Each job has a thread of its own on its worker, which a hard stop ends; a job may run again after its worker died. */
-  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true };
+  /**
+   * Each job has a thread of its own on its worker, which a hard stop ends; a job may run again
+   * after its worker died; a running job is sent messages over the control channel.
+   */
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true, steering: true };
   readonly gate = new CompletionGate();
   /** Prefix of this executor's BullMQ job ids (see `bullmq.namespace`). */
   readonly namespace: string;
@@ -48,11 +58,16 @@ export class BullmqExecutor implements Executor {
   readonly #ready: Promise<void>;
   readonly #poll: NodeJS.Timeout;
   readonly #workers: WorkerWatch;
+  readonly #finished: FinishedJobs;
+  /** Seconds a finished job of a producer that died stays in Redis (see ORPHAN_AGE_S). */
+  readonly #orphanAgeS: number;
   #closing: Promise<void> | undefined;
 
   constructor(options: BullmqExecutorOptions) {
     this.#options = { ...BULLMQ_DEFAULTS, ...options.bullmq };
     this.namespace = options.bullmq?.namespace ?? randomUUID().slice(0, 12);
+    this.#orphanAgeS = options.bullmq?.namespace === undefined ? ORPHAN_AGE_S.random : ORPHAN_AGE_S.adoptable;
+    this.#finished = new FinishedJobs((bullId) => this.#removeJob(bullId), RESULT_KEPT_MS);
     this.#logger = options.logger;
     this.#names = redisNames(this.#options.queue);
     const client = () => {
@@ -121,7 +136,11 @@ export class BullmqExecutor implements Executor {
     const bullId = this.bullId(spec.id, spec.attempt, task.owner);
     const run = new RemoteRun(spec, bullId, task.port, {
       control: (message) => this.#control(message),
-      removeWaiting: async () => (await this.#queue.remove(bullId)) === 1,
+      removeWaiting: async () => {
+        if ((await this.#queue.remove(bullId)) !== 1) return false;
+        await this.#publisher.del(...this.#launchKeys(bullId));
+        return true;
+      },
       gate: this.gate,
       logger: this.#logger,
     });
@@ -130,6 +149,9 @@ export class BullmqExecutor implements Executor {
     hardStop.addEventListener('abort', onHardStop, { once: true });
     try {
       await this.#ready;
+      // A new launch under an id used before (a restarted job): an old cancel must not end it,
+      // and its messages come in its spec (JobInbox.forLaunch), not from the old launch's list.
+      await this.#publisher.del(...this.#launchKeys(bullId));
       await this.#add(spec, bullId);
       run.added = true;
       await run.settled;
@@ -139,6 +161,8 @@ export class BullmqExecutor implements Executor {
     } finally {
       hardStop.removeEventListener('abort', onHardStop);
       this.#runs.delete(bullId);
+      // Ended here without its result taken (hard-stopped, abandoned): removed when it finishes.
+      if (run.added && !run.taken) this.#finished.orphaned(bullId, run.hardStopped);
     }
   }
 
@@ -165,7 +189,7 @@ export class BullmqExecutor implements Executor {
     clearInterval(this.#poll);
     for (const run of this.#runs.values()) run.abandon(new JobError('ABORTED', run.jobId, 'the bullmq executor closed before the job ended'));
     // BullMQ's close() has no bound: a Redis that is gone would hold it forever.
-    const closed = Promise.allSettled([this.#events.close(), this.#queue.close()]);
+    const closed = this.#finished.flush().then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, this.#options.closeTimeoutMs).unref())]);
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
@@ -174,6 +198,7 @@ export class BullmqExecutor implements Executor {
     // The same launch id again here (a restarted job): the old result was taken, it must go.
     // In a new process the id may find a run of the previous one: adding is then a no-op, and
     // the run (still going, or its result waiting) is taken over.
+    this.#finished.reused(bullId);
     if (this.gate.wasAccepted(bullId)) {
       await this.#queue.remove(bullId);
       this.gate.forget(bullId);
@@ -184,23 +209,32 @@ export class BullmqExecutor implements Executor {
       {
         jobId: bullId,
         attempts: this.#options.attempts,
-        // Kept until the main side has taken the result (then removed), or a day at most.
-        removeOnComplete: { age: 86_400 },
-        removeOnFail: { age: 86_400 },
+        // Removed once the main side has taken the result (finished-jobs.ts); these ages only
+        // bound what a producer that died leaves behind.
+        removeOnComplete: { age: this.#orphanAgeS },
+        removeOnFail: { age: this.#orphanAgeS },
       },
     );
   }
 
   #control(message: ControlMessage): Promise<void> {
     const text = JSON.stringify(message);
-    const cancelledKey = this.#names.cancelled(message.bullId);
-    // The key catches a worker that picks the job up after the message went out.
-    return this.#publisher
-      .multi()
-      .set(cancelledKey, message.reason, 'PX', 86_400_000)
+    const ttlMs = this.#orphanAgeS * 1_000;
+    // The keys catch a worker that picks the job up after the message went out, or runs it again.
+    const batch = this.#publisher.multi();
+    if (message.action === 'steer') {
+      const key = this.#names.steering(message.bullId);
+      batch.rpush(key, JSON.stringify(message.message)).pexpire(key, ttlMs);
+    } else batch.set(this.#names.cancelled(message.bullId), message.reason, 'PX', ttlMs);
+    return batch
       .publish(this.#names.control, text)
       .exec()
       .then(() => undefined);
+  }
+
+  /** A launch's own keys besides BullMQ's: its cancel and its messages. */
+  #launchKeys(bullId: string): string[] {
+    return [this.#names.cancelled(bullId), this.#names.steering(bullId)];
   }
 
   #onEvent(text: string): void {
@@ -216,13 +250,15 @@ export class BullmqExecutor implements Executor {
 
   async #onCompleted(bullId: string, returnvalue: unknown): Promise<void> {
     const run = this.#runs.get(bullId);
-    if (!run) return;
+    if (!run) return this.#finished.finishedUnwatched(bullId);
     // The event only says which run claims to have finished; what counts is the job's record,
     // which BullMQ wrote only if that run held the lock.
     const claimed = runResultSchema.safeParse(typeof returnvalue === 'string' ? safeJson(returnvalue) : returnvalue);
     const stored = await this.#storedResult(bullId);
-    if (stored === 'invalid')
+    if (stored === 'invalid') {
+      this.#taken(run);
       return run.fail(new JobError('PROTOCOL_INVALID', run.jobId, 'a worker completed the job with a value that is not a forkpool run result'));
+    }
     const token = claimed.success ? claimed.data.token : stored?.token;
     if (token === undefined) return;
     if (!this.gate.claim(bullId, token)) return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
@@ -230,18 +266,32 @@ export class BullmqExecutor implements Executor {
       this.gate.release(bullId, token);
       return this.#logger?.warn({ bullId, token }, 'refused a completion Redis does not confirm');
     }
+    this.#taken(run);
     run.complete(stored);
-    // Removed a little later, not now: if this process dies before the manager's ledger has the
-    // ending, a restarted one launching the job again finds the result still waiting in Redis.
-    setTimeout(() => void this.#queue.remove(bullId).catch(() => undefined), RESULT_KEPT_MS).unref();
+  }
+
+  /** The run's ending is the main side's now: its BullMQ job goes a little later (finished-jobs.ts). */
+  #taken(run: RemoteRun): void {
+    if (run.isSettled) return;
+    run.taken = true;
+    this.#finished.taken(run.bullId);
+  }
+
+  /** Deletes a launch's BullMQ job and cancel key; one a worker still holds stays (and throws). */
+  async #removeJob(bullId: string): Promise<void> {
+    const removed = (await this.#queue.remove(bullId)) === 1;
+    if (!removed && (await this.#queue.getJobState(bullId)) !== 'unknown') throw new Error(`job ${bullId} is held by a worker`);
+    await this.#publisher.del(...this.#launchKeys(bullId));
+    this.gate.forget(bullId);
   }
 
   async #onFailed(bullId: string): Promise<void> {
     const run = this.#runs.get(bullId);
-    if (!run) return;
+    if (!run) return this.#finished.finishedUnwatched(bullId);
     const job = await Job.fromId(this.#queue, bullId).catch(() => undefined);
     // A failure BullMQ will retry is not the end; only a job in `failed` is.
     if (!job || !(await job.isFailed().catch(() => false))) return;
+    this.#taken(run);
     run.fail(
       new JobError(
         'THREAD_LOST',

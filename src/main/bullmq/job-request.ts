@@ -24,6 +24,8 @@ const JOB_FIELDS = [
   'attempt',
   'processTag',
   'budget',
+  // Messages sent while it was queued (send_to_background_agent); later ones go by the control channel.
+  'steering',
   // A spawn's own spec (checked at admission); its `tools` can only narrow the worker's.
   'systemPrompt',
   'replaceSystemPrompt',

@@ -1,7 +1,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { JobError, deserializeError, serializeError } from '../../shared/errors.js';
-import { mainMessageSchema, type JobSpec, type WorkerMessage } from '../../shared/protocol.js';
+import { mainMessageSchema, type JobSpec, type StopRequest, type WorkerMessage } from '../../shared/protocol.js';
 import type { CompletionGate } from './completion-gate.js';
 import type { ControlMessage, RemoteEvent, RunResult } from './wire.js';
 
@@ -25,13 +25,17 @@ export class RemoteRun {
   readonly settled: Promise<void>;
   /** The BullMQ job exists (the poll may look for it). */
   added = false;
+  /** Its ending (a completion, or BullMQ's failure) was taken by the main side: its job is removed later (finished-jobs.ts). */
+  taken = false;
+  /** Its worker was told to end its thread (the launch ended here at once). */
+  hardStopped = false;
   /** Last time anything was heard of it (the poll asks Redis about quiet runs). */
   lastNews = Date.now();
   readonly #spec: JobSpec;
   readonly #port: MessagePort;
   readonly #hooks: RemoteRunHooks;
   #token: string | undefined;
-  #stopReason: ControlMessage['reason'] | undefined;
+  #stopReason: StopRequest | undefined;
   #settled = false;
   #resolve!: () => void;
   #reject!: (error: unknown) => void;
@@ -48,7 +52,9 @@ export class RemoteRun {
     });
     port.on('message', (raw: unknown) => {
       const parsed = mainMessageSchema.safeParse(raw);
-      if (parsed.success && parsed.data.type === 'cancel') void this.#cancel(parsed.data.reason);
+      if (!parsed.success) return;
+      if (parsed.data.type === 'cancel') void this.#cancel(parsed.data.reason);
+      else if (parsed.data.type === 'steer') void this.#steer(parsed.data.id, parsed.data.text, parsed.data.interrupt);
       // spawn-result and child-results cannot arise: remote jobs have no spawn tool.
     });
   }
@@ -115,6 +121,7 @@ export class RemoteRun {
   hardStop(): void {
     if (this.#settled) return;
     const reason = this.#stopReason ?? 'cancel';
+    this.hardStopped = true;
     void this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason }).catch(() => undefined);
     this.#settle(new JobError('ABORTED', this.jobId, "hard stop: the worker was told to end the job's thread"));
   }
@@ -145,7 +152,24 @@ export class RemoteRun {
     });
   }
 
-  async #cancel(reason: ControlMessage['reason']): Promise<void> {
+  /** A message for the job: kept in Redis for the run (or a later one) and sent to the worker running it. */
+  async #steer(id: number, text: string, interrupt: boolean): Promise<void> {
+    if (this.#settled) return;
+    try {
+      await this.#hooks.control({ bullId: this.bullId, action: 'steer', message: { id, text }, interrupt });
+    } catch (error) {
+      // Redis is away: the message is on the job's record, not in its run.
+      this.#hooks.logger?.warn({ err: error, bullId: this.bullId }, 'a message for the job could not be sent to Redis');
+      this.#post({
+        type: 'alert',
+        jobId: this.jobId,
+        severity: 'warning',
+        message: `message ${id} could not reach the job's worker (Redis: ${String(error)})`,
+      });
+    }
+  }
+
+  async #cancel(reason: StopRequest): Promise<void> {
     if (this.#settled || this.#stopReason) return;
     this.#stopReason = reason;
     try {

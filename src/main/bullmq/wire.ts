@@ -1,11 +1,20 @@
 /**
  * What travels through Redis between the main process and `forkpool worker`s: the BullMQ job's
  * data (a job spec without secrets), the events channel (worker → main: a job's port messages,
- * tagged with the run's lock token), the control channel (main → workers: cancel, hard stop)
+ * tagged with the run's lock token), the control channel (main → workers: cancel, hard stop,
+ * a message for the job)
  * and the value a run completes with. Validated with zod where it enters.
  */
 import { z } from 'zod';
-import { STOP_REQUESTS, serializedErrorSchema, workerMessageSchema, type JobOutcome, type StopRequest, type WorkerMessage } from '../../shared/protocol.js';
+import {
+  STEERING_MAX_CHARS,
+  STOP_REQUESTS,
+  serializedErrorSchema,
+  workerMessageSchema,
+  type JobOutcome,
+  type StopRequest,
+  type WorkerMessage,
+} from '../../shared/protocol.js';
 import type { SerializedError } from '../../shared/errors.js';
 import type { WireSpec } from './job-request.js';
 
@@ -18,6 +27,8 @@ export function redisNames(queue: string) {
     control: `${base}:control`,
     /** Set when a job is cancelled, so a worker that picks it up later ends it at once. */
     cancelled: (jobId: string) => `${base}:cancelled:${jobId}`,
+    /** The messages sent to a launch (JSON, in order), so a worker that picks it up later, or runs it again, is given them. */
+    steering: (jobId: string) => `${base}:steering:${jobId}`,
     /** The cluster-wide 429 gate: "paused until" epoch ms, the latest deadline wins. */
     rateGate: `${base}:rate-gate`,
     rateGateChannel: `${base}:rate-gate`,
@@ -82,11 +93,19 @@ export const remoteEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('lock-lost'), jobId: z.string(), bullId: z.string(), token: z.string(), run: z.number(), worker: z.string() }),
 ]);
 
-/** Main → workers, on the control channel. */
-export interface ControlMessage {
-  bullId: string;
-  action: 'cancel' | 'hard-stop';
-  reason: StopRequest;
+/** Main → workers, on the control channel: stop a run, or give it a message (send_to_background_agent). */
+export type ControlMessage =
+  { bullId: string; action: 'cancel' | 'hard-stop'; reason: StopRequest } | { bullId: string; action: 'steer'; message: SteeringWire; interrupt: boolean };
+
+/** One message for a job, as it is kept in Redis and sent on the control channel. */
+export interface SteeringWire {
+  id: number;
+  text: string;
 }
 
-export const controlMessageSchema = z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(STOP_REQUESTS) });
+export const steeringWireSchema = z.object({ id: z.number().int().min(1), text: z.string().min(1).max(STEERING_MAX_CHARS) });
+
+export const controlMessageSchema = z.union([
+  z.object({ bullId: z.string(), action: z.enum(['cancel', 'hard-stop']), reason: z.enum(STOP_REQUESTS) }),
+  z.object({ bullId: z.string(), action: z.literal('steer'), message: steeringWireSchema, interrupt: z.boolean() }),
+]);

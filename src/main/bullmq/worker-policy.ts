@@ -7,7 +7,8 @@
  *   any request; the key sent there is the worker's own for that endpoint (none for
  *   `allowedBaseUrls`), and so is the URL;
  * - workspace, sandbox, network, protected paths and every other policy field are the worker's;
- * - tools and grants are those both sides list, tool limits and the job timeout the tighter.
+ * - tools and grants are those both sides list, tool limits and the job timeout the tighter;
+ * - no nested jobs: a job's depth limit is its own depth, so it has no spawn tool.
  *
  * What the job decides (see job-request.ts): its task and conversation, model, temperature,
  * iterations, budgets, request timeouts, its agent's prompt.
@@ -87,6 +88,9 @@ export class WorkerPolicy {
         ...own.background,
         ...request.background,
         timeoutMinutes: Math.min(request.background.timeoutMinutes, own.background.timeoutMinutes),
+        // No nested jobs here (the job tree, its ledger and delivery are the main process's): a
+        // job at its own depth limit gets no spawn tool, so its model is never offered one that fails.
+        maxDepth: job.depth ?? 1,
       },
       agents: job.agent !== undefined && request.agent ? { [job.agent]: this.#agent(request.agent) } : {},
       agentTools: [],
@@ -97,7 +101,9 @@ export class WorkerPolicy {
 
   /** The job's agent as the worker runs it: on the request's endpoint (the config's), its tools narrowed. */
   #agent(agent: NonNullable<JobRequest['agent']>): AgentConfig {
-    return { ...agent, ...(agent.tools ? { tools: both(agent.tools, this.#config.tools) } : {}) };
+    // Its maxDepth would lift the job's depth limit above its own depth (see localSpec).
+    const { maxDepth: _maxDepth, ...rest } = agent;
+    return { ...rest, ...(agent.tools ? { tools: both(agent.tools, this.#config.tools) } : {}) };
   }
 
   #endpointFor(jobId: string, endpoint: string, agent: string | undefined): AllowedEndpoint {

@@ -3,7 +3,8 @@
  * pool (a thread per job: heap cap, hard stop), through the same {@link Attempt} the manager
  * uses locally (two-phase cancel, protocol checks, child-process cleanup). It closes BullMQ's
  * gaps: a job timeout (from the job's config, enforced here even when the main process is
- * gone); cancel and hard stop from the main process over a Redis channel; a run whose lock
+ * gone); cancel, hard stop and messages (run-steering.ts) from the main process over a Redis
+ * channel; a run whose lock
  * could not be renewed is aborted at once (another worker may already run it); close() is bounded.
  */
 import { hostname } from 'node:os';
@@ -21,6 +22,7 @@ import { BULLMQ_DEFAULTS } from '../../shared/bullmq-config.js';
 import { wireSpecSchema, type WireSpec } from './job-request.js';
 import { WorkerPolicy } from './worker-policy.js';
 import { RateGateBridge } from './rate-gate-bridge.js';
+import { RunSteering } from './run-steering.js';
 import { closeClient, redisClient } from './redis.js';
 import { controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
 
@@ -68,6 +70,8 @@ interface LiveRun {
   lockLost: boolean;
   /** This worker is shutting down: the run is stopped to be re-run elsewhere, not ended. */
   evicted: boolean;
+  /** Messages sent to the job (send_to_background_agent), each given to the run once. */
+  steering: RunSteering;
 }
 
 export class ForkpoolWorker {
@@ -195,10 +199,16 @@ export class ForkpoolWorker {
       this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: 'done', stopReason: 'error', lockLost: false, evicted: false });
       return result({ kind: 'done', outcome: refused(error) });
     }
-    const live: LiveRun = { attempt: this.#attempt(localSpec, bullId, runToken, run), token: runToken, run, lockLost: false, evicted: false };
-    // Listed before the look-up below, so a cancel published meanwhile finds it (as a stop request).
+    const attempt = this.#attempt(localSpec, bullId, runToken, run);
+    const live: LiveRun = { attempt, token: runToken, run, lockLost: false, evicted: false, steering: new RunSteering() };
+    // Listed before the look-ups below, so a cancel or a message published meanwhile finds it.
     this.#live.set(bullId, live);
-    const cancelled = (await this.#publisher.exists(this.#names.cancelled(bullId))) === 1;
+    const [exists, kept] = await Promise.all([
+      this.#publisher.exists(this.#names.cancelled(bullId)),
+      this.#publisher.lrange(this.#names.steering(bullId), 0, -1),
+    ]);
+    const cancelled = exists === 1;
+    live.steering.receiveKept(kept);
     if (cancelled || live.attempt.stopRequest) {
       live.attempt.dispose();
       this.#live.delete(bullId);
@@ -208,7 +218,8 @@ export class ForkpoolWorker {
     signal?.addEventListener('abort', onSignal, { once: true });
     let end: AttemptEnd;
     try {
-      live.attempt.launch({ ...localSpec, processTag: `${spec.processTag ?? spec.id}.r${run}` });
+      const steering = live.steering.launch(localSpec.steering ?? [], (message, interrupt) => void attempt.post({ type: 'steer', ...message, interrupt }));
+      live.attempt.launch({ ...localSpec, processTag: `${spec.processTag ?? spec.id}.r${run}`, ...(steering.length > 0 ? { steering } : {}) });
       end = await live.attempt.ended;
     } finally {
       signal?.removeEventListener('abort', onSignal);
@@ -268,7 +279,8 @@ export class ForkpoolWorker {
           requestId,
           ok: false,
           code: 'DEPTH_EXCEEDED',
-          message: 'nested background jobs are not available on the bullmq executor',
+          message:
+            'nested background jobs are not available on the bullmq executor: a job on a forkpool worker cannot spawn jobs of its own (its job tree lives in the main process); do this part of the work in this job',
         }),
     });
     return attempt;
@@ -286,11 +298,13 @@ export class ForkpoolWorker {
       return;
     }
     if (!parsed.success) return;
-    const live = this.#live.get(parsed.data.bullId);
+    const control = parsed.data;
+    const live = this.#live.get(control.bullId);
     if (!live) return;
-    if (parsed.data.action === 'cancel') live.attempt.requestStop(parsed.data.reason);
+    if (control.action === 'steer') live.steering.receive(control.message, control.interrupt);
+    else if (control.action === 'cancel') live.attempt.requestStop(control.reason);
     else {
-      live.attempt.stopRequest ??= parsed.data.reason;
+      live.attempt.stopRequest ??= control.reason;
       live.attempt.hardStop();
     }
   }

@@ -22,6 +22,12 @@ export interface ExecutorCapabilities {
   readonly reruns?: boolean;
   /** Jobs run in other processes, maybe on other machines (their child processes are not ours to kill). */
   readonly remote?: boolean;
+  /**
+   * A remote executor that carries a `steer` message on a job's port to where the job runs
+   * (send_to_background_agent to a running job). Local executors always do; a remote one
+   * without it is sent messages only while a job is queued.
+   */
+  readonly steering?: boolean;
 }
 
 /** How the manager hands a job to an executor. */

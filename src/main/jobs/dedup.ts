@@ -70,6 +70,18 @@ export class SpawnDedup {
     this.#live.set(key, id);
   }
 
+  /**
+   * Restart recovery: the jobs a durable ledger holds, with the keys they were booked under.
+   * Unfinished ones (queued again or re-run) are joinable again; those that ended ok are
+   * reusable, the newest ending per key winning.
+   */
+  restore(jobs: ReadonlyArray<{ record: Readonly<JobRecord>; key: string }>): void {
+    for (const { record, key } of jobs) if (record.state !== 'ended') this.booked(record.id, key);
+    const endedOk = jobs.filter(({ record }) => record.state === 'ended' && record.status === 'ok');
+    endedOk.sort((a, b) => (a.record.endedAt ?? 0) - (b.record.endedAt ?? 0));
+    for (const { record, key } of endedOk) this.ended(record, key);
+  }
+
   /** A job booked under `key` ended: no longer joinable; reusable if it ended ok. */
   ended(record: Readonly<JobRecord>, key: string | undefined): void {
     if (key === undefined) return;

@@ -65,7 +65,8 @@ export class JobEngine {
   readonly worktrees: JobWorktrees;
   /** Speculative jobs: kept, dropped, preempted (speculation.ts). */
   readonly speculation: JobSpeculation;
-  readonly #dedup: SpawnDedup;
+  /** Identical spawns (dedup.ts); restart recovery rebuilds it. */
+  readonly dedup: SpawnDedup;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
   readonly #o: EngineOptions;
@@ -76,7 +77,7 @@ export class JobEngine {
     this.#o = o;
     this.owner = o.store?.scope;
     const { config, ledger, budgets, emit } = o;
-    this.#dedup = new SpawnDedup(config);
+    this.dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
     this.worktrees = new JobWorktrees(config.background.worktreeDir);
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
@@ -99,7 +100,7 @@ export class JobEngine {
       config,
       ledger,
       store: o.store,
-      dedup: this.#dedup,
+      dedup: this.dedup,
       budgets,
       waves: this.waves,
       worktrees: this.worktrees,
@@ -117,7 +118,7 @@ export class JobEngine {
     const steering = (this.steering = new JobSteering({
       config,
       ledger,
-      remote: o.executor.capabilities.remote === true,
+      reachesRunning: o.executor.capabilities.remote !== true || o.executor.capabilities.steering === true,
       sent: (receipt) => emit('message', receipt),
     }));
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
@@ -235,7 +236,7 @@ export class JobEngine {
       ended: (job, ended) => {
         // First: a dropped guess is set aside before anyone (its wave, a follow-up) counts it as undelivered.
         const record = this.speculation.ended(job, ended);
-        this.#dedup.ended(record, job.dedupKey);
+        this.dedup.ended(record, job.dedupKey);
         this.nesting.deliverToParent(job, record);
         this.table.releaseName(job);
         this.restarts.keep(job);

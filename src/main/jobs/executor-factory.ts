@@ -51,7 +51,7 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
           bullmq: { ...config.bullmq, namespace: bullmqNamespace(config, ledgerScope) },
           ...(logger ? { logger } : {}),
         };
-        return new LazyExecutor('bullmq', { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true }, async () => {
+        return new LazyExecutor('bullmq', { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true, steering: true }, async () => {
           const { BullmqExecutor } = await loadOptional('the "bullmq" executor', ['bullmq', 'ioredis'], () => import('../bullmq/executor.js'));
           return new BullmqExecutor(options);
         });

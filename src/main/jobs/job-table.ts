@@ -129,7 +129,7 @@ export class JobTable {
     const store = this.#host.store;
     // Without `resume`: recovery rebuilds it from the old job's kept conversation (resumes.ts).
     const { config: _config, resume: _resume, ...storedSpec } = spec;
-    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpec));
+    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec({ ...storedSpec, ...(dedupKey !== undefined ? { dedupKey } : {}) }));
     return { kind: 'new', job };
   }
 

@@ -101,9 +101,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         reportFault: (what, error) => reportFault(logger, what, error),
       });
       // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
-      const { table, dispatcher, waves, restarts, conversations } = this.#engine;
+      const { table, dispatcher, waves, restarts, conversations, dedup } = this.#engine;
       const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
-      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf }, options.store.load());
+      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup }, options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;

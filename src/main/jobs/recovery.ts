@@ -18,6 +18,7 @@ import type { Restarts } from './restarts.js';
 import type { StoredJob, StoredSpec } from '../ledger/ledger-store.js';
 import type { InvalidRow } from '../ledger/ledger-rows.js';
 import type { WaveJoins } from './joins.js';
+import type { SpawnDedup } from './dedup.js';
 
 /** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
 export const INTERRUPTED_NOTE = 'interrupted by a restart';
@@ -29,6 +30,8 @@ export interface RecoveryHost {
   readonly dispatcher: Dispatcher;
   readonly waves: WaveJoins;
   readonly restarts: Restarts;
+  /** Rebuilt from the keys the stored specs hold: an identical spawn after a restart joins or reuses as before it. */
+  readonly dedup?: SpawnDedup;
   /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
   readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
@@ -51,12 +54,20 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   const { config, ledger } = host;
   ledger.restore(stored.jobs, stored.nextId);
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
-  for (const { record, spec: storedSpec } of stored.jobs) {
+  const keyed: Array<{ id: string; key: string }> = [];
+  for (const { record, spec: saved } of stored.jobs) {
+    const { dedupKey, ...storedSpec } = saved ?? {};
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
     const resume = host.resumeStateOf?.(record);
     if (resume) spec.resume = resume;
+    if (dedupKey !== undefined) keyed.push({ id: record.id, key: dedupKey });
     const add = (phase: JobPhase): Job =>
-      host.table.add(spec, phase, { name: record.name, parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId) });
+      host.table.add(spec, phase, {
+        name: record.name,
+        parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId),
+        // A job that runs again ends under its key, which makes it reusable (engine.ts `ended`).
+        ...(phase !== 'ended' ? { dedupKey } : {}),
+      });
     // A resume whose old conversation is gone (retention forgot that job) never runs on its instruction alone.
     if (record.state !== 'ended' && record.resumedFrom !== undefined && !resume) {
       ledger.markEnded(record.id, lostResumeEnding(record));
@@ -99,6 +110,13 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
     waves.add(wave);
   }
   for (const wave of waves) host.waves.seal(wave);
+  // After the loop: recovery may have ended some (interrupted), which then join nothing.
+  host.dedup?.restore(
+    keyed.flatMap(({ id, key }) => {
+      const record = ledger.get(id);
+      return record ? [{ record, key }] : [];
+    }),
+  );
   return report;
 }
 

@@ -81,8 +81,11 @@ const steerSchema = z.strictObject({
 export interface SteeringHost {
   readonly config: ForkpoolConfig;
   readonly ledger: DeliveryLedger;
-  /** Its executor runs jobs in other processes (BullMQ, a RemoteSpawner): their port carries no message to a running job. */
-  readonly remote: boolean;
+  /**
+   * A running job's port carries a message to it: false for a remote executor that cannot
+   * (a RemoteSpawner); BullMQ can (ExecutorCapabilities.steering).
+   */
+  readonly reachesRunning: boolean;
   /** A message was sent (the manager's `message` event). */
   sent(receipt: SteerReceipt): void;
 }
@@ -110,7 +113,7 @@ export class JobSteering {
     if (job.isOver || job.stopping) throw ended(job);
     if (job.inbox.size >= MAX_MESSAGES_PER_JOB)
       throw new JobError('QUEUE_FULL', job.id, `job ${job.id} has been sent ${MAX_MESSAGES_PER_JOB} messages, the most one job may be sent`);
-    if (job.attempt && this.#host.remote)
+    if (job.attempt && !this.#host.reachesRunning)
       throw new JobError(
         'TOOL_FAILED',
         job.id,

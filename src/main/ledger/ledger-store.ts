@@ -9,7 +9,14 @@ import type { UsageByModel } from '../../shared/usage.js';
 import type { JobRecord } from './job-record.js';
 
 /** A job's spec as stored: everything but the config, which comes from the session that resumes it (so no key is ever written to disk). */
-export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'>;
+export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'> & {
+  /**
+   * Its de-duplication key (src/main/jobs/dedup.ts) when identical spawns may join or reuse it:
+   * a restart rebuilds the dedup tables from these. Kept, not recomputed, because a spawn that
+   * opted out (`SpawnOptions.dedup: false`) leaves no other trace.
+   */
+  dedupKey?: string;
+};
 
 export interface StoredJob {
   record: JobRecord;

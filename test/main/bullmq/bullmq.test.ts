@@ -173,6 +173,33 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000 }, () 
     expect(worker.runsEnded().map((r) => r.jobId)).toEqual([other.id]);
   });
 
+  it('with maxDepth 2 (agent and session), a job on a worker is offered no spawn tool: nested jobs are the main side only', async () => {
+    const redis = await testRedis(cleanup);
+    const sim = await startSim(cleanup, { script: [{ content: 'Answered without spawning.' }, { content: 'The agent too.' }] });
+    const workspace = await makeWorkspace(cleanup);
+    await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
+    const config = makeConfig(
+      sim,
+      workspace,
+      { maxConcurrent: 1, maxDepth: 2 },
+      {
+        executor: 'bullmq',
+        redisUrl: redis.url,
+        bullmq: { queue: redis.queue, pollMs: 500 },
+        agents: { planner: { description: 'plans', maxDepth: 3, tools: ['read_file'] } },
+      },
+    );
+    const manager = await bullManager(config, cleanup);
+    const fork = manager.spawn({ task: RESEARCH_TASK, label: 'fork' }).id;
+    expect(await ended(manager, fork)).toMatchObject({ status: 'ok' });
+    const agent = manager.spawn({ task: RESEARCH_TASK, label: 'planner', agent: 'planner' }).id;
+    expect(await ended(manager, agent)).toMatchObject({ status: 'ok' });
+    const toolNames = (i: number) => ((sim.requests[i]?.body?.tools ?? []) as Array<{ function: { name: string } }>).map((t) => t.function.name);
+    expect(toolNames(0)).toContain('read_file');
+    expect(toolNames(0)).not.toContain('spawn_background_agent');
+    expect(toolNames(1)).not.toContain('spawn_background_agent');
+  });
+
   it('refuses a completion Redis does not confirm (a stale or forged run), and delivers the real one once', async () => {
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 400 });
