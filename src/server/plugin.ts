@@ -27,6 +27,7 @@ import { messageRoutes } from './routes/messages.js';
 import { resumeRoutes } from './routes/resume.js';
 import { waitRoutes } from './routes/waits.js';
 import { restartRoutes } from './routes/restart.js';
+import { bulkCancelRoutes } from './routes/bulk-cancel.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
 import { BadRequestError } from './schemas.js';
@@ -104,6 +105,7 @@ async function mountRoutes(app: FastifyInstance, state: ServerState, options: Fo
   await app.register(resumeRoutes(state));
   await app.register(waitRoutes(state));
   await app.register(restartRoutes(state));
+  await app.register(bulkCancelRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 }

@@ -6,6 +6,7 @@ import { spawnSpecInputFields } from '../shared/spawn-spec.js';
 import { JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { WAIT_LIMITS } from '../shared/defaults.js';
+import { JOB_SORTS } from './job-list.js';
 
 /** Request and response shapes of the HTTP API; `/openapi.json` is generated from these. */
 export const MAX_TASKS_PER_REQUEST = 100;
@@ -43,13 +44,6 @@ export function createJobsSchemaFor(body: unknown): typeof taskSchema | typeof m
 }
 
 export const jobStates = z.enum(JOB_STATES);
-
-export const listJobsQuery = z.strictObject({
-  state: jobStates.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  /** Jobs after this position in queue order (the `next` of the previous page). */
-  offset: z.coerce.number().int().min(0).default(0),
-});
 
 export const jobIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
@@ -137,7 +131,51 @@ export interface RouteDoc {
   auth?: boolean;
 }
 
+// --- The jobs list at fan-out scale and bulk cancel (routes/jobs.ts, routes/bulk-cancel.ts; job-list.ts) ---
+
+/** `GET /v1/jobs`: every job of the server and its sessions, filtered, sorted and paged on the server. */
+export const listJobsQuery = z.strictObject({
+  state: jobStates.optional().describe('Only jobs in this state.'),
+  status: z.enum(JOB_STATUSES).optional().describe('Only ended jobs with this status.'),
+  agent: z.string().min(1).max(64).optional().describe('Only jobs of this agent (its name, case-insensitive).'),
+  q: z.string().min(1).max(200).optional().describe('Only jobs whose label, task, id, ref or name contains this (case-insensitive).'),
+  session: z.string().min(1).max(100).optional().describe('Only the server\'s own jobs ("server") or one session\'s (its id).'),
+  sort: z.enum(JOB_SORTS).default('spawn').describe('spawn (nested jobs under their parent), state, duration or tokens.'),
+  order: z.enum(['asc', 'desc']).default('asc'),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  /** Jobs after this position in the sorted list (the `next` of the previous page). */
+  offset: z.coerce.number().int().min(0).default(0).describe("Rows to skip in the sorted, filtered list (the previous page's `next`)."),
+});
+
+/** The most job refs one `POST /v1/jobs/cancel` takes (the page's largest page). */
+export const MAX_CANCEL_IDS = 500;
+
+/** `POST /v1/jobs/cancel`: these jobs (refs: `id`, or `session/id`), or every job in a state. One of the two. */
+export const cancelJobsBody = z.strictObject({
+  ids: z.array(z.string().min(1).max(200)).min(1).max(MAX_CANCEL_IDS).optional().describe(`Job refs, at most ${MAX_CANCEL_IDS}.`),
+  state: z.enum(['queued', 'running']).optional().describe("Every job in this state, the server's and every session's."),
+});
+
+const jobRefList = z.array(z.string());
+
+const JOB_PAGE_ROUTE_DOCS: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/jobs/cancel',
+    summary: 'Cancel many jobs at once: {ids: [ref, ...]} (at most 500) or {state: "queued"|"running"}, over the server and its sessions.',
+    body: cancelJobsBody,
+    responses: {
+      202: {
+        description: 'Cancel requested for `cancelled`; `ended` were over already; `unknown` are no job',
+        schema: z.object({ cancelled: jobRefList, ended: jobRefList, unknown: jobRefList }),
+      },
+      400: { description: 'Bad body (neither or both of ids and state, too many ids)', schema: errorShape },
+    },
+  },
+];
+
 export const ROUTE_DOCS: RouteDoc[] = [
+  ...JOB_PAGE_ROUTE_DOCS,
   {
     method: 'post',
     path: '/v1/jobs',
@@ -148,7 +186,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
   {
     method: 'get',
     path: '/v1/jobs',
-    summary: 'Jobs in queue order, filtered by state, paged.',
+    summary: 'Jobs of the server and every open session (each with its `session`), filtered, sorted and paged; `totals` are exact counts over all.',
     query: listJobsQuery,
     responses: {
       200: { description: '{ jobs, total, next }', schema: z.object({ jobs: z.array(jobSummaryShape), total: z.number(), next: z.number().nullable() }) },
