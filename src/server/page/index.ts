@@ -67,12 +67,6 @@ const PAGE_TEMPLATE = `<!doctype html>
       <button type="button" id="cancel-queued">Cancel all queued</button>
       <p id="list-message" role="status" aria-live="polite" class="hint"></p>
     </div>
-    <table id="jobs">
-      <caption class="visually-hidden">Background jobs of the server and its sessions, one page, updated live; sort by a column's button</caption>
-      <thead><tr><td><input type="checkbox" id="select-page" aria-label="Select every live job on this page"></td><th scope="col" data-sort="spawn" aria-sort="ascending"><button type="button" class="sort">Label</button></th><th scope="col">Agent</th><th scope="col" data-sort="state"><button type="button" class="sort">Status</button></th><th scope="col" data-sort="duration"><button type="button" class="sort">Elapsed</button></th><th scope="col">Tool</th><th scope="col">Tool calls</th><th scope="col" data-sort="tokens"><button type="button" class="sort">Tokens</button></th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-      <tbody></tbody>
-    </table>
-    <p id="empty" class="hint">No jobs yet.</p>
     <nav class="toolbar pager" aria-label="Pages of jobs">
       <button type="button" id="page-first">First</button>
       <button type="button" id="page-prev">Previous</button>
@@ -81,6 +75,12 @@ const PAGE_TEMPLATE = `<!doctype html>
       <button type="button" id="page-last">Last</button>
       <label>Rows <select id="page-size"><option>25</option><option selected>50</option><option>100</option><option>200</option><option>500</option></select></label>
     </nav>
+    <table id="jobs">
+      <caption class="visually-hidden">Background jobs of the server and its sessions, one page, updated live; sort by a column's button</caption>
+      <thead><tr><td><input type="checkbox" id="select-page" aria-label="Select every live job on this page"></td><th scope="col" data-sort="spawn" aria-sort="ascending"><button type="button" class="sort">Label</button></th><th scope="col">Agent</th><th scope="col" data-sort="state"><button type="button" class="sort">Status</button></th><th scope="col" data-sort="duration"><button type="button" class="sort">Elapsed</button></th><th scope="col">Tool</th><th scope="col">Tool calls</th><th scope="col" data-sort="tokens"><button type="button" class="sort">Tokens</button></th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+      <tbody></tbody>
+    </table>
+    <p id="empty" class="hint">No jobs yet.</p>
   </section>
   <section id="detail" aria-labelledby="detail-title" hidden>
     <h2 id="detail-title" tabindex="-1">Job</h2>
