@@ -40,6 +40,8 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     endedAt: view.endedAt,
     elapsedMs: view.elapsedMs,
     currentTool: view.state === 'running' ? (progress?.currentTool ?? null) : null,
+    /** Tool calls of its latest run, live and once ended; null when the server did not follow it (ended before a restart). */
+    toolCalls: progress?.toolCalls ?? (view.state === 'queued' ? 0 : null),
     // The record has usage only once the job ended; while it runs, what its model calls reported.
     tokens: view.state === 'ended' ? view.tokens : (progress?.tokens ?? 0),
     iterations: view.iterations,
@@ -80,9 +82,21 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
   };
 }
 
-/** Follows `progress` events to keep each live job's current tool and token count; forgets ended jobs. */
+/**
+ * Ended jobs whose counts (tool calls, model calls) are kept: about 100 bytes each. Past it the
+ * oldest ended job's counts go (its row then shows no tool-call count); the ledger's retention
+ * keeps 10,000 delivered records per manager, so this covers what a page lists.
+ */
+const ENDED_PROGRESS_KEPT = 20_000;
+
+/**
+ * Follows `progress` events to keep each job's current tool, tool calls and token count. An ended
+ * job keeps its counts (bounded by {@link ENDED_PROGRESS_KEPT}); a re-queued one starts afresh.
+ */
 export class ProgressTracker {
   readonly #byJob = new Map<string, JobProgress>();
+  /** Ended jobs' keys, oldest first (a Set keeps insertion order). */
+  readonly #ended = new Set<string>();
 
   get(id: string): JobProgress | undefined {
     return this.#byJob.get(id);
@@ -104,7 +118,22 @@ export class ProgressTracker {
     return progress;
   }
 
+  /** The job ended: no tool runs now; its counts stay until {@link ENDED_PROGRESS_KEPT} newer endings push them out. */
+  settle(jobId: string): void {
+    const progress = this.#byJob.get(jobId);
+    if (!progress) return;
+    progress.currentTool = null;
+    this.#ended.delete(jobId);
+    this.#ended.add(jobId);
+    for (const oldest of this.#ended) {
+      if (this.#ended.size <= ENDED_PROGRESS_KEPT) break;
+      this.#ended.delete(oldest);
+      this.#byJob.delete(oldest);
+    }
+  }
+
   forget(jobId: string): void {
     this.#byJob.delete(jobId);
+    this.#ended.delete(jobId);
   }
 }

@@ -28,6 +28,7 @@ import { resumeRoutes } from './routes/resume.js';
 import { waitRoutes } from './routes/waits.js';
 import { restartRoutes } from './routes/restart.js';
 import { worktreeRoutes } from './routes/worktree.js';
+import { bulkCancelRoutes } from './routes/bulk-cancel.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
 import { BadRequestError } from './schemas.js';
@@ -124,6 +125,7 @@ async function mountRoutes(
   await app.register(waitRoutes(state));
   await app.register(restartRoutes(state));
   await app.register(worktreeRoutes(state));
+  await app.register(bulkCancelRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 }

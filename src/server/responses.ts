@@ -110,6 +110,10 @@ export const jobSummarySchema = named(
     endedAt: z.number().nullable(),
     elapsedMs: z.number(),
     currentTool: z.string().nullable(),
+    toolCalls: z
+      .number()
+      .nullable()
+      .describe('Tool calls of its latest run, live and once ended; null when the server did not follow it (it ended before a restart).'),
     tokens: z.number().describe('So far while it runs, the total once ended.'),
     iterations: z.number(),
     attempts: z.number(),
@@ -125,6 +129,11 @@ export const jobSummarySchema = named(
     depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
     budget: budgetSchema.nullable(),
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
+    session: z
+      .string()
+      .nullable()
+      .optional()
+      .describe("In GET /v1/jobs and GET /v1/jobs/{id}: the session it belongs to, null for the server's own (its ref is `session/id`)."),
   }),
 );
 export type JobSummaryBody = z.output<typeof jobSummarySchema>;
@@ -228,6 +237,16 @@ export const waitOutcomeBody = named(
 
 export const resumedBody = named('JobResumed', jobHandleSchema.extend({ resumedFrom: z.string() }));
 export const restartedBody = named('JobRestarted', jobHandleSchema.extend({ restarted: z.enum(['stopping', 'requeued']) }));
+
+const jobRefList = z.array(z.string());
+export const jobsCancelledBody = named(
+  'JobsCancelled',
+  z.object({
+    cancelled: jobRefList.describe('Cancel requested for these (refs).'),
+    ended: jobRefList.describe('Over already: nothing to do.'),
+    unknown: jobRefList.describe('No such job.'),
+  }),
+);
 
 /** A worktree job's branch (its paths on the server's disk are not shown). */
 export const worktreeBody = named(

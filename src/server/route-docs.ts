@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import {
+  cancelJobsBody,
   createJobsBody,
   createSessionBody,
   jobIdParams,
@@ -18,6 +19,7 @@ import {
   jobDetailSchema,
   jobHandleSchema,
   jobListBody,
+  jobsCancelledBody,
   jobsRefusedBody,
   jobsStartedBody,
   messageReceiptBody,
@@ -205,6 +207,14 @@ export const ROUTE_DOCS: RouteDoc[] = [
       404: noSuchJob,
       409: { description: 'Cannot be restarted (JOB_NOT_RESTARTABLE, JOB_CANCELLED, NAME_TAKEN); error.state names its state', schema: errorBody },
     },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/cancel',
+    operationId: 'cancelJobs',
+    summary: 'Cancel many jobs at once: {ids: [ref, ...]} (at most 500) or {state: "queued"|"running"}, over the server and its sessions.',
+    body: cancelJobsBody,
+    responses: { 202: { description: 'Cancel requested for `cancelled`; `ended` were over already; `unknown` are no job', schema: jobsCancelledBody } },
   },
   {
     method: 'get',

@@ -3,10 +3,11 @@ import { STEERING_MAX_CHARS } from '../shared/protocol.js';
 import { describeReceived } from '../shared/config.js';
 import { budgetLimitsSchema } from '../shared/budget.js';
 import { spawnSpecInputFields } from '../shared/spawn-spec.js';
-import { JOB_STATES } from '../main/ledger/job-record.js';
+import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { WAIT_LIMITS } from '../shared/defaults.js';
 import { WORKSPACE_MODES, WORKTREE_ACTIONS } from '../main/jobs/worktrees.js';
+import { JOB_SORTS } from './job-list.js';
 
 /**
  * The request shapes of the HTTP API, which the routes parse with ({@link parseRequest}); the
@@ -52,13 +53,6 @@ export function createJobsSchemaFor(body: unknown): typeof taskSchema | typeof m
 
 export const jobStates = z.enum(JOB_STATES);
 
-export const listJobsQuery = z.strictObject({
-  state: jobStates.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  /** Jobs after this position in queue order (the `next` of the previous page). */
-  offset: z.coerce.number().int().min(0).default(0),
-});
-
 export const jobIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
 /** The body of `POST /v1/jobs/:id/resume`: the new instruction (routes/resume.ts). */
@@ -99,6 +93,31 @@ export const messageBody = z.strictObject({
 });
 
 export const sessionIdParams = z.strictObject({ id: z.string().min(1).max(100) });
+
+// --- The jobs list at fan-out scale and bulk cancel (routes/jobs.ts, routes/bulk-cancel.ts; job-list.ts) ---
+
+/** `GET /v1/jobs`: every job of the server and its sessions, filtered, sorted and paged on the server. */
+export const listJobsQuery = z.strictObject({
+  state: jobStates.optional().describe('Only jobs in this state.'),
+  status: z.enum(JOB_STATUSES).optional().describe('Only ended jobs with this status.'),
+  agent: z.string().min(1).max(64).optional().describe('Only jobs of this agent (its name, case-insensitive).'),
+  q: z.string().min(1).max(200).optional().describe('Only jobs whose label, task, id, ref or name contains this (case-insensitive).'),
+  session: z.string().min(1).max(100).optional().describe('Only the server\'s own jobs ("server") or one session\'s (its id).'),
+  sort: z.enum(JOB_SORTS).default('spawn').describe('spawn (nested jobs under their parent), state, duration or tokens.'),
+  order: z.enum(['asc', 'desc']).default('asc'),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  /** Jobs after this position in the sorted list (the `next` of the previous page). */
+  offset: z.coerce.number().int().min(0).default(0).describe("Rows to skip in the sorted, filtered list (the previous page's `next`)."),
+});
+
+/** The most job refs one `POST /v1/jobs/cancel` takes (the page's largest page). */
+export const MAX_CANCEL_IDS = 500;
+
+/** `POST /v1/jobs/cancel`: these jobs (refs: `id`, or `session/id`), or every job in a state. One of the two. */
+export const cancelJobsBody = z.strictObject({
+  ids: z.array(z.string().min(1).max(200)).min(1).max(MAX_CANCEL_IDS).optional().describe(`Job refs, at most ${MAX_CANCEL_IDS}.`),
+  state: z.enum(['queued', 'running']).optional().describe("Every job in this state, the server's and every session's."),
+});
 
 /** A 400 naming every bad field, what it expected and what it received (as the CLI's config errors do). */
 export class BadRequestError extends Error {

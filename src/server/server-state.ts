@@ -12,6 +12,7 @@ import { JobDurations } from './job-durations.js';
 import type { LedgerStore } from '../main/ledger/ledger-store.js';
 import { openSqliteLedger } from '../main/ledger/sqlite-store.js';
 import { ProgressTracker, jobSummary } from './job-view.js';
+import { jobRef, parseJobRef, type JobSource } from './job-list.js';
 
 /** The ledger scope of the server's own jobs (each session has its own). */
 export const SERVER_SCOPE = 'server';
@@ -114,14 +115,19 @@ export class ServerState {
     const summary = (record: Readonly<JobRecord>) => ({ session, job: jobSummary(record, this.progress.get(progressKey(session, record.id))) });
     manager.on('spawned', (record) => this.hub.publish('spawned', summary(record)));
     manager.on('started', (record) => this.hub.publish('started', summary(record)));
-    manager.on('requeued', (record) => this.hub.publish('requeued', summary(record)));
+    manager.on('requeued', (record) => {
+      // A restarted or re-run job counts its tool calls afresh.
+      this.progress.forget(progressKey(session, record.id));
+      this.hub.publish('requeued', summary(record));
+    });
     manager.on('progress', ({ jobId, event }) => {
       const progress = this.progress.onEvent(progressKey(session, jobId), event);
-      this.hub.publish('progress', { session, jobId, event, currentTool: progress.currentTool, tokens: progress.tokens });
+      this.hub.publish('progress', { session, jobId, event, currentTool: progress.currentTool, tokens: progress.tokens, toolCalls: progress.toolCalls });
       if (event.type === 'loop_warning' || event.type === 'retry') this.hub.publish('alert', { session, jobId, event });
     });
     manager.on('done', (record) => {
-      this.progress.forget(progressKey(session, record.id));
+      // Its counts stay (the page shows an ended job's tool calls); only the live part goes.
+      this.progress.settle(progressKey(session, record.id));
       this.endedByStatus.set(record.status ?? 'failed', (this.endedByStatus.get(record.status ?? 'failed') ?? 0) + 1);
       this.jobDurations.observe(record.status ?? 'failed', Math.max(0, ((record.endedAt ?? Date.now()) - record.queuedAt) / 1000));
       for (const [model, usage] of Object.entries(record.usage)) {
@@ -156,6 +162,26 @@ export class ServerState {
     };
   }
 
+  /** The server's own manager, then each open session's: every job the API lists. */
+  sources(): JobSource[] {
+    return [{ session: null, manager: this.manager }, ...[...this.sessions.entries()].map(([session, s]) => ({ session, manager: s.manager }))];
+  }
+
+  /** Jobs in each state over every source, from the ledgers' own counts (not from a listing). */
+  jobCounts(): Record<JobRecord['state'], number> {
+    const counts = { queued: 0, running: 0, ended: 0 };
+    for (const { manager } of this.sources()) for (const key of ['queued', 'running', 'ended'] as const) counts[key] += manager.count(key);
+    return counts;
+  }
+
+  /** A job by its ref (`id`, or `session/id` for an open session's job; see job-list.ts), with its manager. */
+  findJob(ref: string): { session: string | null; manager: BackgroundManager; record: Readonly<JobRecord> } | undefined {
+    const { session, id } = parseJobRef(ref);
+    const manager = session === null ? this.manager : this.sessions.get(session)?.manager;
+    const record = manager?.find(id);
+    return manager && record ? { session, manager, record } : undefined;
+  }
+
   /** Every usage counter summed (the page's totals). */
   totalUsage(): Usage {
     let total = emptyUsage();
@@ -181,6 +207,5 @@ export class ServerState {
   }
 }
 
-function progressKey(session: string | null, jobId: string): string {
-  return session === null ? jobId : `${session}/${jobId}`;
-}
+/** Progress is kept by job ref: the server's job ids and a session's may be the same. */
+const progressKey = jobRef;

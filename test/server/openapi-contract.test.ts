@@ -77,6 +77,8 @@ describe('the OpenAPI document is the contract', () => {
     expect((await call(`/v1/jobs/${secondId}/resume`, { json: { message: 'Again?' } })).error.code).toBe('RESUME_UNAVAILABLE');
     expect((await call(`/v1/jobs/${secondId}`, { method: 'DELETE' })).id).toBe(secondId);
     await call('/v1/jobs/bg-404', { method: 'DELETE' }, 404);
+    expect(await call('/v1/jobs/cancel', { json: { ids: ['bg-404'] } }, 202)).toEqual({ cancelled: [], ended: [], unknown: ['bg-404'] });
+    await call('/v1/jobs/cancel', { json: {} }, 400);
     expect((await call(`/v1/jobs/${secondId}/result?wait=60`)).status).toBe('cancelled');
     expect((await call(`/v1/jobs/${firstId}/restart`, { method: 'POST' })).restarted).toBe('stopping');
 

@@ -140,7 +140,10 @@ describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in
     expect(order.indexOf(later)).toBeGreaterThan(order.indexOf(childId));
     expect(await child.locator('th').textContent()).toMatch(/^\s*└ /);
     await page.waitForSelector('#jobs tbody tr th:text("peer")');
-    const peerAgent = await page.$$eval('#jobs tbody tr', (rows) => rows.find((r) => r.querySelector('th')?.textContent === 'peer')?.children[1]?.textContent);
+    const peerAgent = await page.$$eval(
+      '#jobs tbody tr',
+      (rows) => rows.find((r) => r.querySelector('th')?.textContent === 'peer')?.querySelector('td.agent')?.textContent,
+    );
     expect(peerAgent).toBe('scout');
   });
 });

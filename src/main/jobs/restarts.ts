@@ -5,8 +5,10 @@ import type { Dispatcher } from './dispatcher.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { JobHandle } from './manager-api.js';
 
-/** Ended jobs whose spec is kept for restart_background_agent. */
+/** Ended jobs whose spec is kept for restart_background_agent (and as many again that failed or timed out). */
 const RESTARTABLE_SPECS = 256;
+/** The endings a person retries: their specs are kept apart, so a mass cancel of a fan-out does not push them out. */
+const RETRIED_STATUSES: ReadonlySet<string> = new Set(['failed', 'timed_out']);
 
 /** What a restart needs of the manager. */
 export interface RestartHost {
@@ -24,7 +26,8 @@ export interface RestartHost {
  */
 export class Restarts {
   readonly #host: RestartHost;
-  /** Ended jobs that still hold their spec, oldest first. */
+  /** Ended jobs that still hold their spec, oldest first: those that failed or timed out, and the others. */
+  readonly #keepingFailed = new Set<Job>();
   readonly #keeping = new Set<Job>();
 
   constructor(host: RestartHost) {
@@ -53,6 +56,7 @@ export class Restarts {
     const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
     const reopened = job.reopen(`${reason} after it ended ${record.status ?? ''}${superseded}`);
     this.#keeping.delete(job);
+    this.#keepingFailed.delete(job);
     this.#host.table.claimName(job);
     this.#host.dispatcher.enqueue(job);
     this.#host.requeued(reopened);
@@ -61,16 +65,18 @@ export class Restarts {
 
   /** The job ended: it keeps its spec for a later restart, and the oldest past the bound lets go of theirs. */
   keep(job: Job): void {
-    this.#keeping.delete(job);
-    this.#keeping.add(job);
-    if (this.#keeping.size <= RESTARTABLE_SPECS) return;
-    const oldest = this.#keeping.values().next().value as Job;
-    this.#keeping.delete(oldest);
+    this.forget(job);
+    const keeping = RETRIED_STATUSES.has(job.record.status ?? '') ? this.#keepingFailed : this.#keeping;
+    keeping.add(job);
+    if (keeping.size <= RESTARTABLE_SPECS) return;
+    const oldest = keeping.values().next().value as Job;
+    keeping.delete(oldest);
     oldest.spec = undefined;
   }
 
   /** The job was forgotten (retention): nothing of it is kept. */
   forget(job: Job): void {
     this.#keeping.delete(job);
+    this.#keepingFailed.delete(job);
   }
 }

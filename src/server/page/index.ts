@@ -1,7 +1,7 @@
 /**
  * The jobs page of `forkpool serve`: one HTML file, one stylesheet, one script, no framework
  * and no build step. The page is a table that changes on server events; plain DOM code does
- * that in ~250 lines, loads instantly, and keeps the package free of a front-end toolchain.
+ * that in ~400 lines, loads instantly, and keeps the package free of a front-end toolchain.
  * Served under a strict CSP (`script-src 'self'`), so the script is a file, not inline.
  */
 export { PAGE_SCRIPT } from './script.js';
@@ -53,9 +53,31 @@ const PAGE_TEMPLATE = `<!doctype html>
   </section>
   <section aria-labelledby="jobs-title">
     <h2 id="jobs-title">Jobs</h2>
+    <form id="filters" class="toolbar" role="search">
+      <label>State <select id="filter-state">
+        <option value="">all</option><option>queued</option><option>running</option><option>ended</option>
+        <option value="ok">ended ok</option><option value="failed">ended failed</option><option value="cancelled">ended cancelled</option>
+        <option value="timed_out">ended timed out</option><option value="partial">ended partial</option><option value="error">ended error</option>
+      </select></label>
+      <label>Agent <input id="filter-agent" size="10" maxlength="64" autocomplete="off"></label>
+      <label>Text <input id="filter-text" type="search" size="16" maxlength="200" autocomplete="off" placeholder="label, task or id"></label>
+    </form>
+    <div class="toolbar">
+      <button type="button" id="cancel-selected" disabled>Cancel selected (0)</button>
+      <button type="button" id="cancel-queued">Cancel all queued</button>
+      <p id="list-message" role="status" aria-live="polite" class="hint"></p>
+    </div>
+    <nav class="toolbar pager" aria-label="Pages of jobs">
+      <button type="button" id="page-first">First</button>
+      <button type="button" id="page-prev">Previous</button>
+      <span id="page-info" aria-live="polite">0 of 0</span>
+      <button type="button" id="page-next">Next</button>
+      <button type="button" id="page-last">Last</button>
+      <label>Rows <select id="page-size"><option>25</option><option selected>50</option><option>100</option><option>200</option><option>500</option></select></label>
+    </nav>
     <table id="jobs">
-      <caption class="visually-hidden">Background jobs, newest last, updated live</caption>
-      <thead><tr><th scope="col">Label</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Elapsed</th><th scope="col">Tool</th><th scope="col">Tokens</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+      <caption class="visually-hidden">Background jobs of the server and its sessions, one page, updated live; sort by a column's button</caption>
+      <thead><tr><td><input type="checkbox" id="select-page" aria-label="Select every live job on this page"></td><th scope="col" data-sort="spawn" aria-sort="ascending"><button type="button" class="sort">Label</button></th><th scope="col">Agent</th><th scope="col" data-sort="state"><button type="button" class="sort">Status</button></th><th scope="col" data-sort="duration"><button type="button" class="sort">Elapsed</button></th><th scope="col">Tool</th><th scope="col">Tool calls</th><th scope="col" data-sort="tokens"><button type="button" class="sort">Tokens</button></th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
       <tbody></tbody>
     </table>
     <p id="empty" class="hint">No jobs yet.</p>

@@ -1,28 +1,34 @@
 /**
- * The page's script (plain ES2020, no dependencies). State: a Map of jobs by id, filled from
- * `GET /v1/jobs` and kept current by `/v1/events`. A `reset` event, or a reconnect after the
- * server restarted (its event ids start over), refetches the list. Each row remembers every
- * status it showed in `data-history`, so a test can check the order a person would have seen.
- * Written as a string because the server sends it as a file; it uses no template literals.
+ * The page's script (plain ES2020, no dependencies). The server filters, sorts and pages
+ * (`GET /v1/jobs`): the page holds one page of rows and the server's exact totals. Events from
+ * `/v1/events` update a shown row at once and ask for the page again (at most every 250 ms),
+ * so counts and new jobs show without fetching every row. A `reset` event, or a reconnect
+ * after the server restarted (its event ids start over), refetches. A row is named by its
+ * ref (`id`, or `session/id` for a session's job). Each row remembers every status it showed
+ * in `data-history`, so a test can check the order a person would have seen. Written as a
+ * string because the server sends it as a file; it uses no template literals.
  */
 export const PAGE_SCRIPT = String.raw`'use strict';
 (function () {
-  var jobs = new Map();
+  var shown = new Map();      // ref -> job, the rows of this page
+  var histories = new Map();  // ref -> statuses shown, for this page's rows
+  var selected = new Set();   // refs chosen for "cancel selected", across pages
+  var view = { state: '', agent: '', q: '', sort: 'spawn', order: 'asc', offset: 0, limit: 50 };
+  var total = 0;
   var source = null;
   var lastEventId = 0;
+  var eventSeq = 0;
   var reconnectDelay = 1000;
   var detailId = null;
   var $ = function (id) { return document.getElementById(id); };
   // Where the server is mounted ('' at the root; an embedder's prefix, e.g. '/forkpool').
   var BASE = document.documentElement.dataset.base || '';
   var tbody = document.querySelector('#jobs tbody');
-  var RANK = { queued: 0, running: 1, ended: 2 };
+  var STATES = ['queued', 'running', 'ended'];
+  var RETRYABLE = ['failed', 'cancelled', 'timed_out'];
+  var MAX_CANCEL_IDS = 500;
 
-  function setConnection(state, text) {
-    var el = $('connection');
-    el.dataset.state = state;
-    el.textContent = text;
-  }
+  function setConnection(state, text) { var el = $('connection'); el.dataset.state = state; el.textContent = text; }
 
   function api(method, path, body) {
     var init = { method: method, headers: { accept: 'application/json' }, credentials: 'same-origin' };
@@ -40,144 +46,201 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     });
   }
 
+  function refOf(session, id) { return session ? session + '/' + id : id; }
   function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : job.state; }
 
   function formatElapsed(job) {
-    var ms = job.startedAt ? (job.endedAt || Date.now()) - job.startedAt : 0;
     if (!job.startedAt) return '–';
-    var s = Math.round(ms / 100) / 10;
+    var s = Math.round(((job.endedAt || Date.now()) - job.startedAt) / 100) / 10;
     return s < 60 ? s.toFixed(1) + ' s' : Math.floor(s / 60) + ' min ' + Math.round(s % 60) + ' s';
   }
 
-  function upsert(job) {
-    var known = jobs.get(job.id);
-    jobs.set(job.id, Object.assign({}, known || {}, job));
-    render(job.id);
+  function query() {
+    var params = new URLSearchParams({ sort: view.sort, order: view.order, offset: String(view.offset), limit: String(view.limit) });
+    if (view.state) params.set(STATES.indexOf(view.state) >= 0 ? 'state' : 'status', view.state);
+    if (view.agent) params.set('agent', view.agent);
+    if (view.q) params.set('q', view.q);
+    return params.toString();
   }
 
-  function cell(row, index) { return row.children[index]; }
+  // --- The page of rows, from the server ---
+  var inFlight = false, again = false, refreshTimer = null;
+  /** Fetches the page the view asks for; one request at a time, a second ask runs after it. */
+  function refresh() {
+    if (inFlight) { again = true; return Promise.resolve(lastEventId); }
+    inFlight = true;
+    var askedAt = eventSeq;
+    return api('GET', '/v1/jobs?' + query()).then(function (page) {
+      inFlight = false;
+      // The page ran past the end (jobs cancelled, a filter narrowed it): show the last one.
+      if (page.jobs.length === 0 && page.total > 0 && view.offset > 0) { view.offset = lastOffset(page.total); return refresh(); }
+      show(page, askedAt);
+      if (again) { again = false; scheduleRefresh(); }
+      return page.lastEventId;
+    }, function (error) { inFlight = false; throw error; });
+  }
 
-  /** Ids of the job's ancestors, nearest first (from the jobs seen so far). */
+  function scheduleRefresh() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(function () { refreshTimer = null; refresh().catch(showListError); }, 250);
+  }
+
+  function lastOffset(count) { return Math.max(0, Math.floor((count - 1) / view.limit) * view.limit); }
+
+  function show(page, askedAt) {
+    var next = new Map();
+    page.jobs.forEach(function (job) {
+      var ref = refOf(job.session, job.id);
+      var known = shown.get(ref);
+      // An event newer than this answer has moved the row on: the answer must not move it back.
+      if (known && known.seq > askedAt) next.set(ref, known);
+      else next.set(ref, Object.assign(job, { seq: known ? known.seq : 0 }));
+    });
+    shown.forEach(function (_job, ref) {
+      if (next.has(ref)) return;
+      var row = rowOf(ref);
+      if (row) row.remove();
+      histories.delete(ref);
+    });
+    shown = next;
+    shown.forEach(function (_job, ref) { tbody.appendChild(render(ref)); });
+    total = page.total;
+    renderTotals(page.totals);
+    renderPager();
+  }
+
+  function rowOf(ref) { return document.getElementById('job-' + ref); }
+
+  function button(className, text, onClick) {
+    var b = document.createElement('button');
+    b.type = 'button'; b.className = className; b.textContent = text;
+    b.addEventListener('click', onClick);
+    return b;
+  }
+
+  function render(ref) {
+    var job = shown.get(ref);
+    var row = rowOf(ref);
+    if (!row) {
+      row = document.createElement('tr');
+      row.id = 'job-' + ref;
+      row.dataset.jobId = ref;
+      var names = ['select', 'label', 'agent', 'status', 'elapsed num', 'tool', 'tool-calls num', 'tokens num', 'actions'];
+      names.forEach(function (name, i) { var c = document.createElement(i === 1 ? 'th' : 'td'); c.className = name; row.appendChild(c); });
+      row.children[1].scope = 'row';
+      var box = document.createElement('input');
+      box.type = 'checkbox';
+      box.addEventListener('change', function () { choose(ref, box.checked); });
+      row.children[0].appendChild(box);
+      row.children[8].append(
+        button('details', 'Details', function () { openDetail(ref); }),
+        button('cancel', 'Cancel', function (event) { cancelJob(ref, event.target); }),
+        button('retry', 'Retry', function (event) { retryJob(ref, event.target); }),
+      );
+    }
+    var status = statusOf(job);
+    var was = row.dataset.status;
+    var history = histories.get(ref) || [];
+    if (history[history.length - 1] !== status) history.push(status);
+    histories.set(ref, history);
+    row.dataset.history = history.join(' ');
+    row.dataset.status = status;
+    row.dataset.session = job.session || '';
+    row.dataset.ancestors = ancestorsOf(job).join(' ');
+    // A nested job sits under its parent (the server's spawn order puts it there), indented by its depth.
+    row.children[1].textContent = (job.depth > 1 ? '\u00a0\u00a0'.repeat(job.depth - 1) + '\u2514 ' : '') + job.label;
+    row.children[2].textContent = job.agent || (job.role === 'user' ? 'user job' : job.role) + (job.session ? ' (' + job.session + ')' : '');
+    row.children[3].textContent = status.replace('_', ' ');
+    row.children[3].className = 'status status-' + status;
+    row.children[4].textContent = formatElapsed(job);
+    row.children[5].textContent = job.currentTool || '';
+    row.children[6].textContent = job.toolCalls === null || job.toolCalls === undefined ? '–' : String(job.toolCalls);
+    row.children[7].textContent = String(job.tokens || 0);
+    var box = row.children[0].firstChild;
+    box.checked = selected.has(ref);
+    box.disabled = job.state === 'ended';
+    box.setAttribute('aria-label', 'Select ' + job.label);
+    row.classList.toggle('selected', box.checked);
+    var cancel = row.querySelector('button.cancel');
+    cancel.disabled = job.state === 'ended';
+    cancel.setAttribute('aria-label', 'Cancel ' + job.label);
+    var retry = row.querySelector('button.retry');
+    retry.hidden = RETRYABLE.indexOf(status) < 0;
+    retry.setAttribute('aria-label', 'Retry ' + job.label);
+    row.querySelector('button.details').setAttribute('aria-label', 'Details of ' + job.label);
+    // The open detail view follows its job to the end (its result arrives then).
+    if (detailId === ref && job.state === 'ended' && was !== status) openDetail(ref);
+    return row;
+  }
+
+  /** Ids of the job's ancestors on this page, nearest first. */
   function ancestorsOf(job) {
     var out = [];
-    for (var p = job.parentJobId; p && out.indexOf(p) < 0; p = (jobs.get(p) || {}).parentJobId) out.push(p);
+    for (var p = job.parentJobId; p && out.indexOf(p) < 0; p = (shown.get(refOf(job.session, p)) || {}).parentJobId) out.push(p);
     return out;
   }
 
-  /** A top-level job goes last; a nested one right after its parent's last descendant. */
-  function placeRow(row, job) {
-    var parentRow = job.parentJobId ? document.getElementById('job-' + job.parentJobId) : null;
-    if (!parentRow) return tbody.appendChild(row);
-    var after = parentRow;
-    while (after.nextElementSibling && (after.nextElementSibling.dataset.ancestors || '').split(' ').indexOf(job.parentJobId) >= 0) after = after.nextElementSibling;
-    after.after(row);
-  }
-
-  function render(id) {
-    var job = jobs.get(id);
-    var row = document.getElementById('job-' + id);
-    if (!row) {
-      row = document.createElement('tr');
-      row.id = 'job-' + id;
-      row.dataset.jobId = id;
-      row.dataset.history = '';
-      for (var i = 0; i < 7; i++) row.appendChild(document.createElement(i === 0 ? 'th' : 'td'));
-      row.children[0].scope = 'row';
-      row.children[3].className = 'num';
-      row.children[5].className = 'num';
-      row.children[6].className = 'actions';
-      var details = document.createElement('button');
-      details.type = 'button';
-      details.className = 'details';
-      details.textContent = 'Details';
-      details.addEventListener('click', function () { openDetail(id); });
-      var cancel = document.createElement('button');
-      cancel.type = 'button';
-      cancel.className = 'cancel';
-      cancel.textContent = 'Cancel';
-      cancel.addEventListener('click', function () { cancelJob(id, cancel); });
-      row.children[6].append(details, cancel);
-      row.dataset.ancestors = ancestorsOf(job).join(' ');
-      placeRow(row, job);
-    }
-    var status = statusOf(job);
-    var history = row.dataset.history ? row.dataset.history.split(' ') : [];
-    if (history[history.length - 1] !== status) { history.push(status); row.dataset.history = history.join(' '); }
-    row.dataset.status = status;
-    // A nested job sits under its parent, indented by its depth.
-    cell(row, 0).textContent = (job.depth > 1 ? '\u00a0\u00a0'.repeat(job.depth - 1) + '\u2514 ' : '') + job.label;
-    cell(row, 1).textContent = job.agent || (job.role === 'user' ? 'user job' : job.role);
-    var statusCell = cell(row, 2);
-    statusCell.textContent = status.replace('_', ' ');
-    statusCell.className = 'status status-' + status;
-    cell(row, 3).textContent = formatElapsed(job);
-    cell(row, 4).textContent = job.currentTool || '';
-    cell(row, 5).textContent = String(job.tokens || 0);
-    var cancelButton = row.querySelector('button.cancel');
-    cancelButton.disabled = job.state === 'ended';
-    cancelButton.setAttribute('aria-label', 'Cancel ' + job.label);
-    row.querySelector('button.details').setAttribute('aria-label', 'Details of ' + job.label);
-    $('empty').hidden = jobs.size > 0;
-    if (detailId === id && job.state === 'ended') openDetail(id);
-  }
-
   function renderTotals(totals) {
-    if (!totals) {
-      var counts = { queued: 0, running: 0, ended: 0 };
-      jobs.forEach(function (job) { counts[job.state]++; });
-      totals = { jobs: counts };
-    }
     $('total-queued').textContent = String(totals.jobs.queued);
     $('total-running').textContent = String(totals.jobs.running);
     $('total-ended').textContent = String(totals.jobs.ended);
     if (totals.usage) $('total-tokens').textContent = String(totals.usage.totalTokens);
+    var all = totals.jobs.queued + totals.jobs.running + totals.jobs.ended;
+    $('empty').textContent = all === 0 ? 'No jobs yet.' : 'No job matches.';
+    $('empty').hidden = shown.size > 0;
   }
 
-  function refetch() {
-    // Only rows known before the request can be stale: a job started while it was in flight is newer than its answer.
-    var knownBefore = new Set(jobs.keys());
-    return api('GET', '/v1/jobs?limit=500').then(function (page) {
-      var seen = new Set();
-      page.jobs.forEach(function (job) {
-        seen.add(job.id);
-        var known = jobs.get(job.id);
-        // An answer older than the events already shown must not move a row back (running → queued).
-        if (!known || (knownBefore.has(job.id) && RANK[job.state] >= RANK[known.state])) upsert(job);
-      });
-      knownBefore.forEach(function (id) {
-        if (!seen.has(id)) { jobs.delete(id); var row = document.getElementById('job-' + id); if (row) row.remove(); }
-      });
-      renderTotals(page.totals);
-      $('empty').hidden = jobs.size > 0;
-      return page.lastEventId;
+  function renderPager() {
+    var first = shown.size === 0 ? 0 : view.offset + 1;
+    $('page-info').textContent = first + '–' + (view.offset + shown.size) + ' of ' + total;
+    $('page-first').disabled = $('page-prev').disabled = view.offset === 0;
+    $('page-next').disabled = $('page-last').disabled = view.offset + view.limit >= total;
+    document.querySelectorAll('#jobs thead th[data-sort]').forEach(function (th) {
+      if (th.dataset.sort === view.sort) th.setAttribute('aria-sort', view.order === 'asc' ? 'ascending' : 'descending');
+      else th.removeAttribute('aria-sort');
     });
+    var live = [];
+    shown.forEach(function (job, ref) { if (job.state !== 'ended') live.push(ref); });
+    $('select-page').checked = live.length > 0 && live.every(function (ref) { return selected.has(ref); });
+    renderSelection();
   }
 
+  function renderSelection() {
+    $('cancel-selected').textContent = 'Cancel selected (' + selected.size + ')';
+    $('cancel-selected').disabled = selected.size === 0;
+  }
+
+  function choose(ref, on) {
+    if (on) selected.add(ref); else selected.delete(ref);
+    var row = rowOf(ref);
+    if (row) { row.classList.toggle('selected', on); row.children[0].firstChild.checked = on; }
+    renderSelection();
+  }
+
+  function go(offset) { view.offset = Math.max(0, offset); refresh().catch(showListError); }
+
+  // --- Events ---
   function onJobEvent(event) {
     lastEventId = Number(event.lastEventId) || lastEventId;
     var data = JSON.parse(event.data);
-    if (data.session) return;
-    upsert(data.job);
-    renderTotals(null);
-    // Tokens are the server's sum (jobs the page never saw included): asked for once things settle.
-    if (event.type === 'done') refreshTotals();
-  }
-
-  var totalsTimer = null;
-  function refreshTotals() {
-    clearTimeout(totalsTimer);
-    totalsTimer = setTimeout(function () { api('GET', '/v1/jobs?limit=1').then(function (page) { renderTotals(page.totals); }).catch(function () {}); }, 200);
+    var ref = refOf(data.session, data.job.id);
+    if (shown.has(ref)) {
+      shown.set(ref, Object.assign({}, shown.get(ref), data.job, { session: data.session, seq: ++eventSeq }));
+      render(ref);
+    }
+    // Counts, new jobs and the order come from the server.
+    scheduleRefresh();
   }
 
   function onProgress(event) {
     lastEventId = Number(event.lastEventId) || lastEventId;
     var data = JSON.parse(event.data);
-    if (data.session) return;
-    var job = jobs.get(data.jobId);
-    if (!job) return;
+    var job = shown.get(refOf(data.session, data.jobId));
+    if (!job || job.state === 'ended') return;
     job.currentTool = data.currentTool;
     job.tokens = data.tokens;
-    render(data.jobId);
+    if (typeof data.toolCalls === 'number') job.toolCalls = data.toolCalls;
+    render(refOf(data.session, data.jobId));
   }
 
   function connect() {
@@ -189,13 +252,13 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       reconnectDelay = 1000;
       // Live once the page shows what the server holds: at first that takes the list.
       if (lastEventId) { setConnection('live', 'live'); return; }
-      refetch().then(function (id) { if (id > lastEventId) lastEventId = id; setConnection('live', 'live'); }).catch(showError);
+      refresh().then(function (id) { if (id > lastEventId) lastEventId = id; setConnection('live', 'live'); }).catch(showListError);
     });
     ['spawned', 'started', 'done', 'requeued'].forEach(function (type) { source.addEventListener(type, onJobEvent); });
     source.addEventListener('progress', onProgress);
     source.addEventListener('reset', function (event) {
       lastEventId = Number(event.lastEventId) || 0;
-      refetch().catch(showError);
+      refresh().catch(showListError);
     });
     source.addEventListener('error', function () {
       setConnection('offline', 'reconnecting…');
@@ -207,12 +270,68 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     });
   }
 
+  // --- Actions ---
   function showError(error) { $('form-message').textContent = error.message; }
+  function showListError(error) { $('list-message').textContent = error.message; }
+  var path = function (ref) { return '/v1/jobs/' + encodeURIComponent(ref); };
 
-  function cancelJob(id, button) {
-    button.disabled = true;
-    api('DELETE', '/v1/jobs/' + encodeURIComponent(id)).catch(function (error) { button.disabled = false; showError(error); });
+  function cancelJob(ref, b) {
+    b.disabled = true;
+    api('DELETE', path(ref)).catch(function (error) { b.disabled = false; showListError(error); });
   }
+
+  function retryJob(ref, b) {
+    b.disabled = true;
+    api('POST', path(ref) + '/restart').then(function () { b.disabled = false; $('list-message').textContent = 'retrying ' + ref; scheduleRefresh(); })
+      .catch(function (error) { b.disabled = false; showListError(error); });
+  }
+
+  /** POST /v1/jobs/cancel, in calls of at most MAX_CANCEL_IDS refs. */
+  function cancelMany(bodies, done) {
+    var counts = { cancelled: 0, ended: 0, unknown: 0 };
+    return bodies.reduce(function (chain, body) {
+      return chain.then(function () { return api('POST', '/v1/jobs/cancel', body); }).then(function (answer) {
+        counts.cancelled += answer.cancelled.length; counts.ended += answer.ended.length; counts.unknown += answer.unknown.length;
+      });
+    }, Promise.resolve()).then(function () {
+      $('list-message').textContent = 'cancel requested for ' + counts.cancelled + (counts.ended ? ', ' + counts.ended + ' had ended' : '') + (counts.unknown ? ', ' + counts.unknown + ' unknown' : '');
+      if (done) done();
+      scheduleRefresh();
+    }).catch(showListError);
+  }
+
+  $('cancel-selected').addEventListener('click', function () {
+    var refs = Array.from(selected), bodies = [];
+    for (var i = 0; i < refs.length; i += MAX_CANCEL_IDS) bodies.push({ ids: refs.slice(i, i + MAX_CANCEL_IDS) });
+    cancelMany(bodies, function () { selected.clear(); shown.forEach(function (_job, ref) { render(ref); }); renderPager(); });
+  });
+  $('cancel-queued').addEventListener('click', function () { cancelMany([{ state: 'queued' }]); });
+  $('select-page').addEventListener('change', function (event) {
+    shown.forEach(function (job, ref) { if (job.state !== 'ended') choose(ref, event.target.checked); });
+  });
+
+  $('page-first').addEventListener('click', function () { go(0); });
+  $('page-prev').addEventListener('click', function () { go(view.offset - view.limit); });
+  $('page-next').addEventListener('click', function () { go(view.offset + view.limit); });
+  $('page-last').addEventListener('click', function () { go(lastOffset(total)); });
+  $('page-size').addEventListener('change', function (event) { view.limit = Number(event.target.value); go(0); });
+  document.querySelectorAll('#jobs thead th[data-sort] button').forEach(function (b) {
+    b.addEventListener('click', function () {
+      var sort = b.parentElement.dataset.sort;
+      view.order = view.sort === sort && view.order === 'asc' ? 'desc' : 'asc';
+      view.sort = sort;
+      go(0);
+    });
+  });
+  $('filters').addEventListener('submit', function (event) { event.preventDefault(); });
+  $('filter-state').addEventListener('change', function (event) { view.state = event.target.value; go(0); });
+  var typing = null;
+  ['filter-agent', 'filter-text'].forEach(function (id) {
+    $(id).addEventListener('input', function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { view.agent = $('filter-agent').value.trim(); view.q = $('filter-text').value.trim(); go(0); }, 300);
+    });
+  });
 
   function fact(list, name, value) {
     var dt = document.createElement('dt'); dt.textContent = name;
@@ -222,17 +341,17 @@ export const PAGE_SCRIPT = String.raw`'use strict';
 
   function openDetail(id) {
     detailId = id;
-    api('GET', '/v1/jobs/' + encodeURIComponent(id)).then(function (job) {
+    api('GET', path(id)).then(function (job) {
       var panel = $('detail');
       var wasHidden = panel.hidden;
       panel.hidden = false;
-      $('detail-title').textContent = 'Job ' + job.label + ' (' + job.id + ')';
+      $('detail-title').textContent = 'Job ' + job.label + ' (' + refOf(job.session, job.id) + ')';
       var facts = $('detail-facts');
       facts.textContent = '';
       fact(facts, 'status', statusOf(job));
       fact(facts, 'elapsed', formatElapsed(job));
       fact(facts, 'iterations', String(job.iterations));
-      fact(facts, 'tool calls', job.progress ? String(job.progress.toolCalls) : '–');
+      fact(facts, 'tool calls', job.toolCalls === null ? '–' : String(job.toolCalls));
       fact(facts, 'tokens', String(job.tokens));
       if (job.error) fact(facts, 'error', job.error.code + ': ' + job.error.message);
       $('detail-task').textContent = job.task;
@@ -251,7 +370,9 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     var body = label ? { task: task, label: label } : { task: task };
     $('form-message').textContent = '';
     api('POST', '/v1/jobs', body).then(function (result) {
-      result.jobs.forEach(function (job) { if (!jobs.has(job.id)) upsert(Object.assign({ role: 'user', tokens: 0, iterations: 0 }, job)); });
+      // The row comes with the next page fetch; its history starts where the answer found it.
+      result.jobs.forEach(function (job) { histories.set(job.id, [statusOf(job)]); });
+      scheduleRefresh();
       $('task').value = '';
       $('label').value = '';
       $('task').focus();
@@ -259,7 +380,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   });
 
   // Elapsed times of running jobs move on their own.
-  setInterval(function () { jobs.forEach(function (job, id) { if (job.state === 'running') render(id); }); }, 1000);
+  setInterval(function () { shown.forEach(function (job, ref) { if (job.state === 'running') render(ref); }); }, 1000);
   connect();
 })();
 `;

@@ -37,5 +37,14 @@ pre { white-space: pre-wrap; word-break: break-word; border: 1px solid var(--lin
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 .facts dt { color: var(--muted); }
 .facts dd { margin: 0; }
+.toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 0.6em 1em; margin: 0.4em 0; }
+.toolbar p { margin: 0; }
+.toolbar label { display: flex; align-items: center; gap: 0.4em; }
+select { font: inherit; padding: 0.3em; border: 1px solid var(--line); border-radius: 4px; background: transparent; color: inherit; }
+th button.sort { border: 0; padding: 0; font-weight: 700; }
+th[aria-sort="ascending"] button.sort::after { content: " \\25B2"; }
+th[aria-sort="descending"] button.sort::after { content: " \\25BC"; }
+tr.selected { background: color-mix(in srgb, var(--accent) 12%, transparent); }
+#page-info { font-variant-numeric: tabular-nums; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;

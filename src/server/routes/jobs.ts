@@ -5,6 +5,7 @@ import { spawnSpecOf } from '../../shared/spawn-spec.js';
 import { createJobsSchemaFor, jobIdParams, listJobsQuery, parseRequest, resultQuery } from '../schemas.js';
 import type { JobListBody } from '../responses.js';
 import type { ServerState } from '../server-state.js';
+import { jobRef, listJobs } from '../job-list.js';
 
 /** `/v1/jobs`: start, list, read, cancel and wait for jobs of the server's own manager. */
 export function jobRoutes(state: ServerState) {
@@ -45,38 +46,45 @@ export function jobRoutes(state: ServerState) {
       return reply.code(202).send({ jobs, refused });
     });
 
+    // Every job of the server and its sessions, one page of them; the totals are the ledgers' counts.
     // Typed by its response schema (responses.ts): a field added here and not there fails the typecheck.
     app.get('/v1/jobs', async (request): Promise<JobListBody> => {
       const query = parseRequest(listJobsQuery, request.query, 'query');
-      const all = state.manager.jobs().filter((r) => query.state === undefined || r.state === query.state);
-      const page = all.slice(query.offset, query.offset + query.limit);
-      const next = query.offset + page.length < all.length ? query.offset + page.length : null;
+      const now = Date.now();
+      const { jobs, total } = listJobs(state.sources(), query, (session, id) => state.progress.get(jobRef(session, id)), now);
+      const next = query.offset + jobs.length < total ? query.offset + jobs.length : null;
       const totals = {
-        jobs: { queued: state.manager.count('queued'), running: state.manager.count('running'), ended: state.manager.count('ended') },
+        jobs: state.jobCounts(),
         endedByStatus: Object.fromEntries(state.endedByStatus),
         usage: state.totalUsage(),
         sessionBudget: state.manager.budgetPool() ?? null,
       };
       return {
-        jobs: page.map((r) => jobSummary(r, state.progress.get(r.id), Date.now(), state.manager.budgetOf(r.id))),
-        total: all.length,
+        jobs: jobs.map(({ session, record }) => {
+          const manager = session === null ? state.manager : state.sessions.get(session)?.manager;
+          return { ...jobSummary(record, state.progress.get(jobRef(session, record.id)), now, manager?.budgetOf(record.id)), session };
+        }),
+        total,
         next,
         totals,
         lastEventId: state.hub.lastId,
       };
     });
 
+    // One job by ref: the server's by id (or name), a session's as `session/id` (URL-encoded: `s-1%2Fbg-3`).
     app.get('/v1/jobs/:id', async (request, reply) => {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
-      const record = state.manager.get(id);
-      if (!record) return reply.code(404).send(unknownJob(id));
-      return jobDetail(record, state.progress.get(id), state.manager.budgetOf(id));
+      const found = state.findJob(id);
+      if (!found) return reply.code(404).send(unknownJob(id));
+      const { session, manager, record } = found;
+      return { ...jobDetail(record, state.progress.get(jobRef(session, record.id)), manager.budgetOf(record.id)), session };
     });
 
     app.delete('/v1/jobs/:id', async (request, reply) => {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
-      if (!state.manager.get(id)) return reply.code(404).send(unknownJob(id));
-      const handle = state.manager.cancel(id);
+      const found = state.findJob(id);
+      if (!found) return reply.code(404).send(unknownJob(id));
+      const handle = found.manager.cancel(found.record.id);
       return reply.code(202).send(handle);
     });
 

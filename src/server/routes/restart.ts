@@ -14,8 +14,10 @@ export function restartRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     app.post('/v1/jobs/:id/restart', async (request, reply) => {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
-      const before = state.manager.find(id);
-      if (!before) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
+      // A ref: the server's job by id or name, a session's as `session/id`.
+      const found = state.findJob(id);
+      const before = found?.record;
+      if (!found || !before) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
       // The library leaves a job that has not run yet as it is; over HTTP that is a refusal.
       if (before.state === 'queued' || before.waitingForChildren)
         return reply
@@ -28,13 +30,15 @@ export function restartRoutes(state: ServerState) {
             ),
           );
       try {
-        const handle = state.manager.restart(id);
+        const handle = found.manager.restart(before.id);
         return reply.code(202).send({ ...handle, restarted: before.state === 'running' ? 'stopping' : 'requeued' });
       } catch (error) {
         const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
         const status = code === 'MANAGER_CLOSED' ? 503 : code === 'INTERNAL' ? 500 : 409;
         // Past the unknown check, JOB_UNKNOWN means its spec is no longer kept: the job exists, so 409.
-        return reply.code(status).send(refusal(code === 'JOB_UNKNOWN' ? 'JOB_NOT_RESTARTABLE' : code, errorMessage(error), state.manager.find(id)?.state));
+        return reply
+          .code(status)
+          .send(refusal(code === 'JOB_UNKNOWN' ? 'JOB_NOT_RESTARTABLE' : code, errorMessage(error), found.manager.find(before.id)?.state));
       }
     });
   };
