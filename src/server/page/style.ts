@@ -37,5 +37,8 @@ pre { white-space: pre-wrap; word-break: break-word; border: 1px solid var(--lin
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 .facts dt { color: var(--muted); }
 .facts dd { margin: 0; }
+.steps { list-style: none; padding: 0; }
+.steps summary { cursor: pointer; font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-word; }
+.step-tool summary { color: var(--muted); }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;
