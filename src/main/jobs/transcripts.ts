@@ -64,7 +64,8 @@ export class JobTranscripts {
   record(jobId: string, event: LoopEvent, at = Date.now()): void {
     const held = this.#live.get(jobId) ?? this.#start(jobId);
     const last = held.transcript.steps.at(-1);
-    const clean = (text: string, max: number) => capHeadTail(redactToolOutput(text, this.#secrets), max);
+    // A progress event is checked for its type only where it enters (protocol.ts): its fields are read defensively.
+    const clean = (text: unknown, max: number) => (typeof text === 'string' ? capHeadTail(redactToolOutput(text, this.#secrets), max) : '');
     const { event: limits } = TRANSCRIPT_LIMITS;
     switch (event.type) {
       case 'model_response':
@@ -72,11 +73,11 @@ export class JobTranscripts {
           n: 0,
           at,
           kind: 'model',
-          iteration: event.iteration,
-          model: event.model,
-          ...(event.ms !== undefined ? { ms: event.ms } : {}),
-          promptTokens: event.usage.promptTokens,
-          completionTokens: event.usage.completionTokens,
+          iteration: count(event.iteration),
+          model: clean(event.model, 200),
+          ...(typeof event.ms === 'number' ? { ms: event.ms } : {}),
+          promptTokens: count(event.usage?.promptTokens),
+          completionTokens: count(event.usage?.completionTokens),
           calls: [],
         });
       case 'assistant_text':
@@ -87,28 +88,28 @@ export class JobTranscripts {
         const turn = [...held.transcript.steps].reverse().find((s) => s.kind === 'model');
         if (!turn || turn.kind !== 'model') return;
         const args = clean(event.args ?? event.argsPreview, limits.argsChars);
-        return this.#amend(held, turn, () => turn.calls.push({ callId: event.callId, name: event.name, args }));
+        return this.#amend(held, turn, () => turn.calls.push({ callId: clean(event.callId, 200), name: clean(event.name, 200), args }));
       }
       case 'tool_result':
         return this.#append(held, {
           n: 0,
           at,
           kind: 'tool',
-          callId: event.callId,
-          name: event.name,
-          ok: event.ok,
-          ms: event.ms,
-          chars: event.chars,
+          callId: clean(event.callId, 200),
+          name: clean(event.name, 200),
+          ok: event.ok === true,
+          ms: count(event.ms),
+          chars: count(event.chars),
           output: clean(event.output ?? '', limits.outputChars),
         });
       case 'retry':
-        return this.#note(held, at, `model call retried (attempt ${event.attempt}, in ${event.delayMs} ms): ${clean(event.reason, 300)}`);
+        return this.#note(held, at, `model call retried (attempt ${count(event.attempt)}, in ${count(event.delayMs)} ms): ${clean(event.reason, 300)}`);
       case 'loop_warning':
-        return this.#note(held, at, `loop warning: ${event.name} called with the same arguments ${event.repeats} times`);
+        return this.#note(held, at, `loop warning: ${clean(event.name, 200)} called with the same arguments ${count(event.repeats)} times`);
       case 'model_interrupted':
-        return this.#note(held, at, `model call ${event.iteration} interrupted by a message`);
+        return this.#note(held, at, `model call ${count(event.iteration)} interrupted by a message`);
       case 'messages_received':
-        return this.#note(held, at, `messages received: ${event.ids.join(', ')}`);
+        return this.#note(held, at, `messages received: ${Array.isArray(event.ids) ? event.ids.map(count).join(', ') : ''}`);
       default:
         return;
     }
@@ -189,6 +190,11 @@ export class JobTranscripts {
       if (gone) held.chars -= charsOf(gone);
     }
   }
+}
+
+/** A count from an event: a finite number, else 0. */
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
 }
 
 /** The text a step holds, for the character cap. */

@@ -161,4 +161,20 @@ describe("a job's transcript", () => {
     expect(text).not.toContain(SECRET.slice(0, 12));
     expect(text.match(/\[REDACTED\]/g)).toHaveLength(3);
   });
+
+  it("reads an event's fields defensively: a worker's event is checked for its type only, and a malformed one never throws on the main thread", () => {
+    const transcripts = new JobTranscripts(makeConfig(undefined, '/tmp'), new DeliveryLedger(), undefined);
+    const odd = (event: Record<string, unknown>) => transcripts.record('bg-1', event as never);
+    expect(() => {
+      odd({ type: 'model_response', iteration: 'x', model: 7 });
+      odd({ type: 'assistant_text', iteration: 0, text: { not: 'text' } });
+      odd({ type: 'tool_call', callId: 1, name: null });
+      odd({ type: 'tool_result', output: 42, ms: 'slow' });
+      odd({ type: 'messages_received', ids: 'nope' });
+      odd({ type: 'retry' });
+    }).not.toThrow();
+    const page = transcripts.read('bg-1');
+    expect(page.steps.map((s) => s.kind)).toEqual(['model', 'tool', 'note', 'note']);
+    expect(page.steps[1]).toMatchObject({ kind: 'tool', output: '', ms: 0, ok: false });
+  });
 });
