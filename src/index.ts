@@ -53,6 +53,7 @@ export {
 export { DEFAULTS, BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/defaults.js';
 export * from './shared/errors.js';
 export type { LoopEvent, StopReason } from './shared/loop-events.js';
+export type { StoredTranscript, TranscriptCall, TranscriptPage, TranscriptStep } from './main/jobs/transcripts.js';
 export type { ResultTag } from './shared/result-tag.js';
 export type { JobSpec, JobOutcome, JobRole, JobTask, WorkerMessage, MainMessage } from './shared/protocol.js';
 export type { Usage, UsageByModel } from './shared/usage.js';

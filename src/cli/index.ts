@@ -2,6 +2,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
 import { initCommand, type InitFlags } from './init.js';
+import { jobsShowCommand, type JobsShowFlags } from './jobs.js';
 import { completionCommand, SHELLS } from './completion.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
 import { fanoutCommand, type FanoutFlags } from './fanout.js';
@@ -135,6 +136,20 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .description('print a shell completion script (bash, zsh or fish), made from these commands and options')
     .argument('<shell>', SHELLS.join(', '))
     .action((shell: string) => setExit(completionCommand(shell, program)));
+
+  program
+    .command('jobs')
+    .description('read a job of a finished fan-out or session from its durable ledger')
+    .command('show')
+    .description("a job's line and its transcript: model turns (tokens, time, tool calls with arguments) and tool results (head and tail)")
+    .argument('<id>', 'the job id (bg-N)')
+    .option('--ledger <file>', 'the SQLite ledger the fan-out or session ran with (default: ledger.path of the config)')
+    .option('-c, --config <file>', 'config file, for its ledger.path (default: ./forkpool.config.json when present)')
+    .option('--scope <name>', 'the scope (session id, "fanout", "server") when the id is in several')
+    .option('--offset <n>', 'first step shown, among the kept ones', parseIntFlag('--offset', 0))
+    .option('--limit <n>', 'steps shown at most', parseIntFlag('--limit', 1))
+    .option('--json', 'one JSON object: the job and its transcript page')
+    .action((id: string, flags: JobsShowFlags) => setExit(jobsShowCommand(id, flags)));
 
   program
     .command('init')

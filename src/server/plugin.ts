@@ -31,6 +31,7 @@ import { worktreeRoutes } from './routes/worktree.js';
 import { bulkCancelRoutes } from './routes/bulk-cancel.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
+import { transcriptRoutes } from './routes/transcript.js';
 import { BadRequestError } from './schemas.js';
 import { SERVER_SCOPE, ServerState } from './server-state.js';
 
@@ -120,6 +121,7 @@ async function mountRoutes(
   );
   await app.register(systemRoutes(state, VERSION));
   await app.register(jobRoutes(state));
+  await app.register(transcriptRoutes(state));
   await app.register(messageRoutes(state));
   await app.register(resumeRoutes(state));
   await app.register(waitRoutes(state));

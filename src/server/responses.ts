@@ -235,6 +235,53 @@ export const waitOutcomeBody = named(
   z.object({ timedOut: z.boolean(), waitedMs: z.number(), ended: z.array(jobDetailSchema), running: z.array(jobSummarySchema) }),
 );
 
+// --- A job's transcript (GET /v1/jobs/{id}/transcript; src/main/jobs/transcripts.ts) ---------
+const stepBase = { n: z.number().int().describe('Counts from 1 over the job; a gap: steps the cap left out.'), at: z.number().describe('Epoch ms.') };
+
+/** One step of a transcript: a model turn, a tool result, or a note (a retry, a loop warning...). */
+export const transcriptStepShape = named(
+  'TranscriptStep',
+  z.discriminatedUnion('kind', [
+    z.object({
+      ...stepBase,
+      kind: z.literal('model'),
+      iteration: z.number().int(),
+      model: z.string(),
+      ms: z.number().optional().describe("The call's time, retries included."),
+      promptTokens: z.number(),
+      completionTokens: z.number(),
+      text: z.string().optional().describe('What the model said (redacted, head and tail).'),
+      calls: z.array(z.object({ callId: z.string(), name: z.string(), args: z.string().describe('As the model wrote them (redacted, head and tail).') })),
+    }),
+    z.object({
+      ...stepBase,
+      kind: z.literal('tool'),
+      callId: z.string(),
+      name: z.string(),
+      ok: z.boolean(),
+      ms: z.number(),
+      chars: z.number().describe('The whole result the model read.'),
+      output: z.string().describe('Its head and tail (redacted; the cut is marked).'),
+    }),
+    z.object({ ...stepBase, kind: z.literal('note'), text: z.string() }),
+  ]),
+);
+
+export const transcriptPageShape = named(
+  'TranscriptPage',
+  z.object({
+    jobId: z.string(),
+    total: z.number().int().describe('Steps the job ever had.'),
+    omitted: z.number().int().describe('Of them, left out by the per-job cap.'),
+    offset: z.number().int(),
+    kept: z.number().int().describe('Steps kept; page through them with offset.'),
+    next: z.number().int().nullable().describe('The offset of the next page; null on the last.'),
+    dropped: z.boolean().describe("Retention dropped the job's result, and its transcript with it."),
+    steps: z.array(transcriptStepShape),
+  }),
+);
+// --- end of the transcript's schemas -----------------------------------------------------------
+
 export const resumedBody = named('JobResumed', jobHandleSchema.extend({ resumedFrom: z.string() }));
 export const restartedBody = named('JobRestarted', jobHandleSchema.extend({ restarted: z.enum(['stopping', 'requeued']) }));
 

@@ -10,6 +10,7 @@ import {
   resultQuery,
   resumeBody,
   sessionIdParams,
+  transcriptQuery,
   waitJobsBody,
   worktreeActionBody,
 } from './schemas.js';
@@ -30,6 +31,7 @@ import {
   sessionCreatedBody,
   sessionTurnLine,
   textBody,
+  transcriptPageShape,
   waitOutcomeBody,
   worktreeActedBody,
   worktreeBody,
@@ -120,6 +122,15 @@ export const ROUTE_DOCS: RouteDoc[] = [
       202: { description: 'Still queued or running when the wait ran out', schema: jobDetailSchema },
       404: noSuchJob,
     },
+  },
+  {
+    method: 'get',
+    path: '/v1/jobs/{id}/transcript',
+    operationId: 'getJobTranscript',
+    summary: "A job's transcript, paged: model turns (tokens, time, text, tool calls with arguments), tool results (head and tail), notes.",
+    params: jobIdParams,
+    query: transcriptQuery,
+    responses: { 200: { description: 'One page of its kept steps', schema: transcriptPageShape }, 404: noSuchJob },
   },
   {
     method: 'post',

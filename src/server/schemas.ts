@@ -5,7 +5,7 @@ import { budgetLimitsSchema } from '../shared/budget.js';
 import { spawnSpecInputFields } from '../shared/spawn-spec.js';
 import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
-import { WAIT_LIMITS } from '../shared/defaults.js';
+import { TRANSCRIPT_LIMITS, WAIT_LIMITS } from '../shared/defaults.js';
 import { WORKSPACE_MODES, WORKTREE_ACTIONS } from '../main/jobs/worktrees.js';
 import { JOB_SORTS } from './job-list.js';
 
@@ -117,6 +117,12 @@ export const MAX_CANCEL_IDS = 500;
 export const cancelJobsBody = z.strictObject({
   ids: z.array(z.string().min(1).max(200)).min(1).max(MAX_CANCEL_IDS).optional().describe(`Job refs, at most ${MAX_CANCEL_IDS}.`),
   state: z.enum(['queued', 'running']).optional().describe("Every job in this state, the server's and every session's."),
+});
+
+/** GET /v1/jobs/{id}/transcript: a page of the job's kept steps (`offset` among them: the `next` of the previous page). */
+export const transcriptQuery = z.strictObject({
+  offset: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(TRANSCRIPT_LIMITS.pageMax).default(50),
 });
 
 /** A 400 naming every bad field, what it expected and what it received (as the CLI's config errors do). */

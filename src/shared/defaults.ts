@@ -339,3 +339,20 @@ export const WAIT_LIMITS = {
   /** The chat's `/bg wait` without `--timeout`. */
   chatDefaultMs: 30_000,
 } as const;
+
+/**
+ * A job's transcript (src/main/jobs/transcripts.ts): what its progress events carry, and what is
+ * kept of them per job. Past `maxSteps` or `maxChars` the first `headSteps` stay and the oldest
+ * step after them goes (a read says how many went), so memory and the ledger row stay bounded.
+ */
+export const TRANSCRIPT_LIMITS = {
+  /** Text in one progress event: an `assistant_text`, a `tool_call`'s arguments, a `tool_result`'s output (head and tail). */
+  event: { textChars: 4_000, argsChars: 2_000, outputChars: 2_000 },
+  maxSteps: 200,
+  maxChars: 60_000,
+  headSteps: 20,
+  /** Ended jobs' transcripts held in memory (the newest); a durable ledger keeps each until retention drops its job's result. */
+  heldEnded: 2_000,
+  /** One page of `GET /v1/jobs/{id}/transcript` at most. */
+  pageMax: 200,
+} as const;

@@ -17,13 +17,18 @@ export type StopReason = (typeof STOP_REASONS)[number];
 /** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
 export type LoopEvent =
   | { type: 'model_request'; iteration: number }
-  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string }
+  /** `ms`: the call's time, its retries included (absent from an older worker). */
+  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string; ms?: number }
   /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
   | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
   | { type: 'retry'; attempt: number; delayMs: number; reason: string }
-  /** `background`: the call starts a background job and returns at once (spawn_background_agent); absent otherwise. */
-  | { type: 'tool_call'; callId: string; name: string; argsPreview: string; background?: true }
-  | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number }
+  /**
+   * `background`: the call starts a background job and returns at once (spawn_background_agent); absent otherwise.
+   * `args`: the arguments for a job's transcript, redacted and cut to head and tail (TRANSCRIPT_LIMITS.event.argsChars); absent from an older worker.
+   */
+  | { type: 'tool_call'; callId: string; name: string; argsPreview: string; args?: string; background?: true }
+  /** `output`: what the model read, redacted and cut to head and tail (TRANSCRIPT_LIMITS.event.outputChars) for a job's transcript; `chars`: its whole length. */
+  | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number; output?: string }
   | { type: 'loop_warning'; name: string; repeats: number }
   /** A message sent to the job interrupted its model call in flight: cancelled, not failed; the loop goes on with the message. */
   | { type: 'model_interrupted'; iteration: number }

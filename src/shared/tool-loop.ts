@@ -5,17 +5,15 @@ import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
 import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
+import { TRANSCRIPT_LIMITS } from './defaults.js';
 import { linkedAbort, startDeadline, withTimeout } from './abort.js';
-import { capHeadTail } from './text-budget.js';
+import { COMMAND_OUTPUT_HEAD_SHARE, capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
-
-/** Text carried by an `assistant_text` event (the whole answer still comes with the result). */
-const TEXT_EVENT_MAX_CHARS = 4_000;
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -139,6 +137,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       const onInterrupt = () => call?.controller.abort(interrupt?.reason);
       interrupt?.addEventListener('abort', onInterrupt, { once: true });
       let reply;
+      const callStarted = Date.now();
       try {
         reply = await callModel({
           client,
@@ -165,12 +164,19 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       }
       usage = addModelUsage(usage, reply.model, reply.usage);
       budget?.record(reply.model, reply.usage);
-      emit({ type: 'model_response', iteration: iterations, toolCalls: reply.toolCalls.length, usage: reply.usage, model: reply.model });
+      emit({
+        type: 'model_response',
+        iteration: iterations,
+        toolCalls: reply.toolCalls.length,
+        usage: reply.usage,
+        model: reply.model,
+        ms: Date.now() - callStarted,
+      });
       if (reply.content && reply.content.trim()) {
         emit({
           type: 'assistant_text',
           iteration: iterations,
-          text: capHeadTail(redactSecrets(reply.content, secrets), TEXT_EVENT_MAX_CHARS),
+          text: capHeadTail(redactSecrets(reply.content, secrets), TRANSCRIPT_LIMITS.event.textChars),
           final: reply.toolCalls.length === 0,
         });
       }
@@ -230,7 +236,10 @@ async function executeToolCall(
   const name = call.function.name;
   const started = Date.now();
   const background = toolsByName.get(name)?.background === true ? { background: true as const } : {};
-  emit({ type: 'tool_call', callId: call.id, name, argsPreview: call.function.arguments.slice(0, 200), ...background });
+  // The model wrote these arguments, but it may have read a secret somewhere: redacted like a result.
+  const secrets = [...clientSecrets(options.client), ...(options.secrets ?? [])];
+  const args = capHeadTail(redactToolOutput(call.function.arguments, secrets), TRANSCRIPT_LIMITS.event.argsChars);
+  emit({ type: 'tool_call', callId: call.id, name, argsPreview: args.slice(0, 200), args, ...background });
   let ok = false;
   let output: string;
   try {
@@ -244,9 +253,16 @@ async function executeToolCall(
   // A tool's environment has no key, but a command can still read it elsewhere (a file, the host
   // process's /proc/<pid>/environ): the model, and every output after it, must not see it.
   // Pieces, reversed, base64 and hex forms too (a second line: the files holding keys are hidden).
-  const secrets = [...clientSecrets(options.client), ...(options.secrets ?? [])];
   output = capHeadTail(redactToolOutput(output, secrets), options.config.toolLimits.outputMaxChars);
-  emit({ type: 'tool_result', callId: call.id, name, ok, chars: output.length, ms: Date.now() - started });
+  emit({
+    type: 'tool_result',
+    callId: call.id,
+    name,
+    ok,
+    chars: output.length,
+    ms: Date.now() - started,
+    output: capHeadTail(output, TRANSCRIPT_LIMITS.event.outputChars, COMMAND_OUTPUT_HEAD_SHARE),
+  });
   return output;
 }
 

@@ -8,7 +8,7 @@ import { createElement as h, createRef, useMemo, type ReactElement, type RefObje
 import { Box, Text, measureElement, type DOMElement } from 'ink';
 import type { ChatController } from './controller.js';
 import type { ChatKey } from './keys.js';
-import { detailLines, panelRow, treeOrder } from './jobs-view.js';
+import { detailLines, panelRow, transcriptDetailLines, treeOrder } from './jobs-view.js';
 import { CURSOR_QUERY, frameRowAt } from './mouse.js';
 import { jobColor } from './state-colors.js';
 
@@ -68,7 +68,10 @@ export function BackgroundPanel({
   const before: ReactElement[] = [];
   const after: ReactElement[] = [];
   if (detailJob) {
-    const all = detailLines(detailJob, chat.session.activity.get(detailJob.id), now);
+    const all = [
+      ...detailLines(detailJob, chat.session.activity.get(detailJob.id), now),
+      ...transcriptDetailLines(chat.session.manager.transcript(detailJob.id)),
+    ];
     const offset = Math.min(detailOffset, Math.max(0, all.length - height));
     title = `Background agent ${detailJob.id} (Esc: back to the list, PgUp/PgDn or the wheel scroll)${all.length > height ? ` · lines ${offset + 1}-${Math.min(all.length, offset + height)} of ${all.length}` : ''}`;
     lines = all.slice(offset, offset + height).map((line, i) => h(Text, { key: i, wrap: 'truncate-end' }, line));

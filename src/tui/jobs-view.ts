@@ -11,6 +11,8 @@ import { costOf, type ModelTable } from '../shared/models.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
 import { escapeForTerminal, oneLine, seconds } from '../main/views/terminal-lines.js';
 import { elapsedMs } from '../main/views/job-view.js';
+import { transcriptLines } from '../main/views/transcript-lines.js';
+import type { TranscriptPage } from '../main/jobs/transcripts.js';
 
 type Job = Readonly<JobRecord>;
 
@@ -134,6 +136,13 @@ export function detailLines(job: Job, activity: JobActivityView | undefined, now
     lines.push('  result:', ...indentBlock(job.resultText ?? ''));
   }
   return lines;
+}
+
+/** The steps under a job's detail (the panel's detail view): its transcript, escaped (transcript-lines.ts). */
+export function transcriptDetailLines(page: TranscriptPage | undefined): string[] {
+  if (!page || page.total === 0) return ['  transcript: no steps kept'];
+  const left = page.omitted > 0 ? `, ${page.omitted} left out by the cap` : '';
+  return [`  transcript: ${page.total} step(s)${left}`, ...transcriptLines(page.steps, { maxBodyLines: 6, indent: '      ' }).map((line) => `  ${line}`)];
 }
 
 function indentBlock(text: string): string[] {

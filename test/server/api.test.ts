@@ -331,6 +331,7 @@ describe('/metrics, /openapi.json, /healthz', () => {
       '/v1/jobs/{id}/restart',
       '/v1/jobs/{id}/result',
       '/v1/jobs/{id}/resume',
+      '/v1/jobs/{id}/transcript',
       '/v1/jobs/{id}/worktree',
       '/v1/sessions',
       '/v1/sessions/{id}',

@@ -89,6 +89,10 @@ describe('the OpenAPI document is the contract', () => {
     expect(waited.ended.map((j: { id: string }) => j.id).sort()).toEqual([firstId, secondId].sort());
     expect((await call(`/v1/jobs/${firstId}/messages`, { json: { message: 'Too late.' } })).error.code).toBe('JOB_ENDED');
     expect((await call(`/v1/jobs/${firstId}/result?wait=60`)).state).toBe('ended');
+    // Its transcript: a page of steps; an unknown job and a bad page are errors the document lists.
+    expect((await call(`/v1/jobs/${firstId}/transcript?limit=2`)).steps.length).toBeGreaterThan(0);
+    await call('/v1/jobs/bg-404/transcript', {}, 404);
+    await call(`/v1/jobs/${firstId}/transcript?limit=0`, {}, 400);
 
     // Resume the ended job: a new one, read back once it ends; cancel of an ended job is still a 202.
     const resumed = await call(`/v1/jobs/${firstId}/resume`, { json: { message: 'And the cache?' } });

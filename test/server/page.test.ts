@@ -146,4 +146,43 @@ describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in
     );
     expect(peerAgent).toBe('scout');
   });
+  it("shows a job's transcript in its detail: one collapsible step each, model text as text (no markup), no key", async () => {
+    const secret = 'sk-page-transcript-secret-0123456789';
+    const workspaceRoot = tempWorkspace({ 'retry.ts': 'export function retryBackoff() {}\n', 'leak.txt': `key=${secret}\n` }, cleanup);
+    const { url } = await startTestServer(
+      cleanup,
+      { workspaceRoot, apiKey: secret, tools: ['grep', 'read_file'] },
+      {
+        script: [
+          { content: 'Looking <img src=x id=injected onerror=alert(1)>.', toolCalls: [{ name: 'grep', arguments: { pattern: 'retry' } }] },
+          { toolCalls: [{ name: 'read_file', arguments: { path: 'leak.txt' } }] },
+          { content: 'In retry.ts.' },
+        ],
+      },
+    );
+    const page = (await launch()).pages()[0] as Page;
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${url}/login?token=${TOKEN}`);
+    await page.waitForSelector('#connection[data-state="live"]');
+    const id = await startJob(page, 'Where is the retry backoff?', 'steps');
+    await page.waitForSelector(`#job-${id}[data-history~="ok"]`, { timeout: 30_000 });
+    await page.click(`#job-${id} button.details`);
+    await page.waitForSelector('#detail-transcript details[data-step="5"]');
+    const summaries = await page.$$eval('#detail-transcript details summary', (items) => items.map((item) => item.textContent ?? ''));
+    expect(summaries).toHaveLength(5);
+    expect(summaries[0]).toMatch(/^#1 model \d+\.\d s \d+ tok → grep \{"pattern":"retry"\}$/);
+    expect(summaries[1]).toMatch(/^#2 tool grep \d+\.\d s: \d+ chars$/);
+    expect(summaries[3]).toMatch(/^#4 tool read_file/);
+    expect(await page.textContent('#detail-transcript-summary')).toBe('5 step(s)');
+    // Collapsed until opened; opened, the tool's output shows, its key redacted.
+    expect(await page.locator('#detail-transcript details[data-step="4"]').getAttribute('open')).toBeNull();
+    await page.click('#detail-transcript details[data-step="4"] summary');
+    expect(await page.textContent('#detail-transcript details[data-step="4"] pre')).toMatch(/key=\[REDACTED\]/);
+    // The model's markup is text on the page, never an element.
+    expect(await page.textContent('#detail-transcript details[data-step="1"] pre')).toContain('<img src=x id=injected onerror=alert(1)>');
+    expect(await page.locator('#injected').count()).toBe(0);
+    expect(await page.content()).not.toContain(secret);
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -24,6 +24,7 @@ import type { ResumeOrigin } from './resumes.js';
 import { JobSteering } from './steering.js';
 import { JobSpeculation } from './speculation.js';
 import { JobWorktrees } from './worktrees.js';
+import { JobTranscripts } from './transcripts.js';
 import type { Attempt } from '../executors/attempt.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
@@ -67,6 +68,8 @@ export class JobEngine {
   readonly speculation: JobSpeculation;
   /** Identical spawns (dedup.ts); restart recovery rebuilds it. */
   readonly dedup: SpawnDedup;
+  /** Every job's steps, from its progress events (transcripts.ts). */
+  readonly transcripts: JobTranscripts;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
   readonly #o: EngineOptions;
@@ -79,6 +82,7 @@ export class JobEngine {
     const { config, ledger, budgets, emit } = o;
     this.dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
+    this.transcripts = new JobTranscripts(config, ledger, o.store);
     this.worktrees = new JobWorktrees(config.background.worktreeDir);
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
@@ -132,6 +136,7 @@ export class JobEngine {
       progress: (event) => {
         const job = table.get(event.jobId);
         steering.onProgress(job, event.event);
+        this.transcripts.record(event.jobId, event.event);
         if (event.event.type === 'model_request' && job?.attempt && !this.#reachedModel.has(job.attempt)) {
           this.#reachedModel.add(job.attempt);
           ledger.markModelReached(job.id);
@@ -173,6 +178,7 @@ export class JobEngine {
 
   /** Retention forgot a record: its job goes from the table and the tree, and from what restarts keep. */
   forget(id: string): void {
+    this.transcripts.drop(id);
     const job = this.table.get(id);
     if (!job) return;
     this.restarts.forget(job);
@@ -240,6 +246,7 @@ export class JobEngine {
         this.nesting.deliverToParent(job, record);
         this.table.releaseName(job);
         this.restarts.keep(job);
+        this.transcripts.ended(job.id);
         this.#o.emit('done', record);
         if (record.wave !== null) this.checkWave(record.wave);
         this.dispatcher.pump();

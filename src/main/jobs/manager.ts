@@ -22,6 +22,7 @@ import { JobEngine, type CompletionAnswer } from './engine.js';
 import { reportFault, reportStorage } from './host-reports.js';
 import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
 import type { JobWorktree, WorktreeAction } from './worktrees.js';
+import type { TranscriptPage } from './transcripts.js';
 import { waitForJobs, type WaitOptions, type WaitOutcome } from './waits.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
@@ -80,6 +81,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         options.store,
         reportStorage(logger, (event, ...args) => this.emit(event, ...args)),
         (id) => this.#engine.forget(id),
+        (id) => this.#engine.transcripts.drop(id),
       ));
       this.#budgets = new JobBudgets(config);
       this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
@@ -200,6 +202,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /** A job by id or by name (the live holder of a name first, else the newest job that had it). */
   find(idOrName: string): Readonly<JobRecord> | undefined {
     return this.#engine.table.find(idOrName)?.record;
+  }
+
+  /**
+   * One page of a job's transcript (by id or name): its steps from `offset` (among the kept
+   * ones), at most `limit`. Undefined for a job this manager does not know (never, or forgotten).
+   */
+  transcript(idOrName: string, page: { offset?: number; limit?: number } = {}): TranscriptPage | undefined {
+    const record = this.find(idOrName);
+    return record && this.#engine.transcripts.read(record.id, page.offset, page.limit);
   }
 
   /** How many jobs are in a state. */

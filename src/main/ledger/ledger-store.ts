@@ -7,6 +7,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import type { JobSpec } from '../../shared/protocol.js';
 import type { UsageByModel } from '../../shared/usage.js';
 import type { JobRecord } from './job-record.js';
+import type { StoredTranscript } from './transcript.js';
 
 /** A job's spec as stored: everything but the config, which comes from the session that resumes it (so no key is ever written to disk). */
 export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'> & {
@@ -72,6 +73,12 @@ export interface JobStore {
   putConversation(id: string, messages: readonly unknown[]): void;
   /** The conversation kept for a job, if any. */
   conversation(id: string): unknown[] | undefined;
+  /** A job's transcript (redacted and capped: see jobs/transcripts.ts), replacing the one written before. */
+  putTranscript(id: string, transcript: StoredTranscript): void;
+  /** The transcript kept for a job, if any (checked as it is read). */
+  transcript(id: string): StoredTranscript | undefined;
+  /** Retention dropped the job's result: its transcript goes too (forget drops it with the row). */
+  dropTranscript(id: string): void;
   /** Runs `fn` as one transaction: its writes land together or not at all. */
   transaction<T>(fn: () => T): T;
 }
@@ -109,5 +116,7 @@ export interface LedgerStore {
   loadSession(id: string): SessionSnapshot | undefined;
   /** Every stored session, newest activity first. */
   sessions(): SessionSummary[];
+  /** The scopes holding a job of this id (ids are unique within a scope only). */
+  scopesOf(id: string): string[];
   close(): void;
 }

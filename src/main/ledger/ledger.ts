@@ -46,16 +46,19 @@ export class DeliveryLedger {
   readonly #unwritten = new Set<string>();
 
   readonly #onForget: (id: string) => void;
+  readonly #onResultDropped: (id: string) => void;
 
   /**
    * `onStorage`: a durable write failed, or writes go through again (see ledger-writes.ts).
    * `onForget`: retention forgot a record (whoever keeps something per job lets go of it too).
+   * `onResultDropped`: retention dropped a delivered record's result (its transcript goes with it).
    */
   constructor(
     retention: Partial<RetentionPolicy> = {},
     store?: JobStore,
     onStorage: (report: StorageReport) => void = () => {},
     onForget: (id: string) => void = () => {},
+    onResultDropped: (id: string) => void = () => {},
   ) {
     this.#retention = new Retention(
       { ...DEFAULTS.background.retention, ...retention },
@@ -66,6 +69,7 @@ export class DeliveryLedger {
       },
     );
     this.#onForget = onForget;
+    this.#onResultDropped = onResultDropped;
     this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
   }
 
@@ -424,6 +428,7 @@ export class DeliveryLedger {
       ...(error ? { error: slimError(error) } : {}),
     });
     this.#resultsDropped++;
+    this.#onResultDropped(id);
   }
 
   /**

@@ -8,10 +8,12 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS } from '../../shared/defaults.js';
-import { ConfigError, LedgerWriteError, errorMessage } from '../../shared/errors.js';
+import { ConfigError } from '../../shared/errors.js';
+import { guardRead, guardWrite, unreadable } from './sqlite-guards.js';
 import { ScopeLeases } from './ledger-lease.js';
 import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './job-record.js';
+import { isStoredTranscript, type StoredTranscript } from './transcript.js';
 import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
@@ -24,7 +26,7 @@ type Statement = SqliteStatement;
  * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
  * version before it; a file of a newer version is refused.
  */
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,6 +66,15 @@ const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
     up: (db) => {
       db.exec('ALTER TABLE jobs ADD COLUMN conversation TEXT');
       db.prepare("UPDATE meta SET value = '3' WHERE key = 'schema'").run();
+    },
+  },
+  // 3 → 4: each job's transcript (its steps, one JSON row; see transcript.ts). Jobs of schema 3
+  // have none. Retention drops a row with its job's result, and forget with the job.
+  {
+    to: 4,
+    up: (db) => {
+      db.exec('CREATE TABLE IF NOT EXISTS transcripts (scope TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (scope, id))');
+      db.prepare("UPDATE meta SET value = '4' WHERE key = 'schema'").run();
     },
   },
 ];
@@ -130,46 +141,6 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
   return new SqliteLedgerStore(resolved, db, new ScopeLeases(db, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
 }
 
-/** A ledger file SQLite cannot read (garbage bytes, a corrupt page): a ConfigError naming `ledger.path`, as at open. */
-function unreadable(file: string, error: unknown): ConfigError {
-  const code = sqliteCode(error);
-  return new ConfigError([
-    {
-      field: 'ledger.path',
-      expected: 'a forkpool ledger SQLite can read',
-      received: `${JSON.stringify(file)} (${errorMessage(error)}${code ? ` [${code}]` : ''})`,
-    },
-  ]);
-}
-
-function sqliteCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
-}
-
-/** Runs a read; SQLite's failure becomes {@link unreadable}. */
-function guardRead<T>(file: string, read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    if (sqliteCode(error) === undefined && !(error instanceof SyntaxError)) throw error;
-    throw unreadable(file, error);
-  }
-}
-
-/**
- * Runs a write; SQLite's failure (disk full, I/O error, read-only) becomes a typed
- * {@link LedgerWriteError} with SQLite's error as its cause. Anything else is rethrown as it is.
- */
-function guardWrite<T>(operation: string, write: () => T): T {
-  try {
-    return write();
-  } catch (error) {
-    if (error instanceof LedgerWriteError || sqliteCode(error) === undefined) throw error;
-    throw new LedgerWriteError(operation, error);
-  }
-}
-
 export class SqliteLedgerStore implements LedgerStore {
   readonly path: string;
   readonly #db: Database;
@@ -215,6 +186,11 @@ export class SqliteLedgerStore implements LedgerStore {
 
   sessions(): SessionSummary[] {
     return guardRead(this.path, () => this.#listSessions.all() as SessionSummary[]);
+  }
+
+  scopesOf(id: string): string[] {
+    const rows = guardRead(this.path, () => this.#db.prepare('SELECT scope FROM jobs WHERE id = ? ORDER BY scope').all(id) as Array<{ scope: string }>);
+    return rows.map((row) => row.scope);
   }
 
   close(): void {
@@ -286,6 +262,26 @@ class SqliteJobStore implements JobStore {
     // Checked, not trusted (as a row is): anything but an array is no conversation.
     const parsed = guardRead(this.#file, () => JSON.parse(row.conversation as string) as unknown);
     return Array.isArray(parsed) ? parsed : undefined;
+  }
+
+  putTranscript(id: string, transcript: StoredTranscript): void {
+    guardWrite(`job ${id}'s transcript`, () =>
+      this.#db.prepare('INSERT OR REPLACE INTO transcripts (scope, id, data) VALUES (?, ?, ?)').run(this.scope, id, JSON.stringify(transcript)),
+    );
+  }
+
+  transcript(id: string): StoredTranscript | undefined {
+    const row = guardRead(
+      this.#file,
+      () => this.#db.prepare('SELECT data FROM transcripts WHERE scope = ? AND id = ?').get(this.scope, id) as { data: string } | undefined,
+    );
+    if (!row) return undefined;
+    const parsed = guardRead(this.#file, () => JSON.parse(row.data) as unknown);
+    return isStoredTranscript(parsed) ? parsed : undefined;
+  }
+
+  dropTranscript(id: string): void {
+    guardWrite(`drop job ${id}'s transcript`, () => this.#db.prepare('DELETE FROM transcripts WHERE scope = ? AND id = ?').run(this.scope, id));
   }
 
   claim(): void {
@@ -369,7 +365,7 @@ class SqliteJobStore implements JobStore {
   }
 
   forget(id: string): void {
-    guardWrite(`forget job ${id}`, () => this.#forget.run(this.scope, id));
+    guardWrite(`forget job ${id}`, () => (this.#forget.run(this.scope, id), this.dropTranscript(id)));
     this.#last.delete(id);
   }
 

@@ -89,6 +89,9 @@ const PAGE_TEMPLATE = `<!doctype html>
     <pre id="detail-task"></pre>
     <h3>Result</h3>
     <pre id="detail-result"></pre>
+    <h3>Transcript</h3>
+    <p id="detail-transcript-summary" class="hint"></p>
+    <ol id="detail-transcript" class="steps"></ol>
     <button type="button" id="detail-close">Close</button>
   </section>
 </main>

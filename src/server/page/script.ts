@@ -339,6 +339,46 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     list.append(dt, dd);
   }
 
+  // A job's transcript (GET /v1/jobs/{id}/transcript): one collapsible <details> per step. Its
+  // text came from a model or a tool: it goes in as DOM text (textContent), never as markup.
+  function seconds(ms) { return ms === undefined ? '' : ' ' + (ms / 1000).toFixed(1) + ' s'; }
+  function callText(call) { return call.name + ' ' + call.args; }
+  function stepSummary(step) {
+    if (step.kind === 'model') {
+      var calls = step.calls.map(callText).join(', ');
+      return '#' + step.n + ' model' + seconds(step.ms) + ' ' + (step.promptTokens + step.completionTokens) + ' tok' + (calls ? ' → ' + calls : (step.text !== undefined ? ' (answer)' : ''));
+    }
+    if (step.kind === 'tool') return '#' + step.n + ' tool ' + step.name + seconds(step.ms) + (step.ok ? '' : ' failed') + ': ' + step.chars + ' chars';
+    return '#' + step.n + ' note: ' + step.text;
+  }
+  function stepBody(step) {
+    if (step.kind === 'model') return [step.text || ''].concat(step.calls.map(callText)).filter(Boolean).join('\n');
+    return step.kind === 'tool' ? step.output : step.text;
+  }
+  function loadTranscript(id) {
+    api('GET', '/v1/jobs/' + encodeURIComponent(id) + '/transcript?limit=200').then(function (page) {
+      if (detailId !== id) return;
+      var list = $('detail-transcript');
+      list.textContent = '';
+      $('detail-transcript-summary').textContent = page.total === 0
+        ? (page.dropped ? 'Dropped with its result by retention.' : 'No steps yet.')
+        : page.total + ' step(s)' + (page.omitted ? ', ' + page.omitted + ' left out by the cap' : '') + (page.next !== null ? '; the first ' + page.steps.length + ' shown' : '');
+      page.steps.forEach(function (step) {
+        var details = document.createElement('details');
+        details.className = 'step step-' + step.kind;
+        details.dataset.step = String(step.n);
+        var summary = document.createElement('summary');
+        summary.textContent = stepSummary(step);
+        var body = document.createElement('pre');
+        body.textContent = stepBody(step);
+        details.append(summary, body);
+        var item = document.createElement('li');
+        item.append(details);
+        list.append(item);
+      });
+    }).catch(showError);
+  }
+
   function openDetail(id) {
     detailId = id;
     api('GET', path(id)).then(function (job) {
@@ -357,6 +397,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       $('detail-task').textContent = job.task;
       $('detail-result').textContent = job.resultText !== null ? job.resultText : (job.state === 'ended' ? '(no result kept)' : '(still ' + job.state + ')');
       if (wasHidden) $('detail-title').focus();
+      loadTranscript(id);
     }).catch(showError);
   }
 

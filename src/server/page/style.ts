@@ -46,5 +46,8 @@ th[aria-sort="ascending"] button.sort::after { content: " \\25B2"; }
 th[aria-sort="descending"] button.sort::after { content: " \\25BC"; }
 tr.selected { background: color-mix(in srgb, var(--accent) 12%, transparent); }
 #page-info { font-variant-numeric: tabular-nums; }
+.steps { list-style: none; padding: 0; }
+.steps summary { cursor: pointer; font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-word; }
+.step-tool summary { color: var(--muted); }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;
