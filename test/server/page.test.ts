@@ -5,42 +5,20 @@
  * port and watch the page reconnect by itself. `FORKPOOL_UPDATE_SCREENSHOT=1` rewrites
  * docs/server-page.png for docs/server.md.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
 import { useCleanup, tempWorkspace, skipWithout } from '../helpers/index.js';
 import { TOKEN, startTestServer } from '../helpers/server.js';
+import { HAVE_CHROMIUM, launchChromium } from '../helpers/chromium.js';
 
 const cleanup = useCleanup();
-const CHROMIUM = process.env.FORKPOOL_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const SCREENSHOT = new URL('../../docs/server-page.png', import.meta.url).pathname;
 
-async function launch(): Promise<BrowserContext> {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install -y chromium) or set FORKPOOL_CHROMIUM`);
-  const profile = mkdtempSync(path.join(tmpdir(), 'forkpool-chromium-'));
-  cleanup.add(() => rmSync(profile, { recursive: true, force: true }));
-  // A persistent context is how playwright takes a fresh --user-data-dir of our own.
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    viewport: { width: 1100, height: 760 },
-  });
-  cleanup.add(() => context.close());
-  return context;
-}
+/** A fresh headless Chromium (test/helpers/chromium.ts). */
+const launch = () => launchChromium(cleanup);
 
 async function startJob(page: Page, task: string, label: string): Promise<string> {
   const rows = await page.locator('#jobs tbody tr').count();
@@ -61,7 +39,7 @@ declare const document: { querySelector(s: string): { textContent: string | null
 
 const history = (page: Page, id: string) => page.locator(`#job-${id}`).getAttribute('data-history');
 
-describe.skipIf(skipWithout('chromium', existsSync(CHROMIUM)))('the jobs page in headless Chromium', () => {
+describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headless Chromium', () => {
   it('starts three jobs from the form, shows them live to the end, cancels one, opens a result, reconnects after a restart', async () => {
     const workspaceRoot = tempWorkspace({ 'src/retry.ts': 'export function retryBackoff(attempt: number) { return 2 ** attempt * 100; }\n' }, cleanup);
     const { server, url } = await startTestServer(cleanup, { workspaceRoot, background: { maxConcurrent: 2 } }, { latencyMs: 600 });

@@ -12,6 +12,7 @@ import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { ForkpoolConfig, ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { BULLMQ_DEFAULTS } from '../../../src/shared/bullmq-config.js';
+import type { BudgetLimits } from '../../../src/shared/budget.js';
 import {
   bullManager,
   bullmqOf,
@@ -97,14 +98,14 @@ function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> 
  * Two workers on a fresh Redis, one research job running on one of them: the start of every
  * fault below that strikes the worker holding a job.
  */
-async function jobOnAWorker(label: string) {
+async function jobOnAWorker(label: string, budget?: BudgetLimits) {
   const redis = await startRedis(cleanup);
   const sim = await startSim(cleanup, { latencyMs: 1_000 });
   const workspace = await makeWorkspace(cleanup);
   const workers = await workersOn(redis.url, 2, sim, workspace);
   const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
   const events = recordEvents(manager);
-  const { id } = manager.spawn({ task: RESEARCH_TASK, label });
+  const { id } = manager.spawn({ task: RESEARCH_TASK, label, ...(budget ? { budget } : {}) });
   await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
   const holder = await holderOf(manager, workers, id);
   return { manager, events, id, holder, again: startedAgain(manager, id) };
@@ -129,17 +130,9 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
   });
 
   it('a worker SIGTERMed mid-job hands its job back: another worker completes it and that completion is accepted (ok, the real result), no attempt spent', async () => {
-    const redis = await startRedis(cleanup);
-    const sim = await startSim(cleanup, { latencyMs: 1_000 });
-    const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2, sim, workspace);
-    const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
-    const events = recordEvents(manager);
     // A refused completion would leave the job waiting for its wall clock: a short one makes
     // that bug end the job `partial` here instead of hanging the test.
-    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'handed back', budget: { maxWallclockMinutes: 1 } });
-    await nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id);
-    const holder = await holderOf(manager, workers, id);
+    const { manager, events, id, holder } = await jobOnAWorker('handed back', { maxWallclockMinutes: 1 });
     process.kill(holder.pid, 'SIGTERM');
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
