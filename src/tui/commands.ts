@@ -12,6 +12,8 @@ import { resumeCommand } from './resume-command.js';
 import { SEND_HELP_LINES, sendCommand } from './send-command.js';
 import { WAIT_HELP_LINE, waitCommand } from './wait-command.js';
 import { RESTART_HELP_LINE, restartCommand } from './restart-command.js';
+import { parseStart, type StartOptions } from './start-command.js';
+export { parseStart } from './start-command.js';
 import { WORKTREE_ACTIONS, type WorktreeAction } from '../main/jobs/worktrees.js';
 
 /**
@@ -24,7 +26,7 @@ export interface CommandHost {
   jobs(): Readonly<JobRecord>[];
   add(kind: EntryKind, text: string): void;
   togglePanel(): void;
-  startUserJob(task: string, options?: { agent?: string }): void;
+  startUserJob(task: string, options?: StartOptions): void;
   /** A `/bg wait` begins: the signal Esc and quit abort, and `done` at its end. */
   beginWait(): { signal: AbortSignal; done(): void };
   cancelTurn(): boolean;
@@ -37,7 +39,7 @@ export const HELP_LINES = [
   'Esc: cancel the current turn (background jobs keep running).  Ctrl+C: the same; when idle, quit.',
   'Up/Down: earlier inputs.  F3: the background panel (Up/Down or a click select, Enter or a second click detail, the wheel scrolls, Esc back).',
   '/bg list                 every job: id, status, elapsed, label',
-  '/bg start [--agent NAME] <task>  start a background job yourself (role user, not wave-gated), as a configured agent',
+  '/bg start [--agent NAME] [--tools a,b] [--model M] [--system "…"] [--worktree] <task>  start a background job yourself (role user, not wave-gated)',
   '/bg stop <id|name|all>   stop a job (or every live job)',
   "/bg show <id|name>       a job's detail and full result",
   RESTART_HELP_LINE,
@@ -107,7 +109,8 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     case 'start': {
       const start = parseStart(args, Object.keys(chat.session.agent.config.agents));
       if ('problem' in start) return say(start.problem);
-      return chat.startUserJob(start.task, start.agent === undefined ? {} : { agent: start.agent });
+      const { task, ...options } = start;
+      return chat.startUserJob(task, options);
     }
     case 'stop': {
       if (!args.trim()) return say('usage: /bg stop <id|name|all>');
@@ -182,15 +185,3 @@ function costCommand(chat: CommandHost, say: (text: string) => void): void {
 }
 
 /** `/bg start [--agent NAME] <task>`: the agent must be a configured one (else a line naming them), the task what follows. */
-export function parseStart(args: string, agents: readonly string[]): { task: string; agent?: string } | { problem: string } {
-  const usage = 'usage: /bg start [--agent NAME] <task>';
-  const match = /^--agent(?:=|\s+)(\S+)\s*([\s\S]*)$/.exec(args.trim());
-  const task = (match ? (match[2] ?? '') : args).trim();
-  const agent = match?.[1];
-  if (agent !== undefined && !agents.includes(agent))
-    return {
-      problem: `no agent "${oneLine(agent, 40)}": ${agents.length ? `the configured ones are ${agents.join(', ')}` : 'none is configured (see docs/agents.md)'}`,
-    };
-  if (!task) return { problem: usage };
-  return agent === undefined ? { task } : { task, agent };
-}

@@ -13,6 +13,7 @@ import { escapeForTerminal, oneLine } from '../main/views/terminal-lines.js';
 import { runSlashCommand } from './commands.js';
 import { followUpNotice } from '../main/views/follow-up.js';
 import { AgentChoice } from './agent-choice.js';
+import type { StartOptions } from './start-command.js';
 import { ChatWaits } from './chat-waits.js';
 import { jobColorState, type JobColorState } from './state-colors.js';
 import { PermissionQuestion, type PermissionAnswer } from './permission-question.js';
@@ -75,7 +76,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   readonly #waits = new ChatWaits(() => this.changed());
   readonly #agentChoice: AgentChoice;
   /** A job of the person's waiting for the agent question's answer. */
-  #agentQuestion: { task: string } | undefined;
+  #agentQuestion: { task: string; options: StartOptions } | undefined;
 
   constructor(options: ChatControllerOptions) {
     super();
@@ -258,16 +259,16 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   }
 
   /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated. */
-  startUserJob(task: string, options: { agent?: string } = {}): void {
+  startUserJob(task: string, options: StartOptions = {}): void {
     if (options.agent === undefined) {
       if (this.#agentQuestion) return this.add('notice', 'answer the question first: which agent your jobs run as (a digit, or Esc)');
       const decision = this.#agentChoice.decide();
       if (!decision.run) {
-        this.#agentQuestion = { task };
+        this.#agentQuestion = { task, options };
         return this.changed();
       }
       if (decision.note) this.add('notice', decision.note);
-      if (decision.agent !== undefined) options = { agent: decision.agent };
+      if (decision.agent !== undefined) options = { ...options, agent: decision.agent };
     }
     this.add('user', `› [background${options.agent ? ` ${options.agent}` : ''}] ${oneLine(task, 200)}`);
     try {
@@ -296,7 +297,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
       'notice',
       `your background jobs run as ${agent === null ? 'a fork of the parent' : `agent ${escapeForTerminal(agent)}`} for this session (/bg start --agent NAME for another)`,
     );
-    this.startUserJob(pending.task, agent === null ? {} : { agent });
+    this.startUserJob(pending.task, agent === null ? pending.options : { ...pending.options, agent });
   }
 
   /** Esc, or Ctrl+C while busy: ends the current turn and stops any `/bg wait`. Background jobs are left running. */

@@ -30,11 +30,42 @@ describe('/bg start --agent', () => {
     expect(record).toMatchObject({ agent: 'scout', task: 'where is the cache?', role: 'user' });
   }, 60_000);
 
+  it('--tools, --model and --system give the job its own spec (seen in its model request); a refused spec starts nothing and says why', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups);
+    const config = makeConfig(sim, root, {}, { agents: { scout: { description: 'finds files', model: 'scout-model' } } });
+    const session = new AgentSession({ config, closeExecutor: true });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
+
+    chat.submitLine('/bg start --tools nosuchtool where is the cache?');
+    expect(chat.entries.at(-1)?.text).toMatch(/^could not start the job: .*nosuchtool/);
+    expect(session.manager.jobs()).toEqual([]);
+
+    chat.submitLine('/bg start --tools grep --model scout-model --system "Answer in one line." where is the cache?');
+    const [job] = session.manager.jobs();
+    expect(await ended(session.manager, job?.id as string)).toMatchObject({ role: 'user', task: 'where is the cache?' });
+    const body = sim.requests[0]?.body as { model: string; tools: Array<{ function: { name: string } }>; messages: Array<{ role: string; content: string }> };
+    expect(body.model).toBe('scout-model');
+    // Its built-in tools narrowed to grep (report_alert is every job's own channel, not a built-in).
+    expect(body.tools.map((t) => t.function.name).filter((name) => name !== 'report_alert')).toEqual(['grep']);
+    expect(body.messages[0]?.content).toMatch(/Answer in one line\.$/);
+  }, 60_000);
+
   it('parses the flag in either form, and says the usage without a task', () => {
     expect(parseStart('--agent=scout find it', ['scout'])).toEqual({ task: 'find it', agent: 'scout' });
     expect(parseStart('  find --agent it ', ['scout'])).toEqual({ task: 'find --agent it' });
-    expect(parseStart('--agent scout', ['scout'])).toEqual({ problem: 'usage: /bg start [--agent NAME] <task>' });
-    expect(parseStart('', [])).toEqual({ problem: 'usage: /bg start [--agent NAME] <task>' });
+    const usage = 'usage: /bg start [--agent NAME] [--tools a,b] [--model M] [--system "…"] [--worktree] <task>';
+    expect(parseStart('--agent scout', ['scout'])).toEqual({ problem: usage });
+    expect(parseStart('', [])).toEqual({ problem: usage });
+    expect(parseStart('--worktree --tools grep,read_file --system "Say \\"no\\" briefly." --model m find it', [])).toEqual({
+      task: 'find it',
+      workspace: 'worktree',
+      tools: ['grep', 'read_file'],
+      systemPrompt: 'Say "no" briefly.',
+      model: 'm',
+    });
     expect(parseStart('--agent x y', [])).toEqual({ problem: 'no agent "x": none is configured (see docs/agents.md)' });
   });
 });

@@ -13,7 +13,7 @@ import { TurnSpeculation } from './speculation.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobRecord } from '../ledger/ledger.js';
-import { BackgroundManager, type CloseReport, type JobHandle, type JobScheduler } from '../jobs/manager.js';
+import { BackgroundManager, type CloseReport, type JobHandle, type JobScheduler, type SpawnRequest } from '../jobs/manager.js';
 import { ParentAgent, type AgentRole, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 export type { SessionEvents } from './session-events.js';
@@ -250,7 +250,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
    * A job a person started (`/bg start`): role `user`, no wave, its own usage bucket. It runs
    * `options.agent`, else `background.defaultAgent`, else a fork of the parent.
    */
-  startUserJob(task: string, label?: string, options: { agent?: string; name?: string } = {}): JobHandle {
+  /** `options`: the agent it runs as, a name, and the spawn's own spec (tools, model, systemPrompt, workspace). */
+  startUserJob(
+    task: string,
+    label?: string,
+    options: Pick<SpawnRequest, 'agent' | 'name' | 'tools' | 'model' | 'systemPrompt' | 'workspace'> = {},
+  ): JobHandle {
     return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null, ...options });
   }
 
