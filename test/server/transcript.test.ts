@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { transcriptPageShape } from '../../src/server/responses.js';
-import { tempWorkspace, useCleanup } from '../helpers/index.js';
+import { ended, tempWorkspace, useCleanup } from '../helpers/index.js';
 import { startTestServer } from '../helpers/server.js';
 
 const SECRET = 'sk-http-transcript-secret-0123456789';
@@ -64,5 +64,18 @@ describe('GET /v1/jobs/{id}/transcript', () => {
     // The document lists the route with its schema.
     const doc = (await (await api('/openapi.json')).json()) as { paths: Record<string, { get?: { responses: Record<string, { content?: unknown }> } }> };
     expect(doc.paths['/v1/jobs/{id}/transcript']?.get?.responses['200']?.content).toBeDefined();
+  });
+
+  it("a session's job by its ref (session/id): its transcript, as the page's detail view asks for it", async () => {
+    const { api, server } = await startTestServer(cleanup, {}, { script: [{ content: 'Found it in retry.ts.' }] });
+    const { id: session, session: agentSession } = server.state.createSession();
+    const job = agentSession.startUserJob('Where is the retry backoff?');
+    const ref = encodeURIComponent(`${session}/${job.id}`);
+    await ended(agentSession.manager, job.id);
+    const page = transcriptPageShape.parse(await (await api(`/v1/jobs/${ref}/transcript`)).json());
+    expect(page).toMatchObject({ jobId: job.id, total: 1, next: null });
+    expect(page.steps[0]).toMatchObject({ kind: 'model', text: expect.stringContaining('Found it in retry.ts.') as unknown });
+    // The bare id names the server's own job, of which there is none.
+    expect((await api(`/v1/jobs/${job.id}/transcript`)).status).toBe(404);
   });
 });
