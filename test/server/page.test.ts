@@ -21,11 +21,11 @@ const SCREENSHOT = new URL('../../docs/server-page.png', import.meta.url).pathna
 const launch = () => launchChromium(cleanup);
 
 async function startJob(page: Page, task: string, label: string): Promise<string> {
-  const rows = await page.locator('#jobs tbody tr').count();
   await page.fill('#task', task);
   await page.fill('#label', label);
   await page.click('#start-form button[type="submit"]');
-  const row = page.locator('#jobs tbody tr').nth(rows);
+  // By its label, not its position: a child of an earlier job may be drawn in between meanwhile.
+  const row = page.locator(`#jobs tbody tr:has(th:text-is("${label}"))`);
   await row.waitFor();
   return (await row.getAttribute('data-job-id')) as string;
 }
