@@ -251,11 +251,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
    * `options.agent`, else `background.defaultAgent`, else a fork of the parent.
    */
   /** `options`: the agent it runs as, a name, and the spawn's own spec (tools, model, systemPrompt, workspace). */
-  startUserJob(
-    task: string,
-    label?: string,
-    options: Pick<SpawnRequest, 'agent' | 'name' | 'tools' | 'model' | 'systemPrompt' | 'workspace'> = {},
-  ): JobHandle {
+  startUserJob(task: string, label?: string, options: Pick<SpawnRequest, 'agent' | 'name' | 'tools' | 'model' | 'systemPrompt' | 'workspace'> = {}): JobHandle {
     return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null, ...options });
   }
 
