@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { isEntry } from './entry.js';
 import { parseArgs } from 'node:util';
 import { runAdaptiveBench } from './adaptive.js';
 import { sharedTasksPerThread } from './cell.js';
@@ -327,14 +327,7 @@ export async function benchMain(argv: readonly string[]): Promise<number> {
   }
 }
 
-function isEntry(): boolean {
-  try {
-    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
-  } catch {
-    return false;
-  }
-}
-if (isEntry()) process.exitCode = await benchMain(process.argv.slice(2));
+if (isEntry(import.meta.url)) process.exitCode = await benchMain(process.argv.slice(2));
 
 /**
  * The soft open-file limit (Linux: /proc/self/limits). Every job in flight holds a socket, and a

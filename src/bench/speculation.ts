@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
+import { isEntry } from './entry.js';
 import { parseArgs } from 'node:util';
 import { AgentSession } from '../main/session/agent-session.js';
 import { parseConfig } from '../shared/config.js';
@@ -241,11 +241,4 @@ export async function speculationMain(argv: string[]): Promise<number> {
   }
 }
 
-function isEntry(): boolean {
-  try {
-    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
-  } catch {
-    return false;
-  }
-}
-if (isEntry()) process.exitCode = await speculationMain(process.argv.slice(2));
+if (isEntry(import.meta.url)) process.exitCode = await speculationMain(process.argv.slice(2));

@@ -89,6 +89,12 @@ async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: s
   return holder;
 }
 
+/** The `run-ended` reports of every worker, once there are at least `count` of them. */
+function runsReported(workers: TestWorker[], count: number): Promise<Array<Record<string, unknown>>> {
+  const all = () => workers.flatMap((w) => w.runsEnded());
+  return waitFor(() => all().length >= count && all(), "every run's report");
+}
+
 function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> {
   if ((manager.get(id)?.attempts ?? 0) >= 2) return Promise.resolve();
   return nextEvent<ManagerEvents, 'started'>(manager, 'started', (r) => r.id === id && r.attempts >= 2);
@@ -200,7 +206,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 1 });
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(drainedIds(manager, 1)).toEqual([...ids].sort());
-    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
+    const runs = await runsReported(workers, ids.length);
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 
@@ -219,7 +225,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(drainedIds(manager, 1)).toEqual([...ids].sort());
     // Redis kept the jobs: the runs went on (or were re-run once after a lost lock), never queued anew by the producer.
-    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
+    const runs = await runsReported(workers, ids.length);
     expect(new Set(runs.map((r) => r.bullId))).toEqual(new Set(ids.map((id) => bullIdOf(manager, id, 1))));
     expect(runs.filter((r) => r.end === 'done' && !r.lockLost && !r.evicted)).toHaveLength(ids.length);
   });
@@ -274,7 +280,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while wo
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(drainedIds(manager, 1)).toEqual([...ids].sort());
     // Taken over, not run again: one run per job across the workers.
-    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
+    const runs = await runsReported(workers, ids.length);
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 });
@@ -313,7 +319,7 @@ describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main pr
     for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
     expect(drainedIds(manager, 1)).toEqual([...ids].sort());
     expect(new Deliveries(manager).drain(2)).toEqual([]);
-    const runs = await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= ids.length && workers.flatMap((w) => w.runsEnded()), "every run's report");
+    const runs = await runsReported(workers, ids.length);
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 });
