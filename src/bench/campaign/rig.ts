@@ -1,0 +1,213 @@
+/**
+ * The fault campaign's rig: the processes an operator runs (`forkpool fanout`, `forkpool worker`,
+ * redis-server), started as child processes of the campaign, and the loopback simulator in the
+ * campaign's own process, which counts every model request: a job's run is its first request
+ * (system + task), found by the marker in its task.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { acceptsConnections, freeLoopbackPort } from '../../shared/loopback.js';
+import type { SimServer } from '../../sim/index.js';
+
+export const CLI = fileURLToPath(new URL('../../cli/index.js', import.meta.url));
+
+/** A folder for one scenario's files (configs, ledger, task file, Redis's AOF). */
+export function scratch(name: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), `forkpool-campaign-${name}-`));
+}
+
+/** The jobs' workspace: a file the simulated agent's grep finds. */
+export function campaignWorkspace(): string {
+  const dir = scratch('workspace');
+  mkdirSync(path.join(dir, 'src'));
+  writeFileSync(path.join(dir, 'src/retry.ts'), '// Retry with exponential backoff and jitter.\nexport const retryBackoff = (n: number) => 500 * 2 ** n;\n');
+  return dir;
+}
+
+/** The marker of task `i`, in its text: the sim's log tells its runs apart by it. */
+export const marker = (i: number) => `CMP-${i}-X`;
+
+/** A JSONL task file of `count` lines; line n (1-based) carries marker n. */
+export function taskFile(dir: string, count: number): string {
+  const file = path.join(dir, 'tasks.jsonl');
+  const lines = Array.from({ length: count }, (_, i) =>
+    JSON.stringify({ task: `Where is the retry backoff implemented? (${marker(i + 1)})`, label: `t${i + 1}` }),
+  );
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+/** Model runs per task line: first requests (system + user) carrying the line's marker. */
+export function runsByLine(sim: SimServer): Map<number, number> {
+  const runs = new Map<number, number>();
+  for (const request of sim.requests) {
+    const body = request.body as { messages?: Array<{ role: string; content: unknown }> } | undefined;
+    const messages = body?.messages ?? [];
+    if (messages.length !== 2 || messages[1]?.role !== 'user') continue;
+    const found = /CMP-(\d+)-X/.exec(String(messages[1].content));
+    if (found) runs.set(Number(found[1]), (runs.get(Number(found[1])) ?? 0) + 1);
+  }
+  return runs;
+}
+
+export interface Redis {
+  url: string;
+  port: number;
+  /** SIGKILL (or SIGTERM), then, after `downMs`, start again on the same port and folder. */
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A redis-server on loopback; `aof`: an fsync-always append-only file in `dir`. */
+export async function startRedis(dir: string, aof: boolean): Promise<Redis> {
+  const port = await freeLoopbackPort();
+  const args = ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, '--loglevel', 'warning'];
+  args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
+  let child: ChildProcess;
+  const start = async () => {
+    child = spawn('redis-server', args, { stdio: 'ignore' });
+    for (let tries = 0; !(await acceptsConnections(port)); tries++) {
+      if (child.exitCode !== null || tries >= 400) throw new Error(`redis-server on port ${port} did not start (exit code ${child.exitCode})`);
+      await sleep(25);
+    }
+  };
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    restart: async (downMs) => {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+    stop,
+  };
+}
+
+/** A process the campaign started, with its stdout lines as they come. */
+export interface Proc {
+  child: ChildProcess;
+  lines: string[];
+  stderr: string;
+  exited: Promise<number | null>;
+  /** Resolves when a stdout line passes `test` (at once if one did). */
+  waitForLine(test: (line: string) => boolean): Promise<void>;
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+export function startProcess(args: string[], env: Record<string, string> = {}): Proc {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const lines: string[] = [];
+  const watchers: Array<{ test: (line: string) => boolean; resolve: () => void }> = [];
+  let partial = '';
+  const proc: Proc = {
+    child,
+    lines,
+    stderr: '',
+    exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ? null : code))),
+    waitForLine: (test) =>
+      new Promise((resolve) => {
+        if (lines.some(test)) return resolve();
+        watchers.push({ test, resolve });
+      }),
+    kill: (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return proc.exited;
+    },
+  };
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    for (const line of parts) {
+      lines.push(line);
+      for (const watcher of [...watchers])
+        if (watcher.test(line)) {
+          watchers.splice(watchers.indexOf(watcher), 1);
+          watcher.resolve();
+        }
+    }
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    // The tail is enough to say why a run failed.
+    proc.stderr = (proc.stderr + chunk).slice(-4_000);
+  });
+  // Whatever happens to the campaign, its processes go with it.
+  process.once('exit', () => child.kill('SIGKILL'));
+  return proc;
+}
+
+/** A `forkpool worker`, resolved once it says it is ready. */
+export async function startWorker(redisUrl: string, queue: string, concurrency: number, configFile: string): Promise<Proc> {
+  const worker = startProcess([
+    'worker',
+    '--redis',
+    redisUrl,
+    '--queue',
+    queue,
+    '--config',
+    configFile,
+    '--concurrency',
+    String(concurrency),
+    '--json',
+    '--log-level',
+    'error',
+  ]);
+  const ready = worker.waitForLine((line) => line.includes('"worker-ready"'));
+  const died = worker.exited.then((code) => {
+    throw new Error(`a worker exited (${code}) before it was ready: ${worker.stderr}`);
+  });
+  await Promise.race([ready, died]);
+  died.catch(() => undefined);
+  return worker;
+}
+
+export interface TcpProxy {
+  port: number;
+  cut(): void;
+  restore(): void;
+  close(): void;
+}
+
+/** A loopback TCP proxy to `targetPort` whose connections can be cut (and refused) and restored. */
+export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
+  let isCut = false;
+  const sockets = new Set<net.Socket>();
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (isCut) return client.destroy();
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    track(upstream);
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const cut = () => {
+    isCut = true;
+    for (const socket of sockets) socket.destroy();
+  };
+  return { port: (server.address() as net.AddressInfo).port, cut, restore: () => (isCut = false), close: () => (cut(), server.close()) };
+}
+
+export function writeJson(dir: string, name: string, value: unknown): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, JSON.stringify(value));
+  return file;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
