@@ -212,6 +212,10 @@ export class ForkpoolWorker {
     if (cancelled || live.attempt.stopRequest) {
       live.attempt.dispose();
       this.#live.delete(bullId);
+      // This worker began closing while it looked: not the job's cancel, so another worker runs it
+      // (ending it here failed jobs that never ran, JOB_CANCELLED, in a rolling restart).
+      if (!cancelled && live.evicted)
+        return this.#handBack(job, token, `worker ${this.name} closed before run ${run} of ${bullId} started; the job goes to another worker`);
       return result({ kind: 'done', outcome: cancelledBeforeStart(spec.id) }, false);
     }
     const onSignal = () => live.attempt.requestStop('cancel');
