@@ -105,6 +105,12 @@ export interface Proc {
   kill(signal: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Whatever happens to the campaign, its processes go with it. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
 export function startProcess(args: string[], env: Record<string, string> = {}): Proc {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const lines: string[] = [];
@@ -141,8 +147,8 @@ export function startProcess(args: string[], env: Record<string, string> = {}): 
     // The tail is enough to say why a run failed.
     proc.stderr = (proc.stderr + chunk).slice(-4_000);
   });
-  // Whatever happens to the campaign, its processes go with it.
-  process.once('exit', () => child.kill('SIGKILL'));
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   return proc;
 }
 

@@ -132,7 +132,10 @@ function judge(plan: Plan, starts: Line[][], kills: number, note: string, second
   for (const count of fresh.values()) if (count > 1) doubled++;
   const last = starts.at(-1) ?? [];
   const statuses: Record<string, number> = {};
-  for (const line of last) statuses[line.status] = (statuses[line.status] ?? 0) + 1;
+  for (const line of last) {
+    const key = line.code === undefined ? line.status : `${line.status} ${line.code}`;
+    statuses[key] = (statuses[key] ?? 0) + 1;
+  }
   const runs = runsByLine(plan.sim);
   const reported = new Set(last.map((l) => l.line)).size;
   return {
