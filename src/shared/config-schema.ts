@@ -141,7 +141,7 @@ const backgroundSchema = z.strictObject({
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   workspace: z.enum(['shared', 'worktree']).default(DEFAULTS.background.workspace),
   worktreeDir: z.string().max(4096).default(DEFAULTS.background.worktreeDir),
-  tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
+  tasksPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
   /** Heap cap of each worker thread, MiB; 0: by isolation (see DEFAULTS.background.heapMb). */
   heapMb: z
