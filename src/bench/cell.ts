@@ -28,9 +28,12 @@ const KIND: Record<Exclude<ExecutorName, 'openai-agents' | 'ai-sdk'>, ExecutorKi
   'worker-per-job': 'worker-per-job',
 };
 
+/** `modelConnectionsPerThread` of the scale workload's cells: 2,000 sockets on 2 cores. */
+export const SCALE_CONNECTIONS_PER_THREAD = 1_000;
+
 /** `tasksPerThread` that spreads `concurrency` jobs over every core in shared isolation. */
 export function sharedTasksPerThread(concurrency: number): number {
-  return Math.min(10_000, Math.max(1, Math.ceil(concurrency / Math.max(1, availableParallelism()))));
+  return Math.min(100_000, Math.max(1, Math.ceil(concurrency / Math.max(1, availableParallelism()))));
 }
 
 function configFor(spec: CellSpec, concurrency: number, cancelGraceMs: number): ForkpoolConfig {
@@ -38,6 +41,9 @@ function configFor(spec: CellSpec, concurrency: number, cancelGraceMs: number): 
     baseUrl: spec.simUrl,
     workspaceRoot: spec.workspace,
     maxRetries: 2,
+    // Scale holds every job in flight at once: more connections than the default 256 per thread
+    // (still far below the open-file limit), so 3 calls × 100,000 jobs at 1 s end within the cell.
+    ...(spec.workload === 'scale' ? { modelConnectionsPerThread: SCALE_CONNECTIONS_PER_THREAD } : {}),
     background: {
       maxConcurrent: concurrency,
       isolation: spec.executor === 'piscina-shared' ? 'shared' : 'thread',

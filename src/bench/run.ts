@@ -200,7 +200,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchOutcome
               warmup: true,
               probes: plan.probes,
               hardProbes: plan.hardProbes,
-              timeoutMs: plan.timeoutMs,
+              timeoutMs: plan.timeoutFor?.(jobs) ?? plan.timeoutMs,
             };
             try {
               const cellStarted = Date.now();

@@ -29,6 +29,11 @@ export interface WorkloadPlan {
   probes: number;
   hardProbes: number;
   timeoutMs: number;
+  /**
+   * A fan-out's own bound on its waits, when it needs more than `timeoutMs` (scale's larger
+   * counts: at ~50 jobs/s on 2 cores, 20,000 jobs take ~400 s). Default: `timeoutMs`.
+   */
+  timeoutFor?: (jobs: number) => number;
   /** Writes the workspace itself (instead of `tree`) and names the task every job gets. */
   generate?: (dir: string) => { task: string; summary: string };
   /** Cells left out on purpose, with the reason (reported, not silently dropped). */
@@ -108,6 +113,8 @@ export function planWorkloads(quick: boolean): WorkloadPlan[] {
     probes: quick ? 3 : 5,
     hardProbes: quick ? 2 : 3,
     timeoutMs: quick ? 30_000 : 300_000,
+    // 40 ms a job past 7,500 jobs: twice what the 10,000-job cell took per job (Dec 3 run).
+    timeoutFor: (jobs) => (quick ? 30_000 : Math.max(300_000, jobs * 40)),
   };
   return [io, cpu, scale, parsePlan(quick)];
 }

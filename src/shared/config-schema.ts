@@ -141,7 +141,7 @@ const backgroundSchema = z.strictObject({
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   workspace: z.enum(['shared', 'worktree']).default(DEFAULTS.background.workspace),
   worktreeDir: z.string().max(4096).default(DEFAULTS.background.worktreeDir),
-  tasksPerThread: z.number().int().min(1).max(10_000).default(DEFAULTS.background.tasksPerThread),
+  tasksPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
   /** Heap cap of each worker thread, MiB; 0: by isolation (see DEFAULTS.background.heapMb). */
   heapMb: z
@@ -300,6 +300,13 @@ export const configSchema = z.strictObject({
   /** One turn (a model call plus the tools it calls), parent or job; past it: TURN_TIMEOUT. 0: off. */
   turnTimeoutMs: timerMs(0).default(DEFAULTS.turnTimeoutMs),
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
+  /**
+   * HTTP connections a thread (a worker, or the main thread for inline jobs) keeps to one model
+   * endpoint, shared by every job it runs; requests past it wait in FIFO order. The wait does not
+   * count toward `requestTimeoutMs` (that clock starts when the request is sent), but it does
+   * count toward `turnTimeoutMs` and a job's wall-clock budget. Default 256.
+   */
+  modelConnectionsPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.modelConnectionsPerThread),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),
   /** Characters of one model response before it fails with MODEL_RESPONSE_TOO_LARGE. */

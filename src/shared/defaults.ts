@@ -36,6 +36,12 @@ export const DEFAULTS = {
    * TURN_TIMEOUT. 0: no such limit (the per-request, per-tool and per-job timeouts still apply).
    */
   turnTimeoutMs: 0,
+  /**
+   * HTTP connections one thread keeps to one model endpoint (`baseUrl`); its other requests wait
+   * in FIFO order, before their timeout starts. 256: far below common open-file limits (1,024
+   * soft on many Linux systems) at a few threads, and beyond what one endpoint usually admits.
+   */
+  modelConnectionsPerThread: 256,
   /** A streamed response that sends nothing for this long is aborted. */
   streamIdleTimeoutMs: 60_000,
   /** Retries of 408/409/429/5xx and connection errors, with backoff and jitter. */

@@ -7,6 +7,7 @@ import { modelBaseUrl, type ForkpoolConfig } from './config.js';
 import { redactSecrets } from './tools/secrets.js';
 import { DEFAULTS } from './defaults.js';
 import { readEventStream } from './sse-reader.js';
+import type { ConnectionSlots } from './connection-slots.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -91,6 +92,11 @@ export interface ModelCallOptions {
   params: Pick<ChatCompletionCreateParams, 'messages' | 'tools'>;
   signal: AbortSignal;
   rateGate?: RateGate | undefined;
+  /**
+   * The thread's connections to this endpoint (`modelConnectionsPerThread`): each attempt holds
+   * a slot from before it is sent to its last byte. Undefined: no bound (undici's own pool).
+   */
+  connections?: ConnectionSlots | undefined;
   onRetry?: ((event: RetryEvent) => void) | undefined;
 }
 
@@ -132,7 +138,17 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
   const { config, signal } = options;
   for (let attempt = 0; ; attempt++) {
     if (signal.aborted) throw new AbortError(signal.reason);
-    const ticket = await admitRequest(options.rateGate, signal);
+    // A connection first, then the gate: the gate's latency and every timer below (ours and the
+    // SDK's) start when the request can really be sent, so a wait in this thread's own queue of
+    // requests never times a call out. An abort while waiting throws an AbortError, as below.
+    const release = options.connections ? await options.connections.acquire(signal) : undefined;
+    let ticket: GateTicket | undefined;
+    try {
+      ticket = await admitRequest(options.rateGate, signal);
+    } catch (error) {
+      release?.();
+      throw error;
+    }
     const sentAt = performance.now();
     try {
       const reply = config.stream ? await streamOnce(options) : await requestOnce(options);
@@ -155,8 +171,13 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
       }
       const backoff = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt) * (0.5 + Math.random() * 0.5);
       const delayMs = Math.max(backoff, verdict.retryAfterMs ?? 0);
+      // The backoff holds no connection: others may use it meanwhile.
+      release?.();
       options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason });
       await abortableSleep(delayMs, signal);
+    } finally {
+      // Once the body is read (or the request failed): the socket is idle again, or gone.
+      release?.();
     }
   }
 }

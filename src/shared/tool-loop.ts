@@ -14,6 +14,7 @@ import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
+import type { ConnectionSlots } from './connection-slots.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -45,6 +46,8 @@ export interface ToolLoopOptions {
   toolContext: Omit<ToolContext, 'signal'>;
   signal?: AbortSignal | undefined;
   rateGate?: RateGate | undefined;
+  /** The thread's bounded connections to the model endpoint (see {@link ConnectionSlots}). */
+  connections?: ConnectionSlots | undefined;
   onEvent?: ((event: LoopEvent) => void) | undefined;
   /**
    * Asked before every model call: text to add as a user message first (a job's children's
@@ -145,6 +148,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
           params: { messages, tools: apiTools },
           signal: call?.signal ?? turn.signal,
           rateGate: options.rateGate,
+          connections: options.connections,
           onRetry: (e: RetryEvent) => emit({ type: 'retry', ...e }),
         });
       } catch (error) {

@@ -63,6 +63,17 @@ class SimHttpServer implements SimServer {
   get peakConcurrency(): number {
     return this.#peakConcurrency;
   }
+
+  /** TCP connections open now (idle keep-alive ones included). */
+  get openConnections(): number {
+    return this.#sockets.size;
+  }
+
+  /** The most TCP connections open at once since the server started. */
+  get peakConnections(): number {
+    return this.#peakConnections;
+  }
+  #peakConnections = 0;
   #server: Server;
   #sockets = new Set<Socket>();
   #active = new Set<AbortController>();
@@ -77,6 +88,7 @@ class SimHttpServer implements SimServer {
     this.#server.keepAliveTimeout = 5_000;
     this.#server.on('connection', (socket) => {
       this.#sockets.add(socket);
+      this.#peakConnections = Math.max(this.#peakConnections, this.#sockets.size);
       socket.on('close', () => this.#sockets.delete(socket));
     });
     this.#server.on('clientError', (_error, socket) => socket.destroy());

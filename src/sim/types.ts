@@ -131,6 +131,10 @@ export interface SimServer {
   readonly overCapacity: number;
   /** The most chat requests ever in flight at once (refused ones not counted). */
   readonly peakConcurrency: number;
+  /** TCP connections open now, idle keep-alive ones included. */
+  readonly openConnections: number;
+  /** The most TCP connections ever open at once: what the clients' connection pools really used. */
+  readonly peakConnections: number;
   /** e.g. "sim script exhausted at request 4" (a live array). */
   scriptErrors: string[];
   /** Changes options at runtime (latency, faults, ...). A new `script` restarts at its first step. */

@@ -37,6 +37,8 @@ import { z } from 'zod';
 import type { Remote } from 'comlink';
 import { BudgetMeter } from '../shared/budget.js';
 import { capConversation } from '../shared/conversation-cap.js';
+import { connectionSlotsFor } from '../shared/connection-slots.js';
+import { modelBaseUrl } from '../shared/config.js';
 
 export interface BackgroundJobDeps {
   signal: AbortSignal;
@@ -110,6 +112,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         },
         signal: deps.signal,
         rateGate: deps.rateGate,
+        // Every job on this thread shares these: sockets stay bounded whatever the jobs in flight.
+        connections: connectionSlotsFor(modelBaseUrl(config), config.modelConnectionsPerThread),
         onEvent: deps.onEvent,
         beforeModelCall: children || steering ? () => joinInjections(children?.take(), steering?.take()) : undefined,
         interruptSignal: steering ? () => steering.nextCallSignal() : undefined,

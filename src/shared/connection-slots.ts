@@ -1,0 +1,138 @@
+import { AbortError } from './errors.js';
+
+/**
+ * One thread's connections to one model endpoint: at most `limit` requests hold a slot at a
+ * time, the rest wait in FIFO order.
+ *
+ * Why: Node's `fetch` (undici) keeps-alive its sockets but opens a new one whenever every open
+ * one is busy, with no bound. With `shared` isolation one thread holds thousands of jobs, each
+ * with a model call in flight: a socket each, until the process runs out of file descriptors
+ * (issue 23: 15,558 sockets at 20,000 jobs, EMFILE). With at most `limit` requests in flight,
+ * undici never needs more than `limit` sockets and reuses them.
+ *
+ * A request takes its slot before its timers start (see `callModel`): waiting here is the
+ * thread's own queue, not the endpoint being slow, so it never counts toward `requestTimeoutMs`.
+ */
+export class ConnectionSlots {
+  readonly limit: number;
+  #inUse = 0;
+  #peak = 0;
+  /** FIFO of waiters; `#head` is the next to serve (no `shift()`: O(n) at 50,000 waiters). */
+  #queue: (Waiter | undefined)[] = [];
+  #head = 0;
+
+  constructor(limit: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`connection slots: limit must be an integer ≥ 1, got ${limit}`);
+    this.limit = limit;
+  }
+
+  /** Requests holding a slot now. */
+  get inUse(): number {
+    return this.#inUse;
+  }
+
+  /** The most slots ever held at once. */
+  get peak(): number {
+    return this.#peak;
+  }
+
+  /** Requests waiting for a slot. */
+  get waiting(): number {
+    let n = 0;
+    for (let i = this.#head; i < this.#queue.length; i++) if (this.#queue[i]?.cancelled === false) n++;
+    return n;
+  }
+
+  /**
+   * Resolves with the function that gives the slot back (call it exactly once, in `finally`);
+   * rejects with an AbortError if `signal` aborts while waiting.
+   */
+  acquire(signal: AbortSignal): Promise<() => void> {
+    if (signal.aborted) return Promise.reject(new AbortError(signal.reason));
+    if (this.#inUse < this.limit) return Promise.resolve(this.#take());
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        cancelled: false,
+        // The releasing holder's slot passes to this one as it is (still counted).
+        grant: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(this.#handle());
+        },
+      };
+      // Left in the queue, marked: `#next` skips it.
+      const onAbort = () => {
+        waiter.cancelled = true;
+        reject(new AbortError(signal.reason));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#queue.push(waiter);
+    });
+  }
+
+  #take(): () => void {
+    this.#inUse++;
+    if (this.#inUse > this.#peak) this.#peak = this.#inUse;
+    return this.#handle();
+  }
+
+  /** The release function of a slot already counted in `#inUse`. */
+  #handle(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // Handed on in the next macrotask, still counted meanwhile. Why: a request's body ends
+      // (and its caller releases) a little before undici marks the socket free (a microtask
+      // later); the next request sent at once finds every socket busy and opens another. Seen
+      // with 8 slots: 15 sockets handed on at once, 8 one macrotask later.
+      setImmediate(() => {
+        const next = this.#next();
+        if (next) next.grant();
+        else this.#inUse--;
+      });
+    };
+  }
+
+  #next(): Waiter | undefined {
+    while (this.#head < this.#queue.length) {
+      const waiter = this.#queue[this.#head];
+      this.#queue[this.#head++] = undefined;
+      if (waiter && !waiter.cancelled) {
+        this.#compact();
+        return waiter;
+      }
+    }
+    this.#compact();
+    return undefined;
+  }
+
+  /** Drops the served prefix once it is most of the array, so a long-lived thread's queue stays small. */
+  #compact(): void {
+    if (this.#head > 1_024 && this.#head * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+}
+
+interface Waiter {
+  cancelled: boolean;
+  grant(): void;
+}
+
+/*
+ * One set of slots per endpoint per thread (module state is per thread: each worker has its own
+ * copy of this module), shared by every job the thread runs.
+ */
+const byEndpoint = new Map<string, ConnectionSlots>();
+
+/** This thread's slots for `baseUrl` with `limit` (a different limit for one URL gets its own). */
+export function connectionSlotsFor(baseUrl: string, limit: number): ConnectionSlots {
+  const key = `${limit} ${baseUrl}`;
+  let slots = byEndpoint.get(key);
+  if (!slots) {
+    slots = new ConnectionSlots(limit);
+    byEndpoint.set(key, slots);
+  }
+  return slots;
+}
