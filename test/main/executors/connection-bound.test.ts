@@ -47,16 +47,17 @@ describe('ConnectionSlots', () => {
 
 describe('a thread’s connections to the model endpoint', () => {
   it('a wait for a connection does not count toward requestTimeoutMs', async () => {
-    // Each request takes 250 ms and one connection serves them in turn: the fifth waits ~1 s,
-    // four times its 300 ms timeout. With no retries, a timer started at the wait fails it.
-    const { sim, client, config } = await startTestSim(cleanups, { latencyMs: 250 }, { requestTimeoutMs: 300, maxRetries: 0, stream: false });
+    // Each request takes 200 ms and one connection serves them in turn: the tenth waits 1.8 s or
+    // more, past its 1.5 s timeout (a margin a loaded machine needs: one request alone stays far
+    // under it). With no retries, a timer started at the wait fails the last ones.
+    const { sim, client, config } = await startTestSim(cleanups, { latencyMs: 200 }, { requestTimeoutMs: 1_500, maxRetries: 0, stream: false });
     const slots = new ConnectionSlots(1);
     const signal = new AbortController().signal;
-    const calls = Array.from({ length: 5 }, () =>
+    const calls = Array.from({ length: 10 }, () =>
       callModel({ client, config, params: { messages: [{ role: 'user', content: 'hello' }] }, signal, connections: slots }),
     );
     const settled = await Promise.allSettled(calls);
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    expect(settled.map((s) => s.status)).toEqual(Array.from({ length: 10 }, () => 'fulfilled'));
     expect(slots.peak).toBe(1);
     expect(sim.peakConnections).toBe(1);
   }, 20_000);
