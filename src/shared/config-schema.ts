@@ -121,7 +121,12 @@ const sessionBudgetSchema = z.strictObject({
 });
 
 const backgroundSchema = z.strictObject({
-  maxConcurrent: z.number().int().min(1).max(100_000).default(DEFAULTS.background.maxConcurrent),
+  /**
+   * Jobs out at once: running here, or (with a remote executor such as `bullmq`) handed to the
+   * queue. Up to 1,000,000; above about 10,000 it makes sense only with a remote executor, whose
+   * cap is how many jobs are out in Redis at once.
+   */
+  maxConcurrent: z.number().int().min(1).max(1_000_000).default(DEFAULTS.background.maxConcurrent),
   timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).default(DEFAULTS.background.timeoutMinutes),
   /**
    * The job timeout in milliseconds, instead of `timeoutMinutes` (setting both is an error).

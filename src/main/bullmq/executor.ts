@@ -15,7 +15,10 @@ import { CompletionGate } from './completion-gate.js';
 import { FinishedJobs } from './finished-jobs.js';
 import { closeClient, redisClient } from './redis.js';
 import { RemoteRun } from './remote-run.js';
-import { specForRedis } from './job-request.js';
+import { jobForRedis } from './job-request.js';
+import { BulkAdder } from './bulk-adder.js';
+import { jobStates, type PolledState } from './job-states.js';
+import { RequestStore } from './request-store.js';
 import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
 import { JobError } from '../../shared/errors.js';
 import type { JobTask } from '../../shared/protocol.js';
@@ -30,6 +33,19 @@ const RESULT_KEPT_MS = 10_000;
  * namespace (a durable ledger's) may take the results over, an hour when nobody can.
  */
 const ORPHAN_AGE_S = { adoptable: 86_400, random: 3_600 } as const;
+/** Jobs added to Redis in one write at most (bulk-adder.ts). */
+const ADD_BATCH = 1_000;
+/** Jobs whose state one script call looks up (job-states.ts), and how many the poll asks about per period at most. */
+const POLL_BATCH = 1_000;
+const POLL_MAX_PER_PERIOD = 5_000;
+
+/** A launch on its way into Redis. `newLaunch`: from run() (its old cancel and messages go), not a job Redis lost. */
+interface PendingAdd {
+  spec: JobTask['spec'];
+  bullId: string;
+  request: string;
+  newLaunch: boolean;
+}
 
 export interface BullmqExecutorOptions {
   redisUrl: string;
@@ -59,6 +75,8 @@ export class BullmqExecutor implements Executor {
   readonly #poll: NodeJS.Timeout;
   readonly #workers: WorkerWatch;
   readonly #finished: FinishedJobs;
+  readonly #requests: RequestStore;
+  readonly #adder: BulkAdder<PendingAdd>;
   /** Seconds a finished job of a producer that died stays in Redis (see ORPHAN_AGE_S). */
   readonly #orphanAgeS: number;
   #closing: Promise<void> | undefined;
@@ -77,6 +95,8 @@ export class BullmqExecutor implements Executor {
       return c;
     };
     this.#publisher = client();
+    this.#requests = new RequestStore(this.#publisher, this.#names.request, this.#orphanAgeS);
+    this.#adder = new BulkAdder((batch) => this.#write(batch), ADD_BATCH);
     const subscriber = client();
     this.#queue = new Queue(this.#options.queue, { connection: client() });
     this.#queue.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq queue error'));
@@ -145,15 +165,15 @@ export class BullmqExecutor implements Executor {
       logger: this.#logger,
     });
     this.#runs.set(bullId, run);
+    const request = this.#requests.use(spec);
     const onHardStop = () => run.hardStop();
     hardStop.addEventListener('abort', onHardStop, { once: true });
     try {
       await this.#ready;
-      // A new launch under an id used before (a restarted job): an old cancel must not end it,
-      // and its messages come in its spec (JobInbox.forLaunch), not from the old launch's list.
-      await this.#publisher.del(...this.#launchKeys(bullId));
-      await this.#add(spec, bullId);
+      await this.#add(spec, bullId, request, true);
       run.added = true;
+      // A cancel sent while the job was on its way may have been deleted with the old launch's keys.
+      if (run.stopReason && !run.isSettled) await this.#control({ bullId, action: 'cancel', reason: run.stopReason });
       await run.settled;
     } catch (error) {
       run.abandon(error);
@@ -161,6 +181,7 @@ export class BullmqExecutor implements Executor {
     } finally {
       hardStop.removeEventListener('abort', onHardStop);
       this.#runs.delete(bullId);
+      this.#requests.release(request);
       // Ended here without its result taken (hard-stopped, abandoned): removed when it finishes.
       if (run.added && !run.taken) this.#finished.orphaned(bullId, run.hardStopped);
     }
@@ -194,7 +215,7 @@ export class BullmqExecutor implements Executor {
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
 
-  async #add(spec: JobTask['spec'], bullId: string): Promise<void> {
+  async #add(spec: JobTask['spec'], bullId: string, request: string, newLaunch: boolean): Promise<void> {
     // The same launch id again here (a restarted job): the old result was taken, it must go.
     // In a new process the id may find a run of the previous one: adding is then a no-op, and
     // the run (still going, or its result waiting) is taken over.
@@ -203,17 +224,35 @@ export class BullmqExecutor implements Executor {
       await this.#queue.remove(bullId);
       this.gate.forget(bullId);
     }
-    await this.#queue.add(
-      'job',
-      { spec: specForRedis(spec) },
-      {
-        jobId: bullId,
-        attempts: this.#options.attempts,
-        // Removed once the main side has taken the result (finished-jobs.ts); these ages only
-        // bound what a producer that died leaves behind.
-        removeOnComplete: { age: this.#orphanAgeS },
-        removeOnFail: { age: this.#orphanAgeS },
-      },
+    await this.#adder.add({ spec, bullId, request, newLaunch });
+  }
+
+  /** One batch of launches into Redis: their requests first (a worker may take a job at once), then the jobs. */
+  async #write(batch: PendingAdd[]): Promise<void> {
+    const before = this.#publisher.multi();
+    // A new launch under an id used before (a restarted job): an old cancel must not end it,
+    // and its messages come in its spec (JobInbox.forLaunch), not from the old launch's list.
+    const launchKeys = batch.filter((add) => add.newLaunch).flatMap((add) => this.#launchKeys(add.bullId));
+    if (launchKeys.length > 0) before.del(...launchKeys);
+    this.#requests.store(
+      before,
+      batch.map((add) => add.request),
+    );
+    const failed = (await before.exec())?.find(([error]) => error);
+    if (failed) throw failed[0] ?? new Error('redis refused a launch key delete or a request write');
+    await this.#queue.addBulk(
+      batch.map(({ spec, bullId, request }) => ({
+        name: 'job',
+        data: { spec: jobForRedis(spec), request },
+        opts: {
+          jobId: bullId,
+          attempts: this.#options.attempts,
+          // Removed once the main side has taken the result (finished-jobs.ts); these ages only
+          // bound what a producer that died leaves behind.
+          removeOnComplete: { age: this.#orphanAgeS },
+          removeOnFail: { age: this.#orphanAgeS },
+        },
+      })),
     );
   }
 
@@ -313,29 +352,54 @@ export class BullmqExecutor implements Executor {
 
   /**
    * Events can be missed (a reconnect, a main process that was busy) and a Redis without
-   * persistence forgets jobs when it restarts: a run with no news for `pollMs` asks Redis.
+   * persistence forgets jobs when it restarts: a run with no news for `pollMs` asks Redis, in
+   * batches of one script call each (job-states.ts), at most POLL_MAX_PER_PERIOD runs a period;
+   * those asked about count as having news, so the next period asks about the others.
    */
   #pollQuiet(): void {
     const now = Date.now();
-    for (const [bullId, run] of this.#runs) {
+    const quiet: RemoteRun[] = [];
+    for (const run of this.#runs.values()) {
+      if (quiet.length >= POLL_MAX_PER_PERIOD) break;
       if (!run.added || run.isSettled || now - run.lastNews < this.#options.pollMs) continue;
       run.lastNews = now;
-      void this.#check(bullId, run).catch((error: unknown) => this.#logger?.debug({ err: error, bullId }, 'poll failed'));
+      quiet.push(run);
     }
+    const failed = (error: unknown) => this.#logger?.debug({ err: error }, 'poll failed');
+    void this.#requests.refresh().catch(failed);
+    for (let i = 0; i < quiet.length; i += POLL_BATCH) void this.#checkBatch(quiet.slice(i, i + POLL_BATCH)).catch(failed);
   }
 
-  async #check(bullId: string, run: RemoteRun): Promise<void> {
-    const state = await this.#queue.getJobState(bullId);
+  async #checkBatch(runs: RemoteRun[]): Promise<void> {
+    const states = await jobStates(
+      this.#publisher,
+      this.#queue.toKey(''),
+      runs.map((run) => run.bullId),
+    );
+    await Promise.all(
+      runs.map((run, i) =>
+        this.#check(run, states[i] ?? 'other').catch((error: unknown) => this.#logger?.debug({ err: error, bullId: run.bullId }, 'poll failed')),
+      ),
+    );
+  }
+
+  async #check(run: RemoteRun, state: PolledState): Promise<void> {
+    const { bullId } = run;
     if (state === 'completed') {
       const job = await Job.fromId(this.#queue, bullId);
       return this.#onCompleted(bullId, job?.returnvalue);
     }
     if (state === 'failed') return this.#onFailed(bullId);
-    if (state === 'unknown' && !run.isSettled) {
+    if (state === 'missing' && !run.isSettled) {
       // Redis lost it (restarted without persistence): the ledger still knows the job.
       this.#logger?.warn({ bullId }, 'job missing from Redis; adding it again');
       run.onLost();
-      await this.#add(run.spec(), bullId);
+      const request = this.#requests.use(run.spec());
+      try {
+        await this.#add(run.spec(), bullId, request, false);
+      } finally {
+        this.#requests.release(request);
+      }
     }
   }
 }

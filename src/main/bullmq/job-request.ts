@@ -75,17 +75,29 @@ export type JobRequest = z.output<typeof jobRequestSchema>;
 export const wireSpecSchema = jobSpecSchema.omit({ config: true }).extend({ request: jobRequestSchema });
 export type WireSpec = z.output<typeof wireSpecSchema>;
 
-/** The spec as it goes into Redis (see the module comment). */
+/** A job's own fields as its BullMQ job carries them; its request is stored once per fan-out (request-store.ts). */
+export type WireJob = Omit<WireSpec, 'request'>;
+
+/** The spec as a worker sees it (see the module comment): the job's own fields and its request. */
 export function specForRedis(spec: JobSpec): WireSpec {
+  return { ...jobForRedis(spec), request: requestForRedis(spec) };
+}
+
+/** The job's own fields, without its config. */
+export function jobForRedis(spec: JobSpec): WireJob {
+  return pickDefined(spec, JOB_FIELDS);
+}
+
+/** What the job asks of a worker: the same for every job of a fan-out that shares its config and agent. */
+export function requestForRedis(spec: JobSpec): JobRequest {
   const { config } = spec;
   const agent = spec.agent === undefined ? undefined : config.agents[spec.agent];
-  const request: JobRequest = {
+  return {
     ...pickDefined(config, REQUEST_FIELDS),
     baseUrl: withoutCredentials(modelBaseUrl(configForAgent(config, spec.agent))),
     background: pickDefined(config.background, BACKGROUND_FIELDS),
     ...(agent ? { agent: pickDefined(agent, AGENT_FIELDS) } : {}),
   };
-  return { ...pickDefined(spec, JOB_FIELDS), request };
 }
 
 /**

@@ -63,6 +63,11 @@ export class RemoteRun {
     return this.#settled;
   }
 
+  /** Why it was asked to stop, if it was. */
+  get stopReason(): StopRequest | undefined {
+    return this.#stopReason;
+  }
+
   spec(): JobSpec {
     return this.#spec;
   }

@@ -16,7 +16,7 @@ import {
   type WorkerMessage,
 } from '../../shared/protocol.js';
 import type { SerializedError } from '../../shared/errors.js';
-import type { WireSpec } from './job-request.js';
+import type { WireJob, WireSpec } from './job-request.js';
 
 /** Redis key and channel names of one queue (BullMQ's own keys live under `bull:<queue>:`). */
 export function redisNames(queue: string) {
@@ -32,6 +32,8 @@ export function redisNames(queue: string) {
     /** The cluster-wide 429 gate: "paused until" epoch ms, the latest deadline wins. */
     rateGate: `${base}:rate-gate`,
     rateGateChannel: `${base}:rate-gate`,
+    /** A job request (JSON), shared by the jobs that ask the same, under the sha256 of its text. */
+    request: (hash: string) => `${base}:request:${hash}`,
   };
 }
 
@@ -40,9 +42,14 @@ export function bullJobId(namespace: string, jobId: string, launch: number, owne
   return owner === undefined ? `${namespace}.${jobId}.${launch}` : `${namespace}.${owner}.${jobId}.${launch}`;
 }
 
-/** What a job's BullMQ data holds: the job without its config, and what it asks of a worker (job-request.ts). */
+/**
+ * What a job's BullMQ data holds: the job without its config, and the hash of what it asks of a
+ * worker (job-request.ts), stored once per fan-out under {@link redisNames}`.request` (see
+ * request-store.ts). A spec that carries its request inline (the earlier format) is read too.
+ */
 export interface RemoteJobData {
-  spec: WireSpec;
+  spec: WireJob | WireSpec;
+  request?: string;
 }
 
 /** How one run ended on its worker (an {@link import('../executors/attempt.js').AttemptEnd}, serialized). */

@@ -23,6 +23,7 @@ import { wireSpecSchema, type WireSpec } from './job-request.js';
 import { WorkerPolicy } from './worker-policy.js';
 import { RateGateBridge } from './rate-gate-bridge.js';
 import { RunSteering } from './run-steering.js';
+import { RequestCache, RequestUnavailable } from './request-cache.js';
 import { closeClient, redisClient } from './redis.js';
 import { controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
 
@@ -84,6 +85,7 @@ export class ForkpoolWorker {
   readonly #pool: PiscinaExecutor;
   readonly #rateGate: RateGateBridge;
   readonly #policy: WorkerPolicy;
+  readonly #requests: RequestCache;
   readonly #live = new Map<string, LiveRun>();
   #worker: Worker<RemoteJobData, RunResult> | undefined;
   #closing: Promise<void> | undefined;
@@ -104,6 +106,7 @@ export class ForkpoolWorker {
       ...(options.workerFile ? { workerFile: options.workerFile } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
+    this.#requests = new RequestCache(this.#publisher, this.#names.request);
     this.#rateGate = new RateGateBridge(options.queue ?? BULLMQ_DEFAULTS.queue, this.#publisher, this.#subscriber);
   }
 
@@ -175,7 +178,7 @@ export class ForkpoolWorker {
   }
 
   async #process(job: Job<RemoteJobData>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunResult> {
-    const parsed = wireSpecSchema.safeParse(job.data?.spec);
+    const parsed = wireSpecSchema.safeParse(await this.#wireSpec(job));
     if (!parsed.success) {
       // Retrying cannot fix a malformed job (nor one that carries a key, a workspace or a sandbox setting).
       const where = parsed.error.issues
@@ -244,6 +247,25 @@ export class ForkpoolWorker {
     if (live.lockLost) throw new Error(`run ${run} of ${bullId} lost its lock and was aborted`);
     if (live.evicted) return this.#handBack(job, token, `worker ${this.name} closed during run ${run} of ${bullId}; the job goes to another worker`);
     return result(remoteEnd(end, live.attempt.stopRequest));
+  }
+
+  /**
+   * The job's spec with its request: the one stored under the job's `request` hash (read once,
+   * see request-cache.ts), else the one its spec carries. Fails the job, unretried, when the
+   * stored request is gone or forged.
+   */
+  async #wireSpec(job: Job<RemoteJobData>): Promise<unknown> {
+    const data: unknown = job.data;
+    if (typeof data !== 'object' || data === null) return undefined;
+    const { spec, request } = data as { spec?: unknown; request?: unknown };
+    if (request === undefined) return spec;
+    if (typeof request !== 'string') throw new UnrecoverableError(`job ${job.id} carries no valid forkpool job spec (request: not a string)`);
+    try {
+      return { ...(spec as object), request: await this.#requests.get(request) };
+    } catch (error) {
+      if (error instanceof RequestUnavailable) throw new UnrecoverableError(`job ${job.id} cannot run: ${error.message}`);
+      throw error;
+    }
   }
 
   /**

@@ -1,0 +1,93 @@
+/**
+ * Issue 23, the producer at scale: a fan-out's request is stored once in Redis (a queued job
+ * costs under 1 KB), the quiet-job poll costs the same whatever the number of waiting jobs (no
+ * per-job LPOS), and a worker refuses a job whose stored request is gone or forged. Real
+ * redis-server (private: its command counts are this test's), real `forkpool worker`, the real
+ * manager.
+ */
+import { createHash } from 'node:crypto';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { jobForRedis, specForRedis } from '../../../src/main/bullmq/job-request.js';
+import { canonicalJson } from '../../../src/main/bullmq/request-store.js';
+import { parseConfig } from '../../../src/shared/config.js';
+import { bullManager, skipWithoutRedis, RESEARCH_TASK, makeConfig, startRedis, startSim, startWorker, tempWorkspace, useCleanup } from '../../helpers/index.js';
+
+const cleanup = useCleanup();
+// Not more: closing the manager cancels each waiting job one by one (seconds per thousand).
+const JOBS = 300;
+const POLL_MS = 200;
+
+function commandCalls(info: string, command: string): number {
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+}
+
+describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
+  it('300 queued jobs share one request key, cost under 1 KB each in Redis, and the poll asks Redis a fixed number of times, never LPOS', async () => {
+    const redis = await startRedis(cleanup);
+    const probe = new Redis(redis.url);
+    cleanup.add(() => probe.disconnect());
+    const workspace = tempWorkspace(undefined, cleanup);
+    const config = makeConfig(
+      undefined,
+      workspace,
+      { maxConcurrent: JOBS },
+      { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: 'fp-scale', pollMs: POLL_MS } },
+    );
+    const manager = await bullManager(config, cleanup);
+    for (let i = 0; i < JOBS; i++) manager.spawn({ task: `${RESEARCH_TASK} (${i})`, label: `fan ${i}` });
+    for (const deadline = Date.now() + 15_000; (await probe.llen('bull:fp-scale:wait')) < JOBS;) {
+      if (Date.now() > deadline) throw new Error('the jobs did not all reach Redis');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+
+    const requestKeys = await probe.keys('forkpool:fp-scale:request:*');
+    expect(requestKeys).toHaveLength(1);
+    const jobKeys = (await probe.lrange('bull:fp-scale:wait', 0, -1)).map((id) => `bull:fp-scale:${id}`);
+    let bytes = 0;
+    for (const key of [...jobKeys, ...requestKeys]) bytes += Number(await probe.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    expect(bytes / JOBS).toBeLessThan(1_024);
+
+    // Every job is quiet (no worker): each poll period asks about all of them.
+    await probe.config('RESETSTAT');
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS * 5));
+    const stats = await probe.info('commandstats');
+    expect(commandCalls(stats, 'lpos')).toBe(0);
+    // One script call per period for up to 1,000 jobs (about 5 here, not 1,500).
+    expect(commandCalls(stats, 'eval') + commandCalls(stats, 'evalsha')).toBeLessThanOrEqual(10);
+  }, 20_000);
+
+  it('a worker refuses, unrun, a job whose stored request is gone or does not match its hash; the real one runs', async () => {
+    const redis = await startRedis(cleanup);
+    const sim = await startSim(cleanup);
+    const workspace = tempWorkspace(undefined, cleanup);
+    await startWorker(cleanup, redis.url, { config: { baseUrl: sim.url, apiKey: 'k', workspaceRoot: workspace }, queue: 'fp-req' });
+    const connection = { host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null };
+    const queue = new Queue('fp-req', { connection });
+    const events = new QueueEvents('fp-req', { connection });
+    const probe = new Redis(redis.url);
+    cleanup.add(() => Promise.allSettled([queue.close(), events.close(), probe.quit()]));
+    await events.waitUntilReady();
+
+    const spec = {
+      id: 'bg-1',
+      label: 'x',
+      task: 'List the workspace.',
+      role: 'user' as const,
+      attempt: 1,
+      config: parseConfig({ baseUrl: sim.url, workspaceRoot: workspace }),
+    };
+    const text = canonicalJson(specForRedis(spec).request);
+    const hash = createHash('sha256').update(text).digest('hex');
+    const run = async (id: string) =>
+      (await queue.add('job', { spec: { ...jobForRedis(spec), id }, request: hash }, { jobId: id })).waitUntilFinished(events, 30_000);
+
+    await expect(run('gone')).rejects.toThrow(/request [0-9a-f]{64} is gone from Redis/);
+    await probe.set(`forkpool:fp-req:request:${hash}`, text.replace('"model"', '"model" ').trim());
+    await expect(run('forged')).rejects.toThrow(/does not match its hash/);
+    await probe.set(`forkpool:fp-req:request:${hash}`, text);
+    await expect(run('real')).resolves.toMatchObject({ end: { kind: 'done' } });
+    expect(sim.requests.length).toBeGreaterThan(0);
+  }, 20_000);
+});
