@@ -1,4 +1,3 @@
-import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { TIMINGS } from '../../shared/defaults.js';
@@ -19,6 +18,7 @@ import {
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
+import { portPair, type AttemptPort } from './local-ports.js';
 import type { JobScheduler } from './scheduler.js';
 
 /** How one launch of a job ended, as far as its attempt can tell. */
@@ -75,8 +75,8 @@ export class Attempt {
   readonly #processGroups = new Set<number>();
   #resolve!: (end: AttemptEnd) => void;
   #end: AttemptEnd | undefined;
-  #port: MessagePort | undefined;
-  #permissionPort: MessagePort | undefined;
+  #port: AttemptPort | undefined;
+  #permissionPort: AttemptPort | undefined;
   #started = false;
   #hardStopped = false;
   #portClosed = false;
@@ -107,18 +107,22 @@ export class Attempt {
   launch(spec: JobSpec): void {
     const { executor } = this.#options;
     this.#processTag = spec.processTag;
-    const events = new MessageChannel();
-    const permissions = new MessageChannel();
-    this.#port = events.port1;
-    this.#permissionPort = permissions.port1;
-    exposeOnPort(this.#options.permissions, permissions.port1);
-    events.port1.on('message', (message: unknown) => this.#onMessage(message));
-    events.port1.once('close', () => {
+    // A remote executor's job never crosses a thread of this process: its ports are an
+    // in-process pair, not two native MessageChannels (see local-ports.ts), and nobody asks
+    // the permission service over them (the executor closes that port at once).
+    const remote = executor.capabilities.remote === true;
+    const events = portPair(remote);
+    const permissions = portPair(remote);
+    this.#port = events.local;
+    this.#permissionPort = permissions.local;
+    if (permissions.native) exposeOnPort(this.#options.permissions, permissions.native);
+    events.local.on('message', (message: unknown) => this.#onMessage(message));
+    events.local.once('close', () => {
       this.#portClosed = true;
       this.#check();
     });
     const { owner } = this.#options;
-    const task = { spec, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: this.#options.rateGateBuffer, ...(owner ? { owner } : {}) };
+    const task = { spec, port: events.remote, permissionPort: permissions.remote, rateGateBuffer: this.#options.rateGateBuffer, ...(owner ? { owner } : {}) };
     const exclusive = this.number > 1 && executor.capabilities.exclusive;
     let run: Promise<void>;
     try {
@@ -294,7 +298,7 @@ export class Attempt {
     // Only an open port: once its `close` has fired every message was delivered, and
     // receiveMessageOnPort() on a closed port crashes Node 20 (a segmentation fault, seen here).
     if (!this.#port || this.#portClosed) return;
-    for (let next = receiveMessageOnPort(this.#port); next; next = receiveMessageOnPort(this.#port)) this.#onMessage(next.message);
+    for (let next = this.#port.receive(); next; next = this.#port.receive()) this.#onMessage(next.message);
   }
 
   #noResultError(): unknown {

@@ -20,7 +20,11 @@ export interface ExecutorCapabilities {
    * died or lost it. Each start counts as an attempt in the job's record.
    */
   readonly reruns?: boolean;
-  /** Jobs run in other processes, maybe on other machines (their child processes are not ours to kill). */
+  /**
+   * Jobs run in other processes, maybe on other machines (their child processes are not ours to
+   * kill). Its tasks' ports are then in-process ends (local-ports.ts), not MessagePorts: it may
+   * only `postMessage`, listen for `message` and `close`, and `close()` them, never transfer them.
+   */
   readonly remote?: boolean;
   /**
    * A remote executor that carries a `steer` message on a job's port to where the job runs

@@ -1,0 +1,136 @@
+/**
+ * The main thread's cost per job (issue 23), as invariants: a remote executor's launches hold no
+ * native MessagePort while in flight, and the heap of a manager that has ended and delivered
+ * thousands of jobs levels off (records past retention, transcripts past the newest held, ports,
+ * attempts: nothing of an ended, delivered job is kept beyond its bounds). A fake remote
+ * executor answers every job at once, so only the main side is measured.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { Deliveries } from '../../../src/main/delivery/deliveries.js';
+import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../../../src/main/executors/executor.js';
+import type { JobTask, WorkerMessage } from '../../../src/shared/protocol.js';
+import { parseConfig } from '../../../src/shared/config.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+async function settledHeap(): Promise<number> {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+const nativePorts = () => process.getActiveResourcesInfo().filter((r) => r === 'MessagePort').length;
+
+const TEXT = 'The tool loop lives in src/loop.ts and returns 42. '.repeat(10);
+const OUTPUT = 'x'.repeat(2_000);
+const USAGE = { promptTokens: 100, completionTokens: 50, totalTokens: 150, requests: 1 };
+
+/** Runs each job at once as a remote worker would report it (a transcript of ~5 KB), or holds it in flight. */
+class InstantRemote implements Executor {
+  readonly kind = 'fake-remote';
+  readonly capabilities: ExecutorCapabilities = { isolation: 'thread', hardStop: true, exclusive: false, reruns: true, remote: true };
+  hold = false;
+  readonly #held: Array<() => void> = [];
+
+  run(task: JobTask, _options: ExecuteOptions): Promise<void> {
+    task.permissionPort.close();
+    const jobId = task.spec.id;
+    const post = (message: WorkerMessage) => task.port.postMessage(message);
+    return new Promise((resolve) => {
+      post({ type: 'started', jobId, threadId: 0, at: Date.now() });
+      if (this.hold) return void this.#held.push(resolve);
+      setImmediate(() => {
+        for (let iteration = 1; iteration <= 2; iteration++) {
+          post({ type: 'progress', jobId, event: { type: 'model_response', iteration, toolCalls: 1, usage: USAGE, model: 'sim', ms: 50 } });
+          post({ type: 'progress', jobId, event: { type: 'assistant_text', iteration, text: TEXT, final: iteration === 2 } });
+          post({ type: 'progress', jobId, event: { type: 'tool_call', callId: `c${iteration}`, name: 'read_file', argsPreview: '{}', args: '{"path":"a"}' } });
+          post({
+            type: 'progress',
+            jobId,
+            event: { type: 'tool_result', callId: `c${iteration}`, name: 'read_file', ok: true, chars: 2_000, ms: 1, output: OUTPUT },
+          });
+        }
+        post({ type: 'done', jobId, outcome: { stopReason: 'final', text: TEXT, usage: { sim: USAGE }, iterations: 2 } });
+        task.port.close();
+        resolve();
+      });
+    });
+  }
+
+  release(): void {
+    for (const resolve of this.#held.splice(0)) resolve();
+  }
+
+  threadCount(): number {
+    return 0;
+  }
+
+  async close(): Promise<void> {
+    this.release();
+  }
+}
+
+function setup(maxConcurrent: number) {
+  const executor = new InstantRemote();
+  const config = parseConfig({
+    baseUrl: 'http://127.0.0.1:9/v1',
+    workspaceRoot: process.cwd(),
+    background: { maxConcurrent, queueLimit: 100_000, retention: { keepResults: 100, keepRecords: 500 } },
+  });
+  const manager = new BackgroundManager({ config, executor, closeExecutor: true });
+  const deliveries = new Deliveries(manager);
+  let ended = 0;
+  const waiters: Array<() => void> = [];
+  // Printed is delivered, as in `fanout`.
+  manager.on('done', (job) => {
+    deliveries.markDelivered(job.id);
+    ended++;
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const runBatch = async (count: number, from: number) => {
+    const target = ended + count;
+    for (let i = 0; i < count; i++) manager.spawn({ task: `task ${from + i}`, label: `line ${from + i}`, role: 'user', wave: null });
+    while (ended < target) await new Promise<void>((resolve) => waiters.push(resolve));
+  };
+  return { executor, manager, runBatch };
+}
+
+describe("the main thread's memory per job", () => {
+  it('a remote launch in flight holds no native MessagePort, and little heap', async () => {
+    const { executor, manager } = setup(10_000);
+    executor.hold = true;
+    await new Promise((resolve) => setImmediate(resolve));
+    const ports = nativePorts();
+    const heap = await settledHeap();
+    let started = 0;
+    const allStarted = new Promise<void>((resolve) => manager.on('started', () => ++started === 2_000 && resolve()));
+    for (let i = 0; i < 2_000; i++) manager.spawn({ task: `task ${i}`, label: `line ${i}`, role: 'user', wave: null });
+    await allStarted;
+    expect(manager.jobs().filter((job) => job.state === 'running')).toHaveLength(2_000);
+    expect(nativePorts()).toBe(ports);
+    const perJob = ((await settledHeap()) - heap) / 2_000;
+    // Measured ~6.4 KB (Dec 3); two MessageChannels per launch made it ~9.8 KB.
+    expect(perJob).toBeLessThan(12_000);
+    executor.release();
+    await manager.close({ timeoutMs: 2_000 });
+  }, 40_000);
+
+  it('ended and delivered jobs level off: 2,000 more jobs past the bounds add (almost) nothing to the heap', async () => {
+    const { manager, runBatch } = setup(200);
+    // Past retention's 500 records first (a forgotten job's transcript goes with it).
+    await runBatch(1_000, 0);
+    const filled = await settledHeap();
+    await runBatch(2_000, 1_000);
+    const grown = (await settledHeap()) - filled;
+    // Each job's transcript alone is ~5 KB: keeping them all would add ~10 MB here.
+    expect(grown / 2_000).toBeLessThan(1_000);
+    expect(manager.jobs().length).toBeLessThanOrEqual(500);
+    await manager.close({ timeoutMs: 2_000 });
+  }, 40_000);
+});
