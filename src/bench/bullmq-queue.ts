@@ -16,27 +16,15 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startRedis } from './redis-server.js';
 import { Redis } from 'ioredis';
 import { BackgroundManager } from '../main/jobs/manager.js';
 import { parseConfig } from '../shared/config.js';
-import { acceptsConnections, freeLoopbackPort } from '../shared/loopback.js';
 import { startSimServer } from '../sim/index.js';
 
 const CLI = fileURLToPath(new URL('../cli/index.js', import.meta.url));
 const TASK = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
 const QUEUE = 'bench-queue';
-
-async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freeLoopbackPort();
-  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
-    stdio: 'ignore',
-  });
-  for (let tries = 0; !(await acceptsConnections(port)); tries++) {
-    if (child.exitCode !== null || tries >= 200) throw new Error(`redis-server on port ${port} did not start (exit code ${child.exitCode})`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { url: `redis://127.0.0.1:${port}`, child };
-}
 
 /** A `forkpool worker` whose `run-ended` lines are counted per BullMQ job id. */
 function startWorker(redisUrl: string, concurrency: number, configFile: string, ended: Map<string, number>): Promise<ChildProcess> {
@@ -160,7 +148,7 @@ async function main(): Promise<void> {
   } finally {
     for (const worker of workers) worker.kill('SIGKILL');
     probe.disconnect();
-    redis.child.kill('SIGKILL');
+    await redis.stop();
     await sim.close();
     rmSync(root, { recursive: true, force: true });
   }

@@ -9,11 +9,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { acceptsConnections, freeLoopbackPort } from '../shared/loopback.js';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startRedis } from './redis-server.js';
 import { BackgroundManager } from '../main/jobs/manager.js';
 import { parseConfig, type ForkpoolConfig } from '../shared/config.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
@@ -31,19 +31,6 @@ interface Row {
   startP99Ms: number;
   cancelP50Ms: number;
   cancelP99Ms: number;
-}
-
-async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freeLoopbackPort();
-  const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
-    stdio: 'ignore',
-  });
-  // Wait until it accepts connections (a fixed pause was too short on a loaded machine).
-  for (let tries = 0; !(await acceptsConnections(port)); tries++) {
-    if (child.exitCode !== null || tries >= 200) throw new Error(`redis-server on port ${port} did not start (exit code ${child.exitCode})`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { url: `redis://127.0.0.1:${port}`, child };
 }
 
 /** `configFile`: the worker's own config (its model endpoints and workspace; jobs carry neither). */
@@ -213,7 +200,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    redis.child.kill('SIGKILL');
+    await redis.stop();
     await sim.close();
     await hanging.close();
     rmSync(root, { recursive: true, force: true });

@@ -9,7 +9,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import { acceptsConnections, freeLoopbackPort } from '../../src/shared/loopback.js';
 import type { BullmqExecutor } from '../../src/main/bullmq/executor.js';
@@ -18,6 +17,7 @@ import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import type { Cleanup } from './cleanup.js';
 import { makeManager } from './pool.js';
 import { skipWithout } from './system.js';
+import { startTcpProxy as startLoopbackProxy, type TcpProxy } from '../../src/bench/tcp-proxy.js';
 import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
 
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((file) => existsSync(file)) ?? 'redis-server';
@@ -148,40 +148,9 @@ export async function bullManager(...args: Parameters<typeof makeManager>): Prom
   return manager;
 }
 
-export interface TcpProxy {
-  port: number;
-  /** Drops every connection through it and refuses new ones, as a network cut would. */
-  cut(): void;
-  /** Lets connections through again. */
-  restore(): void;
-}
-
 /** A loopback TCP proxy to `targetPort` (closed after the test): a network between two processes that a test can cut. */
 export async function startTcpProxy(cleanup: Cleanup, targetPort: number): Promise<TcpProxy> {
-  let isCut = false;
-  const sockets = new Set<net.Socket>();
-  const track = (socket: net.Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-  };
-  const server = net.createServer((client) => {
-    track(client);
-    if (isCut) return client.destroy();
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    track(upstream);
-    client.pipe(upstream).pipe(client);
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const cut = () => {
-    isCut = true;
-    for (const socket of sockets) socket.destroy();
-  };
-  cleanup.add(() => {
-    cut();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { port: (server.address() as net.AddressInfo).port, cut, restore: () => (isCut = false) };
+  const proxy = await startLoopbackProxy(targetPort);
+  cleanup.add(() => proxy.close());
+  return proxy;
 }

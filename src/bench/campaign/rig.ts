@@ -6,12 +6,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { acceptsConnections, freeLoopbackPort } from '../../shared/loopback.js';
 import type { SimServer } from '../../sim/index.js';
+export { startRedis, type Redis } from '../redis-server.js';
+export { startTcpProxy } from '../tcp-proxy.js';
 
 export const CLI = fileURLToPath(new URL('../../cli/index.js', import.meta.url));
 
@@ -52,46 +52,6 @@ export function runsByLine(sim: SimServer): Map<number, number> {
     if (found) runs.set(Number(found[1]), (runs.get(Number(found[1])) ?? 0) + 1);
   }
   return runs;
-}
-
-export interface Redis {
-  url: string;
-  port: number;
-  /** SIGKILL (or SIGTERM), then, after `downMs`, start again on the same port and folder. */
-  restart(downMs: number): Promise<void>;
-  stop(): Promise<void>;
-}
-
-/** A redis-server on loopback; `aof`: an fsync-always append-only file in `dir`. */
-export async function startRedis(dir: string, aof: boolean): Promise<Redis> {
-  const port = await freeLoopbackPort();
-  const args = ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--dir', dir, '--loglevel', 'warning'];
-  args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
-  let child: ChildProcess;
-  const start = async () => {
-    child = spawn('redis-server', args, { stdio: 'ignore' });
-    for (let tries = 0; !(await acceptsConnections(port)); tries++) {
-      if (child.exitCode !== null || tries >= 400) throw new Error(`redis-server on port ${port} did not start (exit code ${child.exitCode})`);
-      await sleep(25);
-    }
-  };
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  };
-  await start();
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    port,
-    restart: async (downMs) => {
-      await stop();
-      await sleep(downMs);
-      await start();
-    },
-    stop,
-  };
 }
 
 /** A process the campaign started, with its stdout lines as they come. */
@@ -175,39 +135,6 @@ export async function startWorker(redisUrl: string, queue: string, concurrency: 
   await Promise.race([ready, died]);
   died.catch(() => undefined);
   return worker;
-}
-
-export interface TcpProxy {
-  port: number;
-  cut(): void;
-  restore(): void;
-  close(): void;
-}
-
-/** A loopback TCP proxy to `targetPort` whose connections can be cut (and refused) and restored. */
-export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
-  let isCut = false;
-  const sockets = new Set<net.Socket>();
-  const track = (socket: net.Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => socket.destroy());
-  };
-  const server = net.createServer((client) => {
-    track(client);
-    if (isCut) return client.destroy();
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    track(upstream);
-    client.pipe(upstream).pipe(client);
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const cut = () => {
-    isCut = true;
-    for (const socket of sockets) socket.destroy();
-  };
-  return { port: (server.address() as net.AddressInfo).port, cut, restore: () => (isCut = false), close: () => (cut(), server.close()) };
 }
 
 export function writeJson(dir: string, name: string, value: unknown): string {

@@ -90,7 +90,7 @@ const SCENARIOS: Record<string, Scenario> = {
           }),
         });
       } finally {
-        proxy.close();
+        await proxy.close();
       }
     }),
   /** A cluster-wide cap of 5 over workers × slots: the simulator never sees more than 5 requests at once. */
