@@ -48,6 +48,10 @@ function bullIdOf(manager: BackgroundManager, id: string, launch: number): strin
 }
 // The default lock: the failover bound below is the one the README states for it.
 const LOCK_MS = BULLMQ_DEFAULTS.lockMs;
+// A shorter lock where a test only needs a lock to run out (a dead or frozen holder), not the
+// README's bound: each expiry then costs about 4.5 s instead of 9. Long enough that a loaded
+// machine never loses a live worker's lock (it is renewed every 1.5 s).
+const SHORT_LOCK_MS = 3_000;
 
 function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: Partial<ForkpoolConfigInput> = {}): ForkpoolConfig {
   return makeConfig(
@@ -64,13 +68,11 @@ async function workersOn(
   count: number,
   sim: SimServer,
   workspace: string,
-  options: { maxStalls?: number; config?: Partial<ForkpoolConfigInput> } = {},
+  options: { maxStalls?: number; lockMs?: number; config?: Partial<ForkpoolConfigInput> } = {},
 ): Promise<TestWorker[]> {
-  const { config: extra, ...rest } = options;
+  const { config: extra, lockMs = LOCK_MS, ...rest } = options;
   const config = { baseUrl: sim.url, workspaceRoot: workspace, ...extra };
-  return Promise.all(
-    Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs: LOCK_MS, concurrency: 2, config, ...rest })),
-  );
+  return Promise.all(Array.from({ length: count }, () => startWorker(cleanup, redisUrl, { queue: 'fp-faults', lockMs, concurrency: 2, config, ...rest })));
 }
 
 /** The worker process holding a job's run now (BullMQ's `processedBy` is the worker's name). */
@@ -104,11 +106,11 @@ function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> 
  * Two workers on a fresh Redis, one research job running on one of them: the start of every
  * fault below that strikes the worker holding a job.
  */
-async function jobOnAWorker(label: string, budget?: BudgetLimits) {
+async function jobOnAWorker(label: string, budget?: BudgetLimits, lockMs = LOCK_MS) {
   const redis = await startRedis(cleanup);
   const sim = await startSim(cleanup, { latencyMs: 1_000 });
   const workspace = await makeWorkspace(cleanup);
-  const workers = await workersOn(redis.url, 2, sim, workspace);
+  const workers = await workersOn(redis.url, 2, sim, workspace, { lockMs });
   const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
   const events = recordEvents(manager);
   const { id } = manager.spawn({ task: RESEARCH_TASK, label, ...(budget ? { budget } : {}) });
@@ -159,7 +161,11 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     const sim = await startSim(cleanup, { script: [kill, kill, kill, kill] });
     const workspace = await makeWorkspace(cleanup);
     // The grant and the sandbox are the workers' own (a job can only narrow them).
-    const workers = await workersOn(redis.url, 3, sim, workspace, { maxStalls: 1, config: { grantedTools: ['bash'], sandbox: 'none' } });
+    const workers = await workersOn(redis.url, 3, sim, workspace, {
+      maxStalls: 1,
+      lockMs: SHORT_LOCK_MS,
+      config: { grantedTools: ['bash'], sandbox: 'none' },
+    });
     const manager = await bullManager(bullConfig(sim, workspace, redis.url, { grantedTools: ['bash'] }), cleanup);
     const { id } = manager.spawn({ task: 'Run the command.', label: 'poison' });
     const record = await ended(manager, id);
@@ -172,7 +178,7 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
   });
 
   it("a worker's event loop frozen past its lock: the job runs elsewhere, the stale run is aborted when it wakes, one result", async () => {
-    const { manager, events, id, holder, again } = await jobOnAWorker('outlives a frozen worker');
+    const { manager, events, id, holder, again } = await jobOnAWorker('outlives a frozen worker', undefined, SHORT_LOCK_MS);
     process.kill(holder.pid, 'SIGSTOP');
     cleanup.add(() => holder.cli.child.kill('SIGCONT'));
     await again;
