@@ -44,8 +44,7 @@ class InstantRemote implements Executor {
     const post = (message: WorkerMessage) => task.port.postMessage(message);
     return new Promise((resolve) => {
       post({ type: 'started', jobId, threadId: 0, at: Date.now() });
-      if (this.hold) return void this.#held.push(resolve);
-      setImmediate(() => {
+      const finish = () => {
         for (let iteration = 1; iteration <= 2; iteration++) {
           post({ type: 'progress', jobId, event: { type: 'model_response', iteration, toolCalls: 1, usage: USAGE, model: 'sim', ms: 50 } });
           post({ type: 'progress', jobId, event: { type: 'assistant_text', iteration, text: TEXT, final: iteration === 2 } });
@@ -59,7 +58,12 @@ class InstantRemote implements Executor {
         post({ type: 'done', jobId, outcome: { stopReason: 'final', text: TEXT, usage: { sim: USAGE }, iterations: 2 } });
         task.port.close();
         resolve();
-      });
+      };
+      // A held job ends as the others do when released: one that ended without its result would
+      // end as a protocol failure, whose sweep for leftover processes reads every /proc/<pid>/environ
+      // (2,000 of them read the whole process table 2,000 times, long after this test).
+      if (this.hold) this.#held.push(finish);
+      else setImmediate(finish);
     });
   }
 
