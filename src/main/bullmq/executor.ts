@@ -17,6 +17,7 @@ import { closeClient, redisClient } from './redis.js';
 import { RemoteRun } from './remote-run.js';
 import { jobForRedis } from './job-request.js';
 import { BulkAdder } from './bulk-adder.js';
+import { LaunchCanceller } from './launch-canceller.js';
 import { jobStates, type PolledState } from './job-states.js';
 import { RequestStore } from './request-store.js';
 import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
@@ -77,6 +78,7 @@ export class BullmqExecutor implements Executor {
   readonly #finished: FinishedJobs;
   readonly #requests: RequestStore;
   readonly #adder: BulkAdder<PendingAdd>;
+  readonly #cancels: LaunchCanceller;
   /** Seconds a finished job of a producer that died stays in Redis (see ORPHAN_AGE_S). */
   readonly #orphanAgeS: number;
   #closing: Promise<void> | undefined;
@@ -100,6 +102,7 @@ export class BullmqExecutor implements Executor {
     const subscriber = client();
     this.#queue = new Queue(this.#options.queue, { connection: client() });
     this.#queue.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq queue error'));
+    this.#cancels = new LaunchCanceller(this.#publisher, { ...this.#names, queuePrefix: this.#queue.toKey('') }, this.#orphanAgeS * 1_000);
     this.#events = new QueueEvents(this.#options.queue, { connection: client() });
     this.#events.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq events error'));
     this.#events.on('completed', ({ jobId, returnvalue }) => void this.#onCompleted(jobId, returnvalue));
@@ -156,11 +159,7 @@ export class BullmqExecutor implements Executor {
     const bullId = this.bullId(spec.id, spec.attempt, task.owner);
     const run = new RemoteRun(spec, bullId, task.port, {
       control: (message) => this.#control(message),
-      removeWaiting: async () => {
-        if ((await this.#queue.remove(bullId)) !== 1) return false;
-        await this.#publisher.del(...this.#launchKeys(bullId));
-        return true;
-      },
+      cancelWaiting: (reason) => this.#cancels.cancel(bullId, reason),
       gate: this.gate,
       logger: this.#logger,
     });
@@ -171,9 +170,7 @@ export class BullmqExecutor implements Executor {
     try {
       await this.#ready;
       await this.#add(spec, bullId, request, true);
-      run.added = true;
-      // A cancel sent while the job was on its way may have been deleted with the old launch's keys.
-      if (run.stopReason && !run.isSettled) await this.#control({ bullId, action: 'cancel', reason: run.stopReason });
+      await run.onAdded();
       await run.settled;
     } catch (error) {
       run.abandon(error);
