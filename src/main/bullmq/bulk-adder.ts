@@ -33,6 +33,12 @@ export class BulkAdder<T> {
     });
   }
 
+  /** Writes what is pending now; resolves once every batch so far is written (or failed). */
+  flush(): Promise<void> {
+    this.#cut();
+    return this.#tail;
+  }
+
   #cut(): void {
     if (this.#pending.length === 0) return;
     const batch = this.#pending;

@@ -159,7 +159,12 @@ export class BullmqExecutor implements Executor {
     const bullId = this.bullId(spec.id, spec.attempt, task.owner);
     const run = new RemoteRun(spec, bullId, task.port, {
       control: (message) => this.#control(message),
-      cancelWaiting: (reason) => this.#cancels.cancel(bullId, reason),
+      // A hard-stopped run was counted an orphan as it ended: its job is gone now, nothing to remove.
+      cancelWaiting: async (reason, action) => {
+        const removed = await this.#cancels.cancel(bullId, reason, action);
+        if (removed) this.#finished.forget(bullId);
+        return removed;
+      },
       gate: this.gate,
       logger: this.#logger,
     });
@@ -207,7 +212,11 @@ export class BullmqExecutor implements Executor {
     clearInterval(this.#poll);
     for (const run of this.#runs.values()) run.abandon(new JobError('ABORTED', run.jobId, 'the bullmq executor closed before the job ended'));
     // BullMQ's close() has no bound: a Redis that is gone would hold it forever.
-    const closed = this.#finished.flush().then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
+    // The cancels under way first: a waiting job they take out is not removed again one by one.
+    const closed = this.#cancels
+      .flush()
+      .then(() => this.#finished.flush())
+      .then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, this.#options.closeTimeoutMs).unref())]);
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
@@ -216,7 +225,7 @@ export class BullmqExecutor implements Executor {
     // The same launch id again here (a restarted job): the old result was taken, it must go.
     // In a new process the id may find a run of the previous one: adding is then a no-op, and
     // the run (still going, or its result waiting) is taken over.
-    this.#finished.reused(bullId);
+    this.#finished.forget(bullId);
     if (this.gate.wasAccepted(bullId)) {
       await this.#queue.remove(bullId);
       this.gate.forget(bullId);

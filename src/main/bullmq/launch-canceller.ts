@@ -31,6 +31,7 @@ export interface CancelNames {
 interface PendingCancel {
   bullId: string;
   reason: StopRequest;
+  action: 'cancel' | 'hard-stop';
   /** Set by the batch's write: the job was taken out of the wait list. */
   removed?: boolean;
 }
@@ -92,17 +93,25 @@ export class LaunchCanceller {
     this.#batches = new BulkAdder((batch) => this.#write(batch), CANCEL_BATCH);
   }
 
-  /** True when the launch was still waiting and is gone from Redis; false when it was marked cancelled for its worker. */
-  async cancel(bullId: string, reason: StopRequest): Promise<boolean> {
-    const pending: PendingCancel = { bullId, reason };
+  /**
+   * True when the launch was still waiting and is gone from Redis; false when it was marked
+   * cancelled for its worker (`action`: what the control message asks of a run that has it).
+   */
+  async cancel(bullId: string, reason: StopRequest, action: 'cancel' | 'hard-stop' = 'cancel'): Promise<boolean> {
+    const pending: PendingCancel = { bullId, reason, action };
     await this.#batches.add(pending);
     return pending.removed === true;
   }
 
+  /** Resolves once every cancel asked so far has been written (or failed). */
+  flush(): Promise<void> {
+    return this.#batches.flush();
+  }
+
   async #write(batch: PendingCancel[]): Promise<void> {
     const args: string[] = [String(this.#ttlMs)];
-    for (const { bullId, reason } of batch) {
-      const message: ControlMessage = { bullId, action: 'cancel', reason };
+    for (const { bullId, reason, action } of batch) {
+      const message: ControlMessage = { bullId, action, reason };
       args.push(bullId, this.#names.cancelled(bullId), this.#names.steering(bullId), reason, JSON.stringify(message));
     }
     const removed = (await this.#redis.eval(SCRIPT, 2, this.#names.queuePrefix, this.#names.control, ...args)) as number[];

@@ -11,7 +11,7 @@ export interface RemoteRunHooks {
    * Cancels a launch no run was heard starting: true when its BullMQ job was still waiting and
    * is gone; false when it was marked cancelled (key and control message) for its worker.
    */
-  cancelWaiting(reason: StopRequest): Promise<boolean>;
+  cancelWaiting(reason: StopRequest, action?: 'cancel' | 'hard-stop'): Promise<boolean>;
   gate: CompletionGate;
   logger?: Logger | undefined;
 }
@@ -39,6 +39,8 @@ export class RemoteRun {
   readonly #hooks: RemoteRunHooks;
   #token: string | undefined;
   #stopReason: StopRequest | undefined;
+  /** The cancel of a launch not heard starting, on its way to Redis: true when it took the job out of the queue. */
+  #waitingCancel: Promise<boolean> | undefined;
   #settled = false;
   #resolve!: () => void;
   #reject!: (error: unknown) => void;
@@ -123,10 +125,28 @@ export class RemoteRun {
   /** Phase two of a stop: the worker ends the job's thread; here the launch ends now. */
   hardStop(): void {
     if (this.#settled) return;
-    const reason = this.#stopReason ?? 'cancel';
     this.hardStopped = true;
-    void this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason }).catch(() => undefined);
+    // On its way into Redis: onAdded sends it (the write deletes an earlier launch's keys).
+    if (this.added) void this.#sendHardStop();
     this.#settle(new JobError('ABORTED', this.jobId, "hard stop: the worker was told to end the job's thread"));
+  }
+
+  /**
+   * Not heard starting: taken out of the queue if it still waits, in one batch with the others
+   * a close stops; else (and for a run that started) its worker ends its thread.
+   */
+  async #sendHardStop(): Promise<void> {
+    const reason = this.#stopReason ?? 'cancel';
+    const control = () => this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason });
+    try {
+      if (this.#token !== undefined) return await control();
+      // A cancel already asked for it: the hard stop follows only if that found it taken.
+      const removed = this.#waitingCancel ? await this.#waitingCancel : await this.#hooks.cancelWaiting(reason, 'hard-stop');
+      if (removed) this.added = false;
+      else if (this.#waitingCancel) await control();
+    } catch {
+      // Redis is away: the job is an orphan, removed when a worker finishes it (finished-jobs.ts).
+    }
   }
 
   abandon(error: unknown): void {
@@ -175,7 +195,8 @@ export class RemoteRun {
   /** Its BullMQ job is in Redis now: a cancel asked while it was on its way goes out. */
   async onAdded(): Promise<void> {
     this.added = true;
-    if (this.#stopReason && !this.#settled) await this.#sendCancel(this.#stopReason);
+    if (this.hardStopped) await this.#sendHardStop();
+    else if (this.#stopReason && !this.#settled) await this.#sendCancel(this.#stopReason);
   }
 
   async #cancel(reason: StopRequest): Promise<void> {
@@ -188,10 +209,10 @@ export class RemoteRun {
   async #sendCancel(reason: StopRequest): Promise<void> {
     try {
       // Not heard starting: taken out of the queue if it still waits, so no worker spends a thread on it.
-      const removed =
-        this.#token === undefined
-          ? await this.#hooks.cancelWaiting(reason)
-          : await this.#hooks.control({ bullId: this.bullId, action: 'cancel', reason }).then(() => false);
+      if (this.#token === undefined) this.#waitingCancel = this.#hooks.cancelWaiting(reason);
+      const removed = this.#waitingCancel
+        ? await this.#waitingCancel
+        : await this.#hooks.control({ bullId: this.bullId, action: 'cancel', reason }).then(() => false);
       if (removed) {
         // Nothing of it is left in Redis: nothing to poll for, nothing to remove later.
         this.added = false;

@@ -135,6 +135,31 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
     expect(left).toEqual([]);
   }, 30_000);
 
+  it('destroy() with 600 jobs waiting hard-stops them in bulk too: fewer Redis commands than jobs/10, nothing of them left', async () => {
+    const jobs = 600;
+    const redis = await startRedis(cleanup);
+    const probe = new Redis(redis.url);
+    cleanup.add(() => probe.disconnect());
+    const workspace = tempWorkspace(undefined, cleanup);
+    const config = makeConfig(undefined, workspace, { maxConcurrent: jobs }, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: 'fp-destroy' } });
+    const manager = await bullManager(config, cleanup);
+    for (let i = 0; i < jobs; i++) manager.spawn({ task: `${RESEARCH_TASK} (${i})`, label: `fan ${i}` });
+    for (const deadline = Date.now() + 15_000; (await probe.llen('bull:fp-destroy:wait')) < jobs;) {
+      if (Date.now() > deadline) throw new Error('the jobs did not all reach Redis');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const monitor = await probe.monitor();
+    let sent = 0;
+    monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+      if (source !== 'lua') sent += 1;
+    });
+    expect((await manager.destroy()).cancelled).toHaveLength(jobs);
+    monitor.disconnect();
+    expect(sent).toBeLessThan(jobs / 10);
+    expect(await probe.llen('bull:fp-destroy:wait')).toBe(0);
+    expect((await probe.keys('*')).filter((key) => key.includes(`${bullmqOf(manager).namespace}.`))).toEqual([]);
+  }, 30_000);
+
   it('a worker refuses, unrun, a job whose stored request is gone or does not match its hash; the real one runs', async () => {
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup);
