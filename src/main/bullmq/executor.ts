@@ -18,7 +18,7 @@ import { RemoteRun } from './remote-run.js';
 import { jobForRedis } from './job-request.js';
 import { BulkAdder } from './bulk-adder.js';
 import { LaunchCanceller } from './launch-canceller.js';
-import { jobStates, type PolledState } from './job-states.js';
+import { QuietPoll } from './quiet-poll.js';
 import { RequestStore } from './request-store.js';
 import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
 import { JobError } from '../../shared/errors.js';
@@ -36,9 +36,6 @@ const RESULT_KEPT_MS = 10_000;
 const ORPHAN_AGE_S = { adoptable: 86_400, random: 3_600 } as const;
 /** Jobs added to Redis in one write at most (bulk-adder.ts). */
 const ADD_BATCH = 1_000;
-/** Jobs whose state one script call looks up (job-states.ts), and how many the poll asks about per period at most. */
-const POLL_BATCH = 1_000;
-const POLL_MAX_PER_PERIOD = 5_000;
 
 /** A launch on its way into Redis. `newLaunch`: from run() (its old cancel and messages go), not a job Redis lost. */
 interface PendingAdd {
@@ -120,8 +117,19 @@ export class BullmqExecutor implements Executor {
       jobsOut: () => this.#runs.size,
       ...(this.#logger ? { logger: this.#logger } : {}),
     });
+    const quiet = new QuietPoll({
+      redis: this.#publisher,
+      queue: this.#queue,
+      pollMs: this.#options.pollMs,
+      logger: this.#logger,
+      runs: () => this.#runs.values(),
+      completed: (bullId, returnvalue) => this.#onCompleted(bullId, returnvalue),
+      failed: (bullId) => this.#onFailed(bullId),
+      lost: (run) => this.#addLost(run),
+    });
     this.#poll = setInterval(() => {
-      this.#pollQuiet();
+      quiet.tick();
+      void this.#requests.refresh().catch((error: unknown) => this.#logger?.debug({ err: error }, 'request refresh failed'));
       this.#workers.check();
     }, this.#options.pollMs);
     this.#poll.unref();
@@ -356,56 +364,14 @@ export class BullmqExecutor implements Executor {
     return parsed.success ? (parsed.data as RunResult) : 'invalid';
   }
 
-  /**
-   * Events can be missed (a reconnect, a main process that was busy) and a Redis without
-   * persistence forgets jobs when it restarts: a run with no news for `pollMs` asks Redis, in
-   * batches of one script call each (job-states.ts), at most POLL_MAX_PER_PERIOD runs a period;
-   * those asked about count as having news, so the next period asks about the others.
-   */
-  #pollQuiet(): void {
-    const now = Date.now();
-    const quiet: RemoteRun[] = [];
-    for (const run of this.#runs.values()) {
-      if (quiet.length >= POLL_MAX_PER_PERIOD) break;
-      if (!run.added || run.isSettled || now - run.lastNews < this.#options.pollMs) continue;
-      run.lastNews = now;
-      quiet.push(run);
-    }
-    const failed = (error: unknown) => this.#logger?.debug({ err: error }, 'poll failed');
-    void this.#requests.refresh().catch(failed);
-    for (let i = 0; i < quiet.length; i += POLL_BATCH) void this.#checkBatch(quiet.slice(i, i + POLL_BATCH)).catch(failed);
-  }
-
-  async #checkBatch(runs: RemoteRun[]): Promise<void> {
-    const states = await jobStates(
-      this.#publisher,
-      this.#queue.toKey(''),
-      runs.map((run) => run.bullId),
-    );
-    await Promise.all(
-      runs.map((run, i) =>
-        this.#check(run, states[i] ?? 'other').catch((error: unknown) => this.#logger?.debug({ err: error, bullId: run.bullId }, 'poll failed')),
-      ),
-    );
-  }
-
-  async #check(run: RemoteRun, state: PolledState): Promise<void> {
-    const { bullId } = run;
-    if (state === 'completed') {
-      const job = await Job.fromId(this.#queue, bullId);
-      return this.#onCompleted(bullId, job?.returnvalue);
-    }
-    if (state === 'failed') return this.#onFailed(bullId);
-    if (state === 'missing' && !run.isSettled) {
-      // Redis lost it (restarted without persistence): the ledger still knows the job.
-      this.#logger?.warn({ bullId }, 'job missing from Redis; adding it again');
-      run.onLost();
-      const request = this.#requests.use(run.spec());
-      try {
-        await this.#add(run.spec(), bullId, request, false);
-      } finally {
-        this.#requests.release(request);
-      }
+  /** Redis lost the run's job (restarted without persistence): the ledger still knows the job, which is added again. */
+  async #addLost(run: RemoteRun): Promise<void> {
+    run.onLost();
+    const request = this.#requests.use(run.spec());
+    try {
+      await this.#add(run.spec(), run.bullId, request, false);
+    } finally {
+      this.#requests.release(request);
     }
   }
 }
