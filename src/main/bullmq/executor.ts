@@ -20,7 +20,7 @@ import { BulkAdder } from './bulk-adder.js';
 import { LaunchCanceller } from './launch-canceller.js';
 import { QuietPoll } from './quiet-poll.js';
 import { RequestStore } from './request-store.js';
-import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
+import { ORPHAN_AGE_S, bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
 import { JobError } from '../../shared/errors.js';
 import type { JobTask } from '../../shared/protocol.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorHealth } from '../executors/executor.js';
@@ -28,12 +28,6 @@ import { WorkerWatch } from './worker-watch.js';
 
 /** How long a taken result stays in Redis (see finished-jobs.ts). */
 const RESULT_KEPT_MS = 10_000;
-/**
- * What a producer that died leaves in Redis goes after this long (BullMQ's `removeOnComplete`
- * and `removeOnFail` age, seconds; the cancel keys too): a day when a restart on the same
- * namespace (a durable ledger's) may take the results over, an hour when nobody can.
- */
-const ORPHAN_AGE_S = { adoptable: 86_400, random: 3_600 } as const;
 /** Jobs added to Redis in one write at most (bulk-adder.ts). */
 const ADD_BATCH = 1_000;
 
@@ -76,7 +70,7 @@ export class BullmqExecutor implements Executor {
   readonly #requests: RequestStore;
   readonly #adder: BulkAdder<PendingAdd>;
   readonly #cancels: LaunchCanceller;
-  /** Seconds a finished job of a producer that died stays in Redis (see ORPHAN_AGE_S). */
+  /** Seconds a request and a cancel key of a producer that died stay in Redis (see ORPHAN_AGE_S). */
   readonly #orphanAgeS: number;
   #closing: Promise<void> | undefined;
 
@@ -261,10 +255,9 @@ export class BullmqExecutor implements Executor {
         opts: {
           jobId: bullId,
           attempts: this.#options.attempts,
-          // Removed once the main side has taken the result (finished-jobs.ts); these ages only
-          // bound what a producer that died leaves behind.
-          removeOnComplete: { age: this.#orphanAgeS },
-          removeOnFail: { age: this.#orphanAgeS },
+          // Removed once the main side has taken the result (finished-jobs.ts). No removeOnComplete
+          // or removeOnFail here: BullMQ would store them in every job (88 bytes a job); the
+          // workers' defaults (FINISHED_JOB_AGE_S) bound what a producer that died leaves behind.
         },
       })),
     );
