@@ -33,10 +33,14 @@ export class BulkAdder<T> {
     });
   }
 
-  /** Writes what is pending now; resolves once every batch so far is written (or failed). */
-  flush(): Promise<void> {
-    this.#cut();
-    return this.#tail;
+  /** Writes what is pending; resolves once every batch is written (or failed), those added meanwhile too. */
+  async flush(): Promise<void> {
+    let tail: Promise<void>;
+    do {
+      this.#cut();
+      tail = this.#tail;
+      await tail;
+    } while (tail !== this.#tail || this.#pending.length > 0);
   }
 
   #cut(): void {
