@@ -39,30 +39,42 @@ interface PendingCancel {
 // Why LSET then one LREM: an LREM per launch walks the list once per launch. A placeholder no
 // job id can equal marks the batch's launches as the walk finds them; the script is atomic, so
 // no worker ever sees one. A job whose lock exists is a worker's, whatever list it is in.
+// Why from the tail (negative indexes for LSET and LREM, which then walk from there): BullMQ
+// pushes new jobs at the head, so a fan-out's oldest jobs, which a close cancels first, are at
+// the tail; walking from the head, each batch of 100,000 queued jobs crossed the whole list.
 // KEYS[1]: the queue prefix; KEYS[2]: the control channel. ARGV[1]: the cancel keys' TTL (ms);
 // then five per launch: job id, cancel key, message key, reason, control message.
 const SCRIPT = `
 local prefix, channel, ttl = KEYS[1], KEYS[2], ARGV[1]
 local n = (#ARGV - 1) / 5
-local wanted, removed, found = {}, {}, 0
-for i = 1, n do wanted[ARGV[2 + (i - 1) * 5]] = i end
+-- Looked for in the wait list: the launches no worker holds (no lock) that have not finished,
+-- so that a batch with a running job in it does not walk the whole list looking for it.
+local wanted, removed, found, looked = {}, {}, 0, 0
+for i = 1, n do
+  local id = ARGV[2 + (i - 1) * 5]
+  if redis.call('EXISTS', prefix .. id .. ':lock') == 0 and redis.call('HEXISTS', prefix .. id, 'finishedOn') == 0 then
+    wanted[id] = i
+    looked = looked + 1
+  end
+end
 local wait = prefix .. 'wait'
 local mark = '\\0forkpool-cancelled'
 local length = redis.call('LLEN', wait)
-local start = 0
-while start < length and found < n do
-  local ids = redis.call('LRANGE', wait, start, start + 999)
+local last = length - 1
+while last >= 0 and found < looked do
+  local first = math.max(0, last - 999)
+  local ids = redis.call('LRANGE', wait, first, last)
   for j, id in ipairs(ids) do
     local i = wanted[id]
-    if i and not removed[i] and redis.call('EXISTS', prefix .. id .. ':lock') == 0 then
-      redis.call('LSET', wait, start + j - 1, mark)
+    if i and not removed[i] then
+      redis.call('LSET', wait, first + j - 1 - length, mark)
       removed[i] = true
       found = found + 1
     end
   end
-  start = start + 1000
+  last = first - 1
 end
-if found > 0 then redis.call('LREM', wait, found, mark) end
+if found > 0 then redis.call('LREM', wait, -found, mark) end
 local out = {}
 for i = 1, n do
   local at = 2 + (i - 1) * 5

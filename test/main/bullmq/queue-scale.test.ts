@@ -90,7 +90,9 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
       if (Date.now() > deadline) throw new Error('the jobs did not all reach Redis');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    await other.add('job', {}, { jobId: 'other.4' });
+    // Newer ones at the head: 2,000 of them, which a walk of the wait list from the head would cross.
+    const newer = Array.from({ length: 2_000 }, (_, i) => `other.${i + 4}`);
+    await other.addBulk(newer.map((jobId) => ({ name: 'job', data: {}, opts: { jobId } })));
     // A worker takes the oldest four (other.1 to 3, then our first): ours must be stopped through
     // its worker (cancel key and control message), not removed under it. It ends the job as
     // `forkpool worker` does one it finds cancelled before it started it.
@@ -119,8 +121,10 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
     // The commands clients send (MONITOR shows a script's own calls as from `lua`: not counted).
     const monitor = await probe.monitor();
     let sent = 0;
-    monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+    let pages = 0;
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua') sent += 1;
+      if (source === 'lua' && args[0]?.toLowerCase() === 'lrange') pages += 1;
     });
     const report = await manager.close();
     monitor.disconnect();
@@ -130,7 +134,10 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
     expect(sent).toBeLessThan(jobs / 10);
     const statuses = (await Promise.all(ids.map((id) => manager.result(id)))).map((record) => [record.status, record.attempts]);
     expect(statuses).toEqual(ids.map(() => ['cancelled', 0]));
-    expect(await probe.lrange('bull:fp-close:wait', 0, -1)).toEqual(['other.4']);
+    expect(await probe.lrange('bull:fp-close:wait', 0, -1)).toEqual(newer.toReversed());
+    // The walk starts at the tail, where the oldest jobs are: one page of 1,000 finds a batch's
+    // 599 (from the head, a batch crossed the 2,000 newer jobs first: 3 pages).
+    expect(pages).toBeLessThan(3);
     // The taken one only: the others went without a word to the workers.
     expect(control).toContainEqual({ bullId: taken, action: 'cancel', reason: 'close' });
     expect(control.filter((message) => (message as { bullId: string }).bullId !== taken)).toEqual([]);
