@@ -7,7 +7,10 @@
  * simulated model and reports the drain throughput and lost/doubled jobs. Starts its own
  * redis-server (loopback, no persistence).
  *
- *   node dist/bench/bullmq-queue.js [--jobs 100000] [--drain 0] [--concurrency 16] [--timeout 900]
+ * `--close` (without --drain) then closes the manager with every job still waiting and reports
+ * how long cancelling them took and what is left in Redis.
+ *
+ *   node dist/bench/bullmq-queue.js [--jobs 100000] [--drain 0] [--concurrency 16] [--timeout 900] [--close]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -61,6 +64,7 @@ async function main(): Promise<void> {
       drain: { type: 'string', default: '0' },
       concurrency: { type: 'string', default: '16' },
       timeout: { type: 'string', default: '900' },
+      close: { type: 'boolean', default: false },
     },
   });
   const jobs = Number(values.jobs);
@@ -142,9 +146,24 @@ async function main(): Promise<void> {
       );
     }
     clearInterval(rssTimer);
-    // Drained: a quick close. Not drained: no close at all (it would cancel every queued job, one
-    // by one, which is another measurement); the process exits below.
+    // Drained: a quick close. Not drained: a close only with --close (it cancels every queued job:
+    // another measurement); else the process exits below.
     if (drainWorkers > 0) await manager.close({ timeoutMs: 5_000 });
+    else if (values.close) {
+      const closeBegan = performance.now();
+      const report = await manager.close();
+      const closeRss = process.memoryUsage.rss();
+      process.stdout.write(
+        [
+          `close:                ${((performance.now() - closeBegan) / 1_000).toFixed(1)} s, ${report.cancelled.length} cancelled, RSS after ${Math.round(closeRss / 2 ** 20)} MiB`,
+          `left in Redis:        ${await probe.llen(`bull:${QUEUE}:wait`)} waiting, ${await probe.dbsize()} keys`,
+          `load average:         ${os
+            .loadavg()
+            .map((l) => l.toFixed(2))
+            .join(' ')}`,
+        ].join('\n') + '\n',
+      );
+    }
   } finally {
     for (const worker of workers) worker.kill('SIGKILL');
     probe.disconnect();

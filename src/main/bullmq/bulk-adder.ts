@@ -33,6 +33,16 @@ export class BulkAdder<T> {
     });
   }
 
+  /** Writes what is pending; resolves once every batch is written (or failed), those added meanwhile too. */
+  async flush(): Promise<void> {
+    let tail: Promise<void>;
+    do {
+      this.#cut();
+      tail = this.#tail;
+      await tail;
+    } while (tail !== this.#tail || this.#pending.length > 0);
+  }
+
   #cut(): void {
     if (this.#pending.length === 0) return;
     const batch = this.#pending;

@@ -17,9 +17,10 @@ import { closeClient, redisClient } from './redis.js';
 import { RemoteRun } from './remote-run.js';
 import { jobForRedis } from './job-request.js';
 import { BulkAdder } from './bulk-adder.js';
-import { jobStates, type PolledState } from './job-states.js';
+import { LaunchCanceller } from './launch-canceller.js';
+import { QuietPoll } from './quiet-poll.js';
 import { RequestStore } from './request-store.js';
-import { bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
+import { ORPHAN_AGE_S, bullJobId, redisNames, remoteEventSchema, runResultSchema, type ControlMessage, type RemoteEvent, type RunResult } from './wire.js';
 import { JobError } from '../../shared/errors.js';
 import type { JobTask } from '../../shared/protocol.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorHealth } from '../executors/executor.js';
@@ -27,17 +28,8 @@ import { WorkerWatch } from './worker-watch.js';
 
 /** How long a taken result stays in Redis (see finished-jobs.ts). */
 const RESULT_KEPT_MS = 10_000;
-/**
- * What a producer that died leaves in Redis goes after this long (BullMQ's `removeOnComplete`
- * and `removeOnFail` age, seconds; the cancel keys too): a day when a restart on the same
- * namespace (a durable ledger's) may take the results over, an hour when nobody can.
- */
-const ORPHAN_AGE_S = { adoptable: 86_400, random: 3_600 } as const;
 /** Jobs added to Redis in one write at most (bulk-adder.ts). */
 const ADD_BATCH = 1_000;
-/** Jobs whose state one script call looks up (job-states.ts), and how many the poll asks about per period at most. */
-const POLL_BATCH = 1_000;
-const POLL_MAX_PER_PERIOD = 5_000;
 
 /** A launch on its way into Redis. `newLaunch`: from run() (its old cancel and messages go), not a job Redis lost. */
 interface PendingAdd {
@@ -77,7 +69,8 @@ export class BullmqExecutor implements Executor {
   readonly #finished: FinishedJobs;
   readonly #requests: RequestStore;
   readonly #adder: BulkAdder<PendingAdd>;
-  /** Seconds a finished job of a producer that died stays in Redis (see ORPHAN_AGE_S). */
+  readonly #cancels: LaunchCanceller;
+  /** Seconds a request and a cancel key of a producer that died stay in Redis (see ORPHAN_AGE_S). */
   readonly #orphanAgeS: number;
   #closing: Promise<void> | undefined;
 
@@ -100,6 +93,7 @@ export class BullmqExecutor implements Executor {
     const subscriber = client();
     this.#queue = new Queue(this.#options.queue, { connection: client() });
     this.#queue.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq queue error'));
+    this.#cancels = new LaunchCanceller(this.#publisher, { ...this.#names, queuePrefix: this.#queue.toKey('') }, this.#orphanAgeS * 1_000);
     this.#events = new QueueEvents(this.#options.queue, { connection: client() });
     this.#events.on('error', (error) => this.#logger?.debug({ err: error }, 'bullmq events error'));
     this.#events.on('completed', ({ jobId, returnvalue }) => void this.#onCompleted(jobId, returnvalue));
@@ -117,8 +111,19 @@ export class BullmqExecutor implements Executor {
       jobsOut: () => this.#runs.size,
       ...(this.#logger ? { logger: this.#logger } : {}),
     });
+    const quiet = new QuietPoll({
+      redis: this.#publisher,
+      queue: this.#queue,
+      pollMs: this.#options.pollMs,
+      logger: this.#logger,
+      runs: () => this.#runs.values(),
+      completed: (bullId, returnvalue) => this.#onCompleted(bullId, returnvalue),
+      failed: (bullId) => this.#onFailed(bullId),
+      lost: (run) => this.#addLost(run),
+    });
     this.#poll = setInterval(() => {
-      this.#pollQuiet();
+      quiet.tick();
+      void this.#requests.refresh().catch((error: unknown) => this.#logger?.debug({ err: error }, 'request refresh failed'));
       this.#workers.check();
     }, this.#options.pollMs);
     this.#poll.unref();
@@ -156,10 +161,11 @@ export class BullmqExecutor implements Executor {
     const bullId = this.bullId(spec.id, spec.attempt, task.owner);
     const run = new RemoteRun(spec, bullId, task.port, {
       control: (message) => this.#control(message),
-      removeWaiting: async () => {
-        if ((await this.#queue.remove(bullId)) !== 1) return false;
-        await this.#publisher.del(...this.#launchKeys(bullId));
-        return true;
+      // A hard-stopped run was counted an orphan as it ended: its job is gone now, nothing to remove.
+      cancelWaiting: async (reason, action) => {
+        const removed = await this.#cancels.cancel(bullId, reason, action);
+        if (removed) this.#finished.forget(bullId);
+        return removed;
       },
       gate: this.gate,
       logger: this.#logger,
@@ -171,9 +177,7 @@ export class BullmqExecutor implements Executor {
     try {
       await this.#ready;
       await this.#add(spec, bullId, request, true);
-      run.added = true;
-      // A cancel sent while the job was on its way may have been deleted with the old launch's keys.
-      if (run.stopReason && !run.isSettled) await this.#control({ bullId, action: 'cancel', reason: run.stopReason });
+      await run.onAdded();
       await run.settled;
     } catch (error) {
       run.abandon(error);
@@ -210,7 +214,11 @@ export class BullmqExecutor implements Executor {
     clearInterval(this.#poll);
     for (const run of this.#runs.values()) run.abandon(new JobError('ABORTED', run.jobId, 'the bullmq executor closed before the job ended'));
     // BullMQ's close() has no bound: a Redis that is gone would hold it forever.
-    const closed = this.#finished.flush().then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
+    // The cancels under way first: a waiting job they take out is not removed again one by one.
+    const closed = this.#cancels
+      .flush()
+      .then(() => this.#finished.flush())
+      .then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, this.#options.closeTimeoutMs).unref())]);
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
@@ -219,7 +227,7 @@ export class BullmqExecutor implements Executor {
     // The same launch id again here (a restarted job): the old result was taken, it must go.
     // In a new process the id may find a run of the previous one: adding is then a no-op, and
     // the run (still going, or its result waiting) is taken over.
-    this.#finished.reused(bullId);
+    this.#finished.forget(bullId);
     if (this.gate.wasAccepted(bullId)) {
       await this.#queue.remove(bullId);
       this.gate.forget(bullId);
@@ -247,10 +255,9 @@ export class BullmqExecutor implements Executor {
         opts: {
           jobId: bullId,
           attempts: this.#options.attempts,
-          // Removed once the main side has taken the result (finished-jobs.ts); these ages only
-          // bound what a producer that died leaves behind.
-          removeOnComplete: { age: this.#orphanAgeS },
-          removeOnFail: { age: this.#orphanAgeS },
+          // Removed once the main side has taken the result (finished-jobs.ts). No removeOnComplete
+          // or removeOnFail here: BullMQ would store them in every job (88 bytes a job); the
+          // workers' defaults (FINISHED_JOB_AGE_S) bound what a producer that died leaves behind.
         },
       })),
     );
@@ -350,56 +357,14 @@ export class BullmqExecutor implements Executor {
     return parsed.success ? (parsed.data as RunResult) : 'invalid';
   }
 
-  /**
-   * Events can be missed (a reconnect, a main process that was busy) and a Redis without
-   * persistence forgets jobs when it restarts: a run with no news for `pollMs` asks Redis, in
-   * batches of one script call each (job-states.ts), at most POLL_MAX_PER_PERIOD runs a period;
-   * those asked about count as having news, so the next period asks about the others.
-   */
-  #pollQuiet(): void {
-    const now = Date.now();
-    const quiet: RemoteRun[] = [];
-    for (const run of this.#runs.values()) {
-      if (quiet.length >= POLL_MAX_PER_PERIOD) break;
-      if (!run.added || run.isSettled || now - run.lastNews < this.#options.pollMs) continue;
-      run.lastNews = now;
-      quiet.push(run);
-    }
-    const failed = (error: unknown) => this.#logger?.debug({ err: error }, 'poll failed');
-    void this.#requests.refresh().catch(failed);
-    for (let i = 0; i < quiet.length; i += POLL_BATCH) void this.#checkBatch(quiet.slice(i, i + POLL_BATCH)).catch(failed);
-  }
-
-  async #checkBatch(runs: RemoteRun[]): Promise<void> {
-    const states = await jobStates(
-      this.#publisher,
-      this.#queue.toKey(''),
-      runs.map((run) => run.bullId),
-    );
-    await Promise.all(
-      runs.map((run, i) =>
-        this.#check(run, states[i] ?? 'other').catch((error: unknown) => this.#logger?.debug({ err: error, bullId: run.bullId }, 'poll failed')),
-      ),
-    );
-  }
-
-  async #check(run: RemoteRun, state: PolledState): Promise<void> {
-    const { bullId } = run;
-    if (state === 'completed') {
-      const job = await Job.fromId(this.#queue, bullId);
-      return this.#onCompleted(bullId, job?.returnvalue);
-    }
-    if (state === 'failed') return this.#onFailed(bullId);
-    if (state === 'missing' && !run.isSettled) {
-      // Redis lost it (restarted without persistence): the ledger still knows the job.
-      this.#logger?.warn({ bullId }, 'job missing from Redis; adding it again');
-      run.onLost();
-      const request = this.#requests.use(run.spec());
-      try {
-        await this.#add(run.spec(), bullId, request, false);
-      } finally {
-        this.#requests.release(request);
-      }
+  /** Redis lost the run's job (restarted without persistence): the ledger still knows the job, which is added again. */
+  async #addLost(run: RemoteRun): Promise<void> {
+    run.onLost();
+    const request = this.#requests.use(run.spec());
+    try {
+      await this.#add(run.spec(), run.bullId, request, false);
+    } finally {
+      this.#requests.release(request);
     }
   }
 }

@@ -62,8 +62,11 @@ export class FinishedJobs {
       });
   }
 
-  /** The same launch id is being added again (a restarted job): nothing of the old one is to be removed later. */
-  reused(bullId: string): void {
+  /**
+   * Nothing of this launch is to be removed later: its id is being added again (a restarted
+   * job), or a cancel took its waiting job out of Redis.
+   */
+  forget(bullId: string): void {
     clearTimeout(this.#pending.get(bullId));
     this.#pending.delete(bullId);
     this.#orphans.delete(bullId);

@@ -22,7 +22,8 @@ const JOB_FIELDS = [
   'depth',
   'resume',
   'attempt',
-  'processTag',
+  // Not 'processTag': a worker tags a run's processes by its BullMQ id (unique across producers),
+  // so every queued job is 33 bytes lighter.
   'budget',
   // Messages sent while it was queued (send_to_background_agent); later ones go by the control channel.
   'steering',

@@ -7,8 +7,11 @@ import type { ControlMessage, RemoteEvent, RunResult } from './wire.js';
 
 export interface RemoteRunHooks {
   control(message: ControlMessage): Promise<void>;
-  /** Removes the BullMQ job while it waits (no worker has it); true when it did. */
-  removeWaiting(): Promise<boolean>;
+  /**
+   * Cancels a launch no run was heard starting: true when its BullMQ job was still waiting and
+   * is gone; false when it was marked cancelled (key and control message) for its worker.
+   */
+  cancelWaiting(reason: StopRequest, action?: 'cancel' | 'hard-stop'): Promise<boolean>;
   gate: CompletionGate;
   logger?: Logger | undefined;
 }
@@ -23,7 +26,7 @@ export class RemoteRun {
   readonly jobId: string;
   readonly bullId: string;
   readonly settled: Promise<void>;
-  /** The BullMQ job exists (the poll may look for it). */
+  /** The BullMQ job exists (the poll may look for it); false again once a cancel removed it. */
   added = false;
   /** Its ending (a completion, or BullMQ's failure) was taken by the main side: its job is removed later (finished-jobs.ts). */
   taken = false;
@@ -36,6 +39,8 @@ export class RemoteRun {
   readonly #hooks: RemoteRunHooks;
   #token: string | undefined;
   #stopReason: StopRequest | undefined;
+  /** The cancel of a launch not heard starting, on its way to Redis: true when it took the job out of the queue. */
+  #waitingCancel: Promise<boolean> | undefined;
   #settled = false;
   #resolve!: () => void;
   #reject!: (error: unknown) => void;
@@ -61,11 +66,6 @@ export class RemoteRun {
 
   get isSettled(): boolean {
     return this.#settled;
-  }
-
-  /** Why it was asked to stop, if it was. */
-  get stopReason(): StopRequest | undefined {
-    return this.#stopReason;
   }
 
   spec(): JobSpec {
@@ -125,10 +125,28 @@ export class RemoteRun {
   /** Phase two of a stop: the worker ends the job's thread; here the launch ends now. */
   hardStop(): void {
     if (this.#settled) return;
-    const reason = this.#stopReason ?? 'cancel';
     this.hardStopped = true;
-    void this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason }).catch(() => undefined);
+    // On its way into Redis: onAdded sends it (the write deletes an earlier launch's keys).
+    if (this.added) void this.#sendHardStop();
     this.#settle(new JobError('ABORTED', this.jobId, "hard stop: the worker was told to end the job's thread"));
+  }
+
+  /**
+   * Not heard starting: taken out of the queue if it still waits, in one batch with the others
+   * a close stops; else (and for a run that started) its worker ends its thread.
+   */
+  async #sendHardStop(): Promise<void> {
+    const reason = this.#stopReason ?? 'cancel';
+    const control = () => this.#hooks.control({ bullId: this.bullId, action: 'hard-stop', reason });
+    try {
+      if (this.#token !== undefined) return await control();
+      // A cancel already asked for it: the hard stop follows only if that found it taken.
+      const removed = this.#waitingCancel ? await this.#waitingCancel : await this.#hooks.cancelWaiting(reason, 'hard-stop');
+      if (removed) this.added = false;
+      else if (this.#waitingCancel) await control();
+    } catch {
+      // Redis is away: the job is an orphan, removed when a worker finishes it (finished-jobs.ts).
+    }
   }
 
   abandon(error: unknown): void {
@@ -174,20 +192,36 @@ export class RemoteRun {
     }
   }
 
+  /** Its BullMQ job is in Redis now: a cancel asked while it was on its way goes out. */
+  async onAdded(): Promise<void> {
+    this.added = true;
+    if (this.hardStopped) await this.#sendHardStop();
+    else if (this.#stopReason && !this.#settled) await this.#sendCancel(this.#stopReason);
+  }
+
   async #cancel(reason: StopRequest): Promise<void> {
     if (this.#settled || this.#stopReason) return;
     this.#stopReason = reason;
+    // On its way into Redis: onAdded sends it (the write deletes an earlier launch's cancel key).
+    if (this.added) await this.#sendCancel(reason);
+  }
+
+  async #sendCancel(reason: StopRequest): Promise<void> {
     try {
-      await this.#hooks.control({ bullId: this.bullId, action: 'cancel', reason });
-      // Not started anywhere yet: take it out of the queue, so no worker spends a thread on it.
-      if (this.#token === undefined && this.added && (await this.#hooks.removeWaiting())) {
+      // Not heard starting: taken out of the queue if it still waits, so no worker spends a thread on it.
+      if (this.#token === undefined) this.#waitingCancel = this.#hooks.cancelWaiting(reason);
+      const removed = this.#waitingCancel
+        ? await this.#waitingCancel
+        : await this.#hooks.control({ bullId: this.bullId, action: 'cancel', reason }).then(() => false);
+      if (removed) {
+        // Nothing of it is left in Redis: nothing to poll for, nothing to remove later.
+        this.added = false;
         const error = serializeError(new JobError('JOB_CANCELLED', this.jobId, 'cancelled before a worker started it'));
         this.#post({ type: 'done', jobId: this.jobId, outcome: { stopReason: 'aborted', text: '', usage: {}, iterations: 0, error } });
         this.#settle();
       }
     } catch (error) {
-      // A job that is running cannot be removed (it is locked): the cancel message reaches it.
-      this.#hooks.logger?.debug({ err: error, bullId: this.bullId }, 'cancel: the job could not be removed from the queue');
+      this.#hooks.logger?.debug({ err: error, bullId: this.bullId }, 'cancel: Redis refused it');
     }
   }
 

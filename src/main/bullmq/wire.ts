@@ -37,6 +37,21 @@ export function redisNames(queue: string) {
   };
 }
 
+/**
+ * What a producer that died leaves in Redis goes after this long (seconds): its requests and
+ * cancel keys a day when a restart on the same namespace (a durable ledger's) may take the
+ * results over, an hour when nobody can.
+ */
+export const ORPHAN_AGE_S = { adoptable: 86_400, random: 3_600 } as const;
+
+/**
+ * A finished BullMQ job goes after this long (seconds; the workers' `removeOnComplete` and
+ * `removeOnFail` age): the main side removes the jobs it took the results of, so this bounds
+ * only what a producer that died leaves, and must let a restart on the same namespace find its
+ * results. Set once on the workers, not in every job (it cost each queued job 88 bytes).
+ */
+export const FINISHED_JOB_AGE_S = ORPHAN_AGE_S.adoptable;
+
 /** The BullMQ job id of a job's launch: one BullMQ job per (namespace, job id, launch). */
 export function bullJobId(namespace: string, jobId: string, launch: number, owner?: string): string {
   return owner === undefined ? `${namespace}.${jobId}.${launch}` : `${namespace}.${owner}.${jobId}.${launch}`;

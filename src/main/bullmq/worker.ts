@@ -25,7 +25,7 @@ import { RateGateBridge } from './rate-gate-bridge.js';
 import { RunSteering } from './run-steering.js';
 import { RequestCache, RequestUnavailable } from './request-cache.js';
 import { closeClient, redisClient } from './redis.js';
-import { controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
+import { FINISHED_JOB_AGE_S, controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
 
 export interface ForkpoolWorkerOptions {
   redisUrl: string;
@@ -130,6 +130,9 @@ export class ForkpoolWorker {
       // The stall check runs twice per lock period: a dead worker's job is re-run within 1.5 of them.
       stalledInterval: Math.max(500, Math.floor(lockMs / 2)),
       maxStalledCount: this.#options.maxStalls ?? BULLMQ_DEFAULTS.maxStalls,
+      // What a producer that died leaves (its jobs carry no ages of their own: see FINISHED_JOB_AGE_S).
+      removeOnComplete: { age: FINISHED_JOB_AGE_S },
+      removeOnFail: { age: FINISHED_JOB_AGE_S },
       // Never BullMQ's sandboxed processors (`useWorkerThreads` crashes the host on out-of-memory): Piscina runs the job.
       useWorkerThreads: false,
     });
@@ -226,7 +229,8 @@ export class ForkpoolWorker {
     let end: AttemptEnd;
     try {
       const steering = live.steering.launch(localSpec.steering ?? [], (message, interrupt) => void attempt.post({ type: 'steer', ...message, interrupt }));
-      live.attempt.launch({ ...localSpec, processTag: `${spec.processTag ?? spec.id}.r${run}`, ...(steering.length > 0 ? { steering } : {}) });
+      // Tagged by launch and run: the BullMQ id names the producer (its namespace), the job and the launch.
+      live.attempt.launch({ ...localSpec, processTag: `${bullId}.r${run}`, ...(steering.length > 0 ? { steering } : {}) });
       end = await live.attempt.ended;
     } finally {
       signal?.removeEventListener('abort', onSignal);

@@ -313,10 +313,13 @@ export class Attempt {
 
   /**
    * After a hard stop or a lost thread, also every process still carrying this attempt's tag:
-   * a command forked just before the thread died may never have been reported.
+   * a command forked just before the thread died may never have been reported. Not for a remote
+   * job: its processes are on its worker's machine, whose own Attempt sweeps them, and a sweep
+   * reads every /proc/<pid>/environ here (a BullMQ producer closing with 10,000 jobs out ran
+   * out of file descriptors, then memory, sweeping for each).
    */
   #sweepTagged(): void {
-    if (this.#processTag) void killTagged(this.#processTag);
+    if (this.#processTag && this.#options.executor.capabilities.remote !== true) void killTagged(this.#processTag);
   }
 
   #killProcessGroups(): void {
