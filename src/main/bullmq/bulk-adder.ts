@@ -11,6 +11,8 @@ export class BulkAdder<T> {
   #scheduled = false;
   /** The batch being written, and those queued behind it. */
   #tail: Promise<void> = Promise.resolve();
+  /** Batches whose write has settled: a close waiting on a long flush sees it move. */
+  #settled = 0;
 
   constructor(write: (batch: T[]) => Promise<void>, maxBatch: number) {
     this.#write = write;
@@ -31,6 +33,11 @@ export class BulkAdder<T> {
         });
       }
     });
+  }
+
+  /** Batches written (or failed) so far. */
+  get settledBatches(): number {
+    return this.#settled;
   }
 
   /** Writes what is pending; resolves once every batch is written (or failed), those added meanwhile too. */
@@ -54,6 +61,7 @@ export class BulkAdder<T> {
       } catch (error) {
         for (const entry of batch) entry.reject(error);
       }
+      this.#settled += 1;
     });
   }
 }

@@ -36,6 +36,11 @@ export class CompletionGate {
     this.#refuse(bullId, token, 'unconfirmed');
   }
 
+  /** True when this very run's completion is the one accepted: a second report of it, not a rival. */
+  isRepeat(bullId: string, token: string): boolean {
+    return this.#claimed.get(bullId) === token;
+  }
+
   /** A completion of this launch was accepted (or is being checked). */
   wasAccepted(bullId: string): boolean {
     return this.#claimed.has(bullId);

@@ -14,6 +14,7 @@ import { BULLMQ_DEFAULTS, type BullmqConfig } from '../../shared/bullmq-config.j
 import { CompletionGate } from './completion-gate.js';
 import { FinishedJobs } from './finished-jobs.js';
 import { closeClient, redisClient } from './redis.js';
+import { untilSettledOrStalled } from './until-stalled.js';
 import { RemoteRun } from './remote-run.js';
 import { jobForRedis } from './job-request.js';
 import { BulkAdder } from './bulk-adder.js';
@@ -219,7 +220,7 @@ export class BullmqExecutor implements Executor {
       .flush()
       .then(() => this.#finished.flush())
       .then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
-    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, this.#options.closeTimeoutMs).unref())]);
+    await untilSettledOrStalled(closed, this.#options.closeTimeoutMs, () => this.#cancels.progress + this.#finished.progress);
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
 
@@ -307,7 +308,12 @@ export class BullmqExecutor implements Executor {
     }
     const token = claimed.success ? claimed.data.token : stored?.token;
     if (token === undefined) return;
-    if (!this.gate.claim(bullId, token)) return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
+    if (!this.gate.claim(bullId, token)) {
+      // The events stream and the quiet-job poll often both report one completion: the second
+      // report of the accepted run is routine (thousands on a busy drain), not worth a warning.
+      if (this.gate.isRepeat(bullId, token)) return this.#logger?.debug({ bullId, token }, 'completion reported again');
+      return this.#logger?.warn({ bullId, token }, 'refused a duplicate or stale completion');
+    }
     if (stored?.token !== token) {
       this.gate.release(bullId, token);
       return this.#logger?.warn({ bullId, token }, 'refused a completion Redis does not confirm');

@@ -25,6 +25,8 @@ export class FinishedJobs {
   /** Orphan → its worker was told to end it (a hard stop), so it finishes soon. */
   readonly #orphans = new Map<string, boolean>();
   #onSettled: (() => void) | undefined;
+  /** Jobs removed (or found gone) at close so far. */
+  #flushed = 0;
 
   /** `remove`: deletes one BullMQ job and its keys; it throws for a job a worker holds (locked). */
   constructor(remove: (bullId: string) => Promise<void>, keptMs: number) {
@@ -72,6 +74,11 @@ export class FinishedJobs {
     this.#orphans.delete(bullId);
   }
 
+  /** Removals settled by flush() so far. */
+  get progress(): number {
+    return this.#flushed;
+  }
+
   /**
    * At close: every taken result and every orphan no worker holds goes now; hard-stopped runs
    * still held are waited for (bounded), their jobs removed as they finish (finishedUnwatched).
@@ -80,7 +87,13 @@ export class FinishedJobs {
     for (const timer of this.#pending.values()) clearTimeout(timer);
     const ids = [...this.#pending.keys(), ...this.#orphans.keys()];
     this.#pending.clear();
-    await Promise.allSettled(ids.map((bullId) => this.#remove(bullId).then(() => this.#orphans.delete(bullId))));
+    await Promise.allSettled(
+      ids.map((bullId) =>
+        this.#remove(bullId)
+          .then(() => this.#orphans.delete(bullId))
+          .finally(() => (this.#flushed += 1)),
+      ),
+    );
     if (![...this.#orphans.values()].some(Boolean)) return;
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {

@@ -115,6 +115,11 @@ export class LaunchCanceller {
     return pending.removed === true;
   }
 
+  /** Batches of cancels written (or failed) so far. */
+  get progress(): number {
+    return this.#batches.settledBatches;
+  }
+
   /** Resolves once every cancel asked so far has been written (or failed). */
   flush(): Promise<void> {
     return this.#batches.flush();

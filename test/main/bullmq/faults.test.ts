@@ -106,7 +106,7 @@ function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> 
  * Two workers on a fresh Redis, one research job running on one of them: the start of every
  * fault below that strikes the worker holding a job.
  */
-async function jobOnAWorker(label: string, budget?: BudgetLimits, lockMs = LOCK_MS) {
+async function jobOnAWorker(label: string, budget?: BudgetLimits, lockMs: number = LOCK_MS) {
   const redis = await startRedis(cleanup);
   const sim = await startSim(cleanup, { latencyMs: 1_000 });
   const workspace = await makeWorkspace(cleanup);
