@@ -42,7 +42,7 @@ export const bullmqSchema = z.strictObject({
   attempts: z.number().int().min(1).max(100).default(BULLMQ_DEFAULTS.attempts),
   /** Jobs running at once across every worker of the queue (BullMQ global concurrency); 0: no cluster cap. */
   globalConcurrency: z.number().int().min(0).max(100_000).default(BULLMQ_DEFAULTS.globalConcurrency),
-  /** The executor's and a worker's close() gives up waiting after this long. */
+  /** A worker's close() gives up waiting after this long; the executor's, after this long without progress. */
   closeTimeoutMs: z.number().int().min(0).max(600_000).default(BULLMQ_DEFAULTS.closeTimeoutMs),
   /**
    * Names this main process's jobs in the queue (BullMQ job ids are `<namespace>.<job id>.<launch>`).

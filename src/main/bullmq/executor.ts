@@ -177,6 +177,8 @@ export class BullmqExecutor implements Executor {
     hardStop.addEventListener('abort', onHardStop, { once: true });
     try {
       await this.#ready;
+      // Closed while it waited for the connection: never added, so close() need not take it out.
+      if (this.#closing) throw new JobError('ABORTED', spec.id, 'the bullmq executor closed before the job was queued');
       await this.#add(spec, bullId, request, true);
       await run.onAdded();
       await run.settled;
@@ -215,12 +217,16 @@ export class BullmqExecutor implements Executor {
     clearInterval(this.#poll);
     for (const run of this.#runs.values()) run.abandon(new JobError('ABORTED', run.jobId, 'the bullmq executor closed before the job ended'));
     // BullMQ's close() has no bound: a Redis that is gone would hold it forever.
-    // The cancels under way first: a waiting job they take out is not removed again one by one.
-    const closed = this.#cancels
+    // The adds under way first: a job stopped on its way into Redis is cancelled once there
+    // (RemoteRun.onAdded, a turn later). Then the cancels: a waiting job they take out is not
+    // removed again one by one.
+    const closed = this.#adder
       .flush()
+      .then(() => new Promise((resolve) => setImmediate(resolve)))
+      .then(() => this.#cancels.flush())
       .then(() => this.#finished.flush())
       .then(() => Promise.allSettled([this.#events.close(), this.#queue.close()]));
-    await untilSettledOrStalled(closed, this.#options.closeTimeoutMs, () => this.#cancels.progress + this.#finished.progress);
+    await untilSettledOrStalled(closed, this.#options.closeTimeoutMs, () => this.#adder.settledBatches + this.#cancels.progress + this.#finished.progress);
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
 

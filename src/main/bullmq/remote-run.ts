@@ -38,6 +38,8 @@ export class RemoteRun {
   readonly #port: MessagePort;
   readonly #hooks: RemoteRunHooks;
   #token: string | undefined;
+  /** Abandoned before its job reached Redis: nobody will take its result, so no worker should run it. */
+  #takeOutOnAdd = false;
   #stopReason: StopRequest | undefined;
   /** The cancel of a launch not heard starting, on its way to Redis: true when it took the job out of the queue. */
   #waitingCancel: Promise<boolean> | undefined;
@@ -55,6 +57,9 @@ export class RemoteRun {
       this.#resolve = resolve;
       this.#reject = reject;
     });
+    // A stop can settle it while its job is still on its way into Redis, before the executor
+    // awaits it: marked handled, so that is no unhandled rejection (which would end the host).
+    this.settled.catch(() => undefined);
     port.on('message', (raw: unknown) => {
       const parsed = mainMessageSchema.safeParse(raw);
       if (!parsed.success) return;
@@ -149,7 +154,9 @@ export class RemoteRun {
     }
   }
 
+  /** Ended here without a stop (its executor closed): a job still on its way into Redis is taken out once there. */
   abandon(error: unknown): void {
+    if (!this.#settled && !this.added) this.#takeOutOnAdd = true;
     this.#settle(error);
   }
 
@@ -195,7 +202,7 @@ export class RemoteRun {
   /** Its BullMQ job is in Redis now: a cancel asked while it was on its way goes out. */
   async onAdded(): Promise<void> {
     this.added = true;
-    if (this.hardStopped) await this.#sendHardStop();
+    if (this.hardStopped || this.#takeOutOnAdd) await this.#sendHardStop();
     else if (this.#stopReason && !this.#settled) await this.#sendCancel(this.#stopReason);
   }
 

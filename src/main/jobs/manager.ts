@@ -52,6 +52,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /** The durable ledger's scope, when there is one (see recovery.ts, docs/durability.md). */
   readonly #store: JobStore | undefined;
   #closing: Promise<CloseReport> | undefined;
+  /**
+   * Set as close() begins, before its first step: a queued job it cancels ends at once, and that
+   * ending must not launch the queue's others (2,000 launches, on their way to Redis, in a close).
+   */
+  #closeBegun = false;
   /** How bash runs in this manager's jobs, decided once (see checkSandbox). */
   readonly sandbox: SandboxStatus;
   /** Absolute paths no tool of its jobs opens (config files, ledger files, `hiddenPaths`; see tools/hidden.ts). */
@@ -140,7 +145,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   get closed(): boolean {
-    return this.#closing !== undefined;
+    return this.#closeBegun;
   }
 
   /** The session's pooled budget now (remaining, leased, spent), or undefined without `sessionBudget`. */
@@ -356,6 +361,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   }
 
   #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
+    this.#closeBegun = true;
     // Durable: the jobs this close stops stay unfinished in the ledger for the next process (see keepUnfinishedOnClose).
     if (how !== 'drain') this.#ledger.keepUnfinishedOnClose();
     const report = shutDown(how, timeoutMs, {

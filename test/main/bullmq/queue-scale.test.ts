@@ -128,6 +128,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
     });
     const report = await manager.close();
     monitor.disconnect();
+
     expect(report.cancelled).toHaveLength(jobs);
     // One script call per 1,000 launches (and a few for the taken job); before, each cancel was a
     // control write, a remove and a DEL, and a dozen commands in all.
@@ -170,6 +171,43 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
     expect(await probe.llen('bull:fp-destroy:wait')).toBe(0);
     expect((await probe.keys('*')).filter((key) => key.includes(`${bullmqOf(manager).namespace}.`))).toEqual([]);
   }, 30_000);
+
+  it.each([
+    ['close', 'queued'],
+    ['destroy', 'queued'],
+    ['close', 'launched'],
+    ['destroy', 'launched'],
+    ['executor close', 'launched'],
+  ] as const)(
+    '%s() with 2,000 jobs %s and not yet in Redis: each cancelled once, none left for a worker',
+    async (how, when) => {
+      const jobs = 2_000;
+      const redis = await startRedis(cleanup);
+      const probe = new Redis(redis.url);
+      cleanup.add(() => probe.disconnect());
+      const workspace = tempWorkspace(undefined, cleanup);
+      const config = makeConfig(undefined, workspace, { maxConcurrent: jobs }, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: 'fp-early' } });
+      const manager = await bullManager(config, cleanup);
+      const executor = bullmqOf(manager);
+      for (let i = 0; i < jobs; i++) manager.spawn({ task: `${RESEARCH_TASK} (${i})`, label: `fan ${i}` });
+      if (when === 'launched') {
+        // Launched (the pump is a microtask, the executor waits for its connection), but no wait
+        // for Redis: the adds are still pending (batches of 1,000, one after another).
+        for (let turn = 0; turn < 20 && executor.pendingCount < jobs; turn++) await Promise.resolve();
+        expect(executor.pendingCount).toBe(jobs);
+      }
+      if (how === 'executor close') await executor.close();
+      else {
+        const report = how === 'close' ? await manager.close({ timeoutMs: 1_000 }) : await manager.destroy();
+        // Queued: cancelled where they wait, none launched by another's ending.
+        expect(new Set(report.cancelled).size).toBe(jobs);
+        expect(report.cancelled).toHaveLength(jobs);
+      }
+      expect(await probe.llen('bull:fp-early:wait')).toBe(0);
+      expect((await probe.keys('*')).filter((key) => key.includes(`${executor.namespace}.`))).toEqual([]);
+    },
+    30_000,
+  );
 
   it('a worker refuses, unrun, a job whose stored request is gone or does not match its hash; the real one runs', async () => {
     const redis = await startRedis(cleanup);
