@@ -1,8 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { GATED_TOOLS, TIMINGS } from '../../shared/defaults.js';
-import { configForAgent } from '../../shared/agents.js';
-import { applySpawnSpec } from '../../shared/spawn-spec.js';
+import { TIMINGS } from '../../shared/defaults.js';
 import { killTagged } from '../../shared/tools/process-tag.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
 import { exposeOnPort } from '../../shared/comlink-port.js';
@@ -117,11 +115,11 @@ export class Attempt {
     const permissions = portPair(remote);
     this.#port = events.local;
     this.#permissionPort = permissions.local;
-    // A job that can never ask (no gated tool, fixed concurrency) gets its end closed at once:
-    // every open port on this thread is a libuv async handle, and libuv checks every one of them
-    // each time any message arrives, so two ports per job in flight made each message O(jobs)
-    // (issue 23: 89% of the main thread's CPU at 10,000 jobs). Its worker sees a closed port.
-    if (permissions.native && asksMainThread(spec)) exposeOnPort(this.#options.permissions, permissions.native);
+    // Only an adaptive job's rate gate uses this port (permissions go over the events port): any
+    // other job's end is closed at once. Every open port on this thread is a libuv async handle,
+    // and libuv checks every one of them each time any message arrives, so two ports per job in
+    // flight made each message O(jobs) (issue 23: 89% of the main thread's CPU at 10,000 jobs).
+    if (permissions.native && spec.config.background.concurrency === 'adaptive') exposeOnPort(this.#options.permissions, permissions.native);
     else if (permissions.native) permissions.local.close();
     events.local.on('message', (message: unknown) => this.#onMessage(message));
     events.local.once('close', () => {
@@ -156,6 +154,12 @@ export class Attempt {
     } catch {
       return false;
     }
+  }
+
+  /** A gated tool's question; a remote executor's job is refused, as its closed permission port always did. */
+  #answerPermission(requestId: number, tool: string): void {
+    const granted = this.#options.executor.capabilities.remote !== true && this.#options.permissions.isGranted(tool);
+    this.post({ type: 'permission-answer', requestId, granted });
   }
 
   /** The wall clock starts when the worker says `started` (queue time does not count). */
@@ -250,6 +254,8 @@ export class Attempt {
           return;
         case 'alert':
           return this.#options.onAlert({ message: message.message, severity: message.severity });
+        case 'permission':
+          return this.#answerPermission(message.requestId, message.tool);
         case 'spawn':
           return this.#options.onSpawn(message.requestId, message.request);
         case 'suspend':
@@ -336,20 +342,5 @@ export class Attempt {
       }
     }
     this.#processGroups.clear();
-  }
-}
-
-/**
- * Whether a job's worker can call the main thread's permission service (a gated tool) or its
- * adaptive rate gate: the only uses of its permission port (see src/worker/job.ts). Its tools
- * as the worker computes them; in doubt, true.
- */
-export function asksMainThread(spec: JobSpec): boolean {
-  if (spec.config.background.concurrency === 'adaptive') return true;
-  try {
-    const { tools } = applySpawnSpec(configForAgent(spec.config, spec.agent), spec);
-    return tools.some((tool) => (GATED_TOOLS as readonly string[]).includes(tool));
-  } catch {
-    return true;
   }
 }
