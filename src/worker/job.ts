@@ -217,6 +217,9 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
+  // Only the adaptive rate gate talks over it: closed at once otherwise, and with it the main
+  // thread's end (one port per job there: see Attempt.launch).
+  if (spec.config.background.concurrency !== 'adaptive') permissionPort.close();
   const remote = wrapPort<PermissionService & RemoteGateService>(permissionPort);
   // Over the events port: the main thread keeps one port per job (see Attempt.launch).
   const permissions: PermissionGate = {

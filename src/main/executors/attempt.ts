@@ -115,12 +115,13 @@ export class Attempt {
     const permissions = portPair(remote);
     this.#port = events.local;
     this.#permissionPort = permissions.local;
-    // Only an adaptive job's rate gate uses this port (permissions go over the events port): any
-    // other job's end is closed at once. Every open port on this thread is a libuv async handle,
-    // and libuv checks every one of them each time any message arrives, so two ports per job in
-    // flight made each message O(jobs) (issue 23: 89% of the main thread's CPU at 10,000 jobs).
+    // Only an adaptive job's rate gate uses this port (permissions go over the events port): the
+    // worker closes any other job's end as it starts, which closes this end too (not here: a
+    // port closed before the executor transfers its peer fails the transfer). Every open port on
+    // this thread is a libuv async handle, and libuv checks every one of them each time any
+    // message arrives, so two ports per job in flight made each message O(jobs) (issue 23: 89%
+    // of the main thread's CPU at 10,000 jobs).
     if (permissions.native && spec.config.background.concurrency === 'adaptive') exposeOnPort(this.#options.permissions, permissions.native);
-    else if (permissions.native) permissions.local.close();
     events.local.on('message', (message: unknown) => this.#onMessage(message));
     events.local.once('close', () => {
       this.#portClosed = true;
