@@ -49,6 +49,10 @@ function configFor(spec: CellSpec, concurrency: number, cancelGraceMs: number): 
       isolation: spec.executor === 'piscina-shared' ? 'shared' : 'thread',
       tasksPerThread: spec.tasksPerThread,
       timeoutMinutes: 30,
+      // Scale: past its default 10 minutes the wall-clock budget stops the first jobs, and a hard
+      // stop in shared isolation ends every neighbour on the thread (docs/performance.md, issue
+      // 23): the bench measures holding jobs, so the budget is the job timeout's 30 minutes.
+      ...(spec.workload === 'scale' ? { budget: { maxWallclockMinutes: 30 } } : {}),
       cancelGraceMs,
       closeTimeoutMs: 5_000,
     },
@@ -150,10 +154,14 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     // Tool calls that failed (e.g. timed out): a job can still end `ok` on a degraded answer.
     const toolErrors = new Map<string, number>();
     let slowestToolMs = 0;
+    // What the first failed tool call said (a timeout, a descriptor limit...): the count alone does not say why.
+    let firstToolError: string | undefined;
     const offProgress = manager.on('progress', ({ jobId, event }) => {
       if (event.type !== 'tool_result' || !starts.has(jobId)) return;
       slowestToolMs = Math.max(slowestToolMs, event.ms);
-      if (!event.ok) toolErrors.set(event.name, (toolErrors.get(event.name) ?? 0) + 1);
+      if (event.ok) return;
+      toolErrors.set(event.name, (toolErrors.get(event.name) ?? 0) + 1);
+      firstToolError ??= `${event.name} after ${Math.round(event.ms)} ms: ${(event.output ?? '').slice(0, 200)}`;
     });
     const offDone = manager.on('done', (record) => {
       const started = starts.get(record.id);
@@ -184,7 +192,7 @@ export async function runCell(spec: CellSpec): Promise<CellResult> {
     offProgress();
     if (toolErrors.size > 0)
       notes.push(
-        `failed tool calls: ${[...toolErrors].map(([name, n]) => `${name} ×${n}`).join(', ')} (slowest tool call ${Math.round(slowestToolMs)} ms; tool timeout ${config.toolLimits.toolTimeoutMs} ms)`,
+        `failed tool calls: ${[...toolErrors].map(([name, n]) => `${name} ×${n}`).join(', ')} (slowest tool call ${Math.round(slowestToolMs)} ms; tool timeout ${config.toolLimits.toolTimeoutMs} ms; first: ${firstToolError ?? '?'})`,
       );
     if (firstFailure) notes.push(`${latencies.length - ok} jobs did not end ok; first: ${firstFailure}`);
 

@@ -29,36 +29,58 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
 /** Runs a wait with a timeout paused (see {@link withTimeout}). */
 export type UntimedWait = <T>(wait: () => Promise<T>) => Promise<T>;
 
+/** How {@link withTimeout} counts time. */
+export interface TimeoutClock {
+  /**
+   * Counts only what the thread's event loop let through: the timer ticks every `tickMs` (at
+   * most), and a tick that fires more than `tickMs` late (the loop was held by other work: on a
+   * `shared` thread, thousands of jobs starting at once) counts as `2 × tickMs`. Unset: wall time.
+   */
+  tickMs?: number;
+}
+
 /**
  * Races `work` against a timeout and a signal. The work gets its own signal, aborted on either,
  * so it can stop what it is doing; the timer is always cleared. The work also gets `untimed`:
  * the time spent in a wait it runs through it (its turn in a queue that moves as other calls
  * end) does not count, so load slows the work down without timing it out; the timer runs on
- * with what was left when the wait ends. The signal still aborts such a wait.
+ * with what was left when the wait ends. The signal still aborts such a wait. With
+ * `clock.tickMs`, a loop held by other work does not count in full either (see {@link TimeoutClock}).
  */
 export async function withTimeout<T>(
   work: (signal: AbortSignal, untimed: UntimedWait) => Promise<T>,
   timeoutMs: number,
   signal: AbortSignal,
   onTimeout: () => Error,
+  clock: TimeoutClock = {},
 ): Promise<T> {
   const local = linkedAbort(signal);
+  const { tickMs } = clock;
   let timer: NodeJS.Timeout | undefined;
   let fail: (error: Error) => void = () => {};
   let remainingMs = timeoutMs;
   let armedAt = 0;
   let waits = 0;
   let settled = false;
+  // Time since the timer was armed, a late tick capped (a held loop counts as 2 × tickMs at most).
+  const spent = () => {
+    const elapsed = performance.now() - armedAt;
+    return tickMs === undefined ? elapsed : Math.min(elapsed, 2 * tickMs);
+  };
   const arm = () => {
     armedAt = performance.now();
     timer = setTimeout(
       () => {
+        if (tickMs !== undefined) {
+          remainingMs -= spent();
+          if (remainingMs > 0) return arm();
+        }
         const error = onTimeout();
         // Reject first so the race reports the timeout, not the abort it causes.
         fail(error);
         local.controller.abort(error);
       },
-      Math.max(0, remainingMs),
+      Math.max(0, tickMs === undefined ? remainingMs : Math.min(remainingMs, tickMs)),
     );
   };
   const timeout = new Promise<never>((_, reject) => {
@@ -68,7 +90,7 @@ export async function withTimeout<T>(
   const untimed: UntimedWait = async (wait) => {
     if (waits++ === 0) {
       clearTimeout(timer);
-      remainingMs -= performance.now() - armedAt;
+      remainingMs -= spent();
     }
     try {
       return await wait();

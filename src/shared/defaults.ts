@@ -314,6 +314,12 @@ export const TIMINGS = {
   poolCloseWaitMs: 2_000,
   /** A permission answer slower than this is a denial: a background job never waits on a person. */
   permissionAnswerMs: 5_000,
+  /**
+   * A tool's timeout counts the time its thread was free to run it, in steps of this long: a step
+   * whose timer fires later than twice this (the thread's loop was held by other jobs, e.g.
+   * thousands starting at once on a `shared` thread) counts as twice this. See withTimeout's `tickMs`.
+   */
+  toolTimeoutTickMs: 5_000,
 } as const;
 
 /**

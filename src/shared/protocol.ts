@@ -179,6 +179,8 @@ export type WorkerMessage =
   | { type: 'alert'; jobId: string; message: string; severity: AlertSeverity }
   /** The job's spawn tool: start a child; answered by `spawn-result`. */
   | { type: 'spawn'; jobId: string; requestId: number; request: ChildSpawnRequest }
+  /** A gated tool asks the main thread's permission store; answered by `permission-answer`. */
+  | { type: 'permission'; jobId: string; requestId: number; tool: string }
   /**
    * The job gave its final answer with children still running and waits for them: it ends this
    * attempt (its slot and thread go back) and is resumed with their results. Ends the attempt.
@@ -208,7 +210,8 @@ export type MainMessage =
   /** Children that ended, for the job's next model call; `childIds` says whose. */
   | { type: 'child-results'; childIds: string[]; text: string }
   /** A message for the job's next model call; `interrupt`: cancel the model call in flight (the job goes on with the message). */
-  | { type: 'steer'; id: number; text: string; interrupt: boolean };
+  | { type: 'steer'; id: number; text: string; interrupt: boolean }
+  | { type: 'permission-answer'; requestId: number; granted: boolean };
 
 const usageSchema = z.object({
   promptTokens: z.number(),
@@ -247,6 +250,8 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
+  // A gated tool asks the main thread's permission store; answered by `permission-answer` on the same port.
+  z.object({ type: z.literal('permission'), jobId: z.string(), requestId: z.number().int(), tool: z.string() }),
   z.object({ type: z.literal('alert'), jobId: z.string(), message: z.string().min(1).max(ALERT_MAX_CHARS), severity: z.enum(ALERT_SEVERITIES) }),
   z.object({
     type: z.literal('spawn'),
@@ -290,6 +295,7 @@ export const mainMessageSchema = z.discriminatedUnion('type', [
     message: z.string().optional(),
   }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
+  z.object({ type: z.literal('permission-answer'), requestId: z.number().int(), granted: z.boolean() }),
   steeringMessageSchema.extend({ type: z.literal('steer'), interrupt: z.boolean() }),
 ]);
 
@@ -298,7 +304,10 @@ export interface JobTask {
   spec: JobSpec;
   /** Events and results (worker → main) and cooperative cancel (main → worker). */
   port: import('node:worker_threads').MessagePort;
-  /** Comlink channel to the main thread's permission store. */
+  /**
+   * Comlink channel to the main thread's adaptive rate gate (`concurrency: "adaptive"`); closed
+   * by the main thread at once otherwise. Permissions go over `port` (`permission` messages).
+   */
   permissionPort: import('node:worker_threads').MessagePort;
   /** Shared by every job of an executor: the 429 back-off gate (see rate-gate.ts). */
   rateGateBuffer?: SharedArrayBuffer;

@@ -5,7 +5,7 @@ import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
 import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
-import { TRANSCRIPT_LIMITS } from './defaults.js';
+import { TIMINGS, TRANSCRIPT_LIMITS } from './defaults.js';
 import { linkedAbort, startDeadline, withTimeout } from './abort.js';
 import { COMMAND_OUTPUT_HEAD_SHARE, capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
@@ -312,6 +312,8 @@ async function runTool(
     timeoutMs,
     signal,
     () => new TimeoutError('TOOL_TIMEOUT', `tool ${name} timed out after ${timeoutMs} ms`, timeoutMs),
+    // A search admitted on a thread busy starting thousands of jobs waits for its loop, not for the disk.
+    { tickMs: TIMINGS.toolTimeoutTickMs },
   );
 }
 

@@ -204,6 +204,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   const controller = new AbortController();
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   // What it takes is reported, so the main thread gives a later run only what this one never saw.
+  const permissionAsked = new PermissionQuestions((requestId, tool) => post({ type: 'permission', jobId: spec.id, requestId, tool }));
   const steering = new SteeringInbox(spec.steering ?? [], (ids) => post({ type: 'progress', jobId: spec.id, event: { type: 'messages_received', ids } }));
   const onMessage = (raw: unknown) => {
     const parsed = mainMessageSchema.safeParse(raw);
@@ -212,12 +213,17 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     if (message.type === 'cancel') controller.abort(cancelReason(message.reason));
     else if (message.type === 'spawn-result') children?.onSpawnResult(message);
     else if (message.type === 'steer') steering.receive({ id: message.id, text: message.text }, message.interrupt);
+    else if (message.type === 'permission-answer') permissionAsked.answer(message.requestId, message.granted);
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
+  // Only the adaptive rate gate talks over it: closed at once otherwise, and with it the main
+  // thread's end (one port per job there: see Attempt.launch).
+  if (spec.config.background.concurrency !== 'adaptive') permissionPort.close();
   const remote = wrapPort<PermissionService & RemoteGateService>(permissionPort);
+  // Over the events port: the main thread keeps one port per job (see Attempt.launch).
   const permissions: PermissionGate = {
-    check: (request) => raceRemote(Promise.resolve(remote.isGranted(request.tool)), permissionPort, TIMINGS.permissionAnswerMs, false, controller.signal),
+    check: (request) => raceRemote(permissionAsked.ask(request.tool), port, TIMINGS.permissionAnswerMs, false, controller.signal),
   };
   try {
     post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
@@ -289,4 +295,28 @@ function canSpawn(spec: JobSpec): boolean {
 function closePorts(task: { port: MessagePort; permissionPort: MessagePort }): void {
   task.port.close();
   task.permissionPort.close();
+}
+
+/** A job's permission questions in flight, by request id; each resolves once, with its answer. */
+class PermissionQuestions {
+  readonly #send: (requestId: number, tool: string) => void;
+  readonly #pending = new Map<number, (granted: boolean) => void>();
+  #last = 0;
+
+  constructor(send: (requestId: number, tool: string) => void) {
+    this.#send = send;
+  }
+
+  ask(tool: string): Promise<boolean> {
+    const requestId = ++this.#last;
+    return new Promise((resolve) => {
+      this.#pending.set(requestId, resolve);
+      this.#send(requestId, tool);
+    });
+  }
+
+  answer(requestId: number, granted: boolean): void {
+    this.#pending.get(requestId)?.(granted);
+    this.#pending.delete(requestId);
+  }
 }

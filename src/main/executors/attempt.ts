@@ -115,7 +115,13 @@ export class Attempt {
     const permissions = portPair(remote);
     this.#port = events.local;
     this.#permissionPort = permissions.local;
-    if (permissions.native) exposeOnPort(this.#options.permissions, permissions.native);
+    // Only an adaptive job's rate gate uses this port (permissions go over the events port): the
+    // worker closes any other job's end as it starts, which closes this end too (not here: a
+    // port closed before the executor transfers its peer fails the transfer). Every open port on
+    // this thread is a libuv async handle, and libuv checks every one of them each time any
+    // message arrives, so two ports per job in flight made each message O(jobs) (issue 23: 89%
+    // of the main thread's CPU at 10,000 jobs).
+    if (permissions.native && spec.config.background.concurrency === 'adaptive') exposeOnPort(this.#options.permissions, permissions.native);
     events.local.on('message', (message: unknown) => this.#onMessage(message));
     events.local.once('close', () => {
       this.#portClosed = true;
@@ -149,6 +155,12 @@ export class Attempt {
     } catch {
       return false;
     }
+  }
+
+  /** A gated tool's question; a remote executor's job is refused, as its closed permission port always did. */
+  #answerPermission(requestId: number, tool: string): void {
+    const granted = this.#options.executor.capabilities.remote !== true && this.#options.permissions.isGranted(tool);
+    this.post({ type: 'permission-answer', requestId, granted });
   }
 
   /** The wall clock starts when the worker says `started` (queue time does not count). */
@@ -243,6 +255,8 @@ export class Attempt {
           return;
         case 'alert':
           return this.#options.onAlert({ message: message.message, severity: message.severity });
+        case 'permission':
+          return this.#answerPermission(message.requestId, message.tool);
         case 'spawn':
           return this.#options.onSpawn(message.requestId, message.request);
         case 'suspend':

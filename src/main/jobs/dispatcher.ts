@@ -15,7 +15,11 @@ export interface DispatchHost {
   stopQueued(job: Job): void;
   /** Nothing is queued, running or waiting for its children. */
   idle(): void;
-  /** A real job cannot launch for want of a slot or budget: running guesses give way (speculation.ts). */
+  /**
+   * A real job cannot launch for want of a slot or budget: running guesses give way
+   * (speculation.ts). `live`: the live jobs spawned speculative, in launch order; called only when
+   * there is one.
+   */
   preempt(waiting: readonly Job[], live: readonly Job[], need: 'slot' | 'budget'): void;
 }
 
@@ -28,6 +32,14 @@ export class Dispatcher {
   readonly #host: DispatchHost;
   readonly #queue: Job[] = [];
   readonly #live = new Map<string, Job>();
+  /**
+   * The live jobs that were spawned speculative (guesses, kept or dropped: `speculation` is set at
+   * booking and never unset), the only ones preemption looks at. With none, a pump at the cap
+   * is O(1): no copy of the live jobs, no scan of the queue (a fan-out ends thousands of jobs).
+   */
+  readonly #liveSpeculative = new Set<Job>();
+  /** Queued jobs spawned speculative: with none, the queue's head is its first real job. */
+  #queuedSpeculative = 0;
   readonly #suspended = new Set<Job>();
   #pumpScheduled = false;
 
@@ -38,26 +50,40 @@ export class Dispatcher {
   /** Queues a job last, and launches at the next microtask. */
   enqueue(job: Job): void {
     this.#queue.push(job);
+    if (job.speculation !== undefined) this.#queuedSpeculative++;
     this.schedulePump();
   }
 
   /** Queues a job first (a resumed parent, a job re-run under the same clock), and launches at the next microtask. */
   enqueueFirst(job: Job): void {
     this.#queue.unshift(job);
+    if (job.speculation !== undefined) this.#queuedSpeculative++;
     this.schedulePump();
   }
 
   /** Takes a job out of the queue; false if it was not in it. */
   remove(job: Job): boolean {
     const at = this.#queue.indexOf(job);
-    if (at >= 0) this.#queue.splice(at, 1);
+    if (at >= 0) this.#takeAt(at);
     return at >= 0;
+  }
+
+  /** Takes the job at `at` out of the queue (shift at the head: V8 trims the array in place). */
+  #takeAt(at: number): Job {
+    const job = (at === 0 ? this.#queue.shift() : this.#queue.splice(at, 1)[0]) as Job;
+    if (job.speculation !== undefined) this.#queuedSpeculative--;
+    return job;
   }
 
   /** A job moved (see Job): what holds a slot and what waits for children is counted here. */
   moved(job: Job, from: JobPhase, to: JobPhase): void {
     if (from === 'dispatched' || from === 'running') this.#live.delete(job.id);
     if (to === 'dispatched' || to === 'running') this.#live.set(job.id, job);
+    // Deleted and added again, as in #live: the newest launch last (preemption drops the newest guesses first).
+    if (job.speculation !== undefined) {
+      this.#liveSpeculative.delete(job);
+      if (this.#live.has(job.id)) this.#liveSpeculative.add(job);
+    }
     if (from === 'suspended') this.#suspended.delete(job);
     if (to === 'suspended') this.#suspended.add(job);
   }
@@ -99,20 +125,30 @@ export class Dispatcher {
     // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
     if (this.#host.closed()) for (const job of [...this.#queue]) this.#host.stopQueued(job);
     while (this.#queue.length > 0) {
+      // At the cap only a running guess can make room, so with none nothing is copied or scanned.
+      if (this.#live.size >= this.#host.maxConcurrent) return this.#preempt('slot');
       // Real jobs first, in their order; a guess (speculative, not yet referred to) only after them.
-      const at = Math.max(
-        0,
-        this.#queue.findIndex((job) => !JobSpeculation.isGuess(job)),
-      );
+      const at =
+        this.#queuedSpeculative === 0
+          ? 0
+          : Math.max(
+              0,
+              this.#queue.findIndex((job) => !JobSpeculation.isGuess(job)),
+            );
       const head = this.#queue[at] as Job;
-      if (this.#live.size >= this.#host.maxConcurrent) return void this.#host.preempt(this.#queue, this.live(), 'slot');
       // The session pool decides first: the head waits for leases to return (FIFO), or is refused.
       const gate = this.#host.budgets.gate(head.id, head.spec?.budget, head.spec?.agent, (holder) => this.#live.has(holder));
-      if (gate.kind === 'wait') return void this.#host.preempt(this.#queue, this.live(), 'budget');
-      this.#queue.splice(at, 1);
+      if (gate.kind === 'wait') return this.#preempt('budget');
+      this.#takeAt(at);
       if (gate.kind === 'go') this.#host.launch(head);
       else head.end(endingFromQueue(serializeError(gate.error)));
     }
     if (this.pending === 0) this.#host.idle();
+  }
+
+  /** A real job waits for `need`: running guesses may give way (only they can; see speculation.ts). */
+  #preempt(need: 'slot' | 'budget'): void {
+    if (this.#liveSpeculative.size === 0) return;
+    this.#host.preempt(this.#queue, [...this.#liveSpeculative], need);
   }
 }

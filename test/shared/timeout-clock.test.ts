@@ -1,0 +1,54 @@
+/**
+ * A tool's timeout on a thread whose loop is held by other work (issue 23: the first 256 searches
+ * on a `shared` thread starting thousands of jobs timed out at 60 s, their own work a few
+ * milliseconds). With `tickMs`, a held loop counts as `2 × tickMs` at most; on a free loop the
+ * timeout still fires. The loop is held by a synchronous spin, so the order of events does not
+ * depend on how busy the machine is: the timers that are due when it ends fire by their due time.
+ */
+import { describe, expect, it } from 'vitest';
+import { withTimeout } from '../../src/shared/abort.js';
+
+/** Holds this thread's event loop, as thousands of job starts on a shared thread do. */
+function holdLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spin
+  }
+}
+
+const timedOut = () => new Error('timed out');
+
+describe('withTimeout with a tick clock', () => {
+  it('work whose loop was held past its timeout ends ok when its own wait is shorter than what is left', async () => {
+    const work = async () => {
+      // The loop is held for 4 timeouts; then the work needs one more short turn (10 ms).
+      holdLoop(1_200);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      return 'ok';
+    };
+    // tickMs 100: the first tick fires ~1,100 ms late and counts 200 ms of the 300; the next is due 100 ms on, after the work's 10 ms.
+    await expect(withTimeout(work, 300, new AbortController().signal, timedOut, { tickMs: 100 })).resolves.toBe('ok');
+    // Wall-time counting (no clock): the same held loop times it out.
+    await expect(withTimeout(work, 300, new AbortController().signal, timedOut)).rejects.toThrow('timed out');
+  });
+
+  it('on a free loop the timeout still fires, however many ticks it takes', async () => {
+    const hangs = () => new Promise<never>(() => {});
+    await expect(withTimeout(hangs, 250, new AbortController().signal, timedOut, { tickMs: 50 })).rejects.toThrow('timed out');
+  });
+
+  it('a held loop counts as two ticks each time: held long enough, often enough, it still times out', async () => {
+    let turns = 0;
+    const work = async () => {
+      // Every turn holds the loop 300 ms (3 ticks' worth), counted as 200: the 500 ms timeout ends it by the third.
+      for (;;) {
+        turns++;
+        holdLoop(300);
+        await new Promise((resolve) => setImmediate(resolve));
+        if (turns > 50) return 'never timed out';
+      }
+    };
+    await expect(withTimeout(work, 500, new AbortController().signal, timedOut, { tickMs: 100 })).rejects.toThrow('timed out');
+    expect(turns).toBeLessThan(10);
+  });
+});
