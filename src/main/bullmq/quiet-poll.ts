@@ -65,7 +65,9 @@ export class QuietPoll {
       return this.#host.completed(run.bullId, job?.returnvalue);
     }
     if (state === 'failed') return this.#host.failed(run.bullId);
-    if (state === 'missing' && !run.isSettled) {
+    // A run being stopped is gone because its cancel took it out (the script's reply may come
+    // after this one): adding it again would leave a job no one waits for.
+    if (state === 'missing' && !run.isSettled && !run.stopAsked) {
       this.#host.logger?.warn({ bullId: run.bullId }, 'job missing from Redis; adding it again');
       await this.#host.lost(run);
     }

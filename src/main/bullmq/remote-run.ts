@@ -73,6 +73,11 @@ export class RemoteRun {
     return this.#settled;
   }
 
+  /** A cancel or a stop was asked of it (its job may be on its way out of Redis). */
+  get stopAsked(): boolean {
+    return this.#stopReason !== undefined || this.hardStopped || this.#takeOutOnAdd;
+  }
+
   spec(): JobSpec {
     return this.#spec;
   }
