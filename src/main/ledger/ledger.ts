@@ -4,7 +4,7 @@ import type { JobStore, StoredJob } from './ledger-store.js';
 import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
 import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 import { Retention } from './retention.js';
-import { deliveredRecord, detached, freeze, slimError } from './record-values.js';
+import { deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
 
 export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 
@@ -214,28 +214,7 @@ export class DeliveryLedger {
     const { record } = this.#expect(id, 'ended', 'queued');
     this.#undelivered.delete(id);
     this.#retention.release(id);
-    const {
-      status: _status,
-      endedBy: _endedBy,
-      resultText: _text,
-      resultDropped: _dropped,
-      tag: _tag,
-      stopReason: _stop,
-      error: _error,
-      budgetExceeded: _over,
-      budgetReport: _report,
-      startedAt: _started,
-      endedAt: _ended,
-      threadId: _thread,
-      deliveredInTurn: _turn,
-      deliveredAt: _at,
-      resultUnread: _unread,
-      reads: _reads,
-      // Restarted by request: its re-runs after restarts are counted afresh.
-      modelRuns: _modelRuns,
-      ...rest
-    } = record;
-    return this.#replace(id, { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] });
+    return this.#replace(id, reopenedRecord(record, note));
   }
 
   /** A note on a queued job: why it runs again (restart recovery). */
@@ -277,30 +256,9 @@ export class DeliveryLedger {
     if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
     const { record } = entry;
     if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
-    // Small parts are copied before freezing: the caller's objects stay theirs.
-    const { waitingForChildren: _waiting, ...base } = record;
     const resumable = this.#closing && ending.byClose === true && this.#writer !== undefined;
     if (resumable) this.#unwritten.add(id);
-    const ended = this.#replace(id, {
-      ...base,
-      ...(resumable ? { resumable: true } : {}),
-      state: 'ended',
-      status: ending.status,
-      endedBy: ending.endedBy,
-      resultText: ending.resultText,
-      usage: structuredClone(ending.usage),
-      iterations: ending.iterations,
-      endedAt: now,
-      ...(ending.tag ? { tag: structuredClone(ending.tag) } : {}),
-      ...(ending.stopReason ? { stopReason: ending.stopReason } : {}),
-      ...(ending.error ? { error: structuredClone(ending.error) } : {}),
-      ...(ending.children?.length ? { children: [...ending.children] } : {}),
-      ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
-      ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
-      ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
-      ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
-      ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
-    });
+    const ended = this.#replace(id, endedRecord(record, ending, now, resumable));
     this.#undelivered.add(id);
     this.#retention.enforce(now);
     return ended;
@@ -420,13 +378,7 @@ export class DeliveryLedger {
   #dropResult(id: string): void {
     const record = this.#entries.get(id)?.record;
     if (!record || record.resultDropped || record.deliveredInTurn === undefined) return;
-    const { resultText: _text, error, ...rest } = record;
-    this.#replace(id, {
-      ...rest,
-      task: record.task.length > TASK_KEPT_CHARS ? detached(`${record.task.slice(0, TASK_KEPT_CHARS - 3)}...`) : record.task,
-      resultDropped: true,
-      ...(error ? { error: slimError(error) } : {}),
-    });
+    this.#replace(id, resultDroppedRecord(record, TASK_KEPT_CHARS));
     this.#resultsDropped++;
     this.#onResultDropped(id);
   }

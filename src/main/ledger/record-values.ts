@@ -1,5 +1,5 @@
 import type { SerializedError } from '../../shared/errors.js';
-import type { JobRecord } from './job-record.js';
+import type { JobEnding, JobRecord } from './job-record.js';
 
 // Frozen plain values for the ledger's records: what it hands out never changes under a reader.
 
@@ -30,4 +30,66 @@ export function freeze<T>(value: T): Readonly<T> {
     Object.freeze(value);
   }
   return value;
+}
+
+/** The record of a job that ended: its ending copied in (small parts cloned: the caller's objects stay theirs). */
+export function endedRecord(record: Readonly<JobRecord>, ending: JobEnding, now: number, resumable: boolean): JobRecord {
+  const { waitingForChildren: _waiting, ...base } = record;
+  return {
+    ...base,
+    ...(resumable ? { resumable: true } : {}),
+    state: 'ended',
+    status: ending.status,
+    endedBy: ending.endedBy,
+    resultText: ending.resultText,
+    usage: structuredClone(ending.usage),
+    iterations: ending.iterations,
+    endedAt: now,
+    ...(ending.tag ? { tag: structuredClone(ending.tag) } : {}),
+    ...(ending.stopReason ? { stopReason: ending.stopReason } : {}),
+    ...(ending.error ? { error: structuredClone(ending.error) } : {}),
+    ...(ending.children?.length ? { children: [...ending.children] } : {}),
+    ...(ending.childrenOnEnd ? { childrenOnEnd: ending.childrenOnEnd } : {}),
+    ...(ending.treeUsage ? { treeUsage: structuredClone(ending.treeUsage) } : {}),
+    ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
+    ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
+    ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
+  };
+}
+
+/** An ended job queued again (restart): everything of its ending and delivery gone, out of its wave. */
+export function reopenedRecord(record: Readonly<JobRecord>, note: string): JobRecord {
+  const {
+    status: _status,
+    endedBy: _endedBy,
+    resultText: _text,
+    resultDropped: _dropped,
+    tag: _tag,
+    stopReason: _stop,
+    error: _error,
+    budgetExceeded: _over,
+    budgetReport: _report,
+    startedAt: _started,
+    endedAt: _ended,
+    threadId: _thread,
+    deliveredInTurn: _turn,
+    deliveredAt: _at,
+    resultUnread: _unread,
+    reads: _reads,
+    // Restarted by request: its re-runs after restarts are counted afresh.
+    modelRuns: _modelRuns,
+    ...rest
+  } = record;
+  return { ...rest, wave: null, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] };
+}
+
+/** A delivered record without its result: the task cut to `taskKeptChars`, the error slimmed. */
+export function resultDroppedRecord(record: Readonly<JobRecord>, taskKeptChars: number): JobRecord {
+  const { resultText: _text, error, ...rest } = record;
+  return {
+    ...rest,
+    task: record.task.length > taskKeptChars ? detached(`${record.task.slice(0, taskKeptChars - 3)}...`) : record.task,
+    resultDropped: true,
+    ...(error ? { error: slimError(error) } : {}),
+  };
 }
