@@ -133,6 +133,8 @@ describe('the smoke bench (one quick cell per executor)', () => {
   let outcome: Awaited<ReturnType<typeof runBench>>;
   let json: BenchReport;
   beforeAll(async () => {
+    // The cells are child processes: they read it at start. 2 s, not 10, for each peer's stuck job.
+    process.env.FORKPOOL_BENCH_HARD_STOP_LIMIT_MS = '2000';
     outcome = await runBench({ smoke: true, outDir, name: 'test', log: () => {} });
     json = JSON.parse(readFileSync(path.join(outDir, 'test.json'), 'utf8')) as BenchReport;
   }, 600_000);
