@@ -9,40 +9,77 @@ import { readdir, readFile } from 'node:fs/promises';
 export const PROCESS_TAG_VAR = 'FP_JOB_TAG';
 
 /**
- * Pids of live processes whose environment holds `FP_JOB_TAG=<tag>` (Linux /proc; none
- * elsewhere). Asynchronous: it runs on the main thread at a job's end and must not block it.
+ * Reads of `/proc/<pid>/environ` in flight at once. A shared thread that dies takes thousands
+ * of jobs with it, and a sweep per job, each reading every process's environment at once, ran
+ * the host out of descriptors (EMFILE) and memory.
  */
-export async function processesTagged(tag: string): Promise<number[]> {
-  const needle = `${PROCESS_TAG_VAR}=${tag}\0`;
+const READS_AT_ONCE = 64;
+
+/** Tags asked for since the running sweep began, each with the callers waiting on it. */
+let wanted = new Map<string, Array<(killed: number) => void>>();
+let sweeping = false;
+
+/**
+ * SIGKILLs every process tagged `tag`; resolves with how many were signalled. Never rejects.
+ * The tags asked for in one burst share one pass over /proc (Linux; none elsewhere), so the
+ * cost is one read per process whatever the number of jobs that ended.
+ */
+export function killTagged(tag: string): Promise<number> {
+  return new Promise((resolve) => {
+    const callers = wanted.get(tag);
+    if (callers) callers.push(resolve);
+    else wanted.set(tag, [resolve]);
+    if (!sweeping) {
+      sweeping = true;
+      void sweepWhileWanted();
+    }
+  });
+}
+
+async function sweepWhileWanted(): Promise<void> {
+  // A turn for the rest of a burst (the jobs of a thread that died end together) to join.
+  await new Promise((resolve) => setImmediate(resolve));
+  while (wanted.size > 0) {
+    const batch = wanted;
+    wanted = new Map();
+    const killed = await killAllTagged(new Set(batch.keys())).catch(() => new Map<string, number>());
+    for (const [tag, callers] of batch) for (const resolve of callers) resolve(killed.get(tag) ?? 0);
+  }
+  sweeping = false;
+}
+
+/** One pass over /proc: kills each process whose tag is in `tags`; how many per tag. */
+async function killAllTagged(tags: ReadonlySet<string>): Promise<Map<string, number>> {
+  const killed = new Map<string, number>();
   let entries: string[];
   try {
     entries = await readdir('/proc');
   } catch {
-    return [];
+    return killed;
   }
   const pids = entries.filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid);
-  const found = await Promise.all(
-    pids.map(async (entry) => {
-      try {
-        return (await readFile(`/proc/${entry}/environ`, 'latin1')).includes(needle) ? Number(entry) : undefined;
-      } catch {
-        return undefined; // Gone meanwhile, or not ours to read.
-      }
-    }),
-  );
-  return found.filter((pid): pid is number => pid !== undefined);
-}
-
-/** SIGKILLs every process tagged `tag`; resolves with how many were signalled. Never rejects. */
-export async function killTagged(tag: string): Promise<number> {
-  let killed = 0;
-  for (const pid of await processesTagged(tag).catch(() => [])) {
-    try {
-      process.kill(pid, 'SIGKILL');
-      killed++;
-    } catch {
-      // ESRCH: it ended meanwhile.
-    }
+  for (let i = 0; i < pids.length; i += READS_AT_ONCE) {
+    await Promise.all(
+      pids.slice(i, i + READS_AT_ONCE).map(async (pid) => {
+        const tag = tagOf(await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => ''));
+        if (tag === undefined || !tags.has(tag)) return;
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+          killed.set(tag, (killed.get(tag) ?? 0) + 1);
+        } catch {
+          // ESRCH: it ended meanwhile.
+        }
+      }),
+    );
   }
   return killed;
+}
+
+/** The value of FP_JOB_TAG in a NUL-separated environment, if it has one. */
+function tagOf(environ: string): string | undefined {
+  const prefix = `${PROCESS_TAG_VAR}=`;
+  const at = environ.startsWith(prefix) ? 0 : environ.indexOf(`\0${prefix}`) + 1;
+  if (at === 0 && !environ.startsWith(prefix)) return undefined;
+  const end = environ.indexOf('\0', at + prefix.length);
+  return environ.slice(at + prefix.length, end < 0 ? undefined : end);
 }
