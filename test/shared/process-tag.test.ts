@@ -59,8 +59,8 @@ describe('killTagged', () => {
       }
       const [killedA, killedB] = await Promise.all([killTagged(`${tag}-a`), killTagged(`${tag}-b`)]);
       expect([killedA, killedB]).toEqual([1, 1]);
-      expect(await exited(a as ChildProcess)).toBe('SIGKILL');
-      expect(await exited(b as ChildProcess)).toBe('SIGKILL');
+      expect(await exited(a)).toBe('SIGKILL');
+      expect(await exited(b)).toBe('SIGKILL');
       expect(other?.exitCode).toBeNull();
       expect(other?.signalCode).toBeNull();
       expect(untagged?.signalCode).toBeNull();
