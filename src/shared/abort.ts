@@ -40,6 +40,15 @@ export interface TimeoutClock {
 }
 
 /**
+ * Time a tick of `tickMs` counts for when it fired `elapsedMs` after the last one: a late tick
+ * (the loop was held by other work) counts `2 × tickMs` at most. Used by {@link withTimeout}'s
+ * tick clock and by the BullMQ executor's close bound.
+ */
+export function tickCounted(elapsedMs: number, tickMs: number): number {
+  return Math.min(elapsedMs, 2 * tickMs);
+}
+
+/**
  * Races `work` against a timeout and a signal. The work gets its own signal, aborted on either,
  * so it can stop what it is doing; the timer is always cleared. The work also gets `untimed`:
  * the time spent in a wait it runs through it (its turn in a queue that moves as other calls
@@ -65,7 +74,7 @@ export async function withTimeout<T>(
   // Time since the timer was armed, a late tick capped (a held loop counts as 2 × tickMs at most).
   const spent = () => {
     const elapsed = performance.now() - armedAt;
-    return tickMs === undefined ? elapsed : Math.min(elapsed, 2 * tickMs);
+    return tickMs === undefined ? elapsed : tickCounted(elapsed, tickMs);
   };
   const arm = () => {
     armedAt = performance.now();

@@ -1,3 +1,5 @@
+import { tickCounted } from '../../shared/abort.js';
+
 /**
  * Waits for `work`, giving up only once it has made no progress for `idleMs`: a close that
  * cancels 100,000 waiting jobs writes ~100 batches, and a fixed bound from the start gave up
@@ -21,7 +23,7 @@ export async function untilSettledOrStalled(work: Promise<unknown>, idleMs: numb
         seen = moved;
         idle = 0;
       } else {
-        idle += Math.min(now - last, 2 * step);
+        idle += tickCounted(now - last, step);
         if (idle >= idleMs) resolve(false);
       }
       last = now;
