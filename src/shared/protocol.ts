@@ -302,13 +302,19 @@ export const mainMessageSchema = z.discriminatedUnion('type', [
 /** The value handed to the executor as one task. Ports are transferred, not copied. */
 export interface JobTask {
   spec: JobSpec;
-  /** Events and results (worker → main) and cooperative cancel (main → worker). */
-  port: import('node:worker_threads').MessagePort;
   /**
-   * Comlink channel to the main thread's adaptive rate gate (`concurrency: "adaptive"`); closed
-   * by the main thread at once otherwise. Permissions go over `port` (`permission` messages).
+   * Events and results (worker → main) and cooperative cancel (main → worker). A Piscina task is
+   * sent without one: the worker's loader sets it, from {@link linkId}, before the task runs
+   * (the one place a JobTask is built without it is Attempt.launch).
    */
-  permissionPort: import('node:worker_threads').MessagePort;
+  port: import('node:worker_threads').MessagePort;
+  /** This job's id on its thread's link (thread-links.ts), in place of a port of its own. */
+  linkId?: number;
+  /**
+   * Comlink channel to the main thread's adaptive rate gate (`concurrency: "adaptive"` only).
+   * Permissions go over `port` (`permission` messages).
+   */
+  permissionPort?: import('node:worker_threads').MessagePort;
   /** Shared by every job of an executor: the 429 back-off gate (see rate-gate.ts). */
   rateGateBuffer?: SharedArrayBuffer;
   /**
@@ -322,6 +328,12 @@ export interface JobTask {
    * restarted manager on the same scope finds its own again (BullMQ job ids).
    */
   owner?: string;
+}
+
+/** The ports a task carries, to transfer with it (or close when it will not run). */
+export function taskPorts(task: Pick<JobTask, 'port' | 'permissionPort'>): import('node:worker_threads').MessagePort[] {
+  // A linked task's port is not set (see JobTask.port).
+  return [task.port as JobTask['port'] | undefined, task.permissionPort].filter((port) => port !== undefined);
 }
 
 /** The permission service the main thread exposes to workers over comlink. */

@@ -1,4 +1,4 @@
-import { threadId, type MessagePort } from 'node:worker_threads';
+import { threadId } from 'node:worker_threads';
 import type OpenAI from 'openai';
 import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
@@ -190,7 +190,9 @@ function clientFor(config: JobSpec['config']): OpenAI {
  * `done` (port messages can otherwise arrive after the task's promise resolved).
  */
 export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopReason: JobOutcome['stopReason'] }> {
-  const { port, permissionPort } = task;
+  const { permissionPort } = task;
+  // Set by the sender, or by the loader from the task's link id (loader.cts).
+  const port = task.port;
   const post = (message: WorkerMessage) => port.postMessage(message);
   const parsed = jobSpecSchema.safeParse(task.spec);
   const jobId = typeof task.spec?.id === 'string' ? task.spec.id : 'unknown';
@@ -219,8 +221,9 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   port.on('message', onMessage);
   // Only the adaptive rate gate talks over it: closed at once otherwise, and with it the main
   // thread's end (one port per job there: see Attempt.launch).
-  if (spec.config.background.concurrency !== 'adaptive') permissionPort.close();
-  const remote = wrapPort<PermissionService & RemoteGateService>(permissionPort);
+  const adaptive = spec.config.background.concurrency === 'adaptive';
+  if (!adaptive) permissionPort?.close();
+  const remote = adaptive && permissionPort ? wrapPort<PermissionService & RemoteGateService>(permissionPort) : undefined;
   // Over the events port: the main thread keeps one port per job (see Attempt.launch).
   const permissions: PermissionGate = {
     check: (request) => raceRemote(permissionAsked.ask(request.tool), port, TIMINGS.permissionAnswerMs, false, controller.signal),
@@ -247,7 +250,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     return { jobId: spec.id, stopReason: outcome.stopReason };
   } finally {
     port.off('message', onMessage);
-    remote[releaseProxy]();
+    remote?.[releaseProxy]();
     closePorts(task);
   }
 }
@@ -282,8 +285,8 @@ function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
  * Adaptive concurrency: every model request asks the main thread's gate for a slot. Fixed: the
  * executor's shared pause-on-429 gate.
  */
-function rateGateFor(spec: JobSpec, task: JobTask, remote: Remote<PermissionService & RemoteGateService>): RateGate | undefined {
-  if (spec.config.background.concurrency === 'adaptive') return new RemoteRateGate(remote, task.permissionPort);
+function rateGateFor(spec: JobSpec, task: JobTask, remote: Remote<PermissionService & RemoteGateService> | undefined): RateGate | undefined {
+  if (remote && task.permissionPort) return new RemoteRateGate(remote, task.permissionPort);
   return task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined;
 }
 
@@ -292,9 +295,9 @@ function canSpawn(spec: JobSpec): boolean {
   return (spec.depth ?? 1) < maxDepthFor(spec.config, spec.agent);
 }
 
-function closePorts(task: { port: MessagePort; permissionPort: MessagePort }): void {
-  task.port.close();
-  task.permissionPort.close();
+function closePorts(task: JobTask): void {
+  task.port?.close();
+  task.permissionPort?.close();
 }
 
 /** A job's permission questions in flight, by request id; each resolves once, with its answer. */

@@ -8,10 +8,13 @@
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS file on purpose (above): TypeScript's typed require
 import workerThreads = require('node:worker_threads');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- as above
+import threadLink = require('./thread-link.cjs');
 
 type TaskFunction = (task: unknown) => unknown;
 
-const target: string = (workerThreads.workerData as { forkpoolEntry?: string } | undefined)?.forkpoolEntry ?? './entry.js';
+const data = workerThreads.workerData as { forkpoolEntry?: string; forkpoolLink?: string } | undefined;
+const target: string = data?.forkpoolEntry ?? './entry.js';
 let entry: Promise<TaskFunction> | undefined;
 
 function runTask(task: unknown): Promise<unknown> {
@@ -20,9 +23,16 @@ function runTask(task: unknown): Promise<unknown> {
   const slot = (task as { threadSlot?: unknown } | null)?.threadSlot;
   if (slot instanceof Int32Array) Atomics.store(slot, 0, workerThreads.threadId);
   entry ??= import(target).then((module: { default: TaskFunction }) => module.default);
+  // A task sent without a port gets its end of this thread's link (the pool's ThreadLinks),
+  // before the entry's code runs: custom worker files see a port either way.
+  const linkId = (task as { linkId?: unknown } | null)?.linkId;
+  const port = typeof linkId === 'number' && data?.forkpoolLink ? threadLink.openEndpoint(data.forkpoolLink, linkId) : undefined;
+  const ready = port
+    ? Promise.all([entry, port]).then(([run, linked]) => run(Object.assign(task as object, { port: linked })))
+    : entry.then((run) => run(task));
   // A throw from the task function is handed back as a value: the main thread then knows the
   // thread is alive, without guessing from an error's message (see TaskFailure in executor.ts).
-  return entry.then((run) => run(task)).catch((error: unknown) => ({ forkpoolTaskFailed: error }));
+  return ready.catch((error: unknown) => ({ forkpoolTaskFailed: error }));
 }
 
 export = runTask;

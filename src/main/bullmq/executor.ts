@@ -154,13 +154,14 @@ export class BullmqExecutor implements Executor {
   async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
     const { spec } = task;
     // The permission port serves local grants; a remote job has its config's grants only.
-    task.permissionPort.close();
+    task.permissionPort?.close();
+    const port = task.port;
     if (this.#closing) {
-      task.port.close();
+      port.close();
       throw new JobError('ABORTED', spec.id, 'the bullmq executor is closed');
     }
     const bullId = this.bullId(spec.id, spec.attempt, task.owner);
-    const run = new RemoteRun(spec, bullId, task.port, {
+    const run = new RemoteRun(spec, bullId, port, {
       control: (message) => this.#control(message),
       // A hard-stopped run was counted an orphan as it ended: its job is gone now, nothing to remove.
       cancelWaiting: async (reason, action) => {

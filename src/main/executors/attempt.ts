@@ -12,13 +12,15 @@ import {
   type ResumeState,
   type JobOutcome,
   type JobSpec,
+  type JobTask,
   type PermissionService,
   type StopRequest,
 } from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
-import { portPair, type AttemptPort } from './local-ports.js';
+import { portPair, type AttemptPort, type PortPair } from './local-ports.js';
+import type { MessagePort } from 'node:worker_threads';
 import type { JobScheduler } from './scheduler.js';
 
 /** How one launch of a job ended, as far as its attempt can tell. */
@@ -111,24 +113,36 @@ export class Attempt {
     // in-process pair, not two native MessageChannels (see local-ports.ts), and nobody asks
     // the permission service over them (the executor closes that port at once).
     const remote = executor.capabilities.remote === true;
-    const events = portPair(remote);
-    const permissions = portPair(remote);
-    this.#port = events.local;
-    this.#permissionPort = permissions.local;
-    // Only an adaptive job's rate gate uses this port (permissions go over the events port): the
-    // worker closes any other job's end as it starts, which closes this end too (not here: a
-    // port closed before the executor transfers its peer fails the transfer). Every open port on
-    // this thread is a libuv async handle, and libuv checks every one of them each time any
-    // message arrives, so two ports per job in flight made each message O(jobs) (issue 23: 89%
-    // of the main thread's CPU at 10,000 jobs).
-    if (permissions.native && spec.config.background.concurrency === 'adaptive') exposeOnPort(this.#options.permissions, permissions.native);
-    events.local.on('message', (message: unknown) => this.#onMessage(message));
-    events.local.once('close', () => {
+    // A Piscina job goes without a port of its own: it talks over its thread's link
+    // (thread-links.ts), since every open port costs each message on this thread (libuv checks
+    // them all). Other executors get a MessageChannel; a remote one an in-process pair.
+    const linked = remote ? undefined : executor.openPort?.();
+    const events = linked ? undefined : portPair(remote);
+    const port = linked ?? (events as PortPair).local;
+    this.#port = port;
+    // Only an adaptive job's rate gate needs a port of its own (permissions go over the events
+    // port), and only a job on this process's threads can use it.
+    let permissionPort: MessagePort | undefined;
+    if (!remote && spec.config.background.concurrency === 'adaptive') {
+      const permissions = portPair(false);
+      this.#permissionPort = permissions.local;
+      exposeOnPort(this.#options.permissions, permissions.native as MessagePort);
+      permissionPort = permissions.remote;
+    }
+    port.on('message', (message: unknown) => this.#onMessage(message));
+    port.once('close', () => {
       this.#portClosed = true;
       this.#check();
     });
     const { owner } = this.#options;
-    const task = { spec, port: events.remote, permissionPort: permissions.remote, rateGateBuffer: this.#options.rateGateBuffer, ...(owner ? { owner } : {}) };
+    // A linked task has no port until its worker's loader sets one (see JobTask.port).
+    const task = {
+      spec,
+      ...(linked ? { linkId: linked.id } : { port: events?.remote }),
+      ...(permissionPort ? { permissionPort } : {}),
+      rateGateBuffer: this.#options.rateGateBuffer,
+      ...(owner ? { owner } : {}),
+    } as JobTask;
     const exclusive = this.number > 1 && executor.capabilities.exclusive;
     let run: Promise<void>;
     try {

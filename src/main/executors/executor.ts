@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ForkpoolError, JobError, errorMessage } from '../../shared/errors.js';
 import type { JobTask } from '../../shared/protocol.js';
+import type { LinkedPort } from './thread-links.js';
 
 export type ExecutorKind = 'piscina' | 'tinypool' | 'inline' | 'worker-per-job' | 'bullmq' | (string & {});
 /** `thread`: a job has a thread to itself; `shared`: several jobs per thread; `inline`: the main thread. */
@@ -63,6 +64,12 @@ export interface Executor {
   threadCount(): number;
   /** Stops every thread. Bounded; leaves no thread running. Idempotent. */
   close(): Promise<void>;
+  /**
+   * A job's end of a port the executor provides, in place of a MessageChannel of its own: the
+   * task then carries its {@link LinkedPort.id} as `linkId` and no `port` (Piscina: its thread's
+   * link, see thread-links.ts).
+   */
+  openPort?(): LinkedPort;
   /** Whether it can run what it is given now (`/healthz` shows it); absent: always. */
   health?(): ExecutorHealth;
 }

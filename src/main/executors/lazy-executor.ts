@@ -1,5 +1,5 @@
 import { ForkpoolError } from '../../shared/errors.js';
-import type { JobTask } from '../../shared/protocol.js';
+import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities, ExecutorHealth, ExecutorKind } from './executor.js';
 
 /**
@@ -44,8 +44,7 @@ export class LazyExecutor implements Executor {
       executor = await this.ready();
     } catch (error) {
       // Nothing will use the job's ports: close them, so its attempt sees the end.
-      task.port.close();
-      task.permissionPort.close();
+      for (const port of taskPorts(task)) port.close();
       throw error;
     }
     return executor.run(task, options);

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { JobTask } from '../../shared/protocol.js';
+import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { JobError } from '../../shared/errors.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
@@ -46,7 +46,7 @@ export class WorkerPerJobExecutor implements Executor {
     return new Promise((resolve, reject) => {
       const worker = new Worker(new URL(this.#file), {
         workerData: task,
-        transferList: [task.port, task.permissionPort],
+        transferList: taskPorts(task),
         resourceLimits: { maxOldGenerationSizeMb: this.#heapMb },
         env: scrubEnv(process.env),
       });

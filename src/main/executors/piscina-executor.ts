@@ -2,8 +2,9 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import { TIMINGS, workerHeapMb } from '../../shared/defaults.js';
-import type { JobTask } from '../../shared/protocol.js';
+import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
+import { ThreadLinks, type LinkedPort } from './thread-links.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
 export interface PiscinaExecutorOptions {
@@ -44,6 +45,8 @@ export class PiscinaExecutor implements Executor {
   readonly kind = 'piscina' as const;
   readonly capabilities: ExecutorCapabilities;
   readonly #pool: Piscina<JobTask, unknown>;
+  /** One port per thread for all its jobs (see thread-links.ts). */
+  readonly #links = new ThreadLinks();
   #closed = false;
 
   constructor(options: PiscinaExecutorOptions) {
@@ -52,7 +55,7 @@ export class PiscinaExecutor implements Executor {
     this.#pool = new Piscina({
       // Piscina loads a CommonJS loader, which imports the real (ES module) entry: see loader.cts.
       filename: workerFileUrl('loader'),
-      workerData: { forkpoolEntry: options.workerFile ?? workerFileUrl('entry') },
+      workerData: { forkpoolEntry: options.workerFile ?? workerFileUrl('entry'), forkpoolLink: this.#links.token },
       minThreads: Math.min(maxThreads, Math.max(1, availableParallelism())),
       maxThreads,
       idleTimeout: options.idleTimeoutMs ?? TIMINGS.poolIdleTimeoutMs,
@@ -69,8 +72,12 @@ export class PiscinaExecutor implements Executor {
     this.#pool.on('error', (error: unknown) => options.logger?.warn({ err: error }, 'worker thread error'));
   }
 
+  openPort(): LinkedPort {
+    return this.#links.open();
+  }
+
   async run(task: JobTask, { hardStop, exclusive }: ExecuteOptions): Promise<void> {
-    const transferList = [task.port, task.permissionPort];
+    const transferList = taskPorts(task);
     // Piscina never shares the thread of a task that has an AbortSignal: that is how a job gets
     // a thread of its own, and the signal is then its hard stop.
     const ownThread = this.capabilities.isolation === 'thread' || exclusive === true;
@@ -94,6 +101,7 @@ export class PiscinaExecutor implements Executor {
       throw classifyWorkerFailure(error, task.spec.id);
     } finally {
       if (onAbort) hardStop.removeEventListener('abort', onAbort);
+      if (task.linkId !== undefined) this.#links.settle(task.linkId);
     }
     throwIfTaskFailed(value, task.spec.id);
   }
@@ -113,6 +121,7 @@ export class PiscinaExecutor implements Executor {
     this.#closed = true;
     // destroy() ends every thread at once; the manager has already drained or cancelled the jobs.
     await this.#pool.destroy();
+    this.#links.close();
   }
 }
 

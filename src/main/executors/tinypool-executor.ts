@@ -1,6 +1,6 @@
 import { Tinypool } from 'tinypool';
 import { TIMINGS } from '../../shared/defaults.js';
-import type { JobTask } from '../../shared/protocol.js';
+import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
@@ -27,7 +27,7 @@ export class TinypoolExecutor implements Executor {
   async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
     let value: unknown;
     try {
-      value = await this.#pool.run(task, { transferList: [task.port, task.permissionPort], signal: hardStop });
+      value = await this.#pool.run(task, { transferList: taskPorts(task), signal: hardStop });
     } catch (error) {
       throw classifyWorkerFailure(error, task.spec.id);
     }
