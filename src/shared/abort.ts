@@ -42,10 +42,62 @@ export interface TimeoutClock {
 /**
  * Time a tick of `tickMs` counts for when it fired `elapsedMs` after the last one: a late tick
  * (the loop was held by other work) counts `2 × tickMs` at most. Used by {@link withTimeout}'s
- * tick clock and by the BullMQ executor's close bound.
+ * tick clock, by {@link steppedDeadline} (a search's time limit) and by the BullMQ executor's
+ * close bound.
  */
 export function tickCounted(elapsedMs: number, tickMs: number): number {
   return Math.min(elapsedMs, 2 * tickMs);
+}
+
+/** A time limit that work checks as it goes (see {@link steppedDeadline}). */
+export interface SteppedDeadline {
+  /** Counts the time since the last check; throws the limit's error once `limitMs` is spent. */
+  check(): void;
+  /** Milliseconds counted so far (up to the last check or step end). */
+  readonly spentMs: number;
+}
+
+/**
+ * A time limit for work that runs in synchronous steps between waits and calls `check()` as it
+ * goes (grep and find_files: at every folder entry and every line). The tick rule of
+ * {@link withTimeout}'s clock, with the work's own checks as the ticks: a step (from a check to
+ * the work's next wait) counts in full, since only the work ran; a wait (for I/O, or for its turn
+ * on a loop held by other jobs: a `shared` thread with thousands in flight) counts as a late tick,
+ * {@link tickCounted}: `2 × tickMs` at most. So the work is stopped for being slow itself, not
+ * for sharing a busy thread; on a free loop (its waits shorter than `2 × tickMs`) it is wall time.
+ * The first `check()` at or past `limitMs` throws `onExpiry()`. Starts counting when made.
+ */
+export function steppedDeadline(limitMs: number, tickMs: number, onExpiry: () => Error): SteppedDeadline {
+  let spent = 0;
+  let last = performance.now();
+  let inStep = false;
+  // Runs once the step's synchronous run is over (the work awaits): the step so far counts in full.
+  const stepEnded = () => {
+    const now = performance.now();
+    spent += now - last;
+    last = now;
+    inStep = false;
+  };
+  const count = () => {
+    const now = performance.now();
+    spent += inStep ? now - last : tickCounted(now - last, tickMs);
+    last = now;
+    if (!inStep) {
+      inStep = true;
+      queueMicrotask(stepEnded);
+    }
+  };
+  // Made inside a step: what runs before the work's first wait counts in full.
+  count();
+  return {
+    check() {
+      count();
+      if (spent >= limitMs) throw onExpiry();
+    },
+    get spentMs() {
+      return spent;
+    },
+  };
 }
 
 /**

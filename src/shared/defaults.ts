@@ -78,7 +78,11 @@ export const DEFAULTS = {
     toolTimeoutMs: 60_000,
     /** Tool calls of one model message that run at once; the rest wait their turn (all run, results in order). */
     maxParallelToolCalls: 8,
-    /** One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree). */
+    /**
+     * One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree), counting
+     * its own work in full and each of its waits as 20 ms at most (TIMINGS.searchWaitTickMs):
+     * a search on a thread held by thousands of other jobs is slowed down, not timed out.
+     */
     searchTimeoutMs: 20_000,
     /**
      * bash: processes (threads count) one command may run at once. Enforced by a cgroup's pids
@@ -320,6 +324,12 @@ export const TIMINGS = {
    * thousands starting at once on a `shared` thread) counts as twice this. See withTimeout's `tickMs`.
    */
   toolTimeoutTickMs: 5_000,
+  /**
+   * A grep or find_files call's `searchTimeoutMs` counts its own work in full and each of its
+   * waits (for I/O, or for its turn on a loop held by other jobs) as twice this at most. See
+   * steppedDeadline (shared/abort.ts).
+   */
+  searchWaitTickMs: 10,
 } as const;
 
 /**

@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { steppedDeadline } from '../abort.js';
+import { TIMINGS } from '../defaults.js';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
 import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
@@ -55,10 +57,20 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         throw error;
       });
       const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
+      // Its own work counts in full, a wait for I/O or for the loop (other jobs on this thread) 20 ms at most.
       const timeLimitMs = ctx.limits.searchTimeoutMs;
-      const deadline = Date.now() + timeLimitMs;
       const shown: string[] = [];
       let total = 0;
+      const deadline = steppedDeadline(
+        timeLimitMs,
+        TIMINGS.searchWaitTickMs,
+        () =>
+          new ToolError(
+            'TOOL_TIMEOUT',
+            NAME,
+            `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`,
+          ),
+      );
       const hidden = await hiddenSnapshot(policy);
       let skippedHidden = 0;
       try {
@@ -69,14 +81,7 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
           pseudoDevices: dir.pseudoDevices,
           maxDepth: folderDepthOf(pattern),
           skipFolder: (abs) => hiddenReason(hidden, abs, A_FOLDER) !== undefined,
-          onTick: () => {
-            if (Date.now() < deadline) return;
-            throw new ToolError(
-              'TOOL_TIMEOUT',
-              NAME,
-              `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`,
-            );
-          },
+          onTick: () => deadline.check(),
         });
         for await (const file of walk) {
           if (!isMatch(file.rel)) continue;

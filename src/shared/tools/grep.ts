@@ -4,6 +4,8 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { z } from 'zod';
+import { steppedDeadline } from '../abort.js';
+import { TIMINGS } from '../defaults.js';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
 import { HASH_MAX_BYTES } from './file-reads.js';
@@ -78,18 +80,21 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       const matchesGlob = args.glob
         ? await (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') })
         : undefined;
-      // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
+      // A per-call time limit: matching is linear, but a huge tree can still take long to walk. Its
+      // own work counts in full, a wait for I/O or for the loop (other jobs on this thread) 20 ms at most.
       const timeLimitMs = ctx.limits.searchTimeoutMs;
-      const deadline = Date.now() + timeLimitMs;
       let matches = 0;
-      const checkDeadline = () => {
-        if (Date.now() < deadline) return;
-        throw new ToolError(
-          'TOOL_TIMEOUT',
-          NAME,
-          `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`,
-        );
-      };
+      const deadline = steppedDeadline(
+        timeLimitMs,
+        TIMINGS.searchWaitTickMs,
+        () =>
+          new ToolError(
+            'TOOL_TIMEOUT',
+            NAME,
+            `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`,
+          ),
+      );
+      const checkDeadline = () => deadline.check();
       const policy = policyOf(ctx);
       // A hidden file named as the path is refused; one met in the walk is skipped unread, and counted.
       const start = await openForReading(ctx.workspaceRoot, args.path ?? '.', NAME, { kind: 'any', signal: ctx.signal, policy });
@@ -135,7 +140,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
           };
           const onLine = (text: string, n: number, cut: boolean): boolean => {
             // Every line: one match call is bounded (regex.maxLineChars), so the limit is
-            // overrun by at most one call. (Date.now() costs far less than a match.)
+            // overrun by at most one call. (A check costs far less than a match.)
             checkDeadline();
             if (cut) cutLines++;
             const index = regex.firstMatch(text);
