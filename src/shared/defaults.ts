@@ -310,6 +310,11 @@ export const WRITE_PATH_LIMITS = {
 export const TIMINGS = {
   /** A run that settled may leave its port open a moment (its thread died mid-send). */
   portCloseFallbackMs: 2_000,
+  /**
+   * A `shared` thread asked, at a job's hard stop, whether its loop still runs: no answer in this
+   * long (or the cancel grace, if longer) and it is stuck, so terminated (see PiscinaExecutor).
+   */
+  threadAnswerMs: 5_000,
   /** After close() hard-stops stragglers, how long it waits for their endings to arrive. */
   stragglerEndWaitMs: 1_000,
   /** Idle Piscina threads above `minThreads` stay warm this long, so a later wave starts at once. */

@@ -161,13 +161,15 @@ describe('a faulty worker fails only its own job', () => {
 describe('shared isolation', () => {
   const shared = { isolation: 'shared', tasksPerThread: 4, threads: 1, maxConcurrent: 4, cancelGraceMs: 100 } as const;
 
-  it('a hard stop kills the whole thread; its innocent neighbours are re-queued once and end ok', async () => {
+  it('a hard stop of a stuck thread kills it; its innocent neighbours are re-queued once and end ok', async () => {
     const { manager } = await setup(shared);
     const log = recordEvents(manager);
-    const stubborn = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
     // Innocents whose first attempt runs until its thread dies, and whose retry finishes quickly.
     const innocents = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:hang_once:20 innocent ${i}`, label: `innocent ${i}` }));
-    const started = await Promise.all([stubborn, ...innocents].map((j) => startedJob(manager, j.id)));
+    const startedInnocents = await Promise.all(innocents.map((j) => startedJob(manager, j.id)));
+    // Last: once it runs, its synchronous loop holds the thread, which answers nothing more.
+    const stubborn = manager.spawn({ task: 'FAULT:loop', label: 'stubborn' });
+    const started = [...startedInnocents, await startedJob(manager, stubborn.id)];
     // All four share the one thread.
     expect(new Set(started.map((r) => r.threadId)).size).toBe(1);
 
@@ -187,6 +189,30 @@ describe('shared isolation', () => {
       expect(log.filter((e) => e.type === 'done' && e.id === record.id)).toHaveLength(1);
     }
     expect(log.filter((e) => e.type === 'requeued' && e.id === stubborn.id)).toEqual([]);
+  });
+
+  it('a job that ignores its cancel on a thread that still runs is let go: the thread and its neighbours go on', async () => {
+    const { manager } = await setup(shared);
+    const log = recordEvents(manager);
+    const stubborn = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
+    const neighbours = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:hang_once:20 neighbour ${i}`, label: `neighbour ${i}` }));
+    const started = await Promise.all([stubborn, ...neighbours].map((j) => startedJob(manager, j.id)));
+    expect(new Set(started.map((r) => r.threadId)).size).toBe(1);
+
+    manager.cancel(stubborn.id);
+    const stopped = await ended(manager, stubborn.id);
+    expect(stopped.status).toBe('cancelled');
+    expect(stopped.endedBy).toBe('hard');
+    // The neighbours still run their first attempt on the same thread: nothing was re-queued.
+    for (const job of neighbours) {
+      const record = manager.get(job.id);
+      expect(record?.state).toBe('running');
+      expect(record?.attempts).toBe(1);
+      expect(record?.threadId).toBe(stopped.threadId);
+    }
+    expect(log.filter((e) => e.type === 'requeued')).toEqual([]);
+    for (const job of neighbours) manager.cancel(job.id);
+    await manager.onIdle();
   });
 
   it('a task function that throws fails alone with TASK_FAILED: its thread lives, nothing is re-queued', async () => {

@@ -5,6 +5,7 @@ import { TIMINGS, workerHeapMb } from '../../shared/defaults.js';
 import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { ThreadLinks, type LinkedPort } from './thread-links.js';
+import { JobError } from '../../shared/errors.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
 export interface PiscinaExecutorOptions {
@@ -18,6 +19,8 @@ export interface PiscinaExecutorOptions {
   heapMb: number;
   /** Young-generation cap of each thread, MiB; 0 or unset: {@link THREAD_YOUNG_HEAP_MB} in `thread`, V8's own in `shared`. */
   youngHeapMb?: number;
+  /** A job's cancel grace: a `shared` thread gets at least this long to answer at a hard stop. */
+  cancelGraceMs?: number;
   /** How much nicer than the main thread the workers run (Linux); default 0. */
   niceIncrement?: number;
   /** Built worker file URL; defaults to dist/worker/entry.js. Tests pass a fixture here. */
@@ -38,8 +41,7 @@ export const THREAD_YOUNG_HEAP_MB = 4;
 
 /**
  * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
- * thread, so `shared` isolation passes none and hard-stops by terminating the job's thread
- * (found by the thread id the job wrote into its slot); its neighbours die too and the manager re-queues them.
+ * thread, so `shared` isolation passes none and hard-stops by hand (see {@link stopShared}).
  */
 export class PiscinaExecutor implements Executor {
   readonly kind = 'piscina' as const;
@@ -47,10 +49,12 @@ export class PiscinaExecutor implements Executor {
   readonly #pool: Piscina<JobTask, unknown>;
   /** One port per thread for all its jobs (see thread-links.ts). */
   readonly #links = new ThreadLinks();
+  readonly #answerMs: number;
   #closed = false;
 
   constructor(options: PiscinaExecutorOptions) {
     this.capabilities = { isolation: options.isolation, hardStop: true, exclusive: true };
+    this.#answerMs = options.cancelGraceMs ?? 0;
     const maxThreads = Math.max(1, options.threads);
     this.#pool = new Piscina({
       // Piscina loads a CommonJS loader, which imports the real (ES module) entry: see loader.cts.
@@ -82,21 +86,22 @@ export class PiscinaExecutor implements Executor {
     // a thread of its own, and the signal is then its hard stop.
     const ownThread = this.capabilities.isolation === 'thread' || exclusive === true;
     let onAbort: (() => void) | undefined;
+    let letGoRun: (error: Error) => void = () => {};
+    const letGo = new Promise<never>((_, reject) => (letGoRun = reject));
     let runTask = task;
     if (!ownThread) {
       // A shared thread is ended by hand; the job writes its thread id here as it starts.
       const threadSlot = new Int32Array(new SharedArrayBuffer(4));
       runTask = { ...task, threadSlot };
-      onAbort = () => {
-        const id = Atomics.load(threadSlot, 0);
-        const worker = id === 0 ? undefined : this.#pool.threads.find((w) => w.threadId === id);
-        void worker?.terminate();
-      };
+      onAbort = () => void this.#stopShared(Atomics.load(threadSlot, 0), task, letGoRun);
       hardStop.addEventListener('abort', onAbort, { once: true });
     }
     let value: unknown;
     try {
-      value = await this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+      const running = this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+      // A job let go goes on in its thread; whatever its run ends with, nobody waits for it.
+      running.catch(() => {});
+      value = await Promise.race([running, letGo]);
     } catch (error) {
       throw classifyWorkerFailure(error, task.spec.id);
     } finally {
@@ -104,6 +109,33 @@ export class PiscinaExecutor implements Executor {
       if (task.linkId !== undefined) this.#links.settle(task.linkId);
     }
     throwIfTaskFailed(value, task.spec.id);
+  }
+
+  /**
+   * A hard stop in `shared` isolation. Terminating the thread ends every job on it, so the
+   * thread is first asked over its link whether its loop still runs. If it answers, the job
+   * is let go: its cancel went before the ask on the same link, so its signal is aborted there
+   * already and it only has not finished unwinding (on a thread busy with thousands of jobs, a
+   * grace of seconds is short). Its run ends here ABORTED, its link is closed (what it still
+   * sends is dropped), and the thread and its neighbours go on. A thread that does not answer is
+   * stuck (synchronous work that never yields) and is terminated: its neighbours are re-queued.
+   */
+  async #stopShared(threadId: number, task: JobTask, letGo: (error: Error) => void): Promise<void> {
+    if (threadId === 0) return;
+    const answered = await this.#links.ping(threadId, Math.max(this.#answerMs, TIMINGS.threadAnswerMs));
+    if (answered) {
+      letGo(
+        new JobError(
+          'ABORTED',
+          task.spec.id,
+          'hard stop: the job did not stop in time; its shared thread still runs, so the job was let go there and the thread kept',
+        ),
+      );
+      if (task.linkId !== undefined) this.#links.release(task.linkId);
+      return;
+    }
+    const worker = this.#pool.threads.find((w) => w.threadId === threadId);
+    await worker?.terminate();
   }
 
   threadCount(): number {

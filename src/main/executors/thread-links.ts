@@ -16,7 +16,7 @@ import type { AttemptPort } from './local-ports.js';
  * thread whose link first carries a message for it (the worker's `started`).
  */
 
-/** What a thread's link carries: a job's message, its end (`c`), or a ping's answer. */
+/** What a thread's link carries to the main thread: a job's message, its end (`c`), or a ping's answer. */
 export type LinkFrame = { j: number; m: unknown } | { j: number; c: 1 } | { pong: number };
 
 /** The first message of a thread's link, sent with `postMessageToThread` to the main thread. */
@@ -46,6 +46,7 @@ export class ThreadLinks {
   readonly token = randomUUID();
   readonly #threads = new Map<number, MessagePort>();
   readonly #jobs = new Map<number, LinkedPort>();
+  readonly #pings = new Map<number, () => void>();
   #nextId = 0;
   #closed = false;
 
@@ -102,9 +103,36 @@ export class ThreadLinks {
     return taken;
   }
 
+  /**
+   * Whether a thread's loop still runs: true once it answers a ping on its link, false after
+   * `timeoutMs` without an answer (or at once when it has no link).
+   */
+  ping(threadId: number, timeoutMs: number): Promise<boolean> {
+    const port = this.#threads.get(threadId);
+    if (!port) return Promise.resolve(false);
+    const id = ++this.#nextId;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#pings.delete(id);
+        resolve(false);
+      }, timeoutMs);
+      this.#pings.set(id, () => {
+        clearTimeout(timer);
+        this.#pings.delete(id);
+        resolve(true);
+      });
+      port.postMessage({ ping: id });
+    });
+  }
+
   /** A job's run settled: see {@link LinkedPort.settle}. */
   settle(id: number): void {
     this.#jobs.get(id)?.settle();
+  }
+
+  /** Closes a job's link from this side: what its job still sends is dropped. */
+  release(id: number): void {
+    this.#jobs.get(id)?.close();
   }
 
   forget(id: number): void {
@@ -122,7 +150,7 @@ export class ThreadLinks {
   }
 
   #route(threadId: number, frame: LinkFrame, sync: { wanted: LinkedPort; taken: unknown[] } | undefined): void {
-    if (!('j' in frame)) return;
+    if ('pong' in frame) return this.#pings.get(frame.pong)?.();
     const port = this.#jobs.get(frame.j);
     if (!port) return;
     port.bind(threadId);
