@@ -26,6 +26,15 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '600000' },
     settle: { type: 'string', default: '5000' },
     snapshot: { type: 'string' },
+    // Run every job to its end (use --latency 1000, as the bench's scale cell) and report the peaks.
+    drain: { type: 'boolean' },
+    // background.youngHeapMb / heapMb of the workers (0: by isolation).
+    'young-mb': { type: 'string', default: '0' },
+    'heap-mb': { type: 'string', default: '0' },
+    // A worker entry of your own (e.g. one that wraps dist/worker/entry.js to profile it).
+    'worker-file': { type: 'string' },
+    // With --drain: once this many jobs are done, each worker's heap before and after a GC (live vs garbage).
+    'probe-at': { type: 'string' },
     'main-snapshot': { type: 'string' },
     connections: { type: 'string', default: String(SCALE_CONNECTIONS_PER_THREAD) },
   },
@@ -52,29 +61,17 @@ const config = parseConfig({
     timeoutMinutes: 30,
     budget: { maxWallclockMinutes: 30 },
     closeTimeoutMs: 2_000,
+    youngHeapMb: Number(values['young-mb']),
+    heapMb: Number(values['heap-mb']),
   },
 });
-const executor = createExecutor(config, undefined, 'piscina');
+const executor = createExecutor(config, undefined, 'piscina', values['worker-file']);
 const manager = new BackgroundManager({ config, executor });
 
 // The pool starts its threads at once; let them load.
 global.gc?.();
 await sleep(1500);
 const base = { rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
-
-const inFlight = new Set();
-let allIn;
-const ready = new Promise((resolve) => (allIn = resolve));
-manager.on('progress', ({ jobId, event }) => {
-  if (event.type !== 'model_request') return;
-  inFlight.add(jobId);
-  if (inFlight.size === jobs) allIn();
-});
-const t0 = Date.now();
-for (let i = 0; i < jobs; i++) manager.spawn({ task: `Find where parseConfig is defined and explain it (${i})`, label: `job-${i}` });
-await ready;
-const startedMs = Date.now() - t0;
-await sleep(Number(values.settle));
 
 const workerStats = async () =>
   Promise.all(
@@ -95,8 +92,63 @@ const workerStats = async () =>
         }
       }),
   );
-const mem = process.memoryUsage();
 const sum = (ws, k) => Math.round(ws.reduce((a, w) => a + (w[k] ?? 0), 0) * 10) / 10;
+
+const inFlight = new Set();
+let allIn;
+const ready = new Promise((resolve) => (allIn = resolve));
+manager.on('progress', ({ jobId, event }) => {
+  if (event.type !== 'model_request') return;
+  inFlight.add(jobId);
+  if (inFlight.size === jobs) allIn();
+});
+const t0 = Date.now();
+for (let i = 0; i < jobs; i++) manager.spawn({ task: `Find where parseConfig is defined and explain it (${i})`, label: `job-${i}` });
+if (values.drain) {
+  let done = 0;
+  let finish;
+  const finished = new Promise((resolve) => (finish = resolve));
+  const probe = { at: Number(values['probe-at'] ?? 0) };
+  manager.on('done', () => {
+    if (++done === jobs) finish();
+    if (done !== probe.at) return;
+    void (async () => {
+      const heldBefore = await workerStats();
+      probe.rssMb = mb(process.memoryUsage.rss());
+      probe.usedBeforeGcMb = sum(heldBefore, 'usedMb');
+      for (const w of workers.filter((x) => x.threadId > 0)) await pipeline(await w.getHeapSnapshot(), new Writable({ write: (_c, _e, next) => next() }));
+      probe.usedAfterGcMb = sum(await workerStats(), 'usedMb');
+      probe.inFlight = jobs - done;
+    })();
+  });
+  const peak = { rssMb: 0, workerUsedMb: 0, workerTotalMb: 0, mainHeapMb: 0, atRssPeak: {} };
+  const sampler = setInterval(async () => {
+    const ws = await workerStats();
+    const rss = mb(process.memoryUsage.rss());
+    const used = sum(ws, 'usedMb');
+    const total = sum(ws, 'totalMb');
+    const main = mb(process.memoryUsage().heapUsed);
+    peak.workerUsedMb = Math.max(peak.workerUsedMb, used);
+    peak.workerTotalMb = Math.max(peak.workerTotalMb, total);
+    peak.mainHeapMb = Math.max(peak.mainHeapMb, main);
+    if (rss > peak.rssMb)
+      Object.assign(peak, {
+        rssMb: rss,
+        atRssPeak: { workerUsedMb: used, workerTotalMb: total, workerExternalMb: sum(ws, 'externalMb'), mainHeapMb: main, done },
+      });
+  }, 250);
+  await finished;
+  clearInterval(sampler);
+  console.log(JSON.stringify({ jobs, drained: true, wallMs: Date.now() - t0, baseRssMb: mb(base.rss), peak, ...(probe.at ? { probe } : {}) }));
+  await manager.close({ timeoutMs: 2_000 });
+  await sim.stop();
+  process.exit(0);
+}
+await ready;
+const startedMs = Date.now() - t0;
+await sleep(Number(values.settle));
+
+const mem = process.memoryUsage();
 const settledWorkers = await workerStats();
 const before = {
   rssMb: mb(mem.rss),
