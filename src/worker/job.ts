@@ -19,10 +19,8 @@ import type { LoopEvent } from '../shared/loop-events.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
-import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
-import { scrubEnv } from '../shared/tools/secrets.js';
-import { checkedSpec, policyFor, secretsFor, sharedText } from './thread-shared.js';
+import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
@@ -77,6 +75,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     const children = deps.children;
     const steering = deps.steering;
     const processTag = spec.processTag;
+    let env: Readonly<Record<string, string>> | undefined;
     // One meter for the whole job: it counts what was spent before a resume, and warns once.
     // Its maxTurns is the job's one limit on model calls (`maxIterations` is the parent's, not
     // a job's): a spec without it (built by hand, not spawned) gets `background.budget.maxTurns`.
@@ -105,9 +104,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
           workspaceRoot,
           limits: config.toolLimits,
           permissions: deps.permissions,
-          // Built when a tool asks (bash): a copy of the environment per job in flight was ~5 KB.
+          // Built when a tool first asks (bash), over the thread's one scrubbed copy: a copy of the
+          // environment per job in flight was ~5 KB. The loop copies the context per tool call.
           get env() {
-            return { ...scrubEnv(process.env), ...(processTag ? { [PROCESS_TAG_VAR]: processTag } : {}) };
+            return (env ??= jobEnv(processTag));
           },
           // The agent and spawn fields of `config` do not shape the policy: one per shared config.
           policy: policyFor(spec.config),

@@ -7,7 +7,9 @@
 import { z } from 'zod';
 import type { ForkpoolConfig } from '../shared/config.js';
 import { jobSpecSchema, type JobSpec } from '../shared/protocol.js';
-import { configuredSecrets } from '../shared/tools/secrets.js';
+import { isMainThread } from 'node:worker_threads';
+import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
+import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import type { ToolPolicy } from '../shared/tools/types.js';
 
@@ -29,29 +31,59 @@ export function holdConfig(config: ForkpoolConfig): { config: ForkpoolConfig; re
     entry = { key, config, jobs: 0 };
     held.set(key, entry);
   }
+  return hold(entry);
+}
+
+function hold(entry: Held): { config: ForkpoolConfig; release: () => void } {
   entry.jobs++;
-  const shared = entry;
   let released = false;
   return {
-    config: shared.config,
+    config: entry.config,
     release: () => {
       if (released) return;
       released = true;
-      if (--shared.jobs === 0 && held.get(shared.key) === shared) held.delete(shared.key);
+      if (--entry.jobs === 0 && held.get(entry.key) === entry) held.delete(entry.key);
     },
   };
 }
 
+/** The spec without its config: checked alone when the config is one the thread already validated. */
+const specWithoutConfig = jobSpecSchema.omit({ config: true });
+
 /**
  * A task's spec, validated, with the thread's copy of its config; `release` when the job ends.
- * The parse result is not kept: held by a job, it would be a copy of the config per job again.
+ * A config whose JSON is that of one this thread validated and holds is not parsed again (the
+ * parse was ~50 KB of garbage per job): parsing a parsed config gives it back, and the main
+ * thread sends parsed configs. The parse result is not kept: held by a job, it would be a
+ * copy of the config per job again.
  */
 export function checkedSpec(raw: unknown): { spec: JobSpec; release: () => void } | { invalid: string } {
+  const known = heldFor(raw);
+  if (known) {
+    const { config: _config, ...rest } = raw as Record<string, unknown>;
+    const parsed = specWithoutConfig.safeParse(rest);
+    if (!parsed.success) return { invalid: z.prettifyError(parsed.error) };
+    const { config, release } = hold(known);
+    return { spec: { ...(parsed.data as Omit<JobSpec, 'config'>), config }, release };
+  }
   const parsed = jobSpecSchema.safeParse(raw);
   if (!parsed.success) return { invalid: z.prettifyError(parsed.error) };
   const own = parsed.data as JobSpec;
   const { config, release } = holdConfig(own.config);
   return { spec: { ...own, config }, release };
+}
+
+/** The held entry whose config has the JSON of `raw.config`, if any. */
+function heldFor(raw: unknown): Held | undefined {
+  if (held.size === 0 || typeof raw !== 'object' || raw === null) return undefined;
+  const config = (raw as { config?: unknown }).config;
+  if (typeof config !== 'object' || config === null) return undefined;
+  try {
+    return held.get(JSON.stringify(config));
+  } catch {
+    // Not JSON (a cycle, a BigInt): the full parse says what is wrong.
+    return undefined;
+  }
 }
 
 /** Configs the thread holds now (tests). */
@@ -93,4 +125,16 @@ export function sharedText(text: string): string {
   if (texts.size >= MAX_TEXTS) texts.delete(texts.keys().next().value as string);
   texts.set(text, text);
   return text;
+}
+
+/** A worker thread's environment is its own copy, set when it started: scrubbed once. */
+let threadEnv: Readonly<Record<string, string>> | undefined;
+
+/**
+ * The environment a job's commands get: the scrubbed environment, with its process tag. On the
+ * main thread (the inline executor) read afresh: the host may change `process.env`.
+ */
+export function jobEnv(processTag: string | undefined): Readonly<Record<string, string>> {
+  const base = isMainThread ? scrubEnv(process.env) : (threadEnv ??= Object.freeze(scrubEnv(process.env)));
+  return processTag ? { ...base, [PROCESS_TAG_VAR]: processTag } : base;
 }

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/shared/config.js';
 import { toOpenAITool } from '../../../src/shared/tools/index.js';
 import { reportAlertTool } from '../../../src/worker/job-tools.js';
-import { checkedSpec, heldConfigCount, holdConfig, policyFor, secretsFor, sharedText } from '../../../src/worker/thread-shared.js';
+import { checkedSpec, heldConfigCount, holdConfig, jobEnv, policyFor, secretsFor, sharedText } from '../../../src/worker/thread-shared.js';
+import { PROCESS_TAG_VAR } from '../../../src/shared/tools/process-tag.js';
 
 const clone = <T>(value: T): T => structuredClone(value);
 
@@ -41,9 +42,22 @@ describe('thread-shared', () => {
     if ('invalid' in one || 'invalid' in two) throw new Error('expected valid specs');
     expect(two.spec.config).toBe(one.spec.config);
     expect(two.spec.id).toBe('bg-2');
+    // While one holds the config, the rest of a spec is still checked, and a config that differs is parsed in full.
+    expect(checkedSpec(clone({ ...spec, id: '' }))).toHaveProperty('invalid');
+    expect(checkedSpec(clone({ ...spec, extra: 1 }))).toHaveProperty('invalid');
+    expect(checkedSpec(clone({ ...spec, config: { ...config, maxIterations: -1 } }))).toHaveProperty('invalid');
     one.release();
     two.release();
     expect(checkedSpec({ id: 'bg-3' })).toHaveProperty('invalid');
+  });
+
+  it("jobEnv: one scrubbed copy, with the job's process tag on top", () => {
+    const plain = jobEnv(undefined);
+    expect(plain.PATH).toBe(process.env.PATH);
+    expect(plain[PROCESS_TAG_VAR]).toBeUndefined();
+    const tagged = jobEnv('tag-1');
+    expect(tagged[PROCESS_TAG_VAR]).toBe('tag-1');
+    expect(tagged.PATH).toBe(process.env.PATH);
   });
 
   it('policy and secrets are derived once per config object', () => {
