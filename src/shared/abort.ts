@@ -196,10 +196,13 @@ export interface Deadline {
 }
 
 /**
- * A child of `parent` that aborts with `onExpiry()` after `timeoutMs` (0: never; it then only
- * follows the parent). A parent abort that comes first wins: `expired` stays undefined.
+ * A child of `parent` that aborts with `onExpiry()` after `timeoutMs` (0: never; its signal is
+ * then the parent's own). A parent abort that comes first wins: `expired` stays undefined.
  */
 export function startDeadline(parent: AbortSignal, timeoutMs: number, onExpiry: () => Error): Deadline {
+  // No deadline: nothing but the parent can abort it, so its signal is the parent's. A linked
+  // controller here cost every job in flight a signal, two maps and a listener (issue 23).
+  if (timeoutMs <= 0) return { signal: parent, expired: undefined, dispose() {} };
   const link = linkedAbort(parent);
   let expired: Error | undefined;
   const timer =

@@ -5,7 +5,6 @@ import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt } from '../shared/prompts.js';
 import {
-  jobSpecSchema,
   mainMessageSchema,
   type JobOutcome,
   type JobSpec,
@@ -20,10 +19,8 @@ import type { LoopEvent } from '../shared/loop-events.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { builtinTools } from '../shared/tools/index.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
-import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
-import { toolPolicyFrom } from '../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
-import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
+import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
@@ -33,7 +30,6 @@ import { SteeringInbox, joinInjections } from './steering.js';
 import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { z } from 'zod';
 import type { Remote } from 'comlink';
 import { BudgetMeter } from '../shared/budget.js';
 import { capConversation } from '../shared/conversation-cap.js';
@@ -75,9 +71,11 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     // Then its spawn's own model and tool subset (checked on the main thread at admission).
     const config = applySpawnSpec(configForAgent(spec.config, spec.agent), spec);
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
-    const baseline = backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) });
+    const baseline = sharedText(backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) }));
     const children = deps.children;
     const steering = deps.steering;
+    const processTag = spec.processTag;
+    let env: Readonly<Record<string, string>> | undefined;
     // One meter for the whole job: it counts what was spent before a resume, and warns once.
     // Its maxTurns is the job's one limit on model calls (`maxIterations` is the parent's, not
     // a job's): a spec without it (built by hand, not spawned) gets `background.budget.maxTurns`.
@@ -90,7 +88,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
-          { role: 'system', content: spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec) },
+          // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
+          { role: 'system', content: sharedText(spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec)) },
           { role: 'user', content: spec.task },
         ];
     for (;;) {
@@ -105,8 +104,13 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
           workspaceRoot,
           limits: config.toolLimits,
           permissions: deps.permissions,
-          env: { ...scrubEnv(process.env), ...(spec.processTag ? { [PROCESS_TAG_VAR]: spec.processTag } : {}) },
-          policy: toolPolicyFrom(config),
+          // Built when a tool first asks (bash), over the thread's one scrubbed copy: a copy of the
+          // environment per job in flight was ~5 KB. The loop copies the context per tool call.
+          get env() {
+            return (env ??= jobEnv(processTag));
+          },
+          // The agent and spawn fields of `config` do not shape the policy: one per shared config.
+          policy: policyFor(spec.config),
           reads,
           ...(deps.processes ? { processes: deps.processes } : {}),
         },
@@ -117,7 +121,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         onEvent: deps.onEvent,
         beforeModelCall: children || steering ? () => joinInjections(children?.take(), steering?.take()) : undefined,
         interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
-        secrets: configuredSecrets(spec.config),
+        secrets: secretsFor(spec.config),
         budget,
       });
       usage = mergeUsageByModel(usage, result.usage);
@@ -194,15 +198,16 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   // Set by the sender, or by the loader from the task's link id (loader.cts).
   const port = task.port;
   const post = (message: WorkerMessage) => port.postMessage(message);
-  const parsed = jobSpecSchema.safeParse(task.spec);
-  const jobId = typeof task.spec?.id === 'string' ? task.spec.id : 'unknown';
-  if (!parsed.success) {
-    const error = new ForkpoolError('PROTOCOL_INVALID', `invalid job spec: ${z.prettifyError(parsed.error)}`);
+  // Validated, its config shared with this thread's other jobs (see thread-shared.ts).
+  const checked = checkedSpec(task.spec);
+  if ('invalid' in checked) {
+    const jobId = typeof task.spec?.id === 'string' ? task.spec.id : 'unknown';
+    const error = new ForkpoolError('PROTOCOL_INVALID', `invalid job spec: ${checked.invalid}`);
     post({ type: 'done', jobId, outcome: { stopReason: 'error', text: '', usage: {}, iterations: 0, error: serializeError(error) } });
     closePorts(task);
     return { jobId, stopReason: 'error' };
   }
-  const spec = parsed.data as JobSpec;
+  const { spec, release: releaseConfig } = checked;
   const controller = new AbortController();
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   // What it takes is reported, so the main thread gives a later run only what this one never saw.
@@ -249,6 +254,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     else post({ type: 'done', jobId: spec.id, outcome: done });
     return { jobId: spec.id, stopReason: outcome.stopReason };
   } finally {
+    releaseConfig();
     port.off('message', onMessage);
     remote?.[releaseProxy]();
     closePorts(task);

@@ -47,11 +47,24 @@ export function toOpenAITool(def: ToolDefinition): OpenAIFunctionTool {
   // Converting the schemas took 4-16 ms per job (8 tools) in a young isolate: once per definition.
   const cached = openAIToolCache.get(def);
   if (cached) return cached;
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
-  const tool: OpenAIFunctionTool = { type: 'function', function: { name: def.name, description: def.description, parameters } };
+  // A job's own definitions (report_alert, ...) are new objects per job over a shared schema:
+  // equal ones share one form too, else each job in flight kept its own (~1 KB; issue 23).
+  const byText = openAIToolsBySchema.get(def.parameters);
+  const text = `${def.name}\0${def.description}`;
+  const tool = byText?.get(text) ?? convert(def);
+  if (!byText) openAIToolsBySchema.set(def.parameters, new Map([[text, tool]]));
+  else if (byText.size < MAX_FORMS_PER_SCHEMA) byText.set(text, tool);
   openAIToolCache.set(def, tool);
   return tool;
 }
 
+function convert(def: ToolDefinition): OpenAIFunctionTool {
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
+  return { type: 'function', function: { name: def.name, description: def.description, parameters } };
+}
+
 /** Keyed by the definition object: the built-ins live as long as the thread; a job's own tools with the job. */
 const openAIToolCache = new WeakMap<ToolDefinition, OpenAIFunctionTool>();
+/** By schema, then name and description; a bound, since a description may differ per job. */
+const openAIToolsBySchema = new WeakMap<object, Map<string, OpenAIFunctionTool>>();
+const MAX_FORMS_PER_SCHEMA = 16;

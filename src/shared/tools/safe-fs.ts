@@ -77,15 +77,7 @@ export async function pseudoFsDevices(): Promise<ReadonlySet<number>> {
 function pseudoFsDevicesNow(): ReadonlySet<number> {
   const devices = new Set<number>();
   try {
-    const table = readFileSync('/proc/self/mountinfo', 'utf8');
-    for (const line of table.split('\n')) {
-      const [left, right] = line.split(' - ');
-      const fsType = right?.split(' ')[0];
-      const majorMinor = left?.split(' ')[2];
-      if (!fsType || !majorMinor || !PSEUDO_FS_TYPES.has(fsType)) continue;
-      const [major, minor] = majorMinor.split(':').map(Number);
-      if (major !== undefined && minor !== undefined) devices.add(makeDev(major, minor));
-    }
+    for (const device of mountTableDevices(readFileSync('/proc/self/mountinfo', 'utf8'))) devices.add(device);
   } catch {
     // No mount table: the well-known places only.
   }
@@ -96,6 +88,25 @@ function pseudoFsDevicesNow(): ReadonlySet<number> {
       // absent here
     }
   }
+  return devices;
+}
+
+/** The last mount table read and its pseudo file systems' devices: every file a tool opens reads it (issue 23: its parse was 5% of a job's garbage). */
+let lastTable: { text: string; devices: readonly number[] } | undefined;
+
+/** The devices of the pseudo file systems in `table` (/proc/self/mountinfo), parsed again only when it changed. */
+function mountTableDevices(table: string): readonly number[] {
+  if (lastTable?.text === table) return lastTable.devices;
+  const devices: number[] = [];
+  for (const line of table.split('\n')) {
+    const [left, right] = line.split(' - ');
+    const fsType = right?.split(' ')[0];
+    const majorMinor = left?.split(' ')[2];
+    if (!fsType || !majorMinor || !PSEUDO_FS_TYPES.has(fsType)) continue;
+    const [major, minor] = majorMinor.split(':').map(Number);
+    if (major !== undefined && minor !== undefined) devices.push(makeDev(major, minor));
+  }
+  lastTable = { text: table, devices };
   return devices;
 }
 
