@@ -1,3 +1,4 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { AbortError } from './errors.js';
 
 /** A child controller that aborts when `parent` does; `dispose()` removes the listener. */
@@ -37,6 +38,21 @@ export interface TimeoutClock {
    * `shared` thread, thousands of jobs starting at once) counts as `2 × tickMs`. Unset: wall time.
    */
   tickMs?: number;
+  /**
+   * With `tickMs`: a tick counts only the share of its time the thread's loop had to spare
+   * (1 − its event-loop utilization over the tick), and at least this share. A thread saturated
+   * by thousands of other jobs runs each of them a sliver at a time, every sliver on time, so
+   * late ticks alone do not see it (issue 23: 1,189 greps timed out at 100,000 jobs in flight);
+   * a loop with time to spare counts in full, so a hung wait on a free thread still times out.
+   * Unset: 1 (every tick in full).
+   */
+  minShare?: number;
+}
+
+/** The share of the time since `since` that this thread's event loop was idle, at least `floor`. */
+function idleShare(since: EventLoopUtilization, floor: number): number {
+  if (floor >= 1) return 1;
+  return Math.max(floor, 1 - performance.eventLoopUtilization(since).utilization);
 }
 
 /**
@@ -116,20 +132,23 @@ export async function withTimeout<T>(
   clock: TimeoutClock = {},
 ): Promise<T> {
   const local = linkedAbort(signal);
-  const { tickMs } = clock;
+  const { tickMs, minShare = 1 } = clock;
   let timer: NodeJS.Timeout | undefined;
   let fail: (error: Error) => void = () => {};
   let remainingMs = timeoutMs;
   let armedAt = 0;
+  let loopAtArm = performance.eventLoopUtilization();
   let waits = 0;
   let settled = false;
-  // Time since the timer was armed, a late tick capped (a held loop counts as 2 × tickMs at most).
+  // Time since the timer was armed, a late tick capped (a held loop counts as 2 × tickMs at most)
+  // and scaled to the share of it the thread's loop had to spare (see TimeoutClock.minShare).
   const spent = () => {
     const elapsed = performance.now() - armedAt;
-    return tickMs === undefined ? elapsed : tickCounted(elapsed, tickMs);
+    return tickMs === undefined ? elapsed : tickCounted(elapsed, tickMs) * idleShare(loopAtArm, minShare);
   };
   const arm = () => {
     armedAt = performance.now();
+    loopAtArm = performance.eventLoopUtilization();
     timer = setTimeout(
       () => {
         if (tickMs !== undefined) {

@@ -330,6 +330,12 @@ export const TIMINGS = {
    */
   toolTimeoutTickMs: 5_000,
   /**
+   * A tool's timeout counts the share of each tick its thread's loop had to spare, at least this
+   * share: on a thread saturated by other jobs, `toolTimeoutMs` 60 s is 4 minutes of wall time at
+   * most. See withTimeout's `minShare`.
+   */
+  toolTimeoutMinShare: 0.25,
+  /**
    * A grep or find_files call's `searchTimeoutMs` counts its own work in full and each of its
    * waits (for I/O, or for its turn on a loop held by other jobs) as twice this at most. See
    * steppedDeadline (shared/abort.ts).

@@ -313,7 +313,7 @@ async function runTool(
     signal,
     () => new TimeoutError('TOOL_TIMEOUT', `tool ${name} timed out after ${timeoutMs} ms`, timeoutMs),
     // A search admitted on a thread busy starting thousands of jobs waits for its loop, not for the disk.
-    { tickMs: TIMINGS.toolTimeoutTickMs },
+    { tickMs: TIMINGS.toolTimeoutTickMs, minShare: TIMINGS.toolTimeoutMinShare },
   );
 }
 

@@ -39,9 +39,11 @@ describe('withTimeout with a tick clock', () => {
 
   it('a held loop counts as two ticks each time: held long enough, often enough, it still times out', async () => {
     let turns = 0;
-    const work = async () => {
+    const work = async (signal: AbortSignal) => {
       // Every turn holds the loop 300 ms (3 ticks' worth), counted as 200: the 500 ms timeout ends it by the third.
       for (;;) {
+        // Stopped by the timeout: left spinning, it would hold the loop under the next tests.
+        if (signal.aborted) return 'stopped';
         turns++;
         holdLoop(300);
         await new Promise((resolve) => setImmediate(resolve));
@@ -50,5 +52,45 @@ describe('withTimeout with a tick clock', () => {
     };
     await expect(withTimeout(work, 500, new AbortController().signal, timedOut, { tickMs: 100 })).rejects.toThrow('timed out');
     expect(turns).toBeLessThan(10);
+  });
+});
+
+/** Keeps this thread's loop saturated with short turns (each tick then fires on time) until stopped. */
+function saturate(turnMs: number): () => void {
+  let running = true;
+  const turn = () => {
+    if (!running) return;
+    holdLoop(turnMs);
+    setImmediate(turn);
+  };
+  setImmediate(turn);
+  return () => {
+    running = false;
+  };
+}
+
+describe('withTimeout on a saturated thread (minShare)', () => {
+  it("counts only the loop's spare share: a wait longer than the timeout on a saturated thread ends ok", async () => {
+    const wait = () => new Promise<string>((resolve) => setTimeout(() => resolve('ok'), 600));
+    const stop = saturate(10);
+    try {
+      // 600 ms of wall time, every tick on time but the loop never idle: counted at the floor, 0.25 × 600 = 150 of 300.
+      await expect(withTimeout(wait, 300, new AbortController().signal, timedOut, { tickMs: 50, minShare: 0.25 })).resolves.toBe('ok');
+      // Late ticks alone do not see it: without minShare the same wait times out.
+      await expect(withTimeout(wait, 300, new AbortController().signal, timedOut, { tickMs: 50 })).rejects.toThrow('timed out');
+    } finally {
+      stop();
+    }
+  });
+
+  it('saturated for long enough, a hung wait still times out (the floor); on a free loop it times out at its timeout', async () => {
+    const hangs = () => new Promise<never>(() => {});
+    const stop = saturate(10);
+    try {
+      await expect(withTimeout(hangs, 100, new AbortController().signal, timedOut, { tickMs: 50, minShare: 0.25 })).rejects.toThrow('timed out');
+    } finally {
+      stop();
+    }
+    await expect(withTimeout(hangs, 250, new AbortController().signal, timedOut, { tickMs: 50, minShare: 0.25 })).rejects.toThrow('timed out');
   });
 });
