@@ -69,10 +69,6 @@ class LinkedEndpoint extends events.EventEmitter {
       this.removeAllListeners();
     });
   }
-
-  start(): void {}
-  ref(): void {}
-  unref(): void {}
 }
 
 /** A job's end of its thread's link, registered before the job can post or be sent anything. */

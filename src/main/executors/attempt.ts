@@ -19,7 +19,7 @@ import {
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
-import { portPair, type AttemptPort, type PortPair } from './local-ports.js';
+import { portPair, type AttemptPort } from './local-ports.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { JobScheduler } from './scheduler.js';
 
@@ -117,8 +117,7 @@ export class Attempt {
     // (thread-links.ts), since every open port costs each message on this thread (libuv checks
     // them all). Other executors get a MessageChannel; a remote one an in-process pair.
     const linked = remote ? undefined : executor.openPort?.();
-    const events = linked ? undefined : portPair(remote);
-    const port = linked ?? (events as PortPair).local;
+    const { local: port, remote: remoteEnd } = linked ? { local: linked, remote: undefined } : portPair(remote);
     this.#port = port;
     // Only an adaptive job's rate gate needs a port of its own (permissions go over the events
     // port), and only a job on this process's threads can use it.
@@ -138,7 +137,7 @@ export class Attempt {
     // A linked task has no port until its worker's loader sets one (see JobTask.port).
     const task = {
       spec,
-      ...(linked ? { linkId: linked.id } : { port: events?.remote }),
+      ...(linked ? { linkId: linked.id } : { port: remoteEnd }),
       ...(permissionPort ? { permissionPort } : {}),
       rateGateBuffer: this.#options.rateGateBuffer,
       ...(owner ? { owner } : {}),

@@ -1,7 +1,5 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { steppedDeadline } from '../abort.js';
-import { TIMINGS } from '../defaults.js';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
 import { A_FILE, A_FOLDER, hiddenReason, hiddenSnapshot } from './hidden.js';
@@ -9,7 +7,7 @@ import { policyOf } from './policy.js';
 import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
-import { IGNORED_DIRS, capOutput, throwIfAborted } from './util.js';
+import { IGNORED_DIRS, capOutput, searchDeadline, throwIfAborted } from './util.js';
 import { MAX_WALK_DEPTH, walkFiles } from './walk.js';
 
 const NAME = 'find_files';
@@ -57,20 +55,9 @@ export const findFilesTool: ToolDefinition<FindFilesArgs> = {
         throw error;
       });
       const shownDir = displayPath(ctx.workspaceRoot, dir.realPath);
-      // Its own work counts in full, a wait for I/O or for the loop (other jobs on this thread) 20 ms at most.
-      const timeLimitMs = ctx.limits.searchTimeoutMs;
       const shown: string[] = [];
       let total = 0;
-      const deadline = steppedDeadline(
-        timeLimitMs,
-        TIMINGS.searchWaitTickMs,
-        () =>
-          new ToolError(
-            'TOOL_TIMEOUT',
-            NAME,
-            `find_files stopped after its ${timeLimitMs} ms time limit (${total} matching files so far); search a smaller path or a narrower pattern`,
-          ),
-      );
+      const deadline = searchDeadline(NAME, ctx.limits.searchTimeoutMs, () => `${total} matching files`, 'search a smaller path or a narrower pattern');
       const hidden = await hiddenSnapshot(policy);
       let skippedHidden = 0;
       try {

@@ -4,8 +4,6 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { z } from 'zod';
-import { steppedDeadline } from '../abort.js';
-import { TIMINGS } from '../defaults.js';
 import { ToolError } from '../errors.js';
 import { withSearchSlot } from './fd-limit.js';
 import { HASH_MAX_BYTES } from './file-reads.js';
@@ -14,7 +12,7 @@ import { policyOf } from './policy.js';
 import { openForReading } from './safe-fs.js';
 import { displayPath } from './sandbox.js';
 import type { ToolDefinition } from './types.js';
-import { IGNORED_DIRS, capOutput, plural, readLines, readLinesSync, throwIfAborted, type LineReadResult } from './util.js';
+import { IGNORED_DIRS, capOutput, plural, readLines, readLinesSync, searchDeadline, throwIfAborted, type LineReadResult } from './util.js';
 import { openWalkedFile, openWalkedFileSync, walkFiles, type WalkedFile } from './walk.js';
 
 const NAME = 'grep';
@@ -80,20 +78,9 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       const matchesGlob = args.glob
         ? await (await import('./glob.js')).compileGlob(args.glob, NAME, 'glob', { basename: !args.glob.includes('/') })
         : undefined;
-      // A per-call time limit: matching is linear, but a huge tree can still take long to walk. Its
-      // own work counts in full, a wait for I/O or for the loop (other jobs on this thread) 20 ms at most.
-      const timeLimitMs = ctx.limits.searchTimeoutMs;
+      // A per-call time limit: matching is linear, but a huge tree can still take long to walk.
       let matches = 0;
-      const deadline = steppedDeadline(
-        timeLimitMs,
-        TIMINGS.searchWaitTickMs,
-        () =>
-          new ToolError(
-            'TOOL_TIMEOUT',
-            NAME,
-            `grep stopped after its ${timeLimitMs} ms time limit (${plural(matches, 'match', 'matches')} so far); search a smaller path or use a glob`,
-          ),
-      );
+      const deadline = searchDeadline(NAME, ctx.limits.searchTimeoutMs, () => plural(matches, 'match', 'matches'), 'search a smaller path or use a glob');
       const checkDeadline = () => deadline.check();
       const policy = policyOf(ctx);
       // A hidden file named as the path is refused; one met in the walk is skipped unread, and counted.

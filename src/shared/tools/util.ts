@@ -1,7 +1,9 @@
 import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
-import { AbortError } from '../errors.js';
+import { steppedDeadline, type SteppedDeadline } from '../abort.js';
+import { TIMINGS } from '../defaults.js';
+import { AbortError, ToolError } from '../errors.js';
 import { capHeadTail } from '../text-budget.js';
 import type { ToolLimits } from '../config.js';
 
@@ -180,4 +182,17 @@ export async function readHead(handle: FileHandle, bytes = BINARY_SNIFF_BYTES): 
 /** `1 line` / `3 lines`; `many` for irregular plurals (`match` → `matches`). */
 export function plural(n: number, word: string, many = `${word}s`): string {
   return `${n} ${n === 1 ? word : many}`;
+}
+
+/**
+ * A search's time limit (grep, find_files: `searchTimeoutMs`). Its own work counts in full, a
+ * wait for I/O or for the loop (other jobs on this thread) 20 ms at most (see steppedDeadline).
+ * On expiry: "<tool> stopped after its N ms time limit (<soFar> so far); <hint>".
+ */
+export function searchDeadline(tool: string, limitMs: number, soFar: () => string, hint: string): SteppedDeadline {
+  return steppedDeadline(
+    limitMs,
+    TIMINGS.searchWaitTickMs,
+    () => new ToolError('TOOL_TIMEOUT', tool, `${tool} stopped after its ${limitMs} ms time limit (${soFar()} so far); ${hint}`),
+  );
 }
