@@ -34,19 +34,35 @@ function route(frame: Frame): void {
   const endpoint = endpoints.get(frame.j);
   if (!endpoint) return;
   if ('c' in frame) endpoint.closedByPeer();
-  else endpoint.emit('message', frame.m);
+  else endpoint.deliver(frame.m);
 }
 
 /** A job's end of the link: a MessagePort to the job's code. */
 class LinkedEndpoint extends events.EventEmitter {
   readonly #id: number;
   readonly #port: workerThreads.MessagePort;
+  /** Sent before the job's code listened: as a MessagePort's, they wait for its first listener. */
+  #held: unknown[] = [];
   #closed = false;
 
   constructor(id: number, port: workerThreads.MessagePort) {
     super();
     this.#id = id;
     this.#port = port;
+    this.on('newListener', (event: string) => {
+      if (event !== 'message' || this.#held.length === 0) return;
+      const held = this.#held;
+      this.#held = [];
+      // After the listener is added (this runs just before).
+      queueMicrotask(() => {
+        for (const message of held) this.emit('message', message);
+      });
+    });
+  }
+
+  deliver(message: unknown): void {
+    if (this.listenerCount('message') === 0) this.#held.push(message);
+    else this.emit('message', message);
   }
 
   postMessage(message: unknown): void {

@@ -131,7 +131,7 @@ export class PiscinaExecutor implements Executor {
           'hard stop: the job did not stop in time; its shared thread still runs, so the job was let go there and the thread kept',
         ),
       );
-      if (task.linkId !== undefined) this.#links.release(task.linkId);
+      if (task.linkId !== undefined) this.#links.release(task.linkId, threadId);
       return;
     }
     const worker = this.#pool.threads.find((w) => w.threadId === threadId);

@@ -130,9 +130,15 @@ export class ThreadLinks {
     this.#jobs.get(id)?.settle();
   }
 
-  /** Closes a job's link from this side: what its job still sends is dropped. */
-  release(id: number): void {
-    this.#jobs.get(id)?.close();
+  /**
+   * Closes a job's link from this side: what its job still sends is dropped. `threadId`: the
+   * thread it runs on, when known otherwise (its slot): a job that has not spoken yet still gets
+   * what was sent to it (its cancel) before the close.
+   */
+  release(id: number, threadId = 0): void {
+    const port = this.#jobs.get(id);
+    if (threadId !== 0) port?.bind(threadId);
+    port?.close();
   }
 
   forget(id: number): void {

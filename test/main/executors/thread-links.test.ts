@@ -127,6 +127,23 @@ describe('thread links', { timeout: 30_000 }, () => {
     expect(links.threadCount).toBe(0);
   });
 
+  it("a message sent before the job's code listens waits for its first listener, as on a MessagePort", async () => {
+    const { links, worker } = start();
+    const port = links.open();
+    await ask(worker, { open: port.id, quiet: true }, 'opened');
+    port.postMessage('cancel');
+    // Bound by the worker's first frame: the message goes out now, before anyone listens there.
+    await ask(worker, { send: [[port.id, 'started']] }, 'sent');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const got = new Promise<unknown>((resolve) => {
+      worker.on('message', (reply: { got?: number; message?: unknown }) => {
+        if (reply.got === port.id) resolve(reply.message);
+      });
+    });
+    worker.postMessage({ listen: port.id });
+    expect(await got).toBe('cancel');
+  });
+
   it('a ping is answered by a thread whose loop runs, not by one held in synchronous work', async () => {
     const { links, worker } = start();
     const port = links.open();
