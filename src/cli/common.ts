@@ -7,6 +7,7 @@ import { loadConfig, type ConfigOverrides } from '../main/setup/config-load.js';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../main/setup/logger.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
 import { jsonForTerminal } from '../shared/terminal-text.js';
+import { configuredSecrets } from '../shared/tools/secrets.js';
 
 /** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
@@ -121,9 +122,8 @@ export async function createCliContext(
     checkWorkspace: false,
   });
   checkWorkspaceFolder(config.workspaceRoot);
-  // Every key the config holds (a peer agent may have its own) is redacted from log lines.
-  const keys = [config.apiKey, ...Object.values(config.agents).map((agent) => agent.apiKey)].filter((key): key is string => typeof key === 'string');
-  const logger = createLogger({ level, secrets: keys });
+  // Every key the config holds (a peer agent may have its own, an MCP server its env and headers) is redacted from log lines.
+  const logger = createLogger({ level, secrets: configuredSecrets(config) });
   const json = flags.json ?? false;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const context: CliContext = {

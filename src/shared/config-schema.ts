@@ -9,6 +9,7 @@ import { BUILTIN_TOOL_NAMES, DEFAULTS, SPAWN_SPEC_LIMITS } from './defaults.js';
 import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
+import { mcpServersSchema } from './mcp-config.js';
 
 /**
  * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
@@ -256,6 +257,8 @@ export const agentSchema = z.strictObject({
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
   /** This agent's job budgets; unset fields come from `background.budget`. A spawn may only tighten them. */
   budget: budgetLimitsSchema.optional(),
+  /** MCP servers of this agent's jobs, besides the top-level ones (docs/tools.md "MCP servers"). */
+  mcpServers: mcpServersSchema.optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
@@ -376,6 +379,8 @@ export const configSchema = z.strictObject({
   delivery: deliverySchema.default(deliverySchema.parse({})),
   /** Spawn de-duplication (docs/delivery.md "De-duplication"). */
   dedup: dedupSchema.default(dedupSchema.parse({})),
+  /** MCP servers whose tools join the catalog as `mcp__<server>__<tool>` (docs/tools.md "MCP servers"). */
+  mcpServers: mcpServersSchema.default({}),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;

@@ -1,6 +1,6 @@
 /**
  * Optional packages: the parts of forkpool a library user may not want (the BullMQ executor,
- * the HTTP server, the chat TUI, the tinypool comparison executor) need packages that are
+ * the HTTP server, the chat TUI, the tinypool comparison executor, MCP servers) need packages that are
  * optional peer dependencies, loaded with `import()` only when the part is used. When one is
  * missing, the error names it and the command that installs it.
  */
@@ -8,6 +8,7 @@ import { ForkpoolError } from '../../shared/errors.js';
 
 /** The optional peers, each with the range package.json's `peerDependencies` gives. */
 export const OPTIONAL_PACKAGES = {
+  '@modelcontextprotocol/client': '@modelcontextprotocol/client@^2.4.0',
   bullmq: 'bullmq@^6.7.0',
   fastify: 'fastify@^5.12.8',
   ink: 'ink@^8.0.0',

@@ -2,6 +2,7 @@
  * Keeps secrets away from child processes and out of tool output. Pure functions; no state.
  */
 import type { SerializedError } from '../errors.js';
+import { mcpSecrets, type McpServerConfig } from '../mcp-config.js';
 
 /** Variable names that usually hold a secret. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|_PWD$|^PGPASS/i;
@@ -175,16 +176,21 @@ export function encodedForms(secret: string): string[] {
   return forms;
 }
 
+type McpServers = Readonly<Record<string, McpServerConfig>> | undefined;
+
 /**
- * Every secret a config holds, for redaction: the model keys (the parent's and each agent's)
- * and the password of the Redis URL.
+ * Every secret a config holds, for redaction: the model keys (the parent's and each agent's),
+ * the password of the Redis URL, and the MCP servers' `env` and `headers` values.
  */
 export function configuredSecrets(config: {
   apiKey?: string | undefined;
-  agents?: Readonly<Record<string, { apiKey?: string | undefined }>>;
+  agents?: Readonly<Record<string, { apiKey?: string | undefined; mcpServers?: McpServers }>>;
   redisUrl?: string | undefined;
+  mcpServers?: McpServers;
 }): string[] {
-  const keys = [config.apiKey, ...Object.values(config.agents ?? {}).map((agent) => agent.apiKey)];
+  const agents = Object.values(config.agents ?? {});
+  const keys: (string | undefined)[] = [config.apiKey, ...agents.map((agent) => agent.apiKey)];
+  keys.push(...mcpSecrets(config.mcpServers), ...agents.flatMap((agent) => mcpSecrets(agent.mcpServers)));
   if (config.redisUrl) {
     try {
       const url = new URL(config.redisUrl);

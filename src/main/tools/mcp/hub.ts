@@ -1,0 +1,119 @@
+/**
+ * McpHub: the MCP servers of one manager, one connection each (never one per job or thread),
+ * and their tools as public `ToolDefinition`s named `mcp__<server>__<tool>`, which run on the
+ * main thread. A server that is down, hangs, crashes or misbehaves costs only its own calls a
+ * tool error; the others carry on.
+ */
+import type { Logger } from 'pino';
+import { DEFAULTS } from '../../../shared/defaults.js';
+import { mcpSecrets, type McpServersConfig } from '../../../shared/mcp-config.js';
+import { McpServerConnection, type McpServerStatus } from './connection.js';
+import { loadMcpSdk, type McpSdk } from './sdk.js';
+import type { ToolDefinition } from './tool-shape.js';
+
+export interface McpHubOptions {
+  logger?: Logger;
+  /** Redacted besides the servers' own `env` and `headers` values (which always are): e.g. `configuredSecrets(config)`. */
+  secrets?: readonly string[];
+  /** Characters of one answer, head and tail kept. Default: `toolLimits.outputMaxChars`'s default. */
+  outputMaxChars?: number;
+  /** How the SDK is loaded (tests: a missing package). Default: `import('@modelcontextprotocol/client')`. */
+  loadSdk?: () => Promise<McpSdk>;
+}
+
+/** Room the hub's own call timeout leaves before a caller's (the tool contract's `timeoutMs`) fires. */
+const CALL_TIMEOUT_MARGIN_MS = 1_000;
+
+export class McpHub {
+  readonly #connections: McpServerConnection[];
+  readonly #listeners = new Set<() => void>();
+  #tools: ToolDefinition[] = [];
+  #closed = false;
+  readonly #logger: Logger | undefined;
+
+  private constructor(connections: McpServerConnection[], logger: Logger | undefined) {
+    this.#connections = connections;
+    this.#logger = logger;
+  }
+
+  /**
+   * Connects every server (at once) and lists its tools. Resolves when each has connected or
+   * failed; a failed one is retried with backoff and shows in `status()`. Rejects only when a
+   * server is configured and the SDK is missing (PACKAGE_MISSING). No servers: no SDK loaded.
+   */
+  static async start(servers: McpServersConfig, options: McpHubOptions = {}): Promise<McpHub> {
+    const names = Object.keys(servers);
+    if (names.length === 0) return new McpHub([], options.logger);
+    const sdk = await (options.loadSdk ?? loadMcpSdk)();
+    const secrets = [...(options.secrets ?? []), ...mcpSecrets(servers)];
+    // Set before any connection starts: a change during start rebuilds this hub's list.
+    const changed = { rebuild: () => {} };
+    const connections = Object.entries(servers).map(
+      ([name, config]) =>
+        new McpServerConnection(name, config, {
+          sdk,
+          secrets,
+          logger: options.logger,
+          outputMaxChars: options.outputMaxChars ?? DEFAULTS.tools.outputMaxChars,
+          onToolsChanged: () => changed.rebuild(),
+        }),
+    );
+    const hub = new McpHub(connections, options.logger);
+    changed.rebuild = () => hub.#rebuild();
+    await Promise.all(connections.map((connection) => connection.start()));
+    hub.#rebuild();
+    return hub;
+  }
+
+  /** The tools offered now, sorted by name. A new array on every change (see {@link onChange}). */
+  tools(): ToolDefinition[] {
+    return [...this.#tools];
+  }
+
+  /** Calls `listener` after the tools change (a server's list_changed, a restart, a server down). Returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Each server's state, tool count, refused tools and last error (redacted: no secret). */
+  status(): McpServerStatus[] {
+    return this.#connections.map((connection) => connection.status());
+  }
+
+  /** Ends every connection (stdio servers' processes end). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#listeners.clear();
+    await Promise.all(this.#connections.map((connection) => connection.close()));
+    this.#tools = [];
+  }
+
+  #rebuild(): void {
+    if (this.#closed) return;
+    const tools: ToolDefinition[] = [];
+    for (const connection of this.#connections) {
+      for (const tool of connection.tools) {
+        tools.push({
+          name: tool.name,
+          description: tool.description,
+          parameters: tool.parameters,
+          gated: !connection.config.trusted,
+          timeoutMs: connection.config.timeoutMs + CALL_TIMEOUT_MARGIN_MS,
+          run: (args, ctx) => connection.call(tool, args, ctx),
+        });
+      }
+    }
+    tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.#tools = tools;
+    for (const listener of this.#listeners) {
+      try {
+        listener();
+      } catch (error) {
+        // A listener's bug must not stop the others, nor the connection that called us.
+        this.#logger?.error({ err: error }, 'mcp: a tools change listener threw');
+      }
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export { McpHub, type McpHubOptions } from './hub.js';
+export type { McpServerState, McpServerStatus } from './connection.js';
+export { mcpToolName } from './tool-list.js';
