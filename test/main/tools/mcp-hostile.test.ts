@@ -101,13 +101,15 @@ describe('McpHub against hostile servers', () => {
   });
 
   it('list_changed with a new tool: the hub lists it and tells its listeners', async () => {
-    const hub = await startHub({ h: hostile() });
-    let changes = 0;
-    hub.onChange(() => (changes += 1));
+    const hub = await startHub({ h: hostile(), other: hostile() });
+    const changed: string[] = [];
+    hub.onChange((server) => changed.push(server));
     expect(hub.tools().some((t) => t.name === 'mcp__h__extra')).toBe(false);
     await run(hub, 'mcp__h__add-tool');
     await waitFor(() => hub.tools().some((t) => t.name === 'mcp__h__extra'), 'the new tool');
-    expect(changes).toBe(1);
+    expect(changed).toEqual(['h']);
+    expect(hub.toolsOf('h').map((t) => t.name)).toContain('mcp__h__extra');
+    expect(hub.toolsOf('other').map((t) => t.name)).not.toContain('mcp__other__extra');
   });
 
   it('a 10 MB answer is capped (head and tail, with the count left out); the server stays up', async () => {
@@ -119,13 +121,16 @@ describe('McpHub against hostile servers', () => {
     expect(await run(hub, 'mcp__h__echo', { message: 'ok' })).toBe('echo: ok');
   });
 
-  it('a schema with 10,000 properties: that tool is refused and named in the status; the others are offered', async () => {
+  it('a schema with 10,000 properties, one zod cannot read, a bad name: each tool refused and named in the status; the others are offered', async () => {
     const hub = await startHub({ h: hostile() });
     const names = hub.tools().map((t) => t.name);
     expect(names).not.toContain('mcp__h__wide');
     expect(names).toContain('mcp__h__echo');
     const { refused } = hub.status()[0]!;
-    expect(refused).toHaveLength(1);
+    expect(refused).toHaveLength(3);
     expect(refused[0]).toMatch(/^"wide": its input schema is \d+ characters of JSON \(limit 100000\)$/);
+    expect(refused[1]).toBe('"unreadable": its input schema cannot be read (Reference not found: #/definitions/missing)');
+    expect(refused[2]).toMatch(/^"bad.name": "mcp__h__bad.name" is not a tool name/);
+    expect(names).not.toContain('mcp__h__unreadable');
   });
 });

@@ -9,6 +9,7 @@ import { DEFAULTS } from '../../../shared/defaults.js';
 import { mcpSecrets, type McpServersConfig } from '../../../shared/mcp-config.js';
 import { McpServerConnection, type McpServerStatus } from './connection.js';
 import { loadMcpSdk, type McpSdk } from './sdk.js';
+import { mcpToolName } from './tool-list.js';
 import type { ToolDefinition } from './tool-shape.js';
 
 export interface McpHubOptions {
@@ -26,7 +27,7 @@ const CALL_TIMEOUT_MARGIN_MS = 1_000;
 
 export class McpHub {
   readonly #connections: McpServerConnection[];
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Set<(server: string) => void>();
   #tools: ToolDefinition[] = [];
   #closed = false;
   readonly #logger: Logger | undefined;
@@ -47,7 +48,7 @@ export class McpHub {
     const sdk = await (options.loadSdk ?? loadMcpSdk)();
     const secrets = [...(options.secrets ?? []), ...mcpSecrets(servers)];
     // Set before any connection starts: a change during start rebuilds this hub's list.
-    const changed = { rebuild: () => {} };
+    const changed = { rebuild: (_server: string) => {} };
     const connections = Object.entries(servers).map(
       ([name, config]) =>
         new McpServerConnection(name, config, {
@@ -55,13 +56,13 @@ export class McpHub {
           secrets,
           logger: options.logger,
           outputMaxChars: options.outputMaxChars ?? DEFAULTS.tools.outputMaxChars,
-          onToolsChanged: () => changed.rebuild(),
+          onToolsChanged: () => changed.rebuild(name),
         }),
     );
     const hub = new McpHub(connections, options.logger);
-    changed.rebuild = () => hub.#rebuild();
+    changed.rebuild = (server) => hub.#rebuild(server);
     await Promise.all(connections.map((connection) => connection.start()));
-    hub.#rebuild();
+    hub.#rebuild(undefined);
     return hub;
   }
 
@@ -70,8 +71,14 @@ export class McpHub {
     return [...this.#tools];
   }
 
-  /** Calls `listener` after the tools change (a server's list_changed, a restart, a server down). Returns the unsubscribe. */
-  onChange(listener: () => void): () => void {
+  /** The tools of one server (`mcp__<server>__*`) offered now. */
+  toolsOf(server: string): ToolDefinition[] {
+    const prefix = mcpToolName(server, '');
+    return this.#tools.filter((t) => t.name.startsWith(prefix));
+  }
+
+  /** Calls `listener` with the server's name after its tools change (list_changed, a restart, the server down). Returns the unsubscribe. */
+  onChange(listener: (server: string) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
@@ -90,7 +97,8 @@ export class McpHub {
     this.#tools = [];
   }
 
-  #rebuild(): void {
+  /** Rebuilds the list; tells the listeners when `server`'s tools changed (not at start: `start` returns them). */
+  #rebuild(server: string | undefined): void {
     if (this.#closed) return;
     const tools: ToolDefinition[] = [];
     for (const connection of this.#connections) {
@@ -107,9 +115,10 @@ export class McpHub {
     }
     tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.#tools = tools;
+    if (server === undefined) return;
     for (const listener of this.#listeners) {
       try {
-        listener();
+        listener(server);
       } catch (error) {
         // A listener's bug must not stop the others, nor the connection that called us.
         this.#logger?.error({ err: error }, 'mcp: a tools change listener threw');

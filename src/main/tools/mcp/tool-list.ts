@@ -3,6 +3,7 @@
  * tool is accepted (its name prefixed, its description capped, both redacted) or refused with
  * the reason, which `status()` shows. Pure functions.
  */
+import { z } from 'zod';
 import { redactToolOutput } from '../../../shared/tools/secrets.js';
 import { MCP_LIMITS } from './limits.js';
 
@@ -80,10 +81,18 @@ function checkedSchema(schema: unknown, secrets: readonly string[]): Record<stri
   }
   const type = (schema as { type?: unknown }).type;
   if (type !== undefined && type !== 'object') return `its input schema's type is ${JSON.stringify(type)}, not "object"`;
+  let redacted: Record<string, unknown>;
   try {
-    return JSON.parse(redactToolOutput(json, secrets)) as Record<string, unknown>;
+    redacted = JSON.parse(redactToolOutput(json, secrets)) as Record<string, unknown>;
   } catch {
     // A secret cut across an escape sequence: the redacted text is no longer JSON.
     return 'its input schema holds a configured secret';
   }
+  try {
+    // Arguments are checked against the schema as zod reads it (the tool contract): one it cannot read is refused here, alone.
+    z.fromJSONSchema(redacted);
+  } catch (error) {
+    return `its input schema cannot be read (${error instanceof Error ? error.message.slice(0, 200) : 'unknown error'})`;
+  }
+  return redacted;
 }
