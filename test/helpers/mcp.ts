@@ -35,16 +35,19 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** server-everything in streamable HTTP mode on a free loopback port; its URL. */
-export async function startEverythingHttp(cleanup: Cleanup): Promise<string> {
-  const port = await freePort();
+/** server-everything in streamable HTTP mode on a free loopback port (or `port`): its URL, and how to kill it. */
+export async function startEverythingHttp(cleanup: Cleanup, port?: number): Promise<{ url: string; port: number; kill: () => Promise<void> }> {
+  const listenOn = port ?? (await freePort());
   const child = spawn(process.execPath, [EVERYTHING_BIN, 'streamableHttp'], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', PORT: String(listenOn) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  cleanup.add(() => {
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const kill = async () => {
     child.kill('SIGKILL');
-  });
+    await exited;
+  };
+  cleanup.add(kill);
   await new Promise<void>((resolve, reject) => {
     let err = '';
     child.stderr.on('data', (chunk: Buffer) => {
@@ -53,5 +56,5 @@ export async function startEverythingHttp(cleanup: Cleanup): Promise<string> {
     });
     child.once('exit', (code) => reject(new Error(`server-everything (streamableHttp) exited with ${code}: ${err}`)));
   });
-  return `http://127.0.0.1:${port}/mcp`;
+  return { url: `http://127.0.0.1:${listenOn}/mcp`, port: listenOn, kill };
 }

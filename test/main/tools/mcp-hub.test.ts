@@ -30,13 +30,7 @@ async function startHub(input: unknown, options: Parameters<typeof McpHub.start>
 
 function tool(hub: McpHub, name: string) {
   const found = hub.tools().find((t) => t.name === name);
-  if (found === undefined)
-    throw new Error(
-      `no tool ${name} in ${hub
-        .tools()
-        .map((t) => t.name)
-        .join(', ')}`,
-    );
+  if (found === undefined) throw new Error(`no tool ${name}; status: ${JSON.stringify(hub.status())}`);
   return found;
 }
 
@@ -53,12 +47,28 @@ describe('McpHub with the reference servers', () => {
   });
 
   it('server-everything over streamable HTTP: the same tools, a call answered; trusted: not gated', async () => {
-    const url = await startEverythingHttp(cleanup);
-    const hub = await startHub({ remote: { url, trusted: true } });
+    const { url } = await startEverythingHttp(cleanup);
+    const hub = await startHub({ remote: { url, trusted: true, headers: { Authorization: 'Bearer not-a-real-token-1234' } } });
     const echo = tool(hub, 'mcp__remote__echo');
     expect(echo.gated).toBe(false);
     expect(await echo.run({ message: 'over http' }, callContext())).toBe('Echo: over http');
     expect(hub.status()).toEqual([expect.objectContaining({ name: 'remote', transport: 'http', state: 'up' })]);
+  });
+
+  it('an HTTP server that goes away: a call fails with the reason; when it is back the hub reconnects and calls work', async () => {
+    const first = await startEverythingHttp(cleanup);
+    const hub = await startHub({ remote: { url: first.url } });
+    expect(hub.status()[0]).toMatchObject({ state: 'up' });
+    await first.kill();
+    const error = await Promise.resolve()
+      .then(() => tool(hub, 'mcp__remote__echo').run({ message: 'anyone?' }, callContext()))
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'TOOL_FAILED' });
+    expect((error as Error).message).toMatch(/^MCP server "remote" failed "echo": /);
+    expect(hub.status()[0]).toMatchObject({ state: 'restarting', lastError: expect.stringMatching(/^a call failed without an answer/) });
+    await startEverythingHttp(cleanup, first.port);
+    await waitFor(() => hub.status()[0]?.state === 'up', 'the hub to reconnect', { timeoutMs: 30_000 });
+    expect(await tool(hub, 'mcp__remote__echo').run({ message: 'back' }, callContext())).toBe('Echo: back');
   });
 
   it('server-filesystem over stdio: reads a file in the folder it was given', async () => {

@@ -125,7 +125,14 @@ export class McpServerConnection {
       if (client !== this.#client || code === 'CONNECTION_CLOSED') {
         throw new ToolError('TOOL_FAILED', tool.name, `MCP server "${this.name}" closed the connection during "${tool.mcpName}"; it is being restarted`);
       }
-      throw new ToolError('TOOL_FAILED', tool.name, `MCP server "${this.name}" failed "${tool.mcpName}": ${this.#redacted(error)}`);
+      const reason = this.#redacted(error);
+      // A JSON-RPC error (a numeric code) is the server's answer. Anything else over HTTP (no
+      // answer, a dropped session) means the server went away: reconnect, as a stdio exit does.
+      if (typeof code !== 'number' && !('command' in this.config)) {
+        this.#lost(client, `a call failed without an answer: ${reason}`);
+        void client.close().catch(() => {});
+      }
+      throw new ToolError('TOOL_FAILED', tool.name, `MCP server "${this.name}" failed "${tool.mcpName}": ${reason}`);
     } finally {
       clearTimeout(timer);
     }
