@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { ConfigError, ForkpoolError, JobError } from '../../../src/shared/errors.js';
 import { tool, type ToolDefinition } from '../../../src/shared/tool-contract.js';
+import { skipWithoutRedis, testRedis } from '../../helpers/redis.js';
 import { ended, makeConfig, makeWorkspace, startSim, toolNames, useCleanup, watchManager } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
@@ -89,5 +90,29 @@ describe('the catalog', () => {
     sim.assertScriptDone();
     expect(record.tools).toEqual(['grep', 'lookup_order']);
     expect(toolNames(sim.requests[0]!).filter((name) => name !== 'report_alert')).toEqual(['grep', 'lookup_order']);
+  });
+});
+
+describe.skipIf(skipWithoutRedis())('host tools and remote workers', { timeout: 60_000 }, () => {
+  it('a BullMQ manager refuses a spawn offering a host tool, with the reason, and starts nothing', async () => {
+    const redis = await testRedis(cleanups);
+    const root = await makeWorkspace(cleanups);
+    const config = makeConfig(
+      undefined,
+      root,
+      {},
+      { baseUrl: 'http://127.0.0.1:9/v1', executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue } },
+    );
+    const manager = watchManager(new BackgroundManager({ config, tools: [lookup] }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    let refusal: JobError | undefined;
+    try {
+      manager.spawn({ task: 'look order 7 up', label: 'remote', extras: ['lookup_order'] });
+    } catch (error) {
+      refusal = error as JobError;
+    }
+    expect(refusal).toMatchObject({ code: 'TOOL_NOT_ALLOWED' });
+    expect(refusal?.message).toMatch(/lookup_order run on this host's main thread, and this job would run on a remote worker/);
+    expect(manager.jobs()).toHaveLength(0);
   });
 });

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { tool, type ToolCallContext, type ToolDefinition } from '../../../src/shared/tool-contract.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
@@ -172,5 +173,41 @@ describe('a host tool called from a job', () => {
     const second = await ended(manager, manager.spawn({ task: 'answer', label: 'second' }).id);
     sim.assertScriptDone();
     expect(second.status).toBe('ok');
+  });
+
+  it('a gated host tool runs only when granted; the model reads the denial otherwise', async () => {
+    const runs: number[] = [];
+    const refund = tool({
+      name: 'refund_order',
+      description: 'Refunds an order.',
+      parameters: z.object({ id: z.number() }),
+      gated: true,
+      run: ({ id }) => (runs.push(id), `refunded ${id}`),
+    });
+    const script = [{ toolCalls: [call('refund_order', { id: 3 }, 'r1')] }, { content: 'done' }];
+    const denied = await setUp(script, [refund]);
+    await ended(denied.manager, denied.manager.spawn({ task: 'refund 3', label: 'refund' }).id);
+    expect(toolMessagesOf(denied.sim.requests[1]?.body)[0]).toMatch(/^Error: permission denied: "refund_order" is not granted/);
+    expect(runs).toEqual([]);
+    const granted = await setUp(script, [refund], {}, { grantedTools: ['refund_order'] });
+    await ended(granted.manager, granted.manager.spawn({ task: 'refund 3', label: 'refund' }).id);
+    expect(toolMessagesOf(granted.sim.requests[1]?.body)).toEqual(['refunded 3']);
+    expect(runs).toEqual([3]);
+  });
+});
+
+describe("a host tool in the parent's own loop", () => {
+  it('serves the parent agent of a session, with jobId "parent"', async () => {
+    const seen: ToolCallContext[] = [];
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ toolCalls: [call('lookup_order', { id: 7 }, 'p1')] }, { content: 'order 7 has shipped' }] });
+    const config = makeConfig(sim, root, {}, { tools: ['read_file', 'lookup_order'] });
+    const session = new AgentSession({ config, tools: [ordersTool(seen)], background: false });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const turn = await session.submit('where is order 7?');
+    sim.assertScriptDone();
+    expect(turn.answer).toBe('order 7 has shipped');
+    expect(JSON.parse(toolMessagesOf(sim.requests[1]?.body)[0] ?? '')).toEqual({ id: 7, status: 'shipped' });
+    expect(seen[0]).toMatchObject({ jobId: 'parent', callId: 'p1', agent: 'parent' });
   });
 });
