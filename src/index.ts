@@ -52,6 +52,9 @@ export {
 } from './shared/config.js';
 export { DEFAULTS, BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/defaults.js';
 export * from './shared/errors.js';
+export { tool, TOOL_NAME_PATTERN, type ToolDefinition, type ToolCallContext, type JsonValue } from './shared/tool-contract.js';
+export type { ToolModuleContext } from './shared/tool-modules.js';
+export type { ToolCatalog, CatalogEntry, ToolSource, ToolSourceName } from './main/tools/catalog.js';
 export type { LoopEvent, StopReason } from './shared/loop-events.js';
 export type { StoredTranscript, TranscriptCall, TranscriptPage, TranscriptStep } from './main/jobs/transcripts.js';
 export type { ResultTag } from './shared/result-tag.js';

@@ -39,6 +39,8 @@ export function configForAgent(config: ForkpoolConfig, name: string | undefined)
     ...(apiKey !== undefined ? { apiKey } : {}),
     model: agent.model ?? config.model,
     tools: agent.tools ?? config.tools,
+    // Its own modules beside the config's: a job of it imports both.
+    toolModules: agent.toolModules ? [...new Set([...config.toolModules, ...agent.toolModules])] : config.toolModules,
     temperature: agent.temperature ?? config.temperature,
   };
 }

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { bullmqSchema, redisUrlSchema } from './bullmq-config.js';
 import { modelUrlSchema } from './model-url.js';
 import { BUILTIN_TOOL_NAMES, DEFAULTS, SPAWN_SPEC_LIMITS } from './defaults.js';
+import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
@@ -221,6 +222,11 @@ const dedupSchema = z.strictObject({
   reuseWithinSeconds: z.number().min(0).max(86_400).default(DEFAULTS.dedup.reuseWithinSeconds),
 });
 
+/** A catalog tool's name (see tool-contract.ts): checked against the catalog when a manager or session starts. */
+const toolNameSchema = z.string().regex(TOOL_NAME_PATTERN, 'a tool name: letters, digits, "_" or "-", at most 64');
+/** A tool module: resolved to an absolute path by loadConfig (relative to the config file). */
+const toolModuleSchema = z.string().min(1).max(4_096);
+
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 export const AGENT_NAME_EXPECTED = 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)';
@@ -239,8 +245,10 @@ export const agentSchema = z.strictObject({
   /** Appended to the background baseline prompt, unless `replaceSystemPrompt`. */
   systemPrompt: z.string().min(1).max(50_000).optional(),
   replaceSystemPrompt: z.boolean().default(false),
-  /** Built-in tools by name; unset: the parent's `tools`. */
-  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).optional(),
+  /** Catalog tools by name (built-in, host, module, MCP); unset: the parent's `tools`. */
+  tools: z.array(toolNameSchema).optional(),
+  /** Tool modules of this agent's own, besides the config's `toolModules` (resolved like them). */
+  toolModules: z.array(toolModuleSchema).optional(),
   /**
    * Deprecated: the old name of `budget.maxTurns` for this agent's jobs. Parsing moves it there
    * (with a warning); setting both to different values is a config error.
@@ -350,10 +358,20 @@ export const configSchema = z.strictObject({
    * listed (docs/tools.md "What the tools cannot see").
    */
   hiddenPaths: z.array(z.string().min(1)).default([]),
-  /** Built-in tools offered to the model. */
-  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([...BUILTIN_TOOL_NAMES]),
-  /** Gated tools granted up front (`bash`, `write_file`, `edit_file`). */
-  grantedTools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([]),
+  /**
+   * Tools offered to the model, by catalog name: the built-ins, the embedder's host tools, tool
+   * modules' and MCP servers' tools (docs/tools.md "Your own tools"). Default: the built-ins.
+   * An unknown name is a config error when the manager or session starts.
+   */
+  tools: z.array(toolNameSchema).default([...BUILTIN_TOOL_NAMES]),
+  /** Gated tools granted up front (`bash`, `write_file`, `edit_file`, or any gated catalog tool). */
+  grantedTools: z.array(toolNameSchema).default([]),
+  /**
+   * Modules of tools (a path relative to the config file, or a package specifier): each
+   * default-exports `ToolDefinition[]` or `(ctx) => ToolDefinition[]`, imported once per worker
+   * thread and once on the main thread. One that fails to load is a config error naming it.
+   */
+  toolModules: z.array(toolModuleSchema).default([]),
   /** `ask`: the parent asks a person on a terminal; `config`: only `grantedTools`. Background jobs never ask. */
   permissionMode: z.enum(['ask', 'config']).default('config'),
   loopWarnAfter: z.number().int().min(2).max(10_000).default(DEFAULTS.loopWarnAfter),

@@ -296,7 +296,8 @@ function describeExpected(issue: z.core.$ZodIssue): string {
     case 'too_big':
       return `${issue.origin === 'string' ? 'a string of length' : 'a value'} ${issue.inclusive ? '<=' : '<'} ${String(issue.maximum)}`;
     case 'invalid_format':
-      return `a valid ${issue.format}`;
+      // A pattern with its own words (a tool or agent name) says what it wants; zod's default says "Invalid string".
+      return issue.format === 'regex' && !issue.message.startsWith('Invalid') ? issue.message : `a valid ${issue.format}`;
     default:
       return issue.message;
   }

@@ -284,6 +284,8 @@ export const SPAWN_SPEC_LIMITS = {
   systemPromptMaxChars: 50_000,
   modelMaxChars: 200,
   toolNameMaxChars: 64,
+  /** Names in a spawn's `tools` or `extras`. */
+  maxToolNames: 256,
 } as const;
 
 /** Tools that act on the world; they need a grant in the permission store. */

@@ -52,7 +52,34 @@ export interface JobSpec extends SpawnSpec {
   budget?: BudgetLimits;
   /** Messages sent to it that this run must still be given before its next model call (see steering.ts). */
   steering?: SteeringMessage[];
+  /** The main-thread tools it is offered (host and MCP tools): stubs whose calls cross its port (see HostToolStub). */
+  hostTools?: HostToolStub[];
 }
+
+/**
+ * What a job's thread knows of a tool that runs on the main thread (a host or MCP tool): enough
+ * to offer it to the model and gate it. A call crosses the job's port as `tool-call`, is
+ * validated there against the real schema, and is answered by `tool-answer`.
+ */
+export interface HostToolStub {
+  name: string;
+  description: string;
+  /** The JSON Schema the model is shown. */
+  parameters: Record<string, unknown>;
+  gated: boolean;
+  timeoutMs?: number;
+}
+
+/** A host tool's answer, main → worker: its text (capped), or its error for the model to read. */
+export type HostToolAnswer = { ok: true; output: string } | { ok: false; code: string; message: string };
+
+const hostToolStubSchema = z.strictObject({
+  name: z.string().min(1).max(64),
+  description: z.string().max(10_000),
+  parameters: z.record(z.string(), z.unknown()),
+  gated: z.boolean(),
+  timeoutMs: z.number().int().min(1).optional(),
+});
 
 /** A message sent to a job (`send_to_background_agent`): its number among the job's messages, and its text. */
 export interface SteeringMessage {
@@ -100,6 +127,7 @@ export const jobSpecSchema = z.strictObject({
   processTag: z.string().min(1).max(200).optional(),
   budget: budgetLimitsSchema.optional(),
   steering: z.array(steeringMessageSchema).max(1_000).optional(),
+  hostTools: z.array(hostToolStubSchema).max(1_000).optional(),
   ...spawnSpecWireFields,
 });
 
@@ -181,6 +209,10 @@ export type WorkerMessage =
   | { type: 'spawn'; jobId: string; requestId: number; request: ChildSpawnRequest }
   /** A gated tool asks the main thread's permission store; answered by `permission-answer`. */
   | { type: 'permission'; jobId: string; requestId: number; tool: string }
+  /** A host tool's call (see HostToolStub); answered by `tool-answer` with the same request id. */
+  | { type: 'tool-call'; jobId: string; requestId: number; name: string; callId: string; args: unknown }
+  /** The job no longer waits for that call (cancel, timeout): its signal on the main thread aborts. */
+  | { type: 'tool-abort'; jobId: string; requestId: number }
   /**
    * The job gave its final answer with children still running and waits for them: it ends this
    * attempt (its slot and thread go back) and is resumed with their results. Ends the attempt.
@@ -211,7 +243,8 @@ export type MainMessage =
   | { type: 'child-results'; childIds: string[]; text: string }
   /** A message for the job's next model call; `interrupt`: cancel the model call in flight (the job goes on with the message). */
   | { type: 'steer'; id: number; text: string; interrupt: boolean }
-  | { type: 'permission-answer'; requestId: number; granted: boolean };
+  | { type: 'permission-answer'; requestId: number; granted: boolean }
+  | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer);
 
 const usageSchema = z.object({
   promptTokens: z.number(),
@@ -252,6 +285,15 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
   // A gated tool asks the main thread's permission store; answered by `permission-answer` on the same port.
   z.object({ type: z.literal('permission'), jobId: z.string(), requestId: z.number().int(), tool: z.string() }),
+  z.object({
+    type: z.literal('tool-call'),
+    jobId: z.string(),
+    requestId: z.number().int(),
+    name: z.string().max(64),
+    callId: z.string().max(1_000),
+    args: z.unknown(),
+  }),
+  z.object({ type: z.literal('tool-abort'), jobId: z.string(), requestId: z.number().int() }),
   z.object({ type: z.literal('alert'), jobId: z.string(), message: z.string().min(1).max(ALERT_MAX_CHARS), severity: z.enum(ALERT_SEVERITIES) }),
   z.object({
     type: z.literal('spawn'),
@@ -296,6 +338,14 @@ export const mainMessageSchema = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
   z.object({ type: z.literal('permission-answer'), requestId: z.number().int(), granted: z.boolean() }),
+  z.object({
+    type: z.literal('tool-answer'),
+    requestId: z.number().int(),
+    ok: z.boolean(),
+    output: z.string().optional(),
+    code: z.string().optional(),
+    message: z.string().optional(),
+  }),
   steeringMessageSchema.extend({ type: z.literal('steer'), interrupt: z.boolean() }),
 ]);
 

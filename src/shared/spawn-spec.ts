@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { configForAgent } from './agents.js';
 import type { ForkpoolConfig } from './config.js';
-import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS, type BuiltinToolName } from './defaults.js';
+import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './defaults.js';
+import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';
 
 /**
@@ -15,8 +16,10 @@ export interface SpawnSpec {
   /** Appended to the background baseline prompt (after the agent's own), or replacing it all. */
   systemPrompt?: string;
   replaceSystemPrompt?: boolean;
-  /** Built-in tools by name: the job gets only these (the port tools, report_alert and nested spawns, stay). */
-  tools?: BuiltinToolName[];
+  /** Catalog tools by name: the job gets only these of its own (the port tools, report_alert and nested spawns, stay). */
+  tools?: string[];
+  /** Catalog tools added to the job's set (core-agent's `Extras`), after `tools` narrowed it. */
+  extras?: string[];
   model?: string;
 }
 
@@ -24,10 +27,8 @@ export interface SpawnSpec {
 export const spawnSpecInputFields = {
   systemPrompt: z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.systemPromptMaxChars).optional(),
   replaceSystemPrompt: z.boolean().optional(),
-  tools: z
-    .array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars))
-    .max(BUILTIN_TOOL_NAMES.length * 4)
-    .optional(),
+  tools: z.array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
+  extras: z.array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
 };
 /** A spawn's spec as asked for: the tools by any name (checked by {@link checkSpawnSpec}). */
@@ -35,6 +36,7 @@ export interface SpawnSpecInput {
   systemPrompt?: string;
   replaceSystemPrompt?: boolean;
   tools?: string[];
+  extras?: string[];
   model?: string;
 }
 
@@ -45,7 +47,8 @@ type Loose<T> = { [K in keyof T]?: T[K] | undefined };
 export const spawnSpecWireFields = {
   systemPrompt: z.string().min(1).max(SPAWN_SPEC_LIMITS.systemPromptMaxChars).optional(),
   replaceSystemPrompt: z.boolean().optional(),
-  tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).max(BUILTIN_TOOL_NAMES.length).optional(),
+  tools: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
+  extras: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
 };
 
@@ -62,7 +65,12 @@ export function spawnableModels(config: ForkpoolConfig): string[] {
  * names the field: TOOL_UNKNOWN, TOOL_NOT_ALLOWED, MODEL_NOT_ALLOWED, PROMPT_REPLACE_NOT_ALLOWED,
  * or TOOL_ARGUMENTS_INVALID for `replaceSystemPrompt` without a prompt.
  */
-export function checkSpawnSpec(config: ForkpoolConfig, agent: string | undefined, input: Loose<SpawnSpecInput>): SpawnSpec {
+export function checkSpawnSpec(
+  config: ForkpoolConfig,
+  agent: string | undefined,
+  input: Loose<SpawnSpecInput>,
+  known: (name: string) => boolean = isBuiltinName,
+): SpawnSpec {
   const spec: SpawnSpec = {};
   if (input.replaceSystemPrompt === true) {
     if (input.systemPrompt === undefined)
@@ -76,7 +84,11 @@ export function checkSpawnSpec(config: ForkpoolConfig, agent: string | undefined
     spec.replaceSystemPrompt = true;
   }
   if (input.systemPrompt !== undefined) spec.systemPrompt = input.systemPrompt;
-  if (input.tools !== undefined) spec.tools = checkTools(configForAgent(config, agent).tools, input.tools, agent);
+  if (input.tools !== undefined) spec.tools = checkTools(configForAgent(config, agent).tools, input.tools, agent, known);
+  if (input.extras !== undefined) {
+    for (const name of input.extras) if (!known(name)) throw new ForkpoolError('TOOL_UNKNOWN', `extras: "${name}" is not a tool of this catalog`);
+    spec.extras = [...new Set(input.extras)];
+  }
   if (input.model !== undefined) {
     const allowed = spawnableModels(config);
     if (!allowed.includes(input.model)) {
@@ -87,30 +99,40 @@ export function checkSpawnSpec(config: ForkpoolConfig, agent: string | undefined
   return spec;
 }
 
-function checkTools(own: readonly BuiltinToolName[], names: readonly string[], agent: string | undefined): BuiltinToolName[] {
+function checkTools(own: readonly string[], names: readonly string[], agent: string | undefined, known: (name: string) => boolean): string[] {
   const whose = agent === undefined ? "the caller's" : `agent "${agent}"'s`;
   const ownList = own.length > 0 ? own.join(', ') : 'none';
   for (const name of names) {
-    if (!(BUILTIN_TOOL_NAMES as readonly string[]).includes(name)) {
-      throw new ForkpoolError('TOOL_UNKNOWN', `tools: "${name}" is not a built-in tool; ${whose} tools are: ${ownList}`);
+    if (!known(name)) {
+      throw new ForkpoolError('TOOL_UNKNOWN', `tools: "${name}" is not a built-in tool or a tool of this catalog; ${whose} tools are: ${ownList}`);
     }
-    if (!own.includes(name as BuiltinToolName)) {
+    if (!own.includes(name)) {
       throw new ForkpoolError('TOOL_NOT_ALLOWED', `tools: "${name}" is not among ${whose} tools (${ownList}); a spawn may only narrow them`);
     }
   }
-  return [...new Set(names as BuiltinToolName[])];
+  return [...new Set(names)];
+}
+
+function isBuiltinName(name: string): boolean {
+  return (BUILTIN_TOOL_NAMES as readonly string[]).includes(name);
 }
 
 /** The config a job runs with: its agent's (see configForAgent), then its spawn's model and tool subset. */
 export function applySpawnSpec(config: ForkpoolConfig, spec: SpawnSpec): ForkpoolConfig {
-  if (spec.model === undefined && spec.tools === undefined) return config;
+  if (spec.model === undefined && spec.tools === undefined && spec.extras === undefined) return config;
   const tools = spec.tools;
+  // Only ever a narrowing: a BullMQ worker's own `tools` may already be narrower than the spawner's.
+  const narrowed = tools !== undefined ? config.tools.filter((tool) => tools.includes(tool)) : config.tools;
   return {
     ...config,
     ...(spec.model !== undefined ? { model: spec.model } : {}),
-    // Only ever a narrowing: a BullMQ worker's own `tools` may already be narrower than the spawner's.
-    ...(tools !== undefined ? { tools: config.tools.filter((tool) => tools.includes(tool)) } : {}),
+    tools: spec.extras !== undefined ? [...new Set([...narrowed, ...spec.extras])] : narrowed,
   };
+}
+
+/** The tool names a job of `agent` with this spawn spec is offered (its record lists them; the worker builds them). */
+export function offeredTools(config: ForkpoolConfig, agent: string | undefined, spec: SpawnSpec): string[] {
+  return applySpawnSpec(configForAgent(config, agent), spec).tools;
 }
 
 /** The job's system prompt (baseline and agent's already joined) with its spawn's own appended, or replacing it. */
@@ -125,6 +147,7 @@ export function spawnSpecOf(source: Loose<SpawnSpecInput>): SpawnSpecInput {
     ...(source.systemPrompt !== undefined ? { systemPrompt: source.systemPrompt } : {}),
     ...(source.replaceSystemPrompt !== undefined ? { replaceSystemPrompt: source.replaceSystemPrompt } : {}),
     ...(source.tools !== undefined ? { tools: source.tools } : {}),
+    ...(source.extras !== undefined ? { extras: source.extras } : {}),
     ...(source.model !== undefined ? { model: source.model } : {}),
   };
 }

@@ -303,7 +303,7 @@ async function runTool(
       );
     }
   }
-  const timeoutMs = options.config.toolLimits.toolTimeoutMs;
+  const timeoutMs = tool.timeoutMs ?? options.config.toolLimits.toolTimeoutMs;
   return withTimeout(
     (toolSignal, untimedWait) => {
       const context: LoopToolContext = { ...options.toolContext, signal: toolSignal, untimedWait, callId: call.id };

@@ -17,7 +17,7 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop } from '../shared/tool-loop.js';
 import type { LoopEvent } from '../shared/loop-events.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
-import { builtinTools } from '../shared/tools/index.js';
+import { HostToolLink, offeredTools } from './host-tools.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
@@ -50,6 +50,8 @@ export interface BackgroundJobDeps {
   children?: ChildLink;
   /** Messages sent to it (send_to_background_agent): before its next model call; an interrupt cancels the call in flight. */
   steering?: SteeringInbox;
+  /** Its calls of main-thread tools (host, MCP): over its port. */
+  hostTools?: HostToolLink;
 }
 
 /**
@@ -85,6 +87,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       turns: iterations,
       ...(spec.resume?.wrapUpSent ? { wrapUpSent: true } : {}),
     });
+    // Its tools, by catalog name: built-ins, its modules' (imported once per thread), the host's stubs.
+    const hostLink = deps.hostTools ?? new HostToolLink(spec.id, () => {});
+    const catalogTools = await offeredTools(config.tools, config.toolModules, spec.hostTools ?? [], hostLink, { jobId: spec.id, agent: spec.agent ?? 'fork' });
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
@@ -99,7 +104,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         // The turns are the job's, across its resumes; the meter stops it at this same count.
         maxModelCalls: Math.max(0, maxTurns - iterations),
         messages,
-        tools: [...builtinTools(config.tools), ...(deps.jobTools ?? [])],
+        tools: [...catalogTools, ...(deps.jobTools ?? [])],
         toolContext: {
           workspaceRoot,
           limits: config.toolLimits,
@@ -212,6 +217,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   // What it takes is reported, so the main thread gives a later run only what this one never saw.
   const permissionAsked = new PermissionQuestions((requestId, tool) => post({ type: 'permission', jobId: spec.id, requestId, tool }));
+  const hostTools = new HostToolLink(spec.id, post);
   const steering = new SteeringInbox(spec.steering ?? [], (ids) => post({ type: 'progress', jobId: spec.id, event: { type: 'messages_received', ids } }));
   const onMessage = (raw: unknown) => {
     const parsed = mainMessageSchema.safeParse(raw);
@@ -221,6 +227,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     else if (message.type === 'spawn-result') children?.onSpawnResult(message);
     else if (message.type === 'steer') steering.receive({ id: message.id, text: message.text }, message.interrupt);
     else if (message.type === 'permission-answer') permissionAsked.answer(message.requestId, message.granted);
+    else if (message.type === 'tool-answer') hostTools.answer(message);
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
@@ -248,6 +255,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
       jobTools: jobToolsFor(spec, post, children, controller.signal),
       ...(children ? { children } : {}),
       steering,
+      hostTools,
     });
     const { suspend, ...done } = outcome;
     if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });

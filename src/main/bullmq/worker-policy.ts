@@ -60,7 +60,8 @@ export class WorkerPolicy {
    * worker's policy. Throws a JobError ENDPOINT_NOT_ALLOWED for an endpoint it does not allow.
    */
   localSpec(wire: WireSpec): JobSpec {
-    const { request, ...job } = wire;
+    // Host tools stay with the process that has them: a remote job never offers one (refused at spawn too).
+    const { request, hostTools: _hostTools, ...job } = wire;
     const own = this.#config;
     const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent);
     const { apiKey: _key, baseUrl: _url, redisUrl: _redis, agents: _agents, ...policy } = own;

@@ -15,7 +15,9 @@ import {
   type JobTask,
   type PermissionService,
   type StopRequest,
+  type HostToolAnswer,
 } from '../../shared/protocol.js';
+import { HostCalls } from '../tools/host-calls.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
@@ -52,6 +54,8 @@ export interface AttemptOptions {
   onAlert(alert: { message: string; severity: AlertSeverity }): void;
   /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
   onSpawn(requestId: number, request: ChildSpawnRequest): void;
+  /** Runs a host tool the job called (host-calls.ts); `signal` aborts when the job stops waiting or the attempt ends. */
+  runHostTool?: (call: { name: string; callId: string; args: unknown }, signal: AbortSignal) => Promise<HostToolAnswer>;
 }
 
 /**
@@ -75,6 +79,8 @@ export class Attempt {
   readonly #hardStop = new AbortController();
   readonly #timers: unknown[] = [];
   readonly #processGroups = new Set<number>();
+  /** Its host tool calls in flight: aborted when it is stopped or ends (a thread that died mid-call included). */
+  readonly #hostCalls = new HostCalls();
   #resolve!: (end: AttemptEnd) => void;
   #end: AttemptEnd | undefined;
   #port: AttemptPort | undefined;
@@ -176,6 +182,18 @@ export class Attempt {
     this.post({ type: 'permission-answer', requestId, granted });
   }
 
+  #startHostCall(requestId: number, call: { name: string; callId: string; args: unknown }): void {
+    const run = this.#options.runHostTool;
+    const refuse = (message: string) => this.post({ type: 'tool-answer', requestId, ok: false, code: 'TOOL_UNKNOWN', message });
+    // A remote job's calls would come from another machine: host tools are refused at its spawn.
+    if (!run || this.#options.executor.capabilities.remote === true) return void refuse(`${call.name} is not a host tool of this job`);
+    this.#hostCalls.start(
+      requestId,
+      (signal) => run(call, signal),
+      (answer) => this.post({ type: 'tool-answer', requestId, ...answer }),
+    );
+  }
+
   /** The wall clock starts when the worker says `started` (queue time does not count). */
   armTimeout(ms: number, onTimeout: () => void, kind: 'timeout' | 'budget' = 'timeout'): void {
     this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind }));
@@ -188,6 +206,8 @@ export class Attempt {
   requestStop(reason: StopRequest): boolean {
     if (this.stopRequest || this.#end) return false;
     this.stopRequest = reason;
+    // A host call runs here, not in the job's thread: it stops with the job's stop, not after it.
+    this.#hostCalls.abortAll(new JobError('ABORTED', this.jobId, `job ${reason}`));
     try {
       this.#port?.postMessage({ type: 'cancel', reason });
     } catch {
@@ -203,6 +223,7 @@ export class Attempt {
     // A child process group reported just now may still wait in the port: register it first.
     this.#drainPort();
     this.#hardStopped = true;
+    this.#hostCalls.abortAll(new JobError('ABORTED', this.jobId, 'hard stop'));
     this.#killProcessGroups();
     this.#sweepTagged();
     if (this.#end) return;
@@ -272,6 +293,10 @@ export class Attempt {
           return this.#answerPermission(message.requestId, message.tool);
         case 'spawn':
           return this.#options.onSpawn(message.requestId, message.request);
+        case 'tool-call':
+          return this.#startHostCall(message.requestId, { name: message.name, callId: message.callId, args: message.args });
+        case 'tool-abort':
+          return this.#hostCalls.abort(message.requestId, new JobError('ABORTED', this.jobId, 'the job stopped waiting for this call'));
         case 'suspend':
           return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
         case 'done':
@@ -335,6 +360,8 @@ export class Attempt {
   #finish(end: AttemptEnd): void {
     if (this.#end) return;
     this.#end = end;
+    // Its thread died, was stopped, or the job ended: nobody waits for these calls any more.
+    this.#hostCalls.abortAll(new JobError('ABORTED', this.jobId, `the job's attempt ended (${end.kind})`));
     this.#resolve(end);
   }
 

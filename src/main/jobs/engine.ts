@@ -1,3 +1,4 @@
+import type { ToolCatalog } from '../tools/catalog.js';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { errorForRecord } from '../../shared/error-detail.js';
@@ -35,6 +36,8 @@ export type Emit = <K extends keyof ManagerEvents>(event: K, ...args: ManagerEve
 
 export interface EngineOptions {
   config: ForkpoolConfig;
+  /** The tool catalog: spawns name tools from it; its host tools answer jobs' calls. */
+  tools: ToolCatalog;
   ledger: DeliveryLedger;
   store: JobStore | undefined;
   executor: Executor;
@@ -109,6 +112,8 @@ export class JobEngine {
       waves: this.waves,
       worktrees: this.worktrees,
       context: this.#jobContext(),
+      tools: o.tools,
+      remoteExecutor: o.executor.capabilities.remote === true,
       waitingForSlot: () => dispatcher.waitingForSlot,
     }));
     this.nesting = new Nesting({

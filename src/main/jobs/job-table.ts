@@ -1,4 +1,7 @@
 import type { ForkpoolConfig } from '../../shared/config.js';
+import { JobError } from '../../shared/errors.js';
+import { offeredTools } from '../../shared/spawn-spec.js';
+import type { ToolCatalog } from '../tools/catalog.js';
 import { AbortError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { JobBudgets } from '../limits/budgets.js';
@@ -21,6 +24,9 @@ export interface TableHost {
   readonly waves: WaveJoins;
   readonly worktrees: JobWorktrees;
   readonly context: JobContext;
+  readonly tools: ToolCatalog;
+  /** Jobs run in other processes (BullMQ): a host tool cannot reach them, so a spawn offering one is refused. */
+  readonly remoteExecutor: boolean;
   /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
   waitingForSlot(): number;
 }
@@ -79,7 +85,18 @@ export class JobTable {
       this.#host.waitingForSlot(),
       (name) => this.#holders.get(name)?.id,
       (id) => ledger.get(id)?.state,
+      (name) => this.#host.tools.knows(name),
     );
+    const tools = offeredTools(config, agent, ownSpec);
+    const hostTools = this.#host.tools.hostStubs(tools);
+    if (this.#host.remoteExecutor && hostTools.length > 0) {
+      const names = hostTools.map((stub) => stub.name).join(', ');
+      throw new JobError(
+        'TOOL_NOT_ALLOWED',
+        '-',
+        `tools: ${names} run on this host's main thread, and this job would run on a remote worker (executor "bullmq"); leave them out of its tools`,
+      );
+    }
     // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
     // A child works where its parent job does: in the parent's worktree, or in a worktree of it.
     const workspaceRoot = nested?.parent.spec?.config.workspaceRoot ?? config.workspaceRoot;
@@ -102,6 +119,7 @@ export class JobTable {
       ...(resume ? { resumedFrom: resume.from } : {}),
       ...(data.speculative ? { speculative: 'pending' as const } : {}),
       budget: budget.limits,
+      tools,
     });
     // After the ledger took it: a spawn the durable ledger refused (LEDGER_WRITE_FAILED) holds no lease.
     budget.hold(id);
@@ -120,6 +138,7 @@ export class JobTable {
       ...(resume ? { resume: resume.state } : {}),
       budget: budget.limits,
       ...ownSpec,
+      ...(hostTools.length > 0 ? { hostTools } : {}),
     };
     const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
     if (data.speculative) job.speculation = 'pending';

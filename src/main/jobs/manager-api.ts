@@ -3,6 +3,8 @@
  * apart from the engine in manager.ts.
  */
 import type { Logger } from 'pino';
+import type { ToolDefinition } from '../../shared/tool-contract.js';
+import type { ToolSource } from '../tools/catalog.js';
 import { z } from 'zod';
 import { agentEntry } from '../../shared/agents.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
@@ -40,6 +42,14 @@ export interface BackgroundManagerOptions {
    * (docs/durability.md). Default: the ledger lives in memory.
    */
   store?: JobStore;
+  /**
+   * Host tools: the embedder's functions, offered to jobs by name (`config.tools`, an agent's
+   * `tools`, a spawn's `extras`). They run here on the main thread; a job's call crosses its
+   * thread's link and is validated against the real schema (docs/tools.md "Your own tools").
+   */
+  tools?: readonly ToolDefinition[];
+  /** Tool sources with a life (MCP servers): started before first use, closed with the manager. */
+  toolSources?: readonly ToolSource[];
 }
 
 export interface SpawnRequest {
@@ -75,6 +85,8 @@ export interface SpawnRequest {
    * agent's `tools`, else the config's): an unknown name is TOOL_UNKNOWN, another TOOL_NOT_ALLOWED.
    */
   tools?: string[];
+  /** Catalog tools added to its set (core-agent's `Extras`): any tool of the catalog; an unknown name is TOOL_UNKNOWN. */
+  extras?: string[];
   /** The model it runs, among `background.spawnModels` (by default the models the config names); else MODEL_NOT_ALLOWED. */
   model?: string;
   /**
@@ -221,6 +233,7 @@ export function admitSpawn(
   waiting: number,
   nameHolder: (name: string) => string | undefined,
   stateOf: (id: string) => string | undefined,
+  knownTool?: (name: string) => boolean,
 ): Admitted {
   const parsed = spawnRequestSchema.safeParse(request);
   if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
@@ -236,7 +249,7 @@ export function admitSpawn(
   }
   let spec: SpawnSpec;
   try {
-    spec = checkSpawnSpec(config, agent, parsed.data);
+    spec = checkSpawnSpec(config, agent, parsed.data, knownTool);
   } catch (error) {
     if (!(error instanceof ForkpoolError)) throw error;
     throw new JobError(error.code, '-', error.message);

@@ -11,6 +11,8 @@ import { checkSandbox, type SandboxStatus } from '../../shared/tools/bwrap.js';
 import { hiddenPathsOf, sqliteFiles } from '../../shared/tools/hidden.js';
 import { PermissionStore } from '../limits/permissions.js';
 import { createExecutor } from './executor-factory.js';
+import { ToolCatalog } from '../tools/catalog.js';
+import { resolveToolModules } from '../tools/tool-modules.js';
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler } from '../executors/scheduler.js';
 import { JobBudgets } from '../limits/budgets.js';
@@ -63,6 +65,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly hiddenPaths: readonly string[];
   /** What restart recovery found in the durable ledger; undefined without one. */
   readonly recovery: RecoveryReport | undefined;
+  /** Its tool catalog: built-ins, host tools, tool modules' and tool sources' tools (`forkpool tools` lists it). */
+  readonly tools: ToolCatalog;
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
@@ -76,7 +80,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.sandbox = checkSandbox(options.config);
       // Resolved here, on the main thread, and carried to every job in its spec's config.
       this.hiddenPaths = hiddenPathsOf(options.config, options.store?.path === undefined ? [] : sqliteFiles(options.store.path));
-      const config = (this.#config = { ...options.config, sandbox: this.sandbox.mode, hiddenPaths: [...this.hiddenPaths] });
+      // Tool modules by absolute path (a config built in code names them from the working
+      // directory); loaded here once, so one that fails is a config error now, not in a job.
+      const config = (this.#config = {
+        ...resolveToolModules(options.config, process.cwd()),
+        sandbox: this.sandbox.mode,
+        hiddenPaths: [...this.hiddenPaths],
+      });
+      this.tools = new ToolCatalog(config, options.tools, options.toolSources);
+      this.tools.checkConfig(config);
       this.#gating = new RequestGating(config);
       if (this.sandbox.notice && logger) logger.warn(this.sandbox.notice);
       else if (this.sandbox.notice) process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
@@ -95,6 +107,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#executor = executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
       this.#engine = new JobEngine({
         config,
+        tools: this.tools,
         ledger,
         store: options.store,
         executor,
@@ -110,6 +123,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
       const { table, dispatcher, waves, restarts, conversations, dedup } = this.#engine;
       const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
+      // MCP connections start now, in the background: a source that fails is reported, its tools are missing.
+      void this.tools.start().catch((error: unknown) => reportFault(logger, 'starting a tool source', error));
       if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup }, options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
@@ -372,7 +387,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       closeExecutor: () => {
         this.#gating.close();
         this.#engine.waves.dispose();
-        return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
+        // After the jobs: a host call still running was aborted with its job.
+        return Promise.all([this.tools.close(), this.#ownsExecutor ? this.#executor.close() : Promise.resolve()]).then(() => {});
       },
     });
     return report.finally(() => this.#store?.release());

@@ -140,7 +140,7 @@ function whyNotRerun(config: ForkpoolConfig, record: Readonly<JobRecord>, modelR
  */
 export function sideEffectTools(config: ForkpoolConfig, agent: string | undefined): string[] {
   const tools = (agent !== undefined ? config.agents[agent]?.tools : undefined) ?? config.tools;
-  return tools.filter((tool) => GATED_TOOLS.includes(tool) && (config.permissionMode === 'ask' || config.grantedTools.includes(tool)));
+  return tools.filter((tool) => (GATED_TOOLS as readonly string[]).includes(tool) && (config.permissionMode === 'ask' || config.grantedTools.includes(tool)));
 }
 
 function interruptedEnding(record: Readonly<JobRecord>, why: string): JobEnding {

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { configuredSecrets } from '../../shared/tools/secrets.js';
+import { runHostCall } from '../tools/host-calls.js';
+import type { ToolCatalog } from '../tools/catalog.js';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, serializeError } from '../../shared/errors.js';
@@ -29,6 +32,7 @@ export interface RunnerHost {
   readonly nesting: Nesting;
   readonly steering: JobSteering;
   readonly logger: Logger | undefined;
+  readonly tools: ToolCatalog;
   /** Names this manager's jobs apart on a shared executor (see JobTask.owner). */
   readonly owner?: string;
   started(record: Readonly<JobRecord>): void;
@@ -50,9 +54,12 @@ export class JobRunner {
   readonly #host: RunnerHost;
   /** Tags this manager's child processes apart from any other forkpool's on the machine. */
   readonly #processToken = randomUUID().slice(0, 8);
+  /** Keys the config holds: a host tool's answer never shows them (the job's loop redacts again). */
+  readonly #secrets: readonly string[];
 
   constructor(host: RunnerHost) {
     this.#host = host;
+    this.#secrets = configuredSecrets(host.config);
   }
 
   launch(job: Job): void {
@@ -74,6 +81,15 @@ export class JobRunner {
       onProgress: (event) => this.#host.progress({ jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
       onAlert: (alert) => this.#host.alert(job, alert),
       onSpawn: (requestId, request) => this.#host.nesting.spawnChild(job, requestId, request),
+      runHostTool: (call, signal) => {
+        const def = this.#host.tools.hostTool(call.name);
+        // Only a tool this job was offered: a worker cannot make the host run another.
+        if (!def || !spec.hostTools?.some((stub) => stub.name === call.name)) {
+          return Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: `${call.name} is not a host tool of this job` });
+        }
+        const limits = { timeoutMs: config.toolLimits.toolTimeoutMs, outputMaxChars: config.toolLimits.outputMaxChars, secrets: this.#secrets };
+        return runHostCall(def, call.args, { jobId: id, callId: call.callId, agent: spec.agent ?? 'fork' }, signal, limits);
+      },
     });
     job.dispatch(attempt);
     // A thread that died mid-request never gives its gate slot back itself.

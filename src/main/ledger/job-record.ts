@@ -38,6 +38,8 @@ export interface JobRecord {
   agent?: string;
   /** A name given at spawn, unique among live jobs; usable wherever an id is. */
   name?: string;
+  /** The tools it was offered, by catalog name (its agent's or the config's, narrowed by its spawn, plus extras). */
+  tools?: string[];
   /** The parent's tool call that started it (`agent_<name>`, `spawn_background_agent`), so a front end can group its events. */
   parentToolId?: string;
   /**

@@ -18,6 +18,8 @@ import { ParentAgent, type AgentRole, type TurnResult } from './parent-agent.js'
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 export type { SessionEvents } from './session-events.js';
 import type { SessionEvents } from './session-events.js';
+import type { ToolDefinition } from '../../shared/tool-contract.js';
+import type { ToolSource } from '../tools/catalog.js';
 import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
@@ -33,6 +35,10 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   background?: boolean;
   /** The manager's timers (job timeouts, wave deadlines); tests drive them by hand. */
   scheduler?: JobScheduler;
+  /** Host tools for the parent's own loop and its jobs (see BackgroundManagerOptions.tools). */
+  tools?: readonly ToolDefinition[];
+  /** Tool sources with a life (MCP servers), owned by the session's manager. */
+  toolSources?: readonly ToolSource[];
 }
 
 interface QueuedTurn {
@@ -92,6 +98,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.scheduler ? { scheduler: options.scheduler } : {}),
+        ...(options.tools ? { tools: options.tools } : {}),
+        ...(options.toolSources ? { toolSources: options.toolSources } : {}),
       });
     } catch (error) {
       // The session's claim on its scope (and a ledger it opened) must not outlive the error.
@@ -117,19 +125,23 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.client ? { client: options.client } : {}),
       ...(options.asker ? { asker: options.asker } : {}),
       ...(options.role ? { role: options.role } : {}),
-      extraTools: withBackground
-        ? parentJobTools({
-            config: options.config,
-            manager: this.manager,
-            deliveries: this.deliveries,
-            activity: this.activity,
-            currentTurn: () => this.#currentTurn,
-            spawnFromAgent: (r) => this.#spawnFromAgent(r),
-            // An agent_<name> call waits on its own job: never one an identical spawn joined.
-            spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }, { dedup: false }),
-            cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
-          })
-        : [],
+      extraTools: [
+        // The same catalog serves the parent's own loop: host tools run here, module tools too.
+        ...this.manager.tools.parentTools(options.config.tools, { jobId: 'parent', agent: 'parent' }),
+        ...(withBackground
+          ? parentJobTools({
+              config: options.config,
+              manager: this.manager,
+              deliveries: this.deliveries,
+              activity: this.activity,
+              currentTurn: () => this.#currentTurn,
+              spawnFromAgent: (r) => this.#spawnFromAgent(r),
+              // An agent_<name> call waits on its own job: never one an identical spawn joined.
+              spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }, { dedup: false }),
+              cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
+            })
+          : []),
+      ],
       // The parent takes part in the jobs' 429 gate, and with adaptive concurrency goes first.
       rateGate: this.manager.parentRateGate(),
       onEvent: (event) => {

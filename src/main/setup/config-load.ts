@@ -1,4 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { ToolCatalog } from '../tools/catalog.js';
+import { resolveToolModules, toolModulesOf } from '../tools/tool-modules.js';
 import path from 'node:path';
 import { stripComments } from 'jsonc-parser';
 import { ConfigError } from '../../shared/errors.js';
@@ -163,7 +165,13 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
 
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
   hideFromTools(raw, fileRead, cwd);
-  return parseConfig(raw, sources, { ...(onWarning ? { onWarning } : {}), ...(options.checkWorkspace === false ? { checkWorkspace: false } : {}) });
+  const config = parseConfig(raw, sources, { ...(onWarning ? { onWarning } : {}), ...(options.checkWorkspace === false ? { checkWorkspace: false } : {}) });
+  // Tool modules relative to the config file; each loaded now (once), so one that fails, or a
+  // tool name that clashes, is a config error at load. Names of host tools are checked later,
+  // when the manager that has them starts.
+  const withModules = resolveToolModules(config, fileRead ? path.dirname(fileRead) : cwd, fileRead);
+  if (toolModulesOf(withModules).length > 0) new ToolCatalog(withModules);
+  return withModules;
 }
 
 /**

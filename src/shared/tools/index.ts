@@ -29,9 +29,13 @@ export const BUILTIN_TOOLS: Readonly<Record<BuiltinToolName, ToolDefinition>> = 
   edit_file: editFileTool,
 });
 
-/** The definitions for `names`, in that order, without duplicates. */
-export function builtinTools(names: readonly BuiltinToolName[]): ToolDefinition[] {
-  return [...new Set(names)].map((name) => BUILTIN_TOOLS[name]);
+/** The built-in definitions among `names`, in that order, without duplicates (other catalog names are skipped). */
+export function builtinTools(names: readonly string[]): ToolDefinition[] {
+  return [...new Set(names)].filter(isBuiltinTool).map((name) => BUILTIN_TOOLS[name]);
+}
+
+export function isBuiltinTool(name: string): name is BuiltinToolName {
+  return Object.hasOwn(BUILTIN_TOOLS, name);
 }
 
 export interface OpenAIFunctionTool {
@@ -59,6 +63,7 @@ export function toOpenAITool(def: ToolDefinition): OpenAIFunctionTool {
 }
 
 function convert(def: ToolDefinition): OpenAIFunctionTool {
+  if (def.jsonSchema) return { type: 'function', function: { name: def.name, description: def.description, parameters: def.jsonSchema } };
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
   return { type: 'function', function: { name: def.name, description: def.description, parameters } };
 }

@@ -82,6 +82,10 @@ export interface ToolDefinition<Args = any> {
   name: string;
   description: string;
   parameters: z.ZodType<Args>;
+  /** The JSON Schema the model is shown, when the tool came with one (a host, module or MCP tool); else `parameters` converted. */
+  jsonSchema?: Record<string, unknown>;
+  /** Its own timeout; default `toolLimits.toolTimeoutMs`. */
+  timeoutMs?: number;
   /** Needs a grant in the permission store before it runs. */
   gated: boolean;
   /** The call starts a background job and returns at once (spawn_background_agent): its `tool_call` event says `background: true`. */

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
+import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import { ConfigError } from '../../../src/shared/errors.js';
 import { configForAgent } from '../../../src/shared/agents.js';
@@ -31,9 +32,11 @@ const cleanups = useCleanup();
 describe('agent catalog in the config', () => {
   it('names an unknown tool, an unknown agentTools entry and an unknown background_agent', () => {
     const base = { workspaceRoot: '/tmp' };
-    const badTool = () => parseConfig({ ...base, agents: { scout: { description: 'd', tools: ['grep', 'telnet'] } } });
+    // A tool name is checked against the catalog (built-ins, host tools, modules) when the manager starts.
+    const badTool = () => new BackgroundManager({ config: parseConfig({ ...base, agents: { scout: { description: 'd', tools: ['grep', 'telnet'] } } }) });
     expect(badTool).toThrow(ConfigError);
-    expect(badTool).toThrow(/agents\.scout\.tools\.1.*"telnet"/);
+    expect(badTool).toThrow(/agents\.scout\.tools\[1\].*"telnet" \(TOOL_UNKNOWN\)/);
+    expect(() => parseConfig({ ...base, agents: { scout: { description: 'd', tools: ['tel net'] } } })).toThrow(/agents\.scout\.tools\.0/);
     expect(() => parseConfig({ ...base, agents: { scout: { description: 'd' } }, agentTools: ['scout', 'ghost'] })).toThrow(
       /agentTools\.1.*"scout".*received "ghost"/,
     );

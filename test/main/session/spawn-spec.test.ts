@@ -130,7 +130,9 @@ describe("a spawn's own spec from spawn_background_agent", () => {
         .filter((m) => m.role === 'tool')
         .map((m) => [m.tool_call_id, m.content]),
     );
-    expect(results.get('unknown-tool')).toMatch(/^Error: tools: "rm_rf" is not a built-in tool; the caller's tools are: read_file, list_dir/);
+    expect(results.get('unknown-tool')).toMatch(
+      /^Error: tools: "rm_rf" is not a built-in tool or a tool of this catalog; the caller's tools are: read_file, list_dir/,
+    );
     expect(results.get('outside-tool')).toMatch(
       /^Error: tools: "bash" is not among the caller's tools \(read_file, list_dir, find_files, grep, code_outline\)/,
     );
