@@ -21,6 +21,8 @@ import type { BudgetReport } from '../../shared/budget.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import { recoverJobs, type RecoveryReport } from './recovery.js';
 import { JobEngine, type CompletionAnswer } from './engine.js';
+import { mcpServersOf, mcpToolSources } from '../tools/mcp/index.js';
+import { configuredSecrets } from '../../shared/tools/secrets.js';
 import { reportFault, reportStorage } from './host-reports.js';
 import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
 import type { JobWorktree, WorktreeAction } from './worktrees.js';
@@ -87,7 +89,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         sandbox: this.sandbox.mode,
         hiddenPaths: [...this.hiddenPaths],
       });
-      this.tools = new ToolCatalog(config, options.tools, options.toolSources);
+      // The config's MCP servers (top level and per agent) are one more tool source each, on one hub.
+      const mcp = mcpToolSources(mcpServersOf(config), { logger, secrets: configuredSecrets(config), outputMaxChars: config.toolLimits.outputMaxChars });
+      this.tools = new ToolCatalog(config, options.tools, [...(options.toolSources ?? []), ...mcp]);
       this.tools.checkConfig(config);
       this.#gating = new RequestGating(config);
       if (this.sandbox.notice && logger) logger.warn(this.sandbox.notice);

@@ -12,7 +12,7 @@ import { answerText, type CallAnswer } from './call-result.js';
 import { MCP_LIMITS } from './limits.js';
 import type { McpClient, McpSdk } from './sdk.js';
 import { checkToolList, type AcceptedTool, type ListedTool } from './tool-list.js';
-import type { ToolCallContext } from './tool-shape.js';
+import type { ToolCallContext } from '../../../shared/tool-contract.js';
 
 /** `starting`: first connect under way; `restarting`: lost or failed, a retry is scheduled; `down`: retries used up. */
 export type McpServerState = 'starting' | 'up' | 'restarting' | 'down' | 'closed';

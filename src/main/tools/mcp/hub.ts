@@ -10,10 +10,10 @@ import { mcpSecrets, type McpServersConfig } from '../../../shared/mcp-config.js
 import { McpServerConnection, type McpServerStatus } from './connection.js';
 import { loadMcpSdk, type McpSdk } from './sdk.js';
 import { mcpToolName } from './tool-list.js';
-import type { ToolDefinition } from './tool-shape.js';
+import type { ToolDefinition } from '../../../shared/tool-contract.js';
 
 export interface McpHubOptions {
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Redacted besides the servers' own `env` and `headers` values (which always are): e.g. `configuredSecrets(config)`. */
   secrets?: readonly string[];
   /** Characters of one answer, head and tail kept. Default: `toolLimits.outputMaxChars`'s default. */
