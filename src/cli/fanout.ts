@@ -101,6 +101,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       throw error;
     }
   });
+  // MCP servers connect before the first spawn, so every job is offered their tools (a failure is the manager's to report).
+  await manager.tools.start().catch(() => {});
   const deliveries = new Deliveries(manager);
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);

@@ -88,6 +88,8 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
         ...(flags.resume !== undefined ? { sessionId: flags.resume, resume: true } : {}),
       }),
   );
+  // MCP servers connect before the first turn, so a job spawned at once is offered their tools (a failure is the manager's to report).
+  await session.manager.tools.start().catch(() => {});
   announceLedgerSession(ctx, session, 'run', flags.resume !== undefined);
   const started = Date.now();
   session.manager.on('spawned', (job) => {
