@@ -159,6 +159,10 @@ export const jobDetailSchema = named(
     usage: usageByModel,
     notes: z.array(z.string()).describe('Why it ran again, one line per re-queue.'),
     resumedFrom: z.string().nullable().describe('The ended job this one resumed (POST /v1/jobs/{id}/resume).'),
+    tools: z
+      .array(z.string())
+      .nullable()
+      .describe('The tools it was offered, by catalog name (built-in, host, module, MCP); null for a record from before they were kept.'),
     messages: z
       .array(z.object({ id: z.number(), text: z.string(), at: z.number(), interrupt: z.literal(true).optional(), receivedAt: z.number().optional() }))
       .describe('Messages sent to it (POST /v1/jobs/{id}/messages), secrets redacted.'),

@@ -27,7 +27,8 @@ const taskSchema = z.strictObject({
   replaceSystemPrompt: spawnSpecInputFields.replaceSystemPrompt.describe(
     'systemPrompt replaces the background prompt; refused (PROMPT_REPLACE_NOT_ALLOWED) unless background.allowSystemPromptReplace.',
   ),
-  tools: spawnSpecInputFields.tools.describe("Only these built-in tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
+  tools: spawnSpecInputFields.tools.describe("Only these catalog tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
+  extras: spawnSpecInputFields.extras.describe("Catalog tools added to the job's own (TOOL_UNKNOWN; a host tool on a BullMQ executor: TOOL_NOT_ALLOWED)."),
   model: spawnSpecInputFields.model.describe('The model the job runs, among background.spawnModels (MODEL_NOT_ALLOWED).'),
   speculative: z
     .boolean()
