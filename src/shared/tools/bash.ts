@@ -76,7 +76,7 @@ export const bashTool: ToolDefinition<BashArgs> = {
           .slice(0, 10)
           .map((rel) => JSON.stringify(rel))
           .join(', ') + (removed.length > 10 ? `, and ${removed.length - 10} more` : '');
-      const note = `bash: the command created or replaced protected paths (${shown}; protectedPaths), which could run code at the user's next git command; forkpool removed them. Leave .git alone`;
+      const note = `bash: the command created or replaced protected paths (${shown}; protectedPaths: .git, or a folder laid out as a git directory with HEAD, objects/ and refs/), which could run code at the user's next git command; forkpool removed them. Leave .git alone`;
       throw new ToolError('PERMISSION_DENIED', NAME, capOutput(`${note}\n${text}`, ctx.limits));
     }
     const hits = new Set([...cgroupHits, ...(outcome.timedOut ? [] : limitsHitByOutput(raw, outcome, launch.sandboxed))]);
@@ -148,7 +148,9 @@ async function protectedBinds(root: string, policy: ToolPolicy, extraFds: FileHa
   const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
   if (policy.allowProtectedWrites) return { readOnlyInWorkspace, guard: undefined };
   const scan = await scanProtected(root, policy);
-  const wanted = [...[...scan.entries.values()].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
+  // A root already laid out as a git directory keeps that layout read-only, as a `.git` would be.
+  const rootGitDir = scan.rootIsGitDir ? [...scan.rootGitNames.values()] : [];
+  const wanted = [...[...scan.entries.values(), ...rootGitDir].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
   for (const rel of wanted.slice(0, DEFAULTS.protectedScan.maxBinds)) {
     const handle = await openNoFollow(root, rel);
     if (!handle) continue;

@@ -1,6 +1,7 @@
 import { lstat, readdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULTS } from '../defaults.js';
+import { GIT_DIR_NAMES, guardsGit, isGitDirLayout } from './git-layout.js';
 import { normalizeEntry, protectedEntryOf } from './policy.js';
 import { isInside } from '../workspace-scope.js';
 import type { ToolPolicy } from './types.js';
@@ -11,8 +12,11 @@ import type { ToolPolicy } from './types.js';
  * read-only, together with what a `.git` file (`gitdir: …`) or link points to inside the
  * workspace. After it: the same walk finds entries that appeared or were replaced meanwhile
  * (`git init sub`, a planted `.git` file) and removes them, since the user's next `git` in that
- * folder would run their hooks and `core.fsmonitor`. A folder laid out as a bare repository
- * (HEAD, objects/, refs/) counts as a `.git` too: git accepts it as one when run inside it.
+ * folder would run their hooks and `core.fsmonitor`. A folder laid out as a git directory
+ * (git-layout.ts) counts as a `.git` too: git accepts it as one when run inside it. The workspace
+ * root itself cannot be bound or removed: there the layout's own entries (HEAD, objects, refs,
+ * commondir, config, hooks) are watched one by one, and those that were not there before are
+ * removed when the command leaves the root laid out as a git directory.
  */
 
 export type EntryKind = 'dir' | 'file' | 'link' | 'other';
@@ -35,23 +39,22 @@ export interface ProtectedScan {
   pointedTo: string[];
   /** The walk stopped at `protectedScan.maxEntries` or `maxDepth`: deeper entries were not seen. */
   truncated: boolean;
+  /** The root's entries named as a git directory's (GIT_DIR_NAMES), whether or not they make one. */
+  rootGitNames: Map<string, ProtectedEntry>;
+  /** The root is laid out as a git directory: its `rootGitNames` entries are bound read-only too. */
+  rootIsGitDir: boolean;
 }
 
 type Bounds = typeof DEFAULTS.protectedScan;
 
-/** Names git needs in a folder to take it for a git directory (a bare repository). */
-const BARE_LAYOUT = ['head', 'objects', 'refs'] as const;
 /** A `.git` file is a line `gitdir: <path>`; anything longer is not one. */
 const GITDIR_FILE_MAX_BYTES = 4096;
-
-/** Whether the guard covers git's own layouts (only when `.git` is among the protected names). */
-function guardsGit(policy: ToolPolicy): boolean {
-  return policy.protectedPaths.some((entry) => normalizeEntry(entry).toLowerCase() === '.git');
-}
 
 /** Walks `root` breadth first (never through a link) and lists its protected entries. */
 export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bounds = DEFAULTS.protectedScan): Promise<ProtectedScan> {
   const entries = new Map<string, ProtectedEntry>();
+  const rootGitNames = new Map<string, ProtectedEntry>();
+  let rootIsGitDir = false;
   const git = guardsGit(policy);
   let truncated = false;
   let seen = 0;
@@ -64,9 +67,14 @@ export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bo
     const next: string[] = [];
     for (const dirRel of level) {
       const dirents = await readdir(path.join(root, dirRel), { withFileTypes: true }).catch(() => []);
-      if (git && dirRel !== '' && isBareLayout(dirents.map((d) => d.name))) {
+      const isGitDir = git && isGitDirLayout(dirents.map((d) => d.name));
+      if (isGitDir && dirRel !== '') {
         await record(root, dirRel, entries);
         continue;
+      }
+      if (git && dirRel === '') {
+        rootIsGitDir = isGitDir;
+        for (const d of dirents) if ((GIT_DIR_NAMES as readonly string[]).includes(d.name.toLowerCase())) await record(root, d.name, rootGitNames);
       }
       for (const dirent of dirents) {
         if (++seen > bounds.maxEntries) {
@@ -75,19 +83,14 @@ export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bo
         }
         const rel = dirRel === '' ? dirent.name : `${dirRel}/${dirent.name}`;
         if (protectedEntryOf(rel, policy) !== undefined) await record(root, rel, entries);
-        else if (dirent.isDirectory()) next.push(rel);
+        else if (dirent.isDirectory() && !(rootIsGitDir && rootGitNames.has(rel))) next.push(rel);
       }
       if (truncated) break;
     }
     if (truncated) break;
     level = next;
   }
-  return { entries, pointedTo: await pointedTargets(root, entries), truncated };
-}
-
-function isBareLayout(names: readonly string[]): boolean {
-  const lower = new Set(names.map((n) => n.toLowerCase()));
-  return BARE_LAYOUT.every((name) => lower.has(name));
+  return { entries, pointedTo: await pointedTargets(root, entries), truncated, rootGitNames, rootIsGitDir };
 }
 
 async function record(root: string, rel: string, into: Map<string, ProtectedEntry>): Promise<void> {
@@ -161,9 +164,10 @@ export async function settleProtected(
 ): Promise<string[]> {
   const after = await scanProtected(root, policy, bounds);
   const removed: string[] = [];
+  const unchanged = (old: ProtectedEntry | undefined, now: ProtectedEntry) =>
+    old !== undefined && old.kind === now.kind && old.dev === now.dev && old.ino === now.ino;
   for (const entry of after.entries.values()) {
-    const old = before.entries.get(entry.rel);
-    if (old && old.kind === entry.kind && old.dev === entry.dev && old.ino === entry.ino) continue;
+    if (unchanged(before.entries.get(entry.rel), entry)) continue;
     const abs = path.join(root, entry.rel);
     if (
       placeholders.includes(entry.rel) &&
@@ -177,6 +181,14 @@ export async function settleProtected(
     // rm does not follow links: a planted `.git` link goes, not what it points to.
     await rm(abs, { recursive: true, force: true }).catch(() => {});
     removed.push(entry.rel);
+  }
+  // The root left laid out as a git directory: what of its layout is new goes (the rest was the user's).
+  if (after.rootIsGitDir) {
+    for (const entry of after.rootGitNames.values()) {
+      if (unchanged(before.rootGitNames.get(entry.rel), entry)) continue;
+      await rm(path.join(root, entry.rel), { recursive: true, force: true }).catch(() => {});
+      removed.push(entry.rel);
+    }
   }
   return removed.sort();
 }
