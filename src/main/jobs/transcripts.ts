@@ -2,7 +2,8 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { TRANSCRIPT_LIMITS } from '../../shared/defaults.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { capHeadTail } from '../../shared/text-budget.js';
-import { configuredSecrets, redactToolOutput } from '../../shared/tools/secrets.js';
+import { redactionSecrets } from '../../shared/tools/host-secrets.js';
+import { redactToolOutput } from '../../shared/tools/secrets.js';
 import type { DeliveryLedger } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { StoredTranscript, TranscriptStep } from '../ledger/transcript.js';
@@ -56,7 +57,7 @@ export class JobTranscripts {
   constructor(config: ForkpoolConfig, ledger: DeliveryLedger, store: JobStore | undefined, caps: Partial<TranscriptCaps> = {}) {
     this.#ledger = ledger;
     this.#store = store;
-    this.#secrets = configuredSecrets(config);
+    this.#secrets = redactionSecrets(config);
     this.#caps = { ...TRANSCRIPT_LIMITS, ...caps };
   }
 

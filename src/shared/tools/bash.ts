@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { AbortError, ToolError } from '../errors.js';
 import { hiddenMasks } from './bash-masks.js';
-import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv } from './bwrap.js';
+import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv, unsandboxedEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
 import { placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
 import { describeLimitHits, joiningArgv, limitedBashArgv, limitsHitByOutput, makeCommandCgroup, type CommandCgroup, type LimitName } from './sandbox-limits.js';
@@ -81,7 +81,8 @@ export const bashTool: ToolDefinition<BashArgs> = {
     }
     const hits = new Set([...cgroupHits, ...(outcome.timedOut ? [] : limitsHitByOutput(raw, outcome, launch.sandboxed))]);
     if (hits.size > 0) throw new ToolError('SANDBOX_LIMIT', NAME, capOutput(`${describeLimitHits(hits, ctx.limits)}\n${text}`, ctx.limits));
-    // The tool loop redacts the model key from every tool result; the sandbox hides the rest.
+    // The tool loop redacts every configured key and the process environment's credentials from
+    // every tool result (what an unsandboxed command reads at /proc/$PPID/environ); the sandbox hides the rest.
     return capOutput(text, ctx.limits);
   },
 };
@@ -113,7 +114,7 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   const inCgroup = (argv: string[]) => (cgroup ? joiningArgv(cgroup.procsFiles, argv) : argv);
   if (!sandboxed) {
     const [file, ...args] = inCgroup(limitedBashArgv(command, ctx.limits, { nproc: false })) as [string, ...string[]];
-    return { file, args, cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [], sandboxed, cgroup };
+    return { file, args, cwd: ctx.workspaceRoot, env: unsandboxedEnv(scrubEnv(ctx.env)), extraFds: [], sandboxed, cgroup };
   }
   // RLIMIT_NPROC counts per user: only inside bwrap's own user namespace (not root) is it the command's own count.
   const argv = limitedBashArgv(command, ctx.limits, { nproc: !cgroup && process.getuid?.() !== 0 });
