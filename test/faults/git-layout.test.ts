@@ -76,6 +76,22 @@ describe.skipIf(noGit())('write_file and a git directory layout', () => {
   });
 });
 
+describe('write_file and a linked-worktree git directory (HEAD with commondir)', () => {
+  it('the write of commondir beside HEAD is refused and leaves nothing', async () => {
+    const script = [
+      { toolCalls: [{ name: 'write_file', arguments: { path: 'HEAD', content: 'ref: refs/heads/main\n' } }] },
+      { toolCalls: [{ name: 'write_file', arguments: { path: 'commondir', content: 'elsewhere\n' } }] },
+      { content: 'done' },
+    ];
+    const run = await runOneJob(cleanups, { sim: { script }, config: { grantedTools: ['write_file'] }, task: 'Plant a linked git directory.' });
+    expect(run.record.status).toBe('ok');
+    expect(existsSync(path.join(run.config.workspaceRoot, 'commondir'))).toBe(false);
+    const [head = '', commondir = ''] = [...toolResultsSent(run.sim).values()];
+    expect(head).toMatch(/^Created HEAD/);
+    expect(commondir).toMatch(/^Error: writing "commondir" would leave the workspace root laid out as a git directory/);
+  });
+});
+
 describe.skipIf(skipWithoutBwrap() || noGit())('bash in bubblewrap and a git directory layout', () => {
   beforeAll(requireBwrap);
 

@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors.js';
 import { normalizeEntry } from './policy.js';
@@ -13,8 +13,8 @@ import type { ToolPolicy } from './types.js';
  * the user's next `git status` in the workspace or any folder below it. (`safe.bareRepository =
  * explicit` in the user's git config turns this off; forkpool cannot count on it.)
  *
- * The names are compared case-insensitively (as on a case-insensitive file system), and
- * whatever they are (file or folder): stricter than git, never looser.
+ * The names count whatever they are (file, folder or link): stricter than git, never looser.
+ * bash's scan compares them without regard to case (stricter still).
  */
 
 /** The names of a folder's entries that make it (or keep it) a git directory, lower case. */
@@ -24,6 +24,20 @@ export const GIT_DIR_NAMES = ['head', 'objects', 'refs', 'commondir', 'config', 
 export function isGitDirLayout(names: Iterable<string>): boolean {
   const lower = new Set([...names].map((name) => name.toLowerCase()));
   return lower.has('head') && ((lower.has('objects') && lower.has('refs')) || lower.has('commondir'));
+}
+
+/**
+ * Whether `folder` has the layout now, by looking up the names git looks up (on a file system
+ * that ignores case, any case matches, as it does for git): no listing of a big folder.
+ */
+async function hasGitDirLayout(folder: string): Promise<boolean> {
+  const has = (name: string) =>
+    lstat(path.join(folder, name)).then(
+      () => true,
+      () => false,
+    );
+  if (!(await has('HEAD'))) return false;
+  return (await has('commondir')) || ((await has('objects')) && (await has('refs')));
 }
 
 /** Whether the guard covers git's own layouts: only when `.git` is among the protected names. */
@@ -42,8 +56,7 @@ export async function assertNoGitDirLayout(root: string, resolved: string, polic
   const segments = path.relative(root, path.dirname(resolved)).split(path.sep).filter(Boolean);
   for (let depth = 0; depth <= segments.length; depth++) {
     const folderRel = segments.slice(0, depth).join('/');
-    const names = await readdir(path.join(root, folderRel)).catch(() => []);
-    if (!isGitDirLayout(names)) continue;
+    if (!(await hasGitDirLayout(path.join(root, folderRel)))) continue;
     const where = folderRel === '' ? 'the workspace root' : JSON.stringify(folderRel);
     throw new ToolError(
       'PERMISSION_DENIED',
