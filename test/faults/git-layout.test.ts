@@ -123,4 +123,29 @@ describe.skipIf(skipWithoutBwrap() || noGit())('bash in bubblewrap and a git dir
     expect(result).toMatch(/"HEAD", "config", "refs"/);
     expect(result).not.toContain('"objects"');
   });
+
+  it('bash running git init --bare in a folder the user had: the layout goes, their files stay; git status there runs nothing', async () => {
+    const marker = newMarker();
+    const command = [
+      'git init -q --bare docs',
+      `git -C docs config core.bare false && git -C docs config core.worktree "$PWD" && git -C docs config core.fsmonitor "touch ${marker}; false"`,
+      'echo built',
+    ].join(' && ');
+    const script = [
+      { toolCalls: [{ name: 'bash', arguments: { command: 'mkdir docs && echo "# Guide" > docs/guide.md' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command } }] },
+      { content: 'done' },
+    ];
+    const run = await runOneJob(cleanups, { sim: { script }, config: { grantedTools: ['bash'], sandbox: 'bwrap' }, task: 'Plant a repository in docs.' });
+    expect(run.record.status).toBe('ok');
+    const ws = run.config.workspaceRoot;
+    gitStatus(path.join(ws, 'docs'), path.dirname(ws));
+    expect(existsSync(marker), 'git status ran the planted fsmonitor command').toBe(false);
+    expect(existsSync(path.join(ws, 'docs', 'guide.md')), "the user's file in docs/ stays").toBe(true);
+    for (const part of ['HEAD', 'objects', 'refs', 'config']) expect(existsSync(path.join(ws, 'docs', part)), `docs/${part} is removed`).toBe(false);
+    const [, result = ''] = [...toolResultsSent(run.sim).values()];
+    expect(result).toMatch(/^Error: bash: the command created or replaced protected paths/);
+    expect(result).toContain('built');
+    expect(result).toMatch(/"docs\/HEAD", "docs\/config", "docs\/hooks", "docs\/objects", "docs\/refs"/);
+  });
 });

@@ -6,7 +6,7 @@ import { AbortError, ToolError } from '../errors.js';
 import { hiddenMasks } from './bash-masks.js';
 import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv, unsandboxedEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
-import { placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
+import { gitPartsIn, placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
 import { describeLimitHits, joiningArgv, limitedBashArgv, limitsHitByOutput, makeCommandCgroup, type CommandCgroup, type LimitName } from './sandbox-limits.js';
 import { openNoFollow } from './safe-fs.js';
 import { HeadTailBuffer } from '../text-budget.js';
@@ -150,7 +150,7 @@ async function protectedBinds(root: string, policy: ToolPolicy, extraFds: FileHa
   if (policy.allowProtectedWrites) return { readOnlyInWorkspace, guard: undefined };
   const scan = await scanProtected(root, policy);
   // A root already laid out as a git directory keeps that layout read-only, as a `.git` would be.
-  const rootGitDir = scan.rootIsGitDir ? [...scan.rootGitNames.values()] : [];
+  const rootGitDir = scan.gitDirs.has('') ? gitPartsIn(scan, '') : [];
   const wanted = [...[...scan.entries.values(), ...rootGitDir].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
   for (const rel of wanted.slice(0, DEFAULTS.protectedScan.maxBinds)) {
     const handle = await openNoFollow(root, rel);

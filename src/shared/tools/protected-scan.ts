@@ -13,10 +13,11 @@ import type { ToolPolicy } from './types.js';
  * workspace. After it: the same walk finds entries that appeared or were replaced meanwhile
  * (`git init sub`, a planted `.git` file) and removes them, since the user's next `git` in that
  * folder would run their hooks and `core.fsmonitor`. A folder laid out as a git directory
- * (git-layout.ts) counts as a `.git` too: git accepts it as one when run inside it. The workspace
- * root itself cannot be bound or removed: there the layout's own entries (HEAD, objects, refs,
- * commondir, config, hooks) are watched one by one, and those that were not there before are
- * removed when the command leaves the root laid out as a git directory.
+ * (git-layout.ts) counts as a `.git` too: git accepts it as one when run inside it. A folder
+ * that was there before and that the command turned into one (the workspace root above all,
+ * which can be neither bound nor removed) keeps what it held: only the parts of the layout
+ * (HEAD, objects, refs, commondir, config, hooks) that were not there before are removed. A new
+ * one goes whole.
  */
 
 export type EntryKind = 'dir' | 'file' | 'link' | 'other';
@@ -39,10 +40,12 @@ export interface ProtectedScan {
   pointedTo: string[];
   /** The walk stopped at `protectedScan.maxEntries` or `maxDepth`: deeper entries were not seen. */
   truncated: boolean;
-  /** The root's entries named as a git directory's (GIT_DIR_NAMES), whether or not they make one. */
-  rootGitNames: Map<string, ProtectedEntry>;
-  /** The root is laid out as a git directory: its `rootGitNames` entries are bound read-only too. */
-  rootIsGitDir: boolean;
+  /** Every folder the walk listed (workspace-relative; the root is ''). */
+  folders: Set<string>;
+  /** The folders laid out as a git directory (the root included). */
+  gitDirs: Set<string>;
+  /** In every folder listed, the entries named as a git directory's parts (GIT_DIR_NAMES), whether or not they make one. */
+  gitParts: Map<string, ProtectedEntry>;
 }
 
 type Bounds = typeof DEFAULTS.protectedScan;
@@ -53,8 +56,9 @@ const GITDIR_FILE_MAX_BYTES = 4096;
 /** Walks `root` breadth first (never through a link) and lists its protected entries. */
 export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bounds = DEFAULTS.protectedScan): Promise<ProtectedScan> {
   const entries = new Map<string, ProtectedEntry>();
-  const rootGitNames = new Map<string, ProtectedEntry>();
-  let rootIsGitDir = false;
+  const folders = new Set<string>();
+  const gitDirs = new Set<string>();
+  const gitParts = new Map<string, ProtectedEntry>();
   const git = guardsGit(policy);
   let truncated = false;
   let seen = 0;
@@ -67,30 +71,37 @@ export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bo
     const next: string[] = [];
     for (const dirRel of level) {
       const dirents = await readdir(path.join(root, dirRel), { withFileTypes: true }).catch(() => []);
+      folders.add(dirRel);
+      const join = (name: string) => (dirRel === '' ? name : `${dirRel}/${name}`);
+      const parts = git ? dirents.filter((d) => (GIT_DIR_NAMES as readonly string[]).includes(d.name.toLowerCase())) : [];
+      for (const part of parts) await record(root, join(part.name), gitParts);
       const isGitDir = git && isGitDirLayout(dirents.map((d) => d.name));
+      if (isGitDir) gitDirs.add(dirRel);
+      // A git directory below the root is one protected entry, bound or removed whole.
       if (isGitDir && dirRel !== '') {
         await record(root, dirRel, entries);
         continue;
-      }
-      if (git && dirRel === '') {
-        rootIsGitDir = isGitDir;
-        for (const d of dirents) if ((GIT_DIR_NAMES as readonly string[]).includes(d.name.toLowerCase())) await record(root, d.name, rootGitNames);
       }
       for (const dirent of dirents) {
         if (++seen > bounds.maxEntries) {
           truncated = true;
           break;
         }
-        const rel = dirRel === '' ? dirent.name : `${dirRel}/${dirent.name}`;
+        const rel = join(dirent.name);
         if (protectedEntryOf(rel, policy) !== undefined) await record(root, rel, entries);
-        else if (dirent.isDirectory() && !(rootIsGitDir && rootGitNames.has(rel))) next.push(rel);
+        else if (dirent.isDirectory() && !(isGitDir && parts.includes(dirent))) next.push(rel);
       }
       if (truncated) break;
     }
     if (truncated) break;
     level = next;
   }
-  return { entries, pointedTo: await pointedTargets(root, entries), truncated, rootGitNames, rootIsGitDir };
+  return { entries, pointedTo: await pointedTargets(root, entries), truncated, folders, gitDirs, gitParts };
+}
+
+/** The parts of the git directory layout in `folder` (GIT_DIR_NAMES entries directly in it). */
+export function gitPartsIn(scan: ProtectedScan, folder: string): ProtectedEntry[] {
+  return [...scan.gitParts.values()].filter((part) => path.posix.dirname(part.rel) === (folder === '' ? '.' : folder));
 }
 
 async function record(root: string, rel: string, into: Map<string, ProtectedEntry>): Promise<void> {
@@ -166,8 +177,20 @@ export async function settleProtected(
   const removed: string[] = [];
   const unchanged = (old: ProtectedEntry | undefined, now: ProtectedEntry) =>
     old !== undefined && old.kind === now.kind && old.dev === now.dev && old.ino === now.ino;
+  // A folder that was there before and is now a git directory: what of the layout is new goes, the rest was the user's.
+  const removeNewParts = async (folder: string) => {
+    for (const part of gitPartsIn(after, folder)) {
+      if (unchanged(before.gitParts.get(part.rel), part)) continue;
+      await rm(path.join(root, part.rel), { recursive: true, force: true }).catch(() => {});
+      removed.push(part.rel);
+    }
+  };
   for (const entry of after.entries.values()) {
     if (unchanged(before.entries.get(entry.rel), entry)) continue;
+    if (after.gitDirs.has(entry.rel) && before.folders.has(entry.rel) && !before.entries.has(entry.rel)) {
+      await removeNewParts(entry.rel);
+      continue;
+    }
     const abs = path.join(root, entry.rel);
     if (
       placeholders.includes(entry.rel) &&
@@ -182,13 +205,7 @@ export async function settleProtected(
     await rm(abs, { recursive: true, force: true }).catch(() => {});
     removed.push(entry.rel);
   }
-  // The root left laid out as a git directory: what of its layout is new goes (the rest was the user's).
-  if (after.rootIsGitDir) {
-    for (const entry of after.rootGitNames.values()) {
-      if (unchanged(before.rootGitNames.get(entry.rel), entry)) continue;
-      await rm(path.join(root, entry.rel), { recursive: true, force: true }).catch(() => {});
-      removed.push(entry.rel);
-    }
-  }
+  // The root cannot be removed: a root left laid out as a git directory loses the parts that are new.
+  if (after.gitDirs.has('')) await removeNewParts('');
   return removed.sort();
 }
