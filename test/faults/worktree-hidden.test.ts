@@ -22,7 +22,7 @@ function git(cwd: string, ...args: string[]): void {
 }
 
 describe.skipIf(noGit())('hiddenPaths in a worktree job', () => {
-  it('a worktree job reads, greps and cats nothing of its copy of a hidden tracked file', { timeout: 120_000 }, async () => {
+  it('a worktree job reads, greps, finds and cats nothing of its copy of a hidden tracked file', { timeout: 120_000 }, async () => {
     const root = await makeWorkspace(cleanups);
     await mkdir(path.join(root, 'secrets'));
     await writeFile(path.join(root, 'secrets', 'keys.json'), `{"token": "${TOKEN}"}\n`);
@@ -36,6 +36,7 @@ describe.skipIf(noGit())('hiddenPaths in a worktree job', () => {
     const script: ScriptStep[] = [
       { toolCalls: [{ name: 'read_file', arguments: { path: 'secrets/keys.json' } }] },
       { toolCalls: [{ name: 'grep', arguments: { pattern: 'token' } }] },
+      { toolCalls: [{ name: 'find_files', arguments: { pattern: '**/*.json' } }] },
       ...(bwrap ? [{ toolCalls: [{ name: 'bash', arguments: { command: 'cat secrets/keys.json; echo; pwd' } }] }] : []),
       { content: 'done' },
     ];
@@ -54,12 +55,14 @@ describe.skipIf(noGit())('hiddenPaths in a worktree job', () => {
     expect(execFileSync('cat', [path.join(dir, id, 'secrets', 'keys.json')], { encoding: 'utf8' })).toContain(TOKEN);
     const record = await ended(manager, id);
     expect(record.status).toBe('ok');
-    const [read = '', grep = '', bash] = [...toolResultsSent(sim).values()];
-    for (const [tool, result] of Object.entries({ read, grep, ...(bwrap ? { bash: bash ?? '' } : {}) })) {
+    const [read = '', grep = '', find = '', bash] = [...toolResultsSent(sim).values()];
+    for (const [tool, result] of Object.entries({ read, grep, find, ...(bwrap ? { bash: bash ?? '' } : {}) })) {
       expect(result, `${tool} showed the hidden file's copy`).not.toContain(TOKEN);
     }
     expect(read).toMatch(/^Error: .*keys\.json.* is hidden from the tools/);
     expect(grep).toMatch(/hidden/);
+    expect(find).not.toContain('keys.json');
+    expect(find).toMatch(/hidden/);
     if (bwrap) expect(bash).toContain(path.join(dir, id));
   });
 });
