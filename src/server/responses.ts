@@ -252,6 +252,7 @@ export const transcriptStepShape = named(
       completionTokens: z.number(),
       text: z.string().optional().describe('What the model said (redacted, head and tail).'),
       calls: z.array(z.object({ callId: z.string(), name: z.string(), args: z.string().describe('As the model wrote them (redacted, head and tail).') })),
+      callsOmitted: z.number().int().optional().describe("This turn's calls past the step's cap (20,000 characters of calls): counted, not kept."),
     }),
     z.object({
       ...stepBase,

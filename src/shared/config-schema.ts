@@ -78,6 +78,8 @@ const toolLimitsSchema = z.strictObject({
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
   hiddenScanMaxEntries: z.number().int().min(1).max(100_000_000).default(DEFAULTS.tools.hiddenScanMaxEntries),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
+  /** Tool calls one model response may make; the rest are answered with a tool error, not run. */
+  maxToolCallsPerResponse: z.number().int().min(1).max(10_000).default(DEFAULTS.tools.maxToolCallsPerResponse),
   bashMaxProcesses: z.number().int().min(8).max(1_000_000).default(DEFAULTS.tools.bashMaxProcesses),
   bashMaxMemoryMb: z.number().int().min(16).max(1_048_576).default(DEFAULTS.tools.bashMaxMemoryMb),
   bashMaxFileMb: z.number().int().min(1).max(1_048_576).default(DEFAULTS.tools.bashMaxFileMb),

@@ -79,6 +79,12 @@ export const DEFAULTS = {
     /** Tool calls of one model message that run at once; the rest wait their turn (all run, results in order). */
     maxParallelToolCalls: 8,
     /**
+     * Tool calls one model response may make; the calls past it are not run, each is answered
+     * with a TOOL_CALLS_PER_RESPONSE tool error (one response of 30,000 calls held the main
+     * thread 11 s with their events and transcript).
+     */
+    maxToolCallsPerResponse: 256,
+    /**
      * One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree), counting
      * its own work in full and each of its waits as 20 ms at most (TIMINGS.searchWaitTickMs):
      * a search on a thread held by thousands of other jobs is slowed down, not timed out.
@@ -383,6 +389,8 @@ export const TRANSCRIPT_LIMITS = {
   event: { textChars: 4_000, argsChars: 2_000, outputChars: 2_000 },
   maxSteps: 200,
   maxChars: 60_000,
+  /** Characters one model step holds for its tool calls (id, name and arguments); past it the calls are counted, not kept. */
+  stepCallChars: 20_000,
   headSteps: 20,
   /** Ended jobs' transcripts held in memory (the newest); a durable ledger keeps each until retention drops its job's result. */
   heldEnded: 2_000,

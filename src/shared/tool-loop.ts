@@ -5,7 +5,7 @@ import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
 import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
-import { TIMINGS, TRANSCRIPT_LIMITS } from './defaults.js';
+import { DEFAULTS, TIMINGS, TRANSCRIPT_LIMITS } from './defaults.js';
 import { linkedAbort, startDeadline, withTimeout } from './abort.js';
 import { COMMAND_OUTPUT_HEAD_SHARE, capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
@@ -194,15 +194,19 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       const exhausted = budget?.exhausted();
       if (exhausted) return overBudget(exhausted);
 
+      // Past the per-response cap a call is not run and sends no event: each is answered with a tool
+      // error (every call needs its answer), so the model learns to batch less.
+      const runnable = reply.toolCalls.slice(0, maxCallsPerResponse(config));
       // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
-      const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
+      const verdicts = runnable.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
       // Calls in one message run concurrently, at most `maxParallelToolCalls` at once; each one's
       // result lands in its own slot, so the history keeps the model's order.
-      const results = await mapWithLimit(reply.toolCalls, config.toolLimits.maxParallelToolCalls, (call) =>
+      const results = await mapWithLimit(runnable, config.toolLimits.maxParallelToolCalls, (call) =>
         executeToolCall(call, toolsByName, options, turn.signal, emit),
       );
+      const overCap = tooManyCallsError(reply.toolCalls.length, runnable.length);
       reply.toolCalls.forEach((call, i) => {
-        let content = results[i] ?? 'Error: no result';
+        let content = i < runnable.length ? (results[i] ?? 'Error: no result') : overCap;
         if (verdicts[i] === 'warn') {
           emit({ type: 'loop_warning', name: call.function.name, repeats: detector.repeats });
           content += `\n\n[forkpool] You have called ${call.function.name} with these same arguments ${detector.repeats} times in a row. Change approach or answer now.`;
@@ -223,6 +227,17 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       turn.dispose();
     }
   }
+}
+
+/** `toolLimits.maxToolCallsPerResponse`; a config built by hand without it gets the default. */
+function maxCallsPerResponse(config: LoopConfig): number {
+  const cap = config.toolLimits.maxToolCallsPerResponse;
+  return Number.isInteger(cap) && cap >= 1 ? cap : DEFAULTS.tools.maxToolCallsPerResponse;
+}
+
+/** The answer to each call past the cap (one string, shared by all of them). */
+function tooManyCallsError(made: number, ran: number): string {
+  return `Error: not run: this response made ${made} tool calls and at most ${ran} run per response (toolLimits.maxToolCallsPerResponse). Make the call again in a later response if it is still needed.`;
 }
 
 function turnTimeoutError(timeoutMs: number): TimeoutError {
