@@ -11,7 +11,7 @@ import { COMMAND_OUTPUT_HEAD_SHARE, capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
-import { addModelUsage, type UsageByModel } from './usage.js';
+import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
@@ -57,7 +57,8 @@ export interface ToolLoopOptions {
   /**
    * Asked before every model call: a signal that cancels that call alone (a message sent to a
    * job with `interrupt`). Such a cancel is neither a failure nor a retry: the loop asks again,
-   * with what {@link beforeModelCall} then adds, and the call does not count against the cap.
+   * with what {@link beforeModelCall} then adds. The cancelled call counts against the cap and
+   * the budget (one model call; its prompt's tokens estimated from its characters).
    */
   interruptSignal?: (() => AbortSignal) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
@@ -154,10 +155,14 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       } catch (error) {
         if (signal.aborted) return end('aborted', findingsSoFar(messages), error);
         if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
-        // Only this call was cancelled, for a message: not a model request that failed, and not a turn.
+        // Only this call was cancelled, for a message: not a model request that failed. It still
+        // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
+        // no usage came back), so a stream of interrupts cannot buy unmetered requests.
         if (interrupt?.aborted) {
           emit({ type: 'model_interrupted', iteration: iterations });
-          iterations--;
+          const spent = interruptedUsage(messages);
+          usage = addModelUsage(usage, config.model, spent);
+          budget?.record(config.model, spent);
           continue;
         }
         if (error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
@@ -227,6 +232,15 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       turn.dispose();
     }
   }
+}
+
+/** Characters per token, for the estimate of an interrupted call's prompt (as delivery-budget.ts counts). */
+const CHARS_PER_TOKEN = 4;
+
+/** An interrupted call's usage: one request, its prompt's tokens estimated from its characters. */
+function interruptedUsage(messages: readonly ChatCompletionMessageParam[]): Usage {
+  const promptTokens = Math.ceil(JSON.stringify(messages).length / CHARS_PER_TOKEN);
+  return { promptTokens, completionTokens: 0, totalTokens: promptTokens, requests: 1 };
 }
 
 /** `toolLimits.maxToolCallsPerResponse`; a config built by hand without it gets the default. */
