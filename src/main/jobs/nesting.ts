@@ -1,9 +1,10 @@
-import { maxDepthFor } from '../../shared/agents.js';
+import { configForAgent, maxDepthFor } from '../../shared/agents.js';
+import { BUILTIN_TOOL_NAMES } from '../../shared/defaults.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
-import type { ChildSpawnRequest, ResumeState } from '../../shared/protocol.js';
+import type { ChildSpawnRequest, JobSpec, ResumeState } from '../../shared/protocol.js';
 import { mergeUsageByModel } from '../../shared/usage.js';
-import { spawnSpecOf } from '../../shared/spawn-spec.js';
+import { applySpawnSpec, spawnSpecOf } from '../../shared/spawn-spec.js';
 import { formatBackgroundResults } from '../views/delivery-format.js';
 import type { StopRequest } from './job-endings.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
@@ -51,6 +52,7 @@ export class Nesting {
       if (depth > limit)
         throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
       checkAllowedAgent(this.#host.config, request.agent);
+      const tools = childTools(this.#host.config, spec, request);
       const handle = this.#host.book(
         {
           task: request.task,
@@ -60,6 +62,7 @@ export class Nesting {
           ...(request.agent ? { agent: request.agent } : {}),
           ...(request.name ? { name: request.name } : {}),
           ...spawnSpecOf(request),
+          tools,
         },
         { parent, depth },
       );
@@ -157,6 +160,32 @@ function checkAllowedAgent(config: ForkpoolConfig, agent: string | undefined): v
     '-',
     `agent: "${agent}" is not offered to a background job's spawn (agentTools: ${allowed}); leave it out to start a copy of yourself`,
   );
+}
+
+/**
+ * A child's tools are at most its parent's: the tools it asks for must all be the parent's
+ * (else TOOL_NOT_ALLOWED, a tool error the parent's model reads); without `tools` it gets its
+ * own (its agent's, else the config's) narrowed to the parent's. A job narrowed to read-only
+ * tools therefore cannot start a child that writes.
+ */
+function childTools(config: ForkpoolConfig, parent: JobSpec, request: ChildSpawnRequest): string[] {
+  const parentTools: readonly string[] = applySpawnSpec(configForAgent(parent.config, parent.agent), parent).tools;
+  if (request.tools !== undefined) {
+    // A name that is no tool at all is left to the spec's own check (TOOL_UNKNOWN names the tools there are).
+    const extra = request.tools.find((name) => (BUILTIN_TOOL_NAMES as readonly string[]).includes(name) && !parentTools.includes(name));
+    if (extra !== undefined) {
+      const list = parentTools.length > 0 ? parentTools.join(', ') : 'none';
+      throw new JobError(
+        'TOOL_NOT_ALLOWED',
+        parent.id,
+        `tools: "${extra}" is not among the spawning job's tools (${list}); a child's tools are at most its parent's`,
+      );
+    }
+    return request.tools;
+  }
+  // Its agent's tools (checked to exist by book; an unknown agent is refused there).
+  const own: readonly string[] = request.agent !== undefined && config.agents[request.agent] ? configForAgent(config, request.agent).tools : config.tools;
+  return own.filter((name) => parentTools.includes(name));
 }
 
 /** The last thing a job's model said, from a saved conversation. */
