@@ -143,6 +143,10 @@ const backgroundSchema = z.strictObject({
   queueLimit: z.number().int().min(0).max(10_000_000).default(DEFAULTS.background.queueLimit),
   /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
   maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
+  /** Children one job may have spawned; past it a job's spawn is refused with CHILDREN_LIMIT (a tool error). */
+  maxChildrenPerJob: z.number().int().min(1).max(1_000_000).default(DEFAULTS.background.maxChildrenPerJob),
+  /** Jobs waiting for a slot past which a job's own spawn is refused with QUEUE_FULL (a tool error); 0: no limit. */
+  nestedQueueLimit: z.number().int().min(0).max(10_000_000).default(DEFAULTS.background.nestedQueueLimit),
   /** A job that answers with children still running: `wait` gives its slot back, waits and resumes with their results; `cancel` cancels them. */
   childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),

@@ -140,6 +140,18 @@ export const DEFAULTS = {
     queueLimit: 0,
     /** 1: a background job has no spawn tool (the fork-bomb guard). */
     maxDepth: 1,
+    /**
+     * Children one job may have spawned (depth above 1); past it its spawn is refused with
+     * CHILDREN_LIMIT, a tool error its model reads. With `maxDepth` 3 a tree is then at most
+     * 1 + 50 + 2,500 jobs.
+     */
+    maxChildrenPerJob: 50,
+    /**
+     * Jobs waiting for a slot past which a job's own spawn is refused with QUEUE_FULL (a tool
+     * error; a spawn of the parent's model or the API obeys `queueLimit` only). One tree once
+     * queued 300,000 jobs. 0: no limit.
+     */
+    nestedQueueLimit: 1_000,
     /** A job answering with children still running waits for them (its slot given back meanwhile). */
     childrenOnEnd: 'wait' as 'wait' | 'cancel',
     isolation: 'thread' as 'thread' | 'shared',

@@ -51,6 +51,7 @@ export class Nesting {
       if (!spec || parent.isOver) throw new JobError('JOB_UNKNOWN', parent.id, `job ${parent.id} is not running`);
       if (depth > limit)
         throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
+      checkTreeBounds(this.#host.config.background, parent, this.#host.dispatcher.waitingForSlot);
       checkAllowedAgent(this.#host.config, request.agent);
       const tools = childTools(this.#host.config, spec, request);
       const handle = this.#host.book(
@@ -160,6 +161,29 @@ function checkAllowedAgent(config: ForkpoolConfig, agent: string | undefined): v
     '-',
     `agent: "${agent}" is not offered to a background job's spawn (agentTools: ${allowed}); leave it out to start a copy of yourself`,
   );
+}
+
+/**
+ * A tree stays bounded: a job holds at most `maxChildrenPerJob` children, and no job spawns
+ * while `nestedQueueLimit` jobs already wait for a slot. Each refusal names the setting, for the
+ * job's model to do the work itself or wait for its children.
+ */
+function checkTreeBounds(background: ForkpoolConfig['background'], parent: Job, waiting: number): void {
+  const { maxChildrenPerJob, nestedQueueLimit } = background;
+  if (parent.children.length >= maxChildrenPerJob) {
+    throw new JobError(
+      'CHILDREN_LIMIT',
+      parent.id,
+      `job ${parent.id} has spawned ${parent.children.length} children, the most one job may (background.maxChildrenPerJob ${maxChildrenPerJob}): wait for their results or do the work yourself`,
+    );
+  }
+  if (nestedQueueLimit > 0 && waiting >= nestedQueueLimit) {
+    throw new JobError(
+      'QUEUE_FULL',
+      parent.id,
+      `the background queue has ${waiting} jobs waiting, the most at which a job may spawn (background.nestedQueueLimit ${nestedQueueLimit}): do the work yourself or spawn later`,
+    );
+  }
 }
 
 /**

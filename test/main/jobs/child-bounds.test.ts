@@ -69,3 +69,54 @@ describe("a child's tools", () => {
     expect(refusal).toContain(`tools: "write_file" is not among the spawning job's tools (read_file, grep)`);
   });
 });
+
+describe('a tree is bounded', () => {
+  it("past background.maxChildrenPerJob a job's spawn is refused with CHILDREN_LIMIT, a tool error its model reads; the children it has run", async () => {
+    const { sim, manager } = await setUp(
+      [
+        { toolCalls: [1, 2, 3].map((i) => spawnCall({ task: `part ${i}`, label: `part-${i}` }, `s${i}`)) },
+        { content: 'waiting for my children' },
+        { content: 'child done' },
+        { content: 'child done' },
+        { content: 'parent done' },
+      ],
+      { maxChildrenPerJob: 2 },
+    );
+    const top = manager.spawn({ task: 'split the work', label: 'top' });
+    expect((await ended(manager, top.id)).status).toBe('ok');
+    await manager.onIdle();
+    sim.assertScriptDone();
+
+    expect(manager.jobs().filter((j) => j.parentJobId === top.id)).toHaveLength(2);
+    const answers = toolMessagesOf(sim.requests[1]?.body as never);
+    expect(answers).toHaveLength(3);
+    expect(answers[2]).toContain(`job ${top.id} has spawned 2 children, the most one job may (background.maxChildrenPerJob 2)`);
+  });
+
+  it("with background.nestedQueueLimit jobs waiting for a slot, a job's spawn is refused with QUEUE_FULL, a tool error its model reads", async () => {
+    const { sim, manager } = await setUp(
+      [
+        { toolCalls: [1, 2].map((i) => spawnCall({ task: `part ${i}`, label: `part-${i}` }, `s${i}`)) },
+        { content: 'waiting for my child' },
+        { content: 'child done' },
+        { content: 'parent done' },
+      ],
+      { nestedQueueLimit: 1 },
+    );
+    const top = manager.spawn({ task: 'split the work', label: 'top' });
+    expect((await ended(manager, top.id)).status).toBe('ok');
+    await manager.onIdle();
+    sim.assertScriptDone();
+
+    // The first child waits for the one slot (the parent holds it): the second spawn finds the queue at its bound.
+    expect(manager.jobs().filter((j) => j.parentJobId === top.id)).toHaveLength(1);
+    const answers = toolMessagesOf(sim.requests[1]?.body as never);
+    expect(answers[1]).toContain('the background queue has 1 jobs waiting, the most at which a job may spawn (background.nestedQueueLimit 1)');
+  });
+
+  it('has default bounds: maxChildrenPerJob and nestedQueueLimit are set without any config', () => {
+    const config = makeConfig(undefined, '/tmp');
+    expect(config.background.maxChildrenPerJob).toBe(50);
+    expect(config.background.nestedQueueLimit).toBe(1_000);
+  });
+});
