@@ -290,6 +290,8 @@ const serverSchema = z.strictObject({
   corsOrigins: z.array(z.url({ protocol: /^https?$/ })).default([...DEFAULTS.server.corsOrigins]),
   eventBufferSize: z.number().int().min(10).max(1_000_000).default(DEFAULTS.server.eventBufferSize),
   maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),
+  /** `POST /v1/jobs/wait` requests open at once; the next is refused with 429 (TOO_MANY_WAITS). */
+  maxWaits: z.number().int().min(1).max(100_000).default(DEFAULTS.server.maxWaits),
 });
 
 export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline', 'bullmq'] as const;

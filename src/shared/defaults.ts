@@ -263,6 +263,8 @@ export const DEFAULTS = {
     eventBufferSize: 2_000,
     /** Parent-agent sessions open at once. */
     maxSessions: 16,
+    /** `POST /v1/jobs/wait` requests open at once; the next is refused with 429 (TOO_MANY_WAITS). */
+    maxWaits: 256,
   },
   /** What reaches the parent's context when background results are delivered (docs/delivery.md "Bounded delivery", "Stale results"). */
   delivery: {
@@ -389,6 +391,10 @@ export const WAIT_LIMITS = {
   toolMarginMs: 1_000,
   /** The chat's `/bg wait` without `--timeout`. */
   chatDefaultMs: 30_000,
+  /** `POST /v1/jobs/wait`: characters of one job's result an answer carries (the rest: `GET /v1/jobs/{id}/result?offset=`). */
+  resultPageChars: 100_000,
+  /** `POST /v1/jobs/wait`: bytes of ended jobs one answer carries; past it a job comes without its result (`resultNext: 0`). */
+  answerMaxBytes: 4_000_000,
 } as const;
 
 /**
