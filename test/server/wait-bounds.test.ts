@@ -8,7 +8,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
 import { WAIT_LIMITS } from '../../src/shared/defaults.js';
-import { startHoldingProxy, startSim, tempWorkspace, testConfig, useCleanup } from '../helpers/index.js';
+import { WaitAnswers } from '../../src/server/wait-answers.js';
+import { ended, makeConfig, makeManager, makeWorkspace, startHoldingProxy, startSim, tempWorkspace, testConfig, useCleanup } from '../helpers/index.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { TOKEN } from '../helpers/server.js';
 
@@ -87,5 +88,28 @@ describe('POST /v1/jobs/wait, bounded', () => {
     expect(text).toBe(BIG);
     // The bound is on open waits: with them answered, a wait is taken again.
     expect((await call('/v1/jobs/wait', { jobs: [id], timeoutMs: 0 })).status).toBe(200);
+  });
+});
+
+describe('one wait answer', () => {
+  it('carries at most answerMaxBytes of ended jobs: past it a job comes without its result (resultNext 0), to be paged', async () => {
+    const results = ['A', 'B', 'C'].map((letter) => letter.repeat(60_000));
+    const sim = await startSim(cleanup, { script: results.map((content) => ({ content })) });
+    const manager = makeManager(makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1 }), cleanup);
+    const ids = results.map((_, i) => manager.spawn({ task: `part ${i}`, label: `part-${i}` }).id);
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    const state = { manager, progress: { get: () => undefined }, scrub: (text: string) => text };
+    const answers = new WaitAnswers(state as never, 1, { resultPageChars: 50_000, answerMaxBytes: 120_000 });
+    let json = '';
+    for await (const chunk of answers.body({ ended: records, running: [], timedOut: false, waitedMs: 0 })) json += String(chunk);
+
+    expect(json.length).toBeLessThan(120_000 + 10_000);
+    const answer = JSON.parse(json) as { ended: Array<{ id: string; resultText: string; resultChars: number; resultNext: number | null }> };
+    expect(answer.ended.map((job) => job.id)).toEqual(ids);
+    expect(answer.ended.map((job) => [job.resultText.length, job.resultChars, job.resultNext])).toEqual([
+      [50_000, 60_000, 50_000],
+      [50_000, 60_000, 50_000],
+      [0, 60_000, 0],
+    ]);
   });
 });
