@@ -159,8 +159,8 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
         // no usage came back), so a stream of interrupts cannot buy unmetered requests.
         if (interrupt?.aborted) {
-          emit({ type: 'model_interrupted', iteration: iterations });
           const spent = interruptedUsage(messages);
+          emit({ type: 'model_interrupted', iteration: iterations, usage: spent, model: config.model });
           usage = addModelUsage(usage, config.model, spent);
           budget?.record(config.model, spent);
           continue;

@@ -93,6 +93,11 @@ describe('steering: interrupts and the budget', () => {
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     const done = ended(manager, id);
     let sent = 0;
+    let liveTurns = 0;
+    // The live report (while it runs) counts each interrupted call as it happens.
+    manager.on('progress', ({ jobId: from, event }) => {
+      if (from === id && event.type === 'model_interrupted') liveTurns = Math.max(liveTurns, manager.budgetOf(id)?.spent.turns ?? 0);
+    });
     for (let i = 0; i < 60 && manager.get(id)?.state !== 'ended'; i++) {
       await waitFor(() => sim.requests.length > i || manager.get(id)?.state === 'ended', `request ${i + 1} in flight, or the job ended`);
       try {
@@ -107,6 +112,7 @@ describe('steering: interrupts and the budget', () => {
     const record = await done;
 
     expect(sent).toBeGreaterThanOrEqual(2);
+    expect(liveTurns).toBeGreaterThanOrEqual(1);
     expect(sim.requests.length).toBeLessThanOrEqual(2);
     expect(record.stopReason).toBe('budget_exceeded');
     expect(record.budgetReport?.spent.turns).toBe(sim.requests.length);
