@@ -21,9 +21,22 @@ describe('one response with thousands of tool calls', () => {
     const config = makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1 }, { tools: ['read_file'], toolLimits: { maxToolCallsPerResponse: cap } });
     const manager = makeManager(config, cleanup);
     const events: LoopEvent[] = [];
-    manager.on('progress', ({ event }) => events.push(event));
+    // Event-loop ticks, counted while the job runs: the most events the main thread handled in one tick.
+    let ticks = 0;
+    let ticking = true;
+    const tick = () => {
+      ticks++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const perTick = new Map<number, number>();
+    manager.on('progress', ({ event }) => {
+      events.push(event);
+      perTick.set(ticks, (perTick.get(ticks) ?? 0) + 1);
+    });
     const job = manager.spawn({ task: 'read a lot', label: 'many' });
     const record = await ended(manager, job.id);
+    ticking = false;
 
     expect(record.status).toBe('ok');
     expect(sim.requests).toHaveLength(2);
@@ -37,6 +50,9 @@ describe('one response with thousands of tool calls', () => {
     // The main thread's work is bounded by the cap, not by the response: one call and one result event per run call.
     expect(events.filter((e) => e.type === 'tool_call')).toHaveLength(cap);
     expect(events.filter((e) => e.type === 'tool_result')).toHaveLength(cap);
+    // No burst holds the loop: at most the cap's events (and the turn's own) in any one tick.
+    expect(Math.max(...perTick.values())).toBeLessThanOrEqual(2 * cap + 4);
+    expect(ticks).toBeGreaterThan(1);
     const turn = manager.transcript(job.id)?.steps[0];
     expect(turn?.kind === 'model' && turn.calls).toHaveLength(cap);
   });
