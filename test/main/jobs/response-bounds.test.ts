@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobTranscripts } from '../../../src/main/jobs/transcripts.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
+import { stepHeadLine } from '../../../src/main/views/transcript-lines.js';
 import { TRANSCRIPT_LIMITS } from '../../../src/shared/defaults.js';
 import type { LoopEvent } from '../../../src/shared/loop-events.js';
 import { ended, makeConfig, makeManager, makeWorkspace, startSim, toolMessagesOf, useCleanup } from '../../helpers/index.js';
@@ -73,6 +74,8 @@ describe("a transcript's model step", () => {
     expect(held).toBeLessThanOrEqual(TRANSCRIPT_LIMITS.stepCallChars);
     expect(first.calls.length).toBeGreaterThan(0);
     expect(first.calls.length + (first.callsOmitted ?? 0)).toBe(30_000);
+    // Its head line (`forkpool jobs show`) says how many were not kept.
+    expect(stepHeadLine(first)).toContain(`→ 30000 calls, ${first.callsOmitted} not kept: read_file`);
     // The next turn starts its own count.
     expect(second).toMatchObject({ kind: 'model', iteration: 2, calls: [] });
     expect(JSON.stringify(first).length).toBeLessThan(TRANSCRIPT_LIMITS.maxChars);
