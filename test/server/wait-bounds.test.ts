@@ -47,7 +47,8 @@ describe('POST /v1/jobs/wait, bounded', () => {
     const waits = Array.from({ length: WAITERS }, () => call('/v1/jobs/wait', { jobs: [id], timeoutMs: 60_000 }));
     // A wait of 0 ms answers at once while there is room; once every waiter is parked it is refused.
     let refused: Response | undefined;
-    while (!refused) {
+    // Bounded: without the bound no probe is ever refused (the waiters stay parked).
+    for (let probes = 0; !refused && probes < 2_000; probes++) {
       const probe = await call('/v1/jobs/wait', { jobs: [id], timeoutMs: 0 });
       if (probe.status === 429) refused = probe;
       else {
@@ -55,6 +56,7 @@ describe('POST /v1/jobs/wait, bounded', () => {
         await probe.arrayBuffer();
       }
     }
+    if (!refused) throw new Error(`no wait refused with ${WAITERS} open (server.maxWaits ${WAITERS})`);
     const refusal = await contract.check('POST', '/v1/jobs/wait', refused);
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
