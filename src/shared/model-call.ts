@@ -324,12 +324,19 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       .asResponse();
     const headersAt = performance.now();
     armWatchdog();
-    const reply = new StreamAssembler(config.model, config.maxResponseChars ?? DEFAULTS.maxResponseChars);
+    const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
+    const reply = new StreamAssembler(config.model, limit);
     if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
-    await readEventStream(response.body, response.headers, (chunk) => {
-      armWatchdog();
-      reply.add(chunk as ChatCompletionChunk);
-    });
+    const eventCap = { chars: maxEventChars(limit), error: () => responseTooLarge(limit) };
+    await readEventStream(
+      response.body,
+      response.headers,
+      (chunk) => {
+        armWatchdog();
+        reply.add(chunk as ChatCompletionChunk);
+      },
+      eventCap,
+    );
     // An abort may end a read quietly: check, or a cut-short answer looks whole.
     const timedOut = timeout();
     if (timedOut) throw timedOut;
@@ -349,6 +356,16 @@ function responseTooLarge(limit: number): ForkpoolError {
     'MODEL_RESPONSE_TOO_LARGE',
     `model response passed maxResponseChars (${limit} characters of content and tool arguments); stopped reading it`,
   );
+}
+
+/**
+ * The longest one streamed event may be while its answer can still be within `limit`: JSON
+ * escapes a character in at most 6 (`\u0000`), plus room for the event's other fields. The
+ * assembler counts the answer itself exactly; this bound only stops one event that never ends
+ * (a 100 MB answer in one `data:` line) while it arrives, instead of reading it whole.
+ */
+function maxEventChars(limit: number): number {
+  return limit * 6 + 65_536;
 }
 
 function checkResponseSize(size: number, config: ModelCallConfig): void {
