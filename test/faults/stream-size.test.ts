@@ -4,7 +4,7 @@
  * MODEL_RESPONSE_TOO_LARGE and asks once. It used to read the line whole (rescanning it on
  * every read), see no event, and fail as "stream sent nothing" after every retry.
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { retriesOf, runOneJob, useCleanup, type Cleanup } from '../helpers/index.js';
@@ -30,21 +30,22 @@ async function startEndlessEventServer(cleanups: Cleanup): Promise<EndlessEventS
   const server = createServer((req, res) => {
     state.hits++;
     req.resume();
-    req.on('end', async () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write('data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"');
-      let closed = false;
-      let wake = () => {};
-      res.on('close', () => ((closed = true), wake()));
-      while (state.sent < EVENT_BYTES && !closed) {
-        state.sent += piece.length;
-        // Back-pressure: write on only when the client reads (a client that stops reading stops us).
-        if (!res.write(piece)) await new Promise<void>((resolve) => ((wake = resolve), res.once('drain', resolve)));
-      }
-      if (closed && state.sent < EVENT_BYTES) state.cutByClient = true;
-      // Then nothing more: the event never ends.
-    });
+    req.on('end', () => void sendEndlessEvent(res));
   });
+  async function sendEndlessEvent(res: ServerResponse): Promise<void> {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"');
+    let closed = false;
+    let wake = () => {};
+    res.on('close', () => ((closed = true), wake()));
+    while (state.sent < EVENT_BYTES && !closed) {
+      state.sent += piece.length;
+      // Back-pressure: write on only when the client reads (a client that stops reading stops us).
+      if (!res.write(piece)) await new Promise<void>((resolve) => ((wake = resolve), res.once('drain', resolve)));
+    }
+    if (closed && state.sent < EVENT_BYTES) state.cutByClient = true;
+    // Then nothing more: the event never ends.
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   cleanups.add(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
