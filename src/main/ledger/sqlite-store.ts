@@ -14,9 +14,10 @@ import { ScopeLeases } from './ledger-lease.js';
 import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './job-record.js';
 import { isStoredTranscript, type StoredTranscript } from './transcript.js';
-import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
+import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredMessage, StoredSpec } from './ledger-store.js';
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+import { MESSAGES_MIGRATION, SqliteMessages } from './sqlite-messages.js';
 
 type Database = SqliteDatabase;
 type Statement = SqliteStatement;
@@ -26,7 +27,7 @@ type Statement = SqliteStatement;
  * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
  * version before it; a file of a newer version is refused.
  */
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +78,8 @@ const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
       db.prepare("UPDATE meta SET value = '4' WHERE key = 'schema'").run();
     },
   },
+  // 4 → 5: the messages sent to jobs, whole (sqlite-messages.ts). Jobs of schema 4 have none kept.
+  MESSAGES_MIGRATION,
 ];
 
 /** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */
@@ -222,6 +225,7 @@ class SqliteJobStore implements JobStore {
   readonly #alert: Statement;
   readonly #source: Statement;
   readonly #putConversation: Statement;
+  readonly #messages: SqliteMessages;
   readonly #leases: ScopeLeases;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
@@ -247,6 +251,7 @@ class SqliteJobStore implements JobStore {
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
     this.#putConversation = db.prepare('UPDATE jobs SET conversation = ? WHERE scope = ? AND id = ?');
+    this.#messages = new SqliteMessages(db, scope);
   }
 
   putConversation(id: string, messages: readonly unknown[]): void {
@@ -318,6 +323,7 @@ class SqliteJobStore implements JobStore {
     const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
     const jobs: StoredJob[] = [];
     const invalid: InvalidRow[] = [];
+    const messages = this.#messages.load();
     for (const row of rows) {
       // Checked, not trusted: a row edited or broken on disk is reported (ledger-rows.ts), never run as it reads.
       const job = parseJobRow(row);
@@ -326,7 +332,8 @@ class SqliteJobStore implements JobStore {
         continue;
       }
       this.#last.set(job.record.id, transitionKey(job.record));
-      jobs.push(job);
+      const sent = messages.get(job.record.id);
+      jobs.push(sent ? { ...job, messages: sent } : job);
     }
     this.#writtenNextId = next?.nextId ?? 0;
     return { jobs, nextId: next?.nextId ?? 1, invalid };
@@ -365,8 +372,12 @@ class SqliteJobStore implements JobStore {
   }
 
   forget(id: string): void {
-    guardWrite(`forget job ${id}`, () => (this.#forget.run(this.scope, id), this.dropTranscript(id)));
+    guardWrite(`forget job ${id}`, () => (this.#forget.run(this.scope, id), this.dropTranscript(id), this.#messages.forget(id)));
     this.#last.delete(id);
+  }
+
+  putMessage(id: string, message: StoredMessage): void {
+    guardWrite(`job ${id}'s message ${message.id}`, () => this.#messages.put(id, message));
   }
 
   putAlert(alert: StoredAlert): void {
