@@ -2,7 +2,7 @@
  * The messages sent to jobs (`send_to_background_agent`), kept whole in a table of their own so
  * a restart hands each to the job's re-run (see src/main/jobs/steering.ts). A job's record lists
  * them too, but cut to 2,000 characters and rewritten on every change of the record; a row here
- * is written once, as the message is sent, and goes when the job's row goes (forget).
+ * is written once, as the message is sent, and goes when the job's row goes (sqlite-prune.ts).
  */
 import { STEERING_MAX_CHARS } from '../../shared/protocol.js';
 import type { StoredMessage } from './ledger-store.js';
@@ -35,13 +35,11 @@ export class SqliteMessages {
   readonly #scope: string;
   readonly #put: SqliteStatement;
   readonly #load: SqliteStatement;
-  readonly #forget: SqliteStatement;
 
   constructor(db: SqliteDatabase, scope: string) {
     this.#scope = scope;
     this.#put = db.prepare('INSERT INTO job_messages (scope, job_id, number, text, interrupt, at) VALUES (?, ?, ?, ?, ?, ?)');
     this.#load = db.prepare('SELECT job_id, number, text, interrupt, at FROM job_messages WHERE scope = ? ORDER BY job_id, number');
-    this.#forget = db.prepare('DELETE FROM job_messages WHERE scope = ? AND job_id = ?');
   }
 
   put(jobId: string, message: StoredMessage): void {
@@ -60,9 +58,5 @@ export class SqliteMessages {
       messages.push(message);
     }
     return byJob;
-  }
-
-  forget(jobId: string): void {
-    this.#forget.run(this.#scope, jobId);
   }
 }

@@ -18,6 +18,7 @@ import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAler
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 import { MESSAGES_MIGRATION, SqliteMessages } from './sqlite-messages.js';
+import { JobRowPruner, PRUNE_INDEXES } from './sqlite-prune.js';
 
 type Database = SqliteDatabase;
 type Statement = SqliteStatement;
@@ -137,6 +138,7 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
   try {
     // Inside the guard too: a file with a valid first page and garbage after it fails here.
     migrate(db, file);
+    db.exec(PRUNE_INDEXES);
   } catch (error) {
     db.close();
     throw error instanceof ConfigError ? error : unreadable(file, error);
@@ -221,7 +223,7 @@ class SqliteJobStore implements JobStore {
   readonly #putSpec: Statement;
   readonly #transition: Statement;
   readonly #nextId: Statement;
-  readonly #forget: Statement;
+  readonly #pruner: JobRowPruner;
   readonly #alert: Statement;
   readonly #source: Statement;
   readonly #putConversation: Statement;
@@ -247,7 +249,7 @@ class SqliteJobStore implements JobStore {
     this.#putSpec = db.prepare('UPDATE jobs SET spec = ? WHERE scope = ? AND id = ?');
     this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn) VALUES (?, ?, ?, ?, ?, ?)');
     this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
-    this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
+    this.#pruner = new JobRowPruner(db, scope);
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
     this.#putConversation = db.prepare('UPDATE jobs SET conversation = ? WHERE scope = ? AND id = ?');
@@ -372,7 +374,7 @@ class SqliteJobStore implements JobStore {
   }
 
   forget(id: string): void {
-    guardWrite(`forget job ${id}`, () => (this.#forget.run(this.scope, id), this.dropTranscript(id), this.#messages.forget(id)));
+    guardWrite(`forget job ${id}`, () => this.#pruner.forget(id));
     this.#last.delete(id);
   }
 
