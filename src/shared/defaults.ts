@@ -389,3 +389,14 @@ export const TRANSCRIPT_LIMITS = {
   /** One page of `GET /v1/jobs/{id}/transcript` at most. */
   pageMax: 200,
 } as const;
+
+/** The stale-on-arrival check at delivery (src/main/delivery/staleness.ts), which runs on the main thread. */
+export const STALE_CHECK_LIMITS = {
+  /** Files stat'ed or hashed at once, over all the results of one delivery. */
+  concurrency: 8,
+  /**
+   * Bytes hashed in one delivery, over all its files. A file whose size or time changed past
+   * this is reported modified without reading it (a touched file may then be called stale).
+   */
+  hashBytes: 256 * 1024 * 1024,
+} as const;

@@ -329,7 +329,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           // Delivered before the model is called (in the turn's number): results that ended before
           // this turn are in its context. A follow-up left with nothing to deliver does not run.
           this.#currentTurn = this.agent.session.turns + 1;
-          const prepared = this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
+          const prepared = await this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
           if (!prepared) continue;
           this.#deferred = prepared.deferred;
           this.#deliveredNow = [...prepared.delivered];
