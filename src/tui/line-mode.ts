@@ -50,9 +50,8 @@ export async function runLineMode(chat: ChatController, io: LineModeIo): Promise
         chat.submitLine(line);
         continue;
       }
-      inOrder = inOrder.then(async () => {
-        if (!chat.closing) await chat.submitLine(line).turn;
-      });
+      // Waits for the turn before it, and for a follow-up turn that started meanwhile (never refused as "busy").
+      inOrder = inOrder.then(() => chat.submitLineInTurn(line));
     }
     await inOrder;
     if (!chat.closing) await chat.session.onIdle();
