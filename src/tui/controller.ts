@@ -244,21 +244,6 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     return { accepted: true, turn: this.startTurn(line) };
   }
 
-  /**
-   * Line mode (piped input): the line waits its turn instead of being refused while the model is
-   * busy. A follow-up turn may start between two prompts; the prompt is sent once it has ended
-   * (then {@link submitLine}). Resolves when the line's turn (or command) has ended; a line read
-   * as the chat closes is not run.
-   */
-  async submitLineInTurn(text: string): Promise<void> {
-    while (this.busy && !this.closing) {
-      await new Promise<void>((resolve) => {
-        const stop = this.on('change', () => (!this.busy || this.closing) && (stop(), resolve()));
-      });
-    }
-    if (!this.closing) await this.submitLine(text).turn;
-  }
-
   /** Ctrl+Enter / Ctrl+J: while busy, a user job from the text; when idle, the same as Enter. */
   spawnFromInput(text: string): { accepted: boolean; turn?: Promise<void> } {
     const task = text.trim();
