@@ -400,3 +400,12 @@ export const STALE_CHECK_LIMITS = {
    */
   hashBytes: 256 * 1024 * 1024,
 } as const;
+
+/** What a durable ledger file keeps (src/main/ledger/sqlite-prune.ts). */
+export const LEDGER_PRUNING = {
+  /**
+   * Sessions kept, newest activity first; an older one goes with all its jobs' rows once none of
+   * its jobs waits to run or to be delivered and no process holds it.
+   */
+  keepSessions: 1_000,
+} as const;

@@ -7,7 +7,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS } from '../../shared/defaults.js';
+import { DEFAULTS, LEDGER_PRUNING } from '../../shared/defaults.js';
 import { ConfigError } from '../../shared/errors.js';
 import { guardRead, guardWrite, unreadable } from './sqlite-guards.js';
 import { ScopeLeases } from './ledger-lease.js';
@@ -18,7 +18,7 @@ import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAler
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 import { MESSAGES_MIGRATION, SqliteMessages } from './sqlite-messages.js';
-import { JobRowPruner, PRUNE_INDEXES } from './sqlite-prune.js';
+import { JobRowPruner, PRUNE_INDEXES, pruneSessions } from './sqlite-prune.js';
 
 type Database = SqliteDatabase;
 type Statement = SqliteStatement;
@@ -116,6 +116,8 @@ export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full';
   /** A scope's lease is taken over once its heartbeat is this old; default `DEFAULTS.ledger.leaseStaleMs`. */
   leaseStaleMs?: number;
+  /** Sessions kept (sqlite-prune.ts); default `LEDGER_PRUNING.keepSessions`. */
+  keepSessions?: number;
 }
 
 /** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
@@ -143,7 +145,9 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
     db.close();
     throw error instanceof ConfigError ? error : unreadable(file, error);
   }
-  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
+  const staleMs = options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs;
+  const pruning = { keepSessions: options.keepSessions ?? LEDGER_PRUNING.keepSessions, leaseStaleMs: staleMs };
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db, resolved, { staleMs }), pruning);
 }
 
 export class SqliteLedgerStore implements LedgerStore {
@@ -154,12 +158,19 @@ export class SqliteLedgerStore implements LedgerStore {
   readonly #loadSession: Statement;
   readonly #listSessions: Statement;
   readonly #leases: ScopeLeases;
+  readonly #pruning: { keepSessions: number; leaseStaleMs: number };
   #closed = false;
 
-  constructor(file: string, db: Database, leases: ScopeLeases) {
+  constructor(
+    file: string,
+    db: Database,
+    leases: ScopeLeases,
+    pruning: { keepSessions: number; leaseStaleMs: number } = { keepSessions: LEDGER_PRUNING.keepSessions, leaseStaleMs: DEFAULTS.ledger.leaseStaleMs },
+  ) {
     this.path = file;
     this.#db = db;
     this.#leases = leases;
+    this.#pruning = pruning;
     this.#saveSession = db.prepare(
       `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
        ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
@@ -180,6 +191,12 @@ export class SqliteLedgerStore implements LedgerStore {
 
   saveSession(snapshot: SessionSnapshot): void {
     guardWrite('save session', () => this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) }));
+    try {
+      const { keepSessions, leaseStaleMs } = this.#pruning;
+      this.#db.transaction(() => pruneSessions(this.#db, keepSessions, leaseStaleMs)).immediate();
+    } catch {
+      // The session is saved; the old ones wait for the next save to be pruned (a busy or full file).
+    }
   }
 
   loadSession(id: string): SessionSnapshot | undefined {
