@@ -9,7 +9,26 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
-import { REPO_ROOT, ledgerFile, makeWorkspace, messagesOf, requireBuiltCli, startSim, testConfig, useCleanup } from '../../helpers/index.js';
+import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { ScopeLeases } from '../../../src/main/ledger/ledger-lease.js';
+import { SqliteDatabase } from '../../../src/main/ledger/sqlite-driver.js';
+import { openSqliteLedger, SqliteLedgerStore } from '../../../src/main/ledger/sqlite-store.js';
+import { DEFAULTS } from '../../../src/shared/defaults.js';
+import {
+  REPO_ROOT,
+  ended,
+  ledgerFile,
+  makeConfig,
+  makeWorkspace,
+  messagesOf,
+  requireBuiltCli,
+  startHoldingProxy,
+  startSim,
+  testConfig,
+  useCleanup,
+  waitFor,
+  watchManager,
+} from '../../helpers/index.js';
 
 requireBuiltCli();
 const CHILD = path.join(REPO_ROOT, 'test', 'fixtures', 'durable-steering-child.mjs');
@@ -79,5 +98,44 @@ describe('messages to jobs across kill -9 and resume', () => {
       expect.objectContaining({ id: 2, text: M2, receivedAt: expect.any(Number) }),
     ]);
     expect(second?.messages).toEqual([expect.objectContaining({ id: 1, text: M3, receivedAt: expect.any(Number) })]);
+  }, 60_000);
+  it('a message the ledger cannot write is refused (LEDGER_WRITE_FAILED) and changes nothing; once writes work it is taken', async () => {
+    const file = ledgerFile(cleanup);
+    openSqliteLedger(file).close();
+    // The store on a connection the test holds: query_only makes every write fail (SQLITE_READONLY).
+    const db = new SqliteDatabase(file);
+    db.exec('PRAGMA busy_timeout = 5000');
+    const store = new SqliteLedgerStore(file, db, new ScopeLeases(db, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
+    cleanup.add(() => store.close());
+    const sim = await startSim(cleanup, { script: [{ content: 'first' }, { content: 'second, with the message' }] });
+    const proxy = await startHoldingProxy(cleanup, sim.url, (body) => body.includes('The first task.'));
+    const config = makeConfig(undefined, await makeWorkspace(cleanup), { maxConcurrent: 1 }, { baseUrl: proxy.url });
+    const manager = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const failures: string[] = [];
+    manager.on('ledger-error', (e) => failures.push(e.sqliteCode));
+    const first = manager.spawn({ task: 'The first task.', label: 'first' });
+    const second = manager.spawn({ task: 'The second task.', label: 'second' });
+    await waitFor(() => proxy.held() === 1, 'the first job mid-call, the second queued');
+
+    db.pragma('query_only = ON');
+    expect(() => manager.send(second.id, 'Lost if accepted now.')).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
+    expect(manager.get(second.id)?.messages).toBeUndefined();
+    expect(failures).toEqual(['SQLITE_READONLY']);
+    db.pragma('query_only = OFF');
+    expect(manager.send(second.id, 'Taken once the disk works.')).toMatchObject({ message: 1, delivery: 'kept' });
+    proxy.release();
+    await ended(manager, first.id);
+    const record = await ended(manager, second.id);
+    expect(record.messages).toEqual([expect.objectContaining({ id: 1, text: 'Taken once the disk works.', receivedAt: expect.any(Number) })]);
+    const request = sim.requests.find((r) => JSON.stringify(r.body).includes('The second task.'));
+    expect(occurrences(request?.body, 'Taken once the disk works.')).toBe(1);
+    expect(occurrences(request?.body, 'Lost if accepted now.')).toBe(0);
+    // On disk, whole, for a restart: the one accepted.
+    const check = new SqliteDatabase(file);
+    expect(check.prepare('SELECT job_id AS job, number, text FROM job_messages').all()).toEqual([
+      { job: second.id, number: 1, text: 'Taken once the disk works.' },
+    ]);
+    check.close();
   }, 60_000);
 });
