@@ -35,6 +35,7 @@ const CHILD = path.join(REPO_ROOT, 'test', 'fixtures', 'durable-steering-child.m
 const M1 = 'M1: sent before it started, so received before the kill.';
 const M2 = 'M2: sent while its first model call was held, never received before the kill.';
 const M3 = 'M3: sent while it waited in the queue.';
+const M4 = 'M4: sent after the restart.';
 
 /** How many times `text` occurs in the user messages of a request. */
 function occurrences(body: unknown, text: string): number {
@@ -82,6 +83,8 @@ describe('messages to jobs across kill -9 and resume', () => {
     });
     cleanup.add(() => session.close({ timeoutMs: 2_000 }));
     expect(session.manager.recovery).toMatchObject({ rerun: [a], requeued: [b] });
+    // Sent after the restart, before its job starts: numbered after the kept ones (no clash on disk).
+    expect(session.manager.send(b as string, M4)).toMatchObject({ message: 2, delivery: 'kept' });
     const [first, second] = await Promise.all([session.manager.result(a as string), session.manager.result(b as string)]);
 
     const after = sim.requests.slice(before);
@@ -91,13 +94,17 @@ describe('messages to jobs across kill -9 and resume', () => {
     expect(rerunA.length).toBeGreaterThan(0);
     expect(runB.length).toBeGreaterThan(0);
     // From its first request on, each message is in the conversation once: none lost, none doubled.
-    for (const request of rerunA) expect([occurrences(request.body, M1), occurrences(request.body, M2), occurrences(request.body, M3)]).toEqual([1, 1, 0]);
-    for (const request of runB) expect([occurrences(request.body, M1), occurrences(request.body, M2), occurrences(request.body, M3)]).toEqual([0, 0, 1]);
+    const counts = (body: unknown) => [M1, M2, M3, M4].map((text) => occurrences(body, text));
+    for (const request of rerunA) expect(counts(request.body)).toEqual([1, 1, 0, 0]);
+    for (const request of runB) expect(counts(request.body)).toEqual([0, 0, 1, 1]);
     expect(first?.messages).toEqual([
       expect.objectContaining({ id: 1, text: M1, receivedAt: expect.any(Number) }),
       expect.objectContaining({ id: 2, text: M2, receivedAt: expect.any(Number) }),
     ]);
-    expect(second?.messages).toEqual([expect.objectContaining({ id: 1, text: M3, receivedAt: expect.any(Number) })]);
+    expect(second?.messages).toEqual([
+      expect.objectContaining({ id: 1, text: M3, receivedAt: expect.any(Number) }),
+      expect.objectContaining({ id: 2, text: M4, receivedAt: expect.any(Number) }),
+    ]);
   }, 60_000);
   it('a message the ledger cannot write is refused (LEDGER_WRITE_FAILED) and changes nothing; once writes work it is taken', async () => {
     const file = ledgerFile(cleanup);
