@@ -51,10 +51,6 @@ export class TurnDelivery {
   }
 
   /**
-   * `reservedChars`: what else this turn injects (the alerts block), taken off the budget first;
-   * `wrap`: the format's frame of each result (see `delivery.format`).
-   */
-  /**
    * The files each waiting result rests on, checked against the workspace (staleness.ts): the
    * one asynchronous step of a delivery, awaited before {@link deliver}, which takes its answer.
    */
@@ -63,8 +59,10 @@ export class TurnDelivery {
   }
 
   /**
-   * `checked`: what {@link checkStale} found, just before. Synchronous: planned and drained in
-   * one step, so nothing delivers in between.
+   * `checked`: what {@link checkStale} found, just before; `reservedChars`: what else this turn
+   * injects (the alerts block), taken off the budget first; `wrap`: the format's frame of each
+   * result (see `delivery.format`). Synchronous: planned and drained in one step, so nothing
+   * delivers in between.
    */
   deliver(turn: number, checked: ReadonlyMap<string, StaleFile[]>, reservedChars = 0, wrap?: ResultWrap): TurnDeliveryResult {
     const candidates: Readonly<JobRecord>[] = [];
