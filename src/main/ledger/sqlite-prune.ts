@@ -43,6 +43,11 @@ export class JobRowPruner {
 /** Every table keyed by scope, for a whole session's rows (its jobs and the scope's own rows). */
 const SCOPE_TABLES = [...JOB_TABLES.map(({ table }) => table), 'scopes', 'leases'];
 
+/** More than `keep` sessions in the file: {@link pruneSessions} may have work. */
+export function hasSessionsPast(db: SqliteDatabase, keep: number): boolean {
+  return db.prepare('SELECT 1 FROM sessions LIMIT 1 OFFSET ?').get(keep) !== undefined;
+}
+
 /**
  * Deletes the sessions past the newest `keep` (by last activity), each with every row of its job
  * scope, and returns their ids. A session is kept, however old, while one of its jobs is not

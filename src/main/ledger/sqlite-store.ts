@@ -18,7 +18,7 @@ import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAler
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 import { MESSAGES_MIGRATION, SqliteMessages } from './sqlite-messages.js';
-import { JobRowPruner, PRUNE_INDEXES, pruneSessions } from './sqlite-prune.js';
+import { JobRowPruner, PRUNE_INDEXES, hasSessionsPast, pruneSessions } from './sqlite-prune.js';
 
 type Database = SqliteDatabase;
 type Statement = SqliteStatement;
@@ -193,7 +193,8 @@ export class SqliteLedgerStore implements LedgerStore {
     guardWrite('save session', () => this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) }));
     try {
       const { keepSessions, leaseStaleMs } = this.#pruning;
-      this.#db.transaction(() => pruneSessions(this.#db, keepSessions, leaseStaleMs)).immediate();
+      // A write lock only when there is something past the bound (a read first, every turn).
+      if (hasSessionsPast(this.#db, keepSessions)) this.#db.transaction(() => pruneSessions(this.#db, keepSessions, leaseStaleMs)).immediate();
     } catch {
       // The session is saved; the old ones wait for the next save to be pruned (a busy or full file).
     }
