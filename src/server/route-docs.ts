@@ -144,6 +144,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
       404: noSuchJob,
       409: { description: 'The job has ended (JOB_ENDED, naming its state)', schema: errorBody },
       429: { description: 'Too many messages for this job (QUEUE_FULL)', schema: errorBody },
+      503: { description: 'Not sent: the server is closing (SERVER_CLOSING), or its ledger cannot write the message (LEDGER_WRITE_FAILED)', schema: errorBody },
     },
   },
   {

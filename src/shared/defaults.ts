@@ -415,3 +415,23 @@ export const TRANSCRIPT_LIMITS = {
   /** One page of `GET /v1/jobs/{id}/transcript` at most. */
   pageMax: 200,
 } as const;
+
+/** The stale-on-arrival check at delivery (src/main/delivery/staleness.ts), which runs on the main thread. */
+export const STALE_CHECK_LIMITS = {
+  /** Files stat'ed or hashed at once, over all the results of one delivery. */
+  concurrency: 8,
+  /**
+   * Bytes hashed in one delivery, over all its files. A file whose size or time changed past
+   * this is reported modified without reading it (a touched file may then be called stale).
+   */
+  hashBytes: 256 * 1024 * 1024,
+} as const;
+
+/** What a durable ledger file keeps (src/main/ledger/sqlite-prune.ts). */
+export const LEDGER_PRUNING = {
+  /**
+   * Sessions kept, newest activity first; an older one goes with all its jobs' rows once none of
+   * its jobs waits to run or to be delivered and no process holds it.
+   */
+  keepSessions: 1_000,
+} as const;
