@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { BUILTIN_TOOL_NAMES } from '../shared/defaults.js';
+import { GATED_TOOLS } from '../shared/defaults.js';
+import { toolsCommand, type ToolsFlags } from './tools.js';
 import { initCommand, type InitFlags } from './init.js';
 import { jobsShowCommand, type JobsShowFlags } from './jobs.js';
 import { completionCommand, SHELLS } from './completion.js';
@@ -16,33 +17,38 @@ import { loadOptional } from '../main/executors/optional-package.js';
 import { ForkpoolError } from '../shared/errors.js';
 
 function globalOptions(command: Command): Command {
-  return command
-    .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
-    .option('-m, --model <name>', 'model name (env FORKPOOL_MODEL / OPENAI_MODEL)')
-    .option('--base-url <url>', 'OpenAI-compatible base URL (env OPENAI_BASE_URL); none and no key: the built-in simulator')
-    .option('-w, --workspace <dir>', 'workspace root the tools are confined to (default: the current directory)')
-    .option('--allow-broad-workspace', 'accept / or the home folder as the workspace (refused by default)')
-    .option('--json', 'one JSON event per line on stdout, for scripts')
-    .addOption(new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'))
-    .option('--concurrency <n>', 'background jobs running at once (max_background_agents, default 3)', parseIntFlag('--concurrency', 1))
-    .addOption(
-      new Option('--isolation <mode>', 'thread: one job per worker thread; shared: many per thread (default thread; fanout: shared)').choices([
-        'thread',
-        'shared',
-      ]),
-    )
-    .option('--timeout <minutes>', 'per-job wall clock, counted from start (default 20)', parsePositiveNumber('--timeout'))
-    .option('--max-iterations <n>', "the parent agent's model calls per turn (default 20)", parseIntFlag('--max-iterations', 1))
-    .option(
-      '--max-turns <n>',
-      "a background job's model calls: its budget's maxTurns (default 50; a spawn may ask fewer)",
-      parseIntFlag('--max-turns', 1, 100_000),
-    )
-    .addOption(new Option('--grant <tools...>', 'grant gated tools up front').choices([...BUILTIN_TOOL_NAMES]))
-    .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
-    .option('--no-stream', 'use non-streaming model requests')
-    .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0))
-    .option('--sim-steps <n>', 'model calls of a research answer on the built-in simulator (default 3)', parseIntFlag('--sim-steps', 1, 100));
+  return (
+    command
+      .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
+      .option('-m, --model <name>', 'model name (env FORKPOOL_MODEL / OPENAI_MODEL)')
+      .option('--base-url <url>', 'OpenAI-compatible base URL (env OPENAI_BASE_URL); none and no key: the built-in simulator')
+      .option('-w, --workspace <dir>', 'workspace root the tools are confined to (default: the current directory)')
+      .option('--allow-broad-workspace', 'accept / or the home folder as the workspace (refused by default)')
+      .option('--json', 'one JSON event per line on stdout, for scripts')
+      .addOption(
+        new Option('--log-level <level>', 'log level on stderr').choices(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('warn'),
+      )
+      .option('--concurrency <n>', 'background jobs running at once (max_background_agents, default 3)', parseIntFlag('--concurrency', 1))
+      .addOption(
+        new Option('--isolation <mode>', 'thread: one job per worker thread; shared: many per thread (default thread; fanout: shared)').choices([
+          'thread',
+          'shared',
+        ]),
+      )
+      .option('--timeout <minutes>', 'per-job wall clock, counted from start (default 20)', parsePositiveNumber('--timeout'))
+      .option('--max-iterations <n>', "the parent agent's model calls per turn (default 20)", parseIntFlag('--max-iterations', 1))
+      .option(
+        '--max-turns <n>',
+        "a background job's model calls: its budget's maxTurns (default 50; a spawn may ask fewer)",
+        parseIntFlag('--max-turns', 1, 100_000),
+      )
+      // Any catalog name (a gated host, module or MCP tool too): an unknown one is a config error naming it.
+      .option('--grant <tools...>', `grant gated tools up front (${GATED_TOOLS.join(', ')}, or a gated tool of yours)`)
+      .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
+      .option('--no-stream', 'use non-streaming model requests')
+      .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0))
+      .option('--sim-steps <n>', 'model calls of a research answer on the built-in simulator (default 3)', parseIntFlag('--sim-steps', 1, 100))
+  );
 }
 
 export function buildProgram(setExit: (code: number) => void): Command {
@@ -150,6 +156,13 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--limit <n>', 'steps shown at most', parseIntFlag('--limit', 1))
     .option('--json', 'one JSON object: the job and its transcript page')
     .action((id: string, flags: JobsShowFlags) => setExit(jobsShowCommand(id, flags)));
+
+  program
+    .command('tools')
+    .description("list the tool catalog: built-ins and the config's tool modules, with source, gate and JSON Schema")
+    .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
+    .option('--json', 'one JSON object: every tool with its name, source, gated, description and parameters')
+    .action((flags: ToolsFlags) => setExit(toolsCommand(flags)));
 
   program
     .command('init')

@@ -51,7 +51,8 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
       process.stdout.write(`${jsonForTerminal({ type: 'job', scope, job: jobJson(record), transcript: page })}\n`);
       return EXIT.ok;
     }
-    process.stdout.write(`${[jobLine(record), summaryLine(record, page), ...transcriptLines(steps, { maxBodyLines: 20 })].join('\n')}\n`);
+    const tools = record.tools ? [`tools offered: ${record.tools.join(', ') || 'none'}`] : [];
+    process.stdout.write(`${[jobLine(record), summaryLine(record, page), ...tools, ...transcriptLines(steps, { maxBodyLines: 20 })].join('\n')}\n`);
     return EXIT.ok;
   } finally {
     store.close();

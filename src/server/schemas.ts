@@ -27,7 +27,8 @@ const taskSchema = z.strictObject({
   replaceSystemPrompt: spawnSpecInputFields.replaceSystemPrompt.describe(
     'systemPrompt replaces the background prompt; refused (PROMPT_REPLACE_NOT_ALLOWED) unless background.allowSystemPromptReplace.',
   ),
-  tools: spawnSpecInputFields.tools.describe("Only these built-in tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
+  tools: spawnSpecInputFields.tools.describe("Only these catalog tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
+  extras: spawnSpecInputFields.extras.describe("Catalog tools added to the job's own (TOOL_UNKNOWN; a host tool on a BullMQ executor: TOOL_NOT_ALLOWED)."),
   model: spawnSpecInputFields.model.describe('The model the job runs, among background.spawnModels (MODEL_NOT_ALLOWED).'),
   speculative: z
     .boolean()
@@ -84,6 +85,10 @@ export const waitJobsBody = z.strictObject({
 export const resultQuery = z.strictObject({
   /** Seconds to wait for the job to end (long poll); 0 answers at once. */
   wait: z.coerce.number().min(0).max(120).default(0),
+  /** One page of the result: from this character (a wait's `resultNext`)... */
+  offset: z.coerce.number().int().min(0).optional(),
+  /** ...at most this many characters; without either, the whole result. */
+  limit: z.coerce.number().int().min(1).max(100_000_000).optional(),
 });
 
 export const createSessionBody = z.strictObject({}).optional();

@@ -128,6 +128,7 @@ export class JobEngine {
       config,
       ledger,
       reachesRunning: o.executor.capabilities.remote !== true || o.executor.capabilities.steering === true,
+      store: o.store,
       sent: (receipt) => emit('message', receipt),
     }));
     this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });

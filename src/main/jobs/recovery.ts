@@ -55,19 +55,23 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   ledger.restore(stored.jobs, stored.nextId);
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   const keyed: Array<{ id: string; key: string }> = [];
-  for (const { record, spec: saved } of stored.jobs) {
+  for (const { record, spec: saved, messages } of stored.jobs) {
     const { dedupKey, ...storedSpec } = saved ?? {};
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
     const resume = host.resumeStateOf?.(record);
     if (resume) spec.resume = resume;
     if (dedupKey !== undefined) keyed.push({ id: record.id, key: dedupKey });
-    const add = (phase: JobPhase): Job =>
-      host.table.add(spec, phase, {
+    const add = (phase: JobPhase): Job => {
+      const job = host.table.add(spec, phase, {
         name: record.name,
         parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId),
         // A job that runs again ends under its key, which makes it reusable (engine.ts `ended`).
         ...(phase !== 'ended' ? { dedupKey } : {}),
       });
+      // Its messages, whole: a re-run (or a later restart of it) is given each once (steering.ts).
+      if (messages) job.inbox.restore(messages, record.messages);
+      return job;
+    };
     // A resume whose old conversation is gone (retention forgot that job) never runs on its instruction alone.
     if (record.state !== 'ended' && record.resumedFrom !== undefined && !resume) {
       ledger.markEnded(record.id, lostResumeEnding(record));

@@ -78,9 +78,9 @@ export class DeliveryLedger {
     return this.#writer?.health() ?? { ok: true, unsaved: 0, failedWrites: 0 };
   }
 
-  /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown). */
-  writeAside(operation: string, write: () => void): void {
-    this.#writer?.write(operation, write, 'lenient');
+  /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown); strict for one the caller may be refused (a message). */
+  writeAside(operation: string, write: () => void, mode: WriteMode = 'lenient'): void {
+    this.#writer?.write(operation, write, mode);
   }
 
   /**

@@ -242,17 +242,23 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
     return new Promise((resolve, reject) => {
-      const turn: QueuedTurn = { input, followUp: false, signal, resolve, reject };
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const at = this.#queue.indexOf(turn);
-          if (at < 0) return;
-          this.#queue.splice(at, 1);
-          reject(new AbortError(signal.reason));
-        },
-        { once: true },
-      );
+      const onAbort = () => {
+        const at = this.#queue.indexOf(turn);
+        if (at < 0) return;
+        this.#queue.splice(at, 1);
+        reject(new AbortError(signal?.reason));
+      };
+      // Removed as the turn settles, however it does: a caller that passes one signal to every
+      // turn of a long chat would otherwise collect one listener (and one turn) per turn.
+      const settled = () => signal?.removeEventListener('abort', onAbort);
+      const turn: QueuedTurn = {
+        input,
+        followUp: false,
+        signal,
+        resolve: (result) => (settled(), resolve(result)),
+        reject: (error) => (settled(), reject(error)),
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.#queue.push(turn);
       void this.#runQueue();
     });
@@ -335,7 +341,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           // Delivered before the model is called (in the turn's number): results that ended before
           // this turn are in its context. A follow-up left with nothing to deliver does not run.
           this.#currentTurn = this.agent.session.turns + 1;
-          const prepared = this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
+          const prepared = await this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
           if (!prepared) continue;
           this.#deferred = prepared.deferred;
           this.#deliveredNow = [...prepared.delivered];

@@ -138,6 +138,7 @@ function checkText(job: Readonly<JobRecord>, activity: JobActivity, maxChars: nu
   lines.push(
     `Elapsed ${(((job.endedAt ?? now) - since) / 1000).toFixed(1)} s, ${job.iterations} model calls, ${totalUsage(job.usage).totalTokens} tokens, attempt ${Math.max(1, job.attempts)}.`,
   );
+  if (job.tools) lines.push(`Tools offered: ${job.tools.join(', ') || 'none'}.`);
   if (view && view.toolCalls.length > 0) lines.push(`Last tool calls: ${view.toolCalls.map((c) => `${c.name}(${c.args.slice(0, 80)})`).join('; ')}`);
   if (view?.text && job.state !== 'ended') lines.push(`Said so far: ${capHeadTail(view.text, 800)}`);
   if (view && view.alerts.length > 0) lines.push(`Alerts: ${view.alerts.map((a) => `[${a.severity}] ${a.message}`).join(' | ')}`);

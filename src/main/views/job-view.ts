@@ -30,6 +30,8 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     name: record.name ?? null,
     role: record.role,
     agent: record.agent ?? null,
+    /** The tools it was offered, by catalog name (null: a record from before tools were recorded). */
+    tools: record.tools ?? null,
     parentJobId: record.parentJobId ?? null,
     depth: record.depth ?? 1,
     parentToolId: record.parentToolId ?? null,
@@ -81,6 +83,7 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     label: view.label,
     ...(view.name !== null ? { name: view.name } : {}),
     agent: view.agent,
+    ...(view.tools !== null ? { tools: view.tools } : {}),
     parentJobId: view.parentJobId,
     depth: view.depth,
     ...(view.parentToolId !== null ? { parentToolId: view.parentToolId } : {}),
