@@ -8,9 +8,11 @@
  *   node app.mjs --sim                      # forkpool's simulated model, scripted: no key, no network
  *   MODEL_BASE_URL=http://127.0.0.1:8000/v1 node app.mjs "Has order 1042 shipped?"
  *
- * Prints one JSON line per tool call and result, then the job's answer.
+ * Prints one JSON line per tool call and result, then the job's answer. The job also calls a tool
+ * of an MCP server (@modelcontextprotocol/server-filesystem, needs @modelcontextprotocol/client).
  */
 import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
 import { BackgroundManager, loadConfig, tool } from 'forkpool';
 import { startSimServer } from 'forkpool/sim';
 
@@ -39,8 +41,11 @@ const lookupOrder = tool({
   },
 });
 
-// MCP servers: `mcpServers` in the config (or the manager's `toolSources`) add their tools to the
-// same catalog, named mcp__<server>__<tool>. See docs/tools.md "Your own tools".
+// An MCP server (docs/tools.md "MCP servers"): the reference filesystem server, run with this
+// Node over stdio and given this folder; its tools join the same catalog as mcp__files__<tool>.
+// The manager holds one connection to it, whatever the jobs; a call runs on the main thread.
+const filesServer = fileURLToPath(import.meta.resolve('@modelcontextprotocol/server-filesystem/dist/index.js'));
+const mcpServers = { files: { command: process.execPath, args: [filesServer, process.cwd()], trusted: true, timeoutMs: 10_000 } };
 
 const question = process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 'Has order 1042 shipped?';
 const useSim = process.argv.includes('--sim') || !process.env.MODEL_BASE_URL;
@@ -49,6 +54,7 @@ const sim = useSim
   ? await startSimServer({
       script: [
         { toolCalls: [{ name: 'lookup_order', arguments: JSON.stringify({ id: 1042 }), id: 'call-1' }] },
+        { toolCalls: [{ name: 'mcp__files__list_allowed_directories', arguments: '{}', id: 'call-2' }] },
         { content: 'Order 1042 (Grace) has shipped; its total is $129.50.' },
       ],
     })
@@ -60,7 +66,8 @@ const config = loadConfig({
     ...(process.env.MODEL_API_KEY ? { apiKey: process.env.MODEL_API_KEY } : {}),
     workspaceRoot: process.cwd(),
     // Offered to every job by name, beside the built-ins it should have.
-    tools: ['read_file', 'lookup_order'],
+    tools: ['read_file', 'lookup_order', 'mcp__files__list_allowed_directories'],
+    mcpServers,
   },
 });
 const manager = new BackgroundManager({ config, tools: [lookupOrder] });
@@ -69,6 +76,8 @@ manager.on('progress', ({ event }) => {
   if (event.type === 'tool_result') console.log(JSON.stringify({ tool_result: event.name, ok: event.ok, output: event.output }));
 });
 try {
+  // The MCP server connects in the background: wait for it, so the first job is offered its tools.
+  await manager.tools.start();
   const job = manager.spawn({ task: question, label: 'orders' });
   const record = await manager.result(job.id);
   console.log(JSON.stringify({ job: record.id, status: record.status, tools: record.tools, answer: record.resultText }));

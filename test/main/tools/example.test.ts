@@ -1,7 +1,8 @@
 /**
  * examples/own-tools: type-checked with tsc against the built package's types, then run as its
  * own process (importing `forkpool` by name) on its scripted simulated model: the job's call of
- * the host tool reads the SQLite table on the main thread, and the model gets the row.
+ * the host tool reads the SQLite table on the main thread, and the model gets the row; then it
+ * calls a tool of the MCP filesystem server the example configures.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -26,6 +27,9 @@ describe('examples/own-tools', () => {
     expect(lines[0]).toEqual({ tool_call: 'lookup_order', args: '{"id":1042}' });
     expect(lines[1]).toMatchObject({ tool_result: 'lookup_order', ok: true });
     expect(JSON.parse(String(lines[1]?.output))).toEqual({ id: 1042, customer: 'Grace', status: 'shipped', total_cents: 12_950 });
-    expect(lines[2]).toMatchObject({ status: 'ok', tools: ['read_file', 'lookup_order'] });
+    // The MCP part: the filesystem server's tool, called from the job, answered on the main thread.
+    expect(lines[2]).toEqual({ tool_call: 'mcp__files__list_allowed_directories', args: '{}' });
+    expect(lines[3]).toMatchObject({ tool_result: 'mcp__files__list_allowed_directories', ok: true, output: expect.stringContaining(ROOT.replace(/\/$/, '')) });
+    expect(lines[4]).toMatchObject({ status: 'ok', tools: ['read_file', 'lookup_order', 'mcp__files__list_allowed_directories'] });
   });
 });
