@@ -5,7 +5,7 @@
  * test/fixtures/mcp/hostile-server.mjs (raw JSON-RPC over stdio). Invariants, not time windows.
  */
 import { describe, expect, it } from 'vitest';
-import { McpHub } from '../../../src/main/tools/mcp/index.js';
+import { McpHub, mcpToolSources } from '../../../src/main/tools/mcp/index.js';
 import { MCP_LIMITS } from '../../../src/main/tools/mcp/limits.js';
 import { AbortError, ToolError } from '../../../src/shared/errors.js';
 import { mcpServersSchema } from '../../../src/shared/mcp-config.js';
@@ -119,6 +119,19 @@ describe('McpHub against hostile servers', () => {
     expect(answer).toMatch(/characters omitted/);
     expect(hub.status()[0]).toMatchObject({ state: 'up', restarts: 0 });
     expect(await run(hub, 'mcp__h__echo', { message: 'ok' })).toBe('echo: ok');
+  });
+
+  it('a server that never answers its handshake does not hold up close: the process ends, start() resolves with no tools', async () => {
+    const marker = `--fp-mcp-silent-${process.pid}-${Date.now()}`;
+    const [source] = mcpToolSources(mcpServersSchema.parse({ h: hostile({ args: [HOSTILE_BIN, '--silent', marker] }) }), {});
+    const starting = source!.start();
+    await waitFor(() => processesWith(marker).length === 1, 'the server process to start');
+    const closing = Date.now();
+    await source!.close();
+    // Well under the 30 s connect timeout it would otherwise wait for.
+    expect(Date.now() - closing).toBeLessThan(MCP_LIMITS.connectTimeoutMs / 3);
+    expect(processesWith(marker)).toEqual([]);
+    expect(await starting).toEqual([]);
   });
 
   it('a schema with 10,000 properties, one zod cannot read, a bad name: each tool refused and named in the status; the others are offered', async () => {

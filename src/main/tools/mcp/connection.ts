@@ -148,6 +148,7 @@ export class McpServerConnection {
   }
 
   async #connect(): Promise<void> {
+    if (this.#state === 'closed') return;
     const { sdk } = this.#options;
     const client = new sdk.Client({ name: 'forkpool', version: '1' }, { capabilities: {} });
     this.#client = client;

@@ -26,14 +26,14 @@ export interface McpHubOptions {
 const CALL_TIMEOUT_MARGIN_MS = 1_000;
 
 export class McpHub {
-  readonly #connections: McpServerConnection[];
+  #connections: McpServerConnection[] = [];
   readonly #listeners = new Set<(server: string) => void>();
   #tools: ToolDefinition[] = [];
   #closed = false;
   readonly #logger: Logger | undefined;
+  #ready: Promise<void> = Promise.resolve();
 
-  private constructor(connections: McpServerConnection[], logger: Logger | undefined) {
-    this.#connections = connections;
+  private constructor(logger: Logger | undefined) {
     this.#logger = logger;
   }
 
@@ -43,27 +43,40 @@ export class McpHub {
    * server is configured and the SDK is missing (PACKAGE_MISSING). No servers: no SDK loaded.
    */
   static async start(servers: McpServersConfig, options: McpHubOptions = {}): Promise<McpHub> {
-    const names = Object.keys(servers);
-    if (names.length === 0) return new McpHub([], options.logger);
+    const hub = McpHub.open(servers, options);
+    await hub.ready;
+    return hub;
+  }
+
+  /** The hub at once, connecting in the background (`ready` tells when): `close()` may come before it has. */
+  static open(servers: McpServersConfig, options: McpHubOptions = {}): McpHub {
+    const hub = new McpHub(options.logger);
+    hub.#ready = hub.#open(servers, options);
+    return hub;
+  }
+
+  /** Settles when every server has connected or failed once; rejects as {@link start} does. */
+  get ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  async #open(servers: McpServersConfig, options: McpHubOptions): Promise<void> {
+    if (Object.keys(servers).length === 0) return;
     const sdk = await (options.loadSdk ?? loadMcpSdk)();
+    if (this.#closed) return;
     const secrets = [...(options.secrets ?? []), ...mcpSecrets(servers)];
-    // Set before any connection starts: a change during start rebuilds this hub's list.
-    const changed = { rebuild: (_server: string) => {} };
-    const connections = Object.entries(servers).map(
+    this.#connections = Object.entries(servers).map(
       ([name, config]) =>
         new McpServerConnection(name, config, {
           sdk,
           secrets,
           logger: options.logger,
           outputMaxChars: options.outputMaxChars ?? DEFAULTS.tools.outputMaxChars,
-          onToolsChanged: () => changed.rebuild(name),
+          onToolsChanged: () => this.#rebuild(name),
         }),
     );
-    const hub = new McpHub(connections, options.logger);
-    changed.rebuild = (server) => hub.#rebuild(server);
-    await Promise.all(connections.map((connection) => connection.start()));
-    hub.#rebuild(undefined);
-    return hub;
+    await Promise.all(this.#connections.map((connection) => connection.start()));
+    this.#rebuild(undefined);
   }
 
   /** The tools offered now, sorted by name. A new array on every change (see {@link onChange}). */

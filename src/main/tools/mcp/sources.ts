@@ -35,10 +35,19 @@ export function mcpServersOf(config: Pick<ForkpoolConfig, 'mcpServers' | 'agents
   return servers;
 }
 
-/** One source per server, sharing one hub started on the first `start()`; closing any closes the hub. */
+/**
+ * One source per server, sharing one hub opened on the first `start()`; closing any closes the
+ * hub at once, even mid-connect (a server that never answers its handshake does not hold it up).
+ */
 export function mcpToolSources(servers: McpServersConfig, options: McpHubOptions): ToolSource[] {
+  let opened: McpHub | undefined;
   let hub: Promise<McpHub> | undefined;
-  const started = () => (hub ??= McpHub.start(servers, options));
+  const started = () =>
+    (hub ??= (async () => {
+      opened = McpHub.open(servers, options);
+      await opened.ready;
+      return opened;
+    })());
   return Object.keys(servers).map((server) => {
     const prefix = mcpToolName(server, '');
     return {
@@ -53,8 +62,7 @@ export function mcpToolSources(servers: McpServersConfig, options: McpHubOptions
       },
       claims: (name) => name.startsWith(prefix),
       close: async () => {
-        if (hub === undefined) return;
-        await (await hub.catch(() => undefined))?.close();
+        await opened?.close();
       },
     };
   });
