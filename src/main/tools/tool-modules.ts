@@ -24,7 +24,21 @@ export function resolveToolModules(config: ForkpoolConfig, baseDir: string, sour
       agent.toolModules ? { ...agent, toolModules: resolveAll(agent.toolModules, `agents.${name}.toolModules`) } : agent,
     ]),
   );
-  return { ...config, toolModules: resolveAll(config.toolModules, 'toolModules'), agents };
+  const resolved = { ...config, toolModules: resolveAll(config.toolModules, 'toolModules'), agents };
+  return { ...resolved, protectedPaths: [...new Set([...config.protectedPaths, ...protectedModules(resolved)])] };
+}
+
+/**
+ * A tool module inside the workspace is code forkpool runs on the main thread and in every job's
+ * thread: the write tools must not change it (a job could plant code that runs later). Each one
+ * becomes a protected path (write_file and edit_file refuse it; bash in the sandbox sees it
+ * read-only). Files it imports are not known here: keep them outside the workspace, or protect them.
+ */
+function protectedModules(config: ForkpoolConfig): string[] {
+  return toolModulesOf(config).flatMap((file) => {
+    const rel = path.relative(config.workspaceRoot, file);
+    return rel === '' || rel.startsWith('..') || path.isAbsolute(rel) ? [] : [rel.split(path.sep).join('/')];
+  });
 }
 
 function resolveToolModule(entry: string, baseDir: string, field: string, source: string | undefined): string {

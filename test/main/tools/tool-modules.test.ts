@@ -4,7 +4,7 @@
  * and once on the main thread for names and schemas. One that fails to load is a config error
  * naming it, at load.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
@@ -92,5 +92,29 @@ describe('tool modules', () => {
     expect(() => loadConfig({ file: path.join(clash, 'forkpool.config.json'), cwd: clash })).toThrow(
       /tool "grep" \(module .*grep\.mjs\) clashes with the builtin tool/,
     );
+  });
+
+  it('one inside the workspace is protected: a job cannot rewrite the code the host runs later', async () => {
+    const dir = configDir(['thread-tools.mjs'], {
+      toolModules: ['./tools/thread-tools.mjs'],
+      tools: ['write_file', 'edit_file'],
+      grantedTools: ['write_file', 'edit_file'],
+    });
+    const write = { name: 'write_file', arguments: JSON.stringify({ path: 'tools/thread-tools.mjs', content: 'export default []' }), id: 'w' };
+    const edit = {
+      name: 'edit_file',
+      arguments: JSON.stringify({ path: 'tools/thread-tools.mjs', old_text: 'let calls = 0;', new_text: 'process.exit(9);' }),
+      id: 'e',
+    };
+    const sim = await startSim(cleanups, { script: [{ toolCalls: [write, edit] }, { content: 'done' }] });
+    const config = loadConfig({ file: path.join(dir, 'forkpool.config.json'), cwd: dir, config: { baseUrl: sim.url, apiKey: 'k', workspaceRoot: dir } });
+    expect(config.protectedPaths).toContain('tools/thread-tools.mjs');
+    const manager = watchManager(new BackgroundManager({ config }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    await ended(manager, manager.spawn({ task: 'plant code', label: 'plant' }).id);
+    const [wrote, edited] = toolMessagesOf(sim.requests[1]?.body);
+    expect(wrote).toMatch(/is protected/);
+    expect(edited).toMatch(/is protected/);
+    expect(readFileSync(path.join(dir, 'tools', 'thread-tools.mjs'), 'utf8')).toBe(readFileSync(fixture('thread-tools.mjs'), 'utf8'));
   });
 });

@@ -9,6 +9,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
+import { inspectTools } from '../../../src/main/session/inspect-tools.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import { startForkpoolServer } from '../../../src/server/app.js';
 import { tool } from '../../../src/shared/tool-contract.js';
@@ -56,6 +58,29 @@ describe('the tools a job was offered', () => {
     expect(text.stdout).toContain('tools offered: read_file, lookup_order');
     const json = await runCli(['jobs', 'show', record.id, '--ledger', file, '--json']);
     expect(JSON.parse(json.stdout).job.tools).toEqual(['read_file', 'lookup_order']);
+  });
+});
+
+describe("the parent's check_background_agent", () => {
+  it('says which tools the job was offered', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ content: 'done' }] });
+    const lookup = tool({ name: 'lookup_order', description: 'Looks an order up.', parameters: z.object({ id: z.number() }), run: () => 'x' });
+    const config = makeConfig(sim, root, {}, { tools: ['read_file', 'grep'] });
+    const session = new AgentSession({ config, tools: [lookup] });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const job = session.manager.spawn({ task: 'look it up', label: 'look', tools: ['grep'], extras: ['lookup_order'], wave: 99 });
+    await ended(session.manager, job.id);
+    const check = inspectTools({
+      manager: session.manager,
+      deliveries: session.deliveries,
+      activity: session.activity,
+      currentTurn: () => 1,
+      cooldownMs: 0,
+      resultMaxChars: 2_000,
+    }).find((t) => t.name === 'check_background_agent');
+    const noContext = { workspaceRoot: '/', limits: {} as never, signal: new AbortController().signal, permissions: { check: async () => false }, env: {} };
+    expect(await check?.run({ job_id: job.id }, noContext)).toContain('Tools offered: grep, lookup_order.');
   });
 });
 
