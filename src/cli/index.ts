@@ -159,10 +159,10 @@ export function buildProgram(setExit: (code: number) => void): Command {
 
   program
     .command('tools')
-    .description("list the tool catalog: built-ins and the config's tool modules, with source, gate and JSON Schema")
+    .description("list the tool catalog: built-ins, the config's tool modules and MCP servers' tools, with source, gate and JSON Schema")
     .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
     .option('--json', 'one JSON object: every tool with its name, source, gated, description and parameters')
-    .action((flags: ToolsFlags) => setExit(toolsCommand(flags)));
+    .action(async (flags: ToolsFlags) => setExit(await toolsCommand(flags)));
 
   program
     .command('init')

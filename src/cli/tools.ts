@@ -1,11 +1,14 @@
 /**
  * `forkpool tools [--config FILE] [--json]`: the tool catalog the config gives a job — the
- * built-ins and its tool modules' tools (loaded as `run`, `fanout`, `serve` and `worker` load
- * them) — with each tool's source, gate and JSON Schema. Host tools exist only in a program that
+ * built-ins, its tool modules' tools (loaded as `run`, `fanout`, `serve` and `worker` load
+ * them) and its MCP servers' tools (each server connected, listed, closed) — with each tool's
+ * source, gate and JSON Schema. Host tools exist only in a program that
  * passes them (`new BackgroundManager({ tools })`): its `manager.tools.entries()` lists them.
  */
 import { loadConfig } from '../main/setup/config-load.js';
 import { ToolCatalog, type CatalogEntry } from '../main/tools/catalog.js';
+import { mcpServersOf, mcpToolSources } from '../main/tools/mcp/index.js';
+import { configuredSecrets } from '../shared/tools/secrets.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { EXIT, reportErrorsAsJson } from './common.js';
 
@@ -14,10 +17,23 @@ export interface ToolsFlags {
   json?: boolean;
 }
 
-export function toolsCommand(flags: ToolsFlags): number {
+export async function toolsCommand(flags: ToolsFlags): Promise<number> {
   reportErrorsAsJson(flags.json === true);
   const config = loadConfig({ configPath: flags.config, onWarning: () => {} }, process.env);
-  const catalog = new ToolCatalog(config);
+  // MCP servers are connected to list their tools, then closed; one that is down is said on stderr.
+  const mcp = mcpToolSources(mcpServersOf(config), { secrets: configuredSecrets(config), outputMaxChars: config.toolLimits.outputMaxChars });
+  const catalog = new ToolCatalog(config, [], mcp);
+  try {
+    await catalog.start();
+    // Read before close, which ends every connection.
+    for (const status of mcp.map((source) => source.status())) {
+      if (status && status.state !== 'up')
+        process.stderr.write(`forkpool: MCP server "${status.name}" is ${status.state}: ${escapeForTerminal(status.lastError ?? '')}\n`);
+      for (const refused of status?.refused ?? []) process.stderr.write(`forkpool: MCP server "${status?.name}" tool refused: ${escapeForTerminal(refused)}\n`);
+    }
+  } finally {
+    await catalog.close();
+  }
   const offered = new Set(config.tools);
   const entries = catalog.entries();
   if (flags.json) {

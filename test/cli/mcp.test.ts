@@ -32,3 +32,23 @@ describe('forkpool fanout with mcpServers', () => {
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Echo: from the cli']);
   });
 });
+
+describe('forkpool tools with mcpServers', () => {
+  it('lists each server tool with source mcp:<server>, gate and schema; a server that is down is said on stderr', async () => {
+    const cwd = await makeWorkspace(cleanup);
+    writeFileSync(
+      path.join(cwd, 'forkpool.config.json'),
+      JSON.stringify({
+        mcpServers: { everything: { command: process.execPath, args: [EVERYTHING_BIN, 'stdio'] }, gone: { command: '/nonexistent/fp-mcp-server' } },
+        tools: ['read_file', 'mcp__everything__echo'],
+      }),
+    );
+    const r = await runCli(['tools', '--json'], { cwd, cleanup });
+    expect(r.code, describeResult(r)).toBe(0);
+    const [listing] = parseJsonLines(r.stdout) as Array<{ tools: Array<Record<string, unknown>> }>;
+    const echo = listing?.tools.find((t) => t.name === 'mcp__everything__echo');
+    expect(echo).toMatchObject({ source: 'mcp:everything', gated: true, offered: true, parameters: { type: 'object', required: ['message'] } });
+    expect(listing?.tools.some((t) => String(t.source) === 'mcp:gone')).toBe(false);
+    expect(r.stderr).toMatch(/MCP server "gone" is restarting: could not connect: .*ENOENT/);
+  });
+});

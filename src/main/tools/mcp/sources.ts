@@ -7,6 +7,7 @@ import type { ForkpoolConfig } from '../../../shared/config.js';
 import { ConfigError, type ConfigIssue } from '../../../shared/errors.js';
 import type { McpServerConfig, McpServersConfig } from '../../../shared/mcp-config.js';
 import type { ToolSource } from '../catalog.js';
+import type { McpServerStatus } from './connection.js';
 import { McpHub, type McpHubOptions } from './hub.js';
 import { mcpToolName } from './tool-list.js';
 
@@ -39,7 +40,12 @@ export function mcpServersOf(config: Pick<ForkpoolConfig, 'mcpServers' | 'agents
  * One source per server, sharing one hub opened on the first `start()`; closing any closes the
  * hub at once, even mid-connect (a server that never answers its handshake does not hold it up).
  */
-export function mcpToolSources(servers: McpServersConfig, options: McpHubOptions): ToolSource[] {
+export interface McpToolSource extends ToolSource {
+  /** Its server's state, tools, refusals and last error (no secret); undefined before `start()`. */
+  status(): McpServerStatus | undefined;
+}
+
+export function mcpToolSources(servers: McpServersConfig, options: McpHubOptions): McpToolSource[] {
   let opened: McpHub | undefined;
   let hub: Promise<McpHub> | undefined;
   const started = () =>
@@ -61,6 +67,7 @@ export function mcpToolSources(servers: McpServersConfig, options: McpHubOptions
         );
       },
       claims: (name) => name.startsWith(prefix),
+      status: () => opened?.status().find((status) => status.name === server),
       close: async () => {
         await opened?.close();
       },
