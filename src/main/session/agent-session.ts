@@ -125,9 +125,10 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ...(options.client ? { client: options.client } : {}),
       ...(options.asker ? { asker: options.asker } : {}),
       ...(options.role ? { role: options.role } : {}),
+      // The same catalog serves the parent's own loop: host tools run here, module tools too; read
+      // at each turn, so MCP tools that connect after the session starts (or change) are offered.
+      turnTools: () => this.manager.tools.parentTools(options.config.tools, { jobId: 'parent', agent: 'parent' }),
       extraTools: [
-        // The same catalog serves the parent's own loop: host tools run here, module tools too.
-        ...this.manager.tools.parentTools(options.config.tools, { jobId: 'parent', agent: 'parent' }),
         ...(withBackground
           ? parentJobTools({
               config: options.config,

@@ -31,6 +31,8 @@ export interface ParentAgentOptions {
   role?: AgentRole;
   /** Tools beyond the built-ins, e.g. `spawn_background_agent`. */
   extraTools?: readonly ToolDefinition[];
+  /** Tools read again at every turn: a catalog's whose list changes (MCP servers connect later, list_changed). */
+  turnTools?: () => readonly ToolDefinition[];
   /**
    * Called at the start of every turn, before the model: text to put before the turn's input
    * (delivered background results). Called exactly once per turn.
@@ -151,7 +153,7 @@ export class ParentAgent {
         client: this.#client,
         config: this.#config,
         messages: [...this.session.messages, ...inputs],
-        tools: this.#tools,
+        tools: this.#options.turnTools ? [...this.#tools, ...this.#options.turnTools()] : this.#tools,
         toolContext: {
           workspaceRoot,
           limits: this.#config.toolLimits,

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import { ended, makeConfig, makeWorkspace, startSim, toolMessagesOf, toolSchema, useCleanup, waitFor, watchManager } from '../../helpers/index.js';
@@ -129,6 +130,23 @@ describe('MCP tools in jobs', () => {
     expect(processesWith(marker)).toHaveLength(1);
     await manager.close({ timeoutMs: 2_000 });
     await waitFor(() => processesWith(marker).length === 0, 'the server process to end with the manager');
+  });
+
+  it("serves the parent's own loop too, once the server has connected after the session was built", async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, {
+      script: [{ toolCalls: [call('mcp__everything__echo', { message: 'from the parent' }, 'p1')] }, { content: 'echoed' }],
+    });
+    const config = makeConfig(sim, root, {}, { mcpServers: { everything: everything({ trusted: true }) }, tools: ['read_file', 'mcp__everything__echo'] });
+    const session = new AgentSession({ config, background: false });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    // Built before the server listed its tools: the parent's tools are read again at its turn.
+    expect(session.manager.tools.get('mcp__everything__echo')).toBeUndefined();
+    await session.manager.tools.start();
+    const turn = await session.submit('echo from the parent');
+    sim.assertScriptDone();
+    expect(turn.answer).toBe('echoed');
+    expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Echo: from the parent']);
   });
 
   it('an agent server with the name of a top-level one but other settings is a config error naming both', async () => {
