@@ -89,7 +89,9 @@ export class JobTable {
       (id) => ledger.get(id)?.state,
       (name) => this.#host.tools.knows(name),
     );
-    const tools = offeredTools(config, agent, ownSpec);
+    // A name a tool source claims but has not listed (an MCP server still connecting, or down) is
+    // not offered: the job's record says which tools it really has.
+    const tools = offeredTools(config, agent, ownSpec).filter((name) => this.#host.tools.get(name) !== undefined);
     const hostTools = this.#host.tools.hostStubs(tools);
     if (this.#host.remoteExecutor && hostTools.length > 0) {
       const names = hostTools.map((stub) => stub.name).join(', ');

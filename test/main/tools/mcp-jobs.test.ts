@@ -132,6 +132,18 @@ describe('MCP tools in jobs', () => {
     await waitFor(() => processesWith(marker).length === 0, 'the server process to end with the manager');
   });
 
+  it('a tool of a server that is down is not offered, and the record says so; the job runs with the rest', async () => {
+    const { sim, manager } = await setUp([{ toolCalls: [call('mcp__everything__echo', { message: 'still works' }, 'c1')] }, { content: 'done' }], {
+      mcpServers: { gone: { command: '/nonexistent/fp-mcp-server' }, everything: everything({ trusted: true }) },
+      tools: ['read_file', 'mcp__gone__search', 'mcp__everything__echo'],
+    });
+    const record = await ended(manager, manager.spawn({ task: 'use what works', label: 'partial' }).id);
+    expect(record.status).toBe('ok');
+    expect(record.tools).toEqual(['read_file', 'mcp__everything__echo']);
+    expect((sim.requests[0]?.body.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).not.toContain('mcp__gone__search');
+    expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Echo: still works']);
+  });
+
   it("serves the parent's own loop too, once the server has connected after the session was built", async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, {
