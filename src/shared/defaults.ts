@@ -389,3 +389,21 @@ export const TRANSCRIPT_LIMITS = {
   /** One page of `GET /v1/jobs/{id}/transcript` at most. */
   pageMax: 200,
 } as const;
+
+/**
+ * forkpool's own git (src/main/jobs/git-leash.ts, worktrees.ts): how long one command may run,
+ * how much output is kept, and how big a job's commit may be. A job that left more than this in
+ * its worktree is not committed: its worktree is kept as it is, and its result says why.
+ */
+export const WORKTREE_LIMITS = {
+  /** One git command run off the main thread (commit, merge, checkout): stopped past this. */
+  gitTimeoutMs: 120_000,
+  /** One of the synchronous checks a spawn makes before it is booked (rev-parse, status, worktree add). */
+  quickTimeoutMs: 60_000,
+  /** Output kept of one git command; the rest is dropped. */
+  gitOutputMaxBytes: 32 * 1024 * 1024,
+  /** Changed files one job's commit may hold. */
+  maxCommitFiles: 20_000,
+  /** Bytes of changed files one job's commit may hold. */
+  maxCommitBytes: 256 * 1024 * 1024,
+} as const;

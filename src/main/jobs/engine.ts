@@ -13,7 +13,8 @@ import type { PermissionStore } from '../limits/permissions.js';
 import { SpawnDedup } from './dedup.js';
 import { Dispatcher } from './dispatcher.js';
 import type { Job, JobContext } from './job.js';
-import { JobTable, type Nested } from './job-table.js';
+import { JobTable, storedSpecOf, type Nested } from './job-table.js';
+import type { JobWorktree } from './worktrees.js';
 import { WaveJoins } from './joins.js';
 import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 import { Nesting } from './nesting.js';
@@ -23,7 +24,7 @@ import { KeptConversations } from './conversations.js';
 import type { ResumeOrigin } from './resumes.js';
 import { JobSteering } from './steering.js';
 import { JobSpeculation } from './speculation.js';
-import { JobWorktrees } from './worktrees.js';
+import { JobWorktrees } from './job-worktrees.js';
 import { JobTranscripts } from './transcripts.js';
 import type { Attempt } from '../executors/attempt.js';
 
@@ -83,7 +84,11 @@ export class JobEngine {
     this.dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
     this.transcripts = new JobTranscripts(config, ledger, o.store);
-    this.worktrees = new JobWorktrees(config.background.worktreeDir);
+    this.worktrees = new JobWorktrees(
+      config.background.worktreeDir,
+      (tree) => this.#keepWorktree(tree),
+      (what, error) => o.reportFault(what, error),
+    );
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
       maxConcurrent: config.background.maxConcurrent,
@@ -146,6 +151,8 @@ export class JobEngine {
       alert: (job, alert) => this.#onAlert(job, alert),
       requeued: (record) => emit('requeued', record),
       keepConversation: (job, messages) => this.conversations.keep(job.id, messages),
+      // A worktree job's changes are committed before its ending is recorded, off the main thread (job-worktrees.ts).
+      beforeEnding: (job) => this.worktrees.commit(job.id, job.record.label),
     });
   }
 
@@ -253,6 +260,15 @@ export class JobEngine {
       },
       reportFault: (what, error) => this.#o.reportFault(what, error),
     };
+  }
+
+  /** A worktree's new state goes beside its job's spec in the durable ledger (recovery.ts finds it again); lenient, as the spec's own write. */
+  #keepWorktree(tree: Readonly<JobWorktree>): void {
+    const store = this.#o.store;
+    const job = this.table.get(tree.jobId);
+    if (!store || !job?.spec) return;
+    const stored = storedSpecOf(job.spec, job.dedupKey, tree);
+    this.#o.ledger.writeAside(`job ${tree.jobId}'s worktree`, () => store.putSpec(stored));
   }
 
   #onAlert(job: Job, alert: { message: string; severity: AlertSeverity }): void {

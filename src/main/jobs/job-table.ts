@@ -3,12 +3,13 @@ import { AbortError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { DeliveryLedger } from '../ledger/ledger.js';
-import type { JobStore } from '../ledger/ledger-store.js';
+import type { JobStore, StoredSpec } from '../ledger/ledger-store.js';
 import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
 import type { SpawnDedup, DedupMatch } from './dedup.js';
 import type { WaveJoins } from './joins.js';
 import type { ResumeOrigin } from './resumes.js';
-import { worktreeBase, type JobWorktrees } from './worktrees.js';
+import { worktreeBase, type JobWorktree } from './worktrees.js';
+import type { JobWorktrees } from './job-worktrees.js';
 import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
@@ -23,6 +24,16 @@ export interface TableHost {
   readonly context: JobContext;
   /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
   waitingForSlot(): number;
+}
+
+/**
+ * A job's spec as the durable ledger keeps it: without its config (it comes from the session
+ * that resumes it) and without `resume` (recovery rebuilds it from the old job's kept
+ * conversation, resumes.ts); with its dedup key and its worktree (recovery.ts runs it there again).
+ */
+export function storedSpecOf(spec: JobSpec, dedupKey: string | undefined, worktree: Readonly<JobWorktree> | undefined): StoredSpec {
+  const { config: _config, resume: _resume, processTag: _tag, ...kept } = spec;
+  return { ...kept, ...(dedupKey !== undefined ? { dedupKey } : {}), ...(worktree ? { worktree: { ...worktree } } : {}) };
 }
 
 /** A job a spawn made: a new one, or one an identical spawn joined (see dedup.ts). */
@@ -127,9 +138,7 @@ export class JobTable {
     if (wave !== null) this.#host.waves.add(wave, id, data.join);
     // Beside the record, lenient: without it a restart rebuilds the spec from the record.
     const store = this.#host.store;
-    // Without `resume`: recovery rebuilds it from the old job's kept conversation (resumes.ts).
-    const { config: _config, resume: _resume, ...storedSpec } = spec;
-    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec({ ...storedSpec, ...(dedupKey !== undefined ? { dedupKey } : {}) }));
+    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, tree)));
     return { kind: 'new', job };
   }
 

@@ -278,7 +278,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       job.speculation = 'kept';
       this.#ledger.markSpeculation(job.id, 'kept');
     }
-    return this.#engine.restarts.restart(job, reason);
+    const handle = this.#engine.restarts.restart(job, reason);
+    // It runs again in its worktree: no merge or drop until that run ended and was committed.
+    this.#engine.worktrees.reopen(job.id);
+    return handle;
   }
 
   /**
@@ -319,9 +322,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /**
    * Merges, keeps or drops an ended job's worktree (worktrees.ts): a merge conflict is aborted,
-   * nothing half-merged. Returns what was done; throws `WORKTREE_ACTION_FAILED` or `JOB_UNKNOWN`.
+   * nothing half-merged. Resolves with what was done (git runs in child processes, awaited, after
+   * any commit still under way); rejects with `WORKTREE_ACTION_FAILED` or `JOB_UNKNOWN`.
    */
-  worktreeAction(idOrName: string, action: WorktreeAction): string {
+  async worktreeAction(idOrName: string, action: WorktreeAction): Promise<string> {
     const job = this.#engine.table.find(idOrName);
     if (!job) throw unknownJob(idOrName);
     return this.#engine.worktrees.act(job.id, action);
