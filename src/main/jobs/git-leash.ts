@@ -7,19 +7,20 @@
  *   user's own hooks in `.git/hooks` run code too. Every command gets `core.hooksPath=/dev/null`
  *   (git finds no hook there; `reference-transaction` and `post-checkout` included).
  * - drivers named by attributes: an in-tree `.gitattributes` (a job can write one, and a merge
- *   brings it into the checkout) picks `filter=`, `diff=` and `merge=` drivers by name, and git
+ *   brings it into the checkout) picks `filter=` and `merge=` drivers by name, and git
  *   runs the command configured for that name. `core.attributesFile` cannot outrank in-tree
  *   attributes, and `--attr-source`/`GIT_ATTR_SOURCE` need git 2.40 or newer (2.39 is common).
  *   What holds instead: an attribute naming a driver that no config defines does nothing, so
  *   before each command every driver name the config defines is read (`git config --list`, same
  *   folder, same environment, includes followed) and overridden for that command: filters
- *   emptied and not required, diff commands and textconv emptied, merge drivers replaced by
- *   git's own three-way text merge (`git merge-file`). Overrides travel as
+ *   emptied and not required, merge drivers replaced by git's own three-way text merge
+ *   (`git merge-file`). Overrides travel as
  *   `GIT_CONFIG_KEY_n`/`VALUE_n`, which outrank every config file and take any name verbatim.
  * - config from the work tree: a config file included from inside a work tree could define new
  *   drivers or keys between that read and the command; such a repository is refused.
- * - `core.fsmonitor` (a command), `diff.external`, `core.pager`, `core.editor`, signing programs:
- *   overridden below; diffs also run with `--no-ext-diff --no-textconv`.
+ * - `core.fsmonitor` (a command), `core.pager`, `core.editor`, signing programs: overridden
+ *   below. `diff=` drivers, `diff.external` and `GIT_EXTERNAL_DIFF`: every command that could
+ *   make a patch runs with `--no-ext-diff --no-textconv` (see DIFF_COMMANDS).
  * - the environment: git reads GIT_DIR, GIT_CONFIG_*, GIT_EXEC_PATH... from it, so the child's
  *   environment is built from nothing but PATH, HOME and the locale, never inherited whole.
  */
@@ -47,7 +48,7 @@ const FIXED_OVERRIDES: ReadonlyArray<readonly [string, string]> = [
   ['core.sshCommand', 'false'],
   ['core.askPass', ''],
   ['credential.helper', ''],
-  ['diff.external', ''],
+  ['merge.stat', 'false'],
   ['commit.gpgSign', 'false'],
   ['tag.gpgSign', 'false'],
   ['merge.verifySignatures', 'false'],
@@ -111,7 +112,8 @@ export function driverOverrides(listing: string, workTrees: readonly string[], t
       const target = path.resolve(path.dirname(file), value.replace(/^~(?=\/)/, process.env.HOME ?? '~'));
       if (inWorkTree(target, workTrees)) throw new GitLeashRefusal(`git's config includes ${target}, inside the work tree, where a job could write it`);
     }
-    const driver = /^(filter|diff|merge)\.(.+)\.[^.]+$/s.exec(key);
+    // Diff drivers (`diff.<name>.command`, `textconv`) need no override: see DIFF_COMMANDS.
+    const driver = /^(filter|merge)\.(.+)\.[^.]+$/s.exec(key);
     if (!driver || seen.has(`${driver[1]}.${driver[2]}`)) continue;
     const [, kind, name] = driver as unknown as [string, string, string];
     seen.add(`${kind}.${name}`);
@@ -123,7 +125,6 @@ export function driverOverrides(listing: string, workTrees: readonly string[], t
         ['required', 'false'],
       ])
         pairs.push([`filter.${name}.${k}`, v as string]);
-    else if (kind === 'diff') for (const k of ['command', 'textconv']) pairs.push([`diff.${name}.${k}`, '']);
     else pairs.push([`merge.${name}.driver`, TEXT_MERGE], [`merge.${name}.recursive`, 'text']);
   }
   return pairs;
@@ -144,6 +145,19 @@ interface RunOptions {
 }
 
 const LIST_CONFIG = ['config', '--list', '--show-origin', '-z'];
+
+/**
+ * Commands that may make a patch: each gets `--no-ext-diff --no-textconv`, which make git ignore
+ * `diff.external`, `GIT_EXTERNAL_DIFF` and every diff driver's command and textconv (an empty
+ * override would not: git then tries to run the empty command). No other command forkpool runs
+ * makes a patch (the merge runs with `--no-stat`, and `merge.stat` is off).
+ */
+const DIFF_COMMANDS = new Set(['diff', 'log', 'show']);
+
+function withDiffGuard(args: readonly string[]): readonly string[] {
+  const [command, ...rest] = args;
+  return command !== undefined && DIFF_COMMANDS.has(command) ? [command, '--no-ext-diff', '--no-textconv', ...rest] : args;
+}
 const SHOW_TOP = ['rev-parse', '--show-toplevel'];
 
 /** Whether a config file is named relative (to the top folder, which then must be asked for). */
@@ -204,7 +218,7 @@ export async function git(cwd: string, args: readonly string[], options: RunOpti
   } catch (error) {
     return refused(error);
   }
-  return runChild(cwd, args, withOverrides(baseEnv(), [...FIXED_OVERRIDES, ...drivers]), timeoutMs);
+  return runChild(cwd, withDiffGuard(args), withOverrides(baseEnv(), [...FIXED_OVERRIDES, ...drivers]), timeoutMs);
 }
 
 /**
@@ -225,7 +239,7 @@ export function gitQuick(cwd: string, args: readonly string[], options: RunOptio
   const top = hasRelativeOrigin(listing.stdout) ? once(SHOW_TOP, env) : undefined;
   if (top && !top.ok) return top;
   try {
-    return once(args, withOverrides(baseEnv(), [...FIXED_OVERRIDES, ...driverOverrides(listing.stdout, options.workTrees, top?.stdout.trim())]));
+    return once(withDiffGuard(args), withOverrides(baseEnv(), [...FIXED_OVERRIDES, ...driverOverrides(listing.stdout, options.workTrees, top?.stdout.trim())]));
   } catch (error) {
     return refused(error);
   }

@@ -162,7 +162,7 @@ export async function finishWorktree(tree: JobWorktree, label: string): Promise<
   if (big !== undefined) return kept(big);
   const added = await git(tree, tree.path, ['add', '-A']);
   if (!added.ok) return kept(`git add failed: ${added.stderr}`);
-  const staged = await git(tree, tree.path, ['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv']);
+  const staged = await git(tree, tree.path, ['diff', '--cached', '--quiet']);
   if (staged.ok) {
     if ((await git(tree, tree.path, ['rev-parse', 'HEAD'])).stdout.trim() === tree.base) {
       await removeWorktree(tree);
@@ -174,7 +174,7 @@ export async function finishWorktree(tree: JobWorktree, label: string): Promise<
     const commit = await git(tree, tree.path, ['commit', '--quiet', '--no-verify', '-m', `forkpool job ${tree.jobId}: ${label}`.slice(0, 200)]);
     if (!commit.ok) return kept(`git commit failed: ${commit.stderr}`);
   }
-  const diff = await git(tree, tree.repoRoot, ['diff', '--name-status', '--no-renames', '--no-ext-diff', '--no-textconv', tree.base, tree.branch]);
+  const diff = await git(tree, tree.repoRoot, ['diff', '--name-status', '--no-renames', tree.base, tree.branch]);
   tree.changed = diff.stdout
     .split('\n')
     .filter(Boolean)
@@ -238,7 +238,7 @@ export async function actOnWorktree(tree: JobWorktree, action: WorktreeAction): 
     tree.branch,
   ]);
   if (!merge.ok) {
-    const conflicts = (await git(tree, tree.repoRoot, ['diff', '--name-only', '--diff-filter=U', '--no-ext-diff'])).stdout.split('\n').filter(Boolean);
+    const conflicts = (await git(tree, tree.repoRoot, ['diff', '--name-only', '--diff-filter=U'])).stdout.split('\n').filter(Boolean);
     // Only a merge that got under way has anything to abort; one refused up front (a dirty file in the way) left nothing.
     if ((await git(tree, tree.repoRoot, ['rev-parse', '-q', '--verify', 'MERGE_HEAD'])).ok) await git(tree, tree.repoRoot, ['merge', '--abort']);
     const what = conflicts.length > 0 ? `conflicts in ${conflicts.join(', ')}` : merge.stderr || merge.stdout.trim() || 'git merge failed';

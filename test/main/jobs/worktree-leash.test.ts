@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { git as leashedGit } from '../../../src/main/jobs/git-leash.js';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { worktreeTool } from '../../../src/main/session/worktree-tools.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
@@ -203,16 +204,19 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
   );
 
   it(
-    "a merge driver named by the job's .gitattributes: git's own three-way merge joins both sides instead",
+    "a merge driver named by a .gitattributes an earlier job's merge brought in: git's own three-way merge joins both sides instead",
     async () => {
       const marks = markerDir();
       const root = repo();
       git(root, 'config', 'merge.evil.driver', `${marks.touch('merge-driver')}; false`);
       const manager = await managerFor(root, [
         write('.gitattributes', '* merge=evil\n'),
+        { content: 'Attributes.' },
         write('README.md', 'one\ntwo\nthree by the job\n'),
         { content: 'Wrote.' },
       ]);
+      // A first job's .gitattributes is merged: from now on the checkout names the driver for every file.
+      await manager.worktreeAction(await runJob(manager), 'merge');
       const id = await runJob(manager);
       // The user changed another line meanwhile: both sides changed README.md, so its merge driver is asked.
       writeFileSync(path.join(root, 'README.md'), 'one by the user\ntwo\nthree\n');
@@ -225,7 +229,7 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
   );
 
   it(
-    'diff.external, a textconv driver named by .gitattributes and core.fsmonitor run at none of the commit, the listing or the merge',
+    'core.fsmonitor, diff.external and a textconv driver named by .gitattributes run at none of the commit, the listing or the merge',
     async () => {
       const marks = markerDir();
       const root = repo();
@@ -239,6 +243,35 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
       const id = await runJob(manager);
       expect(manager.worktree(id)?.changed?.sort()).toEqual(['A .gitattributes', 'M README.md']);
       await manager.worktreeAction(id, 'merge');
+      expect(marks.marks()).toEqual([]);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "the leash itself: a diff that makes a patch runs neither diff.external nor a textconv driver the workspace names, and shows git's own diff",
+    async () => {
+      // forkpool's own commands make no patch (name-status, --quiet, --no-stat), so this asks the leash directly.
+      const marks = markerDir();
+      const root = repo();
+      git(root, 'config', 'diff.external', path.join(root, '.git', 'ext-diff'));
+      script(path.join(root, '.git', 'ext-diff'), marks.touch('external-diff'));
+      git(root, 'config', 'diff.evil.textconv', `${marks.touch('textconv')}; cat`);
+      git(root, 'config', 'diff.evil.command', marks.touch('diff-command'));
+      writeFileSync(path.join(root, '.gitattributes'), '* diff=evil\n');
+      writeFileSync(path.join(root, 'README.md'), 'changed\n');
+      git(root, 'commit', '-qam', 'change');
+      git(root, 'add', '-A');
+      git(root, 'commit', '-qm', 'attributes');
+      for (const command of [
+        ['diff', 'HEAD~2', 'HEAD'],
+        ['log', '-p', '-2'],
+        ['show', 'HEAD~1'],
+      ]) {
+        const patch = await leashedGit(root, command, { workTrees: [root] });
+        expect(patch.ok, patch.stderr).toBe(true);
+        expect(patch.stdout, command.join(' ')).toContain('+changed');
+      }
       expect(marks.marks()).toEqual([]);
     },
     TIMEOUT_MS,
