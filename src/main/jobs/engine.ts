@@ -84,11 +84,11 @@ export class JobEngine {
     this.dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
     this.transcripts = new JobTranscripts(config, ledger, o.store);
-    this.worktrees = new JobWorktrees(
-      config.background.worktreeDir,
-      (tree) => this.#keepWorktree(tree),
-      (what, error) => o.reportFault(what, error),
-    );
+    this.worktrees = new JobWorktrees({
+      dir: config.background.worktreeDir,
+      persist: (tree) => this.#keepWorktree(tree),
+      reportFault: (what, error) => o.reportFault(what, error),
+    });
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
       maxConcurrent: config.background.maxConcurrent,

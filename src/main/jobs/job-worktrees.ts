@@ -1,3 +1,4 @@
+import { WORKTREE_LIMITS } from '../../shared/defaults.js';
 import { JobError } from '../../shared/errors.js';
 import {
   actOnWorktree,
@@ -5,6 +6,7 @@ import {
   describe,
   finishWorktree,
   removeWorktree,
+  type CommitLimits,
   type JobWorktree,
   type WorktreeAction,
   type WorktreeBase,
@@ -19,6 +21,17 @@ interface Entry {
   settled: string | undefined;
 }
 
+export interface JobWorktreesOptions {
+  /** `background.worktreeDir` ('' for the cache folder). */
+  dir: string;
+  /** Each change of a tree's state, to keep beside its job in the durable ledger. */
+  persist?: (tree: Readonly<JobWorktree>) => void;
+  /** What has no caller to throw to (a commit after an ending, a removal). */
+  reportFault?: (what: string, error: unknown) => void;
+  /** The bounds of one job's commit; default WORKTREE_LIMITS. */
+  limits?: CommitLimits;
+}
+
 /**
  * The worktrees of one manager's jobs, by job id. Owns each `JobWorktree`'s state: every change
  * goes through here, in order, and is handed to `persist` (the durable ledger keeps it beside
@@ -26,20 +39,15 @@ interface Entry {
  */
 export class JobWorktrees {
   readonly #entries = new Map<string, Entry>();
-  readonly #dir: string;
-  readonly #persist: (tree: Readonly<JobWorktree>) => void;
-  readonly #reportFault: (what: string, error: unknown) => void;
+  readonly #o: Required<JobWorktreesOptions>;
 
-  /** `dir`: `background.worktreeDir` ('' for the cache folder). */
-  constructor(dir: string, persist: (tree: Readonly<JobWorktree>) => void = () => {}, reportFault: (what: string, error: unknown) => void = () => {}) {
-    this.#dir = dir;
-    this.#persist = persist;
-    this.#reportFault = reportFault;
+  constructor(options: JobWorktreesOptions) {
+    this.#o = { persist: () => {}, reportFault: () => {}, limits: WORKTREE_LIMITS, ...options };
   }
 
   /** Makes job `jobId`'s worktree from a checked base (see worktreeBase). */
   open(jobId: string, base: WorktreeBase): JobWorktree {
-    const tree = createWorktree(base, jobId, this.#dir);
+    const tree = createWorktree(base, jobId, this.#o.dir);
     this.#entries.set(jobId, { tree, busy: Promise.resolve(), settled: undefined });
     return tree;
   }
@@ -55,7 +63,7 @@ export class JobWorktrees {
       // Only a tree still open can be the refused spawn's (an ended job's tree outlives its forgotten record).
       if (tree.state !== 'open' || booked(jobId)) continue;
       this.#entries.delete(jobId);
-      void removeWorktree(tree).catch((error: unknown) => this.#reportFault(`removing the worktree of refused spawn ${jobId}`, error));
+      void removeWorktree(tree).catch((error: unknown) => this.#o.reportFault(`removing the worktree of refused spawn ${jobId}`, error));
     }
   }
 
@@ -67,7 +75,7 @@ export class JobWorktrees {
   /** The job's run ended (it did not suspend): back to open, as it runs again after a restart. */
   reopen(jobId: string): void {
     const entry = this.#entries.get(jobId);
-    if (entry?.tree.state === 'kept') this.#change(entry, () => (entry.tree.state = 'open'));
+    if (entry?.tree.state === 'kept' || entry?.tree.state === 'uncommitted') this.#change(entry, () => (entry.tree.state = 'open'));
   }
 
   /**
@@ -78,7 +86,7 @@ export class JobWorktrees {
   commit(jobId: string, label: string): Promise<void> | undefined {
     const entry = this.#entries.get(jobId);
     if (!entry) return undefined;
-    return this.#queue(entry, () => finishWorktree(entry.tree, label)).then(
+    return this.#queue(entry, () => finishWorktree(entry.tree, label, this.#o.limits)).then(
       (text) => void (entry.settled = text),
       (error: unknown) => void (entry.settled = this.#notCommitted(entry.tree, error)),
     );
@@ -95,9 +103,11 @@ export class JobWorktrees {
     const settled = entry.settled;
     entry.settled = undefined;
     if (settled !== undefined) return settled;
-    if (entry.tree.state !== 'open' && entry.tree.state !== 'kept') return describe(entry.tree);
+    if (entry.tree.state !== 'open' && entry.tree.state !== 'kept' && entry.tree.state !== 'uncommitted') return describe(entry.tree);
     // After the ending: a failure has no caller, so it is reported (a rejection here would exit the host).
-    void this.#queue(entry, () => finishWorktree(entry.tree, label)).catch((error: unknown) => this.#reportFault(this.#notCommitted(entry.tree, error), error));
+    void this.#queue(entry, () => finishWorktree(entry.tree, label, this.#o.limits)).catch((error: unknown) =>
+      this.#o.reportFault(this.#notCommitted(entry.tree, error), error),
+    );
     return (
       `Worktree ${entry.tree.path} (branch ${entry.tree.branch}): the job ended before its changes were committed; ` +
       'they are being committed now. background_worktree merges, keeps or drops them once that is done.'
@@ -129,9 +139,9 @@ export class JobWorktrees {
 
   #safePersist(tree: JobWorktree): void {
     try {
-      this.#persist(tree);
+      this.#o.persist(tree);
     } catch (error) {
-      this.#reportFault(`keeping job ${tree.jobId}'s worktree in the ledger`, error);
+      this.#o.reportFault(`keeping job ${tree.jobId}'s worktree in the ledger`, error);
     }
   }
 }

@@ -37,11 +37,20 @@ export interface JobWorktree {
   path: string;
   /** The job's workspace root: the worktree, or the same subfolder of it the workspace was of the repository. */
   workspaceRoot: string;
-  /** `open` until the job ended; then `kept` (changes committed on its branch) or `removed` (no change); later `merged` or `dropped`. */
-  state: 'open' | 'kept' | 'removed' | 'merged' | 'dropped';
+  /**
+   * `open` until the job ended; then `kept` (changes committed on its branch), `removed` (no
+   * change) or `uncommitted` (its changes could not be committed: too big, or git failed; the
+   * worktree is left as it is); later `merged` or `dropped`.
+   */
+  state: WorktreeState;
   /** What it changed against `base` (`M path`, `A path`, `D path`...), set when the job ended. */
   changed?: string[];
+  /** Why its changes are `uncommitted`. */
+  problem?: string;
 }
+
+export const WORKTREE_STATES = ['open', 'kept', 'removed', 'uncommitted', 'merged', 'dropped'] as const;
+export type WorktreeState = (typeof WORKTREE_STATES)[number];
 
 /** The quick, synchronous checks of a spawn (see gitQuick); `workTrees`: the checkouts no config may come from. */
 function quick(cwd: string, args: readonly string[], workTrees: readonly string[] = [cwd]): GitRun {
@@ -130,22 +139,26 @@ export function createWorktree(base: WorktreeBase, jobId: string, dir: string): 
 }
 
 /** Why a job's changes are not committed: more files or bytes than WORKTREE_LIMITS allows. Undefined when within them. */
-async function tooBig(tree: JobWorktree): Promise<string | undefined> {
+/** The bounds of one job's commit (WORKTREE_LIMITS; smaller in tests). */
+export interface CommitLimits {
+  maxCommitFiles: number;
+  maxCommitBytes: number;
+}
+
+async function tooBig(tree: JobWorktree, limits: CommitLimits): Promise<string | undefined> {
   const status = await git(tree, tree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames']);
   if (!status.ok) return `git status failed: ${status.stderr}`;
   const paths = status.stdout
     .split('\0')
     .filter(Boolean)
     .map((entry) => entry.slice(3));
-  if (paths.length > WORKTREE_LIMITS.maxCommitFiles)
-    return `it changed ${paths.length} files, more than the ${WORKTREE_LIMITS.maxCommitFiles} one commit may hold`;
+  if (paths.length > limits.maxCommitFiles) return `it changed ${paths.length} files, more than the ${limits.maxCommitFiles} one commit may hold`;
   let bytes = 0;
   for (const rel of paths) {
     // One stat at a time, awaited: 60,000 files never hold the event loop.
     const stat = await lstat(path.join(tree.path, rel)).catch(() => undefined);
     bytes += stat?.isFile() ? stat.size : 0;
-    if (bytes > WORKTREE_LIMITS.maxCommitBytes)
-      return `its changed files hold more than the ${WORKTREE_LIMITS.maxCommitBytes / (1024 * 1024)} MB one commit may hold`;
+    if (bytes > limits.maxCommitBytes) return `its changed files hold more than the ${limits.maxCommitBytes} bytes one commit may hold`;
   }
   return undefined;
 }
@@ -154,11 +167,15 @@ async function tooBig(tree: JobWorktree): Promise<string | undefined> {
  * The job ended: whatever it changed is committed on its branch and listed against the base; a
  * worktree with no change is removed, with its branch. Never throws: a failure is said in the text.
  */
-export async function finishWorktree(tree: JobWorktree, label: string): Promise<string> {
-  // `kept` too: a restarted job ran again in the same worktree, and its new changes are committed as well.
-  if (tree.state !== 'open' && tree.state !== 'kept') return describe(tree);
-  const kept = (what: string) => `Worktree ${tree.path} (branch ${tree.branch}): its changes were not committed: ${what}. It is kept as it is.`;
-  const big = await tooBig(tree);
+export async function finishWorktree(tree: JobWorktree, label: string, limits: CommitLimits = WORKTREE_LIMITS): Promise<string> {
+  // `kept` and `uncommitted` too: a restarted job ran again in the same worktree, and its changes are committed now.
+  if (tree.state !== 'open' && tree.state !== 'kept' && tree.state !== 'uncommitted') return describe(tree);
+  const kept = (problem: string) => {
+    tree.state = 'uncommitted';
+    tree.problem = problem;
+    return describe(tree);
+  };
+  const big = await tooBig(tree, limits);
   if (big !== undefined) return kept(big);
   const added = await git(tree, tree.path, ['add', '-A']);
   if (!added.ok) return kept(`git add failed: ${added.stderr}`);
@@ -180,6 +197,7 @@ export async function finishWorktree(tree: JobWorktree, label: string): Promise<
     .filter(Boolean)
     .map((line) => line.replace('\t', ' '));
   tree.state = 'kept';
+  delete tree.problem;
   return describe(tree);
 }
 
@@ -195,6 +213,11 @@ export function describe(tree: JobWorktree): string {
       return `Worktree: branch ${tree.branch} was merged into the workspace; the worktree and the branch were removed.`;
     case 'dropped':
       return `Worktree: branch ${tree.branch} and its worktree were dropped; nothing of it was merged.`;
+    case 'uncommitted':
+      return (
+        `Worktree ${tree.path} (branch ${tree.branch}): the job's changes were not committed: ${tree.problem ?? 'git failed'}. ` +
+        'The worktree is kept as it is: review it there, or drop it with background_worktree; it cannot be merged.'
+      );
     case 'kept': {
       const files = tree.changed ?? [];
       const list = files.slice(0, 50).join(', ') + (files.length > 50 ? `, and ${files.length - 50} more` : '');
@@ -220,7 +243,8 @@ export async function removeWorktree(tree: JobWorktree): Promise<void> {
 export async function actOnWorktree(tree: JobWorktree, action: WorktreeAction): Promise<string> {
   const fail = (why: string) => new JobError('WORKTREE_ACTION_FAILED', tree.jobId, `${action} of job ${tree.jobId}'s worktree (branch ${tree.branch}): ${why}`);
   if (tree.state === 'open') throw fail('the job has not ended yet; wait for its result');
-  if (tree.state !== 'kept') throw fail(`nothing to do: ${describe(tree)}`);
+  const droppable = tree.state === 'kept' || (tree.state === 'uncommitted' && action !== 'merge');
+  if (!droppable) throw fail(`nothing to do: ${describe(tree)}`);
   if (action === 'keep') return `Kept: branch ${tree.branch} and worktree ${tree.path} stay as they are, for you or the user to review.`;
   if (action === 'drop') {
     await removeWorktree(tree);

@@ -33,8 +33,9 @@ export interface StoredWorktree {
   repoRoot: string;
   path: string;
   workspaceRoot: string;
-  state: 'open' | 'kept' | 'removed' | 'merged' | 'dropped';
+  state: 'open' | 'kept' | 'removed' | 'uncommitted' | 'merged' | 'dropped';
   changed?: string[];
+  problem?: string;
 }
 
 export interface StoredJob {
