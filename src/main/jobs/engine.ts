@@ -242,7 +242,7 @@ export class JobEngine {
         const ending = { ...given, ...budgets.atEnd(job.id, job.record, given), ...this.speculation.atEnd(job, given) };
         const error = ending.error && errorForRecord(ending.error, config.errorDetail, config.workspaceRoot);
         // A worktree job's changes are committed on its branch now, and its result says so.
-        const tree = this.worktrees.finish(job.id, job.record.label);
+        const tree = this.worktrees.finish(job.id, job.record.label, ending.byClose === true);
         if (tree !== undefined) ending.resultText = ending.resultText ? `${ending.resultText}\n\n${tree}` : tree;
         return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
       },

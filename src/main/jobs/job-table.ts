@@ -94,12 +94,15 @@ export class JobTable {
     // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
     // A child works where its parent job does: in the parent's worktree, or in a worktree of it.
     const workspaceRoot = nested?.parent.spec?.config.workspaceRoot ?? config.workspaceRoot;
-    const treeBase = (data.workspace ?? config.background.workspace) === 'worktree' ? worktreeBase(workspaceRoot) : undefined;
+    // A resume of a worktree job goes on in that job's worktree (its changes are there); handed over once booked.
+    const inherited = resume ? this.#host.worktrees.inheritable(resume.from) : undefined;
+    const wantsTree = (data.workspace ?? config.background.workspace) === 'worktree';
+    const treeBase = wantsTree && !inherited ? worktreeBase(workspaceRoot) : undefined;
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
-    const tree = treeBase && this.#host.worktrees.open(id, treeBase);
+    const tree = inherited ?? (treeBase && this.#host.worktrees.open(id, treeBase));
     const record = ledger.add({
       id,
       label: data.label || data.name || id,
@@ -133,12 +136,14 @@ export class JobTable {
       ...ownSpec,
     };
     const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
+    if (inherited && resume) this.#host.worktrees.handOver(resume.from, id);
     if (data.speculative) job.speculation = 'pending';
     if (dedupKey !== undefined) dedup.booked(id, dedupKey);
     if (wave !== null) this.#host.waves.add(wave, id, data.join);
     // Beside the record, lenient: without it a restart rebuilds the spec from the record.
     const store = this.#host.store;
-    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, tree)));
+    const ownTree = this.#host.worktrees.get(id);
+    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, ownTree)));
     return { kind: 'new', job };
   }
 

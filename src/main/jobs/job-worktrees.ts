@@ -1,4 +1,5 @@
 import { WORKTREE_LIMITS } from '../../shared/defaults.js';
+import { existsSync } from 'node:fs';
 import { JobError } from '../../shared/errors.js';
 import {
   actOnWorktree,
@@ -52,9 +53,41 @@ export class JobWorktrees {
     return tree;
   }
 
-  /** A worktree the durable ledger kept for a job found again at a restart (recovery.ts). */
-  adopt(tree: JobWorktree): void {
-    this.#entries.set(tree.jobId, { tree: { ...tree }, busy: Promise.resolve(), settled: undefined });
+  /**
+   * A worktree the durable ledger kept for a job found again at a restart (recovery.ts). A job
+   * that had ended, or ends now as interrupted (`ended`: its label), with its tree still open
+   * has its changes committed now, in the background. Returns whether the worktree's folder is still there.
+   */
+  adopt(stored: JobWorktree, ended: string | undefined): boolean {
+    const entry: Entry = { tree: { ...stored }, busy: Promise.resolve(), settled: undefined };
+    this.#entries.set(stored.jobId, entry);
+    const present = existsSync(entry.tree.path);
+    // It runs again: no merge or drop until that run ended and was committed.
+    if (ended === undefined && (entry.tree.state === 'kept' || entry.tree.state === 'uncommitted')) entry.tree.state = 'open';
+    const open = entry.tree.state === 'open' && entry.tree.handedTo === undefined;
+    if (ended !== undefined && open && present) {
+      void this.#queue(entry, () => finishWorktree(entry.tree, ended, this.#o.limits)).catch((error: unknown) =>
+        this.#o.reportFault(this.#notCommitted(entry.tree, error), error),
+      );
+    }
+    return present;
+  }
+
+  /** The worktree a resume of job `from` goes on in: its ended job's kept (or uncommitted) changes. */
+  inheritable(from: string): Readonly<JobWorktree> | undefined {
+    const tree = this.#entries.get(from)?.tree;
+    return tree && tree.handedTo === undefined && (tree.state === 'kept' || tree.state === 'uncommitted') ? { ...tree } : undefined;
+  }
+
+  /** Job `to` (a resume of `from`) works on in `from`'s worktree and branch from now on; `from`'s entry says where it went. */
+  handOver(from: string, to: string): void {
+    const old = this.#entries.get(from);
+    if (!old) return;
+    const tree: JobWorktree = { ...old.tree, jobId: to, state: 'open' };
+    delete tree.changed;
+    delete tree.problem;
+    this.#entries.set(to, { tree, busy: old.busy, settled: undefined });
+    this.#change(old, () => (old.tree.handedTo = to));
   }
 
   /** Worktrees made for a spawn that then failed to book (the ledger refused it): removed again. */
@@ -95,14 +128,18 @@ export class JobWorktrees {
   /**
    * At the job's end: the sentence its result ends with (undefined for a job in the shared
    * workspace). An ending that came without {@link commit} (cancelled while queued or waiting for
-   * its children, ended from outside) has its changes committed now, after the ending: its text says so.
+   * its children, ended from outside) has its changes committed now, after the ending: its text
+   * says so. One that `close()` caused leaves the tree as it is: with a durable ledger the job is
+   * still unfinished on disk, and the next process runs it there again (recovery.ts).
    */
-  finish(jobId: string, label: string): string | undefined {
+  finish(jobId: string, label: string, byClose = false): string | undefined {
     const entry = this.#entries.get(jobId);
     if (!entry) return undefined;
     const settled = entry.settled;
     entry.settled = undefined;
     if (settled !== undefined) return settled;
+    if (byClose && entry.tree.state === 'open')
+      return `Worktree ${entry.tree.path} (branch ${entry.tree.branch}): left as it is; the manager closed before the job ended.`;
     if (entry.tree.state !== 'open' && entry.tree.state !== 'kept' && entry.tree.state !== 'uncommitted') return describe(entry.tree);
     // After the ending: a failure has no caller, so it is reported (a rejection here would exit the host).
     void this.#queue(entry, () => finishWorktree(entry.tree, label, this.#o.limits)).catch((error: unknown) =>
@@ -118,6 +155,14 @@ export class JobWorktrees {
   async act(jobId: string, action: WorktreeAction): Promise<string> {
     const entry = this.#entries.get(jobId);
     if (!entry) throw new JobError('WORKTREE_ACTION_FAILED', jobId, `job ${jobId} ran in the shared workspace: it has no worktree to ${action}`);
+    const to = entry.tree.handedTo;
+    if (to !== undefined) {
+      throw new JobError(
+        'WORKTREE_ACTION_FAILED',
+        jobId,
+        `job ${jobId}'s worktree (branch ${entry.tree.branch}) went on with job ${to}, which resumed it: ${action} it through job ${to}`,
+      );
+    }
     return this.#queue(entry, () => actOnWorktree(entry.tree, action));
   }
 

@@ -110,7 +110,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
       const { table, dispatcher, waves, restarts, conversations, dedup } = this.#engine;
       const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
-      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup }, options.store.load());
+      const { worktrees } = this.#engine;
+      if (options.store)
+        this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees }, options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;
@@ -294,7 +296,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   resume(idOrName: string, message: string, request: ResumeRequest = {}, options: SpawnOptions = {}): JobHandle {
     const engine = this.#engine;
     return resumeJob(
-      { table: engine.table, conversations: engine.conversations, closed: () => this.closed, book: (r, o, resume) => engine.book(r, o, undefined, resume) },
+      {
+        table: engine.table,
+        conversations: engine.conversations,
+        worktree: (id) => engine.worktrees.get(id),
+        closed: () => this.closed,
+        book: (r, o, resume) => engine.book(r, o, undefined, resume),
+      },
       idOrName,
       message,
       request,

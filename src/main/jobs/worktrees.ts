@@ -47,6 +47,8 @@ export interface JobWorktree {
   changed?: string[];
   /** Why its changes are `uncommitted`. */
   problem?: string;
+  /** A resume of the job went on in this worktree: that job's id (it merges, keeps or drops it now). */
+  handedTo?: string;
 }
 
 export const WORKTREE_STATES = ['open', 'kept', 'removed', 'uncommitted', 'merged', 'dropped'] as const;

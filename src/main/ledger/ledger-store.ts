@@ -36,6 +36,7 @@ export interface StoredWorktree {
   state: 'open' | 'kept' | 'removed' | 'uncommitted' | 'merged' | 'dropped';
   changed?: string[];
   problem?: string;
+  handedTo?: string;
 }
 
 export interface StoredJob {

@@ -1,0 +1,146 @@
+/**
+ * Worktree jobs across a restart and a resume, through the real manager, pool, sim and durable
+ * ledger (SQLite): a job found again runs in its worktree (never in the workspace), an ended
+ * job's kept branch can still be merged after the restart, a new run's job ids do not collide
+ * with a kept worktree of an earlier run, and a resume goes on in the old job's worktree.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
+import type { ScriptStep } from '../../../src/sim/types.js';
+import type { SimServer } from '../../../src/sim/index.js';
+import { ended, ledgerFile, makeConfig, makeManager, startSim, useCleanup } from '../../helpers/index.js';
+
+const cleanups = useCleanup();
+const TIMEOUT_MS = 120_000;
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
+}
+
+function tempDir(prefix: string): string {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function repo(): string {
+  const root = tempDir('forkpool-wt-restart-');
+  writeFileSync(path.join(root, 'README.md'), 'base\n');
+  git(root, 'init', '-q', '-b', 'main');
+  git(root, 'add', '-A');
+  git(root, 'commit', '-qm', 'base');
+  cleanups.add(() => {
+    if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
+  });
+  return root;
+}
+
+const write = (file: string, content: string): ScriptStep => ({ toolCalls: [{ name: 'write_file', arguments: { path: file, content } }] });
+
+/** One process's manager on the ledger file (a restart is a second one on the same file). */
+function durableManager(sim: SimServer, root: string, trees: string, file: string): BackgroundManager {
+  const config = makeConfig(
+    sim,
+    root,
+    { maxConcurrent: 1, workspace: 'worktree', worktreeDir: trees },
+    { grantedTools: ['write_file'], ledger: { path: file } },
+  );
+  const store = openSqliteLedger(file);
+  const manager = new BackgroundManager({ config, store: store.jobs('m') });
+  cleanups.add(async () => {
+    await manager.close({ timeoutMs: 2_000 });
+    store.close();
+  });
+  return manager;
+}
+
+describe('worktree jobs across a restart', () => {
+  it(
+    'a queued worktree job found again by the next process runs in its worktree, not in the workspace',
+    async () => {
+      const root = repo();
+      const trees = tempDir('forkpool-wt-trees-');
+      const file = ledgerFile(cleanups);
+      const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file);
+      const { id } = first.spawn({ task: 'Write the notes.', label: 'writer' });
+      const tree = first.worktree(id);
+      // The process goes before the job ever starts: on disk it is queued, its worktree beside it.
+      await first.close({ timeoutMs: 2_000 });
+      const sim = await startSim(cleanups, { script: [write('notes.md', 'after the restart\n'), { content: 'Wrote notes.' }] });
+      const second = durableManager(sim, root, trees, file);
+      expect(second.recovery?.requeued).toEqual([id]);
+      const record = await ended(second, id);
+      expect(record.status, JSON.stringify(record)).toBe('ok');
+      expect(existsSync(path.join(root, 'notes.md'))).toBe(false);
+      expect(readFileSync(path.join(tree?.path ?? '', 'notes.md'), 'utf8')).toBe('after the restart\n');
+      expect(record.resultText).toContain(`branch ${tree?.branch}`);
+      expect(second.worktree(id)).toMatchObject({ state: 'kept', changed: ['A notes.md'] });
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "an ended job's kept branch is merged after a restart; a next run's bg-1 (ids start again in memory) gets forkpool/bg-1-2",
+    async () => {
+      const root = repo();
+      const trees = tempDir('forkpool-wt-trees-');
+      const file = ledgerFile(cleanups);
+      const first = durableManager(await startSim(cleanups, { script: [write('kept.txt', 'kept\n'), { content: 'Wrote.' }] }), root, trees, file);
+      const { id } = first.spawn({ task: 'Write kept.txt.', label: 'writer' });
+      await ended(first, id);
+      await first.close({ timeoutMs: 2_000 });
+
+      // A manager with no ledger starts its ids at bg-1 again, while bg-1's branch is kept.
+      const sim = await startSim(cleanups, { script: [write('other.txt', 'o\n'), { content: 'Wrote other.' }] });
+      const fresh = makeManager(
+        makeConfig(sim, root, { maxConcurrent: 1, workspace: 'worktree', worktreeDir: trees }, { grantedTools: ['write_file'] }),
+        cleanups,
+      );
+      const again = fresh.spawn({ task: 'Write other.txt.', label: 'other' });
+      expect(again.id).toBe(id);
+      expect(fresh.worktree(again.id)).toMatchObject({ branch: `forkpool/${id}-2`, path: path.join(trees, `${id}-2`) });
+      await ended(fresh, again.id);
+
+      const second = durableManager(await startSim(cleanups, { script: [] }), root, trees, file);
+      expect(second.worktree(id)).toMatchObject({ state: 'kept', branch: `forkpool/${id}`, changed: ['A kept.txt'] });
+      expect(await second.worktreeAction(id, 'merge')).toContain('merged');
+      expect(readFileSync(path.join(root, 'kept.txt'), 'utf8')).toBe('kept\n');
+      // The other run's branch is its own, untouched.
+      expect(git(root, 'branch', '--list', `forkpool/${id}-2`)).not.toBe('');
+    },
+    TIMEOUT_MS,
+  );
+});
+
+describe('a resumed worktree job', () => {
+  it(
+    "goes on in the old job's worktree and branch; the old job's id points to it; merging the resume brings both runs' files",
+    async () => {
+      const root = repo();
+      const sim = await startSim(cleanups, { script: [write('a.txt', 'a\n'), { content: 'Wrote a.' }, write('b.txt', 'b\n'), { content: 'Wrote b.' }] });
+      // The default workspace is shared: only the first spawn asks for a worktree.
+      const config = makeConfig(sim, root, { maxConcurrent: 1, worktreeDir: tempDir('forkpool-wt-trees-') }, { grantedTools: ['write_file'] });
+      const manager = makeManager(config, cleanups);
+      const first = manager.spawn({ task: 'Write a.txt.', label: 'writer', workspace: 'worktree' });
+      await ended(manager, first.id);
+      const resumed = manager.resume(first.id, 'Now write b.txt as well.');
+      const record = await ended(manager, resumed.id);
+      expect(existsSync(path.join(root, 'b.txt'))).toBe(false);
+      expect(manager.worktree(resumed.id)).toMatchObject({ branch: `forkpool/${first.id}`, state: 'kept', changed: ['A a.txt', 'A b.txt'] });
+      expect(record.resultText).toContain(`branch forkpool/${first.id}`);
+      await expect(manager.worktreeAction(first.id, 'drop')).rejects.toMatchObject({
+        code: 'WORKTREE_ACTION_FAILED',
+        message: expect.stringContaining(`went on with job ${resumed.id}`),
+      });
+      expect(await manager.worktreeAction(resumed.id, 'merge')).toContain('merged');
+      expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('a\n');
+      expect(readFileSync(path.join(root, 'b.txt'), 'utf8')).toBe('b\n');
+    },
+    TIMEOUT_MS,
+  );
+});
