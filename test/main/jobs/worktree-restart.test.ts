@@ -143,4 +143,22 @@ describe('a resumed worktree job', () => {
     },
     TIMEOUT_MS,
   );
+
+  it(
+    'after its branch was merged, goes on in a fresh worktree from the workspace HEAD, never in the workspace itself',
+    async () => {
+      const root = repo();
+      const sim = await startSim(cleanups, { script: [write('a.txt', 'a\n'), { content: 'Wrote a.' }, write('c.txt', 'c\n'), { content: 'Wrote c.' }] });
+      const config = makeConfig(sim, root, { maxConcurrent: 1, worktreeDir: tempDir('forkpool-wt-trees-') }, { grantedTools: ['write_file'] });
+      const manager = makeManager(config, cleanups);
+      const first = manager.spawn({ task: 'Write a.txt.', label: 'writer', workspace: 'worktree' });
+      await ended(manager, first.id);
+      await manager.worktreeAction(first.id, 'merge');
+      const resumed = manager.resume(first.id, 'Now write c.txt.');
+      await ended(manager, resumed.id);
+      expect(existsSync(path.join(root, 'c.txt'))).toBe(false);
+      expect(manager.worktree(resumed.id)).toMatchObject({ branch: `forkpool/${resumed.id}`, base: git(root, 'rev-parse', 'HEAD'), changed: ['A c.txt'] });
+    },
+    TIMEOUT_MS,
+  );
 });
