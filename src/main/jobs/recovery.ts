@@ -58,10 +58,14 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   ledger.restore(stored.jobs, stored.nextId);
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   const keyed: Array<{ id: string; key: string }> = [];
+  /** Where each worktree job, and each child working in its parent's worktree, works: parents come first (spawn order). */
+  const treeRoots = new Map<string, string>();
   for (const { record, spec: saved } of stored.jobs) {
     const { dedupKey, worktree, ...storedSpec } = saved ?? {};
     // A worktree job runs (and, restarted, runs again) in its worktree, never in the workspace.
-    const jobConfig = worktree ? { ...config, workspaceRoot: worktree.workspaceRoot } : config;
+    const treeRoot = worktree?.workspaceRoot ?? (record.parentJobId !== undefined ? treeRoots.get(record.parentJobId) : undefined);
+    if (treeRoot !== undefined) treeRoots.set(record.id, treeRoot);
+    const jobConfig = treeRoot !== undefined ? { ...config, workspaceRoot: treeRoot } : config;
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config: jobConfig, attempt: 1 };
     const treeThere = worktree ? (host.worktrees?.adopt(worktree, willEnd(config, record) ? record.label : undefined) ?? false) : true;
     const resume = host.resumeStateOf?.(record);

@@ -117,6 +117,48 @@ describe('worktree jobs across a restart', () => {
   );
 });
 
+describe('a child of a worktree job across a restart', () => {
+  it(
+    "restarted by hand in the next process, it works in its parent's worktree, not in the workspace",
+    async () => {
+      const root = repo();
+      const trees = tempDir('forkpool-wt-trees-');
+      const file = ledgerFile(cleanups);
+      const spawnChild = { name: 'spawn_background_agent', arguments: { task: 'Write the child file.', label: 'child' } };
+      const script: ScriptStep[] = [
+        { toolCalls: [spawnChild] },
+        { content: 'Waiting for my child.' },
+        write('child.txt', 'c\n'),
+        { content: 'Child wrote.' },
+        { content: 'Parent done.' },
+      ];
+      const nestedConfig = (sim: SimServer) =>
+        makeConfig(sim, root, { maxConcurrent: 1, maxDepth: 2, worktreeDir: trees }, { grantedTools: ['write_file'], ledger: { path: file } });
+      const open = (sim: SimServer) => {
+        const store = openSqliteLedger(file);
+        const manager = new BackgroundManager({ config: nestedConfig(sim), store: store.jobs('m') });
+        cleanups.add(async () => {
+          await manager.close({ timeoutMs: 2_000 });
+          store.close();
+        });
+        return manager;
+      };
+      const first = open(await startSim(cleanups, { script }));
+      const { id } = first.spawn({ task: 'Delegate the writing.', label: 'parent', workspace: 'worktree' });
+      const childId = (await ended(first, id)).children?.[0] as string;
+      const treePath = first.worktree(id)?.path as string;
+      await first.close({ timeoutMs: 2_000 });
+
+      const second = open(await startSim(cleanups, { script: [write('again.txt', 'again\n'), { content: 'Again.' }] }));
+      second.restart(childId);
+      expect((await ended(second, childId)).status).toBe('ok');
+      expect(existsSync(path.join(root, 'again.txt'))).toBe(false);
+      expect(readFileSync(path.join(treePath, 'again.txt'), 'utf8')).toBe('again\n');
+    },
+    TIMEOUT_MS,
+  );
+});
+
 describe('a resumed worktree job', () => {
   it(
     "goes on in the old job's worktree and branch; the old job's id points to it; merging the resume brings both runs' files",
