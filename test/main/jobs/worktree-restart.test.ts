@@ -85,6 +85,27 @@ describe('worktree jobs across a restart', () => {
   );
 
   it(
+    'a queued worktree job whose worktree was removed meanwhile ends WORKTREE_UNAVAILABLE in the next process; it never runs in the workspace',
+    async () => {
+      const root = repo();
+      const trees = tempDir('forkpool-wt-trees-');
+      const file = ledgerFile(cleanups);
+      const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file);
+      const { id } = first.spawn({ task: 'Write the notes.', label: 'writer' });
+      await first.close({ timeoutMs: 2_000 });
+      git(root, 'worktree', 'remove', '--force', first.worktree(id)?.path ?? '');
+      const sim = await startSim(cleanups, { script: [write('notes.md', 'in the workspace?\n'), { content: 'Wrote notes.' }] });
+      const second = durableManager(sim, root, trees, file);
+      expect(second.recovery?.interrupted).toEqual([id]);
+      const record = await ended(second, id);
+      expect(record.error).toMatchObject({ code: 'WORKTREE_UNAVAILABLE', message: expect.stringContaining('is gone') });
+      expect(sim.requests).toHaveLength(0);
+      expect(existsSync(path.join(root, 'notes.md'))).toBe(false);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     "an ended job's kept branch is merged after a restart; a next run's bg-1 (ids start again in memory) gets forkpool/bg-1-2",
     async () => {
       const root = repo();
