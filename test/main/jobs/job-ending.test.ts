@@ -17,6 +17,7 @@ import {
   makeWorkspace,
   messagesOf,
   startSim,
+  startedJob,
   useCleanup,
   watchManager,
   watchProcess,
@@ -81,6 +82,27 @@ describe("a job's ending", () => {
       [top.id, 'ended', 'ok', true],
       [child?.id, 'ended', 'ok', true],
     ]);
+    expect(thrown).toEqual([]);
+  });
+
+  it('destroy() with 2,000 jobs queued behind one slot: each ends cancelled once, none is left, and no ending overflows the stack (no host fault)', async () => {
+    const thrown = watchProcess(cleanup);
+    const faults = hostFaultWarnings();
+    const sim = await startSim(cleanup, { latencyMs: 50 });
+    const manager = makeManager(makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1 }), cleanup);
+    const endings = new Map<string, number>();
+    manager.on('done', (record) => endings.set(record.id, (endings.get(record.id) ?? 0) + 1));
+    const ids = Array.from({ length: 2_000 }, (_, n) => manager.spawn({ task: `${LEAF} (${n})`, label: `job ${n}` }).id);
+    // The first runs; the other 1,999 wait for its slot.
+    await startedJob(manager, ids[0] as string);
+
+    const report = await manager.destroy();
+    expect(report.cancelled).toHaveLength(2_000);
+    expect(faults).toEqual([]);
+    expect(manager.pending).toBe(0);
+    expect(manager.count('ended')).toBe(2_000);
+    expect(manager.jobs().filter((r) => r.status !== 'cancelled')).toEqual([]);
+    expect([...endings.values()].every((n) => n === 1) && endings.size === 2_000).toBe(true);
     expect(thrown).toEqual([]);
   });
 });
