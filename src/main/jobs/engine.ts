@@ -125,7 +125,14 @@ export class JobEngine {
       reachesRunning: o.executor.capabilities.remote !== true || o.executor.capabilities.steering === true,
       sent: (receipt) => emit('message', receipt),
     }));
-    this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
+    this.restarts = new Restarts({
+      table,
+      dispatcher,
+      requeued: (record) => emit('requeued', record),
+      leaveWave: (wave, id) => {
+        if (this.waves.leave(wave, id)) this.checkWave(wave);
+      },
+    });
     this.runner = new JobRunner({
       ...o,
       ...(this.owner !== undefined ? { owner: this.owner } : {}),

@@ -105,4 +105,21 @@ describe("a job's ending", () => {
     expect([...endings.values()].every((n) => n === 1) && endings.size === 2_000).toBe(true);
     expect(thrown).toEqual([]);
   });
+
+  it('a wave member restarted after it ended leaves its wave: the wave still fires (once, without it), and the restarted job ends as a job of its own', async () => {
+    const sim = await startSim(cleanup);
+    const manager = makeManager(makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 2 }), cleanup);
+    const waves: string[][] = [];
+    manager.on('wave-done', ({ wave, jobs }) => wave === 1 && waves.push(jobs.map((j) => j.id)));
+    const [a, b] = ['a', 'b'].map((label) => manager.spawn({ task: `${LEAF} (${label})`, label, wave: 1 }).id) as [string, string];
+    await Promise.all([ended(manager, a), ended(manager, b)]);
+    manager.restart(a);
+    // The turn that spawned them is over: the wave may end now.
+    new Deliveries(manager).sealWave(1);
+    const again = await ended(manager, a);
+    expect(await settlesWithin(manager.onIdle(), 10_000)).toBe(true);
+    expect(waves).toEqual([[b]]);
+    expect(again).toMatchObject({ state: 'ended', status: 'ok', wave: null });
+    expect(new Deliveries(manager).drain(2).map((r) => r.id)).toEqual([a, b]);
+  });
 });
