@@ -167,11 +167,35 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     await session.onIdle();
     await session.close();
     printTotals();
-    return first.stopReason === 'error' ? EXIT.failure : EXIT.ok;
+    // Never exit 0 over a result the parent never got (its delivery could not be recorded: a full disk).
+    const lost = undeliveredAtExit(ctx, session);
+    return first.stopReason === 'error' || lost > 0 ? EXIT.failure : EXIT.ok;
   } finally {
     stopSignals();
     await ctx.dispose();
   }
+}
+
+/**
+ * After a clean close, the background results the parent never got (nothing else leaves one
+ * behind: a follow-up delivers every ending before the session is idle, unless the ledger
+ * could not record the delivery). Says how many and where they are, and returns the count.
+ */
+export function undeliveredAtExit(ctx: CliContext, session: AgentSession, command: 'run' | 'chat' = 'run'): number {
+  const waiting = session.deliveries.undelivered();
+  if (waiting.length === 0) return 0;
+  const health = session.manager.ledgerHealth();
+  const why = health.failure ? `the ledger could not record their delivery: ${oneLine(health.failure.message, 300)}` : 'they were never delivered';
+  const ledger = ctx.config.ledger.path;
+  const where =
+    ledger === undefined
+      ? 'they are lost with this process'
+      : health.unsaved > 0
+        ? `${health.unsaved} record(s) could not be written to ${ledger}: a --resume runs those jobs again`
+        : `they wait in ${ledger}: forkpool ${command} --ledger ${ledger} --resume ${session.id} delivers them`;
+  ctx.note(`forkpool: ${waiting.length} background result(s) ended but never reached the parent (${why}); ${where}`);
+  ctx.event('undelivered', { jobs: waiting.map((job) => job.id), ledgerHealth: health });
+  return waiting.length;
 }
 
 const terminalAsker: PermissionAsker = async (request) => {

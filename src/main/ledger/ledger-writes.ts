@@ -17,6 +17,9 @@ import type { JobRecord } from './job-record.js';
 
 export type WriteMode = 'strict' | 'lenient';
 
+/** Unsaved records are written again this long after a failure when no other write comes (a quiet session). */
+const DEFAULT_RETRY_MS = 2_000;
+
 /** What the durable side of a ledger is like now. */
 export interface LedgerHealth {
   /** No failure since the last write that went through, and nothing left unsaved. */
@@ -42,6 +45,9 @@ export class StoreWriter {
   readonly #unsaved = new Set<string>();
   #failure: LedgerHealth['failure'];
   #failedWrites = 0;
+  /** While records are unsaved: the next try at writing them, unprompted (a quiet process writes nothing else). */
+  #retry: NodeJS.Timeout | undefined;
+  readonly #retryMs: number;
 
   constructor(options: {
     store: JobStore;
@@ -49,7 +55,10 @@ export class StoreWriter {
     current: (id: string) => { record: Readonly<JobRecord>; position: number } | undefined;
     nextId: () => number;
     report: (report: StorageReport) => void;
+    /** How long after a failure unsaved records are tried again, with no other write to take them along. */
+    retryMs?: number;
   }) {
+    this.#retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
     this.#store = options.store;
     this.#current = options.current;
     this.#nextId = options.nextId;
@@ -96,10 +105,21 @@ export class StoreWriter {
       return;
     }
     this.#unsaved.clear();
+    this.#stopRetry();
     if (this.#failure) {
       this.#failure = undefined;
       this.#report({ kind: 'recovered', failedWrites: this.#failedWrites });
     }
+  }
+
+  /**
+   * One last try at writing what is unsaved (the ledger closes), and no more retries. The
+   * health says what is still only in memory.
+   */
+  close(): void {
+    this.#stopRetry();
+    if (this.#unsaved.size > 0) this.write('write unsaved records at close', () => {}, 'lenient');
+    this.#stopRetry();
   }
 
   /** Retention forgot a delivered job. Lenient: a row left on disk is a delivered record a restart finds delivered (harmless). */
@@ -115,11 +135,28 @@ export class StoreWriter {
     }
   }
 
+  #stopRetry(): void {
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+  }
+
+  /** Unsaved records are tried again after a while, again after each failure, until one write goes through. */
+  #scheduleRetry(): void {
+    if (this.#retry !== undefined || this.#unsaved.size === 0) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      if (this.#unsaved.size > 0) this.write('write unsaved records again', () => {}, 'lenient');
+    }, this.#retryMs);
+    // A retry never keeps a process alive that has nothing else to do.
+    this.#retry.unref();
+  }
+
   #failed(operation: string, error: LedgerWriteError, ids: readonly string[], mode: WriteMode): void {
     this.#failedWrites++;
     if (mode === 'lenient') for (const id of ids) this.#unsaved.add(id);
     const first = this.#failure === undefined;
     this.#failure ??= { code: error.sqliteCode, message: error.message, operation, since: Date.now() };
     this.#report({ kind: 'failed', error: serializeError(error), sqliteCode: error.sqliteCode, operation, unsaved: this.#unsaved.size, first });
+    this.#scheduleRetry();
   }
 }

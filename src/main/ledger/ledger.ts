@@ -70,12 +70,19 @@ export class DeliveryLedger {
     );
     this.#onForget = onForget;
     this.#onResultDropped = onResultDropped;
-    this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
+    // A close-caused ending kept in memory (#unwritten) is never written, not even as an unsaved record.
+    const current = (id: string) => (this.#unwritten.has(id) ? undefined : this.#entries.get(id));
+    this.#writer = store && new StoreWriter({ store, current, nextId: () => this.#nextId, report: onStorage });
   }
 
   /** The durable side: ok, or degraded (what failed, since when, how many records wait to be written). Always ok in memory. */
   health(): LedgerHealth {
     return this.#writer?.health() ?? { ok: true, unsaved: 0, failedWrites: 0 };
+  }
+
+  /** The manager has closed: what is unsaved is tried once more, and no retry is left behind. */
+  closeWrites(): void {
+    this.#writer?.close();
   }
 
   /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown). */
