@@ -23,12 +23,12 @@ if (!holder[WATCHING]) {
   );
   // Node prints warnings itself and pipes worker threads' stderr here: both pass through write().
   const write = process.stderr.write.bind(process.stderr) as (...args: unknown[]) => boolean;
-  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) => {
+  process.stderr.write = (chunk: unknown, ...rest: unknown[]) => {
     // A warning of this thread may be counted twice (its event, its line): a worker thread's has only its line.
     if (typeof chunk === 'string') noteHostOutput('stderr', chunk);
     else if (chunk instanceof Uint8Array) noteHostOutput('stderr', Buffer.from(chunk).toString('utf8'));
     return write(chunk, ...rest);
-  }) as typeof process.stderr.write;
+  };
 }
 
 function check(when: string): void {
