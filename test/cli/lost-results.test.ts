@@ -5,6 +5,7 @@
  * a run and its --resume. The built CLI runs as a child process (build first).
  */
 import path from 'node:path';
+import { settlesWithin } from '../../src/shared/abort.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   describeResult,
@@ -36,7 +37,7 @@ describe('a ledger whose disk fills up mid-run', () => {
     smallDisk.free();
     const ledger = path.join(smallDisk.dir, 'run.db');
     const prompt = 'Answer these:\n1. Where is the tool loop implemented?\n2. How are API keys redacted?\n3. Where is the retry backoff?';
-    const run = spawnCli(['run', '--sim-latency', '300', '--ledger', ledger, prompt], { cwd: tempWorkspace({}, cleanup), cleanup, timeoutMs: 90_000 });
+    const run = spawnCli(['run', '--sim-latency', '1000', '--ledger', ledger, prompt], { cwd: tempWorkspace({}, cleanup), cleanup, timeoutMs: 90_000 });
     // The three spawns are on disk; then the disk is full: their endings and their delivery are not.
     await run.waitForStderr((err) => (err.match(/ spawned/g) ?? []).length >= 3);
     smallDisk.fill();
@@ -46,6 +47,33 @@ describe('a ledger whose disk fills up mid-run', () => {
     expect(result.code, describeResult(result)).toBe(1);
     expect(result.stderr).toMatch(
       /forkpool: 3 background result\(s\) ended but never reached the parent \(the ledger could not record their delivery: .*SQLITE_FULL/,
+    );
+  });
+
+  it('chat: two jobs end while the disk is full, their follow-up cannot record its delivery; stdin ends: the chat says so and exits 1', async () => {
+    smallDisk.free();
+    const ledger = path.join(smallDisk.dir, 'chat.db');
+    const chat = spawnCli(['chat', '--sim-latency', '1000', '--ledger', ledger], {
+      cwd: tempWorkspace({}, cleanup),
+      cleanup,
+      keepStdinOpen: true,
+      timeoutMs: 90_000,
+    });
+    chat.child.stdin?.write('Where is the retry backoff? Where is the LruCache class?\n');
+    await chat.waitForStderr((err) => (err.match(/ spawned in turn 1/g) ?? []).length >= 2);
+    smallDisk.fill();
+    // Both ended (their follow-up could not record its delivery, so none ran); then the person leaves.
+    const bothEnded = await settlesWithin(
+      chat.waitForStderr((err) => (err.match(/ bg-\d+ "[^"]*" \w+ in /g) ?? []).length >= 2),
+      30_000,
+    );
+    expect(bothEnded, chat.stderr()).toBe(true);
+    chat.child.stdin?.end();
+    const result = await chat.exited;
+    smallDisk.free();
+    expect(result.code, describeResult(result)).toBe(1);
+    expect(result.stderr).toMatch(
+      /forkpool: 2 background result\(s\) ended but never reached the parent \(the ledger could not record their delivery: .*SQLITE_FULL/,
     );
   });
 
