@@ -7,9 +7,21 @@
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { BackgroundManager } from '../../src/main/jobs/manager.js';
+import { DeliveryLedger } from '../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
 import { settlesWithin } from '../../src/shared/abort.js';
-import { ended, failableLedger, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, useCleanup, watchManager, watchProcess } from '../helpers/index.js';
+import {
+  ended,
+  failableLedger,
+  okEnding,
+  makeConfig,
+  makeWorkspace,
+  RESEARCH_TASK,
+  startSim,
+  useCleanup,
+  watchManager,
+  watchProcess,
+} from '../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -74,5 +86,29 @@ describe('a durable ledger whose disk comes back', () => {
     await manager.close();
     expect(onDisk(file)).toEqual(ids.map((id) => [id, 'ended']));
     expect(manager.ledgerHealth()).toMatchObject({ ok: true, unsaved: 0 });
+  });
+
+  it('a delivery refused while every ending was on disk: the ledger tries again on its own and says when writes work (ledger-recovered), so the refused delivery can be made', async () => {
+    const { store, failWrites } = failableLedger(cleanup);
+    const reports: string[] = [];
+    const recovered = new Promise<void>((resolve) => {
+      const ledger = new DeliveryLedger({}, store.jobs('s'), (report) => {
+        reports.push(report.kind);
+        if (report.kind === 'recovered') resolve();
+      });
+      const ids = ['a', 'b'].map((label) => ledger.add({ id: ledger.newId(), label, task: `t ${label}`, role: 'user', wave: null }).id);
+      for (const id of ids) {
+        ledger.markRunning(id, 1);
+        ledger.markEnded(id, okEnding(`result of ${id}`));
+      }
+      failWrites(true);
+      expect(() => ledger.drain(1)).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
+      // Nothing is unsaved (the endings were written): only the refused delivery says the disk is failing.
+      expect(ledger.health()).toMatchObject({ ok: false, unsaved: 0 });
+      failWrites(false);
+      cleanup.add(() => void ledger.closeWrites());
+    });
+    expect(await settlesWithin(recovered, 20_000), `no recovery reported: ${reports.join(', ')}`).toBe(true);
+    expect(reports).toEqual(['failed', 'recovered']);
   });
 });

@@ -11,14 +11,12 @@
  * Either way the failure is reported once per degraded spell (then counted), and the end of the
  * spell is reported too. Nothing here throws anything but the typed error of a strict write.
  */
+import { TIMINGS } from '../../shared/defaults.js';
 import { LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
 import type { JobStore } from './ledger-store.js';
 import type { JobRecord } from './job-record.js';
 
 export type WriteMode = 'strict' | 'lenient';
-
-/** Unsaved records are written again this long after a failure when no other write comes (a quiet session). */
-const DEFAULT_RETRY_MS = 2_000;
 
 /** What the durable side of a ledger is like now. */
 export interface LedgerHealth {
@@ -45,9 +43,14 @@ export class StoreWriter {
   readonly #unsaved = new Set<string>();
   #failure: LedgerHealth['failure'];
   #failedWrites = 0;
-  /** While records are unsaved: the next try at writing them, unprompted (a quiet process writes nothing else). */
+  /**
+   * Jobs a refused (strict) write was about: their records as they are now are written again by
+   * the retry, to learn whether the disk takes writes again (nothing else may come to try).
+   */
+  readonly #recheck = new Set<string>();
+  /** While something is unsaved or refused: the next try, unprompted (a quiet process writes nothing else). */
   #retry: NodeJS.Timeout | undefined;
-  readonly #retryMs: number;
+  #closed = false;
 
   constructor(options: {
     store: JobStore;
@@ -55,10 +58,7 @@ export class StoreWriter {
     current: (id: string) => { record: Readonly<JobRecord>; position: number } | undefined;
     nextId: () => number;
     report: (report: StorageReport) => void;
-    /** How long after a failure unsaved records are tried again, with no other write to take them along. */
-    retryMs?: number;
   }) {
-    this.#retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
     this.#store = options.store;
     this.#current = options.current;
     this.#nextId = options.nextId;
@@ -105,6 +105,7 @@ export class StoreWriter {
       return;
     }
     this.#unsaved.clear();
+    this.#recheck.clear();
     this.#stopRetry();
     if (this.#failure) {
       this.#failure = undefined;
@@ -117,9 +118,9 @@ export class StoreWriter {
    * health says what is still only in memory.
    */
   close(): void {
+    this.#closed = true;
     this.#stopRetry();
     if (this.#unsaved.size > 0) this.write('write unsaved records at close', () => {}, 'lenient');
-    this.#stopRetry();
   }
 
   /** Retention forgot a delivered job. Lenient: a row left on disk is a delivered record a restart finds delivered (harmless). */
@@ -140,13 +141,28 @@ export class StoreWriter {
     this.#retry = undefined;
   }
 
-  /** Unsaved records are tried again after a while, again after each failure, until one write goes through. */
+  /**
+   * Tried again after a while, and again after each failure, until one write goes through: what
+   * is unsaved, and the current records of what a refused write was about. Its success is the
+   * `recovered` report a session waits for to deliver what the disk refused.
+   */
   #scheduleRetry(): void {
-    if (this.#retry !== undefined || this.#unsaved.size === 0) return;
+    if (this.#closed || this.#retry !== undefined || this.#unsaved.size + this.#recheck.size === 0) return;
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
-      if (this.#unsaved.size > 0) this.write('write unsaved records again', () => {}, 'lenient');
-    }, this.#retryMs);
+      const recheck = () => {
+        for (const id of this.#recheck) {
+          const current = this.#current(id);
+          if (current) this.#store.put(current.record, current.position, this.#nextId());
+        }
+      };
+      try {
+        this.write('write again what a failed write left', recheck, 'lenient');
+      } catch (error) {
+        // Not a storage failure (the store was closed under it): reported, and nothing is left to retry on.
+        this.#report({ kind: 'failed', error: serializeError(error), sqliteCode: 'UNKNOWN', operation: 'retry', unsaved: this.#unsaved.size, first: false });
+      }
+    }, TIMINGS.ledgerRetryMs);
     // A retry never keeps a process alive that has nothing else to do.
     this.#retry.unref();
   }
@@ -154,6 +170,7 @@ export class StoreWriter {
   #failed(operation: string, error: LedgerWriteError, ids: readonly string[], mode: WriteMode): void {
     this.#failedWrites++;
     if (mode === 'lenient') for (const id of ids) this.#unsaved.add(id);
+    else for (const id of ids) this.#recheck.add(id);
     const first = this.#failure === undefined;
     this.#failure ??= { code: error.sqliteCode, message: error.message, operation, since: Date.now() };
     this.#report({ kind: 'failed', error: serializeError(error), sqliteCode: error.sqliteCode, operation, unsaved: this.#unsaved.size, first });
