@@ -83,7 +83,8 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
     const lines = usageLines(usage);
     if (lines.length > 0 && !ctx.json) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
     // Never exit 0 over a result the parent never got (the ledger could not record its delivery).
-    return undeliveredAtExit(ctx, chat.session, 'chat') > 0 ? EXIT.failure : EXIT.ok;
+    // quit() has run (every way out of the chat closes it): its report names the jobs it stopped.
+    return undeliveredAtExit(ctx, chat.session, await chat.quit(), 'chat') > 0 ? EXIT.failure : EXIT.ok;
   } finally {
     stopSignals();
     await ctx.dispose();
