@@ -337,6 +337,11 @@ export const TIMINGS = {
   threadAnswerMs: 5_000,
   /** After close() hard-stops stragglers, how long it waits for their endings to arrive. */
   stragglerEndWaitMs: 1_000,
+  /**
+   * A durable write failed (a full disk): what it could not write is tried again this long after,
+   * and again after each failure, when no other write takes it along (a quiet session).
+   */
+  ledgerRetryMs: 2_000,
   /** Idle Piscina threads above `minThreads` stay warm this long, so a later wave starts at once. */
   poolIdleTimeoutMs: 10 * 60_000,
   /** Piscina's own close bound (the manager destroys the pool; this only caps a stray close()). */
