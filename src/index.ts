@@ -29,7 +29,7 @@ export { jobError } from './main/jobs/job-endings.js';
 export type { ResumeRequest } from './main/jobs/resumes.js';
 export type { JobRecord, JobState, JobStatus, EndedBy, JobEnding, SentMessage } from './main/ledger/ledger.js';
 export { openSqliteLedger, SqliteLedgerStore, type SqliteStoreOptions } from './main/ledger/sqlite-store.js';
-export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert } from './main/ledger/ledger-store.js';
+export type { LedgerStore, JobStore, SessionSnapshot, SessionSummary, StoredJob, StoredSpec, StoredAlert, StoredMessage } from './main/ledger/ledger-store.js';
 export type { RecoveryReport } from './main/jobs/recovery.js';
 export { Deliveries } from './main/delivery/deliveries.js';
 export type { DurableSessionOptions } from './main/session/durable-session.js';

@@ -66,6 +66,7 @@ export const forkpoolRoutes: FastifyPluginAsync<ForkpoolRoutesOptions> = async (
       executor,
       eventBufferSize: config.server.eventBufferSize,
       maxSessions: config.server.maxSessions,
+      token: options.token,
       ...(options.logger ? { logger: options.logger } : {}),
     });
   } catch (error) {

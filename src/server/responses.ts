@@ -1,5 +1,6 @@
 import { WORKTREE_STATES } from '../main/jobs/worktrees.js';
 import { z } from 'zod';
+import { WAIT_LIMITS } from '../shared/defaults.js';
 import { JOB_ROLES } from '../shared/protocol.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { STOP_REASONS } from '../shared/loop-events.js';
@@ -231,9 +232,27 @@ export const messageReceiptBody = named(
   }),
 );
 
+/** An ended job in a wait's answer: its detail with one page of its result (src/server/wait-answers.ts). */
+export const waitEndedSchema = named(
+  'WaitEndedJob',
+  jobDetailSchema.extend({
+    resultText: z
+      .string()
+      .nullable()
+      .describe(`The first page of its result (at most ${WAIT_LIMITS.resultPageChars} characters); empty past the answer's bound.`),
+    resultChars: z.number().int().describe('The whole result, in characters.'),
+    resultNext: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Where the rest starts: read it with GET /v1/jobs/{id}/result?offset=resultNext&limit=…; null when all of it is here.'),
+  }),
+);
+export type WaitEndedBody = z.output<typeof waitEndedSchema>;
+
 export const waitOutcomeBody = named(
   'WaitOutcome',
-  z.object({ timedOut: z.boolean(), waitedMs: z.number(), ended: z.array(jobDetailSchema), running: z.array(jobSummarySchema) }),
+  z.object({ timedOut: z.boolean(), waitedMs: z.number(), ended: z.array(waitEndedSchema), running: z.array(jobSummarySchema) }),
 );
 
 // --- A job's transcript (GET /v1/jobs/{id}/transcript; src/main/jobs/transcripts.ts) ---------
@@ -253,6 +272,7 @@ export const transcriptStepShape = named(
       completionTokens: z.number(),
       text: z.string().optional().describe('What the model said (redacted, head and tail).'),
       calls: z.array(z.object({ callId: z.string(), name: z.string(), args: z.string().describe('As the model wrote them (redacted, head and tail).') })),
+      callsOmitted: z.number().int().optional().describe("This turn's calls past the step's cap (20,000 characters of calls): counted, not kept."),
     }),
     z.object({
       ...stepBase,

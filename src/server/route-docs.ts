@@ -114,7 +114,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     method: 'get',
     path: '/v1/jobs/{id}/result',
     operationId: 'getJobResult',
-    summary: 'Long-poll for one job to end (?wait=seconds).',
+    summary: 'Long-poll for one job to end (?wait=seconds); ?offset=&limit= for one page of its result.',
     params: jobIdParams,
     query: resultQuery,
     responses: {
@@ -144,6 +144,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
       404: noSuchJob,
       409: { description: 'The job has ended (JOB_ENDED, naming its state)', schema: errorBody },
       429: { description: 'Too many messages for this job (QUEUE_FULL)', schema: errorBody },
+      503: { description: 'Not sent: the server is closing (SERVER_CLOSING), or its ledger cannot write the message (LEDGER_WRITE_FAILED)', schema: errorBody },
     },
   },
   {
@@ -153,8 +154,9 @@ export const ROUTE_DOCS: RouteDoc[] = [
     summary: 'Wait until the jobs named (default: every live one) end, all of them or the first (mode any), or timeoutMs passes.',
     body: waitJobsBody,
     responses: {
-      200: { description: 'What ended (in full) and what still runs', schema: waitOutcomeBody },
+      200: { description: 'What ended (each with the first page of its result: resultNext) and what still runs', schema: waitOutcomeBody },
       404: { description: 'No such job (JOB_UNKNOWN, naming it); nothing waited', schema: errorBody },
+      429: { description: 'Already server.maxWaits waits open (TOO_MANY_WAITS); retry-after 1', schema: errorBody },
     },
   },
   {

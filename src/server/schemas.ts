@@ -84,6 +84,10 @@ export const waitJobsBody = z.strictObject({
 export const resultQuery = z.strictObject({
   /** Seconds to wait for the job to end (long poll); 0 answers at once. */
   wait: z.coerce.number().min(0).max(120).default(0),
+  /** One page of the result: from this character (a wait's `resultNext`)... */
+  offset: z.coerce.number().int().min(0).optional(),
+  /** ...at most this many characters; without either, the whole result. */
+  limit: z.coerce.number().int().min(1).max(100_000_000).optional(),
 });
 
 export const createSessionBody = z.strictObject({}).optional();

@@ -5,6 +5,7 @@ import type { Executor } from '../main/executors/executor.js';
 import type { JobRecord } from '../main/ledger/ledger.js';
 import { BackgroundManager } from '../main/jobs/manager.js';
 import type { ForkpoolConfig } from '../shared/config.js';
+import { redactionSecrets } from '../shared/tools/host-secrets.js';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { addUsage, emptyUsage, type Usage } from '../shared/usage.js';
 import { EventHub } from './event-hub.js';
@@ -24,6 +25,8 @@ export interface ServerStateOptions {
   /** Events kept for `Last-Event-ID` resume. */
   eventBufferSize: number;
   maxSessions: number;
+  /** The server's bearer token: scrubbed from every response like a key. */
+  token?: string;
 }
 
 /** Cumulative usage of ended jobs, by role and model: counters for `/metrics` and the page's totals. */
@@ -57,7 +60,8 @@ export class ServerState {
     this.config = options.config;
     this.executor = options.executor;
     this.hub = new EventHub(options.eventBufferSize);
-    this.#secrets = options.config.apiKey ? [options.config.apiKey] : [];
+    // Every key the config holds, the process environment's credentials and the server's own token.
+    this.#secrets = [...redactionSecrets(options.config), ...(options.token === undefined ? [] : [options.token])];
     const path = options.config.ledger.path;
     this.#store =
       path === undefined

@@ -78,6 +78,8 @@ const toolLimitsSchema = z.strictObject({
   searchTimeoutMs: timerMs(1).default(DEFAULTS.tools.searchTimeoutMs),
   hiddenScanMaxEntries: z.number().int().min(1).max(100_000_000).default(DEFAULTS.tools.hiddenScanMaxEntries),
   maxParallelToolCalls: z.number().int().min(1).max(1_000).default(DEFAULTS.tools.maxParallelToolCalls),
+  /** Tool calls one model response may make; the rest are answered with a tool error, not run. */
+  maxToolCallsPerResponse: z.number().int().min(1).max(10_000).default(DEFAULTS.tools.maxToolCallsPerResponse),
   bashMaxProcesses: z.number().int().min(8).max(1_000_000).default(DEFAULTS.tools.bashMaxProcesses),
   bashMaxMemoryMb: z.number().int().min(16).max(1_048_576).default(DEFAULTS.tools.bashMaxMemoryMb),
   bashMaxFileMb: z.number().int().min(1).max(1_048_576).default(DEFAULTS.tools.bashMaxFileMb),
@@ -141,6 +143,10 @@ const backgroundSchema = z.strictObject({
   queueLimit: z.number().int().min(0).max(10_000_000).default(DEFAULTS.background.queueLimit),
   /** 1: jobs cannot spawn; 2: a job may spawn children (through the main thread), 3: grandchildren... */
   maxDepth: z.number().int().min(0).max(MAX_DEPTH).default(DEFAULTS.background.maxDepth),
+  /** Children one job may have spawned; past it a job's spawn is refused with CHILDREN_LIMIT (a tool error). */
+  maxChildrenPerJob: z.number().int().min(1).max(1_000_000).default(DEFAULTS.background.maxChildrenPerJob),
+  /** Jobs waiting for a slot past which a job's own spawn is refused with QUEUE_FULL (a tool error); 0: no limit. */
+  nestedQueueLimit: z.number().int().min(0).max(10_000_000).default(DEFAULTS.background.nestedQueueLimit),
   /** A job that answers with children still running: `wait` gives its slot back, waits and resumes with their results; `cancel` cancels them. */
   childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
@@ -284,6 +290,8 @@ const serverSchema = z.strictObject({
   corsOrigins: z.array(z.url({ protocol: /^https?$/ })).default([...DEFAULTS.server.corsOrigins]),
   eventBufferSize: z.number().int().min(10).max(1_000_000).default(DEFAULTS.server.eventBufferSize),
   maxSessions: z.number().int().min(1).max(10_000).default(DEFAULTS.server.maxSessions),
+  /** `POST /v1/jobs/wait` requests open at once; the next is refused with 429 (TOO_MANY_WAITS). */
+  maxWaits: z.number().int().min(1).max(100_000).default(DEFAULTS.server.maxWaits),
 });
 
 export const EXECUTOR_KINDS = ['piscina', 'tinypool', 'worker-per-job', 'inline', 'bullmq'] as const;

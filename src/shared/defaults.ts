@@ -79,6 +79,12 @@ export const DEFAULTS = {
     /** Tool calls of one model message that run at once; the rest wait their turn (all run, results in order). */
     maxParallelToolCalls: 8,
     /**
+     * Tool calls one model response may make; the calls past it are not run, each is answered
+     * with a TOOL_CALLS_PER_RESPONSE tool error (one response of 30,000 calls held the main
+     * thread 11 s with their events and transcript).
+     */
+    maxToolCallsPerResponse: 256,
+    /**
      * One grep or find_files call ends with TOOL_TIMEOUT after this long (a huge tree), counting
      * its own work in full and each of its waits as 20 ms at most (TIMINGS.searchWaitTickMs):
      * a search on a thread held by thousands of other jobs is slowed down, not timed out.
@@ -134,6 +140,18 @@ export const DEFAULTS = {
     queueLimit: 0,
     /** 1: a background job has no spawn tool (the fork-bomb guard). */
     maxDepth: 1,
+    /**
+     * Children one job may have spawned (depth above 1); past it its spawn is refused with
+     * CHILDREN_LIMIT, a tool error its model reads. With `maxDepth` 3 a tree is then at most
+     * 1 + 50 + 2,500 jobs.
+     */
+    maxChildrenPerJob: 50,
+    /**
+     * Jobs waiting for a slot past which a job's own spawn is refused with QUEUE_FULL (a tool
+     * error; a spawn of the parent's model or the API obeys `queueLimit` only). One tree once
+     * queued 300,000 jobs. 0: no limit.
+     */
+    nestedQueueLimit: 1_000,
     /** A job answering with children still running waits for them (its slot given back meanwhile). */
     childrenOnEnd: 'wait' as 'wait' | 'cancel',
     isolation: 'thread' as 'thread' | 'shared',
@@ -245,6 +263,8 @@ export const DEFAULTS = {
     eventBufferSize: 2_000,
     /** Parent-agent sessions open at once. */
     maxSessions: 16,
+    /** `POST /v1/jobs/wait` requests open at once; the next is refused with 429 (TOO_MANY_WAITS). */
+    maxWaits: 256,
   },
   /** What reaches the parent's context when background results are delivered (docs/delivery.md "Bounded delivery", "Stale results"). */
   delivery: {
@@ -317,6 +337,11 @@ export const TIMINGS = {
   threadAnswerMs: 5_000,
   /** After close() hard-stops stragglers, how long it waits for their endings to arrive. */
   stragglerEndWaitMs: 1_000,
+  /**
+   * A durable write failed (a full disk): what it could not write is tried again this long after,
+   * and again after each failure, when no other write takes it along (a quiet session).
+   */
+  ledgerRetryMs: 2_000,
   /** Idle Piscina threads above `minThreads` stay warm this long, so a later wave starts at once. */
   poolIdleTimeoutMs: 10 * 60_000,
   /** Piscina's own close bound (the manager destroys the pool; this only caps a stray close()). */
@@ -371,6 +396,10 @@ export const WAIT_LIMITS = {
   toolMarginMs: 1_000,
   /** The chat's `/bg wait` without `--timeout`. */
   chatDefaultMs: 30_000,
+  /** `POST /v1/jobs/wait`: characters of one job's result an answer carries (the rest: `GET /v1/jobs/{id}/result?offset=`). */
+  resultPageChars: 100_000,
+  /** `POST /v1/jobs/wait`: bytes of ended jobs one answer carries; past it a job comes without its result (`resultNext: 0`). */
+  answerMaxBytes: 4_000_000,
 } as const;
 
 /**
@@ -383,11 +412,33 @@ export const TRANSCRIPT_LIMITS = {
   event: { textChars: 4_000, argsChars: 2_000, outputChars: 2_000 },
   maxSteps: 200,
   maxChars: 60_000,
+  /** Characters one model step holds for its tool calls (id, name and arguments); past it the calls are counted, not kept. */
+  stepCallChars: 20_000,
   headSteps: 20,
   /** Ended jobs' transcripts held in memory (the newest); a durable ledger keeps each until retention drops its job's result. */
   heldEnded: 2_000,
   /** One page of `GET /v1/jobs/{id}/transcript` at most. */
   pageMax: 200,
+} as const;
+
+/** The stale-on-arrival check at delivery (src/main/delivery/staleness.ts), which runs on the main thread. */
+export const STALE_CHECK_LIMITS = {
+  /** Files stat'ed or hashed at once, over all the results of one delivery. */
+  concurrency: 8,
+  /**
+   * Bytes hashed in one delivery, over all its files. A file whose size or time changed past
+   * this is reported modified without reading it (a touched file may then be called stale).
+   */
+  hashBytes: 256 * 1024 * 1024,
+} as const;
+
+/** What a durable ledger file keeps (src/main/ledger/sqlite-prune.ts). */
+export const LEDGER_PRUNING = {
+  /**
+   * Sessions kept, newest activity first; an older one goes with all its jobs' rows once none of
+   * its jobs waits to run or to be delivered and no process holds it.
+   */
+  keepSessions: 1_000,
 } as const;
 
 /**

@@ -66,6 +66,8 @@ export const ERROR_CODES = [
   'NAME_TAKEN',
   /** A job below the depth limit may spawn; one at it may not. */
   'DEPTH_EXCEEDED',
+  /** A job already spawned `background.maxChildrenPerJob` children. */
+  'CHILDREN_LIMIT',
   /** A job's `report_alert` calls ran past `background.maxAlertsPerJob`. */
   'ALERT_LIMIT',
   /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */

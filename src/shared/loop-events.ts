@@ -31,6 +31,7 @@ export type LoopEvent =
   | { type: 'tool_result'; callId: string; name: string; ok: boolean; chars: number; ms: number; output?: string }
   | { type: 'loop_warning'; name: string; repeats: number }
   /** A message sent to the job interrupted its model call in flight: cancelled, not failed; the loop goes on with the message. */
-  | { type: 'model_interrupted'; iteration: number }
+  /** `usage`: what it counts against the budget (one request, its prompt's tokens estimated); absent from an older worker. */
+  | { type: 'model_interrupted'; iteration: number; usage?: Usage; model?: string }
   /** Messages sent to the job (by number) went into its conversation, before its next model call. */
   | { type: 'messages_received'; ids: number[] };

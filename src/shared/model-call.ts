@@ -7,6 +7,7 @@ import { modelBaseUrl, type ForkpoolConfig } from './config.js';
 import { redactSecrets } from './tools/secrets.js';
 import { DEFAULTS } from './defaults.js';
 import { readEventStream } from './sse-reader.js';
+import { StreamAssembler, maxEventChars, responseTooLarge } from './stream-assembler.js';
 import type { ConnectionSlots } from './connection-slots.js';
 
 /** What one model call produced, whether streamed or not. */
@@ -324,12 +325,19 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
       .asResponse();
     const headersAt = performance.now();
     armWatchdog();
-    const reply = new StreamAssembler(config.model, config.maxResponseChars ?? DEFAULTS.maxResponseChars);
+    const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
+    const reply = new StreamAssembler(config.model, limit);
     if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
-    await readEventStream(response.body, response.headers, (chunk) => {
-      armWatchdog();
-      reply.add(chunk as ChatCompletionChunk);
-    });
+    const eventCap = { chars: maxEventChars(limit), error: () => responseTooLarge(limit) };
+    await readEventStream(
+      response.body,
+      response.headers,
+      (chunk) => {
+        armWatchdog();
+        reply.add(chunk as ChatCompletionChunk);
+      },
+      eventCap,
+    );
     // An abort may end a read quietly: check, or a cut-short answer looks whole.
     const timedOut = timeout();
     if (timedOut) throw timedOut;
@@ -344,68 +352,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
   }
 }
 
-function responseTooLarge(limit: number): ForkpoolError {
-  return new ForkpoolError(
-    'MODEL_RESPONSE_TOO_LARGE',
-    `model response passed maxResponseChars (${limit} characters of content and tool arguments); stopped reading it`,
-  );
-}
-
 function checkResponseSize(size: number, config: ModelCallConfig): void {
   const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
   if (size > limit) throw responseTooLarge(limit);
-}
-
-class StreamAssembler {
-  #content = '';
-  /** Characters of content and tool arguments so far, against the cap. */
-  #size = 0;
-  readonly #limit: number;
-  #calls = new Map<number, { id: string; name: string; args: string }>();
-  #finishReason: string | null = null;
-  #usage: Usage | undefined;
-  #model: string;
-
-  constructor(model: string, limit: number) {
-    this.#model = model;
-    this.#limit = limit;
-  }
-
-  add(chunk: ChatCompletionChunk): void {
-    if (chunk.model) this.#model = chunk.model;
-    if (chunk.usage) this.#usage = usageFromApi(chunk.usage);
-    for (const choice of chunk.choices ?? []) {
-      this.#size += (choice.delta?.content?.length ?? 0) + (choice.delta?.tool_calls ?? []).reduce((n, d) => n + (d.function?.arguments?.length ?? 0), 0);
-      // Thrown inside the stream loop: leaving it aborts the request, so the rest is never read.
-      if (this.#size > this.#limit) throw responseTooLarge(this.#limit);
-      if (choice.delta?.content) this.#content += choice.delta.content;
-      for (const delta of choice.delta?.tool_calls ?? []) {
-        const call = this.#calls.get(delta.index) ?? { id: '', name: '', args: '' };
-        if (delta.id) call.id = delta.id;
-        if (delta.function?.name) call.name += delta.function.name;
-        if (delta.function?.arguments) call.args += delta.function.arguments;
-        this.#calls.set(delta.index, call);
-      }
-      if (choice.finish_reason) this.#finishReason = choice.finish_reason;
-    }
-  }
-
-  finish(): ModelReply {
-    // A stream that ends with no finish_reason was cut off: retry it rather than trust it.
-    if (this.#finishReason === null) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'stream ended without a finish_reason (cut off)');
-    const toolCalls = [...this.#calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, c]) => ({
-        id: c.id || `call_${index}`,
-        type: 'function' as const,
-        function: { name: c.name, arguments: c.args },
-      }));
-    return {
-      content: this.#content,
-      toolCalls,
-      finishReason: this.#finishReason,
-      usage: this.#usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 1 },
-      model: this.#model,
-    };
-  }
 }

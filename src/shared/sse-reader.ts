@@ -15,10 +15,14 @@ const DRAIN_AFTER_DONE_MS = 1_000;
  * `error` event or a payload with `error` is an {@link OpenAI.APIError}; a payload that is not
  * JSON is a SyntaxError (a transport error, retried). A read that fails (an abort) rejects.
  */
-export async function readEventStream(body: ReadableStream<Uint8Array>, headers: Headers, onData: (data: unknown) => void): Promise<void> {
+export async function readEventStream(body: ReadableStream<Uint8Array>, headers: Headers, onData: (data: unknown) => void, eventCap?: EventCap): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let pending = '';
+  /** How much of `pending` was already searched for a line end: each character is looked at once. */
+  let scanned = 0;
+  /** Characters of the event being read (its finished data lines and `pending`), against `eventCap`. */
+  let eventChars = 0;
   let dataLines: string[] = [];
   let eventName = '';
   let finished = false;
@@ -29,6 +33,7 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
     const name = eventName;
     dataLines = [];
     eventName = '';
+    eventChars = 0;
     if (lines.length === 0) return;
     const payload = lines.join('\n');
     if (payload === '[DONE]') return void (finished = true);
@@ -51,14 +56,17 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? '' : line.slice(colon + 1);
     if (value.charCodeAt(0) === 32 /* one optional space */) value = value.slice(1);
-    if (field === 'data') dataLines.push(value);
-    else if (field === 'event') eventName = value;
+    if (field === 'data') {
+      dataLines.push(value);
+      eventChars += value.length;
+    } else if (field === 'event') eventName = value;
   };
 
   // Every complete line of `pending` (ended by \n, \r\n or \r); the rest waits for more bytes.
   const readLines = (atEnd: boolean) => {
     let start = 0;
-    for (let i = 0; i < pending.length && !finished; i++) {
+    let i = scanned;
+    for (; i < pending.length && !finished; i++) {
       const code = pending.charCodeAt(i);
       if (code !== 10 && code !== 13) continue;
       // A \r last in what came so far may be the first half of a \r\n: wait for the next bytes.
@@ -68,6 +76,10 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
       start = i + 1;
     }
     pending = finished ? '' : pending.slice(start);
+    scanned = finished ? 0 : i - start;
+    // Counted as the bytes arrive, not when the event ends: one endless event (a 100 MB answer
+    // in one `data:` line) is stopped here, not read whole or left to the idle watchdog.
+    if (eventCap && eventChars + pending.length > eventCap.chars) throw eventCap.error();
   };
 
   try {
@@ -93,6 +105,12 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
     // Left before the end of the body (a bad event, an abort): stop the request too.
     else void reader.cancel().catch(() => {});
   }
+}
+
+/** The most one event's text may hold before the read stops with `error()` (see streamOnce in model-call.ts). */
+export interface EventCap {
+  chars: number;
+  error: () => Error;
 }
 
 /**

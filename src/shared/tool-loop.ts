@@ -5,13 +5,13 @@ import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
 import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
-import { TIMINGS, TRANSCRIPT_LIMITS } from './defaults.js';
+import { DEFAULTS, TIMINGS, TRANSCRIPT_LIMITS } from './defaults.js';
 import { linkedAbort, startDeadline, withTimeout } from './abort.js';
 import { COMMAND_OUTPUT_HEAD_SHARE, capHeadTail } from './text-budget.js';
 import { toOpenAITool } from './tools/index.js';
 import { redactError, redactSecrets, redactToolOutput } from './tools/secrets.js';
 import type { ToolContext, ToolDefinition } from './tools/types.js';
-import { addModelUsage, type UsageByModel } from './usage.js';
+import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
@@ -57,7 +57,8 @@ export interface ToolLoopOptions {
   /**
    * Asked before every model call: a signal that cancels that call alone (a message sent to a
    * job with `interrupt`). Such a cancel is neither a failure nor a retry: the loop asks again,
-   * with what {@link beforeModelCall} then adds, and the call does not count against the cap.
+   * with what {@link beforeModelCall} then adds. The cancelled call counts against the cap and
+   * the budget (one model call; its prompt's tokens estimated from its characters).
    */
   interruptSignal?: (() => AbortSignal) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
@@ -154,10 +155,14 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       } catch (error) {
         if (signal.aborted) return end('aborted', findingsSoFar(messages), error);
         if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
-        // Only this call was cancelled, for a message: not a model request that failed, and not a turn.
+        // Only this call was cancelled, for a message: not a model request that failed. It still
+        // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
+        // no usage came back), so a stream of interrupts cannot buy unmetered requests.
         if (interrupt?.aborted) {
-          emit({ type: 'model_interrupted', iteration: iterations });
-          iterations--;
+          const spent = interruptedUsage(messages);
+          emit({ type: 'model_interrupted', iteration: iterations, usage: spent, model: config.model });
+          usage = addModelUsage(usage, config.model, spent);
+          budget?.record(config.model, spent);
           continue;
         }
         if (error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
@@ -194,15 +199,19 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       const exhausted = budget?.exhausted();
       if (exhausted) return overBudget(exhausted);
 
+      // Past the per-response cap a call is not run and sends no event: each is answered with a tool
+      // error (every call needs its answer), so the model learns to batch less.
+      const runnable = reply.toolCalls.slice(0, maxCallsPerResponse(config));
       // Loop verdicts are taken in call order, before running, so a runaway batch is still answered.
-      const verdicts = reply.toolCalls.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
+      const verdicts = runnable.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
       // Calls in one message run concurrently, at most `maxParallelToolCalls` at once; each one's
       // result lands in its own slot, so the history keeps the model's order.
-      const results = await mapWithLimit(reply.toolCalls, config.toolLimits.maxParallelToolCalls, (call) =>
+      const results = await mapWithLimit(runnable, config.toolLimits.maxParallelToolCalls, (call) =>
         executeToolCall(call, toolsByName, options, turn.signal, emit),
       );
+      const overCap = tooManyCallsError(reply.toolCalls.length, runnable.length);
       reply.toolCalls.forEach((call, i) => {
-        let content = results[i] ?? 'Error: no result';
+        let content = i < runnable.length ? (results[i] ?? 'Error: no result') : overCap;
         if (verdicts[i] === 'warn') {
           emit({ type: 'loop_warning', name: call.function.name, repeats: detector.repeats });
           content += `\n\n[forkpool] You have called ${call.function.name} with these same arguments ${detector.repeats} times in a row. Change approach or answer now.`;
@@ -223,6 +232,26 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       turn.dispose();
     }
   }
+}
+
+/** Characters per token, for the estimate of an interrupted call's prompt (as delivery-budget.ts counts). */
+const CHARS_PER_TOKEN = 4;
+
+/** An interrupted call's usage: one request, its prompt's tokens estimated from its characters. */
+function interruptedUsage(messages: readonly ChatCompletionMessageParam[]): Usage {
+  const promptTokens = Math.ceil(JSON.stringify(messages).length / CHARS_PER_TOKEN);
+  return { promptTokens, completionTokens: 0, totalTokens: promptTokens, requests: 1 };
+}
+
+/** `toolLimits.maxToolCallsPerResponse`; a config built by hand without it gets the default. */
+function maxCallsPerResponse(config: LoopConfig): number {
+  const cap = config.toolLimits.maxToolCallsPerResponse;
+  return Number.isInteger(cap) && cap >= 1 ? cap : DEFAULTS.tools.maxToolCallsPerResponse;
+}
+
+/** The answer to each call past the cap (one string, shared by all of them). */
+function tooManyCallsError(made: number, ran: number): string {
+  return `Error: not run: this response made ${made} tool calls and at most ${ran} run per response (toolLimits.maxToolCallsPerResponse). Make the call again in a later response if it is still needed.`;
 }
 
 function turnTimeoutError(timeoutMs: number): TimeoutError {

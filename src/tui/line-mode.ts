@@ -50,9 +50,7 @@ export async function runLineMode(chat: ChatController, io: LineModeIo): Promise
         chat.submitLine(line);
         continue;
       }
-      inOrder = inOrder.then(async () => {
-        if (!chat.closing) await chat.submitLine(line).turn;
-      });
+      inOrder = inOrder.then(() => submitInTurn(chat, line));
     }
     await inOrder;
     if (!chat.closing) await chat.session.onIdle();
@@ -62,4 +60,19 @@ export async function runLineMode(chat: ChatController, io: LineModeIo): Promise
     lines.close();
     stopPrinting();
   }
+}
+
+/**
+ * A line that keeps its order: it waits for the turn before it (the caller chains them) and for
+ * a follow-up turn that started meanwhile, then is submitted; it is never refused as "busy" (the
+ * terminal's Enter is: a person there sees the hint). Resolves when its turn or command has ended;
+ * a line read as the chat closes is not run.
+ */
+async function submitInTurn(chat: ChatController, line: string): Promise<void> {
+  while (chat.busy && !chat.closing) {
+    await new Promise<void>((resolve) => {
+      const stop = chat.on('change', () => (!chat.busy || chat.closing) && (stop(), resolve()));
+    });
+  }
+  if (!chat.closing) await chat.submitLine(line).turn;
 }

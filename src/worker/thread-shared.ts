@@ -9,7 +9,8 @@ import type { ForkpoolConfig } from '../shared/config.js';
 import { jobSpecSchema, type JobSpec } from '../shared/protocol.js';
 import { isMainThread } from 'node:worker_threads';
 import { PROCESS_TAG_VAR } from '../shared/tools/process-tag.js';
-import { configuredSecrets, scrubEnv } from '../shared/tools/secrets.js';
+import { redactionSecrets } from '../shared/tools/host-secrets.js';
+import { scrubEnv } from '../shared/tools/secrets.js';
 import { toolPolicyFrom } from '../shared/tools/policy.js';
 import type { ToolPolicy } from '../shared/tools/types.js';
 
@@ -104,11 +105,11 @@ export function policyFor(config: ForkpoolConfig): ToolPolicy {
   return policy;
 }
 
-/** {@link configuredSecrets}, once per config object. */
+/** {@link redactionSecrets}: the config's keys and the process environment's credentials, once per config object. */
 export function secretsFor(config: ForkpoolConfig): readonly string[] {
   let keys = secrets.get(config);
   if (!keys) {
-    keys = configuredSecrets(config);
+    keys = redactionSecrets(config);
     secrets.set(config, keys);
   }
   return keys;

@@ -4,7 +4,7 @@
  * follow-up, then closes.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, useCleanup, ledgerFile } from '../helpers/index.js';
+import { describeResult, makeWorkspace, parseJsonLines, runCli, spawnCli, useCleanup, ledgerFile } from '../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -69,4 +69,20 @@ describe('forkpool chat, not on a terminal', () => {
     const subagentRequests = (text: string) => Number(/primary:subagent\s+\S+\s+(\d+) requests/.exec(text)?.[1]);
     expect(subagentRequests(second.stderr)).toBe(subagentRequests(first.stderr));
   }, 320_000);
+  it('a prompt line read while a follow-up turn runs waits for it and runs, never dropped as "busy"', async () => {
+    const ws = await makeWorkspace(cleanup);
+    // Every model call takes a while: the follow-up turn is still running when the next line is read.
+    const chat = spawnCli(['chat', '--json', '--sim-latency', '1500'], { cwd: ws, keepStdinOpen: true, timeoutMs: 150_000, cleanup });
+    chat.child.stdin?.write('Where is the retry backoff? Where is the LruCache class?\n');
+    await chat.waitForStdout((out) => /follow-up turn 2/.test(out));
+    chat.child.stdin?.end('And what does the README say? (the line that must not be dropped)\n');
+    const r = await chat.exited;
+    expect(r.code, describeResult(r)).toBe(0);
+    const entries = parseJsonLines(r.stdout).filter((e) => e.type === 'entry');
+    const prompt = entries.findIndex((e) => e.kind === 'user' && String(e.text).includes('the line that must not be dropped'));
+    expect(prompt, describeResult(r)).toBeGreaterThan(-1);
+    // Its turn ran after the follow-up: an answer comes after it.
+    expect(entries.slice(prompt + 1).some((e) => e.kind === 'answer')).toBe(true);
+    expect(entries.findIndex((e) => e.kind === 'notice' && /follow-up turn 2/.test(String(e.text)))).toBeLessThan(prompt);
+  }, 180_000);
 });

@@ -1,11 +1,12 @@
 /**
  * POST /v1/jobs/:id/messages against the real server on loopback, its manager's real pool and
  * the sim: the token is required as on every route, an interrupt reaches the job's next model
- * request, an ended job is a 409 naming its state, a bad body a 400 naming the field.
+ * request, an ended job is a 409 naming its state, a bad body a 400 naming the field, and a
+ * message its durable ledger cannot write a 503 (nothing sent).
  */
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { messagesOf, startTestSim, useCleanup, waitFor } from '../helpers/index.js';
+import { RawDatabase, ledgerFile, messagesOf, startTestSim, useCleanup, waitFor } from '../helpers/index.js';
 import { TOKEN } from '../helpers/server.js';
 
 const cleanup = useCleanup();
@@ -56,4 +57,31 @@ describe('POST /v1/jobs/:id/messages', () => {
     expect(late.status).toBe(409);
     expect(await late.json()).toMatchObject({ error: { code: 'JOB_ENDED', message: expect.stringContaining('has ended (') } });
   });
+  it('a message the durable ledger cannot write is a 503 LEDGER_WRITE_FAILED, not sent; once it can, a 202', async () => {
+    const file = ledgerFile(cleanup);
+    // The job's one model call is held: it stays live while the messages are sent.
+    const { config } = await startTestSim(cleanup, { latencyMs: 60_000 }, { ledger: { path: file } });
+    const server = await startForkpoolServer({ config, token: TOKEN, port: 0 });
+    cleanup.add(() => server.close());
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const spawned = await post('/v1/jobs', { task: 'Survey the workspace.' });
+    const id = ((await spawned.json()) as { jobs: Array<{ id: string }> }).jobs[0]?.id as string;
+
+    // A real SQLite failure on that one write: a trigger in the file aborts every new message row.
+    const db = new RawDatabase(file);
+    db.prepare("CREATE TRIGGER refuse_messages BEFORE INSERT ON job_messages BEGIN SELECT RAISE(ABORT, 'no room for messages'); END").run();
+    const refused = await post(`/v1/jobs/${id}/messages`, { message: 'Not kept, so not sent.' });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('LEDGER_WRITE_FAILED');
+    db.prepare('DROP TRIGGER refuse_messages').run();
+    db.close();
+    const sent = await post(`/v1/jobs/${id}/messages`, { message: 'Kept and sent.' });
+    expect(sent.status).toBe(202);
+    expect(await sent.json()).toMatchObject({ jobId: id, message: 1 });
+  }, 60_000);
 });

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { constants } from 'node:fs';
+import { open, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { STALE_CHECK_LIMITS } from '../../shared/defaults.js';
 import type { FileRead } from '../../shared/protocol.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import { HASH_MAX_BYTES } from '../../shared/tools/file-reads.js';
@@ -17,47 +19,75 @@ export interface StaleFile {
 /** Files named in a stale note; the rest are counted. */
 const NOTE_MAX_FILES = 5;
 
+export type StaleCheckLimits = { readonly [K in keyof typeof STALE_CHECK_LIMITS]: number };
+
 /**
- * Stale-on-arrival: each file a job read is checked against the workspace as it is now. Same
+ * Stale-on-arrival: each file the jobs read is checked against the workspace as it is now. Same
  * size and modification time: unchanged (no read). Otherwise the content is hashed and compared
- * with what the job saw, so a file only touched is not stale. Synchronous: it runs at a turn
- * boundary over the few files one result rests on.
+ * with what the job saw, so a file only touched is not stale. Asynchronous and bounded, because
+ * it runs on the main thread at every turn boundary, beside every running job's events: at most
+ * `concurrency` files at once, at most `hashBytes` hashed in all (past it, a changed size or
+ * time counts as modified), each file read in chunks, never whole into memory.
+ * Stale files by job id, in each job's order of reads; a job with none maps to [].
  */
-export function staleFiles(reads: readonly FileRead[], workspaceRoot: string): StaleFile[] {
-  const root = realRoot(workspaceRoot);
-  const out: StaleFile[] = [];
-  for (const read of reads) {
-    const abs = path.resolve(root, read.path);
-    let stat;
-    try {
-      stat = statSync(abs, { throwIfNoEntry: false });
-    } catch {
-      stat = undefined;
-    }
-    if (!stat || !stat.isFile()) {
-      out.push({ path: read.path, change: 'deleted', ranges: read.ranges });
-      continue;
-    }
-    if (stat.size === read.size && stat.mtimeMs === read.mtimeMs) continue;
-    if (read.sha256 !== '' && stat.size <= HASH_MAX_BYTES && sameContent(abs, read.sha256)) continue;
-    out.push({ path: read.path, change: 'modified', changedAfterMs: Math.max(0, stat.mtimeMs - read.readAt), ranges: read.ranges });
+export async function staleFilesByJob(
+  jobs: ReadonlyArray<Pick<JobRecord, 'id' | 'reads'>>,
+  workspaceRoot: string,
+  limits: StaleCheckLimits = STALE_CHECK_LIMITS,
+): Promise<Map<string, StaleFile[]>> {
+  const checks = jobs.flatMap((job) => (job.reads ?? []).map((read) => ({ job: job.id, read })));
+  const found: Array<StaleFile | undefined> = [];
+  if (checks.length > 0) {
+    const root = await realpath(workspaceRoot).catch(() => workspaceRoot);
+    let budget = limits.hashBytes;
+    const take = (bytes: number) => (bytes <= budget ? ((budget -= bytes), true) : false);
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < checks.length; i = next++) found[i] = await checkRead(root, (checks[i] as (typeof checks)[number]).read, take);
+    };
+    await Promise.all(Array.from({ length: Math.min(Math.max(1, limits.concurrency), checks.length) }, worker));
   }
+  const out = new Map(jobs.map((job) => [job.id, [] as StaleFile[]]));
+  checks.forEach(({ job }, i) => {
+    const stale = found[i];
+    if (stale) out.get(job)?.push(stale);
+  });
   return out;
 }
 
-function sameContent(abs: string, sha256: string): boolean {
-  try {
-    return createHash('sha256').update(readFileSync(abs)).digest('hex') === sha256;
-  } catch {
-    return false;
-  }
+async function checkRead(root: string, read: FileRead, takeBudget: (bytes: number) => boolean): Promise<StaleFile | undefined> {
+  const abs = path.resolve(root, read.path);
+  const info = await stat(abs).catch(() => undefined);
+  if (!info || !info.isFile()) return { path: read.path, change: 'deleted', ranges: read.ranges };
+  if (info.size === read.size && info.mtimeMs === read.mtimeMs) return undefined;
+  if (read.sha256 !== '' && info.size <= HASH_MAX_BYTES && takeBudget(info.size) && (await sameContent(abs, read.sha256))) return undefined;
+  return { path: read.path, change: 'modified', changedAfterMs: Math.max(0, info.mtimeMs - read.readAt), ranges: read.ranges };
 }
 
-function realRoot(root: string): string {
+/**
+ * Hashes the file in chunks. Opened non-blocking and checked on the opened descriptor: a file
+ * swapped for a FIFO after the stat above neither blocks a thread of the pool nor is read.
+ */
+async function sameContent(abs: string, sha256: string): Promise<boolean> {
+  let handle;
   try {
-    return realpathSync(root);
+    handle = await open(abs, constants.O_RDONLY | constants.O_NONBLOCK);
+    const info = await handle.stat();
+    if (!info.isFile() || info.size > HASH_MAX_BYTES) return false;
+    const hash = createHash('sha256');
+    const chunk = Buffer.allocUnsafe(1024 * 1024);
+    // At most its size and one chunk more: a file that grows meanwhile costs no more (and differs anyway).
+    for (let total = 0; total <= info.size;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      hash.update(chunk.subarray(0, bytesRead));
+      total += bytesRead;
+    }
+    return hash.digest('hex') === sha256;
   } catch {
-    return root;
+    return false;
+  } finally {
+    await handle?.close().catch(() => {});
   }
 }
 

@@ -4,7 +4,7 @@ import { CHARS_PER_TOKEN, injectionBudgetTokens, planDelivery } from './delivery
 import type { JobRecord } from '../ledger/ledger.js';
 import type { BackgroundManager } from '../jobs/manager.js';
 import type { Deliveries } from './deliveries.js';
-import { staleFiles, staleNote } from './staleness.js';
+import { staleFilesByJob, staleNote, type StaleFile } from './staleness.js';
 import type { ResultWrap } from '../views/delivery-format.js';
 
 /** What one turn's delivery produced. */
@@ -51,15 +51,27 @@ export class TurnDelivery {
   }
 
   /**
-   * `reservedChars`: what else this turn injects (the alerts block), taken off the budget first;
-   * `wrap`: the format's frame of each result (see `delivery.format`).
+   * The files each waiting result rests on, checked against the workspace (staleness.ts): the
+   * one asynchronous step of a delivery, awaited before {@link deliver}, which takes its answer.
    */
-  deliver(turn: number, reservedChars = 0, wrap?: ResultWrap): TurnDeliveryResult {
+  checkStale(): Promise<ReadonlyMap<string, StaleFile[]>> {
+    return staleFilesByJob(this.#deliveries.undelivered(), this.#config.workspaceRoot);
+  }
+
+  /**
+   * `checked`: what {@link checkStale} found, just before; `reservedChars`: what else this turn
+   * injects (the alerts block), taken off the budget first; `wrap`: the format's frame of each
+   * result (see `delivery.format`). Synchronous: planned and drained in one step, so nothing
+   * delivers in between.
+   */
+  deliver(turn: number, checked: ReadonlyMap<string, StaleFile[]>, reservedChars = 0, wrap?: ResultWrap): TurnDeliveryResult {
     const candidates: Readonly<JobRecord>[] = [];
     const notes = new Map<string, string[]>();
     const rerun: string[] = [];
     for (const job of this.#deliveries.undelivered()) {
-      const stale = job.reads?.length ? staleFiles(job.reads, this.#config.workspaceRoot) : [];
+      const stale = checked.get(job.id);
+      // It ended while the files were checked: it waits for the next delivery, as if it had ended just after this one.
+      if (stale === undefined) continue;
       if (stale.length > 0 && this.#config.delivery.staleResults === 'rerun' && !this.#rerunOnce.has(job.id) && this.#rerun(job)) {
         rerun.push(job.id);
         continue;

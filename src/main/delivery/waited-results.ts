@@ -3,7 +3,7 @@ import { sanitize } from '../views/delivery-format.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { Deliveries } from './deliveries.js';
 import { CHARS_PER_TOKEN, injectionBudgetTokens, planDelivery } from './delivery-budget.js';
-import { staleFiles, staleNote } from './staleness.js';
+import { staleFilesByJob, staleNote } from './staleness.js';
 
 /** What a wait found (the shape of `WaitOutcome`, src/main/jobs/waits.ts). */
 export interface WaitedJobs {
@@ -30,14 +30,16 @@ const LINE_ROOM = 200;
  * delivered earlier is named, not repeated; a job still running gets one line. Stale results
  * are annotated (never re-run here: the wait is the answer the model asked for).
  */
-export function deliverWaited(
+export async function deliverWaited(
   waited: WaitedJobs,
   mode: 'all' | 'any',
   turn: number,
   deliveries: Pick<Deliveries, 'drain'>,
   config: Pick<ForkpoolConfig, 'workspaceRoot' | 'background' | 'toolLimits' | 'delivery' | 'models' | 'model'>,
-): WaitedDelivery {
+): Promise<WaitedDelivery> {
   const fresh = waited.ended.filter((job) => job.deliveredInTurn === undefined);
+  // The one await: the plan and the drain below are one synchronous step (the drain takes only what is still undelivered).
+  const checked = await staleFilesByJob(fresh, config.workspaceRoot);
   const earlier = waited.ended.filter((job) => job.deliveredInTurn !== undefined);
   const lines: string[] = [];
   for (const job of earlier)
@@ -51,7 +53,7 @@ export function deliverWaited(
 
   const notes = new Map<string, string[]>();
   for (const job of fresh) {
-    const stale = job.reads?.length ? staleFiles(job.reads, config.workspaceRoot) : [];
+    const stale = checked.get(job.id) ?? [];
     if (stale.length > 0) notes.set(job.id, [staleNote(stale, 'annotate')]);
   }
   const summary = summaryLine(waited, mode);

@@ -254,9 +254,12 @@ export class Attempt {
           return this.#options.onStarted(message.threadId);
         case 'progress': {
           const event = message.event as LoopEvent;
-          if (event.type === 'model_response') {
-            this.usage = addModelUsage(this.usage, event.model, event.usage);
-            this.iterations = Math.max(this.iterations, event.iteration);
+          // An interrupted call is a model call too (its budget counts it): the live report says so.
+          const counted =
+            event.type === 'model_response' ? event : event.type === 'model_interrupted' && event.usage ? { ...event, usage: event.usage } : undefined;
+          if (counted) {
+            this.usage = addModelUsage(this.usage, counted.model ?? '', counted.usage);
+            this.iterations = Math.max(this.iterations, counted.iteration);
           }
           if (event.type === 'assistant_text') this.lastText = event.text;
           return this.#options.onProgress(event);

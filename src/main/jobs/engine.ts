@@ -128,9 +128,17 @@ export class JobEngine {
       config,
       ledger,
       reachesRunning: o.executor.capabilities.remote !== true || o.executor.capabilities.steering === true,
+      store: o.store,
       sent: (receipt) => emit('message', receipt),
     }));
-    this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
+    this.restarts = new Restarts({
+      table,
+      dispatcher,
+      requeued: (record) => emit('requeued', record),
+      leaveWave: (wave, id) => {
+        if (this.waves.leave(wave, id)) this.checkWave(wave);
+      },
+    });
     this.runner = new JobRunner({
       ...o,
       ...(this.owner !== undefined ? { owner: this.owner } : {}),
@@ -247,16 +255,26 @@ export class JobEngine {
         return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
       },
       ended: (job, ended) => {
+        // Each book in its own try: one that throws (a parent's delivery the disk refused) must
+        // not keep the others from hearing of the ending (its name, `done`, its wave, the queue).
+        const step = (what: string, run: () => void) => {
+          try {
+            run();
+          } catch (error) {
+            this.#o.reportFault(`job ${job.id} ended, but ${what} failed`, error);
+          }
+        };
+        let record = ended;
         // First: a dropped guess is set aside before anyone (its wave, a follow-up) counts it as undelivered.
-        const record = this.speculation.ended(job, ended);
-        this.dedup.ended(record, job.dedupKey);
-        this.nesting.deliverToParent(job, record);
-        this.table.releaseName(job);
-        this.restarts.keep(job);
-        this.transcripts.ended(job.id);
-        this.#o.emit('done', record);
-        if (record.wave !== null) this.checkWave(record.wave);
-        this.dispatcher.pump();
+        step('setting a dropped guess aside', () => (record = this.speculation.ended(job, ended)));
+        step('ending its dedup entry', () => this.dedup.ended(record, job.dedupKey));
+        step('delivering it to its parent job', () => this.nesting.deliverToParent(job, record));
+        step('releasing its name', () => this.table.releaseName(job));
+        step('keeping its spec for a restart', () => this.restarts.keep(job));
+        step('ending its transcript', () => this.transcripts.ended(job.id));
+        step('the done event', () => this.#o.emit('done', record));
+        if (record.wave !== null) step(`checking wave ${record.wave}`, () => this.checkWave(record.wave as number));
+        step('launching the queue', () => this.dispatcher.pump());
       },
       reportFault: (what, error) => this.#o.reportFault(what, error),
     };

@@ -1,4 +1,6 @@
+import { realpathSync } from 'node:fs';
 import type { ForkpoolConfig } from '../../shared/config.js';
+import { hiddenPathsForRoot } from '../../shared/tools/hidden.js';
 import { AbortError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { JobBudgets } from '../limits/budgets.js';
@@ -125,7 +127,7 @@ export class JobTable {
       task: record.task,
       role: record.role,
       // The job's tools and sandbox are confined to its worktree.
-      config: tree || workspaceRoot !== config.workspaceRoot ? { ...config, workspaceRoot: tree?.workspaceRoot ?? workspaceRoot } : config,
+      config: tree || workspaceRoot !== config.workspaceRoot ? configInCopy(config, tree?.workspaceRoot ?? workspaceRoot) : config,
       attempt: 1,
       ...(data.parentSummary ? { parentSummary: data.parentSummary } : {}),
       ...(agent !== undefined ? { agent } : {}),
@@ -196,5 +198,19 @@ export class JobTable {
 
   get size(): number {
     return this.#jobs.size;
+  }
+}
+
+/** The config of a job working in `jobRoot`, a worktree of the main workspace: its hidden paths hold there too. */
+function configInCopy(config: ForkpoolConfig, jobRoot: string): ForkpoolConfig {
+  const mainRoots = [config.workspaceRoot, realpathOrSelf(config.workspaceRoot)];
+  return { ...config, workspaceRoot: jobRoot, hiddenPaths: hiddenPathsForRoot(config.hiddenPaths, mainRoots, jobRoot) };
+}
+
+function realpathOrSelf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
   }
 }

@@ -387,7 +387,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         return this.#ownsExecutor ? this.#executor.close() : Promise.resolve();
       },
     });
-    return report.finally(() => this.#store?.release());
+    return report.finally(() => {
+      // Last: what a failing disk kept in memory is tried once more, so a clean close leaves the disk as memory is.
+      this.#ledger.closeWrites();
+      this.#store?.release();
+    });
   }
 
   #found(idOrName: string) {

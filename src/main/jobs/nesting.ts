@@ -1,9 +1,10 @@
-import { maxDepthFor } from '../../shared/agents.js';
+import { configForAgent, maxDepthFor } from '../../shared/agents.js';
+import { BUILTIN_TOOL_NAMES } from '../../shared/defaults.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
-import type { ChildSpawnRequest, ResumeState } from '../../shared/protocol.js';
+import type { ChildSpawnRequest, JobSpec, ResumeState } from '../../shared/protocol.js';
 import { mergeUsageByModel } from '../../shared/usage.js';
-import { spawnSpecOf } from '../../shared/spawn-spec.js';
+import { applySpawnSpec, spawnSpecOf } from '../../shared/spawn-spec.js';
 import { formatBackgroundResults } from '../views/delivery-format.js';
 import type { StopRequest } from './job-endings.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
@@ -50,7 +51,9 @@ export class Nesting {
       if (!spec || parent.isOver) throw new JobError('JOB_UNKNOWN', parent.id, `job ${parent.id} is not running`);
       if (depth > limit)
         throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
+      checkTreeBounds(this.#host.config.background, parent, this.#host.dispatcher.waitingForSlot);
       checkAllowedAgent(this.#host.config, request.agent);
+      const tools = childTools(this.#host.config, spec, request);
       const handle = this.#host.book(
         {
           task: request.task,
@@ -60,6 +63,7 @@ export class Nesting {
           ...(request.agent ? { agent: request.agent } : {}),
           ...(request.name ? { name: request.name } : {}),
           ...spawnSpecOf(request),
+          tools,
         },
         { parent, depth },
       );
@@ -89,7 +93,7 @@ export class Nesting {
 
   /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
   maybeResume(job: Job): void {
-    if (job.phase !== 'suspended' || job.stopping) return;
+    if (job.phase !== 'suspended' || job.stopping || job.isOver) return;
     if ([...job.children, ...job.watching].some((child) => !child.isOver)) return;
     job.resume();
     this.#host.dispatcher.enqueueFirst(job);
@@ -117,7 +121,8 @@ export class Nesting {
   deliverToParent(child: Job, record: Readonly<JobRecord>): void {
     if (record.parentJobId === undefined) return;
     const parent = child.parent;
-    this.#host.ledger.markDelivered(record.id, parent?.attempt?.iterations ?? parent?.record?.iterations ?? 0);
+    // Lenient: a disk that refuses the record must not keep the result from its parent (see markHandedToParent).
+    this.#host.ledger.markHandedToParent(record.id, parent?.attempt?.iterations ?? parent?.record?.iterations ?? 0);
     if (parent) this.#deliverTo(parent, record);
     // Jobs that joined it get it too, once each (one that has ended since gets nothing).
     for (const watcher of child.watchers) {
@@ -157,6 +162,55 @@ function checkAllowedAgent(config: ForkpoolConfig, agent: string | undefined): v
     '-',
     `agent: "${agent}" is not offered to a background job's spawn (agentTools: ${allowed}); leave it out to start a copy of yourself`,
   );
+}
+
+/**
+ * A tree stays bounded: a job holds at most `maxChildrenPerJob` children, and no job spawns
+ * while `nestedQueueLimit` jobs already wait for a slot. Each refusal names the setting, for the
+ * job's model to do the work itself or wait for its children.
+ */
+function checkTreeBounds(background: ForkpoolConfig['background'], parent: Job, waiting: number): void {
+  const { maxChildrenPerJob, nestedQueueLimit } = background;
+  if (parent.children.length >= maxChildrenPerJob) {
+    throw new JobError(
+      'CHILDREN_LIMIT',
+      parent.id,
+      `job ${parent.id} has spawned ${parent.children.length} children, the most one job may (background.maxChildrenPerJob ${maxChildrenPerJob}): wait for their results or do the work yourself`,
+    );
+  }
+  if (nestedQueueLimit > 0 && waiting >= nestedQueueLimit) {
+    throw new JobError(
+      'QUEUE_FULL',
+      parent.id,
+      `the background queue has ${waiting} jobs waiting, the most at which a job may spawn (background.nestedQueueLimit ${nestedQueueLimit}): do the work yourself or spawn later`,
+    );
+  }
+}
+
+/**
+ * A child's tools are at most its parent's: the tools it asks for must all be the parent's
+ * (else TOOL_NOT_ALLOWED, a tool error the parent's model reads); without `tools` it gets its
+ * own (its agent's, else the config's) narrowed to the parent's. A job narrowed to read-only
+ * tools therefore cannot start a child that writes.
+ */
+function childTools(config: ForkpoolConfig, parent: JobSpec, request: ChildSpawnRequest): string[] {
+  const parentTools: readonly string[] = applySpawnSpec(configForAgent(parent.config, parent.agent), parent).tools;
+  if (request.tools !== undefined) {
+    // A name that is no tool at all is left to the spec's own check (TOOL_UNKNOWN names the tools there are).
+    const extra = request.tools.find((name) => (BUILTIN_TOOL_NAMES as readonly string[]).includes(name) && !parentTools.includes(name));
+    if (extra !== undefined) {
+      const list = parentTools.length > 0 ? parentTools.join(', ') : 'none';
+      throw new JobError(
+        'TOOL_NOT_ALLOWED',
+        parent.id,
+        `tools: "${extra}" is not among the spawning job's tools (${list}); a child's tools are at most its parent's`,
+      );
+    }
+    return request.tools;
+  }
+  // Its agent's tools (checked to exist by book; an unknown agent is refused there).
+  const own: readonly string[] = request.agent !== undefined && config.agents[request.agent] ? configForAgent(config, request.agent).tools : config.tools;
+  return own.filter((name) => parentTools.includes(name));
 }
 
 /** The last thing a job's model said, from a saved conversation. */

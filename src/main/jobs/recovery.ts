@@ -60,7 +60,7 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   const keyed: Array<{ id: string; key: string }> = [];
   /** Where each worktree job, and each child working in its parent's worktree, works: parents come first (spawn order). */
   const treeRoots = new Map<string, string>();
-  for (const { record, spec: saved } of stored.jobs) {
+  for (const { record, spec: saved, messages } of stored.jobs) {
     const { dedupKey, worktree, ...storedSpec } = saved ?? {};
     // A worktree job runs (and, restarted, runs again) in its worktree, never in the workspace.
     const treeRoot = worktree?.workspaceRoot ?? (record.parentJobId !== undefined ? treeRoots.get(record.parentJobId) : undefined);
@@ -71,13 +71,17 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
     const resume = host.resumeStateOf?.(record);
     if (resume) spec.resume = resume;
     if (dedupKey !== undefined) keyed.push({ id: record.id, key: dedupKey });
-    const add = (phase: JobPhase): Job =>
-      host.table.add(spec, phase, {
+    const add = (phase: JobPhase): Job => {
+      const job = host.table.add(spec, phase, {
         name: record.name,
         parent: record.parentJobId === undefined ? undefined : host.table.get(record.parentJobId),
         // A job that runs again ends under its key, which makes it reusable (engine.ts `ended`).
         ...(phase !== 'ended' ? { dedupKey } : {}),
       });
+      // Its messages, whole: a re-run (or a later restart of it) is given each once (steering.ts).
+      if (messages) job.inbox.restore(messages, record.messages);
+      return job;
+    };
     // A resume whose old conversation is gone (retention forgot that job) never runs on its instruction alone.
     if (record.state !== 'ended' && record.resumedFrom !== undefined && !resume) {
       ledger.markEnded(record.id, lostResumeEnding(record));

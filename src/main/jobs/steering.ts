@@ -6,6 +6,7 @@ import type { LoopEvent } from '../../shared/loop-events.js';
 import { capHeadTail } from '../../shared/text-budget.js';
 import { configuredSecrets, redactSecrets } from '../../shared/tools/secrets.js';
 import type { DeliveryLedger, SentMessage } from '../ledger/ledger.js';
+import type { JobStore, StoredMessage } from '../ledger/ledger-store.js';
 import type { Job, JobState } from './job.js';
 import type { SteerOptions, SteerReceipt } from './manager-api.js';
 
@@ -28,18 +29,36 @@ export class JobInbox {
     return this.#messages.length;
   }
 
-  /** A new message; its 1-based number among this job's. */
+  /** The number the next message gets: 1-based among this job's. */
+  get nextId(): number {
+    return (this.#messages.at(-1)?.id ?? 0) + 1;
+  }
+
+  /** A new message, numbered {@link nextId}. */
   add(text: string, interrupt: boolean, at: number): number {
-    const id = this.#messages.length + 1;
+    const id = this.nextId;
     this.#messages.push({ id, text, at, interrupt, saved: false });
     return id;
+  }
+
+  /**
+   * What a durable ledger kept of an earlier process's job (a restart): its messages, whole, and
+   * when its record says each was received. None is in a conversation now (the one that held
+   * them died with that process), so the job's next launch, a fresh run, is handed them all, once.
+   */
+  restore(messages: readonly StoredMessage[], recorded: readonly SentMessage[] = []): void {
+    const receivedAt = new Map(recorded.map((m) => [m.id, m.receivedAt]));
+    for (const { id, text, at, interrupt } of messages) {
+      const received = receivedAt.get(id);
+      this.#messages.push({ id, text, at, interrupt: interrupt === true, saved: false, ...(received !== undefined ? { receivedAt: received } : {}) });
+    }
   }
 
   /** The run took these (they are in its conversation now). */
   taken(ids: readonly number[], at: number): boolean {
     let changed = false;
     for (const id of ids) {
-      const message = this.#messages[id - 1];
+      const message = this.#messages.find((m) => m.id === id);
       if (message && message.receivedAt === undefined) {
         message.receivedAt = at;
         changed = true;
@@ -86,6 +105,8 @@ export interface SteeringHost {
    * (a RemoteSpawner); BullMQ can (ExecutorCapabilities.steering).
    */
   readonly reachesRunning: boolean;
+  /** The durable ledger's store, if any: each message is written to it before the job is given it. */
+  readonly store: JobStore | undefined;
   /** A message was sent (the manager's `message` event). */
   sent(receipt: SteerReceipt): void;
 }
@@ -122,7 +143,18 @@ export class JobSteering {
     const interrupt = parsed.data.interrupt ?? false;
     // A key pasted into a message goes neither to the model nor into the record.
     const message = redactSecrets(parsed.data.text, this.#secrets);
-    const id = job.inbox.add(message, interrupt, Date.now());
+    const at = Date.now();
+    const id = job.inbox.nextId;
+    // Written whole before the job is given it, strict: a message a restart would lose is refused
+    // (LEDGER_WRITE_FAILED) rather than accepted. The job's re-run after a restart is given it.
+    const { store } = this.#host;
+    if (store)
+      this.#host.ledger.writeAside(
+        `job ${job.id}'s message ${id}`,
+        () => store.putMessage(job.id, { id, text: message, at, ...(interrupt ? { interrupt } : {}) }),
+        'strict',
+      );
+    job.inbox.add(message, interrupt, at);
     this.#record(job);
     // An attempt's port is open from its dispatch: a job that has not said `started` reads it as it starts.
     const posted = job.attempt?.post({ type: 'steer', id, text: message, interrupt }) ?? false;

@@ -2,7 +2,8 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { TRANSCRIPT_LIMITS } from '../../shared/defaults.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { capHeadTail } from '../../shared/text-budget.js';
-import { configuredSecrets, redactToolOutput } from '../../shared/tools/secrets.js';
+import { redactionSecrets } from '../../shared/tools/host-secrets.js';
+import { redactToolOutput } from '../../shared/tools/secrets.js';
 import type { DeliveryLedger } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { StoredTranscript, TranscriptStep } from '../ledger/transcript.js';
@@ -27,12 +28,19 @@ export interface TranscriptCaps {
   maxChars: number;
   headSteps: number;
   heldEnded: number;
+  stepCallChars: number;
 }
+
+type ModelStep = Extract<TranscriptStep, { kind: 'model' }>;
 
 interface Held {
   transcript: StoredTranscript;
   /** Characters of text its kept steps hold (text, arguments, outputs), for the cap. */
   chars: number;
+  /** The newest model step while it is kept: its tool calls follow its response. */
+  turn?: ModelStep | undefined;
+  /** Characters its calls hold, against `stepCallChars` (counted as they come: one response may make thousands). */
+  turnCallChars: number;
 }
 
 /**
@@ -56,7 +64,7 @@ export class JobTranscripts {
   constructor(config: ForkpoolConfig, ledger: DeliveryLedger, store: JobStore | undefined, caps: Partial<TranscriptCaps> = {}) {
     this.#ledger = ledger;
     this.#store = store;
-    this.#secrets = configuredSecrets(config);
+    this.#secrets = redactionSecrets(config);
     this.#caps = { ...TRANSCRIPT_LIMITS, ...caps };
   }
 
@@ -69,7 +77,7 @@ export class JobTranscripts {
     const { event: limits } = TRANSCRIPT_LIMITS;
     switch (event.type) {
       case 'model_response':
-        return this.#append(held, {
+        return this.#appendTurn(held, {
           n: 0,
           at,
           kind: 'model',
@@ -82,14 +90,13 @@ export class JobTranscripts {
         });
       case 'assistant_text':
         if (last?.kind !== 'model' || last.iteration !== event.iteration) return;
-        return this.#amend(held, last, () => (last.text = clean(event.text, limits.textChars)));
-      case 'tool_call': {
-        // The model turn that made the call: the newest one (its calls follow its response).
-        const turn = [...held.transcript.steps].reverse().find((s) => s.kind === 'model');
-        if (!turn || turn.kind !== 'model') return;
-        const args = clean(event.args ?? event.argsPreview, limits.argsChars);
-        return this.#amend(held, turn, () => turn.calls.push({ callId: clean(event.callId, 200), name: clean(event.name, 200), args }));
-      }
+        return this.#amend(held, () => {
+          const before = last.text?.length ?? 0;
+          last.text = clean(event.text, limits.textChars);
+          return last.text.length - before;
+        });
+      case 'tool_call':
+        return this.#addCall(held, event, clean);
       case 'tool_result':
         return this.#append(held, {
           n: 0,
@@ -154,7 +161,7 @@ export class JobTranscripts {
     // A job that runs again (a restart) goes on with the transcript it had.
     const before = this.#ended.get(jobId);
     this.#ended.delete(jobId);
-    const held = before ?? { transcript: { steps: [], total: 0 }, chars: 0 };
+    const held = before ?? { transcript: { steps: [], total: 0 }, chars: 0, turnCallChars: 0 };
     this.#live.set(jobId, held);
     return held;
   }
@@ -171,11 +178,41 @@ export class JobTranscripts {
     this.#cap(held);
   }
 
-  /** Changes a kept step (its text, one more call) and counts what it adds against the cap. */
-  #amend(held: Held, step: TranscriptStep, change: () => void): void {
-    const before = charsOf(step);
-    change();
-    held.chars += charsOf(step) - before;
+  #appendTurn(held: Held, step: ModelStep): void {
+    held.turn = step;
+    held.turnCallChars = 0;
+    this.#append(held, step);
+  }
+
+  /**
+   * One tool call of the newest model turn. Past `stepCallChars` the call is counted in
+   * `callsOmitted`, not kept: a step stays bounded, and each call costs the same however many
+   * came before it (no re-counting of the step).
+   */
+  #addCall(held: Held, event: Extract<LoopEvent, { type: 'tool_call' }>, clean: (text: unknown, max: number) => string): void {
+    const turn = held.turn;
+    if (!turn) return;
+    const call = {
+      callId: clean(event.callId, 200),
+      name: clean(event.name, 200),
+      args: clean(event.args ?? event.argsPreview, TRANSCRIPT_LIMITS.event.argsChars),
+    };
+    // At least one character a call, so calls with nothing in them are bounded too.
+    const size = Math.max(1, call.callId.length + callChars(call));
+    if (held.turnCallChars + size > this.#caps.stepCallChars) {
+      turn.callsOmitted = (turn.callsOmitted ?? 0) + 1;
+      return;
+    }
+    held.turnCallChars += size;
+    this.#amend(held, () => {
+      turn.calls.push(call);
+      return callChars(call);
+    });
+  }
+
+  /** Changes a kept step (its text, one more call); `change` returns the characters it added, counted against the cap. */
+  #amend(held: Held, change: () => number): void {
+    held.chars += change();
     this.#cap(held);
   }
 
@@ -188,6 +225,8 @@ export class JobTranscripts {
       if (steps.length <= head + 1) break;
       const [gone] = steps.splice(head, 1);
       if (gone) held.chars -= charsOf(gone);
+      // Calls of a turn no longer kept are not kept either.
+      if (gone === held.turn) held.turn = undefined;
     }
   }
 }
@@ -197,9 +236,13 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;
 }
 
+function callChars(call: { name: string; args: string }): number {
+  return call.name.length + call.args.length;
+}
+
 /** The text a step holds, for the character cap. */
 function charsOf(step: TranscriptStep): number {
-  if (step.kind === 'model') return (step.text?.length ?? 0) + step.calls.reduce((n, c) => n + c.name.length + c.args.length, 0);
+  if (step.kind === 'model') return (step.text?.length ?? 0) + step.calls.reduce((n, c) => n + callChars(c), 0);
   if (step.kind === 'tool') return step.output.length;
   return step.text.length;
 }

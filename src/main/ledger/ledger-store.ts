@@ -44,6 +44,18 @@ export interface StoredJob {
   /** Spawn order within its scope; drain and re-queue follow it. */
   position: number;
   spec?: StoredSpec | undefined;
+  /** The messages sent to it, whole (its record keeps them cut short), in order; absent: none. */
+  messages?: StoredMessage[];
+}
+
+/** A message sent to a job (`send_to_background_agent`), as written when it was sent: whole, secrets redacted. */
+export interface StoredMessage {
+  /** 1-based among the job's messages. */
+  id: number;
+  text: string;
+  /** When it was sent, epoch ms. */
+  at: number;
+  interrupt?: true;
 }
 
 /** A row that failed its check on load (ledger-rows.ts): its id column and what was wrong, for the report. */
@@ -85,6 +97,8 @@ export interface JobStore {
   /** Retention forgot a delivered record. */
   forget(id: string): void;
   putAlert(alert: StoredAlert): void;
+  /** A message sent to a job, before anyone acts on it (a restart hands it to the job's re-run); it goes with the job's row. */
+  putMessage(id: string, message: StoredMessage): void;
   /** Where a job came from, for the program that spawned it (`fanout`: its input line). */
   putSource(id: string, source: string): void;
   /** Every job's source, by job id. */

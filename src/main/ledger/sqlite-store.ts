@@ -7,16 +7,18 @@
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS } from '../../shared/defaults.js';
+import { DEFAULTS, LEDGER_PRUNING } from '../../shared/defaults.js';
 import { ConfigError } from '../../shared/errors.js';
 import { guardRead, guardWrite, unreadable } from './sqlite-guards.js';
 import { ScopeLeases } from './ledger-lease.js';
 import { isInvalidRow, parseJobRow, type InvalidRow } from './ledger-rows.js';
 import type { JobRecord } from './job-record.js';
 import { isStoredTranscript, type StoredTranscript } from './transcript.js';
-import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredSpec } from './ledger-store.js';
+import type { JobStore, LedgerStore, SessionSnapshot, SessionSummary, StoredAlert, StoredJob, StoredMessage, StoredSpec } from './ledger-store.js';
 
 import { SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
+import { MESSAGES_MIGRATION, SqliteMessages } from './sqlite-messages.js';
+import { JobRowPruner, PRUNE_INDEXES, hasSessionsPast, pruneSessions } from './sqlite-prune.js';
 
 type Database = SqliteDatabase;
 type Statement = SqliteStatement;
@@ -26,7 +28,7 @@ type Statement = SqliteStatement;
  * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
  * version before it; a file of a newer version is refused.
  */
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +79,8 @@ const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
       db.prepare("UPDATE meta SET value = '4' WHERE key = 'schema'").run();
     },
   },
+  // 4 → 5: the messages sent to jobs, whole (sqlite-messages.ts). Jobs of schema 4 have none kept.
+  MESSAGES_MIGRATION,
 ];
 
 /** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */
@@ -112,6 +116,8 @@ export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full';
   /** A scope's lease is taken over once its heartbeat is this old; default `DEFAULTS.ledger.leaseStaleMs`. */
   leaseStaleMs?: number;
+  /** Sessions kept (sqlite-prune.ts); default `LEDGER_PRUNING.keepSessions`. */
+  keepSessions?: number;
 }
 
 /** Opens (creating if needed) a ledger file. Throws a ConfigError naming `ledger.path` when it cannot. */
@@ -134,11 +140,14 @@ export function openSqliteLedger(file: string, options: SqliteStoreOptions = {})
   try {
     // Inside the guard too: a file with a valid first page and garbage after it fails here.
     migrate(db, file);
+    db.exec(PRUNE_INDEXES);
   } catch (error) {
     db.close();
     throw error instanceof ConfigError ? error : unreadable(file, error);
   }
-  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db, resolved, { staleMs: options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs }));
+  const staleMs = options.leaseStaleMs ?? DEFAULTS.ledger.leaseStaleMs;
+  const pruning = { keepSessions: options.keepSessions ?? LEDGER_PRUNING.keepSessions, leaseStaleMs: staleMs };
+  return new SqliteLedgerStore(resolved, db, new ScopeLeases(db, resolved, { staleMs }), pruning);
 }
 
 export class SqliteLedgerStore implements LedgerStore {
@@ -149,12 +158,19 @@ export class SqliteLedgerStore implements LedgerStore {
   readonly #loadSession: Statement;
   readonly #listSessions: Statement;
   readonly #leases: ScopeLeases;
+  readonly #pruning: { keepSessions: number; leaseStaleMs: number };
   #closed = false;
 
-  constructor(file: string, db: Database, leases: ScopeLeases) {
+  constructor(
+    file: string,
+    db: Database,
+    leases: ScopeLeases,
+    pruning: { keepSessions: number; leaseStaleMs: number } = { keepSessions: LEDGER_PRUNING.keepSessions, leaseStaleMs: DEFAULTS.ledger.leaseStaleMs },
+  ) {
     this.path = file;
     this.#db = db;
     this.#leases = leases;
+    this.#pruning = pruning;
     this.#saveSession = db.prepare(
       `INSERT INTO sessions (id, turns, created_at, updated_at, data) VALUES (@id, @turns, @now, @now, @data)
        ON CONFLICT (id) DO UPDATE SET turns = excluded.turns, updated_at = excluded.updated_at, data = excluded.data`,
@@ -175,6 +191,13 @@ export class SqliteLedgerStore implements LedgerStore {
 
   saveSession(snapshot: SessionSnapshot): void {
     guardWrite('save session', () => this.#saveSession.run({ id: snapshot.id, turns: snapshot.turns, now: Date.now(), data: JSON.stringify(snapshot) }));
+    try {
+      const { keepSessions, leaseStaleMs } = this.#pruning;
+      // A write lock only when there is something past the bound (a read first, every turn).
+      if (hasSessionsPast(this.#db, keepSessions)) this.#db.transaction(() => pruneSessions(this.#db, keepSessions, leaseStaleMs)).immediate();
+    } catch {
+      // The session is saved; the old ones wait for the next save to be pruned (a busy or full file).
+    }
   }
 
   loadSession(id: string): SessionSnapshot | undefined {
@@ -218,10 +241,11 @@ class SqliteJobStore implements JobStore {
   readonly #putSpec: Statement;
   readonly #transition: Statement;
   readonly #nextId: Statement;
-  readonly #forget: Statement;
+  readonly #pruner: JobRowPruner;
   readonly #alert: Statement;
   readonly #source: Statement;
   readonly #putConversation: Statement;
+  readonly #messages: SqliteMessages;
   readonly #leases: ScopeLeases;
   /** Last state and delivery written per job: a transition row only when one of them changes. */
   readonly #last = new Map<string, string>();
@@ -243,10 +267,11 @@ class SqliteJobStore implements JobStore {
     this.#putSpec = db.prepare('UPDATE jobs SET spec = ? WHERE scope = ? AND id = ?');
     this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn) VALUES (?, ?, ?, ?, ?, ?)');
     this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
-    this.#forget = db.prepare('DELETE FROM jobs WHERE scope = ? AND id = ?');
+    this.#pruner = new JobRowPruner(db, scope);
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
     this.#source = db.prepare('INSERT OR REPLACE INTO job_sources (scope, id, source) VALUES (?, ?, ?)');
     this.#putConversation = db.prepare('UPDATE jobs SET conversation = ? WHERE scope = ? AND id = ?');
+    this.#messages = new SqliteMessages(db, scope);
   }
 
   putConversation(id: string, messages: readonly unknown[]): void {
@@ -318,6 +343,7 @@ class SqliteJobStore implements JobStore {
     const next = this.#db.prepare('SELECT next_id AS nextId FROM scopes WHERE scope = ?').get(this.scope) as { nextId: number } | undefined;
     const jobs: StoredJob[] = [];
     const invalid: InvalidRow[] = [];
+    const messages = this.#messages.load();
     for (const row of rows) {
       // Checked, not trusted: a row edited or broken on disk is reported (ledger-rows.ts), never run as it reads.
       const job = parseJobRow(row);
@@ -326,7 +352,8 @@ class SqliteJobStore implements JobStore {
         continue;
       }
       this.#last.set(job.record.id, transitionKey(job.record));
-      jobs.push(job);
+      const sent = messages.get(job.record.id);
+      jobs.push(sent ? { ...job, messages: sent } : job);
     }
     this.#writtenNextId = next?.nextId ?? 0;
     return { jobs, nextId: next?.nextId ?? 1, invalid };
@@ -365,8 +392,12 @@ class SqliteJobStore implements JobStore {
   }
 
   forget(id: string): void {
-    guardWrite(`forget job ${id}`, () => (this.#forget.run(this.scope, id), this.dropTranscript(id)));
+    guardWrite(`forget job ${id}`, () => this.#pruner.forget(id));
     this.#last.delete(id);
+  }
+
+  putMessage(id: string, message: StoredMessage): void {
+    guardWrite(`job ${id}'s message ${message.id}`, () => this.#messages.put(id, message));
   }
 
   putAlert(alert: StoredAlert): void {

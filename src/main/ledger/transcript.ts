@@ -30,6 +30,8 @@ export type TranscriptStep =
       /** What the model said this turn, if anything (redacted, capped). */
       text?: string;
       calls: TranscriptCall[];
+      /** Calls of this turn past the step's cap (TRANSCRIPT_LIMITS.stepCallChars): counted, not kept. */
+      callsOmitted?: number;
     })
   | (StepBase & {
       kind: 'tool';

@@ -154,6 +154,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
+    // A follow-up the disk refused delivered nothing (its results wait): once writes work again, they go out.
+    this.manager.on('ledger-recovered', () => this.#requestFollowUp({ kind: 'ledger-recovered' }));
     // A join let the wave's follow-up come early: it also lists, once, what is still running.
     this.manager.on('wave-joined', ({ wave, reason, ended, pending }) => {
       this.#inputs.joinedEarly(
@@ -230,17 +232,23 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
     return new Promise((resolve, reject) => {
-      const turn: QueuedTurn = { input, followUp: false, signal, resolve, reject };
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const at = this.#queue.indexOf(turn);
-          if (at < 0) return;
-          this.#queue.splice(at, 1);
-          reject(new AbortError(signal.reason));
-        },
-        { once: true },
-      );
+      const onAbort = () => {
+        const at = this.#queue.indexOf(turn);
+        if (at < 0) return;
+        this.#queue.splice(at, 1);
+        reject(new AbortError(signal?.reason));
+      };
+      // Removed as the turn settles, however it does: a caller that passes one signal to every
+      // turn of a long chat would otherwise collect one listener (and one turn) per turn.
+      const settled = () => signal?.removeEventListener('abort', onAbort);
+      const turn: QueuedTurn = {
+        input,
+        followUp: false,
+        signal,
+        resolve: (result) => (settled(), resolve(result)),
+        reject: (error) => (settled(), reject(error)),
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.#queue.push(turn);
       void this.#runQueue();
     });
@@ -323,7 +331,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
           // Delivered before the model is called (in the turn's number): results that ended before
           // this turn are in its context. A follow-up left with nothing to deliver does not run.
           this.#currentTurn = this.agent.session.turns + 1;
-          const prepared = this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
+          const prepared = await this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
           if (!prepared) continue;
           this.#deferred = prepared.deferred;
           this.#deliveredNow = [...prepared.delivered];

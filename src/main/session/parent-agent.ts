@@ -9,7 +9,8 @@ import type { LoopEvent, StopReason } from '../../shared/loop-events.js';
 import { builtinTools } from '../../shared/tools/index.js';
 import { toolPolicyFrom } from '../../shared/tools/policy.js';
 import { resolveWorkspaceRoot } from '../../shared/tools/sandbox.js';
-import { configuredSecrets, scrubEnv } from '../../shared/tools/secrets.js';
+import { redactionSecrets } from '../../shared/tools/host-secrets.js';
+import { scrubEnv } from '../../shared/tools/secrets.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { UsageByModel } from '../../shared/usage.js';
 import { capHeadTail } from '../../shared/text-budget.js';
@@ -160,7 +161,7 @@ export class ParentAgent {
         },
         signal: options.signal,
         rateGate: this.#options.rateGate,
-        secrets: configuredSecrets(this.#config),
+        secrets: redactionSecrets(this.#config),
         onEvent: (event) => {
           this.#noteAction(event);
           emit({ type: 'loop', turn, event });

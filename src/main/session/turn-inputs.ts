@@ -9,7 +9,7 @@ import type { Deliveries } from '../delivery/deliveries.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { BackgroundManager, JobAlert } from '../jobs/manager.js';
 import { formatStillRunning } from '../jobs/joins.js';
-import { formatRerunning } from '../delivery/staleness.js';
+import { formatRerunning, type StaleFile } from '../delivery/staleness.js';
 
 /**
  * Whether a job's ending starts a follow-up turn of its own. A user's job is not wave-gated: it
@@ -111,12 +111,14 @@ export class TurnInputs {
    * prompt. Results are drained (marked delivered in `turn`) here. A follow-up with no result to
    * deliver returns undefined and takes nothing: alerts and reasons wait for the next turn.
    */
-  prepare(turn: number, input: string | undefined): PreparedTurn | undefined {
+  async prepare(turn: number, input: string | undefined): Promise<PreparedTurn | undefined> {
+    // The one await: everything after it (alerts, results, drain) is taken in one synchronous step.
+    const checked = await this.#delivery.checkStale();
     const remy = this.#config.delivery.format === 'remy';
     const reports = formatBackgroundReports(this.#alerts, this.#alertsDropped);
     // One budget for everything this turn injects: the marker and the alerts first, then the results.
     const reserved = (reports ? reports.length + 2 : 0) + (remy ? AUTOMATED_RESULTS_MARKER.length + 1 : 0);
-    const delivery = this.#deliver(turn, reserved);
+    const delivery = this.#deliver(turn, checked, reserved);
     const followUp = input === undefined;
     if (followUp && delivery.jobs.length === 0) return undefined;
     this.#alerts.splice(0);
@@ -139,9 +141,9 @@ export class TurnInputs {
     return { ...prepared, input: FOLLOW_UP_PROMPTS[promptKind(cause)], cause };
   }
 
-  #deliver(turn: number, reservedChars: number): TurnDeliveryResult {
+  #deliver(turn: number, checked: ReadonlyMap<string, StaleFile[]>, reservedChars: number): TurnDeliveryResult {
     try {
-      return this.#delivery.deliver(turn, reservedChars, resultWrapOf(this.#config.delivery.format));
+      return this.#delivery.deliver(turn, checked, reservedChars, resultWrapOf(this.#config.delivery.format));
     } catch (error) {
       if (!(error instanceof LedgerWriteError)) throw error;
       // The delivery could not be recorded, so none was made: the results wait (not lost) for a

@@ -74,7 +74,7 @@ export function waitTool(host: WaitToolHost): ToolDefinition<z.output<ReturnType
         if (error instanceof AbortError) throw error;
         throw asToolError(error, TOOL);
       }
-      return deliverWaited(waited, mode, host.currentTurn(), host.deliveries, host.config).text;
+      return (await deliverWaited(waited, mode, host.currentTurn(), host.deliveries, host.config)).text;
     },
   };
 }

@@ -36,7 +36,8 @@ export function stepHeadLine(step: TranscriptStep, maxChars = 200): string {
   if (step.kind === 'model') {
     const tokens = step.promptTokens + step.completionTokens;
     const calls = step.calls.map((c) => `${c.name} ${c.args.replace(/\s*\n\s*/g, ' ')}`).join(', ');
-    const what = calls ? ` → ${calls}` : step.text !== undefined ? ' (answer)' : '';
+    const omitted = step.callsOmitted ? `${step.calls.length + step.callsOmitted} calls, ${step.callsOmitted} not kept: ` : '';
+    const what = calls ? ` → ${omitted}${calls}` : step.text !== undefined ? ' (answer)' : '';
     return cutLine(`#${step.n} model${duration(step.ms)} ${tokens} tok${what}`, maxChars);
   }
   if (step.kind === 'tool') {

@@ -5,6 +5,7 @@ import { spawnSpecOf } from '../../shared/spawn-spec.js';
 import { createJobsSchemaFor, jobIdParams, listJobsQuery, parseRequest, resultQuery } from '../schemas.js';
 import type { JobListBody } from '../responses.js';
 import type { ServerState } from '../server-state.js';
+import type { JobRecord } from '../../main/ledger/ledger.js';
 import { jobRef, listJobs } from '../job-list.js';
 
 /** `/v1/jobs`: start, list, read, cancel and wait for jobs of the server's own manager. */
@@ -90,10 +91,17 @@ export function jobRoutes(state: ServerState) {
 
     app.get('/v1/jobs/:id/result', async (request, reply) => {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
-      const { wait } = parseRequest(resultQuery, request.query, 'query');
+      const { wait, offset, limit } = parseRequest(resultQuery, request.query, 'query');
+      // A page of the result (a wait answers with the first one): `offset`, at most `limit` characters.
+      const detail = (record: Readonly<JobRecord>) => {
+        const whole = jobDetail(record, state.progress.get(id));
+        if (offset === undefined && limit === undefined) return whole;
+        const from = offset ?? 0;
+        return { ...whole, resultText: whole.resultText?.slice(from, limit === undefined ? undefined : from + limit) ?? null };
+      };
       const record = state.manager.get(id);
       if (!record) return reply.code(404).send(unknownJob(id));
-      if (record.state === 'ended' || wait === 0) return reply.code(record.state === 'ended' ? 200 : 202).send(jobDetail(record, state.progress.get(id)));
+      if (record.state === 'ended' || wait === 0) return reply.code(record.state === 'ended' ? 200 : 202).send(detail(record));
       // Long poll: the job's end, the wait running out or the client leaving, whichever is first. A
       // closing server cancels every job within its bound, so a poll then answers with the ending.
       const gone = new AbortController();
@@ -109,7 +117,7 @@ export function jobRoutes(state: ServerState) {
       ]);
       clearTimeout(timer);
       const latest = state.manager.get(id) ?? record;
-      return reply.code(ended ? 200 : 202).send(jobDetail(latest, state.progress.get(id)));
+      return reply.code(ended ? 200 : 202).send(detail(latest));
     });
   };
 }

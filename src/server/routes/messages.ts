@@ -3,8 +3,8 @@ import { ForkpoolError, errorMessage } from '../../shared/errors.js';
 import { jobIdParams, jobMessageBody, parseRequest } from '../schemas.js';
 import type { ServerState } from '../server-state.js';
 
-/** The HTTP status of a refused message: no such job, ended, too many, or a bad message. */
-const STATUS: Record<string, number> = { JOB_UNKNOWN: 404, JOB_ENDED: 409, QUEUE_FULL: 429 };
+/** The HTTP status of a refused message: no such job, ended, too many, the ledger cannot write it, or a bad message. */
+const STATUS: Record<string, number> = { JOB_UNKNOWN: 404, JOB_ENDED: 409, QUEUE_FULL: 429, LEDGER_WRITE_FAILED: 503 };
 
 /** `POST /v1/jobs/:id/messages`: a message to a live job of the server's manager (BackgroundManager.send). */
 export function messageRoutes(state: ServerState) {

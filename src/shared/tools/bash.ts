@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { AbortError, ToolError } from '../errors.js';
 import { hiddenMasks } from './bash-masks.js';
-import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv } from './bwrap.js';
+import { bwrapArgs, bwrapSizesTmpfs, probeBwrap, sandboxEnv, unsandboxedEnv } from './bwrap.js';
 import { policyOf } from './policy.js';
-import { placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
+import { gitPartsIn, placeholdersFor, scanProtected, settleProtected, type ProtectedScan } from './protected-scan.js';
 import { describeLimitHits, joiningArgv, limitedBashArgv, limitsHitByOutput, makeCommandCgroup, type CommandCgroup, type LimitName } from './sandbox-limits.js';
 import { openNoFollow } from './safe-fs.js';
 import { HeadTailBuffer } from '../text-budget.js';
@@ -76,12 +76,13 @@ export const bashTool: ToolDefinition<BashArgs> = {
           .slice(0, 10)
           .map((rel) => JSON.stringify(rel))
           .join(', ') + (removed.length > 10 ? `, and ${removed.length - 10} more` : '');
-      const note = `bash: the command created or replaced protected paths (${shown}; protectedPaths), which could run code at the user's next git command; forkpool removed them. Leave .git alone`;
+      const note = `bash: the command created or replaced protected paths (${shown}; protectedPaths: .git, or a folder laid out as a git directory with HEAD, objects/ and refs/), which could run code at the user's next git command; forkpool removed them. Leave .git alone`;
       throw new ToolError('PERMISSION_DENIED', NAME, capOutput(`${note}\n${text}`, ctx.limits));
     }
     const hits = new Set([...cgroupHits, ...(outcome.timedOut ? [] : limitsHitByOutput(raw, outcome, launch.sandboxed))]);
     if (hits.size > 0) throw new ToolError('SANDBOX_LIMIT', NAME, capOutput(`${describeLimitHits(hits, ctx.limits)}\n${text}`, ctx.limits));
-    // The tool loop redacts the model key from every tool result; the sandbox hides the rest.
+    // The tool loop redacts every configured key and the process environment's credentials from
+    // every tool result (what an unsandboxed command reads at /proc/$PPID/environ); the sandbox hides the rest.
     return capOutput(text, ctx.limits);
   },
 };
@@ -113,7 +114,7 @@ async function launchFor(command: string, ctx: ToolContext): Promise<Launch> {
   const inCgroup = (argv: string[]) => (cgroup ? joiningArgv(cgroup.procsFiles, argv) : argv);
   if (!sandboxed) {
     const [file, ...args] = inCgroup(limitedBashArgv(command, ctx.limits, { nproc: false })) as [string, ...string[]];
-    return { file, args, cwd: ctx.workspaceRoot, env: scrubEnv(ctx.env), extraFds: [], sandboxed, cgroup };
+    return { file, args, cwd: ctx.workspaceRoot, env: unsandboxedEnv(scrubEnv(ctx.env)), extraFds: [], sandboxed, cgroup };
   }
   // RLIMIT_NPROC counts per user: only inside bwrap's own user namespace (not root) is it the command's own count.
   const argv = limitedBashArgv(command, ctx.limits, { nproc: !cgroup && process.getuid?.() !== 0 });
@@ -148,7 +149,9 @@ async function protectedBinds(root: string, policy: ToolPolicy, extraFds: FileHa
   const readOnlyInWorkspace: Array<{ rel: string; childFd: number }> = [];
   if (policy.allowProtectedWrites) return { readOnlyInWorkspace, guard: undefined };
   const scan = await scanProtected(root, policy);
-  const wanted = [...[...scan.entries.values()].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
+  // A root already laid out as a git directory keeps that layout read-only, as a `.git` would be.
+  const rootGitDir = scan.gitDirs.has('') ? gitPartsIn(scan, '') : [];
+  const wanted = [...[...scan.entries.values(), ...rootGitDir].filter((e) => e.kind === 'dir' || e.kind === 'file').map((e) => e.rel), ...scan.pointedTo];
   for (const rel of wanted.slice(0, DEFAULTS.protectedScan.maxBinds)) {
     const handle = await openNoFollow(root, rel);
     if (!handle) continue;

@@ -166,6 +166,21 @@ export function sandboxEnv(env: Readonly<Record<string, string>>): Record<string
   return env[PROCESS_TAG_VAR] ? { ...base, [PROCESS_TAG_VAR]: env[PROCESS_TAG_VAR] } : base;
 }
 
+/** Host variables a command run without a sandbox keeps besides {@link sandboxEnv}'s: who and where the user is, none a secret. */
+const UNSANDBOXED_KEPT = ['HOME', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'TZ', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES'] as const;
+
+/**
+ * The environment of a command run without a sandbox (`sandbox: "none"`): the sandbox's short
+ * list, with the user's own HOME and the few variables above; never the rest of the host's (a
+ * variable whose name does not look secret may still hold one).
+ */
+export function unsandboxedEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = { ...sandboxEnv(env) };
+  delete out.TMPDIR;
+  for (const name of UNSANDBOXED_KEPT) if (env[name]) out[name] = env[name];
+  return out;
+}
+
 /** bwrap's argument list for running `spec.argv` in the workspace. */
 export function bwrapArgs(spec: BwrapCommand): string[] {
   const args: string[] = ['--unshare-all'];

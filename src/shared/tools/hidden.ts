@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { ForkpoolConfig } from '../config.js';
 import { DEFAULTS } from '../defaults.js';
 import { ToolError } from '../errors.js';
+import { isInside } from '../workspace-scope.js';
 import type { ToolPolicy } from './types.js';
 
 /**
@@ -42,6 +43,22 @@ export function sqliteFiles(file: string): string[] {
 export function hiddenPathsOf(config: Pick<ForkpoolConfig, 'hiddenPaths' | 'ledger'>, extra: readonly string[] = [], cwd = process.cwd()): string[] {
   const ledger = config.ledger.path === undefined ? [] : sqliteFiles(config.ledger.path);
   return [...new Set([...config.hiddenPaths, ...ledger, ...extra].map((p) => path.resolve(cwd, p)))];
+}
+
+/**
+ * The hidden paths of a job whose workspace root is `jobRoot`, another copy of the main
+ * workspace `mainRoot` (a git worktree of it): each hidden path inside the main workspace is
+ * hidden at the same place in the job's workspace too, since that copy holds the same tracked
+ * file. The main workspace's own paths stay hidden. `mainRoots`: the main root as configured
+ * and its real path, for hidden paths given by either.
+ */
+export function hiddenPathsForRoot(hiddenPaths: readonly string[], mainRoots: readonly string[], jobRoot: string): string[] {
+  const out = new Set(hiddenPaths);
+  for (const hidden of hiddenPaths) {
+    const main = mainRoots.find((root) => isInside(root, hidden));
+    if (main !== undefined) out.add(path.join(jobRoot, path.relative(main, hidden)));
+  }
+  return [...out];
 }
 
 /** The hidden paths as they are now: each path and its real path, and the identity of each that exists. */

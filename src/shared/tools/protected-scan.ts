@@ -1,6 +1,7 @@
 import { lstat, readdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULTS } from '../defaults.js';
+import { GIT_DIR_NAMES, guardsGit, isGitDirLayout } from './git-layout.js';
 import { normalizeEntry, protectedEntryOf } from './policy.js';
 import { isInside } from '../workspace-scope.js';
 import type { ToolPolicy } from './types.js';
@@ -11,8 +12,12 @@ import type { ToolPolicy } from './types.js';
  * read-only, together with what a `.git` file (`gitdir: …`) or link points to inside the
  * workspace. After it: the same walk finds entries that appeared or were replaced meanwhile
  * (`git init sub`, a planted `.git` file) and removes them, since the user's next `git` in that
- * folder would run their hooks and `core.fsmonitor`. A folder laid out as a bare repository
- * (HEAD, objects/, refs/) counts as a `.git` too: git accepts it as one when run inside it.
+ * folder would run their hooks and `core.fsmonitor`. A folder laid out as a git directory
+ * (git-layout.ts) counts as a `.git` too: git accepts it as one when run inside it. A folder
+ * that was there before and that the command turned into one (the workspace root above all,
+ * which can be neither bound nor removed) keeps what it held: only the parts of the layout
+ * (HEAD, objects, refs, commondir, config, hooks) that were not there before are removed. A new
+ * one goes whole.
  */
 
 export type EntryKind = 'dir' | 'file' | 'link' | 'other';
@@ -35,23 +40,25 @@ export interface ProtectedScan {
   pointedTo: string[];
   /** The walk stopped at `protectedScan.maxEntries` or `maxDepth`: deeper entries were not seen. */
   truncated: boolean;
+  /** Every folder the walk listed (workspace-relative; the root is ''). */
+  folders: Set<string>;
+  /** The folders laid out as a git directory (the root included). */
+  gitDirs: Set<string>;
+  /** In every folder listed, the entries named as a git directory's parts (GIT_DIR_NAMES), whether or not they make one. */
+  gitParts: Map<string, ProtectedEntry>;
 }
 
 type Bounds = typeof DEFAULTS.protectedScan;
 
-/** Names git needs in a folder to take it for a git directory (a bare repository). */
-const BARE_LAYOUT = ['head', 'objects', 'refs'] as const;
 /** A `.git` file is a line `gitdir: <path>`; anything longer is not one. */
 const GITDIR_FILE_MAX_BYTES = 4096;
-
-/** Whether the guard covers git's own layouts (only when `.git` is among the protected names). */
-function guardsGit(policy: ToolPolicy): boolean {
-  return policy.protectedPaths.some((entry) => normalizeEntry(entry).toLowerCase() === '.git');
-}
 
 /** Walks `root` breadth first (never through a link) and lists its protected entries. */
 export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bounds = DEFAULTS.protectedScan): Promise<ProtectedScan> {
   const entries = new Map<string, ProtectedEntry>();
+  const folders = new Set<string>();
+  const gitDirs = new Set<string>();
+  const gitParts = new Map<string, ProtectedEntry>();
   const git = guardsGit(policy);
   let truncated = false;
   let seen = 0;
@@ -64,7 +71,14 @@ export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bo
     const next: string[] = [];
     for (const dirRel of level) {
       const dirents = await readdir(path.join(root, dirRel), { withFileTypes: true }).catch(() => []);
-      if (git && dirRel !== '' && isBareLayout(dirents.map((d) => d.name))) {
+      folders.add(dirRel);
+      const join = (name: string) => (dirRel === '' ? name : `${dirRel}/${name}`);
+      const parts = git ? dirents.filter((d) => (GIT_DIR_NAMES as readonly string[]).includes(d.name.toLowerCase())) : [];
+      for (const part of parts) await record(root, join(part.name), gitParts);
+      const isGitDir = git && isGitDirLayout(dirents.map((d) => d.name));
+      if (isGitDir) gitDirs.add(dirRel);
+      // A git directory below the root is one protected entry, bound or removed whole.
+      if (isGitDir && dirRel !== '') {
         await record(root, dirRel, entries);
         continue;
       }
@@ -73,21 +87,21 @@ export async function scanProtected(root: string, policy: ToolPolicy, bounds: Bo
           truncated = true;
           break;
         }
-        const rel = dirRel === '' ? dirent.name : `${dirRel}/${dirent.name}`;
+        const rel = join(dirent.name);
         if (protectedEntryOf(rel, policy) !== undefined) await record(root, rel, entries);
-        else if (dirent.isDirectory()) next.push(rel);
+        else if (dirent.isDirectory() && !(isGitDir && parts.includes(dirent))) next.push(rel);
       }
       if (truncated) break;
     }
     if (truncated) break;
     level = next;
   }
-  return { entries, pointedTo: await pointedTargets(root, entries), truncated };
+  return { entries, pointedTo: await pointedTargets(root, entries), truncated, folders, gitDirs, gitParts };
 }
 
-function isBareLayout(names: readonly string[]): boolean {
-  const lower = new Set(names.map((n) => n.toLowerCase()));
-  return BARE_LAYOUT.every((name) => lower.has(name));
+/** The parts of the git directory layout in `folder` (GIT_DIR_NAMES entries directly in it). */
+export function gitPartsIn(scan: ProtectedScan, folder: string): ProtectedEntry[] {
+  return [...scan.gitParts.values()].filter((part) => path.posix.dirname(part.rel) === (folder === '' ? '.' : folder));
 }
 
 async function record(root: string, rel: string, into: Map<string, ProtectedEntry>): Promise<void> {
@@ -161,9 +175,22 @@ export async function settleProtected(
 ): Promise<string[]> {
   const after = await scanProtected(root, policy, bounds);
   const removed: string[] = [];
+  const unchanged = (old: ProtectedEntry | undefined, now: ProtectedEntry) =>
+    old !== undefined && old.kind === now.kind && old.dev === now.dev && old.ino === now.ino;
+  // A folder that was there before and is now a git directory: what of the layout is new goes, the rest was the user's.
+  const removeNewParts = async (folder: string) => {
+    for (const part of gitPartsIn(after, folder)) {
+      if (unchanged(before.gitParts.get(part.rel), part)) continue;
+      await rm(path.join(root, part.rel), { recursive: true, force: true }).catch(() => {});
+      removed.push(part.rel);
+    }
+  };
   for (const entry of after.entries.values()) {
-    const old = before.entries.get(entry.rel);
-    if (old && old.kind === entry.kind && old.dev === entry.dev && old.ino === entry.ino) continue;
+    if (unchanged(before.entries.get(entry.rel), entry)) continue;
+    if (after.gitDirs.has(entry.rel) && before.folders.has(entry.rel) && !before.entries.has(entry.rel)) {
+      await removeNewParts(entry.rel);
+      continue;
+    }
     const abs = path.join(root, entry.rel);
     if (
       placeholders.includes(entry.rel) &&
@@ -178,5 +205,7 @@ export async function settleProtected(
     await rm(abs, { recursive: true, force: true }).catch(() => {});
     removed.push(entry.rel);
   }
+  // The root cannot be removed: a root left laid out as a git directory loses the parts that are new.
+  if (after.gitDirs.has('')) await removeNewParts('');
   return removed.sort();
 }

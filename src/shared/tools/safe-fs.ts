@@ -5,6 +5,7 @@ import { ToolError } from '../errors.js';
 import { A_FILE, assertNotHidden } from './hidden.js';
 import { assertNotProtected } from './policy.js';
 import { fdLimitError, isFdLimit, withFdRetry } from './fd-limit.js';
+import { assertNoGitDirLayout } from './git-layout.js';
 import { assertCreatablePath, removeCreated, type CreatedPath } from './new-folders.js';
 import { atPath, procFdAvailable } from './proc-fd.js';
 import { codeOf, displayPath, resolveInWorkspace } from './sandbox.js';
@@ -262,6 +263,11 @@ export async function openForWriting(root: string, userPath: string, toolName: s
       created.file = { name: base, dev, ino };
     }
     const opened = await verifyWritable(handle, root, toolName, shown, options.policy, existed);
+    // Checked with the file in place, so a racing write sees this one; refused, it is removed below.
+    await assertNoGitDirLayout(root, resolved, options.policy, toolName).catch(async (error: unknown) => {
+      await opened.handle.close();
+      throw error;
+    });
     return { ...opened, discard: () => removeCreated(created) };
   } catch (error) {
     await dir.close();
@@ -367,9 +373,14 @@ async function openByPathFallback(root: string, resolved: string, toolName: stri
       if (!existed) await unlink(resolved).catch(() => {});
       await removeMadeFolders();
     };
+    await assertNoGitDirLayout(root, resolved, options.policy, toolName).catch(async (error: unknown) => {
+      await handle.close();
+      await discard();
+      throw error;
+    });
     return { handle, realPath: real, stats, existed, discard };
   } catch (error) {
-    await handle.close();
+    await handle.close().catch(() => {});
     throw error instanceof ToolError ? error : changedError(toolName, shown, error);
   }
 }

@@ -88,7 +88,7 @@ describe('stale results', () => {
       expect(first.resultText).toContain('version 1');
 
       writeFileSync(file, 'version 2\n');
-      const turn1 = delivery.deliver(1);
+      const turn1 = delivery.deliver(1, await delivery.checkStale());
       // Not delivered: re-run instead, with a note saying why.
       expect(turn1).toMatchObject({ block: '', jobs: [], rerun: [job.id] });
       expect(manager.get(job.id)?.state).not.toBe('ended');
@@ -99,7 +99,7 @@ describe('stale results', () => {
 
       // Changed again before this delivery: it is not re-run a second time, it is delivered annotated.
       writeFileSync(file, 'version 3\n');
-      const turn2 = delivery.deliver(2);
+      const turn2 = delivery.deliver(2, await delivery.checkStale());
       expect(turn2.rerun).toEqual([]);
       expect(turn2.jobs.map((j) => j.id)).toEqual([job.id]);
       expect(turn2.block).toMatch(/\[stale: .*notes\.txt \(it read lines 1\) modified .* It was already re-run once because of this\.\]/);

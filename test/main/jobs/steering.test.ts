@@ -76,10 +76,49 @@ describe.each(ISOLATIONS)('steering a job ($name isolation)', ({ extra, backgrou
     expect(userTexts(sim.requests[1]?.body).at(-1)).toContain('Stop that; just say what src/retry.ts does.');
     expect(events.filter((e) => e.type === 'model_interrupted')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'retry')).toEqual([]);
-    // The cancelled call is not a turn: one model call answered.
-    expect(record.iterations).toBe(1);
+    // The cancelled call is a model call too: it counts as a turn (its prompt's tokens estimated).
+    expect(record.iterations).toBe(2);
     expect(record.messages).toEqual([expect.objectContaining({ id: 1, interrupt: true, receivedAt: expect.any(Number) })]);
     sim.assertScriptDone();
+  });
+});
+
+describe('steering: interrupts and the budget', () => {
+  it('every interrupted call counts against the budget: 60 interrupts to a job capped at 2 turns and 1,000 tokens make at most 2 requests', async () => {
+    const root = await makeWorkspace(cleanups);
+    // The first 60 requests hang until an interrupt cancels them: only the budget ends the job before the 61st.
+    const faults = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [i + 1, { kind: 'hang_before_headers' as const }]));
+    const sim = await startSim(cleanups, { faults });
+    const manager = makeManager(makeConfig(sim, root, { budget: { maxTurns: 2, maxTokens: 1_000 } }), cleanups);
+    const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
+    const done = ended(manager, id);
+    let sent = 0;
+    let liveTurns = 0;
+    // The live report (while it runs) counts each interrupted call as it happens.
+    manager.on('progress', ({ jobId: from, event }) => {
+      if (from === id && event.type === 'model_interrupted') liveTurns = Math.max(liveTurns, manager.budgetOf(id)?.spent.turns ?? 0);
+    });
+    for (let i = 0; i < 60 && manager.get(id)?.state !== 'ended'; i++) {
+      await waitFor(() => sim.requests.length > i || manager.get(id)?.state === 'ended', `request ${i + 1} in flight, or the job ended`);
+      try {
+        manager.send(id, `Interrupt ${i + 1}: start over.`, { interrupt: true });
+        sent++;
+      } catch (error) {
+        // Refused once the job has ended (JOB_ENDED): the budget stopped it.
+        expect(error).toBeInstanceOf(JobError);
+        break;
+      }
+    }
+    const record = await done;
+
+    expect(sent).toBeGreaterThanOrEqual(2);
+    expect(liveTurns).toBeGreaterThanOrEqual(1);
+    expect(sim.requests.length).toBeLessThanOrEqual(2);
+    expect(record.stopReason).toBe('budget_exceeded');
+    expect(record.budgetReport?.spent.turns).toBe(sim.requests.length);
+    expect(record.budgetReport?.spent.turns).toBeLessThanOrEqual(2);
+    // Each cancelled call's prompt counted as tokens (estimated: no usage came back).
+    expect(record.budgetReport?.spent.tokens).toBeGreaterThan(0);
   });
 });
 

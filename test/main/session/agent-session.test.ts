@@ -3,6 +3,7 @@
  * pool, the sim on loopback as the model. Follow-ups are counted from events; sequencing uses
  * events and an explicit file signal, never sleeps.
  */
+import { getEventListeners } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -195,6 +196,27 @@ describe('AgentSession', () => {
     const [a, b] = await Promise.all([session.submit('one'), session.submit('two')]);
     expect([a.turn, a.answer]).toEqual([1, 'first answer']);
     expect([b.turn, b.answer]).toEqual([2, 'second answer']);
+    await session.onIdle();
+    sim.assertScriptDone();
+  });
+  it("leaves no abort listener on the caller's signal once a turn settles, however many turns share it", async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ content: 'a' }, { content: 'b' }, { content: 'c' }, { content: 'd' }] });
+    const session = makeSession(makeConfig(sim, root));
+    const chat = new AbortController();
+    for (const input of ['one', 'two', 'three']) {
+      await session.submit(input, { signal: chat.signal });
+      expect(getEventListeners(chat.signal, 'abort')).toHaveLength(0);
+    }
+    // A turn taken off the queue by its signal settles too (rejected): no listener stays behind.
+    const turn = new AbortController();
+    const first = session.submit('four', { signal: chat.signal });
+    const queued = session.submit('five', { signal: turn.signal });
+    turn.abort('changed my mind');
+    await expect(queued).rejects.toMatchObject({ code: 'ABORTED' });
+    await first;
+    expect(getEventListeners(chat.signal, 'abort')).toHaveLength(0);
+    expect(getEventListeners(turn.signal, 'abort')).toHaveLength(0);
     await session.onIdle();
     sim.assertScriptDone();
   });
