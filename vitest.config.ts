@@ -11,5 +11,8 @@ export default defineConfig({
     // Two cores: keep heavy worker-thread suites from starving each other.
     maxWorkers: 2,
     reporters: ['default'],
+    // A host fault printed during a test (a stack overflow, an unhandled rejection, a
+    // FORKPOOL_HOST_FAULT warning) fails it: see test/helpers/host-faults.ts.
+    setupFiles: ['test/setup/host-faults.ts'],
   },
 });

@@ -9,7 +9,7 @@ import { runLineMode } from '../tui/line-mode.js';
 import { enableMouse } from '../tui/mouse.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
 import { escapeForTerminal, preview, usageLines } from '../main/views/terminal-lines.js';
-import { announceLedgerSession } from './run.js';
+import { announceLedgerSession, undeliveredAtExit } from './run.js';
 
 export interface ChatFlags extends GlobalFlags {
   /** A session id kept in `--ledger`: continue its conversation and its jobs. */
@@ -82,7 +82,9 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
     ctx.event('usage', { byBucket: usage });
     const lines = usageLines(usage);
     if (lines.length > 0 && !ctx.json) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
-    return EXIT.ok;
+    // Never exit 0 over a result the parent never got (the ledger could not record its delivery).
+    // quit() has run (every way out of the chat closes it): its report names the jobs it stopped.
+    return undeliveredAtExit(ctx, chat.session, await chat.quit(), 'chat') > 0 ? EXIT.failure : EXIT.ok;
   } finally {
     stopSignals();
     await ctx.dispose();

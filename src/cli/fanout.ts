@@ -157,18 +157,29 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     running.delete(job.id);
   });
   /**
-   * A delivery the durable ledger cannot write (a full disk) is not recorded: the line was
-   * printed all the same, and a `--resume` prints it again from the ledger. Said once.
+   * Printed is recorded: a result is printed only once the ledger has its ending and its
+   * delivery (one strict write, which takes any unsaved record along). While the disk refuses,
+   * ended results wait here in order, and go out with the first write that works (the next
+   * ending, or the end of the run); a result never printed is one a --resume prints (from the
+   * ledger, or by running its task again), so no result is printed twice across runs.
    */
-  let deliveryWriteFailed = false;
-  const markPrinted = (id: string) => {
-    try {
-      deliveries.markDelivered(id);
-    } catch (error) {
-      if (!(error instanceof LedgerWriteError)) throw error;
-      if (!deliveryWriteFailed)
-        out.note(`forkpool fanout: the ledger could not record a printed result (${oneLine(error.message)}); a --resume may print it again`);
-      deliveryWriteFailed = true;
+  const unrecorded = new Map<string, Readonly<JobRecord>>();
+  let recordFailure: string | undefined;
+  const printRecorded = () => {
+    for (const [id, job] of unrecorded) {
+      try {
+        deliveries.markDelivered(id);
+      } catch (error) {
+        if (!(error instanceof LedgerWriteError)) throw error;
+        if (recordFailure === undefined)
+          out.note(`forkpool fanout: the ledger cannot record results (${oneLine(error.message)}); they are printed once it can`);
+        recordFailure = oneLine(error.message);
+        return;
+      }
+      unrecorded.delete(id);
+      // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
+      out.result(jsonForTerminal({ line: lineOf.get(id), ...jobJson(job) }));
+      lineOf.delete(id);
     }
   };
 
@@ -183,10 +194,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     }
     if (job.status) tally[job.status]++;
     usage = mergeUsageByModel(usage, job.usage);
-    out.result(jsonForTerminal({ line: lineOf.get(job.id), ...jobJson(job) }));
-    // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
-    markPrinted(job.id);
-    lineOf.delete(job.id);
+    unrecorded.set(job.id, job);
+    printRecorded();
     drawStatus();
     wakeAll();
   });
@@ -205,8 +214,13 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     if (job.status) tally[job.status]++;
     endedBefore++;
     usage = mergeUsageByModel(usage, job.usage);
+    // Read back from the ledger: its ending is on disk already; marking it delivered may still fail (printed all the same).
     out.result(jsonForTerminal({ line, ...jobJson(job), fromLedger: true }));
-    markPrinted(job.id);
+    try {
+      deliveries.markDelivered(job.id);
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+    }
   }
 
   const refuse = (task: FanoutTask, error: unknown) => {
@@ -295,6 +309,12 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const finish = (timeoutMs?: number): Promise<void> =>
     (finishing ??= (async () => {
       const report = await manager.close(timeoutMs === undefined ? {} : { timeoutMs });
+      // One more try for what the disk refused; what is left was never printed, and fails the run.
+      printRecorded();
+      if (unrecorded.size > 0)
+        out.note(
+          `forkpool fanout: ${unrecorded.size} result(s) ended but the ledger could not record them (${recordFailure ?? 'write failed'}): not printed; --resume prints them`,
+        );
       if (ticker) clearInterval(ticker);
       out.stop();
       const seconds = (Date.now() - startedAt) / 1000;
@@ -341,7 +361,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     process.stdout.off('error', onStdoutError);
   }
   // A ledger that did not check out fails the run even when every line ran: never exit 0 over it.
-  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone || ledgerProblems > 0;
+  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone || ledgerProblems > 0 || unrecorded.size > 0;
   return anyFailed ? EXIT.failure : EXIT.ok;
 }
 

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { AgentSession } from '../main/session/agent-session.js';
 import type { PermissionAsker } from '../main/limits/permissions.js';
+import type { CloseReport } from '../main/jobs/manager.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
 import { costLines, escapeForTerminal, escapeLinesForTerminal, jobLine, oneLine, usageLines } from '../main/views/terminal-lines.js';
 import { jobJson } from '../main/views/job-view.js';
@@ -167,13 +168,42 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   try {
     const first = await session.submit(prompt);
     await session.onIdle();
-    await session.close();
+    const closed = await session.close();
     printTotals();
-    return first.stopReason === 'error' ? EXIT.failure : EXIT.ok;
+    // Never exit 0 over a result the parent never got (its delivery could not be recorded: a full disk).
+    const lost = undeliveredAtExit(ctx, session, closed);
+    return first.stopReason === 'error' || lost > 0 ? EXIT.failure : EXIT.ok;
   } finally {
     stopSignals();
     await ctx.dispose();
   }
+}
+
+/**
+ * After a clean close, when the durable ledger failed a write during the session: the background
+ * results that ended before the close and never reached the parent (a follow-up delivers every
+ * ending while the session lives, unless the ledger could not record the delivery). Not counted:
+ * the jobs the close itself stopped (`closed`), and any result left undelivered by a person's
+ * choice on a healthy ledger (a chat quit before its follow-up). Says how many and where they
+ * are, and returns the count.
+ */
+export function undeliveredAtExit(ctx: CliContext, session: AgentSession, closed: CloseReport, command: 'run' | 'chat' = 'run'): number {
+  const health = session.manager.ledgerHealth();
+  if (health.failedWrites === 0) return 0;
+  const stoppedByClose = new Set([...closed.cancelled, ...closed.stragglers]);
+  const waiting = session.deliveries.undelivered().filter((job) => !stoppedByClose.has(job.id));
+  if (waiting.length === 0) return 0;
+  const why = health.failure ? `the ledger could not record their delivery: ${oneLine(health.failure.message, 300)}` : 'they were never delivered';
+  const ledger = ctx.config.ledger.path;
+  const where =
+    ledger === undefined
+      ? 'they are lost with this process'
+      : health.unsaved > 0
+        ? `${health.unsaved} record(s) could not be written to ${ledger}: a --resume runs those jobs again`
+        : `they wait in ${ledger}: forkpool ${command} --ledger ${ledger} --resume ${session.id} delivers them`;
+  ctx.note(`forkpool: ${waiting.length} background result(s) ended but never reached the parent (${why}); ${where}`);
+  ctx.event('undelivered', { jobs: waiting.map((job) => job.id), ledgerHealth: health });
+  return waiting.length;
 }
 
 const terminalAsker: PermissionAsker = async (request) => {

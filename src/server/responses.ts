@@ -1,3 +1,4 @@
+import { WORKTREE_STATES } from '../main/jobs/worktrees.js';
 import { z } from 'zod';
 import { WAIT_LIMITS } from '../shared/defaults.js';
 import { JOB_ROLES } from '../shared/protocol.js';
@@ -326,7 +327,7 @@ export const worktreeBody = named(
     jobId: z.string(),
     branch: z.string().describe('forkpool/<job id>'),
     base: z.string().describe('The commit it was made from.'),
-    state: z.enum(['open', 'kept', 'removed', 'merged', 'dropped']),
+    state: z.enum(WORKTREE_STATES),
     changed: z.array(z.string()).optional().describe('What it changed against base (`M path`, `A path`, `D path`), once it ended.'),
   }),
 );

@@ -339,6 +339,11 @@ export const TIMINGS = {
   threadAnswerMs: 5_000,
   /** After close() hard-stops stragglers, how long it waits for their endings to arrive. */
   stragglerEndWaitMs: 1_000,
+  /**
+   * A durable write failed (a full disk): what it could not write is tried again this long after,
+   * and again after each failure, when no other write takes it along (a quiet session).
+   */
+  ledgerRetryMs: 2_000,
   /** Idle Piscina threads above `minThreads` stay warm this long, so a later wave starts at once. */
   poolIdleTimeoutMs: 10 * 60_000,
   /** Piscina's own close bound (the manager destroys the pool; this only caps a stray close()). */
@@ -436,4 +441,22 @@ export const LEDGER_PRUNING = {
    * its jobs waits to run or to be delivered and no process holds it.
    */
   keepSessions: 1_000,
+} as const;
+
+/**
+ * forkpool's own git (src/main/jobs/git-leash.ts, worktrees.ts): how long one command may run,
+ * how much output is kept, and how big a job's commit may be. A job that left more than this in
+ * its worktree is not committed: its worktree is kept as it is, and its result says why.
+ */
+export const WORKTREE_LIMITS = {
+  /** One git command run off the main thread (commit, merge, checkout): stopped past this. */
+  gitTimeoutMs: 120_000,
+  /** One of the synchronous checks a spawn makes before it is booked (rev-parse, status, worktree add). */
+  quickTimeoutMs: 60_000,
+  /** Output kept of one git command; the rest is dropped. */
+  gitOutputMaxBytes: 32 * 1024 * 1024,
+  /** Changed files one job's commit may hold. */
+  maxCommitFiles: 20_000,
+  /** Bytes of changed files one job's commit may hold. */
+  maxCommitBytes: 256 * 1024 * 1024,
 } as const;

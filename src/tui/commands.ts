@@ -146,7 +146,8 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
     case 'wait':
       return backgroundWait(chat, args, say);
     case 'worktree':
-      return say(worktreeCommand(manager, args));
+      // git runs in child processes, awaited: the answer is said when it is done.
+      return void worktreeCommand(manager, args).then(say);
     default:
       say(
         `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, restart <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, wait [id|name…], worktree <id|name> merge|keep|drop`,
@@ -155,11 +156,11 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
 }
 
 /** `/bg worktree <id|name> merge|keep|drop` (src/main/jobs/worktrees.ts); a refusal is said, not thrown. */
-function worktreeCommand(manager: CommandHost['session']['manager'], args: string): string {
+async function worktreeCommand(manager: CommandHost['session']['manager'], args: string): Promise<string> {
   const [target, action] = args.trim().split(/\s+/);
   if (!target || !(WORKTREE_ACTIONS as readonly string[]).includes(action ?? '')) return 'usage: /bg worktree <id|name> merge|keep|drop';
   try {
-    return oneLine(manager.worktreeAction(target, action as WorktreeAction), 400);
+    return oneLine(await manager.worktreeAction(target, action as WorktreeAction), 400);
   } catch (error) {
     return oneLine(errorMessage(error), 400);
   }

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll } from 'vitest';
 import type { Cleanup } from './cleanup.js';
+import { noteHostOutput } from './host-faults.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI_PATH = path.join(REPO_ROOT, 'dist', 'cli', 'index.js');
@@ -97,6 +98,8 @@ export function spawnCli(args: readonly string[], opts: CliOptions = {}): CliPro
     // 'close' (not 'exit'): every byte of stdout/stderr has been read by then.
     child.once('close', (code, signal) => {
       clearTimeout(timer);
+      // The suite-wide check: a host fault the child printed fails the test (see host-faults.ts).
+      noteHostOutput(`child ${path.basename(opts.script ?? 'forkpool')} ${args.slice(0, 1).join(' ')}`, stderr);
       for (const w of watchers) w();
       resolve({ code, signal, stdout, stderr, timedOut });
     });

@@ -22,6 +22,8 @@
  * - sandbox.ts  bubblewrap skips, toolContext / callTool / toolError for calling a tool directly,
  *               markerSleep + processesRunning (find a command's processes by exact argv)
  * - system.ts   skipWithout (a missing system package skips, or fails under FORKPOOL_TEST_REQUIRE_SYSTEM)
+ * - small-disk.ts  mountSmallDisk: a small tmpfs to fill (a real full disk) and free again
+ * - host-faults.ts  the suite-wide host-fault check's book: allowHostFaults (a test's opt-out), noteHostOutput
  * - server.ts   NOT re-exported here (it loads fastify): import '../helpers/server.js' for
  *               startTestServer, TOKEN, readEvents, parsePrometheus
  *
@@ -44,3 +46,5 @@ export * from './agents.js';
 export * from './ledger.js';
 export * from './sandbox.js';
 export * from './system.js';
+export * from './host-faults.js';
+export * from './small-disk.js';

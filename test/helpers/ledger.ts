@@ -9,6 +9,9 @@
 import path from 'node:path';
 import type { JobEnding } from '../../src/main/ledger/ledger.js';
 import { SqliteDatabase } from '../../src/main/ledger/sqlite-driver.js';
+import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/ledger/sqlite-store.js';
+import { ScopeLeases } from '../../src/main/ledger/ledger-lease.js';
+import { DEFAULTS } from '../../src/shared/defaults.js';
 import type { Cleanup } from './cleanup.js';
 import { tempWorkspace } from './config.js';
 
@@ -27,3 +30,15 @@ export interface RawDb {
 
 /** The SQLite driver the ledger uses, opened on a file directly (no schema, no checks). */
 export const RawDatabase = SqliteDatabase as new (file: string) => RawDb;
+
+/** A ledger file whose store runs on a connection the test holds, to make every write fail (SQLITE_READONLY) and work again. */
+export function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; failWrites: (on: boolean) => void } {
+  const file = ledgerFile(cleanup, 'ledger.db');
+  openSqliteLedger(file).close();
+  const db = new SqliteDatabase(file);
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.pragma('journal_mode = WAL');
+  const store = new SqliteLedgerStore(file, db, new ScopeLeases(db, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
+  cleanup.add(() => store.close());
+  return { file, store, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
+}

@@ -42,6 +42,9 @@ export class Dispatcher {
   #queuedSpeculative = 0;
   readonly #suspended = new Set<Job>();
   #pumpScheduled = false;
+  /** Inside pump(): a call from an ending it caused only sets `#pumpAgain` (no recursion). */
+  #pumping = false;
+  #pumpAgain = false;
 
   constructor(host: DispatchHost) {
     this.#host = host;
@@ -121,7 +124,30 @@ export class Dispatcher {
     });
   }
 
+  /**
+   * Launches what the cap and the budget allow. Never re-entered: a job that ends inside it
+   * (refused, or stopped after close) pumps again from its ending, and that call only asks the
+   * running pump for one more round. Re-entered, 2,000 queued jobs ended by a close each
+   * pumped inside the previous one's ending, and the stack overflowed.
+   */
   pump(): void {
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = true;
+    try {
+      do {
+        this.#pumpAgain = false;
+        this.#pumpOnce();
+      } while (this.#pumpAgain);
+    } finally {
+      this.#pumping = false;
+    }
+    if (this.pending === 0) this.#host.idle();
+  }
+
+  #pumpOnce(): void {
     // After close nothing launches; a job re-queued meanwhile ends as cancelled instead.
     if (this.#host.closed()) for (const job of [...this.#queue]) this.#host.stopQueued(job);
     while (this.#queue.length > 0) {
@@ -143,7 +169,6 @@ export class Dispatcher {
       if (gate.kind === 'go') this.#host.launch(head);
       else head.end(endingFromQueue(serializeError(gate.error)));
     }
-    if (this.pending === 0) this.#host.idle();
   }
 
   /** A real job waits for `need`: running guesses may give way (only they can; see speculation.ts). */

@@ -14,7 +14,8 @@ import type { PermissionStore } from '../limits/permissions.js';
 import { SpawnDedup } from './dedup.js';
 import { Dispatcher } from './dispatcher.js';
 import type { Job, JobContext } from './job.js';
-import { JobTable, type Nested } from './job-table.js';
+import { JobTable, storedSpecOf, type Nested } from './job-table.js';
+import type { JobWorktree } from './worktrees.js';
 import { WaveJoins } from './joins.js';
 import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 import { Nesting } from './nesting.js';
@@ -24,7 +25,7 @@ import { KeptConversations } from './conversations.js';
 import type { ResumeOrigin } from './resumes.js';
 import { JobSteering } from './steering.js';
 import { JobSpeculation } from './speculation.js';
-import { JobWorktrees } from './worktrees.js';
+import { JobWorktrees } from './job-worktrees.js';
 import { JobTranscripts } from './transcripts.js';
 import type { Attempt } from '../executors/attempt.js';
 
@@ -86,7 +87,11 @@ export class JobEngine {
     this.dedup = new SpawnDedup(config);
     this.conversations = new KeptConversations(config, ledger, o.store);
     this.transcripts = new JobTranscripts(config, ledger, o.store);
-    this.worktrees = new JobWorktrees(config.background.worktreeDir);
+    this.worktrees = new JobWorktrees({
+      dir: config.background.worktreeDir,
+      persist: (tree) => this.#keepWorktree(tree),
+      reportFault: (what, error) => o.reportFault(what, error),
+    });
     this.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => this.checkWave(wave));
     const dispatcher = (this.dispatcher = new Dispatcher({
       maxConcurrent: config.background.maxConcurrent,
@@ -131,7 +136,14 @@ export class JobEngine {
       store: o.store,
       sent: (receipt) => emit('message', receipt),
     }));
-    this.restarts = new Restarts({ table, dispatcher, requeued: (record) => emit('requeued', record) });
+    this.restarts = new Restarts({
+      table,
+      dispatcher,
+      requeued: (record) => emit('requeued', record),
+      leaveWave: (wave, id) => {
+        if (this.waves.leave(wave, id)) this.checkWave(wave);
+      },
+    });
     this.runner = new JobRunner({
       ...o,
       ...(this.owner !== undefined ? { owner: this.owner } : {}),
@@ -152,6 +164,8 @@ export class JobEngine {
       alert: (job, alert) => this.#onAlert(job, alert),
       requeued: (record) => emit('requeued', record),
       keepConversation: (job, messages) => this.conversations.keep(job.id, messages),
+      // A worktree job's changes are committed before its ending is recorded, off the main thread (job-worktrees.ts).
+      beforeEnding: (job) => this.worktrees.commit(job.id, job.record.label),
     });
   }
 
@@ -241,24 +255,43 @@ export class JobEngine {
         const ending = { ...given, ...budgets.atEnd(job.id, job.record, given), ...this.speculation.atEnd(job, given) };
         const error = ending.error && errorForRecord(ending.error, config.errorDetail, config.workspaceRoot);
         // A worktree job's changes are committed on its branch now, and its result says so.
-        const tree = this.worktrees.finish(job.id, job.record.label);
+        const tree = this.worktrees.finish(job.id, job.record.label, ending.byClose === true);
         if (tree !== undefined) ending.resultText = ending.resultText ? `${ending.resultText}\n\n${tree}` : tree;
         return { ...ending, ...(error ? { error } : {}), ...this.nesting.childrenAtEnd(job, ending) };
       },
       ended: (job, ended) => {
+        // Each book in its own try: one that throws (a parent's delivery the disk refused) must
+        // not keep the others from hearing of the ending (its name, `done`, its wave, the queue).
+        const step = (what: string, run: () => void) => {
+          try {
+            run();
+          } catch (error) {
+            this.#o.reportFault(`job ${job.id} ended, but ${what} failed`, error);
+          }
+        };
+        let record = ended;
         // First: a dropped guess is set aside before anyone (its wave, a follow-up) counts it as undelivered.
-        const record = this.speculation.ended(job, ended);
-        this.dedup.ended(record, job.dedupKey);
-        this.nesting.deliverToParent(job, record);
-        this.table.releaseName(job);
-        this.restarts.keep(job);
-        this.transcripts.ended(job.id);
-        this.#o.emit('done', record);
-        if (record.wave !== null) this.checkWave(record.wave);
-        this.dispatcher.pump();
+        step('setting a dropped guess aside', () => (record = this.speculation.ended(job, ended)));
+        step('ending its dedup entry', () => this.dedup.ended(record, job.dedupKey));
+        step('delivering it to its parent job', () => this.nesting.deliverToParent(job, record));
+        step('releasing its name', () => this.table.releaseName(job));
+        step('keeping its spec for a restart', () => this.restarts.keep(job));
+        step('ending its transcript', () => this.transcripts.ended(job.id));
+        step('the done event', () => this.#o.emit('done', record));
+        if (record.wave !== null) step(`checking wave ${record.wave}`, () => this.checkWave(record.wave as number));
+        step('launching the queue', () => this.dispatcher.pump());
       },
       reportFault: (what, error) => this.#o.reportFault(what, error),
     };
+  }
+
+  /** A worktree's new state goes beside its job's spec in the durable ledger (recovery.ts finds it again); lenient, as the spec's own write. */
+  #keepWorktree(tree: Readonly<JobWorktree>): void {
+    const store = this.#o.store;
+    const job = this.table.get(tree.jobId);
+    if (!store || !job?.spec) return;
+    const stored = storedSpecOf(job.spec, job.dedupKey, tree);
+    this.#o.ledger.writeAside(`job ${tree.jobId}'s worktree`, () => store.putSpec(stored));
   }
 
   #onAlert(job: Job, alert: { message: string; severity: AlertSeverity }): void {

@@ -19,7 +19,9 @@ export function reportStorage(logger: Logger | undefined, emit: Emit): (report: 
     }
     const { kind: _kind, ...event } = report;
     const line = `durable ledger: a write failed (${report.operation}): ${report.error.message}; the process goes on, what it could not write is kept in memory and written again`;
-    if (report.first) reportFault(logger, line, undefined, { sqliteCode: report.sqliteCode, unsaved: report.unsaved });
+    // Its own warning code: a disk that fails is the host's state, not a fault in forkpool (FORKPOOL_HOST_FAULT).
+    if (report.first && logger) logger.error({ sqliteCode: report.sqliteCode, unsaved: report.unsaved }, line);
+    else if (report.first) process.emitWarning(line, { code: 'FORKPOOL_LEDGER_DEGRADED' });
     else logger?.debug({ sqliteCode: report.sqliteCode, operation: report.operation, unsaved: report.unsaved }, 'durable ledger: another write failed');
     emit('ledger-error', event);
   };

@@ -8,12 +8,13 @@ import { AbortError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { DeliveryLedger } from '../ledger/ledger.js';
-import type { JobStore } from '../ledger/ledger-store.js';
+import type { JobStore, StoredSpec } from '../ledger/ledger-store.js';
 import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
 import type { SpawnDedup, DedupMatch } from './dedup.js';
 import type { WaveJoins } from './joins.js';
 import type { ResumeOrigin } from './resumes.js';
-import { worktreeBase, type JobWorktrees } from './worktrees.js';
+import { worktreeBase, type JobWorktree } from './worktrees.js';
+import type { JobWorktrees } from './job-worktrees.js';
 import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
@@ -31,6 +32,16 @@ export interface TableHost {
   readonly remoteExecutor: boolean;
   /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
   waitingForSlot(): number;
+}
+
+/**
+ * A job's spec as the durable ledger keeps it: without its config (it comes from the session
+ * that resumes it) and without `resume` (recovery rebuilds it from the old job's kept
+ * conversation, resumes.ts); with its dedup key and its worktree (recovery.ts runs it there again).
+ */
+export function storedSpecOf(spec: JobSpec, dedupKey: string | undefined, worktree: Readonly<JobWorktree> | undefined): StoredSpec {
+  const { config: _config, resume: _resume, processTag: _tag, ...kept } = spec;
+  return { ...kept, ...(dedupKey !== undefined ? { dedupKey } : {}), ...(worktree ? { worktree: { ...worktree } } : {}) };
 }
 
 /** A job a spawn made: a new one, or one an identical spawn joined (see dedup.ts). */
@@ -104,12 +115,15 @@ export class JobTable {
     // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
     // A child works where its parent job does: in the parent's worktree, or in a worktree of it.
     const workspaceRoot = nested?.parent.spec?.config.workspaceRoot ?? config.workspaceRoot;
-    const treeBase = (data.workspace ?? config.background.workspace) === 'worktree' ? worktreeBase(workspaceRoot) : undefined;
+    // A resume of a worktree job goes on in that job's worktree (its changes are there); handed over once booked.
+    const inherited = resume ? this.#host.worktrees.inheritable(resume.from) : undefined;
+    const wantsTree = (data.workspace ?? config.background.workspace) === 'worktree';
+    const treeBase = wantsTree && !inherited ? worktreeBase(workspaceRoot) : undefined;
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
-    const tree = treeBase && this.#host.worktrees.open(id, treeBase);
+    const tree = inherited ?? (treeBase && this.#host.worktrees.open(id, treeBase));
     const record = ledger.add({
       id,
       label: data.label || data.name || id,
@@ -145,14 +159,14 @@ export class JobTable {
       ...(hostTools.length > 0 ? { hostTools } : {}),
     };
     const job = this.add(spec, 'queued', { parent: nested?.parent, name: data.name, dedupKey });
+    if (inherited && resume) this.#host.worktrees.handOver(resume.from, id);
     if (data.speculative) job.speculation = 'pending';
     if (dedupKey !== undefined) dedup.booked(id, dedupKey);
     if (wave !== null) this.#host.waves.add(wave, id, data.join);
     // Beside the record, lenient: without it a restart rebuilds the spec from the record.
     const store = this.#host.store;
-    // Without `resume`: recovery rebuilds it from the old job's kept conversation (resumes.ts).
-    const { config: _config, resume: _resume, ...storedSpec } = spec;
-    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec({ ...storedSpec, ...(dedupKey !== undefined ? { dedupKey } : {}) }));
+    const ownTree = this.#host.worktrees.get(id);
+    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, ownTree)));
     return { kind: 'new', job };
   }
 

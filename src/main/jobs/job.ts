@@ -40,7 +40,7 @@ export interface JobContext {
   moved(job: Job, from: JobPhase, to: JobPhase): void;
   /** The ending as recorded: what the budget and the job's children add to it. */
   completeEnding(job: Job, ending: JobEnding): JobEnding;
-  /** After the record has ended: the rest of the manager hears of it. */
+  /** After the record has ended: the rest of the manager hears of it, each part apart (a throw in one is reported, never thrown). */
   ended(job: Job, record: Readonly<JobRecord>): void;
   /** An error with no caller to throw to (a job's end runs from an event): logged, never thrown. */
   reportFault(what: string, error: unknown): void;
@@ -100,6 +100,8 @@ export class Job {
   #alerts = 0;
   readonly #waiters: Array<(record: Readonly<JobRecord>) => void> = [];
   #signalCleanup: (() => void) | undefined;
+  /** Inside end(), before its ending is recorded: a re-entered end() is a no-op. */
+  #ending = false;
 
   constructor(init: JobInit, ctx: JobContext) {
     this.id = init.id;
@@ -125,8 +127,9 @@ export class Job {
     return this.#phase === 'ended' && this.record?.deliveredInTurn !== undefined ? 'delivered' : this.#phase;
   }
 
+  /** Ended, or ending now (its record being written): nothing may launch, resume or post to it. */
   get isOver(): boolean {
-    return this.#phase === 'ended';
+    return this.#phase === 'ended' || this.#ending;
   }
 
   /** The job that spawned it; undefined for a top-level job, or once its parent was forgotten. */
@@ -202,32 +205,53 @@ export class Job {
   }
 
   /**
-   * The one ending: detaches its attempt, records the ending (with what the budget and its
-   * children add), wakes its waiters and tells the manager. A second call is a no-op (the job
-   * has ended); a throw inside is reported, never thrown: an ending runs from events, where a
-   * throw would be an unhandled rejection that exits the host. Returns the ended record, or
-   * undefined when nothing ended now.
+   * The one ending, in this order: detaches its attempt and records the ending in the ledger
+   * (with what the budget and its children add); only then is it `ended`, its waiters resolved
+   * and the manager told. A second call, or one re-entered while it ends (a child stopped, a
+   * listener), is a no-op. A throw is reported, never thrown: an ending runs from events, where
+   * a throw would be an unhandled rejection that exits the host. If the ledger throws on the
+   * record (a bug: storage failures there are lenient), the job stays in its phase; once it is
+   * recorded, its waiters always get the ended record. Returns the ended record, or undefined
+   * when nothing ended now.
    */
   end(ending: JobEnding): Readonly<JobRecord> | undefined {
-    if (this.#phase === 'ended') return undefined;
+    if (this.#phase === 'ended' || this.#ending) return undefined;
+    this.#ending = true;
+    let record: Readonly<JobRecord>;
     try {
       this.#detach();
-      // First: an ending re-entered from below (a child stopped, a listener) is a no-op.
-      this.#move('ended');
-      this.suspension = undefined;
-      this.sent.clear();
-      this.stopping = false;
-      this.restartPending = false;
-      const record = this.#ctx.ledger.markEnded(this.id, this.#ctx.completeEnding(this, ending));
-      this.#signalCleanup?.();
-      this.#signalCleanup = undefined;
-      // Resolved now, run later (a microtask): `done` listeners still come first.
-      for (const resolve of this.#waiters.splice(0)) resolve(record);
+      record = this.#ctx.ledger.markEnded(this.id, this.#completed(ending));
+    } catch (error) {
+      this.#ending = false;
+      this.#ctx.reportFault(`recording the ending of job ${this.id} (it stays ${this.#phase})`, error);
+      return undefined;
+    }
+    this.#ending = false;
+    this.suspension = undefined;
+    this.sent.clear();
+    this.stopping = false;
+    this.restartPending = false;
+    this.#signalCleanup?.();
+    this.#signalCleanup = undefined;
+    this.#moveReported('ended');
+    // Resolved now, run later (a microtask): `done` listeners still come first.
+    for (const resolve of this.#waiters.splice(0)) resolve(record);
+    // The manager runs each of its books in its own try (see JobContext.ended); this one is for a throw it let through.
+    try {
       this.#ctx.ended(this, record);
-      return record;
     } catch (error) {
       this.#ctx.reportFault(`ending job ${this.id}`, error);
-      return undefined;
+    }
+    return record;
+  }
+
+  /** The ending with what the budget and its children add; if adding throws (reported), the ending as given. */
+  #completed(ending: JobEnding): JobEnding {
+    try {
+      return this.#ctx.completeEnding(this, ending);
+    } catch (error) {
+      this.#ctx.reportFault(`completing the ending of job ${this.id}`, error);
+      return ending;
     }
   }
 
@@ -255,6 +279,17 @@ export class Job {
   #detach(): void {
     this.attempt?.dispose();
     this.attempt = undefined;
+  }
+
+  /** The move to `ended`: a listener that throws is reported, and the job has ended all the same. */
+  #moveReported(to: JobPhase): void {
+    const from = this.#phase;
+    this.#phase = to;
+    try {
+      this.#ctx.moved(this, from, to);
+    } catch (error) {
+      this.#ctx.reportFault(`job ${this.id} moved ${from} → ${to}`, error);
+    }
   }
 
   #move(to: JobPhase): void {

@@ -54,6 +54,20 @@ export class WaveJoins {
     return this.#waves.get(wave)?.join;
   }
 
+  /**
+   * A member restarted after it ended leaves its wave: it is delivered as a job of its own, and
+   * the wave must not wait for it. True when the wave is still to fire (check it now: the
+   * others may all have ended); a wave left with no member is forgotten.
+   */
+  leave(wave: number, jobId: string): boolean {
+    const entry = this.#waves.get(wave);
+    if (!entry?.members.delete(jobId)) return false;
+    if (entry.members.size > 0) return true;
+    this.#scheduler.clear(entry.timer);
+    this.#waves.delete(wave);
+    return false;
+  }
+
   seal(wave: number): boolean {
     const entry = this.#waves.get(wave);
     if (entry) entry.sealed = true;

@@ -129,7 +129,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
       // MCP connections start now, in the background: a source that fails is reported, its tools are missing.
       void this.tools.start().catch((error: unknown) => reportFault(logger, 'starting a tool source', error));
-      if (options.store) this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup }, options.store.load());
+      const { worktrees } = this.#engine;
+      if (options.store)
+        this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees }, options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;
@@ -297,7 +299,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       job.speculation = 'kept';
       this.#ledger.markSpeculation(job.id, 'kept');
     }
-    return this.#engine.restarts.restart(job, reason);
+    const handle = this.#engine.restarts.restart(job, reason);
+    // It runs again in its worktree: no merge or drop until that run ended and was committed.
+    this.#engine.worktrees.reopen(job.id);
+    return handle;
   }
 
   /**
@@ -310,7 +315,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   resume(idOrName: string, message: string, request: ResumeRequest = {}, options: SpawnOptions = {}): JobHandle {
     const engine = this.#engine;
     return resumeJob(
-      { table: engine.table, conversations: engine.conversations, closed: () => this.closed, book: (r, o, resume) => engine.book(r, o, undefined, resume) },
+      {
+        table: engine.table,
+        conversations: engine.conversations,
+        worktree: (id) => engine.worktrees.get(id),
+        closed: () => this.closed,
+        book: (r, o, resume) => engine.book(r, o, undefined, resume),
+      },
       idOrName,
       message,
       request,
@@ -338,9 +349,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /**
    * Merges, keeps or drops an ended job's worktree (worktrees.ts): a merge conflict is aborted,
-   * nothing half-merged. Returns what was done; throws `WORKTREE_ACTION_FAILED` or `JOB_UNKNOWN`.
+   * nothing half-merged. Resolves with what was done (git runs in child processes, awaited, after
+   * any commit still under way); rejects with `WORKTREE_ACTION_FAILED` or `JOB_UNKNOWN`.
    */
-  worktreeAction(idOrName: string, action: WorktreeAction): string {
+  async worktreeAction(idOrName: string, action: WorktreeAction): Promise<string> {
     const job = this.#engine.table.find(idOrName);
     if (!job) throw unknownJob(idOrName);
     return this.#engine.worktrees.act(job.id, action);
@@ -395,7 +407,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         return Promise.all([this.tools.close(), this.#ownsExecutor ? this.#executor.close() : Promise.resolve()]).then(() => {});
       },
     });
-    return report.finally(() => this.#store?.release());
+    return report.finally(() => {
+      // Last: what a failing disk kept in memory is tried once more, so a clean close leaves the disk as memory is.
+      this.#ledger.closeWrites();
+      this.#store?.release();
+    });
   }
 
   #found(idOrName: string) {

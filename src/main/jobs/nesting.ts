@@ -93,7 +93,7 @@ export class Nesting {
 
   /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
   maybeResume(job: Job): void {
-    if (job.phase !== 'suspended' || job.stopping) return;
+    if (job.phase !== 'suspended' || job.stopping || job.isOver) return;
     if ([...job.children, ...job.watching].some((child) => !child.isOver)) return;
     job.resume();
     this.#host.dispatcher.enqueueFirst(job);
@@ -121,7 +121,8 @@ export class Nesting {
   deliverToParent(child: Job, record: Readonly<JobRecord>): void {
     if (record.parentJobId === undefined) return;
     const parent = child.parent;
-    this.#host.ledger.markDelivered(record.id, parent?.attempt?.iterations ?? parent?.record?.iterations ?? 0);
+    // Lenient: a disk that refuses the record must not keep the result from its parent (see markHandedToParent).
+    this.#host.ledger.markHandedToParent(record.id, parent?.attempt?.iterations ?? parent?.record?.iterations ?? 0);
     if (parent) this.#deliverTo(parent, record);
     // Jobs that joined it get it too, once each (one that has ended since gets nothing).
     for (const watcher of child.watchers) {

@@ -19,6 +19,7 @@ import type { StoredJob, StoredSpec } from '../ledger/ledger-store.js';
 import type { InvalidRow } from '../ledger/ledger-rows.js';
 import type { WaveJoins } from './joins.js';
 import type { SpawnDedup } from './dedup.js';
+import type { JobWorktrees } from './job-worktrees.js';
 
 /** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
 export const INTERRUPTED_NOTE = 'interrupted by a restart';
@@ -32,6 +33,8 @@ export interface RecoveryHost {
   readonly restarts: Restarts;
   /** Rebuilt from the keys the stored specs hold: an identical spawn after a restart joins or reuses as before it. */
   readonly dedup?: SpawnDedup;
+  /** Worktrees kept beside their jobs' specs are taken back (job-worktrees.ts `adopt`). */
+  readonly worktrees?: Pick<JobWorktrees, 'adopt'>;
   /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
   readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
@@ -55,9 +58,16 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   ledger.restore(stored.jobs, stored.nextId);
   const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
   const keyed: Array<{ id: string; key: string }> = [];
+  /** Where each worktree job, and each child working in its parent's worktree, works: parents come first (spawn order). */
+  const treeRoots = new Map<string, string>();
   for (const { record, spec: saved, messages } of stored.jobs) {
-    const { dedupKey, ...storedSpec } = saved ?? {};
-    const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config, attempt: 1 };
+    const { dedupKey, worktree, ...storedSpec } = saved ?? {};
+    // A worktree job runs (and, restarted, runs again) in its worktree, never in the workspace.
+    const treeRoot = worktree?.workspaceRoot ?? (record.parentJobId !== undefined ? treeRoots.get(record.parentJobId) : undefined);
+    if (treeRoot !== undefined) treeRoots.set(record.id, treeRoot);
+    const jobConfig = treeRoot !== undefined ? { ...config, workspaceRoot: treeRoot } : config;
+    const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config: jobConfig, attempt: 1 };
+    const treeThere = worktree ? (host.worktrees?.adopt(worktree, willEnd(config, record) ? record.label : undefined) ?? false) : true;
     const resume = host.resumeStateOf?.(record);
     if (resume) spec.resume = resume;
     if (dedupKey !== undefined) keyed.push({ id: record.id, key: dedupKey });
@@ -75,6 +85,13 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
     // A resume whose old conversation is gone (retention forgot that job) never runs on its instruction alone.
     if (record.state !== 'ended' && record.resumedFrom !== undefined && !resume) {
       ledger.markEnded(record.id, lostResumeEnding(record));
+      host.restarts.keep(add('ended'));
+      report.interrupted.push(record.id);
+      continue;
+    }
+    // Its worktree is gone (removed by hand): it cannot run where it ran, and never runs in the workspace instead.
+    if (record.state !== 'ended' && !treeThere) {
+      ledger.markEnded(record.id, lostWorktreeEnding(record, worktree?.path ?? ''));
       host.restarts.keep(add('ended'));
       report.interrupted.push(record.id);
       continue;
@@ -149,6 +166,24 @@ export function sideEffectTools(config: ForkpoolConfig, agent: string | undefine
 
 function interruptedEnding(record: Readonly<JobRecord>, why: string): JobEnding {
   const error = serializeError(new JobError('JOB_INTERRUPTED', record.id, `${INTERRUPTED_NOTE} while it ran; not re-run: ${why}`));
+  return { status: 'failed', endedBy: 'crash', resultText: '', usage: record.usage, iterations: record.iterations, error };
+}
+
+/**
+ * Whether recovery ends this record (already ended, or started and not re-run): its worktree's
+ * changes are then committed at once. Mirrors the checks in recoverJobs; a job that does run
+ * again commits at its own end.
+ */
+function willEnd(config: ForkpoolConfig, record: Readonly<JobRecord>): boolean {
+  if (record.state === 'ended') return true;
+  const started = record.state === 'running' || record.attempts > 0 || record.waitingForChildren === true || (record.dispatched ?? 0) > 0;
+  if (!started && record.parentJobId === undefined) return false;
+  return whyNotRerun(config, record, record.modelRuns ?? 0) !== undefined;
+}
+
+function lostWorktreeEnding(record: Readonly<JobRecord>, where: string): JobEnding {
+  const why = `${INTERRUPTED_NOTE}; not run again: its worktree ${where} is gone, and a worktree job never runs in the workspace instead`;
+  const error = serializeError(new JobError('WORKTREE_UNAVAILABLE', record.id, why));
   return { status: 'failed', endedBy: 'crash', resultText: '', usage: record.usage, iterations: record.iterations, error };
 }
 

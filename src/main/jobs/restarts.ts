@@ -16,6 +16,8 @@ export interface RestartHost {
   readonly dispatcher: Dispatcher;
   /** A reopened job is queued: say so (`requeued`). */
   requeued(record: Readonly<JobRecord>): void;
+  /** A reopened job leaves the wave it was spawned in (the wave may fire now without it). */
+  leaveWave(wave: number, jobId: string): void;
 }
 
 /**
@@ -55,6 +57,8 @@ export class Restarts {
     }
     const superseded = record.deliveredInTurn === undefined ? '; its undelivered result was superseded' : '';
     const reopened = job.reopen(`${reason} after it ended ${record.status ?? ''}${superseded}`);
+    // Its record left the wave (wave: null); the wave's members must too, or the wave waits for it forever.
+    if (record.wave !== null) this.#host.leaveWave(record.wave, id);
     this.#keeping.delete(job);
     this.#keepingFailed.delete(job);
     this.#host.table.claimName(job);

@@ -3,6 +3,7 @@ import type { ResumeState } from '../../shared/protocol.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { KeptConversations } from './conversations.js';
 import type { JobTable } from './job-table.js';
+import type { JobWorktree } from './worktrees.js';
 import type { JobHandle, SpawnOptions, SpawnRequest } from './manager-api.js';
 
 /** The longest instruction a resume takes (as a spawn's task). */
@@ -26,6 +27,8 @@ export interface ResumeRequest {
 
 export interface ResumeHost {
   readonly table: JobTable;
+  /** The old job's worktree, if it ran in one (job-worktrees.ts). */
+  worktree(id: string): Readonly<JobWorktree> | undefined;
   readonly conversations: KeptConversations;
   closed(): boolean;
   book(request: SpawnRequest, options: SpawnOptions, resume: ResumeOrigin): JobHandle;
@@ -66,8 +69,22 @@ export function resumeJob(host: ResumeHost, idOrName: string, message: unknown, 
       `job ${job.id}'s conversation was not kept (it ended ${record.status ?? ''} without one, background.keepConversationChars is 0 or too small, or its record predates kept conversations): spawn a new job instead`,
     );
   }
+  // A worktree job goes on in a worktree: its own (kept or uncommitted changes; job-table.ts hands
+  // it over), or a fresh one from HEAD once it was merged or dropped. Never in the user's checkout.
+  const tree = host.worktree(job.id);
+  if (tree?.handedTo !== undefined) {
+    throw new JobError(
+      'RESUME_UNAVAILABLE',
+      job.id,
+      `job ${job.id}'s worktree went on with job ${tree.handedTo}, which resumed it: resume job ${tree.handedTo} instead`,
+    );
+  }
+  if (tree?.state === 'open') {
+    throw new JobError('RESUME_UNAVAILABLE', job.id, `job ${job.id}'s changes are still being committed in its worktree; resume it once that is done`);
+  }
   const booking: SpawnRequest = {
     task: instruction,
+    ...(tree ? { workspace: 'worktree' as const } : {}),
     label: request.label ?? record.label,
     role: request.role ?? record.role,
     wave: request.wave ?? null,

@@ -41,6 +41,8 @@ export interface RunnerHost {
   requeued(record: Readonly<JobRecord>): void;
   /** A job's `done` carried its final conversation: kept for a resume (conversations.ts), before its ending is told. */
   keepConversation(job: Job, messages: unknown[] | undefined): void;
+  /** Awaited after a run that did not suspend, before its ending is decided: a worktree job's commit (never rejects); undefined when there is nothing to wait for. */
+  beforeEnding(job: Job): Promise<void> | undefined;
   reportFault(what: string, error: unknown): void;
 }
 
@@ -94,7 +96,14 @@ export class JobRunner {
     job.dispatch(attempt);
     // A thread that died mid-request never gives its gate slot back itself.
     void attempt.ended
-      .then((end) => (gateLease.release(), this.#ended(job, attempt, end)))
+      .then(async (end) => {
+        gateLease.release();
+        // A restart runs it again in the same worktree; a suspended job's children may still write there.
+        // Only a worktree job waits: every other ending stays in the same tick as its attempt's end.
+        const before = end.kind !== 'suspended' && !job.restartPending && job.attempt === attempt ? this.#host.beforeEnding(job) : undefined;
+        if (before) await before;
+        this.#ended(job, attempt, end);
+      })
       // A throw at a job's end must not become an unhandled rejection: that exits the host.
       .catch((error: unknown) => this.#host.reportFault(`ending job ${id}`, error));
     attempt.launch({

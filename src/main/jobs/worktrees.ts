@@ -2,18 +2,23 @@
  * Worktree isolation for writing jobs (`workspace: "worktree"`): a job runs in a fresh
  * `git worktree` of the workspace on its own branch `forkpool/<job-id>` from the workspace's
  * HEAD, and the parent merges, keeps or drops it afterwards. Every git command runs here, on the
- * main thread, never in the job: inside bubblewrap only the worktree is mounted, so the main
- * repository's `.git` (which the worktree's `.git` file points into) is out of the job's reach.
+ * main thread's side, never in the job: inside bubblewrap only the worktree is mounted, so the
+ * main repository's `.git` (which the worktree's `.git` file points into) is out of the job's reach.
+ * Every one goes through git-leash.ts: no hook, filter, fsmonitor or external diff the
+ * workspace could plant runs, and the commit and the merge are child processes awaited
+ * asynchronously, bounded in time; a job's commit is bounded in size (WORKTREE_LIMITS).
  *
  * The worktrees live outside the repository, in `background.worktreeDir` (default: the user's
  * cache folder, `forkpool/worktrees/<repo>-<hash>/`), so the parent's own tools never walk them.
  */
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { lstat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { WORKTREE_LIMITS } from '../../shared/defaults.js';
 import { JobError } from '../../shared/errors.js';
+import { git as leashedGit, gitQuick, type GitRun } from './git-leash.js';
 
 export const WORKSPACE_MODES = ['shared', 'worktree'] as const;
 export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
@@ -32,28 +37,31 @@ export interface JobWorktree {
   path: string;
   /** The job's workspace root: the worktree, or the same subfolder of it the workspace was of the repository. */
   workspaceRoot: string;
-  /** `open` until the job ended; then `kept` (changes committed on its branch) or `removed` (no change); later `merged` or `dropped`. */
-  state: 'open' | 'kept' | 'removed' | 'merged' | 'dropped';
+  /**
+   * `open` until the job ended; then `kept` (changes committed on its branch), `removed` (no
+   * change) or `uncommitted` (its changes could not be committed: too big, or git failed; the
+   * worktree is left as it is); later `merged` or `dropped`.
+   */
+  state: WorktreeState;
   /** What it changed against `base` (`M path`, `A path`, `D path`...), set when the job ended. */
   changed?: string[];
+  /** Why its changes are `uncommitted`. */
+  problem?: string;
+  /** A resume of the job went on in this worktree: that job's id (it merges, keeps or drops it now). */
+  handedTo?: string;
 }
 
-interface GitRun {
-  ok: boolean;
-  stdout: string;
-  stderr: string;
-  missing: boolean;
+export const WORKTREE_STATES = ['open', 'kept', 'removed', 'uncommitted', 'merged', 'dropped'] as const;
+export type WorktreeState = (typeof WORKTREE_STATES)[number];
+
+/** The quick, synchronous checks of a spawn (see gitQuick); `workTrees`: the checkouts no config may come from. */
+function quick(cwd: string, args: readonly string[], workTrees: readonly string[] = [cwd]): GitRun {
+  return gitQuick(cwd, args, { workTrees });
 }
 
-/** git with no prompt, no pager, no editor; the user's hooks do not run on forkpool's own commits (`--no-verify` where it commits). */
-function git(cwd: string, args: readonly string[]): GitRun {
-  const run = spawnSync('git', ['-C', cwd, ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_EDITOR: 'true', GIT_PAGER: 'cat', LC_ALL: 'C' },
-    maxBuffer: 32 * 1024 * 1024,
-  });
-  const missing = (run.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
-  return { ok: run.status === 0 && !run.error, stdout: run.stdout ?? '', stderr: (run.stderr ?? '').trim(), missing };
+/** A command of an ended job's worktree, awaited off the main thread; no config may come from the repository's checkout or the worktree. */
+function git(tree: JobWorktree, cwd: string, args: readonly string[]): Promise<GitRun> {
+  return leashedGit(cwd, args, { workTrees: [tree.repoRoot, tree.path] });
 }
 
 function unavailable(what: string): JobError {
@@ -79,18 +87,19 @@ export interface WorktreeBase {
  * it). Untracked files are allowed: they simply are not in the worktree. Throws `WORKTREE_UNAVAILABLE`.
  */
 export function worktreeBase(workspaceRoot: string): WorktreeBase {
-  const top = git(workspaceRoot, ['rev-parse', '--show-toplevel']);
+  const top = quick(workspaceRoot, ['rev-parse', '--show-toplevel']);
   if (top.missing) throw unavailable('git is not installed (no "git" on PATH)');
   if (!top.ok) throw unavailable(`the workspace ${JSON.stringify(workspaceRoot)} is not inside a git repository (${top.stderr || 'git rev-parse failed'})`);
   const repoRoot = top.stdout.trim();
-  const head = git(workspaceRoot, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
-  if (!head.ok) throw unavailable('the repository has no commit yet (HEAD is unborn)');
+  const inRepo = (args: readonly string[]) => quick(workspaceRoot, args, [repoRoot]);
+  const head = inRepo(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
+  if (!head.ok) throw unavailable(head.stderr ? `git rev-parse HEAD failed: ${head.stderr}` : 'the repository has no commit yet (HEAD is unborn)');
   for (const marker of ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'rebase-merge', 'rebase-apply']) {
-    const where = git(workspaceRoot, ['rev-parse', '--git-path', marker]).stdout.trim();
+    const where = inRepo(['rev-parse', '--git-path', marker]).stdout.trim();
     if (where && existsSync(path.resolve(workspaceRoot, where)))
       throw unavailable(`the repository is in the middle of an operation (${marker} exists); finish or abort it`);
   }
-  const dirty = git(repoRoot, ['status', '--porcelain', '--untracked-files=no']);
+  const dirty = quick(repoRoot, ['status', '--porcelain', '--untracked-files=no']);
   if (!dirty.ok) throw unavailable(`git status failed: ${dirty.stderr}`);
   const lines = dirty.stdout.split('\n').filter(Boolean);
   if (lines.length > 0) {
@@ -100,7 +109,7 @@ export function worktreeBase(workspaceRoot: string): WorktreeBase {
       .join(', ');
     throw unavailable(`tracked files have uncommitted changes (${shown}${lines.length > 5 ? `, and ${lines.length - 5} more` : ''}); commit or stash them`);
   }
-  const prefix = git(workspaceRoot, ['rev-parse', '--show-prefix']).stdout.trim();
+  const prefix = inRepo(['rev-parse', '--show-prefix']).stdout.trim();
   return { repoRoot, prefix, head: head.stdout.trim() };
 }
 
@@ -112,48 +121,85 @@ export function worktreeParent(repoRoot: string, dir: string): string {
   return path.join(cache, 'forkpool', 'worktrees', `${path.basename(repoRoot)}-${hash}`);
 }
 
-/** Makes the job's worktree on a new branch `forkpool/<job-id>` from `base.head`. Throws `WORKTREE_UNAVAILABLE`. */
+/** Names tried for one job's worktree and branch: its id, then `<id>-2`, `<id>-3`… (ids restart with an in-memory ledger; a kept worktree of an earlier run keeps its name). */
+const MAX_NAME_TRIES = 100;
+
+/** Makes the job's worktree on a new branch `forkpool/<job-id>` (or the first free `-n` after it) from `base.head`. Throws `WORKTREE_UNAVAILABLE`. */
 export function createWorktree(base: WorktreeBase, jobId: string, dir: string): JobWorktree {
   const parent = worktreeParent(base.repoRoot, dir);
   mkdirSync(parent, { recursive: true });
-  const where = path.join(realpathSync(parent), jobId);
-  const branch = `forkpool/${jobId}`;
-  if (existsSync(where)) throw unavailable(`${where} already exists (a worktree left by an earlier session?); remove it with git worktree remove`);
-  const added = git(base.repoRoot, ['worktree', 'add', '--quiet', '-b', branch, where, base.head]);
-  if (!added.ok) throw unavailable(`git worktree add failed: ${added.stderr}`);
-  return { jobId, branch, base: base.head, repoRoot: base.repoRoot, path: where, workspaceRoot: path.join(where, base.prefix), state: 'open' };
+  for (let n = 1; n <= MAX_NAME_TRIES; n++) {
+    const name = n === 1 ? jobId : `${jobId}-${n}`;
+    const where = path.join(realpathSync(parent), name);
+    const branch = `forkpool/${name}`;
+    if (existsSync(where) || quick(base.repoRoot, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).ok) continue;
+    const added = quick(base.repoRoot, ['worktree', 'add', '--quiet', '-b', branch, where, base.head]);
+    if (!added.ok) throw unavailable(`git worktree add failed: ${added.stderr}`);
+    return { jobId, branch, base: base.head, repoRoot: base.repoRoot, path: where, workspaceRoot: path.join(where, base.prefix), state: 'open' };
+  }
+  throw unavailable(`${MAX_NAME_TRIES} worktrees or branches named forkpool/${jobId}[-n] exist already in ${parent}; remove old ones with git worktree remove`);
 }
 
-/** Commits forkpool's own snapshot of the worktree; no user hook, no signing, a fixed author. */
-const COMMIT_FLAGS = ['-c', 'user.name=forkpool', '-c', 'user.email=forkpool@localhost', '-c', 'commit.gpgsign=false'];
+/** Why a job's changes are not committed: more files or bytes than WORKTREE_LIMITS allows. Undefined when within them. */
+/** The bounds of one job's commit (WORKTREE_LIMITS; smaller in tests). */
+export interface CommitLimits {
+  maxCommitFiles: number;
+  maxCommitBytes: number;
+}
+
+async function tooBig(tree: JobWorktree, limits: CommitLimits): Promise<string | undefined> {
+  const status = await git(tree, tree.path, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames']);
+  if (!status.ok) return `git status failed: ${status.stderr}`;
+  const paths = status.stdout
+    .split('\0')
+    .filter(Boolean)
+    .map((entry) => entry.slice(3));
+  if (paths.length > limits.maxCommitFiles) return `it changed ${paths.length} files, more than the ${limits.maxCommitFiles} one commit may hold`;
+  let bytes = 0;
+  for (const rel of paths) {
+    // One stat at a time, awaited: 60,000 files never hold the event loop.
+    const stat = await lstat(path.join(tree.path, rel)).catch(() => undefined);
+    bytes += stat?.isFile() ? stat.size : 0;
+    if (bytes > limits.maxCommitBytes) return `its changed files hold more than the ${limits.maxCommitBytes} bytes one commit may hold`;
+  }
+  return undefined;
+}
 
 /**
  * The job ended: whatever it changed is committed on its branch and listed against the base; a
  * worktree with no change is removed, with its branch. Never throws: a failure is said in the text.
  */
-export function finishWorktree(tree: JobWorktree, label: string): string {
-  // `kept` too: a restarted job ran again in the same worktree, and its new changes are committed as well.
-  if (tree.state !== 'open' && tree.state !== 'kept') return describe(tree);
-  const added = git(tree.path, ['add', '-A']);
-  if (!added.ok) return `Worktree ${tree.path} (branch ${tree.branch}): its changes could not be staged: ${added.stderr}. It is kept as it is.`;
-  const staged = git(tree.path, ['diff', '--cached', '--quiet']);
+export async function finishWorktree(tree: JobWorktree, label: string, limits: CommitLimits = WORKTREE_LIMITS): Promise<string> {
+  // `kept` and `uncommitted` too: a restarted job ran again in the same worktree, and its changes are committed now.
+  if (tree.state !== 'open' && tree.state !== 'kept' && tree.state !== 'uncommitted') return describe(tree);
+  const kept = (problem: string) => {
+    tree.state = 'uncommitted';
+    tree.problem = problem;
+    return describe(tree);
+  };
+  const big = await tooBig(tree, limits);
+  if (big !== undefined) return kept(big);
+  const added = await git(tree, tree.path, ['add', '-A']);
+  if (!added.ok) return kept(`git add failed: ${added.stderr}`);
+  const staged = await git(tree, tree.path, ['diff', '--cached', '--quiet']);
   if (staged.ok) {
-    if (git(tree.path, ['rev-parse', 'HEAD']).stdout.trim() === tree.base) {
-      removeWorktree(tree);
+    if ((await git(tree, tree.path, ['rev-parse', 'HEAD'])).stdout.trim() === tree.base) {
+      await removeWorktree(tree);
       tree.state = 'removed';
       tree.changed = [];
       return describe(tree);
     }
   } else {
-    const commit = git(tree.path, [...COMMIT_FLAGS, 'commit', '--quiet', '--no-verify', '-m', `forkpool job ${tree.jobId}: ${label}`.slice(0, 200)]);
-    if (!commit.ok) return `Worktree ${tree.path} (branch ${tree.branch}): its changes could not be committed: ${commit.stderr}. It is kept as it is.`;
+    const commit = await git(tree, tree.path, ['commit', '--quiet', '--no-verify', '-m', `forkpool job ${tree.jobId}: ${label}`.slice(0, 200)]);
+    if (!commit.ok) return kept(`git commit failed: ${commit.stderr}`);
   }
-  const diff = git(tree.repoRoot, ['diff', '--name-status', '--no-renames', tree.base, tree.branch]);
+  const diff = await git(tree, tree.repoRoot, ['diff', '--name-status', '--no-renames', tree.base, tree.branch]);
   tree.changed = diff.stdout
     .split('\n')
     .filter(Boolean)
     .map((line) => line.replace('\t', ' '));
   tree.state = 'kept';
+  delete tree.problem;
   return describe(tree);
 }
 
@@ -169,6 +215,11 @@ export function describe(tree: JobWorktree): string {
       return `Worktree: branch ${tree.branch} was merged into the workspace; the worktree and the branch were removed.`;
     case 'dropped':
       return `Worktree: branch ${tree.branch} and its worktree were dropped; nothing of it was merged.`;
+    case 'uncommitted':
+      return (
+        `Worktree ${tree.path} (branch ${tree.branch}): the job's changes were not committed: ${tree.problem ?? 'git failed'}. ` +
+        'The worktree is kept as it is: review it there, or drop it with background_worktree; it cannot be merged.'
+      );
     case 'kept': {
       const files = tree.changed ?? [];
       const list = files.slice(0, 50).join(', ') + (files.length > 50 ? `, and ${files.length - 50} more` : '');
@@ -180,90 +231,46 @@ export function describe(tree: JobWorktree): string {
   }
 }
 
-function removeWorktree(tree: JobWorktree): void {
-  git(tree.repoRoot, ['worktree', 'remove', '--force', tree.path]);
-  git(tree.repoRoot, ['branch', '-D', tree.branch]);
+export async function removeWorktree(tree: JobWorktree): Promise<void> {
+  await git(tree, tree.repoRoot, ['worktree', 'remove', '--force', tree.path]);
+  await git(tree, tree.repoRoot, ['branch', '-D', tree.branch]);
 }
 
 /**
  * The parent's decision on an ended job's worktree. `merge` merges its branch into the
  * workspace's current branch (`--no-ff`); a conflict is aborted (`git merge --abort`), nothing
  * is left half-merged and the branch is kept. `drop` removes worktree and branch; `keep` leaves
- * both for the user. Throws `WORKTREE_ACTION_FAILED` with what git said.
+ * both for the user. Rejects with `WORKTREE_ACTION_FAILED` with what git said.
  */
-export function actOnWorktree(tree: JobWorktree, action: WorktreeAction): string {
+export async function actOnWorktree(tree: JobWorktree, action: WorktreeAction): Promise<string> {
   const fail = (why: string) => new JobError('WORKTREE_ACTION_FAILED', tree.jobId, `${action} of job ${tree.jobId}'s worktree (branch ${tree.branch}): ${why}`);
   if (tree.state === 'open') throw fail('the job has not ended yet; wait for its result');
-  if (tree.state !== 'kept') throw fail(`nothing to do: ${describe(tree)}`);
+  const droppable = tree.state === 'kept' || (tree.state === 'uncommitted' && action !== 'merge');
+  if (!droppable) throw fail(`nothing to do: ${describe(tree)}`);
   if (action === 'keep') return `Kept: branch ${tree.branch} and worktree ${tree.path} stay as they are, for you or the user to review.`;
   if (action === 'drop') {
-    removeWorktree(tree);
+    await removeWorktree(tree);
     tree.state = 'dropped';
     return describe(tree);
   }
-  const merge = git(tree.repoRoot, [
-    ...COMMIT_FLAGS,
+  const merge = await git(tree, tree.repoRoot, [
     'merge',
     '--no-ff',
     '--no-verify',
     '--no-edit',
+    '--no-stat',
     '-m',
     `Merge ${tree.branch} (forkpool job ${tree.jobId})`,
     tree.branch,
   ]);
   if (!merge.ok) {
-    const conflicts = git(tree.repoRoot, ['diff', '--name-only', '--diff-filter=U']).stdout.split('\n').filter(Boolean);
+    const conflicts = (await git(tree, tree.repoRoot, ['diff', '--name-only', '--diff-filter=U'])).stdout.split('\n').filter(Boolean);
     // Only a merge that got under way has anything to abort; one refused up front (a dirty file in the way) left nothing.
-    if (git(tree.repoRoot, ['rev-parse', '-q', '--verify', 'MERGE_HEAD']).ok) git(tree.repoRoot, ['merge', '--abort']);
+    if ((await git(tree, tree.repoRoot, ['rev-parse', '-q', '--verify', 'MERGE_HEAD'])).ok) await git(tree, tree.repoRoot, ['merge', '--abort']);
     const what = conflicts.length > 0 ? `conflicts in ${conflicts.join(', ')}` : merge.stderr || merge.stdout.trim() || 'git merge failed';
     throw fail(`not merged (${what}); the merge was aborted, the workspace is as it was, and the branch is kept`);
   }
-  removeWorktree(tree);
+  await removeWorktree(tree);
   tree.state = 'merged';
   return describe(tree);
-}
-
-/** The worktrees of one manager's jobs, by job id (in memory: a durable restart runs a job again in the shared workspace). */
-export class JobWorktrees {
-  readonly #trees = new Map<string, JobWorktree>();
-  readonly #dir: string;
-
-  /** `dir`: `background.worktreeDir` ('' for the cache folder). */
-  constructor(dir: string) {
-    this.#dir = dir;
-  }
-
-  /** Makes job `jobId`'s worktree from a checked base (see {@link worktreeBase}). */
-  open(jobId: string, base: WorktreeBase): JobWorktree {
-    const tree = createWorktree(base, jobId, this.#dir);
-    this.#trees.set(jobId, tree);
-    return tree;
-  }
-
-  /** Worktrees made for a spawn that then failed to book (the ledger refused it): removed again. */
-  abandonUnbooked(booked: (jobId: string) => boolean): void {
-    for (const [jobId, tree] of this.#trees) {
-      // Only a tree still open can be the refused spawn's (an ended job's tree outlives its forgotten record).
-      if (tree.state !== 'open' || booked(jobId)) continue;
-      this.#trees.delete(jobId);
-      removeWorktree(tree);
-    }
-  }
-
-  get(jobId: string): Readonly<JobWorktree> | undefined {
-    const tree = this.#trees.get(jobId);
-    return tree && { ...tree, ...(tree.changed ? { changed: [...tree.changed] } : {}) };
-  }
-
-  /** At the job's end: the sentence its result ends with (undefined for a job in the shared workspace). */
-  finish(jobId: string, label: string): string | undefined {
-    const tree = this.#trees.get(jobId);
-    return tree && finishWorktree(tree, label);
-  }
-
-  act(jobId: string, action: WorktreeAction): string {
-    const tree = this.#trees.get(jobId);
-    if (!tree) throw new JobError('WORKTREE_ACTION_FAILED', jobId, `job ${jobId} ran in the shared workspace: it has no worktree to ${action}`);
-    return actOnWorktree(tree, action);
-  }
 }

@@ -17,7 +17,27 @@ export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'> & {
    * opted out (`SpawnOptions.dedup: false`) leaves no other trace.
    */
   dedupKey?: string;
+  /**
+   * A `workspace: "worktree"` job's worktree as it last was (src/main/jobs/worktrees.ts
+   * `JobWorktree`; written again at each change): a restart runs the job in it again, and
+   * merges, keeps or drops it as before.
+   */
+  worktree?: StoredWorktree;
 };
+
+/** A worktree as stored: the fields of `JobWorktree` (src/main/jobs/worktrees.ts), which this folder may not import. */
+export interface StoredWorktree {
+  jobId: string;
+  branch: string;
+  base: string;
+  repoRoot: string;
+  path: string;
+  workspaceRoot: string;
+  state: 'open' | 'kept' | 'removed' | 'uncommitted' | 'merged' | 'dropped';
+  changed?: string[];
+  problem?: string;
+  handedTo?: string;
+}
 
 export interface StoredJob {
   record: JobRecord;

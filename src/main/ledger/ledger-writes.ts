@@ -11,6 +11,7 @@
  * Either way the failure is reported once per degraded spell (then counted), and the end of the
  * spell is reported too. Nothing here throws anything but the typed error of a strict write.
  */
+import { TIMINGS } from '../../shared/defaults.js';
 import { LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
 import type { JobStore } from './ledger-store.js';
 import type { JobRecord } from './job-record.js';
@@ -42,6 +43,14 @@ export class StoreWriter {
   readonly #unsaved = new Set<string>();
   #failure: LedgerHealth['failure'];
   #failedWrites = 0;
+  /**
+   * Jobs a refused (strict) write was about: their records as they are now are written again by
+   * the retry, to learn whether the disk takes writes again (nothing else may come to try).
+   */
+  readonly #recheck = new Set<string>();
+  /** While something is unsaved or refused: the next try, unprompted (a quiet process writes nothing else). */
+  #retry: NodeJS.Timeout | undefined;
+  #closed = false;
 
   constructor(options: {
     store: JobStore;
@@ -96,10 +105,22 @@ export class StoreWriter {
       return;
     }
     this.#unsaved.clear();
+    this.#recheck.clear();
+    this.#stopRetry();
     if (this.#failure) {
       this.#failure = undefined;
       this.#report({ kind: 'recovered', failedWrites: this.#failedWrites });
     }
+  }
+
+  /**
+   * One last try at writing what is unsaved (the ledger closes), and no more retries. The
+   * health says what is still only in memory.
+   */
+  close(): void {
+    this.#closed = true;
+    this.#stopRetry();
+    if (this.#unsaved.size > 0) this.write('write unsaved records at close', () => {}, 'lenient');
   }
 
   /** Retention forgot a delivered job. Lenient: a row left on disk is a delivered record a restart finds delivered (harmless). */
@@ -115,11 +136,44 @@ export class StoreWriter {
     }
   }
 
+  #stopRetry(): void {
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+  }
+
+  /**
+   * Tried again after a while, and again after each failure, until one write goes through: what
+   * is unsaved, and the current records of what a refused write was about. Its success is the
+   * `recovered` report a session waits for to deliver what the disk refused.
+   */
+  #scheduleRetry(): void {
+    if (this.#closed || this.#retry !== undefined || this.#unsaved.size + this.#recheck.size === 0) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      const recheck = () => {
+        for (const id of this.#recheck) {
+          const current = this.#current(id);
+          if (current) this.#store.put(current.record, current.position, this.#nextId());
+        }
+      };
+      try {
+        this.write('write again what a failed write left', recheck, 'lenient');
+      } catch (error) {
+        // Not a storage failure (the store was closed under it): reported, and nothing is left to retry on.
+        this.#report({ kind: 'failed', error: serializeError(error), sqliteCode: 'UNKNOWN', operation: 'retry', unsaved: this.#unsaved.size, first: false });
+      }
+    }, TIMINGS.ledgerRetryMs);
+    // A retry never keeps a process alive that has nothing else to do.
+    this.#retry.unref();
+  }
+
   #failed(operation: string, error: LedgerWriteError, ids: readonly string[], mode: WriteMode): void {
     this.#failedWrites++;
     if (mode === 'lenient') for (const id of ids) this.#unsaved.add(id);
+    else for (const id of ids) this.#recheck.add(id);
     const first = this.#failure === undefined;
     this.#failure ??= { code: error.sqliteCode, message: error.message, operation, since: Date.now() };
     this.#report({ kind: 'failed', error: serializeError(error), sqliteCode: error.sqliteCode, operation, unsaved: this.#unsaved.size, first });
+    this.#scheduleRetry();
   }
 }

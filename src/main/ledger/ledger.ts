@@ -70,12 +70,19 @@ export class DeliveryLedger {
     );
     this.#onForget = onForget;
     this.#onResultDropped = onResultDropped;
-    this.#writer = store && new StoreWriter({ store, current: (id) => this.#entries.get(id), nextId: () => this.#nextId, report: onStorage });
+    // A close-caused ending kept in memory (#unwritten) is never written, not even as an unsaved record.
+    const current = (id: string) => (this.#unwritten.has(id) ? undefined : this.#entries.get(id));
+    this.#writer = store && new StoreWriter({ store, current, nextId: () => this.#nextId, report: onStorage });
   }
 
   /** The durable side: ok, or degraded (what failed, since when, how many records wait to be written). Always ok in memory. */
   health(): LedgerHealth {
     return this.#writer?.health() ?? { ok: true, unsaved: 0, failedWrites: 0 };
+  }
+
+  /** The manager has closed: what is unsaved is tried once more, and no retry is left behind. */
+  closeWrites(): void {
+    this.#writer?.close();
   }
 
   /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown); strict for one the caller may be refused (a message). */
@@ -291,6 +298,18 @@ export class DeliveryLedger {
   }
 
   /**
+   * A child's result handed to the job that spawned it (posted to it, or kept for its resume),
+   * in the parent's iteration `turn`. Lenient, unlike a delivery to the session: the hand-over
+   * happens in this process whatever the disk says, so a write that fails keeps the record
+   * unsaved (written again with the next write) instead of stopping the result on its way.
+   */
+  markHandedToParent(id: string, turn: number, now = Date.now()): JobRecord | undefined {
+    if (!this.#undelivered.has(id)) return undefined;
+    const entry = this.#entries.get(id) as Entry;
+    return this.#deliver([{ entry, delivered: deliveredRecord(entry.record, turn, now, undefined) }], now, 'lenient')[0];
+  }
+
+  /**
    * The parent read characters `[from, to)` of a result delivered in part. A read that starts
    * within what it had not seen moves the unread part on; once none is left, the result falls
    * under retention like any delivered one.
@@ -347,12 +366,12 @@ export class DeliveryLedger {
    * it changes in memory or is handed over; if the write fails (LEDGER_WRITE_FAILED is thrown),
    * nothing moved and every job of it waits for a later drain.
    */
-  #deliver(batch: ReadonlyArray<{ entry: Entry; delivered: Readonly<JobRecord> }>, now: number): JobRecord[] {
+  #deliver(batch: ReadonlyArray<{ entry: Entry; delivered: Readonly<JobRecord> }>, now: number, mode: WriteMode = 'strict'): JobRecord[] {
     if (batch.length === 0) return [];
     const records = batch
       .map(({ entry, delivered }) => ({ record: delivered, position: entry.position }))
       .filter(({ record }) => !this.#unwritten.has(record.id));
-    if (records.length > 0) this.#writer?.put(records, 'strict', `deliver ${records.map((r) => r.record.id).join(', ')}`);
+    if (records.length > 0) this.#writer?.put(records, mode, `deliver ${records.map((r) => r.record.id).join(', ')}`);
     const out: JobRecord[] = [];
     for (const { entry, delivered } of batch) {
       this.#undelivered.delete(delivered.id);

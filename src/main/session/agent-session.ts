@@ -167,6 +167,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
+    // A follow-up the disk refused delivered nothing (its results wait): once writes work again, they go out.
+    this.manager.on('ledger-recovered', () => this.#requestFollowUp({ kind: 'ledger-recovered' }));
     // A join let the wave's follow-up come early: it also lists, once, what is still running.
     this.manager.on('wave-joined', ({ wave, reason, ended, pending }) => {
       this.#inputs.joinedEarly(

@@ -24,7 +24,7 @@ export function worktreeTool(manager: Pick<BackgroundManager, 'worktreeAction'>)
     gated: false,
     async run(args) {
       try {
-        return manager.worktreeAction(args.job, args.action);
+        return await manager.worktreeAction(args.job, args.action);
       } catch (error) {
         throw asToolError(error, 'background_worktree');
       }

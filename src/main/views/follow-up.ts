@@ -16,7 +16,9 @@ export type FollowUpReason =
   /** A resumed session found results waiting from before the restart. */
   | { kind: 'restart' }
   /** A job re-run because its result was stale (`delivery.staleResults: "rerun"`) has ended again. */
-  | { kind: 'rerun' };
+  | { kind: 'rerun' }
+  /** The durable ledger writes again after a failure: results whose delivery it could not record go out now. */
+  | { kind: 'ledger-recovered' };
 
 /** What a follow-up turn carries: on its `turn_start` event (`cause`), for the surfaces. */
 export interface FollowUpCause {
@@ -56,5 +58,7 @@ function reasonText(reason: FollowUpReason, cause: FollowUpCause): string {
       return 'results waiting from before the restart';
     case 'rerun':
       return 'a re-run result is ready';
+    case 'ledger-recovered':
+      return 'the ledger writes again: results it could not deliver are ready';
   }
 }

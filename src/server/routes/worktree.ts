@@ -27,7 +27,7 @@ export function worktreeRoutes(state: ServerState) {
       const job = state.manager.find(id);
       if (!job) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
       try {
-        const message = state.manager.worktreeAction(job.id, action);
+        const message = await state.manager.worktreeAction(job.id, action);
         return { message, worktree: view(state.manager.worktree(job.id) as JobWorktree) };
       } catch (error) {
         const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';

@@ -54,6 +54,30 @@ describe('Job', () => {
     expect(job.end(ending)).toBeUndefined();
   });
 
+  it('records first: when the ledger throws on the ending the job stays where it was, no waiter wakes with an unended record, and a later end() ends it', async () => {
+    const { ledger, ctx, add } = setup();
+    const job = add('bg-1');
+    const early = job.result();
+    const markEnded = vi.spyOn(ledger, 'markEnded').mockImplementationOnce(() => {
+      throw new Error('the ledger broke');
+    });
+    expect(job.end(ending)).toBeUndefined();
+    expect(ctx.reportFault).toHaveBeenCalledWith(
+      'recording the ending of job bg-1 (it stays queued)',
+      expect.objectContaining({ message: 'the ledger broke' }),
+    );
+    expect(job.phase).toBe('queued');
+    expect(job.isOver).toBe(false);
+    expect(ctx.ended).not.toHaveBeenCalled();
+    expect(ctx.moved).not.toHaveBeenCalled();
+    // A second ending (the disk, or the bug, gone) ends it; the early waiter and a late one get the ended record.
+    expect(job.end(ending)?.state).toBe('ended');
+    expect(markEnded).toHaveBeenCalledTimes(2);
+    expect((await early).state).toBe('ended');
+    expect((await job.result()).state).toBe('ended');
+    expect(ctx.ended).toHaveBeenCalledTimes(1);
+  });
+
   it('reads delivered from its record', () => {
     const { ledger, add } = setup();
     const job = add('bg-1');

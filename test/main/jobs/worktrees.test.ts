@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ForkpoolError, ToolError } from '../../../src/shared/errors.js';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { worktreeTool } from '../../../src/main/session/worktree-tools.js';
@@ -86,8 +86,8 @@ describe('workspace "worktree"', () => {
       expect(readFileSync(path.join(dir, id, 'src/new.ts'), 'utf8')).toBe('export const added = 1;\n');
       expect(git(root, 'status', '--porcelain')).toBe('');
 
-      expect(manager.worktreeAction(id, 'keep')).toContain('Kept');
-      expect(manager.worktreeAction(id, 'merge')).toContain('merged');
+      expect(await manager.worktreeAction(id, 'keep')).toContain('Kept');
+      expect(await manager.worktreeAction(id, 'merge')).toContain('merged');
       expect(readFileSync(path.join(root, 'src/new.ts'), 'utf8')).toBe('export const added = 1;\n');
       expect(readFileSync(path.join(root, 'README.md'), 'utf8')).toBe('changed\n');
       expect(git(root, 'branch', '--list', `forkpool/${id}`)).toBe('');
@@ -114,7 +114,7 @@ describe('workspace "worktree"', () => {
       const writer = manager.spawn({ task: 'Write x.', label: 'writer' });
       await ended(manager, writer.id);
       expect(git(root, 'branch', '--list', `forkpool/${writer.id}`)).not.toBe('');
-      expect(manager.worktreeAction(writer.id, 'drop')).toContain('dropped');
+      expect(await manager.worktreeAction(writer.id, 'drop')).toContain('dropped');
       expect(git(root, 'branch', '--list', `forkpool/${writer.id}`)).toBe('');
       expect(existsSync(path.join(dir, writer.id))).toBe(false);
       expect(existsSync(path.join(root, 'x.txt'))).toBe(false);
@@ -135,7 +135,7 @@ describe('workspace "worktree"', () => {
       const before = git(root, 'rev-parse', 'HEAD');
       let error: unknown;
       try {
-        manager.worktreeAction(id, 'merge');
+        await manager.worktreeAction(id, 'merge');
       } catch (caught) {
         error = caught;
       }
@@ -317,13 +317,19 @@ describe('workspace "worktree" from the parent agent and the chat', () => {
         cancelTurn: () => false,
         quit: async () => {},
       };
-      runSlashCommand(host, `/bg worktree ${id} squash`);
-      expect(said.at(-1)).toBe('usage: /bg worktree <id|name> merge|keep|drop');
-      runSlashCommand(host, `/bg worktree ${id} merge`);
-      expect(said.at(-1)).toContain(`branch forkpool/${id} was merged`);
+      // git runs in child processes: each answer is said once it is done.
+      const answer = async (line: string) => {
+        const before = said.length;
+        runSlashCommand(host, line);
+        // The echo of the command line comes first, at once.
+        const reply = () => said.slice(before).find((text) => !text.startsWith('›'));
+        await vi.waitFor(() => expect(reply()).toBeDefined(), { timeout: 30_000 });
+        return reply();
+      };
+      expect(await answer(`/bg worktree ${id} squash`)).toBe('usage: /bg worktree <id|name> merge|keep|drop');
+      expect(await answer(`/bg worktree ${id} merge`)).toContain(`branch forkpool/${id} was merged`);
       expect(readFileSync(path.join(root, 'docs.txt'), 'utf8')).toBe('from chat\n');
-      runSlashCommand(host, `/bg worktree ${id} merge`);
-      expect(said.at(-1)).toMatch(/nothing to do/);
+      expect(await answer(`/bg worktree ${id} merge`)).toMatch(/nothing to do/);
     },
     TIMEOUT_MS,
   );

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
+import { runHostCall } from '../../../src/main/tools/host-calls.js';
 import { tool, type ToolCallContext, type ToolDefinition } from '../../../src/shared/tool-contract.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
@@ -175,6 +176,33 @@ describe('a host tool called from a job', () => {
     expect(second.status).toBe('ok');
   });
 
+  it("a call past the tool's timeout: its signal aborts and the model reads the timeout", async () => {
+    let signal: AbortSignal | undefined;
+    const slow = tool({
+      name: 'slow_lookup',
+      description: 'Slow.',
+      parameters: z.object({}),
+      timeoutMs: 300,
+      run: (_args, ctx) => ((signal = ctx.signal), new Promise<string>(() => {})),
+    });
+    const { sim, manager } = await setUp([{ toolCalls: [call('slow_lookup', {}, 't1')] }, { content: 'it timed out' }], [slow]);
+    const record = await ended(manager, manager.spawn({ task: 'look slowly', label: 'slow' }).id);
+    sim.assertScriptDone();
+    expect(record.status).toBe('ok');
+    expect(toolMessagesOf(sim.requests[1]?.body)[0]).toMatch(/^Error: tool slow_lookup timed out after 300 ms/);
+    await waitFor(() => signal?.aborted === true, 'the timed-out call to be aborted');
+  });
+
+  it('an answer of megabytes is capped before it crosses, and a key in it is redacted', async () => {
+    const KEY = 'sk-host-tool-secret-0123456789';
+    const huge = tool({ name: 'dump_table', description: 'Dumps.', parameters: z.object({}), run: () => `${KEY}\n${'row\n'.repeat(2_000_000)}` });
+    const { sim, manager } = await setUp([{ toolCalls: [call('dump_table', {}, 'd1')] }, { content: 'too big' }], [huge], {}, { apiKey: KEY });
+    await ended(manager, manager.spawn({ task: 'dump it', label: 'dump' }).id);
+    const [answer] = toolMessagesOf(sim.requests[1]?.body);
+    expect(answer?.length).toBeLessThanOrEqual(30_000);
+    expect(answer).not.toContain(KEY);
+  });
+
   it('a gated host tool runs only when granted; the model reads the denial otherwise', async () => {
     const runs: number[] = [];
     const refund = tool({
@@ -209,5 +237,30 @@ describe("a host tool in the parent's own loop", () => {
     expect(turn.answer).toBe('order 7 has shipped');
     expect(JSON.parse(toolMessagesOf(sim.requests[1]?.body)[0] ?? '')).toEqual({ id: 7, status: 'shipped' });
     expect(seen[0]).toMatchObject({ jobId: 'parent', callId: 'p1', agent: 'parent' });
+  });
+});
+
+/** The main thread's side alone: what crosses back to the job is already bounded, whatever the job's loop does after. */
+describe('runHostCall', () => {
+  const ctx = { jobId: 'bg-1', callId: 'c1', agent: 'fork' };
+  it('caps and redacts the answer before it crosses, and ends a call past its timeout by aborting its signal', async () => {
+    const KEY = 'sk-host-tool-secret-0123456789';
+    const huge = tool({ name: 'dump', description: 'Dumps.', parameters: z.object({}), run: () => `${KEY}\n${'row\n'.repeat(1_000_000)}` });
+    const limits = { timeoutMs: 60_000, outputMaxChars: 1_000, secrets: [KEY] };
+    const answer = await runHostCall(huge, {}, ctx, new AbortController().signal, limits);
+    expect(answer.ok).toBe(true);
+    expect(answer.ok && answer.output.length).toBeLessThanOrEqual(1_000);
+    expect(answer.ok && answer.output).not.toContain(KEY);
+
+    let signal: AbortSignal | undefined;
+    const hang = tool({
+      name: 'hang',
+      description: 'Hangs.',
+      parameters: z.object({}),
+      timeoutMs: 50,
+      run: (_a, c) => ((signal = c.signal), new Promise<string>(() => {})),
+    });
+    expect(await runHostCall(hang, {}, ctx, new AbortController().signal, limits)).toMatchObject({ ok: false, code: 'TOOL_TIMEOUT' });
+    expect(signal?.aborted).toBe(true);
   });
 });

@@ -1,0 +1,118 @@
+/**
+ * A worktree job's commit (src/main/jobs/job-worktrees.ts, worktrees.ts) on a real repository:
+ * its git runs in child processes awaited off the main thread (the event loop keeps turning
+ * while it commits), and a job that left more files or bytes than one commit may hold is not
+ * committed: its worktree is left as it is, its result says why, and it can be dropped, not merged.
+ */
+import { createHook } from 'node:async_hooks';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { JobWorktrees } from '../../../src/main/jobs/job-worktrees.js';
+import { worktreeBase } from '../../../src/main/jobs/worktrees.js';
+import { useCleanup } from '../../helpers/index.js';
+
+const cleanups = useCleanup();
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
+}
+
+function tempDir(prefix: string): string {
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function repo(): string {
+  const root = tempDir('forkpool-commit-repo-');
+  writeFileSync(path.join(root, 'README.md'), 'base\n');
+  git(root, 'init', '-q', '-b', 'main');
+  git(root, 'add', '-A');
+  git(root, 'commit', '-qm', 'base');
+  return root;
+}
+
+/**
+ * Watches `work` for child processes (async_hooks' PROCESSWRAP: `spawn`; `spawnSync` makes
+ * none) and counts the turns of the event loop (setImmediate runs once per turn) that each
+ * child saw while it was alive.
+ */
+async function childrenDuring<T>(work: () => Promise<T>): Promise<{ value: T; turnsPerChild: number[] }> {
+  const seen = new Map<number, number>();
+  const live = new Set<number>();
+  const hook = createHook({
+    init(id, type) {
+      if (type !== 'PROCESSWRAP') return;
+      seen.set(id, 0);
+      live.add(id);
+    },
+    destroy(id) {
+      live.delete(id);
+    },
+  }).enable();
+  let done = false;
+  const spin = () => {
+    if (done) return;
+    for (const id of live) seen.set(id, (seen.get(id) ?? 0) + 1);
+    setImmediate(spin);
+  };
+  setImmediate(spin);
+  try {
+    return { value: await work(), turnsPerChild: [...seen.values()] };
+  } finally {
+    done = true;
+    hook.disable();
+  }
+}
+
+describe("a worktree job's commit", () => {
+  it('runs off the main thread: at least ten git child processes, and the event loop turned while each ran, as a job that wrote 1,500 files and 40 MB is committed', async () => {
+    const root = repo();
+    const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-') });
+    const tree = trees.open('bg-1', worktreeBase(root));
+    mkdirSync(path.join(tree.path, 'many'));
+    for (let i = 0; i < 1_500; i++) writeFileSync(path.join(tree.path, 'many', `f${i}.txt`), `${i}\n`);
+    writeFileSync(path.join(tree.path, 'big.bin'), Buffer.alloc(40 * 1024 * 1024, 7));
+    const { turnsPerChild } = await childrenDuring(() => trees.commit('bg-1', 'many files') ?? Promise.resolve());
+    // Five git commands (status, add, diff --cached, commit, diff --name-status), each after a
+    // config listing: at least ten child processes, and the loop turned while each one ran.
+    // Run with spawnSync there would be no child to see, and no turn while git works.
+    expect(turnsPerChild.length).toBeGreaterThanOrEqual(10);
+    for (const turns of turnsPerChild) expect(turns).toBeGreaterThanOrEqual(1);
+    expect(trees.finish('bg-1', 'many files')).toContain('1501 file(s) changed');
+    expect(trees.get('bg-1')?.state).toBe('kept');
+    expect(git(root, 'rev-list', '--count', `forkpool/bg-1`)).toBe('2');
+  }, 120_000);
+
+  it('more files than one commit may hold: not committed, the worktree left as it is, the result says why; merge refused, drop removes it', async () => {
+    const root = repo();
+    const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-'), limits: { maxCommitFiles: 5, maxCommitBytes: 1_000_000 } });
+    const tree = trees.open('bg-1', worktreeBase(root));
+    for (let i = 0; i < 6; i++) writeFileSync(path.join(tree.path, `f${i}.txt`), `${i}\n`);
+    await trees.commit('bg-1', 'six files');
+    const text = trees.finish('bg-1', 'six files');
+    expect(text).toContain('not committed: it changed 6 files, more than the 5 one commit may hold');
+    expect(trees.get('bg-1')).toMatchObject({ state: 'uncommitted' });
+    // Nothing is lost: the files are still there, and the branch has no commit of them.
+    expect(readdirSync(tree.path).filter((name) => name.startsWith('f'))).toHaveLength(6);
+    expect(git(root, 'rev-parse', 'forkpool/bg-1')).toBe(git(root, 'rev-parse', 'HEAD'));
+    await expect(trees.act('bg-1', 'merge')).rejects.toMatchObject({ code: 'WORKTREE_ACTION_FAILED', message: expect.stringMatching(/cannot be merged/) });
+    expect(await trees.act('bg-1', 'drop')).toContain('dropped');
+    expect(existsSync(tree.path)).toBe(false);
+  });
+
+  it('more bytes than one commit may hold: not committed, the result names the bound', async () => {
+    const root = repo();
+    const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-'), limits: { maxCommitFiles: 100, maxCommitBytes: 10_000 } });
+    const tree = trees.open('bg-1', worktreeBase(root));
+    writeFileSync(path.join(tree.path, 'small.txt'), 'ok\n');
+    writeFileSync(path.join(tree.path, 'big.bin'), Buffer.alloc(20_000, 1));
+    await trees.commit('bg-1', 'big');
+    expect(trees.finish('bg-1', 'big')).toContain('not committed: its changed files hold more than the 10000 bytes one commit may hold');
+    expect(existsSync(path.join(tree.path, 'big.bin'))).toBe(true);
+    expect(git(tree.path, 'status', '--porcelain')).toContain('big.bin');
+  });
+});
