@@ -21,7 +21,7 @@ import type { BudgetReport } from '../../shared/budget.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import { recoverJobs, type RecoveryReport } from './recovery.js';
 import { JobEngine, type CompletionAnswer } from './engine.js';
-import { mcpServersOf, mcpToolSources } from '../tools/mcp/index.js';
+import { mcpServersOf, mcpToolSources, withProtectedMcpFiles } from '../tools/mcp/index.js';
 import { configuredSecrets } from '../../shared/tools/secrets.js';
 import { reportFault, reportStorage } from './host-reports.js';
 import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
@@ -85,7 +85,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       // Tool modules by absolute path (a config built in code names them from the working
       // directory); loaded here once, so one that fails is a config error now, not in a job.
       const config = (this.#config = {
-        ...resolveToolModules(options.config, process.cwd()),
+        ...withProtectedMcpFiles(resolveToolModules(options.config, process.cwd()), process.cwd()),
         sandbox: this.sandbox.mode,
         hiddenPaths: [...this.hiddenPaths],
       });

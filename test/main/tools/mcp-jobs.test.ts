@@ -4,6 +4,8 @@
  * calls them: the call crosses the thread link, runs on the main thread's hub, and its answer
  * (or its error) is what the job's model reads. Scripted sim; invariants, not time windows.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
@@ -142,6 +144,33 @@ describe('MCP tools in jobs', () => {
     expect(record.tools).toEqual(['read_file', 'mcp__everything__echo']);
     expect((sim.requests[0]?.body.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).not.toContain('mcp__gone__search');
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Echo: still works']);
+  });
+
+  it("a stdio server's program inside the workspace is protected: a job cannot rewrite code the host runs at the next restart", async () => {
+    const root = await makeWorkspace(cleanups);
+    const original = readFileSync(HOSTILE_BIN, 'utf8');
+    writeFileSync(path.join(root, 'server.mjs'), original);
+    const write = call('write_file', { path: 'server.mjs', content: 'process.exit(9)' }, 'w');
+    const edit = call('edit_file', { path: 'server.mjs', old_text: 'let listed = 0;', new_text: 'process.exit(9);' }, 'e');
+    const sim = await startSim(cleanups, { script: [{ toolCalls: [write, edit, call('mcp__h__crash', {}, 'c')] }, { content: 'done' }] });
+    const config = makeConfig(
+      sim,
+      root,
+      {},
+      {
+        mcpServers: { h: { command: process.execPath, args: ['server.mjs'], cwd: root, trusted: true } },
+        tools: ['write_file', 'edit_file', 'mcp__h__crash', 'mcp__h__echo'],
+        grantedTools: ['write_file', 'edit_file'],
+      },
+    );
+    const manager = watchManager(new BackgroundManager({ config }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    await manager.tools.start();
+    await ended(manager, manager.spawn({ task: 'plant code', label: 'plant' }).id);
+    const [wrote, edited] = toolMessagesOf(sim.requests[1]?.body);
+    expect(wrote).toMatch(/is protected/);
+    expect(edited).toMatch(/is protected/);
+    expect(readFileSync(path.join(root, 'server.mjs'), 'utf8')).toBe(original);
   });
 
   it("serves the parent's own loop too, once the server has connected after the session was built", async () => {
