@@ -12,6 +12,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 export const EVERYTHING_BIN = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
 export const FILESYSTEM_BIN = `${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`;
 export const HOSTILE_BIN = `${root}test/fixtures/mcp/hostile-server.mjs`;
+export const HOSTILE_HTTP_BIN = `${root}test/fixtures/mcp/hostile-http-server.mjs`;
 
 /** A tool call context for a direct `run()`. */
 export function callContext(signal: AbortSignal = new AbortController().signal) {

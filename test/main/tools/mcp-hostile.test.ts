@@ -4,13 +4,14 @@
  * and nothing else: the hub and the other servers carry on. The hostile server is
  * test/fixtures/mcp/hostile-server.mjs (raw JSON-RPC over stdio). Invariants, not time windows.
  */
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { McpHub, mcpToolSources } from '../../../src/main/tools/mcp/index.js';
 import { MCP_LIMITS } from '../../../src/main/tools/mcp/limits.js';
 import { AbortError, ToolError } from '../../../src/shared/errors.js';
 import { mcpServersSchema } from '../../../src/shared/mcp-config.js';
 import { useCleanup, waitFor } from '../../helpers/index.js';
-import { callContext, HOSTILE_BIN, processesWith } from '../../helpers/mcp.js';
+import { callContext, HOSTILE_BIN, HOSTILE_HTTP_BIN, processesWith } from '../../helpers/mcp.js';
 
 const cleanup = useCleanup();
 
@@ -132,6 +133,18 @@ describe('McpHub against hostile servers', () => {
     expect(Date.now() - closing).toBeLessThan(MCP_LIMITS.connectTimeoutMs / 3);
     expect(processesWith(marker)).toEqual([]);
     expect(await starting).toEqual([]);
+  });
+
+  it('an HTTP answer past 32 MiB fails that call with the bound named; the hub reconnects and the next call works', async () => {
+    const child = spawn(process.execPath, [HOSTILE_HTTP_BIN], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanup.add(() => child.kill('SIGKILL'));
+    const port = await new Promise<string>((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
+    const hub = await startHub({ web: { url: `http://127.0.0.1:${port}/mcp` } });
+    const error = await run(hub, 'mcp__web__huge').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'TOOL_FAILED' });
+    expect((error as Error).message).toMatch(/^MCP server "web" failed "huge": .*the answer passed 33554432 bytes/);
+    await waitFor(() => hub.status()[0]?.state === 'up', 'the reconnect');
+    expect(await run(hub, 'mcp__web__echo', { message: 'after' })).toBe('echo: after');
   });
 
   it('a schema with 10,000 properties, one zod cannot read, a bad name: each tool refused and named in the status; the others are offered', async () => {

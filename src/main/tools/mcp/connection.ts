@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { AbortError, ToolError } from '../../../shared/errors.js';
 import type { McpServerConfig } from '../../../shared/mcp-config.js';
 import { redactSecrets } from '../../../shared/tools/secrets.js';
+import { boundedFetch } from './bounded-fetch.js';
 import { answerText, type CallAnswer } from './call-result.js';
 import { MCP_LIMITS } from './limits.js';
 import type { McpClient, McpSdk } from './sdk.js';
@@ -177,7 +178,10 @@ export class McpServerConnection {
     const { sdk } = this.#options;
     const config = this.config;
     if (!('command' in config)) {
-      return new sdk.StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+      return new sdk.StreamableHTTPClientTransport(new URL(config.url), {
+        requestInit: { headers: config.headers },
+        fetch: boundedFetch(MCP_LIMITS.maxMessageBytes),
+      });
     }
     const transport = new sdk.StdioClientTransport({
       command: config.command,

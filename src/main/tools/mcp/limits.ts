@@ -6,6 +6,7 @@ export const MCP_LIMITS = {
    * restarts the server), below it the answer is capped to `outputMaxChars`.
    */
   maxMessageBytes: 32 * 1_048_576,
+  // (The same bound holds for one HTTP answer's body: bounded-fetch.ts.)
   /** One tool's input schema, as JSON characters: a larger one (10,000 properties) is refused, named in `status()`. */
   schemaMaxChars: 100_000,
   /** Tools taken from one server; the rest are refused, named in `status()`. */
