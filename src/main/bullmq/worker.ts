@@ -292,7 +292,7 @@ export class ForkpoolWorker {
       executor: this.#pool,
       scheduler: realScheduler,
       // Jobs never ask a person: what the job's config grants is what it has.
-      permissions: { isGranted: (tool) => (spec.config.grantedTools as string[]).includes(tool) },
+      permissions: { isGranted: (tool) => spec.config.grantedTools.includes(tool) },
       rateGateBuffer: this.#rateGate.buffer,
       cancelGraceMs: spec.config.background.cancelGraceMs,
       logger: this.#options.logger,
