@@ -9,6 +9,8 @@ import { createHook } from 'node:async_hooks';
 export interface ChildWatch {
   /** Event-loop turns each child process saw while alive, in the order they started. */
   turnsPerChild(): number[];
+  /** How many of them are still running now (not yet reaped: Node reaps a child before its 'exit'). */
+  running(): number;
   stop(): void;
 }
 
@@ -16,9 +18,11 @@ export interface ChildWatch {
 export function watchChildren(onChild?: (count: number) => void): ChildWatch {
   const seen = new Map<number, number>();
   const live = new Set<number>();
+  const handles: Array<{ pid?: number }> = [];
   const hook = createHook({
-    init(id, type) {
+    init(id, type, _trigger, resource) {
       if (type !== 'PROCESSWRAP') return;
+      handles.push(resource as { pid?: number });
       seen.set(id, 0);
       live.add(id);
       onChild?.(seen.size);
@@ -37,11 +41,21 @@ export function watchChildren(onChild?: (count: number) => void): ChildWatch {
   setImmediate(spin);
   return {
     turnsPerChild: () => [...seen.values()],
+    running: () => handles.filter((handle) => handle.pid !== undefined && isRunning(handle.pid)).length,
     stop: () => {
       done = true;
       hook.disable();
     },
   };
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Runs `work` under {@link watchChildren}. */

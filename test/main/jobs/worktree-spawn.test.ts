@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { SimServer } from '../../../src/sim/index.js';
@@ -128,16 +129,20 @@ describe("a worktree job's spawn-time git", () => {
       const root = repo();
       const trees = tempDir('forkpool-wt-spawn-trees-');
       const file = ledgerFile(cleanups);
-      const open = (sim: SimServer) => {
+      // The first process's executor is not its manager's to close: its close() has nothing else to wait for.
+      const open = (sim: SimServer, shared = false) => {
         const store = openSqliteLedger(file);
-        const manager = new BackgroundManager({ config: worktreeConfig(sim, root, trees, file), store: store.jobs('m') });
+        const config = worktreeConfig(sim, root, trees, file);
+        const executor = shared ? createExecutor(config) : undefined;
+        if (executor) cleanups.add(() => executor.close());
+        const manager = new BackgroundManager({ config, store: store.jobs('m'), ...(executor ? { executor } : {}) });
         cleanups.add(async () => {
           await manager.close({ timeoutMs: 2_000 });
           store.close();
         });
         return { manager, store };
       };
-      const first = open(await startSim(cleanups, { script: [] }));
+      const first = open(await startSim(cleanups, { script: [] }), true);
       let closing: Promise<unknown> | undefined;
       const watch = watchChildren((count) => {
         if (count === 3) queueMicrotask(() => void (closing = first.manager.close({ timeoutMs: 2_000 })));
@@ -147,10 +152,13 @@ describe("a worktree job's spawn-time git", () => {
         id = first.manager.spawn({ task: 'Write the notes.', label: 'writer' }).id;
         await vi.waitFor(() => expect(closing).toBeDefined(), { timeout: 60_000, interval: 10 });
         await closing;
+        // close() resolved after the git it started had ended, and what it made was removed again:
+        // a process that exits now leaves no worktree behind.
+        expect(watch.running()).toBe(0);
+        expect(watch.turnsPerChild().length).toBeGreaterThan(3);
       } finally {
         watch.stop();
       }
-      // close() resolved after what was being made was removed again.
       expectNoWorktreeLeft(root, trees);
       first.store.close();
 
