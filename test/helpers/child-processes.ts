@@ -22,7 +22,7 @@ export function watchChildren(onChild?: (count: number) => void): ChildWatch {
   const hook = createHook({
     init(id, type, _trigger, resource) {
       if (type !== 'PROCESSWRAP') return;
-      handles.push(resource as { pid?: number });
+      handles.push(resource);
       seen.set(id, 0);
       live.add(id);
       onChild?.(seen.size);
