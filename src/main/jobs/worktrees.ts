@@ -5,8 +5,9 @@
  * main thread's side, never in the job: inside bubblewrap only the worktree is mounted, so the
  * main repository's `.git` (which the worktree's `.git` file points into) is out of the job's reach.
  * Every one goes through git-leash.ts: no hook, filter, fsmonitor or external diff the
- * workspace could plant runs, and the commit and the merge are child processes awaited
- * asynchronously, bounded in time; a job's commit is bounded in size (WORKTREE_LIMITS).
+ * workspace could plant runs, and every one (the checks and the `worktree add` before a job's
+ * first launch, the commit, the merge) is a child process awaited asynchronously, bounded in
+ * time; a job's commit is bounded in size (WORKTREE_LIMITS).
  *
  * The worktrees live outside the repository, in `background.worktreeDir` (default: the user's
  * cache folder, `forkpool/worktrees/<repo>-<hash>/`), so the parent's own tools never walk them.
@@ -72,7 +73,7 @@ function unavailable(what: string): JobError {
   );
 }
 
-/** What a worktree is made from, checked before the job is booked. */
+/** What a worktree is made from, checked before the job's first launch (and, for spawnReady, before it is booked). */
 export interface WorktreeBase {
   repoRoot: string;
   /** The workspace's path inside the repository ('' at its top). */
