@@ -80,6 +80,7 @@ export class JobWorktrees {
     return this.#unmade.has(jobId);
   }
 
+  /** A restart found job `jobId` still waiting for its worktree (recovery.ts): it never runs without one. */
   markUnmade(jobId: string): void {
     this.#unmade.add(jobId);
   }
