@@ -116,9 +116,10 @@ export class Dispatcher {
     return [...this.#preparing, ...this.#queue, ...this.#suspended];
   }
 
-  /** Queued jobs that would wait for a slot (not those about to take a free one at the next microtask). */
+  /** Queued (or held) jobs that would wait for a slot (not those about to take a free one at the next microtask). */
   get waitingForSlot(): number {
-    return this.#queue.length - Math.max(0, this.#host.maxConcurrent - this.#live.size);
+    // A held job (its worktree being made) is queued once it is ready: it counts as queued already.
+    return this.#preparing.size + this.#queue.length - Math.max(0, this.#host.maxConcurrent - this.#live.size);
   }
 
   /** Queued (or held), handed to the executor, or waiting for its children. */

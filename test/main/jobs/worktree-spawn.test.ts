@@ -92,6 +92,24 @@ describe("a worktree job's spawn-time git", () => {
   );
 
   it(
+    'jobs held while their worktrees are made count against background.queueLimit: a spawn past it is QUEUE_FULL at once',
+    async () => {
+      const root = repo();
+      const trees = tempDir('forkpool-wt-spawn-trees-');
+      const sim = await startSim(cleanups, { script: [] });
+      const config = makeConfig(sim, root, { maxConcurrent: 1, queueLimit: 2, workspace: 'worktree', worktreeDir: trees }, { grantedTools: ['write_file'] });
+      const manager = makeManager(config, cleanups);
+      // One takes the free slot once ready; two more wait; none is queued yet (all three are held).
+      const held = [1, 2, 3].map((n) => manager.spawn({ task: `Write ${n}.`, label: `w${n}` }).id);
+      expect(() => manager.spawn({ task: 'Write 4.', label: 'w4' })).toThrow(expect.objectContaining({ code: 'QUEUE_FULL' }));
+      for (const id of held) manager.cancel(id);
+      await manager.close({ timeoutMs: 2_000 });
+      expectNoWorktreeLeft(root, trees);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'cancelled while its worktree is being made: the job ends cancelled, nothing runs, and the worktree made meanwhile is removed with its branch',
     async () => {
       const root = repo();
