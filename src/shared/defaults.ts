@@ -451,7 +451,7 @@ export const LEDGER_PRUNING = {
 export const WORKTREE_LIMITS = {
   /** One git command run off the main thread (commit, merge, checkout): stopped past this. */
   gitTimeoutMs: 120_000,
-  /** One of the synchronous checks a spawn makes before it is booked (rev-parse, status, worktree add). */
+  /** One of the checks made before a worktree job's first launch (rev-parse, status, worktree add), awaited off the main thread. */
   quickTimeoutMs: 60_000,
   /** Output kept of one git command; the rest is dropped. */
   gitOutputMaxBytes: 32 * 1024 * 1024,

@@ -271,10 +271,12 @@ export class ChatController extends TypedEmitter<ChatEvents> {
       if (decision.agent !== undefined) options = { ...options, agent: decision.agent };
     }
     this.add('user', `› [background${options.agent ? ` ${options.agent}` : ''}] ${oneLine(task, 200)}`);
+    const refused = (error: unknown) => this.add('error', `could not start the job: ${oneLine(errorMessage(error), 300)}`);
     try {
-      this.session.startUserJob(task, undefined, options);
+      // A worktree job's repository is checked off the main thread first: that refusal is said once it is known.
+      this.session.startUserJobReady(task, undefined, options).catch(refused);
     } catch (error) {
-      this.add('error', `could not start the job: ${oneLine(errorMessage(error), 300)}`);
+      refused(error);
     }
   }
 

@@ -48,7 +48,7 @@ describe.skipIf(noGit())('hiddenPaths in a worktree job', () => {
       { grantedTools: ['bash'], sandbox: bwrap ? 'bwrap' : 'none', hiddenPaths: [path.join(root, 'secrets', 'keys.json')] },
     );
     const manager = makeManager(config, cleanups);
-    const { id } = manager.spawn({ task: 'Find the token.', label: 'reader' });
+    const { id } = await manager.spawnReady({ task: 'Find the token.', label: 'reader' });
     const tree = manager.worktree(id);
     expect(tree?.workspaceRoot, 'the job works in a worktree outside the workspace').toBe(path.join(dir, id));
     // The copy is there, with the token: what the tools must not show.

@@ -71,4 +71,45 @@ describe('the worktree routes', () => {
       expect.arrayContaining(['getJobWorktree 200', 'getJobWorktree 404', 'actOnJobWorktree 200', 'actOnJobWorktree 404', 'actOnJobWorktree 409']),
     );
   }, 120_000);
+
+  it('POST /v1/jobs in a dirty repository: the worktree task is refused up front (400, or beside an accepted task in `refused`), no job booked for it', async () => {
+    const root = tempDir('forkpool-wt-api-dirty-');
+    writeFileSync(path.join(root, 'README.md'), 'base\n');
+    git(root, 'init', '-q', '-b', 'main');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-qm', 'base');
+    writeFileSync(path.join(root, 'README.md'), 'uncommitted\n');
+    const trees = tempDir('forkpool-wt-dirs-');
+    const server = await startTestServer(
+      cleanup,
+      { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: trees } },
+      { script: [{ content: 'Shared answer.' }] },
+    );
+    const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
+    const post = async (json: unknown, status: number) => {
+      const response = await server.api('/v1/jobs', { json });
+      const body = await contract.check('POST', '/v1/jobs', response, { stream: false });
+      expect(response.status, JSON.stringify(body)).toBe(status);
+      return body;
+    };
+    const alone = await post({ task: 'Write notes.', label: 'writer', workspace: 'worktree' }, 400);
+    expect(alone.error).toMatchObject({
+      code: 'WORKTREE_UNAVAILABLE',
+      message: expect.stringMatching(/uncommitted changes \(M README\.md\).*nothing was started$/s),
+    });
+    const both = await post(
+      {
+        tasks: [
+          { task: 'Answer.', label: 'shared' },
+          { task: 'Write notes.', label: 'writer', workspace: 'worktree' },
+        ],
+      },
+      202,
+    );
+    expect(both.jobs).toHaveLength(1);
+    expect(both.refused).toEqual([expect.objectContaining({ index: 1, code: 'WORKTREE_UNAVAILABLE' })]);
+    const list = await contract.check('GET', '/v1/jobs', await server.api('/v1/jobs'), { stream: false });
+    expect(list.jobs.map((job: { label: string }) => job.label)).toEqual(['shared']);
+    expect(git(root, 'branch', '--list', 'forkpool/*')).toBe('');
+  }, 120_000);
 });

@@ -3,7 +3,7 @@
  * "--agent NAME" as its task text); an unknown agent is a line naming the configured ones, and
  * nothing starts. A real session, its jobs in the Piscina pool, on the sim.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { ChatController } from '../../src/tui/controller.js';
 import { parseStart } from '../../src/tui/commands.js';
@@ -51,6 +51,22 @@ describe('/bg start --agent', () => {
     // Its built-in tools narrowed to grep (report_alert is every job's own channel, not a built-in).
     expect(body.tools.map((t) => t.function.name).filter((name) => name !== 'report_alert')).toEqual(['grep']);
     expect(body.messages[0]?.content).toMatch(/Answer in one line\.$/);
+  }, 60_000);
+
+  it('--worktree outside a git repository: the refusal is said once git has answered (off the main thread), and nothing starts', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups);
+    const session = new AgentSession({ config: makeConfig(sim, root, {}, { agents: { scout: { description: 'finds files' } } }), closeExecutor: true });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
+
+    chat.submitLine('/bg start --agent scout --worktree write the notes');
+    await vi.waitFor(() => expect(chat.entries.at(-1)?.text).toMatch(/^could not start the job: .*not inside a git repository.*nothing was started/), {
+      timeout: 30_000,
+    });
+    expect(session.manager.jobs()).toEqual([]);
+    expect(sim.requests).toHaveLength(0);
   }, 60_000);
 
   it('parses the flag in either form, and says the usage without a task', () => {

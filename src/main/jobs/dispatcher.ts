@@ -41,6 +41,8 @@ export class Dispatcher {
   /** Queued jobs spawned speculative: with none, the queue's head is its first real job. */
   #queuedSpeculative = 0;
   readonly #suspended = new Set<Job>();
+  /** Booked jobs whose worktree is being made (engine.ts): not queued yet, holding no slot. */
+  readonly #preparing = new Set<Job>();
   #pumpScheduled = false;
   /** Inside pump(): a call from an ending it caused only sets `#pumpAgain` (no recursion). */
   #pumping = false;
@@ -64,8 +66,21 @@ export class Dispatcher {
     this.schedulePump();
   }
 
-  /** Takes a job out of the queue; false if it was not in it. */
+  /** Holds a booked job out of the queue until {@link release}: its worktree is being made. It holds no slot meanwhile. */
+  hold(job: Job): void {
+    this.#preparing.add(job);
+  }
+
+  /** A held job is ready: queued last. False if it was no longer held (stopped meanwhile). */
+  release(job: Job): boolean {
+    if (!this.#preparing.delete(job)) return false;
+    this.enqueue(job);
+    return true;
+  }
+
+  /** Takes a job out of the queue (or out of its hold); false if it was in neither. */
   remove(job: Job): boolean {
+    if (this.#preparing.delete(job)) return true;
     const at = this.#queue.indexOf(job);
     if (at >= 0) this.#takeAt(at);
     return at >= 0;
@@ -96,19 +111,20 @@ export class Dispatcher {
     return [...this.#live.values()];
   }
 
-  /** Jobs holding no slot: queued, or waiting for their children. */
+  /** Jobs holding no slot: queued (or held while their worktree is made), or waiting for their children. */
   waiting(): Job[] {
-    return [...this.#queue, ...this.#suspended];
+    return [...this.#preparing, ...this.#queue, ...this.#suspended];
   }
 
-  /** Queued jobs that would wait for a slot (not those about to take a free one at the next microtask). */
+  /** Queued (or held) jobs that would wait for a slot (not those about to take a free one at the next microtask). */
   get waitingForSlot(): number {
-    return this.#queue.length - Math.max(0, this.#host.maxConcurrent - this.#live.size);
+    // A held job (its worktree being made) is queued once it is ready: it counts as queued already.
+    return this.#preparing.size + this.#queue.length - Math.max(0, this.#host.maxConcurrent - this.#live.size);
   }
 
-  /** Queued, handed to the executor, or waiting for its children. */
+  /** Queued (or held), handed to the executor, or waiting for its children. */
   get pending(): number {
-    return this.#queue.length + this.#live.size + this.#suspended.size;
+    return this.#preparing.size + this.#queue.length + this.#live.size + this.#suspended.size;
   }
 
   /**

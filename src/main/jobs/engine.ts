@@ -2,8 +2,8 @@ import type { ToolCatalog } from '../tools/catalog.js';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { errorForRecord } from '../../shared/error-detail.js';
-import { JobError } from '../../shared/errors.js';
-import type { AlertSeverity } from '../../shared/protocol.js';
+import { JobError, serializeError } from '../../shared/errors.js';
+import type { AlertSeverity, JobSpec } from '../../shared/protocol.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import type { CompletionRefusal, DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';
@@ -14,8 +14,9 @@ import type { PermissionStore } from '../limits/permissions.js';
 import { SpawnDedup } from './dedup.js';
 import { Dispatcher } from './dispatcher.js';
 import type { Job, JobContext } from './job.js';
-import { JobTable, storedSpecOf, type Nested } from './job-table.js';
-import type { JobWorktree } from './worktrees.js';
+import { configInCopy, JobTable, storedSpecOf, type Nested } from './job-table.js';
+import { endingFromQueue } from './job-endings.js';
+import { worktreeBase, type JobWorktree } from './worktrees.js';
 import { WaveJoins } from './joins.js';
 import type { DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 import { Nesting } from './nesting.js';
@@ -76,6 +77,8 @@ export class JobEngine {
   readonly transcripts: JobTranscripts;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
+  /** Worktrees being made, by job (see {@link ready}). */
+  readonly #preparations = new Map<string, Promise<void>>();
   readonly #o: EngineOptions;
   /** See JobTask.owner: the ledger scope, stable across restarts; none without a ledger. */
   readonly owner: string | undefined;
@@ -172,28 +175,67 @@ export class JobEngine {
   /** Books a spawn and queues it; an identical spawn joins the job it matches (see dedup.ts). */
   book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): JobHandle {
     if (this.#o.closed()) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
-    const booking = this.#bookOrUndo(request, options, nested, resume);
+    const booking = this.table.book(request, options, nested, resume);
     if (booking.kind === 'joined') {
       const { match } = booking;
       const record = (this.table.get(match.id) as Job).record;
       this.#o.logger?.debug({ jobId: match.id, joined: match.kind }, 'an identical spawn joined an existing job');
       return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
     }
-    const { job } = booking;
+    const { job, worktreeFrom } = booking;
     if (options.signal) job.cancelOnAbort(options.signal, () => this.runner.stop(job, 'cancel'));
-    this.dispatcher.enqueue(job);
+    if (worktreeFrom === undefined) this.dispatcher.enqueue(job);
+    else this.#prepareWorktree(job, worktreeFrom);
     this.#o.emit('spawned', job.record);
     return { id: job.id, label: job.record.label, state: 'queued' };
   }
 
-  /** A spawn refused after its worktree was made (a ledger write failed) leaves no worktree behind. */
-  #bookOrUndo(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume: ResumeOrigin | undefined): ReturnType<JobTable['book']> {
-    try {
-      return this.table.book(request, options, nested, resume);
-    } catch (error) {
-      this.worktrees.abandonUnbooked((id) => this.table.get(id) !== undefined);
-      throw error;
-    }
+  /**
+   * A worktree job is held (no slot) while its worktree is checked for and made, off the main
+   * thread (job-worktrees.ts `prepare`), then queued to run in it. A refusal ends it `failed`
+   * with WORKTREE_UNAVAILABLE before anything ran; one stopped meanwhile ended as a queued job
+   * does, and leaves no worktree. {@link ready} hands the outcome to an async caller.
+   */
+  #prepareWorktree(job: Job, from: string): void {
+    this.dispatcher.hold(job);
+    const ready = this.worktrees
+      .prepare(job.id, from, () => !job.isOver)
+      .then(
+        (tree) => {
+          if (!tree) return;
+          job.spec = { ...(job.spec as JobSpec), config: configInCopy(this.#o.config, tree.workspaceRoot) };
+          this.dispatcher.release(job);
+        },
+        (error: unknown) => {
+          const refusal = new JobError('WORKTREE_UNAVAILABLE', job.id, `${error instanceof Error ? error.message : String(error)}; nothing was run`);
+          if (this.dispatcher.remove(job)) job.end({ ...endingFromQueue(serializeError(refusal)), status: 'failed' });
+          throw refusal;
+        },
+      );
+    this.#preparations.set(job.id, ready);
+    // The outcome is the job's ending; `ready` only hands it to a caller that asks.
+    void ready.catch(() => undefined).finally(() => this.#preparations.delete(job.id));
+  }
+
+  /**
+   * For a caller that can wait (spawnReady): a top-level spawn that will need a new worktree is
+   * checked first, off the main thread, so a refusal comes before anything is booked. Rejects
+   * WORKTREE_UNAVAILABLE; undefined (nothing to wait for) when the spawn needs no worktree.
+   */
+  checkWorktreeFor(request: SpawnRequest): Promise<void> | undefined {
+    const { config } = this.#o;
+    if ((request.workspace ?? config.background.workspace) !== 'worktree') return undefined;
+    return worktreeBase(config.workspaceRoot).then(
+      () => undefined,
+      (error: unknown) => {
+        throw new JobError('WORKTREE_UNAVAILABLE', '-', `${error instanceof Error ? error.message : String(error)}; nothing was started`);
+      },
+    );
+  }
+
+  /** Settles when job `id`'s worktree is made (at once for a job that needs none); rejects WORKTREE_UNAVAILABLE when it was refused. */
+  ready(id: string): Promise<void> {
+    return this.#preparations.get(id) ?? Promise.resolve();
   }
 
   /** Retention forgot a record: its job goes from the table and the tree, and from what restarts keep. */
@@ -203,6 +245,7 @@ export class JobEngine {
     if (!job) return;
     this.restarts.forget(job);
     this.conversations.forget(id);
+    this.worktrees.forgetUnmade(id);
     this.table.forget(id);
   }
 

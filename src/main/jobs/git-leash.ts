@@ -24,7 +24,7 @@
  * - the environment: git reads GIT_DIR, GIT_CONFIG_*, GIT_EXEC_PATH... from it, so the child's
  *   environment is built from nothing but PATH, HOME and the locale, never inherited whole.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { WORKTREE_LIMITS } from '../../shared/defaults.js';
 
@@ -165,9 +165,9 @@ function hasRelativeOrigin(listing: string): boolean {
   return listing.split('\0').some((field, i) => i % 2 === 0 && field.startsWith('file:') && !path.isAbsolute(field.slice(5)));
 }
 
-function result(status: number | null, error: Error | undefined, stdout: string, stderr: string, timedOut: boolean): GitRun {
+function result(status: number | null, error: Error | undefined, stdout: string, stderr: string, timedOut: boolean, timeoutMs: number): GitRun {
   const missing = (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
-  const why = timedOut ? `git did not finish within ${WORKTREE_LIMITS.gitTimeoutMs / 1000} s and was stopped` : '';
+  const why = timedOut ? `git did not finish within ${timeoutMs / 1000} s and was stopped` : '';
   return { ok: status === 0 && !error && !timedOut, stdout, stderr: [stderr.trim(), why].filter(Boolean).join('; '), missing, timedOut };
 }
 
@@ -199,7 +199,7 @@ function runChild(cwd: string, args: readonly string[], env: NodeJS.ProcessEnv, 
     child.on('error', (error) => (failed = error));
     child.on('close', (status) => {
       clearTimeout(timer);
-      resolve(result(status, failed, Buffer.concat(out).toString('utf8'), Buffer.concat(err).toString('utf8'), timedOut));
+      resolve(result(status, failed, Buffer.concat(out).toString('utf8'), Buffer.concat(err).toString('utf8'), timedOut, timeoutMs));
     });
   });
 }
@@ -219,28 +219,4 @@ export async function git(cwd: string, args: readonly string[], options: RunOpti
     return refused(error);
   }
   return runChild(cwd, withDiffGuard(args), withOverrides(baseEnv(), [...FIXED_OVERRIDES, ...drivers]), timeoutMs);
-}
-
-/**
- * The same leash, synchronous and bounded in time: only for the quick checks a spawn makes
- * before it is booked (`BackgroundManager.spawn` answers synchronously); never for a commit,
- * a checkout or a merge.
- */
-export function gitQuick(cwd: string, args: readonly string[], options: RunOptions): GitRun {
-  const timeout = options.timeoutMs ?? WORKTREE_LIMITS.quickTimeoutMs;
-  const once = (argv: readonly string[], env: NodeJS.ProcessEnv): GitRun => {
-    const run = spawnSync('git', ['-C', cwd, ...argv], { encoding: 'utf8', env, timeout, maxBuffer: WORKTREE_LIMITS.gitOutputMaxBytes, killSignal: 'SIGKILL' });
-    const timedOut = (run.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
-    return result(run.status, timedOut ? undefined : run.error, run.stdout ?? '', run.stderr ?? '', timedOut);
-  };
-  const env = withOverrides(baseEnv(), FIXED_OVERRIDES);
-  const listing = once(LIST_CONFIG, env);
-  if (!listing.ok) return listing;
-  const top = hasRelativeOrigin(listing.stdout) ? once(SHOW_TOP, env) : undefined;
-  if (top && !top.ok) return top;
-  try {
-    return once(withDiffGuard(args), withOverrides(baseEnv(), [...FIXED_OVERRIDES, ...driverOverrides(listing.stdout, options.workTrees, top?.stdout.trim())]));
-  } catch (error) {
-    return refused(error);
-  }
 }

@@ -13,7 +13,7 @@ import { Job, type JobContext, type JobInit, type JobPhase } from './job.js';
 import type { SpawnDedup, DedupMatch } from './dedup.js';
 import type { WaveJoins } from './joins.js';
 import type { ResumeOrigin } from './resumes.js';
-import { worktreeBase, type JobWorktree } from './worktrees.js';
+import type { JobWorktree } from './worktrees.js';
 import type { JobWorktrees } from './job-worktrees.js';
 import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
@@ -39,13 +39,20 @@ export interface TableHost {
  * that resumes it) and without `resume` (recovery rebuilds it from the old job's kept
  * conversation, resumes.ts); with its dedup key and its worktree (recovery.ts runs it there again).
  */
-export function storedSpecOf(spec: JobSpec, dedupKey: string | undefined, worktree: Readonly<JobWorktree> | undefined): StoredSpec {
+export function storedSpecOf(spec: JobSpec, dedupKey: string | undefined, worktree: Readonly<JobWorktree> | undefined, worktreePending = false): StoredSpec {
   const { config: _config, resume: _resume, processTag: _tag, ...kept } = spec;
-  return { ...kept, ...(dedupKey !== undefined ? { dedupKey } : {}), ...(worktree ? { worktree: { ...worktree } } : {}) };
+  return {
+    ...kept,
+    ...(dedupKey !== undefined ? { dedupKey } : {}),
+    ...(worktree ? { worktree: { ...worktree } } : worktreePending ? { worktreePending: true as const } : {}),
+  };
 }
 
-/** A job a spawn made: a new one, or one an identical spawn joined (see dedup.ts). */
-export type Booking = { kind: 'new'; job: Job } | { kind: 'joined'; match: DedupMatch };
+/**
+ * A job a spawn made: a new one, or one an identical spawn joined (see dedup.ts). `worktreeFrom`:
+ * the new job's worktree is still to be made from that folder before its first launch (engine.ts).
+ */
+export type Booking = { kind: 'new'; job: Job; worktreeFrom?: string } | { kind: 'joined'; match: DedupMatch };
 
 /** Where a nested spawn sits: the job that asked for it, and its depth. */
 export interface Nested {
@@ -112,18 +119,18 @@ export class JobTable {
         `tools: ${names} run on this host's main thread, and this job would run on a remote worker (executor "bullmq"); leave them out of its tools`,
       );
     }
-    // Checked before anything is booked: no git, no repository or a dirty one is a refusal (WORKTREE_UNAVAILABLE).
+    // No git here: a new worktree is checked for and made before the job's first launch, off the main thread (engine.ts).
     // A child works where its parent job does: in the parent's worktree, or in a worktree of it.
     const workspaceRoot = nested?.parent.spec?.config.workspaceRoot ?? config.workspaceRoot;
     // A resume of a worktree job goes on in that job's worktree (its changes are there); handed over once booked.
     const inherited = resume ? this.#host.worktrees.inheritable(resume.from) : undefined;
     const wantsTree = (data.workspace ?? config.background.workspace) === 'worktree';
-    const treeBase = wantsTree && !inherited ? worktreeBase(workspaceRoot) : undefined;
+    const worktreeFrom = wantsTree && !inherited ? workspaceRoot : undefined;
     const budget = this.#host.budgets.admit(agent, data.budget);
     const id = ledger.newId();
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
-    const tree = inherited ?? (treeBase && this.#host.worktrees.open(id, treeBase));
+    const tree = inherited;
     const record = ledger.add({
       id,
       label: data.label || data.name || id,
@@ -166,8 +173,9 @@ export class JobTable {
     // Beside the record, lenient: without it a restart rebuilds the spec from the record.
     const store = this.#host.store;
     const ownTree = this.#host.worktrees.get(id);
-    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, ownTree)));
-    return { kind: 'new', job };
+    // A worktree still to be made is marked: a restart before it is ends the job, never runs it in the workspace (recovery.ts).
+    if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, ownTree, worktreeFrom !== undefined)));
+    return { kind: 'new', job, ...(worktreeFrom !== undefined ? { worktreeFrom } : {}) };
   }
 
   /** A job whose record the ledger has: at spawn, or found again by restart recovery. */
@@ -223,7 +231,7 @@ export class JobTable {
 }
 
 /** The config of a job working in `jobRoot`, a worktree of the main workspace: its hidden paths hold there too. */
-function configInCopy(config: ForkpoolConfig, jobRoot: string): ForkpoolConfig {
+export function configInCopy(config: ForkpoolConfig, jobRoot: string): ForkpoolConfig {
   const mainRoots = [config.workspaceRoot, realpathOrSelf(config.workspaceRoot)];
   return { ...config, workspaceRoot: jobRoot, hiddenPaths: hiddenPathsForRoot(config.hiddenPaths, mainRoots, jobRoot) };
 }

@@ -4,13 +4,13 @@ import { JobError } from '../../shared/errors.js';
 import {
   actOnWorktree,
   createWorktree,
+  worktreeBase,
   describe,
   finishWorktree,
   removeWorktree,
   type CommitLimits,
   type JobWorktree,
   type WorktreeAction,
-  type WorktreeBase,
 } from './worktrees.js';
 
 /** One job's worktree and the git work on it, one command sequence at a time. */
@@ -41,16 +41,58 @@ export interface JobWorktreesOptions {
 export class JobWorktrees {
   readonly #entries = new Map<string, Entry>();
   readonly #o: Required<JobWorktreesOptions>;
+  /** The worktrees being made (see {@link prepare}), one after another. */
+  #preparing: Promise<unknown> = Promise.resolve();
+  /** Worktree jobs whose worktree is not made (yet, or ever: refused, stopped first, or cut off by a restart): none may run in the workspace instead. */
+  readonly #unmade = new Set<string>();
 
   constructor(options: JobWorktreesOptions) {
     this.#o = { persist: () => {}, reportFault: () => {}, limits: WORKTREE_LIMITS, ...options };
   }
 
-  /** Makes job `jobId`'s worktree from a checked base (see worktreeBase). */
-  open(jobId: string, base: WorktreeBase): JobWorktree {
-    const tree = createWorktree(base, jobId, this.#o.dir);
-    this.#entries.set(jobId, { tree, busy: Promise.resolve(), settled: undefined });
-    return tree;
+  /**
+   * Makes job `jobId`'s worktree before its first launch: the checks (worktreeBase) and the
+   * `git worktree add`, awaited off the main thread, one job's at a time (two adds never race for
+   * a name). A job no longer `wanted` by then (cancelled, or the manager closed) leaves no
+   * worktree: it is removed again and undefined is returned. Rejects `WORKTREE_UNAVAILABLE`.
+   */
+  prepare(jobId: string, workspaceRoot: string, wanted: () => boolean): Promise<JobWorktree | undefined> {
+    this.#unmade.add(jobId);
+    const made = this.#preparing.then(async () => {
+      if (!wanted()) return undefined;
+      const tree = await createWorktree(await worktreeBase(workspaceRoot), jobId, this.#o.dir);
+      if (!wanted()) {
+        await removeWorktree(tree).catch((error: unknown) => this.#o.reportFault(`removing the worktree of job ${jobId}, stopped while it was made`, error));
+        return undefined;
+      }
+      const entry: Entry = { tree, busy: Promise.resolve(), settled: undefined };
+      this.#entries.set(jobId, entry);
+      this.#unmade.delete(jobId);
+      this.#safePersist(tree);
+      return tree;
+    });
+    this.#preparing = made.catch(() => undefined);
+    return made;
+  }
+
+  /** A worktree job whose worktree was never made (see {@link prepare}); recovery.ts marks those a restart cut off. */
+  unmade(jobId: string): boolean {
+    return this.#unmade.has(jobId);
+  }
+
+  /** A restart found job `jobId` still waiting for its worktree (recovery.ts): it never runs without one. */
+  markUnmade(jobId: string): void {
+    this.#unmade.add(jobId);
+  }
+
+  /** Retention forgot the job. */
+  forgetUnmade(jobId: string): void {
+    this.#unmade.delete(jobId);
+  }
+
+  /** Settles once every worktree asked for so far is made (or refused, or removed again): close() awaits it, so none is left behind. */
+  prepared(): Promise<void> {
+    return this.#preparing.then(() => undefined);
   }
 
   /**
@@ -88,16 +130,6 @@ export class JobWorktrees {
     delete tree.problem;
     this.#entries.set(to, { tree, busy: old.busy, settled: undefined });
     this.#change(old, () => (old.tree.handedTo = to));
-  }
-
-  /** Worktrees made for a spawn that then failed to book (the ledger refused it): removed again. */
-  abandonUnbooked(booked: (jobId: string) => boolean): void {
-    for (const [jobId, { tree }] of this.#entries) {
-      // Only a tree still open can be the refused spawn's (an ended job's tree outlives its forgotten record).
-      if (tree.state !== 'open' || booked(jobId)) continue;
-      this.#entries.delete(jobId);
-      void removeWorktree(tree).catch((error: unknown) => this.#o.reportFault(`removing the worktree of refused spawn ${jobId}`, error));
-    }
   }
 
   get(jobId: string): Readonly<JobWorktree> | undefined {

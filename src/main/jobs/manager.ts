@@ -196,6 +196,24 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#engine.book(request, options, undefined);
   }
 
+  /**
+   * {@link spawn}, resolved once the job can run: a `workspace: "worktree"` spawn's repository is
+   * checked first (a refusal, `WORKTREE_UNAVAILABLE` "nothing was started", books nothing), then
+   * its worktree made, off the main thread. A spawn that needs no git throws at once what spawn
+   * throws; otherwise the promise rejects with it, or with `WORKTREE_UNAVAILABLE` ("nothing was
+   * run") when making the worktree failed after all (the job has then ended `failed`).
+   */
+  spawnReady(request: SpawnRequest, options: SpawnOptions = {}): Promise<JobHandle> {
+    const booked = (): Promise<JobHandle> => {
+      const handle = this.spawn(request, options);
+      return this.#engine.ready(handle.id).then(() => handle);
+    };
+    if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
+    // Awaited only when there is git to wait for: the spawns of one batch are still booked together.
+    const check = this.#engine.checkWorktreeFor(request);
+    return check ? check.then(booked) : booked();
+  }
+
   /** Resolves with the job's final record once it has ended (at once if it already has). */
   result(id: string): Promise<Readonly<JobRecord>> {
     return this.#engine.table.get(id)?.result() ?? Promise.reject(unknownJob(id));
@@ -299,6 +317,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       job.speculation = 'kept';
       this.#ledger.markSpeculation(job.id, 'kept');
     }
+    // Its worktree was never made: it cannot run where it should, and never runs in the workspace instead.
+    if (this.#engine.worktrees.unmade(job.id) && job.isOver)
+      throw new JobError('WORKTREE_UNAVAILABLE', job.id, `job ${job.id} never got its worktree, so it cannot run again there; spawn it again`);
     const handle = this.#engine.restarts.restart(job, reason);
     // It runs again in its worktree: no merge or drop until that run ended and was committed.
     this.#engine.worktrees.reopen(job.id);
@@ -400,11 +421,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       live: () => this.#engine.dispatcher.live().flatMap((job) => job.attempt ?? []),
       stop: (id) => void this.#stop(id, 'close'),
       onIdle: () => this.onIdle(),
-      closeExecutor: () => {
+      closeExecutor: async () => {
         this.#gating.close();
         this.#engine.waves.dispose();
+        // A worktree being made for a job this close stopped is removed again before close() resolves.
+        await this.#engine.worktrees.prepared();
         // After the jobs: a host call still running was aborted with its job.
-        return Promise.all([this.tools.close(), this.#ownsExecutor ? this.#executor.close() : Promise.resolve()]).then(() => {});
+        await Promise.all([this.tools.close(), this.#ownsExecutor ? this.#executor.close() : Promise.resolve()]);
       },
     });
     return report.finally(() => {

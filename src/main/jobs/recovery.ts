@@ -34,7 +34,7 @@ export interface RecoveryHost {
   /** Rebuilt from the keys the stored specs hold: an identical spawn after a restart joins or reuses as before it. */
   readonly dedup?: SpawnDedup;
   /** Worktrees kept beside their jobs' specs are taken back (job-worktrees.ts `adopt`). */
-  readonly worktrees?: Pick<JobWorktrees, 'adopt'>;
+  readonly worktrees?: Pick<JobWorktrees, 'adopt' | 'markUnmade'>;
   /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
   readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
@@ -61,13 +61,15 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
   /** Where each worktree job, and each child working in its parent's worktree, works: parents come first (spawn order). */
   const treeRoots = new Map<string, string>();
   for (const { record, spec: saved, messages } of stored.jobs) {
-    const { dedupKey, worktree, ...storedSpec } = saved ?? {};
+    const { dedupKey, worktree, worktreePending, ...storedSpec } = saved ?? {};
     // A worktree job runs (and, restarted, runs again) in its worktree, never in the workspace.
     const treeRoot = worktree?.workspaceRoot ?? (record.parentJobId !== undefined ? treeRoots.get(record.parentJobId) : undefined);
     if (treeRoot !== undefined) treeRoots.set(record.id, treeRoot);
     const jobConfig = treeRoot !== undefined ? { ...config, workspaceRoot: treeRoot } : config;
     const spec: JobSpec = { ...specFromRecord(record), ...storedSpec, config: jobConfig, attempt: 1 };
-    const treeThere = worktree ? (host.worktrees?.adopt(worktree, willEnd(config, record) ? record.label : undefined) ?? false) : true;
+    // A worktree still being made when the last process ended: it never got one, and never runs in the workspace.
+    if (worktreePending && !worktree) host.worktrees?.markUnmade(record.id);
+    const treeThere = worktree ? (host.worktrees?.adopt(worktree, willEnd(config, record) ? record.label : undefined) ?? false) : !worktreePending;
     const resume = host.resumeStateOf?.(record);
     if (resume) spec.resume = resume;
     if (dedupKey !== undefined) keyed.push({ id: record.id, key: dedupKey });
@@ -91,7 +93,7 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
     }
     // Its worktree is gone (removed by hand): it cannot run where it ran, and never runs in the workspace instead.
     if (record.state !== 'ended' && !treeThere) {
-      ledger.markEnded(record.id, lostWorktreeEnding(record, worktree?.path ?? ''));
+      ledger.markEnded(record.id, lostWorktreeEnding(record, worktree ? `its worktree ${worktree.path} is gone` : 'its worktree was still being made'));
       host.restarts.keep(add('ended'));
       report.interrupted.push(record.id);
       continue;
@@ -181,8 +183,8 @@ function willEnd(config: ForkpoolConfig, record: Readonly<JobRecord>): boolean {
   return whyNotRerun(config, record, record.modelRuns ?? 0) !== undefined;
 }
 
-function lostWorktreeEnding(record: Readonly<JobRecord>, where: string): JobEnding {
-  const why = `${INTERRUPTED_NOTE}; not run again: its worktree ${where} is gone, and a worktree job never runs in the workspace instead`;
+function lostWorktreeEnding(record: Readonly<JobRecord>, what: string): JobEnding {
+  const why = `${INTERRUPTED_NOTE}; not run again: ${what}, and a worktree job never runs in the workspace instead`;
   const error = serializeError(new JobError('WORKTREE_UNAVAILABLE', record.id, why));
   return { status: 'failed', endedBy: 'crash', resultText: '', usage: record.usage, iterations: record.iterations, error };
 }

@@ -5,20 +5,21 @@
  * main thread's side, never in the job: inside bubblewrap only the worktree is mounted, so the
  * main repository's `.git` (which the worktree's `.git` file points into) is out of the job's reach.
  * Every one goes through git-leash.ts: no hook, filter, fsmonitor or external diff the
- * workspace could plant runs, and the commit and the merge are child processes awaited
- * asynchronously, bounded in time; a job's commit is bounded in size (WORKTREE_LIMITS).
+ * workspace could plant runs, and every one (the checks and the `worktree add` before a job's
+ * first launch, the commit, the merge) is a child process awaited asynchronously, bounded in
+ * time; a job's commit is bounded in size (WORKTREE_LIMITS).
  *
  * The worktrees live outside the repository, in `background.worktreeDir` (default: the user's
  * cache folder, `forkpool/worktrees/<repo>-<hash>/`), so the parent's own tools never walk them.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
-import { lstat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { lstat, mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { WORKTREE_LIMITS } from '../../shared/defaults.js';
 import { JobError } from '../../shared/errors.js';
-import { git as leashedGit, gitQuick, type GitRun } from './git-leash.js';
+import { git as leashedGit, type GitRun } from './git-leash.js';
 
 export const WORKSPACE_MODES = ['shared', 'worktree'] as const;
 export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
@@ -54,9 +55,9 @@ export interface JobWorktree {
 export const WORKTREE_STATES = ['open', 'kept', 'removed', 'uncommitted', 'merged', 'dropped'] as const;
 export type WorktreeState = (typeof WORKTREE_STATES)[number];
 
-/** The quick, synchronous checks of a spawn (see gitQuick); `workTrees`: the checkouts no config may come from. */
-function quick(cwd: string, args: readonly string[], workTrees: readonly string[] = [cwd]): GitRun {
-  return gitQuick(cwd, args, { workTrees });
+/** The checks and the `worktree add` before a job's first launch, awaited off the main thread; `workTrees`: the checkouts no config may come from. */
+function quick(cwd: string, args: readonly string[], workTrees: readonly string[] = [cwd]): Promise<GitRun> {
+  return leashedGit(cwd, args, { workTrees, timeoutMs: WORKTREE_LIMITS.quickTimeoutMs });
 }
 
 /** A command of an ended job's worktree, awaited off the main thread; no config may come from the repository's checkout or the worktree. */
@@ -68,11 +69,11 @@ function unavailable(what: string): JobError {
   return new JobError(
     'WORKTREE_UNAVAILABLE',
     '-',
-    `workspace "worktree" cannot be used: ${what}. Spawn with workspace "shared" instead, or fix the repository first; nothing was started`,
+    `workspace "worktree" cannot be used: ${what}. Spawn with workspace "shared" instead, or fix the repository first`,
   );
 }
 
-/** What a worktree is made from, checked before the job is booked. */
+/** What a worktree is made from, checked before the job's first launch (and, for spawnReady, before it is booked). */
 export interface WorktreeBase {
   repoRoot: string;
   /** The workspace's path inside the repository ('' at its top). */
@@ -86,20 +87,20 @@ export interface WorktreeBase {
  * files have no uncommitted change (the job would not see it, and a merge back could clash with
  * it). Untracked files are allowed: they simply are not in the worktree. Throws `WORKTREE_UNAVAILABLE`.
  */
-export function worktreeBase(workspaceRoot: string): WorktreeBase {
-  const top = quick(workspaceRoot, ['rev-parse', '--show-toplevel']);
+export async function worktreeBase(workspaceRoot: string): Promise<WorktreeBase> {
+  const top = await quick(workspaceRoot, ['rev-parse', '--show-toplevel']);
   if (top.missing) throw unavailable('git is not installed (no "git" on PATH)');
   if (!top.ok) throw unavailable(`the workspace ${JSON.stringify(workspaceRoot)} is not inside a git repository (${top.stderr || 'git rev-parse failed'})`);
   const repoRoot = top.stdout.trim();
   const inRepo = (args: readonly string[]) => quick(workspaceRoot, args, [repoRoot]);
-  const head = inRepo(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
+  const head = await inRepo(['rev-parse', '--verify', '--quiet', 'HEAD^{commit}']);
   if (!head.ok) throw unavailable(head.stderr ? `git rev-parse HEAD failed: ${head.stderr}` : 'the repository has no commit yet (HEAD is unborn)');
   for (const marker of ['MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'rebase-merge', 'rebase-apply']) {
-    const where = inRepo(['rev-parse', '--git-path', marker]).stdout.trim();
+    const where = (await inRepo(['rev-parse', '--git-path', marker])).stdout.trim();
     if (where && existsSync(path.resolve(workspaceRoot, where)))
       throw unavailable(`the repository is in the middle of an operation (${marker} exists); finish or abort it`);
   }
-  const dirty = quick(repoRoot, ['status', '--porcelain', '--untracked-files=no']);
+  const dirty = await quick(repoRoot, ['status', '--porcelain', '--untracked-files=no']);
   if (!dirty.ok) throw unavailable(`git status failed: ${dirty.stderr}`);
   const lines = dirty.stdout.split('\n').filter(Boolean);
   if (lines.length > 0) {
@@ -109,7 +110,7 @@ export function worktreeBase(workspaceRoot: string): WorktreeBase {
       .join(', ');
     throw unavailable(`tracked files have uncommitted changes (${shown}${lines.length > 5 ? `, and ${lines.length - 5} more` : ''}); commit or stash them`);
   }
-  const prefix = inRepo(['rev-parse', '--show-prefix']).stdout.trim();
+  const prefix = (await inRepo(['rev-parse', '--show-prefix'])).stdout.trim();
   return { repoRoot, prefix, head: head.stdout.trim() };
 }
 
@@ -125,15 +126,16 @@ export function worktreeParent(repoRoot: string, dir: string): string {
 const MAX_NAME_TRIES = 100;
 
 /** Makes the job's worktree on a new branch `forkpool/<job-id>` (or the first free `-n` after it) from `base.head`. Throws `WORKTREE_UNAVAILABLE`. */
-export function createWorktree(base: WorktreeBase, jobId: string, dir: string): JobWorktree {
+export async function createWorktree(base: WorktreeBase, jobId: string, dir: string): Promise<JobWorktree> {
   const parent = worktreeParent(base.repoRoot, dir);
-  mkdirSync(parent, { recursive: true });
+  await mkdir(parent, { recursive: true });
+  const realParent = await realpath(parent);
   for (let n = 1; n <= MAX_NAME_TRIES; n++) {
     const name = n === 1 ? jobId : `${jobId}-${n}`;
-    const where = path.join(realpathSync(parent), name);
+    const where = path.join(realParent, name);
     const branch = `forkpool/${name}`;
-    if (existsSync(where) || quick(base.repoRoot, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).ok) continue;
-    const added = quick(base.repoRoot, ['worktree', 'add', '--quiet', '-b', branch, where, base.head]);
+    if (existsSync(where) || (await quick(base.repoRoot, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).ok) continue;
+    const added = await quick(base.repoRoot, ['worktree', 'add', '--quiet', '-b', branch, where, base.head]);
     if (!added.ok) throw unavailable(`git worktree add failed: ${added.stderr}`);
     return { jobId, branch, base: base.head, repoRoot: base.repoRoot, path: where, workspaceRoot: path.join(where, base.prefix), state: 'open' };
   }

@@ -23,6 +23,8 @@ export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'> & {
    * merges, keeps or drops it as before.
    */
   worktree?: StoredWorktree;
+  /** Its worktree was still to be made (before its first launch): a restart ends it, never runs it in the workspace. */
+  worktreePending?: true;
 };
 
 /** A worktree as stored: the fields of `JobWorktree` (src/main/jobs/worktrees.ts), which this folder may not import. */

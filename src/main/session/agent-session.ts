@@ -138,7 +138,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
               currentTurn: () => this.#currentTurn,
               spawnFromAgent: (r) => this.#spawnFromAgent(r),
               // An agent_<name> call waits on its own job: never one an identical spawn joined.
-              spawnForAgentTool: (request) => this.manager.spawn({ ...request, role: this.agent.role, wave: this.#currentTurn }, { dedup: false }),
+              spawnForAgentTool: (request) => this.manager.spawnReady({ ...request, role: this.agent.role, wave: this.#currentTurn }, { dedup: false }),
               cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
             })
           : []),
@@ -276,6 +276,15 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return this.manager.spawn({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null, ...options });
   }
 
+  /** {@link startUserJob} for a caller that can wait (`/bg start`): a worktree job's refusal comes before anything is booked (spawnReady). */
+  startUserJobReady(
+    task: string,
+    label?: string,
+    options: Pick<SpawnRequest, 'agent' | 'name' | 'tools' | 'model' | 'systemPrompt' | 'workspace'> = {},
+  ): Promise<JobHandle> {
+    return this.manager.spawnReady({ task, label: label ?? task.slice(0, 40), role: 'user', wave: null, ...options });
+  }
+
   cancel(id: string): JobHandle {
     return this.manager.cancel(id);
   }
@@ -314,9 +323,15 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     return report;
   }
 
-  #spawnFromAgent(request: SpawnToolRequest): JobHandle {
+  /** Awaits a worktree job's worktree (spawnReady): a refusal is the tool's error. */
+  #spawnFromAgent(request: SpawnToolRequest): Promise<JobHandle> {
     const { fullContext, ...fields } = request;
-    return this.manager.spawn({ ...fields, role: this.agent.role, wave: this.#currentTurn, ...(fullContext ? { parentSummary: this.agent.summary() } : {}) });
+    return this.manager.spawnReady({
+      ...fields,
+      role: this.agent.role,
+      wave: this.#currentTurn,
+      ...(fullContext ? { parentSummary: this.agent.summary() } : {}),
+    });
   }
 
   /** `reason` is noted for the follow-up's cause (an early join has noted its own: `kind` only). */

@@ -13,7 +13,7 @@ export interface AgentToolHost {
   manager: Pick<BackgroundManager, 'on' | 'get' | 'result' | 'cancel'>;
   deliveries: Pick<Deliveries, 'markDelivered' | 'markBackgrounded'>;
   /** Starts the job as the parent's own (its role, this turn's wave). */
-  spawn(request: Pick<SpawnRequest, 'task' | 'label' | 'agent' | 'parentToolId'>): JobHandle;
+  spawn(request: Pick<SpawnRequest, 'task' | 'label' | 'agent' | 'parentToolId'>): JobHandle | Promise<JobHandle>;
   currentTurn(): number;
   resultMaxChars: number;
   /** A call stopped before its job returned (the parent's turn was cancelled): the job it cancelled. */
@@ -48,7 +48,7 @@ export function agentTools(host: AgentToolHost, agents: ReadonlyArray<{ name: st
         const callId = (ctx as ToolContext & Partial<LoopToolContext>).callId;
         let handle: JobHandle;
         try {
-          handle = host.spawn({ task: args.task, label: `${name}: ${args.task.slice(0, 60)}`, agent: name, ...(callId ? { parentToolId: callId } : {}) });
+          handle = await host.spawn({ task: args.task, label: `${name}: ${args.task.slice(0, 60)}`, agent: name, ...(callId ? { parentToolId: callId } : {}) });
         } catch (error) {
           throw asToolError(error, tool.name);
         }

@@ -11,7 +11,8 @@ import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../../sha
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
-  spawnFromAgent(request: SpawnToolRequest): JobHandle;
+  /** May wait for a worktree job's worktree (manager.spawnReady). */
+  spawnFromAgent(request: SpawnToolRequest): JobHandle | Promise<JobHandle>;
   cancelJob(id: string): JobHandle;
   /** The peers the spawn tool offers (the caller's allow-list, `agentTools`), with their descriptions. */
   agents?: ReadonlyArray<{ name: string; description: string }>;
@@ -103,7 +104,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
       const callId = (ctx as ToolContext & Partial<LoopToolContext>).callId;
       let handle: JobHandle;
       try {
-        handle = host.spawnFromAgent({
+        handle = await host.spawnFromAgent({
           task: args.task,
           label: args.label,
           fullContext: args.full_context ?? false,

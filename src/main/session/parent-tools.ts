@@ -22,9 +22,9 @@ export interface ParentToolsHost {
   /** The parent's turn now: the wave its spawns join, the turn a result is delivered in. */
   currentTurn: () => number;
   /** spawn_background_agent: the session books it (role, wave, dedup's reused result). */
-  spawnFromAgent: (request: SpawnToolRequest) => JobHandle;
+  spawnFromAgent: (request: SpawnToolRequest) => JobHandle | Promise<JobHandle>;
   /** agent_<name>: a spawn in the parent's role and this turn's wave. */
-  spawnForAgentTool: (request: SpawnRequest) => JobHandle;
+  spawnForAgentTool: (request: SpawnRequest) => JobHandle | Promise<JobHandle>;
   /** agent_<name>: its call was stopped before the job returned, and the job cancelled with it. */
   cancelledWithCall?: (jobId: string) => void;
 }

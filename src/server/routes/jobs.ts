@@ -18,9 +18,10 @@ export function jobRoutes(state: ServerState) {
       const tasks = 'tasks' in body ? body.tasks : [body];
       const jobs: unknown[] = [];
       const refused: Array<{ index: number; code: string; message: string }> = [];
-      tasks.forEach((task, index) => {
+      // Each task's spawn starts now, in order; a worktree task's repository is checked off the main thread first.
+      const spawns = tasks.map(async (task, index) => {
         try {
-          const handle = state.manager.spawn({
+          const handle = await state.manager.spawnReady({
             task: task.task,
             label: task.label ?? task.name ?? `job ${++started}`,
             role: 'user',
@@ -32,11 +33,15 @@ export function jobRoutes(state: ServerState) {
             ...(task.speculative ? { speculative: true } : {}),
             ...(task.workspace ? { workspace: task.workspace } : {}),
           });
-          jobs.push(handle);
+          return { handle };
         } catch (error) {
-          refused.push({ index, code: error instanceof ForkpoolError ? error.code : 'INTERNAL', message: errorMessage(error) });
+          return { refusal: { index, code: error instanceof ForkpoolError ? error.code : 'INTERNAL', message: errorMessage(error) } };
         }
       });
+      for (const outcome of await Promise.all(spawns)) {
+        if (outcome.handle) jobs.push(outcome.handle);
+        else refused.push(outcome.refusal);
+      }
       // Nothing accepted: the reason is the status (a full queue is 429, a closing server 503).
       if (jobs.length === 0) {
         const code = refused[0]?.code;

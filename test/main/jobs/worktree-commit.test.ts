@@ -4,15 +4,15 @@
  * while it commits), and a job that left more files or bytes than one commit may hold is not
  * committed: its worktree is left as it is, its result says why, and it can be dropped, not merged.
  */
-import { createHook } from 'node:async_hooks';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { JobWorktrees } from '../../../src/main/jobs/job-worktrees.js';
-import { worktreeBase } from '../../../src/main/jobs/worktrees.js';
+import type { JobWorktree } from '../../../src/main/jobs/worktrees.js';
 import { useCleanup } from '../../helpers/index.js';
+import { childrenDuring } from '../../helpers/child-processes.js';
 
 const cleanups = useCleanup();
 
@@ -35,44 +35,11 @@ function repo(): string {
   return root;
 }
 
-/**
- * Watches `work` for child processes (async_hooks' PROCESSWRAP: `spawn`; `spawnSync` makes
- * none) and counts the turns of the event loop (setImmediate runs once per turn) that each
- * child saw while it was alive.
- */
-async function childrenDuring<T>(work: () => Promise<T>): Promise<{ value: T; turnsPerChild: number[] }> {
-  const seen = new Map<number, number>();
-  const live = new Set<number>();
-  const hook = createHook({
-    init(id, type) {
-      if (type !== 'PROCESSWRAP') return;
-      seen.set(id, 0);
-      live.add(id);
-    },
-    destroy(id) {
-      live.delete(id);
-    },
-  }).enable();
-  let done = false;
-  const spin = () => {
-    if (done) return;
-    for (const id of live) seen.set(id, (seen.get(id) ?? 0) + 1);
-    setImmediate(spin);
-  };
-  setImmediate(spin);
-  try {
-    return { value: await work(), turnsPerChild: [...seen.values()] };
-  } finally {
-    done = true;
-    hook.disable();
-  }
-}
-
 describe("a worktree job's commit", () => {
   it('runs off the main thread: at least ten git child processes, and the event loop turned while each ran, as a job that wrote 1,500 files and 40 MB is committed', async () => {
     const root = repo();
     const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-') });
-    const tree = trees.open('bg-1', worktreeBase(root));
+    const tree = (await trees.prepare('bg-1', root, () => true)) as JobWorktree;
     mkdirSync(path.join(tree.path, 'many'));
     for (let i = 0; i < 1_500; i++) writeFileSync(path.join(tree.path, 'many', `f${i}.txt`), `${i}\n`);
     writeFileSync(path.join(tree.path, 'big.bin'), Buffer.alloc(40 * 1024 * 1024, 7));
@@ -90,7 +57,7 @@ describe("a worktree job's commit", () => {
   it('more files than one commit may hold: not committed, the worktree left as it is, the result says why; merge refused, drop removes it', async () => {
     const root = repo();
     const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-'), limits: { maxCommitFiles: 5, maxCommitBytes: 1_000_000 } });
-    const tree = trees.open('bg-1', worktreeBase(root));
+    const tree = (await trees.prepare('bg-1', root, () => true)) as JobWorktree;
     for (let i = 0; i < 6; i++) writeFileSync(path.join(tree.path, `f${i}.txt`), `${i}\n`);
     await trees.commit('bg-1', 'six files');
     const text = trees.finish('bg-1', 'six files');
@@ -107,7 +74,7 @@ describe("a worktree job's commit", () => {
   it('more bytes than one commit may hold: not committed, the result names the bound', async () => {
     const root = repo();
     const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-'), limits: { maxCommitFiles: 100, maxCommitBytes: 10_000 } });
-    const tree = trees.open('bg-1', worktreeBase(root));
+    const tree = (await trees.prepare('bg-1', root, () => true)) as JobWorktree;
     writeFileSync(path.join(tree.path, 'small.txt'), 'ok\n');
     writeFileSync(path.join(tree.path, 'big.bin'), Buffer.alloc(20_000, 1));
     await trees.commit('bg-1', 'big');

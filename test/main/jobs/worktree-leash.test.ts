@@ -283,12 +283,10 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
       const root = repo();
       git(root, 'config', 'include.path', '../.gitconfig');
       const manager = await managerFor(root, []);
-      expect(() => manager.spawn({ task: 'Write.', label: 'w' })).toThrow(
-        expect.objectContaining({
-          code: 'WORKTREE_UNAVAILABLE',
-          message: expect.stringContaining(`includes ${path.join(root, '.gitconfig')}, inside the work tree`),
-        }),
-      );
+      await expect(manager.spawnReady({ task: 'Write.', label: 'w' })).rejects.toMatchObject({
+        code: 'WORKTREE_UNAVAILABLE',
+        message: expect.stringContaining(`includes ${path.join(root, '.gitconfig')}, inside the work tree`),
+      });
       expect(manager.jobs()).toEqual([]);
     },
     TIMEOUT_MS,

@@ -42,8 +42,11 @@ function repo(): string {
 
 const write = (file: string, content: string): ScriptStep => ({ toolCalls: [{ name: 'write_file', arguments: { path: file, content } }] });
 
-/** One process's manager on the ledger file (a restart is a second one on the same file). */
-function durableManager(sim: SimServer, root: string, trees: string, file: string): BackgroundManager {
+/**
+ * One process's manager on the ledger file (a restart is a second one on the same file).
+ * `onWorktreeKept`: called as a job's worktree is first written beside its spec (made, not yet launched).
+ */
+function durableManager(sim: SimServer, root: string, trees: string, file: string, onWorktreeKept?: (id: string) => void): BackgroundManager {
   const config = makeConfig(
     sim,
     root,
@@ -51,7 +54,13 @@ function durableManager(sim: SimServer, root: string, trees: string, file: strin
     { grantedTools: ['write_file'], ledger: { path: file } },
   );
   const store = openSqliteLedger(file);
-  const manager = new BackgroundManager({ config, store: store.jobs('m') });
+  const jobs = store.jobs('m');
+  const putSpec = jobs.putSpec.bind(jobs);
+  jobs.putSpec = (spec) => {
+    putSpec(spec);
+    if (spec.worktree?.state === 'open') onWorktreeKept?.(spec.id);
+  };
+  const manager = new BackgroundManager({ config, store: jobs });
   cleanups.add(async () => {
     await manager.close({ timeoutMs: 2_000 });
     store.close();
@@ -66,11 +75,12 @@ describe('worktree jobs across a restart', () => {
       const root = repo();
       const trees = tempDir('forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
-      const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file);
-      const { id } = first.spawn({ task: 'Write the notes.', label: 'writer' });
+      // The process goes before the job ever starts (as its worktree is made): on disk it is queued, its worktree beside it.
+      let closed: Promise<unknown> | undefined;
+      const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file, () => void (closed ??= first.close({ timeoutMs: 2_000 })));
+      const { id } = await first.spawnReady({ task: 'Write the notes.', label: 'writer' });
       const tree = first.worktree(id);
-      // The process goes before the job ever starts: on disk it is queued, its worktree beside it.
-      await first.close({ timeoutMs: 2_000 });
+      await closed;
       const sim = await startSim(cleanups, { script: [write('notes.md', 'after the restart\n'), { content: 'Wrote notes.' }] });
       const second = durableManager(sim, root, trees, file);
       expect(second.recovery?.requeued).toEqual([id]);
@@ -90,9 +100,10 @@ describe('worktree jobs across a restart', () => {
       const root = repo();
       const trees = tempDir('forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
-      const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file);
-      const { id } = first.spawn({ task: 'Write the notes.', label: 'writer' });
-      await first.close({ timeoutMs: 2_000 });
+      let closed: Promise<unknown> | undefined;
+      const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file, () => void (closed ??= first.close({ timeoutMs: 2_000 })));
+      const { id } = await first.spawnReady({ task: 'Write the notes.', label: 'writer' });
+      await closed;
       git(root, 'worktree', 'remove', '--force', first.worktree(id)?.path ?? '');
       const sim = await startSim(cleanups, { script: [write('notes.md', 'in the workspace?\n'), { content: 'Wrote notes.' }] });
       const second = durableManager(sim, root, trees, file);
@@ -112,7 +123,7 @@ describe('worktree jobs across a restart', () => {
       const trees = tempDir('forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
       const first = durableManager(await startSim(cleanups, { script: [write('kept.txt', 'kept\n'), { content: 'Wrote.' }] }), root, trees, file);
-      const { id } = first.spawn({ task: 'Write kept.txt.', label: 'writer' });
+      const { id } = await first.spawnReady({ task: 'Write kept.txt.', label: 'writer' });
       await ended(first, id);
       await first.close({ timeoutMs: 2_000 });
 
@@ -122,7 +133,7 @@ describe('worktree jobs across a restart', () => {
         makeConfig(sim, root, { maxConcurrent: 1, workspace: 'worktree', worktreeDir: trees }, { grantedTools: ['write_file'] }),
         cleanups,
       );
-      const again = fresh.spawn({ task: 'Write other.txt.', label: 'other' });
+      const again = await fresh.spawnReady({ task: 'Write other.txt.', label: 'other' });
       expect(again.id).toBe(id);
       expect(fresh.worktree(again.id)).toMatchObject({ branch: `forkpool/${id}-2`, path: path.join(trees, `${id}-2`) });
       await ended(fresh, again.id);
@@ -165,7 +176,7 @@ describe('a child of a worktree job across a restart', () => {
         return manager;
       };
       const first = open(await startSim(cleanups, { script }));
-      const { id } = first.spawn({ task: 'Delegate the writing.', label: 'parent', workspace: 'worktree' });
+      const { id } = await first.spawnReady({ task: 'Delegate the writing.', label: 'parent', workspace: 'worktree' });
       const childId = (await ended(first, id)).children?.[0] as string;
       const treePath = first.worktree(id)?.path as string;
       await first.close({ timeoutMs: 2_000 });

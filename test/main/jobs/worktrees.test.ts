@@ -3,7 +3,7 @@
  * sim scripting a writing job: the job works on branch forkpool/<id> in its own worktree, its
  * result lists what it changed, and the parent merges, keeps or drops it. A conflict is aborted;
  * a hostile job cannot reach the main repository's .git; a workspace without a clean repository
- * is refused at spawn with nothing started.
+ * is refused at spawn with nothing started (spawnReady), or ends the job failed with nothing run (spawn).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,7 +72,8 @@ describe('workspace "worktree"', () => {
         writeStep('README.md', 'changed\n'),
         { content: 'Wrote two files.' },
       ]);
-      const { id } = manager.spawn({ task: 'Add a file.', label: 'writer' });
+      // spawnReady resolves once the worktree is made (off the main thread).
+      const { id } = await manager.spawnReady({ task: 'Add a file.', label: 'writer' });
       const tree = manager.worktree(id);
       expect(tree).toMatchObject({ branch: `forkpool/${id}`, base: head, state: 'open', path: path.join(dir, id) });
       const record = await ended(manager, id);
@@ -156,9 +157,10 @@ describe('workspace "worktree"', () => {
     async () => {
       const plain = await makeWorkspace(cleanups);
       const { manager, sim } = await managerFor(plain, [{ content: 'shared answer' }]);
-      expect(() => manager.spawn({ task: 'Write.', label: 'w' })).toThrow(
-        expect.objectContaining({ code: 'WORKTREE_UNAVAILABLE', message: expect.stringMatching(/not inside a git repository/) }),
-      );
+      await expect(manager.spawnReady({ task: 'Write.', label: 'w' })).rejects.toMatchObject({
+        code: 'WORKTREE_UNAVAILABLE',
+        message: expect.stringMatching(/not inside a git repository.*nothing was started$/s),
+      });
       expect(manager.jobs()).toEqual([]);
       expect(sim.requests).toHaveLength(0);
       // The spawn tool's own argument: shared needs no repository.
@@ -169,18 +171,44 @@ describe('workspace "worktree"', () => {
       const dirty = await repo();
       writeFileSync(path.join(dirty, 'README.md'), 'uncommitted\n');
       const second = await managerFor(dirty, []);
-      expect(() => second.manager.spawn({ task: 'Write.', label: 'w' })).toThrow(
-        expect.objectContaining({ code: 'WORKTREE_UNAVAILABLE', message: expect.stringMatching(/uncommitted changes \(M README\.md\)/) }),
-      );
+      await expect(second.manager.spawnReady({ task: 'Write.', label: 'w' })).rejects.toMatchObject({
+        code: 'WORKTREE_UNAVAILABLE',
+        message: expect.stringMatching(/uncommitted changes \(M README\.md\)/),
+      });
       expect(second.manager.jobs()).toEqual([]);
 
       const unborn = await makeWorkspace(cleanups);
       git(unborn, 'init', '-q');
       const third = await managerFor(unborn, []);
-      expect(() => third.manager.spawn({ task: 'Write.', label: 'w' })).toThrow(
-        expect.objectContaining({ code: 'WORKTREE_UNAVAILABLE', message: expect.stringMatching(/no commit yet/) }),
-      );
+      await expect(third.manager.spawnReady({ task: 'Write.', label: 'w' })).rejects.toMatchObject({
+        code: 'WORKTREE_UNAVAILABLE',
+        message: expect.stringMatching(/no commit yet/),
+      });
       expect(git(dirty, 'branch', '--list', 'forkpool/*')).toBe('');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'the synchronous spawn() answers before any git runs; a refusal ends the job failed, WORKTREE_UNAVAILABLE with the reason, nothing was run',
+    async () => {
+      const dirty = await repo();
+      writeFileSync(path.join(dirty, 'README.md'), 'uncommitted\n');
+      const { manager, sim, dir } = await managerFor(dirty, [{ content: 'must not run' }]);
+      const { id, state } = manager.spawn({ task: 'Write.', label: 'w' });
+      expect(state).toBe('queued');
+      const record = await ended(manager, id);
+      expect(record.status).toBe('failed');
+      expect(record.error).toMatchObject({
+        code: 'WORKTREE_UNAVAILABLE',
+        message: expect.stringMatching(/uncommitted changes \(M README\.md\).*nothing was run$/s),
+      });
+      await expect(manager.spawnReady({ task: 'Write again.', label: 'w2' })).rejects.toMatchObject({ code: 'WORKTREE_UNAVAILABLE' });
+      expect(sim.requests).toHaveLength(0);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(git(dirty, 'branch', '--list', 'forkpool/*')).toBe('');
+      // It never got a worktree: a restart would have to run it in the workspace, so it is refused.
+      expect(() => manager.restart(id)).toThrow(expect.objectContaining({ code: 'WORKTREE_UNAVAILABLE' }));
     },
     TIMEOUT_MS,
   );
