@@ -89,7 +89,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     });
     // Its tools, by catalog name: built-ins, its modules' (imported once per thread), the host's stubs.
     const hostLink = deps.hostTools ?? new HostToolLink(spec.id, () => {});
-    const catalogTools = await offeredTools(config.tools, config.toolModules, spec.hostTools ?? [], hostLink, { jobId: spec.id, agent: spec.agent ?? 'fork' });
+    // Every module the catalog has (the config's and each agent's), as the main thread checked
+    // the names against: a name the config allows is never silently missing here.
+    const modules = [...new Set([...config.toolModules, ...Object.values(spec.config.agents).flatMap((agent) => agent.toolModules ?? [])])];
+    const catalogTools = await offeredTools(config.tools, modules, spec.hostTools ?? [], hostLink, { jobId: spec.id, agent: spec.agent ?? 'fork' });
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [

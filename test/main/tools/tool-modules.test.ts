@@ -117,4 +117,26 @@ describe('tool modules', () => {
     expect(edited).toMatch(/is protected/);
     expect(readFileSync(path.join(dir, 'tools', 'thread-tools.mjs'), 'utf8')).toBe(readFileSync(fixture('thread-tools.mjs'), 'utf8'));
   });
+
+  it("an agent's own modules: its jobs get their tools, and a fork named to them finds them too", async () => {
+    const step = (id: string) => [{ toolCalls: [{ name: 'thread_counter', arguments: '{}', id }] }, { content: `done ${id}` }];
+    const sim = await startSim(cleanups, { script: [...step('a'), ...step('f')] });
+    const root = await makeWorkspace(cleanups);
+    const dir = configDir(['thread-tools.mjs'], {
+      agents: { counter: { description: 'counts', toolModules: ['./tools/thread-tools.mjs'], tools: ['thread_counter'] } },
+      tools: ['read_file', 'thread_counter'],
+      background: { maxConcurrent: 1 },
+    });
+    const config = loadConfig({ file: path.join(dir, 'forkpool.config.json'), cwd: dir, config: { baseUrl: sim.url, apiKey: 'k', workspaceRoot: root } });
+    expect(config.toolModules).toEqual([]);
+    const manager = watchManager(new BackgroundManager({ config }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    expect(manager.tools.get('thread_counter')?.source).toBe('module');
+    const agentJob = await ended(manager, manager.spawn({ task: 'count as the agent', label: 'a', agent: 'counter' }).id);
+    const forkJob = await ended(manager, manager.spawn({ task: 'count as a fork', label: 'f' }).id);
+    sim.assertScriptDone();
+    expect(agentJob.tools).toEqual(['thread_counter']);
+    expect(forkJob.tools).toEqual(['read_file', 'thread_counter']);
+    for (const i of [1, 3]) expect(JSON.parse(toolMessagesOf(sim.requests[i]?.body)[0] ?? '{}')).toMatchObject({ loads: 1 });
+  });
 });
