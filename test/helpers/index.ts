@@ -23,6 +23,8 @@
  *               markerSleep + processesRunning (find a command's processes by exact argv)
  * - system.ts   skipWithout (a missing system package skips, or fails under FORKPOOL_TEST_REQUIRE_SYSTEM)
  * - small-disk.ts  mountSmallDisk: a small tmpfs to fill (a real full disk) and free again
+ * - git-repo.ts  git (test identity), tempDir (real path, removed after), gitRepo (a committed
+ *               repository), commitBase, pruneWorktreesAfter
  * - host-faults.ts  the suite-wide host-fault check's book: allowHostFaults (a test's opt-out), noteHostOutput
  * - server.ts   NOT re-exported here (it loads fastify): import '../helpers/server.js' for
  *               startTestServer, TOKEN, readEvents, parsePrometheus
@@ -48,3 +50,4 @@ export * from './sandbox.js';
 export * from './system.js';
 export * from './host-faults.js';
 export * from './small-disk.js';
+export * from './git-repo.js';

@@ -4,42 +4,23 @@
  * its own branch, the API shows what it changed and merges it; every answer is checked against
  * the server's own `/openapi.json`.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { git, gitRepo, tempDir, useCleanup } from '../helpers/index.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
-  cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 describe('the worktree routes', () => {
   it('a writing job on its own branch: the API shows the files it changed and merges them; refusals are 404, 409 and 400', async () => {
-    const root = tempDir('forkpool-wt-api-');
-    writeFileSync(path.join(root, 'README.md'), 'base\n');
-    git(root, 'init', '-q', '-b', 'main');
-    git(root, 'add', '-A');
-    git(root, 'commit', '-qm', 'base');
+    const root = gitRepo(cleanup, { prefix: 'forkpool-wt-api-', prune: true });
     const server = await startTestServer(
       cleanup,
-      { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: tempDir('forkpool-wt-dirs-') } },
+      { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: tempDir(cleanup, 'forkpool-wt-dirs-') } },
       { script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'notes.md', content: 'found it\n' } }] }, { content: 'Wrote notes.md.' }] },
     );
-    cleanup.add(() => {
-      if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
-    });
     const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
     const call = async (route: string, init: Parameters<typeof server.api>[1] = {}, status?: number) => {
       const method = init.method ?? (init.json !== undefined ? 'POST' : 'GET');
@@ -73,13 +54,9 @@ describe('the worktree routes', () => {
   }, 120_000);
 
   it('POST /v1/jobs in a dirty repository: the worktree task is refused up front (400, or beside an accepted task in `refused`), no job booked for it', async () => {
-    const root = tempDir('forkpool-wt-api-dirty-');
-    writeFileSync(path.join(root, 'README.md'), 'base\n');
-    git(root, 'init', '-q', '-b', 'main');
-    git(root, 'add', '-A');
-    git(root, 'commit', '-qm', 'base');
+    const root = gitRepo(cleanup, { prefix: 'forkpool-wt-api-dirty-' });
     writeFileSync(path.join(root, 'README.md'), 'uncommitted\n');
-    const trees = tempDir('forkpool-wt-dirs-');
+    const trees = tempDir(cleanup, 'forkpool-wt-dirs-');
     const server = await startTestServer(
       cleanup,
       { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: trees } },

@@ -4,41 +4,22 @@
  * while it commits), and a job that left more files or bytes than one commit may hold is not
  * committed: its worktree is left as it is, its result says why, and it can be dropped, not merged.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { JobWorktrees } from '../../../src/main/jobs/job-worktrees.js';
 import type { JobWorktree } from '../../../src/main/jobs/worktrees.js';
-import { useCleanup } from '../../helpers/index.js';
+import { git, gitRepo, tempDir, useCleanup } from '../../helpers/index.js';
 import { childrenDuring } from '../../helpers/child-processes.js';
 
 const cleanups = useCleanup();
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
-  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function repo(): string {
-  const root = tempDir('forkpool-commit-repo-');
-  writeFileSync(path.join(root, 'README.md'), 'base\n');
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-qm', 'base');
-  return root;
-}
+const repo = (): string => gitRepo(cleanups, { prefix: 'forkpool-commit-repo-' });
 
 describe("a worktree job's commit", () => {
   it('runs off the main thread: at least ten git child processes, and the event loop turned while each ran, as a job that wrote 1,500 files and 40 MB is committed', async () => {
     const root = repo();
-    const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-') });
+    const trees = new JobWorktrees({ dir: tempDir(cleanups, 'forkpool-commit-trees-') });
     const tree = (await trees.prepare('bg-1', root, () => true)) as JobWorktree;
     mkdirSync(path.join(tree.path, 'many'));
     for (let i = 0; i < 1_500; i++) writeFileSync(path.join(tree.path, 'many', `f${i}.txt`), `${i}\n`);
@@ -56,7 +37,7 @@ describe("a worktree job's commit", () => {
 
   it('more files than one commit may hold: not committed, the worktree left as it is, the result says why; merge refused, drop removes it', async () => {
     const root = repo();
-    const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-'), limits: { maxCommitFiles: 5, maxCommitBytes: 1_000_000 } });
+    const trees = new JobWorktrees({ dir: tempDir(cleanups, 'forkpool-commit-trees-'), limits: { maxCommitFiles: 5, maxCommitBytes: 1_000_000 } });
     const tree = (await trees.prepare('bg-1', root, () => true)) as JobWorktree;
     for (let i = 0; i < 6; i++) writeFileSync(path.join(tree.path, `f${i}.txt`), `${i}\n`);
     await trees.commit('bg-1', 'six files');
@@ -73,7 +54,7 @@ describe("a worktree job's commit", () => {
 
   it('more bytes than one commit may hold: not committed, the result names the bound', async () => {
     const root = repo();
-    const trees = new JobWorktrees({ dir: tempDir('forkpool-commit-trees-'), limits: { maxCommitFiles: 100, maxCommitBytes: 10_000 } });
+    const trees = new JobWorktrees({ dir: tempDir(cleanups, 'forkpool-commit-trees-'), limits: { maxCommitFiles: 100, maxCommitBytes: 10_000 } });
     const tree = (await trees.prepare('bg-1', root, () => true)) as JobWorktree;
     writeFileSync(path.join(tree.path, 'small.txt'), 'ok\n');
     writeFileSync(path.join(tree.path, 'big.bin'), Buffer.alloc(20_000, 1));

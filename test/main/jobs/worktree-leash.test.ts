@@ -5,50 +5,28 @@
  * outside the worktree when forkpool commits the job's work or merges it (through the manager,
  * the parent's tool or the HTTP route). No marker may appear, and the work still lands.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { git as leashedGit } from '../../../src/main/jobs/git-leash.js';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { worktreeTool } from '../../../src/main/session/worktree-tools.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
-import { ended, makeConfig, makeManager, startSim, useCleanup } from '../../helpers/index.js';
+import { ended, git, gitRepo, makeConfig, makeManager, startSim, tempDir, useCleanup } from '../../helpers/index.js';
 import { startTestServer } from '../../helpers/server.js';
 import { skipWithoutBwrap } from '../../helpers/sandbox.js';
 
 const cleanups = useCleanup();
 const TIMEOUT_MS = 120_000;
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
-}
-
-function tempDir(prefix = 'forkpool-leash-'): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
-  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 /** Where planted code would leave its marks: outside the repository and every worktree. */
 function markerDir(): { dir: string; touch: (name: string) => string; marks: () => string[] } {
-  const dir = tempDir('forkpool-marks-');
+  const dir = tempDir(cleanups, 'forkpool-marks-');
   return { dir, touch: (name) => `touch ${path.join(dir, name)}`, marks: () => readdirSync(dir).sort() };
 }
 
 /** A repository with a README of three lines, committed. */
-function repo(): string {
-  const root = tempDir('forkpool-leash-repo-');
-  writeFileSync(path.join(root, 'README.md'), 'one\ntwo\nthree\n');
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-qm', 'base');
-  cleanups.add(() => {
-    if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
-  });
-  return root;
-}
+const repo = (): string => gitRepo(cleanups, { prefix: 'forkpool-leash-repo-', readme: 'one\ntwo\nthree\n', prune: true });
 
 function script(path: string, body: string): void {
   writeFileSync(path, `#!/bin/sh\n${body}\n`);
@@ -59,7 +37,12 @@ const write = (file: string, content: string): ScriptStep => ({ toolCalls: [{ na
 
 async function managerFor(root: string, steps: ScriptStep[], tools: Array<'write_file' | 'bash'> = ['write_file']): Promise<BackgroundManager> {
   const sim = await startSim(cleanups, { script: steps });
-  const config = makeConfig(sim, root, { maxConcurrent: 1, workspace: 'worktree', worktreeDir: tempDir('forkpool-leash-trees-') }, { grantedTools: tools });
+  const config = makeConfig(
+    sim,
+    root,
+    { maxConcurrent: 1, workspace: 'worktree', worktreeDir: tempDir(cleanups, 'forkpool-leash-trees-') },
+    { grantedTools: tools },
+  );
   return makeManager(config, cleanups);
 }
 
@@ -127,7 +110,7 @@ describe("forkpool's git runs no hook", () => {
       git(root, 'config', 'core.hooksPath', '.husky/_');
       const server = await startTestServer(
         cleanups,
-        { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: tempDir('forkpool-leash-trees-') } },
+        { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: tempDir(cleanups, 'forkpool-leash-trees-') } },
         {
           script: [
             write('.husky/post-merge', marks.touch('husky-post-merge')),
@@ -160,7 +143,7 @@ describe("forkpool's git runs no hook", () => {
       async () => {
         const marks = markerDir();
         const root = repo();
-        const hooks = tempDir('forkpool-env-hooks-');
+        const hooks = tempDir(cleanups, 'forkpool-env-hooks-');
         for (const hook of HOOKS) script(path.join(hooks, hook), marks.touch(`env-${hook}`));
         const monitor = path.join(hooks, 'fsmonitor');
         script(monitor, marks.touch('env-fsmonitor'));

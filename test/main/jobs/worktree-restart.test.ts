@@ -4,41 +4,19 @@
  * job's kept branch can still be merged after the restart, a new run's job ids do not collide
  * with a kept worktree of an earlier run, and a resume goes on in the old job's worktree.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
 import type { SimServer } from '../../../src/sim/index.js';
-import { ended, ledgerFile, makeConfig, makeManager, startSim, useCleanup } from '../../helpers/index.js';
+import { ended, git, gitRepo, ledgerFile, makeConfig, makeManager, startSim, tempDir, useCleanup } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 const TIMEOUT_MS = 120_000;
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
-  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function repo(): string {
-  const root = tempDir('forkpool-wt-restart-');
-  writeFileSync(path.join(root, 'README.md'), 'base\n');
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-qm', 'base');
-  cleanups.add(() => {
-    if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
-  });
-  return root;
-}
+const repo = (): string => gitRepo(cleanups, { prefix: 'forkpool-wt-restart-', prune: true });
 
 const write = (file: string, content: string): ScriptStep => ({ toolCalls: [{ name: 'write_file', arguments: { path: file, content } }] });
 
@@ -73,7 +51,7 @@ describe('worktree jobs across a restart', () => {
     'a queued worktree job found again by the next process runs in its worktree, not in the workspace',
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
       // The process goes before the job ever starts (as its worktree is made): on disk it is queued, its worktree beside it.
       let closed: Promise<unknown> | undefined;
@@ -98,7 +76,7 @@ describe('worktree jobs across a restart', () => {
     'a queued worktree job whose worktree was removed meanwhile ends WORKTREE_UNAVAILABLE in the next process; it never runs in the workspace',
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
       let closed: Promise<unknown> | undefined;
       const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file, () => void (closed ??= first.close({ timeoutMs: 2_000 })));
@@ -120,7 +98,7 @@ describe('worktree jobs across a restart', () => {
     "an ended job's kept branch is merged after a restart; a next run's bg-1 (ids start again in memory) gets forkpool/bg-1-2",
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
       const first = durableManager(await startSim(cleanups, { script: [write('kept.txt', 'kept\n'), { content: 'Wrote.' }] }), root, trees, file);
       const { id } = await first.spawnReady({ task: 'Write kept.txt.', label: 'writer' });
@@ -154,7 +132,7 @@ describe('a child of a worktree job across a restart', () => {
     "restarted by hand in the next process, it works in its parent's worktree, not in the workspace",
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-trees-');
       const file = ledgerFile(cleanups);
       const spawnChild = { name: 'spawn_background_agent', arguments: { task: 'Write the child file.', label: 'child' } };
       const script: ScriptStep[] = [
@@ -198,7 +176,7 @@ describe('a resumed worktree job', () => {
       const root = repo();
       const sim = await startSim(cleanups, { script: [write('a.txt', 'a\n'), { content: 'Wrote a.' }, write('b.txt', 'b\n'), { content: 'Wrote b.' }] });
       // The default workspace is shared: only the first spawn asks for a worktree.
-      const config = makeConfig(sim, root, { maxConcurrent: 1, worktreeDir: tempDir('forkpool-wt-trees-') }, { grantedTools: ['write_file'] });
+      const config = makeConfig(sim, root, { maxConcurrent: 1, worktreeDir: tempDir(cleanups, 'forkpool-wt-trees-') }, { grantedTools: ['write_file'] });
       const manager = makeManager(config, cleanups);
       const first = manager.spawn({ task: 'Write a.txt.', label: 'writer', workspace: 'worktree' });
       await ended(manager, first.id);
@@ -223,7 +201,7 @@ describe('a resumed worktree job', () => {
     async () => {
       const root = repo();
       const sim = await startSim(cleanups, { script: [write('a.txt', 'a\n'), { content: 'Wrote a.' }, write('c.txt', 'c\n'), { content: 'Wrote c.' }] });
-      const config = makeConfig(sim, root, { maxConcurrent: 1, worktreeDir: tempDir('forkpool-wt-trees-') }, { grantedTools: ['write_file'] });
+      const config = makeConfig(sim, root, { maxConcurrent: 1, worktreeDir: tempDir(cleanups, 'forkpool-wt-trees-') }, { grantedTools: ['write_file'] });
       const manager = makeManager(config, cleanups);
       const first = manager.spawn({ task: 'Write a.txt.', label: 'writer', workspace: 'worktree' });
       await ended(manager, first.id);

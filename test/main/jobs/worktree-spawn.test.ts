@@ -5,9 +5,7 @@
  * a cancel or a close while the worktree is being made leaves no worktree or branch, and a
  * restart never runs such a job in the workspace.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
@@ -15,33 +13,13 @@ import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
-import { ended, ledgerFile, makeConfig, makeManager, startSim, startedJob, useCleanup } from '../../helpers/index.js';
+import { ended, git, gitRepo, ledgerFile, makeConfig, makeManager, startSim, startedJob, tempDir, useCleanup } from '../../helpers/index.js';
 import { watchChildren } from '../../helpers/child-processes.js';
 
 const cleanups = useCleanup();
 const TIMEOUT_MS = 120_000;
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
-}
-
-function tempDir(prefix: string): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
-  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function repo(): string {
-  const root = tempDir('forkpool-wt-spawn-');
-  writeFileSync(path.join(root, 'README.md'), 'base\n');
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-qm', 'base');
-  cleanups.add(() => {
-    if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
-  });
-  return root;
-}
+const repo = (): string => gitRepo(cleanups, { prefix: 'forkpool-wt-spawn-', prune: true });
 
 const write = (file: string, content: string): ScriptStep => ({ toolCalls: [{ name: 'write_file', arguments: { path: file, content } }] });
 
@@ -66,7 +44,7 @@ describe("a worktree job's spawn-time git", () => {
     'spawn() answers before any git runs; the checks and the worktree add run in child processes, and the event loop turned while each ran',
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-spawn-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-spawn-trees-');
       const sim = await startSim(cleanups, { script: [write('notes.md', 'n\n'), { content: 'Wrote notes.' }] });
       const manager = makeManager(worktreeConfig(sim, root, trees), cleanups);
       const watch = watchChildren();
@@ -95,7 +73,7 @@ describe("a worktree job's spawn-time git", () => {
     'jobs held while their worktrees are made count against background.queueLimit: a spawn past it is QUEUE_FULL at once',
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-spawn-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-spawn-trees-');
       const sim = await startSim(cleanups, { script: [] });
       const config = makeConfig(sim, root, { maxConcurrent: 1, queueLimit: 2, workspace: 'worktree', worktreeDir: trees }, { grantedTools: ['write_file'] });
       const manager = makeManager(config, cleanups);
@@ -113,7 +91,7 @@ describe("a worktree job's spawn-time git", () => {
     'cancelled while its worktree is being made: the job ends cancelled, nothing runs, and the worktree made meanwhile is removed with its branch',
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-spawn-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-spawn-trees-');
       const sim = await startSim(cleanups, { script: [{ content: 'The second job answered.' }] });
       const manager = makeManager(worktreeConfig(sim, root, trees), cleanups);
       let id = '';
@@ -145,7 +123,7 @@ describe("a worktree job's spawn-time git", () => {
     'close() while a worktree is being made leaves none behind; the next process ends that job WORKTREE_UNAVAILABLE and never runs it in the workspace',
     async () => {
       const root = repo();
-      const trees = tempDir('forkpool-wt-spawn-trees-');
+      const trees = tempDir(cleanups, 'forkpool-wt-spawn-trees-');
       const file = ledgerFile(cleanups);
       // The first process's executor is not its manager's to close: its close() has nothing else to wait for.
       const open = (sim: SimServer, shared = false) => {

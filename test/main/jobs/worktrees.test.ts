@@ -5,15 +5,25 @@
  * a hostile job cannot reach the main repository's .git; a workspace without a clean repository
  * is refused at spawn with nothing started (spawnReady), or ends the job failed with nothing run (spawn).
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ForkpoolError, ToolError } from '../../../src/shared/errors.js';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { worktreeTool } from '../../../src/main/session/worktree-tools.js';
-import { ended, makeConfig, makeManager, makeWorkspace, startSim, toolResultsSent, useCleanup } from '../../helpers/index.js';
+import {
+  commitBase,
+  ended,
+  git,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  pruneWorktreesAfter,
+  startSim,
+  tempDir,
+  toolResultsSent,
+  useCleanup,
+} from '../../helpers/index.js';
 import { skipWithoutBwrap } from '../../helpers/sandbox.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
@@ -24,23 +34,11 @@ const cleanups = useCleanup();
 const TIMEOUT_MS = 120_000;
 const WRITERS = ['write_file', 'edit_file', 'bash'] as const;
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' }).trim();
-}
-
 /** A research workspace made a git repository with one commit. */
 async function repo(): Promise<string> {
   const root = await makeWorkspace(cleanups);
-  git(root, 'init', '-q', '-b', 'main');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-qm', 'base');
+  commitBase(root);
   return root;
-}
-
-function tempDir(): string {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'forkpool-wt-')));
-  cleanups.add(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
 }
 
 async function managerFor(
@@ -49,13 +47,11 @@ async function managerFor(
   workspace: 'shared' | 'worktree' = 'worktree',
 ): Promise<{ manager: BackgroundManager; sim: SimServer; dir: string }> {
   const sim = await startSim(cleanups, { script });
-  const dir = tempDir();
+  const dir = tempDir(cleanups, 'forkpool-wt-');
   const config = makeConfig(sim, root, { maxConcurrent: 1, workspace, worktreeDir: dir }, { grantedTools: [...WRITERS] });
   const manager = makeManager(config, cleanups);
-  cleanups.add(() => {
-    // Worktrees left by a failing test: the repository forgets them with the temp folder.
-    if (existsSync(path.join(root, '.git'))) execFileSync('git', ['-C', root, 'worktree', 'prune']);
-  });
+  // Worktrees left by a failing test: the repository forgets them with the temp folder.
+  pruneWorktreesAfter(cleanups, root);
   return { manager, sim, dir };
 }
 
@@ -293,7 +289,7 @@ describe('workspace "worktree" and nesting', () => {
         { content: 'Parent done.' },
       ];
       const sim = await startSim(cleanups, { script });
-      const dir = tempDir();
+      const dir = tempDir(cleanups, 'forkpool-wt-');
       const config = makeConfig(sim, root, { maxConcurrent: 1, maxDepth: 2, worktreeDir: dir }, { grantedTools: [...WRITERS] });
       const manager = makeManager(config, cleanups);
       const { id } = manager.spawn({ task: 'Delegate the writing.', label: 'parent', workspace: 'worktree' });
@@ -314,7 +310,10 @@ describe('workspace "worktree" from the parent agent and the chat', () => {
       const root = await makeWorkspace(cleanups);
       const spawn = { id: 'spawn', name: 'spawn_background_agent', arguments: { task: 'Write a file.', label: 'w', workspace: 'worktree' } };
       const sim = await startSim(cleanups, { script: [{ toolCalls: [spawn] }, { content: 'Could not start it.' }] });
-      const session = new AgentSession({ config: makeConfig(sim, root, { worktreeDir: tempDir() }, { grantedTools: [...WRITERS] }), closeExecutor: true });
+      const session = new AgentSession({
+        config: makeConfig(sim, root, { worktreeDir: tempDir(cleanups, 'forkpool-wt-') }, { grantedTools: [...WRITERS] }),
+        closeExecutor: true,
+      });
       cleanups.add(() => session.close({ timeoutMs: 2_000 }));
       await session.submit('Start a writer.');
       expect(toolResultsSent(sim).get('spawn')).toMatch(/^Error: workspace "worktree" cannot be used: .*not inside a git repository.*nothing was started$/s);
@@ -328,7 +327,7 @@ describe('workspace "worktree" from the parent agent and the chat', () => {
     async () => {
       const root = await repo();
       const sim = await startSim(cleanups, { script: [writeStep('docs.txt', 'from chat\n'), { content: 'Wrote it.' }] });
-      const config = makeConfig(sim, root, { workspace: 'worktree', worktreeDir: tempDir() }, { grantedTools: [...WRITERS] });
+      const config = makeConfig(sim, root, { workspace: 'worktree', worktreeDir: tempDir(cleanups, 'forkpool-wt-') }, { grantedTools: [...WRITERS] });
       const session = new AgentSession({ config, closeExecutor: true });
       cleanups.add(() => session.close({ timeoutMs: 2_000 }));
       const { id } = session.manager.spawn({ task: 'Write docs.', label: 'docs', role: 'user' });
