@@ -6,13 +6,10 @@
  * full disk itself, through `serve --ledger`, is in test/server/full-disk.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { SqliteDatabase } from '../../src/main/ledger/sqlite-driver.js';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { DeliveryLedger } from '../../src/main/ledger/ledger.js';
 import { BackgroundManager } from '../../src/main/jobs/manager.js';
-import { openSqliteLedger, SqliteLedgerStore } from '../../src/main/ledger/sqlite-store.js';
-import { ScopeLeases } from '../../src/main/ledger/ledger-lease.js';
-import { DEFAULTS } from '../../src/shared/defaults.js';
+import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../src/shared/prompts.js';
 import {
   ended,
@@ -23,26 +20,11 @@ import {
   useCleanup,
   watchManager,
   watchProcess,
-  type Cleanup,
-  ledgerFile,
+  failableLedger,
   okEnding,
 } from '../helpers/index.js';
 import { Deliveries } from '../../src/main/delivery/deliveries.js';
 import { textOf } from '../../src/sim/reply.js';
-
-type Db = { pragma(source: string): unknown; exec(source: string): void; close(): void };
-
-/** A ledger file whose store runs on a connection the test holds, to make its writes fail and work again. */
-function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; db: Db; failWrites: (on: boolean) => void } {
-  const file = ledgerFile(cleanup, 'ledger.db');
-  openSqliteLedger(file).close();
-  const db = new SqliteDatabase(file);
-  db.exec('PRAGMA busy_timeout = 5000');
-  db.pragma('journal_mode = WAL');
-  const store = new SqliteLedgerStore(file, db, new ScopeLeases(db, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
-  cleanup.add(() => store.close());
-  return { file, store, db, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
-}
 
 describe('a durable ledger that stops writing', () => {
   const cleanup = useCleanup();

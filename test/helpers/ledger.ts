@@ -31,8 +31,11 @@ export interface RawDb {
 /** The SQLite driver the ledger uses, opened on a file directly (no schema, no checks). */
 export const RawDatabase = SqliteDatabase as new (file: string) => RawDb;
 
-/** A ledger file whose store runs on a connection the test holds, to make every write fail (SQLITE_READONLY) and work again. */
-export function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; failWrites: (on: boolean) => void } {
+/**
+ * A ledger file whose store runs on a connection the test holds, to make every write fail
+ * (SQLITE_READONLY) and work again; `db` is that connection (e.g. to add a trigger that fails one write).
+ */
+export function failableLedger(cleanup: Cleanup): { file: string; store: SqliteLedgerStore; db: SqliteDatabase; failWrites: (on: boolean) => void } {
   const file = ledgerFile(cleanup, 'ledger.db');
   openSqliteLedger(file).close();
   const db = new SqliteDatabase(file);
@@ -40,5 +43,5 @@ export function failableLedger(cleanup: Cleanup): { file: string; store: SqliteL
   db.pragma('journal_mode = WAL');
   const store = new SqliteLedgerStore(file, db, new ScopeLeases(db, file, { staleMs: DEFAULTS.ledger.leaseStaleMs }));
   cleanup.add(() => store.close());
-  return { file, store, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
+  return { file, store, db, failWrites: (on) => void db.pragma(`query_only = ${on ? 'ON' : 'OFF'}`) };
 }

@@ -5,45 +5,11 @@
  * says the ledger is degraded and why (SQLITE_FULL); once there is room again, writes go on.
  * The built CLI runs as a child process (build first).
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync, unlinkSync, writeSync, closeSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { skipWithout, parseJsonLines, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { mountSmallDisk, skipWithout, parseJsonLines, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
 
 const TOKEN = 'full-disk-test-token-0123456789';
-
-/** Mounts a tmpfs of `size`; undefined (and why) when this machine does not let us. */
-function mountSmallDisk(size: string): { dir: string; unmount(): void } | { skip: string } {
-  if (process.getuid?.() !== 0) return { skip: 'not root: cannot mount a small tmpfs to fill' };
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-full-disk-'));
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
-  if (mounted.status !== 0) {
-    rmSync(dir, { recursive: true, force: true });
-    return { skip: `mount -t tmpfs is not permitted here (${(mounted.stderr || mounted.error?.message || '').trim()})` };
-  }
-  return {
-    dir,
-    unmount: () => {
-      spawnSync('umount', ['-l', dir]);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** Writes a file until the disk is full (ENOSPC). */
-function fill(file: string): void {
-  const fd = openSync(file, 'w');
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 const disk = mountSmallDisk('2m');
 if (!('skip' in disk)) afterAll(() => disk.unmount());
@@ -76,7 +42,7 @@ describe('serve --ledger on a disk that fills up', () => {
     const runningId = ((await before.json()) as { jobs: Array<{ id: string }> }).jobs[0]?.id;
     expect(((await (await fetch(`${url}/healthz`)).json()) as { ledger: unknown }).ledger).toEqual({ state: 'ok' });
 
-    fill(path.join(dir, 'filler'));
+    disk.fill();
     // The job spawned before starts and ends on the full disk: its writes fail, the process goes on.
     for (;;) {
       const job = (await (await api(`/v1/jobs/${runningId}`)).json()) as { state: string; status?: string };
@@ -95,7 +61,7 @@ describe('serve --ledger on a disk that fills up', () => {
     expect(health.ledger).toMatchObject({ state: 'degraded', error: { code: 'SQLITE_FULL' } });
     expect((await api('/v1/jobs')).status).toBe(200);
 
-    unlinkSync(path.join(dir, 'filler'));
+    disk.free();
     const after = await spawn('find a.txt (after)');
     expect(after.status).toBe(202);
     // That write went through, and what waited in memory with it.
