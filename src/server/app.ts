@@ -79,6 +79,8 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
     throw error;
   }
   const serverState = state as ServerState;
+  // MCP servers connect before the server listens, so the first job is offered their tools (a failure is the manager's to report).
+  await serverState.manager.tools.start().catch(() => {});
 
   try {
     await app.listen({ host, port: options.port ?? config.server.port });
