@@ -65,6 +65,8 @@ export async function chatCommand(flags: ChatFlags): Promise<number> {
     );
   }
   const chat = await buildOrDispose(ctx, () => createChat(ctx, { resume: flags.resume, onTerminal: interactive, agent: flags.agent }));
+  // MCP servers connect before the first line is read, so a job started at once is offered their tools (a failure is the manager's to report).
+  await chat.session.manager.tools.start().catch(() => {});
   const stopSignals = onTermination(async () => {
     await chat.quit();
     await ctx.dispose();

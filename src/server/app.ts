@@ -6,6 +6,7 @@ import type { CloseReport } from '../main/jobs/manager.js';
 import { assertModelConfigured, type ForkpoolConfig } from '../shared/config.js';
 import { exposureWarning, serverToken } from './bind.js';
 import { ServerState } from './server-state.js';
+import type { ToolDefinition } from '../shared/tool-contract.js';
 
 export interface ForkpoolServerOptions {
   /** Its `server` group sets host, port, body limit, CORS origins and the event buffer. */
@@ -23,6 +24,8 @@ export interface ForkpoolServerOptions {
   /** Overrides `config.server.host`. */
   host?: string;
   env?: NodeJS.ProcessEnv;
+  /** Host tools (`tool()`): in the catalog of the server's manager and of every session, like `new BackgroundManager({ tools })`. */
+  tools?: readonly ToolDefinition[];
   /** Hears the warning for a host that is not loopback; default `process.emitWarning` (type `ForkpoolServerWarning`). */
   onWarning?: (message: string) => void;
 }
@@ -69,6 +72,7 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
       token,
       ...(options.executor ? { executor: options.executor } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.tools ? { tools: options.tools } : {}),
       onState: (built) => (state = built),
       onClosed: (report) => reportClose(report),
     });
@@ -79,6 +83,8 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
     throw error;
   }
   const serverState = state as ServerState;
+  // MCP servers connect before the server listens, so the first job is offered their tools (a failure is the manager's to report).
+  await serverState.manager.tools.start().catch(() => {});
 
   try {
     await app.listen({ host, port: options.port ?? config.server.port });

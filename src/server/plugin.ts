@@ -18,6 +18,7 @@ import type { Executor } from '../main/executors/executor.js';
 import { createExecutor } from '../main/jobs/executor-factory.js';
 import type { CloseReport } from '../main/jobs/manager.js';
 import { assertModelConfigured, type ForkpoolConfig } from '../shared/config.js';
+import type { ToolDefinition } from '../shared/tool-contract.js';
 import { registerAuth } from './auth.js';
 import { serverToken } from './bind.js';
 import { ConfigError } from '../shared/errors.js';
@@ -42,6 +43,8 @@ export interface ForkpoolRoutesOptions {
   /** Where jobs run; default `createExecutor(config, logger, config.executor)`, closed with the app. */
   executor?: Executor;
   logger?: Logger;
+  /** Host tools for the server's manager and every session (see ForkpoolServerOptions.tools). */
+  tools?: readonly ToolDefinition[];
   /** Receives the plugin's state once built: its manager (`state.manager`), sessions and event hub, for code beside the routes. */
   onState?: (state: ServerState) => void;
   /** Hears the close report when the app closes (jobs stopped, stragglers). */
@@ -68,6 +71,7 @@ export const forkpoolRoutes: FastifyPluginAsync<ForkpoolRoutesOptions> = async (
       maxSessions: config.server.maxSessions,
       token: options.token,
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.tools ? { tools: options.tools } : {}),
     });
   } catch (error) {
     // A ledger that cannot be opened or read: the pool made here must not outlive the error.

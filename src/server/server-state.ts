@@ -5,6 +5,7 @@ import type { Executor } from '../main/executors/executor.js';
 import type { JobRecord } from '../main/ledger/ledger.js';
 import { BackgroundManager } from '../main/jobs/manager.js';
 import type { ForkpoolConfig } from '../shared/config.js';
+import type { ToolDefinition } from '../shared/tool-contract.js';
 import { redactionSecrets } from '../shared/tools/host-secrets.js';
 import { redactSecrets } from '../shared/tools/secrets.js';
 import { addUsage, emptyUsage, type Usage } from '../shared/usage.js';
@@ -27,6 +28,8 @@ export interface ServerStateOptions {
   maxSessions: number;
   /** The server's bearer token: scrubbed from every response like a key. */
   token?: string;
+  /** Host tools in the catalog of the manager and of every session. */
+  tools?: readonly ToolDefinition[];
 }
 
 /** Cumulative usage of ended jobs, by role and model: counters for `/metrics` and the page's totals. */
@@ -75,6 +78,7 @@ export class ServerState {
         executor: options.executor,
         closeExecutor: false,
         ...(options.logger ? { logger: options.logger } : {}),
+        ...(options.tools ? { tools: options.tools } : {}),
         ...(this.#store ? { store: this.#store.jobs(SERVER_SCOPE) } : {}),
       });
     } catch (error) {
@@ -107,6 +111,7 @@ export class ServerState {
       executor: this.executor,
       closeExecutor: false,
       ...(this.#options.logger ? { logger: this.#options.logger } : {}),
+      ...(this.#options.tools ? { tools: this.#options.tools } : {}),
       ...(this.#store ? { ledgerStore: this.#store, sessionId: id } : {}),
     });
     this.#follow(session.manager, id);

@@ -308,6 +308,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       systemPrompt: z.string().optional(),
       replaceSystemPrompt: z.boolean().optional(),
       tools: z.array(z.string()).optional(),
+      extras: z.array(z.string()).optional(),
       model: z.string().optional(),
     }),
   }),

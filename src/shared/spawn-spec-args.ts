@@ -36,6 +36,7 @@ export function spawnSpecArgs(offer: SpawnSpecOffer | undefined) {
     tools: spawnSpecInputFields.tools.describe(
       `Optional: give the job only these tools, a subset of yours (${tools}); for an agent, a subset of its own. Default: all of them.`,
     ),
+    extras: spawnSpecInputFields.extras.describe('Optional: more tools by name for the job, beyond yours.'),
     model: spawnSpecInputFields.model.describe(`Optional: the model the job runs, one of ${models}. Default: yours (an agent: its own).`),
   };
 }
@@ -45,12 +46,14 @@ export function spawnSpecFromArgs(args: {
   system_prompt?: string | undefined;
   replace_system_prompt?: boolean | undefined;
   tools?: string[] | undefined;
+  extras?: string[] | undefined;
   model?: string | undefined;
 }): SpawnSpecInput {
   return {
     ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
     ...(args.replace_system_prompt !== undefined ? { replaceSystemPrompt: args.replace_system_prompt } : {}),
     ...(args.tools !== undefined ? { tools: args.tools } : {}),
+    ...(args.extras !== undefined ? { extras: args.extras } : {}),
     ...(args.model !== undefined ? { model: args.model } : {}),
   };
 }

@@ -86,7 +86,8 @@ export function checkSpawnSpec(
   if (input.systemPrompt !== undefined) spec.systemPrompt = input.systemPrompt;
   if (input.tools !== undefined) spec.tools = checkTools(configForAgent(config, agent).tools, input.tools, agent, known);
   if (input.extras !== undefined) {
-    for (const name of input.extras) if (!known(name)) throw new ForkpoolError('TOOL_UNKNOWN', `extras: "${name}" is not a tool of this catalog`);
+    for (const name of input.extras)
+      if (!known(name)) throw new ForkpoolError('TOOL_UNKNOWN', `extras: "${name}" is not a tool of this catalog (TOOL_UNKNOWN)`);
     spec.extras = [...new Set(input.extras)];
   }
   if (input.model !== undefined) {

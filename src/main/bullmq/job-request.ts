@@ -31,6 +31,8 @@ const JOB_FIELDS = [
   'systemPrompt',
   'replaceSystemPrompt',
   'tools',
+  // Catalog tools the spawn adds: the worker refuses a job naming one its own config lacks.
+  'extras',
   'model',
 ] as const;
 

@@ -7,7 +7,9 @@
  *   any request; the key sent there is the worker's own for that endpoint (none for
  *   `allowedBaseUrls`), and so is the URL;
  * - workspace, sandbox, network, protected paths and every other policy field are the worker's;
- * - tools and grants are those both sides list, tool limits and the job timeout the tighter;
+ * - tools and grants are those both sides list, tool limits and the job timeout the tighter; a
+ *   tool the job's spawn names (`tools`, `extras`) that the worker's own `tools` lack fails the
+ *   job with TOOL_NOT_ALLOWED (run without it, the job would not be what was asked for);
  * - no nested jobs: a job's depth limit is its own depth, so it has no spawn tool.
  *
  * What the job decides (see job-request.ts): its task and conversation, model, temperature,
@@ -64,6 +66,7 @@ export class WorkerPolicy {
     const { request, hostTools: _hostTools, ...job } = wire;
     const own = this.#config;
     const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent);
+    this.#checkNamedTools(wire);
     const { apiKey: _key, baseUrl: _url, redisUrl: _redis, agents: _agents, ...policy } = own;
     const config: ForkpoolConfig = {
       ...policy,
@@ -105,6 +108,19 @@ export class WorkerPolicy {
     // Its maxDepth would lift the job's depth limit above its own depth (see localSpec).
     const { maxDepth: _maxDepth, ...rest } = agent;
     return { ...rest, ...(agent.tools ? { tools: both(agent.tools, this.#config.tools) } : {}) };
+  }
+
+  /** A tool the job's spawn names must be one of the worker's own `tools` (its toolModules load only what its config lists). */
+  #checkNamedTools(wire: WireSpec): void {
+    const own = this.#config.tools;
+    const missing = [...new Set([...(wire.tools ?? []), ...(wire.extras ?? [])])].filter((name) => !own.includes(name));
+    if (missing.length === 0) return;
+    throw new JobError(
+      'TOOL_NOT_ALLOWED',
+      wire.id,
+      `the job names tool${missing.length > 1 ? 's' : ''} ${missing.map((name) => `"${name}"`).join(', ')}, which this worker's configuration does not offer ` +
+        `(its tools: ${own.join(', ') || 'none'}); add ${missing.length > 1 ? 'them' : 'it'} to the worker's tools (a module tool: and its toolModules), or leave ${missing.length > 1 ? 'them' : 'it'} out of the spawn`,
+    );
   }
 
   #endpointFor(jobId: string, endpoint: string, agent: string | undefined): AllowedEndpoint {

@@ -171,7 +171,7 @@ describe("bullmq: a worker's policy over a queued job", () => {
 });
 
 describe("bullmq: a spawn's own spec on the wire", () => {
-  it("crosses Redis (prompt, tool subset, model), passes the wire schema, and its tools still only narrow the worker's", () => {
+  it("crosses Redis (prompt, tool subset, model), passes the wire schema, and its tools still only narrow the worker's (one it lacks fails the job)", () => {
     const worker = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), tools: ['read_file', 'grep'] });
     const main = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), models: { 'cheap-model': {} } });
     const own = {
@@ -182,9 +182,14 @@ describe("bullmq: a spawn's own spec on the wire", () => {
     };
     const wire = specForRedis({ id: 'bg-1', label: 'x', task: 'task', role: 'user', attempt: 1, config: main, ...own });
     expect(wireSpecSchema.parse(JSON.parse(JSON.stringify(wire)))).toMatchObject(own);
-    const local = new WorkerPolicy(worker).localSpec(wire);
-    expect(local).toMatchObject(own);
-    // The worker applies the subset over its own tools: bash, which it does not have, stays out.
+    // A tool the spawn names that the worker does not have (bash) fails the job, naming it (issue 34).
+    expect(() => new WorkerPolicy(worker).localSpec(wire)).toThrow(/names tool "bash", which this worker's configuration does not offer/);
+    const narrowed = { ...own, tools: ['grep'] as NonNullable<JobSpec['tools']> };
+    const local = new WorkerPolicy(worker).localSpec(
+      specForRedis({ id: 'bg-2', label: 'x', task: 'task', role: 'user', attempt: 1, config: main, ...narrowed }),
+    );
+    expect(local).toMatchObject(narrowed);
+    // The worker applies the subset over its own tools: the job never gains one.
     expect(applySpawnSpec(local.config, local).tools).toEqual(['grep']);
     expect(applySpawnSpec(local.config, local).model).toBe('cheap-model');
   });
