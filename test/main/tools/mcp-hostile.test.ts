@@ -5,6 +5,7 @@
  * test/fixtures/mcp/hostile-server.mjs (raw JSON-RPC over stdio). Invariants, not time windows.
  */
 import { spawn } from 'node:child_process';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { McpHub, mcpToolSources } from '../../../src/main/tools/mcp/index.js';
 import { MCP_LIMITS } from '../../../src/main/tools/mcp/limits.js';
@@ -41,6 +42,18 @@ describe('McpHub against hostile servers', () => {
     expect(gone).toMatchObject({ state: 'restarting', tools: 0 });
     expect(gone?.lastError).toMatch(/could not connect: .*ENOENT/);
     expect(hub.status().find((s) => s.name === 'ok')).toMatchObject({ state: 'up' });
+  });
+
+  it('a server that stays down is one warning, not one per retry (the retries are debug lines)', async () => {
+    const lines: Array<{ level: string; msg: string }> = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: string; msg: string }) });
+    const hub = await McpHub.start(mcpServersSchema.parse({ gone: { command: '/nonexistent/fp-mcp-server' } }), { logger });
+    cleanup.add(() => hub.close());
+    // Three retries at least (250 ms, then about 500 and 1,000: the backoff, not a time window).
+    await waitFor(() => (hub.status()[0]?.restarts ?? 0) >= 3, 'three restarts of a server that stays down');
+    const lost = lines.filter((line) => line.msg === 'mcp: server lost, restarting');
+    expect(lost.length).toBeGreaterThanOrEqual(3);
+    expect(lost.filter((line) => Number(line.level) >= 40)).toHaveLength(1);
   });
 
   it('a call that never answers: TOOL_TIMEOUT naming the server and the milliseconds; the server stays up; a cancel aborts at once', async () => {

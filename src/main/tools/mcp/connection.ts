@@ -274,7 +274,11 @@ export class McpServerConnection {
     // Exponential with jitter (half to all of the step), capped.
     const step = Math.min(MCP_LIMITS.restartMaxMs, MCP_LIMITS.restartBaseMs * 2 ** (this.#attempts - 1));
     const delay = Math.round(step / 2 + (Math.random() * step) / 2);
-    this.#options.logger?.warn({ server: this.name, error: this.#lastError, retryInMs: delay }, 'mcp: server lost, restarting');
+    // One warning when the server is lost (and one when it is given up): each further retry is
+    // debug, so a server that stays down does not fill a chat's or a server's stderr.
+    const log = this.#options.logger;
+    if (this.#attempts === 1) log?.warn({ server: this.name, error: this.#lastError, retryInMs: delay }, 'mcp: server lost, restarting');
+    else log?.debug({ server: this.name, error: this.#lastError, retryInMs: delay, attempt: this.#attempts }, 'mcp: server lost, restarting');
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
       this.#restarts += 1;
