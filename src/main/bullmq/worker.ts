@@ -21,6 +21,8 @@ import type { StopReason } from '../../shared/loop-events.js';
 import { BULLMQ_DEFAULTS } from '../../shared/bullmq-config.js';
 import { wireSpecSchema, type WireSpec } from './job-request.js';
 import { WorkerPolicy } from './worker-policy.js';
+import { WorkerTools } from './worker-tools.js';
+import { withProtectedMcpFiles } from '../tools/mcp/index.js';
 import { RateGateBridge } from './rate-gate-bridge.js';
 import { RunSteering } from './run-steering.js';
 import { RequestCache, RequestUnavailable } from './request-cache.js';
@@ -85,14 +87,18 @@ export class ForkpoolWorker {
   readonly #pool: PiscinaExecutor;
   readonly #rateGate: RateGateBridge;
   readonly #policy: WorkerPolicy;
+  readonly #tools: WorkerTools;
   readonly #requests: RequestCache;
   readonly #live = new Map<string, LiveRun>();
   #worker: Worker<RemoteJobData, RunResult> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: ForkpoolWorkerOptions) {
-    this.#options = options;
-    this.#policy = new WorkerPolicy(options.config);
+    // Its MCP servers' files in the workspace are protected from its jobs, as a manager's are.
+    const config = withProtectedMcpFiles(options.config, process.cwd());
+    this.#options = { ...options, config };
+    this.#policy = new WorkerPolicy(config);
+    this.#tools = new WorkerTools(config, options.logger);
     this.name = options.name ?? `${hostname()}:${process.pid}`;
     this.#names = redisNames(options.queue ?? BULLMQ_DEFAULTS.queue);
     this.#publisher = this.#client();
@@ -121,6 +127,8 @@ export class ForkpoolWorker {
       if (channel === this.#names.control) this.#onControl(text);
     });
     await this.#rateGate.start();
+    // Before the first job: a job is offered only the MCP tools listed by then.
+    await this.#tools.start();
     const lockMs = this.#options.lockMs ?? BULLMQ_DEFAULTS.lockMs;
     this.#worker = new Worker<RemoteJobData, RunResult>(this.#names.queue, (job, token, signal) => this.#process(job, token, signal), {
       connection: this.#client(),
@@ -169,6 +177,7 @@ export class ForkpoolWorker {
     }
     this.#rateGate.stop();
     await this.#pool.close();
+    await this.#tools.close();
     await Promise.all(this.#clients.map((client) => closeClient(client)));
   }
 
@@ -198,7 +207,7 @@ export class ForkpoolWorker {
     const result = (end: RemoteEnd, started = true): RunResult => ({ token: runToken, worker: this.name, run, started, end });
     let localSpec: JobSpec;
     try {
-      localSpec = this.#policy.localSpec(spec);
+      localSpec = this.#tools.withStubs(this.#policy.localSpec(spec));
     } catch (error) {
       // Fails alone and at once: no thread, no model request, the worker's key goes nowhere.
       this.#options.logger?.warn({ bullId, err: error }, "refused a job this worker's configuration does not allow");
@@ -303,6 +312,7 @@ export class ForkpoolWorker {
       },
       onProgress: (event) => publish({ type: 'progress', jobId: spec.id, event }),
       onAlert: (alert) => publish({ type: 'alert', jobId: spec.id, ...alert }),
+      runHostTool: (call, signal) => this.#tools.run(spec, call, signal),
       onSpawn: (requestId) =>
         void attempt.post({
           type: 'spawn-result',

@@ -84,6 +84,9 @@ export class JobTable {
    */
   book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): Booking {
     const { config, ledger, dedup } = this.#host;
+    // On a remote executor an MCP tool runs on the worker, from the worker's own servers, which this
+    // host cannot know: the worker decides, and fails a job naming one it lacks (worker-policy.ts).
+    const workerDecides = (name: string) => this.#host.remoteExecutor && name.startsWith('mcp__');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
     // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
@@ -105,12 +108,13 @@ export class JobTable {
       this.#host.waitingForSlot(),
       (name) => this.#holders.get(name)?.id,
       (id) => ledger.get(id)?.state,
-      (name) => this.#host.tools.knows(name),
+      (name) => this.#host.tools.knows(name) || workerDecides(name),
     );
     // A name a tool source claims but has not listed (an MCP server still connecting, or down) is
     // not offered: the job's record says which tools it really has.
-    const tools = offeredTools(config, agent, ownSpec).filter((name) => this.#host.tools.get(name) !== undefined);
-    const hostTools = this.#host.tools.hostStubs(tools);
+    const tools = offeredTools(config, agent, ownSpec).filter((name) => this.#host.tools.get(name) !== undefined || workerDecides(name));
+    // A remote job's MCP tools are the worker's (from its own servers): never this host's stubs.
+    const hostTools = this.#host.tools.hostStubs(tools).filter((stub) => !workerDecides(stub.name));
     if (this.#host.remoteExecutor && hostTools.length > 0) {
       const names = hostTools.map((stub) => stub.name).join(', ');
       throw new JobError(
