@@ -75,6 +75,9 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     const result = (await page.textContent('#detail-result')) as string;
     expect(result).toContain('retry');
     expect(result).not.toMatch(/^\(still/);
+    // The tools the job was offered (issue 34: visible on every surface), as its record lists them.
+    const facts = await page.$$eval('#detail-facts dt', (terms) => terms.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]));
+    expect(Object.fromEntries(facts)).toMatchObject({ tools: expect.stringMatching(/^read_file, /) });
     expect(await page.evaluate('document.activeElement?.id')).toBe('detail-title');
     await page.screenshot({ path: process.env.FORKPOOL_UPDATE_SCREENSHOT ? SCREENSHOT : path.join(tmpdir(), 'forkpool-server-page.png'), fullPage: true });
 

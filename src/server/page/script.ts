@@ -393,6 +393,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       fact(facts, 'iterations', String(job.iterations));
       fact(facts, 'tool calls', job.toolCalls === null ? '–' : String(job.toolCalls));
       fact(facts, 'tokens', String(job.tokens));
+      if (job.tools) fact(facts, 'tools', job.tools.length > 0 ? job.tools.join(', ') : '(none)');
       if (job.error) fact(facts, 'error', job.error.code + ': ' + job.error.message);
       $('detail-task').textContent = job.task;
       $('detail-result').textContent = job.resultText !== null ? job.resultText : (job.state === 'ended' ? '(no result kept)' : '(still ' + job.state + ')');
