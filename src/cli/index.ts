@@ -191,7 +191,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
   program
     .command('bench')
     .description('run the benchmark matrix (executors × workloads) against the simulator; write JSON, markdown and SVG charts')
-    .option('--quick', 'tiny fan-outs and short latencies (under a minute)')
+    .option('--quick', 'tiny fan-outs and short latencies (a few minutes: 211 s on a 2-core machine; each SDK cell waits out a 10 s spin)')
     .option('--only <workload>', 'one workload: io, cpu, scale or parse')
     .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
     .option('--name <name>', 'base name of the output files (default: quick or full)')

@@ -4,6 +4,7 @@
  * print). Checked at config time on resolved real paths, so a symlink or `..` does not hide it.
  */
 import { realpathSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { ConfigIssue } from './errors.js';
 import { isInside } from './workspace-scope.js';
@@ -24,6 +25,11 @@ function realPathOfMaybeMissing(file: string): string {
   }
 }
 
+/** Where a ledger named `file` could go instead: under `~/.forkpool/`, as docs/durability.md does. */
+function suggestedLedgerPath(file: string): string {
+  return path.join(os.homedir(), '.forkpool', path.basename(file));
+}
+
 /**
  * The issue with `ledger.path` inside `workspaceRoot`, or undefined. `ledger.path` is relative
  * to the working directory (as the ledger is opened); `allowInWorkspace` accepts it anyway.
@@ -38,8 +44,8 @@ export function ledgerInWorkspaceIssue(ledger: { path?: string | undefined; allo
     if (file === undefined) continue;
     return {
       field: 'ledger.path',
-      expected:
-        'a file outside the workspace, where no job can read or rewrite it (set ledger.allowInWorkspace: true or pass --allow-ledger-in-workspace to force it)',
+      // Name a place that works: a new user's first `--ledger run.db` lands in the workspace.
+      expected: `a file outside the workspace, where no job can read or rewrite it, such as ${suggestedLedgerPath(ledger.path)} (its folder is made; set ledger.allowInWorkspace: true or pass --allow-ledger-in-workspace to force it)`,
       received: `${JSON.stringify(ledger.path)} (${file === lexical ? file : `${lexical}, really ${file}`}, inside the workspace ${root})`,
     };
   }

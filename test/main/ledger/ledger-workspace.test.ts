@@ -5,6 +5,7 @@
  * `--allow-ledger-in-workspace` forces it.
  */
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/main/setup/config-load.js';
@@ -27,6 +28,7 @@ describe('a ledger inside the workspace', () => {
     expect(direct.stderr).toContain('config field "ledger.path" (from flag --ledger): expected a file outside the workspace');
     expect(direct.stderr).toContain('--allow-ledger-in-workspace');
     expect(direct.stderr).toContain(`inside the workspace ${workspace}`);
+    expect(direct.stderr, 'names a place that works (issue 36)').toContain(`such as ${path.join(os.homedir(), '.forkpool', 'run.db')}`);
     expect(direct.stdout).toBe('');
     expect(existsSync(path.join(workspace, 'run.db'))).toBe(false);
 
