@@ -6,6 +6,7 @@ import { loadConfig } from '../main/setup/config-load.js';
 import { ConfigError } from '../shared/errors.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { onTermination } from './common.js';
+import { startSimServer } from '../sim/index.js';
 
 export interface WorkerFlags {
   redis?: string;
@@ -44,11 +45,14 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
       },
     ]);
   }
-  const policy = new WorkerPolicy(config);
+  // Jobs of a producer with no model (its built-in simulator, on its own loopback) run on this
+  // worker's own simulator: the README's BullMQ example works on a machine without a key.
+  const sim = await startSimServer({ latencyMs: 40, jitterMs: 20, recordBodies: false });
+  const policy = new WorkerPolicy(config, { simulatorUrl: sim.url });
   const logger = createLogger({ level, secrets: [...policy.secrets, parsedUrl.data] });
   if (policy.endpoints.length === 0) {
     process.stderr.write(
-      "forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): every job will fail with ENDPOINT_NOT_ALLOWED\n",
+      `forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): only jobs on the built-in simulated model run (on this worker's own, ${sim.url}); every other job fails with ENDPOINT_NOT_ALLOWED\n`,
     );
   }
   const concurrency = flags.concurrency ?? config.background.maxConcurrent;
@@ -61,6 +65,7 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     maxStalls: flags.maxStalls ?? config.bullmq.maxStalls,
     closeTimeoutMs: config.bullmq.closeTimeoutMs,
     config,
+    simulatorUrl: sim.url,
     logger,
     onRunEnded: (report) => {
       if (flags.json) process.stdout.write(`${jsonForTerminal({ type: 'run-ended', ...report })}\n`);
@@ -73,9 +78,15 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   };
   onTermination(async (signal) => {
     await worker.close();
+    await sim.close();
     say('worker-closed', { signal }, `forkpool worker: closed (${signal})`);
   });
-  await worker.start();
+  try {
+    await worker.start();
+  } catch (error) {
+    await sim.close(); // its socket would keep the process alive after the error is printed
+    throw error;
+  }
   say(
     'worker-ready',
     { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid, endpoints: policy.endpoints },

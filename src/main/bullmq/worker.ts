@@ -45,6 +45,11 @@ export interface ForkpoolWorkerOptions {
    * worker-policy.ts).
    */
   config: ForkpoolConfig;
+  /**
+   * A built-in simulator this process runs: a job that asks for the simulated model on a
+   * loopback endpoint (a producer with no model) runs on it (worker-policy.ts). Unset: refused.
+   */
+  simulatorUrl?: string;
   /** A job worker file for tests (as PiscinaExecutorOptions.workerFile). */
   workerFile?: string;
   /** Shown in events and in BullMQ's `processedBy`. Default host:pid. */
@@ -97,7 +102,7 @@ export class ForkpoolWorker {
     // Its MCP servers' files in the workspace are protected from its jobs, as a manager's are.
     const config = withProtectedMcpFiles(options.config, process.cwd());
     this.#options = { ...options, config };
-    this.#policy = new WorkerPolicy(config);
+    this.#policy = new WorkerPolicy(config, { simulatorUrl: options.simulatorUrl });
     this.#tools = new WorkerTools(config, options.logger);
     this.name = options.name ?? `${hostname()}:${process.pid}`;
     this.#names = redisNames(options.queue ?? BULLMQ_DEFAULTS.queue);
@@ -210,7 +215,9 @@ export class ForkpoolWorker {
       localSpec = this.#tools.withStubs(this.#policy.localSpec(spec));
     } catch (error) {
       // Fails alone and at once: no thread, no model request, the worker's key goes nowhere.
-      this.#options.logger?.warn({ bullId, err: error }, "refused a job this worker's configuration does not allow");
+      // A policy refusal is an answer, not a fault here: its code and reason, no stack.
+      const why = error instanceof JobError ? { code: error.code, reason: error.message } : { err: error };
+      this.#options.logger?.warn({ bullId, jobId: spec.id, ...why }, "refused a job this worker's configuration does not allow");
       this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: 'done', stopReason: 'error', lockLost: false, evicted: false });
       return result({ kind: 'done', outcome: refused(error) });
     }
