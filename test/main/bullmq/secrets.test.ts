@@ -170,6 +170,32 @@ describe("bullmq: a worker's policy over a queued job", () => {
   });
 });
 
+describe("bullmq: a job on a producer's built-in simulator (issue 36: the README's keyless example)", () => {
+  it("runs on the worker's own simulator, with no key, whatever the worker's own endpoint; another model, a remote endpoint or a worker without a simulator is refused", () => {
+    const worker = parseConfig({ baseUrl: 'https://api.openai.com/v1', apiKey: 'worker-key', workspaceRoot: tempWorkspace({}, cleanup) });
+    const producer = { baseUrl: 'http://127.0.0.1:41001/v1', workspaceRoot: tempWorkspace({}, cleanup) };
+    const ownSim = 'http://127.0.0.1:42002/v1';
+    const policy = new WorkerPolicy(worker, { simulatorUrl: ownSim });
+
+    const { config } = policy.localSpec(specForRedis(jobSpec('bg-1', 'task', producer)));
+    expect(config.model).toBe('forkpool-sim');
+    expect(config.baseUrl).toBe(ownSim);
+    expect(config.apiKey, "the worker's key goes nowhere near a simulator job").toBeUndefined();
+
+    const refusedWith = (spec: JobSpec, with_: WorkerPolicy = policy) => {
+      try {
+        with_.localSpec(specForRedis(spec));
+      } catch (error) {
+        return (error as { code?: string; message?: string }).code;
+      }
+      return 'ran';
+    };
+    expect(refusedWith(jobSpec('bg-2', 'task', { ...producer, model: 'gpt-4.1-mini' }))).toBe('ENDPOINT_NOT_ALLOWED');
+    expect(refusedWith(jobSpec('bg-3', 'task', { ...producer, baseUrl: 'https://models.example.com/v1' }))).toBe('ENDPOINT_NOT_ALLOWED');
+    expect(refusedWith(jobSpec('bg-4', 'task', producer), new WorkerPolicy(worker))).toBe('ENDPOINT_NOT_ALLOWED');
+  });
+});
+
 describe("bullmq: a spawn's own spec on the wire", () => {
   it("crosses Redis (prompt, tool subset, model), passes the wire schema, and its tools still only narrow the worker's (one it lacks fails the job)", () => {
     const worker = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), tools: ['read_file', 'grep'] });
