@@ -15,6 +15,7 @@ import { ScriptCursor, stepReply } from './script.js';
 import { BodyTooLargeError, cutAfterFlush, readBody, sendError, sendJson, sleep, startSse, waitForAbort, writeSse } from './transport.js';
 import type { FaultKind, FaultSpec, RecordedRequest, ScriptStep, SimServer, SimServerOptions } from './types.js';
 import { ConfigError } from '../shared/errors.js';
+import { registerSimulatorUrl, unregisterSimulatorUrl } from '../shared/simulator-urls.js';
 
 export const SIM_MODEL_ID = 'forkpool-sim';
 const CHAT_PATHS = new Set(['/v1/chat/completions', '/chat/completions']);
@@ -103,6 +104,7 @@ class SimHttpServer implements SimServer {
         this.port = address.port;
         const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
         this.url = `http://${host}:${address.port}/v1`;
+        registerSimulatorUrl(this.url);
         resolve();
       });
     });
@@ -122,6 +124,7 @@ class SimHttpServer implements SimServer {
   }
 
   close(): Promise<void> {
+    unregisterSimulatorUrl(this.url);
     this.#closing ??= new Promise<void>((resolve) => {
       // Order: stop intake first, then end every wait (clears timers), then cut the sockets.
       this.#server.close(() => resolve());

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { configForAgent } from '../../shared/agents.js';
 import { agentSchema, configSchema, modelBaseUrl } from '../../shared/config.js';
 import { jobSpecSchema, type JobSpec } from '../../shared/protocol.js';
+import { isSimulatorUrl } from '../../shared/simulator-urls.js';
 
 /** The job's own fields (all but its config) that go on the wire. */
 const JOB_FIELDS = [
@@ -71,6 +72,8 @@ export const jobRequestSchema = configSchema.pick(configFields).extend({
   baseUrl: z.url({ protocol: /^https?$/ }),
   background: configSchema.shape.background.unwrap().pick(backgroundFields),
   agent: agentSchema.pick(agentFields).optional(),
+  /** `baseUrl` is a forkpool simulator of the producer's process: a worker runs it on its own (worker-policy.ts). */
+  simulator: z.literal(true).optional(),
 });
 export type JobRequest = z.output<typeof jobRequestSchema>;
 
@@ -95,9 +98,11 @@ export function jobForRedis(spec: JobSpec): WireJob {
 export function requestForRedis(spec: JobSpec): JobRequest {
   const { config } = spec;
   const agent = spec.agent === undefined ? undefined : config.agents[spec.agent];
+  const baseUrl = withoutCredentials(modelBaseUrl(configForAgent(config, spec.agent)));
   return {
     ...pickDefined(config, REQUEST_FIELDS),
-    baseUrl: withoutCredentials(modelBaseUrl(configForAgent(config, spec.agent))),
+    baseUrl,
+    ...(isSimulatorUrl(baseUrl) ? { simulator: true as const } : {}),
     background: pickDefined(config.background, BACKGROUND_FIELDS),
     ...(agent ? { agent: pickDefined(agent, AGENT_FIELDS) } : {}),
   };

@@ -5,9 +5,9 @@
  * - the model endpoint must be one the worker's own config names (its `baseUrl`, its agents'
  *   `baseUrl`, `bullmq.allowedBaseUrls`), else the job fails with ENDPOINT_NOT_ALLOWED before
  *   any request; the key sent there is the worker's own for that endpoint (none for
- *   `allowedBaseUrls`), and so is the URL; a job that asks for the built-in simulated model
- *   on a loopback endpoint (a producer running without a model) runs on the worker's own
- *   simulator when it has one (`simulatorUrl`): no key goes anywhere, and the URL the job
+ *   `allowedBaseUrls`), and so is the URL; a job on a forkpool simulator of the producer's
+ *   process (`request.simulator`: a producer running without a model) runs on the worker's
+ *   own simulator when it has one (`simulatorUrl`): no key goes anywhere, and the URL the job
  *   names is never contacted;
  * - workspace, sandbox, network, protected paths and every other policy field are the worker's;
  * - tools and grants are those both sides list, tool limits and the job timeout the tighter; a
@@ -20,7 +20,6 @@
  */
 import { configForAgent } from '../../shared/agents.js';
 import { modelBaseUrl, type AgentConfig, type ForkpoolConfig, type ToolLimits } from '../../shared/config.js';
-import { DEFAULTS } from '../../shared/defaults.js';
 import { JobError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import { withoutCredentials, type JobRequest, type WireSpec } from './job-request.js';
@@ -33,15 +32,6 @@ interface AllowedEndpoint {
   apiKey?: string;
   /** The worker's agent this endpoint and key belong to; unset: its top-level one (or `allowedBaseUrls`). */
   agent?: string;
-}
-
-/** The model a producer with no model configured asks for: its built-in simulator's (`forkpool-sim`). */
-const SIMULATED_MODEL = DEFAULTS.model;
-
-/** True for an endpoint on this machine's loopback (where a producer's built-in simulator listens). */
-function isLoopbackEndpoint(endpoint: string): boolean {
-  const host = new URL(endpoint).hostname;
-  return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 export class WorkerPolicy {
@@ -83,7 +73,7 @@ export class WorkerPolicy {
     // Host tools stay with the process that has them: a remote job never offers one (refused at spawn too).
     const { request, hostTools: _hostTools, ...job } = wire;
     const own = this.#config;
-    const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent, request.agent?.model ?? request.model);
+    const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent, request.simulator === true);
     this.#checkNamedTools(wire);
     const { apiKey: _key, baseUrl: _url, redisUrl: _redis, agents: _agents, ...policy } = own;
     const config: ForkpoolConfig = {
@@ -141,20 +131,21 @@ export class WorkerPolicy {
     );
   }
 
-  #endpointFor(jobId: string, endpoint: string, agent: string | undefined, model: string): AllowedEndpoint {
+  #endpointFor(jobId: string, endpoint: string, agent: string | undefined, onSimulator: boolean): AllowedEndpoint {
     const matches = this.#allowed.filter((e) => e.endpoint === endpoint);
     // Two of the worker's agents may share an endpoint with different keys: the job's agent's first.
     const found = matches.find((e) => agent !== undefined && e.agent === agent) ?? matches.find((e) => e.agent === undefined) ?? matches[0];
     if (found) return found;
     // The producer's simulator listens on its own loopback, which this worker may not share: the
-    // same deterministic model, run here (issue 36: the README's keyless BullMQ example).
-    if (this.#simulatorUrl !== undefined && model === SIMULATED_MODEL && isLoopbackEndpoint(endpoint)) return { endpoint, url: this.#simulatorUrl };
+    // same deterministic model, run here (issue 36: the README's keyless BullMQ example). A forged
+    // job gains nothing by claiming it: no key is sent and nothing outside this process is called.
+    if (this.#simulatorUrl !== undefined && onSimulator) return { endpoint, url: this.#simulatorUrl };
     const allowed = this.endpoints;
     throw new JobError(
       'ENDPOINT_NOT_ALLOWED',
       jobId,
       `the job asks for model endpoint ${endpoint}, which this worker's configuration does not allow ` +
-        `(allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'}${this.#simulatorUrl !== undefined ? `, and the built-in simulated model ${SIMULATED_MODEL} on a loopback endpoint` : ''}); set it as the worker's baseUrl, an agent's baseUrl or in bullmq.allowedBaseUrls`,
+        `(allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'}${this.#simulatorUrl !== undefined ? ', and jobs on a forkpool simulator' : ''}); set it as the worker's baseUrl, an agent's baseUrl or in bullmq.allowedBaseUrls`,
     );
   }
 }

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { specForRedis, wireSpecSchema } from '../../../src/main/bullmq/job-request.js';
+import { specForRedis, wireSpecSchema, type WireSpec } from '../../../src/main/bullmq/job-request.js';
+import { startSimServer } from '../../../src/sim/index.js';
 import { applySpawnSpec } from '../../../src/shared/spawn-spec.js';
 import { WorkerPolicy } from '../../../src/main/bullmq/worker-policy.js';
 import { configForAgent } from '../../../src/shared/agents.js';
@@ -170,29 +171,33 @@ describe("bullmq: a worker's policy over a queued job", () => {
   });
 });
 
-describe("bullmq: a job on a producer's built-in simulator (issue 36: the README's keyless example)", () => {
-  it("runs on the worker's own simulator, with no key, whatever the worker's own endpoint; another model, a remote endpoint or a worker without a simulator is refused", () => {
-    const worker = parseConfig({ baseUrl: 'https://api.openai.com/v1', apiKey: 'worker-key', workspaceRoot: tempWorkspace({}, cleanup) });
-    const producer = { baseUrl: 'http://127.0.0.1:41001/v1', workspaceRoot: tempWorkspace({}, cleanup) };
-    const ownSim = 'http://127.0.0.1:42002/v1';
-    const policy = new WorkerPolicy(worker, { simulatorUrl: ownSim });
+describe("bullmq: a job on a producer's simulator (issue 36: the README's keyless example)", () => {
+  it("is marked on the wire only when its endpoint is a simulator of the producer's process; marked, it runs on the worker's own simulator with no key, whatever the worker's endpoint; unmarked, or on a worker without a simulator, it is refused", async () => {
+    const sim = await startSimServer();
+    const producer = { workspaceRoot: tempWorkspace({}, cleanup) };
+    const onSim = specForRedis(jobSpec('bg-1', 'task', { ...producer, baseUrl: sim.url }));
+    // The same loopback URL once the simulator is closed (a local model server, say): not marked.
+    await sim.close();
+    const onServer = specForRedis(jobSpec('bg-2', 'task', { ...producer, baseUrl: sim.url }));
+    expect(onSim.request.simulator).toBe(true);
+    expect(onServer.request).not.toHaveProperty('simulator');
 
-    const { config } = policy.localSpec(specForRedis(jobSpec('bg-1', 'task', producer)));
-    expect(config.model).toBe('forkpool-sim');
+    const worker = parseConfig({ baseUrl: 'https://api.openai.com/v1', apiKey: 'worker-key', workspaceRoot: tempWorkspace({}, cleanup) });
+    const ownSim = 'http://127.0.0.1:42002/v1';
+    const { config } = new WorkerPolicy(worker, { simulatorUrl: ownSim }).localSpec(onSim);
     expect(config.baseUrl).toBe(ownSim);
     expect(config.apiKey, "the worker's key goes nowhere near a simulator job").toBeUndefined();
 
-    const refusedWith = (spec: JobSpec, with_: WorkerPolicy = policy) => {
+    const refusal = (wire: WireSpec, policy: WorkerPolicy) => {
       try {
-        with_.localSpec(specForRedis(spec));
+        policy.localSpec(wire);
+        return 'ran';
       } catch (error) {
-        return (error as { code?: string; message?: string }).code;
+        return (error as { code?: string }).code;
       }
-      return 'ran';
     };
-    expect(refusedWith(jobSpec('bg-2', 'task', { ...producer, model: 'gpt-4.1-mini' }))).toBe('ENDPOINT_NOT_ALLOWED');
-    expect(refusedWith(jobSpec('bg-3', 'task', { ...producer, baseUrl: 'https://models.example.com/v1' }))).toBe('ENDPOINT_NOT_ALLOWED');
-    expect(refusedWith(jobSpec('bg-4', 'task', producer), new WorkerPolicy(worker))).toBe('ENDPOINT_NOT_ALLOWED');
+    expect(refusal(onServer, new WorkerPolicy(worker, { simulatorUrl: ownSim }))).toBe('ENDPOINT_NOT_ALLOWED');
+    expect(refusal(onSim, new WorkerPolicy(worker))).toBe('ENDPOINT_NOT_ALLOWED');
   });
 });
 
@@ -306,7 +311,12 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     });
     const { queue, events } = rawQueue(redis.url, redis.queue);
 
-    const forged = specForRedis(jobSpec('forged-endpoint', RESEARCH_TASK, { baseUrl: stranger.url, workspaceRoot: workspace }));
+    // The stranger here is a simulator of this process, so the job would say so (and run on the
+    // worker's own simulator): a forger names an endpoint without that mark.
+    const { simulator: _mark, ...request } = specForRedis(
+      jobSpec('forged-endpoint', RESEARCH_TASK, { baseUrl: stranger.url, workspaceRoot: workspace }),
+    ).request;
+    const forged = { ...specForRedis(jobSpec('forged-endpoint', RESEARCH_TASK, { baseUrl: stranger.url, workspaceRoot: workspace })), request };
     const refused = (await (await queue.add('job', { spec: forged }, { jobId: 'forged-endpoint' })).waitUntilFinished(events, 60_000)) as RunResult;
     // The stranger heard nothing: no request, so no Authorization header with the worker's key.
     expect(stranger.requests.map((r) => r.headers.authorization)).toEqual([]);
