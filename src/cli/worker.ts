@@ -6,7 +6,8 @@ import { loadConfig } from '../main/setup/config-load.js';
 import { ConfigError } from '../shared/errors.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { onTermination } from './common.js';
-import { startSimServer } from '../sim/index.js';
+import { startSimServer, type SimServer } from '../sim/index.js';
+import type { ForkpoolConfig } from '../shared/config.js';
 
 export interface WorkerFlags {
   redis?: string;
@@ -48,16 +49,28 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   // Jobs of a producer with no model (its built-in simulator, on its own loopback) run on this
   // worker's own simulator: the README's BullMQ example works on a machine without a key.
   const sim = await startSimServer({ latencyMs: 40, jitterMs: 20, recordBodies: false });
+  try {
+    await startWorker(flags, config, parsedUrl.data, level, sim);
+  } catch (error) {
+    await sim.close(); // its socket would keep the process alive after the error is printed
+    throw error;
+  }
+  // Runs until a signal: onTermination exits once the worker has closed.
+  return new Promise<number>(() => {});
+}
+
+/** The worker on its simulator, started; stops on SIGINT/SIGTERM (onTermination). */
+async function startWorker(flags: WorkerFlags, config: ForkpoolConfig, redisUrl: string, level: LogLevel, sim: SimServer): Promise<void> {
   const policy = new WorkerPolicy(config, { simulatorUrl: sim.url });
-  const logger = createLogger({ level, secrets: [...policy.secrets, parsedUrl.data] });
+  const logger = createLogger({ level, secrets: [...policy.secrets, redisUrl] });
   if (policy.endpoints.length === 0) {
     process.stderr.write(
-      `forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): only jobs on the built-in simulated model run (on this worker's own, ${sim.url}); every other job fails with ENDPOINT_NOT_ALLOWED\n`,
+      `forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): only jobs on a forkpool simulator run (on this worker's own, ${sim.url}); every other job fails with ENDPOINT_NOT_ALLOWED\n`,
     );
   }
   const concurrency = flags.concurrency ?? config.background.maxConcurrent;
   const worker = new ForkpoolWorker({
-    redisUrl: parsedUrl.data,
+    redisUrl,
     queue: flags.queue ?? config.bullmq.queue,
     concurrency,
     heapMb: config.background.heapMb,
@@ -81,17 +94,10 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
     await sim.close();
     say('worker-closed', { signal }, `forkpool worker: closed (${signal})`);
   });
-  try {
-    await worker.start();
-  } catch (error) {
-    await sim.close(); // its socket would keep the process alive after the error is printed
-    throw error;
-  }
+  await worker.start();
   say(
     'worker-ready',
     { name: worker.name, queue: flags.queue ?? config.bullmq.queue, concurrency, pid: process.pid, endpoints: policy.endpoints },
     `forkpool worker ${worker.name}: taking jobs of queue "${flags.queue ?? config.bullmq.queue}", ${concurrency} at a time`,
   );
-  // Runs until a signal: onTermination exits once the worker has closed.
-  return new Promise<number>(() => {});
 }
