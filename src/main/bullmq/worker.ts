@@ -46,8 +46,9 @@ export interface ForkpoolWorkerOptions {
    */
   config: ForkpoolConfig;
   /**
-   * A built-in simulator this process runs: a job that asks for the simulated model on a
-   * loopback endpoint (a producer with no model) runs on it (worker-policy.ts). Unset: refused.
+   * A built-in simulator this process runs: a job on a forkpool simulator of the producer's
+   * process (`simulator: true` on the wire: a producer with no model) runs on it
+   * (worker-policy.ts). Unset: such a job is refused unless its endpoint is one the config lists.
    */
   simulatorUrl?: string;
   /** A job worker file for tests (as PiscinaExecutorOptions.workerFile). */
