@@ -394,9 +394,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Stops intake, cancels queued jobs and asks running ones to stop (or, with `drain`, lets
    * them finish), waits up to `timeoutMs`, hard-stops stragglers, and closes the executor it
    * created: no thread of its own is left running. Every call returns the same promise.
+   * `keepUnfinished` (with a durable store): the queued jobs a drain cancels stay unfinished in
+   * the ledger, for the next process to run (as a cancelling close always leaves them).
    */
-  close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
-    this.#closing ??= this.#close(options.drain ? 'drain' : 'cancel', options.timeoutMs ?? this.#config.background.closeTimeoutMs);
+  close(options: { drain?: boolean; timeoutMs?: number; keepUnfinished?: boolean } = {}): Promise<CloseReport> {
+    this.#closing ??= this.#close(
+      options.drain ? 'drain' : 'cancel',
+      options.timeoutMs ?? this.#config.background.closeTimeoutMs,
+      options.keepUnfinished === true,
+    );
     return this.#closing;
   }
 
@@ -412,10 +418,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return closing;
   }
 
-  #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
+  #close(how: CloseHow, timeoutMs: number, keepUnfinished = false): Promise<CloseReport> {
     this.#closeBegun = true;
     // Durable: the jobs this close stops stay unfinished in the ledger for the next process (see keepUnfinishedOnClose).
-    if (how !== 'drain') this.#ledger.keepUnfinishedOnClose();
+    if (how !== 'drain' || keepUnfinished) this.#ledger.keepUnfinishedOnClose();
     const report = shutDown(how, timeoutMs, {
       waiting: () => this.#engine.dispatcher.waiting().map((job) => job.id),
       live: () => this.#engine.dispatcher.live().flatMap((job) => job.attempt ?? []),
