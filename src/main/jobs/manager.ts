@@ -13,6 +13,7 @@ import { PermissionStore } from '../limits/permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { ToolCatalog } from '../tools/catalog.js';
 import { resolveToolModules } from '../tools/tool-modules.js';
+import { firstTimeInProcess } from '../setup/once-per-process.js';
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler } from '../executors/scheduler.js';
 import { JobBudgets } from '../limits/budgets.js';
@@ -94,8 +95,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.tools = new ToolCatalog(config, options.tools, [...(options.toolSources ?? []), ...mcp]);
       this.tools.checkConfig(config);
       this.#gating = new RequestGating(config);
-      if (this.sandbox.notice && logger) logger.warn(this.sandbox.notice);
-      else if (this.sandbox.notice) process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
+      // Once per process, not per manager (see once-per-process.ts); `sandbox.notice` still says it to whoever asks.
+      if (this.sandbox.notice && firstTimeInProcess(this.sandbox.notice)) {
+        if (logger) logger.warn(this.sandbox.notice);
+        else process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
+      }
       this.#store = options.store;
       const ledger = (this.#ledger = new DeliveryLedger(
         options.config.background.retention,
