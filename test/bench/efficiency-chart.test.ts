@@ -29,9 +29,10 @@ async function bars(cells: readonly CellResult[]): Promise<{ plotHeight: number;
       walk(item);
     }
   };
-  walk(view.scenegraph().root);
+  // Vega's types leave the scene graph's root untyped.
+  walk((view.scenegraph() as unknown as { root: SceneItem }).root);
   view.finalize();
-  return { plotHeight: spec.height as number, rects };
+  return { plotHeight: (spec as { height: number }).height, rects };
 }
 
 const cell = (executor: string, efficiency: number): CellResult =>
