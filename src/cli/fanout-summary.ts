@@ -12,6 +12,16 @@ export type FanoutLineType = (typeof FANOUT_LINE_TYPES)[number];
 
 export const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'failed', 'cancelled', 'timed_out'];
 
+/** Endings that make `fanout` exit 1 (with refused or invalid lines). `error` is the job's own answer. */
+const FAILED_STATUSES: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled', 'timed_out']);
+
+/** Jobs that ended failed, cancelled or timed out. */
+export function countFailed(tally: Record<JobStatus, number>): number {
+  let n = 0;
+  for (const status of FAILED_STATUSES) n += tally[status];
+  return n;
+}
+
 export interface FanoutSummary {
   tally: Record<JobStatus, number>;
   refused: number;
@@ -26,6 +36,8 @@ export interface FanoutSummary {
   causes: Array<{ cause: string; count: number }>;
   /** The circuit breaker's reason, when it stopped the fan-out. */
   stoppedEarly?: string | undefined;
+  /** Queued jobs the breaker kept from starting. */
+  notStarted: number;
   /** The last input line a job was made for (the breaker stops there). */
   lastLine: number;
   /** Whether a ledger keeps the fan-out (`--resume` can continue it). */
@@ -38,7 +50,9 @@ export function summaryText(s: FanoutSummary): string[] {
   const lines: string[] = [];
   if (s.stoppedEarly !== undefined) {
     const next = s.resumable ? 'run the same command with --resume to continue with the jobs not run' : 'give --ledger FILE next time to be able to --resume';
-    lines.push(`forkpool fanout: stopped starting jobs after input line ${s.lastLine}: ${s.stoppedEarly}; ${next}`);
+    lines.push(
+      `forkpool fanout: stopped early: ${s.stoppedEarly}; ${s.started} job(s) started, ${s.notStarted} queued job(s) not started, input read up to line ${s.lastLine}; ${next}`,
+    );
   }
   const counts = SUMMARY_STATUSES.map((status) => `${s.tally[status]} ${status}`).join(', ');
   lines.push(
@@ -60,6 +74,7 @@ export function summaryRecord(s: FanoutSummary): Record<string, unknown> {
     invalid: s.invalid,
     interrupted: s.interrupted,
     started: s.started,
+    notStarted: s.notStarted,
     hardStopped: s.hardStopped,
     ledgerProblems: s.ledgerProblems,
     failuresByCause: s.causes,

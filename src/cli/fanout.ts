@@ -15,7 +15,7 @@ import { countTaskLines, FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 import { parseLine, type FanoutTask } from './fanout-line.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
-import { SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
+import { countFailed, SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
 
 export { parseLine } from './fanout-line.js';
 
@@ -38,9 +38,6 @@ const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'wo
  * input is never all in memory (and a writer into `-` blocks).
  */
 const READ_AHEAD_MIN = 16;
-
-/** Endings that make `fanout` exit 1 (with refused or invalid lines). `error` is the job's own answer. */
-const FAILED_STATUSES: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled', 'timed_out']);
 
 /**
  * `forkpool fanout tasks.jsonl`: every line a background job, no parent. Lines are read as
@@ -99,6 +96,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const emit = (type: FanoutLineType, record: Record<string, unknown>) => out.result(jsonForTerminal(ctx.json ? { type, ...record } : record));
   const failures = new FailureWatch(flags.maxConsecutiveFailures ?? DEFAULT_MAX_CONSECUTIVE_FAILURES);
   let started = 0;
+  /** Queued jobs the circuit breaker kept from starting. */
+  let notStarted = 0;
   let lastLine = 0;
 
   const tally = Object.fromEntries(SUMMARY_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
@@ -183,6 +182,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     // Stopped by this stop, still unfinished in the ledger: its one reported ending comes from --resume.
     if (job.resumable) {
       interrupted++;
+      if (job.startedAt === undefined) notStarted++;
       lineOf.delete(job.id);
       return;
     }
@@ -190,7 +190,10 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     usage = mergeUsageByModel(usage, job.usage);
     unrecorded.set(job.id, job);
     printRecorded();
-    const seen = failures.record(job);
+    // After the breaker tripped, the queued jobs its stop cancels are not failures of their own.
+    const keptFromStarting = failures.tripped !== undefined && job.startedAt === undefined;
+    if (keptFromStarting) notStarted++;
+    const seen = keptFromStarting ? {} : failures.record(job);
     if (seen.note !== undefined) out.note(`forkpool fanout: ${seen.note}`);
     if (seen.tripped !== undefined) stopStarting();
     drawStatus();
@@ -326,6 +329,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
         interrupted,
         causes: failures.causes(),
         stoppedEarly: failures.tripped,
+        notStarted,
         lastLine,
         resumable: ledger !== undefined,
         exitCode: exitCode(),
@@ -393,10 +397,4 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       failures.tripped !== undefined;
     return anyFailed ? EXIT.failure : EXIT.ok;
   }
-}
-
-function countFailed(tally: Record<JobStatus, number>): number {
-  let n = 0;
-  for (const status of FAILED_STATUSES) n += tally[status];
-  return n;
 }

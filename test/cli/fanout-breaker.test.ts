@@ -55,8 +55,14 @@ describe('fanout against a dead endpoint', () => {
     expect(summary.stoppedEarly).toMatch(new RegExp(`^${MAX_IN_A_ROW} jobs in a row failed with .*\\[MODEL_REQUEST_FAILED\\]`));
     // The cause as it happens, by cause, and the one line saying the fan-out stopped and what to do.
     expect(first.stderr).toMatch(/^forkpool fanout: 1 failed: .*\[MODEL_REQUEST_FAILED\]$/m);
-    const stopLines = first.stderr.split('\n').filter((l) => l.includes('stopped starting jobs'));
-    expect(stopLines, describeResult(first)).toEqual([expect.stringMatching(/after input line \d+: .*check --base-url.*--resume/)]);
+    const stopLines = first.stderr.split('\n').filter((l) => l.includes('stopped early'));
+    expect(stopLines, describeResult(first)).toEqual([
+      expect.stringMatching(
+        /^forkpool fanout: stopped early: \d+ jobs in a row failed with .*check --base-url.*; \d+ job\(s\) started, \d+ queued job\(s\) not started, input read up to line \d+; run the same command with --resume/,
+      ),
+    ]);
+    // The jobs the stop kept from starting are not counted as failures of their own.
+    expect(summary.failuresByCause).toEqual([{ cause: expect.stringMatching(/\[MODEL_REQUEST_FAILED\]$/), count: results.length }]);
     expect(first.stderr).not.toMatch(/\n\s+at /);
 
     // The endpoint fixed (the built-in simulator: no key, no URL): the same command with --resume.
