@@ -35,9 +35,19 @@ describe('fanout against a dead endpoint', () => {
     const ledger = path.join(tempWorkspace({}, cleanup), 'run.db');
     writeFileSync(path.join(cwd, 'tasks.jsonl'), jsonl(Array.from({ length: LINES }, (_, i) => ({ task: `find a.txt (${i + 1})` }))));
     const port = await closedPort();
-    const flags = ['--json', '--no-progress', '--concurrency', String(CONCURRENCY), '--ledger', ledger];
+    const flags = ['--json', '--no-progress', '--ledger', ledger];
     const first = await runCli(
-      ['fanout', 'tasks.jsonl', ...flags, '--base-url', `http://127.0.0.1:${port}/v1`, '--max-consecutive-failures', String(MAX_IN_A_ROW)],
+      [
+        'fanout',
+        'tasks.jsonl',
+        ...flags,
+        '--concurrency',
+        String(CONCURRENCY),
+        '--base-url',
+        `http://127.0.0.1:${port}/v1`,
+        '--max-consecutive-failures',
+        String(MAX_IN_A_ROW),
+      ],
       { cwd, cleanup, env: { OPENAI_API_KEY: 'test-key' } },
     );
     expect(first.code, describeResult(first)).toBe(1);
@@ -66,7 +76,12 @@ describe('fanout against a dead endpoint', () => {
     expect(first.stderr).not.toMatch(/\n\s+at /);
 
     // The endpoint fixed (the built-in simulator: no key, no URL): the same command with --resume.
-    const second = await runCli(['fanout', 'tasks.jsonl', ...flags, '--sim-latency', '0', '--resume'], { cwd, cleanup });
+    // ~195 jobs of one model call each, many at once: a minute's margin beside a busy machine.
+    const second = await runCli(['fanout', 'tasks.jsonl', ...flags, '--concurrency', '16', '--sim-latency', '0', '--sim-steps', '1', '--resume'], {
+      cwd,
+      cleanup,
+      timeoutMs: 120_000,
+    });
     const again = parseJsonLines(second.stdout).filter((r) => r.type === 'result');
     const lines = again.map((r) => Number(r.line)).sort((a, b) => a - b);
     expect(lines, describeResult(second)).toEqual(Array.from({ length: LINES }, (_, i) => i + 1));
@@ -75,7 +90,7 @@ describe('fanout against a dead endpoint', () => {
     for (const r of again.filter((x) => x.fromLedger !== true)) expect(['ok', 'partial']).toContain(r.status);
     const secondSummary = parseJsonLines(second.stdout).at(-1) as Record<string, unknown>;
     expect(secondSummary).toMatchObject({ type: 'summary', started: LINES - results.length, stoppedEarly: null });
-  });
+  }, 180_000);
 
   it('without --json the lines are as before: no type, no summary record', async () => {
     const cwd = tempWorkspace({ 'a.txt': 'alpha\n' }, cleanup);
