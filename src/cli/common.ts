@@ -123,7 +123,8 @@ export async function createCliContext(
   });
   checkWorkspaceFolder(config.workspaceRoot);
   // Every key the config holds (a peer agent may have its own, an MCP server its env and headers) is redacted from log lines.
-  const logger = createLogger({ level, secrets: configuredSecrets(config) });
+  // Human lines on stderr, terminal or not (a pipe, a CI log); JSON log lines only with --json, for the script that asked.
+  const logger = createLogger({ level, secrets: configuredSecrets(config), pretty: flags.json !== true });
   const json = flags.json ?? false;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const context: CliContext = {
@@ -232,6 +233,13 @@ export function reportError(error: unknown): number {
     errorJsonLine(error.code, error.message, exitCode);
     return exitCode;
   }
+  // A system call's refusal (a port not available, a file not readable) is the person's to fix, not a bug: its message, no stack.
+  const system = error as NodeJS.ErrnoException;
+  if (error instanceof Error && typeof system.syscall === 'string' && typeof system.code === 'string') {
+    process.stderr.write(`forkpool: ${oneLineMessage(error.message)} [${system.code}]\n`);
+    errorJsonLine(system.code, error.message, EXIT.failure);
+    return EXIT.failure;
+  }
   process.stderr.write(`forkpool: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   errorJsonLine('INTERNAL', error instanceof Error ? error.message : String(error), EXIT.failure);
   return EXIT.failure;
@@ -259,4 +267,8 @@ export function onTermination(stop: (signal: 'SIGINT' | 'SIGTERM') => Promise<vo
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
   };
+}
+
+function oneLineMessage(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ');
 }

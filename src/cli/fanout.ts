@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { BackgroundManager } from '../main/jobs/manager.js';
 import { Deliveries } from '../main/delivery/deliveries.js';
 import { createExecutor } from '../main/jobs/executor-factory.js';
@@ -9,12 +8,16 @@ import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type GlobalFlags } from './common.js';
 import { costLines, jsonForTerminal, oneLine, preview, usageLines } from '../main/views/terminal-lines.js';
 import { jobJson } from '../main/views/job-view.js';
-import { budgetLimitsSchema, type BudgetLimits } from '../shared/budget.js';
 import { describePool } from '../main/limits/budget-pool.js';
 import { LineReader, openInput, type InputLine } from './line-reader.js';
 import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { countTaskLines, FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
+import { parseLine, type FanoutTask } from './fanout-line.js';
+import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
+import { countFailed, SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
+
+export { parseLine } from './fanout-line.js';
 
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
@@ -23,22 +26,8 @@ export interface FanoutFlags extends GlobalFlags {
   agent?: string;
   /** Continue the fan-out in `--ledger FILE`: print what finished, run only the rest. */
   resume?: boolean;
-}
-
-const lineSchema = z.strictObject({
-  task: z.string().trim().min(1, 'task must be a non-empty string'),
-  label: z.string().max(200).optional(),
-  agent: z.string().min(1).optional(),
-  /** Tighter budgets than the agent's (see docs/delivery.md "Budgets"). */
-  budget: budgetLimitsSchema.optional(),
-});
-
-interface FanoutTask {
-  line: number;
-  task: string;
-  label: string;
-  agent?: string | undefined;
-  budget?: BudgetLimits | undefined;
+  /** The circuit breaker: failures in a row of a kind every job shares before no more jobs start (0: off). */
+  maxConsecutiveFailures?: number;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
@@ -49,10 +38,6 @@ const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'wo
  * input is never all in memory (and a writer into `-` blocks).
  */
 const READ_AHEAD_MIN = 16;
-
-/** Endings that make `fanout` exit 1 (with refused or invalid lines). `error` is the job's own answer. */
-const FAILED_STATUSES: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled', 'timed_out']);
-const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'failed', 'cancelled', 'timed_out'];
 
 /**
  * `forkpool fanout tasks.jsonl`: every line a background job, no parent. Lines are read as
@@ -107,6 +92,13 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();
+  /** A stdout line; under `--json` it says what it is (see fanout-summary.ts). */
+  const emit = (type: FanoutLineType, record: Record<string, unknown>) => out.result(jsonForTerminal(ctx.json ? { type, ...record } : record));
+  const failures = new FailureWatch(flags.maxConsecutiveFailures ?? DEFAULT_MAX_CONSECUTIVE_FAILURES);
+  let started = 0;
+  /** Queued jobs the circuit breaker kept from starting. */
+  let notStarted = 0;
+  let lastLine = 0;
 
   const tally = Object.fromEntries(SUMMARY_STATUSES.map((s) => [s, 0])) as Record<JobStatus, number>;
   let refused = 0;
@@ -152,6 +144,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
 
   manager.on('started', (job: JobRecord) => {
     running.add(job.id);
+    started++;
   });
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
@@ -178,7 +171,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
       }
       unrecorded.delete(id);
       // Printed is delivered: its full text may now go, so a million-line fan-out stays bounded.
-      out.result(jsonForTerminal({ line: lineOf.get(id), ...jobJson(job) }));
+      emit('result', { line: lineOf.get(id), ...jobJson(job) });
       lineOf.delete(id);
     }
   };
@@ -189,6 +182,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     // Stopped by this stop, still unfinished in the ledger: its one reported ending comes from --resume.
     if (job.resumable) {
       interrupted++;
+      if (job.startedAt === undefined) notStarted++;
       lineOf.delete(job.id);
       return;
     }
@@ -196,6 +190,12 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     usage = mergeUsageByModel(usage, job.usage);
     unrecorded.set(job.id, job);
     printRecorded();
+    // After the breaker tripped, the queued jobs its stop cancels are not failures of their own.
+    const keptFromStarting = failures.tripped !== undefined && job.startedAt === undefined;
+    if (keptFromStarting) notStarted++;
+    const seen = keptFromStarting ? {} : failures.record(job);
+    if (seen.note !== undefined) out.note(`forkpool fanout: ${seen.note}`);
+    if (seen.tripped !== undefined) stopStarting();
     drawStatus();
     wakeAll();
   });
@@ -215,7 +215,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     endedBefore++;
     usage = mergeUsageByModel(usage, job.usage);
     // Read back from the ledger: its ending is on disk already; marking it delivered may still fail (printed all the same).
-    out.result(jsonForTerminal({ line, ...jobJson(job), fromLedger: true }));
+    emit('result', { line, ...jobJson(job), fromLedger: true });
     try {
       deliveries.markDelivered(job.id);
     } catch (error) {
@@ -228,7 +228,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
     const message = oneLine(error instanceof Error ? error.message : String(error));
     out.note(`forkpool fanout: line ${task.line}: refused: ${message} [${code}]`);
-    out.result(jsonForTerminal({ line: task.line, label: task.label, status: 'refused', error: { code, message } }));
+    emit('refused', { line: task.line, label: task.label, status: 'refused', error: { code, message } });
   };
 
   /** Spawns one job; waits out QUEUE_FULL while jobs are pending; any other refusal is reported. */
@@ -247,6 +247,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
           });
         const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;
+        lastLine = task.line;
         lineOf.set(handle.id, task.line);
         return;
       } catch (error) {
@@ -317,13 +318,24 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
         );
       if (ticker) clearInterval(ticker);
       out.stop();
-      const seconds = (Date.now() - startedAt) / 1000;
-      const counts = SUMMARY_STATUSES.map((s) => `${tally[s]} ${s}`).join(', ');
-      process.stderr.write(
-        `fanout: ${counts}, ${refused} refused, ${invalid} invalid line(s), ${seconds.toFixed(1)}s` +
-          `${report.stragglers.length ? `, ${report.stragglers.length} hard-stopped` : ''}${ledgerProblems ? `, ${ledgerProblems} ledger problem(s)` : ''}` +
-          `${interrupted ? `, ${interrupted} interrupted (--resume runs them)` : ''}\n`,
-      );
+      const summary = {
+        tally,
+        refused,
+        invalid,
+        started,
+        seconds: (Date.now() - startedAt) / 1000,
+        hardStopped: report.stragglers.length,
+        ledgerProblems,
+        interrupted,
+        causes: failures.causes(),
+        stoppedEarly: failures.tripped,
+        notStarted,
+        lastLine,
+        resumable: ledger !== undefined,
+        exitCode: exitCode(),
+      };
+      for (const line of summaryText(summary)) process.stderr.write(`${line}\n`);
+      if (ctx.json) emit('summary', summaryRecord(summary));
       const lines = usageLines({ 'user:subagent': usage });
       if (lines.length) process.stderr.write(`tokens:\n${lines.join('\n')}\n`);
       for (const line of costLines(ctx.config, { 'user:subagent': usage }, manager.budgetPool())) process.stderr.write(`${line}\n`);
@@ -337,6 +349,16 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     wakeAll();
     return finish(2_000);
   };
+  /**
+   * The circuit breaker tripped: no more lines are read and no queued job starts (with a
+   * ledger they stay unfinished there, for --resume); running jobs may end as they will.
+   */
+  function stopStarting(): void {
+    stopping = true;
+    reader.close();
+    wakeAll();
+    void manager.close({ drain: true, keepUnfinished: true });
+  }
   const stopSignals = onTermination(stop);
   // `fanout … | head -1`: the reader of stdout left. Stop as on a signal, quietly, exit 1.
   let stdoutGone = false;
@@ -360,33 +382,19 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
     stopSignals();
     process.stdout.off('error', onStdoutError);
   }
-  // A ledger that did not check out fails the run even when every line ran: never exit 0 over it.
-  const anyFailed = countFailed(tally) > 0 || refused > 0 || invalid > 0 || readFailed || stdoutGone || ledgerProblems > 0 || unrecorded.size > 0;
-  return anyFailed ? EXIT.failure : EXIT.ok;
-}
+  return exitCode();
 
-function countFailed(tally: Record<JobStatus, number>): number {
-  let n = 0;
-  for (const status of FAILED_STATUSES) n += tally[status];
-  return n;
-}
-
-/**
- * One input line as a task, `undefined` for a blank line, or the problem with it. The
- * problem never quotes the line raw: a short escaped preview only, so binary or terminal
- * control sequences in the input never reach the terminal.
- */
-export function parseLine(text: string, line: number): FanoutTask | { problem: string } | undefined {
-  if (!text.trim()) return undefined;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    // V8's message may quote the input ("… "xyz" is not valid JSON"): keep only the diagnosis.
-    const reason = (error as Error).message.replace(/,?\s*(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)?\s*is not valid JSON$/, '');
-    return { problem: `not valid JSON (${oneLine(reason, 80)}): ${preview(text)}` };
+  function exitCode(): number {
+    // A ledger that did not check out fails the run even when every line ran: never exit 0 over it.
+    const anyFailed =
+      countFailed(tally) > 0 ||
+      refused > 0 ||
+      invalid > 0 ||
+      readFailed ||
+      stdoutGone ||
+      ledgerProblems > 0 ||
+      unrecorded.size > 0 ||
+      failures.tripped !== undefined;
+    return anyFailed ? EXIT.failure : EXIT.ok;
   }
-  const parsed = lineSchema.safeParse(raw);
-  if (!parsed.success) return { problem: `${oneLine(z.prettifyError(parsed.error), 200)}: ${preview(text)}` };
-  return { line, task: parsed.data.task, label: parsed.data.label ?? `line ${line}`, agent: parsed.data.agent, budget: parsed.data.budget };
 }

@@ -7,6 +7,7 @@ import { jobsShowCommand, type JobsShowFlags } from './jobs.js';
 import { completionCommand, SHELLS } from './completion.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
 import { fanoutCommand, type FanoutFlags } from './fanout.js';
+import { DEFAULT_MAX_CONSECUTIVE_FAILURES } from './fanout-failures.js';
 import { chatCommand, type ChatFlags } from './chat.js';
 import { runCommand, type RunFlags } from './run.js';
 import { simCommand, type SimFlags } from './sim.js';
@@ -90,6 +91,11 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', "keep every task's job in this SQLite file, so a killed fan-out can be resumed")
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
+    .option(
+      '--max-consecutive-failures <n>',
+      `stop starting jobs after this many in a row fail alike on connection or auth (refused, DNS, TLS, 401/403); 0: never (default ${DEFAULT_MAX_CONSECUTIVE_FAILURES})`,
+      parseIntFlag('--max-consecutive-failures', 0),
+    )
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))

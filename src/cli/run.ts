@@ -138,7 +138,14 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   });
   session.on('turn-result', (result) => {
     if (ctx.json)
-      ctx.event('answer', { turn: result.turn, followUp: result.followUp, stopReason: result.stopReason, text: result.answer, error: result.error ?? null });
+      ctx.event('answer', {
+        turn: result.turn,
+        followUp: result.followUp,
+        stopReason: result.stopReason,
+        text: result.answer,
+        // Code and message only: a stack (and a cause's) names this machine's files, and is no use to a script.
+        error: result.error ? { code: result.error.code, message: result.error.message } : null,
+      });
     // On a terminal the answer is escaped (line feeds and tabs kept); piped, it is the exact text.
     else process.stdout.write(`${result.followUp ? '\n' : ''}${process.stdout.isTTY ? escapeLinesForTerminal(result.answer) : result.answer}\n`);
     if (result.error) ctx.note(`turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 2_000)}`);

@@ -56,8 +56,9 @@ export async function startForkpoolServer(options: ForkpoolServerOptions): Promi
   const { token, generated: tokenGenerated } = serverToken(options.token, options.env ?? process.env);
   const host = options.host ?? config.server.host;
   const exposed = exposureWarning(host);
+  // Said once, by onWarning (or process.emitWarning): the log does not repeat it (issue 36: it printed twice).
   if (exposed) (options.onWarning ?? emitServerWarning)(exposed);
-  options.logger?.[exposed ? 'warn' : 'debug']({ host }, exposed ?? 'serving on loopback');
+  else options.logger?.debug({ host }, 'serving on loopback');
   // return503OnClosing off: the plugin answers a request that arrives while closing itself, with a
   // 503 in the API's error format (Fastify's own has another shape, which the document would not hold).
   const app = Fastify({ bodyLimit: config.server.bodyLimitBytes, logger: false, forceCloseConnections: 'idle', return503OnClosing: false });

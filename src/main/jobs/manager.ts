@@ -13,6 +13,7 @@ import { PermissionStore } from '../limits/permissions.js';
 import { createExecutor } from './executor-factory.js';
 import { ToolCatalog } from '../tools/catalog.js';
 import { resolveToolModules } from '../tools/tool-modules.js';
+import { firstTimeInProcess } from '../setup/once-per-process.js';
 import { shutDown, type CloseHow } from './shutdown.js';
 import { realScheduler } from '../executors/scheduler.js';
 import { JobBudgets } from '../limits/budgets.js';
@@ -94,8 +95,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.tools = new ToolCatalog(config, options.tools, [...(options.toolSources ?? []), ...mcp]);
       this.tools.checkConfig(config);
       this.#gating = new RequestGating(config);
-      if (this.sandbox.notice && logger) logger.warn(this.sandbox.notice);
-      else if (this.sandbox.notice) process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
+      // Once per process, not per manager (see once-per-process.ts); `sandbox.notice` still says it to whoever asks.
+      if (this.sandbox.notice && firstTimeInProcess(this.sandbox.notice)) {
+        if (logger) logger.warn(this.sandbox.notice);
+        else process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
+      }
       this.#store = options.store;
       const ledger = (this.#ledger = new DeliveryLedger(
         options.config.background.retention,
@@ -394,9 +398,15 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Stops intake, cancels queued jobs and asks running ones to stop (or, with `drain`, lets
    * them finish), waits up to `timeoutMs`, hard-stops stragglers, and closes the executor it
    * created: no thread of its own is left running. Every call returns the same promise.
+   * `keepUnfinished` (with a durable store): the queued jobs a drain cancels stay unfinished in
+   * the ledger, for the next process to run (as a cancelling close always leaves them).
    */
-  close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
-    this.#closing ??= this.#close(options.drain ? 'drain' : 'cancel', options.timeoutMs ?? this.#config.background.closeTimeoutMs);
+  close(options: { drain?: boolean; timeoutMs?: number; keepUnfinished?: boolean } = {}): Promise<CloseReport> {
+    this.#closing ??= this.#close(
+      options.drain ? 'drain' : 'cancel',
+      options.timeoutMs ?? this.#config.background.closeTimeoutMs,
+      options.keepUnfinished === true,
+    );
     return this.#closing;
   }
 
@@ -412,10 +422,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return closing;
   }
 
-  #close(how: CloseHow, timeoutMs: number): Promise<CloseReport> {
+  #close(how: CloseHow, timeoutMs: number, keepUnfinished = false): Promise<CloseReport> {
     this.#closeBegun = true;
     // Durable: the jobs this close stops stay unfinished in the ledger for the next process (see keepUnfinishedOnClose).
-    if (how !== 'drain') this.#ledger.keepUnfinishedOnClose();
+    if (how !== 'drain' || keepUnfinished) this.#ledger.keepUnfinishedOnClose();
     const report = shutDown(how, timeoutMs, {
       waiting: () => this.#engine.dispatcher.waiting().map((job) => job.id),
       live: () => this.#engine.dispatcher.live().flatMap((job) => job.attempt ?? []),

@@ -10,7 +10,7 @@ export interface LoggerOptions {
   level: LogLevel;
   /** Literal secrets (API keys) scrubbed from every line before it is written. */
   secrets: readonly string[];
-  /** Human-readable lines; defaults to whether stderr is a terminal. */
+  /** Human-readable lines; defaults to whether stderr is a terminal (the CLI: unless `--json`). */
   pretty?: boolean;
   destination?: NodeJS.WritableStream;
 }
@@ -18,7 +18,7 @@ export interface LoggerOptions {
 const REDACT_PATHS = ['apiKey', '*.apiKey', 'config.apiKey', '*.config.apiKey', 'headers.authorization', '*.headers.authorization'];
 
 /**
- * pino to stderr: pretty on a terminal, JSON otherwise. API keys are removed twice: by field
+ * pino to stderr: pretty on a terminal, JSON otherwise (unless `pretty` says). API keys are removed twice: by field
  * (`redact`) and by value, on the final line, so a key inside a message or an error is caught too.
  */
 export function createLogger(options: LoggerOptions): Logger {
@@ -26,7 +26,14 @@ export function createLogger(options: LoggerOptions): Logger {
   const secrets = options.secrets.filter((s) => s.length >= 4);
   const usePretty = options.pretty ?? Boolean(process.stderr.isTTY);
   const destination = usePretty
-    ? loadPretty()({ destination: options.destination ?? 2, sync: true, colorize: options.destination === undefined, ignore: 'pid,hostname' })
+    ? loadPretty()({
+        destination: options.destination ?? 2,
+        sync: true,
+        // Colours only for a terminal; a pipe or a file gets plain lines, one per message.
+        colorize: options.destination === undefined && Boolean(process.stderr.isTTY),
+        singleLine: !process.stderr.isTTY,
+        ignore: 'pid,hostname',
+      })
     : (options.destination ?? pino.destination({ dest: 2, sync: true }));
   return pino(
     {

@@ -77,10 +77,10 @@ const PAGE_TEMPLATE = `<!doctype html>
     </nav>
     <table id="jobs">
       <caption class="visually-hidden">Background jobs of the server and its sessions, one page, updated live; sort by a column's button</caption>
-      <thead><tr><td><input type="checkbox" id="select-page" aria-label="Select every live job on this page"></td><th scope="col" data-sort="spawn" aria-sort="ascending"><button type="button" class="sort">Label</button></th><th scope="col">Agent</th><th scope="col" data-sort="state"><button type="button" class="sort">Status</button></th><th scope="col" data-sort="duration"><button type="button" class="sort">Elapsed</button></th><th scope="col">Tool</th><th scope="col">Tool calls</th><th scope="col" data-sort="tokens"><button type="button" class="sort">Tokens</button></th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+      <thead><tr><td><input type="checkbox" id="select-page" aria-label="Select every live job on this page"></td><th scope="col" data-sort="spawn" aria-sort="ascending"><button type="button" class="sort">Label</button></th><th scope="col">Id</th><th scope="col">Agent</th><th scope="col" data-sort="state"><button type="button" class="sort">Status</button></th><th scope="col" data-sort="duration"><button type="button" class="sort">Elapsed</button></th><th scope="col">Tool</th><th scope="col">Tool calls</th><th scope="col" data-sort="tokens"><button type="button" class="sort">Tokens</button></th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
       <tbody></tbody>
     </table>
-    <p id="empty" class="hint">No jobs yet.</p>
+    <p id="empty" class="hint">Loading jobs…</p>
   </section>
   <section id="detail" aria-labelledby="detail-title" hidden>
     <h2 id="detail-title" tabindex="-1">Job</h2>

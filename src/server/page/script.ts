@@ -125,14 +125,14 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       row = document.createElement('tr');
       row.id = 'job-' + ref;
       row.dataset.jobId = ref;
-      var names = ['select', 'label', 'agent', 'status', 'elapsed num', 'tool', 'tool-calls num', 'tokens num', 'actions'];
+      var names = ['select', 'label', 'id', 'agent', 'status', 'elapsed num', 'tool', 'tool-calls num', 'tokens num', 'actions'];
       names.forEach(function (name, i) { var c = document.createElement(i === 1 ? 'th' : 'td'); c.className = name; row.appendChild(c); });
       row.children[1].scope = 'row';
       var box = document.createElement('input');
       box.type = 'checkbox';
       box.addEventListener('change', function () { choose(ref, box.checked); });
       row.children[0].appendChild(box);
-      row.children[8].append(
+      row.children[9].append(
         button('details', 'Details', function () { openDetail(ref); }),
         button('cancel', 'Cancel', function (event) { cancelJob(ref, event.target); }),
         button('retry', 'Retry', function (event) { retryJob(ref, event.target); }),
@@ -149,13 +149,15 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     row.dataset.ancestors = ancestorsOf(job).join(' ');
     // A nested job sits under its parent (the server's spawn order puts it there), indented by its depth.
     row.children[1].textContent = (job.depth > 1 ? '\u00a0\u00a0'.repeat(job.depth - 1) + '\u2514 ' : '') + job.label;
-    row.children[2].textContent = job.agent || (job.role === 'user' ? 'user job' : job.role) + (job.session ? ' (' + job.session + ')' : '');
-    row.children[3].textContent = status.replace('_', ' ');
-    row.children[3].className = 'status status-' + status;
-    row.children[4].textContent = formatElapsed(job);
-    row.children[5].textContent = job.currentTool || '';
-    row.children[6].textContent = job.toolCalls === null || job.toolCalls === undefined ? '–' : String(job.toolCalls);
-    row.children[7].textContent = String(job.tokens || 0);
+    // The id the CLI, the API and the ledger name the job by (a session's job: session/id).
+    row.children[2].textContent = ref;
+    row.children[3].textContent = job.agent || (job.role === 'user' ? 'user job' : job.role) + (job.session ? ' (' + job.session + ')' : '');
+    row.children[4].textContent = status.replace('_', ' ');
+    row.children[4].className = 'status status-' + status;
+    row.children[5].textContent = formatElapsed(job);
+    row.children[6].textContent = job.currentTool || '';
+    row.children[7].textContent = job.toolCalls === null || job.toolCalls === undefined ? '–' : String(job.toolCalls);
+    row.children[8].textContent = String(job.tokens || 0);
     var box = row.children[0].firstChild;
     box.checked = selected.has(ref);
     box.disabled = job.state === 'ended';

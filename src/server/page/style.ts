@@ -1,7 +1,7 @@
 /** The page's stylesheet: system fonts, readable contrast, a visible focus ring, light and dark. */
 export const PAGE_CSS = `
-:root { color-scheme: light dark; --fg: #1b1b1b; --bg: #fdfdfd; --muted: #5a5a5a; --line: #d4d4d4; --accent: #0b57d0; --ok: #146c2e; --bad: #b3261e; --warn: #8a5300; }
-@media (prefers-color-scheme: dark) { :root { --fg: #eaeaea; --bg: #141414; --muted: #a8a8a8; --line: #3a3a3a; --accent: #8ab4f8; --ok: #6dd58c; --bad: #f2b8b5; --warn: #f0c674; } }
+:root { color-scheme: light dark; --fg: #1b1b1b; --bg: #fdfdfd; --muted: #5a5a5a; --line: #d4d4d4; --accent: #0b57d0; --ok: #146c2e; --bad: #b3261e; --warn: #8a5300; --partial: #6a3fb5; }
+@media (prefers-color-scheme: dark) { :root { --fg: #eaeaea; --bg: #141414; --muted: #a8a8a8; --line: #3a3a3a; --accent: #8ab4f8; --ok: #6dd58c; --bad: #f2b8b5; --warn: #f0c674; --partial: #cdb8f7; } }
 * { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
 header { display: flex; align-items: baseline; gap: 1em; padding: 0.6em 1.2em; border-bottom: 1px solid var(--line); }
@@ -29,7 +29,10 @@ td.num { font-variant-numeric: tabular-nums; text-align: right; }
 .status { font-weight: 600; }
 .status-ok { color: var(--ok); }
 .status-failed, .status-timed_out, .status-error { color: var(--bad); }
-.status-cancelled, .status-partial { color: var(--warn); }
+.status-cancelled { color: var(--warn); }
+/* Partial (an answer cut short, still useful) is not cancelled (stopped, no answer): a colour of its own. */
+.status-partial { color: var(--partial); }
+td.id { font-family: ui-monospace, monospace; font-size: 0.9em; white-space: nowrap; }
 .status-queued, .status-running { color: var(--muted); }
 td.actions { white-space: nowrap; }
 td.actions button { padding: 0.1em 0.5em; margin-right: 0.3em; }
