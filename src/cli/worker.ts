@@ -6,6 +6,7 @@ import { loadConfig } from '../main/setup/config-load.js';
 import { ConfigError } from '../shared/errors.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { onTermination } from './common.js';
+import { startCliTracing } from './tracing.js';
 
 export interface WorkerFlags {
   redis?: string;
@@ -44,6 +45,8 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
       },
     ]);
   }
+  // Its runs' spans continue each job's trace (the job's traceparent), when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  await startCliTracing(process.env, (line) => process.stderr.write(`${line}\n`));
   const policy = new WorkerPolicy(config);
   const logger = createLogger({ level, secrets: [...policy.secrets, parsedUrl.data] });
   if (policy.endpoints.length === 0) {
