@@ -162,7 +162,19 @@ export class LoopSpans {
     this.#options = options;
   }
 
+  /**
+   * Never throws: a job's events are checked for their type only where they enter (protocol.ts),
+   * and a span must not break the job's books.
+   */
   event(event: LoopEvent, at = Date.now()): void {
+    try {
+      this.#onEvent(event, at);
+    } catch {
+      // A malformed event makes no span; the job goes on.
+    }
+  }
+
+  #onEvent(event: LoopEvent, at: number): void {
     if (event.type === 'assistant_text') {
       if (this.#answered && this.#options.capture)
         this.#answered.span.setAttribute(GEN_AI.outputMessages, messagesAttribute('assistant', this.#options.redact(event.text)));
@@ -189,8 +201,9 @@ export class LoopSpans {
         const span = this.#chat;
         if (!span) return;
         this.#chat = undefined;
-        span.setAttributes({ [GEN_AI.responseModel]: event.model, ...tokenAttributes(event.usage) });
-        if (event.finishReason !== undefined) span.setAttribute(GEN_AI.finishReasons, [event.finishReason]);
+        span.setAttributes(tokenAttributes(event.usage));
+        if (typeof event.model === 'string') span.setAttribute(GEN_AI.responseModel, event.model);
+        if (typeof event.finishReason === 'string') span.setAttribute(GEN_AI.finishReasons, [event.finishReason]);
         this.#answered = { span, at };
         return;
       }
@@ -206,7 +219,7 @@ export class LoopSpans {
           [GEN_AI.toolCallId]: event.callId,
           [GEN_AI.toolType]: 'function',
         };
-        if (this.#options.capture && event.args !== undefined) attributes[GEN_AI.toolArguments] = this.#options.redact(event.args);
+        if (this.#options.capture && typeof event.args === 'string') attributes[GEN_AI.toolArguments] = this.#options.redact(event.args);
         const span = forkpoolTracer().startSpan(`execute_tool ${event.name}`, { kind: SpanKind.INTERNAL, startTime: at, attributes }, this.#parent);
         this.#tools.set(event.callId, { span, name: event.name });
         return;
@@ -216,7 +229,7 @@ export class LoopSpans {
         if (!open) return;
         this.#tools.delete(event.callId);
         open.span.setAttribute(FORKPOOL_ATTR.outputChars, event.chars);
-        if (this.#options.capture && event.output !== undefined) open.span.setAttribute(GEN_AI.toolResult, this.#options.redact(event.output));
+        if (this.#options.capture && typeof event.output === 'string') open.span.setAttribute(GEN_AI.toolResult, this.#options.redact(event.output));
         if (!event.ok) open.span.setStatus({ code: SpanStatusCode.ERROR, message: 'the tool call failed (its error went back to the model)' });
         open.span.end(at);
         return;
@@ -262,6 +275,12 @@ export class LoopSpans {
   }
 }
 
-function tokenAttributes(usage: Usage): Attributes {
-  return { [GEN_AI.inputTokens]: usage.promptTokens, [GEN_AI.outputTokens]: usage.completionTokens };
+/** A worker's event is checked for its type only (protocol.ts): its usage is read defensively. */
+function tokenAttributes(usage: Usage | undefined): Attributes {
+  const input = usage?.promptTokens;
+  const output = usage?.completionTokens;
+  return {
+    ...(typeof input === 'number' ? { [GEN_AI.inputTokens]: input } : {}),
+    ...(typeof output === 'number' ? { [GEN_AI.outputTokens]: output } : {}),
+  };
 }

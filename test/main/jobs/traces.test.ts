@@ -10,7 +10,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type Readabl
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
-import { CAPTURE_CONTENT_ENV } from '../../../src/shared/tracing.js';
+import { CAPTURE_CONTENT_ENV, LoopSpans } from '../../../src/shared/tracing.js';
 import { totalUsage } from '../../../src/shared/usage.js';
 import { ended, makeConfig, makeManager, makeWorkspace, startSim, tempWorkspace, useCleanup, watchManager } from '../../helpers/index.js';
 
@@ -175,6 +175,36 @@ describe('traces', () => {
     for (const s of spans()) {
       for (const [key, value] of Object.entries(s.attributes)) expect(String(value), `${s.name} ${key}`).not.toContain(secret);
       for (const e of s.events) expect(JSON.stringify(e.attributes ?? {})).not.toContain(secret);
+    }
+  });
+
+  it("a worker's malformed events (checked for their type only) never throw on the main thread and make no broken span", () => {
+    const loop = new LoopSpans(ROOT_CONTEXT, { model: 'm', capture: true, redact: (t) => t });
+    const odd = (event: Record<string, unknown>) => loop.event(event as never);
+    expect(() => {
+      odd({ type: 'model_request', iteration: 'x' });
+      odd({ type: 'model_response', iteration: 1, model: 7 });
+      odd({ type: 'assistant_text', text: { not: 'text' } });
+      odd({ type: 'tool_call', callId: 'c1', name: null, args: 42 });
+      odd({ type: 'tool_result', callId: 'c1', output: 42, ms: 'slow' });
+      odd({ type: 'retry' });
+      loop.close();
+    }).not.toThrow();
+    const chat = spans().find((s) => s.name === 'chat m');
+    expect(chat?.attributes['gen_ai.usage.input_tokens']).toBeUndefined();
+  });
+
+  it('no provider registered: no span, and a job runs as before', async () => {
+    trace.disable();
+    try {
+      const root = await makeWorkspace(cleanups);
+      const sim = await startSim(cleanups);
+      const manager = makeManager(makeConfig(sim, root), cleanups);
+      const record = await ended(manager, manager.spawn({ task: LEAF, label: 'untraced' }).id);
+      expect(record.status).toBe('ok');
+      expect(spans()).toEqual([]);
+    } finally {
+      trace.setGlobalTracerProvider(provider);
     }
   });
 });
