@@ -193,18 +193,4 @@ describe('traces', () => {
     const chat = spans().find((s) => s.name === 'chat m');
     expect(chat?.attributes['gen_ai.usage.input_tokens']).toBeUndefined();
   });
-
-  it('no provider registered: no span, and a job runs as before', async () => {
-    trace.disable();
-    try {
-      const root = await makeWorkspace(cleanups);
-      const sim = await startSim(cleanups);
-      const manager = makeManager(makeConfig(sim, root), cleanups);
-      const record = await ended(manager, manager.spawn({ task: LEAF, label: 'untraced' }).id);
-      expect(record.status).toBe('ok');
-      expect(spans()).toEqual([]);
-    } finally {
-      trace.setGlobalTracerProvider(provider);
-    }
-  });
 });
