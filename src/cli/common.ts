@@ -8,6 +8,7 @@ import { createLogger, LOG_LEVELS, type LogLevel } from '../main/setup/logger.js
 import { startSimServer, type SimServer } from '../sim/index.js';
 import { jsonForTerminal } from '../shared/terminal-text.js';
 import { configuredSecrets } from '../shared/tools/secrets.js';
+import { flushCliTracing, startCliTracing } from './tracing.js';
 
 /** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
@@ -122,6 +123,8 @@ export async function createCliContext(
     checkWorkspace: false,
   });
   checkWorkspaceFolder(config.workspaceRoot);
+  // Before anything makes a span: the OTLP exporter, when the environment asks for one (tracing.ts).
+  await startCliTracing(process.env, (line) => process.stderr.write(`${line}\n`));
   // Every key the config holds (a peer agent may have its own, an MCP server its env and headers) is redacted from log lines.
   // Human lines on stderr, terminal or not (a pipe, a CI log); JSON log lines only with --json, for the script that asked.
   const logger = createLogger({ level, secrets: configuredSecrets(config), pretty: flags.json !== true });
@@ -257,7 +260,10 @@ export function onTermination(stop: (signal: 'SIGINT' | 'SIGTERM') => Promise<vo
     stopping = true;
     process.stderr.write(`\nforkpool: ${signal}: stopping background jobs (again to force)…\n`);
     // Not awaited: a signal handler returns at once; the exit in `finally` ends the process either way.
-    void stop(signal).finally(() => process.exit(code));
+    // The spans of what was stopped are exported first (bounded: see flushCliTracing).
+    void stop(signal)
+      .finally(() => flushCliTracing())
+      .finally(() => process.exit(code));
   };
   const onInt = () => handler('SIGINT');
   const onTerm = () => handler('SIGTERM');

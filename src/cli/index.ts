@@ -6,6 +6,7 @@ import { initCommand, type InitFlags } from './init.js';
 import { jobsShowCommand, type JobsShowFlags } from './jobs.js';
 import { completionCommand, SHELLS } from './completion.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
+import { flushCliTracing } from './tracing.js';
 import { fanoutCommand, type FanoutFlags } from './fanout.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES } from './fanout-failures.js';
 import { chatCommand, type ChatFlags } from './chat.js';
@@ -246,6 +247,8 @@ async function main(): Promise<void> {
       exitCode = reportError(error);
     }
   }
+  // The last spans (a run's turn and jobs) leave before the process does.
+  await flushCliTracing();
   process.exitCode = exitCode;
 }
 

@@ -17,8 +17,8 @@ export type StopReason = (typeof STOP_REASONS)[number];
 /** Progress of one run, for logs, the CLI and a job's port. Never carries secrets. */
 export type LoopEvent =
   | { type: 'model_request'; iteration: number }
-  /** `ms`: the call's time, its retries included (absent from an older worker). */
-  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string; ms?: number }
+  /** `ms`: the call's time, its retries included (absent from an older worker). `finishReason`: the model's (`stop`, `tool_calls`, `length`…), when it gave one. */
+  | { type: 'model_response'; iteration: number; toolCalls: number; usage: Usage; model: string; ms?: number; finishReason?: string }
   /** The model said something (with or without tool calls): its first text turn, partial findings. Capped. */
   | { type: 'assistant_text'; iteration: number; text: string; final: boolean }
   | { type: 'retry'; attempt: number; delayMs: number; reason: string }

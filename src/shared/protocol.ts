@@ -5,6 +5,7 @@ import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js'
 import type { UsageByModel } from './usage.js';
 import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 import { spawnSpecWireFields, type SpawnSpec } from './spawn-spec.js';
+import { TRACEPARENT_PATTERN } from './trace-context.js';
 
 /**
  * Everything that crosses the thread boundary, defined once. Messages are validated with zod
@@ -54,6 +55,8 @@ export interface JobSpec extends SpawnSpec {
   steering?: SteeringMessage[];
   /** The main-thread tools it is offered (host and MCP tools): stubs whose calls cross its port (see HostToolStub). */
   hostTools?: HostToolStub[];
+  /** W3C trace context of the job's `invoke_agent` span (see tracing.ts): a remote worker's spans continue its trace. */
+  traceparent?: string;
 }
 
 /**
@@ -128,6 +131,7 @@ export const jobSpecSchema = z.strictObject({
   budget: budgetLimitsSchema.optional(),
   steering: z.array(steeringMessageSchema).max(1_000).optional(),
   hostTools: z.array(hostToolStubSchema).max(1_000).optional(),
+  traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
   ...spawnSpecWireFields,
 });
 

@@ -180,6 +180,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         usage: reply.usage,
         model: reply.model,
         ms: Date.now() - callStarted,
+        ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
       });
       if (reply.content && reply.content.trim()) {
         emit({

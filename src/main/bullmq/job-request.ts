@@ -35,6 +35,8 @@ const JOB_FIELDS = [
   // Catalog tools the spawn adds: the worker refuses a job naming one its own config lacks.
   'extras',
   'model',
+  // The job's span: the worker's run continues its trace (docs/observability.md).
+  'traceparent',
 ] as const;
 
 /** Config fields the job's side decides; `tools`, `grantedTools` and `toolLimits` can only narrow the worker's. */

@@ -19,6 +19,7 @@ import type { JobStore } from '../ledger/ledger-store.js';
 import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
+import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
 import { checkSpawnSpec, spawnSpecInputFields, type SpawnSpec } from '../../shared/spawn-spec.js';
 
 export interface BackgroundManagerOptions {
@@ -95,6 +96,11 @@ export interface SpawnRequest {
    * A cancelled guess is never delivered. Never joins nor is joined by an identical spawn. Default false.
    */
   speculative?: boolean;
+  /**
+   * W3C trace context of the span that caused this spawn (a tool call, a request of the host's):
+   * the job's `invoke_agent` span is its child. Default: the active span, if any (docs/observability.md).
+   */
+  traceparent?: string;
 }
 
 export interface SpawnOptions {
@@ -206,6 +212,7 @@ const spawnRequestSchema = z.strictObject({
   workspace: z.enum(WORKSPACE_MODES).optional(),
   ...spawnSpecInputFields,
   speculative: z.boolean().optional(),
+  traceparent: z.string().regex(TRACEPARENT_PATTERN, 'a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)').optional(),
 });
 
 /** True when the request is well formed (admission says what is wrong when it is not). */
