@@ -15,6 +15,7 @@ import { LineReader, openInput, type InputLine } from './line-reader.js';
 import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { countTaskLines, FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
+import { readSchemaFile } from './schema-file.js';
 
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
@@ -23,6 +24,8 @@ export interface FanoutFlags extends GlobalFlags {
   agent?: string;
   /** Continue the fan-out in `--ledger FILE`: print what finished, run only the rest. */
   resume?: boolean;
+  /** A JSON Schema file: every job's answer is typed by it (its `data` in each line). */
+  schema?: string;
 }
 
 const lineSchema = z.strictObject({
@@ -65,6 +68,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   if (!EXECUTORS.includes(executorKind)) {
     return usageProblem('fanout', `--executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}`);
   }
+  const typed = flags.schema === undefined ? undefined : readSchemaFile(flags.schema);
+  if (typed && 'problem' in typed) return usageProblem('fanout', typed.problem);
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
   // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
@@ -244,6 +249,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
             wave: null,
             ...(agent !== undefined ? { agent } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
+            ...(typed ? { outputSchema: typed.schema } : {}),
           });
         const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;

@@ -15,6 +15,15 @@ const SUBMIT_TOOL = 'submit_result';
 /** The start of the repair message a typed job is sent (src/worker/typed-output.ts). */
 const REPAIR_MARK = '[forkpool] Your result does not match';
 const MAX_DEPTH = 8;
+/** A workspace path in the agent's answer ("Most relevant: src/retry.ts."). */
+const PATH = /\b((?:[\w-]+\/)*[\w-]+\.[a-z]{1,5})\b/;
+/** Property names that hold a path. */
+const PATH_NAMES = /^(file|files|path|paths|location|source|where)$/i;
+
+interface Seed {
+  text: string;
+  path: string;
+}
 
 type Json = Record<string, unknown>;
 
@@ -30,7 +39,10 @@ export function typedReply(body: unknown, reply: SimReply, n: number): SimReply 
   const task = textOf(messages.find((m) => m.role === 'user')?.content);
   const { invalidResult, task: plain } = simDirectives(task);
   const tries = messages.filter((m) => toolCallsOf(m).some((c) => c.name === SUBMIT_TOOL)).length + messages.filter(isRepairMessage).length;
-  const valid = exampleOf(bound.schema, bound.schema, firstSentence(plain).slice(0, 60), 0);
+  // What the plausible agent would have answered (or last said) fills the strings: a path-like field gets its path.
+  const said = reply.toolCalls.length === 0 && reply.content ? reply.content : lastProse(messages);
+  const seed = { text: firstSentence(said ?? plain, 120), path: PATH.exec(said ?? '')?.[1] ?? 'README.md' };
+  const valid = exampleOf(bound.schema, bound.schema, seed, 0);
   const value = invalidResult === 'always' || (invalidResult === 'once' && tries === 0) ? broken(bound.schema, valid) : valid;
   if (bound.via === 'response_format') return { content: JSON.stringify(value), toolCalls: [] };
   return { content: null, toolCalls: [toolCall(n, 0, SUBMIT_TOOL, JSON.stringify(value))] };
@@ -54,12 +66,21 @@ function lastWasSubmit(messages: readonly WireMessage[]): boolean {
   return toolCallsOf(call).some((c) => c.name === SUBMIT_TOOL && c.id === last.tool_call_id);
 }
 
+/** The last thing the agent said in prose (not a JSON value it offered). */
+function lastProse(messages: readonly WireMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const text = messages[i]?.role === 'assistant' ? textOf(messages[i]?.content).trim() : '';
+    if (text && !/^[[{"]/.test(text)) return text;
+  }
+  return undefined;
+}
+
 function isRepairMessage(message: WireMessage): boolean {
   return message.role === 'user' && textOf(message.content).startsWith(REPAIR_MARK);
 }
 
 /** A value that matches `schema` (as far as the keywords below go: what structured output uses). */
-function exampleOf(schema: unknown, root: Json, seed: string, depth: number, name = 'value'): unknown {
+function exampleOf(schema: unknown, root: Json, seed: Seed, depth: number, name = 'value'): unknown {
   if (!isObject(schema) || depth > MAX_DEPTH) return null;
   if (typeof schema.$ref === 'string') return exampleOf(resolveRef(schema.$ref, root), root, seed, depth + 1, name);
   if ('const' in schema) return schema.const;
@@ -75,10 +96,10 @@ function exampleOf(schema: unknown, root: Json, seed: string, depth: number, nam
       return Object.fromEntries(Object.entries((schema.properties as Json | undefined) ?? {}).map(([key, sub]) => [key, exampleOf(sub, root, seed, depth + 1, key)]));
     case 'array': {
       const count = Math.min(Math.max(typeof schema.minItems === 'number' ? schema.minItems : 1, 1), typeof schema.maxItems === 'number' ? schema.maxItems : 3);
-      return Array.from({ length: count }, (_, i) => exampleOf(schema.items, root, `${seed} ${i + 1}`, depth + 1, name));
+      return Array.from({ length: count }, () => exampleOf(schema.items, root, seed, depth + 1, name));
     }
     case 'string':
-      return stringFor(schema, `${name}: ${seed}`);
+      return stringFor(schema, PATH_NAMES.test(name) ? seed.path : seed.text);
     case 'integer':
     case 'number':
       return numberFor(schema, type === 'integer');
@@ -87,7 +108,7 @@ function exampleOf(schema: unknown, root: Json, seed: string, depth: number, nam
     case 'null':
       return null;
     default:
-      return seed;
+      return seed.text;
   }
 }
 
@@ -109,9 +130,12 @@ function stringFor(schema: Json, text: string): string {
 }
 
 function numberFor(schema: Json, integer: boolean): number {
-  const min = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 1;
-  const max = typeof schema.maximum === 'number' ? schema.maximum : typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum - 1 : Infinity;
-  const value = Math.min(min, max);
+  // zod's int() writes ±MAX_SAFE_INTEGER as bounds: no real bound.
+  const num = (key: string) => (typeof schema[key] === 'number' && Math.abs(schema[key]) < Number.MAX_SAFE_INTEGER ? schema[key] : undefined);
+  const low = num('minimum') ?? (num('exclusiveMinimum') !== undefined ? (num('exclusiveMinimum') as number) + 1 : undefined);
+  const high = num('maximum') ?? (num('exclusiveMaximum') !== undefined ? (num('exclusiveMaximum') as number) - 1 : undefined);
+  // Between two bounds: the middle (a confidence of 0..1 reads 0.5); else the lower bound, else 1 (capped by the upper one).
+  const value = low !== undefined && high !== undefined ? (low + high) / 2 : (low ?? Math.min(1, high ?? 1));
   return integer ? Math.ceil(value) : value;
 }
 

@@ -82,10 +82,11 @@ export class TypedOutput {
    */
   settle(finalText: string): { kind: 'data'; data: unknown; text: string } | { kind: 'repair'; message: string } | { kind: 'invalid'; error: ForkpoolError; text: string } {
     const submitted = this.#submitted;
-    if (submitted?.ok) return { kind: 'data', data: submitted.data, text: finalText };
+    // The text is the value's JSON, whichever mechanic: what the delivery block and `resultText` show.
+    if (submitted?.ok) return { kind: 'data', data: submitted.data, text: JSON.stringify(submitted.data) };
     if (submitted) return { kind: 'invalid', error: invalid(submitted.errors), text: submitted.text };
     const checked = this.mode === 'tool' ? { ok: false as const, errors: `answered in text without calling ${SUBMIT_RESULT_TOOL}` } : this.#checkText(finalText);
-    if (checked.ok) return { kind: 'data', data: checked.data, text: finalText };
+    if (checked.ok) return { kind: 'data', data: checked.data, text: JSON.stringify(checked.data) };
     if (this.#repairsLeft > 0) {
       this.#repairsLeft--;
       const how = this.mode === 'tool' ? `Call ${SUBMIT_RESULT_TOOL} with a value that matches it.` : 'Answer again with only a JSON value that matches it.';
