@@ -133,7 +133,9 @@ export const jobSummarySchema = named(
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
     data: z
       .unknown()
-      .describe("A typed job's value, validated against its output schema (docs/delivery.md \"Typed results\"); null for an untyped job or one that failed RESULT_INVALID."),
+      .describe(
+        'A typed job\'s value, validated against its output schema (docs/delivery.md "Typed results"); null for an untyped job or one that failed RESULT_INVALID.',
+      ),
     session: z
       .string()
       .nullable()

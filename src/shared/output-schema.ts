@@ -34,14 +34,17 @@ export function checkOutputSchema(schema: unknown, field: string): OutputSchema 
     throw new ForkpoolError('TOOL_ARGUMENTS_INVALID', `${field}: the schema is ${json.length} characters of JSON; at most ${OUTPUT_SCHEMA_MAX_CHARS}`);
   }
   if (!('type' in schema) && !('anyOf' in schema) && !('oneOf' in schema) && !('$ref' in schema) && !('enum' in schema) && !('const' in schema)) {
-    throw new ForkpoolError('TOOL_ARGUMENTS_INVALID', `${field}: a JSON Schema with a "type" (e.g. "object"), received one with keys ${Object.keys(schema).join(', ') || 'none'}`);
+    throw new ForkpoolError(
+      'TOOL_ARGUMENTS_INVALID',
+      `${field}: a JSON Schema with a "type" (e.g. "object"), received one with keys ${Object.keys(schema).join(', ') || 'none'}`,
+    );
   }
   try {
     z.fromJSONSchema(schema as z.core.JSONSchema.JSONSchema);
   } catch (error) {
     throw new ForkpoolError('TOOL_ARGUMENTS_INVALID', `${field}: not a usable JSON Schema: ${(error as Error).message}`);
   }
-  return schema as OutputSchema;
+  return schema;
 }
 
 /** An output schema in the config (`agents.<name>.outputSchema`): a config error names the field and what is wrong. */
@@ -58,7 +61,7 @@ export function outputSchemaFrom(schema: unknown, field: string): OutputSchema {
   if (schema instanceof z.ZodType) {
     let json: OutputSchema;
     try {
-      json = z.toJSONSchema(schema, { target: 'draft-2020-12' }) as OutputSchema;
+      json = z.toJSONSchema(schema, { target: 'draft-2020-12' });
     } catch (error) {
       throw new ForkpoolError('TOOL_ARGUMENTS_INVALID', `${field}: this zod schema has no JSON Schema form: ${(error as Error).message}`);
     }
@@ -74,7 +77,7 @@ export type OutputCheck = { ok: true; data: unknown } | { ok: false; errors: str
 
 /** Compiles the schema once; the returned function checks a value against it. */
 export function outputValidator(schema: OutputSchema): (value: unknown) => OutputCheck {
-  const compiled = z.fromJSONSchema(schema as z.core.JSONSchema.JSONSchema);
+  const compiled = z.fromJSONSchema(schema);
   return (value) => {
     const parsed = compiled.safeParse(value);
     return parsed.success ? { ok: true, data: value } : { ok: false, errors: z.prettifyError(parsed.error) };
@@ -100,7 +103,9 @@ export function isStrictCompatible(schema: unknown): boolean {
     const required = Array.isArray(node.required) ? node.required : [];
     if (!properties.every((name) => required.includes(name))) return false;
   }
-  return Object.entries(node).every(([key, value]) => key === 'enum' || key === 'const' || key === 'default' || key === 'examples' || isStrictCompatible(value));
+  return Object.entries(node).every(
+    ([key, value]) => key === 'enum' || key === 'const' || key === 'default' || key === 'examples' || isStrictCompatible(value),
+  );
 }
 
 /**

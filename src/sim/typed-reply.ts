@@ -90,10 +90,12 @@ function exampleOf(schema: unknown, root: Json, seed: Seed, depth: number, name 
     const option = options.find((o) => !(isObject(o) && o.type === 'null')) ?? options[0];
     return exampleOf(option, root, seed, depth + 1, name);
   }
-  const type = Array.isArray(schema.type) ? (schema.type.find((t) => t !== 'null') ?? 'null') : schema.type;
+  const type: unknown = Array.isArray(schema.type) ? ((schema.type as unknown[]).find((t) => t !== 'null') ?? 'null') : schema.type;
   switch (type) {
     case 'object':
-      return Object.fromEntries(Object.entries((schema.properties as Json | undefined) ?? {}).map(([key, sub]) => [key, exampleOf(sub, root, seed, depth + 1, key)]));
+      return Object.fromEntries(
+        Object.entries((schema.properties as Json | undefined) ?? {}).map(([key, sub]) => [key, exampleOf(sub, root, seed, depth + 1, key)]),
+      );
     case 'array': {
       const count = Math.min(Math.max(typeof schema.minItems === 'number' ? schema.minItems : 1, 1), typeof schema.maxItems === 'number' ? schema.maxItems : 3);
       return Array.from({ length: count }, () => exampleOf(schema.items, root, seed, depth + 1, name));
@@ -152,7 +154,7 @@ function wrongFor(schema: unknown): unknown {
   if (type === 'string') return 12345;
   if (type === 'object') return 'not an object';
   if (type === 'array') return 'not an array';
-  return { notA: String(type ?? 'value') };
+  return { notA: typeof type === 'string' ? type : 'value' };
 }
 
 function resolveRef(ref: string, root: Json): unknown {

@@ -163,7 +163,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         }
         if (settled.kind === 'data') Object.assign(outcome, { text: settled.text, data: settled.data });
         else {
-          const error = settled.kind === 'invalid' ? settled.error : new ForkpoolError('RESULT_INVALID', 'the result does not match the output schema and no turn was left to repair it');
+          const error =
+            settled.kind === 'invalid'
+              ? settled.error
+              : new ForkpoolError('RESULT_INVALID', 'the result does not match the output schema and no turn was left to repair it');
           Object.assign(outcome, { stopReason: 'error', text: settled.kind === 'invalid' ? settled.text : result.finalText, error: serializeError(error) });
         }
       }

@@ -3,14 +3,7 @@ import { z } from 'zod';
 import { configForAgent } from '../shared/agents.js';
 import type { ForkpoolConfig } from '../shared/config.js';
 import { ForkpoolError, ToolError } from '../shared/errors.js';
-import {
-  isStrictCompatible,
-  outputValidator,
-  structuredOutputMode,
-  SUBMIT_RESULT_TOOL,
-  type OutputCheck,
-  type OutputSchema,
-} from '../shared/output-schema.js';
+import { isStrictCompatible, outputValidator, structuredOutputMode, SUBMIT_RESULT_TOOL, type OutputCheck, type OutputSchema } from '../shared/output-schema.js';
 import type { JobSpec } from '../shared/protocol.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
 
@@ -80,12 +73,15 @@ export class TypedOutput {
    * The run ended with a final answer: its value (`data`), a repair message to send (once), or
    * RESULT_INVALID with the last text kept.
    */
-  settle(finalText: string): { kind: 'data'; data: unknown; text: string } | { kind: 'repair'; message: string } | { kind: 'invalid'; error: ForkpoolError; text: string } {
+  settle(
+    finalText: string,
+  ): { kind: 'data'; data: unknown; text: string } | { kind: 'repair'; message: string } | { kind: 'invalid'; error: ForkpoolError; text: string } {
     const submitted = this.#submitted;
     // The text is the value's JSON, whichever mechanic: what the delivery block and `resultText` show.
     if (submitted?.ok) return { kind: 'data', data: submitted.data, text: JSON.stringify(submitted.data) };
     if (submitted) return { kind: 'invalid', error: invalid(submitted.errors), text: submitted.text };
-    const checked = this.mode === 'tool' ? { ok: false as const, errors: `answered in text without calling ${SUBMIT_RESULT_TOOL}` } : this.#checkText(finalText);
+    const checked =
+      this.mode === 'tool' ? { ok: false as const, errors: `answered in text without calling ${SUBMIT_RESULT_TOOL}` } : this.#checkText(finalText);
     if (checked.ok) return { kind: 'data', data: checked.data, text: JSON.stringify(checked.data) };
     if (this.#repairsLeft > 0) {
       this.#repairsLeft--;
@@ -113,7 +109,11 @@ export class TypedOutput {
     }
     if (this.#repairsLeft > 0) {
       this.#repairsLeft--;
-      throw new ToolError('RESULT_INVALID', SUBMIT_RESULT_TOOL, `the result does not match the output schema:\n${checked.errors}\nCall ${SUBMIT_RESULT_TOOL} again with a corrected value.`);
+      throw new ToolError(
+        'RESULT_INVALID',
+        SUBMIT_RESULT_TOOL,
+        `the result does not match the output schema:\n${checked.errors}\nCall ${SUBMIT_RESULT_TOOL} again with a corrected value.`,
+      );
     }
     this.#submitted = { ok: false, errors: checked.errors, text: JSON.stringify(value) ?? '' };
     return 'Result rejected: it does not match the output schema.';

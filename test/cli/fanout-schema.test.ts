@@ -22,10 +22,16 @@ describe('forkpool fanout --schema', () => {
   it('prints each job with its typed data, and jobs show reads it back from the ledger', async () => {
     const sim = await startSim(cleanup);
     const dir = tempWorkspace(
-      { 'ws/src/retry.ts': '// Retry with exponential backoff.\nexport function retryBackoff() {}\n', 'ws/src/cache.ts': '// An LRU cache.\nexport class LruCache {}\n' },
+      {
+        'ws/src/retry.ts': '// Retry with exponential backoff.\nexport function retryBackoff() {}\n',
+        'ws/src/cache.ts': '// An LRU cache.\nexport class LruCache {}\n',
+      },
       cleanup,
     );
-    writeFileSync(path.join(dir, 'tasks.jsonl'), '{"task":"Where is the retry backoff?","label":"backoff"}\n{"task":"Where is the LRU cache?","label":"cache"}\n');
+    writeFileSync(
+      path.join(dir, 'tasks.jsonl'),
+      '{"task":"Where is the retry backoff?","label":"backoff"}\n{"task":"Where is the LRU cache?","label":"cache"}\n',
+    );
     writeFileSync(path.join(dir, 'finding.json'), JSON.stringify(SCHEMA));
     const args = ['fanout', 'tasks.jsonl', '--no-progress', '--base-url', sim.url, '--workspace', 'ws', '--ledger', 'l.db', '--schema', 'finding.json'];
     const ran = await runCli(args, { cwd: dir, cleanup, env: { OPENAI_API_KEY: 'k' } });

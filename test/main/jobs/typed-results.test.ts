@@ -26,9 +26,7 @@ const FINDING = {
 
 /** The requests of one job (its task is in the first user message). */
 function bodiesOf(sim: SimServer, task: string): Array<Record<string, unknown>> {
-  return sim.requests
-    .map((r) => r.body as Record<string, unknown>)
-    .filter((body) => (body.messages as Array<{ content?: unknown }>)[1]?.content === task);
+  return sim.requests.map((r) => r.body as Record<string, unknown>).filter((body) => (body.messages as Array<{ content?: unknown }>)[1]?.content === task);
 }
 
 describe('a typed job', () => {
@@ -66,7 +64,11 @@ describe('a typed job', () => {
       expect(JSON.stringify(body.tools)).not.toContain('submit_result');
     }
     // A schema strict mode cannot take goes with strict: false.
-    const loose = manager.spawn({ task: `${RESEARCH_TASK} (loose)`, label: 'loose', outputSchema: { type: 'object', properties: { file: { type: 'string' } } } });
+    const loose = manager.spawn({
+      task: `${RESEARCH_TASK} (loose)`,
+      label: 'loose',
+      outputSchema: { type: 'object', properties: { file: { type: 'string' } } },
+    });
     expect((await ended(manager, loose.id)).data).toEqual({ file: expect.any(String) });
     const format = bodiesOf(sim, `${RESEARCH_TASK} (loose)`)[0]?.response_format as { json_schema: { strict: boolean } };
     expect(format.json_schema.strict).toBe(false);
@@ -74,13 +76,23 @@ describe('a typed job', () => {
 
   it("per agent: the agent's outputSchema types its jobs; a spawn's own wins", async () => {
     const sim = await startSim(cleanups);
-    const config = makeConfig(sim, await makeWorkspace(cleanups), {}, {
-      agents: { extractor: { description: 'extracts', outputSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } },
-    });
+    const config = makeConfig(
+      sim,
+      await makeWorkspace(cleanups),
+      {},
+      {
+        agents: { extractor: { description: 'extracts', outputSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } } },
+      },
+    );
     const manager = makeManager(config, cleanups);
     const byAgent = manager.spawn({ task: RESEARCH_TASK, label: 'agent', agent: 'extractor' });
     expect((await ended(manager, byAgent.id)).data).toEqual({ answer: expect.stringMatching(/^Found .* for backoff, retry\.$/) });
-    const own = manager.spawn({ task: `${RESEARCH_TASK} again`, label: 'own', agent: 'extractor', outputSchema: { type: 'array', items: { type: 'integer' } } });
+    const own = manager.spawn({
+      task: `${RESEARCH_TASK} again`,
+      label: 'own',
+      agent: 'extractor',
+      outputSchema: { type: 'array', items: { type: 'integer' } },
+    });
     // A root that is not an object: the tool's parameters wrap it as { result }, the value is unwrapped.
     expect((await ended(manager, own.id)).data).toEqual([1]);
   });
@@ -99,30 +111,33 @@ describe('a typed job', () => {
     expect(last).toContain('expected string');
   });
 
-  it.each(['tool', 'response_format'] as const)('%s: a value that misses the schema twice fails the job RESULT_INVALID, keeping the last text', async (mode) => {
-    const sim = await startSim(cleanups);
-    const manager = makeManager(makeConfig(sim, await makeWorkspace(cleanups), {}, { structuredOutput: mode }), cleanups);
-    const task = `${RESEARCH_TASK} [sim-invalid-result: always]`;
-    const { id } = manager.spawn({ task, label: 'invalid', outputSchema: { ...FINDING } });
-    const record = await ended(manager, id);
-    expect(record.status).toBe('failed');
-    expect(record.error?.code).toBe('RESULT_INVALID');
-    expect(record.error?.message).toMatch(/after one repair turn[\s\S]*file/);
-    expect(record.data).toBeUndefined();
-    // The last (bad) value is kept as the text: its first field has the wrong type.
-    expect(JSON.parse(record.resultText ?? '')).toMatchObject({ file: 12345 });
-    // Exactly one repair: two values were offered, no third.
-    const offers = bodiesOf(sim, task).filter((body) =>
-      JSON.stringify(body.messages).includes('does not match the output schema'),
-    );
-    expect(offers).toHaveLength(1);
-  });
+  it.each(['tool', 'response_format'] as const)(
+    '%s: a value that misses the schema twice fails the job RESULT_INVALID, keeping the last text',
+    async (mode) => {
+      const sim = await startSim(cleanups);
+      const manager = makeManager(makeConfig(sim, await makeWorkspace(cleanups), {}, { structuredOutput: mode }), cleanups);
+      const task = `${RESEARCH_TASK} [sim-invalid-result: always]`;
+      const { id } = manager.spawn({ task, label: 'invalid', outputSchema: { ...FINDING } });
+      const record = await ended(manager, id);
+      expect(record.status).toBe('failed');
+      expect(record.error?.code).toBe('RESULT_INVALID');
+      expect(record.error?.message).toMatch(/after one repair turn[\s\S]*file/);
+      expect(record.data).toBeUndefined();
+      // The last (bad) value is kept as the text: its first field has the wrong type.
+      expect(JSON.parse(record.resultText ?? '')).toMatchObject({ file: 12345 });
+      // Exactly one repair: two values were offered, no third.
+      const offers = bodiesOf(sim, task).filter((body) => JSON.stringify(body.messages).includes('does not match the output schema'));
+      expect(offers).toHaveLength(1);
+    },
+  );
 
   it('a bad schema is refused at spawn and at config load, naming the field', () => {
     const config = parseConfig({ workspaceRoot: '/tmp', baseUrl: 'http://127.0.0.1:1/v1' });
     const manager = new BackgroundManager({ config });
     cleanups.add(() => manager.close({ timeoutMs: 1_000 }));
-    expect(() => manager.spawn({ task: 't', label: 'l', outputSchema: { type: 'objekt' } })).toThrow(/outputSchema: not a usable JSON Schema: Unsupported type: objekt/);
+    expect(() => manager.spawn({ task: 't', label: 'l', outputSchema: { type: 'objekt' } })).toThrow(
+      /outputSchema: not a usable JSON Schema: Unsupported type: objekt/,
+    );
     expect(() => manager.spawn({ task: 't', label: 'l', outputSchema: 'a string' as never })).toThrow(/outputSchema/);
     expect(() => manager.spawn({ task: 't', label: 'l', outputSchema: { properties: {} } })).toThrow(/outputSchema: a JSON Schema with a "type"/);
     expect(() => parseConfig({ workspaceRoot: '/tmp', agents: { x: { description: 'd', outputSchema: { type: 'nope' } } } })).toThrow(ConfigError);

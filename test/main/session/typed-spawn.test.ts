@@ -17,7 +17,11 @@ async function sessionWith(parentScript: ScriptStep[], allowOutputSchema: boolea
   const jobsSim = await startSim(cleanups);
   const parentSim = await startSim(cleanups, { script: parentScript });
   const config = makeConfig(jobsSim, await makeWorkspace(cleanups), { maxAlertsPerJob: 0, allowOutputSchema });
-  const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+  const session = new AgentSession({
+    config,
+    closeExecutor: true,
+    client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+  });
   cleanups.add(() => session.close({ timeoutMs: 2_000 }));
   return { session, parentSim };
 }
