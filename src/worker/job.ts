@@ -28,6 +28,7 @@ import { reportAlertTool } from './job-tools.js';
 import { ChildLink, spawnChildTool, type ChildSpawnOffer } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
 import { typedOutputFor } from './typed-output.js';
+import { SUBMIT_RESULT_TOOL } from '../shared/output-schema.js';
 import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -111,7 +112,12 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         // The turns are the job's, across its resumes; the meter stops it at this same count.
         maxModelCalls: Math.max(0, maxTurns - iterations),
         messages,
-        tools: [...catalogTools, ...(deps.jobTools ?? []), ...(typed?.tools ?? [])],
+        // submit_result stands in for a catalog tool of its name: one tool per name on the wire.
+        tools: [
+          ...(typed?.mode === 'tool' ? catalogTools.filter((t) => t.name !== SUBMIT_RESULT_TOOL) : catalogTools),
+          ...(deps.jobTools ?? []),
+          ...(typed?.tools ?? []),
+        ],
         responseFormat: typed?.responseFormat,
         finishedBy: typed?.finishedBy,
         toolContext: {
