@@ -16,6 +16,7 @@ import { openFanoutLedger } from './fanout-ledger.js';
 import { parseLine, type FanoutTask } from './fanout-line.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
 import { countFailed, SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
+import { readSchemaFile } from './schema-file.js';
 
 export { parseLine } from './fanout-line.js';
 
@@ -28,6 +29,8 @@ export interface FanoutFlags extends GlobalFlags {
   resume?: boolean;
   /** The circuit breaker: failures in a row of a kind every job shares before no more jobs start (0: off). */
   maxConsecutiveFailures?: number;
+  /** A JSON Schema file: every job's answer is typed by it (its `data` in each line). */
+  schema?: string;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
@@ -50,6 +53,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   if (!EXECUTORS.includes(executorKind)) {
     return usageProblem('fanout', `--executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}`);
   }
+  const typed = flags.schema === undefined ? undefined : readSchemaFile(flags.schema);
+  if (typed && 'problem' in typed) return usageProblem('fanout', typed.problem);
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
   // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
@@ -244,6 +249,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
             wave: null,
             ...(agent !== undefined ? { agent } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
+            ...(typed ? { outputSchema: typed.schema } : {}),
           });
         const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;

@@ -97,6 +97,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
       `stop starting jobs after this many in a row fail alike on connection or auth (refused, DNS, TLS, 401/403); 0: never (default ${DEFAULT_MAX_CONSECUTIVE_FAILURES})`,
       parseIntFlag('--max-consecutive-failures', 0),
     )
+    .option('--schema <file>', 'a JSON Schema file: every job answers with a value of it, printed as "data" in its line (docs/delivery.md "Typed results")')
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))

@@ -131,6 +131,11 @@ export const jobSummarySchema = named(
     depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
     budget: budgetSchema.nullable(),
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
+    data: z
+      .unknown()
+      .describe(
+        'A typed job\'s value, validated against its output schema (docs/delivery.md "Typed results"); null for an untyped job or one that failed RESULT_INVALID.',
+      ),
     session: z
       .string()
       .nullable()

@@ -11,6 +11,7 @@ import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
 import { mcpServersSchema } from './mcp-config.js';
+import { outputSchemaConfig, STRUCTURED_OUTPUT_MODES } from './output-schema.js';
 
 /**
  * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
@@ -182,6 +183,8 @@ const backgroundSchema = z.strictObject({
   spawnModels: z.array(z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars)).max(1_000).optional(),
   /** A spawn's own `systemPrompt` may replace the background baseline (`replaceSystemPrompt: true`); default false: a replace is refused. */
   allowSystemPromptReplace: z.boolean().default(DEFAULTS.background.allowSystemPromptReplace),
+  /** The parent's spawn tool offers `output_schema` (its model may type a job's answer); default false: not offered (it costs prompt bytes). */
+  allowOutputSchema: z.boolean().default(DEFAULTS.background.allowOutputSchema),
   /** `queue`: a spawn past the cap waits (the first seed); `reject`: it is refused with QUEUE_FULL (core-agent). */
   onFull: z.enum(['queue', 'reject']).default(DEFAULTS.background.onFull),
   /** `report_alert` calls kept per job; later ones are refused (the job is told). */
@@ -273,6 +276,10 @@ export const agentSchema = z.strictObject({
   budget: budgetLimitsSchema.optional(),
   /** MCP servers of this agent's jobs, besides the top-level ones (docs/tools.md "MCP servers"). */
   mcpServers: mcpServersSchema.optional(),
+  /** A JSON Schema this agent's jobs answer with: their value is the record's `data` (docs/delivery.md "Typed results"); a spawn's own wins. */
+  outputSchema: outputSchemaConfig.optional(),
+  /** How its typed jobs are bound on its endpoint; unset: the config's `structuredOutput`. */
+  structuredOutput: z.enum(STRUCTURED_OUTPUT_MODES).optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
@@ -333,6 +340,12 @@ export const configSchema = z.strictObject({
   modelConnectionsPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.modelConnectionsPerThread),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),
+  /**
+   * How a typed job (one with an output schema) is bound: `response_format` (json_schema on its
+   * requests), `tool` (a terminating `submit_result` tool), or `auto`: response_format on
+   * api.openai.com, the tool elsewhere (docs/delivery.md "Typed results").
+   */
+  structuredOutput: z.enum(STRUCTURED_OUTPUT_MODES).default('auto'),
   /** Characters of one model response before it fails with MODEL_RESPONSE_TOO_LARGE. */
   maxResponseChars: z.number().int().min(1_000).max(500_000_000).default(DEFAULTS.maxResponseChars),
   /** Where jobs run; `inline` shares the caller's thread (no isolation, no hard stop). */

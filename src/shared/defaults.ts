@@ -196,6 +196,8 @@ export const DEFAULTS = {
     maxAlertsPerJob: 5,
     /** A spawn's own `systemPrompt` is appended to the background baseline; true lets it replace the baseline instead. */
     allowSystemPromptReplace: false,
+    /** The parent's spawn tool does not offer `output_schema` (true: its model may type a job's answer). */
+    allowOutputSchema: false,
     /** An ended job's conversation is kept up to this many characters (JSON), for `resume_background_agent`; 0: not kept. */
     keepConversationChars: 200_000,
     /** Alerts a session buffers for its next turn (oldest dropped past it). */

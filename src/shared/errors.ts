@@ -103,6 +103,8 @@ export const ERROR_CODES = [
    * `AgentSession` queues turns instead; the server and the chat go through it).
    */
   'TURN_BUSY',
+  /** A typed job's final value did not match its output schema, after its one repair turn (docs/delivery.md "Typed results"). */
+  'RESULT_INVALID',
   'INTERNAL',
 ] as const;
 

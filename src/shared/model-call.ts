@@ -90,7 +90,7 @@ export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'st
 export interface ModelCallOptions {
   client: OpenAI;
   config: ModelCallConfig;
-  params: Pick<ChatCompletionCreateParams, 'messages' | 'tools'>;
+  params: Pick<ChatCompletionCreateParams, 'messages' | 'tools' | 'response_format'>;
   signal: AbortSignal;
   rateGate?: RateGate | undefined;
   /**
@@ -250,7 +250,13 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
   let response;
   try {
     response = await client.chat.completions.create(
-      { model: config.model, temperature: config.temperature, messages: params.messages, ...(params.tools?.length ? { tools: params.tools } : {}) },
+      {
+        model: config.model,
+        temperature: config.temperature,
+        messages: params.messages,
+        ...(params.tools?.length ? { tools: params.tools } : {}),
+        ...(params.response_format ? { response_format: params.response_format } : {}),
+      },
       { signal: local.signal },
     );
   } catch (error) {
@@ -317,6 +323,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
           temperature: config.temperature,
           messages: params.messages,
           ...(params.tools?.length ? { tools: params.tools } : {}),
+          ...(params.response_format ? { response_format: params.response_format } : {}),
           stream: true,
           stream_options: { include_usage: true },
         },

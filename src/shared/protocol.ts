@@ -191,6 +191,8 @@ export interface JobOutcome {
   budgetExceeded?: BudgetName;
   /** Files it read, for the stale check (absent: none recorded). */
   reads?: FileRead[];
+  /** A typed job's value, validated against its output schema in the worker (absent: untyped, or it failed RESULT_INVALID). */
+  data?: unknown;
   /** Its final conversation, cut to `background.keepConversationChars` (conversation-cap.ts), kept for a resume; absent: not kept. */
   conversation?: unknown[];
   /**
@@ -282,6 +284,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       error: serializedErrorSchema.optional(),
       budgetExceeded: z.enum(BUDGET_NAMES).optional(),
       reads: z.array(fileReadSchema).max(1_000).optional(),
+      data: z.unknown().optional(),
       conversation: z.array(z.unknown()).optional(),
       stoppedBy: z.enum(STOP_REQUESTS).optional(),
     }),

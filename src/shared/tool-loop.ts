@@ -1,5 +1,10 @@
 import type OpenAI from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionMessageFunctionToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionCreateParams,
+  ChatCompletionMessageParam,
+  ChatCompletionMessageFunctionToolCall,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
@@ -69,6 +74,13 @@ export interface ToolLoopOptions {
    * at the same count, as `budget_exceeded` on maxTurns after the wrap-up message.
    */
   maxModelCalls?: number | undefined;
+  /** Sent with every model request: a typed job's json_schema (see typed-output.ts); only its final answer's content is bound. */
+  responseFormat?: ChatCompletionCreateParams['response_format'] | undefined;
+  /**
+   * Asked after each batch of tool calls: the final answer to end the run with, when a
+   * terminating tool was called (a typed job's `submit_result`). Undefined: the run goes on.
+   */
+  finishedBy?: (() => string | undefined) | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
@@ -146,7 +158,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         reply = await callModel({
           client,
           config,
-          params: { messages, tools: apiTools },
+          params: { messages, tools: apiTools, ...(options.responseFormat ? { response_format: options.responseFormat } : {}) },
           signal: call?.signal ?? turn.signal,
           rateGate: options.rateGate,
           connections: options.connections,
@@ -220,6 +232,8 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         messages.push({ role: 'tool', tool_call_id: call.id, content });
       });
       if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+      const finished = options.finishedBy?.();
+      if (finished !== undefined) return end('final', finished);
       // Its tools were aborted and answered with errors (every call has its result); the run ends here.
       if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
       if (verdicts.includes('stop')) {

@@ -11,6 +11,7 @@ import { resolveOptions, SIM_DEFAULTS, validateOptions, type ResolvedSimOptions 
 import { completionTokens, promptTokens, type SimReply } from './reply.js';
 import { completionBody, SIM_CREATED, streamChunks, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
 import { requestRng } from './rng.js';
+import { typedReply } from './typed-reply.js';
 import { ScriptCursor, stepReply } from './script.js';
 import { BodyTooLargeError, cutAfterFlush, readBody, sendError, sendJson, sleep, startSse, waitForAbort, writeSse } from './transport.js';
 import type { FaultKind, FaultSpec, RecordedRequest, ScriptStep, SimServer, SimServerOptions } from './types.js';
@@ -227,7 +228,8 @@ class SimHttpServer implements SimServer {
     }
     let reply: SimReply;
     if (o.endlessToolCalls || fault?.kind === 'endless_tool_calls') reply = endlessReply(body, n);
-    else reply = step ? stepReply(step, n) : plausibleReply(body, n, o.researchSteps);
+    // A schema-bound request (response_format, or the submit_result tool) ends with a value of its schema.
+    else reply = step ? stepReply(step, n) : typedReply(body, plausibleReply(body, n, o.researchSteps), n);
     if (fault && REPLY_FAULTS.has(fault.kind)) reply = applyReplyFault(fault.kind, reply, n);
     const usage = usageOf(step?.usage?.prompt_tokens ?? promptTokens(body), step?.usage?.completion_tokens ?? completionTokens(reply));
     const stream = body.stream === true;

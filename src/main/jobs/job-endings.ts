@@ -35,6 +35,10 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
     stopReason: outcome.stopReason,
     ...(outcome.reads?.length ? { reads: outcome.reads } : {}),
   };
+  // A typed job's value stands beside its text, which is the value's JSON (no result tag to parse).
+  if (outcome.stopReason === 'final' && outcome.data !== undefined) {
+    return { ...base, status: 'ok', endedBy: 'completed', resultText: outcome.text, data: outcome.data, error: outcome.error };
+  }
   // A job that finished before it saw the stop keeps its real result.
   if (outcome.stopReason === 'final') {
     const { text, tag } = parseResultTag(outcome.text);
