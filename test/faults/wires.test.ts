@@ -1,0 +1,140 @@
+/**
+ * The Responses and Anthropic Messages wires (issue 36 §3): real jobs through the real Piscina
+ * pool against the simulator, which speaks both. Each test asserts on what the simulator
+ * received (path, body shape) and on the job's record, never on timing.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RecordedRequest } from '../../src/sim/index.js';
+import {
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  RESEARCH_TASK,
+  retriesOf,
+  runOneJob,
+  startSim,
+  startStatusServer,
+  useCleanup,
+  ended,
+} from '../helpers/index.js';
+
+const cleanups = useCleanup();
+const WIRES = ['responses', 'anthropic'] as const;
+const IDLE_TIMEOUT_MS = 400;
+
+/** The tool results a request sends back, on either wire. */
+function toolResultsIn(request: RecordedRequest | undefined): unknown[] {
+  const body = request?.body as { input?: Array<{ type?: string }>; messages?: Array<{ content?: unknown }> } | undefined;
+  if (request?.wire === 'responses') return (body?.input ?? []).filter((item) => item.type === 'function_call_output');
+  return (body?.messages ?? []).flatMap((m) =>
+    Array.isArray(m.content) ? (m.content as Array<{ type?: string }>).filter((b) => b.type === 'tool_result') : [],
+  );
+}
+
+describe.each(WIRES)('the %s wire', (api) => {
+  it.each([true, false])('a multi-step tool job (stream %s) ends ok, every request on this wire, its usage counted', async (stream) => {
+    const { record, sim } = await runOneJob(cleanups, { config: { api, stream } });
+    expect(record.status).toBe('ok');
+    expect(record.resultText).toContain('src/retry.ts');
+    // The plausible agent searches, reads, then answers: three model calls, the last two with tool results.
+    expect(sim.requests.length).toBeGreaterThanOrEqual(3);
+    expect(sim.requests.every((r) => r.wire === api)).toBe(true);
+    expect(sim.requests.every((r) => (r.body as { stream?: boolean }).stream === (stream ? true : undefined))).toBe(true);
+    expect(toolResultsIn(sim.requests[0])).toEqual([]);
+    expect(toolResultsIn(sim.requests.at(-1)).length).toBeGreaterThan(0);
+    const usage = Object.values(record.usage);
+    expect(usage.reduce((n, u) => n + u.requests, 0)).toBe(sim.requests.length);
+    expect(usage.reduce((n, u) => n + u.promptTokens, 0)).toBeGreaterThan(0);
+    expect(usage.reduce((n, u) => n + u.completionTokens, 0)).toBeGreaterThan(0);
+  });
+
+  it('a 429 (Retry-After) and a 500 are retried, then the job ends ok', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { faults: { 1: { kind: '429', retryAfterSeconds: 0.2 }, 2: { kind: '500' } } },
+      config: { api, maxRetries: 3 },
+    });
+    expect(record.status).toBe('ok');
+    expect(sim.requests.slice(0, 3).map((r) => r.fault)).toEqual(['429', '500', undefined]);
+    const retries = retriesOf(events);
+    expect(retries.map((r) => r.reason)).toEqual([expect.stringMatching(/^HTTP 429: /), expect.stringMatching(/^HTTP 500: /)]);
+    // Retry-After was honoured: the retry waited at least its 200 ms.
+    expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(200);
+  });
+
+  it('a stream that stalls after its headers is caught by the idle watchdog and retried', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { faults: { 1: { kind: 'stall_mid_stream' } } },
+      config: { api, stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, requestTimeoutMs: 60_000, maxRetries: 1 },
+    });
+    expect(record.status).toBe('ok');
+    expect(sim.requests[0]?.fault).toBe('stall_mid_stream');
+    expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`stream sent nothing for ${IDLE_TIMEOUT_MS} ms`)]);
+  });
+
+  it('a stream cut off before its closing event is retried, not taken as a whole answer', async () => {
+    const { record, sim, events } = await runOneJob(cleanups, {
+      sim: { faults: { 1: { kind: 'truncated_stream' } } },
+      config: { api, stream: true, maxRetries: 1 },
+    });
+    expect(record.status).toBe('ok');
+    expect(sim.requests[0]?.fault).toBe('truncated_stream');
+    expect(retriesOf(events)).toHaveLength(1);
+  });
+});
+
+describe('the Responses wire', () => {
+  it('sends the reasoning items of each answer back with the next request, before the calls they led to', async () => {
+    const { record, sim } = await runOneJob(cleanups, { config: { api: 'responses' } });
+    expect(record.status).toBe('ok');
+    const [first, second, third] = sim.requests.map(
+      (r) => r.body as { input: Array<{ type?: string; id?: string; encrypted_content?: string }>; store?: boolean },
+    );
+    expect(first?.store).toBe(false);
+    expect(first?.input.filter((i) => i.type === 'reasoning')).toEqual([]);
+    // The sim's first answer carried rs_resp_sim_1: the next request sends it back, whole.
+    const sentBack = second?.input.find((i) => i.type === 'reasoning');
+    expect(sentBack).toMatchObject({ id: 'rs_resp_sim_1', encrypted_content: 'sim-reasoning-of-resp_sim_1' });
+    const order = (second?.input ?? []).map((i) => i.type);
+    expect(order.indexOf('reasoning')).toBeLessThan(order.indexOf('function_call'));
+    // Both earlier answers' reasoning in the third request.
+    expect(third?.input.filter((i) => i.type === 'reasoning').map((i) => i.id)).toEqual(['rs_resp_sim_1', 'rs_resp_sim_2']);
+  });
+});
+
+describe('the Anthropic wire', () => {
+  it('marks the stable prefix (system and tools) with cache_control, and counts cache reads and writes', async () => {
+    const { record, sim } = await runOneJob(cleanups, { config: { api: 'anthropic' } });
+    expect(record.status).toBe('ok');
+    for (const request of sim.requests) {
+      const body = request.body as { system: Array<{ cache_control?: unknown }>; tools: Array<{ cache_control?: unknown }>; max_tokens?: number };
+      expect(body.system.at(-1)?.cache_control).toEqual({ type: 'ephemeral' });
+      expect(body.tools.at(-1)?.cache_control).toEqual({ type: 'ephemeral' });
+      // Required by the API: a default is sent when none is configured.
+      expect(body.max_tokens).toBeGreaterThan(0);
+    }
+    // The first request wrote the prefix to the cache, the later ones read it.
+    const usage = Object.values(record.usage)[0];
+    expect(usage?.cacheWriteTokens).toBeGreaterThan(0);
+    expect(usage?.cachedTokens).toBeGreaterThan(0);
+  });
+
+  it('sends the key as x-api-key with anthropic-version; a server that echoes the key never gets it into the record', async () => {
+    const key = 'sk-ant-test-0123456789abcdef';
+    const server = await startStatusServer(
+      cleanups,
+      401,
+      (headers) => `bad key ${String(headers['x-api-key'])} (version ${String(headers['anthropic-version'])})`,
+    );
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups);
+    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 1 }, { api: 'anthropic', baseUrl: server.url, apiKey: key, maxRetries: 2 }), cleanups);
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'echo' });
+    const record = await ended(manager, id);
+    expect(record.status).toBe('failed');
+    // 401 is not retried; the message quotes the body, with the key redacted.
+    expect(server.hits).toBe(1);
+    expect(record.error?.message).toContain('HTTP 401');
+    expect(record.error?.message).toContain('bad key [REDACTED] (version 2023-06-01)');
+    expect(JSON.stringify(record)).not.toContain(key);
+  });
+});
