@@ -54,7 +54,11 @@ describe.each(WIRES)('the %s wire', (api) => {
       config: { api, maxRetries: 3 },
     });
     expect(record.status).toBe('ok');
-    expect(sim.requests.slice(0, 3).map((r) => r.fault)).toEqual(['429', '500', undefined]);
+    expect(sim.requests.slice(0, 3).map((r) => [r.wire, r.fault])).toEqual([
+      [api, '429'],
+      [api, '500'],
+      [api, undefined],
+    ]);
     const retries = retriesOf(events);
     expect(retries.map((r) => r.reason)).toEqual([expect.stringMatching(/^HTTP 429: /), expect.stringMatching(/^HTTP 500: /)]);
     // Retry-After was honoured: the retry waited at least its 200 ms.
@@ -67,7 +71,10 @@ describe.each(WIRES)('the %s wire', (api) => {
       config: { api, stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, requestTimeoutMs: 60_000, maxRetries: 1 },
     });
     expect(record.status).toBe('ok');
-    expect(sim.requests[0]?.fault).toBe('stall_mid_stream');
+    expect(sim.requests.slice(0, 2).map((r) => [r.wire, r.fault])).toEqual([
+      [api, 'stall_mid_stream'],
+      [api, undefined],
+    ]);
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`stream sent nothing for ${IDLE_TIMEOUT_MS} ms`)]);
   });
 
@@ -77,7 +84,10 @@ describe.each(WIRES)('the %s wire', (api) => {
       config: { api, stream: true, maxRetries: 1 },
     });
     expect(record.status).toBe('ok');
-    expect(sim.requests[0]?.fault).toBe('truncated_stream');
+    expect(sim.requests.slice(0, 2).map((r) => [r.wire, r.fault])).toEqual([
+      [api, 'truncated_stream'],
+      [api, undefined],
+    ]);
     expect(retriesOf(events)).toHaveLength(1);
   });
 });
