@@ -3,7 +3,10 @@
  * pool against the simulator, which speaks both. Each test asserts on what the simulator
  * received (path, body shape) and on the job's record, never on timing.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import type { Cleanup } from '../helpers/cleanup.js';
 import type { RecordedRequest } from '../../src/sim/index.js';
 import {
   makeConfig,
@@ -21,6 +24,42 @@ import {
 const cleanups = useCleanup();
 const WIRES = ['responses', 'anthropic'] as const;
 const IDLE_TIMEOUT_MS = 400;
+const ANSWER_TEXT = 'The retry backoff is implemented in src/retry.ts (exponential, capped at 8 s).';
+const ANSWER = `${ANSWER_TEXT}\n<result status="ok" files_touched=""/>`;
+/** The events that close a stream on each wire. */
+const CLOSING_EVENTS = { responses: /^event: response\.completed$/m, anthropic: /^event: message_(delta|stop)$/m };
+
+/**
+ * A proxy to the sim whose first answer loses its closing events and still ends cleanly (no cut
+ * connection, which the client would see as a read error anyway): a server that stopped early.
+ */
+async function startClosingDropper(cleanups: Cleanup, target: string, closing: RegExp): Promise<{ url: string }> {
+  let first = true;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      for (const name of ['anthropic-version', 'x-api-key', 'authorization']) if (typeof req.headers[name] === 'string') headers[name] = req.headers[name];
+      void fetch(`${target}${(req.url ?? '').replace(/^\/v1/, '')}`, { method: 'POST', headers, body: Buffer.concat(chunks) })
+        .then(async (upstream) => {
+          let text = await upstream.text();
+          if (first)
+            text = text
+              .split('\n\n')
+              .filter((event) => !closing.test(event))
+              .join('\n\n');
+          first = false;
+          res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'text/plain' });
+          res.end(text);
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.add(() => new Promise<void>((resolve) => server.close(() => resolve())).finally(() => server.closeAllConnections()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` };
+}
 
 /** The tool results a request sends back, on either wire. */
 function toolResultsIn(request: RecordedRequest | undefined): unknown[] {
@@ -76,6 +115,32 @@ describe.each(WIRES)('the %s wire', (api) => {
       [api, undefined],
     ]);
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`stream sent nothing for ${IDLE_TIMEOUT_MS} ms`)]);
+  });
+
+  it('a stream that ends cleanly without its closing event is retried, not taken as a whole answer', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ content: ANSWER }, { content: ANSWER }] });
+    const proxy = await startClosingDropper(cleanups, sim.url, CLOSING_EVENTS[api]);
+    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 1 }, { api, stream: true, maxRetries: 1, baseUrl: proxy.url }), cleanups);
+    const events: Array<{ type: string; reason?: string }> = [];
+    manager.on('progress', ({ event }) => events.push(event));
+    const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'cut' });
+    const record = await ended(manager, id);
+    expect(record.status).toBe('ok');
+    expect(record.resultText).toBe(ANSWER_TEXT);
+    expect(sim.requests.map((r) => r.wire)).toEqual([api, api]);
+    expect(events.filter((e) => e.type === 'retry').map((e) => e.reason)).toEqual([expect.stringContaining('cut off')]);
+    sim.assertScriptDone();
+  });
+
+  it('a stream longer in all than the idle timeout, but never idle that long, is not cut', async () => {
+    // 100 events 20 ms apart: two seconds of stream, each gap a twentieth of the watchdog's 400 ms.
+    const { record, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: `${'x'.repeat(400)}\n<result status="ok" files_touched=""/>` }], perTokenMs: 20, maxTokensPerChunk: 1 },
+      config: { api, stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, maxRetries: 0 },
+    });
+    expect(record.status).toBe('ok');
+    expect(retriesOf(events)).toEqual([]);
   });
 
   it('a stream cut off before its closing event is retried, not taken as a whole answer', async () => {
