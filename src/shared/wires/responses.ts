@@ -90,7 +90,7 @@ export function replyFromResponse(response: Response, fallbackModel: string, lim
   let content = '';
   const toolCalls: ModelReply['toolCalls'] = [];
   const reasoningItems: unknown[] = [];
-  for (const item of (response.output ?? [])) {
+  for (const item of response.output ?? []) {
     if (item.type === 'message') {
       for (const part of item.content) if (part.type === 'output_text') content += part.text;
     } else if (item.type === 'function_call') {
