@@ -26,6 +26,7 @@ export interface GlobalFlags {
   config?: string;
   model?: string;
   baseUrl?: string;
+  api?: string;
   workspace?: string;
   /** Accept / or the home folder as the workspace. */
   allowBroadWorkspace?: boolean;
@@ -98,6 +99,7 @@ export async function createCliContext(
     configPath: flags.config,
     model: flags.model,
     baseUrl: flags.baseUrl,
+    api: flags.api,
     workspace: flags.workspace,
     allowBroadWorkspace: flags.allowBroadWorkspace,
     maxIterations: flags.maxIterations,

@@ -24,6 +24,12 @@ function globalOptions(command: Command): Command {
       .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
       .option('-m, --model <name>', 'model name (env FORKPOOL_MODEL / OPENAI_MODEL)')
       .option('--base-url <url>', 'OpenAI-compatible base URL (env OPENAI_BASE_URL); none and no key: the built-in simulator')
+      .addOption(
+        new Option(
+          '--api <wire>',
+          'the wire the endpoint speaks: chat (Chat Completions), responses (OpenAI Responses), anthropic (Messages; key ANTHROPIC_API_KEY)',
+        ).choices(['chat', 'responses', 'anthropic']),
+      )
       .option('-w, --workspace <dir>', 'workspace root the tools are confined to (default: the current directory)')
       .option('--allow-broad-workspace', 'accept / or the home folder as the workspace (refused by default)')
       .option('--json', 'one JSON event per line on stdout, for scripts')

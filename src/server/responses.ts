@@ -43,7 +43,17 @@ export const errorBody = named(
   }),
 );
 
-export const usageSchema = named('Usage', z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() }));
+export const usageSchema = named(
+  'Usage',
+  z.object({
+    promptTokens: z.number(),
+    completionTokens: z.number(),
+    totalTokens: z.number(),
+    requests: z.number(),
+    cachedTokens: z.number().optional().describe("Of promptTokens, those read from the provider's prompt cache (when it says)."),
+    cacheWriteTokens: z.number().optional().describe("Of promptTokens, those written to the provider's prompt cache (Anthropic)."),
+  }),
+);
 const usageByModel = z.record(z.string(), usageSchema).describe('Usage keyed by model name.');
 
 export interface SerializedErrorBody {

@@ -236,6 +236,11 @@ const toolNameSchema = z.string().regex(TOOL_NAME_PATTERN, 'a tool name: letters
 /** A tool module: resolved to an absolute path by loadConfig (relative to the config file). */
 const toolModuleSchema = z.string().min(1).max(4_096);
 
+export const MODEL_APIS = ['chat', 'responses', 'anthropic'] as const;
+/** The wire a model endpoint speaks (src/shared/wires/). */
+export const modelApiSchema = z.enum(MODEL_APIS);
+export type ModelApi = z.output<typeof modelApiSchema>;
+
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 export const AGENT_NAME_EXPECTED = 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)';
@@ -249,6 +254,8 @@ export const agentSchema = z.strictObject({
   description: z.string().trim().min(1).max(1_000),
   model: z.string().min(1).optional(),
   baseUrl: modelUrlSchema.optional(),
+  /** The wire this agent's endpoint speaks; unset: the parent's `api`. */
+  api: modelApiSchema.optional(),
   /** Never printed, logged or put in an event. Without it, the parent's key is used only on the parent's endpoint. */
   apiKey: z.string().min(1).optional(),
   /** Appended to the background baseline prompt, unless `replaceSystemPrompt`. */
@@ -322,6 +329,12 @@ export const configSchema = z.strictObject({
    * CLI starts its built-in simulator instead). See {@link assertModelConfigured}.
    */
   baseUrl: modelUrlSchema.optional(),
+  /**
+   * The wire the endpoint speaks: `chat` (Chat Completions, any OpenAI-compatible server),
+   * `responses` (OpenAI's Responses API) or `anthropic` (Anthropic Messages; unset `baseUrl`:
+   * https://api.anthropic.com/v1, key from ANTHROPIC_API_KEY). Default `chat`.
+   */
+  api: modelApiSchema.default(DEFAULTS.api),
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),

@@ -339,8 +339,11 @@ export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | '
   ]);
 }
 
+/** Anthropic's endpoint, used for `api: "anthropic"` when `apiKey` is set and `baseUrl` is not. */
+export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
+
 /** The endpoint a config's model client talks to (never read from the process environment). */
-export function modelBaseUrl(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): string {
+export function modelBaseUrl(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'> & { api?: ForkpoolConfig['api'] | undefined }): string {
   assertModelConfigured(config);
-  return config.baseUrl ?? OPENAI_BASE_URL;
+  return config.baseUrl ?? (config.api === 'anthropic' ? ANTHROPIC_BASE_URL : OPENAI_BASE_URL);
 }

@@ -47,6 +47,13 @@ export const DEFAULTS = {
   /** Retries of 408/409/429/5xx and connection errors, with backoff and jitter. */
   maxRetries: 3,
   stream: true,
+  /** The wire a model endpoint speaks: Chat Completions (docs/configuration.md "Providers"). */
+  api: 'chat' as 'chat' | 'responses' | 'anthropic',
+  /**
+   * `max_tokens` of an Anthropic Messages request when none is configured: that API requires
+   * one (the other wires send none unless configured).
+   */
+  anthropicMaxTokens: 8_192,
   /**
    * Characters of one model response (content plus tool-call arguments) before the call fails
    * with MODEL_RESPONSE_TOO_LARGE: a runaway model would otherwise grow until the heap dies.

@@ -9,6 +9,9 @@ import { DEFAULTS } from './defaults.js';
 import { readEventStream } from './sse-reader.js';
 import { StreamAssembler, maxEventChars, responseTooLarge } from './stream-assembler.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import { anthropicOnce } from './wires/anthropic.js';
+import { chatMessages } from './wires/history.js';
+import { responsesRequestOnce, responsesStreamOnce } from './wires/responses.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -22,6 +25,8 @@ export interface ModelReply {
    * latency (its queueing), without the time this thread took to read the rest.
    */
   headersAt?: number;
+  /** The Responses wire's reasoning items, sent back with the job's next request (wires/history.ts). */
+  reasoningItems?: unknown[];
 }
 
 /**
@@ -85,7 +90,7 @@ function outcomeOfFailure(verdict: Verdict, latencyMs: number): RequestOutcome {
 export type RetryEvent = { attempt: number; delayMs: number; reason: string };
 
 export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'> &
-  Partial<Pick<ForkpoolConfig, 'maxResponseChars'>>;
+  Partial<Pick<ForkpoolConfig, 'maxResponseChars' | 'api'>>;
 
 export interface ModelCallOptions {
   client: OpenAI;
@@ -117,7 +122,7 @@ export function clientSecrets(client: OpenAI): string[] {
 }
 
 /** Builds the client from a (cloned) config. Retries are ours, so the SDK's are off. */
-export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'>): OpenAI {
+export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'> & Partial<Pick<ForkpoolConfig, 'api'>>): OpenAI {
   return new OpenAI({
     // The simulator and many local servers need no key, but the SDK insists on one.
     apiKey: config.apiKey ?? NO_KEY,
@@ -152,7 +157,7 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
     }
     const sentAt = performance.now();
     try {
-      const reply = config.stream ? await streamOnce(options) : await requestOnce(options);
+      const reply = await attemptOnce(options);
       ticket?.settle({ kind: 'ok', latencyMs: (reply.headersAt ?? performance.now()) - sentAt });
       return reply;
     } catch (error) {
@@ -181,6 +186,19 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
       release?.();
     }
   }
+}
+
+/**
+ * One attempt on the endpoint's wire. The tool loop's history is Chat Completions messages on
+ * every wire; the others translate it (src/shared/wires/). For `anthropic` the client only
+ * carries the base URL and the key (the wire is spoken with fetch).
+ */
+function attemptOnce(options: ModelCallOptions): Promise<ModelReply> {
+  const { config } = options;
+  if (config.api === 'responses') return config.stream ? responsesStreamOnce(options) : responsesRequestOnce(options);
+  if (config.api === 'anthropic') return anthropicOnce(options, clientSecrets(options.client)[0]);
+  const chat = { ...options, params: { ...options.params, messages: chatMessages(options.params.messages) } };
+  return config.stream ? streamOnce(chat) : requestOnce(chat);
 }
 
 interface Verdict {

@@ -12,6 +12,15 @@ import { TRACEPARENT_PATTERN } from './trace-context.js';
  * where they enter: the worker checks the spec, the main thread checks each port message.
  */
 
+const usageSchema = z.object({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  totalTokens: z.number(),
+  requests: z.number(),
+  cachedTokens: z.number().optional(),
+  cacheWriteTokens: z.number().optional(),
+});
+
 export const JOB_ROLES = ['primary', 'escalation', 'user'] as const;
 
 /** A job's optional name: no spaces, unique among live jobs (the manager checks that). One schema for every door a spawn comes through. */
@@ -120,7 +129,7 @@ export const jobSpecSchema = z.strictObject({
   resume: z
     .strictObject({
       messages: z.array(z.unknown()),
-      usage: z.record(z.string(), z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() })),
+      usage: z.record(z.string(), usageSchema),
       iterations: z.number().int().min(0),
       childResults: z.string(),
       wrapUpSent: z.boolean().optional(),
@@ -251,13 +260,6 @@ export type MainMessage =
   | { type: 'steer'; id: number; text: string; interrupt: boolean }
   | { type: 'permission-answer'; requestId: number; granted: boolean }
   | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer);
-
-const usageSchema = z.object({
-  promptTokens: z.number(),
-  completionTokens: z.number(),
-  totalTokens: z.number(),
-  requests: z.number(),
-});
 
 const fileReadSchema = z.strictObject({
   path: z.string().min(1).max(4_096),

@@ -20,6 +20,7 @@ import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import { carriedFields } from './wires/history.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -204,10 +205,10 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       }
 
       if (reply.toolCalls.length === 0) {
-        messages.push({ role: 'assistant', content: reply.content });
+        messages.push({ role: 'assistant', content: reply.content, ...carriedFields(reply) });
         return end('final', reply.content);
       }
-      messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
+      messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls, ...carriedFields(reply) });
       // A budget used up by this call: its tool calls are not run (their results would never be read).
       const exhausted = budget?.exhausted();
       if (exhausted) return overBudget(exhausted);

@@ -46,6 +46,8 @@ export function completionBody(reply: SimReply, meta: ResponseMeta, usage: WireU
 /** One SSE event to send, with the output tokens it carries (for per-token pacing). */
 export interface StreamChunk {
   json: string;
+  /** The SSE `event:` name, on wires that name their events (Responses, Anthropic). */
+  event?: string;
   tokens: number;
   /** The chunk carrying `finish_reason`, or the usage chunk after it. */
   closing: boolean;

@@ -110,6 +110,8 @@ export interface SimServerOptions {
 export interface RecordedRequest {
   /** 1-based number among valid chat-completions requests. */
   n: number;
+  /** The API it came in on: `chat` (/v1/chat/completions), `responses` (/v1/responses) or `anthropic` (/v1/messages). */
+  wire: 'chat' | 'responses' | 'anthropic';
   /** The parsed JSON body (undefined when `recordBodies` is false). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the client's JSON as sent, in a public type: readers pick the fields they check
   body: any;

@@ -215,7 +215,7 @@ export type JobRunResult = JobOutcome & {
  */
 const clients = new Map<string, OpenAI>();
 function clientFor(config: JobSpec['config']): OpenAI {
-  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs]);
+  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs, config.api]);
   let client = clients.get(key);
   if (!client) {
     client = createModelClient(config);
