@@ -233,7 +233,7 @@ class SimHttpServer implements SimServer {
       n,
       stream,
       includeUsage: stream && streamOptions?.include_usage === true,
-      meta: { id: `chatcmpl-sim-${n}`, model: typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID },
+      meta: { id: `chatcmpl-sim-${n}`, model: o.servedModel ?? (typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID) },
       fault,
       reply,
       usage,
@@ -256,7 +256,7 @@ class SimHttpServer implements SimServer {
         extra['retry-after'] = String(seconds);
         extra['retry-after-ms'] = String(Math.round(seconds * 1000));
       }
-      return sendJson(res, status, faultErrorBody(kind, plan.n), { ...headers, ...extra });
+      return sendJson(res, status, faultErrorBody(kind, plan.n, plan.meta.model), { ...headers, ...extra });
     }
     if (plan.stream) return this.#deliverStream(plan, res, signal, headers, kind, record);
     const json = JSON.stringify(completionBody(plan.reply, plan.meta, plan.usage));
