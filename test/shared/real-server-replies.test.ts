@@ -5,6 +5,11 @@
  * booked under the configured model, the deadline counts from the first byte, and a failed
  * request names its cause, its URL and what to check (issue 36 §2).
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ParentAgent } from '../../src/main/session/parent-agent.js';
 import { createModelClient } from '../../src/shared/model-call.js';
@@ -142,6 +147,30 @@ describe('a failed request names its cause, its URL and what to check', () => {
     expect(result.error?.message).toMatch(
       /^model request failed after 1 attempt\(s\): connection error: (ENOTFOUND|EAI_AGAIN) model-host\.invalid \(the host name does not resolve\) \(POST http:\/\/model-host\.invalid:8080\/v1\/chat\/completions\) — check --base-url \/ baseUrl$/,
     );
+  }, 20_000);
+
+  it('a TLS failure names the TLS error', async () => {
+    // A self-signed certificate made for this test (openssl is on every machine the suite runs on).
+    const dir = tempWorkspace({}, cleanup);
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=localhost'],
+      {
+        cwd: dir,
+        stdio: 'ignore',
+      },
+    );
+    const server = createHttpsServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (_req, res) =>
+      res.end('{}'),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.add(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    const result = await loopAgainst(url);
+    expect(result.error?.message).toMatch(
+      /^model request failed after 1 attempt\(s\): connection error: TLS DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate/,
+    );
+    expect(result.error?.message).toContain(`(POST ${url}/chat/completions) — check --base-url / baseUrl`);
   }, 20_000);
 
   it('a refused key names where keys come from, never the key', async () => {
