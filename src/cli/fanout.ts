@@ -12,6 +12,7 @@ import { describePool } from '../main/limits/budget-pool.js';
 import { LineReader, openInput, type InputLine } from './line-reader.js';
 import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { countTaskLines, FanoutOutput, statusText } from './progress.js';
+import { retryLine } from '../shared/model-errors.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 import { parseLine, type FanoutTask } from './fanout-line.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
@@ -153,6 +154,10 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   });
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
+  });
+  // A retry is never silent: one line on stderr, above the status line (`rate limited by <host>, retrying in 15 s (2/4)`).
+  manager.on('progress', ({ jobId, event }) => {
+    if (event.type === 'retry' && !ctx.json) out.note(`↻ line ${lineOf.get(jobId) ?? '?'} (${jobId}): ${retryLine(event)}`);
   });
   /**
    * Printed is recorded: a result is printed only once the ledger has its ending and its

@@ -54,6 +54,7 @@ function globalOptions(command: Command): Command {
       .option('--grant <tools...>', `grant gated tools up front (${GATED_TOOLS.join(', ')}, or a gated tool of yours)`)
       .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
       .option('--no-stream', 'use non-streaming model requests')
+      .option('--sim', 'run on the built-in simulated model (loopback, no key), whatever endpoint is configured')
       .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0))
       .option('--sim-steps <n>', 'model calls of a research answer on the built-in simulator (default 3)', parseIntFlag('--sim-steps', 1, 100))
   );

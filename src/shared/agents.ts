@@ -45,6 +45,7 @@ export function configForAgent(config: ForkpoolConfig, name: string | undefined)
     // Its own modules beside the config's: a job of it imports both.
     toolModules: agent.toolModules ? [...new Set([...config.toolModules, ...agent.toolModules])] : config.toolModules,
     temperature: agent.temperature ?? config.temperature,
+    maxTokens: agent.maxTokens ?? config.maxTokens,
   };
 }
 

@@ -277,6 +277,8 @@ export const agentSchema = z.strictObject({
     .optional()
     .meta({ deprecated: true, description: "Deprecated: the old name of this agent's budget.maxTurns (read as it, with a warning)." }),
   temperature: z.number().min(0).max(2).optional(),
+  /** `max_tokens` of this agent's model requests; unset: the top-level `maxTokens`. */
+  maxTokens: z.number().int().min(1).max(10_000_000).optional(),
   /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
   /** This agent's job budgets; unset fields come from `background.budget`. A spawn may only tighten them. */
@@ -340,7 +342,12 @@ export const configSchema = z.strictObject({
   temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
   /** The parent agent's model calls per turn (a background job's are its budget's `maxTurns`). */
   maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
+  /** One model request, from its response's first byte to its last (server-side queueing not counted). */
   requestTimeoutMs: timerMs(100).default(DEFAULTS.requestTimeoutMs),
+  /** One model request's wait for the first byte of its response (a server's queue, a server that never answers). */
+  firstByteTimeoutMs: timerMs(100).default(DEFAULTS.firstByteTimeoutMs),
+  /** `max_tokens` sent with each model request; a reply cut at it ends a job `partial`. An agent may set its own. */
+  maxTokens: z.number().int().min(1).max(10_000_000).default(DEFAULTS.maxTokens),
   /** One turn (a model call plus the tools it calls), parent or job; past it: TURN_TIMEOUT. 0: off. */
   turnTimeoutMs: timerMs(0).default(DEFAULTS.turnTimeoutMs),
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),

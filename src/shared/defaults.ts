@@ -28,8 +28,24 @@ export const DEFAULTS = {
    * wrap-up message before it.
    */
   maxIterations: 20,
-  /** One model HTTP request, headers to last byte. */
+  /**
+   * One model HTTP request, from the response's first byte (its headers) to its last: time the
+   * request waits in the server's own queue before it answers does not count (a local server
+   * busy with other jobs). The wait for that first byte is bounded by `firstByteTimeoutMs`.
+   */
   requestTimeoutMs: 120_000,
+  /**
+   * How long one model request may wait for the first byte of its response (the headers): a
+   * server that queues requests, or never answers. 10 minutes: a local model behind a few
+   * long jobs answers within it, a dead endpoint is still given up.
+   */
+  firstByteTimeoutMs: 600_000,
+  /**
+   * `max_tokens` sent with every model request: a reply past it is cut by the server
+   * (`finish_reason: "length"`, a `partial` job). Without a bound a local server generates
+   * until its context is full.
+   */
+  maxTokens: 8_192,
   /**
    * One turn of a tool loop, the parent's or a job's: a model call (its retries included) plus
    * the tools it calls. Past it the call and the tools are aborted and the run ends with

@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   'SANDBOX_LIMIT',
   'MODEL_REQUEST_FAILED',
   'MODEL_STREAM_STALLED',
+  /** The model's reply was cut at the token limit (`finish_reason: "length"`): a `partial` job. */
+  'MODEL_OUTPUT_TRUNCATED',
   /** One model response passed `maxResponseChars`. */
   'MODEL_RESPONSE_TOO_LARGE',
   /** Stopped from outside (an AbortSignal, a hard stop). */

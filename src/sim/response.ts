@@ -23,7 +23,8 @@ export function usageOf(prompt: number, completion: number): WireUsage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-function finishReason(reply: SimReply): 'tool_calls' | 'stop' {
+function finishReason(reply: SimReply): 'tool_calls' | 'stop' | 'length' {
+  if (reply.finishReason) return reply.finishReason;
   return reply.toolCalls.length > 0 ? 'tool_calls' : 'stop';
 }
 

@@ -265,7 +265,7 @@ class SimHttpServer implements SimServer {
       cache: wire === 'anthropic' ? this.#promptCacheUsage(raw) : { read: 0, write: 0 },
       stream,
       includeUsage: stream && streamOptions?.include_usage === true,
-      meta: { id: `${format.idPrefix}${n}`, model: typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID },
+      meta: { id: `${format.idPrefix}${n}`, model: o.servedModel ?? (typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID) },
       fault,
       reply,
       usage,
@@ -299,7 +299,7 @@ class SimHttpServer implements SimServer {
         extra['retry-after'] = String(seconds);
         extra['retry-after-ms'] = String(Math.round(seconds * 1000));
       }
-      return sendJson(res, status, plan.format.errorBody(faultErrorBody(kind, plan.n)), { ...headers, ...extra });
+      return sendJson(res, status, plan.format.errorBody(faultErrorBody(kind, plan.n, plan.meta.model)), { ...headers, ...extra });
     }
     if (plan.stream) return this.#deliverStream(plan, res, signal, headers, kind, record);
     const json = JSON.stringify(plan.format.body(plan.reply, plan.meta, plan.usage, plan.cache));

@@ -44,6 +44,11 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
     const { text, tag } = parseResultTag(outcome.text);
     return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag, error: outcome.error };
   }
+  // The reply was cut at the token limit: what it wrote is kept, marked incomplete (the error says why).
+  if (outcome.stopReason === 'truncated') {
+    const { text, tag } = parseResultTag(outcome.text);
+    return { ...base, status: 'partial', endedBy: 'completed', resultText: text, tag, error: outcome.error };
+  }
   // A budget ran out: the job ends `partial` with what it had, and the record names the budget.
   if (outcome.budgetExceeded) {
     return { ...base, status: 'partial', endedBy: 'completed', resultText: outcome.text, error: outcome.error, budgetExceeded: outcome.budgetExceeded };
