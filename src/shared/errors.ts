@@ -103,6 +103,10 @@ export const ERROR_CODES = [
    * `AgentSession` queues turns instead; the server and the chat go through it).
    */
   'TURN_BUSY',
+  /** `approve()` named a job or call that does not wait for an approval (unknown, answered, or ended). */
+  'APPROVAL_UNKNOWN',
+  /** `approve()` was given a decision of the wrong shape (the message names the field). */
+  'APPROVAL_INVALID',
   'INTERNAL',
 ] as const;
 

@@ -36,6 +36,7 @@ import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, Ma
 export type { SteerOptions, SteerReceipt } from './manager-api.js';
 export type { WaitMode, WaitOptions, WaitOutcome } from './waits.js';
 import type { SteerOptions, SteerReceipt } from './manager-api.js';
+import type { ApprovalDecision, ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: the facade over its
@@ -377,6 +378,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const job = this.#engine.table.find(idOrName);
     if (!job) throw unknownJob(idOrName);
     return this.#engine.worktrees.act(job.id, action);
+  }
+
+  /** Every gated call of a job that waits for an answer (`approvals: "ask"`), oldest first. */
+  approvals(): PendingApproval[] {
+    return this.#engine.approvals.list();
+  }
+
+  /**
+   * Answers a job's waiting call (`callId` undefined: its oldest). `allow` runs that exact call
+   * once and the job goes on; `deny` gives the model a tool error with `reason`; `remember`
+   * grants the tool to the job (`true`, `'job'`) or to the session (`'session'`) from now on.
+   * Throws `APPROVAL_UNKNOWN` (no such job, or it waits for no such call) or `APPROVAL_INVALID`.
+   */
+  approve(jobRef: string, callId: string | undefined, decision: ApprovalDecision): ApprovalRecord {
+    return this.#engine.approvals.approve(jobRef, callId, decision);
   }
 
   /** Queued, handed to the executor, or waiting for its children. */

@@ -1,0 +1,141 @@
+/**
+ * Approvals in background jobs, through the real pool and worker threads: with `approvals:
+ * "ask"` a job's ungranted gated call pauses the job (its slot given back, its wall clock
+ * stopped) until `approve()` answers; allow runs that exact call once, deny gives the model the
+ * reason, `remember` grants the tool, the timeout denies or cancels, a cancel ends it cleanly.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { PendingApproval } from '../../../src/shared/approvals.js';
+import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
+import { ForkpoolError } from '../../../src/shared/errors.js';
+import type { ScriptStep } from '../../../src/sim/types.js';
+import { ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, useCleanup } from '../../helpers/index.js';
+import type { BackgroundManager, ManagerEvents } from '../../../src/main/jobs/manager.js';
+
+const cleanups = useCleanup();
+
+/** A bash call that appends a line to ran.txt (so a second run shows) and prints a marker the model reads. */
+function appendCall(id: string, marker: string): ScriptStep {
+  return { toolCalls: [{ id, name: 'bash', arguments: { command: `echo ${marker} >> ran.txt; echo out-${marker}` } }] };
+}
+
+async function setup(script: ScriptStep[], extra: Partial<ForkpoolConfigInput> = {}, background: Parameters<typeof makeConfig>[2] = {}) {
+  const root = await makeWorkspace(cleanups);
+  const sim = await startSim(cleanups, { script });
+  const config = makeConfig(sim, root, { maxConcurrent: 1, ...background }, { approvals: 'ask', sandbox: 'none', ...extra });
+  const manager = makeManager(config, cleanups);
+  return { root, sim, manager };
+}
+
+function requested(manager: BackgroundManager, jobId?: string): Promise<PendingApproval> {
+  return nextEvent<ManagerEvents, 'approval-requested'>(manager, 'approval-requested', (p) => jobId === undefined || p.jobId === jobId).then(([p]) => p);
+}
+
+function ranLines(root: string): string[] {
+  try {
+    return readFileSync(path.join(root, 'ran.txt'), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** The tool message the model was sent for `callId` in request `n` (1-based), if any. */
+function toolAnswer(
+  sim: { requests: Array<{ body?: { messages?: Array<{ role: string; tool_call_id?: string; content?: unknown }> } }> },
+  callId: string,
+): string | undefined {
+  for (const request of sim.requests) {
+    const found = request.body?.messages?.find((m) => m.role === 'tool' && m.tool_call_id === callId);
+    if (found) return String(found.content);
+  }
+  return undefined;
+}
+
+describe('approvals (approvals: "ask")', () => {
+  it('an allowed call runs exactly once after the answer, and the job goes on to finish', async () => {
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'finished after the approval' }]);
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'appender' });
+    const pending = await asked;
+    expect(pending).toMatchObject({ jobId: id, callId: 'call-1', tool: 'bash', label: 'appender' });
+    expect(pending.summary).toContain('echo one');
+    expect(pending.expiresAt).toBeGreaterThan(pending.requestedAt);
+    // Waiting: still `running` in its record, the call listed, nothing ran yet.
+    const waiting = manager.get(id);
+    expect(waiting?.state).toBe('running');
+    expect(waiting?.awaitingApproval?.map((p) => p.callId)).toEqual(['call-1']);
+    expect(manager.approvals().map((p) => p.callId)).toEqual(['call-1']);
+    expect(ranLines(root)).toEqual([]);
+    const resolved = nextEvent<ManagerEvents, 'approval-resolved'>(manager, 'approval-resolved');
+    const answer = manager.approve(id, undefined, { decision: 'allow' });
+    expect(answer).toMatchObject({ decision: 'allow', by: 'library', callId: 'call-1' });
+    expect((await resolved)[0].callId).toBe('call-1');
+    const record = await ended(manager, id);
+    expect(record.status).toBe('ok');
+    expect(record.resultText).toContain('finished after the approval');
+    expect(ranLines(root)).toEqual(['one']);
+    // Two model calls: the one that asked for bash, and the one that read its output (not the first again).
+    expect(sim.requests.length).toBe(2);
+    expect(toolAnswer(sim, 'call-1')).toContain('out-one');
+    expect(record.approvals?.map((a) => [a.callId, a.decision, a.by])).toEqual([['call-1', 'allow', 'library']]);
+    expect(record.awaitingApproval).toBeUndefined();
+    expect(manager.approvals()).toEqual([]);
+    sim.assertScriptDone();
+  });
+
+  it('a denied call gives the model a tool error with the reason; nothing runs', async () => {
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'did without it' }]);
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'appender' });
+    await asked;
+    manager.approve(id, 'call-1', { decision: 'deny', reason: 'not on this branch', by: 'chat' });
+    const record = await ended(manager, id);
+    expect(record.status).toBe('ok');
+    expect(ranLines(root)).toEqual([]);
+    const answer = toolAnswer(sim, 'call-1');
+    expect(answer).toMatch(/^Error: permission denied/);
+    expect(answer).toContain('not on this branch');
+    expect(record.approvals?.[0]).toMatchObject({ decision: 'deny', by: 'chat', reason: 'not on this branch' });
+    sim.assertScriptDone();
+  });
+
+  it('remember: "job" grants the tool to the job: its next call of it runs without asking', async () => {
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one'), appendCall('call-2', 'two'), { content: 'both done' }]);
+    const requests: PendingApproval[] = [];
+    manager.on('approval-requested', (p) => requests.push(p));
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append two lines', label: 'appender' });
+    await asked;
+    manager.approve(id, 'call-1', { decision: 'allow', remember: true });
+    const record = await ended(manager, id);
+    expect(record.status).toBe('ok');
+    expect(ranLines(root)).toEqual(['one', 'two']);
+    expect(requests.map((p) => p.callId)).toEqual(['call-1']);
+    expect(record.approvals?.[0]?.remember).toBe('job');
+    sim.assertScriptDone();
+  });
+
+  it('approve() names what it did not find, and checks the decision', async () => {
+    const { sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'done' }]);
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'appender' });
+    await asked;
+    const codeOf = (run: () => unknown) => {
+      try {
+        run();
+        return 'no error';
+      } catch (error) {
+        return error instanceof ForkpoolError ? `${error.code}: ${error.message}` : String(error);
+      }
+    };
+    expect(codeOf(() => manager.approve('nope', undefined, { decision: 'allow' }))).toMatch(/^APPROVAL_UNKNOWN: .*"nope"/);
+    expect(codeOf(() => manager.approve(id, 'call-9', { decision: 'allow' }))).toMatch(/^APPROVAL_UNKNOWN: .*"call-9"/);
+    expect(codeOf(() => manager.approve(id, 'call-1', { decision: 'maybe' } as never))).toMatch(/^APPROVAL_INVALID: .*"decision"/);
+    manager.approve(id, 'call-1', { decision: 'allow' });
+    await ended(manager, id);
+    expect(codeOf(() => manager.approve(id, 'call-1', { decision: 'allow' }))).toMatch(/^APPROVAL_UNKNOWN: .*ended/);
+    sim.assertScriptDone();
+  });
+});
