@@ -12,7 +12,8 @@ import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { ForkpoolError } from '../../../src/shared/errors.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
 import { ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, useCleanup } from '../../helpers/index.js';
-import type { BackgroundManager, ManagerEvents } from '../../../src/main/jobs/manager.js';
+import { ManualScheduler } from '../../helpers/fake-executor.js';
+import type { BackgroundManager, ManagerEvents, TimerTag } from '../../../src/main/jobs/manager.js';
 
 const cleanups = useCleanup();
 
@@ -21,11 +22,28 @@ function appendCall(id: string, marker: string): ScriptStep {
   return { toolCalls: [{ id, name: 'bash', arguments: { command: `echo ${marker} >> ran.txt; echo out-${marker}` } }] };
 }
 
-async function setup(script: ScriptStep[], extra: Partial<ForkpoolConfigInput> = {}, background: Parameters<typeof makeConfig>[2] = {}) {
+/** Job timers by hand (approvals, timeouts), the rest real; each timer's milliseconds kept. */
+class RecordingScheduler extends ManualScheduler {
+  readonly armed: Array<{ tag: TimerTag; ms: number }> = [];
+  constructor() {
+    super(['cancel-grace', 'port-close', 'budget', 'wave-deadline']);
+  }
+  override set(callback: () => void, ms: number, tag: TimerTag): unknown {
+    this.armed.push({ tag, ms });
+    return super.set(callback, ms, tag);
+  }
+}
+
+async function setup(
+  script: ScriptStep[],
+  extra: Partial<ForkpoolConfigInput> = {},
+  background: Parameters<typeof makeConfig>[2] = {},
+  scheduler?: RecordingScheduler,
+) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups, { script });
   const config = makeConfig(sim, root, { maxConcurrent: 1, ...background }, { approvals: 'ask', sandbox: 'none', ...extra });
-  const manager = makeManager(config, cleanups);
+  const manager = makeManager(config, cleanups, undefined, scheduler);
   return { root, sim, manager };
 }
 
@@ -136,6 +154,95 @@ describe('approvals (approvals: "ask")', () => {
     manager.approve(id, 'call-1', { decision: 'allow' });
     await ended(manager, id);
     expect(codeOf(() => manager.approve(id, 'call-1', { decision: 'allow' }))).toMatch(/^APPROVAL_UNKNOWN: .*ended/);
+    sim.assertScriptDone();
+  });
+
+  it('its slot is given back while it waits: another job runs in it with maxConcurrent 1', async () => {
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'the other job is done' }, { content: 'the waiting job is done' }]);
+    const asked = requested(manager);
+    const waiting = manager.spawn({ task: 'append a line', label: 'waiter' });
+    await asked;
+    const other = manager.spawn({ task: 'answer at once', label: 'other' });
+    const otherRecord = await ended(manager, other.id);
+    expect(otherRecord.resultText).toContain('the other job is done');
+    // The other job ran and ended while this one still waited, nothing of its call run.
+    expect(manager.get(waiting.id)?.awaitingApproval?.length).toBe(1);
+    expect(ranLines(root)).toEqual([]);
+    manager.approve(waiting.id, 'call-1', { decision: 'allow' });
+    const record = await ended(manager, waiting.id);
+    expect(record.resultText).toContain('the waiting job is done');
+    expect(ranLines(root)).toEqual(['one']);
+    sim.assertScriptDone();
+  });
+
+  it('its wall clock pauses while it waits: no timeout is armed then, and its next run gets what was left', async () => {
+    const scheduler = new RecordingScheduler();
+    const { sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'done' }], {}, { timeoutMs: 60_000 }, scheduler);
+    const asked = requested(manager);
+    const spawnedAt = Date.now();
+    const { id } = manager.spawn({ task: 'append a line', label: 'clocked' });
+    await asked;
+    const ranBeforeWait = Date.now() - spawnedAt;
+    expect(scheduler.find('timeout', id)).toEqual([]);
+    const ranMs = manager.get(id)?.approvalWait?.ranMs ?? -1;
+    expect(ranMs).toBeGreaterThan(0);
+    expect(ranMs).toBeLessThanOrEqual(ranBeforeWait);
+    // Time passes while it waits (longer than it ran): none of it may count.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(300, 2 * ranBeforeWait)));
+    manager.approve(id, 'call-1', { decision: 'allow' });
+    await ended(manager, id);
+    const timeouts = scheduler.armed.filter((t) => t.tag.kind === 'timeout' && t.tag.jobId === id).map((t) => t.ms);
+    expect(timeouts).toEqual([60_000, 60_000 - ranMs]);
+    sim.assertScriptDone();
+  });
+
+  it('approvalTimeoutMs: no answer in time denies the call, and the model reads why', async () => {
+    const scheduler = new RecordingScheduler();
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'gave up on it' }], { approvalTimeoutMs: 5_000 }, {}, scheduler);
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'slow answer' });
+    await asked;
+    const timers = scheduler.find('approval', id);
+    expect(timers).toHaveLength(1);
+    expect(scheduler.armed.find((t) => t.tag.kind === 'approval')?.ms).toBe(5_000);
+    scheduler.fire(timers[0] as number);
+    const record = await ended(manager, id);
+    expect(record.status).toBe('ok');
+    expect(ranLines(root)).toEqual([]);
+    expect(toolAnswer(sim, 'call-1')).toMatch(/^Error: permission denied.*approvalTimeoutMs \(5000 ms/);
+    expect(record.approvals?.[0]).toMatchObject({ decision: 'deny', by: 'timeout' });
+    sim.assertScriptDone();
+  });
+
+  it('approvalTimeoutAction "cancel": no answer in time cancels the job', async () => {
+    const scheduler = new RecordingScheduler();
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one')], { approvalTimeoutAction: 'cancel' }, {}, scheduler);
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'slow answer' });
+    await asked;
+    scheduler.fire(scheduler.find('approval', id)[0] as number);
+    const record = await ended(manager, id);
+    expect(record.status).toBe('cancelled');
+    expect(record.error?.message).toContain('approvalTimeoutAction "cancel"');
+    expect(ranLines(root)).toEqual([]);
+    expect(manager.approvals()).toEqual([]);
+    expect(manager.pending).toBe(0);
+    sim.assertScriptDone();
+  });
+
+  it('a cancel while it waits ends it cleanly: cancelled, nothing run, nothing left waiting', async () => {
+    const { root, sim, manager } = await setup([{ content: 'I will append a line.', toolCalls: appendCall('call-1', 'one').toolCalls }]);
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'cancelled' });
+    await asked;
+    manager.cancel(id);
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'cancelled', endedBy: 'cooperative' });
+    expect(record.resultText).toContain('I will append a line.');
+    expect(record.awaitingApproval).toBeUndefined();
+    expect(manager.approvals()).toEqual([]);
+    expect(manager.pending).toBe(0);
+    expect(ranLines(root)).toEqual([]);
     sim.assertScriptDone();
   });
 });
