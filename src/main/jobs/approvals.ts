@@ -219,8 +219,9 @@ export class JobApprovals {
    * Its grants and unused answers come back from its record; its conversation from beside its
    * row. False when that conversation is gone (then it cannot go on where it paused).
    */
-  restore(job: Job, record: Readonly<JobRecord>, messages: unknown[] | undefined): boolean {
+  restore(job: Job, record: Readonly<JobRecord>): boolean {
     const wait = record.approvalWait;
+    const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
     for (const answered of record.approvals ?? []) {

@@ -231,7 +231,7 @@ describe('approvals (approvals: "ask")', () => {
   });
 
   it('a cancel while it waits ends it cleanly: cancelled, nothing run, nothing left waiting', async () => {
-    const { root, sim, manager } = await setup([{ content: 'I will append a line.', toolCalls: appendCall('call-1', 'one').toolCalls }]);
+    const { root, sim, manager } = await setup([{ ...appendCall('call-1', 'one'), content: 'I will append a line.' }]);
     const asked = requested(manager);
     const { id } = manager.spawn({ task: 'append a line', label: 'cancelled' });
     await asked;
