@@ -56,6 +56,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     /** Limits, spent and remaining (live while it runs when the caller passes them; from the record once ended). */
     budget: view.budget,
     budgetExceeded: view.budgetExceeded,
+    awaitingApproval: view.awaitingApproval,
   };
 }
 
@@ -80,6 +81,7 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
     /** Messages sent to it (POST /v1/jobs/:id/messages and the other doors), as its record keeps them. */
     messages: record.messages ?? [],
     progress: progress ?? null,
+    approvals: view.approvals,
   };
 }
 
