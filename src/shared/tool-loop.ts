@@ -70,6 +70,11 @@ export interface ToolLoopOptions {
    * at the same count, as `budget_exceeded` on maxTurns after the wrap-up message.
    */
   maxModelCalls?: number | undefined;
+  /**
+   * The run paused for approvals and goes on now: the unanswered calls of the last response in
+   * `messages` run first, before any model call (see {@link ToolLoopResult.awaitingApproval}).
+   */
+  runPausedCalls?: boolean | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
@@ -125,7 +130,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
 
   const maxModelCalls = options.maxModelCalls ?? config.maxIterations;
   // A run that paused for approvals goes on with its last response's unanswered calls first.
-  const resumed = await runUnansweredCalls(messages, toolsByName, options, signal, emit);
+  const resumed = options.runPausedCalls ? await runUnansweredCalls(messages, toolsByName, options, signal, emit) : new Set<string>();
   if (resumed.size > 0) return { ...end('aborted', findingsSoFar(messages)), awaitingApproval: [...resumed] };
   for (;;) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));

@@ -107,6 +107,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
             { role: 'system', content: sharedText(spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec)) },
             { role: 'user', content: spec.task },
           ];
+    let pausedCalls = spec.resume?.approval === true;
     for (;;) {
       const result = await runToolLoop({
         client: deps.client ?? clientFor(config),
@@ -138,7 +139,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
         secrets: secretsFor(spec.config),
         budget,
+        // Only the first run of a launch that goes on from an approval pause.
+        runPausedCalls: pausedCalls,
       });
+      pausedCalls = false;
       usage = mergeUsageByModel(usage, result.usage);
       iterations += result.iterations;
       if (result.awaitingApproval) {
