@@ -297,4 +297,39 @@ describe('approvals (approvals: "ask")', () => {
     expect(ranLines(root)).toEqual(['two']);
     sim.assertScriptDone();
   });
+
+  it('one response with two waiting calls and one that ran: the job waits for both answers; the answered call keeps its result', async () => {
+    const batch: ScriptStep = {
+      toolCalls: [
+        ...(appendCall('call-a', 'a').toolCalls ?? []),
+        { id: 'call-list', name: 'list_dir', arguments: {} },
+        ...(appendCall('call-b', 'b').toolCalls ?? []),
+      ],
+    };
+    const { root, sim, manager } = await setup([batch, { content: 'both answered' }]);
+    const asked: PendingApproval[] = [];
+    manager.on('approval-requested', (p) => asked.push(p));
+    const second = nextEvent<ManagerEvents, 'approval-requested'>(manager, 'approval-requested', (p) => p.callId === 'call-b');
+    const { id } = manager.spawn({ task: 'append two lines', label: 'batch' });
+    await second;
+    expect(manager.approvals().map((p) => p.callId)).toEqual(['call-a', 'call-b']);
+    manager.approve(id, undefined, { decision: 'allow' });
+    // One answer of two: still waiting, nothing run, nothing queued.
+    expect(manager.approvals().map((p) => p.callId)).toEqual(['call-b']);
+    expect(manager.get(id)?.state).toBe('running');
+    manager.approve(id, 'call-b', { decision: 'deny', reason: 'one line is enough' });
+    const record = await ended(manager, id);
+    expect(record.resultText).toContain('both answered');
+    expect(ranLines(root)).toEqual(['a']);
+    expect(sim.requests.length).toBe(2);
+    const last = sim.requests[1]?.body as { messages: Array<{ role: string; tool_call_id?: string; content?: unknown }> };
+    const answers = last.messages.filter((m) => m.role === 'tool');
+    // In the response's order, each answered once: the list from before the pause, a's output, b's refusal.
+    expect(answers.map((m) => m.tool_call_id)).toEqual(['call-a', 'call-list', 'call-b']);
+    expect(String(answers[0]?.content)).toContain('out-a');
+    expect(String(answers[1]?.content)).toContain('src');
+    expect(String(answers[2]?.content)).toContain('one line is enough');
+    expect(asked.map((p) => p.callId)).toEqual(['call-a', 'call-b']);
+    sim.assertScriptDone();
+  });
 });
