@@ -37,6 +37,7 @@ export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/ses
 export { followUpNotice, type FollowUpCause, type FollowUpReason } from './main/views/follow-up.js';
 export { AUTOMATED_RESULTS_MARKER, FOLLOW_UP_PROMPTS } from './shared/prompts.js';
 export { PermissionStore, type PermissionAsker } from './main/limits/permissions.js';
+export { APPROVAL_ANSWERERS, type ApprovalDecision, type ApprovalRecord, type PendingApproval } from './shared/approvals.js';
 export type { ListenerFailure } from './shared/typed-emitter.js';
 export { loadConfig, CONFIG_FILE_NAME, type ConfigOverrides, type LoadConfigOptions } from './main/setup/config-load.js';
 export { createLogger, type LoggerOptions, type LogLevel } from './main/setup/logger.js';

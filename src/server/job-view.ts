@@ -58,6 +58,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     budgetExceeded: view.budgetExceeded,
     // In every summary (lists, SSE `done`), as a typed job's answer is small by design.
     data: view.data,
+    awaitingApproval: view.awaitingApproval,
   };
 }
 
@@ -82,6 +83,7 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
     /** Messages sent to it (POST /v1/jobs/:id/messages and the other doors), as its record keeps them. */
     messages: record.messages ?? [],
     progress: progress ?? null,
+    approvals: view.approvals,
   };
 }
 

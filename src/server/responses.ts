@@ -106,6 +106,33 @@ const budgetSchema = named(
     .describe('Limits, spent and remaining; see docs/delivery.md "Budgets".'),
 );
 
+/** A job's gated call waiting for an answer (docs/tools.md "Approvals"). */
+export const pendingApprovalSchema = named(
+  'PendingApproval',
+  z.object({
+    jobId: z.string(),
+    callId: z.string().describe("The model's tool call id."),
+    tool: z.string(),
+    summary: z.string().describe('One line a person can judge (the command, the path).'),
+    args: z.string().describe("The call's arguments as JSON text, secrets redacted, capped."),
+    label: z.string(),
+    requestedAt: z.number(),
+    expiresAt: z.number().describe('Then approvalTimeoutAction applies (deny the call, or cancel the job).'),
+  }),
+);
+
+/** An answered approval, as a job's record keeps it. */
+export const approvalRecordSchema = named(
+  'ApprovalRecord',
+  pendingApprovalSchema.extend({
+    decision: z.enum(['allow', 'deny']),
+    by: z.string().describe("Who answered: 'library', 'chat', 'http', 'parent-model', 'approve-with', 'timeout'."),
+    at: z.number(),
+    reason: z.string().optional(),
+    remember: z.enum(['job', 'session']).optional(),
+  }),
+);
+
 /** A job as lists show it: `GET /v1/jobs`, a session's jobs, a wait's `running`. */
 export const jobSummarySchema = named(
   'JobSummary',
@@ -146,6 +173,10 @@ export const jobSummarySchema = named(
       .describe(
         'A typed job\'s value, validated against its output schema (docs/delivery.md "Typed results"); null for an untyped job or one that failed RESULT_INVALID.',
       ),
+    awaitingApproval: z
+      .array(pendingApprovalSchema)
+      .nullable()
+      .describe('Its gated calls waiting for an answer (state stays running; it holds no slot meanwhile); null when none.'),
     session: z
       .string()
       .nullable()
@@ -184,6 +215,7 @@ export const jobDetailSchema = named(
       .array(z.object({ id: z.number(), text: z.string(), at: z.number(), interrupt: z.literal(true).optional(), receivedAt: z.number().optional() }))
       .describe('Messages sent to it (POST /v1/jobs/{id}/messages), secrets redacted.'),
     progress: progressSchema.nullable().describe('Live progress while it runs (the server follows its events).'),
+    approvals: z.array(approvalRecordSchema).nullable().describe('Its approvals answered so far (who, when, what); null when none.'),
   }),
 );
 export type JobDetailBody = z.output<typeof jobDetailSchema>;

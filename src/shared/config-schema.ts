@@ -289,6 +289,8 @@ export const agentSchema = z.strictObject({
   outputSchema: outputSchemaConfig.optional(),
   /** How its typed jobs are bound on its endpoint; unset: the config's `structuredOutput`. */
   structuredOutput: z.enum(STRUCTURED_OUTPUT_MODES).optional(),
+  /** Overrides the config's `approvals` for this agent's jobs. */
+  approvals: z.enum(['deny', 'ask']).optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
@@ -415,6 +417,18 @@ export const configSchema = z.strictObject({
   toolModules: z.array(toolModuleSchema).default([]),
   /** `ask`: the parent asks a person on a terminal; `config`: only `grantedTools`. Background jobs never ask. */
   permissionMode: z.enum(['ask', 'config']).default('config'),
+  /**
+   * A background job's call of an ungranted gated tool: `deny` fails the call at once (the model
+   * reads why); `ask` pauses the job until someone answers (`manager.approve`, the chat, the HTTP
+   * API), its slot given back meanwhile (docs/tools.md "Approvals"). Default `deny`.
+   */
+  approvals: z.enum(['deny', 'ask']).default(DEFAULTS.approvals),
+  /** How long a job's call waits for an approval, ms; then `approvalTimeoutAction`. Default 600000 (10 minutes). */
+  approvalTimeoutMs: timerMs(1).default(DEFAULTS.approvalTimeoutMs),
+  /** What an approval's timeout does: `deny` the call (the model reads why) or `cancel` the job. Default `deny`. */
+  approvalTimeoutAction: z.enum(['deny', 'cancel']).default(DEFAULTS.approvalTimeoutAction),
+  /** The parent's model may answer its jobs' approvals (`approve_background_tool_call`). Default false. */
+  parentModelApprovals: z.boolean().default(false),
   loopWarnAfter: z.number().int().min(2).max(10_000).default(DEFAULTS.loopWarnAfter),
   loopStopAfter: z.number().int().min(2).max(10_000).default(DEFAULTS.loopStopAfter),
   toolLimits: toolLimitsSchema.default(toolLimitsSchema.parse({})),

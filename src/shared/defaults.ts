@@ -83,6 +83,11 @@ export const DEFAULTS = {
   loopWarnAfter: 3,
   /** ... and this many times: stop the run with `loop_detected`. */
   loopStopAfter: 5,
+  /** A job's call of an ungranted gated tool: `deny` at once, or `ask` and wait (docs/tools.md "Approvals"). */
+  approvals: 'deny' as 'deny' | 'ask',
+  /** How long a call waits for its answer before `approvalTimeoutAction`. */
+  approvalTimeoutMs: 600_000,
+  approvalTimeoutAction: 'deny' as 'deny' | 'cancel',
   tools: {
     readFileMaxBytes: 256 * 1024,
     readFileDefaultLines: 400,

@@ -107,6 +107,10 @@ export const ERROR_CODES = [
   'TURN_BUSY',
   /** A typed job's final value did not match its output schema, after its one repair turn (docs/delivery.md "Typed results"). */
   'RESULT_INVALID',
+  /** `approve()` named a job or call that does not wait for an approval (unknown, answered, or ended). */
+  'APPROVAL_UNKNOWN',
+  /** `approve()` was given a decision of the wrong shape (the message names the field). */
+  'APPROVAL_INVALID',
   'INTERNAL',
 ] as const;
 

@@ -133,6 +133,7 @@ export const jobSpecSchema = z.strictObject({
       iterations: z.number().int().min(0),
       childResults: z.string(),
       wrapUpSent: z.boolean().optional(),
+      approval: z.literal(true).optional(),
     })
     .optional(),
   attempt: z.number().int().min(1),
@@ -153,6 +154,17 @@ export interface ResumeState {
   childResults: string;
   /** It was told to wrap up already (a budget at 90%): never twice. */
   wrapUpSent?: boolean;
+  /** It paused for approvals: its last response's unanswered calls run first (no user message is added). */
+  approval?: true;
+}
+
+/** A gated call that waits for an approval, as the job reports it when it pauses. */
+export interface AwaitedCall {
+  callId: string;
+  tool: string;
+  summary: string;
+  /** The call's arguments as the model wrote them (the main thread redacts and caps them). */
+  args: string;
 }
 
 /**
@@ -223,7 +235,12 @@ export type WorkerMessage =
   /** The job's spawn tool: start a child; answered by `spawn-result`. */
   | { type: 'spawn'; jobId: string; requestId: number; request: ChildSpawnRequest }
   /** A gated tool asks the main thread's permission store; answered by `permission-answer`. */
-  | { type: 'permission'; jobId: string; requestId: number; tool: string }
+  | { type: 'permission'; jobId: string; requestId: number; tool: string; callId?: string }
+  /**
+   * Its gated calls wait for approvals (`approvals: "ask"`): the job ends this attempt (its slot
+   * and thread go back) and runs again from `state` once they are answered. Ends the attempt.
+   */
+  | { type: 'await-approval'; jobId: string; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[] }
   /** A host tool's call (see HostToolStub); answered by `tool-answer` with the same request id. */
   | { type: 'tool-call'; jobId: string; requestId: number; name: string; callId: string; args: unknown }
   /** The job no longer waits for that call (cancel, timeout): its signal on the main thread aborts. */
@@ -258,7 +275,8 @@ export type MainMessage =
   | { type: 'child-results'; childIds: string[]; text: string }
   /** A message for the job's next model call; `interrupt`: cancel the model call in flight (the job goes on with the message). */
   | { type: 'steer'; id: number; text: string; interrupt: boolean }
-  | { type: 'permission-answer'; requestId: number; granted: boolean }
+  /** `ask`: the call waits for an approval (the job pauses); `reason`: a deny someone gave, read by the model. */
+  | { type: 'permission-answer'; requestId: number; granted: boolean; ask?: true; reason?: string }
   | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer);
 
 const fileReadSchema = z.strictObject({
@@ -293,7 +311,16 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
   // A gated tool asks the main thread's permission store; answered by `permission-answer` on the same port.
-  z.object({ type: z.literal('permission'), jobId: z.string(), requestId: z.number().int(), tool: z.string() }),
+  z.object({ type: z.literal('permission'), jobId: z.string(), requestId: z.number().int(), tool: z.string(), callId: z.string().max(1_000).optional() }),
+  z.object({
+    type: z.literal('await-approval'),
+    jobId: z.string(),
+    state: z.looseObject({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0) }),
+    calls: z
+      .array(z.strictObject({ callId: z.string().max(1_000), tool: z.string().max(200), summary: z.string().max(10_000), args: z.string().max(10_000_000) }))
+      .min(1)
+      .max(1_000),
+  }),
   z.object({
     type: z.literal('tool-call'),
     jobId: z.string(),
@@ -347,7 +374,13 @@ export const mainMessageSchema = z.discriminatedUnion('type', [
     message: z.string().optional(),
   }),
   z.object({ type: z.literal('child-results'), childIds: z.array(z.string()), text: z.string() }),
-  z.object({ type: z.literal('permission-answer'), requestId: z.number().int(), granted: z.boolean() }),
+  z.object({
+    type: z.literal('permission-answer'),
+    requestId: z.number().int(),
+    granted: z.boolean(),
+    ask: z.literal(true).optional(),
+    reason: z.string().max(10_000).optional(),
+  }),
   z.object({
     type: z.literal('tool-answer'),
     requestId: z.number().int(),

@@ -21,6 +21,7 @@ import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
 import { carriedFields } from './wires/history.js';
+import { ApprovalPending } from './approvals.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -83,6 +84,11 @@ export interface ToolLoopOptions {
    * terminating tool was called (a typed job's `submit_result`). Undefined: the run goes on.
    */
   finishedBy?: (() => string | undefined) | undefined;
+  /**
+   * The run paused for approvals and goes on now: the unanswered calls of the last response in
+   * `messages` run first, before any model call (see {@link ToolLoopResult.awaitingApproval}).
+   */
+  runPausedCalls?: boolean | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
@@ -98,6 +104,11 @@ export interface ToolLoopResult {
   error?: SerializedError;
   /** The budget that ran out (stop reason `budget_exceeded`). */
   budgetExceeded?: BudgetName;
+  /**
+   * The run paused (stop reason `aborted`): these calls of its last response wait for approvals
+   * and have no result in `messages`; run it again with `messages` to run them first.
+   */
+  awaitingApproval?: string[];
 }
 
 /**
@@ -142,6 +153,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   });
 
   const maxModelCalls = options.maxModelCalls ?? config.maxIterations;
+  // A run that paused for approvals goes on with its last response's unanswered calls first.
+  const resumed = options.runPausedCalls ? await runUnansweredCalls(messages, toolsByName, options, signal, emit) : new Set<string>();
+  if (resumed.size > 0) return { ...end('aborted', findingsSoFar(messages, runStart)), awaitingApproval: [...resumed] };
   for (;;) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages, runStart), new AbortError(signal.reason));
     // The budget before the cap: a job whose maxTurns is its cap ends on its budget, with what it found.
@@ -250,11 +264,14 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       const verdicts = runnable.map((call) => detector.observe(call.function.name, safeParse(call.function.arguments)));
       // Calls in one message run concurrently, at most `maxParallelToolCalls` at once; each one's
       // result lands in its own slot, so the history keeps the model's order.
+      const paused = new Set<string>();
       const results = await mapWithLimit(runnable, config.toolLimits.maxParallelToolCalls, (call) =>
-        executeToolCall(call, toolsByName, options, turn.signal, emit),
+        executeToolCall(call, toolsByName, options, turn.signal, emit, paused),
       );
       const overCap = tooManyCallsError(reply.toolCalls.length, runnable.length);
       reply.toolCalls.forEach((call, i) => {
+        // A call that waits for an approval gets its result when the run goes on.
+        if (paused.has(call.id)) return;
         let content = i < runnable.length ? (results[i] ?? 'Error: no result') : overCap;
         if (verdicts[i] === 'warn') {
           emit({ type: 'loop_warning', name: call.function.name, repeats: detector.repeats });
@@ -263,8 +280,10 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         messages.push({ role: 'tool', tool_call_id: call.id, content });
       });
       if (signal.aborted) return end('aborted', findingsSoFar(messages, runStart), new AbortError(signal.reason));
+      // A typed job that submitted its result is done; calls still waiting for a person are moot.
       const finished = options.finishedBy?.();
       if (finished !== undefined) return end('final', finished);
+      if (paused.size > 0) return { ...end('aborted', findingsSoFar(messages, runStart)), awaitingApproval: [...paused] };
       // Its tools were aborted and answered with errors (every call has its result); the run ends here.
       if (turn.expired) return end('error', findingsSoFar(messages, runStart), turn.expired);
       if (verdicts.includes('stop')) {
@@ -325,6 +344,7 @@ async function executeToolCall(
   options: ToolLoopOptions,
   signal: AbortSignal,
   emit: (event: LoopEvent) => void,
+  paused?: Set<string>,
 ): Promise<string> {
   const name = call.function.name;
   const started = Date.now();
@@ -341,6 +361,11 @@ async function executeToolCall(
     output = await runTool(call, toolsByName.get(name), options, signal);
     ok = true;
   } catch (error) {
+    // Not run, not answered: the run pauses after this batch (approvals.ts).
+    if (error instanceof ApprovalPending && paused) {
+      paused.add(call.id);
+      return '';
+    }
     output = `Error: ${errorMessage(error)}`;
   }
   // A tool's environment has no key, but a command can still read it elsewhere (a file, the host
@@ -383,7 +408,7 @@ async function runTool(
   const args: unknown = parsed.data;
   if (tool.gated) {
     const summary = tool.describeCall?.(args) ?? name;
-    const allowed = await options.toolContext.permissions.check({ tool: name, summary });
+    const allowed = await options.toolContext.permissions.check({ tool: name, summary, callId: call.id, args: call.function.arguments });
     if (!allowed) {
       throw new ToolError(
         'PERMISSION_DENIED',
@@ -404,6 +429,42 @@ async function runTool(
     // A search admitted on a thread busy starting thousands of jobs waits for its loop, not for the disk.
     { tickMs: TIMINGS.toolTimeoutTickMs, minShare: TIMINGS.toolTimeoutMinShare },
   );
+}
+
+/**
+ * A run that paused for approvals ends with its last response's calls partly answered: runs
+ * the unanswered ones (the approved call, and any that were still running when it paused),
+ * adds their results in the response's order, and returns those that wait again.
+ */
+async function runUnansweredCalls(
+  messages: ChatCompletionMessageParam[],
+  toolsByName: ReadonlyMap<string, ToolDefinition>,
+  options: ToolLoopOptions,
+  signal: AbortSignal,
+  emit: (event: LoopEvent) => void,
+): Promise<Set<string>> {
+  const at = messages.findLastIndex((m) => m.role === 'assistant');
+  const last = messages[at];
+  const paused = new Set<string>();
+  if (!last || last.role !== 'assistant' || !last.tool_calls?.length) return paused;
+  const answered = new Set(messages.slice(at + 1).flatMap((m) => (m.role === 'tool' ? [m.tool_call_id] : [])));
+  const calls = last.tool_calls.filter((c): c is ChatCompletionMessageFunctionToolCall => c.type === 'function' && !answered.has(c.id));
+  if (calls.length === 0) return paused;
+  const results = await mapWithLimit(calls, options.config.toolLimits.maxParallelToolCalls, (call) =>
+    executeToolCall(call, toolsByName, options, signal, emit, paused),
+  );
+  calls.forEach((call, i) => {
+    if (!paused.has(call.id)) messages.push({ role: 'tool', tool_call_id: call.id, content: results[i] ?? 'Error: no result' });
+  });
+  // In the response's order, as a run that never paused has them.
+  const order = new Map(last.tool_calls.map((c, i) => [c.id, i]));
+  const answers = messages.splice(at + 1).sort((a, b) => (order.get(toolCallId(a)) ?? 0) - (order.get(toolCallId(b)) ?? 0));
+  messages.push(...answers);
+  return paused;
+}
+
+function toolCallId(message: ChatCompletionMessageParam): string {
+  return message.role === 'tool' ? message.tool_call_id : '';
 }
 
 /**

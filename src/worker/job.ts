@@ -1,7 +1,7 @@
 import { threadId } from 'node:worker_threads';
 import type OpenAI from 'openai';
 import { TIMINGS } from '../shared/defaults.js';
-import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
+import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt } from '../shared/prompts.js';
 import {
@@ -21,7 +21,7 @@ import { HostToolLink, offeredTools } from './host-tools.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
-import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
+import type { PermissionGate, PermissionRequest, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
 import { reportAlertTool } from './job-tools.js';
@@ -37,6 +37,8 @@ import { BudgetMeter } from '../shared/budget.js';
 import { capConversation } from '../shared/conversation-cap.js';
 import { connectionSlotsFor } from '../shared/connection-slots.js';
 import { modelBaseUrl } from '../shared/config.js';
+import { ApprovalPending } from '../shared/approvals.js';
+import type { AwaitedCall } from '../shared/protocol.js';
 
 export interface BackgroundJobDeps {
   signal: AbortSignal;
@@ -54,6 +56,8 @@ export interface BackgroundJobDeps {
   steering?: SteeringInbox;
   /** Its calls of main-thread tools (host, MCP): over its port. */
   hostTools?: HostToolLink;
+  /** The calls its gate paused for approvals, by call id (see {@link approvalGate}). */
+  awaited?: Map<string, AwaitedCall>;
 }
 
 /**
@@ -98,13 +102,17 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     // A typed job (an output schema): bound by response_format or the submit_result tool (typed-output.ts).
     const typed = typedOutputFor(spec, config);
     const prompt = spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec);
-    let messages: ChatCompletionMessageParam[] = spec.resume
-      ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
-      : [
-          // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
-          { role: 'system', content: sharedText(typed ? `${prompt}\n\n${typed.instruction}` : prompt) },
-          { role: 'user', content: spec.task },
-        ];
+    // A job paused for approvals goes on with its last response's calls: no message is added.
+    let messages: ChatCompletionMessageParam[] = spec.resume?.approval
+      ? [...(spec.resume.messages as ChatCompletionMessageParam[])]
+      : spec.resume
+        ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
+        : [
+            // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
+            { role: 'system', content: sharedText(typed ? `${prompt}\n\n${typed.instruction}` : prompt) },
+            { role: 'user', content: spec.task },
+          ];
+    let pausedCalls = spec.resume?.approval === true;
     for (;;) {
       const result = await runToolLoop({
         client: deps.client ?? clientFor(config),
@@ -143,9 +151,17 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
         secrets: secretsFor(spec.config),
         budget,
+        // Only the first run of a launch that goes on from an approval pause.
+        runPausedCalls: pausedCalls,
       });
+      pausedCalls = false;
       usage = mergeUsageByModel(usage, result.usage);
       iterations += result.iterations;
+      if (result.awaitingApproval) {
+        const calls = result.awaitingApproval.flatMap((id) => deps.awaited?.get(id) ?? []);
+        const state = { messages: result.messages, usage, iterations, ...(budget.wrapUpSent ? { wrapUpSent: true } : {}) };
+        return { ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }), awaitApproval: { state, calls } };
+      }
       const outcome: JobOutcome = withReads({
         stopReason: result.stopReason,
         text: result.finalText,
@@ -207,6 +223,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
 /** A job's outcome; `suspend` when it answered with children still running and waits for them. */
 export type JobRunResult = JobOutcome & {
   suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] };
+  /** It paused: these gated calls wait for approvals; it runs again from `state` once they are answered. */
+  awaitApproval?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; calls: AwaitedCall[] };
 };
 
 /*
@@ -247,7 +265,9 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   const controller = new AbortController();
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   // What it takes is reported, so the main thread gives a later run only what this one never saw.
-  const permissionAsked = new PermissionQuestions((requestId, tool) => post({ type: 'permission', jobId: spec.id, requestId, tool }));
+  const permissionAsked = new PermissionQuestions((requestId, tool, callId) =>
+    post({ type: 'permission', jobId: spec.id, requestId, tool, ...(callId !== undefined ? { callId } : {}) }),
+  );
   const hostTools = new HostToolLink(spec.id, post);
   const steering = new SteeringInbox(spec.steering ?? [], (ids) => post({ type: 'progress', jobId: spec.id, event: { type: 'messages_received', ids } }));
   const onMessage = (raw: unknown) => {
@@ -257,7 +277,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     if (message.type === 'cancel') controller.abort(cancelReason(message.reason));
     else if (message.type === 'spawn-result') children?.onSpawnResult(message);
     else if (message.type === 'steer') steering.receive({ id: message.id, text: message.text }, message.interrupt);
-    else if (message.type === 'permission-answer') permissionAsked.answer(message.requestId, message.granted);
+    else if (message.type === 'permission-answer') permissionAsked.answer(message.requestId, message);
     else if (message.type === 'tool-answer') hostTools.answer(message);
     else children?.onChildResults(message.childIds, message.text);
   };
@@ -268,9 +288,11 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   if (!adaptive) permissionPort?.close();
   const remote = adaptive && permissionPort ? wrapPort<PermissionService & RemoteGateService>(permissionPort) : undefined;
   // Over the events port: the main thread keeps one port per job (see Attempt.launch).
-  const permissions: PermissionGate = {
-    check: (request) => raceRemote(permissionAsked.ask(request.tool), port, TIMINGS.permissionAnswerMs, false, controller.signal),
-  };
+  const awaited = new Map<string, AwaitedCall>();
+  const permissions = approvalGate(
+    (request) => raceRemote(permissionAsked.ask(request.tool, request.callId), port, TIMINGS.permissionAnswerMs, DENIED, controller.signal),
+    awaited,
+  );
   try {
     post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
     const outcome = await runBackgroundJob(spec, {
@@ -287,9 +309,11 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
       ...(children ? { children } : {}),
       steering,
       hostTools,
+      awaited,
     });
-    const { suspend, ...done } = outcome;
-    if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });
+    const { suspend, awaitApproval, ...done } = outcome;
+    if (awaitApproval) post({ type: 'await-approval', jobId: spec.id, state: awaitApproval.state, calls: awaitApproval.calls });
+    else if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });
     else post({ type: 'done', jobId: spec.id, outcome: done });
     return { jobId: spec.id, stopReason: outcome.stopReason };
   } finally {
@@ -345,26 +369,57 @@ function closePorts(task: JobTask): void {
   task.permissionPort?.close();
 }
 
+/** The main thread's answer to a gated call: granted, denied (with someone's reason), or `ask` (it waits for an approval). */
+interface PermissionAnswer {
+  granted: boolean;
+  ask?: true;
+  reason?: string;
+}
+
+const DENIED: PermissionAnswer = { granted: false };
+
+/**
+ * A job's gate over the main thread's answers. `ask` pauses the call: the gate throws
+ * {@link ApprovalPending} (the loop ends the batch and pauses) and keeps what the call was, for
+ * the `await-approval` message. A deny someone gave is a tool error with their reason.
+ */
+function approvalGate(ask: (request: PermissionRequest) => Promise<PermissionAnswer>, awaited: Map<string, AwaitedCall>): PermissionGate {
+  return {
+    check: async (request) => {
+      const answer = await ask(request);
+      if (answer.ask && request.callId !== undefined) {
+        awaited.set(request.callId, { callId: request.callId, tool: request.tool, summary: request.summary, args: request.args ?? '' });
+        throw new ApprovalPending(request.tool, request.callId);
+      }
+      if (!answer.granted && answer.reason !== undefined) {
+        throw new ToolError('PERMISSION_DENIED', request.tool, `permission denied: "${request.tool}" (${request.summary}) was not approved: ${answer.reason}`);
+      }
+      return answer.granted;
+    },
+  };
+}
+
 /** A job's permission questions in flight, by request id; each resolves once, with its answer. */
 class PermissionQuestions {
-  readonly #send: (requestId: number, tool: string) => void;
-  readonly #pending = new Map<number, (granted: boolean) => void>();
+  readonly #send: (requestId: number, tool: string, callId: string | undefined) => void;
+  readonly #pending = new Map<number, (answer: PermissionAnswer) => void>();
   #last = 0;
 
-  constructor(send: (requestId: number, tool: string) => void) {
+  constructor(send: (requestId: number, tool: string, callId: string | undefined) => void) {
     this.#send = send;
   }
 
-  ask(tool: string): Promise<boolean> {
+  ask(tool: string, callId: string | undefined): Promise<PermissionAnswer> {
     const requestId = ++this.#last;
     return new Promise((resolve) => {
       this.#pending.set(requestId, resolve);
-      this.#send(requestId, tool);
+      this.#send(requestId, tool, callId);
     });
   }
 
-  answer(requestId: number, granted: boolean): void {
-    this.#pending.get(requestId)?.(granted);
+  answer(requestId: number, answer: { granted: boolean; ask?: true | undefined; reason?: string | undefined }): void {
+    const { granted, ask, reason } = answer;
+    this.#pending.get(requestId)?.({ granted, ...(ask ? { ask } : {}), ...(reason !== undefined ? { reason } : {}) });
     this.#pending.delete(requestId);
   }
 }

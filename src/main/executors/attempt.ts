@@ -16,6 +16,7 @@ import {
   type PermissionService,
   type StopRequest,
   type HostToolAnswer,
+  type AwaitedCall,
 } from '../../shared/protocol.js';
 import { HostCalls } from '../tools/host-calls.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
@@ -34,7 +35,18 @@ export type AttemptEnd =
   /** The worker broke the port protocol; its thread was stopped. */
   | { kind: 'protocol'; error: JobError }
   /** The job answered with children still running and waits for them, holding no slot. */
-  | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] };
+  | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] }
+  /** Its gated calls wait for approvals: it paused, holding no slot, and runs again from `state` once they are answered. */
+  | { kind: 'awaiting-approval'; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[] };
+
+/** What the main thread answers a job's gated call (see the `permission-answer` message). */
+export interface PermissionAnswer {
+  granted: boolean;
+  /** The call waits for an approval: the job pauses. */
+  ask?: true;
+  /** Someone denied it: the model reads why. */
+  reason?: string;
+}
 
 export interface AttemptOptions {
   jobId: string;
@@ -54,6 +66,8 @@ export interface AttemptOptions {
   onAlert(alert: { message: string; severity: AlertSeverity }): void;
   /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
   onSpawn(requestId: number, request: ChildSpawnRequest): void;
+  /** Answers a gated call; absent: granted when the permission store says so (never on a remote executor). */
+  answerPermission?: (tool: string, callId: string | undefined) => PermissionAnswer;
   /** Runs a host tool the job called (host-calls.ts); `signal` aborts when the job stops waiting or the attempt ends. */
   runHostTool?: (call: { name: string; callId: string; args: unknown }, signal: AbortSignal) => Promise<HostToolAnswer>;
 }
@@ -177,9 +191,10 @@ export class Attempt {
   }
 
   /** A gated tool's question; a remote executor's job is refused, as its closed permission port always did. */
-  #answerPermission(requestId: number, tool: string): void {
-    const granted = this.#options.executor.capabilities.remote !== true && this.#options.permissions.isGranted(tool);
-    this.post({ type: 'permission-answer', requestId, granted });
+  #answerPermission(requestId: number, tool: string, callId: string | undefined): void {
+    if (this.#options.executor.capabilities.remote === true) return void this.post({ type: 'permission-answer', requestId, granted: false });
+    const answer = this.#options.answerPermission?.(tool, callId) ?? { granted: this.#options.permissions.isGranted(tool) };
+    this.post({ type: 'permission-answer', requestId, ...answer });
   }
 
   #startHostCall(requestId: number, call: { name: string; callId: string; args: unknown }): void {
@@ -293,7 +308,7 @@ export class Attempt {
         case 'alert':
           return this.#options.onAlert({ message: message.message, severity: message.severity });
         case 'permission':
-          return this.#answerPermission(message.requestId, message.tool);
+          return this.#answerPermission(message.requestId, message.tool, message.callId);
         case 'spawn':
           return this.#options.onSpawn(message.requestId, message.request);
         case 'tool-call':
@@ -302,6 +317,8 @@ export class Attempt {
           return this.#hostCalls.abort(message.requestId, new JobError('ABORTED', this.jobId, 'the job stopped waiting for this call'));
         case 'suspend':
           return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
+        case 'await-approval':
+          return this.#finish({ kind: 'awaiting-approval', state: message.state as Omit<ResumeState, 'childResults'>, calls: message.calls });
         case 'done':
           return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
       }

@@ -30,6 +30,7 @@ import { JobWorktrees } from './job-worktrees.js';
 import { JobTranscripts } from './transcripts.js';
 import { JobTraces } from './job-traces.js';
 import type { Attempt } from '../executors/attempt.js';
+import { JobApprovals } from './approvals.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -78,6 +79,8 @@ export class JobEngine {
   readonly transcripts: JobTranscripts;
   /** Each job's spans, when a tracer provider is registered (job-traces.ts). */
   readonly traces: JobTraces;
+  /** Jobs paused for approvals, their answers and job-wide grants (approvals.ts). */
+  readonly approvals: JobApprovals;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
   /** Worktrees being made, by job (see {@link ready}). */
@@ -151,8 +154,20 @@ export class JobEngine {
         if (this.waves.leave(wave, id)) this.checkWave(wave);
       },
     });
+    this.approvals = new JobApprovals({
+      config,
+      ledger,
+      store: o.store,
+      table,
+      dispatcher,
+      permissions: o.permissions,
+      scheduler: o.scheduler,
+      emit,
+      note: (jobId, text) => this.transcripts.note(jobId, text),
+    });
     this.runner = new JobRunner({
       ...o,
+      approvals: this.approvals,
       ...(this.owner !== undefined ? { owner: this.owner } : {}),
       dispatcher,
       nesting: this.nesting,
@@ -254,6 +269,7 @@ export class JobEngine {
     const job = this.table.get(id);
     if (!job) return;
     this.restarts.forget(job);
+    this.approvals.ended(id);
     this.conversations.forget(id);
     this.worktrees.forgetUnmade(id);
     this.table.forget(id);
@@ -331,6 +347,7 @@ export class JobEngine {
         step('keeping its spec for a restart', () => this.restarts.keep(job));
         step('ending its transcript', () => this.transcripts.ended(job.id));
         step('ending its span', () => this.traces.ended(record));
+        step('dropping its approvals', () => this.approvals.ended(job.id));
         step('the done event', () => this.#o.emit('done', record));
         if (record.wave !== null) step(`checking wave ${record.wave}`, () => this.checkWave(record.wave as number));
         step('launching the queue', () => this.dispatcher.pump());

@@ -13,13 +13,15 @@ import { JobInbox } from './steering.js';
  * | `dispatched` | `queued`, `dispatched: n` (durable only) | an attempt, no `started` yet         |
  * | `running`    | `running`                                | an attempt that said `started`       |
  * | `suspended`  | `queued`, `waitingForChildren`           | its suspension (no slot, no thread)  |
+ * | `suspended`  | `running`, `awaitingApproval`            | its approval wait (no slot, no thread) |
  * | `ended`      | `ended`, no `deliveredInTurn`            | the ledger, until delivered          |
  * | `delivered`  | `ended`, `deliveredInTurn: N`            | the ledger, until retention forgets  |
  *
  * `delivered` is read from the record (delivery is the ledger's, see deliveries.ts); the others
  * are this object's own. Moves: queued → dispatched → running → ended; dispatched or running →
  * queued (its thread died, or a restart stopped it); running → suspended → queued (its children
- * ended); queued or suspended → ended (cancelled before it ran again); ended → queued (restart).
+ * ended); queued or suspended → ended (cancelled before it ran again); ended → queued (restart); running → suspended → queued for approvals too (approvals.ts): that
+ * record stays `running` while it waits, as the job has started and goes on where it paused.
  */
 export type JobPhase = 'queued' | 'dispatched' | 'running' | 'suspended' | 'ended';
 export type JobState = JobPhase | 'delivered';
@@ -89,6 +91,12 @@ export class Job {
   readonly watching = new Set<Job>();
   /** While suspended: what it resumes with. */
   suspension: Suspension | undefined;
+  /** Paused for approvals (suspended with no {@link suspension}): see approvals.ts. */
+  awaitingApproval = false;
+  /** When its current run said `started` (epoch ms): its wall clock pauses while it waits for approvals. */
+  runningSince: number | undefined;
+  /** Wall-clock ms it ran before its latest approval wait (its timeout counts on from there). */
+  ranMs = 0;
   /** Children's results posted to it while it runs, by child id (resent at resume if it never saw them). */
   readonly sent = new Map<string, string>();
   /** Messages sent to it (send_to_background_agent); see steering.ts. */
@@ -186,6 +194,21 @@ export class Job {
     this.#move('suspended');
   }
 
+  /** running → suspended: its gated calls wait for approvals (the ledger write is approvals.ts'). */
+  pauseForApproval(): void {
+    this.#detach();
+    this.awaitingApproval = true;
+    this.#move('suspended');
+  }
+
+  /** suspended → queued: its approvals were answered; it goes on from where it paused. */
+  resumeFromApproval(resume: ResumeState): void {
+    this.awaitingApproval = false;
+    this.spec = { ...(this.spec as JobSpec), resume };
+    this.launches = 0;
+    this.#move('queued');
+  }
+
   /** suspended → queued: its children have ended; it runs again from its saved conversation with their results. */
   resume(): void {
     const suspension = this.suspension as Suspension;
@@ -199,6 +222,7 @@ export class Job {
   reopen(note: string): Readonly<JobRecord> {
     const record = this.#ctx.ledger.reopen(this.id, note);
     this.#alerts = 0;
+    this.ranMs = 0;
     this.launches = 0;
     this.#move('queued');
     return record;
@@ -228,6 +252,7 @@ export class Job {
     }
     this.#ending = false;
     this.suspension = undefined;
+    this.awaitingApproval = false;
     this.sent.clear();
     this.stopping = false;
     this.restartPending = false;

@@ -12,6 +12,7 @@ import { joinSchema, type JoinPolicy } from '../../shared/scheduling-config.js';
 import { ForkpoolError, JobError, errorMessage, type SerializedError } from '../../shared/errors.js';
 import { JOB_ROLES, jobNameSchema, type AlertSeverity, type JobRole } from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
+import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { Executor } from '../executors/executor.js';
 import type { DeliveryLedger, JobRecord } from '../ledger/ledger.js';
@@ -195,6 +196,10 @@ export type ManagerEvents = {
   message: [SteerReceipt];
   /** A job's `report_alert`, at once (at most `background.maxAlertsPerJob` per job). */
   alert: [JobAlert];
+  /** A job's gated call waits for an answer (`approvals: "ask"`); answer it with `approve()`. */
+  'approval-requested': [PendingApproval];
+  /** A waiting call was answered (by someone, or by its timeout). */
+  'approval-resolved': [ApprovalRecord];
   idle: [];
   /**
    * A write to the durable ledger failed (disk full, I/O error). A spawn or delivery it belonged

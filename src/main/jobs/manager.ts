@@ -37,6 +37,7 @@ import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, Ma
 export type { SteerOptions, SteerReceipt } from './manager-api.js';
 export type { WaitMode, WaitOptions, WaitOutcome } from './waits.js';
 import type { SteerOptions, SteerReceipt } from './manager-api.js';
+import type { ApprovalDecision, ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 
 /**
  * Owns background jobs for the life of a session, not a turn: the facade over its
@@ -135,7 +136,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       void this.tools.start().catch((error: unknown) => reportFault(logger, 'starting a tool source', error));
       const { worktrees } = this.#engine;
       if (options.store)
-        this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees }, options.store.load());
+        this.recovery = recoverJobs(
+          { config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees, approvals: this.#engine.approvals },
+          options.store.load(),
+        );
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;
@@ -381,6 +385,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     const job = this.#engine.table.find(idOrName);
     if (!job) throw unknownJob(idOrName);
     return this.#engine.worktrees.act(job.id, action);
+  }
+
+  /** Every gated call of a job that waits for an answer (`approvals: "ask"`), oldest first. */
+  approvals(): PendingApproval[] {
+    return this.#engine.approvals.list();
+  }
+
+  /**
+   * Answers a job's waiting call (`callId` undefined: its oldest). `allow` runs that exact call
+   * once and the job goes on; `deny` gives the model a tool error with `reason`; `remember`
+   * grants the tool to the job (`true`, `'job'`) or to the session (`'session'`) from now on.
+   * Throws `APPROVAL_UNKNOWN` (no such job, or it waits for no such call) or `APPROVAL_INVALID`.
+   */
+  approve(jobRef: string, callId: string | undefined, decision: ApprovalDecision): ApprovalRecord {
+    return this.#engine.approvals.approve(jobRef, callId, decision);
   }
 
   /** Queued, handed to the executor, or waiting for its children. */

@@ -93,7 +93,8 @@ export class Nesting {
 
   /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
   maybeResume(job: Job): void {
-    if (job.phase !== 'suspended' || job.stopping || job.isOver) return;
+    // A job paused for approvals runs again when they are answered (approvals.ts), not before.
+    if (job.phase !== 'suspended' || job.awaitingApproval || job.stopping || job.isOver) return;
     if ([...job.children, ...job.watching].some((child) => !child.isOver)) return;
     job.resume();
     this.#host.dispatcher.enqueueFirst(job);

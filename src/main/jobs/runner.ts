@@ -19,6 +19,7 @@ import type { Job } from './job.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, endingFromQueue, type StopRequest } from './job-endings.js';
 import { lastAssistantText, type Nesting } from './nesting.js';
 import type { JobSteering } from './steering.js';
+import type { JobApprovals } from './approvals.js';
 
 /** What running jobs needs of the manager. */
 export interface RunnerHost {
@@ -31,6 +32,7 @@ export interface RunnerHost {
   readonly dispatcher: Dispatcher;
   readonly nesting: Nesting;
   readonly steering: JobSteering;
+  readonly approvals: JobApprovals;
   readonly logger: Logger | undefined;
   readonly tools: ToolCatalog;
   /** Names this manager's jobs apart on a shared executor (see JobTask.owner). */
@@ -83,6 +85,7 @@ export class JobRunner {
       onProgress: (event) => this.#host.progress({ jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
       onAlert: (alert) => this.#host.alert(job, alert),
       onSpawn: (requestId, request) => this.#host.nesting.spawnChild(job, requestId, request),
+      answerPermission: (tool, callId) => this.#host.approvals.answer(job, tool, callId),
       runHostTool: (call, signal) => {
         const def = this.#host.tools.hostTool(call.name);
         // Only a tool this job was offered: a worker cannot make the host run another.
@@ -100,7 +103,8 @@ export class JobRunner {
         gateLease.release();
         // A restart runs it again in the same worktree; a suspended job's children may still write there.
         // Only a worktree job waits: every other ending stays in the same tick as its attempt's end.
-        const before = end.kind !== 'suspended' && !job.restartPending && job.attempt === attempt ? this.#host.beforeEnding(job) : undefined;
+        const paused = end.kind === 'suspended' || end.kind === 'awaiting-approval';
+        const before = !paused && !job.restartPending && job.attempt === attempt ? this.#host.beforeEnding(job) : undefined;
         if (before) await before;
         this.#ended(job, attempt, end);
       })
@@ -123,6 +127,8 @@ export class JobRunner {
     if (job.isOver) return;
     job.stopping = true;
     for (const child of [...job.children]) if (!child.isOver) this.stop(child, reason === 'close' ? 'close' : 'cancel');
+    // Paused for approvals: it ends now, with what it last said (approvals.ts).
+    if (this.#host.approvals.stop(job, reason)) return;
     const suspension = job.suspension;
     if (suspension) {
       const timedOut = reason === 'timeout';
@@ -155,9 +161,10 @@ export class JobRunner {
       threadId,
       rerun ? `attempt ${job.record.attempts + 1}: run again by the ${executor.kind} executor (the previous run's worker died or lost the job)` : undefined,
     );
-    // The wall clock starts now: time spent queued does not count.
+    // The wall clock starts now: time spent queued does not count, nor time spent waiting for approvals (ranMs ran before).
     if (!rerun) {
-      attempt.armTimeout(config.background.timeoutMinutes * 60_000, () => this.stop(job, 'timeout'));
+      job.runningSince = Date.now();
+      attempt.armTimeout(Math.max(1, config.background.timeoutMinutes * 60_000 - job.ranMs), () => this.stop(job, 'timeout'));
       // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
       const wallMs = this.#host.budgets.wallclockMs(job.spec?.budget, job.record.startedAt ?? Date.now());
       if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.stop(job, 'budget'), 'budget');
@@ -177,6 +184,12 @@ export class JobRunner {
       // Its `suspend` crossed a stop (it answered before it saw the `cancel`): a stopping job is
       // never resumed, so it ends now, as a job stopped while waiting does, with what it said.
       if (job.stopping && job.phase === 'suspended') this.stop(job, attempt.stopRequest ?? 'cancel');
+      return;
+    }
+    if (end.kind === 'awaiting-approval') {
+      this.#host.approvals.paused(job, end.state, end.calls);
+      // Its pause crossed a stop (it paused before it saw the `cancel`): it ends now, as a job stopped while waiting does.
+      if (job.stopping) this.stop(job, attempt.stopRequest ?? 'cancel');
       return;
     }
     if (end.kind === 'done') {

@@ -134,6 +134,12 @@ export class JobTranscripts {
     }
   }
 
+  /** A step of its own in a job's transcript, e.g. an approval asked for or answered (approvals.ts). */
+  note(jobId: string, text: string, at = Date.now()): void {
+    const held = this.#live.get(jobId) ?? this.#start(jobId);
+    this.#note(held, at, capHeadTail(redactToolOutput(text, this.#secrets), TRANSCRIPT_LIMITS.event.textChars));
+  }
+
   /** The job ended: its transcript is written to the durable ledger and held among the ended ones. */
   ended(jobId: string): void {
     const held = this.#live.get(jobId);

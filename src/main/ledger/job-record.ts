@@ -9,6 +9,7 @@ import type { ResultTag } from '../../shared/result-tag.js';
 import type { StopReason } from '../../shared/loop-events.js';
 import type { UsageByModel } from '../../shared/usage.js';
 import type { BudgetLimits, BudgetName, BudgetReport } from '../../shared/budget.js';
+import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 
 export const JOB_STATES = ['queued', 'running', 'ended'] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -128,6 +129,26 @@ export interface JobRecord {
   deliveredAt?: number;
   /** Messages sent to it while it was live (send_to_background_agent), in order; see docs/agents.md "Steering a running job". */
   messages?: SentMessage[];
+  /**
+   * Its gated calls that wait for an answer (`approvals: "ask"`, docs/tools.md "Approvals"). The
+   * job stays `running` meanwhile, but holds no slot and no thread; its wall clock is paused.
+   */
+  awaitingApproval?: PendingApproval[];
+  /** Its approvals answered so far (who, when, what), oldest first. */
+  approvals?: ApprovalRecord[];
+  /** While it waits for approvals and until it runs again: where its run goes on from (the conversation is stored beside the row). */
+  approvalWait?: ApprovalWait;
+}
+
+/** What a job paused for approvals keeps in its record (its conversation goes beside it: see approvals.ts in src/main/jobs). */
+export interface ApprovalWait {
+  usage: UsageByModel;
+  iterations: number;
+  wrapUpSent?: true;
+  /** Wall-clock ms it ran before it waited (its timeout counts on from there). */
+  ranMs: number;
+  /** Calls answered and not yet run again by its next launch. */
+  answered: string[];
 }
 
 export const SPECULATION_STATES = ['pending', 'kept', 'dropped'] as const;

@@ -2,11 +2,12 @@ import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
-import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
+import type { ApprovalWait, JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
+import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import { Retention } from './retention.js';
 import { deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
 
-export type { EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
+export type { ApprovalWait, EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 
 /** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
 export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
@@ -188,8 +189,9 @@ export class DeliveryLedger {
     const { record } = this.#expect(id, 'queued', 'running');
     const { waitingForChildren: _waiting, ...rest } = record;
     // A job resumed after waiting for its children keeps its first start time.
-    const startedAt = record.waitingForChildren ? (record.startedAt ?? now) : now;
-    this.#replace(id, { ...rest, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
+    const { approvalWait: _wait, ...kept } = rest;
+    const startedAt = record.waitingForChildren || record.approvalWait ? (record.startedAt ?? now) : now;
+    this.#replace(id, { ...kept, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
   /** This run sent its first model request: see {@link JobRecord.modelRuns}. */
@@ -237,6 +239,31 @@ export class DeliveryLedger {
     // Its run finished (it answered with children running): no run of it was cut so far.
     const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
     return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
+  }
+
+  /** A running job paused: these calls wait for approvals (its thread and slot are given back; it stays `running`). */
+  awaitApproval(id: string, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'running');
+    const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
+    return this.#replace(id, { ...rest, awaitingApproval: [...pending], approvalWait: wait });
+  }
+
+  /** One of its calls was answered: kept in its history; `wait` is what its next launch goes on with. */
+  answerApproval(id: string, answered: ApprovalRecord, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'running');
+    const { awaitingApproval: _pending, ...rest } = record;
+    return this.#replace(id, {
+      ...rest,
+      ...(pending.length > 0 ? { awaitingApproval: [...pending] } : {}),
+      approvals: [...(record.approvals ?? []), answered],
+      approvalWait: wait,
+    });
+  }
+
+  /** Every call answered: back to `queued` to take a slot again; it keeps its first start time (markRunning). */
+  approvalsAnswered(id: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'queued');
+    return this.#replace(id, { ...record, state: 'queued' });
   }
 
   /** The messages sent to a job so far, and which it has received (see steering.ts). */

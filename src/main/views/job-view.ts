@@ -68,6 +68,10 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     delivered: record.deliveredInTurn !== undefined && record.speculative !== 'dropped',
     /** `pending`, `kept` or `dropped` for a speculative spawn (docs/delivery.md "Speculative jobs"); null otherwise. */
     speculative: record.speculative ?? null,
+    /** Its gated calls waiting for an answer (it stays `running`, holding no slot); null when none. */
+    awaitingApproval: record.awaitingApproval ?? null,
+    /** Its approvals answered so far (who, when, what); null when none. */
+    approvals: record.approvals ?? null,
   };
 }
 
@@ -92,6 +96,7 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     ...(view.backgrounded ? { backgrounded: true } : {}),
     ...(view.children !== null ? { children: view.children, childrenOnEnd: view.childrenOnEnd } : {}),
     ...(view.treeUsage !== null ? { treeUsage: view.treeUsage } : {}),
+    ...(view.approvals !== null ? { approvals: view.approvals } : {}),
     // Undefined, not null, where the record has none: the line leaves the field out.
     status: view.status ?? undefined,
     endedBy: view.endedBy ?? undefined,

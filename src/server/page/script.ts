@@ -47,7 +47,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   }
 
   function refOf(session, id) { return session ? session + '/' + id : id; }
-  function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : job.state; }
+  function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : job.awaitingApproval && job.awaitingApproval.length ? 'awaiting approval' : job.state; }
 
   function formatElapsed(job) {
     if (!job.startedAt) return '–';

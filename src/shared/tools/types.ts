@@ -8,6 +8,10 @@ export interface PermissionRequest {
   tool: string;
   /** One line a person could judge, e.g. the command or the path. Never holds secrets. */
   summary: string;
+  /** The model's tool call id, when a tool loop asks (a job's approvals are per call). */
+  callId?: string;
+  /** The call's arguments as the model wrote them (JSON text), when a tool loop asks. */
+  args?: string;
 }
 
 /**
