@@ -5,6 +5,7 @@ import { JOB_ROLES } from '../shared/protocol.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { STOP_REASONS } from '../shared/loop-events.js';
 import { ENDED_BY, JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/ledger/job-record.js';
+import { approvalListBody, approvalRecordSchema, listedApprovalSchema, pendingApprovalSchema } from './approval-bodies.js';
 
 /**
  * The bodies the HTTP API answers with, as zod schemas: `/openapi.json` documents every
@@ -96,6 +97,15 @@ const budgetSchema = named(
     .describe('Limits, spent and remaining; see docs/delivery.md "Budgets".'),
 );
 
+// The approvals' bodies (approval-bodies.ts), named here like every other body.
+for (const [id, schema] of [
+  ['PendingApproval', pendingApprovalSchema],
+  ['ApprovalRecord', approvalRecordSchema],
+  ['ListedApproval', listedApprovalSchema],
+  ['ApprovalList', approvalListBody],
+] as const)
+  named(id, schema);
+
 /** A job as lists show it: `GET /v1/jobs`, a session's jobs, a wait's `running`. */
 export const jobSummarySchema = named(
   'JobSummary',
@@ -131,6 +141,9 @@ export const jobSummarySchema = named(
     depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
     budget: budgetSchema.nullable(),
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
+    awaitingApproval: z
+      .array(pendingApprovalSchema)
+      .describe('The calls it waits to make (approvals "ask"), oldest first: it is still running, but holds no slot meanwhile. Empty when it waits for none.'),
     session: z
       .string()
       .nullable()
@@ -165,6 +178,7 @@ export const jobDetailSchema = named(
       .array(z.string())
       .nullable()
       .describe('The tools it was offered, by catalog name (built-in, host, module, MCP); null for a record from before they were kept.'),
+    approvals: z.array(approvalRecordSchema).describe('Its approvals answered so far: who, when, what; oldest first.'),
     messages: z
       .array(z.object({ id: z.number(), text: z.string(), at: z.number(), interrupt: z.literal(true).optional(), receivedAt: z.number().optional() }))
       .describe('Messages sent to it (POST /v1/jobs/{id}/messages), secrets redacted.'),

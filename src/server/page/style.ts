@@ -29,7 +29,7 @@ td.num { font-variant-numeric: tabular-nums; text-align: right; }
 .status { font-weight: 600; }
 .status-ok { color: var(--ok); }
 .status-failed, .status-timed_out, .status-error { color: var(--bad); }
-.status-cancelled, .status-partial { color: var(--warn); }
+.status-cancelled, .status-partial, .status-awaiting_approval { color: var(--warn); }
 .status-queued, .status-running { color: var(--muted); }
 td.actions { white-space: nowrap; }
 td.actions button { padding: 0.1em 0.5em; margin-right: 0.3em; }
