@@ -71,7 +71,7 @@ export function elapsedText(job: Job, now: number): string {
 }
 
 export function statusText(job: Job): string {
-  if (job.state !== 'ended') return job.waitingForChildren ? 'waiting-children' : job.state;
+  if (job.state !== 'ended') return job.awaitingApproval?.length ? 'awaiting-approval' : job.waitingForChildren ? 'waiting-children' : job.state;
   const status = job.status ?? 'ended';
   // A guess cancelled (or set aside) as not needed: shown, never delivered.
   return job.speculative === 'dropped' ? `${status} (speculative)` : status;

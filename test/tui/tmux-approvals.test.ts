@@ -29,7 +29,8 @@ describe.skipIf(!hasTmux())('approvals in the chat (tmux)', () => {
 
     await pane.type('/bg start write the notes');
     await pane.keys('Enter');
-    await pane.screen(/⏸ bg-1 "write the notes" asks to run write_file: .*notes\.txt.* — \/bg approve bg-1 \[always\] · \/bg deny bg-1 \[reason\]/);
+    // ink wraps the line at the pane's width: up to the deny command it is on one row.
+    await pane.screen(/⏸ bg-1 "write the notes" asks to run write_file: write notes\.txt \(17 bytes\) — \/bg approve bg-1 \[always\] · \/bg deny bg-1/);
     const box = await pane.screen('1 background tool call waits for your answer', { visible: true });
     expect(box).toMatch(/bg-1 "write the notes" wants write_file/);
 
