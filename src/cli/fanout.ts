@@ -15,6 +15,7 @@ import { LineReader, openInput, type InputLine } from './line-reader.js';
 import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { countTaskLines, FanoutOutput, statusText } from './progress.js';
 import { openFanoutLedger } from './fanout-ledger.js';
+import { answerApprovals, fanoutApprovals, parseApprover } from './approve-with.js';
 
 export interface FanoutFlags extends GlobalFlags {
   executor?: string;
@@ -23,6 +24,8 @@ export interface FanoutFlags extends GlobalFlags {
   agent?: string;
   /** Continue the fan-out in `--ledger FILE`: print what finished, run only the rest. */
   resume?: boolean;
+  /** Who answers the jobs' approvals (an http(s) URL or a command; approve-with.ts); without it, every gated call is denied. */
+  approveWith?: string;
 }
 
 const lineSchema = z.strictObject({
@@ -65,10 +68,13 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   if (!EXECUTORS.includes(executorKind)) {
     return usageProblem('fanout', `--executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}`);
   }
+  const approver = flags.approveWith === undefined ? undefined : parseApprover(flags.approveWith);
+  if (approver && 'problem' in approver) return usageProblem('fanout', approver.problem);
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
   // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
   const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION, defaultOnExhausted: 'queue' });
+  ctx.config = fanoutApprovals(ctx.config, approver);
   if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
     const known = Object.keys(ctx.config.agents);
     await ctx.dispose();
@@ -104,6 +110,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   // MCP servers connect before the first spawn, so every job is offered their tools (a failure is the manager's to report).
   await manager.tools.start().catch(() => {});
   const deliveries = new Deliveries(manager);
+  if (approver) answerApprovals(manager, approver, ctx.config.approvalTimeoutMs, (line) => process.stderr.write(`${line}\n`));
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();

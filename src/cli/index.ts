@@ -90,6 +90,10 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', "keep every task's job in this SQLite file, so a killed fan-out can be resumed")
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
+    .option(
+      '--approve-with <url|command>',
+      "answer the jobs' approvals (approvals ask): POST each to this http(s) URL, or give it to this command on stdin; the JSON decision it answers decides (default: deny every gated call)",
+    )
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
