@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ToolError } from './errors.js';
+import type { ForkpoolConfig } from './config.js';
 
 /** A gated tool call of a job that waits for an answer. */
 export interface PendingApproval {
@@ -59,6 +60,15 @@ export const approvalDecisionSchema = z.strictObject({
   reason: z.string().max(APPROVAL_REASON_MAX_CHARS).optional(),
   by: z.string().min(1).max(64).optional(),
 });
+
+/** A job's approval mode: its agent's `approvals`, else the config's. */
+export function approvalModeFor(config: Pick<ForkpoolConfig, 'approvals' | 'agents'>, agent: string | undefined): 'deny' | 'ask' {
+  return (agent === undefined ? undefined : config.agents[agent]?.approvals) ?? config.approvals;
+}
+
+/** Why `ask` does not apply to a job on a forkpool worker (the bullmq executor): the model reads it. */
+export const REMOTE_APPROVALS_REASON =
+  'approvals: "ask" does not reach jobs run by the bullmq executor (no one can answer on a forkpool worker); the tool needs to be granted in grantedTools for such jobs';
 
 /** `remember` as the record keeps it: `true` is `'job'`, `false` nothing. */
 export function rememberScope(remember: ApprovalDecision['remember']): 'job' | 'session' | undefined {

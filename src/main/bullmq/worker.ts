@@ -28,6 +28,7 @@ import { RunSteering } from './run-steering.js';
 import { RequestCache, RequestUnavailable } from './request-cache.js';
 import { closeClient, redisClient } from './redis.js';
 import { FINISHED_JOB_AGE_S, controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
+import { approvalModeFor, REMOTE_APPROVALS_REASON } from '../../shared/approvals.js';
 
 export interface ForkpoolWorkerOptions {
   redisUrl: string;
@@ -302,6 +303,11 @@ export class ForkpoolWorker {
       scheduler: realScheduler,
       // Jobs never ask a person: what the job's config grants is what it has.
       permissions: { isGranted: (tool) => spec.config.grantedTools.includes(tool) },
+      // With approvals "ask" the model reads why no one was asked (nobody can answer here).
+      answerPermission: (tool) =>
+        spec.config.grantedTools.includes(tool)
+          ? { granted: true }
+          : { granted: false, ...(approvalModeFor(spec.config, spec.agent) === 'ask' ? { reason: REMOTE_APPROVALS_REASON } : {}) },
       rateGateBuffer: this.#rateGate.buffer,
       cancelGraceMs: spec.config.background.cancelGraceMs,
       logger: this.#options.logger,

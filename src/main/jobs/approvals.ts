@@ -20,7 +20,14 @@ import type { AwaitedCall, JobSpec, ResumeState } from '../../shared/protocol.js
 import { capHeadTail } from '../../shared/text-budget.js';
 import { redactionSecrets } from '../../shared/tools/host-secrets.js';
 import { redactToolOutput } from '../../shared/tools/secrets.js';
-import { approvalDecisionSchema, rememberScope, type ApprovalDecision, type ApprovalRecord, type PendingApproval } from '../../shared/approvals.js';
+import {
+  approvalDecisionSchema,
+  approvalModeFor,
+  rememberScope,
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type PendingApproval,
+} from '../../shared/approvals.js';
 import type { PermissionAnswer } from '../executors/attempt.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import type { ApprovalWait, DeliveryLedger, JobRecord } from '../ledger/ledger.js';
@@ -73,8 +80,7 @@ export class JobApprovals {
 
   /** `ask` for this job: its agent's setting, else the config's. */
   asks(spec: JobSpec | undefined): boolean {
-    const agent = spec?.agent === undefined ? undefined : this.#host.config.agents[spec.agent];
-    return (agent?.approvals ?? this.#host.config.approvals) === 'ask';
+    return approvalModeFor(this.#host.config, spec?.agent) === 'ask';
   }
 
   /** A job's gated call asks: granted (session or job grant, or an allow waiting for it), denied with a reason, `ask`, or denied. */
@@ -219,8 +225,9 @@ export class JobApprovals {
    * Its grants and unused answers come back from its record; its conversation from beside its
    * row. False when that conversation is gone (then it cannot go on where it paused).
    */
-  restore(job: Job, record: Readonly<JobRecord>, messages: unknown[] | undefined): boolean {
+  restore(job: Job, record: Readonly<JobRecord>): boolean {
     const wait = record.approvalWait;
+    const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
     for (const answered of record.approvals ?? []) {

@@ -132,7 +132,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       void this.tools.start().catch((error: unknown) => reportFault(logger, 'starting a tool source', error));
       const { worktrees } = this.#engine;
       if (options.store)
-        this.recovery = recoverJobs({ config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees }, options.store.load());
+        this.recovery = recoverJobs(
+          { config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees, approvals: this.#engine.approvals },
+          options.store.load(),
+        );
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;

@@ -20,6 +20,7 @@ import type { InvalidRow } from '../ledger/ledger-rows.js';
 import type { WaveJoins } from './joins.js';
 import type { SpawnDedup } from './dedup.js';
 import type { JobWorktrees } from './job-worktrees.js';
+import type { JobApprovals } from './approvals.js';
 
 /** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
 export const INTERRUPTED_NOTE = 'interrupted by a restart';
@@ -35,6 +36,8 @@ export interface RecoveryHost {
   readonly dedup?: SpawnDedup;
   /** Worktrees kept beside their jobs' specs are taken back (job-worktrees.ts `adopt`). */
   readonly worktrees?: Pick<JobWorktrees, 'adopt' | 'markUnmade'>;
+  /** Jobs the last process left paused for approvals go on waiting (approvals.ts). */
+  readonly approvals?: Pick<JobApprovals, 'restore'>;
   /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
   readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
@@ -49,6 +52,8 @@ export interface RecoveryReport {
   rerun: string[];
   /** Started when the process died: ended as interrupted, delivered as such. */
   interrupted: string[];
+  /** Paused for approvals when the process died: still waiting on the same calls (or queued with their answers). */
+  awaitingApproval: string[];
   /** Rows that failed their check when read back (edited or broken on disk): not recovered, reported with what was found. */
   invalid: InvalidRow[];
 }
@@ -56,7 +61,7 @@ export interface RecoveryReport {
 export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nextId: number; invalid?: InvalidRow[] }): RecoveryReport {
   const { config, ledger } = host;
   ledger.restore(stored.jobs, stored.nextId);
-  const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], invalid: [...(stored.invalid ?? [])] };
+  const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], awaitingApproval: [], invalid: [...(stored.invalid ?? [])] };
   const keyed: Array<{ id: string; key: string }> = [];
   /** Where each worktree job, and each child working in its parent's worktree, works: parents come first (spawn order). */
   const treeRoots = new Map<string, string>();
@@ -97,6 +102,15 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       host.restarts.keep(add('ended'));
       report.interrupted.push(record.id);
       continue;
+    }
+    // Paused for approvals: it goes on where it paused (its kept conversation), never run from the start.
+    if (record.state !== 'ended' && record.approvalWait && host.approvals) {
+      const job = add('queued');
+      if (host.approvals.restore(job, record)) {
+        report.awaitingApproval.push(record.id);
+        continue;
+      }
+      host.table.forget(record.id);
     }
     if (record.state === 'ended') {
       if (record.deliveredInTurn === undefined) report.undelivered.push(record.id);

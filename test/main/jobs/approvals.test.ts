@@ -13,6 +13,7 @@ import { ForkpoolError } from '../../../src/shared/errors.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
 import { ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, useCleanup } from '../../helpers/index.js';
 import { ManualScheduler } from '../../helpers/fake-executor.js';
+import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
 import type { BackgroundManager, ManagerEvents, TimerTag } from '../../../src/main/jobs/manager.js';
 
 const cleanups = useCleanup();
@@ -39,11 +40,12 @@ async function setup(
   extra: Partial<ForkpoolConfigInput> = {},
   background: Parameters<typeof makeConfig>[2] = {},
   scheduler?: RecordingScheduler,
+  executor?: 'inline',
 ) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups, { script });
   const config = makeConfig(sim, root, { maxConcurrent: 1, ...background }, { approvals: 'ask', sandbox: 'none', ...extra });
-  const manager = makeManager(config, cleanups, undefined, scheduler);
+  const manager = makeManager(config, cleanups, executor ? createExecutor(config, undefined, executor) : undefined, scheduler);
   return { root, sim, manager };
 }
 
@@ -231,7 +233,7 @@ describe('approvals (approvals: "ask")', () => {
   });
 
   it('a cancel while it waits ends it cleanly: cancelled, nothing run, nothing left waiting', async () => {
-    const { root, sim, manager } = await setup([{ content: 'I will append a line.', toolCalls: appendCall('call-1', 'one').toolCalls }]);
+    const { root, sim, manager } = await setup([{ ...appendCall('call-1', 'one'), content: 'I will append a line.' }]);
     const asked = requested(manager);
     const { id } = manager.spawn({ task: 'append a line', label: 'cancelled' });
     await asked;
@@ -243,6 +245,41 @@ describe('approvals (approvals: "ask")', () => {
     expect(manager.approvals()).toEqual([]);
     expect(manager.pending).toBe(0);
     expect(ranLines(root)).toEqual([]);
+    sim.assertScriptDone();
+  });
+
+  it('the inline executor pauses and goes on the same way (its job runs on the main thread)', async () => {
+    const { root, sim, manager } = await setup([appendCall('call-1', 'one'), { content: 'inline done' }], {}, {}, undefined, 'inline');
+    const asked = requested(manager);
+    const { id } = manager.spawn({ task: 'append a line', label: 'inline' });
+    await asked;
+    manager.approve(id, undefined, { decision: 'allow' });
+    const record = await ended(manager, id);
+    expect(record.resultText).toContain('inline done');
+    expect(ranLines(root)).toEqual(['one']);
+    sim.assertScriptDone();
+  });
+
+  it('an agent may ask while the config denies, and the other way round', async () => {
+    const script = [appendCall('call-1', 'one'), { content: 'denied at once' }, appendCall('call-2', 'two'), { content: 'asked first' }];
+    const { root, sim, manager } = await setup(script, {
+      approvals: 'deny',
+      agents: { careful: { description: 'asks first', approvals: 'ask' } },
+    });
+    const requests: PendingApproval[] = [];
+    manager.on('approval-requested', (p) => requests.push(p));
+    // A fork of the parent: the config's deny, no question, a tool error at once.
+    const fork = await ended(manager, manager.spawn({ task: 'append a line', label: 'fork' }).id);
+    expect(fork.status).toBe('ok');
+    expect(requests).toEqual([]);
+    expect(toolAnswer(sim, 'call-1')).toMatch(/^Error: permission denied: "bash" is not granted/);
+    expect(ranLines(root)).toEqual([]);
+    const asked = requested(manager);
+    const careful = manager.spawn({ task: 'append a line', label: 'careful', agent: 'careful' });
+    expect((await asked).callId).toBe('call-2');
+    manager.approve(careful.id, 'call-2', { decision: 'allow' });
+    expect((await ended(manager, careful.id)).resultText).toContain('asked first');
+    expect(ranLines(root)).toEqual(['two']);
     sim.assertScriptDone();
   });
 });
