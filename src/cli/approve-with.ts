@@ -12,7 +12,7 @@ import { errorMessage } from '../shared/errors.js';
 import { oneLine, preview } from '../main/views/terminal-lines.js';
 import type { BackgroundManager } from '../main/jobs/manager.js';
 import type { ForkpoolConfig } from '../shared/config.js';
-import type { ApprovalDecision, PendingApproval } from '../shared/approvals.js';
+import { approvalDecisionSchema, type ApprovalDecision, type PendingApproval } from '../shared/approvals.js';
 
 export type Approver = { kind: 'url'; url: string } | { kind: 'command'; command: string };
 
@@ -20,11 +20,7 @@ export type Approver = { kind: 'url'; url: string } | { kind: 'command'; command
 export const APPROVER_ANSWER_MAX_BYTES = 64 * 1024;
 
 /** What an approver may answer: `by` is always `approve-with`, whatever it says. */
-const decisionSchema = z.strictObject({
-  decision: z.enum(['allow', 'deny']),
-  remember: z.union([z.boolean(), z.enum(['job', 'session'])]).optional(),
-  reason: z.string().max(2_000).optional(),
-});
+const decisionSchema = approvalDecisionSchema.omit({ by: true });
 
 /** `--approve-with`'s value: an http(s) URL, or a command run by `/bin/sh -c`. Another scheme is refused (a typo, not a command). */
 export function parseApprover(value: string): Approver | { problem: string } {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { APPROVAL_REASON_MAX_CHARS } from '../shared/approvals.js';
 
 /**
  * The approvals part of the HTTP API (routes/approvals.ts): its request shapes, which the route
@@ -17,7 +18,7 @@ export const approvalParams = z.strictObject({
 export const approvalBody = z.strictObject({
   decision: z.enum(['allow', 'deny']).describe('"allow" runs exactly the call it waits on, once; "deny" gives its model a tool error with the reason.'),
   remember: z.boolean().optional().describe('With allow: the job may use this tool from now on without asking. Default false.'),
-  reason: z.string().trim().min(1).max(2_000).optional().describe("Why: the job's model reads it with a deny; kept in the job's record."),
+  reason: z.string().trim().min(1).max(APPROVAL_REASON_MAX_CHARS).optional().describe("Why: the job's model reads it with a deny; kept in the job's record."),
 });
 
 /** One call a job waits to make (BackgroundManager.approvals). */

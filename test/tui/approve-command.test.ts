@@ -6,10 +6,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../src/main/session/agent-session.js';
 import { ChatController } from '../../src/tui/controller.js';
-import { isControlLine } from '../../src/tui/line-mode.js';
+import { isControlLine, runLineMode } from '../../src/tui/line-mode.js';
 import { HELP_LINES } from '../../src/tui/commands.js';
 import { ended, makeConfig, makeWorkspace, startSim, toolMessagesOf, useCleanup, waitFor, watchManager } from '../helpers/index.js';
 
@@ -57,6 +58,9 @@ describe('/bg approve and /bg deny', () => {
     const question = await lineWith('⏸ bg-1');
     expect(question).toMatch(/^⏸ bg-1 "write a\.txt" asks to run write_file: .*a\.txt.* — \/bg approve bg-1 \[always\] · \/bg deny bg-1 \[reason\]$/);
     expect(session.manager.approvals().map((p) => [p.jobId, p.tool])).toEqual([['bg-1', 'write_file']]);
+    // The job list says it waits (it holds no slot meanwhile).
+    chat.submitLine('/bg list');
+    expect(await lineWith('bg-1     awaiting-approval')).toContain('"write a.txt"');
     chat.submitLine('/bg approve bg-1 sometimes');
     await lineWith('usage: /bg approve <id|name> [always]');
     expect(session.manager.approvals()).toHaveLength(1);
@@ -89,6 +93,41 @@ describe('/bg approve and /bg deny', () => {
     expect((await endedAndIdle('bg-3')).approvals).toMatchObject([{ decision: 'allow', by: 'chat', remember: 'session' }]);
     expect(readFileSync(path.join(root, 'c.txt'), 'utf8')).toBe('from the chat c.txt\n');
   });
+
+  it('line mode: /bg approve is answered at once while a turn waits for that very job (no deadlock)', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, {
+      script: [
+        write('a.txt'),
+        // The parent's turn waits for the job, which waits for its approval.
+        { toolCalls: [{ name: 'wait_background_agents', arguments: { jobs: ['bg-1'], timeout_ms: 50_000 } }] },
+        // The job's answer and the parent's, in whichever order they ask.
+        { content: 'Done.' },
+        { content: 'Done.' },
+        { content: 'Done.' },
+      ],
+    });
+    const session = new AgentSession({ config: makeConfig(sim, root, {}, { approvals: 'ask' }), closeExecutor: true });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
+    const input = new PassThrough();
+    const out: Array<{ line: string; busy: boolean }> = [];
+    const running = runLineMode(chat, { input, out: (line) => out.push({ line, busy: chat.busy }), note: (line) => out.push({ line, busy: chat.busy }) });
+
+    input.write('/bg start write a.txt\n');
+    await waitFor(() => session.manager.approvals().length === 1, 'bg-1 to ask');
+    input.write('Wait for bg-1, then tell me.\n');
+    await waitFor(() => sim.requests.length === 2 && chat.busy, 'the turn waiting for bg-1');
+    input.write('/bg approve bg-1\n');
+    await waitFor(() => out.find((o) => o.line.startsWith('✓ bg-1 write_file allowed by chat')), 'the approval answered');
+    // Answered while the turn still ran: it did not wait behind the turn that waits for the job.
+    expect(out.find((o) => o.line.startsWith('✓ bg-1 write_file allowed by chat'))?.busy).toBe(true);
+    expect((await ended(session.manager, 'bg-1')).status).toBe('ok');
+    expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('from the chat a.txt\n');
+    input.end();
+    await running;
+  }, 60_000);
 
   it('is in /help and answered at once in line mode (a control line), even while a turn runs', () => {
     expect(HELP_LINES.filter((line) => /^\/bg (approve|deny) /.test(line))).toHaveLength(2);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { APPROVAL_REASON_MAX_CHARS } from '../../shared/approvals.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { BackgroundManager } from '../jobs/manager.js';
 import { asToolError } from './background-tools.js';
@@ -8,7 +9,7 @@ const approveArgs = z.strictObject({
   call_id: z.string().trim().min(1).max(200).optional().describe('The tool call it waits to make, when it waits on several; default the oldest.'),
   decision: z.enum(['allow', 'deny']).describe('"allow" runs exactly that call, once; "deny" refuses it and the job goes on without it.'),
   remember: z.boolean().optional().describe('With allow: the job may use this tool from now on without asking. Default false.'),
-  reason: z.string().trim().min(1).max(2_000).optional().describe('Why: the job reads it with a deny, and its record keeps it.'),
+  reason: z.string().trim().min(1).max(APPROVAL_REASON_MAX_CHARS).optional().describe('Why: the job reads it with a deny, and its record keeps it.'),
 });
 
 /**
