@@ -22,11 +22,11 @@ export interface JobProgress {
  * server follows. See {@link jobDetail} for the whole job.
  */
 export function jobSummary(record: Readonly<JobRecord>, progress: JobProgress | undefined, now = Date.now(), budget?: BudgetReport): JobSummaryBody {
-  return summaryOf(jobView(record, { now, budget }), progress, record.awaitingApproval);
+  return summaryOf(jobView(record, { now, budget }), progress);
 }
 
 // Typed by the response schema (responses.ts): a field added here and not there fails the typecheck.
-function summaryOf(view: JobView, progress: JobProgress | undefined, awaitingApproval: JobRecord['awaitingApproval']): JobSummaryBody {
+function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummaryBody {
   return {
     id: view.id,
     label: view.label,
@@ -56,7 +56,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined, awaitingApp
     /** Limits, spent and remaining (live while it runs when the caller passes them; from the record once ended). */
     budget: view.budget,
     budgetExceeded: view.budgetExceeded,
-    awaitingApproval: view.state === 'ended' ? [] : [...(awaitingApproval ?? [])],
+    awaitingApproval: view.awaitingApproval,
   };
 }
 
@@ -66,7 +66,7 @@ export type JobSummary = ReturnType<typeof jobSummary>;
 export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | undefined, budget?: BudgetReport): JobDetailBody {
   const view = jobView(record, { budget });
   return {
-    ...summaryOf(view, progress, record.awaitingApproval),
+    ...summaryOf(view, progress),
     task: view.task,
     resultText: view.resultText,
     resultDropped: view.resultDropped,
@@ -77,7 +77,7 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
     notes: view.notes,
     /** The ended job this one resumed (POST /v1/jobs/{id}/resume), else null. */
     resumedFrom: record.resumedFrom ?? null,
-    approvals: [...(record.approvals ?? [])],
+    approvals: view.approvals,
     tools: view.tools,
     /** Messages sent to it (POST /v1/jobs/:id/messages and the other doors), as its record keeps them. */
     messages: record.messages ?? [],

@@ -46,7 +46,9 @@ describe('fanout and approvals', () => {
     expect(r.code, describeResult(r)).toBe(0);
     expect(parseJsonLines(r.stdout)).toMatchObject([{ status: 'ok' }]);
     expect(existsSync(path.join(cwd, 'notes.txt'))).toBe(false);
-    expect(toolResult(sim)).toMatch(/write_file/);
+    // Denied at once, as without approvals: nobody was asked.
+    expect(toolResult(sim)).toMatch(/permission denied: "write_file" is not granted/);
+    expect(parseJsonLines(r.stdout)[0]?.approvals).toBeUndefined();
   });
 
   it('--approve-with a command: it reads the pending approval on stdin, its allow runs the call', async () => {
@@ -66,6 +68,8 @@ let text = ''; process.stdin.on('data', (d) => (text += d)).on('end', () => {
     const r = await fanout(cwd, sim, '--approve-with', `${JSON.stringify(process.execPath)} approve.mjs`);
     expect(r.code, describeResult(r)).toBe(0);
     expect(readFileSync(path.join(cwd, 'notes.txt'), 'utf8')).toBe('fanned out\n');
+    // The line says who allowed it, and what it allowed.
+    expect(parseJsonLines(r.stdout)).toMatchObject([{ status: 'ok', approvals: [{ tool: 'write_file', decision: 'allow', by: 'approve-with' }] }]);
     expect(JSON.parse(readFileSync(path.join(cwd, 'asked.json'), 'utf8'))).toMatchObject({ jobId: expect.any(String), tool: 'write_file', label: 'writer' });
   });
 

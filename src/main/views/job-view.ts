@@ -55,6 +55,10 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     iterations: record.iterations,
     attempts: record.attempts,
     notes: record.notes,
+    /** The gated calls it waits to make (approvals "ask"), oldest first; none once it has ended. */
+    awaitingApproval: record.state === 'ended' ? [] : [...(record.awaitingApproval ?? [])],
+    /** Its approvals answered so far: who, when, what (docs/tools.md "Answering approvals"). */
+    approvals: [...(record.approvals ?? [])],
     // Limits, spent and remaining (spent.unpricedModels: tokens counted, not priced).
     budget: options.budget ?? record.budgetReport ?? (record.budget ? { limits: record.budget } : null),
     budgetExceeded: record.budgetExceeded ?? null,
@@ -101,6 +105,8 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     budgetExceeded: view.budgetExceeded,
     attempts: view.attempts,
     notes: view.notes,
+    // Who answered its gated calls (approvals "ask"), when and what: a fan-out line says which approver allowed a write.
+    ...(view.approvals.length > 0 ? { approvals: view.approvals } : {}),
     queuedAt: iso(view.queuedAt),
     startedAt: iso(view.startedAt),
     endedAt: iso(view.endedAt),
