@@ -77,11 +77,11 @@ export function jobDetail(record: Readonly<JobRecord>, progress: JobProgress | u
     notes: view.notes,
     /** The ended job this one resumed (POST /v1/jobs/{id}/resume), else null. */
     resumedFrom: record.resumedFrom ?? null,
-    approvals: view.approvals,
     tools: view.tools,
     /** Messages sent to it (POST /v1/jobs/:id/messages and the other doors), as its record keeps them. */
     messages: record.messages ?? [],
     progress: progress ?? null,
+    approvals: view.approvals,
   };
 }
 

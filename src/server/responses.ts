@@ -5,7 +5,6 @@ import { JOB_ROLES } from '../shared/protocol.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { STOP_REASONS } from '../shared/loop-events.js';
 import { ENDED_BY, JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/ledger/job-record.js';
-import { approvalListBody, approvalRecordSchema, listedApprovalSchema, pendingApprovalSchema } from './approval-bodies.js';
 
 /**
  * The bodies the HTTP API answers with, as zod schemas: `/openapi.json` documents every
@@ -97,14 +96,32 @@ const budgetSchema = named(
     .describe('Limits, spent and remaining; see docs/delivery.md "Budgets".'),
 );
 
-// The approvals' bodies (approval-bodies.ts), named here like every other body.
-for (const [id, schema] of [
-  ['PendingApproval', pendingApprovalSchema],
-  ['ApprovalRecord', approvalRecordSchema],
-  ['ListedApproval', listedApprovalSchema],
-  ['ApprovalList', approvalListBody],
-] as const)
-  named(id, schema);
+/** A job's gated call waiting for an answer (docs/tools.md "Approvals"). */
+export const pendingApprovalSchema = named(
+  'PendingApproval',
+  z.object({
+    jobId: z.string(),
+    callId: z.string().describe("The model's tool call id."),
+    tool: z.string(),
+    summary: z.string().describe('One line a person can judge (the command, the path).'),
+    args: z.string().describe("The call's arguments as JSON text, secrets redacted, capped."),
+    label: z.string(),
+    requestedAt: z.number(),
+    expiresAt: z.number().describe('Then approvalTimeoutAction applies (deny the call, or cancel the job).'),
+  }),
+);
+
+/** An answered approval, as a job's record keeps it. */
+export const approvalRecordSchema = named(
+  'ApprovalRecord',
+  pendingApprovalSchema.extend({
+    decision: z.enum(['allow', 'deny']),
+    by: z.string().describe("Who answered: 'library', 'chat', 'http', 'parent-model', 'approve-with', 'timeout'."),
+    at: z.number(),
+    reason: z.string().optional(),
+    remember: z.enum(['job', 'session']).optional(),
+  }),
+);
 
 /** A job as lists show it: `GET /v1/jobs`, a session's jobs, a wait's `running`. */
 export const jobSummarySchema = named(
@@ -143,7 +160,8 @@ export const jobSummarySchema = named(
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
     awaitingApproval: z
       .array(pendingApprovalSchema)
-      .describe('The calls it waits to make (approvals "ask"), oldest first: it is still running, but holds no slot meanwhile. Empty when it waits for none.'),
+      .nullable()
+      .describe('Its gated calls waiting for an answer (state stays running; it holds no slot meanwhile); null when none.'),
     session: z
       .string()
       .nullable()
@@ -178,11 +196,11 @@ export const jobDetailSchema = named(
       .array(z.string())
       .nullable()
       .describe('The tools it was offered, by catalog name (built-in, host, module, MCP); null for a record from before they were kept.'),
-    approvals: z.array(approvalRecordSchema).describe('Its approvals answered so far: who, when, what; oldest first.'),
     messages: z
       .array(z.object({ id: z.number(), text: z.string(), at: z.number(), interrupt: z.literal(true).optional(), receivedAt: z.number().optional() }))
       .describe('Messages sent to it (POST /v1/jobs/{id}/messages), secrets redacted.'),
     progress: progressSchema.nullable().describe('Live progress while it runs (the server follows its events).'),
+    approvals: z.array(approvalRecordSchema).nullable().describe('Its approvals answered so far (who, when, what); null when none.'),
   }),
 );
 export type JobDetailBody = z.output<typeof jobDetailSchema>;

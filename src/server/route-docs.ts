@@ -15,6 +15,7 @@ import {
   worktreeActionBody,
 } from './schemas.js';
 import {
+  approvalRecordSchema,
   errorBody,
   healthBody,
   jobDetailSchema,
@@ -36,7 +37,7 @@ import {
   worktreeActedBody,
   worktreeBody,
 } from './responses.js';
-import { approvalBody, approvalListBody, approvalParams, approvalRecordSchema } from './approval-bodies.js';
+import { approvalBody, approvalListBody, approvalParams } from './approval-bodies.js';
 
 /** One response of a route: what it means and the schema of its body (every response has one). */
 export interface ResponseDoc {

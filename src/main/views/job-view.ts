@@ -55,10 +55,6 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     iterations: record.iterations,
     attempts: record.attempts,
     notes: record.notes,
-    /** The gated calls it waits to make (approvals "ask"), oldest first; none once it has ended. */
-    awaitingApproval: record.state === 'ended' ? [] : [...(record.awaitingApproval ?? [])],
-    /** Its approvals answered so far: who, when, what (docs/tools.md "Answering approvals"). */
-    approvals: [...(record.approvals ?? [])],
     // Limits, spent and remaining (spent.unpricedModels: tokens counted, not priced).
     budget: options.budget ?? record.budgetReport ?? (record.budget ? { limits: record.budget } : null),
     budgetExceeded: record.budgetExceeded ?? null,
@@ -70,6 +66,10 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     delivered: record.deliveredInTurn !== undefined && record.speculative !== 'dropped',
     /** `pending`, `kept` or `dropped` for a speculative spawn (docs/delivery.md "Speculative jobs"); null otherwise. */
     speculative: record.speculative ?? null,
+    /** Its gated calls waiting for an answer (it stays `running`, holding no slot); null when none. */
+    awaitingApproval: record.awaitingApproval ?? null,
+    /** Its approvals answered so far (who, when, what); null when none. */
+    approvals: record.approvals ?? null,
   };
 }
 
@@ -94,6 +94,7 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     ...(view.backgrounded ? { backgrounded: true } : {}),
     ...(view.children !== null ? { children: view.children, childrenOnEnd: view.childrenOnEnd } : {}),
     ...(view.treeUsage !== null ? { treeUsage: view.treeUsage } : {}),
+    ...(view.approvals !== null ? { approvals: view.approvals } : {}),
     // Undefined, not null, where the record has none: the line leaves the field out.
     status: view.status ?? undefined,
     endedBy: view.endedBy ?? undefined,
@@ -105,8 +106,6 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     budgetExceeded: view.budgetExceeded,
     attempts: view.attempts,
     notes: view.notes,
-    // Who answered its gated calls (approvals "ask"), when and what: a fan-out line says which approver allowed a write.
-    ...(view.approvals.length > 0 ? { approvals: view.approvals } : {}),
     queuedAt: iso(view.queuedAt),
     startedAt: iso(view.startedAt),
     endedAt: iso(view.endedAt),

@@ -9,6 +9,7 @@ import { formatUsd } from '../../shared/budget.js';
 import { costOf, type ModelTable } from '../../shared/models.js';
 import { describePool, type PoolSnapshot } from '../limits/budget-pool.js';
 import { escapeForTerminal } from '../../shared/terminal-text.js';
+import type { PendingApproval } from '../../shared/approvals.js';
 
 export function seconds(ms: number | undefined): string {
   return ms === undefined ? '?' : `${(ms / 1000).toFixed(1)}s`;
@@ -24,6 +25,12 @@ export function jobLine(job: JobRecord): string {
   const over = job.budgetExceeded ? ` — budget ${job.budgetExceeded} ran out` : '';
   // The label and the error are a model's text: escaped, so they cannot drive the terminal.
   return `${mark} ${job.id}${who} "${escapeForTerminal(job.label)}" ${job.status} in ${took}, ${tokens} tokens${over}${why}`;
+}
+
+/** A call waiting for an approval as one terminal line: whose, what, and how long is left to answer (model text escaped). */
+export function approvalLine(pending: PendingApproval, now = Date.now()): string {
+  const left = Math.max(0, pending.expiresAt - now);
+  return `? ${pending.jobId} "${escapeForTerminal(pending.label)}" awaits approval: ${escapeForTerminal(pending.tool)} (${oneLine(pending.summary, 160)}), call ${escapeForTerminal(pending.callId)}, ${seconds(left)} left`;
 }
 
 /** Token totals by bucket and model, one line each. */

@@ -14,6 +14,10 @@ import type { ScriptStep } from '../../../src/sim/types.js';
 import { ended, makeConfig, makeManager, makeWorkspace, nextEvent, startSim, useCleanup } from '../../helpers/index.js';
 import { ManualScheduler } from '../../helpers/fake-executor.js';
 import { createExecutor } from '../../../src/main/jobs/executor-factory.js';
+import { jobView } from '../../../src/main/views/job-view.js';
+import { approvalLine } from '../../../src/main/views/terminal-lines.js';
+import { jobSummary } from '../../../src/server/job-view.js';
+import { statusText } from '../../../src/tui/jobs-view.js';
 import type { BackgroundManager, ManagerEvents, TimerTag } from '../../../src/main/jobs/manager.js';
 
 const cleanups = useCleanup();
@@ -88,6 +92,13 @@ describe('approvals (approvals: "ask")', () => {
     expect(waiting?.awaitingApproval?.map((p) => p.callId)).toEqual(['call-1']);
     expect(manager.approvals().map((p) => p.callId)).toEqual(['call-1']);
     expect(ranLines(root)).toEqual([]);
+    // Every view says so: the JSON, the API's summary, the chat's panel, a terminal line.
+    expect(jobView(waiting as never).awaitingApproval).toEqual([pending]);
+    expect(jobSummary(waiting as never, undefined).awaitingApproval).toEqual([pending]);
+    expect(statusText(waiting as never)).toBe('awaiting-approval');
+    expect(approvalLine(pending, pending.requestedAt)).toMatch(
+      new RegExp(`^\\? ${id} "appender" awaits approval: bash \\(bash: echo one .*\\), call call-1, 600\\.0s left$`),
+    );
     const resolved = nextEvent<ManagerEvents, 'approval-resolved'>(manager, 'approval-resolved');
     const answer = manager.approve(id, undefined, { decision: 'allow' });
     expect(answer).toMatchObject({ decision: 'allow', by: 'library', callId: 'call-1' });
