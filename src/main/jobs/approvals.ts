@@ -112,7 +112,7 @@ export class JobApprovals {
       expiresAt,
     }));
     job.pauseForApproval();
-    this.#wait(job, state, pending);
+    this.#wait(job, state, pending, now);
     // Kept beside its row (redacted, as every conversation the ledger keeps): a restart goes on from it.
     const store = this.#host.store;
     if (store)
@@ -242,15 +242,16 @@ export class JobApprovals {
       return true;
     }
     job.pauseForApproval();
-    this.#wait(job, state, pending);
+    this.#wait(job, state, pending, Date.now());
     return true;
   }
 
-  #wait(job: Job, state: Omit<ResumeState, 'childResults'>, pending: PendingApproval[]): void {
+  /** `now`: the clock its calls' `expiresAt` were counted from (a restored wait: the time of restore). */
+  #wait(job: Job, state: Omit<ResumeState, 'childResults'>, pending: PendingApproval[], now: number): void {
     const wait: Wait = { job, state, pending, timers: new Map() };
     this.#waits.set(job.id, wait);
     for (const call of pending) {
-      const ms = Math.max(0, call.expiresAt - Date.now());
+      const ms = Math.max(0, call.expiresAt - now);
       wait.timers.set(
         call.callId,
         this.#host.scheduler.set(() => this.#expired(wait, call), ms, { jobId: job.id, kind: 'approval' }),

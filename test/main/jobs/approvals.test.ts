@@ -135,7 +135,11 @@ describe('approvals (approvals: "ask")', () => {
   it('remember: "job" grants the tool to the job: its next call of it runs without asking', async () => {
     const { root, sim, manager } = await setup([appendCall('call-1', 'one'), appendCall('call-2', 'two'), { content: 'both done' }]);
     const requests: PendingApproval[] = [];
-    manager.on('approval-requested', (p) => requests.push(p));
+    // A second question would be the bug: it is refused, so the job still ends and the list shows it.
+    manager.on('approval-requested', (p) => {
+      requests.push(p);
+      if (p.callId !== 'call-1') queueMicrotask(() => manager.approve(p.jobId, p.callId, { decision: 'deny', reason: 'asked twice' }));
+    });
     const asked = requested(manager);
     const { id } = manager.spawn({ task: 'append two lines', label: 'appender' });
     await asked;
