@@ -81,7 +81,7 @@ describe('runBackgroundJob (called directly)', () => {
       },
     });
     expect(outcome.stopReason).toBe('final');
-    expect(asked).toEqual([{ tool: 'bash', summary: 'bash: echo hi' }]);
+    expect(asked).toEqual([{ tool: 'bash', summary: 'bash: echo hi', callId: 'call_1_0', args: '{"command":"echo hi"}' }]);
     const [result] = toolMessages(sim, 2);
     expect(result).toMatch(/^Error: permission denied/);
     sim.assertScriptDone();
