@@ -18,6 +18,7 @@ import { parseLine, type FanoutTask } from './fanout-line.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
 import { countFailed, SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
 import { readSchemaFile } from './schema-file.js';
+import { answerApprovals, fanoutApprovals, parseApprover } from './approve-with.js';
 
 export { parseLine } from './fanout-line.js';
 
@@ -32,6 +33,8 @@ export interface FanoutFlags extends GlobalFlags {
   maxConsecutiveFailures?: number;
   /** A JSON Schema file: every job's answer is typed by it (its `data` in each line). */
   schema?: string;
+  /** Who answers the jobs' approvals (an http(s) URL or a command; approve-with.ts); without it, every gated call is denied. */
+  approveWith?: string;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
@@ -56,10 +59,13 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   }
   const typed = flags.schema === undefined ? undefined : readSchemaFile(flags.schema);
   if (typed && 'problem' in typed) return usageProblem('fanout', typed.problem);
+  const approver = flags.approveWith === undefined ? undefined : parseApprover(flags.approveWith);
+  if (approver && 'problem' in approver) return usageProblem('fanout', approver.problem);
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
   // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
   const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION, defaultOnExhausted: 'queue' });
+  ctx.config = fanoutApprovals(ctx.config, approver);
   if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
     const known = Object.keys(ctx.config.agents);
     await ctx.dispose();
@@ -95,6 +101,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   // MCP servers connect before the first spawn, so every job is offered their tools (a failure is the manager's to report).
   await manager.tools.start().catch(() => {});
   const deliveries = new Deliveries(manager);
+  if (approver) answerApprovals(manager, approver, ctx.config.approvalTimeoutMs, (line) => process.stderr.write(`${line}\n`));
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();

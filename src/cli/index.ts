@@ -105,6 +105,10 @@ export function buildProgram(setExit: (code: number) => void): Command {
       parseIntFlag('--max-consecutive-failures', 0),
     )
     .option('--schema <file>', 'a JSON Schema file: every job answers with a value of it, printed as "data" in its line (docs/delivery.md "Typed results")')
+    .option(
+      '--approve-with <url|command>',
+      "answer the jobs' approvals (approvals ask): POST each to this http(s) URL, or give it to this command on stdin; the JSON decision it answers decides (default: deny every gated call)",
+    )
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))

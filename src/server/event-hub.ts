@@ -10,7 +10,19 @@ export interface HubEvent {
   data: unknown;
 }
 
-export const HUB_EVENT_TYPES = ['spawned', 'started', 'progress', 'alert', 'done', 'requeued', 'delivered', 'wave-done', 'reset'] as const;
+export const HUB_EVENT_TYPES = [
+  'spawned',
+  'started',
+  'progress',
+  'alert',
+  'done',
+  'requeued',
+  'delivered',
+  'wave-done',
+  'approval-requested',
+  'approval-resolved',
+  'reset',
+] as const;
 export type HubEventType = (typeof HUB_EVENT_TYPES)[number];
 
 export type HubListener = (event: HubEvent) => void;

@@ -22,6 +22,7 @@ import type { ToolDefinition } from '../shared/tool-contract.js';
 import { registerAuth } from './auth.js';
 import { serverToken } from './bind.js';
 import { ConfigError } from '../shared/errors.js';
+import { approvalRoutes } from './routes/approvals.js';
 import { eventRoutes } from './routes/events.js';
 import { jobRoutes } from './routes/jobs.js';
 import { messageRoutes } from './routes/messages.js';
@@ -133,6 +134,7 @@ async function mountRoutes(
   await app.register(restartRoutes(state));
   await app.register(worktreeRoutes(state));
   await app.register(bulkCancelRoutes(state));
+  await app.register(approvalRoutes(state));
   await app.register(sessionRoutes(state));
   await app.register(eventRoutes(state, streams));
 }

@@ -15,6 +15,7 @@ import {
   worktreeActionBody,
 } from './schemas.js';
 import {
+  approvalRecordSchema,
   errorBody,
   healthBody,
   jobDetailSchema,
@@ -36,6 +37,7 @@ import {
   worktreeActedBody,
   worktreeBody,
 } from './responses.js';
+import { approvalBody, approvalListBody, approvalParams } from './approval-bodies.js';
 
 /** One response of a route: what it means and the schema of its body (every response has one). */
 export interface ResponseDoc {
@@ -258,9 +260,30 @@ export const ROUTE_DOCS: RouteDoc[] = [
   },
   {
     method: 'get',
+    path: '/v1/approvals',
+    operationId: 'listApprovals',
+    summary: 'The tool calls jobs wait to make (approvals "ask"): the server\'s jobs and every open session\'s, oldest first.',
+    responses: { 200: { description: 'Every pending approval', schema: approvalListBody } },
+  },
+  {
+    method: 'post',
+    path: '/v1/jobs/{id}/approvals/{callId}',
+    operationId: 'answerApproval',
+    summary: 'Allow or deny the tool call a job waits to make: allow runs exactly that call, once; deny gives its model the reason. Recorded as by "http".',
+    params: approvalParams,
+    body: approvalBody,
+    responses: {
+      200: { description: 'Answered: the approval as recorded', schema: approvalRecordSchema },
+      404: { description: 'No such job (JOB_UNKNOWN), or it waits for no call of that id (APPROVAL_UNKNOWN), each named', schema: errorBody },
+      409: { description: 'The call was answered already (APPROVAL_ANSWERED: by whom), or its job no longer waits', schema: errorBody },
+    },
+  },
+  {
+    method: 'get',
     path: '/v1/events',
     operationId: 'streamEvents',
-    summary: 'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done; Last-Event-ID resumes; reset means refetch.',
+    summary:
+      'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done, approval-requested, approval-resolved; Last-Event-ID resumes; reset means refetch.',
     responses: { 200: { description: 'The event stream (`id:`, `event:`, `data:` JSON)', schema: textBody, contentType: 'text/event-stream' } },
   },
   {

@@ -147,6 +147,9 @@ export class ServerState {
       }
       this.hub.publish('done', summary(record));
     });
+    // A job waits for a person's (or a program's) answer, and the answer: the page and clients show and clear the question.
+    manager.on('approval-requested', (approval) => this.hub.publish('approval-requested', { session, approval }));
+    manager.on('approval-resolved', (approval) => this.hub.publish('approval-resolved', { session, approval }));
     manager.on('wave-done', ({ wave, jobs }) => this.hub.publish('wave-done', { session, wave, jobs: jobs.map((j) => j.id) }));
   }
 

@@ -13,6 +13,7 @@ import { countText, poolText, treeOrder, usageText, wavesText } from './jobs-vie
 import { BackgroundPanel, createPanelMouse, usePanelLayout, type PanelLayout } from './background-panel.js';
 import type { EntryKind, TranscriptEntry } from './transcript.js';
 import { STATE_COLOR } from './state-colors.js';
+import { approvalPromptLines } from './approve-command.js';
 
 const ENTRY_COLOR: Partial<Record<EntryKind, string>> = {
   info: 'gray',
@@ -55,6 +56,7 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
   const input = useChatInput(chat, layout, stdout);
   const jobs = chat.jobs();
   const now = chat.now();
+  const approvals = chat.session.manager.approvals();
   return h(
     Box,
     { ref: layout.root, flexDirection: 'column', width: columns },
@@ -72,6 +74,18 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
           Box,
           { borderStyle: 'round', borderColor: 'yellow', paddingX: 1 },
           h(Text, null, `Allow ${chat.permission.tool}: ${chat.permission.summary}?  [y] once · [a] always · [n] deny`),
+        )
+      : null,
+    approvals.length > 0
+      ? h(
+          Box,
+          { borderStyle: 'round', borderColor: 'yellow', paddingX: 1, flexDirection: 'column' },
+          h(
+            Text,
+            { color: 'yellow' },
+            `⏸ ${approvals.length} background tool call${approvals.length === 1 ? '' : 's'} wait${approvals.length === 1 ? 's' : ''} for your answer`,
+          ),
+          ...approvalPromptLines(approvals).map((line, i) => h(Text, { key: i }, line)),
         )
       : null,
     chat.agentQuestion ? h(Box, { borderStyle: 'round', borderColor: 'cyan', paddingX: 1 }, h(Text, null, chat.agentQuestion)) : null,

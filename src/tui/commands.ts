@@ -11,6 +11,7 @@ import type { EntryKind } from './transcript.js';
 import { resumeCommand } from './resume-command.js';
 import { SEND_HELP_LINES, sendCommand } from './send-command.js';
 import { WAIT_HELP_LINE, waitCommand } from './wait-command.js';
+import { APPROVE_HELP_LINES, approveCommand } from './approve-command.js';
 import { RESTART_HELP_LINE, restartCommand } from './restart-command.js';
 import { parseStart, type StartOptions } from './start-command.js';
 export { parseStart } from './start-command.js';
@@ -46,6 +47,7 @@ export const HELP_LINES = [
   '/bg resume <id|name> <message>  continue an ended job from its conversation (a new job)',
   ...SEND_HELP_LINES,
   WAIT_HELP_LINE,
+  ...APPROVE_HELP_LINES,
   "/bg worktree <id|name> merge|keep|drop   a worktree job's branch: merge it, keep it, or drop it",
   '/cancel                  cancel the current turn, as Esc does (background jobs keep running)',
   '/panel background        show or hide the background panel (F3)',
@@ -145,12 +147,15 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       return sendCommand(manager, args, sub === 'interrupt', say);
     case 'wait':
       return backgroundWait(chat, args, say);
+    case 'approve':
+    case 'deny':
+      return approveCommand(manager, args, sub === 'approve' ? 'allow' : 'deny', say);
     case 'worktree':
       // git runs in child processes, awaited: the answer is said when it is done.
       return void worktreeCommand(manager, args).then(say);
     default:
       say(
-        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, restart <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, wait [id|name…], worktree <id|name> merge|keep|drop`,
+        `unknown /bg subcommand "${oneLine(sub, 40)}": list, start <task>, stop <id|name|all>, show <id|name>, restart <id|name>, resume <id|name> <message>, send|interrupt <id|name> <text>, wait [id|name…], approve <id|name> [always], deny <id|name> [reason], worktree <id|name> merge|keep|drop`,
       );
   }
 }

@@ -16,6 +16,7 @@ import { followUpNotice } from '../main/views/follow-up.js';
 import { AgentChoice } from './agent-choice.js';
 import type { StartOptions } from './start-command.js';
 import { ChatWaits } from './chat-waits.js';
+import { approvalRequestedLine, approvalResolvedLine } from './approve-command.js';
 import { jobColorState, type JobColorState } from './state-colors.js';
 import { PermissionQuestion, type PermissionAnswer } from './permission-question.js';
 import { answerText, cancelledTurnNotice, deliveredLine, doneLine, spawnedLine, toolLine, type EntryKind, type TranscriptEntry } from './transcript.js';
@@ -139,6 +140,9 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     manager.on('backgrounded', (job) =>
       this.add('notice', `↷ ${job.id} [${escapeForTerminal(job.agent ?? '?')}] backgrounded: the call returned early, the job goes on`),
     );
+    // A job's question, and its answer whoever gave it; the prompt above the input lists what still waits (app.ts).
+    manager.on('approval-requested', (pending) => this.add('alert', approvalRequestedLine(pending)));
+    manager.on('approval-resolved', (record) => this.add('notice', approvalResolvedLine(record)));
     manager.on('started', () => this.changed());
     manager.on('requeued', () => this.changed());
     manager.on('progress', ({ event }) => {

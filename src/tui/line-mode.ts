@@ -23,8 +23,11 @@ export interface LineModeIo {
   json?: (entry: TranscriptEntry) => void;
 }
 
-/** `/bg stop|restart|send|interrupt …` and `/cancel`: what steers running work. */
-const CONTROL_LINE = /^\/(?:cancel\b|bg\s+(?:stop|restart|send|interrupt)\b)/i;
+/**
+ * `/bg stop|restart|send|interrupt|approve|deny …` and `/cancel`: what steers running work. An
+ * answer to an approval must not wait for the turn: the turn may be waiting for that very job.
+ */
+const CONTROL_LINE = /^\/(?:cancel\b|bg\s+(?:stop|restart|send|interrupt|approve|deny)\b)/i;
 
 /** A line that runs at once when read, not after the turns before it. */
 export function isControlLine(line: string): boolean {

@@ -113,6 +113,8 @@ describe('the OpenAPI document is the contract', () => {
     expect((await call(`/v1/sessions/${session.id}`)).turns).toBe(1);
     await call('/v1/sessions/s-404', {}, 404);
 
+    // No job waits for an approval here (approvals "deny"): the list is empty; test/server/approvals-api.test.ts answers one.
+    expect(await call('/v1/approvals', {}, 200)).toEqual({ approvals: [] });
     // The rest: events (an endless stream: its status and type), health, metrics, this document.
     await call('/v1/events', { stream: true });
     await call('/v1/events', { token: 'wrong-token-0123456789' }, 401);
@@ -123,7 +125,8 @@ describe('the OpenAPI document is the contract', () => {
     // Every operation answered with success, and every error case above was seen.
     const succeeded = new Set([...contract.seen].filter((s) => / 2\d\d$/.test(s)).map((s) => s.split(' ')[0]));
     // A worktree job needs a git repository for its workspace: test/server/worktree-api.test.ts checks those against the document.
-    for (const op of ['getJobWorktree', 'actOnJobWorktree']) succeeded.add(op);
+    // An approval needs a job that waits for one: test/server/approvals-api.test.ts checks that one against the document.
+    for (const op of ['getJobWorktree', 'actOnJobWorktree', 'answerApproval']) succeeded.add(op);
     expect([...contract.operations()].filter((op) => !succeeded.has(op))).toEqual([]);
     expect([...contract.seen].sort()).toEqual(
       expect.arrayContaining([

@@ -5,6 +5,7 @@
  * port and watch the page reconnect by itself. `FORKPOOL_UPDATE_SCREENSHOT=1` rewrites
  * docs/server-page.png for docs/server.md.
  */
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
@@ -127,6 +128,39 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     );
     expect(peerAgent).toBe('scout');
   });
+  it('shows a job that waits for an approval (status, the tool it wants), and its Allow button runs the call', async () => {
+    const workspaceRoot = tempWorkspace({}, cleanup);
+    const { url } = await startTestServer(
+      cleanup,
+      { workspaceRoot, approvals: 'ask' },
+      { script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'from the page\n' } }] }, { content: 'Wrote notes.txt.' }] },
+    );
+    const page = (await launch()).pages()[0] as Page;
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${url}/login?token=${TOKEN}`);
+    await page.waitForSelector('#connection[data-state="live"]');
+    const id = await startJob(page, 'Write notes.txt.', 'writer');
+    const row = page.locator(`#job-${id}[data-status="awaiting_approval"]`);
+    await row.waitFor({ timeout: 30_000 });
+    expect(await row.textContent()).toContain('awaiting approval');
+    expect(await row.textContent()).toContain('\u23f8 write_file');
+
+    await page.click(`#job-${id} button.details`);
+    await page.waitForSelector('#detail:not([hidden]) button.approval-allow');
+    const facts = await page.$$eval('#detail-facts dt', (terms) => terms.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]));
+    expect(Object.fromEntries(facts)).toMatchObject({ 'waits for': expect.stringMatching(/^write_file: write notes\.txt \(14 bytes\)/) });
+    await page.click('#detail button.approval-allow');
+    await page.waitForSelector(`#job-${id}[data-status="ok"]`, { timeout: 30_000 });
+    expect(await history(page, id)).toMatch(/ awaiting_approval (running )?ok$/);
+    expect(readFileSync(path.join(workspaceRoot, 'notes.txt'), 'utf8')).toBe('from the page\n');
+    // The open detail follows: the question is gone, the answer recorded as by http.
+    await page.waitForFunction(() => document.querySelectorAll('#detail button.approval-allow').length === 0);
+    const after = await page.$$eval('#detail-facts dt', (terms) => terms.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]));
+    expect(Object.fromEntries(after)).toMatchObject({ approval: 'write_file allow by http' });
+    expect(pageErrors).toEqual([]);
+  });
+
   it("shows a job's transcript in its detail: one collapsible step each, model text as text (no markup), no key", async () => {
     const secret = 'sk-page-transcript-secret-0123456789';
     const workspaceRoot = tempWorkspace({ 'retry.ts': 'export function retryBackoff() {}\n', 'leak.txt': `key=${secret}\n` }, cleanup);

@@ -5,6 +5,7 @@ import type { Deliveries } from '../delivery/deliveries.js';
 import { resultPageTool, reusedResultText } from '../delivery/result-pages.js';
 import type { BackgroundManager, JobHandle, SpawnRequest } from '../jobs/manager.js';
 import { agentTools } from './agent-tools.js';
+import { approveTool } from './approve-tool.js';
 import { backgroundTools, type SpawnToolRequest } from './background-tools.js';
 import { inspectTools } from './inspect-tools.js';
 import { resumeTool } from './resume-tool.js';
@@ -32,7 +33,8 @@ export interface ParentToolsHost {
 /**
  * The tools a parent agent uses on its background jobs: spawn and cancel (its `agent` among the
  * allow-listed `agentTools`), resume, send, wait, one `agent_<name>` per allow-listed agent, list
- * and check, and read_background_result for a result delivered in part.
+ * and check, read_background_result for a result delivered in part, and (parentModelApprovals only)
+ * approve_background_tool_call.
  */
 export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
   const { config, manager, deliveries, currentTurn } = host;
@@ -75,5 +77,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       pageMaxChars: Math.min(config.delivery.pageMaxChars, config.toolLimits.outputMaxChars - 300),
     }),
     worktreeTool(manager),
+    // Only where the config says so: by default no model answers what a person is asked.
+    ...(config.parentModelApprovals ? [approveTool(manager)] : []),
   ];
 }

@@ -47,7 +47,8 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   }
 
   function refOf(session, id) { return session ? session + '/' + id : id; }
-  function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : job.awaitingApproval && job.awaitingApproval.length ? 'awaiting approval' : job.state; }
+  function waitsFor(job) { return job.state !== 'ended' && job.awaitingApproval ? job.awaitingApproval : []; }
+  function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : waitsFor(job).length > 0 ? 'awaiting_approval' : job.state; }
 
   function formatElapsed(job) {
     if (!job.startedAt) return '–';
@@ -155,7 +156,10 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     row.children[4].textContent = status.replace('_', ' ');
     row.children[4].className = 'status status-' + status;
     row.children[5].textContent = formatElapsed(job);
-    row.children[6].textContent = job.currentTool || '';
+    // A job that waits for an approval shows the call it waits to make (its summary on hover).
+    var asks = waitsFor(job)[0];
+    row.children[6].textContent = asks ? '\u23f8 ' + asks.tool : job.currentTool || '';
+    row.children[6].title = asks ? asks.tool + ': ' + asks.summary : '';
     row.children[7].textContent = job.toolCalls === null || job.toolCalls === undefined ? '–' : String(job.toolCalls);
     row.children[8].textContent = String(job.tokens || 0);
     var box = row.children[0].firstChild;
@@ -245,6 +249,38 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     render(refOf(data.session, data.jobId));
   }
 
+  // A job asks, or its question was answered: its row (and its open detail) are fetched again.
+  function onApprovalEvent(event) {
+    lastEventId = Number(event.lastEventId) || lastEventId;
+    var data = JSON.parse(event.data);
+    var ref = refOf(data.session, data.approval.jobId);
+    if (detailId === ref) openDetail(ref);
+    scheduleRefresh();
+  }
+
+  function answerApproval(ref, pending, decision, b) {
+    b.disabled = true;
+    api('POST', path(ref) + '/approvals/' + encodeURIComponent(pending.callId), { decision: decision }).catch(function (error) { b.disabled = false; showError(error); });
+  }
+
+  function approvalFacts(facts, job) {
+    var ref = refOf(job.session, job.id);
+    waitsFor(job).forEach(function (pending) {
+      fact(facts, 'waits for', pending.tool + ': ' + pending.summary + ' ');
+      var dd = facts.lastChild;
+      ['allow', 'deny'].forEach(function (decision) {
+        var b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'approval-' + decision;
+        b.textContent = decision === 'allow' ? 'Allow' : 'Deny';
+        b.setAttribute('aria-label', b.textContent + ' ' + pending.tool + ' for ' + job.label);
+        b.addEventListener('click', function () { answerApproval(ref, pending, decision, b); });
+        dd.append(b);
+      });
+    });
+    (job.approvals || []).forEach(function (a) { fact(facts, 'approval', a.tool + ' ' + a.decision + ' by ' + a.by + (a.reason ? ': ' + a.reason : '')); });
+  }
+
   function connect() {
     if (source) source.close();
     setConnection('connecting', 'connecting…');
@@ -257,6 +293,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       refresh().then(function (id) { if (id > lastEventId) lastEventId = id; setConnection('live', 'live'); }).catch(showListError);
     });
     ['spawned', 'started', 'done', 'requeued'].forEach(function (type) { source.addEventListener(type, onJobEvent); });
+    ['approval-requested', 'approval-resolved'].forEach(function (type) { source.addEventListener(type, onApprovalEvent); });
     source.addEventListener('progress', onProgress);
     source.addEventListener('reset', function (event) {
       lastEventId = Number(event.lastEventId) || 0;
@@ -397,6 +434,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       fact(facts, 'tokens', String(job.tokens));
       if (job.tools) fact(facts, 'tools', job.tools.length > 0 ? job.tools.join(', ') : '(none)');
       if (job.error) fact(facts, 'error', job.error.code + ': ' + job.error.message);
+      approvalFacts(facts, job);
       $('detail-task').textContent = job.task;
       $('detail-result').textContent = job.resultText !== null ? job.resultText : (job.state === 'ended' ? '(no result kept)' : '(still ' + job.state + ')');
       if (wasHidden) $('detail-title').focus();

@@ -29,7 +29,7 @@ td.num { font-variant-numeric: tabular-nums; text-align: right; }
 .status { font-weight: 600; }
 .status-ok { color: var(--ok); }
 .status-failed, .status-timed_out, .status-error { color: var(--bad); }
-.status-cancelled { color: var(--warn); }
+.status-cancelled, .status-awaiting_approval { color: var(--warn); }
 /* Partial (an answer cut short, still useful) is not cancelled (stopped, no answer): a colour of its own. */
 .status-partial { color: var(--partial); }
 td.id { font-family: ui-monospace, monospace; font-size: 0.9em; white-space: nowrap; }

@@ -54,7 +54,7 @@ describe('jobView', () => {
       if (key === 'taskPreview' || key === 'currentTool' || key === 'toolCalls') continue;
       expect([key, value]).toEqual([key, view[key as keyof typeof view]]);
     }
-    for (const key of ['task', 'resultText', 'resultDropped', 'tag', 'stopReason', 'errorDetail', 'usage', 'notes'] as const)
+    for (const key of ['task', 'resultText', 'resultDropped', 'tag', 'stopReason', 'errorDetail', 'usage', 'notes', 'approvals'] as const)
       expect([key, detail[key]]).toEqual([key, view[key]]);
     expect(summary.taskPreview).toBe(`${ended.task.slice(0, 197)}...`);
     const line = jobJson(ended);
