@@ -218,7 +218,7 @@ const deliverySchema = z.strictObject({
   /**
    * How results are put before the parent's turn: `forkpool` (default), one `<background_results>`
    * block in the turn's own input; `remy`, a hidden message that opens with the marker line
-   * `@@automated::background_results@@`, one `<tool_result id="<job id>" name="<agent or label>">`
+   * `@@automated::background_results@@`, one `<tool_result id="<tool-call id>" job_id="<job id>" name="<agent or label>">`
    * per result (docs/delivery.md "Delivery format").
    */
   format: z.enum(['forkpool', 'remy']).default(DEFAULTS.delivery.format),

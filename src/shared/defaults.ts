@@ -229,7 +229,7 @@ export const DEFAULTS = {
     /** An ended job's conversation is kept up to this many characters (JSON), for `resume_background_agent`; 0: not kept. */
     keepConversationChars: 200_000,
     /** Alerts a session buffers for its next turn (oldest dropped past it). */
-    alertBufferMax: 50,
+    alertBufferMax: 256,
     /** `check_background_agent` refuses a job checked this recently when nothing changed since. */
     checkCooldownMs: 5_000,
     /** Per-job budgets of a fork (core-agent's defaults): model calls, dollars, minutes; no token limit. */

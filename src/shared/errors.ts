@@ -30,6 +30,10 @@ export const ERROR_CODES = [
   'JOB_CANCELLED',
   'JOB_UNKNOWN',
   'QUEUE_FULL',
+  /** A spawn asked for `executor: "remote"` and the manager has no remote executor. */
+  'EXECUTOR_UNAVAILABLE',
+  /** The remote spawner refuses every spawn (refuseRemoteSpawner): its reason. */
+  'REMOTE_REFUSED',
   'MANAGER_CLOSED',
   /** The same tool call repeated `loopStopAfter` times. */
   'LOOP_DETECTED',

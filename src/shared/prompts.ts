@@ -63,7 +63,8 @@ export function primarySystemPrompt(opts: { workspaceRoot: string; canSpawn: boo
     if (opts.deliveryFormat === 'remy')
       lines.push(
         `A user message that opens with the line ${AUTOMATED_RESULTS_MARKER} is not from the user: forkpool sends it, ` +
-          'with one <tool_result id="JOB ID" name="AGENT OR LABEL"> per finished background job.',
+          'with one <tool_result id="TOOL CALL ID" job_id="JOB ID" name="AGENT OR LABEL"> per finished background job ' +
+          '(id: the call that started it, or its job id when no call did).',
       );
   }
   return lines.join('\n');

@@ -50,6 +50,8 @@ export interface JobSpec extends SpawnSpec {
   agent?: string;
   /** The parent's tool call that started it (`agent_<name>`, `spawn_background_agent`). */
   parentToolId?: string;
+  /** `remote`: it runs on the manager's remote executor (a spawn's `executor: "remote"`). */
+  executor?: 'remote';
   /** 1 for a job the session started; a job's child is one deeper. It gets the spawn tool while below its max depth. */
   depth?: number;
   /** A job resumed after it waited for its children (its slot was given back meanwhile). */
@@ -125,6 +127,7 @@ export const jobSpecSchema = z.strictObject({
   parentSummary: z.string().optional(),
   agent: z.string().optional(),
   parentToolId: z.string().optional(),
+  executor: z.literal('remote').optional(),
   depth: z.number().int().min(1).max(100).optional(),
   resume: z
     .strictObject({

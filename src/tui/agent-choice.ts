@@ -36,6 +36,11 @@ export class AgentChoice {
     else if (options.agents.length === 0) this.#decided = null;
   }
 
+  /** What the person's jobs run as now: the agent, `null` a fork of the parent, `undefined` not decided yet (asked at the first job). */
+  get current(): string | null | undefined {
+    return this.#decided;
+  }
+
   /** For a new job of the person's: run now, or ask first (`run: false`). */
   decide(): AgentDecision {
     if (this.#decided !== undefined) return this.#decided === null ? { run: true } : { run: true, agent: this.#decided };

@@ -28,6 +28,8 @@ export interface CommandHost {
   add(kind: EntryKind, text: string): void;
   togglePanel(): void;
   startUserJob(task: string, options?: StartOptions): void;
+  /** What the person's jobs run as now: an agent, `null` a fork of the parent, `undefined` still to be asked. */
+  userAgent(): string | null | undefined;
   /** A `/bg wait` begins: the signal Esc and quit abort, and `done` at its end. */
   beginWait(): { signal: AbortSignal; done(): void };
   cancelTurn(): boolean;
@@ -180,8 +182,13 @@ function agentsCommand(chat: CommandHost, say: (text: string) => void): void {
     const running = live.filter((j) => j.agent === name).length;
     say(`${escapeForTerminal(name)}  model ${escapeForTerminal(agent.model ?? config.model)}  ${running} live  — ${oneLine(agent.description, 100)}`);
   }
-  const fallback = config.background.defaultAgent;
-  say(`/bg start and Ctrl+Enter run ${fallback ? `agent ${escapeForTerminal(fallback)}` : 'a fork of the parent'} (background.defaultAgent)`);
+  // The session's choice (--agent, the question's answer, else background.defaultAgent), not only the config's.
+  const current = chat.userAgent();
+  const runs =
+    current === undefined ? 'the agent you pick when first asked' : current === null ? 'a fork of the parent' : `agent ${escapeForTerminal(current)}`;
+  say(
+    `/bg start and Ctrl+Enter run ${runs} (${current === undefined ? 'not chosen yet' : "this session's choice: --agent, your answer or background.defaultAgent"})`,
+  );
 }
 
 function costCommand(chat: CommandHost, say: (text: string) => void): void {

@@ -267,6 +267,11 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     return { accepted: true };
   }
 
+  /** What `/bg start` and Ctrl+Enter run as now (`--agent`, the question's answer, `background.defaultAgent`): see AgentChoice.current. */
+  userAgent(): string | null | undefined {
+    return this.#agentChoice.current;
+  }
+
   /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated. */
   startUserJob(task: string, options: StartOptions = {}): void {
     if (options.agent === undefined) {

@@ -85,6 +85,24 @@ describe('the agent of your own jobs', () => {
     expect((await ended(configured.session.manager, 'bg-1')).agent).toBe('scout');
   }, 60_000);
 
+  it('/agents says what your jobs run as: not chosen yet, the answer, --agent (issue 38)', async () => {
+    const said = (chat: ChatController) => chat.entries.map((e) => e.text).filter((t) => t.startsWith('/bg start and Ctrl+Enter run'));
+    const asked = await chatWith({ askAgent: true });
+    asked.chat.submitLine('/agents');
+    await waitFor(() => said(asked.chat).length === 1, '/agents before the question');
+    expect(said(asked.chat)[0]).toMatch(/run the agent you pick when first asked/);
+    asked.chat.startUserJob('where is the cache?');
+    asked.chat.answerAgent(2);
+    asked.chat.submitLine('/agents');
+    await waitFor(() => said(asked.chat).length === 2, '/agents after the answer');
+    expect(said(asked.chat)[1]).toMatch(/^\/bg start and Ctrl\+Enter run agent scout \(/);
+    const flagged = await chatWith({ userAgent: 'reader' });
+    flagged.chat.submitLine('/agents');
+    await waitFor(() => said(flagged.chat).length === 1, '/agents with --agent');
+    expect(said(flagged.chat)[0]).toMatch(/^\/bg start and Ctrl\+Enter run agent reader \(/);
+    await ended(asked.session.manager, 'bg-1');
+  }, 60_000);
+
   it('the ink app shows the question and a digit key answers it', async () => {
     const { chat, session } = await chatWith({ askAgent: true });
     const app = render(createElement(ChatApp, { chat }));

@@ -45,6 +45,8 @@ export interface EngineOptions {
   ledger: DeliveryLedger;
   store: JobStore | undefined;
   executor: Executor;
+  /** Where a spawn's `executor: "remote"` runs (BackgroundManagerOptions.remote); none: such a spawn is EXECUTOR_UNAVAILABLE. */
+  remote?: Executor;
   scheduler: JobScheduler;
   permissions: PermissionStore;
   gating: RequestGating;
@@ -129,6 +131,7 @@ export class JobEngine {
       context: this.#jobContext(),
       tools: o.tools,
       remoteExecutor: o.executor.capabilities.remote === true,
+      remote: o.remote === undefined ? undefined : { refusal: (o.remote as { refusal?: string }).refusal },
       waitingForSlot: () => dispatcher.waitingForSlot,
     }));
     this.nesting = new Nesting({

@@ -30,6 +30,8 @@ export interface TableHost {
   readonly tools: ToolCatalog;
   /** Jobs run in other processes (BullMQ): a host tool cannot reach them, so a spawn offering one is refused. */
   readonly remoteExecutor: boolean;
+  /** The manager's `remote` executor, if it has one; `refusal`: it refuses every spawn (refuseRemoteSpawner). */
+  readonly remote: { refusal: string | undefined } | undefined;
   /** Queued jobs that would wait for a slot now (admission's QUEUE_FULL). */
   waitingForSlot(): number;
 }
@@ -88,8 +90,9 @@ export class JobTable {
     const request = withJsonOutputSchema(given);
     // On a remote executor an MCP tool runs on the worker, from the worker's own servers, which this
     // host cannot know: the worker decides, and fails a job naming one it lacks (worker-policy.ts).
-    const workerDecides = (name: string) => this.#host.remoteExecutor && name.startsWith('mcp__');
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
+    const runsRemote = this.#host.remoteExecutor || this.#checkRemote(request);
+    const workerDecides = (name: string) => runsRemote && name.startsWith('mcp__');
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
     // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
     // Nor does a guess: a real spawn must not attach to a job that may be cancelled as a guess.
@@ -117,12 +120,12 @@ export class JobTable {
     const tools = offeredTools(config, agent, ownSpec).filter((name) => this.#host.tools.get(name) !== undefined || workerDecides(name));
     // A remote job's MCP tools are the worker's (from its own servers): never this host's stubs.
     const hostTools = this.#host.tools.hostStubs(tools).filter((stub) => !workerDecides(stub.name));
-    if (this.#host.remoteExecutor && hostTools.length > 0) {
+    if (runsRemote && hostTools.length > 0) {
       const names = hostTools.map((stub) => stub.name).join(', ');
       throw new JobError(
         'TOOL_NOT_ALLOWED',
         '-',
-        `tools: ${names} run on this host's main thread, and this job would run on a remote worker (executor "bullmq"); leave them out of its tools`,
+        `tools: ${names} run on this host's main thread, and this job would run on a remote worker; leave them out of its tools`,
       );
     }
     // No git here: a new worktree is checked for and made before the job's first launch, off the main thread (engine.ts).
@@ -167,6 +170,7 @@ export class JobTable {
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...(nested ? { depth: nested.depth } : {}),
       ...(resume ? { resume: resume.state } : {}),
+      ...(data.executor === 'remote' ? { executor: 'remote' as const } : {}),
       budget: budget.limits,
       ...ownSpec,
       ...(hostTools.length > 0 ? { hostTools } : {}),
@@ -182,6 +186,20 @@ export class JobTable {
     // A worktree still to be made is marked: a restart before it is ends the job, never runs it in the workspace (recovery.ts).
     if (store) ledger.writeAside(`job ${id}'s spec`, () => store.putSpec(storedSpecOf(spec, dedupKey, ownTree, worktreeFrom !== undefined)));
     return { kind: 'new', job, ...(worktreeFrom !== undefined ? { worktreeFrom } : {}) };
+  }
+
+  /** True for a spawn that asks to run remote and may; throws EXECUTOR_UNAVAILABLE or REMOTE_REFUSED when it may not. */
+  #checkRemote(request: SpawnRequest): boolean {
+    if (request.executor !== 'remote') return false;
+    const remote = this.#host.remote;
+    if (!remote)
+      throw new JobError(
+        'EXECUTOR_UNAVAILABLE',
+        '-',
+        'executor "remote": this manager has no remote executor (BackgroundManagerOptions.remote); leave executor out or use "local"',
+      );
+    if (remote.refusal !== undefined) throw new JobError('REMOTE_REFUSED', '-', `remote spawns are refused on this host: ${remote.refusal}`);
+    return true;
   }
 
   /** A job whose record the ledger has: at spawn, or found again by restart recovery. */

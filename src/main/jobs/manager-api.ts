@@ -15,6 +15,7 @@ import type { LoopEvent } from '../../shared/loop-events.js';
 import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import { budgetLimitsSchema, type BudgetLimits } from '../../shared/budget.js';
 import type { Executor } from '../executors/executor.js';
+import type { RemoteSpawner } from '../remote/spawner.js';
 import type { DeliveryLedger, JobRecord } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { PermissionStore } from '../limits/permissions.js';
@@ -23,6 +24,10 @@ import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
 import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
 import { outputSchemaFrom, type OutputSchema } from '../../shared/output-schema.js';
 import { checkSpawnSpec, spawnSpecInputFields, type SpawnSpec } from '../../shared/spawn-spec.js';
+
+/** Where a spawn runs: the manager's executor, or its `remote` one. */
+export const SPAWN_EXECUTORS = ['local', 'remote'] as const;
+export type SpawnExecutor = (typeof SPAWN_EXECUTORS)[number];
 
 export interface BackgroundManagerOptions {
   config: ForkpoolConfig;
@@ -34,6 +39,12 @@ export interface BackgroundManagerOptions {
   executor?: Executor;
   /** Close the executor on close(). Default: only when the manager created it. */
   closeExecutor?: boolean;
+  /**
+   * A second executor for remote spawns (a `RemoteExecutor` around your spawner, or one
+   * such spawner, which the manager then wraps and closes): a spawn's `executor: "remote"` runs
+   * there, and the parent's model gets `spawn_remote_agent`. See docs/scale-out.md "Remote spawns".
+   */
+  remote?: Executor | RemoteSpawner;
   /** The session's grants, served to workers; background jobs never ask a person. */
   permissions?: PermissionStore;
   logger?: Logger;
@@ -76,6 +87,8 @@ export interface SpawnRequest {
   budget?: BudgetLimits;
   /** `worktree`: run in a fresh git worktree on branch `forkpool/<id>` (default `background.workspace`; see worktrees.ts). */
   workspace?: WorkspaceMode;
+  /** `remote`: run on the manager's `remote` executor (EXECUTOR_UNAVAILABLE without one). Default `local`, the manager's executor. */
+  executor?: SpawnExecutor;
   /**
    * This job's own system prompt, appended to the background baseline (after its agent's).
    * At most 50,000 characters. See docs/agents.md "A spawn's own spec".
@@ -223,6 +236,7 @@ const spawnRequestSchema = z.strictObject({
   join: joinSchema.optional(),
   budget: budgetLimitsSchema.optional(),
   workspace: z.enum(WORKSPACE_MODES).optional(),
+  executor: z.enum(SPAWN_EXECUTORS).optional(),
   ...spawnSpecInputFields,
   speculative: z.boolean().optional(),
   traceparent: z.string().regex(TRACEPARENT_PATTERN, 'a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)').optional(),

@@ -11,6 +11,7 @@ import { checkSandbox, type SandboxStatus } from '../../shared/tools/bwrap.js';
 import { hiddenPathsOf, sqliteFiles } from '../../shared/tools/hidden.js';
 import { PermissionStore } from '../limits/permissions.js';
 import { createExecutor } from './executor-factory.js';
+import { remoteExecutorOf } from '../remote/spawner.js';
 import { ToolCatalog } from '../tools/catalog.js';
 import { resolveToolModules } from '../tools/tool-modules.js';
 import { firstTimeInProcess } from '../setup/once-per-process.js';
@@ -49,6 +50,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #ledger: DeliveryLedger;
   readonly #config: ForkpoolConfig;
   readonly #executor: Executor;
+  /** BackgroundManagerOptions.remote: where `executor: "remote"` spawns run; `owned`: made here from a spawner, closed with the manager. */
+  readonly #remote: { executor: Executor; owned: boolean } | undefined;
   readonly #ownsExecutor: boolean;
   readonly #engine: JobEngine;
   /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
@@ -114,12 +117,14 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
       if (options.executor === undefined) assertModelConfigured(options.config);
       this.#executor = executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
+      this.#remote = remoteExecutorOf(options.remote);
       this.#engine = new JobEngine({
         config,
         tools: this.tools,
         ledger,
         store: options.store,
         executor,
+        ...(this.#remote ? { remote: this.#remote.executor } : {}),
         scheduler: options.scheduler ?? realScheduler,
         permissions: options.permissions ?? new PermissionStore(options.config.grantedTools),
         gating: this.#gating,
@@ -161,6 +166,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   get executor(): Executor {
     return this.#executor;
+  }
+
+  /** The executor for `executor: "remote"` spawns (BackgroundManagerOptions.remote), if any; its `refusal` when it refuses them all. */
+  get remoteExecutor(): (Executor & { readonly refusal?: string }) | undefined {
+    return this.#remote?.executor;
   }
 
   /** The gate the parent agent's model requests should go through: with adaptive concurrency, ahead of every job's. */
@@ -456,7 +466,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
         // A worktree being made for a job this close stopped is removed again before close() resolves.
         await this.#engine.worktrees.prepared();
         // After the jobs: a host call still running was aborted with its job.
-        await Promise.all([this.tools.close(), this.#ownsExecutor ? this.#executor.close() : Promise.resolve()]);
+        await Promise.all([
+          this.tools.close(),
+          this.#ownsExecutor ? this.#executor.close() : Promise.resolve(),
+          this.#remote?.owned ? this.#remote.executor.close() : Promise.resolve(),
+        ]);
       },
     });
     return report.finally(() => {

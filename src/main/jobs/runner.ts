@@ -25,6 +25,8 @@ import type { JobApprovals } from './approvals.js';
 export interface RunnerHost {
   readonly config: ForkpoolConfig;
   readonly executor: Executor;
+  /** Runs the jobs whose spec says `executor: "remote"`. */
+  readonly remote?: Executor;
   readonly scheduler: JobScheduler;
   readonly permissions: PermissionStore;
   readonly gating: RequestGating;
@@ -66,9 +68,15 @@ export class JobRunner {
     this.#secrets = configuredSecrets(host.config);
   }
 
+  /** A remote spawn's executor, else the manager's (admission refused a remote spawn without one; a recovered one falls back). */
+  #executorOf(spec: Pick<JobSpec, 'executor'>): Executor {
+    return spec.executor === 'remote' ? (this.#host.remote ?? this.#host.executor) : this.#host.executor;
+  }
+
   launch(job: Job): void {
-    const { config, executor, gating } = this.#host;
+    const { config, gating } = this.#host;
     const spec = job.spec as JobSpec;
+    const executor = this.#executorOf(spec);
     const id = job.id;
     const gateLease = gating.leaseFor(spec);
     const attempt: Attempt = new Attempt({
@@ -154,7 +162,8 @@ export class JobRunner {
   }
 
   #started(job: Job, attempt: Attempt, threadId: number | undefined): void {
-    const { config, executor } = this.#host;
+    const { config } = this.#host;
+    const executor = this.#executorOf(job.spec as JobSpec);
     // A remote executor re-ran the job (its worker died or lost it): one more attempt, same clock.
     const rerun = job.phase === 'running';
     job.started(
@@ -201,7 +210,8 @@ export class JobRunner {
     // In shared isolation a dead thread takes its neighbours along and the culprit is unknown:
     // each gets another try on a thread of its own (so a poison job can only kill itself), a
     // bounded number of times, so a job that kills every thread it lands on still ends.
-    const threadDied = !attempt.hardStopped && !attempt.stopRequest && this.#host.executor.capabilities.isolation === 'shared' && isThreadDeath(end.error);
+    const threadDied =
+      !attempt.hardStopped && !attempt.stopRequest && this.#executorOf(job.spec as JobSpec).capabilities.isolation === 'shared' && isThreadDeath(end.error);
     if (threadDied && attempt.number <= this.#host.config.background.maxRequeues) {
       return this.#requeue(
         job,

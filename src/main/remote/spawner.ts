@@ -7,7 +7,7 @@
  * implementation that ships; it speaks the port protocol itself.)
  */
 import type { MessagePort } from 'node:worker_threads';
-import { JobError, deserializeError, type SerializedError } from '../../shared/errors.js';
+import { ConfigError, JobError, deserializeError, type SerializedError } from '../../shared/errors.js';
 import { mainMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type JobTask, type StopRequest } from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../executors/executor.js';
@@ -44,6 +44,26 @@ export interface RemoteSpawner {
    */
   spawn(spec: JobSpec): RemoteHandle | Promise<RemoteHandle>;
   close?(): Promise<void>;
+  /**
+   * Set by {@link refuseRemoteSpawner}: every remote spawn is refused with this reason, up front
+   * (the model's `spawn_remote_agent` call gets it as a tool error; no job is booked).
+   */
+  readonly refusal?: string;
+}
+
+/**
+ * A spawner that refuses every spawn with `reason` (the seed's `RefuseRemoteAgentSpawner`): for a
+ * headless or unattended host, so `spawn_remote_agent` stays registered and the model reads a
+ * clean refusal it can adapt to, instead of a missing spawner failing each job.
+ */
+export function refuseRemoteSpawner(reason: string): RemoteSpawner {
+  const text = reason.trim() || 'remote spawns are turned off on this host';
+  return {
+    refusal: text,
+    spawn() {
+      throw new Error(text);
+    },
+  };
 }
 
 /** A {@link RemoteSpawner} behind the manager's {@link Executor} interface. */
@@ -54,6 +74,16 @@ export class RemoteExecutor implements Executor {
   #live = 0;
 
   constructor(spawner: RemoteSpawner, kind = 'remote') {
+    // Up front, not as each job's `Cannot read properties of null`.
+    if (spawner === null || typeof spawner !== 'object' || typeof (spawner as Partial<RemoteSpawner>).spawn !== 'function') {
+      throw new ConfigError([
+        {
+          field: 'RemoteExecutor spawner',
+          expected: 'an object with spawn(spec) (refuseRemoteSpawner(reason) to refuse every remote spawn)',
+          received: spawner === null ? 'null' : typeof spawner,
+        },
+      ]);
+    }
     this.#spawner = spawner;
     this.kind = kind;
   }
@@ -104,6 +134,11 @@ export class RemoteExecutor implements Executor {
     return 0;
   }
 
+  /** The spawner's refusal ({@link refuseRemoteSpawner}), if it refuses every spawn. */
+  get refusal(): string | undefined {
+    return this.#spawner.refusal;
+  }
+
   /** Jobs handed to the spawner and not yet ended. */
   get pendingCount(): number {
     return this.#live;
@@ -112,6 +147,20 @@ export class RemoteExecutor implements Executor {
   async close(): Promise<void> {
     await this.#spawner.close?.();
   }
+}
+
+/**
+ * BackgroundManagerOptions.remote as an executor: an Executor as given (the caller's to close), a
+ * spawner wrapped in a {@link RemoteExecutor} (the manager's to close). `null` or a spawner-less
+ * object is a ConfigError now, not a failure in each job.
+ */
+export function remoteExecutorOf(remote: Executor | RemoteSpawner | null | undefined): { executor: Executor; owned: boolean } | undefined {
+  if (remote === undefined) return undefined;
+  const given = remote as Partial<Executor> | null;
+  if (given !== null && typeof given === 'object' && typeof given.run === 'function' && given.capabilities !== undefined) {
+    return { executor: remote as Executor, owned: false };
+  }
+  return { executor: new RemoteExecutor(remote as RemoteSpawner), owned: true };
 }
 
 function post(port: MessagePort, message: unknown): void {

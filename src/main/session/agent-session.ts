@@ -13,7 +13,7 @@ import { TurnSpeculation } from './speculation.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobRecord } from '../ledger/ledger.js';
-import { BackgroundManager, type CloseReport, type JobHandle, type JobScheduler, type SpawnRequest } from '../jobs/manager.js';
+import { BackgroundManager, type CloseReport, type JobHandle, type JobScheduler, type SpawnRequest, type BackgroundManagerOptions } from '../jobs/manager.js';
 import { ParentAgent, type AgentRole, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 export type { SessionEvents } from './session-events.js';
@@ -26,6 +26,8 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
   client?: OpenAI;
   executor?: Executor;
+  /** Where `executor: "remote"` spawns run; the parent gets `spawn_remote_agent` (see BackgroundManagerOptions.remote). */
+  remote?: BackgroundManagerOptions['remote'];
   /** Close the executor when the session closes. Default: only when the session created it. */
   closeExecutor?: boolean;
   logger?: Logger;
@@ -95,6 +97,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         permissions: this.permissions,
         ...(this.#durable.jobs ? { store: this.#durable.jobs } : {}),
         ...(options.executor ? { executor: options.executor } : {}),
+        ...(options.remote !== undefined ? { remote: options.remote } : {}),
         ...(options.closeExecutor !== undefined ? { closeExecutor: options.closeExecutor } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
         ...(options.scheduler ? { scheduler: options.scheduler } : {}),

@@ -5,6 +5,7 @@ import type { LoopToolContext } from '../../shared/tool-loop.js';
 import { jobNameSchema } from '../../shared/protocol.js';
 import { budgetLimitsSchema } from '../../shared/budget.js';
 import type { JobHandle, SpawnRequest } from '../jobs/manager.js';
+import { SPAWN_EXECUTORS } from '../jobs/manager-api.js';
 import { joinSchema } from '../../shared/scheduling-config.js';
 import { WORKSPACE_MODES } from '../jobs/worktrees.js';
 import { outputSchemaArg, spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../../shared/spawn-spec-args.js';
@@ -18,6 +19,8 @@ export interface BackgroundToolHost {
   agents?: ReadonlyArray<{ name: string; description: string }>;
   /** What a spawn's own spec may choose from (system_prompt, tools, model), for the tool's description. */
   spec?: SpawnSpecOffer;
+  /** The manager has a remote executor (BackgroundManagerOptions.remote): the spawn tool takes `executor`, and `spawn_remote_agent` is offered. */
+  remote?: boolean;
   /** The result of a job an identical spawn reused (see docs/delivery.md "De-duplication"). */
   reusedResult?(id: string): string;
 }
@@ -68,19 +71,16 @@ const baseSpawnArgs = z.strictObject({
   speculative: z.boolean().optional().describe(SPECULATIVE_ARG),
 });
 
-function baseSpecArgs(spec: SpawnSpecOffer | undefined) {
-  return baseSpawnArgs.extend(spawnSpecArgs(spec));
-}
-
 /**
  * With an allow-list of peers, `agent` is an enum of their names: a name outside it is a tool
  * error and nothing starts; with none, there is no `agent` argument.
  */
-function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string }>, spec: SpawnSpecOffer | undefined) {
-  // `output_schema` only where the config allows it (background.allowOutputSchema): read through SpawnToolArgs.
-  const withSpec = spec?.mayTypeOutput
-    ? (baseSpawnArgs.extend({ ...spawnSpecArgs(spec), output_schema: outputSchemaArg }) as unknown as ReturnType<typeof baseSpecArgs>)
-    : baseSpecArgs(spec);
+function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string }>, spec: SpawnSpecOffer | undefined, remote: boolean) {
+  // `output_schema` only where the config allows it (background.allowOutputSchema), `executor` only with a remote runner.
+  const withSpec = baseSpawnArgs
+    .extend(spawnSpecArgs(spec))
+    .extend(remote ? { executor: executorArg } : {})
+    .extend(spec?.mayTypeOutput ? { output_schema: outputSchemaArg } : {});
   if (agents.length === 0) return withSpec;
   const names = agents.map((a) => a.name) as [string, ...string[]];
   return withSpec.extend({
@@ -91,19 +91,63 @@ function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string 
   });
 }
 
+const executorArg = z
+  .enum(SPAWN_EXECUTORS)
+  .optional()
+  .describe('Optional: "remote" runs it on the remote runner this host configured (another machine or service), "local" here. Default "local".');
+
 const jobRef = z.string().trim().min(1).max(100).describe('The job id spawn_background_agent returned (e.g. "bg-3"), or the name you gave it.');
 const cancelArgs = z.strictObject({ job_id: jobRef });
 
 /** The seed's `spawn_background_agent` and `cancel_background_agent`, for the parent only. */
 export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
-  const spawnArgs = spawnArgsFor(host.agents ?? [], host.spec);
-  const spawn: ToolDefinition<z.output<ReturnType<typeof spawnArgsFor>> & { agent?: string | undefined; output_schema?: Record<string, unknown> }> = {
-    name: 'spawn_background_agent',
-    description:
-      'Fork an independent copy of yourself to research a narrow, self-contained question in the background — reading files, grepping, ' +
-      'running commands — without using up your own context. You are notified with a summary when it completes; you do not block on it ' +
-      'and must not fabricate a result before that notification arrives.',
-    parameters: spawnArgs,
+  const remote = host.remote === true;
+  const spawn = spawnTool(host, 'spawn_background_agent', spawnArgsFor(host.agents ?? [], host.spec, remote), undefined);
+  const cancel: ToolDefinition<z.output<typeof cancelArgs>> = {
+    name: 'cancel_background_agent',
+    description: 'Stop a background agent you started, by its job id. Safe to call twice; the job ends as cancelled.',
+    parameters: cancelArgs,
+    gated: false,
+    async run(args) {
+      try {
+        const handle = host.cancelJob(args.job_id);
+        return handle.state === 'ended' ? `Job ${handle.id} had already ended.` : `Cancel requested for job ${handle.id} ("${handle.label}").`;
+      } catch (error) {
+        throw asToolError(error, 'cancel_background_agent');
+      }
+    },
+  };
+  if (!remote) return [spawn, cancel];
+  // The seed's spawn_remote_agent: the same spawn, always on the remote runner (a refusing one answers with its reason).
+  const spawnRemote = spawnTool(host, 'spawn_remote_agent', spawnArgsFor(host.agents ?? [], host.spec, false), 'remote');
+  return [spawn, spawnRemote, cancel];
+}
+
+type SpawnArgs = z.output<ReturnType<typeof spawnArgsFor>> & {
+  agent?: string | undefined;
+  executor?: 'local' | 'remote' | undefined;
+  output_schema?: Record<string, unknown>;
+};
+
+const SPAWN_DESCRIPTION =
+  'Fork an independent copy of yourself to research a narrow, self-contained question in the background — reading files, grepping, ' +
+  'running commands — without using up your own context. You are notified with a summary when it completes; you do not block on it ' +
+  'and must not fabricate a result before that notification arrives.';
+
+/** spawn_background_agent, or (`forced: "remote"`) spawn_remote_agent. */
+function spawnTool(
+  host: BackgroundToolHost,
+  toolName: string,
+  parameters: ReturnType<typeof spawnArgsFor>,
+  forced: 'remote' | undefined,
+): ToolDefinition<SpawnArgs> {
+  return {
+    name: toolName,
+    description: forced
+      ? `Like spawn_background_agent, but the agent runs on the remote runner this host configured (another machine or service), not here. ${SPAWN_DESCRIPTION}`
+      : SPAWN_DESCRIPTION,
+    // The `executor` argument is there only with a remote executor (spawnArgsFor); the run reads it as optional.
+    parameters: parameters as unknown as z.ZodType<SpawnArgs>,
     gated: false,
     background: true,
     async run(args, ctx) {
@@ -120,12 +164,13 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
           ...(args.join !== undefined ? { join: args.join } : {}),
           ...(args.budget !== undefined ? { budget: args.budget } : {}),
           ...(args.workspace !== undefined ? { workspace: args.workspace } : {}),
+          ...executorOf(forced ?? args.executor),
           ...spawnSpecFromArgs(args),
           ...(callId ? { parentToolId: callId } : {}),
           ...(args.speculative ? { speculative: true } : {}),
         });
       } catch (error) {
-        throw asToolError(error, 'spawn_background_agent');
+        throw asToolError(error, toolName);
       }
       if (handle.joined === 'attached') {
         return (
@@ -146,21 +191,10 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
       );
     },
   };
-  const cancel: ToolDefinition<z.output<typeof cancelArgs>> = {
-    name: 'cancel_background_agent',
-    description: 'Stop a background agent you started, by its job id. Safe to call twice; the job ends as cancelled.',
-    parameters: cancelArgs,
-    gated: false,
-    async run(args) {
-      try {
-        const handle = host.cancelJob(args.job_id);
-        return handle.state === 'ended' ? `Job ${handle.id} had already ended.` : `Cancel requested for job ${handle.id} ("${handle.label}").`;
-      } catch (error) {
-        throw asToolError(error, 'cancel_background_agent');
-      }
-    },
-  };
-  return [spawn, cancel];
+}
+
+function executorOf(executor: 'local' | 'remote' | undefined): { executor?: 'local' | 'remote' } {
+  return executor === undefined ? {} : { executor };
 }
 
 /** A refusal from the manager, as the tool error the model reads (its code kept). */

@@ -46,6 +46,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       cancelJob: (id) => manager.cancel(id),
       // The model may start only the agents it was given (milk's allow-list); a person, the library and HTTP may start any.
       agents: allowedAgents,
+      remote: manager.remoteExecutor !== undefined,
       spec: {
         tools: config.tools,
         models: spawnableModels(config),

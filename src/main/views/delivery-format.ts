@@ -48,17 +48,19 @@ export type DeliveryFormat = 'forkpool' | 'remy';
 
 /** What frames one result's part in a block: for the `remy` format, a `<tool_result>` element. */
 export interface ResultWrap {
-  open(job: Pick<JobRecord, 'id' | 'agent' | 'label'>): string;
+  open(job: Pick<JobRecord, 'id' | 'agent' | 'label' | 'parentToolId'>): string;
   close: string;
 }
 
 /**
- * Remy's element per result: `id` is the job id (what read_background_result, cancel and restart
- * take), `name` the configured agent it ran, or for a fork of the parent (no agent) its label.
- * Both pass through {@link sanitize}, so neither can close the element or forge an attribute.
+ * Remy's element per result: `id` is the tool-call id of the backgrounded call that started the
+ * job (its `agent_<name>` or spawn call; the job id for a job no call started), `job_id` the job
+ * id (what read_background_result, cancel and restart take), `name` the configured agent it ran,
+ * or for a fork of the parent (no agent) its label. Each passes through {@link sanitize}, so none
+ * can close the element or forge an attribute.
  */
 export const REMY_RESULT_WRAP: ResultWrap = {
-  open: (job) => `<tool_result id="${sanitize(job.id)}" name="${sanitize(job.agent ?? job.label)}">`,
+  open: (job) => `<tool_result id="${sanitize(job.parentToolId ?? job.id)}" job_id="${sanitize(job.id)}" name="${sanitize(job.agent ?? job.label)}">`,
   close: '</tool_result>',
 };
 

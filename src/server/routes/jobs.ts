@@ -103,14 +103,18 @@ export function jobRoutes(state: ServerState) {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
       const { wait, offset, limit } = parseRequest(resultQuery, request.query, 'query');
       // A page of the result (a wait answers with the first one): `offset`, at most `limit` characters.
+      // The same refs as GET /v1/jobs/:id: an id, a name, or a session's `session/id` (issue 38).
+      const found = state.findJob(id);
+      if (!found) return reply.code(404).send(unknownJob(id));
+      const { manager, session } = found;
+      const jobId = found.record.id;
       const detail = (record: Readonly<JobRecord>) => {
-        const whole = jobDetail(record, state.progress.get(id));
+        const whole = jobDetail(record, state.progress.get(jobRef(session, jobId)));
         if (offset === undefined && limit === undefined) return whole;
         const from = offset ?? 0;
         return { ...whole, resultText: whole.resultText?.slice(from, limit === undefined ? undefined : from + limit) ?? null };
       };
-      const record = state.manager.get(id);
-      if (!record) return reply.code(404).send(unknownJob(id));
+      const record = found.record;
       if (record.state === 'ended' || wait === 0) return reply.code(record.state === 'ended' ? 200 : 202).send(detail(record));
       // Long poll: the job's end, the wait running out or the client leaving, whichever is first. A
       // closing server cancels every job within its bound, so a poll then answers with the ending.
@@ -119,14 +123,14 @@ export function jobRoutes(state: ServerState) {
       reply.raw.once('close', () => gone.abort());
       let timer: NodeJS.Timeout | undefined;
       const ended = await Promise.race([
-        state.manager.result(id).then(() => true),
+        manager.result(jobId).then(() => true),
         new Promise<false>((resolve) => {
           timer = setTimeout(() => resolve(false), wait * 1000);
           gone.signal.addEventListener('abort', () => resolve(false), { once: true });
         }),
       ]);
       clearTimeout(timer);
-      const latest = state.manager.get(id) ?? record;
+      const latest = manager.get(jobId) ?? record;
       return reply.code(ended ? 200 : 202).send(detail(latest));
     });
   };

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ForkpoolError, errorMessage } from '../../shared/errors.js';
 import { jobIdParams, parseRequest, resumeBody } from '../schemas.js';
 import type { ServerState } from '../server-state.js';
+import { jobRef } from '../job-list.js';
 
 /** A refusal's status: unknown 404, not resumable 409, a closing server 503, else 400. */
 const STATUS: Record<string, number> = { JOB_UNKNOWN: 404, RESUME_UNAVAILABLE: 409, MANAGER_CLOSED: 503, LEDGER_WRITE_FAILED: 503, QUEUE_FULL: 429 };
@@ -17,8 +18,12 @@ export function resumeRoutes(state: ServerState) {
       const { id } = parseRequest(jobIdParams, request.params, 'params');
       const { message } = parseRequest(resumeBody, request.body, 'body');
       try {
-        const handle = state.manager.resume(id, message, { role: 'user', wave: null });
-        return reply.code(202).send({ ...handle, resumedFrom: id });
+        // A ref as GET /v1/jobs/:id takes it (id, name or `session/id`); an unknown one is the server manager's JOB_UNKNOWN.
+        const found = state.findJob(id);
+        const manager = found?.manager ?? state.manager;
+        const handle = manager.resume(found?.record.id ?? id, message, { role: 'user', wave: null });
+        // The new job lives where the old one did: its id as a ref (`session/id` for a session's).
+        return reply.code(202).send({ ...handle, id: jobRef(found?.session ?? null, handle.id), resumedFrom: id });
       } catch (error) {
         const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
         return reply.code(STATUS[code] ?? 400).send({ error: { code, message: errorMessage(error) } });

@@ -337,6 +337,7 @@ describe('workspace "worktree" from the parent agent and the chat', () => {
         session,
         now: () => Date.now(),
         jobs: () => session.manager.jobs(),
+        userAgent: () => undefined,
         add: (_kind, text) => void said.push(text),
         togglePanel: () => {},
         startUserJob: () => {},
