@@ -17,7 +17,8 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop } from '../shared/tool-loop.js';
 import type { LoopEvent } from '../shared/loop-events.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
-import { HostToolLink, offeredTools } from './host-tools.js';
+import { HostToolLink, jobToolHooks, offeredTools } from './host-tools.js';
+import { subagentStart, subagentStop } from './job-hooks.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
@@ -98,8 +99,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       : [
           // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
           { role: 'system', content: sharedText(spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec)) },
-          { role: 'user', content: spec.task },
+          { role: 'user', content: await subagentStart(spec, hostLink, deps) },
         ];
+    const hooks = jobToolHooks(hostLink, spec.hooks);
+    let stopHookActive = false;
     for (;;) {
       const result = await runToolLoop({
         client: deps.client ?? clientFor(config),
@@ -131,6 +134,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
         secrets: secretsFor(spec.config),
         budget,
+        hooks,
       });
       usage = mergeUsageByModel(usage, result.usage);
       iterations += result.iterations;
@@ -147,6 +151,15 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       if (result.stopReason === 'final' && steering?.hasPending && !budget.exhausted()) {
         messages = result.messages;
         continue;
+      }
+      // A SubagentStop hook may send its answer back once, with a reason: one more turn.
+      if (result.stopReason === 'final' && !budget.exhausted()) {
+        const reason = await subagentStop(spec, hostLink, deps, result.finalText, stopHookActive);
+        if (reason !== undefined) {
+          stopHookActive = true;
+          messages = [...result.messages, { role: 'user', content: reason }];
+          continue;
+        }
       }
       // Kept by the main thread for a resume (resume_background_agent); cut here so what crosses stays bounded.
       const conversation = capConversation(result.messages, spec.config.background.keepConversationChars);

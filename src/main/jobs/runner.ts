@@ -19,6 +19,7 @@ import type { Job } from './job.js';
 import { endingFromLostThread, endingFromOutcome, endingFromProtocol, endingFromQueue, type StopRequest } from './job-endings.js';
 import { lastAssistantText, type Nesting } from './nesting.js';
 import type { JobSteering } from './steering.js';
+import { isHookCall, type HookRunner } from '../hooks/hook-runner.js';
 
 /** What running jobs needs of the manager. */
 export interface RunnerHost {
@@ -33,6 +34,8 @@ export interface RunnerHost {
   readonly steering: JobSteering;
   readonly logger: Logger | undefined;
   readonly tools: ToolCatalog;
+  /** Its hooks: a job's PreToolUse, PostToolUse, SubagentStart and SubagentStop run here (docs/tools.md "Hooks"). */
+  readonly hooks?: HookRunner | undefined;
   /** Names this manager's jobs apart on a shared executor (see JobTask.owner). */
   readonly owner?: string;
   started(record: Readonly<JobRecord>): void;
@@ -84,6 +87,10 @@ export class JobRunner {
       onAlert: (alert) => this.#host.alert(job, alert),
       onSpawn: (requestId, request) => this.#host.nesting.spawnChild(job, requestId, request),
       runHostTool: (call, signal) => {
+        if (isHookCall(call.name)) {
+          const hooks = this.#host.hooks;
+          return hooks ? hooks.answerCall(id, call.name, call.args, signal) : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
+        }
         const def = this.#host.tools.hostTool(call.name);
         // Only a tool this job was offered: a worker cannot make the host run another.
         if (!def || !spec.hostTools?.some((stub) => stub.name === call.name)) {
@@ -111,7 +118,15 @@ export class JobRunner {
       attempt: attempt.number,
       processTag: `${this.#processToken}.${id}.${attempt.number}`,
       ...this.#host.steering.forLaunch(job, spec.resume !== undefined),
+      ...this.#hookEvents(),
     });
+  }
+
+  /** The job events with hooks here; none for a remote executor's job (its worker runs its own config's). */
+  #hookEvents(): Pick<JobSpec, 'hooks'> {
+    if (this.#host.executor.capabilities.remote === true) return {};
+    const events = this.#host.hooks?.jobEvents() ?? [];
+    return events.length > 0 ? { hooks: events } : {};
   }
 
   /**
