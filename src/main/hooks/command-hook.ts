@@ -91,11 +91,12 @@ function runProcess(launch: { file: string; args: string[]; env: Record<string, 
         // Already gone.
       }
     };
+    // Settled at once, not at the pipes' close: a grandchild that left the group may hold them open.
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup();
+      settle({ code: null, signal: 'SIGKILL' });
     }, timeoutMs);
-    const onAbort = () => killGroup();
+    const onAbort = () => settle({ code: null, signal: 'SIGKILL' });
     signal.addEventListener('abort', onAbort, { once: true });
     const settle = (ran: Omit<Ran, 'stdout' | 'stderr' | 'timedOut'>) => {
       clearTimeout(timer);
