@@ -8,6 +8,9 @@ import { createLogger, LOG_LEVELS, type LogLevel } from '../main/setup/logger.js
 import { startSimServer, type SimServer } from '../sim/index.js';
 import { jsonForTerminal } from '../shared/terminal-text.js';
 import { configuredSecrets } from '../shared/tools/secrets.js';
+import { flushCliTracing, startCliTracing } from './tracing.js';
+import { DEFAULTS } from '../shared/defaults.js';
+import { assertKeyForEndpoint } from '../shared/endpoint-key.js';
 
 /** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
@@ -25,6 +28,7 @@ export interface GlobalFlags {
   config?: string;
   model?: string;
   baseUrl?: string;
+  api?: string;
   workspace?: string;
   /** Accept / or the home folder as the workspace. */
   allowBroadWorkspace?: boolean;
@@ -41,6 +45,8 @@ export interface GlobalFlags {
   simLatency?: number;
   /** Model calls of a research answer on the built-in simulator (its `researchSteps`). */
   simSteps?: number;
+  /** `--sim`: the built-in simulator serves the model, whatever endpoint or key is configured. */
+  sim?: boolean;
   /** `--ledger FILE`: the durable ledger (SQLite). */
   ledger?: string;
   /** `--allow-ledger-in-workspace`: accept a ledger file inside the workspace. */
@@ -97,6 +103,7 @@ export async function createCliContext(
     configPath: flags.config,
     model: flags.model,
     baseUrl: flags.baseUrl,
+    api: flags.api,
     workspace: flags.workspace,
     allowBroadWorkspace: flags.allowBroadWorkspace,
     maxIterations: flags.maxIterations,
@@ -122,6 +129,8 @@ export async function createCliContext(
     checkWorkspace: false,
   });
   checkWorkspaceFolder(config.workspaceRoot);
+  // Before anything makes a span: the OTLP exporter, when the environment asks for one (tracing.ts).
+  await startCliTracing(process.env, (line) => process.stderr.write(`${line}\n`));
   // Every key the config holds (a peer agent may have its own, an MCP server its env and headers) is redacted from log lines.
   // Human lines on stderr, terminal or not (a pipe, a CI log); JSON log lines only with --json, for the script that asked.
   const logger = createLogger({ level, secrets: configuredSecrets(config), pretty: flags.json !== true });
@@ -140,19 +149,29 @@ export async function createCliContext(
     },
     dispose: async () => {},
   };
-  if (!config.baseUrl && !config.apiKey) {
+  if (!flags.sim && !config.baseUrl && !config.apiKey && config.model !== DEFAULTS.model) {
+    // Never the simulator in a real model's name: its tokens would be booked (and priced) as that model's.
+    throw new UsageError(
+      `--model ${config.model} needs a model endpoint: set OPENAI_API_KEY (OpenAI) or --base-url (any OpenAI-compatible server); --sim runs the built-in simulator instead`,
+    );
+  }
+  // A public endpoint without a key would only answer 401: refused here, in one line.
+  if (!flags.sim && config.baseUrl) assertKeyForEndpoint(config.baseUrl, config.apiKey);
+  if (flags.sim || (!config.baseUrl && !config.apiKey)) {
     const sim = await startSimServer({
       latencyMs: flags.simLatency ?? 40,
       jitterMs: 20,
       recordBodies: false,
       ...(flags.simSteps !== undefined ? { researchSteps: flags.simSteps } : {}),
     });
-    config = { ...config, baseUrl: sim.url };
+    // No key goes to the simulator (`--sim` with one configured).
+    const { apiKey: _key, ...keyless } = config;
+    config = { ...keyless, baseUrl: sim.url };
     context.config = config;
     context.sim = sim;
     context.dispose = () => sim.close();
     context.note(
-      `forkpool: no model configured; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`,
+      `forkpool: ${flags.sim ? '--sim' : 'no model configured'}; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`,
     );
     context.event('sim', { url: sim.url });
   }
@@ -257,7 +276,10 @@ export function onTermination(stop: (signal: 'SIGINT' | 'SIGTERM') => Promise<vo
     stopping = true;
     process.stderr.write(`\nforkpool: ${signal}: stopping background jobs (again to force)…\n`);
     // Not awaited: a signal handler returns at once; the exit in `finally` ends the process either way.
-    void stop(signal).finally(() => process.exit(code));
+    // The spans of what was stopped are exported first (bounded: see flushCliTracing).
+    void stop(signal)
+      .finally(() => flushCliTracing())
+      .finally(() => process.exit(code));
   };
   const onInt = () => handler('SIGINT');
   const onTerm = () => handler('SIGTERM');

@@ -8,6 +8,7 @@ import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import { onTermination } from './common.js';
 import { startSimServer, type SimServer } from '../sim/index.js';
 import type { ForkpoolConfig } from '../shared/config.js';
+import { startCliTracing } from './tracing.js';
 
 export interface WorkerFlags {
   redis?: string;
@@ -46,6 +47,8 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
       },
     ]);
   }
+  // Its runs' spans continue each job's trace (the job's traceparent), when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  await startCliTracing(process.env, (line) => process.stderr.write(`${line}\n`));
   // Jobs of a producer with no model (its built-in simulator, on its own loopback) run on this
   // worker's own simulator: the README's BullMQ example works on a machine without a key.
   const sim = await startSimServer({ latencyMs: 40, jitterMs: 20, recordBodies: false });

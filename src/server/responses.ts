@@ -43,7 +43,17 @@ export const errorBody = named(
   }),
 );
 
-export const usageSchema = named('Usage', z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() }));
+export const usageSchema = named(
+  'Usage',
+  z.object({
+    promptTokens: z.number(),
+    completionTokens: z.number(),
+    totalTokens: z.number(),
+    requests: z.number(),
+    cachedTokens: z.number().optional().describe("Of promptTokens, those read from the provider's prompt cache (when it says)."),
+    cacheWriteTokens: z.number().optional().describe("Of promptTokens, those written to the provider's prompt cache (Anthropic)."),
+  }),
+);
 const usageByModel = z.record(z.string(), usageSchema).describe('Usage keyed by model name.');
 
 export interface SerializedErrorBody {
@@ -131,6 +141,11 @@ export const jobSummarySchema = named(
     depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
     budget: budgetSchema.nullable(),
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
+    data: z
+      .unknown()
+      .describe(
+        'A typed job\'s value, validated against its output schema (docs/delivery.md "Typed results"); null for an untyped job or one that failed RESULT_INVALID.',
+      ),
     session: z
       .string()
       .nullable()

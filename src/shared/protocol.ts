@@ -6,11 +6,21 @@ import type { UsageByModel } from './usage.js';
 import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 import { spawnSpecWireFields, type SpawnSpec } from './spawn-spec.js';
 import { JOB_HOOK_EVENTS, type JobHookEvent } from './hooks.js';
+import { TRACEPARENT_PATTERN } from './trace-context.js';
 
 /**
  * Everything that crosses the thread boundary, defined once. Messages are validated with zod
  * where they enter: the worker checks the spec, the main thread checks each port message.
  */
+
+const usageSchema = z.object({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  totalTokens: z.number(),
+  requests: z.number(),
+  cachedTokens: z.number().optional(),
+  cacheWriteTokens: z.number().optional(),
+});
 
 export const JOB_ROLES = ['primary', 'escalation', 'user'] as const;
 
@@ -57,6 +67,8 @@ export interface JobSpec extends SpawnSpec {
   hostTools?: HostToolStub[];
   /** The job events that have hooks on the main thread that runs it: its thread asks for only those (docs/tools.md "Hooks"). */
   hooks?: JobHookEvent[];
+  /** W3C trace context of the job's `invoke_agent` span (see tracing.ts): a remote worker's spans continue its trace. */
+  traceparent?: string;
 }
 
 /**
@@ -120,7 +132,7 @@ export const jobSpecSchema = z.strictObject({
   resume: z
     .strictObject({
       messages: z.array(z.unknown()),
-      usage: z.record(z.string(), z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() })),
+      usage: z.record(z.string(), usageSchema),
       iterations: z.number().int().min(0),
       childResults: z.string(),
       wrapUpSent: z.boolean().optional(),
@@ -133,6 +145,7 @@ export const jobSpecSchema = z.strictObject({
   hostTools: z.array(hostToolStubSchema).max(1_000).optional(),
   /** The job events that have hooks where it is run (asked of that main thread over its port). */
   hooks: z.array(z.enum(JOB_HOOK_EVENTS)).max(JOB_HOOK_EVENTS.length).optional(),
+  traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
   ...spawnSpecWireFields,
 });
 
@@ -192,6 +205,8 @@ export interface JobOutcome {
   budgetExceeded?: BudgetName;
   /** Files it read, for the stale check (absent: none recorded). */
   reads?: FileRead[];
+  /** A typed job's value, validated against its output schema in the worker (absent: untyped, or it failed RESULT_INVALID). */
+  data?: unknown;
   /** Its final conversation, cut to `background.keepConversationChars` (conversation-cap.ts), kept for a resume; absent: not kept. */
   conversation?: unknown[];
   /**
@@ -251,13 +266,6 @@ export type MainMessage =
   | { type: 'permission-answer'; requestId: number; granted: boolean }
   | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer);
 
-const usageSchema = z.object({
-  promptTokens: z.number(),
-  completionTokens: z.number(),
-  totalTokens: z.number(),
-  requests: z.number(),
-});
-
 const fileReadSchema = z.strictObject({
   path: z.string().min(1).max(4_096),
   sha256: z.string().regex(/^(?:[0-9a-f]{64})?$/),
@@ -283,6 +291,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       error: serializedErrorSchema.optional(),
       budgetExceeded: z.enum(BUDGET_NAMES).optional(),
       reads: z.array(fileReadSchema).max(1_000).optional(),
+      data: z.unknown().optional(),
       conversation: z.array(z.unknown()).optional(),
       stoppedBy: z.enum(STOP_REQUESTS).optional(),
     }),

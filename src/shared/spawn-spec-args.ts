@@ -13,7 +13,15 @@ export interface SpawnSpecOffer {
   models: readonly string[];
   /** `background.allowSystemPromptReplace`. */
   mayReplacePrompt: boolean;
+  /** `background.allowOutputSchema`: the parent's spawn tool offers `output_schema` (else the argument is not there at all). */
+  mayTypeOutput?: boolean;
 }
+
+/** The `output_schema` argument, offered only where {@link SpawnSpecOffer.mayTypeOutput} says so (it costs prompt bytes). */
+export const outputSchemaArg = spawnSpecInputFields.outputSchema.describe(
+  'Optional: a JSON Schema (e.g. {"type":"object","properties":{...},"required":[...]}) the job\'s answer must match; ' +
+    'you then receive its value as JSON (data) instead of prose. Use it when you need a compact, structured answer.',
+);
 
 /**
  * The spawn tool's arguments for a spawn's own spec (core-agent's `Spec`), bounded like the
@@ -48,6 +56,7 @@ export function spawnSpecFromArgs(args: {
   tools?: string[] | undefined;
   extras?: string[] | undefined;
   model?: string | undefined;
+  output_schema?: Record<string, unknown> | undefined;
 }): SpawnSpecInput {
   return {
     ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
@@ -55,5 +64,6 @@ export function spawnSpecFromArgs(args: {
     ...(args.tools !== undefined ? { tools: args.tools } : {}),
     ...(args.extras !== undefined ? { extras: args.extras } : {}),
     ...(args.model !== undefined ? { model: args.model } : {}),
+    ...(args.output_schema !== undefined ? { outputSchema: args.output_schema } : {}),
   };
 }

@@ -4,6 +4,7 @@ import type { ForkpoolConfig } from './config.js';
 import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './defaults.js';
 import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';
+import { checkOutputSchema, outputSchemaWire, type OutputSchema } from './output-schema.js';
 
 /**
  * A spawn's own spec (core-agent's `Spec`): a system prompt appended to the background baseline
@@ -21,6 +22,8 @@ export interface SpawnSpec {
   /** Catalog tools added to the job's set (core-agent's `Extras`), after `tools` narrowed it. */
   extras?: string[];
   model?: string;
+  /** The JSON Schema its final answer must match (docs/delivery.md "Typed results"); the value becomes the record's `data`. */
+  outputSchema?: OutputSchema;
 }
 
 /** A spawn request's spec fields as they come in (tool names not yet checked): one schema for the library, the tool and HTTP. */
@@ -30,6 +33,7 @@ export const spawnSpecInputFields = {
   tools: z.array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   extras: z.array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
+  outputSchema: outputSchemaWire.optional(),
 };
 /** A spawn's spec as asked for: the tools by any name (checked by {@link checkSpawnSpec}). */
 export interface SpawnSpecInput {
@@ -38,6 +42,7 @@ export interface SpawnSpecInput {
   tools?: string[];
   extras?: string[];
   model?: string;
+  outputSchema?: OutputSchema;
 }
 
 /** Its fields as zod outputs them: each may be present and undefined. */
@@ -50,6 +55,7 @@ export const spawnSpecWireFields = {
   tools: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   extras: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
+  outputSchema: outputSchemaWire.optional(),
 };
 
 /** The models a spawn may name: `background.spawnModels`, else the top-level model, every agent's and every key of `models`. */
@@ -63,7 +69,7 @@ export function spawnableModels(config: ForkpoolConfig): string[] {
  * Checks a spawn's spec for a job of `agent` (undefined: a fork of the caller) and returns it
  * normalized (tools de-duplicated), only the fields that are set. Throws a ForkpoolError that
  * names the field: TOOL_UNKNOWN, TOOL_NOT_ALLOWED, MODEL_NOT_ALLOWED, PROMPT_REPLACE_NOT_ALLOWED,
- * or TOOL_ARGUMENTS_INVALID for `replaceSystemPrompt` without a prompt.
+ * or TOOL_ARGUMENTS_INVALID for `replaceSystemPrompt` without a prompt or a bad `outputSchema`.
  */
 export function checkSpawnSpec(
   config: ForkpoolConfig,
@@ -97,6 +103,7 @@ export function checkSpawnSpec(
     }
     spec.model = input.model;
   }
+  if (input.outputSchema !== undefined) spec.outputSchema = checkOutputSchema(input.outputSchema, 'outputSchema');
   return spec;
 }
 
@@ -150,5 +157,6 @@ export function spawnSpecOf(source: Loose<SpawnSpecInput>): SpawnSpecInput {
     ...(source.tools !== undefined ? { tools: source.tools } : {}),
     ...(source.extras !== undefined ? { extras: source.extras } : {}),
     ...(source.model !== undefined ? { model: source.model } : {}),
+    ...(source.outputSchema !== undefined ? { outputSchema: source.outputSchema } : {}),
   };
 }

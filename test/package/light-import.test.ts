@@ -77,6 +77,14 @@ describe('a missing optional package', () => {
     mkdirSync(path.join(dir, 'node_modules'));
     for (const name of readdirSync(from)) {
       if (name.startsWith('.') || leftOut.includes(name)) continue;
+      // A scope with a package left out: the scope's folder is made, its other packages linked.
+      if (name.startsWith('@') && leftOut.some((p) => p.startsWith(`${name}/`))) {
+        mkdirSync(path.join(dir, 'node_modules', name));
+        for (const member of readdirSync(path.join(from, name))) {
+          if (!leftOut.includes(`${name}/${member}`)) symlinkSync(path.join(from, name, member), path.join(dir, 'node_modules', name, member));
+        }
+        continue;
+      }
       symlinkSync(path.join(from, name), path.join(dir, 'node_modules', name));
     }
     return dir;
@@ -104,6 +112,23 @@ describe('a missing optional package', () => {
     );
     // The library itself still loads without them.
     expect(cli(dir, ['--version']).stdout).toBe('0.1.0\n');
+  });
+
+  it('forkpool run with OTEL_EXPORTER_OTLP_ENDPOINT but without @opentelemetry/sdk-trace: one line naming it and its install command; the run goes on untraced, exit 0', () => {
+    const dir = installWithout('@opentelemetry/sdk-trace');
+    const workspace = path.join(dir, 'workspace');
+    mkdirSync(workspace);
+    const run = spawnSync(process.execPath, [path.join(dir, 'dist', 'cli', 'bin.js'), 'run', '--sim-latency', '0', '--workspace', workspace, 'Where is X?'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? '', HOME: dir, NO_COLOR: '1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' },
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const lines = run.stderr.split('\n').filter((l) => l.includes('tracing'));
+    expect(lines).toEqual([
+      'forkpool: warning: tracing is off: exporting traces (OTEL_EXPORTER_OTLP_ENDPOINT, http/protobuf) needs the package "@opentelemetry/sdk-trace", which is not installed (an optional peer dependency of forkpool): npm install @opentelemetry/sdk-trace@^3.1.1 @opentelemetry/resources@^3.1.1 @opentelemetry/exporter-trace-otlp-proto@^0.301.2',
+    ]);
   });
 
   it('the tinypool executor without tinypool: each job fails with PACKAGE_MISSING, the process keeps going and exits 1', () => {

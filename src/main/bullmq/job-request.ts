@@ -35,6 +35,8 @@ const JOB_FIELDS = [
   // Catalog tools the spawn adds: the worker refuses a job naming one its own config lacks.
   'extras',
   'model',
+  // The job's span: the worker's run continues its trace (docs/observability.md).
+  'traceparent',
 ] as const;
 
 /** Config fields the job's side decides; `tools`, `grantedTools` and `toolLimits` can only narrow the worker's. */
@@ -43,6 +45,8 @@ const REQUEST_FIELDS = [
   'temperature',
   'maxIterations',
   'requestTimeoutMs',
+  'firstByteTimeoutMs',
+  'maxTokens',
   'turnTimeoutMs',
   'streamIdleTimeoutMs',
   'maxRetries',
@@ -60,7 +64,18 @@ const REQUEST_FIELDS = [
 const BACKGROUND_FIELDS = ['timeoutMinutes', 'cancelGraceMs', 'maxAlertsPerJob', 'maxDepth'] as const;
 
 /** The job's agent entry without its key and endpoint (the endpoint is the request's `baseUrl`). */
-const AGENT_FIELDS = ['description', 'model', 'systemPrompt', 'replaceSystemPrompt', 'tools', 'maxIterations', 'temperature', 'maxDepth', 'budget'] as const;
+const AGENT_FIELDS = [
+  'description',
+  'model',
+  'systemPrompt',
+  'replaceSystemPrompt',
+  'tools',
+  'maxIterations',
+  'temperature',
+  'maxTokens',
+  'maxDepth',
+  'budget',
+] as const;
 
 const configFields = Object.fromEntries(REQUEST_FIELDS.map((field) => [field, true])) as { [K in (typeof REQUEST_FIELDS)[number]]: true };
 const backgroundFields = Object.fromEntries(BACKGROUND_FIELDS.map((field) => [field, true])) as { [K in (typeof BACKGROUND_FIELDS)[number]]: true };

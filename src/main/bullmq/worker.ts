@@ -25,6 +25,7 @@ import { WorkerTools } from './worker-tools.js';
 import { withProtectedMcpFiles } from '../tools/mcp/index.js';
 import { RateGateBridge } from './rate-gate-bridge.js';
 import { RunSteering } from './run-steering.js';
+import { RunTrace } from './run-trace.js';
 import { RequestCache, RequestUnavailable } from './request-cache.js';
 import { closeClient, redisClient } from './redis.js';
 import { FINISHED_JOB_AGE_S, controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
@@ -222,7 +223,8 @@ export class ForkpoolWorker {
       this.#options.onRunEnded?.({ bullId, jobId: spec.id, run, end: 'done', stopReason: 'error', lockLost: false, evicted: false });
       return result({ kind: 'done', outcome: refused(error) });
     }
-    const attempt = this.#attempt(localSpec, bullId, runToken, run);
+    const runTrace = RunTrace.start(localSpec, { worker: this.name, bullId, run });
+    const attempt = this.#attempt(localSpec, bullId, runToken, run, runTrace);
     const live: LiveRun = { attempt, token: runToken, run, lockLost: false, evicted: false, steering: new RunSteering() };
     // Listed before the look-ups below, so a cancel or a message published meanwhile finds it.
     this.#live.set(bullId, live);
@@ -249,6 +251,7 @@ export class ForkpoolWorker {
       // Tagged by launch and run: the BullMQ id names the producer (its namespace), the job and the launch.
       live.attempt.launch({ ...localSpec, processTag: `${bullId}.r${run}`, ...(steering.length > 0 ? { steering } : {}) });
       end = await live.attempt.ended;
+      runTrace?.end(end);
     } finally {
       signal?.removeEventListener('abort', onSignal);
       live.attempt.dispose();
@@ -301,7 +304,7 @@ export class ForkpoolWorker {
     throw new WaitingError(why);
   }
 
-  #attempt(spec: JobSpec, bullId: string, token: string, run: number): Attempt {
+  #attempt(spec: JobSpec, bullId: string, token: string, run: number, runTrace: RunTrace | undefined): Attempt {
     const publish = (message: WorkerMessage) => this.#publish({ type: 'message', jobId: spec.id, bullId, token, run, worker: this.name, message });
     const attempt: Attempt = new Attempt({
       jobId: spec.id,
@@ -318,7 +321,10 @@ export class ForkpoolWorker {
         attempt.armTimeout(spec.config.background.timeoutMinutes * 60_000, () => attempt.requestStop('timeout'));
         publish({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
       },
-      onProgress: (event) => publish({ type: 'progress', jobId: spec.id, event }),
+      onProgress: (event) => {
+        runTrace?.event(event);
+        publish({ type: 'progress', jobId: spec.id, event });
+      },
       onAlert: (alert) => publish({ type: 'alert', jobId: spec.id, ...alert }),
       runHostTool: (call, signal) => this.#tools.run(spec, call, signal),
       onSpawn: (requestId) =>

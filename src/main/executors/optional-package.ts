@@ -1,6 +1,6 @@
 /**
  * Optional packages: the parts of forkpool a library user may not want (the BullMQ executor,
- * the HTTP server, the chat TUI, the tinypool comparison executor, MCP servers) need packages that are
+ * the HTTP server, the chat TUI, the tinypool comparison executor, MCP servers, the CLI's OTLP export) need packages that are
  * optional peer dependencies, loaded with `import()` only when the part is used. When one is
  * missing, the error names it and the command that installs it.
  */
@@ -9,6 +9,11 @@ import { ForkpoolError } from '../../shared/errors.js';
 /** The optional peers, each with the range package.json's `peerDependencies` gives. */
 export const OPTIONAL_PACKAGES = {
   '@modelcontextprotocol/client': '@modelcontextprotocol/client@^2.4.0',
+  // The CLI's OTLP export (src/cli/tracing.ts); the library itself needs only @opentelemetry/api.
+  '@opentelemetry/exporter-trace-otlp-http': '@opentelemetry/exporter-trace-otlp-http@^0.301.2',
+  '@opentelemetry/exporter-trace-otlp-proto': '@opentelemetry/exporter-trace-otlp-proto@^0.301.2',
+  '@opentelemetry/resources': '@opentelemetry/resources@^3.1.1',
+  '@opentelemetry/sdk-trace': '@opentelemetry/sdk-trace@^3.1.1',
   bullmq: 'bullmq@^6.7.0',
   fastify: 'fastify@^5.12.8',
   ink: 'ink@^8.0.0',

@@ -28,6 +28,7 @@ import { JobSteering } from './steering.js';
 import { JobSpeculation } from './speculation.js';
 import { JobWorktrees } from './job-worktrees.js';
 import { JobTranscripts } from './transcripts.js';
+import { JobTraces } from './job-traces.js';
 import type { Attempt } from '../executors/attempt.js';
 import type { HookRunner } from '../hooks/hook-runner.js';
 
@@ -78,6 +79,8 @@ export class JobEngine {
   readonly dedup: SpawnDedup;
   /** Every job's steps, from its progress events (transcripts.ts). */
   readonly transcripts: JobTranscripts;
+  /** Each job's spans, when a tracer provider is registered (job-traces.ts). */
+  readonly traces: JobTraces;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
   /** Worktrees being made, by job (see {@link ready}). */
@@ -91,6 +94,7 @@ export class JobEngine {
     this.owner = o.store?.scope;
     const { config, ledger, budgets, emit } = o;
     this.dedup = new SpawnDedup(config);
+    this.traces = new JobTraces({ config, remote: o.executor.capabilities.remote === true });
     this.conversations = new KeptConversations(config, ledger, o.store);
     this.transcripts = new JobTranscripts(config, ledger, o.store);
     this.worktrees = new JobWorktrees({
@@ -156,8 +160,12 @@ export class JobEngine {
       dispatcher,
       nesting: this.nesting,
       steering,
-      started: (record) => emit('started', record),
+      started: (record) => {
+        this.traces.started(record);
+        emit('started', record);
+      },
       progress: (event) => {
+        this.traces.progress(event.jobId, event.event);
         const job = table.get(event.jobId);
         steering.onProgress(job, event.event);
         this.transcripts.record(event.jobId, event.event);
@@ -186,6 +194,8 @@ export class JobEngine {
       return { id: record.id, label: record.label, state: record.state, joined: match.kind, ...(match.kind === 'reused' ? { ageMs: match.ageMs } : {}) };
     }
     const { job, worktreeFrom } = booking;
+    // Its span opens before it can run: the spec it runs with carries the span's traceparent.
+    if (job.spec) job.spec = this.traces.open(job.spec, request, nested?.parent.id);
     if (options.signal) job.cancelOnAbort(options.signal, () => this.runner.stop(job, 'cancel'));
     if (worktreeFrom === undefined) this.dispatcher.enqueue(job);
     else this.#prepareWorktree(job, worktreeFrom);
@@ -323,6 +333,7 @@ export class JobEngine {
         step('releasing its name', () => this.table.releaseName(job));
         step('keeping its spec for a restart', () => this.restarts.keep(job));
         step('ending its transcript', () => this.transcripts.ended(job.id));
+        step('ending its span', () => this.traces.ended(record));
         step('the done event', () => this.#o.emit('done', record));
         if (record.wave !== null) step(`checking wave ${record.wave}`, () => this.checkWave(record.wave as number));
         step('launching the queue', () => this.dispatcher.pump());

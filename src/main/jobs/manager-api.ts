@@ -20,6 +20,8 @@ import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
 import type { FunctionHooks } from '../hooks/hook-runner.js';
+import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
+import { outputSchemaFrom, type OutputSchema } from '../../shared/output-schema.js';
 import { checkSpawnSpec, spawnSpecInputFields, type SpawnSpec } from '../../shared/spawn-spec.js';
 
 export interface BackgroundManagerOptions {
@@ -97,11 +99,23 @@ export interface SpawnRequest {
   /** The model it runs, among `background.spawnModels` (by default the models the config names); else MODEL_NOT_ALLOWED. */
   model?: string;
   /**
+   * The schema its final answer must match: a zod schema (converted with `z.toJSONSchema`) or a
+   * JSON Schema object. The validated value is the record's `data`; after one repair turn a
+   * value that still does not match fails the job with RESULT_INVALID. A bad schema is refused
+   * at spawn (TOOL_ARGUMENTS_INVALID naming `outputSchema`). See docs/delivery.md "Typed results".
+   */
+  outputSchema?: OutputSchema | z.ZodType;
+  /**
    * A guess (docs/delivery.md "Speculative jobs"): cancelled when a real job waits for its slot
    * or budget, and, spawned in a session's turn, when that turn ends without referring to it.
    * A cancelled guess is never delivered. Never joins nor is joined by an identical spawn. Default false.
    */
   speculative?: boolean;
+  /**
+   * W3C trace context of the span that caused this spawn (a tool call, a request of the host's):
+   * the job's `invoke_agent` span is its child. Default: the active span, if any (docs/observability.md).
+   */
+  traceparent?: string;
 }
 
 export interface SpawnOptions {
@@ -213,7 +227,18 @@ const spawnRequestSchema = z.strictObject({
   workspace: z.enum(WORKSPACE_MODES).optional(),
   ...spawnSpecInputFields,
   speculative: z.boolean().optional(),
+  traceparent: z.string().regex(TRACEPARENT_PATTERN, 'a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)').optional(),
 });
+
+/** The request with a zod `outputSchema` as JSON Schema (TOOL_ARGUMENTS_INVALID when it has none). */
+export function withJsonOutputSchema(request: SpawnRequest): SpawnRequest {
+  if (!(request?.outputSchema instanceof z.ZodType)) return request;
+  try {
+    return { ...request, outputSchema: outputSchemaFrom(request.outputSchema, 'outputSchema') };
+  } catch (error) {
+    throw new JobError('TOOL_ARGUMENTS_INVALID', '-', errorMessage(error));
+  }
+}
 
 /** True when the request is well formed (admission says what is wrong when it is not). */
 export function isWellFormedSpawn(request: unknown): request is SpawnRequest {

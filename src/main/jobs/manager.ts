@@ -449,6 +449,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       // Last: what a failing disk kept in memory is tried once more, so a clean close leaves the disk as memory is.
       this.#ledger.closeWrites();
       this.#store?.release();
+      // A job a close abandoned still ends its span, marked so (a durable one runs again later, in a new span).
+      this.#engine.traces.closeAll();
     });
   }
 

@@ -54,6 +54,7 @@ export function endedRecord(record: Readonly<JobRecord>, ending: JobEnding, now:
     ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
     ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
     ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
+    ...('data' in ending && ending.data !== undefined ? { data: structuredClone(ending.data) } : {}),
   };
 }
 
@@ -64,6 +65,7 @@ export function reopenedRecord(record: Readonly<JobRecord>, note: string): JobRe
     endedBy: _endedBy,
     resultText: _text,
     resultDropped: _dropped,
+    data: _data,
     tag: _tag,
     stopReason: _stop,
     error: _error,
@@ -85,7 +87,7 @@ export function reopenedRecord(record: Readonly<JobRecord>, note: string): JobRe
 
 /** A delivered record without its result: the task cut to `taskKeptChars`, the error slimmed. */
 export function resultDroppedRecord(record: Readonly<JobRecord>, taskKeptChars: number): JobRecord {
-  const { resultText: _text, error, ...rest } = record;
+  const { resultText: _text, data: _data, error, ...rest } = record;
   return {
     ...rest,
     task: record.task.length > taskKeptChars ? detached(`${record.task.slice(0, taskKeptChars - 3)}...`) : record.task,

@@ -142,7 +142,11 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
               currentTurn: () => this.#currentTurn,
               spawnFromAgent: (r) => this.#spawnFromAgent(r),
               // An agent_<name> call waits on its own job: never one an identical spawn joined.
-              spawnForAgentTool: (request) => this.manager.spawnReady({ ...request, role: this.agent.role, wave: this.#currentTurn }, { dedup: false }),
+              spawnForAgentTool: (request) =>
+                this.manager.spawnReady(
+                  { ...request, role: this.agent.role, wave: this.#currentTurn, ...this.agent.traceparentFor(request.parentToolId) },
+                  { dedup: false },
+                ),
               cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
             })
           : []),
@@ -336,6 +340,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       role: this.agent.role,
       wave: this.#currentTurn,
       ...(fullContext ? { parentSummary: this.agent.summary() } : {}),
+      // The job's span is a child of the tool call's that spawned it (docs/observability.md).
+      ...this.agent.traceparentFor(fields.parentToolId),
     });
   }
 

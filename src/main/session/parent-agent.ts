@@ -19,6 +19,7 @@ import { capHeadTail } from '../../shared/text-budget.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 import { Session } from './session.js';
 import type { FollowUpCause } from '../views/follow-up.js';
+import { TurnTrace } from './turn-trace.js';
 
 export type AgentRole = 'primary' | 'escalation';
 
@@ -79,6 +80,8 @@ export class ParentAgent {
   #workspaceRoot: Promise<string>;
   /** The turn running now: its input and actions so far (not in the session until it ends). */
   #current: { input: string; actions: string[] } | undefined;
+  /** The running turn's span, when a tracer provider records it (turn-trace.ts). */
+  #trace: TurnTrace | undefined;
 
   constructor(options: ParentAgentOptions) {
     this.#options = options;
@@ -96,6 +99,12 @@ export class ParentAgent {
     this.#workspaceRoot = resolveWorkspaceRoot(options.config.workspaceRoot, { allowBroad: options.config.allowBroadWorkspace });
     // Checked again when a turn runs; this keeps an unhandled rejection from escaping meanwhile.
     this.#workspaceRoot.catch(() => {});
+  }
+
+  /** The traceparent a job spawned by this turn's call `callId` carries (absent: no provider, no turn). */
+  traceparentFor(callId: string | undefined): { traceparent: string } | Record<string, never> {
+    const traceparent = this.#trace?.traceparentFor(callId);
+    return traceparent === undefined ? {} : { traceparent };
   }
 
   get busy(): boolean {
@@ -165,6 +174,8 @@ export class ParentAgent {
               { role: 'user', content: prompt },
             ]
           : [{ role: 'user', content: preamble ? `${preamble}\n\n${prompt}` : prompt }];
+      const secrets = redactionSecrets(this.#config);
+      const trace = (this.#trace = TurnTrace.start({ turn, followUp: options.followUp ?? false, role: this.role, model: this.#config.model, input, secrets }));
       const runLoop = (messages: ChatCompletionMessageParam[]) =>
         runToolLoop({
           client: this.#client,
@@ -180,9 +191,10 @@ export class ParentAgent {
           },
           signal: options.signal,
           rateGate: this.#options.rateGate,
-          secrets: redactionSecrets(this.#config),
+          secrets,
           hooks: hooks?.toolHooks(),
           onEvent: (event) => {
+            trace?.event(event);
             this.#noteAction(event);
             report(event);
           },
@@ -200,6 +212,8 @@ export class ParentAgent {
       }
       this.session.commitTurn(input, result.messages);
       this.session.addUsage(this.role, result.usage);
+      trace?.end({ stopReason: result.stopReason, answer: result.finalText, usage: result.usage, error: result.error });
+      this.#trace = undefined;
       emit({ type: 'turn_end', turn, stopReason: result.stopReason, usage: result.usage });
       return {
         turn,
@@ -208,7 +222,11 @@ export class ParentAgent {
         usage: result.usage,
         ...(result.error ? { error: result.error } : {}),
       };
+    } catch (error) {
+      this.#trace?.end({ thrown: error });
+      throw error;
     } finally {
+      this.#trace = undefined;
       this.#busy = false;
       this.#current = undefined;
     }

@@ -7,6 +7,7 @@ import type { JobListBody } from '../responses.js';
 import type { ServerState } from '../server-state.js';
 import type { JobRecord } from '../../main/ledger/ledger.js';
 import { jobRef, listJobs } from '../job-list.js';
+import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
 
 /** `/v1/jobs`: start, list, read, cancel and wait for jobs of the server's own manager. */
 export function jobRoutes(state: ServerState) {
@@ -16,6 +17,9 @@ export function jobRoutes(state: ServerState) {
     app.post('/v1/jobs', async (request, reply) => {
       const body = parseRequest(createJobsSchemaFor(request.body), request.body, 'body');
       const tasks = 'tasks' in body ? body.tasks : [body];
+      // The caller's trace: its jobs' spans are children of its span. A malformed header is ignored, as W3C asks.
+      const header = request.headers.traceparent;
+      const traceparent = typeof header === 'string' && TRACEPARENT_PATTERN.test(header.trim()) ? header.trim() : undefined;
       const jobs: unknown[] = [];
       const refused: Array<{ index: number; code: string; message: string }> = [];
       // Each task's spawn starts now, in order; a worktree task's repository is checked off the main thread first.
@@ -32,6 +36,7 @@ export function jobRoutes(state: ServerState) {
             ...spawnSpecOf(task),
             ...(task.speculative ? { speculative: true } : {}),
             ...(task.workspace ? { workspace: task.workspace } : {}),
+            ...(traceparent !== undefined ? { traceparent } : {}),
           });
           return { handle };
         } catch (error) {
