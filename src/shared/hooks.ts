@@ -29,9 +29,11 @@ export const commandHookSchema = z.strictObject({
 });
 export type CommandHook = z.output<typeof commandHookSchema>;
 
-export const hooksConfigSchema = z.strictObject(Object.fromEntries(HOOK_EVENTS.map((event) => [event, z.array(commandHookSchema).max(100).optional()])) as {
-  [E in HookEvent]: z.ZodOptional<z.ZodArray<typeof commandHookSchema>>;
-});
+export const hooksConfigSchema = z.strictObject(
+  Object.fromEntries(HOOK_EVENTS.map((event) => [event, z.array(commandHookSchema).max(100).optional()])) as {
+    [E in HookEvent]: z.ZodOptional<z.ZodArray<typeof commandHookSchema>>;
+  },
+);
 export type HooksConfig = z.output<typeof hooksConfigSchema>;
 
 /**

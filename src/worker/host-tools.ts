@@ -130,7 +130,9 @@ export function jobToolHooks(link: HostToolLink, events: readonly JobHookEvent[]
   const post = events?.includes('PostToolUse') === true;
   if (!pre && !post) return undefined;
   return {
-    ...(pre ? { preToolUse: (call, signal) => link.hook('PreToolUse', { tool_name: call.name, tool_input: call.input, tool_use_id: call.callId }, signal) } : {}),
+    ...(pre
+      ? { preToolUse: (call, signal) => link.hook('PreToolUse', { tool_name: call.name, tool_input: call.input, tool_use_id: call.callId }, signal) }
+      : {}),
     ...(post
       ? {
           postToolUse: (call, signal) =>

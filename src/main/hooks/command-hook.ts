@@ -72,7 +72,13 @@ interface Ran {
   error?: string;
 }
 
-function runProcess(launch: { file: string; args: string[]; env: Record<string, string> }, stdin: string, cwd: string, timeoutMs: number, signal: AbortSignal): Promise<Ran> {
+function runProcess(
+  launch: { file: string; args: string[]; env: Record<string, string> },
+  stdin: string,
+  cwd: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<Ran> {
   return new Promise((resolve) => {
     // Its own process group: a timeout or an abort ends the hook and everything it started.
     const child = spawn(launch.file, launch.args, { cwd, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });

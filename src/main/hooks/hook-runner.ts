@@ -91,7 +91,8 @@ export class HookRunner {
    */
   async answerCall(jobId: string, name: string, args: unknown, signal: AbortSignal): Promise<HostToolAnswer> {
     const event = name.slice(HOOK_CALL_PREFIX.length);
-    if (!(JOB_HOOK_EVENTS as readonly string[]).includes(event)) return { ok: false, code: 'TOOL_UNKNOWN', message: `${name} is not a hook event a job may run` };
+    if (!(JOB_HOOK_EVENTS as readonly string[]).includes(event))
+      return { ok: false, code: 'TOOL_UNKNOWN', message: `${name} is not a hook event a job may run` };
     const fields = jobFields(args);
     const verdict = await this.run(event as JobHookEvent, { ...fields, job_id: jobId }, signal);
     return { ok: true, output: JSON.stringify(verdict) };
@@ -111,7 +112,7 @@ function jobFields(args: unknown): HookFields {
     ...(raw.tool_input !== undefined ? { tool_input: raw.tool_input } : {}),
     ...(raw.tool_response !== undefined ? { tool_response: raw.tool_response } : {}),
     ...(typeof raw.stop_hook_active === 'boolean' ? { stop_hook_active: raw.stop_hook_active } : {}),
-  } as HookFields;
+  };
 }
 
 async function runFunction(fn: HookFunction, index: number, input: HookInput, signal: AbortSignal): Promise<HookVerdict> {
@@ -129,7 +130,12 @@ export function isHookCall(name: string): boolean {
 }
 
 /** A host's hook runner: its config's command hooks (in its sandbox, from its workspace) and the library's functions. */
-export function hookRunnerFor(config: ForkpoolConfig, functions: FunctionHooks | undefined, sessionId: string | undefined, logger: Logger | undefined): HookRunner {
+export function hookRunnerFor(
+  config: ForkpoolConfig,
+  functions: FunctionHooks | undefined,
+  sessionId: string | undefined,
+  logger: Logger | undefined,
+): HookRunner {
   return new HookRunner({
     config: config.hooks,
     functions,

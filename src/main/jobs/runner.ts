@@ -89,7 +89,9 @@ export class JobRunner {
       runHostTool: (call, signal) => {
         if (isHookCall(call.name)) {
           const hooks = this.#host.hooks;
-          return hooks ? hooks.answerCall(id, call.name, call.args, signal) : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
+          return hooks
+            ? hooks.answerCall(id, call.name, call.args, signal)
+            : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
         }
         const def = this.#host.tools.hostTool(call.name);
         // Only a tool this job was offered: a worker cannot make the host run another.

@@ -9,7 +9,12 @@ import type { HookRunner } from '../hooks/hook-runner.js';
 type Report = (event: LoopEvent) => void;
 
 /** The prompt as the model gets it (with any hook's context), or the reason a hook blocked it. */
-export async function promptSubmit(hooks: HookRunner | undefined, prompt: string, signal: AbortSignal, report: Report): Promise<{ input: string } | { blocked: string }> {
+export async function promptSubmit(
+  hooks: HookRunner | undefined,
+  prompt: string,
+  signal: AbortSignal,
+  report: Report,
+): Promise<{ input: string } | { blocked: string }> {
   if (!hooks?.has('UserPromptSubmit')) return { input: prompt };
   const verdict = await hooks.run('UserPromptSubmit', { prompt }, signal);
   for (const message of verdict.problems ?? []) report({ type: 'hook_error', event: 'UserPromptSubmit', message });

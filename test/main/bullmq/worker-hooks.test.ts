@@ -6,7 +6,18 @@
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bullManager, ended, makeConfig, makeWorkspace, skipWithoutRedis, startSim, startWorker, testRedis, toolMessagesOf, useCleanup } from '../../helpers/index.js';
+import {
+  bullManager,
+  ended,
+  makeConfig,
+  makeWorkspace,
+  skipWithoutRedis,
+  startSim,
+  startWorker,
+  testRedis,
+  toolMessagesOf,
+  useCleanup,
+} from '../../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -37,7 +48,13 @@ describe.skipIf(skipWithoutRedis())('bullmq: a worker runs its own hooks', { tim
       sim,
       workspace,
       {},
-      { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, pollMs: 500 }, sandbox: 'none', hooks: { PreToolUse: [{ command: producerHook }] } },
+      {
+        executor: 'bullmq',
+        redisUrl: redis.url,
+        bullmq: { queue: redis.queue, pollMs: 500 },
+        sandbox: 'none',
+        hooks: { PreToolUse: [{ command: producerHook }] },
+      },
     );
     const manager = await bullManager(config, cleanup);
     const job = manager.spawn({ task: 'read the readme', label: 'remote' });

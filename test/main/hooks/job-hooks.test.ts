@@ -35,7 +35,13 @@ function script(dir: string, name: string, body: string): string {
 
 /** Each JSON line a logging hook wrote (its stdin, one event a line). */
 function logged(file: string): HookInput[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as HookInput) : [];
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as HookInput)
+    : [];
 }
 
 /** The process is gone, or a zombie waiting for its reaper (killed either way). */
@@ -47,10 +53,14 @@ function isGone(pid: number): boolean {
   }
 }
 
-async function setUp(script: ScriptStep[], hooks: Partial<Record<string, Array<Partial<CommandHook>>>>, options: { sandbox?: 'none' | 'bwrap'; functions?: FunctionHooks } = {}) {
+async function setUp(
+  script: ScriptStep[],
+  hooks: Partial<Record<string, Array<Partial<CommandHook>>>>,
+  options: { sandbox?: 'none' | 'bwrap'; functions?: FunctionHooks } = {},
+) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups, { script });
-  const config = makeConfig(sim, root, { maxConcurrent: 1 }, { tools: ['read_file'], sandbox: options.sandbox ?? 'none', hooks: hooks as never });
+  const config = makeConfig(sim, root, { maxConcurrent: 1 }, { tools: ['read_file'], sandbox: options.sandbox ?? 'none', hooks: hooks });
   const manager = watchManager(new BackgroundManager({ config, ...(options.functions ? { hooks: options.functions } : {}) }));
   cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
   const events: LoopEvent[] = [];
@@ -70,7 +80,14 @@ describe('job hooks (command hooks, real threads)', () => {
     expect(record.status).toBe('ok');
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: blocked by a PreToolUse hook: reading is not allowed here']);
     const [input] = logged(log);
-    expect(input).toMatchObject({ hook_event_name: 'PreToolUse', tool_name: 'read_file', tool_input: { path: 'README.md' }, tool_use_id: 'r1', job_id: job.id, cwd: root });
+    expect(input).toMatchObject({
+      hook_event_name: 'PreToolUse',
+      tool_name: 'read_file',
+      tool_input: { path: 'README.md' },
+      tool_use_id: 'r1',
+      job_id: job.id,
+      cwd: root,
+    });
     expect(typeof input?.session_id).toBe('string');
   });
 
@@ -84,7 +101,9 @@ describe('job hooks (command hooks, real threads)', () => {
 
   it('PreToolUse updatedInput rewrites the call and additionalContext reaches the model', async () => {
     const dir = hookDir();
-    const answer = JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', updatedInput: { path: 'src/retry.ts' }, additionalContext: 'mind the jitter' } });
+    const answer = JSON.stringify({
+      hookSpecificOutput: { hookEventName: 'PreToolUse', updatedInput: { path: 'src/retry.ts' }, additionalContext: 'mind the jitter' },
+    });
     const hook = script(dir, 'pre.sh', `cat > /dev/null; echo '${answer}'`);
     const { sim, manager } = await setUp(READ_README, { PreToolUse: [{ matcher: '*', command: hook }] });
     await ended(manager, manager.spawn({ task: 'read the readme', label: 'rewrite' }).id);
@@ -139,7 +158,9 @@ describe('job hooks (command hooks, real threads)', () => {
     const record = await ended(manager, manager.spawn({ task: 'read the readme', label: 'hang' }).id);
     expect(record.status).toBe('ok');
     expect(toolMessagesOf(sim.requests[1]?.body)[0]).toContain('retry backoff lives in src/retry.ts');
-    expect(events.filter((e) => e.type === 'hook_error').map((e) => (e as { message: string }).message)).toEqual([expect.stringMatching(/timed out after 500 ms and was killed/)]);
+    expect(events.filter((e) => e.type === 'hook_error').map((e) => (e as { message: string }).message)).toEqual([
+      expect.stringMatching(/timed out after 500 ms and was killed/),
+    ]);
     const child = Number(readFileSync(pidFile, 'utf8'));
     expect(isGone(child)).toBe(true);
   });
@@ -172,7 +193,12 @@ describe('job hooks (command hooks, real threads)', () => {
     process.env.HOOK_TEST_API_KEY = 'sk-hook-secret-1234567';
     cleanups.add(() => void delete process.env.HOOK_TEST_API_KEY);
     const sim = await startSim(cleanups, { script: READ_README });
-    const config = makeConfig(sim, root, {}, { tools: ['read_file'], sandbox: 'bwrap', hooks: { PreToolUse: [{ matcher: '', command: hook, timeoutMs: 30_000 }] } });
+    const config = makeConfig(
+      sim,
+      root,
+      {},
+      { tools: ['read_file'], sandbox: 'bwrap', hooks: { PreToolUse: [{ matcher: '', command: hook, timeoutMs: 30_000 }] } },
+    );
     const manager = watchManager(new BackgroundManager({ config }));
     cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
     await ended(manager, manager.spawn({ task: 'read the readme', label: 'bwrap' }).id);
@@ -197,6 +223,8 @@ describe('job hooks (library functions on the main thread)', () => {
     const job = manager.spawn({ task: 'read the readme', label: 'fn' });
     await ended(manager, job.id);
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: blocked by a PreToolUse hook: the function says no']);
-    expect(seen).toEqual([expect.objectContaining({ hook_event_name: 'PreToolUse', tool_name: 'read_file', job_id: job.id, tool_input: { path: 'README.md' } })]);
+    expect(seen).toEqual([
+      expect.objectContaining({ hook_event_name: 'PreToolUse', tool_name: 'read_file', job_id: job.id, tool_input: { path: 'README.md' } }),
+    ]);
   });
 });
