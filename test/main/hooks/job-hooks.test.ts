@@ -91,6 +91,18 @@ describe('job hooks (command hooks, real threads)', () => {
     expect(typeof input?.session_id).toBe('string');
   });
 
+  it("PreToolUse runs before the permission check: an ungranted gated call is answered with the hook's reason", async () => {
+    const dir = hookDir();
+    const hook = script(dir, 'pre.sh', 'cat > /dev/null; echo "no shell for jobs" >&2; exit 2');
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ toolCalls: [call('bash', { command: 'ls' }, 'b1')] }, { content: 'ok' }] });
+    const config = makeConfig(sim, root, {}, { tools: ['bash'], sandbox: 'none', hooks: { PreToolUse: [{ matcher: 'bash', command: hook }] } });
+    const manager = watchManager(new BackgroundManager({ config }));
+    cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
+    await ended(manager, manager.spawn({ task: 'list files', label: 'gate' }).id);
+    expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: blocked by a PreToolUse hook: no shell for jobs']);
+  });
+
   it('a matcher that does not match: the hook does not run', async () => {
     const dir = hookDir();
     const hook = script(dir, 'pre.sh', 'echo "never" >&2; exit 2');
