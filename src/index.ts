@@ -56,6 +56,8 @@ export * from './shared/errors.js';
 export { tool, TOOL_NAME_PATTERN, type ToolDefinition, type ToolCallContext, type JsonValue } from './shared/tool-contract.js';
 export type { ToolModuleContext } from './shared/tool-modules.js';
 export type { ToolCatalog, CatalogEntry, ToolSource, ToolSourceName } from './main/tools/catalog.js';
+export type { FunctionHooks, HookFunction } from './main/hooks/hook-runner.js';
+export { HOOK_EVENTS, type HookEvent, type HookInput, type HookAnswer, type CommandHook, type HooksConfig } from './shared/hooks.js';
 export type { LoopEvent, StopReason } from './shared/loop-events.js';
 export type { StoredTranscript, TranscriptCall, TranscriptPage, TranscriptStep } from './main/jobs/transcripts.js';
 export type { ResultTag } from './shared/result-tag.js';

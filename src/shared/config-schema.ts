@@ -11,6 +11,7 @@ import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
 import { mcpServersSchema } from './mcp-config.js';
+import { hooksConfigSchema } from './hooks.js';
 import { outputSchemaConfig, STRUCTURED_OUTPUT_MODES } from './output-schema.js';
 
 /**
@@ -454,6 +455,11 @@ export const configSchema = z.strictObject({
   dedup: dedupSchema.default(dedupSchema.parse({})),
   /** MCP servers whose tools join the catalog as `mcp__<server>__<tool>` (docs/tools.md "MCP servers"). */
   mcpServers: mcpServersSchema.default({}),
+  /**
+   * Command hooks in Claude Code's contract, by event: `{ matcher, command, timeoutMs }` each
+   * (docs/tools.md "Hooks"). A BullMQ worker runs its own config's, never a job's.
+   */
+  hooks: hooksConfigSchema.default({}),
 });
 
 export type ForkpoolConfig = z.output<typeof configSchema>;

@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'TOOL_TIMEOUT',
   'PATH_OUTSIDE_WORKSPACE',
   'PERMISSION_DENIED',
+  /** A PreToolUse hook blocked the call (docs/tools.md "Hooks"). */
+  'HOOK_BLOCKED',
   /** A bash command hit one of the sandbox's resource limits (toolLimits.bashMax*, bashTmpMb). */
   'SANDBOX_LIMIT',
   'MODEL_REQUEST_FAILED',

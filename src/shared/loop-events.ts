@@ -41,4 +41,6 @@ export type LoopEvent =
   /** `usage`: what it counts against the budget (one request, its prompt's tokens estimated); absent from an older worker. */
   | { type: 'model_interrupted'; iteration: number; usage?: Usage; model?: string }
   /** Messages sent to the job (by number) went into its conversation, before its next model call. */
-  | { type: 'messages_received'; ids: number[] };
+  | { type: 'messages_received'; ids: number[] }
+  /** A hook failed (crashed, timed out, answered nonsense): reported, and the run went on. */
+  | { type: 'hook_error'; event: string; message: string };

@@ -5,6 +5,7 @@ import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js'
 import type { UsageByModel } from './usage.js';
 import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 import { spawnSpecWireFields, type SpawnSpec } from './spawn-spec.js';
+import { JOB_HOOK_EVENTS, type JobHookEvent } from './hooks.js';
 import { TRACEPARENT_PATTERN } from './trace-context.js';
 
 /**
@@ -66,6 +67,8 @@ export interface JobSpec extends SpawnSpec {
   steering?: SteeringMessage[];
   /** The main-thread tools it is offered (host and MCP tools): stubs whose calls cross its port (see HostToolStub). */
   hostTools?: HostToolStub[];
+  /** The job events that have hooks on the main thread that runs it: its thread asks for only those (docs/tools.md "Hooks"). */
+  hooks?: JobHookEvent[];
   /** W3C trace context of the job's `invoke_agent` span (see tracing.ts): a remote worker's spans continue its trace. */
   traceparent?: string;
 }
@@ -144,6 +147,8 @@ export const jobSpecSchema = z.strictObject({
   budget: budgetLimitsSchema.optional(),
   steering: z.array(steeringMessageSchema).max(1_000).optional(),
   hostTools: z.array(hostToolStubSchema).max(1_000).optional(),
+  /** The job events that have hooks where it is run (asked of that main thread over its port). */
+  hooks: z.array(z.enum(JOB_HOOK_EVENTS)).max(JOB_HOOK_EVENTS.length).optional(),
   traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
   ...spawnSpecWireFields,
 });

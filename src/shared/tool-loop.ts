@@ -20,6 +20,8 @@ import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import { afterToolHook, beforeToolHook, type HookNotes } from './tool-hooks.js';
+import type { ToolHooks } from './hooks.js';
 import { carriedFields } from './wires/history.js';
 import { ApprovalPending } from './approvals.js';
 
@@ -91,6 +93,8 @@ export interface ToolLoopOptions {
   runPausedCalls?: boolean | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
+  /** PreToolUse and PostToolUse hooks (docs/tools.md "Hooks"); PreToolUse runs before the permission check. */
+  hooks?: ToolHooks | undefined;
 }
 
 export interface ToolLoopResult {
@@ -355,10 +359,11 @@ async function executeToolCall(
   emit({ type: 'tool_call', callId: call.id, name, argsPreview: args.slice(0, 200), args, ...background });
   let ok = false;
   let output: string;
+  const notes: HookNotes = { context: [], problems: [] };
   try {
     // A call still waiting for a slot when the run is aborted never starts (no process, no write).
     if (signal.aborted) throw new AbortError(signal.reason);
-    output = await runTool(call, toolsByName.get(name), options, signal);
+    output = await runTool(call, toolsByName.get(name), options, signal, notes);
     ok = true;
   } catch (error) {
     // Not run, not answered: the run pauses after this batch (approvals.ts).
@@ -368,6 +373,9 @@ async function executeToolCall(
     }
     output = `Error: ${errorMessage(error)}`;
   }
+  if (ok) await afterToolHook(options.hooks, { name, callId: call.id, input: notes.input, response: output }, signal, notes);
+  output = [output, ...notes.context].join('\n\n');
+  for (const message of notes.problems) emit({ type: 'hook_error', event: message.event, message: message.text });
   // A tool's environment has no key, but a command can still read it elsewhere (a file, the host
   // process's /proc/<pid>/environ): the model, and every output after it, must not see it.
   // Pieces, reversed, base64 and hex forms too (a second line: the files holding keys are hidden).
@@ -389,6 +397,7 @@ async function runTool(
   tool: ToolDefinition | undefined,
   options: ToolLoopOptions,
   signal: AbortSignal,
+  notes: HookNotes,
 ): Promise<string> {
   const name = call.function.name;
   if (!tool) {
@@ -401,11 +410,14 @@ async function runTool(
   } catch {
     throw new ToolError('TOOL_ARGUMENTS_INVALID', name, `arguments for ${name} are not valid JSON: ${call.function.arguments.slice(0, 200)}`);
   }
+  // A separate step before validation and the permission check: a hook may block or rewrite the call.
+  raw = await beforeToolHook(options.hooks, { name, callId: call.id, input: raw }, signal, notes);
   const parsed = tool.parameters.safeParse(raw);
   if (!parsed.success) {
     throw new ToolError('TOOL_ARGUMENTS_INVALID', name, `invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
   }
   const args: unknown = parsed.data;
+  notes.input = args;
   if (tool.gated) {
     const summary = tool.describeCall?.(args) ?? name;
     const allowed = await options.toolContext.permissions.check({ tool: name, summary, callId: call.id, args: call.function.arguments });

@@ -1,7 +1,8 @@
 import { threadId } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { AbortError, ToolError, isErrorCode } from '../shared/errors.js';
+import { AbortError, ToolError, errorMessage, isErrorCode } from '../shared/errors.js';
+import { HOOK_CALL_PREFIX, type HookVerdict, type JobHookEvent, type ToolHooks } from '../shared/hooks.js';
 import type { HostToolAnswer, HostToolStub, WorkerMessage } from '../shared/protocol.js';
 import type { ToolDefinition as ContractTool } from '../shared/tool-contract.js';
 import { toolsOfModule } from '../shared/tool-modules.js';
@@ -46,6 +47,19 @@ export class HostToolLink {
       ...(stub.timeoutMs !== undefined ? { timeoutMs: stub.timeoutMs } : {}),
       run: (args, ctx: ToolContext & { callId?: string }) => this.#call(stub.name, ctx.callId ?? '', args, ctx.signal),
     };
+  }
+
+  /**
+   * Asks the main thread to run this job's hooks for `event` (a host call named `hook:<event>`,
+   * see src/main/hooks). Never rejects but on abort: a failed call is a problem reported.
+   */
+  async hook(event: JobHookEvent, fields: Record<string, unknown>, signal: AbortSignal): Promise<HookVerdict> {
+    try {
+      return JSON.parse(await this.#call(`${HOOK_CALL_PREFIX}${event}`, '', fields, signal)) as HookVerdict;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      return { problems: [`${event} hooks could not run: ${errorMessage(error)}`] };
+    }
   }
 
   answer(message: { requestId: number; ok: boolean; output?: string | undefined; code?: string | undefined; message?: string | undefined }): void {
@@ -108,4 +122,22 @@ export async function offeredTools(
     const def = fromModules.get(name);
     return def ? [loopToolOf(def, caller)] : [];
   });
+}
+
+/** A job's tool hooks: asked of the main thread, only for the events its spec says have hooks. */
+export function jobToolHooks(link: HostToolLink, events: readonly JobHookEvent[] | undefined): ToolHooks | undefined {
+  const pre = events?.includes('PreToolUse') === true;
+  const post = events?.includes('PostToolUse') === true;
+  if (!pre && !post) return undefined;
+  return {
+    ...(pre
+      ? { preToolUse: (call, signal) => link.hook('PreToolUse', { tool_name: call.name, tool_input: call.input, tool_use_id: call.callId }, signal) }
+      : {}),
+    ...(post
+      ? {
+          postToolUse: (call, signal) =>
+            link.hook('PostToolUse', { tool_name: call.name, tool_input: call.input, tool_use_id: call.callId, tool_response: call.response }, signal),
+        }
+      : {}),
+  };
 }

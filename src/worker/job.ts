@@ -17,7 +17,8 @@ import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop } from '../shared/tool-loop.js';
 import type { LoopEvent } from '../shared/loop-events.js';
 import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
-import { HostToolLink, offeredTools } from './host-tools.js';
+import { HostToolLink, jobToolHooks, offeredTools } from './host-tools.js';
+import { subagentStart, subagentStop } from './job-hooks.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
@@ -110,9 +111,11 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         : [
             // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
             { role: 'system', content: sharedText(typed ? `${prompt}\n\n${typed.instruction}` : prompt) },
-            { role: 'user', content: spec.task },
+            { role: 'user', content: await subagentStart(spec, hostLink, deps) },
           ];
     let pausedCalls = spec.resume?.approval === true;
+    const hooks = jobToolHooks(hostLink, spec.hooks);
+    let stopHookActive = false;
     for (;;) {
       const result = await runToolLoop({
         client: deps.client ?? clientFor(config),
@@ -153,6 +156,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         budget,
         // Only the first run of a launch that goes on from an approval pause.
         runPausedCalls: pausedCalls,
+        hooks,
       });
       pausedCalls = false;
       usage = mergeUsageByModel(usage, result.usage);
@@ -175,6 +179,15 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       if (result.stopReason === 'final' && steering?.hasPending && !budget.exhausted()) {
         messages = result.messages;
         continue;
+      }
+      // A SubagentStop hook may send its answer back once, with a reason: one more turn.
+      if (result.stopReason === 'final' && !budget.exhausted()) {
+        const reason = await subagentStop(spec, hostLink, deps, result.finalText, stopHookActive);
+        if (reason !== undefined) {
+          stopHookActive = true;
+          messages = [...result.messages, { role: 'user', content: reason }];
+          continue;
+        }
       }
       // A typed job's final answer is checked against its schema: its value, one repair turn, or RESULT_INVALID.
       if (typed && result.stopReason === 'final') {

@@ -12,13 +12,17 @@ import { configuredSecrets } from '../../shared/tools/secrets.js';
 import { ToolCatalog } from '../tools/catalog.js';
 import { runHostCall } from '../tools/host-calls.js';
 import { mcpServersOf, mcpToolSources } from '../tools/mcp/index.js';
+import { hookRunnerFor, isHookCall, type HookRunner } from '../hooks/hook-runner.js';
 
 export class WorkerTools {
   readonly #catalog: ToolCatalog;
   readonly #secrets: readonly string[];
+  /** This worker's own config's hooks (never a job's: a producer cannot make it run a command). */
+  readonly #hooks: HookRunner;
 
   constructor(config: ForkpoolConfig, logger: Logger | undefined) {
     this.#secrets = configuredSecrets(config);
+    this.#hooks = hookRunnerFor(config, undefined, undefined, logger);
     const mcp = mcpToolSources(mcpServersOf(config), {
       ...(logger ? { logger } : {}),
       secrets: this.#secrets,
@@ -36,14 +40,20 @@ export class WorkerTools {
     return this.#catalog.close();
   }
 
-  /** The spec with stubs of the main-thread (MCP) tools it is offered (its config's tools, its spawn's narrowing and extras). */
+  /**
+   * The spec with stubs of the main-thread (MCP) tools it is offered (its config's tools, its
+   * spawn's narrowing and extras), and the job events this worker has hooks for.
+   */
   withStubs(spec: JobSpec): JobSpec {
     const hostTools: HostToolStub[] = this.#catalog.hostStubs(offeredTools(spec.config, spec.agent, spec));
-    return hostTools.length > 0 ? { ...spec, hostTools } : spec;
+    const { hooks: _theirs, ...own } = spec;
+    const hooks = this.#hooks.jobEvents();
+    return { ...own, ...(hostTools.length > 0 ? { hostTools } : {}), ...(hooks.length > 0 ? { hooks } : {}) };
   }
 
   /** Runs a job's `tool-call`: only a tool its spec was offered (a job cannot make the worker run another). */
   run(spec: JobSpec, call: { name: string; callId: string; args: unknown }, signal: AbortSignal): Promise<HostToolAnswer> {
+    if (isHookCall(call.name)) return this.#hooks.answerCall(spec.id, call.name, call.args, signal);
     const def = this.#catalog.hostTool(call.name);
     if (!def || !spec.hostTools?.some((stub) => stub.name === call.name)) {
       return Promise.resolve({ ok: false, code: 'TOOL_UNKNOWN', message: `${call.name} is not a host tool of this job` });

@@ -31,6 +31,7 @@ import { JobTranscripts } from './transcripts.js';
 import { JobTraces } from './job-traces.js';
 import type { Attempt } from '../executors/attempt.js';
 import { JobApprovals } from './approvals.js';
+import type { HookRunner } from '../hooks/hook-runner.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
 export type CompletionAnswer = { accepted: true; record: Readonly<JobRecord> } | { accepted: false; reason: CompletionRefusal; error: JobError };
@@ -42,6 +43,8 @@ export interface EngineOptions {
   config: ForkpoolConfig;
   /** The tool catalog: spawns name tools from it; its host tools answer jobs' calls. */
   tools: ToolCatalog;
+  /** The host's hooks (hook-runner.ts): its jobs' hook calls run here. */
+  hooks?: HookRunner | undefined;
   ledger: DeliveryLedger;
   store: JobStore | undefined;
   executor: Executor;

@@ -21,6 +21,7 @@ import type { JobStore } from '../ledger/ledger-store.js';
 import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
+import type { FunctionHooks } from '../hooks/hook-runner.js';
 import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
 import { outputSchemaFrom, type OutputSchema } from '../../shared/output-schema.js';
 import { checkSpawnSpec, spawnSpecInputFields, type SpawnSpec } from '../../shared/spawn-spec.js';
@@ -64,6 +65,12 @@ export interface BackgroundManagerOptions {
   tools?: readonly ToolDefinition[];
   /** Tool sources with a life (MCP servers): started before first use, closed with the manager. */
   toolSources?: readonly ToolSource[];
+  /**
+   * Library hooks by event, run on the main thread beside the config's command hooks: a job's
+   * PreToolUse/PostToolUse/SubagentStart/SubagentStop reach them over its thread's link
+   * (docs/tools.md "Hooks").
+   */
+  hooks?: FunctionHooks;
 }
 
 export interface SpawnRequest {

@@ -25,6 +25,7 @@ import { recoverJobs, type RecoveryReport } from './recovery.js';
 import { JobEngine, type CompletionAnswer } from './engine.js';
 import { mcpServersOf, mcpToolSources, withProtectedMcpFiles } from '../tools/mcp/index.js';
 import { configuredSecrets } from '../../shared/tools/secrets.js';
+import { hookRunnerFor, type HookRunner } from '../hooks/hook-runner.js';
 import { reportFault, reportStorage } from './host-reports.js';
 import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
 import type { JobWorktree, WorktreeAction } from './worktrees.js';
@@ -74,6 +75,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly recovery: RecoveryReport | undefined;
   /** Its tool catalog: built-ins, host tools, tool modules' and tool sources' tools (`forkpool tools` lists it). */
   readonly tools: ToolCatalog;
+  /** Its hooks (config `hooks` and the library's functions): its jobs' and its session's (docs/tools.md "Hooks"). */
+  readonly hooks: HookRunner;
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
@@ -98,6 +101,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       const mcp = mcpToolSources(mcpServersOf(config), { logger, secrets: configuredSecrets(config), outputMaxChars: config.toolLimits.outputMaxChars });
       this.tools = new ToolCatalog(config, options.tools, [...(options.toolSources ?? []), ...mcp]);
       this.tools.checkConfig(config);
+      this.hooks = hookRunnerFor(config, options.hooks, options.store?.scope, logger);
       this.#gating = new RequestGating(config);
       // Once per process, not per manager (see once-per-process.ts); `sandbox.notice` still says it to whoever asks.
       if (this.sandbox.notice && firstTimeInProcess(this.sandbox.notice)) {
@@ -121,6 +125,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       this.#engine = new JobEngine({
         config,
         tools: this.tools,
+        hooks: this.hooks,
         ledger,
         store: options.store,
         executor,

@@ -20,6 +20,7 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, endingFrom
 import { lastAssistantText, type Nesting } from './nesting.js';
 import type { JobSteering } from './steering.js';
 import type { JobApprovals } from './approvals.js';
+import { isHookCall, type HookRunner } from '../hooks/hook-runner.js';
 
 /** What running jobs needs of the manager. */
 export interface RunnerHost {
@@ -37,6 +38,8 @@ export interface RunnerHost {
   readonly approvals: JobApprovals;
   readonly logger: Logger | undefined;
   readonly tools: ToolCatalog;
+  /** Its hooks: a job's PreToolUse, PostToolUse, SubagentStart and SubagentStop run here (docs/tools.md "Hooks"). */
+  readonly hooks?: HookRunner | undefined;
   /** Names this manager's jobs apart on a shared executor (see JobTask.owner). */
   readonly owner?: string;
   started(record: Readonly<JobRecord>): void;
@@ -95,6 +98,12 @@ export class JobRunner {
       onSpawn: (requestId, request) => this.#host.nesting.spawnChild(job, requestId, request),
       answerPermission: (tool, callId) => this.#host.approvals.answer(job, tool, callId),
       runHostTool: (call, signal) => {
+        if (isHookCall(call.name)) {
+          const hooks = this.#host.hooks;
+          return hooks
+            ? hooks.answerCall(id, call.name, call.args, signal)
+            : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
+        }
         const def = this.#host.tools.hostTool(call.name);
         // Only a tool this job was offered: a worker cannot make the host run another.
         if (!def || !spec.hostTools?.some((stub) => stub.name === call.name)) {
@@ -123,7 +132,15 @@ export class JobRunner {
       attempt: attempt.number,
       processTag: `${this.#processToken}.${id}.${attempt.number}`,
       ...this.#host.steering.forLaunch(job, spec.resume !== undefined),
+      ...this.#hookEvents(),
     });
+  }
+
+  /** The job events with hooks here; none for a remote executor's job (its worker runs its own config's). */
+  #hookEvents(): Pick<JobSpec, 'hooks'> {
+    if (this.#host.executor.capabilities.remote === true) return {};
+    const events = this.#host.hooks?.jobEvents() ?? [];
+    return events.length > 0 ? { hooks: events } : {};
   }
 
   /**

@@ -13,6 +13,7 @@ import { TurnSpeculation } from './speculation.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobRecord } from '../ledger/ledger.js';
+import type { FunctionHooks } from '../hooks/hook-runner.js';
 import { BackgroundManager, type CloseReport, type JobHandle, type JobScheduler, type SpawnRequest, type BackgroundManagerOptions } from '../jobs/manager.js';
 import { ParentAgent, type AgentRole, type TurnResult } from './parent-agent.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
@@ -41,6 +42,8 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   tools?: readonly ToolDefinition[];
   /** Tool sources with a life (MCP servers), owned by the session's manager. */
   toolSources?: readonly ToolSource[];
+  /** Library hooks for the parent and its jobs (see BackgroundManagerOptions.hooks; docs/tools.md "Hooks"). */
+  hooks?: FunctionHooks;
 }
 
 interface QueuedTurn {
@@ -103,6 +106,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
         ...(options.scheduler ? { scheduler: options.scheduler } : {}),
         ...(options.tools ? { tools: options.tools } : {}),
         ...(options.toolSources ? { toolSources: options.toolSources } : {}),
+        ...(options.hooks ? { hooks: options.hooks } : {}),
       });
     } catch (error) {
       // The session's claim on its scope (and a ledger it opened) must not outlive the error.
@@ -152,6 +156,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       ],
       // The parent takes part in the jobs' 429 gate, and with adaptive concurrency goes first.
       rateGate: this.manager.parentRateGate(),
+      hooks: this.manager.hooks,
       onEvent: (event) => {
         this.emit('parent', event);
         // A turn's deliveries are told after its start, as a surface shows them.

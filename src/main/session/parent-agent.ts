@@ -1,7 +1,7 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ForkpoolConfig } from '../../shared/config.js';
-import { ForkpoolError, type SerializedError } from '../../shared/errors.js';
+import { ForkpoolError, serializeError, type SerializedError } from '../../shared/errors.js';
 import { createModelClient, type RateGate } from '../../shared/model-call.js';
 import { primarySystemPrompt } from '../../shared/prompts.js';
 import { runToolLoop } from '../../shared/tool-loop.js';
@@ -12,7 +12,9 @@ import { resolveWorkspaceRoot } from '../../shared/tools/sandbox.js';
 import { redactionSecrets } from '../../shared/tools/host-secrets.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
-import type { UsageByModel } from '../../shared/usage.js';
+import { mergeUsageByModel, type UsageByModel } from '../../shared/usage.js';
+import type { HookRunner } from '../hooks/hook-runner.js';
+import { promptSubmit, stopCheck } from './parent-hooks.js';
 import { capHeadTail } from '../../shared/text-budget.js';
 import { PermissionStore, type PermissionAsker } from '../limits/permissions.js';
 import { Session } from './session.js';
@@ -41,6 +43,8 @@ export interface ParentAgentOptions {
   turnPreamble?: (turn: number) => string | undefined;
   rateGate?: RateGate;
   onEvent?: (event: ParentEvent) => void;
+  /** Its hooks: UserPromptSubmit, Stop, and its tools' PreToolUse/PostToolUse (docs/tools.md "Hooks"). */
+  hooks?: HookRunner;
 }
 
 export type ParentEvent =
@@ -148,39 +152,64 @@ export class ParentAgent {
         ...(options.cause ? { cause: options.cause } : {}),
         repeatedPrompt: this.session.isRepeatedPrompt(input),
       });
+      const report = (event: LoopEvent) => emit({ type: 'loop', turn, event });
+      const hooks = this.#options.hooks;
+      const signal = options.signal ?? new AbortController().signal;
+      // A person's prompt only: a follow-up's input is forkpool's own.
+      const submitted = options.followUp ? { input } : await promptSubmit(hooks, input, signal, report);
+      if ('blocked' in submitted) {
+        // Not sent, not kept: the session goes on as if it had not been typed.
+        const error = new ForkpoolError('HOOK_BLOCKED', `prompt blocked by a UserPromptSubmit hook: ${submitted.blocked}`);
+        emit({ type: 'turn_end', turn, stopReason: 'aborted', usage: {} });
+        return { turn, answer: error.message, stopReason: 'aborted', usage: {}, error: serializeError(error) };
+      }
       // Drain before the model is called: results that ended before this turn are in its context.
       this.#current = { input, actions: [] };
       const { text: preamble, apart } = options.preamble ?? { text: this.#options.turnPreamble?.(turn), apart: false };
+      const prompt = submitted.input;
       const inputs: ChatCompletionMessageParam[] =
         preamble && apart
           ? [
               { role: 'user', content: preamble },
-              { role: 'user', content: input },
+              { role: 'user', content: prompt },
             ]
-          : [{ role: 'user', content: preamble ? `${preamble}\n\n${input}` : input }];
+          : [{ role: 'user', content: preamble ? `${preamble}\n\n${prompt}` : prompt }];
       const secrets = redactionSecrets(this.#config);
       const trace = (this.#trace = TurnTrace.start({ turn, followUp: options.followUp ?? false, role: this.role, model: this.#config.model, input, secrets }));
-      const result = await runToolLoop({
-        client: this.#client,
-        config: this.#config,
-        messages: [...this.session.messages, ...inputs],
-        tools: this.#options.turnTools ? [...this.#tools, ...this.#options.turnTools()] : this.#tools,
-        toolContext: {
-          workspaceRoot,
-          limits: this.#config.toolLimits,
-          permissions: this.permissions.parentGate(this.#options.asker),
-          env: scrubEnv(process.env),
-          policy: toolPolicyFrom(this.#config),
-        },
-        signal: options.signal,
-        rateGate: this.#options.rateGate,
-        secrets,
-        onEvent: (event) => {
-          trace?.event(event);
-          this.#noteAction(event);
-          emit({ type: 'loop', turn, event });
-        },
-      });
+      const runLoop = (messages: ChatCompletionMessageParam[]) =>
+        runToolLoop({
+          client: this.#client,
+          config: this.#config,
+          messages,
+          tools: this.#options.turnTools ? [...this.#tools, ...this.#options.turnTools()] : this.#tools,
+          toolContext: {
+            workspaceRoot,
+            limits: this.#config.toolLimits,
+            permissions: this.permissions.parentGate(this.#options.asker),
+            env: scrubEnv(process.env),
+            policy: toolPolicyFrom(this.#config),
+          },
+          signal: options.signal,
+          rateGate: this.#options.rateGate,
+          secrets,
+          hooks: hooks?.toolHooks(),
+          onEvent: (event) => {
+            trace?.event(event);
+            this.#noteAction(event);
+            report(event);
+          },
+        });
+      let result = await runLoop([...this.session.messages, ...inputs]);
+      // A Stop hook may send the answer back once: one more run, its usage added.
+      if (result.stopReason === 'final') {
+        const again = await stopCheck(hooks, result.finalText, false, signal, report);
+        if (again !== undefined) {
+          const first = result.usage;
+          result = await runLoop([...result.messages, { role: 'user', content: again }]);
+          result = { ...result, usage: mergeUsageByModel(first, result.usage) };
+          if (result.stopReason === 'final') await stopCheck(hooks, result.finalText, true, signal, report);
+        }
+      }
       this.session.commitTurn(input, result.messages);
       this.session.addUsage(this.role, result.usage);
       trace?.end({ stopReason: result.stopReason, answer: result.finalText, usage: result.usage, error: result.error });
