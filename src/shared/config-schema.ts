@@ -273,6 +273,8 @@ export const agentSchema = z.strictObject({
   budget: budgetLimitsSchema.optional(),
   /** MCP servers of this agent's jobs, besides the top-level ones (docs/tools.md "MCP servers"). */
   mcpServers: mcpServersSchema.optional(),
+  /** Default true. False: its `agent_<name>` tool has no `background` parameter (the call always waits for the answer). */
+  background: z.boolean().optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
