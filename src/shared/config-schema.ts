@@ -153,6 +153,8 @@ const backgroundSchema = z.strictObject({
   childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   workspace: z.enum(['shared', 'worktree']).default(DEFAULTS.background.workspace),
+  /** A spawn's scheduler when it names none (or `default`): sleep, exit_on_defer or none (checked in config.ts: SCHEDULER_UNKNOWN). */
+  scheduler: z.string().max(40).default(DEFAULTS.background.scheduler),
   worktreeDir: z.string().max(4096).default(DEFAULTS.background.worktreeDir),
   tasksPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),

@@ -91,6 +91,12 @@ export interface SpawnRequest {
   /** The model it runs, among `background.spawnModels` (by default the models the config names); else MODEL_NOT_ALLOWED. */
   model?: string;
   /**
+   * Its between-turn scheduler (core-agent's `Spec.Scheduler`): `default` (absent:
+   * `background.scheduler`), `sleep`, `exit_on_defer` or `none`; another name is SCHEDULER_UNKNOWN.
+   * See docs/delivery.md "Schedulers".
+   */
+  scheduler?: string;
+  /**
    * A guess (docs/delivery.md "Speculative jobs"): cancelled when a real job waits for its slot
    * or budget, and, spawned in a session's turn, when that turn ends without referring to it.
    * A cancelled guess is never delivered. Never joins nor is joined by an identical spawn. Default false.
