@@ -9,6 +9,8 @@ import { startSimServer, type SimServer } from '../sim/index.js';
 import { jsonForTerminal } from '../shared/terminal-text.js';
 import { configuredSecrets } from '../shared/tools/secrets.js';
 import { flushCliTracing, startCliTracing } from './tracing.js';
+import { DEFAULTS } from '../shared/defaults.js';
+import { assertKeyForEndpoint } from '../shared/endpoint-key.js';
 
 /** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
@@ -26,6 +28,7 @@ export interface GlobalFlags {
   config?: string;
   model?: string;
   baseUrl?: string;
+  api?: string;
   workspace?: string;
   /** Accept / or the home folder as the workspace. */
   allowBroadWorkspace?: boolean;
@@ -42,6 +45,8 @@ export interface GlobalFlags {
   simLatency?: number;
   /** Model calls of a research answer on the built-in simulator (its `researchSteps`). */
   simSteps?: number;
+  /** `--sim`: the built-in simulator serves the model, whatever endpoint or key is configured. */
+  sim?: boolean;
   /** `--ledger FILE`: the durable ledger (SQLite). */
   ledger?: string;
   /** `--allow-ledger-in-workspace`: accept a ledger file inside the workspace. */
@@ -98,6 +103,7 @@ export async function createCliContext(
     configPath: flags.config,
     model: flags.model,
     baseUrl: flags.baseUrl,
+    api: flags.api,
     workspace: flags.workspace,
     allowBroadWorkspace: flags.allowBroadWorkspace,
     maxIterations: flags.maxIterations,
@@ -143,19 +149,29 @@ export async function createCliContext(
     },
     dispose: async () => {},
   };
-  if (!config.baseUrl && !config.apiKey) {
+  if (!flags.sim && !config.baseUrl && !config.apiKey && config.model !== DEFAULTS.model) {
+    // Never the simulator in a real model's name: its tokens would be booked (and priced) as that model's.
+    throw new UsageError(
+      `--model ${config.model} needs a model endpoint: set OPENAI_API_KEY (OpenAI) or --base-url (any OpenAI-compatible server); --sim runs the built-in simulator instead`,
+    );
+  }
+  // A public endpoint without a key would only answer 401: refused here, in one line.
+  if (!flags.sim && config.baseUrl) assertKeyForEndpoint(config.baseUrl, config.apiKey);
+  if (flags.sim || (!config.baseUrl && !config.apiKey)) {
     const sim = await startSimServer({
       latencyMs: flags.simLatency ?? 40,
       jitterMs: 20,
       recordBodies: false,
       ...(flags.simSteps !== undefined ? { researchSteps: flags.simSteps } : {}),
     });
-    config = { ...config, baseUrl: sim.url };
+    // No key goes to the simulator (`--sim` with one configured).
+    const { apiKey: _key, ...keyless } = config;
+    config = { ...keyless, baseUrl: sim.url };
     context.config = config;
     context.sim = sim;
     context.dispose = () => sim.close();
     context.note(
-      `forkpool: no model configured; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`,
+      `forkpool: ${flags.sim ? '--sim' : 'no model configured'}; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`,
     );
     context.event('sim', { url: sim.url });
   }

@@ -12,10 +12,12 @@ import { describePool } from '../main/limits/budget-pool.js';
 import { LineReader, openInput, type InputLine } from './line-reader.js';
 import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { countTaskLines, FanoutOutput, statusText } from './progress.js';
+import { retryLine } from '../shared/model-errors.js';
 import { openFanoutLedger } from './fanout-ledger.js';
 import { parseLine, type FanoutTask } from './fanout-line.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
 import { countFailed, SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
+import { readSchemaFile } from './schema-file.js';
 
 export { parseLine } from './fanout-line.js';
 
@@ -28,6 +30,8 @@ export interface FanoutFlags extends GlobalFlags {
   resume?: boolean;
   /** The circuit breaker: failures in a row of a kind every job shares before no more jobs start (0: off). */
   maxConsecutiveFailures?: number;
+  /** A JSON Schema file: every job's answer is typed by it (its `data` in each line). */
+  schema?: string;
 }
 
 const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
@@ -50,6 +54,8 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   if (!EXECUTORS.includes(executorKind)) {
     return usageProblem('fanout', `--executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}`);
   }
+  const typed = flags.schema === undefined ? undefined : readSchemaFile(flags.schema);
+  if (typed && 'problem' in typed) return usageProblem('fanout', typed.problem);
   const input = openInput(file);
   // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
   // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
@@ -149,6 +155,10 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
   });
+  // A retry is never silent: one line on stderr, above the status line (`rate limited by <host>, retrying in 15 s (2/4)`).
+  manager.on('progress', ({ jobId, event }) => {
+    if (event.type === 'retry' && !ctx.json) out.note(`↻ line ${lineOf.get(jobId) ?? '?'} (${jobId}): ${retryLine(event)}`);
+  });
   /**
    * Printed is recorded: a result is printed only once the ledger has its ending and its
    * delivery (one strict write, which takes any unsaved record along). While the disk refuses,
@@ -244,6 +254,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
             wave: null,
             ...(agent !== undefined ? { agent } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
+            ...(typed ? { outputSchema: typed.schema } : {}),
           });
         const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;

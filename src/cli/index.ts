@@ -24,6 +24,12 @@ function globalOptions(command: Command): Command {
       .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
       .option('-m, --model <name>', 'model name (env FORKPOOL_MODEL / OPENAI_MODEL)')
       .option('--base-url <url>', 'OpenAI-compatible base URL (env OPENAI_BASE_URL); none and no key: the built-in simulator')
+      .addOption(
+        new Option(
+          '--api <wire>',
+          'the wire the endpoint speaks: chat (Chat Completions), responses (OpenAI Responses), anthropic (Messages; key ANTHROPIC_API_KEY)',
+        ).choices(['chat', 'responses', 'anthropic']),
+      )
       .option('-w, --workspace <dir>', 'workspace root the tools are confined to (default: the current directory)')
       .option('--allow-broad-workspace', 'accept / or the home folder as the workspace (refused by default)')
       .option('--json', 'one JSON event per line on stdout, for scripts')
@@ -48,6 +54,7 @@ function globalOptions(command: Command): Command {
       .option('--grant <tools...>', `grant gated tools up front (${GATED_TOOLS.join(', ')}, or a gated tool of yours)`)
       .option('--ask', 'ask on the terminal before an ungranted gated tool runs in the parent (background jobs never ask)')
       .option('--no-stream', 'use non-streaming model requests')
+      .option('--sim', 'run on the built-in simulated model (loopback, no key), whatever endpoint is configured')
       .option('--sim-latency <ms>', 'latency of the built-in simulator, when it is used', parseIntFlag('--sim-latency', 0))
       .option('--sim-steps <n>', 'model calls of a research answer on the built-in simulator (default 3)', parseIntFlag('--sim-steps', 1, 100))
   );
@@ -97,6 +104,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
       `stop starting jobs after this many in a row fail alike on connection or auth (refused, DNS, TLS, 401/403); 0: never (default ${DEFAULT_MAX_CONSECUTIVE_FAILURES})`,
       parseIntFlag('--max-consecutive-failures', 0),
     )
+    .option('--schema <file>', 'a JSON Schema file: every job answers with a value of it, printed as "data" in its line (docs/delivery.md "Typed results")')
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))

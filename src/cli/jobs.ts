@@ -52,7 +52,10 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
       return EXIT.ok;
     }
     const tools = record.tools ? [`tools offered: ${record.tools.join(', ') || 'none'}`] : [];
-    process.stdout.write(`${[jobLine(record), summaryLine(record, page), ...tools, ...transcriptLines(steps, { maxBodyLines: 20 })].join('\n')}\n`);
+    // A typed job's value, as one line of JSON (escaped for the terminal like every model text).
+    const data = record.data !== undefined ? [`data: ${jsonForTerminal(record.data)}`] : [];
+    const lines = [jobLine(record), summaryLine(record, page), ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
+    process.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   } finally {
     store.close();

@@ -7,6 +7,8 @@ import { costLines, escapeForTerminal, escapeLinesForTerminal, jobLine, oneLine,
 import { jobJson } from '../main/views/job-view.js';
 import { followUpNotice } from '../main/views/follow-up.js';
 import type { ForkpoolConfig } from '../shared/config.js';
+import type { LoopEvent } from '../shared/loop-events.js';
+import { retryLine } from '../shared/model-errors.js';
 
 /** The demo's question list: the parent fans these out, one background agent each. */
 export const DEMO_PROMPT = [
@@ -127,6 +129,13 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
     ctx.note(`↳ ${jobs.length} background result(s) delivered into turn ${turn}`);
     ctx.event('delivered', { turn, jobs: jobs.map((j) => j.id) });
   });
+  // Retries are never silent: one line each (`rate limited by <host>, retrying in 15 s (2/4)`), an event in --json.
+  session.on('parent', (event) => {
+    if (event.type === 'loop' && event.event.type === 'retry') noteRetry(ctx, null, event.event);
+  });
+  session.manager.on('progress', ({ jobId, event }) => {
+    if (event.type === 'retry') noteRetry(ctx, jobId, event);
+  });
   session.on('parent', (event) => {
     if (event.type === 'loop' && event.event.type === 'tool_call')
       ctx.logger.debug({ turn: event.turn, tool: event.event.name, ...(event.event.background ? { background: true } : {}) }, 'parent tool call');
@@ -227,4 +236,18 @@ async function readStdin(): Promise<string> {
   let text = '';
   for await (const chunk of process.stdin) text += String(chunk);
   return text;
+}
+
+/** One retry of a model call, the parent's (`jobId` null) or a job's: a line on stderr, an event in --json. */
+export function noteRetry(ctx: Pick<CliContext, 'note' | 'event'>, jobId: string | null, event: Extract<LoopEvent, { type: 'retry' }>): void {
+  ctx.note(`↻ ${jobId ? `${jobId}: ` : ''}${retryLine(event)}`);
+  ctx.event('retry', {
+    jobId,
+    attempt: event.attempt,
+    maxRetries: event.maxRetries ?? null,
+    delayMs: event.delayMs,
+    status: event.status ?? null,
+    host: event.host ?? null,
+    reason: event.reason,
+  });
 }

@@ -43,7 +43,17 @@ export const errorBody = named(
   }),
 );
 
-export const usageSchema = named('Usage', z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() }));
+export const usageSchema = named(
+  'Usage',
+  z.object({
+    promptTokens: z.number(),
+    completionTokens: z.number(),
+    totalTokens: z.number(),
+    requests: z.number(),
+    cachedTokens: z.number().optional().describe("Of promptTokens, those read from the provider's prompt cache (when it says)."),
+    cacheWriteTokens: z.number().optional().describe("Of promptTokens, those written to the provider's prompt cache (Anthropic)."),
+  }),
+);
 const usageByModel = z.record(z.string(), usageSchema).describe('Usage keyed by model name.');
 
 export interface SerializedErrorBody {
@@ -133,6 +143,11 @@ export const jobSummarySchema = named(
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
     deferredUntil: z.number().nullable().describe('A deferred job (scheduler exit_on_defer): when it asked to run again, epoch ms; null otherwise.'),
     deferReason: z.string().nullable().describe('A deferred job: why it asked to run again then.'),
+    data: z
+      .unknown()
+      .describe(
+        'A typed job\'s value, validated against its output schema (docs/delivery.md "Typed results"); null for an untyped job or one that failed RESULT_INVALID.',
+      ),
     session: z
       .string()
       .nullable()

@@ -33,6 +33,9 @@ const taskSchema = z.strictObject({
   scheduler: spawnSpecInputFields.scheduler.describe(
     'default (background.scheduler), sleep (schedule_next_turn sleeps between turns), exit_on_defer (the job ends deferred with its wake-up time) or none; another name: SCHEDULER_UNKNOWN.',
   ),
+  outputSchema: spawnSpecInputFields.outputSchema.describe(
+    'A JSON Schema the job\'s answer must match: the validated value is the job\'s `data` (docs/delivery.md "Typed results"). A bad schema: TOOL_ARGUMENTS_INVALID naming outputSchema.',
+  ),
   speculative: z
     .boolean()
     .optional()

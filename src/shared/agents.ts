@@ -29,12 +29,15 @@ export function agentEntry(config: ForkpoolConfig, name: string): AgentConfig {
 export function configForAgent(config: ForkpoolConfig, name: string | undefined): ForkpoolConfig {
   if (name === undefined) return config;
   const agent = agentEntry(config, name);
-  const sameEndpoint = agent.baseUrl === undefined || agent.baseUrl === config.baseUrl;
+  const api = agent.api ?? config.api;
+  // Another wire is another provider even at an unset baseUrl (OpenAI's vs Anthropic's default).
+  const sameEndpoint = (agent.baseUrl === undefined || agent.baseUrl === config.baseUrl) && api === config.api;
   const { apiKey: _parentKey, baseUrl: _parentUrl, ...rest } = config;
   const baseUrl = agent.baseUrl ?? config.baseUrl;
   const apiKey = agent.apiKey ?? (sameEndpoint ? config.apiKey : undefined);
   return {
     ...rest,
+    api,
     ...(baseUrl !== undefined ? { baseUrl } : {}),
     ...(apiKey !== undefined ? { apiKey } : {}),
     model: agent.model ?? config.model,
@@ -42,6 +45,7 @@ export function configForAgent(config: ForkpoolConfig, name: string | undefined)
     // Its own modules beside the config's: a job of it imports both.
     toolModules: agent.toolModules ? [...new Set([...config.toolModules, ...agent.toolModules])] : config.toolModules,
     temperature: agent.temperature ?? config.temperature,
+    maxTokens: agent.maxTokens ?? config.maxTokens,
   };
 }
 

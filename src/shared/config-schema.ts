@@ -11,6 +11,7 @@ import { modelInfoSchema } from './models.js';
 import { adaptiveSchema, joinSchema } from './scheduling-config.js';
 import { budgetLimitsSchema } from './budget.js';
 import { mcpServersSchema } from './mcp-config.js';
+import { outputSchemaConfig, STRUCTURED_OUTPUT_MODES } from './output-schema.js';
 
 /**
  * Node's timers hold a signed 32-bit millisecond count: a longer delay fires after 1 ms
@@ -184,6 +185,8 @@ const backgroundSchema = z.strictObject({
   spawnModels: z.array(z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars)).max(1_000).optional(),
   /** A spawn's own `systemPrompt` may replace the background baseline (`replaceSystemPrompt: true`); default false: a replace is refused. */
   allowSystemPromptReplace: z.boolean().default(DEFAULTS.background.allowSystemPromptReplace),
+  /** The parent's spawn tool offers `output_schema` (its model may type a job's answer); default false: not offered (it costs prompt bytes). */
+  allowOutputSchema: z.boolean().default(DEFAULTS.background.allowOutputSchema),
   /** `queue`: a spawn past the cap waits (the first seed); `reject`: it is refused with QUEUE_FULL (core-agent). */
   onFull: z.enum(['queue', 'reject']).default(DEFAULTS.background.onFull),
   /** `report_alert` calls kept per job; later ones are refused (the job is told). */
@@ -235,6 +238,11 @@ const toolNameSchema = z.string().regex(TOOL_NAME_PATTERN, 'a tool name: letters
 /** A tool module: resolved to an absolute path by loadConfig (relative to the config file). */
 const toolModuleSchema = z.string().min(1).max(4_096);
 
+export const MODEL_APIS = ['chat', 'responses', 'anthropic'] as const;
+/** The wire a model endpoint speaks (src/shared/wires/). */
+export const modelApiSchema = z.enum(MODEL_APIS);
+export type ModelApi = z.output<typeof modelApiSchema>;
+
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
 export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 export const AGENT_NAME_EXPECTED = 'an agent name: lower-case letter first, then letters, digits, "_" or "-" (at most 32)';
@@ -248,6 +256,8 @@ export const agentSchema = z.strictObject({
   description: z.string().trim().min(1).max(1_000),
   model: z.string().min(1).optional(),
   baseUrl: modelUrlSchema.optional(),
+  /** The wire this agent's endpoint speaks; unset: the parent's `api`. */
+  api: modelApiSchema.optional(),
   /** Never printed, logged or put in an event. Without it, the parent's key is used only on the parent's endpoint. */
   apiKey: z.string().min(1).optional(),
   /** Appended to the background baseline prompt, unless `replaceSystemPrompt`. */
@@ -269,6 +279,8 @@ export const agentSchema = z.strictObject({
     .optional()
     .meta({ deprecated: true, description: "Deprecated: the old name of this agent's budget.maxTurns (read as it, with a warning)." }),
   temperature: z.number().min(0).max(2).optional(),
+  /** `max_tokens` of this agent's model requests; unset: the top-level `maxTokens`. */
+  maxTokens: z.number().int().min(1).max(10_000_000).optional(),
   /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
   /** This agent's job budgets; unset fields come from `background.budget`. A spawn may only tighten them. */
@@ -277,6 +289,10 @@ export const agentSchema = z.strictObject({
   mcpServers: mcpServersSchema.optional(),
   /** Default true. False: its `agent_<name>` tool has no `background` parameter (the call always waits for the answer). */
   background: z.boolean().optional(),
+  /** A JSON Schema this agent's jobs answer with: their value is the record's `data` (docs/delivery.md "Typed results"); a spawn's own wins. */
+  outputSchema: outputSchemaConfig.optional(),
+  /** How its typed jobs are bound on its endpoint; unset: the config's `structuredOutput`. */
+  structuredOutput: z.enum(STRUCTURED_OUTPUT_MODES).optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 
@@ -319,12 +335,23 @@ export const configSchema = z.strictObject({
    * CLI starts its built-in simulator instead). See {@link assertModelConfigured}.
    */
   baseUrl: modelUrlSchema.optional(),
+  /**
+   * The wire the endpoint speaks: `chat` (Chat Completions, any OpenAI-compatible server),
+   * `responses` (OpenAI's Responses API) or `anthropic` (Anthropic Messages; unset `baseUrl`:
+   * https://api.anthropic.com/v1, key from ANTHROPIC_API_KEY). Default `chat`.
+   */
+  api: modelApiSchema.default(DEFAULTS.api),
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
   temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
   /** The parent agent's model calls per turn (a background job's are its budget's `maxTurns`). */
   maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
+  /** One model request, from its response's first byte to its last (server-side queueing not counted). */
   requestTimeoutMs: timerMs(100).default(DEFAULTS.requestTimeoutMs),
+  /** One model request's wait for the first byte of its response (a server's queue, a server that never answers). */
+  firstByteTimeoutMs: timerMs(100).default(DEFAULTS.firstByteTimeoutMs),
+  /** `max_tokens` sent with each model request; a reply cut at it ends a job `partial`. An agent may set its own. */
+  maxTokens: z.number().int().min(1).max(10_000_000).default(DEFAULTS.maxTokens),
   /** One turn (a model call plus the tools it calls), parent or job; past it: TURN_TIMEOUT. 0: off. */
   turnTimeoutMs: timerMs(0).default(DEFAULTS.turnTimeoutMs),
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),
@@ -337,6 +364,12 @@ export const configSchema = z.strictObject({
   modelConnectionsPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.modelConnectionsPerThread),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),
   stream: z.boolean().default(DEFAULTS.stream),
+  /**
+   * How a typed job (one with an output schema) is bound: `response_format` (json_schema on its
+   * requests), `tool` (a terminating `submit_result` tool), or `auto`: response_format on
+   * api.openai.com, the tool elsewhere (docs/delivery.md "Typed results").
+   */
+  structuredOutput: z.enum(STRUCTURED_OUTPUT_MODES).default('auto'),
   /** Characters of one model response before it fails with MODEL_RESPONSE_TOO_LARGE. */
   maxResponseChars: z.number().int().min(1_000).max(500_000_000).default(DEFAULTS.maxResponseChars),
   /** Where jobs run; `inline` shares the caller's thread (no isolation, no hard stop). */

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { AGENT_NAME_EXPECTED, configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { isSchedulerName } from './scheduler.js';
+import { assertKeyForEndpoint } from './endpoint-key.js';
 import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
 import { ledgerInWorkspaceIssue } from './ledger-path.js';
 
@@ -335,10 +336,11 @@ export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /**
  * The rule for a model endpoint: `baseUrl` set (any server, key or not), or `apiKey` set (then
  * OpenAI's). Neither is a mistake, never a silent call to a paid endpoint: CONFIG_INVALID
- * naming both fields. For tests and local work, point `baseUrl` at `forkpool/sim`'s `startSimServer`.
+ * naming both fields. A public `baseUrl` with no key is refused too (see endpoint-key.ts). For tests and local work, point `baseUrl` at `forkpool/sim`'s `startSimServer`.
  */
 export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): void {
-  if (config.baseUrl !== undefined || config.apiKey !== undefined) return;
+  if (config.baseUrl !== undefined) return assertKeyForEndpoint(config.baseUrl, config.apiKey);
+  if (config.apiKey !== undefined) return;
   throw new ConfigError([
     {
       field: 'baseUrl',
@@ -349,8 +351,11 @@ export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | '
   ]);
 }
 
+/** Anthropic's endpoint, used for `api: "anthropic"` when `apiKey` is set and `baseUrl` is not. */
+export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
+
 /** The endpoint a config's model client talks to (never read from the process environment). */
-export function modelBaseUrl(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): string {
+export function modelBaseUrl(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'> & { api?: ForkpoolConfig['api'] | undefined }): string {
   assertModelConfigured(config);
-  return config.baseUrl ?? OPENAI_BASE_URL;
+  return config.baseUrl ?? (config.api === 'anthropic' ? ANTHROPIC_BASE_URL : OPENAI_BASE_URL);
 }

@@ -28,8 +28,24 @@ export const DEFAULTS = {
    * wrap-up message before it.
    */
   maxIterations: 20,
-  /** One model HTTP request, headers to last byte. */
+  /**
+   * One model HTTP request, from the response's first byte (its headers) to its last: time the
+   * request waits in the server's own queue before it answers does not count (a local server
+   * busy with other jobs). The wait for that first byte is bounded by `firstByteTimeoutMs`.
+   */
   requestTimeoutMs: 120_000,
+  /**
+   * How long one model request may wait for the first byte of its response (the headers): a
+   * server that queues requests, or never answers. 10 minutes: a local model behind a few
+   * long jobs answers within it, a dead endpoint is still given up.
+   */
+  firstByteTimeoutMs: 600_000,
+  /**
+   * `max_tokens` sent with every model request: a reply past it is cut by the server
+   * (`finish_reason: "length"`, a `partial` job). Without a bound a local server generates
+   * until its context is full.
+   */
+  maxTokens: 8_192,
   /**
    * One turn of a tool loop, the parent's or a job's: a model call (its retries included) plus
    * the tools it calls. Past it the call and the tools are aborted and the run ends with
@@ -47,6 +63,13 @@ export const DEFAULTS = {
   /** Retries of 408/409/429/5xx and connection errors, with backoff and jitter. */
   maxRetries: 3,
   stream: true,
+  /** The wire a model endpoint speaks: Chat Completions (docs/configuration.md "Providers"). */
+  api: 'chat' as 'chat' | 'responses' | 'anthropic',
+  /**
+   * `max_tokens` of an Anthropic Messages request when none is configured: that API requires
+   * one (the other wires send none unless configured).
+   */
+  anthropicMaxTokens: 8_192,
   /**
    * Characters of one model response (content plus tool-call arguments) before the call fails
    * with MODEL_RESPONSE_TOO_LARGE: a runaway model would otherwise grow until the heap dies.
@@ -198,6 +221,8 @@ export const DEFAULTS = {
     maxAlertsPerJob: 5,
     /** A spawn's own `systemPrompt` is appended to the background baseline; true lets it replace the baseline instead. */
     allowSystemPromptReplace: false,
+    /** The parent's spawn tool does not offer `output_schema` (true: its model may type a job's answer). */
+    allowOutputSchema: false,
     /** An ended job's conversation is kept up to this many characters (JSON), for `resume_background_agent`; 0: not kept. */
     keepConversationChars: 200_000,
     /** Alerts a session buffers for its next turn (oldest dropped past it). */

@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   'SANDBOX_LIMIT',
   'MODEL_REQUEST_FAILED',
   'MODEL_STREAM_STALLED',
+  /** The model's reply was cut at the token limit (`finish_reason: "length"`): a `partial` job. */
+  'MODEL_OUTPUT_TRUNCATED',
   /** One model response passed `maxResponseChars`. */
   'MODEL_RESPONSE_TOO_LARGE',
   /** Stopped from outside (an AbortSignal, a hard stop). */
@@ -105,6 +107,8 @@ export const ERROR_CODES = [
    * `AgentSession` queues turns instead; the server and the chat go through it).
    */
   'TURN_BUSY',
+  /** A typed job's final value did not match its output schema, after its one repair turn (docs/delivery.md "Typed results"). */
+  'RESULT_INVALID',
   'INTERNAL',
 ] as const;
 

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import type { ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
 import { AbortError, ForkpoolError, TimeoutError } from './errors.js';
 import { usageFromApi, type Usage } from './usage.js';
 import { abortableSleep, linkedAbort } from './abort.js';
@@ -9,6 +9,11 @@ import { DEFAULTS } from './defaults.js';
 import { readEventStream } from './sse-reader.js';
 import { StreamAssembler, maxEventChars, responseTooLarge } from './stream-assembler.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import { anthropicOnce } from './wires/anthropic.js';
+import { chatMessages } from './wires/history.js';
+import { responsesRequestOnce, responsesStreamOnce } from './wires/responses.js';
+import { RequestClock, firstByteError } from './request-clock.js';
+import { describeConnectionError, endpointHost, httpErrorHint, requestUrlForHumans, type RequestFacts } from './model-errors.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -22,6 +27,8 @@ export interface ModelReply {
    * latency (its queueing), without the time this thread took to read the rest.
    */
   headersAt?: number;
+  /** The Responses wire's reasoning items, sent back with the job's next request (wires/history.ts). */
+  reasoningItems?: unknown[];
 }
 
 /**
@@ -76,21 +83,25 @@ export async function admitRequest(gate: RateGate | undefined, signal: AbortSign
 }
 
 /** The gate's view of a failed request (its status, Retry-After, time taken). */
-function outcomeOfFailure(verdict: Verdict, latencyMs: number): RequestOutcome {
+function outcomeOfFailure(verdict: Pick<Verdict, 'status' | 'retryAfterMs'>, latencyMs: number): RequestOutcome {
   const retryAfter = verdict.retryAfterMs !== undefined ? { retryAfterMs: verdict.retryAfterMs } : {};
   if (verdict.status === 429 || verdict.status === 503) return { kind: 'overloaded', status: verdict.status, latencyMs, ...retryAfter };
   return { kind: 'failed', latencyMs, ...retryAfter };
 }
 
-export type RetryEvent = { attempt: number; delayMs: number; reason: string };
+/**
+ * A retry about to wait: `attempt` of `maxRetries`, the HTTP `status` when there was one, the
+ * endpoint's `host` (for `rate limited by <host>, retrying in 15 s (2/4)`, see retryLine).
+ */
+export type RetryEvent = { attempt: number; delayMs: number; reason: string; status?: number; host?: string; maxRetries?: number };
 
 export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'> &
-  Partial<Pick<ForkpoolConfig, 'maxResponseChars'>>;
+  Partial<Pick<ForkpoolConfig, 'maxResponseChars' | 'api' | 'maxTokens' | 'firstByteTimeoutMs'>>;
 
 export interface ModelCallOptions {
   client: OpenAI;
   config: ModelCallConfig;
-  params: Pick<ChatCompletionCreateParams, 'messages' | 'tools'>;
+  params: Pick<ChatCompletionCreateParams, 'messages' | 'tools' | 'response_format'>;
   signal: AbortSignal;
   rateGate?: RateGate | undefined;
   /**
@@ -116,14 +127,19 @@ export function clientSecrets(client: OpenAI): string[] {
   return typeof key === 'string' && key.length >= 4 && key !== NO_KEY ? [key] : [];
 }
 
-/** Builds the client from a (cloned) config. Retries are ours, so the SDK's are off. */
-export function createModelClient(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'>): OpenAI {
+/**
+ * Builds the client from a (cloned) config. Retries are ours, so the SDK's are off. The SDK's
+ * `timeout` ends at the response headers: it is the wait for the first byte (`firstByteTimeoutMs`).
+ */
+export function createModelClient(
+  config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey' | 'requestTimeoutMs'> & Partial<Pick<ForkpoolConfig, 'firstByteTimeoutMs' | 'api'>>,
+): OpenAI {
   return new OpenAI({
     // The simulator and many local servers need no key, but the SDK insists on one.
     apiKey: config.apiKey ?? NO_KEY,
     // Always explicit: the SDK would otherwise read OPENAI_BASE_URL from the process environment.
     baseURL: modelBaseUrl(config),
-    timeout: config.requestTimeoutMs,
+    timeout: config.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs,
     maxRetries: 0,
     // The SDK would print parse failures to the console; ours become typed retries and events.
     logLevel: 'off',
@@ -152,7 +168,7 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
     }
     const sentAt = performance.now();
     try {
-      const reply = config.stream ? await streamOnce(options) : await requestOnce(options);
+      const reply = await attemptOnce(options);
       ticket?.settle({ kind: 'ok', latencyMs: (reply.headersAt ?? performance.now()) - sentAt });
       return reply;
     } catch (error) {
@@ -160,11 +176,11 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
         ticket?.settle({ kind: 'abandoned' });
         throw new AbortError(signal.reason);
       }
+      const verdict = classify(error, requestFacts(options));
       // Settled before anything else can throw: the slot must come back whatever follows.
-      ticket?.settle(outcomeOfFailure(classify(error), performance.now() - sentAt));
+      ticket?.settle(outcomeOfFailure(verdict, performance.now() - sentAt));
       // Asking again would only grow the same runaway answer.
       if (error instanceof ForkpoolError && error.code === 'MODEL_RESPONSE_TOO_LARGE') throw error;
-      const verdict = classify(error);
       // The reason quotes the server's body, which may echo the key: it goes into events and records.
       const reason = redactSecrets(verdict.reason, clientSecrets(options.client));
       if (!verdict.retryable || attempt >= config.maxRetries) {
@@ -174,13 +190,33 @@ export async function callModel(options: ModelCallOptions): Promise<ModelReply> 
       const delayMs = Math.max(backoff, verdict.retryAfterMs ?? 0);
       // The backoff holds no connection: others may use it meanwhile.
       release?.();
-      options.onRetry?.({ attempt: attempt + 1, delayMs: Math.round(delayMs), reason });
+      options.onRetry?.({
+        attempt: attempt + 1,
+        delayMs: Math.round(delayMs),
+        reason,
+        ...(verdict.status !== undefined ? { status: verdict.status } : {}),
+        host: endpointHost(options.client.baseURL),
+        maxRetries: config.maxRetries,
+      });
       await abortableSleep(delayMs, signal);
     } finally {
       // Once the body is read (or the request failed): the socket is idle again, or gone.
       release?.();
     }
   }
+}
+
+/**
+ * One attempt on the endpoint's wire. The tool loop's history is Chat Completions messages on
+ * every wire; the others translate it (src/shared/wires/). For `anthropic` the client only
+ * carries the base URL and the key (the wire is spoken with fetch).
+ */
+function attemptOnce(options: ModelCallOptions): Promise<ModelReply> {
+  const { config } = options;
+  if (config.api === 'responses') return config.stream ? responsesStreamOnce(options) : responsesRequestOnce(options);
+  if (config.api === 'anthropic') return anthropicOnce(options, clientSecrets(options.client)[0]);
+  const chat = { ...options, params: { ...options.params, messages: chatMessages(options.params.messages) } };
+  return config.stream ? streamOnce(chat) : requestOnce(chat);
 }
 
 interface Verdict {
@@ -190,20 +226,25 @@ interface Verdict {
   retryAfterMs?: number;
 }
 
-function classify(error: unknown): Verdict {
+/** The request as a person may see it: method, URL without a key, the configured model, whether a key went along. */
+function requestFacts({ client, config }: ModelCallOptions): RequestFacts {
+  return { method: 'POST', url: requestUrlForHumans(client.baseURL, '/chat/completions'), model: config.model, keySent: clientSecrets(client).length > 0 };
+}
+
+function classify(error: unknown, facts: RequestFacts): Verdict {
   // `instanceof` on the generic class narrows to APIError<any, any, any>: read it with its defaults.
   const apiError = error instanceof OpenAI.APIError ? (error as InstanceType<typeof OpenAI.APIError>) : undefined;
   if (apiError && typeof apiError.status === 'number') {
     const status = apiError.status;
     const excerpt = bodyExcerpt(apiError);
-    const reason = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`;
+    const reason = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}${httpErrorHint(status, facts)}`;
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
     const retryAfterMs = parseRetryAfter(apiError.headers);
     return retryAfterMs === undefined ? { retryable, reason, status } : { retryable, reason, status, retryAfterMs };
   }
   if (error instanceof TimeoutError) return { retryable: true, reason: error.message };
   if (error instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, reason: 'request timed out' };
-  if (error instanceof OpenAI.APIConnectionError) return { retryable: true, reason: `connection error: ${error.message}` };
+  if (error instanceof OpenAI.APIConnectionError) return { retryable: true, reason: describeConnectionError(error, facts.method, facts.url) };
   // A body that is not JSON, a stream cut short: transport trouble, worth another try.
   const message = error instanceof Error ? error.message : String(error);
   return { retryable: true, reason: `transport error: ${message.slice(0, 200)}` };
@@ -225,39 +266,42 @@ function parseRetryAfter(headers: Headers | undefined): number | undefined {
   return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
 }
 
-/** The whole-request deadline's error: `requestTimeoutMs` covers headers to last byte, streamed or not. */
-function deadlineError(timeoutMs: number): TimeoutError {
-  return new TimeoutError('MODEL_REQUEST_FAILED', `request timed out after ${timeoutMs} ms (headers to last byte)`, timeoutMs);
-}
-
 /**
- * The SDK's own timer (the client's `timeout`, the same span as ours, up to the headers) may
- * fire first on a busy thread: the same deadline, said the same way, whichever timer won.
+ * The SDK's own timer (the client's `timeout`, the same span as our first-byte clock, up to the
+ * headers) may fire first on a busy thread: the same timeout, said the same way, whichever won.
  */
 function sdkDeadline(error: unknown, client: OpenAI): unknown {
-  return error instanceof OpenAI.APIConnectionTimeoutError ? deadlineError(client.timeout) : error;
+  return error instanceof OpenAI.APIConnectionTimeoutError ? firstByteError(client.timeout) : error;
+}
+
+/** The request body's fields both request shapes share: a bounded reply (`max_tokens`), so a local server stops. */
+function requestBody(config: ModelCallConfig, params: ModelCallOptions['params']) {
+  return {
+    model: config.model,
+    temperature: config.temperature,
+    max_tokens: config.maxTokens ?? DEFAULTS.maxTokens,
+    messages: params.messages,
+    ...(params.tools?.length ? { tools: params.tools } : {}),
+    ...(params.response_format ? { response_format: params.response_format } : {}),
+  };
 }
 
 async function requestOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
-  // The SDK's `timeout` stops at the response headers: a body that stalls after them would hang
-  // forever. This timer covers headers to last byte, as `requestTimeoutMs` promises.
+  // The SDK's `timeout` stops at the response headers; the body is read here, under the clock,
+  // so a body that stalls after them cannot hang the call.
   const local = linkedAbort(signal);
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    local.controller.abort(deadlineError(config.requestTimeoutMs));
-  }, config.requestTimeoutMs);
-  let response;
+  const clock = new RequestClock(local.controller, config);
+  let response: ChatCompletion;
+  let headersAt: number;
   try {
-    response = await client.chat.completions.create(
-      { model: config.model, temperature: config.temperature, messages: params.messages, ...(params.tools?.length ? { tools: params.tools } : {}) },
-      { signal: local.signal },
-    );
+    const raw = await client.chat.completions.create(requestBody(config, params), { signal: local.signal }).asResponse();
+    headersAt = performance.now();
+    clock.firstByte();
+    response = JSON.parse(await raw.text()) as ChatCompletion;
   } catch (error) {
-    if (timedOut) throw deadlineError(config.requestTimeoutMs);
-    throw sdkDeadline(error, client);
+    throw clock.expired ?? sdkDeadline(error, client);
   } finally {
-    clearTimeout(timer);
+    clock.dispose();
     local.dispose();
   }
   if (!response || typeof response !== 'object' || !Array.isArray(response.choices)) {
@@ -275,30 +319,24 @@ async function requestOnce({ client, config, params, signal }: ModelCallOptions)
     finishReason: choice?.finish_reason ?? null,
     usage: usageFromApi(response.usage),
     model: response.model || config.model,
+    headersAt,
   };
 }
 
 /**
- * Streams one response under two clocks: an idle watchdog aborts a stream that sends nothing
- * for `streamIdleTimeoutMs`, and a deadline aborts one that is still going `requestTimeoutMs`
- * after the request was sent, however steadily it drips (headers to last byte, as promised).
+ * Streams one response under three clocks: the wait for its first byte (`firstByteTimeoutMs`),
+ * an idle watchdog that aborts a stream sending nothing for `streamIdleTimeoutMs`, and a
+ * deadline that aborts one still going `requestTimeoutMs` after its first byte, however
+ * steadily it drips (headers to last byte, as promised).
  */
 async function streamOnce({ client, config, params, signal }: ModelCallOptions): Promise<ModelReply> {
   const local = linkedAbort(signal);
   let idleTimer: NodeJS.Timeout | undefined;
   let stalled = false;
-  let pastDeadline = false;
-  const deadline = setTimeout(() => {
-    pastDeadline = true;
-    local.controller.abort(deadlineError(config.requestTimeoutMs));
-  }, config.requestTimeoutMs);
+  const clock = new RequestClock(local.controller, config);
   // Which clock ended the stream, if one did: the SDK reports either as a bare abort, or not at all.
   const timeout = (): TimeoutError | undefined =>
-    stalled
-      ? new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs)
-      : pastDeadline
-        ? deadlineError(config.requestTimeoutMs)
-        : undefined;
+    stalled ? new TimeoutError('MODEL_STREAM_STALLED', `stream sent nothing for ${config.streamIdleTimeoutMs} ms`, config.streamIdleTimeoutMs) : clock.expired;
   // One timer for the whole stream, pushed back on every chunk with refresh() (no new timer and
   // closure per chunk, which is most of a response's chunks' bookkeeping on this thread).
   const armWatchdog = () => {
@@ -311,19 +349,10 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
   try {
     // The raw response (the SDK has checked its status): its events are read by readEventStream.
     const response = await client.chat.completions
-      .create(
-        {
-          model: config.model,
-          temperature: config.temperature,
-          messages: params.messages,
-          ...(params.tools?.length ? { tools: params.tools } : {}),
-          stream: true,
-          stream_options: { include_usage: true },
-        },
-        { signal: local.signal },
-      )
+      .create({ ...requestBody(config, params), stream: true, stream_options: { include_usage: true } }, { signal: local.signal })
       .asResponse();
     const headersAt = performance.now();
+    clock.firstByte();
     armWatchdog();
     const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
     const reply = new StreamAssembler(config.model, limit);
@@ -347,7 +376,7 @@ async function streamOnce({ client, config, params, signal }: ModelCallOptions):
     throw timeout() ?? sdkDeadline(error, client);
   } finally {
     clearTimeout(idleTimer);
-    clearTimeout(deadline);
+    clock.dispose();
     local.dispose();
   }
 }

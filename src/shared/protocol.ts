@@ -12,6 +12,15 @@ import { TRACEPARENT_PATTERN } from './trace-context.js';
  * where they enter: the worker checks the spec, the main thread checks each port message.
  */
 
+const usageSchema = z.object({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  totalTokens: z.number(),
+  requests: z.number(),
+  cachedTokens: z.number().optional(),
+  cacheWriteTokens: z.number().optional(),
+});
+
 export const JOB_ROLES = ['primary', 'escalation', 'user'] as const;
 
 /** A job's optional name: no spaces, unique among live jobs (the manager checks that). One schema for every door a spawn comes through. */
@@ -120,7 +129,7 @@ export const jobSpecSchema = z.strictObject({
   resume: z
     .strictObject({
       messages: z.array(z.unknown()),
-      usage: z.record(z.string(), z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number(), requests: z.number() })),
+      usage: z.record(z.string(), usageSchema),
       iterations: z.number().int().min(0),
       childResults: z.string(),
       wrapUpSent: z.boolean().optional(),
@@ -192,6 +201,8 @@ export interface JobOutcome {
   budgetExceeded?: BudgetName;
   /** Files it read, for the stale check (absent: none recorded). */
   reads?: FileRead[];
+  /** A typed job's value, validated against its output schema in the worker (absent: untyped, or it failed RESULT_INVALID). */
+  data?: unknown;
   /** Its final conversation, cut to `background.keepConversationChars` (conversation-cap.ts), kept for a resume; absent: not kept. */
   conversation?: unknown[];
   /**
@@ -253,13 +264,6 @@ export type MainMessage =
   | { type: 'permission-answer'; requestId: number; granted: boolean }
   | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer);
 
-const usageSchema = z.object({
-  promptTokens: z.number(),
-  completionTokens: z.number(),
-  totalTokens: z.number(),
-  requests: z.number(),
-});
-
 const fileReadSchema = z.strictObject({
   path: z.string().min(1).max(4_096),
   sha256: z.string().regex(/^(?:[0-9a-f]{64})?$/),
@@ -285,6 +289,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       error: serializedErrorSchema.optional(),
       budgetExceeded: z.enum(BUDGET_NAMES).optional(),
       reads: z.array(fileReadSchema).max(1_000).optional(),
+      data: z.unknown().optional(),
       conversation: z.array(z.unknown()).optional(),
       stoppedBy: z.enum(STOP_REQUESTS).optional(),
       deferred: z.strictObject({ at: z.number().int().min(0), reason: z.string().max(500) }).optional(),

@@ -13,7 +13,15 @@ export interface SpawnSpecOffer {
   models: readonly string[];
   /** `background.allowSystemPromptReplace`. */
   mayReplacePrompt: boolean;
+  /** `background.allowOutputSchema`: the parent's spawn tool offers `output_schema` (else the argument is not there at all). */
+  mayTypeOutput?: boolean;
 }
+
+/** The `output_schema` argument, offered only where {@link SpawnSpecOffer.mayTypeOutput} says so (it costs prompt bytes). */
+export const outputSchemaArg = spawnSpecInputFields.outputSchema.describe(
+  'Optional: a JSON Schema (e.g. {"type":"object","properties":{...},"required":[...]}) the job\'s answer must match; ' +
+    'you then receive its value as JSON (data) instead of prose. Use it when you need a compact, structured answer.',
+);
 
 /**
  * The spawn tool's arguments for a spawn's own spec (core-agent's `Spec`), bounded like the
@@ -52,6 +60,7 @@ export function spawnSpecFromArgs(args: {
   extras?: string[] | undefined;
   model?: string | undefined;
   scheduler?: string | undefined;
+  output_schema?: Record<string, unknown> | undefined;
 }): SpawnSpecInput {
   return {
     ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
@@ -60,5 +69,6 @@ export function spawnSpecFromArgs(args: {
     ...(args.extras !== undefined ? { extras: args.extras } : {}),
     ...(args.model !== undefined ? { model: args.model } : {}),
     ...(args.scheduler !== undefined ? { scheduler: args.scheduler } : {}),
+    ...(args.output_schema !== undefined ? { outputSchema: args.output_schema } : {}),
   };
 }

@@ -5,6 +5,7 @@ import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './defaults.js';
 import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';
 import { ACTIVE_SCHEDULERS, resolveScheduler, type ActiveScheduler } from './scheduler.js';
+import { checkOutputSchema, outputSchemaWire, type OutputSchema } from './output-schema.js';
 
 /**
  * A spawn's own spec (core-agent's `Spec`): a system prompt appended to the background baseline
@@ -24,6 +25,8 @@ export interface SpawnSpec {
   model?: string;
   /** Its between-turn scheduler, resolved at admission (scheduler.ts); absent: none (no schedule_next_turn tool). */
   scheduler?: ActiveScheduler;
+  /** The JSON Schema its final answer must match (docs/delivery.md "Typed results"); the value becomes the record's `data`. */
+  outputSchema?: OutputSchema;
 }
 
 /** A spawn request's spec fields as they come in (tool names not yet checked): one schema for the library, the tool and HTTP. */
@@ -35,6 +38,7 @@ export const spawnSpecInputFields = {
   model: z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
   /** default, sleep, exit_on_defer or none; another name is SCHEDULER_UNKNOWN at admission (a string here, so the error says so). */
   scheduler: z.string().max(40).optional(),
+  outputSchema: outputSchemaWire.optional(),
 };
 /** A spawn's spec as asked for: the tools by any name (checked by {@link checkSpawnSpec}). */
 export interface SpawnSpecInput {
@@ -44,6 +48,7 @@ export interface SpawnSpecInput {
   extras?: string[];
   model?: string;
   scheduler?: string;
+  outputSchema?: OutputSchema;
 }
 
 /** Its fields as zod outputs them: each may be present and undefined. */
@@ -57,6 +62,7 @@ export const spawnSpecWireFields = {
   extras: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
   scheduler: z.enum(ACTIVE_SCHEDULERS).optional(),
+  outputSchema: outputSchemaWire.optional(),
 };
 
 /** The models a spawn may name: `background.spawnModels`, else the top-level model, every agent's and every key of `models`. */
@@ -70,7 +76,7 @@ export function spawnableModels(config: ForkpoolConfig): string[] {
  * Checks a spawn's spec for a job of `agent` (undefined: a fork of the caller) and returns it
  * normalized (tools de-duplicated), only the fields that are set. Throws a ForkpoolError that
  * names the field: TOOL_UNKNOWN, TOOL_NOT_ALLOWED, MODEL_NOT_ALLOWED, PROMPT_REPLACE_NOT_ALLOWED, SCHEDULER_UNKNOWN,
- * or TOOL_ARGUMENTS_INVALID for `replaceSystemPrompt` without a prompt.
+ * or TOOL_ARGUMENTS_INVALID for `replaceSystemPrompt` without a prompt or a bad `outputSchema`.
  */
 export function checkSpawnSpec(
   config: ForkpoolConfig,
@@ -106,6 +112,7 @@ export function checkSpawnSpec(
   }
   const scheduler = resolveScheduler(input.scheduler, config.background.scheduler);
   if (scheduler !== undefined) spec.scheduler = scheduler;
+  if (input.outputSchema !== undefined) spec.outputSchema = checkOutputSchema(input.outputSchema, 'outputSchema');
   return spec;
 }
 
@@ -160,5 +167,6 @@ export function spawnSpecOf(source: Loose<SpawnSpecInput>): SpawnSpecInput {
     ...(source.extras !== undefined ? { extras: source.extras } : {}),
     ...(source.model !== undefined ? { model: source.model } : {}),
     ...(source.scheduler !== undefined ? { scheduler: source.scheduler } : {}),
+    ...(source.outputSchema !== undefined ? { outputSchema: source.outputSchema } : {}),
   };
 }

@@ -1,5 +1,10 @@
 import type OpenAI from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionMessageFunctionToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionCreateParams,
+  ChatCompletionMessageParam,
+  ChatCompletionMessageFunctionToolCall,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
@@ -15,6 +20,7 @@ import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
 import type { ConnectionSlots } from './connection-slots.js';
+import { carriedFields } from './wires/history.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -35,7 +41,8 @@ export type LoopConfig = Pick<
   | 'loopWarnAfter'
   | 'loopStopAfter'
   | 'toolLimits'
->;
+> &
+  Partial<Pick<ForkpoolConfig, 'maxTokens' | 'firstByteTimeoutMs'>>;
 
 export interface ToolLoopOptions {
   client: OpenAI;
@@ -69,6 +76,13 @@ export interface ToolLoopOptions {
    * at the same count, as `budget_exceeded` on maxTurns after the wrap-up message.
    */
   maxModelCalls?: number | undefined;
+  /** Sent with every model request: a typed job's json_schema (see typed-output.ts); only its final answer's content is bound. */
+  responseFormat?: ChatCompletionCreateParams['response_format'] | undefined;
+  /**
+   * Asked after each batch of tool calls: the final answer to end the run with, when a
+   * terminating tool was called (a typed job's `submit_result`). Undefined: the run goes on.
+   */
+  finishedBy?: (() => string | undefined) | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
 }
@@ -96,6 +110,12 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   const signal = options.signal ?? new AbortController().signal;
   const emit = options.onEvent ?? (() => {});
   const messages: ChatCompletionMessageParam[] = [...options.messages];
+  // What this run said starts here: a run cut short reports its own findings, never an earlier
+  // turn's answer from the history it was given.
+  const runStart = messages.length;
+  // A reply cut at max_tokens and continued once: its text so far (see continueCutReply).
+  let cutText = '';
+  let continued = false;
   const toolsByName = new Map(options.tools.map((t) => [t.name, t]));
   const apiTools: ChatCompletionTool[] = options.tools.map(toOpenAITool);
   const detector = new LoopDetector(config.loopWarnAfter, config.loopStopAfter);
@@ -113,18 +133,26 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   });
   const budget = options.budget;
   const overBudget = (name: BudgetName): ToolLoopResult => ({
-    ...end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('BUDGET_EXCEEDED', budget?.exceededMessage(name) ?? `budget ${name} exhausted`)),
+    ...end(
+      'budget_exceeded',
+      findingsSoFar(messages, runStart),
+      new ForkpoolError('BUDGET_EXCEEDED', budget?.exceededMessage(name) ?? `budget ${name} exhausted`),
+    ),
     budgetExceeded: name,
   });
 
   const maxModelCalls = options.maxModelCalls ?? config.maxIterations;
   for (;;) {
-    if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+    if (signal.aborted) return end('aborted', findingsSoFar(messages, runStart), new AbortError(signal.reason));
     // The budget before the cap: a job whose maxTurns is its cap ends on its budget, with what it found.
     const spentOut = budget?.exhausted();
     if (spentOut) return overBudget(spentOut);
     if (iterations >= maxModelCalls) {
-      return end('budget_exceeded', findingsSoFar(messages), new ForkpoolError('ITERATION_LIMIT', `iteration cap of ${maxModelCalls} model calls reached`));
+      return end(
+        'budget_exceeded',
+        findingsSoFar(messages, runStart),
+        new ForkpoolError('ITERATION_LIMIT', `iteration cap of ${maxModelCalls} model calls reached`),
+      );
     }
     iterations++;
     const injected = options.beforeModelCall?.();
@@ -146,15 +174,15 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         reply = await callModel({
           client,
           config,
-          params: { messages, tools: apiTools },
+          params: { messages, tools: apiTools, ...(options.responseFormat ? { response_format: options.responseFormat } : {}) },
           signal: call?.signal ?? turn.signal,
           rateGate: options.rateGate,
           connections: options.connections,
           onRetry: (e: RetryEvent) => emit({ type: 'retry', ...e }),
         });
       } catch (error) {
-        if (signal.aborted) return end('aborted', findingsSoFar(messages), error);
-        if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
+        if (signal.aborted) return end('aborted', findingsSoFar(messages, runStart), error);
+        if (turn.expired) return end('error', findingsSoFar(messages, runStart), turn.expired);
         // Only this call was cancelled, for a message: not a model request that failed. It still
         // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
         // no usage came back), so a stream of interrupts cannot buy unmetered requests.
@@ -165,20 +193,23 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
           budget?.record(config.model, spent);
           continue;
         }
-        if (error instanceof AbortError) return end('aborted', findingsSoFar(messages), error);
-        return end('error', findingsSoFar(messages), error);
+        if (error instanceof AbortError) return end('aborted', findingsSoFar(messages, runStart), error);
+        return end('error', findingsSoFar(messages, runStart), error);
       } finally {
         interrupt?.removeEventListener('abort', onInterrupt);
         call?.dispose();
       }
-      usage = addModelUsage(usage, reply.model, reply.usage);
-      budget?.record(reply.model, reply.usage);
+      // Booked under the configured name, which prices and cost budgets know: a server names
+      // its model its own way (llama-server a GGUF path, OpenAI a dated snapshot).
+      usage = addModelUsage(usage, config.model, reply.usage);
+      budget?.record(config.model, reply.usage);
       emit({
         type: 'model_response',
         iteration: iterations,
         toolCalls: reply.toolCalls.length,
         usage: reply.usage,
-        model: reply.model,
+        model: config.model,
+        ...(reply.model && reply.model !== config.model ? { servedModel: reply.model } : {}),
         ms: Date.now() - callStarted,
         ...(reply.finishReason ? { finishReason: reply.finishReason } : {}),
       });
@@ -192,10 +223,22 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       }
 
       if (reply.toolCalls.length === 0) {
-        messages.push({ role: 'assistant', content: reply.content });
-        return end('final', reply.content);
+        messages.push({ role: 'assistant', content: reply.content, ...carriedFields(reply) });
+        const text = cutText + reply.content;
+        if (reply.finishReason !== 'length') return end('final', text);
+        // Cut at max_tokens: asked once to go on; cut again (or no call left), the run ends
+        // `truncated` with what it wrote, never passed off as a whole answer.
+        if (!continued && iterations < maxModelCalls && !budget?.exhausted()) {
+          continued = true;
+          cutText = text;
+          messages.push({ role: 'user', content: continueCutReply(config) });
+          continue;
+        }
+        return end('truncated', text, cutReplyError(config));
       }
-      messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls });
+      cutText = '';
+      continued = false;
+      messages.push({ role: 'assistant', content: reply.content || null, tool_calls: reply.toolCalls, ...carriedFields(reply) });
       // A budget used up by this call: its tool calls are not run (their results would never be read).
       const exhausted = budget?.exhausted();
       if (exhausted) return overBudget(exhausted);
@@ -219,13 +262,15 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         }
         messages.push({ role: 'tool', tool_call_id: call.id, content });
       });
-      if (signal.aborted) return end('aborted', findingsSoFar(messages), new AbortError(signal.reason));
+      if (signal.aborted) return end('aborted', findingsSoFar(messages, runStart), new AbortError(signal.reason));
+      const finished = options.finishedBy?.();
+      if (finished !== undefined) return end('final', finished);
       // Its tools were aborted and answered with errors (every call has its result); the run ends here.
-      if (turn.expired) return end('error', findingsSoFar(messages), turn.expired);
+      if (turn.expired) return end('error', findingsSoFar(messages, runStart), turn.expired);
       if (verdicts.includes('stop')) {
         return end(
           'loop_detected',
-          findingsSoFar(messages),
+          findingsSoFar(messages, runStart),
           new ForkpoolError('LOOP_DETECTED', `loop detected: the same tool call was repeated ${config.loopStopAfter} times`),
         );
       }
@@ -233,6 +278,20 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       turn.dispose();
     }
   }
+}
+
+/** The model's reply hit `max_tokens`: the request's bound, or the server's own. */
+function cutReplyError(config: LoopConfig): ForkpoolError {
+  const limit = config.maxTokens ?? DEFAULTS.maxTokens;
+  return new ForkpoolError(
+    'MODEL_OUTPUT_TRUNCATED',
+    `the model's reply was cut at the token limit (finish_reason "length"; maxTokens ${limit}): the text is incomplete. Raise maxTokens, or ask for a shorter answer`,
+  );
+}
+
+/** The one continuation turn after a reply cut at the token limit. */
+function continueCutReply(config: LoopConfig): string {
+  return `[forkpool] Your reply was cut off at the token limit (${config.maxTokens ?? DEFAULTS.maxTokens} tokens). Continue exactly where it stopped, without repeating anything, and finish briefly.`;
 }
 
 /** Characters per token, for the estimate of an interrupted call's prompt (as delivery-budget.ts counts). */
@@ -374,11 +433,11 @@ function safeParse(text: string): unknown {
   }
 }
 
-/** For a run cut short: the last thing the model said, and which tools it had used. */
-function findingsSoFar(messages: readonly ChatCompletionMessageParam[]): string {
+/** For a run cut short: the last thing the model said in this run (from `runStart`), and which tools it had used. */
+function findingsSoFar(messages: readonly ChatCompletionMessageParam[], runStart: number): string {
   const said: string[] = [];
   const used: string[] = [];
-  for (const m of messages) {
+  for (const m of messages.slice(runStart)) {
     if (m.role !== 'assistant') continue;
     if (typeof m.content === 'string' && m.content.trim()) said.push(m.content.trim());
     for (const c of m.tool_calls ?? []) if (c.type === 'function') used.push(`${c.function.name}(${c.function.arguments.slice(0, 80)})`);

@@ -4,6 +4,10 @@ export interface Usage {
   completionTokens: number;
   totalTokens: number;
   requests: number;
+  /** Of `promptTokens`, those read from the provider's prompt cache (when it says). */
+  cachedTokens?: number;
+  /** Of `promptTokens`, those written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`). */
+  cacheWriteTokens?: number;
 }
 
 /** Usage keyed by model name. */
@@ -19,7 +23,15 @@ export function addUsage(a: Usage, b: Usage): Usage {
     completionTokens: a.completionTokens + b.completionTokens,
     totalTokens: a.totalTokens + b.totalTokens,
     requests: a.requests + b.requests,
+    // Only when a side counted them: a sum of usages that never saw a cache keeps its shape.
+    ...optionalSum('cachedTokens', a, b),
+    ...optionalSum('cacheWriteTokens', a, b),
   };
+}
+
+function optionalSum(field: 'cachedTokens' | 'cacheWriteTokens', a: Usage, b: Usage): Partial<Usage> {
+  if (a[field] === undefined && b[field] === undefined) return {};
+  return { [field]: (a[field] ?? 0) + (b[field] ?? 0) };
 }
 
 /** Returns a new map with `usage` added under `model`. */
@@ -38,8 +50,18 @@ export function totalUsage(byModel: UsageByModel): Usage {
 }
 
 /** From an OpenAI `usage` object (fields may be missing on some servers). */
-export function usageFromApi(raw: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null | undefined): Usage {
+export function usageFromApi(
+  raw:
+    { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null | undefined,
+): Usage {
   const prompt = raw?.prompt_tokens ?? 0;
   const completion = raw?.completion_tokens ?? 0;
-  return { promptTokens: prompt, completionTokens: completion, totalTokens: raw?.total_tokens ?? prompt + completion, requests: 1 };
+  const cached = raw?.prompt_tokens_details?.cached_tokens;
+  return {
+    promptTokens: prompt,
+    completionTokens: completion,
+    totalTokens: raw?.total_tokens ?? prompt + completion,
+    requests: 1,
+    ...(typeof cached === 'number' && cached > 0 ? { cachedTokens: cached } : {}),
+  };
 }

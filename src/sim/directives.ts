@@ -4,17 +4,20 @@
  *
  *   [sim-read: notes/a.txt]      the job reads that file (read_file) before it answers
  *   [sim-answer-chars: 50000]    its answer is exactly that many characters (before the result tag)
+ *   [sim-invalid-result: once]   a typed job's first value does not match its schema (`always`: none does; typed-reply.ts)
  *
  * They are taken out of the task before the agent looks for keywords.
  */
 export interface SimDirectives {
   read?: string;
   answerChars?: number;
+  /** A typed job's value misses its schema: the first time (`once`, to exercise the repair turn) or every time. */
+  invalidResult?: 'once' | 'always';
   /** The task without its directives. */
   task: string;
 }
 
-const DIRECTIVE = /\[sim-(read|answer-chars):\s*([^\]]+?)\s*\]/g;
+const DIRECTIVE = /\[sim-(read|answer-chars|invalid-result):\s*([^\]]+?)\s*\]/g;
 /** The longest answer a directive may ask for (the sim's own bound, well under `maxResponseChars`). */
 const MAX_ANSWER_CHARS = 5_000_000;
 
@@ -23,7 +26,9 @@ export function simDirectives(task: string): SimDirectives {
   for (const match of task.matchAll(DIRECTIVE)) {
     const value = match[2] as string;
     if (match[1] === 'read') out.read = value;
-    else {
+    else if (match[1] === 'invalid-result') {
+      if (value === 'once' || value === 'always') out.invalidResult = value;
+    } else {
       const n = Number(value);
       if (Number.isInteger(n) && n >= 0) out.answerChars = Math.min(n, MAX_ANSWER_CHARS);
     }

@@ -7,9 +7,9 @@ import { toolCall, type SimReply } from './reply.js';
 import type { FaultKind, FaultSpec } from './types.js';
 
 /** Faults that change what the model says, not how it is delivered. */
-export const REPLY_FAULTS: ReadonlySet<FaultKind> = new Set(['malformed_tool_args', 'unknown_tool', 'endless_tool_calls']);
+export const REPLY_FAULTS: ReadonlySet<FaultKind> = new Set(['malformed_tool_args', 'unknown_tool', 'endless_tool_calls', 'length']);
 
-export const HTTP_ERROR_STATUS: Partial<Record<FaultKind, number>> = { '429': 429, '500': 500, '502': 502, '503': 503 };
+export const HTTP_ERROR_STATUS: Partial<Record<FaultKind, number>> = { '401': 401, '404': 404, '429': 429, '500': 500, '502': 502, '503': 503 };
 
 /** A random fault with probability `rate`, drawn from `kinds` with the request's generator. */
 export function randomFault(rng: Rng, rate: number, kinds: readonly FaultKind[]): FaultSpec | undefined {
@@ -34,6 +34,11 @@ export function applyReplyFault(kind: FaultKind, reply: SimReply, n: number): Si
   if (kind === 'unknown_tool') {
     return { content: null, toolCalls: [toolCall(n, 0, 'no_such_tool', { query: 'anything' })] };
   }
+  if (kind === 'length') {
+    // What a server sends when max_tokens ran out mid-answer: the head of it, and no tool calls.
+    const text = reply.content ?? '';
+    return { content: text.slice(0, Math.max(1, Math.ceil(text.length / 2))), toolCalls: [], finishReason: 'length' };
+  }
   return reply;
 }
 
@@ -53,8 +58,12 @@ export function errorBody(status: number, message: string, type: string, code: s
   return JSON.stringify({ error: { message, type, param: null, code } });
 }
 
-export function faultErrorBody(kind: FaultKind, n: number): string {
+export function faultErrorBody(kind: FaultKind, n: number, model: string): string {
   switch (kind) {
+    case '401':
+      return errorBody(401, `Incorrect API key provided (simulated fault at request ${n}).`, 'invalid_request_error', 'invalid_api_key');
+    case '404':
+      return errorBody(404, `The model \`${model}\` does not exist or you do not have access to it.`, 'invalid_request_error', 'model_not_found');
     case '429':
       return errorBody(429, `Rate limit reached (simulated fault at request ${n}).`, 'rate_limit_error', 'rate_limit_exceeded');
     case '502':

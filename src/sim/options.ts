@@ -3,7 +3,7 @@ import { FAULT_KINDS, type FaultKind, type FaultSpec, type ScriptStep, type SimS
 
 /** Kinds drawn by `faultRate` unless `faultKinds` says otherwise: nothing that hangs. */
 export const DEFAULT_RANDOM_FAULT_KINDS: readonly FaultKind[] = FAULT_KINDS.filter(
-  (k) => k !== 'hang_before_headers' && k !== 'stall_mid_stream' && k !== 'slow_drip',
+  (k) => k !== 'hang_before_headers' && k !== 'stall_mid_stream' && k !== 'slow_drip' && k !== '401' && k !== '404' && k !== 'length',
 );
 
 export const SIM_DEFAULTS = {
@@ -47,6 +47,7 @@ export interface ResolvedSimOptions {
   researchSteps: number;
   capacity: number | undefined;
   capacityRetryAfterSeconds: number;
+  servedModel: string | undefined;
 }
 
 export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
@@ -68,6 +69,7 @@ export function resolveOptions(opts: SimServerOptions): ResolvedSimOptions {
     endlessToolCalls: opts.endlessToolCalls ?? SIM_DEFAULTS.endlessToolCalls,
     recordBodies: opts.recordBodies ?? SIM_DEFAULTS.recordBodies,
     requestLogLimit: opts.requestLogLimit ?? SIM_DEFAULTS.requestLogLimit,
+    servedModel: opts.servedModel,
     researchSteps: opts.researchSteps ?? SIM_DEFAULTS.researchSteps,
     capacity: opts.capacity,
     capacityRetryAfterSeconds: opts.capacityRetryAfterSeconds ?? SIM_DEFAULTS.retryAfterSeconds,
@@ -116,6 +118,8 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
   if (opts.requestLogLimit !== undefined && !(Number.isInteger(opts.requestLogLimit) && opts.requestLogLimit >= 0)) {
     bad('requestLogLimit', 'an integer >= 0', opts.requestLogLimit);
   }
+  if (opts.servedModel !== undefined && !(typeof opts.servedModel === 'string' && opts.servedModel !== ''))
+    bad('servedModel', 'a non-empty string', opts.servedModel);
   if (opts.recordBodies !== undefined && typeof opts.recordBodies !== 'boolean') bad('recordBodies', 'a boolean', opts.recordBodies);
   if (opts.maxTokensPerChunk !== undefined && !(Number.isInteger(opts.maxTokensPerChunk) && opts.maxTokensPerChunk >= 1)) {
     bad('maxTokensPerChunk', 'an integer >= 1', opts.maxTokensPerChunk);
@@ -136,6 +140,7 @@ export function validateOptions(opts: SimServerOptions): ConfigIssue[] {
         step.toolCalls?.forEach((call, j) => {
           if (typeof call?.name !== 'string' || call.name === '') bad(`script[${i}].toolCalls[${j}].name`, 'a non-empty string', call?.name);
         });
+        if (step.finishReason !== undefined && step.finishReason !== 'length') bad(`script[${i}].finishReason`, '"length"', step.finishReason);
         if (step.fault !== undefined) checkFault(`script[${i}].fault`, step.fault, bad);
       });
   }

@@ -14,6 +14,8 @@ export interface SimReply {
   content: string | null;
   toolCalls: SimToolCall[];
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** `length`: cut at the token limit (a script step's `finishReason`, the 'length' fault). */
+  finishReason?: 'length';
 }
 
 /** A chat message as received: loosely typed, because any client may send it. */

@@ -23,7 +23,8 @@ export function usageOf(prompt: number, completion: number): WireUsage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-function finishReason(reply: SimReply): 'tool_calls' | 'stop' {
+function finishReason(reply: SimReply): 'tool_calls' | 'stop' | 'length' {
+  if (reply.finishReason) return reply.finishReason;
   return reply.toolCalls.length > 0 ? 'tool_calls' : 'stop';
 }
 
@@ -46,6 +47,8 @@ export function completionBody(reply: SimReply, meta: ResponseMeta, usage: WireU
 /** One SSE event to send, with the output tokens it carries (for per-token pacing). */
 export interface StreamChunk {
   json: string;
+  /** The SSE `event:` name, on wires that name their events (Responses, Anthropic). */
+  event?: string;
   tokens: number;
   /** The chunk carrying `finish_reason`, or the usage chunk after it. */
   closing: boolean;

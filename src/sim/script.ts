@@ -47,6 +47,7 @@ export function stepReply(step: ScriptStep, n: number): SimReply {
     toolCalls: (step.toolCalls ?? []).map((c, i) => toolCall(n, i, c.name, c.arguments, c.id)),
   };
   if (step.usage) reply.usage = { ...step.usage };
+  if (step.finishReason) reply.finishReason = step.finishReason;
   // A step with nothing in it still answers: an empty final message.
   if (reply.content === null && reply.toolCalls.length === 0) reply.content = '';
   return reply;

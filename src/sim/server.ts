@@ -8,17 +8,30 @@ import type { AddressInfo, Socket } from 'node:net';
 import { endlessReply, plausibleReply } from './agent-behaviour.js';
 import { applyReplyFault, errorBody, faultErrorBody, HTTP_ERROR_STATUS, randomFault, REPLY_FAULTS } from './faults.js';
 import { resolveOptions, SIM_DEFAULTS, validateOptions, type ResolvedSimOptions } from './options.js';
-import { completionTokens, promptTokens, type SimReply } from './reply.js';
-import { completionBody, SIM_CREATED, streamChunks, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
+import { completionTokens, estimateTokens, promptTokens, type SimReply } from './reply.js';
+import { SIM_CREATED, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
+import { asChatBody, cachedPrefix, wireMessages, type SimWire } from './wire-requests.js';
+import { sseText, WIRE_FORMATS, type CacheUsage, type WireFormat } from './wire-responses.js';
 import { requestRng } from './rng.js';
+import { typedReply } from './typed-reply.js';
 import { ScriptCursor, stepReply } from './script.js';
-import { BodyTooLargeError, cutAfterFlush, readBody, sendError, sendJson, sleep, startSse, waitForAbort, writeSse } from './transport.js';
+import { BodyTooLargeError, cutAfterFlush, readBody, sendError, sendJson, sleep, startSse, waitForAbort } from './transport.js';
 import type { FaultKind, FaultSpec, RecordedRequest, ScriptStep, SimServer, SimServerOptions } from './types.js';
 import { ConfigError } from '../shared/errors.js';
 import { registerSimulatorUrl, unregisterSimulatorUrl } from '../shared/simulator-urls.js';
 
 export const SIM_MODEL_ID = 'forkpool-sim';
-const CHAT_PATHS = new Set(['/v1/chat/completions', '/chat/completions']);
+/** The three wires' paths: Chat Completions, the Responses API, Anthropic Messages. */
+const WIRE_PATHS: ReadonlyMap<string, SimWire> = new Map([
+  ['/v1/chat/completions', 'chat'],
+  ['/chat/completions', 'chat'],
+  ['/v1/responses', 'responses'],
+  ['/responses', 'responses'],
+  ['/v1/messages', 'anthropic'],
+  ['/messages', 'anthropic'],
+]);
+/** Prompt-cache prefixes remembered (Anthropic wire): the oldest is forgotten past this. */
+const PROMPT_CACHE_ENTRIES = 1_000;
 const MODEL_PATHS = new Set(['/v1/models', '/models']);
 
 /** Starts the simulator; rejects with a `ConfigError` naming the bad option. */
@@ -31,6 +44,8 @@ export async function startSimServer(opts: SimServerOptions = {}): Promise<SimSe
 /** What one chat request will get, decided before any waiting. */
 interface Plan {
   n: number;
+  format: WireFormat;
+  cache: CacheUsage;
   stream: boolean;
   includeUsage: boolean;
   meta: ResponseMeta;
@@ -49,6 +64,8 @@ class SimHttpServer implements SimServer {
   #options: ResolvedSimOptions;
   #script: ScriptCursor | undefined;
   #count = 0;
+  /** The Anthropic wire's prompt cache: prefixes already seen are reported as cache reads. */
+  #promptCache = new Set<string>();
 
   get requestCount(): number {
     return this.#count;
@@ -154,9 +171,10 @@ class SimHttpServer implements SimServer {
 
   async #route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]?.replace(/\/+$/, '') || '/';
-    if (CHAT_PATHS.has(path)) {
+    const wire = WIRE_PATHS.get(path);
+    if (wire) {
       if (req.method !== 'POST') return sendError(res, 405, `use POST for ${path}`, 'invalid_request_error', 'method_not_allowed');
-      return this.#chat(req, res, signal);
+      return this.#complete(req, res, signal, wire);
     }
     if (MODEL_PATHS.has(path) || path.startsWith('/v1/models/')) {
       if (req.method !== 'GET') return sendError(res, 405, `use GET for ${path}`, 'invalid_request_error', 'method_not_allowed');
@@ -167,7 +185,7 @@ class SimHttpServer implements SimServer {
     sendError(res, 404, `unknown route ${req.method ?? 'GET'} ${path}`, 'invalid_request_error', 'not_found');
   }
 
-  async #chat(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  async #complete(req: IncomingMessage, res: ServerResponse, signal: AbortSignal, wire: SimWire): Promise<void> {
     const raw = await readBody(req, SIM_DEFAULTS.maxBodyBytes);
     let body: unknown;
     try {
@@ -175,8 +193,13 @@ class SimHttpServer implements SimServer {
     } catch (error) {
       return sendError(res, 400, `request body is not valid JSON: ${(error as Error).message}`, 'invalid_request_error', 'invalid_json');
     }
-    if (!body || typeof body !== 'object' || !Array.isArray((body as { messages?: unknown }).messages)) {
-      return sendError(res, 400, "request body must be an object with a 'messages' array", 'invalid_request_error', 'invalid_request');
+    if (!body || typeof body !== 'object' || Array.isArray(body) || !wireMessages(wire, body as Record<string, unknown>)) {
+      const field = wire === 'responses' ? 'input' : 'messages';
+      return sendError(res, 400, `request body must be an object with a '${field}' array`, 'invalid_request_error', 'invalid_request');
+    }
+    // As Anthropic's API: a request that names no API version is refused.
+    if (wire === 'anthropic' && !req.headers['anthropic-version']) {
+      return sendJson(res, 400, JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version: header is required' } }));
     }
     const capacity = this.#options.capacity;
     if (capacity !== undefined && this.#inFlight >= capacity) return this.#refuseOverCapacity(res, capacity);
@@ -185,8 +208,8 @@ class SimHttpServer implements SimServer {
     // 'close' comes once, whether the response ended or the client left.
     res.once('close', () => this.#inFlight--);
     const n = ++this.#count;
-    const plan = this.#plan(n, body as Record<string, unknown>);
-    const record: RecordedRequest = { n, body: this.#options.recordBodies ? body : undefined, receivedAt: Date.now() };
+    const plan = this.#plan(n, wire, body as Record<string, unknown>);
+    const record: RecordedRequest = { n, wire, body: this.#options.recordBodies ? body : undefined, receivedAt: Date.now() };
     if (plan?.fault) record.fault = plan.fault.kind;
     this.requests.push(record);
     // Bounded: the oldest entry goes (shift on a packed array is cheap in V8).
@@ -212,8 +235,10 @@ class SimHttpServer implements SimServer {
   }
 
   /** Decides fault, reply, usage and delay. Undefined when the script is exhausted. */
-  #plan(n: number, body: Record<string, unknown>): Plan | undefined {
+  #plan(n: number, wire: SimWire, raw: Record<string, unknown>): Plan | undefined {
     const o = this.#options;
+    // The behaviours read Chat Completions; the other wires' requests are read as one.
+    const body = asChatBody(wire, raw);
     const rng = requestRng(o.seed, n);
     // Draw in a fixed order (jitter, then fault) so every request's numbers are reproducible.
     const jitter = rng() * o.jitterMs;
@@ -227,22 +252,37 @@ class SimHttpServer implements SimServer {
     }
     let reply: SimReply;
     if (o.endlessToolCalls || fault?.kind === 'endless_tool_calls') reply = endlessReply(body, n);
-    else reply = step ? stepReply(step, n) : plausibleReply(body, n, o.researchSteps);
+    // A schema-bound request (response_format, or the submit_result tool) ends with a value of its schema.
+    else reply = step ? stepReply(step, n) : typedReply(body, plausibleReply(body, n, o.researchSteps), n);
     if (fault && REPLY_FAULTS.has(fault.kind)) reply = applyReplyFault(fault.kind, reply, n);
     const usage = usageOf(step?.usage?.prompt_tokens ?? promptTokens(body), step?.usage?.completion_tokens ?? completionTokens(reply));
     const stream = body.stream === true;
     const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+    const format = WIRE_FORMATS[wire];
     return {
       n,
+      format,
+      cache: wire === 'anthropic' ? this.#promptCacheUsage(raw) : { read: 0, write: 0 },
       stream,
       includeUsage: stream && streamOptions?.include_usage === true,
-      meta: { id: `chatcmpl-sim-${n}`, model: typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID },
+      meta: { id: `${format.idPrefix}${n}`, model: o.servedModel ?? (typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID) },
       fault,
       reply,
       usage,
       // Non-stream responses pay their per-token time up front; streams pay it chunk by chunk.
       initialDelayMs: o.latencyMs + jitter + (stream ? 0 : o.perTokenMs * usage.completion_tokens),
     };
+  }
+
+  /** A marked prefix seen before is read from the cache; a new one is written to it. */
+  #promptCacheUsage(raw: Record<string, unknown>): CacheUsage {
+    const prefix = cachedPrefix(raw);
+    if (!prefix) return { read: 0, write: 0 };
+    const tokens = estimateTokens(prefix.length);
+    if (this.#promptCache.has(prefix)) return { read: tokens, write: 0 };
+    this.#promptCache.add(prefix);
+    if (this.#promptCache.size > PROMPT_CACHE_ENTRIES) this.#promptCache.delete(this.#promptCache.values().next().value as string);
+    return { read: 0, write: tokens };
   }
 
   async #deliver(plan: Plan, res: ServerResponse, signal: AbortSignal, record: RecordedRequest): Promise<void> {
@@ -259,10 +299,10 @@ class SimHttpServer implements SimServer {
         extra['retry-after'] = String(seconds);
         extra['retry-after-ms'] = String(Math.round(seconds * 1000));
       }
-      return sendJson(res, status, faultErrorBody(kind, plan.n), { ...headers, ...extra });
+      return sendJson(res, status, plan.format.errorBody(faultErrorBody(kind, plan.n, plan.meta.model)), { ...headers, ...extra });
     }
     if (plan.stream) return this.#deliverStream(plan, res, signal, headers, kind, record);
-    const json = JSON.stringify(completionBody(plan.reply, plan.meta, plan.usage));
+    const json = JSON.stringify(plan.format.body(plan.reply, plan.meta, plan.usage, plan.cache));
     if (kind === 'bad_json') return sendJson(res, 200, `{"id": "${plan.meta.id}", "object": "chat.completion", "choices": [ <simulated bad json>`, headers);
     if (kind === 'truncated_stream') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(json)), ...headers });
@@ -285,40 +325,31 @@ class SimHttpServer implements SimServer {
     kind: FaultKind | undefined,
     record: RecordedRequest,
   ): Promise<void> {
-    const chunks = streamChunks(plan.reply, plan.meta, plan.usage, {
+    const chunks = plan.format.chunks(plan.reply, plan.meta, plan.usage, plan.cache, {
       maxTokensPerChunk: this.#options.maxTokensPerChunk,
       includeUsage: plan.includeUsage,
     });
     startSse(res, headers);
     record.chunks = 0;
-    const send = (json: string) => {
-      writeSse(res, json);
+    const send = (chunk: StreamChunk) => {
+      res.write(sseText(chunk));
       record.chunks = (record.chunks ?? 0) + 1;
     };
     const first = chunks[0];
-    if (first) send(first.json);
+    if (first) send(first);
     if (kind === 'slow_drip') {
       // Steady data, never idle long, never finished: the reply's open chunks, then empty deltas.
       const interval = dripInterval(plan);
       const open = chunks.slice(1).filter((c) => !c.closing);
       for (let i = 0; ; i++) {
         await sleep(interval, signal);
-        send(
-          open[i]?.json ??
-            JSON.stringify({
-              id: plan.meta.id,
-              object: 'chat.completion.chunk',
-              created: SIM_CREATED,
-              model: plan.meta.model,
-              choices: [{ index: 0, delta: {}, finish_reason: null }],
-            }),
-        );
+        send(open[i] ?? plan.format.filler(plan.meta));
       }
     }
     if (kind === 'stall_mid_stream') return this.#keepAlive(res, signal, ': keep-alive\n\n');
     if (kind === 'bad_json') {
-      writeSse(res, `{"id": "${plan.meta.id}", "choices": [{"delta": {"content": <simulated bad json>`);
-      res.end('data: [DONE]\n\n');
+      res.write(`data: {"id": "${plan.meta.id}", "choices": [{"delta": {"content": <simulated bad json>\n\n`);
+      res.end(plan.format.end);
       return;
     }
     if (kind === 'truncated_stream') {
@@ -328,16 +359,16 @@ class SimHttpServer implements SimServer {
       for (let i = 1; i < cut - 1; i++) await this.#sendChunk(res, signal, open[i], send);
       const lastChunk = cut >= 2 ? open[cut - 1] : undefined;
       if (lastChunk) await sleep(this.#options.perTokenMs * lastChunk.tokens, signal);
-      return cutAfterFlush(res, lastChunk ? `data: ${lastChunk.json}\n\n` : ': cut\n\n');
+      return cutAfterFlush(res, lastChunk ? sseText(lastChunk) : ': cut\n\n');
     }
     for (const chunk of chunks.slice(1)) await this.#sendChunk(res, signal, chunk, send);
-    res.end('data: [DONE]\n\n');
+    res.end(plan.format.end);
   }
 
-  async #sendChunk(res: ServerResponse, signal: AbortSignal, chunk: StreamChunk | undefined, send: (json: string) => void): Promise<void> {
+  async #sendChunk(res: ServerResponse, signal: AbortSignal, chunk: StreamChunk | undefined, send: (chunk: StreamChunk) => void): Promise<void> {
     if (!chunk) return;
     await sleep(this.#options.perTokenMs * chunk.tokens, signal);
-    send(chunk.json);
+    send(chunk);
   }
 
   async #keepAlive(res: ServerResponse, signal: AbortSignal, text: string, intervalMs: number = SIM_DEFAULTS.keepAliveIntervalMs): Promise<void> {

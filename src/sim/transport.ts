@@ -68,10 +68,6 @@ export function startSse(res: ServerResponse, headers: Record<string, string>): 
   res.flushHeaders();
 }
 
-export function writeSse(res: ServerResponse, data: string): void {
-  res.write(`data: ${data}\n\n`);
-}
-
 /** Flushes what was written, then cuts the connection without ending the response. */
 export function cutAfterFlush(res: ServerResponse, text: string): void {
   res.write(text, () => res.socket?.destroy());

@@ -12,7 +12,13 @@ export type FaultKind =
   | 'hang_before_headers'
   | 'stall_mid_stream'
   | 'slow_drip'
-  | 'endless_tool_calls';
+  | 'endless_tool_calls'
+  /** 401 with an OpenAI-style "Incorrect API key" body (not retried). */
+  | '401'
+  /** 404 with OpenAI's "model does not exist" body, naming the model asked for (not retried). */
+  | '404'
+  /** The reply is cut at the token limit: half its text, no tool calls, `finish_reason: "length"`. */
+  | 'length';
 
 export const FAULT_KINDS: readonly FaultKind[] = [
   '429',
@@ -27,6 +33,9 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'stall_mid_stream',
   'slow_drip',
   'endless_tool_calls',
+  '401',
+  '404',
+  'length',
 ];
 
 export interface FaultSpec {
@@ -51,6 +60,8 @@ export interface ScriptStep {
   fault?: FaultSpec;
   /** Overrides the estimated usage of this response. */
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** `length`: the reply says it was cut at the token limit (`finish_reason: "length"`), its content as given. */
+  finishReason?: 'length';
 }
 
 export interface SimServerOptions {
@@ -77,6 +88,11 @@ export interface SimServerOptions {
   faultRate?: number;
   /** Kinds drawn when `faultRate` hits. Default: every kind except 'hang_before_headers' and 'stall_mid_stream'. */
   faultKinds?: FaultKind[];
+  /**
+   * The model name responses carry, whatever the request asked for (llama-server answers with
+   * its GGUF path, OpenAI with a dated snapshot). Default: the request's own `model`.
+   */
+  servedModel?: string;
   /** Stream chunking: at most this many estimated tokens (4 chars each) per content/arguments chunk. Default 4. */
   maxTokensPerChunk?: number;
   /** Every response is a tool call (list_dir with a varying path and counter): a model that never stops. Default false. */
@@ -110,6 +126,8 @@ export interface SimServerOptions {
 export interface RecordedRequest {
   /** 1-based number among valid chat-completions requests. */
   n: number;
+  /** The API it came in on: `chat` (/v1/chat/completions), `responses` (/v1/responses) or `anthropic` (/v1/messages). */
+  wire: 'chat' | 'responses' | 'anthropic';
   /** The parsed JSON body (undefined when `recordBodies` is false). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the client's JSON as sent, in a public type: readers pick the fields they check
   body: any;

@@ -4,6 +4,7 @@
  * ink app and the plain line mode both drive it; tests drive it directly.
  */
 import type { AgentSession } from '../main/session/agent-session.js';
+import { retryLine } from '../shared/model-errors.js';
 import type { CloseReport } from '../main/jobs/manager-api.js';
 import type { JobRecord } from '../main/ledger/ledger.js';
 import { TypedEmitter } from '../shared/typed-emitter.js';
@@ -105,7 +106,11 @@ export class ChatController extends TypedEmitter<ChatEvents> {
           this.#activity = `running ${e.name}`;
           this.add('tool', toolLine(e.name, e.argsPreview, e.background === true));
         } else if (e.type === 'model_request') this.#activity = 'thinking';
-        else if (e.type === 'retry') this.#activity = `retrying (${oneLine(e.reason, 60)})`;
+        else if (e.type === 'retry') {
+          // A line in the transcript too: a rate limit's wait can be long, and must not look like a hang.
+          this.#activity = `retrying (${oneLine(e.reason, 60)})`;
+          this.add('notice', `↻ ${retryLine(e)}`);
+        }
       }
       this.changed();
     });

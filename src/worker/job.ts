@@ -29,6 +29,8 @@ import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/sp
 import { reportAlertTool } from './job-tools.js';
 import { ChildLink, spawnChildTool, type ChildSpawnOffer } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
+import { typedOutputFor } from './typed-output.js';
+import { SUBMIT_RESULT_TOOL } from '../shared/output-schema.js';
 import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -97,11 +99,14 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     // the names against: a name the config allows is never silently missing here.
     const modules = [...new Set([...config.toolModules, ...Object.values(spec.config.agents).flatMap((agent) => agent.toolModules ?? [])])];
     const catalogTools = await offeredTools(config.tools, modules, spec.hostTools ?? [], hostLink, { jobId: spec.id, agent: spec.agent ?? 'fork' });
+    // A typed job (an output schema): bound by response_format or the submit_result tool (typed-output.ts).
+    const typed = typedOutputFor(spec, config);
+    const prompt = spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec);
     let messages: ChatCompletionMessageParam[] = spec.resume
       ? [...(spec.resume.messages as ChatCompletionMessageParam[]), { role: 'user', content: spec.resume.childResults }]
       : [
           // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
-          { role: 'system', content: sharedText(spawnSystemPrompt(agentSystemPrompt(baseline, spec.config, spec.agent), spec)) },
+          { role: 'system', content: sharedText(typed ? `${prompt}\n\n${typed.instruction}` : prompt) },
           { role: 'user', content: spec.task },
         ];
     for (;;) {
@@ -111,7 +116,14 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         // The turns are the job's, across its resumes; the meter stops it at this same count.
         maxModelCalls: Math.max(0, maxTurns - iterations),
         messages,
-        tools: [...catalogTools, ...(deps.jobTools ?? [])],
+        // submit_result stands in for a catalog tool of its name: one tool per name on the wire.
+        tools: [
+          ...(typed?.mode === 'tool' ? catalogTools.filter((t) => t.name !== SUBMIT_RESULT_TOOL) : catalogTools),
+          ...(deps.jobTools ?? []),
+          ...(typed?.tools ?? []),
+        ],
+        responseFormat: typed?.responseFormat,
+        finishedBy: typed?.finishedBy,
         toolContext: {
           workspaceRoot,
           limits: config.toolLimits,
@@ -152,13 +164,29 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         messages = result.messages;
         continue;
       }
+      // A typed job's final answer is checked against its schema: its value, one repair turn, or RESULT_INVALID.
+      if (typed && result.stopReason === 'final') {
+        const settled = typed.settle(result.finalText);
+        if (settled.kind === 'repair' && !budget.exhausted()) {
+          messages = [...result.messages, { role: 'user', content: settled.message }];
+          continue;
+        }
+        if (settled.kind === 'data') Object.assign(outcome, { text: settled.text, data: settled.data });
+        else {
+          const error =
+            settled.kind === 'invalid'
+              ? settled.error
+              : new ForkpoolError('RESULT_INVALID', 'the result does not match the output schema and no turn was left to repair it');
+          Object.assign(outcome, { stopReason: 'error', text: settled.kind === 'invalid' ? settled.text : result.finalText, error: serializeError(error) });
+        }
+      }
       // exit_on_defer: it answered after asking for a later turn, so it ends `deferred` with that time.
       const deferred = deps.deferral?.turn;
-      if (result.stopReason === 'final' && deferred) outcome.deferred = { at: deferred.at, reason: deferred.reason };
+      if (outcome.stopReason === 'final' && deferred) outcome.deferred = { at: deferred.at, reason: deferred.reason };
       // Kept by the main thread for a resume (resume_background_agent); cut here so what crosses stays bounded.
       const conversation = capConversation(result.messages, spec.config.background.keepConversationChars);
       if (conversation) outcome.conversation = conversation;
-      if (result.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
+      if (outcome.stopReason !== 'final' || !children || spec.config.background.childrenOnEnd !== 'wait') return outcome;
       // Its answer came with children's results still unread, or children still running: wait.
       const unread = children.take();
       if (unread) {
@@ -194,7 +222,7 @@ export type JobRunResult = JobOutcome & {
  */
 const clients = new Map<string, OpenAI>();
 function clientFor(config: JobSpec['config']): OpenAI {
-  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs]);
+  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs, config.api]);
   let client = clients.get(key);
   if (!client) {
     client = createModelClient(config);

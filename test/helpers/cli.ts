@@ -1,7 +1,7 @@
 /**
  * Runs the built CLI (`node dist/cli/index.js`) as a real child process. Build first
  * (`npm run build`). The child's environment never inherits model settings from the
- * developer's shell: OPENAI_* and FORKPOOL_* variables are removed unless passed explicitly.
+ * developer's shell: OPENAI_*, ANTHROPIC_* and FORKPOOL_* variables are removed unless passed explicitly.
  *
  *   const r = await runCli(['run', 'hello'], { cwd: ws });          // waits for exit
  *   const p = spawnCli(['sim', '--port', '0'], { cleanup });         // interactive
@@ -57,11 +57,11 @@ export interface CliProcess {
   waitForStderr(test: (stderr: string) => boolean): Promise<string>;
 }
 
-/** `process.env` without OPENAI_* / FORKPOOL_* variables, plus `extra`. */
+/** `process.env` without OPENAI_* / ANTHROPIC_* / FORKPOOL_* variables, plus `extra`. */
 export function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || /^(OPENAI_|FORKPOOL_)/i.test(name)) continue;
+    if (value === undefined || /^(OPENAI_|ANTHROPIC_|FORKPOOL_)/i.test(name)) continue;
     env[name] = value;
   }
   return { ...env, NO_COLOR: '1', ...extra };

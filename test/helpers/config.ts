@@ -54,6 +54,7 @@ export function testConfig(overrides: Partial<ForkpoolConfigInput> = {}): Forkpo
   return parseConfig({
     model: 'forkpool-sim',
     requestTimeoutMs: 10_000,
+    firstByteTimeoutMs: 10_000,
     streamIdleTimeoutMs: 5_000,
     maxRetries: 1,
     ...overrides,

@@ -24,7 +24,7 @@ export async function startFrozenFanout(cleanup: Cleanup, jobs: number): Promise
   const testServer = await startTestServer(
     cleanup,
     // The hung calls hang until cancelled: no request timeout ends them first.
-    { maxRetries: 0, requestTimeoutMs: 600_000, agents: { scout: SCOUT }, background: { maxConcurrent: 1, threads: 3 } },
+    { maxRetries: 0, requestTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, agents: { scout: SCOUT }, background: { maxConcurrent: 1, threads: 3 } },
     {
       // Request numbers: 1 bg-1, 2-3 bg-2, 4 bg-3, 5 the session's first job.
       faults: { 1: { kind: '503' }, 4: { kind: 'hang_before_headers' }, 5: { kind: 'hang_before_headers' } },

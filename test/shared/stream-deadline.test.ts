@@ -66,20 +66,20 @@ describe('the idle watchdog is pushed back by every chunk', () => {
   }, 20_000);
 });
 
-// The SDK's timer (the client's `timeout`, up to the headers) and ours cover the same span; on a
-// busy thread either may fire first. Here the client's is the shorter, so the SDK's always wins:
-// the reason is the same deadline sentence (it was once a bare "request timed out", which CI saw
-// on Node 26 when the SDK's timer happened to fire first).
+// The SDK's timer (the client's `timeout`, up to the headers) and our first-byte clock cover the
+// same span (`firstByteTimeoutMs`); on a busy thread either may fire first. Here the client's is
+// the shorter, so the SDK's always wins: the reason is the same sentence (it was once a bare
+// "request timed out", which CI saw on Node 26 when the SDK's timer happened to fire first).
 describe.each([true, false])('a server that never sends headers, the SDK timer first (stream=%s)', (stream) => {
   it('says the deadline the same way, with the span that ran out', async () => {
     const t = await startTestSim(
       cleanup,
       { script: [{ content: 'after the hang' }], faults: { 1: { kind: 'hang_before_headers' } } },
-      { stream, maxRetries: 1, requestTimeoutMs: 30_000 },
+      { stream, maxRetries: 1, firstByteTimeoutMs: 30_000 },
     );
     const events: LoopEvent[] = [];
     const result = await runToolLoop({
-      client: createModelClient({ ...t.config, requestTimeoutMs: 300 }),
+      client: createModelClient({ ...t.config, firstByteTimeoutMs: 300 }),
       config: t.config,
       messages: [{ role: 'user', content: 'hi' }],
       tools: [],
@@ -88,6 +88,6 @@ describe.each([true, false])('a server that never sends headers, the SDK timer f
     });
     expect(result.finalText).toBe('after the hang');
     const retries = events.filter((e): e is Extract<LoopEvent, { type: 'retry' }> => e.type === 'retry');
-    expect(retries.map((e) => e.reason)).toEqual(['request timed out after 300 ms (headers to last byte)']);
+    expect(retries.map((e) => e.reason)).toEqual(['no response within 300 ms of sending (firstByteTimeoutMs)']);
   }, 20_000);
 });

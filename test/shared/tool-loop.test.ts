@@ -194,7 +194,7 @@ describe('runToolLoop stops', () => {
       const controller = new AbortController();
       const pending = runLoop(
         { script: [], faults: { 1: { kind: 'hang_before_headers' } } },
-        { stream, requestTimeoutMs: 60_000 },
+        { stream, firstByteTimeoutMs: 60_000 },
         {
           signal: controller.signal,
           onStart: ({ sim }) => {

@@ -173,3 +173,18 @@ describe('chat transcript of tool calls', () => {
     await chat.quit();
   });
 });
+
+describe('chat: a retry is a line in the transcript', () => {
+  it('a rate-limited parent call shows who limited it, the wait and which try, then the answer', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script: [{ content: 'answered after the wait' }], faults: { 1: { kind: '429', retryAfterSeconds: 0.2 } } });
+    const session = new AgentSession({ config: makeConfig(sim, root, {}, { maxRetries: 2 }), closeExecutor: true });
+    watchManager(session.manager);
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
+    await chat.submitLine('hello').turn;
+    const notices = chat.entries.filter((e) => e.kind === 'notice').map((e) => e.text);
+    expect(notices).toContainEqual(expect.stringMatching(/^↻ rate limited by 127\.0\.0\.1:\d+, retrying in \d\.\d s \(1\/2\)$/));
+    expect(chat.entries.filter((e) => e.kind === 'answer').map((e) => e.text)).toEqual(['answered after the wait']);
+  }, 60_000);
+});

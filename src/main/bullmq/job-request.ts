@@ -45,6 +45,8 @@ const REQUEST_FIELDS = [
   'temperature',
   'maxIterations',
   'requestTimeoutMs',
+  'firstByteTimeoutMs',
+  'maxTokens',
   'turnTimeoutMs',
   'streamIdleTimeoutMs',
   'maxRetries',
@@ -62,7 +64,18 @@ const REQUEST_FIELDS = [
 const BACKGROUND_FIELDS = ['timeoutMinutes', 'cancelGraceMs', 'maxAlertsPerJob', 'maxDepth'] as const;
 
 /** The job's agent entry without its key and endpoint (the endpoint is the request's `baseUrl`). */
-const AGENT_FIELDS = ['description', 'model', 'systemPrompt', 'replaceSystemPrompt', 'tools', 'maxIterations', 'temperature', 'maxDepth', 'budget'] as const;
+const AGENT_FIELDS = [
+  'description',
+  'model',
+  'systemPrompt',
+  'replaceSystemPrompt',
+  'tools',
+  'maxIterations',
+  'temperature',
+  'maxTokens',
+  'maxDepth',
+  'budget',
+] as const;
 
 const configFields = Object.fromEntries(REQUEST_FIELDS.map((field) => [field, true])) as { [K in (typeof REQUEST_FIELDS)[number]]: true };
 const backgroundFields = Object.fromEntries(BACKGROUND_FIELDS.map((field) => [field, true])) as { [K in (typeof BACKGROUND_FIELDS)[number]]: true };

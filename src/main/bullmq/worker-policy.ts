@@ -82,6 +82,8 @@ export class WorkerPolicy {
       temperature: request.temperature,
       maxIterations: request.maxIterations,
       requestTimeoutMs: request.requestTimeoutMs,
+      firstByteTimeoutMs: request.firstByteTimeoutMs,
+      maxTokens: request.maxTokens,
       turnTimeoutMs: request.turnTimeoutMs,
       streamIdleTimeoutMs: request.streamIdleTimeoutMs,
       maxRetries: request.maxRetries,

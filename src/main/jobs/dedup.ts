@@ -47,7 +47,13 @@ export class SpawnDedup {
     } catch {
       return undefined; // an unknown agent: admission says so
     }
-    const ownSpec = [request.systemPrompt ?? '', request.replaceSystemPrompt === true, request.tools === undefined ? '' : [...new Set(tools)].sort()];
+    const ownSpec = [
+      request.systemPrompt ?? '',
+      request.replaceSystemPrompt === true,
+      request.tools === undefined ? '' : [...new Set(tools)].sort(),
+      // A typed spawn joins only a job bound to the same schema (an untyped one has no `data`).
+      JSON.stringify(request.outputSchema ?? null),
+    ];
     return JSON.stringify([nested ? 'child' : 'top', role, agent ?? '', model, normalizeTask(request.task), ...ownSpec]);
   }
 

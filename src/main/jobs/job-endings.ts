@@ -35,6 +35,10 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
     stopReason: outcome.stopReason,
     ...(outcome.reads?.length ? { reads: outcome.reads } : {}),
   };
+  // A typed job's value stands beside its text, which is the value's JSON (no result tag to parse).
+  if (outcome.stopReason === 'final' && outcome.data !== undefined) {
+    return { ...base, status: 'ok', endedBy: 'completed', resultText: outcome.text, data: outcome.data, error: outcome.error };
+  }
   // A job that finished before it saw the stop keeps its real result.
   if (outcome.stopReason === 'final' && outcome.deferred) {
     // exit_on_defer: its answer is a status line; an orchestrator runs it again at that time.
@@ -43,6 +47,11 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
   if (outcome.stopReason === 'final') {
     const { text, tag } = parseResultTag(outcome.text);
     return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag, error: outcome.error };
+  }
+  // The reply was cut at the token limit: what it wrote is kept, marked incomplete (the error says why).
+  if (outcome.stopReason === 'truncated') {
+    const { text, tag } = parseResultTag(outcome.text);
+    return { ...base, status: 'partial', endedBy: 'completed', resultText: text, tag, error: outcome.error };
   }
   // A budget ran out: the job ends `partial` with what it had, and the record names the budget.
   if (outcome.budgetExceeded) {

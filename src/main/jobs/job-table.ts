@@ -15,7 +15,7 @@ import type { WaveJoins } from './joins.js';
 import type { ResumeOrigin } from './resumes.js';
 import type { JobWorktree } from './worktrees.js';
 import type { JobWorktrees } from './job-worktrees.js';
-import { admitSpawn, isWellFormedSpawn, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+import { admitSpawn, isWellFormedSpawn, withJsonOutputSchema, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
 export interface TableHost {
@@ -82,8 +82,10 @@ export class JobTable {
    * TOOL_ARGUMENTS_INVALID, AGENT_UNKNOWN, QUEUE_FULL, NAME_TAKEN or the budget's codes. Not
    * queued: the caller hands a new job to the dispatcher.
    */
-  book(request: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): Booking {
+  book(given: SpawnRequest, options: SpawnOptions, nested: Nested | undefined, resume?: ResumeOrigin): Booking {
     const { config, ledger, dedup } = this.#host;
+    // A library caller's zod output schema becomes JSON Schema here, before dedup and admission see it.
+    const request = withJsonOutputSchema(given);
     // On a remote executor an MCP tool runs on the worker, from the worker's own servers, which this
     // host cannot know: the worker decides, and fails a job naming one it lacks (worker-policy.ts).
     const workerDecides = (name: string) => this.#host.remoteExecutor && name.startsWith('mcp__');

@@ -20,6 +20,7 @@ import type { PermissionStore } from '../limits/permissions.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import { WORKSPACE_MODES, type WorkspaceMode } from './worktrees.js';
 import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
+import { outputSchemaFrom, type OutputSchema } from '../../shared/output-schema.js';
 import { checkSpawnSpec, spawnSpecInputFields, type SpawnSpec } from '../../shared/spawn-spec.js';
 
 export interface BackgroundManagerOptions {
@@ -96,6 +97,13 @@ export interface SpawnRequest {
    * See docs/delivery.md "Schedulers".
    */
   scheduler?: string;
+  /**
+   * The schema its final answer must match: a zod schema (converted with `z.toJSONSchema`) or a
+   * JSON Schema object. The validated value is the record's `data`; after one repair turn a
+   * value that still does not match fails the job with RESULT_INVALID. A bad schema is refused
+   * at spawn (TOOL_ARGUMENTS_INVALID naming `outputSchema`). See docs/delivery.md "Typed results".
+   */
+  outputSchema?: OutputSchema | z.ZodType;
   /**
    * A guess (docs/delivery.md "Speculative jobs"): cancelled when a real job waits for its slot
    * or budget, and, spawned in a session's turn, when that turn ends without referring to it.
@@ -220,6 +228,16 @@ const spawnRequestSchema = z.strictObject({
   speculative: z.boolean().optional(),
   traceparent: z.string().regex(TRACEPARENT_PATTERN, 'a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)').optional(),
 });
+
+/** The request with a zod `outputSchema` as JSON Schema (TOOL_ARGUMENTS_INVALID when it has none). */
+export function withJsonOutputSchema(request: SpawnRequest): SpawnRequest {
+  if (!(request?.outputSchema instanceof z.ZodType)) return request;
+  try {
+    return { ...request, outputSchema: outputSchemaFrom(request.outputSchema, 'outputSchema') };
+  } catch (error) {
+    throw new JobError('TOOL_ARGUMENTS_INVALID', '-', errorMessage(error));
+  }
+}
 
 /** True when the request is well formed (admission says what is wrong when it is not). */
 export function isWellFormedSpawn(request: unknown): request is SpawnRequest {

@@ -1,4 +1,5 @@
 import type { ForkpoolConfig } from '../../shared/config.js';
+import { retryLine } from '../../shared/model-errors.js';
 import { TRANSCRIPT_LIMITS } from '../../shared/defaults.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { capHeadTail } from '../../shared/text-budget.js';
@@ -110,7 +111,18 @@ export class JobTranscripts {
           output: clean(event.output ?? '', limits.outputChars),
         });
       case 'retry':
-        return this.#note(held, at, `model call retried (attempt ${count(event.attempt)}, in ${count(event.delayMs)} ms): ${clean(event.reason, 300)}`);
+        return this.#note(
+          held,
+          at,
+          retryLine({
+            attempt: count(event.attempt),
+            delayMs: count(event.delayMs),
+            reason: clean(event.reason, 300),
+            ...(typeof event.status === 'number' ? { status: event.status } : {}),
+            ...(typeof event.host === 'string' ? { host: clean(event.host, 200) } : {}),
+            ...(typeof event.maxRetries === 'number' ? { maxRetries: count(event.maxRetries) } : {}),
+          }),
+        );
       case 'loop_warning':
         return this.#note(held, at, `loop warning: ${clean(event.name, 200)} called with the same arguments ${count(event.repeats)} times`);
       case 'model_interrupted':

@@ -88,6 +88,11 @@ export interface JobRecord {
   endedBy?: EndedBy;
   /** The job's full answer without the result tag (never capped here). Gone once `resultDropped`. */
   resultText?: string;
+  /**
+   * A typed job's value: its output schema matched, checked in the worker (docs/delivery.md
+   * "Typed results"). Absent for an untyped job and one that failed RESULT_INVALID. Dropped with `resultText`.
+   */
+  data?: unknown;
   /** Retention dropped `resultText` (and the task's tail, the error's stack and cause) long after delivery. */
   resultDropped?: true;
   /**
@@ -164,6 +169,8 @@ export interface JobEnding {
   reads?: FileRead[] | undefined;
   /** `deferred`: when it asked to run again, and why. */
   deferred?: { at: number; reason: string } | undefined;
+  /** A typed job's validated value (absent: none). */
+  data?: unknown;
   /**
    * The manager's close() stopped it: with a durable ledger this ending is kept in memory
    * only, so the next process finds the job unfinished and runs it again (one reported ending).

@@ -55,6 +55,7 @@ export function endedRecord(record: Readonly<JobRecord>, ending: JobEnding, now:
     ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
     ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
     ...(ending.deferred ? { deferredUntil: ending.deferred.at, deferReason: ending.deferred.reason } : {}),
+    ...('data' in ending && ending.data !== undefined ? { data: structuredClone(ending.data) } : {}),
   };
 }
 
@@ -65,6 +66,7 @@ export function reopenedRecord(record: Readonly<JobRecord>, note: string): JobRe
     endedBy: _endedBy,
     resultText: _text,
     resultDropped: _dropped,
+    data: _data,
     tag: _tag,
     stopReason: _stop,
     error: _error,
@@ -86,7 +88,7 @@ export function reopenedRecord(record: Readonly<JobRecord>, note: string): JobRe
 
 /** A delivered record without its result: the task cut to `taskKeptChars`, the error slimmed. */
 export function resultDroppedRecord(record: Readonly<JobRecord>, taskKeptChars: number): JobRecord {
-  const { resultText: _text, error, ...rest } = record;
+  const { resultText: _text, data: _data, error, ...rest } = record;
   return {
     ...rest,
     task: record.task.length > taskKeptChars ? detached(`${record.task.slice(0, taskKeptChars - 3)}...`) : record.task,

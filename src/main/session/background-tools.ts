@@ -7,7 +7,7 @@ import { budgetLimitsSchema } from '../../shared/budget.js';
 import type { JobHandle, SpawnRequest } from '../jobs/manager.js';
 import { joinSchema } from '../../shared/scheduling-config.js';
 import { WORKSPACE_MODES } from '../jobs/worktrees.js';
-import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../../shared/spawn-spec-args.js';
+import { outputSchemaArg, spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../../shared/spawn-spec-args.js';
 
 /** What the parent's background tools need from the session that owns them. */
 export interface BackgroundToolHost {
@@ -68,12 +68,19 @@ const baseSpawnArgs = z.strictObject({
   speculative: z.boolean().optional().describe(SPECULATIVE_ARG),
 });
 
+function baseSpecArgs(spec: SpawnSpecOffer | undefined) {
+  return baseSpawnArgs.extend(spawnSpecArgs(spec));
+}
+
 /**
  * With an allow-list of peers, `agent` is an enum of their names: a name outside it is a tool
  * error and nothing starts; with none, there is no `agent` argument.
  */
 function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string }>, spec: SpawnSpecOffer | undefined) {
-  const withSpec = baseSpawnArgs.extend(spawnSpecArgs(spec));
+  // `output_schema` only where the config allows it (background.allowOutputSchema): read through SpawnToolArgs.
+  const withSpec = spec?.mayTypeOutput
+    ? (baseSpawnArgs.extend({ ...spawnSpecArgs(spec), output_schema: outputSchemaArg }) as unknown as ReturnType<typeof baseSpecArgs>)
+    : baseSpecArgs(spec);
   if (agents.length === 0) return withSpec;
   const names = agents.map((a) => a.name) as [string, ...string[]];
   return withSpec.extend({
@@ -90,7 +97,7 @@ const cancelArgs = z.strictObject({ job_id: jobRef });
 /** The seed's `spawn_background_agent` and `cancel_background_agent`, for the parent only. */
 export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
   const spawnArgs = spawnArgsFor(host.agents ?? [], host.spec);
-  const spawn: ToolDefinition<z.output<ReturnType<typeof spawnArgsFor>> & { agent?: string | undefined }> = {
+  const spawn: ToolDefinition<z.output<ReturnType<typeof spawnArgsFor>> & { agent?: string | undefined; output_schema?: Record<string, unknown> }> = {
     name: 'spawn_background_agent',
     description:
       'Fork an independent copy of yourself to research a narrow, self-contained question in the background — reading files, grepping, ' +

@@ -48,7 +48,12 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       cancelJob: (id) => manager.cancel(id),
       // The model may start only the agents it was given (milk's allow-list); a person, the library and HTTP may start any.
       agents: allowedAgents,
-      spec: { tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace },
+      spec: {
+        tools: config.tools,
+        models: spawnableModels(config),
+        mayReplacePrompt: config.background.allowSystemPromptReplace,
+        mayTypeOutput: config.background.allowOutputSchema,
+      },
       reusedResult: (id) => reusedResultText(manager, deliveries, id, currentTurn(), resultMaxChars),
     }),
     resumeTool({ manager, currentTurn }),

@@ -4,6 +4,7 @@ import { resolveToolModules, toolModulesOf } from '../tools/tool-modules.js';
 import path from 'node:path';
 import { stripComments } from 'jsonc-parser';
 import { ConfigError } from '../../shared/errors.js';
+import { applyProviderKeys } from './provider-keys.js';
 import { parseConfig, describeReceived, normalizeAliases, type ConfigWarningSink, type ForkpoolConfig, type ForkpoolConfigInput } from '../../shared/config.js';
 
 export const CONFIG_FILE_NAME = 'forkpool.config.json';
@@ -13,6 +14,8 @@ export interface ConfigOverrides {
   configPath?: string | undefined;
   model?: string | undefined;
   baseUrl?: string | undefined;
+  /** `--api`: the wire the endpoint speaks (`chat`, `responses`, `anthropic`). */
+  api?: string | undefined;
   workspace?: string | undefined;
   allowBroadWorkspace?: boolean | undefined;
   /** The parent's model calls per turn (`maxIterations`). */
@@ -138,6 +141,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
   const flagFields: Array<[field: string, value: unknown, flag: string]> = [
     ['model', flags.model, '--model'],
     ['baseUrl', flags.baseUrl, '--base-url'],
+    ['api', flags.api, '--api'],
     ['workspaceRoot', flags.workspace, '--workspace'],
     ['allowBroadWorkspace', flags.allowBroadWorkspace, '--allow-broad-workspace'],
     ['maxIterations', flags.maxIterations, '--max-iterations'],
@@ -163,6 +167,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
   if (flags.defaultOnExhausted !== undefined && budget && typeof budget === 'object' && !Array.isArray(budget) && !Object.hasOwn(budget, 'onExhausted'))
     setLayeredField(raw, sources, 'sessionBudget.onExhausted', flags.defaultOnExhausted, "the command's default");
 
+  applyProviderKeys(raw, sources, env);
   raw.workspaceRoot = path.resolve(cwd, typeof raw.workspaceRoot === 'string' ? raw.workspaceRoot : '.');
   hideFromTools(raw, fileRead, cwd);
   const config = parseConfig(raw, sources, { ...(onWarning ? { onWarning } : {}), ...(options.checkWorkspace === false ? { checkWorkspace: false } : {}) });

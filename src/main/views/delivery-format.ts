@@ -70,6 +70,8 @@ export function resultWrapOf(format: DeliveryFormat): ResultWrap | undefined {
 /** A job's header line, and its failure reason when it did not end ok. */
 export function jobHeadLines(job: JobRecord): string[] {
   const facts = [`job ${job.id}`, `status ${job.status ?? 'unknown'}`];
+  // A typed job's text is its value's JSON (its record's `data`): said, so the reader parses it.
+  if (job.data !== undefined) facts.push('typed result as JSON');
   if (job.tag && job.tag.filesTouched.length > 0) facts.push(`files touched: ${job.tag.filesTouched.map(sanitize).join(', ')}`);
   if (job.startedAt !== undefined && job.endedAt !== undefined) facts.push(`${((job.endedAt - job.startedAt) / 1000).toFixed(1)} s`);
   const tokens = totalUsage(job.usage).totalTokens;

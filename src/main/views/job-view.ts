@@ -45,6 +45,8 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     task: record.task,
     resultText: record.resultText ?? null,
     resultDropped: record.resultDropped === true,
+    /** A typed job's validated value (docs/delivery.md "Typed results"); null when untyped or it failed RESULT_INVALID. */
+    data: record.data === undefined ? null : record.data,
     tag: record.tag ?? null,
     /** The code and message; the whole chain is `errorDetail`. */
     error: record.error ? { code: record.error.code, message: record.error.message } : null,
@@ -98,6 +100,8 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     endedBy: view.endedBy ?? undefined,
     stopReason: view.stopReason ?? undefined,
     result: view.resultText ?? '',
+    // A typed job's value; the line leaves it out for an untyped job.
+    ...(record.data !== undefined ? { data: view.data } : {}),
     tag: view.tag,
     usage: view.usage,
     budget: view.budget,
