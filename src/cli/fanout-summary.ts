@@ -10,7 +10,7 @@ import type { JobStatus } from '../main/ledger/ledger.js';
 export const FANOUT_LINE_TYPES = ['result', 'refused', 'summary'] as const;
 export type FanoutLineType = (typeof FANOUT_LINE_TYPES)[number];
 
-export const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'failed', 'cancelled', 'timed_out'];
+export const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'failed', 'cancelled', 'timed_out', 'deferred'];
 
 /** Endings that make `fanout` exit 1 (with refused or invalid lines). `error` is the job's own answer. */
 const FAILED_STATUSES: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled', 'timed_out']);
@@ -54,7 +54,10 @@ export function summaryText(s: FanoutSummary): string[] {
       `forkpool fanout: stopped early: ${s.stoppedEarly}; ${s.started} job(s) started, ${s.notStarted} queued job(s) not started, input read up to line ${s.lastLine}; ${next}`,
     );
   }
-  const counts = SUMMARY_STATUSES.map((status) => `${s.tally[status]} ${status}`).join(', ');
+  // `deferred` (a job's exit_on_defer scheduler) only when some job ended so: the line stays as it was otherwise.
+  const counts = SUMMARY_STATUSES.filter((status) => status !== 'deferred' || s.tally[status] > 0)
+    .map((status) => `${s.tally[status]} ${status}`)
+    .join(', ');
   lines.push(
     `fanout: ${counts}, ${s.refused} refused, ${s.invalid} invalid line(s), ${s.seconds.toFixed(1)}s` +
       `${s.hardStopped ? `, ${s.hardStopped} hard-stopped` : ''}${s.ledgerProblems ? `, ${s.ledgerProblems} ledger problem(s)` : ''}` +

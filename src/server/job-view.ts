@@ -56,6 +56,8 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     /** Limits, spent and remaining (live while it runs when the caller passes them; from the record once ended). */
     budget: view.budget,
     budgetExceeded: view.budgetExceeded,
+    deferredUntil: view.deferredUntil,
+    deferReason: view.deferReason,
     // In every summary (lists, SSE `done`), as a typed job's answer is small by design.
     data: view.data,
     awaitingApproval: view.awaitingApproval,

@@ -168,6 +168,8 @@ export const jobSummarySchema = named(
     depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
     budget: budgetSchema.nullable(),
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
+    deferredUntil: z.number().nullable().describe('A deferred job (scheduler exit_on_defer): when it asked to run again, epoch ms; null otherwise.'),
+    deferReason: z.string().nullable().describe('A deferred job: why it asked to run again then.'),
     data: z
       .unknown()
       .describe(

@@ -30,6 +30,9 @@ const taskSchema = z.strictObject({
   tools: spawnSpecInputFields.tools.describe("Only these catalog tools, a subset of the job's own (TOOL_UNKNOWN, TOOL_NOT_ALLOWED)."),
   extras: spawnSpecInputFields.extras.describe("Catalog tools added to the job's own (TOOL_UNKNOWN; a host tool on a BullMQ executor: TOOL_NOT_ALLOWED)."),
   model: spawnSpecInputFields.model.describe('The model the job runs, among background.spawnModels (MODEL_NOT_ALLOWED).'),
+  scheduler: spawnSpecInputFields.scheduler.describe(
+    'default (background.scheduler), sleep (schedule_next_turn sleeps between turns), exit_on_defer (the job ends deferred with its wake-up time) or none; another name: SCHEDULER_UNKNOWN.',
+  ),
   outputSchema: spawnSpecInputFields.outputSchema.describe(
     'A JSON Schema the job\'s answer must match: the validated value is the job\'s `data` (docs/delivery.md "Typed results"). A bad schema: TOOL_ARGUMENTS_INVALID naming outputSchema.',
   ),

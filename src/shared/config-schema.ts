@@ -155,6 +155,8 @@ const backgroundSchema = z.strictObject({
   childrenOnEnd: z.enum(['wait', 'cancel']).default(DEFAULTS.background.childrenOnEnd),
   isolation: z.enum(['thread', 'shared']).default(DEFAULTS.background.isolation),
   workspace: z.enum(['shared', 'worktree']).default(DEFAULTS.background.workspace),
+  /** A spawn's scheduler when it names none (or `default`): sleep, exit_on_defer or none (checked in config.ts: SCHEDULER_UNKNOWN). */
+  scheduler: z.string().max(40).default(DEFAULTS.background.scheduler),
   worktreeDir: z.string().max(4096).default(DEFAULTS.background.worktreeDir),
   tasksPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.background.tasksPerThread),
   threads: z.number().int().min(0).max(256).default(DEFAULTS.background.threads),
@@ -286,6 +288,8 @@ export const agentSchema = z.strictObject({
   budget: budgetLimitsSchema.optional(),
   /** MCP servers of this agent's jobs, besides the top-level ones (docs/tools.md "MCP servers"). */
   mcpServers: mcpServersSchema.optional(),
+  /** Default true. False: its `agent_<name>` tool has no `background` parameter (the call always waits for the answer). */
+  background: z.boolean().optional(),
   /** A JSON Schema this agent's jobs answer with: their value is the record's `data` (docs/delivery.md "Typed results"); a spawn's own wins. */
   outputSchema: outputSchemaConfig.optional(),
   /** How its typed jobs are bound on its endpoint; unset: the config's `structuredOutput`. */

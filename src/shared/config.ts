@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { AGENT_NAME_EXPECTED, configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
+import { isSchedulerName } from './scheduler.js';
 import { assertKeyForEndpoint } from './endpoint-key.js';
 import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
 import { ledgerInWorkspaceIssue } from './ledger-path.js';
@@ -94,6 +95,7 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
     ]);
   }
   checkAgentNames(config, sources);
+  checkScheduler(config, sources);
   checkSessionBudget(config, sources);
   const withTurns = resolveAgentTurnLimits(config, sources, options.onWarning ?? emitConfigWarning);
   return resolveJobTimeout(withTurns, input as Record<string, unknown>, sources);
@@ -126,6 +128,14 @@ function checkRecordKeys(input: unknown, sources: Record<string, string>): void 
     }
   }
   if (issues.length > 0) throw new ConfigError(issues);
+}
+
+/** `background.scheduler` is one of SCHEDULERS (not `default`, which means it): SCHEDULER_UNKNOWN. */
+function checkScheduler(config: ForkpoolConfig, sources: Record<string, string>): void {
+  const name = config.background.scheduler;
+  if (isSchedulerName(name) && name !== 'default') return;
+  const issue = { field: 'background.scheduler', expected: 'one of sleep, exit_on_defer, none (SCHEDULER_UNKNOWN)', received: describeReceived(name) };
+  throw new ConfigError([withSource(issue, 'background.scheduler', sources)], 'SCHEDULER_UNKNOWN');
 }
 
 /** `agentTools` and `background.defaultAgent` name agents: each must be in `agents`. */

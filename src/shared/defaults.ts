@@ -189,6 +189,8 @@ export const DEFAULTS = {
      * (docs/delivery.md "Worktrees"). A spawn may choose for itself.
      */
     workspace: 'shared' as 'shared' | 'worktree',
+    /** No schedule_next_turn tool unless a spawn asks for one (core-agent's nil WithDefaultScheduler). */
+    scheduler: 'none',
     /** Where worktrees are made; '' for the user's cache folder (`~/.cache/forkpool/worktrees/<repo>-<hash>/`). */
     worktreeDir: '',
     /** In `shared` isolation, jobs per worker thread. */

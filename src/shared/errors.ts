@@ -76,6 +76,8 @@ export const ERROR_CODES = [
   'DEPTH_EXCEEDED',
   /** A job already spawned `background.maxChildrenPerJob` children. */
   'CHILDREN_LIMIT',
+  /** A spawn's `scheduler` (or the config's `background.scheduler`) is none of default, sleep, exit_on_defer, none. */
+  'SCHEDULER_UNKNOWN',
   /** A job's `report_alert` calls ran past `background.maxAlertsPerJob`. */
   'ALERT_LIMIT',
   /** `check_background_agent` on a job checked moments ago with nothing new: no polling. */
@@ -134,8 +136,8 @@ export class ForkpoolError extends Error {
 /** A configuration value is wrong: names the field, what was expected and what was received. */
 export class ConfigError extends ForkpoolError {
   readonly issues: readonly ConfigIssue[];
-  constructor(issues: readonly ConfigIssue[]) {
-    super('CONFIG_INVALID', issues.map(formatConfigIssue).join('\n'));
+  constructor(issues: readonly ConfigIssue[], code: ErrorCode = 'CONFIG_INVALID') {
+    super(code, issues.map(formatConfigIssue).join('\n'));
     this.name = 'ConfigError';
     this.issues = issues;
   }

@@ -189,6 +189,7 @@ export interface ChildSpawnRequest {
   replaceSystemPrompt?: boolean | undefined;
   tools?: string[] | undefined;
   model?: string | undefined;
+  scheduler?: string | undefined;
 }
 
 /**
@@ -229,6 +230,8 @@ export interface JobOutcome {
    * timeout on its side): the main thread reads it as its own stop request.
    */
   stoppedBy?: StopRequest;
+  /** `exit_on_defer`: it answered after schedule_next_turn; it ends `deferred`, to run again at `at` (epoch ms). */
+  deferred?: { at: number; reason: string };
 }
 
 /** Worker → main, over the job's port. */
@@ -315,6 +318,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       data: z.unknown().optional(),
       conversation: z.array(z.unknown()).optional(),
       stoppedBy: z.enum(STOP_REQUESTS).optional(),
+      deferred: z.strictObject({ at: z.number().int().min(0), reason: z.string().max(500) }).optional(),
     }),
   }),
   z.object({ type: z.literal('process'), jobId: z.string(), pgid: z.number().int().min(2), state: z.enum(['started', 'ended']) }),
@@ -354,6 +358,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       tools: z.array(z.string()).optional(),
       extras: z.array(z.string()).optional(),
       model: z.string().optional(),
+      scheduler: z.string().max(40).optional(),
     }),
   }),
   z.object({

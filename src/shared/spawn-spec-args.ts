@@ -46,6 +46,9 @@ export function spawnSpecArgs(offer: SpawnSpecOffer | undefined) {
     ),
     extras: spawnSpecInputFields.extras.describe('Optional: more tools by name for the job, beyond yours.'),
     model: spawnSpecInputFields.model.describe(`Optional: the model the job runs, one of ${models}. Default: yours (an agent: its own).`),
+    scheduler: spawnSpecInputFields.scheduler.describe(
+      'Optional: "sleep" gives the job schedule_next_turn(after, reason) to sleep between turns (a supervisor that scans, sleeps, scans); "exit_on_defer": the job ends deferred with its wake-up time; "none": no such tool; "default": the configured one.',
+    ),
   };
 }
 
@@ -56,6 +59,7 @@ export function spawnSpecFromArgs(args: {
   tools?: string[] | undefined;
   extras?: string[] | undefined;
   model?: string | undefined;
+  scheduler?: string | undefined;
   output_schema?: Record<string, unknown> | undefined;
 }): SpawnSpecInput {
   return {
@@ -64,6 +68,7 @@ export function spawnSpecFromArgs(args: {
     ...(args.tools !== undefined ? { tools: args.tools } : {}),
     ...(args.extras !== undefined ? { extras: args.extras } : {}),
     ...(args.model !== undefined ? { model: args.model } : {}),
+    ...(args.scheduler !== undefined ? { scheduler: args.scheduler } : {}),
     ...(args.output_schema !== undefined ? { outputSchema: args.output_schema } : {}),
   };
 }

@@ -4,6 +4,7 @@ import type { ForkpoolConfig } from './config.js';
 import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './defaults.js';
 import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';
+import { ACTIVE_SCHEDULERS, resolveScheduler, type ActiveScheduler } from './scheduler.js';
 import { checkOutputSchema, outputSchemaWire, type OutputSchema } from './output-schema.js';
 
 /**
@@ -22,6 +23,8 @@ export interface SpawnSpec {
   /** Catalog tools added to the job's set (core-agent's `Extras`), after `tools` narrowed it. */
   extras?: string[];
   model?: string;
+  /** Its between-turn scheduler, resolved at admission (scheduler.ts); absent: none (no schedule_next_turn tool). */
+  scheduler?: ActiveScheduler;
   /** The JSON Schema its final answer must match (docs/delivery.md "Typed results"); the value becomes the record's `data`. */
   outputSchema?: OutputSchema;
 }
@@ -33,6 +36,8 @@ export const spawnSpecInputFields = {
   tools: z.array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   extras: z.array(z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.toolNameMaxChars)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().trim().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
+  /** default, sleep, exit_on_defer or none; another name is SCHEDULER_UNKNOWN at admission (a string here, so the error says so). */
+  scheduler: z.string().max(40).optional(),
   outputSchema: outputSchemaWire.optional(),
 };
 /** A spawn's spec as asked for: the tools by any name (checked by {@link checkSpawnSpec}). */
@@ -42,6 +47,7 @@ export interface SpawnSpecInput {
   tools?: string[];
   extras?: string[];
   model?: string;
+  scheduler?: string;
   outputSchema?: OutputSchema;
 }
 
@@ -55,6 +61,7 @@ export const spawnSpecWireFields = {
   tools: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   extras: z.array(z.string().regex(TOOL_NAME_PATTERN)).max(SPAWN_SPEC_LIMITS.maxToolNames).optional(),
   model: z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
+  scheduler: z.enum(ACTIVE_SCHEDULERS).optional(),
   outputSchema: outputSchemaWire.optional(),
 };
 
@@ -68,7 +75,7 @@ export function spawnableModels(config: ForkpoolConfig): string[] {
 /**
  * Checks a spawn's spec for a job of `agent` (undefined: a fork of the caller) and returns it
  * normalized (tools de-duplicated), only the fields that are set. Throws a ForkpoolError that
- * names the field: TOOL_UNKNOWN, TOOL_NOT_ALLOWED, MODEL_NOT_ALLOWED, PROMPT_REPLACE_NOT_ALLOWED,
+ * names the field: TOOL_UNKNOWN, TOOL_NOT_ALLOWED, MODEL_NOT_ALLOWED, PROMPT_REPLACE_NOT_ALLOWED, SCHEDULER_UNKNOWN,
  * or TOOL_ARGUMENTS_INVALID for `replaceSystemPrompt` without a prompt or a bad `outputSchema`.
  */
 export function checkSpawnSpec(
@@ -103,6 +110,8 @@ export function checkSpawnSpec(
     }
     spec.model = input.model;
   }
+  const scheduler = resolveScheduler(input.scheduler, config.background.scheduler);
+  if (scheduler !== undefined) spec.scheduler = scheduler;
   if (input.outputSchema !== undefined) spec.outputSchema = checkOutputSchema(input.outputSchema, 'outputSchema');
   return spec;
 }
@@ -157,6 +166,7 @@ export function spawnSpecOf(source: Loose<SpawnSpecInput>): SpawnSpecInput {
     ...(source.tools !== undefined ? { tools: source.tools } : {}),
     ...(source.extras !== undefined ? { extras: source.extras } : {}),
     ...(source.model !== undefined ? { model: source.model } : {}),
+    ...(source.scheduler !== undefined ? { scheduler: source.scheduler } : {}),
     ...(source.outputSchema !== undefined ? { outputSchema: source.outputSchema } : {}),
   };
 }

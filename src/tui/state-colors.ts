@@ -1,7 +1,7 @@
 /**
  * One palette for a job's state, wherever the chat shows a job (the transcript's job lines, the
  * background panel's rows). Colour only adds to the text: every line still says its state in
- * words (`queued`, `running`, `ok`, `partial`, `failed`, `cancelled`, `timed_out`), so a
+ * words (`queued`, `running`, `ok`, `partial`, `failed`, `cancelled`, `timed_out`, `deferred`), so a
  * terminal without colour (NO_COLOR, a pipe) loses nothing.
  */
 import type { JobRecord } from '../main/ledger/ledger.js';
@@ -19,6 +19,7 @@ export const STATE_COLOR: Readonly<Record<JobColorState, string>> = {
   error: 'red',
   cancelled: 'gray',
   timed_out: 'magenta',
+  deferred: 'blue',
 };
 
 /** The job's colour state: a job waiting for its children counts as running (it has not ended). */

@@ -1,4 +1,6 @@
 import { threadId } from 'node:worker_threads';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { scheduleNextTurnTool, type ScheduledTurn } from '../shared/scheduler.js';
 import type OpenAI from 'openai';
 import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
@@ -59,6 +61,8 @@ export interface BackgroundJobDeps {
   hostTools?: HostToolLink;
   /** The calls its gate paused for approvals, by call id (see {@link approvalGate}). */
   awaited?: Map<string, AwaitedCall>;
+  /** `exit_on_defer`: the turn its schedule_next_turn asked for, set by that tool (scheduler.ts). */
+  deferral?: { turn?: ScheduledTurn };
 }
 
 /**
@@ -205,6 +209,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
           Object.assign(outcome, { stopReason: 'error', text: settled.kind === 'invalid' ? settled.text : result.finalText, error: serializeError(error) });
         }
       }
+      // exit_on_defer: it answered after asking for a later turn, so it ends `deferred` with that time.
+      const deferred = deps.deferral?.turn;
+      if (outcome.stopReason === 'final' && deferred) outcome.deferred = { at: deferred.at, reason: deferred.reason };
       // Kept by the main thread for a resume (resume_background_agent); cut here so what crosses stays bounded.
       const conversation = capConversation(result.messages, spec.config.background.keepConversationChars);
       if (conversation) outcome.conversation = conversation;
@@ -276,6 +283,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   }
   const { spec, release: releaseConfig } = checked;
   const controller = new AbortController();
+  const deferral: { turn?: ScheduledTurn } = {};
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   // What it takes is reported, so the main thread gives a later run only what this one never saw.
   const permissionAsked = new PermissionQuestions((requestId, tool, callId) =>
@@ -318,7 +326,8 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
         ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
       },
       rateGate: rateGateFor(spec, task, remote),
-      jobTools: jobToolsFor(spec, post, children, controller.signal),
+      jobTools: jobToolsFor(spec, post, children, controller.signal, deferral),
+      deferral,
       ...(children ? { children } : {}),
       steering,
       hostTools,
@@ -344,8 +353,24 @@ function cancelReason(reason: StopRequest): ForkpoolError {
 }
 
 /** The tools a job has beyond the built-ins: they talk to the main thread over the port. */
-function jobToolsFor(spec: JobSpec, post: (message: WorkerMessage) => void, children: ChildLink | undefined, signal: AbortSignal): ToolDefinition[] {
+function jobToolsFor(
+  spec: JobSpec,
+  post: (message: WorkerMessage) => void,
+  children: ChildLink | undefined,
+  signal: AbortSignal,
+  deferral: { turn?: ScheduledTurn },
+): ToolDefinition[] {
   const tools: ToolDefinition[] = [];
+  if (spec.scheduler) {
+    // sleep: the call waits in this thread (a cancel aborts it); exit_on_defer: the job ends deferred.
+    tools.push(
+      scheduleNextTurnTool({
+        scheduler: spec.scheduler,
+        onDefer: (turn) => (deferral.turn = turn),
+        sleepUntil: (at, s) => sleep(Math.max(0, at - Date.now()), undefined, { signal: s }),
+      }),
+    );
+  }
   const maxAlerts = spec.config.background.maxAlertsPerJob;
   if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
   if (children) tools.push(spawnChildTool(children, childSpawnOffer(spec), signal));

@@ -40,6 +40,10 @@ export function endingFromOutcome(outcome: JobOutcome, stopRequest: StopRequest 
     return { ...base, status: 'ok', endedBy: 'completed', resultText: outcome.text, data: outcome.data, error: outcome.error };
   }
   // A job that finished before it saw the stop keeps its real result.
+  if (outcome.stopReason === 'final' && outcome.deferred) {
+    // exit_on_defer: its answer is a status line; an orchestrator runs it again at that time.
+    return { ...base, status: 'deferred', endedBy: 'completed', resultText: outcome.text, deferred: outcome.deferred };
+  }
   if (outcome.stopReason === 'final') {
     const { text, tag } = parseResultTag(outcome.text);
     return { ...base, status: tag?.status ?? 'ok', endedBy: 'completed', resultText: text, tag, error: outcome.error };

@@ -113,6 +113,12 @@ export interface SpawnRequest {
   /** The model it runs, among `background.spawnModels` (by default the models the config names); else MODEL_NOT_ALLOWED. */
   model?: string;
   /**
+   * Its between-turn scheduler (core-agent's `Spec.Scheduler`): `default` (absent:
+   * `background.scheduler`), `sleep`, `exit_on_defer` or `none`; another name is SCHEDULER_UNKNOWN.
+   * See docs/delivery.md "Schedulers".
+   */
+  scheduler?: string;
+  /**
    * The schema its final answer must match: a zod schema (converted with `z.toJSONSchema`) or a
    * JSON Schema object. The validated value is the record's `data`; after one repair turn a
    * value that still does not match fails the job with RESULT_INVALID. A bad schema is refused

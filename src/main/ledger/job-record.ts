@@ -14,7 +14,8 @@ import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js'
 export const JOB_STATES = ['queued', 'running', 'ended'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 /** What an ended job amounts to for its reader (the manager's verdict on its {@link StopReason} and any `StopRequest`, protocol.ts). */
-export const JOB_STATUSES = ['ok', 'error', 'partial', 'failed', 'cancelled', 'timed_out'] as const;
+/** `deferred`: an `exit_on_defer` job asked to run again at `deferredUntil` (docs/delivery.md "Schedulers"). */
+export const JOB_STATUSES = ['ok', 'error', 'partial', 'failed', 'cancelled', 'timed_out', 'deferred'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 /**
  * How a job's run came to its end, the mechanism rather than the verdict: its own answer
@@ -78,6 +79,9 @@ export interface JobRecord {
   budgetExceeded?: BudgetName;
   /** Limits, spent and remaining when it ended. */
   budgetReport?: BudgetReport;
+  /** Ended `deferred` (`exit_on_defer`): when it asked to run again (epoch ms), and why. */
+  deferredUntil?: number;
+  deferReason?: string;
   /** The agent turn that spawned it (its wave), or null for a user-started job. */
   wave: number | null;
   state: JobState;
@@ -184,6 +188,8 @@ export interface JobEnding {
   budgetReport?: BudgetReport | undefined;
   /** Files it read (the stale check at delivery). */
   reads?: FileRead[] | undefined;
+  /** `deferred`: when it asked to run again, and why. */
+  deferred?: { at: number; reason: string } | undefined;
   /** A typed job's validated value (absent: none). */
   data?: unknown;
   /**

@@ -54,6 +54,7 @@ export function endedRecord(record: Readonly<JobRecord>, ending: JobEnding, now:
     ...(ending.budgetExceeded ? { budgetExceeded: ending.budgetExceeded } : {}),
     ...(ending.budgetReport ? { budgetReport: structuredClone(ending.budgetReport) } : {}),
     ...(ending.reads?.length ? { reads: structuredClone(ending.reads) } : {}),
+    ...(ending.deferred ? { deferredUntil: ending.deferred.at, deferReason: ending.deferred.reason } : {}),
     ...('data' in ending && ending.data !== undefined ? { data: structuredClone(ending.data) } : {}),
   };
 }

@@ -20,8 +20,14 @@ export interface AgentToolHost {
   cancelledWithCall?: (jobId: string) => void;
 }
 
+const taskArg = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100_000)
+  .describe('The self-contained task. The agent does not see your conversation: include everything it needs.');
 const agentArgs = z.strictObject({
-  task: z.string().trim().min(1).max(100_000).describe('The self-contained task. The agent does not see your conversation: include everything it needs.'),
+  task: taskArg,
   background: z
     .boolean()
     .optional()
@@ -29,6 +35,8 @@ const agentArgs = z.strictObject({
       'Default false: wait for the answer. True: return as soon as the agent first reports progress; it keeps working and its final result is delivered to you later like any background result.',
     ),
 });
+/** An agent with `background: false`: no such parameter, and a call that passes it anyway fails validation (a tool error). */
+const foregroundOnlyArgs = z.strictObject({ task: taskArg });
 
 /**
  * Remy's agent tools: one `agent_<name>(task, background?)` per allow-listed peer. The job runs
@@ -36,13 +44,14 @@ const agentArgs = z.strictObject({
  * `background: false` waits for the answer, which is delivered here and never again;
  * `background: true` resolves at the job's first text turn, marks it `backgrounded`, and its
  * final result arrives as a background result. Aborting the parent's call cancels the job.
+ * An agent configured with `background: false` gets no `background` parameter.
  */
-export function agentTools(host: AgentToolHost, agents: ReadonlyArray<{ name: string; description: string }>): ToolDefinition[] {
-  return agents.map(({ name, description }) => {
+export function agentTools(host: AgentToolHost, agents: ReadonlyArray<{ name: string; description: string; background?: boolean }>): ToolDefinition[] {
+  return agents.map(({ name, description, background: mayBackground = true }) => {
     const tool: ToolDefinition<z.output<typeof agentArgs>> = {
       name: `agent_${name}`,
-      description: `Delegate a task to the "${name}" agent (${description}). It runs in its own thread with its own model and tools.`,
-      parameters: agentArgs,
+      description: `Delegate a task to the "${name}" agent (${description}). It runs in its own thread with its own model and tools.${mayBackground ? '' : ' It cannot run in the background: the call waits for its answer.'}`,
+      parameters: mayBackground ? agentArgs : foregroundOnlyArgs,
       gated: false,
       async run(args, ctx) {
         const callId = (ctx as ToolContext & Partial<LoopToolContext>).callId;

@@ -39,7 +39,11 @@ export interface ParentToolsHost {
 export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
   const { config, manager, deliveries, currentTurn } = host;
   const resultMaxChars = config.background.resultMaxChars;
-  const allowedAgents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
+  const allowedAgents = config.agentTools.map((name) => ({
+    name,
+    description: config.agents[name]?.description ?? name,
+    background: config.agents[name]?.background ?? true,
+  }));
   return [
     ...backgroundTools({
       spawnFromAgent: (request) => host.spawnFromAgent(request),

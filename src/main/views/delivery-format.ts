@@ -78,6 +78,7 @@ export function jobHeadLines(job: JobRecord): string[] {
   if (job.startedAt !== undefined && job.endedAt !== undefined) facts.push(`${((job.endedAt - job.startedAt) / 1000).toFixed(1)} s`);
   const tokens = totalUsage(job.usage).totalTokens;
   if (tokens > 0) facts.push(`${tokens} tokens`);
+  if (job.deferredUntil !== undefined) facts.push(`runs again at ${new Date(job.deferredUntil).toISOString()}`);
   const verb =
     job.status === 'ok' || job.status === 'partial' || job.status === 'error'
       ? 'completed'
@@ -85,7 +86,9 @@ export function jobHeadLines(job: JobRecord): string[] {
         ? 'failed'
         : job.status === 'timed_out'
           ? 'timed out'
-          : 'was cancelled';
+          : job.status === 'deferred'
+            ? 'deferred its next turn'
+            : 'was cancelled';
   const header = `[Background agent "${sanitize(job.label)}" ${verb} — ${facts.join(', ')}]`;
   const lines: string[] = [header];
   // One line: a reason that spans lines would read as result text.

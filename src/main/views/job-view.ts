@@ -60,6 +60,9 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     // Limits, spent and remaining (spent.unpricedModels: tokens counted, not priced).
     budget: options.budget ?? record.budgetReport ?? (record.budget ? { limits: record.budget } : null),
     budgetExceeded: record.budgetExceeded ?? null,
+    /** `deferred` jobs: when it asked to run again (epoch ms) and why; null otherwise. */
+    deferredUntil: record.deferredUntil ?? null,
+    deferReason: record.deferReason ?? null,
     queuedAt: record.queuedAt,
     startedAt: record.startedAt ?? null,
     endedAt: record.endedAt ?? null,
@@ -108,6 +111,7 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     usage: view.usage,
     budget: view.budget,
     budgetExceeded: view.budgetExceeded,
+    ...(view.deferredUntil !== null ? { deferredUntil: iso(view.deferredUntil), deferReason: view.deferReason } : {}),
     attempts: view.attempts,
     notes: view.notes,
     queuedAt: iso(view.queuedAt),

@@ -57,7 +57,7 @@ const PAGE_TEMPLATE = `<!doctype html>
       <label>State <select id="filter-state">
         <option value="">all</option><option>queued</option><option>running</option><option>ended</option>
         <option value="ok">ended ok</option><option value="failed">ended failed</option><option value="cancelled">ended cancelled</option>
-        <option value="timed_out">ended timed out</option><option value="partial">ended partial</option><option value="error">ended error</option>
+        <option value="timed_out">ended timed out</option><option value="partial">ended partial</option><option value="error">ended error</option><option value="deferred">ended deferred</option>
       </select></label>
       <label>Agent <input id="filter-agent" size="10" maxlength="64" autocomplete="off"></label>
       <label>Text <input id="filter-text" type="search" size="16" maxlength="200" autocomplete="off" placeholder="label, task or id"></label>

@@ -8,15 +8,28 @@ import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
-import { agentConfig, messagesOf, toolNames, toolMessagesOf, useCleanup, RESEARCH_TASK, makeWorkspace, startSim, nextEvent } from '../../helpers/index.js';
+import {
+  agentConfig,
+  messagesOf,
+  toolNames,
+  toolSchema,
+  toolMessagesOf,
+  useCleanup,
+  RESEARCH_TASK,
+  makeWorkspace,
+  startSim,
+  nextEvent,
+} from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 
-async function setup(parentScript: ScriptStep[]) {
+async function setup(parentScript: ScriptStep[], options: { scoutBackground?: boolean } = {}) {
   const root = await makeWorkspace(cleanups);
   const jobsSim = await startSim(cleanups);
   const parentSim = await startSim(cleanups, { script: parentScript });
-  const config = agentConfig(jobsSim, root, { agentTools: ['scout'] });
+  const base = agentConfig(jobsSim, root, { agentTools: ['scout'] });
+  const scout = { ...base.agents['scout']!, ...(options.scoutBackground === undefined ? {} : { background: options.scoutBackground }) };
+  const config = { ...base, agents: { ...base.agents, scout } };
   const session = new AgentSession({
     config,
     closeExecutor: true,
@@ -113,5 +126,35 @@ describe('agent_<name> tools', () => {
     const [job] = session.manager.jobs();
     const record = job?.state === 'ended' ? job : (await nextEvent<ManagerEvents, 'done'>(session.manager, 'done'))[0];
     expect(record?.status).toBe('cancelled');
+  });
+
+  it('agents.<name>.background: false: its tool has no background parameter, and a call passing it is a tool error that starts no job', async () => {
+    const { session, parentSim } = await setup(
+      [
+        { toolCalls: [{ id: 'call-bg', name: 'agent_scout', arguments: { task: RESEARCH_TASK, background: true } }] },
+        { toolCalls: [{ id: 'call-fg', name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] },
+        { content: 'The scout says retry.ts.' },
+      ],
+      { scoutBackground: false },
+    );
+    const result = await session.submit('Ask the scout in the background.');
+    expect(result.answer).toBe('The scout says retry.ts.');
+    const schema = toolSchema(parentSim.requests[0]!, 'agent_scout');
+    expect(Object.keys(schema.properties)).toEqual(['task']);
+    const refused = toolMessagesOf(parentSim.requests[1]!.body)[0] as string;
+    expect(refused).toMatch(/background/);
+    expect(refused).toMatch(/error|invalid|unrecognized/i);
+    // Only the second (foreground) call started a job, and it answered in place.
+    const jobs = session.manager.jobs();
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ status: 'ok', parentToolId: 'call-fg' });
+    expect(toolMessagesOf(parentSim.requests[2]!.body).at(-1)).toContain('retry.ts');
+    parentSim.assertScriptDone();
+  });
+
+  it('an agent without background: false keeps its background parameter', async () => {
+    const { session, parentSim } = await setup([{ content: 'Nothing to ask.' }]);
+    await session.submit('Hello.');
+    expect(Object.keys(toolSchema(parentSim.requests[0]!, 'agent_scout').properties).sort()).toEqual(['background', 'task']);
   });
 });
