@@ -10,7 +10,18 @@ import type { AddressInfo } from 'node:net';
 import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RESEARCH_TASK, bullManager, ended, makeConfig, makeWorkspace, skipWithoutRedis, startSim, startWorker, testRedis, useCleanup } from '../../helpers/index.js';
+import {
+  RESEARCH_TASK,
+  bullManager,
+  ended,
+  makeConfig,
+  makeWorkspace,
+  skipWithoutRedis,
+  startSim,
+  startWorker,
+  testRedis,
+  useCleanup,
+} from '../../helpers/index.js';
 
 const cleanup = useCleanup();
 const exporter = new InMemorySpanExporter();

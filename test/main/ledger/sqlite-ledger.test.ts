@@ -68,7 +68,7 @@ describe('the durable ledger on node:sqlite', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     const lines = resumed.stdout
       .split('\n')
-      .filter((l) => l.startsWith('{"line"'))
+      .filter((l) => l.startsWith('{"type":"result"'))
       .map((l) => JSON.parse(l) as { line: number; label: string; attempts: number });
     expect(lines.map((l) => [l.line, l.label, l.attempts])).toEqual([
       [1, 'first', 1],
