@@ -9,7 +9,7 @@ import { AgentSession } from '../../../src/main/session/agent-session.js';
 import { createModelClient } from '../../../src/shared/model-call.js';
 import type { RecordedRequest } from '../../../src/sim/index.js';
 import { estimateTokens } from '../../../src/shared/token-estimate.js';
-import { makeConfig, makeWorkspace, messagesOf, startSim, useCleanup } from '../../helpers/index.js';
+import { makeConfig, makeWorkspace, messagesOf, startSim, toolMessagesOf, toolSchema, useCleanup } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 
@@ -64,12 +64,19 @@ async function twoJobsRun() {
     ],
   });
   const config = makeConfig(jobsSim, root);
-  const session = new AgentSession({ config, closeExecutor: true, client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }) });
+  const session = new AgentSession({
+    config,
+    closeExecutor: true,
+    client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+  });
   cleanups.add(() => session.close({ timeoutMs: 2_000 }));
   await session.submit('Research two things in the background.');
   await session.manager.onIdle();
   await session.onIdle();
-  const userTextOf = (r: RecordedRequest) => String(messagesOf(r).find((m) => m.role === 'user')?.content ?? '');
+  const userTextOf = (r: RecordedRequest) => {
+    const content = messagesOf(r).find((m) => m.role === 'user')?.content;
+    return typeof content === 'string' ? content : '';
+  };
   return {
     parent: parentSim.requests,
     jobA: jobsSim.requests.filter((r) => userTextOf(r).includes(TASK_A)),
@@ -102,5 +109,27 @@ describe('the fixed part of a model request (issue 40)', () => {
       const cached = jobA.length * (jobFirst.system.length + jobFirst.tools.length);
       console.log(`job turns ${jobA.length}; cacheable share of input ${((100 * cached) / sent).toFixed(1)}%`);
     }
+  });
+});
+
+describe('the compact tool schemas (issue 40)', () => {
+  it('a call past a bound the model was not sent comes back as a tool error naming the field and the bound', async () => {
+    const root = await makeWorkspace(cleanups);
+    const parentSim = await startSim(cleanups, {
+      script: [{ toolCalls: [{ id: 'c1', name: 'read_file', arguments: { path: 'src/retry.ts', offset: 0 } }] }, { content: 'Could not read it.' }],
+    });
+    const session = new AgentSession({
+      config: makeConfig(undefined, root),
+      closeExecutor: true,
+      client: createModelClient({ baseUrl: parentSim.url, apiKey: 'k', requestTimeoutMs: 10_000 }),
+    });
+    cleanups.add(() => session.close({ timeoutMs: 2_000 }));
+    await session.submit('Read the retry file from line 0.');
+    // The sent schema has no `minimum`; the validation still has it, and says so.
+    expect(JSON.stringify(toolSchema(parentSim.requests[0]!, 'read_file'))).not.toContain('minimum');
+    const [answer] = toolMessagesOf(parentSim.requests[1]!.body);
+    expect(answer).toMatch(/^Error: invalid arguments for read_file/);
+    expect(answer).toContain('offset');
+    expect(answer).toMatch(/>=\s*1/);
   });
 });
