@@ -15,14 +15,32 @@ const CODE = `export function retryBackoff(attempt: number, baseMs = 250, capMs 
   return Math.floor(exp / 2 + Math.random() * (exp / 2));
 }
 `;
-const JSON_TEXT = JSON.stringify({ type: 'function', function: { name: 'grep', description: 'Search file contents for a regex.', parameters: { type: 'object', properties: { pattern: { type: 'string' }, path: { type: 'string' }, glob: { type: 'string' }, max_results: { type: 'integer', minimum: 1, maximum: 500 } }, required: ['pattern'], additionalProperties: false } } });
+const JSON_TEXT = JSON.stringify({
+  type: 'function',
+  function: {
+    name: 'grep',
+    description: 'Search file contents for a regex.',
+    parameters: {
+      type: 'object',
+      properties: {
+        pattern: { type: 'string' },
+        path: { type: 'string' },
+        glob: { type: 'string' },
+        max_results: { type: 'integer', minimum: 1, maximum: 500 },
+      },
+      required: ['pattern'],
+      additionalProperties: false,
+    },
+  },
+});
 const TABLE = `| cell | jobs | wall s | p99 ms | MB peak |
 |---|---:|---:|---:|---:|
 | inline | 1000 | 12.41 | 3.2 | 512.6 |
 | shared | 1000 | 11.87 | 4.9 | 611.0 |
 | thread | 1000 | 14.02 | 2.1 | 1840.3 |
 `;
-const PROSE = 'A background agent does not see this conversation: put everything it needs in its task. You are told when each one finishes, in a block at the start of a later turn.';
+const PROSE =
+  'A background agent does not see this conversation: put everything it needs in its task. You are told when each one finishes, in a block at the start of a later turn.';
 
 /** Each sample with its cl100k_base token count. */
 const SAMPLES: Array<[string, string, number]> = [

@@ -211,7 +211,8 @@ export function estimateTokens(messages: readonly ChatCompletionMessageParam[]):
     if (typeof content === 'string') tokens += estimateTextTokens(content);
     else if (Array.isArray(content)) tokens += estimateTextTokens(JSON.stringify(content));
     if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) if (call.type === 'function') tokens += estimateTextTokens(call.function.name) + estimateTextTokens(call.function.arguments) + 6;
+      for (const call of message.tool_calls ?? [])
+        if (call.type === 'function') tokens += estimateTextTokens(call.function.name) + estimateTextTokens(call.function.arguments) + 6;
     }
   }
   return tokens;

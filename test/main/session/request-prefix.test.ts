@@ -128,6 +128,7 @@ describe('the compact tool schemas (issue 40)', () => {
     // The sent schema has no `minimum`; the validation still has it, and says so.
     expect(JSON.stringify(toolSchema(parentSim.requests[0]!, 'read_file'))).not.toContain('minimum');
     const [answer] = toolMessagesOf(parentSim.requests[1]!.body);
+    if (process.env['FORKPOOL_PREFIX_REPORT']) console.log(answer);
     expect(answer).toMatch(/^Error: invalid arguments for read_file/);
     expect(answer).toContain('offset');
     expect(answer).toMatch(/>=\s*1/);
