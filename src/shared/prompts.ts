@@ -47,18 +47,21 @@ export function isFollowUpPrompt(input: string): boolean {
   return Object.values(FOLLOW_UP_PROMPTS).some((prompt) => prompt === text);
 }
 
+/*
+ * Both prompts are the start of every request's fixed prefix (issue 40): short, and with nothing
+ * that differs between turns or between jobs of one agent (no ids, times, counters, summaries), so
+ * a provider's prompt cache serves them. What is per job goes after them (orientationMessage).
+ */
+
 export function primarySystemPrompt(opts: { workspaceRoot: string; canSpawn: boolean; deliveryFormat?: 'forkpool' | 'remy' }): string {
   const lines = [
-    `${PRIMARY_PROMPT_MARKER}, a coding and research assistant working in the workspace ${opts.workspaceRoot}.`,
-    'Use the tools to look at real files before you answer; cite the paths you used.',
+    `${PRIMARY_PROMPT_MARKER}, a coding and research assistant in the workspace ${opts.workspaceRoot}.`,
+    'Look at real files before you answer; cite their paths.',
   ];
   if (opts.canSpawn) {
     lines.push(
-      'For independent, self-contained research questions, call spawn_background_agent once per question, ' +
-        'all in one message, so they run in parallel without using your context.',
-      'A background agent does not see this conversation: put everything it needs in its task.',
-      'You are told when each one finishes, in a <background_results> block at the start of a later turn. ' +
-        'Never guess or fabricate a background result before that block arrives.',
+      'For independent research questions, call spawn_background_agent once per question, all in one message: they run in parallel.',
+      'Each result comes in a <background_results> block in a later turn; never guess one before it.',
     );
     if (opts.deliveryFormat === 'remy')
       lines.push(
@@ -70,16 +73,15 @@ export function primarySystemPrompt(opts: { workspaceRoot: string; canSpawn: boo
   return lines.join('\n');
 }
 
-export function backgroundSystemPrompt(opts: { workspaceRoot: string; parentSummary?: string }): string {
-  const lines = [
-    `${BACKGROUND_PROMPT_MARKER}. You run one scoped, self-contained research job in the workspace ${opts.workspaceRoot}.`,
-    'You know nothing of the conversation that started you: the task below is all you have.',
-    'Read files, grep and find files as needed, then answer with a concise, distilled summary that cites paths.',
-    'Nobody can answer questions from you, and tools that need a permission you were not granted will be denied.',
-    'Optionally end your answer with one machine-readable line: ' + '<result status="ok|error|partial" files_touched="path1,path2"/>',
-  ];
-  if (opts.parentSummary) {
-    lines.push('', 'Orientation from the agent that started you (a capped summary of its session):', opts.parentSummary);
-  }
-  return lines.join('\n');
+export function backgroundSystemPrompt(opts: { workspaceRoot: string }): string {
+  return [
+    `${BACKGROUND_PROMPT_MARKER} in the workspace ${opts.workspaceRoot}; the task below is all you know.`,
+    'Look at the files, then answer with a concise summary citing paths. Nobody can answer your questions.',
+    'Optionally end with <result status="ok|error|partial" files_touched="a,b"/>',
+  ].join('\n');
+}
+
+/** A full_context job's orientation: a system message after the fixed prompt, so the prefix stays the same for every job. */
+export function orientationMessage(parentSummary: string): string {
+  return `Orientation from the agent that started you (a capped summary of its session):\n${parentSummary}`;
 }

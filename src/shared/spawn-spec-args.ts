@@ -18,10 +18,7 @@ export interface SpawnSpecOffer {
 }
 
 /** The `output_schema` argument, offered only where {@link SpawnSpecOffer.mayTypeOutput} says so (it costs prompt bytes). */
-export const outputSchemaArg = spawnSpecInputFields.outputSchema.describe(
-  'Optional: a JSON Schema (e.g. {"type":"object","properties":{...},"required":[...]}) the job\'s answer must match; ' +
-    'you then receive its value as JSON (data) instead of prose. Use it when you need a compact, structured answer.',
-);
+export const outputSchemaArg = spawnSpecInputFields.outputSchema.describe('JSON Schema the answer must match; you get JSON, not prose.');
 
 /**
  * The spawn tool's arguments for a spawn's own spec (core-agent's `Spec`), bounded like the
@@ -30,25 +27,16 @@ export const outputSchemaArg = spawnSpecInputFields.outputSchema.describe(
  * does not allow is a tool error naming it, and nothing starts.
  */
 export function spawnSpecArgs(offer: SpawnSpecOffer | undefined) {
-  const tools = offer?.tools.join(', ') || 'none';
   const models = offer?.models.map((m) => `"${m}"`).join(', ') || 'the configured ones';
   return {
-    system_prompt: spawnSpecInputFields.systemPrompt.describe(
-      "Optional instructions for this job's system prompt, appended to the background agent's own (e.g. a role, a focus, an answer format).",
-    ),
+    system_prompt: spawnSpecInputFields.systemPrompt.describe('Appended to its system prompt.'),
     replace_system_prompt: spawnSpecInputFields.replaceSystemPrompt.describe(
-      offer?.mayReplacePrompt
-        ? 'Optional, default false: true makes system_prompt replace the background prompt instead of being appended.'
-        : 'Not allowed by this configuration (a call with true is refused); system_prompt is always appended.',
+      offer?.mayReplacePrompt ? 'system_prompt replaces its prompt.' : 'Not allowed here.',
     ),
-    tools: spawnSpecInputFields.tools.describe(
-      `Optional: give the job only these tools, a subset of yours (${tools}); for an agent, a subset of its own. Default: all of them.`,
-    ),
-    extras: spawnSpecInputFields.extras.describe('Optional: more tools by name for the job, beyond yours.'),
-    model: spawnSpecInputFields.model.describe(`Optional: the model the job runs, one of ${models}. Default: yours (an agent: its own).`),
-    scheduler: spawnSpecInputFields.scheduler.describe(
-      'Optional: "sleep" gives the job schedule_next_turn(after, reason) to sleep between turns (a supervisor that scans, sleeps, scans); "exit_on_defer": the job ends deferred with its wake-up time; "none": no such tool; "default": the configured one.',
-    ),
+    tools: spawnSpecInputFields.tools.describe('A subset of its tools. Default all.'),
+    extras: spawnSpecInputFields.extras.describe('More tools by name.'),
+    model: spawnSpecInputFields.model.describe(`One of ${models}.`),
+    scheduler: spawnSpecInputFields.scheduler.describe('"sleep": it gets schedule_next_turn; "exit_on_defer": ends deferred; "none"; "default".'),
   };
 }
 

@@ -24,6 +24,7 @@ import { afterToolHook, beforeToolHook, type HookNotes } from './tool-hooks.js';
 import type { ToolHooks } from './hooks.js';
 import { carriedFields } from './wires/history.js';
 import { ApprovalPending } from './approvals.js';
+import { estimateJsonTokens } from './token-estimate.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -317,12 +318,9 @@ function continueCutReply(config: LoopConfig): string {
   return `[forkpool] Your reply was cut off at the token limit (${config.maxTokens ?? DEFAULTS.maxTokens} tokens). Continue exactly where it stopped, without repeating anything, and finish briefly.`;
 }
 
-/** Characters per token, for the estimate of an interrupted call's prompt (as delivery-budget.ts counts). */
-const CHARS_PER_TOKEN = 4;
-
-/** An interrupted call's usage: one request, its prompt's tokens estimated from its characters. */
+/** An interrupted call's usage: one request, its prompt's tokens estimated from its text (token-estimate.ts). */
 function interruptedUsage(messages: readonly ChatCompletionMessageParam[]): Usage {
-  const promptTokens = Math.ceil(JSON.stringify(messages).length / CHARS_PER_TOKEN);
+  const promptTokens = estimateJsonTokens(messages);
   return { promptTokens, completionTokens: 0, totalTokens: promptTokens, requests: 1 };
 }
 

@@ -4,13 +4,8 @@ import { ALERT_MAX_CHARS, ALERT_SEVERITIES, type AlertSeverity } from '../shared
 import type { ToolDefinition } from '../shared/tools/types.js';
 
 const alertArgs = z.strictObject({
-  message: z
-    .string()
-    .trim()
-    .min(1)
-    .max(ALERT_MAX_CHARS)
-    .describe('One or two sentences your parent must know now, e.g. "the API I was asked to study is deprecated".'),
-  severity: z.enum(ALERT_SEVERITIES).default('info').describe('info, warning or critical.'),
+  message: z.string().trim().min(1).max(ALERT_MAX_CHARS),
+  severity: z.enum(ALERT_SEVERITIES).default('info'),
 });
 
 /**
@@ -22,9 +17,7 @@ export function reportAlertTool(send: (alert: { message: string; severity: Alert
   let sent = 0;
   return {
     name: 'report_alert',
-    description:
-      'Tell the agent that started you something important now, before you finish (a blocker, a surprising finding, a deprecation). ' +
-      `At most ${max} per job; do not use it for your final answer, which is delivered anyway.`,
+    description: `Tell your parent something urgent now (at most ${max} times), not your final answer.`,
     parameters: alertArgs,
     gated: false,
     async run(args) {

@@ -5,7 +5,7 @@ import type OpenAI from 'openai';
 import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
-import { backgroundSystemPrompt } from '../shared/prompts.js';
+import { backgroundSystemPrompt, orientationMessage } from '../shared/prompts.js';
 import {
   mainMessageSchema,
   type JobOutcome,
@@ -84,7 +84,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     // Then its spawn's own model and tool subset (checked on the main thread at admission).
     const config = applySpawnSpec(configForAgent(spec.config, spec.agent), spec);
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
-    const baseline = sharedText(backgroundSystemPrompt({ workspaceRoot, ...(spec.parentSummary ? { parentSummary: spec.parentSummary } : {}) }));
+    const baseline = sharedText(backgroundSystemPrompt({ workspaceRoot }));
     const children = deps.children;
     const steering = deps.steering;
     const processTag = spec.processTag;
@@ -115,6 +115,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         : [
             // Usually the same text as its neighbours': one copy for the thread (see thread-shared.ts).
             { role: 'system', content: sharedText(typed ? `${prompt}\n\n${typed.instruction}` : prompt) },
+            // Per job, so after the fixed prefix: the prompt above stays byte-identical across jobs.
+            ...(spec.parentSummary ? [{ role: 'system' as const, content: orientationMessage(spec.parentSummary) }] : []),
             { role: 'user', content: await subagentStart(spec, hostLink, deps) },
           ];
     let pausedCalls = spec.resume?.approval === true;

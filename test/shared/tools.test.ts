@@ -494,7 +494,7 @@ describe('index', () => {
     expect(builtinTools(['grep', 'read_file', 'grep']).map((t) => t.name)).toEqual(['grep', 'read_file']);
   });
 
-  it('turns each tool into an OpenAI function with an object JSON schema', () => {
+  it('turns each tool into an OpenAI function with a compact object JSON schema (bounds stay in the validation)', () => {
     for (const tool of Object.values(BUILTIN_TOOLS)) {
       const api = toOpenAITool(tool);
       expect(api.type).toBe('function');
@@ -502,10 +502,13 @@ describe('index', () => {
       const params = api.function.parameters;
       expect(params.type).toBe('object');
       expect(params).not.toHaveProperty('$schema');
-      expect(params.additionalProperties).toBe(false);
-      const props = params.properties as Record<string, { description?: string }>;
+      // The compact form sent to the model (issue 40); the zod schema still refuses unknown keys.
+      expect(params).not.toHaveProperty('additionalProperties');
+      expect(JSON.stringify(params)).not.toMatch(/"(minLength|maxLength|minimum|maximum|pattern)":[^{]/);
+      expect(tool.parameters.safeParse({ not_an_argument: 1 }).success).toBe(false);
+      const props = params.properties as Record<string, { type?: string }>;
       expect(Object.keys(props).length).toBeGreaterThan(0);
-      for (const prop of Object.values(props)) expect(prop.description).toBeTruthy();
+      for (const prop of Object.values(props)) expect(prop.type).toBeTruthy();
     }
     const grep = toOpenAITool(BUILTIN_TOOLS.grep).function.parameters;
     expect(grep.required).toEqual(['pattern']);

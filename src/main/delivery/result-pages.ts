@@ -23,20 +23,13 @@ const TOOL = 'read_background_result';
  */
 export function resultPageTool(host: ResultPageHost): ToolDefinition {
   const parameters = z.strictObject({
-    job_id: z.string().trim().min(1).max(100).describe('The job id (e.g. "bg-3") or the name you gave it.'),
-    offset: z
-      .number()
-      .int()
-      .min(0)
-      .optional()
-      .describe('Character offset to start at (0 = the beginning). A delivered result that was cut names the offset to read from. Default 0.'),
-    limit: z.number().int().min(1).optional().describe(`Characters to return. Default and maximum ${host.pageMaxChars}.`),
+    job_id: z.string().trim().min(1).max(100),
+    offset: z.number().int().min(0).optional(),
+    limit: z.number().int().min(1).optional(),
   });
   return {
     name: TOOL,
-    description:
-      "Read a background job's full result, or the part a <background_results> block left out, by character offset. " +
-      'The answer starts with one line saying which characters it holds and the offset of the next page; the text follows unchanged.',
+    description: "Read a background job's full result by character offset (a cut result names where to go on).",
     parameters,
     gated: false,
     async run(args: z.output<typeof parameters>) {

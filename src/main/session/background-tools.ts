@@ -29,45 +29,18 @@ export interface BackgroundToolHost {
 export type SpawnToolRequest = Omit<SpawnRequest, 'role' | 'wave' | 'parentSummary'> & { fullContext: boolean };
 
 /** How "refers to it" is decided: src/main/session/speculation.ts (mentions), docs/delivery.md "Speculative jobs". */
-const SPECULATIVE_ARG =
-  'Optional, default false. True for a guess you may not need: it runs only on what no real job needs (a real job waiting for a slot or budget cancels it), ' +
-  'and it is cancelled when this turn ends unless you refer to it first: its job id or name in what you say or in any later tool call of this turn ' +
-  '(check_background_agent, wait, send, read...). Referred to, it is an ordinary job and its result is delivered as usual; cancelled, it is never reported to you.';
+const SPECULATIVE_ARG = 'A guess you may not need: runs on spare capacity; cancelled unreported at turn end unless you mention its id or name.';
 
-const nameArg = jobNameSchema.describe('Optional short name (no spaces), unique among your running jobs; usable instead of the job id in the other tools.');
+const nameArg = jobNameSchema.describe('Unique name, usable as job id.');
 
 const baseSpawnArgs = z.strictObject({
-  task: z
-    .string()
-    .trim()
-    .min(1)
-    .max(100_000)
-    .describe('The self-contained question or task for the background agent. Include everything it needs — it does not see your conversation.'),
-  label: z.string().trim().min(1).max(200).describe('Short human-readable label for status display, e.g. "analyze level-gen code".'),
-  full_context: z
-    .boolean()
-    .optional()
-    .describe('Default false. True only when the task depends on what you have been doing: the job then also gets a capped summary of this session.'),
+  task: z.string().trim().min(1).max(100_000).describe('Self-contained: it does not see this conversation.'),
+  label: z.string().trim().min(1).max(200),
+  full_context: z.boolean().optional().describe('Also send a summary of this session.'),
   name: nameArg,
-  join: joinSchema
-    .optional()
-    .describe(
-      'Optional, for the whole batch you spawn this turn: {"quorum": k} to be told once k of its jobs have ended, or {"deadlineSeconds": s} ' +
-        'to be told after s seconds with whatever has ended. The rest are delivered later, each once. Default: when all have ended.',
-    ),
-  budget: budgetLimitsSchema
-    .optional()
-    .describe(
-      'Optional, to spend less than the agent may: maxTurns (model calls), maxTokens, maxCostUsd, maxWallclockMinutes. ' +
-        "Each value must be at or below the agent's own limit (list_background_agents shows them); above it the spawn is refused.",
-    ),
-  workspace: z
-    .enum(WORKSPACE_MODES)
-    .optional()
-    .describe(
-      'Optional, for a job that writes files: "worktree" runs it in a fresh git worktree on its own branch forkpool/<job id>, ' +
-        'which you merge, keep or drop afterwards with background_worktree; "shared" works in your workspace. Default: the configured one.',
-    ),
+  join: joinSchema.optional().describe("This turn's batch: be told after k ended or s seconds, not all."),
+  budget: budgetLimitsSchema.optional().describe("Lower limits than the agent's own."),
+  workspace: z.enum(WORKSPACE_MODES).optional().describe('"worktree": own git branch; see background_worktree.'),
   speculative: z.boolean().optional().describe(SPECULATIVE_ARG),
 });
 
@@ -87,16 +60,16 @@ function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string 
     agent: z
       .enum(names)
       .optional()
-      .describe(`Optional: run a configured agent instead of a copy of yourself. ${agents.map((a) => `"${a.name}": ${a.description}`).join('; ')}.`),
+      .describe(`Run a configured agent, not a copy of you: ${agents.map((a) => `"${a.name}": ${a.description}`).join('; ')}.`),
   });
 }
 
 const executorArg = z
   .enum(SPAWN_EXECUTORS)
   .optional()
-  .describe('Optional: "remote" runs it on the remote runner this host configured (another machine or service), "local" here. Default "local".');
+  .describe('"remote": on the configured remote runner. Default "local".');
 
-const jobRef = z.string().trim().min(1).max(100).describe('The job id spawn_background_agent returned (e.g. "bg-3"), or the name you gave it.');
+const jobRef = z.string().trim().min(1).max(100);
 const cancelArgs = z.strictObject({ job_id: jobRef });
 
 /** The seed's `spawn_background_agent` and `cancel_background_agent`, for the parent only. */
@@ -105,7 +78,7 @@ export function backgroundTools(host: BackgroundToolHost): ToolDefinition[] {
   const spawn = spawnTool(host, 'spawn_background_agent', spawnArgsFor(host.agents ?? [], host.spec, remote), undefined);
   const cancel: ToolDefinition<z.output<typeof cancelArgs>> = {
     name: 'cancel_background_agent',
-    description: 'Stop a background agent you started, by its job id. Safe to call twice; the job ends as cancelled.',
+    description: 'Cancel a background job.',
     parameters: cancelArgs,
     gated: false,
     async run(args) {
@@ -129,10 +102,7 @@ type SpawnArgs = z.output<ReturnType<typeof spawnArgsFor>> & {
   output_schema?: Record<string, unknown>;
 };
 
-const SPAWN_DESCRIPTION =
-  'Fork an independent copy of yourself to research a narrow, self-contained question in the background — reading files, grepping, ' +
-  'running commands — without using up your own context. You are notified with a summary when it completes; you do not block on it ' +
-  'and must not fabricate a result before that notification arrives.';
+const SPAWN_DESCRIPTION = 'Start a copy of yourself on a self-contained question in the background. Its result comes in a later turn; never guess it.';
 
 /** spawn_background_agent, or (`forced: "remote"`) spawn_remote_agent. */
 function spawnTool(
@@ -144,7 +114,7 @@ function spawnTool(
   return {
     name: toolName,
     description: forced
-      ? `Like spawn_background_agent, but the agent runs on the remote runner this host configured (another machine or service), not here. ${SPAWN_DESCRIPTION}`
+      ? `Like spawn_background_agent, on the configured remote runner. ${SPAWN_DESCRIPTION}`
       : SPAWN_DESCRIPTION,
     // The `executor` argument is there only with a remote executor (spawnArgsFor); the run reads it as optional.
     parameters: parameters as unknown as z.ZodType<SpawnArgs>,

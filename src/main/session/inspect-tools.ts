@@ -24,7 +24,7 @@ export interface InspectToolHost {
 }
 
 const jobRef = z.strictObject({
-  job_id: z.string().trim().min(1).max(100).describe('The job id (e.g. "bg-3") or the name you gave it.'),
+  job_id: z.string().trim().min(1).max(100),
 });
 
 /** core-agent's list and check, and Remy's restart, for the parent's model. */
@@ -32,10 +32,7 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
   const now = host.now ?? Date.now;
   const list: ToolDefinition<Record<string, never>> = {
     name: 'list_background_agents',
-    description:
-      'List every background job of this session, one line each: id, name or label, agent, state, whether its result was delivered, elapsed time, tokens, last activity, ' +
-      'and its budget (spent/limit of turns, tokens, cost, minutes); first, what is left of the session budget if there is one. ' +
-      'Read from the job ledger, so it is right even if you forgot a job. Call it when you need the picture, not in a loop.',
+    description: "List this session's background jobs: state, delivery, usage, budget. Not in a loop.",
     parameters: z.strictObject({}),
     gated: false,
     async run() {
@@ -54,10 +51,7 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
   };
   const check: ToolDefinition<z.output<typeof jobRef>> = {
     name: 'check_background_agent',
-    description:
-      'One background job in detail: state, its last tool calls, what it has said so far, usage, alerts, and its result if it has ended ' +
-      '(reading the result here counts as its delivery: it will not be injected again). Do not poll: a job checked moments ago with nothing new is refused. ' +
-      'You are told when jobs end anyway.',
+    description: 'One background job in detail, with its result if ended (then not delivered again). Do not poll.',
     parameters: jobRef,
     gated: false,
     async run(args) {
@@ -89,9 +83,7 @@ export function inspectTools(host: InspectToolHost): ToolDefinition[] {
   };
   const restart: ToolDefinition<z.output<typeof jobRef>> = {
     name: 'restart_background_agent',
-    description:
-      'Run a background job again with the same task and agent, under the same id and name: a running job is stopped and started over; an ended one is re-run ' +
-      '(an earlier result you have not received is superseded, not delivered). Use it when a job went wrong or its inputs changed.',
+    description: 'Run a background job again from the start, same task and id (an undelivered result is dropped).',
     parameters: jobRef,
     gated: false,
     async run(args) {

@@ -5,13 +5,8 @@ import { RESUME_MESSAGE_MAX_CHARS } from '../jobs/resumes.js';
 import { asToolError } from './background-tools.js';
 
 const resumeArgs = z.strictObject({
-  job_id: z.string().trim().min(1).max(100).describe('The id (e.g. "bg-3") or name of a background agent that has ended.'),
-  message: z
-    .string()
-    .trim()
-    .min(1)
-    .max(RESUME_MESSAGE_MAX_CHARS)
-    .describe("The new instruction: it continues the ended agent's own conversation, which it still has (what it read, what it answered)."),
+  job_id: z.string().trim().min(1).max(100),
+  message: z.string().trim().min(1).max(RESUME_MESSAGE_MAX_CHARS),
 });
 
 /**
@@ -22,9 +17,7 @@ const resumeArgs = z.strictObject({
 export function resumeTool(host: { manager: BackgroundManager; currentTurn: () => number }): ToolDefinition<z.output<typeof resumeArgs>> {
   return {
     name: 'resume_background_agent',
-    description:
-      'Continue a background agent that has ended, with a new instruction: it picks up its own conversation (what it read and answered) ' +
-      "instead of starting from nothing. Runs as a new job with its own id and budget; its result is delivered to you once, like any job's.",
+    description: 'Continue an ended background job with a new instruction, in its own conversation, as a new job.',
     parameters: resumeArgs,
     gated: false,
     async run(args) {

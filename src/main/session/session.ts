@@ -4,6 +4,7 @@ import { AUTOMATED_RESULTS_MARKER, isFollowUpPrompt } from '../../shared/prompts
 import { capHeadTail } from '../../shared/text-budget.js';
 import type { SessionSnapshot } from '../ledger/ledger-store.js';
 import { addModelUsage, mergeUsageByModel, totalUsage, type Usage, type UsageByModel } from '../../shared/usage.js';
+import { estimateTokens as estimateTextTokens } from '../../shared/token-estimate.js';
 
 /** Usage bucket: `primary`, `primary:subagent`, `escalation:subagent`, `user:subagent`, … */
 export type UsageBucket = string;
@@ -198,19 +199,23 @@ function turnStarts(messages: readonly ChatCompletionMessageParam[], from: numbe
   return starts;
 }
 
-/** About 4 characters a token, plus a little per message for its framing. */
+/**
+ * The history's tokens, estimated by text kind (token-estimate.ts: code and JSON are denser than
+ * 4 characters a token), plus a little per message and per call for its framing.
+ */
 export function estimateTokens(messages: readonly ChatCompletionMessageParam[]): number {
-  let chars = 0;
+  let tokens = 0;
   for (const message of messages) {
-    chars += 16;
+    tokens += 4;
     const content = message.content;
-    if (typeof content === 'string') chars += content.length;
-    else if (Array.isArray(content)) chars += JSON.stringify(content).length;
+    if (typeof content === 'string') tokens += estimateTextTokens(content);
+    else if (Array.isArray(content)) tokens += estimateTextTokens(JSON.stringify(content));
     if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) if (call.type === 'function') chars += call.function.name.length + call.function.arguments.length + 24;
+      for (const call of message.tool_calls ?? [])
+        if (call.type === 'function') tokens += estimateTextTokens(call.function.name) + estimateTextTokens(call.function.arguments) + 6;
     }
   }
-  return Math.ceil(chars / 4);
+  return tokens;
 }
 
 function oneLine(text: string, max: number): string {

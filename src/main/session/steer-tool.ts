@@ -10,14 +10,9 @@ export interface SteerToolHost {
 }
 
 const steerArgs = z.strictObject({
-  job_id: z.string().trim().min(1).max(100).describe('The job id spawn_background_agent returned (e.g. "bg-3"), or the name you gave it.'),
-  message: z.string().trim().min(1).max(STEERING_MAX_CHARS).describe('What the job should know or do differently: a correction, a narrower focus, a new fact.'),
-  interrupt: z
-    .boolean()
-    .optional()
-    .describe(
-      'Default false: it reads the message before its next model call. True: its model call in flight is cancelled and it continues at once with the message.',
-    ),
+  job_id: z.string().trim().min(1).max(100),
+  message: z.string().trim().min(1).max(STEERING_MAX_CHARS),
+  interrupt: z.boolean().optional().describe('Cancel its model call in flight to read it now.'),
 });
 
 /**
@@ -27,9 +22,7 @@ const steerArgs = z.strictObject({
 export function steerTool(host: SteerToolHost): ToolDefinition<z.output<typeof steerArgs>> {
   return {
     name: 'send_to_background_agent',
-    description:
-      'Send a message to a background agent you started that has not ended: it reads it before its next model call (interrupt: true cancels the ' +
-      'call it is waiting on, so it reads it now). A queued agent gets it as it starts; one waiting for its own children when it resumes.',
+    description: 'Send a correction or new fact to a running background job; it reads it before its next model call.',
     parameters: steerArgs,
     gated: false,
     async run(args) {

@@ -28,12 +28,7 @@ export function waitToolMaxMs(config: Pick<ForkpoolConfig, 'toolLimits'>): numbe
 
 function waitArgs(maxMs: number) {
   return z.strictObject({
-    jobs: z
-      .array(z.string().trim().min(1).max(100))
-      .min(1)
-      .max(100)
-      .optional()
-      .describe('Job ids (e.g. "bg-3") or names to wait for. Default: every job of yours whose result you have not been given yet.'),
+    jobs: z.array(z.string().trim().min(1).max(100)).min(1).max(100).optional().describe('Ids or names. Default: all undelivered.'),
     timeout_ms: z
       .number()
       .int()
@@ -42,8 +37,8 @@ function waitArgs(maxMs: number) {
         maxMs,
         `timeout_ms must be at most ${maxMs} (the tool timeout, toolLimits.toolTimeoutMs, less ${WAIT_LIMITS.toolMarginMs} ms); wait again for longer`,
       )
-      .describe(`How long to wait at most, in milliseconds (0: just look). At most ${maxMs}.`),
-    mode: z.enum(WAIT_MODES).optional().describe('"all" (default): until every job named has ended. "any": until the first one has.'),
+      .describe(`At most ${maxMs}; 0 just looks.`),
+    mode: z.enum(WAIT_MODES).optional().describe('Default "all".'),
   });
 }
 
@@ -58,9 +53,7 @@ export function waitTool(host: WaitToolHost): ToolDefinition<z.output<ReturnType
   const maxMs = waitToolMaxMs(host.config);
   return {
     name: TOOL,
-    description:
-      'Wait for background agents you started to end, instead of ending your turn: returns their results (each delivered to you once, here) ' +
-      'and a line for each still running. Use it when you cannot go on without them; otherwise end your turn and they are delivered when they end.',
+    description: 'Wait for background jobs and get their results now, only when you cannot go on without them (else end your turn: they are delivered).',
     parameters: waitArgs(maxMs),
     gated: false,
     async run(args, ctx) {

@@ -21,25 +21,15 @@ const KILL_GRACE_MS = 500;
 const CLOSE_GRACE_MS = 250;
 
 const parameters = z.strictObject({
-  command: z.string().min(1).describe('Shell command, run with /bin/bash -c in the workspace root. stdin is empty.'),
-  timeout_ms: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe('Kill the command after this many milliseconds. Default and maximum: the configured bashTimeoutMs (30000).'),
+  command: z.string().min(1),
+  timeout_ms: z.number().int().min(1).optional(),
 });
 
 export type BashArgs = z.output<typeof parameters>;
 
 export const bashTool: ToolDefinition<BashArgs> = {
   name: NAME,
-  description:
-    'Run a shell command with /bin/bash -c, working directory = workspace root, no secrets in the environment. ' +
-    'Returns stdout and stderr interleaved (long output keeps its head and tail) and the exit code. ' +
-    'Usually sandboxed: only the workspace (writable) and system folders (read-only) are visible, no network, ' +
-    'and every process the command starts ends with it. On timeout everything it started is killed. ' +
-    'Processes, memory, file size and /tmp are limited; .git is read-only.',
+  description: 'Run a bash command in the workspace root; returns output and exit code. Usually sandboxed: no network, .git read-only.',
   parameters,
   gated: true,
   describeCall: (args) => `bash: ${args.command.length > 200 ? `${args.command.slice(0, 200)}…` : args.command}`,

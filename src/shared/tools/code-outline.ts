@@ -12,10 +12,7 @@ const NAME = 'code_outline';
 const EXTENSIONS = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'];
 
 const parameters = z.strictObject({
-  path: z
-    .string()
-    .min(1)
-    .describe(`JavaScript or TypeScript file (${EXTENSIONS.join(' ')}), relative to the workspace root (or absolute inside it).`),
+  path: z.string().min(1).describe('A .js/.ts file (or .tsx, .mjs, ...).'),
 });
 
 export type CodeOutlineArgs = z.output<typeof parameters>;
@@ -27,10 +24,7 @@ export type CodeOutlineArgs = z.output<typeof parameters>;
  */
 export const codeOutlineTool: ToolDefinition<CodeOutlineArgs> = {
   name: NAME,
-  description:
-    'Outline a JavaScript/TypeScript file: its functions, classes with their methods, interfaces, types, enums, namespaces and exports, ' +
-    'one per line as "start-end kind name(params)" with 1-based inclusive line ranges, members indented under their class. ' +
-    'Use it to find where something is defined, then read_file with offset and limit for that range.',
+  description: 'List the definitions of a JS/TS file as "start-end kind name" lines, to read_file just the range you need.',
   parameters,
   gated: false,
   describeCall: (args) => `outline ${args.path}`,

@@ -12,19 +12,17 @@ const NAME = 'edit_file';
 const MAX_LINES_LISTED = 10;
 
 const parameters = z.strictObject({
-  path: z.string().min(1).describe('File to edit, relative to the workspace root.'),
-  old_text: z.string().min(1).describe('Exact text to replace, including whitespace and indentation. Must occur exactly once unless replace_all is true.'),
-  new_text: z.string().describe('Replacement text.'),
-  replace_all: z.boolean().optional().describe('Replace every occurrence of old_text. Default false.'),
+  path: z.string().min(1),
+  old_text: z.string().min(1),
+  new_text: z.string(),
+  replace_all: z.boolean().optional(),
 });
 
 export type EditFileArgs = z.output<typeof parameters>;
 
 export const editFileTool: ToolDefinition<EditFileArgs> = {
   name: NAME,
-  description:
-    'Replace exact text in an existing file. old_text must match the file exactly (copy it from read_file output, without the line-number prefix) ' +
-    'and occur exactly once, or set replace_all.',
+  description: 'Replace exact old_text (no line-number prefix) with new_text; it must occur once unless replace_all.',
   parameters,
   gated: true,
   describeCall: (args) => `edit ${args.path}${args.replace_all ? ' (replace all)' : ''}`,

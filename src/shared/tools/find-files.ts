@@ -15,20 +15,15 @@ const NAME = 'find_files';
 const MAX_KEPT = 100_000;
 
 const parameters = z.strictObject({
-  pattern: z
-    .string()
-    .min(1)
-    .describe('Glob pattern relative to `path`, e.g. "**/*.ts", "src/**/test_*.py", "*.{json,yaml}". No ".." segments or absolute paths; no !(…) extglob.'),
-  path: z.string().min(1).optional().describe('Directory to search from, relative to the workspace root. Default "." (the root).'),
+  pattern: z.string().min(1).describe('e.g. "**/*.ts", "src/*.{js,json}"'),
+  path: z.string().min(1).optional(),
 });
 
 export type FindFilesArgs = z.output<typeof parameters>;
 
 export const findFilesTool: ToolDefinition<FindFilesArgs> = {
   name: NAME,
-  description:
-    'Find files by glob pattern (recursive with "**"). Returns workspace-relative paths, sorted. ' +
-    `Skips ${IGNORED_DIRS.join(', ')} unless the search path is inside one; does not follow symbolic links; skips special files; includes dotfiles.`,
+  description: `Find files by glob ("**" recurses). Skips ${IGNORED_DIRS.join(', ')}.`,
   parameters,
   gated: false,
   describeCall: (args) => `find ${args.pattern} in ${args.path ?? '.'}`,

@@ -41,29 +41,18 @@ function sliceSpent(): number {
 }
 
 const parameters = z.strictObject({
-  pattern: z
-    .string()
-    .min(1)
-    .describe(
-      'Regular expression to search for (RE2 syntax: like JavaScript, without backreferences or lookaround), e.g. "function\\s+spawn" or "cancel|abort".',
-    ),
-  path: z.string().min(1).optional().describe('File or directory to search, relative to the workspace root. Default "." (the root).'),
-  glob: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('Only search files matching this glob, e.g. "*.ts" (matched on the file name) or "src/**/*.py" (matched on the path under `path`).'),
-  ignore_case: z.boolean().optional().describe('Case-insensitive match. Default false.'),
-  max_results: z.number().int().min(1).optional().describe('Stop after this many matching lines. Default and maximum: the configured grepMaxMatches (200).'),
+  pattern: z.string().min(1).describe('RE2 regex (no lookaround or backreferences).'),
+  path: z.string().min(1).optional(),
+  glob: z.string().min(1).optional().describe('File filter, e.g. "*.ts".'),
+  ignore_case: z.boolean().optional(),
+  max_results: z.number().int().min(1).optional(),
 });
 
 export type GrepArgs = z.output<typeof parameters>;
 
 export const grepTool: ToolDefinition<GrepArgs> = {
   name: NAME,
-  description:
-    'Search file contents with a regular expression (linear-time RE2 syntax: no backreferences or lookaround). Prints "path:line: text" for each matching line. ' +
-    `Skips ${IGNORED_DIRS.join(', ')}, symbolic links, special files, binary files and very large files.`,
+  description: `Search file contents by regex; prints "path:line: text". Skips ${IGNORED_DIRS.join(', ')} and binary files.`,
   parameters,
   gated: false,
   describeCall: (args) => `grep /${args.pattern}/ in ${args.path ?? '.'}`,

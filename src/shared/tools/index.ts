@@ -9,6 +9,7 @@ import { listDirTool } from './list-dir.js';
 import { readFileTool } from './read-file.js';
 import type { ToolDefinition } from './types.js';
 import { writeFileTool } from './write-file.js';
+import { compactSchema } from './compact-schema.js';
 
 export type { PermissionGate, PermissionRequest, ProcessRegistry, ToolContext, ToolDefinition, ToolPolicy } from './types.js';
 export { checkSandbox, type SandboxStatus } from './bwrap.js';
@@ -64,7 +65,9 @@ export function toOpenAITool(def: ToolDefinition): OpenAIFunctionTool {
 
 function convert(def: ToolDefinition): OpenAIFunctionTool {
   if (def.jsonSchema) return { type: 'function', function: { name: def.name, description: def.description, parameters: def.jsonSchema } };
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
+  const { $schema: _ignored, ...full } = z.toJSONSchema(def.parameters, { io: 'input' }) as Record<string, unknown>;
+  // Bounds stay in the zod validation (its errors name them); the model is sent the compact form.
+  const parameters = compactSchema(full) as Record<string, unknown>;
   return { type: 'function', function: { name: def.name, description: def.description, parameters } };
 }
 

@@ -15,16 +15,14 @@ const NAME = 'list_dir';
 const FOOTER_RESERVE = 200;
 
 const parameters = z.strictObject({
-  path: z.string().min(1).optional().describe('Directory to list, relative to the workspace root. Default "." (the root).'),
+  path: z.string().min(1).optional(),
 });
 
 export type ListDirArgs = z.output<typeof parameters>;
 
 export const listDirTool: ToolDefinition<ListDirArgs> = {
   name: NAME,
-  description:
-    'List the entries of a directory in the workspace, sorted by name. Directories end with "/", ' +
-    'symbolic links with "@". Not recursive: use find_files for a recursive search.',
+  description: 'List a directory (not recursive). Directories end with "/", symlinks with "@".',
   parameters,
   gated: false,
   describeCall: (args) => `list ${args.path ?? '.'}`,

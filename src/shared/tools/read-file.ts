@@ -14,18 +14,16 @@ const MAX_LINE_CHARS = 2000;
 const FOOTER_RESERVE = 400;
 
 const parameters = z.strictObject({
-  path: z.string().min(1).describe('File to read, relative to the workspace root (or absolute inside it).'),
-  offset: z.number().int().min(1).optional().describe('1-based line number to start at. Default 1.'),
-  limit: z.number().int().min(1).optional().describe('Maximum number of lines to return. Default: the configured readFileDefaultLines (400).'),
+  path: z.string().min(1).describe('Workspace-relative path.'),
+  offset: z.number().int().min(1).optional().describe('First line, 1-based.'),
+  limit: z.number().int().min(1).optional().describe('Max lines.'),
 });
 
 export type ReadFileArgs = z.output<typeof parameters>;
 
 export const readFileTool: ToolDefinition<ReadFileArgs> = {
   name: NAME,
-  description:
-    'Read a text file from the workspace. Returns lines prefixed with their 1-based line numbers and a tab. ' +
-    'Large files: pass offset and limit to read a window. Binary files and directories are refused.',
+  description: 'Read a text file, lines numbered. For a large file pass offset and limit.',
   parameters,
   gated: false,
   describeCall: (args) => `read ${args.path}`,

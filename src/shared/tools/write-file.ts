@@ -9,17 +9,15 @@ import { throwIfAborted } from './util.js';
 const NAME = 'write_file';
 
 const parameters = z.strictObject({
-  path: z.string().min(1).describe('File to create or overwrite, relative to the workspace root. Missing parent directories are created.'),
-  content: z.string().describe('The complete new content of the file (UTF-8).'),
+  path: z.string().min(1),
+  content: z.string(),
 });
 
 export type WriteFileArgs = z.output<typeof parameters>;
 
 export const writeFileTool: ToolDefinition<WriteFileArgs> = {
   name: NAME,
-  description:
-    'Create a file, or replace the whole content of an existing one, inside the workspace. ' +
-    'Creates missing parent directories. Protected paths (.git by default) are refused. For a small change to an existing file prefer edit_file.',
+  description: 'Create or overwrite a whole file. For a small change use edit_file.',
   parameters,
   gated: true,
   describeCall: (args) => `write ${args.path} (${Buffer.byteLength(args.content)} bytes)`,

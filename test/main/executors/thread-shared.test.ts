@@ -84,7 +84,7 @@ describe('thread-shared', () => {
     const c = toOpenAITool(reportAlertTool(send, 5));
     expect(b).toBe(a);
     expect(c).not.toBe(a);
-    expect(c.function.description).toContain('At most 5 per job');
+    expect(c.function.description).toContain('at most 5 times');
     expect(a.function.parameters).toHaveProperty('properties.message');
   });
 });
