@@ -64,10 +64,7 @@ function spawnArgsFor(agents: ReadonlyArray<{ name: string; description: string 
   });
 }
 
-const executorArg = z
-  .enum(SPAWN_EXECUTORS)
-  .optional()
-  .describe('"remote": on the configured remote runner. Default "local".');
+const executorArg = z.enum(SPAWN_EXECUTORS).optional().describe('"remote": on the configured remote runner. Default "local".');
 
 const jobRef = z.string().trim().min(1).max(100);
 const cancelArgs = z.strictObject({ job_id: jobRef });
@@ -113,9 +110,7 @@ function spawnTool(
 ): ToolDefinition<SpawnArgs> {
   return {
     name: toolName,
-    description: forced
-      ? `Like spawn_background_agent, on the configured remote runner. ${SPAWN_DESCRIPTION}`
-      : SPAWN_DESCRIPTION,
+    description: forced ? `Like spawn_background_agent, on the configured remote runner. ${SPAWN_DESCRIPTION}` : SPAWN_DESCRIPTION,
     // The `executor` argument is there only with a remote executor (spawnArgsFor); the run reads it as optional.
     parameters: parameters as unknown as z.ZodType<SpawnArgs>,
     gated: false,
