@@ -42,6 +42,8 @@ export interface GlobalFlags {
   maxTurns?: number;
   stream?: boolean;
   ask?: boolean;
+  /** `--role primary|escalation` (run, chat, serve): the parent agent's role. */
+  role?: string;
   simLatency?: number;
   /** Model calls of a research answer on the built-in simulator (its `researchSteps`). */
   simSteps?: number;
@@ -116,6 +118,7 @@ export async function createCliContext(
     grant: flags.grant,
     stream: flags.stream === false ? false : undefined,
     permissionMode: flags.ask ? 'ask' : undefined,
+    role: flags.role,
     ledgerPath: flags.ledger,
     allowLedgerInWorkspace: flags.allowLedgerInWorkspace,
   };

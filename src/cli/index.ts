@@ -69,6 +69,12 @@ export function buildProgram(setExit: (code: number) => void): Command {
 
   globalOptions(program.command('run').description('run the parent agent on a prompt; background agents fan out and report back'))
     .argument('[prompt]', 'the prompt, or "-" to read it from stdin')
+    .addOption(
+      new Option('--role <role>', "the parent agent's role: its usage is booked under <role>, its jobs' under <role>:subagent (default primary)").choices([
+        'primary',
+        'escalation',
+      ]),
+    )
     .option('--demo', 'run the built-in demo prompt over this workspace')
     .option('--ledger <file>', 'keep jobs and the session in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
@@ -85,6 +91,12 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', 'keep jobs and the conversation in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a conversation kept in --ledger, with its waiting results and interrupted jobs')
+    .addOption(
+      new Option('--role <role>', "the parent agent's role: its usage is booked under <role>, its jobs' under <role>:subagent (default primary)").choices([
+        'primary',
+        'escalation',
+      ]),
+    )
     .option(
       '--agent <name>',
       'your own jobs (/bg start, Ctrl+Enter) run as this configured agent (default: background.defaultAgent, else asked once on a terminal)',
@@ -112,6 +124,12 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
+    .addOption(
+      new Option('--role <role>', "the parent agent's role: its usage is booked under <role>, its jobs' under <role>:subagent (default primary)").choices([
+        'primary',
+        'escalation',
+      ]),
+    )
     .option('-p, --port <n>', 'port (0: any free port; default 4477 or config server.port)', parseIntFlag('--port', 0, 65_535))
     .option('--host <host>', 'address to bind (default 127.0.0.1 or config server.host)')
     .addOption(

@@ -423,6 +423,11 @@ export const configSchema = z.strictObject({
   /** `ask`: the parent asks a person on a terminal; `config`: only `grantedTools`. Background jobs never ask. */
   permissionMode: z.enum(['ask', 'config']).default('config'),
   /**
+   * The parent agent's role (`--role`): its own usage is booked under `<role>`, its jobs' under
+   * `<role>:subagent`, and each job's record carries it. `AgentSessionOptions.role` wins. Default `primary`.
+   */
+  role: z.enum(['primary', 'escalation']).default('primary'),
+  /**
    * A background job's call of an ungranted gated tool: `deny` fails the call at once (the model
    * reads why); `ask` pauses the job until someone answers (`manager.approve`, the chat, the HTTP
    * API), its slot given back meanwhile (docs/tools.md "Approvals"). Default `deny`.

@@ -131,7 +131,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       permissions: this.permissions,
       ...(options.client ? { client: options.client } : {}),
       ...(options.asker ? { asker: options.asker } : {}),
-      ...(options.role ? { role: options.role } : {}),
+      // The library's option, else the config's `role` (`--role` on the CLI).
+      role: options.role ?? options.config.role,
       // The same catalog serves the parent's own loop: host tools run here, module tools too; read
       // at each turn, so MCP tools that connect after the session starts (or change) are offered.
       turnTools: () => this.manager.tools.parentTools(options.config.tools, { jobId: 'parent', agent: 'parent' }),

@@ -38,6 +38,8 @@ export interface ConfigOverrides {
   timeoutMinutes?: number | undefined;
   grant?: readonly string[] | undefined;
   permissionMode?: string | undefined;
+  /** `--role primary|escalation`: the parent agent's role. */
+  role?: string | undefined;
   stream?: boolean | undefined;
   /** `--ledger FILE`: the durable ledger's SQLite file. */
   ledgerPath?: string | undefined;
@@ -151,6 +153,7 @@ function loadLayers(options: LoadConfigOptions): ForkpoolConfig {
     ['background.timeoutMinutes', flags.timeoutMinutes, '--timeout'],
     ['grantedTools', flags.grant, '--grant'],
     ['permissionMode', flags.permissionMode, '--ask'],
+    ['role', flags.role, '--role'],
     ['stream', flags.stream, '--no-stream'],
     ['ledger.path', flags.ledgerPath, '--ledger'],
     ['ledger.allowInWorkspace', flags.allowLedgerInWorkspace, '--allow-ledger-in-workspace'],
