@@ -36,6 +36,9 @@ const taskSchema = z.strictObject({
   outputSchema: spawnSpecInputFields.outputSchema.describe(
     'A JSON Schema the job\'s answer must match: the validated value is the job\'s `data` (docs/delivery.md "Typed results"). A bad schema: TOOL_ARGUMENTS_INVALID naming outputSchema.',
   ),
+  turnTimeoutMs: spawnSpecInputFields.turnTimeoutMs.describe(
+    "One turn of the job (a model call and the tools it calls) in ms; past it: TURN_TIMEOUT. 0: off. Default the agent's turnTimeoutMs, else the config's.",
+  ),
   speculative: z
     .boolean()
     .optional()

@@ -296,6 +296,8 @@ export const agentSchema = z.strictObject({
   structuredOutput: z.enum(STRUCTURED_OUTPUT_MODES).optional(),
   /** Overrides the config's `approvals` for this agent's jobs. */
   approvals: z.enum(['deny', 'ask']).optional(),
+  /** Overrides the config's `turnTimeoutMs` for this agent's jobs (0: off); a spawn's own wins. */
+  turnTimeoutMs: timerMs(0).optional(),
 });
 export type AgentConfig = z.output<typeof agentSchema>;
 

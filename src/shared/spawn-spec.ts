@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { configForAgent } from './agents.js';
 import type { ForkpoolConfig } from './config.js';
+import { MAX_TIMER_MS } from './config-schema.js';
 import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './defaults.js';
 import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';
@@ -27,6 +28,8 @@ export interface SpawnSpec {
   scheduler?: ActiveScheduler;
   /** The JSON Schema its final answer must match (docs/delivery.md "Typed results"); the value becomes the record's `data`. */
   outputSchema?: OutputSchema;
+  /** Its own `turnTimeoutMs` (0: off), over its agent's and the config's. */
+  turnTimeoutMs?: number;
 }
 
 /** A spawn request's spec fields as they come in (tool names not yet checked): one schema for the library, the tool and HTTP. */
@@ -39,6 +42,7 @@ export const spawnSpecInputFields = {
   /** default, sleep, exit_on_defer or none; another name is SCHEDULER_UNKNOWN at admission (a string here, so the error says so). */
   scheduler: z.string().max(40).optional(),
   outputSchema: outputSchemaWire.optional(),
+  turnTimeoutMs: z.number().int().min(0).max(MAX_TIMER_MS).optional(),
 };
 /** A spawn's spec as asked for: the tools by any name (checked by {@link checkSpawnSpec}). */
 export interface SpawnSpecInput {
@@ -49,6 +53,7 @@ export interface SpawnSpecInput {
   model?: string;
   scheduler?: string;
   outputSchema?: OutputSchema;
+  turnTimeoutMs?: number;
 }
 
 /** Its fields as zod outputs them: each may be present and undefined. */
@@ -63,6 +68,7 @@ export const spawnSpecWireFields = {
   model: z.string().min(1).max(SPAWN_SPEC_LIMITS.modelMaxChars).optional(),
   scheduler: z.enum(ACTIVE_SCHEDULERS).optional(),
   outputSchema: outputSchemaWire.optional(),
+  turnTimeoutMs: z.number().int().min(0).max(MAX_TIMER_MS).optional(),
 };
 
 /** The models a spawn may name: `background.spawnModels`, else the top-level model, every agent's and every key of `models`. */
@@ -113,6 +119,7 @@ export function checkSpawnSpec(
   const scheduler = resolveScheduler(input.scheduler, config.background.scheduler);
   if (scheduler !== undefined) spec.scheduler = scheduler;
   if (input.outputSchema !== undefined) spec.outputSchema = checkOutputSchema(input.outputSchema, 'outputSchema');
+  if (input.turnTimeoutMs !== undefined) spec.turnTimeoutMs = input.turnTimeoutMs;
   return spec;
 }
 
@@ -134,15 +141,16 @@ function isBuiltinName(name: string): boolean {
   return (BUILTIN_TOOL_NAMES as readonly string[]).includes(name);
 }
 
-/** The config a job runs with: its agent's (see configForAgent), then its spawn's model and tool subset. */
+/** The config a job runs with: its agent's (see configForAgent), then its spawn's model, tool subset and turn timeout. */
 export function applySpawnSpec(config: ForkpoolConfig, spec: SpawnSpec): ForkpoolConfig {
-  if (spec.model === undefined && spec.tools === undefined && spec.extras === undefined) return config;
+  if (spec.model === undefined && spec.tools === undefined && spec.extras === undefined && spec.turnTimeoutMs === undefined) return config;
   const tools = spec.tools;
   // Only ever a narrowing: a BullMQ worker's own `tools` may already be narrower than the spawner's.
   const narrowed = tools !== undefined ? config.tools.filter((tool) => tools.includes(tool)) : config.tools;
   return {
     ...config,
     ...(spec.model !== undefined ? { model: spec.model } : {}),
+    ...(spec.turnTimeoutMs !== undefined ? { turnTimeoutMs: spec.turnTimeoutMs } : {}),
     tools: spec.extras !== undefined ? [...new Set([...narrowed, ...spec.extras])] : narrowed,
   };
 }
@@ -168,5 +176,6 @@ export function spawnSpecOf(source: Loose<SpawnSpecInput>): SpawnSpecInput {
     ...(source.model !== undefined ? { model: source.model } : {}),
     ...(source.scheduler !== undefined ? { scheduler: source.scheduler } : {}),
     ...(source.outputSchema !== undefined ? { outputSchema: source.outputSchema } : {}),
+    ...(source.turnTimeoutMs !== undefined ? { turnTimeoutMs: source.turnTimeoutMs } : {}),
   };
 }

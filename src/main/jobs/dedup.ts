@@ -53,6 +53,7 @@ export class SpawnDedup {
       request.tools === undefined ? '' : [...new Set(tools)].sort(),
       // A typed spawn joins only a job bound to the same schema (an untyped one has no `data`).
       JSON.stringify(request.outputSchema ?? null),
+      request.turnTimeoutMs ?? '',
     ];
     return JSON.stringify([nested ? 'child' : 'top', role, agent ?? '', model, normalizeTask(request.task), ...ownSpec]);
   }

@@ -125,6 +125,8 @@ export interface SpawnRequest {
    * at spawn (TOOL_ARGUMENTS_INVALID naming `outputSchema`). See docs/delivery.md "Typed results".
    */
   outputSchema?: OutputSchema | z.ZodType;
+  /** Its own turn timeout in ms (0: off), over its agent's `turnTimeoutMs` and the config's; past it: TURN_TIMEOUT. */
+  turnTimeoutMs?: number;
   /**
    * A guess (docs/delivery.md "Speculative jobs"): cancelled when a real job waits for its slot
    * or budget, and, spawned in a session's turn, when that turn ends without referring to it.
