@@ -153,7 +153,7 @@ describe('delivery format "remy"', () => {
       expect(cut.block.match(/<\/tool_result>/g)).toHaveLength(1);
     }
     // A failed job keeps its header: the body alone would not say it failed.
-    const failed = { ...record('bg-2', 'broke', 'half done'), status: 'failed' as const, error: { name: 'Error', code: 'INTERNAL', message: 'boom' } };
+    const failed = { ...record('bg-2', 'broke', 'half done'), status: 'failed' as const, error: { name: 'Error', code: 'INTERNAL' as const, message: 'boom' } };
     const plan = planDelivery({ jobs: [failed], budgetChars: 100_000, perJobMaxChars: 6_000, wrap: REMY_RESULT_WRAP });
     expect(plan.block).toContain('name="broke">\n[Background agent "broke" failed — job bg-2, status failed]\n| reason: boom\nhalf done\n</tool_result>');
   });
