@@ -121,7 +121,13 @@ export class ServerState {
   }
 
   #follow(manager: BackgroundManager, session: string | null): void {
-    const summary = (record: Readonly<JobRecord>) => ({ session, job: jobSummary(record, this.progress.get(progressKey(session, record.id))) });
+    // Every event of a job a parent's call started names that call (`parentToolId`, issue 38 C7).
+    const callOf = (record: Readonly<JobRecord> | undefined) => (record?.parentToolId !== undefined ? { parentToolId: record.parentToolId } : {});
+    const summary = (record: Readonly<JobRecord>) => ({
+      session,
+      ...callOf(record),
+      job: jobSummary(record, this.progress.get(progressKey(session, record.id))),
+    });
     manager.on('spawned', (record) => this.hub.publish('spawned', summary(record)));
     manager.on('started', (record) => this.hub.publish('started', summary(record)));
     manager.on('requeued', (record) => {
@@ -129,10 +135,19 @@ export class ServerState {
       this.progress.forget(progressKey(session, record.id));
       this.hub.publish('requeued', summary(record));
     });
-    manager.on('progress', ({ jobId, event }) => {
+    manager.on('progress', ({ jobId, event, parentToolId }) => {
       const progress = this.progress.onEvent(progressKey(session, jobId), event);
-      this.hub.publish('progress', { session, jobId, event, currentTool: progress.currentTool, tokens: progress.tokens, toolCalls: progress.toolCalls });
-      if (event.type === 'loop_warning' || event.type === 'retry') this.hub.publish('alert', { session, jobId, event });
+      const call = parentToolId !== undefined ? { parentToolId } : {};
+      this.hub.publish('progress', {
+        session,
+        jobId,
+        ...call,
+        event,
+        currentTool: progress.currentTool,
+        tokens: progress.tokens,
+        toolCalls: progress.toolCalls,
+      });
+      if (event.type === 'loop_warning' || event.type === 'retry') this.hub.publish('alert', { session, jobId, ...call, event });
     });
     manager.on('done', (record) => {
       // Its counts stay (the page shows an ended job's tool calls); only the live part goes.
@@ -148,8 +163,8 @@ export class ServerState {
       this.hub.publish('done', summary(record));
     });
     // A job waits for a person's (or a program's) answer, and the answer: the page and clients show and clear the question.
-    manager.on('approval-requested', (approval) => this.hub.publish('approval-requested', { session, approval }));
-    manager.on('approval-resolved', (approval) => this.hub.publish('approval-resolved', { session, approval }));
+    manager.on('approval-requested', (approval) => this.hub.publish('approval-requested', { session, ...callOf(manager.get(approval.jobId)), approval }));
+    manager.on('approval-resolved', (approval) => this.hub.publish('approval-resolved', { session, ...callOf(manager.get(approval.jobId)), approval }));
     manager.on('wave-done', ({ wave, jobs }) => this.hub.publish('wave-done', { session, wave, jobs: jobs.map((j) => j.id) }));
   }
 

@@ -339,6 +339,17 @@ function turnTimeoutError(timeoutMs: number): TimeoutError {
   return new TimeoutError('TURN_TIMEOUT', `turn timed out after ${timeoutMs} ms (a model call and the tools it called; turnTimeoutMs)`, timeoutMs);
 }
 
+/** Whether this call starts a background job (its `tool_call` event's `background`); unparsable arguments: no. */
+function startsInBackground(tool: ToolDefinition | undefined, rawArgs: string): boolean {
+  const flag = tool?.background;
+  if (typeof flag !== 'function') return flag === true;
+  try {
+    return flag(JSON.parse(rawArgs || '{}'));
+  } catch {
+    return false;
+  }
+}
+
 /** Runs one call; every failure becomes an `Error: …` result the model can read and adapt to. */
 async function executeToolCall(
   call: ChatCompletionMessageFunctionToolCall,
@@ -350,7 +361,7 @@ async function executeToolCall(
 ): Promise<string> {
   const name = call.function.name;
   const started = Date.now();
-  const background = toolsByName.get(name)?.background === true ? { background: true as const } : {};
+  const background = startsInBackground(toolsByName.get(name), call.function.arguments) ? { background: true as const } : {};
   // The model wrote these arguments, but it may have read a secret somewhere: redacted like a result.
   const secrets = [...clientSecrets(options.client), ...(options.secrets ?? [])];
   const args = capHeadTail(redactToolOutput(call.function.arguments, secrets), TRANSCRIPT_LIMITS.event.argsChars);

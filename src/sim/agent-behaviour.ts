@@ -107,10 +107,23 @@ function reportsIn(input: string): string[] {
 }
 
 function synthesis(block: string, reports: readonly string[] = []): SimReply {
-  const header = /^[ \t]*\[Background agent "([^"\n]*)"[^\n]*$/gm;
-  const jobs: Array<{ label: string; start: number; end: number; rest: string }> = [];
+  // forkpool's header line, or Remy's `<tool_result … name="…">` element (its body the text itself;
+  // a job that did not end ok has forkpool's header inside it: one job, not two).
+  const header = /^[ \t]*(?:\[Background agent "([^"\n]*)"|<tool_result [^>\n]*name="([^"\n]*)">)[^\n]*$/gm;
+  const jobs: Array<{ label: string; start: number; end: number; rest: string; element?: boolean }> = [];
   for (const match of block.matchAll(header)) {
     const line = match[0];
+    const last = jobs.at(-1);
+    if (match[2] === undefined && last?.element && block.slice(last.start, match.index).trim() === '') {
+      last.start = (match.index ?? 0) + line.length;
+      last.rest = line.slice(line.indexOf(']', line.indexOf('"', line.indexOf('"') + 1)) + 1);
+      continue;
+    }
+    if (match[2] !== undefined) {
+      if (last) last.end = match.index ?? 0;
+      jobs.push({ label: match[2], start: (match.index ?? 0) + line.length, end: block.length, rest: '', element: true });
+      continue;
+    }
     const afterLabel = line.indexOf('"', line.indexOf('"') + 1);
     const bracket = line.indexOf(']', afterLabel);
     const start = match.index ?? 0;
@@ -125,6 +138,7 @@ function synthesis(block: string, reports: readonly string[] = []): SimReply {
     const body = block
       .slice(job.start, job.end)
       .replace(/^[ \t]*\|[ \t]?/gm, '')
+      .replace(/<\/tool_result>[\s\S]*$/, '')
       .replace(/^Here is what the \d+ background agents? found:\s*$/gm, '');
     // The first line of the job's answer (up to two sentences: what it found and where).
     const quote = firstSentence(`${job.rest}\n${body}`, 240, 2);

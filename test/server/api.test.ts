@@ -279,6 +279,27 @@ describe('/v1/events', () => {
     expect(resumed.events.map((e) => e.data)).toEqual(events.slice(4).map((e) => e.data));
   });
 
+  it("every event of a job a parent's call started carries that call's parentToolId (issue 38, C7); other jobs' carry none", async () => {
+    const { server, url } = await startTestServer(cleanup);
+    const { session } = server.state.createSession();
+    const jobOf = (e: SseEvent): string | undefined => {
+      const data = JSON.parse(e.data);
+      return data.jobId ?? data.job?.id;
+    };
+    const ended = (events: SseEvent[]) => events.filter((e) => e.event === 'done').length >= 2;
+    const reading = readEvents(url, { until: ended });
+    await waitUntil(async () => server.state.hub.listenerCount === 1);
+    const called = session.manager.spawn({ task: TASK, label: 'called', parentToolId: 'call-bg' });
+    const plain = session.manager.spawn({ task: TASK, label: 'plain' });
+    const { events } = await reading;
+    const ofCalled = events.filter((e) => jobOf(e) === called.id);
+    expect(ofCalled.map((e) => e.event)).toEqual(expect.arrayContaining(['spawned', 'started', 'progress', 'done']));
+    for (const event of ofCalled) expect(JSON.parse(event.data).parentToolId, event.event).toBe('call-bg');
+    const ofPlain = events.filter((e) => jobOf(e) === plain.id);
+    expect(ofPlain.length).toBeGreaterThan(0);
+    for (const event of ofPlain) expect(JSON.parse(event.data).parentToolId, event.event).toBeUndefined();
+  });
+
   it('sends reset when the buffer no longer reaches back to Last-Event-ID', async () => {
     const { api, url } = await startTestServer(cleanup, { server: { eventBufferSize: 10 } });
     await api('/v1/jobs', { json: { tasks: [{ task: TASK }, { task: TASK }] } });

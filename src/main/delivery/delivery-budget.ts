@@ -2,7 +2,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { contextWindowOf } from '../../shared/models.js';
 import { BACKGROUND_RESULTS_CLOSE, BACKGROUND_RESULTS_OPEN } from '../../shared/prompts.js';
 import { DELIVERED_HEAD_SHARE, headTailRoom } from '../../shared/text-budget.js';
-import { NO_TEXT_LINE, jobHeadLines, quoteLines, type ResultWrap } from '../views/delivery-format.js';
+import { ELEMENT_TAG_AT, NO_TEXT_LINE, NO_TEXT_RAW, escapeElementTags, jobHeadLines, quoteLines, type ResultWrap } from '../views/delivery-format.js';
 import type { JobRecord } from '../ledger/ledger.js';
 
 /** The estimate used everywhere for the parent's context (see session.ts): 4 characters a token. */
@@ -45,9 +45,18 @@ interface Cut {
   tail: number;
 }
 
+/**
+ * How a result's text is written into its part: quoted (`| ` lines, angle brackets escaped: the
+ * `forkpool` format) or raw (the text itself, only the format's tags escaped: `remy`).
+ */
+interface Body {
+  raw: boolean;
+}
+
 interface Sized {
   job: JobRecord;
   text: string;
+  body: Body;
   headLines: string[];
   /** The lines before and after its part ([] without a wrap). */
   wrapOpen: string[];
@@ -114,36 +123,52 @@ export function shareFairly(demands: readonly number[], pool: number): number[] 
 
 function size(job: JobRecord, notes: readonly string[], perJobMaxChars: number, wrap: ResultWrap | undefined): Sized {
   const text = (job.resultText ?? '').trim() ? (job.resultText as string) : '';
-  const headLines = [...jobHeadLines(job), ...notes];
+  const body: Body = { raw: wrap?.rawBody === true };
+  // A raw body is the text itself: the header stays only to say a job did not end ok.
+  const headLines = [...(body.raw && job.status === 'ok' ? [] : jobHeadLines(job)), ...notes];
   const wrapOpen = wrap ? [wrap.open(job)] : [];
   const wrapClose = wrap ? [wrap.close] : [];
   // The wrap's lines are fixed costs of the part, as its header is (each with its line break).
   const wrapCost = [...wrapOpen, ...wrapClose].reduce((n, line) => n + line.length + 1, 0);
-  const headCost = headLines.reduce((n, line) => n + line.length, 0) + headLines.length - 1 + wrapCost;
+  // Lines joined by newlines: n lines cost their lengths plus n - 1 (no head lines: the wrap's own break stands in).
+  const headCost = headLines.reduce((n, line) => n + line.length, 0) + Math.max(0, headLines.length - 1) + wrapCost - (headLines.length === 0 ? 1 : 0);
   // The note's numbers are at most the text's length: the longest note has that length in each.
   const minCost = headCost + 1 + leftOutNote(job.id, text.length, text.length, text.length, text.length).length;
   let cost: number;
-  if (text.length === 0) cost = headCost + 1 + NO_TEXT_LINE.length;
-  else if (text.length <= perJobMaxChars) cost = headCost + quotedCost(text, 0, text.length);
+  if (text.length === 0) cost = headCost + 1 + (body.raw ? NO_TEXT_RAW : NO_TEXT_LINE).length;
+  else if (text.length <= perJobMaxChars) cost = headCost + bodyCost(body, text, 0, text.length);
   else {
-    const cut = cutToFit(text, Number.POSITIVE_INFINITY, perJobMaxChars);
-    cost = minCost + quotedCost(text, 0, cut.head) + quotedCost(text, text.length - cut.tail, text.length);
+    const cut = cutToFit(text, Number.POSITIVE_INFINITY, perJobMaxChars, body);
+    cost = minCost + bodyCost(body, text, 0, cut.head) + bodyCost(body, text, text.length - cut.tail, text.length);
   }
-  return { job, text, headLines, wrapOpen, wrapClose, minCost, extra: cost - minCost };
+  return { job, text, body, headLines, wrapOpen, wrapClose, minCost, extra: cost - minCost };
 }
 
 /**
- * What `text[from, to)` adds to a part when quoted: its joining newline, `| ` before each of
- * its lines, and `&lt;`/`&gt;` for angle brackets (see quoteLines). 0 for an empty range.
+ * What `text[from, to)` adds to a part: its joining newline, and when quoted `| ` before each of
+ * its lines and `&lt;`/`&gt;` for angle brackets (see quoteLines). 0 for an empty range.
  */
-function quotedCost(text: string, from: number, to: number): number {
+function bodyCost(body: Body, text: string, from: number, to: number): number {
   if (to <= from) return 0;
-  let cost = 3;
-  for (let i = from; i < to; i++) cost += charCost(text.charCodeAt(i));
+  let cost = leadCost(body);
+  for (let i = from; i < to; i++) cost += charCost(body, text, i);
   return cost;
 }
 
-function charCost(code: number): number {
+/** A body's joining newline, and when quoted the first line's `| `. */
+function leadCost(body: Body): number {
+  return body.raw ? 1 : 3;
+}
+
+function charCost(body: Body, text: string, at: number): number {
+  const code = text.charCodeAt(at);
+  // Raw: a character is itself, but "<" opening one of the format's tags becomes "&lt;" (a cut
+  // through such a tag leaves it unescaped: counted anyway, so never under).
+  if (body.raw) {
+    if (code !== 60) return 1;
+    ELEMENT_TAG_AT.lastIndex = at;
+    return ELEMENT_TAG_AT.test(text) ? 4 : 1;
+  }
   // A line break (any of LINE_BREAKS; CRLF counted twice, never under) becomes a joining
   // newline plus "| "; "<" and ">" become four characters.
   return isLineBreak(code) ? 3 : code === 60 || code === 62 ? 4 : 1;
@@ -161,23 +186,23 @@ function isLineBreak(code: number): boolean {
  * `capHeadTail`, measured in quoted characters and returned as offsets (the note names them for
  * `read_background_result`). A cut never splits a surrogate pair.
  */
-export function cutToFit(text: string, room: number, maxChars: number): Cut {
+export function cutToFit(text: string, room: number, maxChars: number, body: Body = { raw: false }): Cut {
   const withTail = room >= TAIL_MIN_ROOM && maxChars >= TAIL_MIN_ROOM;
   const tailRoom = !withTail ? 0 : Number.isFinite(room) ? headTailRoom(room, DELIVERED_HEAD_SHARE).tail : room;
   const headRoom = Number.isFinite(room) ? room - tailRoom : room;
   const tailMax = withTail ? headTailRoom(maxChars, DELIVERED_HEAD_SHARE).tail : 0;
-  const head = fitForward(text, headRoom, maxChars - tailMax);
-  const tail = withTail ? fitBackward(text, tailRoom, tailMax, head) : 0;
+  const head = fitForward(text, headRoom, maxChars - tailMax, body);
+  const tail = withTail ? fitBackward(text, tailRoom, tailMax, head, body) : 0;
   return { head, tail };
 }
 
 /** The most characters from the start whose quoted form fits `room`. */
-function fitForward(text: string, room: number, maxChars: number): number {
-  let cost = 3;
+function fitForward(text: string, room: number, maxChars: number, body: Body): number {
+  let cost = leadCost(body);
   let k = 0;
   const limit = Math.min(maxChars, text.length);
   while (k < limit) {
-    const c = charCost(text.charCodeAt(k));
+    const c = charCost(body, text, k);
     if (cost + c > room) break;
     cost += c;
     k++;
@@ -187,12 +212,12 @@ function fitForward(text: string, room: number, maxChars: number): number {
 }
 
 /** The most characters from the end (not reaching into the first `floor`) whose quoted form fits `room`. */
-function fitBackward(text: string, room: number, maxChars: number, floor: number): number {
-  let cost = 3;
+function fitBackward(text: string, room: number, maxChars: number, floor: number, body: Body): number {
+  let cost = leadCost(body);
   let t = 0;
   const limit = Math.min(maxChars, text.length - floor);
   while (t < limit) {
-    const c = charCost(text.charCodeAt(text.length - 1 - t));
+    const c = charCost(body, text, text.length - 1 - t);
     if (cost + c > room) break;
     cost += c;
     t++;
@@ -211,13 +236,14 @@ function isLowSurrogate(code: number): boolean {
 
 function formatPart(item: Sized, cut: Cut | undefined): string {
   const lines = [...item.wrapOpen, ...item.headLines];
-  const { text } = item;
+  const { text, body } = item;
+  const write = (slice: string): string[] => (body.raw ? [escapeElementTags(slice)] : quoteLines(slice));
   if (!cut) {
-    lines.push(...(text ? quoteLines(text) : [NO_TEXT_LINE]));
+    lines.push(...(text ? write(text) : [body.raw ? NO_TEXT_RAW : NO_TEXT_LINE]));
   } else {
-    if (cut.head > 0) lines.push(...quoteLines(text.slice(0, cut.head)));
+    if (cut.head > 0) lines.push(...write(text.slice(0, cut.head)));
     lines.push(leftOutNote(item.job.id, text.length - cut.tail - cut.head, cut.head, text.length - cut.tail, text.length));
-    if (cut.tail > 0) lines.push(...quoteLines(text.slice(text.length - cut.tail)));
+    if (cut.tail > 0) lines.push(...write(text.slice(text.length - cut.tail)));
   }
   lines.push(...item.wrapClose);
   return lines.join('\n');

@@ -53,6 +53,8 @@ export function agentTools(host: AgentToolHost, agents: ReadonlyArray<{ name: st
       description: `Delegate a task to the "${name}" agent (${description}). It runs in its own thread with its own model and tools.${mayBackground ? '' : ' It cannot run in the background: the call waits for its answer.'}`,
       parameters: mayBackground ? agentArgs : foregroundOnlyArgs,
       gated: false,
+      // Its tool_call event says `background: true` when the call asks for it (the chat shows ⇢ background).
+      ...(mayBackground ? { background: (raw: unknown) => agentArgs.safeParse(raw).data?.background === true } : {}),
       async run(args, ctx) {
         const callId = (ctx as ToolContext & Partial<LoopToolContext>).callId;
         let handle: JobHandle;

@@ -50,7 +50,27 @@ export type DeliveryFormat = 'forkpool' | 'remy';
 export interface ResultWrap {
   open(job: Pick<JobRecord, 'id' | 'agent' | 'label' | 'parentToolId'>): string;
   close: string;
+  /**
+   * The part's body is the result text itself (escaped by {@link escapeElementTags}), not
+   * forkpool's header and `| `-quoted lines; a job that did not end ok keeps its header line.
+   */
+  rawBody?: boolean;
 }
+
+/**
+ * The tags of Remy's format a result text could close or forge (`<tool_result`, `</tool_result`,
+ * `<background_results`, `</background_results`, any case, spaces after the slash): the `<` that
+ * opens each becomes `&lt;` (three characters more). Everything else stays as the job wrote it.
+ */
+export const ELEMENT_TAG_AT = /<(?=\/?\s*(?:tool_result|background_results))/iy;
+const ELEMENT_TAGS = new RegExp(ELEMENT_TAG_AT.source, 'gi');
+
+export function escapeElementTags(text: string): string {
+  return text.replace(ELEMENT_TAGS, '&lt;');
+}
+
+/** What stands for a result with no text in a raw body. */
+export const NO_TEXT_RAW = '(no text)';
 
 /**
  * Remy's element per result: `id` is the tool-call id of the backgrounded call that started the
@@ -62,6 +82,7 @@ export interface ResultWrap {
 export const REMY_RESULT_WRAP: ResultWrap = {
   open: (job) => `<tool_result id="${sanitize(job.parentToolId ?? job.id)}" job_id="${sanitize(job.id)}" name="${sanitize(job.agent ?? job.label)}">`,
   close: '</tool_result>',
+  rawBody: true,
 };
 
 /** The wrap of a format's results: none for `forkpool` (the header line says which job it is). */

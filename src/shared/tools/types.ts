@@ -92,8 +92,12 @@ export interface ToolDefinition<Args = any> {
   timeoutMs?: number;
   /** Needs a grant in the permission store before it runs. */
   gated: boolean;
-  /** The call starts a background job and returns at once (spawn_background_agent): its `tool_call` event says `background: true`. */
-  background?: boolean;
+  /**
+   * The call starts a background job and returns at once (spawn_background_agent): its `tool_call`
+   * event says `background: true`. A function decides per call from its parsed arguments
+   * (`agent_<name>({background: true})`, issue 38 C7).
+   */
+  background?: boolean | ((args: unknown) => boolean);
   /** Summary shown in a permission request (no secrets). */
   describeCall?(args: Args): string;
   run(args: Args, ctx: ToolContext): Promise<string>;

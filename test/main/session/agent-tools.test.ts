@@ -8,6 +8,8 @@ import { createModelClient } from '../../../src/shared/model-call.js';
 import { BACKGROUND_RESULTS_OPEN } from '../../../src/shared/prompts.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
 import type { ManagerEvents } from '../../../src/main/jobs/manager.js';
+import type { LoopEvent } from '../../../src/shared/loop-events.js';
+import { ChatController } from '../../../src/tui/controller.js';
 import {
   agentConfig,
   messagesOf,
@@ -22,6 +24,7 @@ import {
 } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
+type ToolCallEvent = Extract<LoopEvent, { type: 'tool_call' }>;
 
 async function setup(parentScript: ScriptStep[], options: { scoutBackground?: boolean } = {}) {
   const root = await makeWorkspace(cleanups);
@@ -47,7 +50,11 @@ describe('agent_<name> tools', () => {
     ]);
     const turns: Array<SessionEvents['turn-result'][0]> = [];
     session.on('turn-result', (t) => turns.push(t));
+    const calls: ToolCallEvent[] = [];
+    session.on('parent', (e) => (e.type === 'loop' && e.event.type === 'tool_call' ? calls.push(e.event) : undefined));
     const result = await session.submit('Ask the scout.');
+    // A foreground call's tool_call event does not say background (issue 38, C7).
+    expect(calls.map((c) => [c.callId, c.background])).toEqual([['call-fg', undefined]]);
     expect(result.answer).toBe('The scout says retry.ts.');
     // The job ended before the call returned: it is done and delivered in turn 1.
     const [job] = session.manager.jobs();
@@ -72,9 +79,15 @@ describe('agent_<name> tools', () => {
     session.manager.on('progress', (p) => progressIds.add(p.parentToolId));
     const backgrounded: string[] = [];
     session.manager.on('backgrounded', (r) => backgrounded.push(r.id));
+    const calls: ToolCallEvent[] = [];
+    session.on('parent', (e) => (e.type === 'loop' && e.event.type === 'tool_call' ? calls.push(e.event) : undefined));
+    const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
     const followUp = nextEvent<SessionEvents, 'turn-result'>(session, 'turn-result', (t) => t.followUp);
     const first = await session.submit('Ask the scout in the background.');
     expect(first.answer).toBe('The scout is on it.');
+    // The call's tool_call event says background: true, and the chat shows it (issue 38, C7).
+    expect(calls.map((c) => [c.callId, c.name, c.background])).toEqual([['call-bg', 'agent_scout', true]]);
+    expect(chat.entries.filter((e) => e.kind === 'tool').map((e) => e.text)).toEqual([expect.stringMatching(/^ {2}▸ agent_scout\(.*\) ⇢ background$/)]);
     const early = toolMessagesOf(parentSim.requests[1]!.body)[0] as string;
     expect(early).toMatch(/is working in the background \(backgrounded\)/);
     expect(early).toContain('| Looking for');
