@@ -3,7 +3,7 @@
  * and `forkpool fanout` with `hooks` in the config, real `sh` hook scripts, the loopback sim
  * answering as a plausible agent. The library and pool cases are in test/main/hooks/.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, startSim, tempWorkspace, toolMessagesOf, useCleanup } from '../helpers/index.js';
@@ -22,12 +22,20 @@ function script(cwd: string, name: string, body: string): string {
   return file;
 }
 
-/** A hook that appends the event it read (one JSON line) to `log`. */
-const logging = (cwd: string, name: string, log: string) =>
-  script(cwd, name, `cat >> ${JSON.stringify(path.join(cwd, log))}; echo >> ${JSON.stringify(path.join(cwd, log))}`);
+/**
+ * Shell that keeps the event on stdin under `log`: one file per hook process (`$$`), as hooks
+ * that match run at once and their appends to one file could interleave.
+ */
+const keep = (cwd: string, log: string) => `mkdir -p ${JSON.stringify(path.join(cwd, log))}; cat > ${JSON.stringify(path.join(cwd, log))}/$$.json`;
 
-/** The events a logging hook kept. */
-const logged = (cwd: string, log: string) => (existsSync(path.join(cwd, log)) ? parseJsonLines(readFileSync(path.join(cwd, log), 'utf8')) : []);
+/** A hook that keeps the event it read under `log`. */
+const logging = (cwd: string, name: string, log: string) => script(cwd, name, keep(cwd, log));
+
+/** The events the hooks kept under `log`. */
+const logged = (cwd: string, log: string) => {
+  const dir = path.join(cwd, log);
+  return existsSync(dir) ? readdirSync(dir).map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Record<string, unknown>) : [];
+};
 
 /** Every tool result the model read, over all the requests the sim got. */
 const toolResults = (sim: Awaited<ReturnType<typeof startSim>>) => sim.requests.flatMap((r) => toolMessagesOf(r.body as never));
@@ -40,7 +48,7 @@ describe('hooks from the CLI', () => {
     const pre = script(
       cwd,
       'pre.sh',
-      `input=$(cat); echo "$input" >> ${JSON.stringify(path.join(cwd, 'pre.log'))}\ncase "$input" in *'"job_id"'*) echo "${REASON}" >&2; exit 2 ;; esac\nexit 0`,
+      `input=$(cat); printf '%s' "$input" | { ${keep(cwd, 'pre.log')}; }\ncase "$input" in *'"job_id"'*) echo "${REASON}" >&2; exit 2 ;; esac\nexit 0`,
     );
     const hooks = {
       PreToolUse: [{ matcher: '*', command: pre }],
@@ -81,11 +89,7 @@ describe('hooks from the CLI', () => {
   it('fanout: a PreToolUse hook in the config applies to each job', async () => {
     const cwd = tempWorkspace({ 'a.txt': 'alpha\n' }, cleanup);
     const sim = await startSim(cleanup, {});
-    const pre = script(
-      cwd,
-      'pre.sh',
-      `cat >> ${JSON.stringify(path.join(cwd, 'pre.log'))}; echo >> ${JSON.stringify(path.join(cwd, 'pre.log'))}; echo "${REASON}" >&2; exit 2`,
-    );
+    const pre = script(cwd, 'pre.sh', `${keep(cwd, 'pre.log')}; echo "${REASON}" >&2; exit 2`);
     writeFileSync(path.join(cwd, 'forkpool.config.json'), JSON.stringify({ sandbox: 'none', hooks: { PreToolUse: [{ matcher: '*', command: pre }] } }));
     const tasks = [
       { task: 'find a.txt', label: 'one' },
