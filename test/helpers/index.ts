@@ -18,7 +18,8 @@
  * - faults.ts   runOneJob, loopback stand-ins (status server, recording proxy), /proc checks
  * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
  * - tmux.ts     startTmux: a real terminal (private tmux server) for the chat's end-to-end tests
- * - redis.ts    startRedis (a private redis-server, restartable), startWorker (`forkpool worker` processes)
+ * - redis.ts    startRedis (a private redis-server, restartable), startWorker (`forkpool worker` processes),
+ *               startBullmqPair (a producer and a worker process on one queue)
  * - sandbox.ts  bubblewrap skips, toolContext / callTool / toolError for calling a tool directly,
  *               markerSleep + processesRunning (find a command's processes by exact argv)
  * - system.ts   skipWithout (a missing system package skips, or fails under FORKPOOL_TEST_REQUIRE_SYSTEM)
@@ -28,6 +29,7 @@
  * - host-faults.ts  the suite-wide host-fault check's book: allowHostFaults (a test's opt-out), noteHostOutput
  * - server.ts   NOT re-exported here (it loads fastify): import '../helpers/server.js' for
  *               startTestServer, TOKEN, readEvents, parsePrometheus
+ * - tracing.ts  NOT re-exported here (it loads the OpenTelemetry SDK): useInMemoryTracer
  *
  * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
  * One cleanup list: `const cleanup = useCleanup()` at the top of a file (or in a test).

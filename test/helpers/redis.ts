@@ -15,7 +15,9 @@ import type { BullmqExecutor } from '../../src/main/bullmq/executor.js';
 import type { LazyExecutor } from '../../src/main/executors/lazy-executor.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import type { Cleanup } from './cleanup.js';
-import { makeManager } from './pool.js';
+import { makeConfig, makeManager, makeWorkspace, startSim } from './pool.js';
+import type { ForkpoolConfigInput } from '../../src/shared/config.js';
+import type { SimServer, SimServerOptions } from '../../src/sim/index.js';
 import { skipWithout } from './system.js';
 import { startTcpProxy as startLoopbackProxy, type TcpProxy } from '../../src/bench/tcp-proxy.js';
 import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
@@ -153,4 +155,50 @@ export async function startTcpProxy(cleanup: Cleanup, targetPort: number): Promi
   const proxy = await startLoopbackProxy(targetPort);
   cleanup.add(() => proxy.close());
   return proxy;
+}
+
+export interface BullmqPairOptions {
+  sim?: SimServerOptions;
+  /** The worker process: its options, and what its config adds to the sim's `baseUrl` and the workspace. */
+  worker?: Omit<TestWorkerOptions, 'config' | 'queue'> & { config?: Record<string, unknown> };
+  /** The producer: its `background` limits, its config beside the bullmq executor, and `bullmq` options beside the queue. */
+  producer?: {
+    background?: NonNullable<ForkpoolConfigInput['background']>;
+    config?: Partial<ForkpoolConfigInput>;
+    bullmq?: Record<string, unknown>;
+  };
+}
+
+export interface BullmqPair {
+  redis: { url: string; queue: string };
+  sim: SimServer;
+  workspace: string;
+  worker: TestWorker;
+  manager: BackgroundManager;
+}
+
+/**
+ * A producer and a `forkpool worker` process on one queue: a Redis (testRedis), a sim, a
+ * workspace, the worker (its config on the sim and the workspace) and a manager on the bullmq
+ * executor (polling every 500 ms), all closed after the test.
+ */
+export async function startBullmqPair(cleanup: Cleanup, options: BullmqPairOptions = {}): Promise<BullmqPair> {
+  const redis = await testRedis(cleanup);
+  const sim = await startSim(cleanup, options.sim);
+  const workspace = await makeWorkspace(cleanup);
+  const { config: workerConfig, ...workerOptions } = options.worker ?? {};
+  const worker = await startWorker(cleanup, redis.url, {
+    ...workerOptions,
+    queue: redis.queue,
+    config: { baseUrl: sim.url, workspaceRoot: workspace, ...workerConfig },
+  });
+  const producer = options.producer ?? {};
+  const config = makeConfig(sim, workspace, producer.background, {
+    executor: 'bullmq',
+    redisUrl: redis.url,
+    bullmq: { queue: redis.queue, pollMs: 500, ...producer.bullmq },
+    ...producer.config,
+  });
+  const manager = await bullManager(config, cleanup);
+  return { redis, sim, workspace, worker, manager };
 }

@@ -7,6 +7,8 @@ import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { SimServerOptions } from '../../src/sim/index.js';
 import type { Cleanup } from './cleanup.js';
 import { startTestSim, type TestSim } from './sim.js';
+import { ApiContract, type OpenApiDoc } from './openapi.js';
+import { expect } from 'vitest';
 
 export const TOKEN = 'test-token-0123456789';
 
@@ -120,4 +122,24 @@ export function parsePrometheus(text: string): Map<string, number> {
     samples.set(key, Number(match[3]));
   }
   return samples;
+}
+
+/**
+ * The server's own /openapi.json as an ApiContract, and `call`: a request whose response is
+ * checked against it (and, given `status`, asserted to have it); the method is POST with a `json`
+ * body, else GET, unless `init.method` says.
+ */
+export async function contractCalls(server: TestServer): Promise<{
+  contract: ApiContract;
+  call: (route: string, init?: Parameters<TestServer['api']>[1], status?: number) => ReturnType<ApiContract['check']>;
+}> {
+  const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
+  const call = async (route: string, init: Parameters<TestServer['api']>[1] = {}, status?: number) => {
+    const method = init.method ?? (init.json !== undefined ? 'POST' : 'GET');
+    const response = await server.api(route, init);
+    const body = await contract.check(method, route, response, { stream: false });
+    if (status !== undefined) expect(response.status, `${method} ${route}: ${JSON.stringify(body)}`).toBe(status);
+    return body;
+  };
+  return { contract, call };
 }

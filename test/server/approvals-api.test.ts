@@ -8,8 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readEvents, startTestServer } from '../helpers/server.js';
-import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
+import { contractCalls, readEvents, startTestServer } from '../helpers/server.js';
 import { toolMessagesOf, useCleanup, waitFor } from '../helpers/index.js';
 
 const cleanup = useCleanup();
@@ -25,14 +24,7 @@ describe('approvals over HTTP', () => {
       { script: [write('a.txt'), { content: 'Wrote a.txt.' }, write('b.txt'), { content: 'Could not write b.txt.' }] },
     );
     const root = server.server.state.config.workspaceRoot;
-    const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
-    const call = async (route: string, init: Parameters<typeof server.api>[1] = {}, status?: number) => {
-      const method = init.method ?? (init.json !== undefined ? 'POST' : 'GET');
-      const response = await server.api(route, init);
-      const body = await contract.check(method, route, response, { stream: false });
-      if (status !== undefined) expect(response.status, `${method} ${route}: ${JSON.stringify(body)}`).toBe(status);
-      return body;
-    };
+    const { contract, call } = await contractCalls(server);
     /** Waits until the job asks (the manager's own list), then reads it as the API lists it. */
     const pendingOf = async (jobId: string) => {
       await waitFor(() => server.server.state.manager.approvals().some((p) => p.jobId === jobId), `${jobId} to wait for an approval`);

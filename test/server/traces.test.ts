@@ -2,20 +2,13 @@
  * `POST /v1/jobs` with a W3C `traceparent` header: the jobs' spans are children of the caller's
  * span (the request that caused them), in its trace. Real SDK, in-memory exporter.
  */
-import { trace } from '@opentelemetry/api';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useCleanup, waitFor } from '../helpers/index.js';
 import { startTestServer } from '../helpers/server.js';
+import { useInMemoryTracer } from '../helpers/tracing.js';
 
 const cleanup = useCleanup();
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-beforeAll(() => void trace.setGlobalTracerProvider(provider));
-afterAll(async () => {
-  await provider.shutdown();
-  trace.disable();
-});
+const exporter = useInMemoryTracer();
 
 describe('POST /v1/jobs with a traceparent header', () => {
   it("the jobs' spans are children of the caller's span; a malformed header starts a trace of the job's own", async () => {

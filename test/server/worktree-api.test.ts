@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { git, gitRepo, tempDir, useCleanup } from '../helpers/index.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
-import { startTestServer } from '../helpers/server.js';
+import { contractCalls, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();
 
@@ -21,14 +21,7 @@ describe('the worktree routes', () => {
       { workspaceRoot: root, grantedTools: ['write_file'], background: { maxConcurrent: 1, worktreeDir: tempDir(cleanup, 'forkpool-wt-dirs-') } },
       { script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'notes.md', content: 'found it\n' } }] }, { content: 'Wrote notes.md.' }] },
     );
-    const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
-    const call = async (route: string, init: Parameters<typeof server.api>[1] = {}, status?: number) => {
-      const method = init.method ?? (init.json !== undefined ? 'POST' : 'GET');
-      const response = await server.api(route, init);
-      const body = await contract.check(method, route, response, { stream: false });
-      if (status !== undefined) expect(response.status, `${method} ${route}: ${JSON.stringify(body)}`).toBe(status);
-      return body;
-    };
+    const { contract, call } = await contractCalls(server);
 
     const started = await call('/v1/jobs', { json: { task: 'Write what you found to notes.md.', label: 'writer', workspace: 'worktree' } }, 202);
     const id = started.jobs[0].id as string;

@@ -7,9 +7,8 @@
  */
 import OpenAI from 'openai';
 import { DEFAULTS } from '../defaults.js';
-import { AbortError, ForkpoolError } from '../errors.js';
-import { readEventStream } from '../sse-reader.js';
-import { maxEventChars, responseTooLarge } from '../stream-assembler.js';
+import { ForkpoolError } from '../errors.js';
+import { responseTooLarge } from '../stream-assembler.js';
 import type { ModelCallOptions, ModelReply } from '../model-call.js';
 import { AttemptClocks } from './clocks.js';
 import { anthropicRequest, anthropicUsage, finishReasonOf, replyFromMessage, type AnthropicUsage } from './anthropic-messages.js';
@@ -46,21 +45,8 @@ export async function anthropicOnce(options: ModelCallOptions, apiKey: string | 
       if (replySize(reply) > limit) throw responseTooLarge(limit);
       return { ...reply, headersAt };
     }
-    clocks.armWatchdog();
-    if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
     const stream = new MessageStream(config.model, limit);
-    await readEventStream(
-      response.body,
-      response.headers,
-      (event) => {
-        clocks.armWatchdog();
-        stream.add(event as StreamEvent);
-      },
-      { chars: maxEventChars(limit), error: () => responseTooLarge(limit) },
-    );
-    const fired = clocks.timeout();
-    if (fired) throw fired;
-    if (clocks.signal.aborted) throw new AbortError(clocks.signal.reason);
+    await clocks.readStream(response, limit, (event) => stream.add(event as StreamEvent));
     return { ...stream.finish(), headersAt };
   } catch (error) {
     throw clocks.timeout() ?? error;

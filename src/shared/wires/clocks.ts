@@ -6,7 +6,9 @@
  * then says which one did (a read may end quietly on an abort, so callers ask after it).
  */
 import { linkedAbort } from '../abort.js';
-import { TimeoutError } from '../errors.js';
+import { AbortError, ForkpoolError, TimeoutError } from '../errors.js';
+import { readEventStream } from '../sse-reader.js';
+import { maxEventChars, responseTooLarge } from '../stream-assembler.js';
 
 export function deadlineError(timeoutMs: number): TimeoutError {
   return new TimeoutError('MODEL_REQUEST_FAILED', `request timed out after ${timeoutMs} ms (headers to last byte)`, timeoutMs);
@@ -40,6 +42,28 @@ export class AttemptClocks {
   armWatchdog(): void {
     if (this.#idleTimer) return void this.#idleTimer.refresh();
     this.#idleTimer = setTimeout(() => this.#fire(stallError(this.#idleMs)), this.#idleMs);
+  }
+
+  /**
+   * Reads a streamed response's server-sent events into `add` under both clocks (each event pushes
+   * the watchdog back; an event longer than `limit` allows fails the attempt as too large). Ends by
+   * throwing the clock that fired, or the caller's abort, since the read itself may end quietly.
+   */
+  async readStream(response: Response, limit: number, add: (event: unknown) => void): Promise<void> {
+    this.armWatchdog();
+    if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
+    await readEventStream(
+      response.body,
+      response.headers,
+      (event) => {
+        this.armWatchdog();
+        add(event);
+      },
+      { chars: maxEventChars(limit), error: () => responseTooLarge(limit) },
+    );
+    const fired = this.timeout();
+    if (fired) throw fired;
+    if (this.signal.aborted) throw new AbortError(this.signal.reason);
   }
 
   /** The clock that ended the attempt, if one did. */

@@ -9,9 +9,8 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { FunctionTool, Response, ResponseInputItem, ResponseUsage } from 'openai/resources/responses/responses';
 import { DEFAULTS } from '../defaults.js';
-import { AbortError, ForkpoolError } from '../errors.js';
-import { readEventStream } from '../sse-reader.js';
-import { maxEventChars, responseTooLarge } from '../stream-assembler.js';
+import { ForkpoolError } from '../errors.js';
+import { responseTooLarge } from '../stream-assembler.js';
 import type { Usage } from '../usage.js';
 import type { ModelCallOptions, ModelReply } from '../model-call.js';
 import { AttemptClocks, deadlineError } from './clocks.js';
@@ -149,21 +148,8 @@ export async function responsesStreamOnce(options: ModelCallOptions): Promise<Mo
   try {
     const response = await client.responses.create({ ...requestBody(options), stream: true }, { signal: clocks.signal }).asResponse();
     const headersAt = performance.now();
-    clocks.armWatchdog();
-    if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
     const stream = new ResponsesStream(limit);
-    await readEventStream(
-      response.body,
-      response.headers,
-      (event) => {
-        clocks.armWatchdog();
-        stream.add(event as StreamEvent);
-      },
-      { chars: maxEventChars(limit), error: () => responseTooLarge(limit) },
-    );
-    const fired = clocks.timeout();
-    if (fired) throw fired;
-    if (clocks.signal.aborted) throw new AbortError(clocks.signal.reason);
+    await clocks.readStream(response, limit, (event) => stream.add(event as StreamEvent));
     return { ...replyFromResponse(stream.finish(), config.model, limit), headersAt };
   } catch (error) {
     throw clocks.timeout() ?? sameDeadline(error, client);

@@ -7,30 +7,12 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { trace } from '@opentelemetry/api';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RESEARCH_TASK,
-  bullManager,
-  ended,
-  makeConfig,
-  makeWorkspace,
-  skipWithoutRedis,
-  startSim,
-  startWorker,
-  testRedis,
-  useCleanup,
-} from '../../helpers/index.js';
+import { describe, expect, it } from 'vitest';
+import { RESEARCH_TASK, ended, skipWithoutRedis, startBullmqPair, useCleanup } from '../../helpers/index.js';
+import { useInMemoryTracer } from '../../helpers/tracing.js';
 
 const cleanup = useCleanup();
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-beforeAll(() => void trace.setGlobalTracerProvider(provider));
-afterAll(async () => {
-  await provider.shutdown();
-  trace.disable();
-});
+const exporter = useInMemoryTracer();
 
 interface JsonSpan {
   name: string;
@@ -59,22 +41,12 @@ async function startReceiver(): Promise<{ url: string; spans: JsonSpan[] }> {
 
 describe.skipIf(skipWithoutRedis())('traces across a BullMQ worker', { timeout: 180_000 }, () => {
   it("the worker's run is a child of the producer's job span, in the same trace, with the run's chat and tool spans under it", async () => {
-    const redis = await testRedis(cleanup);
-    const sim = await startSim(cleanup, { latencyMs: 20 });
-    const workspace = await makeWorkspace(cleanup);
     const receiver = await startReceiver();
-    const worker = await startWorker(cleanup, redis.url, {
-      queue: redis.queue,
-      config: { baseUrl: sim.url, workspaceRoot: workspace },
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'forkpool-worker' },
+    const { worker, manager } = await startBullmqPair(cleanup, {
+      sim: { latencyMs: 20 },
+      worker: { env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'forkpool-worker' } },
+      producer: { background: { maxConcurrent: 4 }, bullmq: { lockMs: 4_000 } },
     });
-    const config = makeConfig(
-      sim,
-      workspace,
-      { maxConcurrent: 4 },
-      { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, lockMs: 4_000, pollMs: 500 } },
-    );
-    const manager = await bullManager(config, cleanup);
     const job = manager.spawn({ task: RESEARCH_TASK, label: 'remote' });
     const record = await ended(manager, job.id);
     expect(record.status).toBe('ok');

@@ -6,18 +6,7 @@
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  bullManager,
-  ended,
-  makeConfig,
-  makeWorkspace,
-  skipWithoutRedis,
-  startSim,
-  startWorker,
-  testRedis,
-  toolMessagesOf,
-  useCleanup,
-} from '../../helpers/index.js';
+import { ended, makeWorkspace, skipWithoutRedis, startBullmqPair, toolMessagesOf, useCleanup } from '../../helpers/index.js';
 
 const cleanup = useCleanup();
 
@@ -30,33 +19,15 @@ function hook(dir: string, name: string, body: string): string {
 
 describe.skipIf(skipWithoutRedis())('bullmq: a worker runs its own hooks', { timeout: 180_000 }, () => {
   it("the worker's PreToolUse blocks the job's call; the producer's hook never runs there", async () => {
-    const redis = await testRedis(cleanup);
-    const sim = await startSim(cleanup, {
-      script: [{ toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: 'README.md' }), id: 'c1' }] }, { content: 'could not read' }],
-    });
-    const workspace = await makeWorkspace(cleanup);
     const hooksDir = await makeWorkspace(cleanup);
     const producerMarker = path.join(hooksDir, 'producer-hook-ran');
     const workerHook = hook(hooksDir, 'worker.sh', 'cat > /dev/null; echo "blocked by the worker policy" >&2; exit 2');
     const producerHook = hook(hooksDir, 'producer.sh', `cat > /dev/null; touch ${producerMarker}; echo '{"additionalContext":"producer"}'`);
-    await startWorker(cleanup, redis.url, {
-      queue: redis.queue,
-      concurrency: 1,
-      config: { baseUrl: sim.url, workspaceRoot: workspace, sandbox: 'none', hooks: { PreToolUse: [{ matcher: 'read_file', command: workerHook }] } },
+    const { sim, manager } = await startBullmqPair(cleanup, {
+      sim: { script: [{ toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: 'README.md' }), id: 'c1' }] }, { content: 'could not read' }] },
+      worker: { concurrency: 1, config: { sandbox: 'none', hooks: { PreToolUse: [{ matcher: 'read_file', command: workerHook }] } } },
+      producer: { config: { sandbox: 'none', hooks: { PreToolUse: [{ command: producerHook }] } } },
     });
-    const config = makeConfig(
-      sim,
-      workspace,
-      {},
-      {
-        executor: 'bullmq',
-        redisUrl: redis.url,
-        bullmq: { queue: redis.queue, pollMs: 500 },
-        sandbox: 'none',
-        hooks: { PreToolUse: [{ command: producerHook }] },
-      },
-    );
-    const manager = await bullManager(config, cleanup);
     const job = manager.spawn({ task: 'read the readme', label: 'remote' });
     expect(await ended(manager, job.id)).toMatchObject({ status: 'ok', resultText: 'could not read' });
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: blocked by a PreToolUse hook: blocked by the worker policy']);

@@ -6,18 +6,7 @@
  * fails with TOOL_NOT_ALLOWED naming the tool, and no model request is made.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  bullManager,
-  ended,
-  makeConfig,
-  makeWorkspace,
-  skipWithoutRedis,
-  startSim,
-  startWorker,
-  testRedis,
-  toolMessagesOf,
-  useCleanup,
-} from '../../helpers/index.js';
+import { ended, skipWithoutRedis, startBullmqPair, toolMessagesOf, useCleanup } from '../../helpers/index.js';
 import { EVERYTHING_BIN } from '../../helpers/mcp.js';
 
 const cleanup = useCleanup();
@@ -25,19 +14,16 @@ const everything = { command: process.execPath, args: [EVERYTHING_BIN, 'stdio'],
 
 describe.skipIf(skipWithoutRedis())("bullmq: a worker's own MCP servers", { timeout: 180_000 }, () => {
   it("a job naming an MCP tool of the worker's config gets its answer; one naming a server the worker lacks fails with the reason", async () => {
-    const redis = await testRedis(cleanup);
-    const sim = await startSim(cleanup, {
-      script: [{ toolCalls: [{ name: 'mcp__everything__echo', arguments: JSON.stringify({ message: 'from the worker' }), id: 'c1' }] }, { content: 'echoed' }],
-    });
-    const workspace = await makeWorkspace(cleanup);
-    const worker = await startWorker(cleanup, redis.url, {
-      queue: redis.queue,
-      concurrency: 1,
-      config: { baseUrl: sim.url, workspaceRoot: workspace, mcpServers: { everything }, tools: ['read_file', 'mcp__everything__echo'] },
-    });
     // The producer has no MCP server: it cannot know the worker's, so the worker decides.
-    const config = makeConfig(sim, workspace, {}, { executor: 'bullmq', redisUrl: redis.url, bullmq: { queue: redis.queue, pollMs: 500 } });
-    const manager = await bullManager(config, cleanup);
+    const { sim, worker, manager } = await startBullmqPair(cleanup, {
+      sim: {
+        script: [
+          { toolCalls: [{ name: 'mcp__everything__echo', arguments: JSON.stringify({ message: 'from the worker' }), id: 'c1' }] },
+          { content: 'echoed' },
+        ],
+      },
+      worker: { concurrency: 1, config: { mcpServers: { everything }, tools: ['read_file', 'mcp__everything__echo'] } },
+    });
 
     const echoed = manager.spawn({ task: 'echo "from the worker"', label: 'echo', extras: ['mcp__everything__echo'] });
     expect(await ended(manager, echoed.id), worker.cli.stderr()).toMatchObject({ status: 'ok', resultText: 'echoed' });

@@ -6,18 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import {
-  bullManager,
-  ended,
-  makeConfig,
-  makeWorkspace,
-  skipWithoutRedis,
-  startSim,
-  startWorker,
-  testRedis,
-  toolMessagesOf,
-  useCleanup,
-} from '../../helpers/index.js';
+import { ended, skipWithoutRedis, startBullmqPair, toolMessagesOf, useCleanup } from '../../helpers/index.js';
 
 const cleanup = useCleanup();
 const ORDERS = fileURLToPath(new URL('../../fixtures/tool-modules/orders-tools.mjs', import.meta.url));
@@ -25,30 +14,12 @@ const ADMIN = fileURLToPath(new URL('../../fixtures/tool-modules/admin-tools.mjs
 
 describe.skipIf(skipWithoutRedis())('bullmq: a worker runs only the tools its own config declares', { timeout: 180_000 }, () => {
   it("a module tool of the worker's config runs in the job; a tool it lacks fails the job with the reason", async () => {
-    const redis = await testRedis(cleanup);
-    const sim = await startSim(cleanup, {
-      script: [{ toolCalls: [{ name: 'lookup_order', arguments: JSON.stringify({ id: 7 }), id: 'c1' }] }, { content: 'order 7 has shipped' }],
-    });
-    const workspace = await makeWorkspace(cleanup);
-    await startWorker(cleanup, redis.url, {
-      queue: redis.queue,
-      concurrency: 1,
-      config: { baseUrl: sim.url, workspaceRoot: workspace, toolModules: [ORDERS], tools: ['read_file', 'lookup_order'] },
-    });
     // The producer knows both modules' tools; the worker only the orders one.
-    const config = makeConfig(
-      sim,
-      workspace,
-      {},
-      {
-        executor: 'bullmq',
-        redisUrl: redis.url,
-        bullmq: { queue: redis.queue, pollMs: 500 },
-        toolModules: [ORDERS, ADMIN],
-        tools: ['read_file', 'lookup_order', 'delete_order'],
-      },
-    );
-    const manager = await bullManager(config, cleanup);
+    const { sim, manager } = await startBullmqPair(cleanup, {
+      sim: { script: [{ toolCalls: [{ name: 'lookup_order', arguments: JSON.stringify({ id: 7 }), id: 'c1' }] }, { content: 'order 7 has shipped' }] },
+      worker: { concurrency: 1, config: { toolModules: [ORDERS], tools: ['read_file', 'lookup_order'] } },
+      producer: { config: { toolModules: [ORDERS, ADMIN], tools: ['read_file', 'lookup_order', 'delete_order'] } },
+    });
 
     const looked = manager.spawn({ task: 'has order 7 shipped?', label: 'lookup', tools: ['lookup_order'] });
     expect(await ended(manager, looked.id)).toMatchObject({ status: 'ok', resultText: 'order 7 has shipped' });
