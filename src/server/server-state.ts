@@ -131,7 +131,15 @@ export class ServerState {
     });
     manager.on('progress', ({ jobId, event }) => {
       const progress = this.progress.onEvent(progressKey(session, jobId), event);
-      this.hub.publish('progress', { session, jobId, event, currentTool: progress.currentTool, tokens: progress.tokens, toolCalls: progress.toolCalls });
+      this.hub.publish('progress', {
+        session,
+        jobId,
+        event,
+        currentTool: progress.currentTool,
+        tokens: progress.tokens,
+        toolCalls: progress.toolCalls,
+        retrying: progress.retrying,
+      });
       if (event.type === 'loop_warning' || event.type === 'retry') this.hub.publish('alert', { session, jobId, event });
     });
     manager.on('done', (record) => {
