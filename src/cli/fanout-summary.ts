@@ -2,12 +2,12 @@
  * The fan-out's closing words: the summary line on stderr (counts, failures by cause, why it
  * stopped early), and with `--json` the same as one `{"type":"summary"}` record, the last line
  * on stdout. Every stdout line under `--json` carries a `type`: `result` (a job's ending),
- * `refused` (a line the manager refused), `summary`.
+ * `refused` (a line the manager refused), `retry` (a job's model call waits to try again), `summary`.
  */
 import type { JobStatus } from '../main/ledger/ledger.js';
 
 /** Every `type` a `fanout --json` stdout line may have. */
-export const FANOUT_LINE_TYPES = ['result', 'refused', 'summary'] as const;
+export const FANOUT_LINE_TYPES = ['result', 'refused', 'retry', 'summary'] as const;
 export type FanoutLineType = (typeof FANOUT_LINE_TYPES)[number];
 
 export const SUMMARY_STATUSES: readonly JobStatus[] = ['ok', 'partial', 'error', 'failed', 'cancelled', 'timed_out', 'deferred'];

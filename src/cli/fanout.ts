@@ -162,9 +162,25 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   manager.on('requeued', (job: JobRecord) => {
     running.delete(job.id);
   });
-  // A retry is never silent: one line on stderr, above the status line (`rate limited by <host>, retrying in 15 s (2/4)`).
+  // A retry is never silent: one line on stderr, above the status line (`rate limited by <host>, retrying in 15 s (2/4)`),
+  // or under --json a `{"type":"retry"}` line on stdout naming the task line and label.
   manager.on('progress', ({ jobId, event }) => {
-    if (event.type === 'retry' && !ctx.json) out.note(`↻ line ${lineOf.get(jobId) ?? '?'} (${jobId}): ${retryLine(event)}`);
+    if (event.type !== 'retry') return;
+    if (!ctx.json) {
+      out.note(`↻ line ${lineOf.get(jobId) ?? '?'} (${jobId}): ${retryLine(event)}`);
+      return;
+    }
+    emit('retry', {
+      line: lineOf.get(jobId) ?? null,
+      label: manager.get(jobId)?.label ?? null,
+      jobId,
+      attempt: event.attempt,
+      maxRetries: event.maxRetries ?? null,
+      status: event.status ?? null,
+      host: event.host ?? null,
+      waitMs: event.delayMs,
+      reason: event.reason,
+    });
   });
   /**
    * Printed is recorded: a result is printed only once the ledger has its ending and its

@@ -13,6 +13,17 @@ export interface JobProgress {
   /** Tokens reported so far by the job's model calls (the record has them only at the end). */
   tokens: number;
   lastEventAt: number;
+  /** Its latest model-call retry, until the next model response (the page shows `↻ 2/4 429`). */
+  retrying: JobRetrying | null;
+}
+
+export interface JobRetrying {
+  attempt: number;
+  maxRetries: number | null;
+  status: number | null;
+  host: string | null;
+  waitMs: number;
+  at: number;
 }
 
 /**
@@ -40,6 +51,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     endedAt: view.endedAt,
     elapsedMs: view.elapsedMs,
     currentTool: view.state === 'running' ? (progress?.currentTool ?? null) : null,
+    retrying: view.state === 'running' ? (progress?.retrying ?? null) : null,
     /** Tool calls of its latest run, live and once ended; null when the server did not follow it (ended before a restart). */
     toolCalls: progress?.toolCalls ?? (view.state === 'queued' ? 0 : null),
     // The record has usage only once the job ended; while it runs, what its model calls reported.
@@ -110,14 +122,19 @@ export class ProgressTracker {
   }
 
   onEvent(jobId: string, event: LoopEvent): JobProgress {
-    const progress = this.#byJob.get(jobId) ?? { currentTool: null, toolCalls: 0, modelCalls: 0, tokens: 0, lastEventAt: 0 };
+    const progress = this.#byJob.get(jobId) ?? { currentTool: null, toolCalls: 0, modelCalls: 0, tokens: 0, lastEventAt: 0, retrying: null };
     progress.lastEventAt = Date.now();
     if (event.type === 'tool_call') {
       progress.currentTool = event.name;
       progress.toolCalls++;
     } else if (event.type === 'tool_result') {
       progress.currentTool = null;
+    } else if (event.type === 'retry') {
+      const { attempt, maxRetries, status, host, delayMs } = event;
+      progress.retrying = { attempt, maxRetries: maxRetries ?? null, status: status ?? null, host: host ?? null, waitMs: delayMs, at: progress.lastEventAt };
     } else if (event.type === 'model_response') {
+      // The call went through: no longer retrying.
+      progress.retrying = null;
       progress.modelCalls++;
       progress.tokens += event.usage.totalTokens;
     }
@@ -130,6 +147,7 @@ export class ProgressTracker {
     const progress = this.#byJob.get(jobId);
     if (!progress) return;
     progress.currentTool = null;
+    progress.retrying = null;
     this.#ended.delete(jobId);
     this.#ended.add(jobId);
     for (const oldest of this.#ended) {

@@ -134,6 +134,16 @@ export const approvalRecordSchema = named(
 );
 
 /** A job as lists show it: `GET /v1/jobs`, a session's jobs, a wait's `running`. */
+/** A running job's latest model-call retry (issue 36): which try of how many, why, who, how long it waits, and since when. */
+const retryingSchema = z.object({
+  attempt: z.number(),
+  maxRetries: z.number().nullable(),
+  status: z.number().nullable().describe('The HTTP status retried (429, 503, …); null for a transport error.'),
+  host: z.string().nullable(),
+  waitMs: z.number(),
+  at: z.number().describe('When the retry was announced, epoch ms.'),
+});
+
 export const jobSummarySchema = named(
   'JobSummary',
   z.object({
@@ -149,6 +159,9 @@ export const jobSummarySchema = named(
     endedAt: z.number().nullable(),
     elapsedMs: z.number(),
     currentTool: z.string().nullable(),
+    retrying: retryingSchema
+      .nullable()
+      .describe("While it runs: its model call's latest retry (the wait before trying again); null once a model response came, or when none."),
     toolCalls: z
       .number()
       .nullable()
@@ -194,6 +207,7 @@ const progressSchema = z.object({
   modelCalls: z.number(),
   tokens: z.number(),
   lastEventAt: z.number(),
+  retrying: retryingSchema.nullable(),
 });
 
 /** One job in full: `GET /v1/jobs/{id}`, its `/result`, a wait's `ended`. */

@@ -146,6 +146,7 @@ export class ServerState {
         currentTool: progress.currentTool,
         tokens: progress.tokens,
         toolCalls: progress.toolCalls,
+        retrying: progress.retrying,
       });
       if (event.type === 'loop_warning' || event.type === 'retry') this.hub.publish('alert', { session, jobId, ...call, event });
     });

@@ -93,6 +93,25 @@ describe('failures and retries, said as they happen', () => {
   );
 
   it(
+    'fanout --json: a retry is a typed stdout line naming the task line and label, before its result',
+    async () => {
+      const ws = await makeWorkspace(cleanup);
+      writeFileSync(path.join(ws, 'tasks.jsonl'), '{"task":"say hi","label":"greeter"}\n');
+      const sim = await startSim(cleanup, { script: [{ content: 'hi' }], faults: { 1: { kind: '429', retryAfterSeconds: 0.3 } } });
+      const r = await runCli(['fanout', '--json', '--base-url', sim.url, 'tasks.jsonl'], { cwd: ws, timeoutMs: 60_000 });
+      expect(r.code, describeResult(r)).toBe(0);
+      const lines = parseJsonLines(r.stdout);
+      expect(lines.map((line) => line.type)).toEqual(['retry', 'result', 'summary']);
+      expect(lines[0]).toEqual(
+        expect.objectContaining({ type: 'retry', line: 1, label: 'greeter', attempt: 1, maxRetries: 3, status: 429, host: new URL(sim.url).host }),
+      );
+      expect((lines[0]?.waitMs as number) >= 300).toBe(true);
+      expect(r.stderr).not.toContain('↻');
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
     'a refused port: the turn names ECONNREFUSED, the URL and --base-url',
     async () => {
       const ws = await makeWorkspace(cleanup);

@@ -61,4 +61,25 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page, as it lo
     expect(await statusColour(page, partial)).not.toBe(await statusColour(page, cancelled));
     expect(pageErrors).toEqual([]);
   });
+
+  it('a job waiting out a 429 shows it live in its row (↻ 1/3 429, who and how long on hover), gone once it ends', async () => {
+    const { url, api } = await startTestServer(cleanup, { maxRetries: 3 }, { faults: { 1: { kind: '429', retryAfterSeconds: 20 } } });
+    const context = await launchChromium(cleanup);
+    const page = context.pages()[0] ?? (await context.newPage());
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${url}/login?token=${TOKEN}`);
+    await page.waitForFunction(() => document.querySelector('#empty')?.textContent === 'No jobs yet.');
+
+    const body = (await (await api('/v1/jobs', { json: { task: 'anything', label: 'limited' } })).json()) as { jobs: Array<{ id: string }> };
+    const id = body.jobs[0]?.id as string;
+    // The 20 s wait is far longer than the page takes to show it.
+    await page.waitForFunction((cell) => document.querySelector(cell)?.textContent === '\u21bb 1/3 429', `#job-${id} td.tool`, { timeout: 15_000 });
+    expect(await page.getAttribute(`#job-${id} td.tool`, 'title')).toMatch(/^retrying 127\.0\.0\.1:\d+ after \d+\.\d s$/);
+
+    await page.click(`#job-${id} button.cancel`);
+    await page.waitForSelector(`#job-${id}[data-status="cancelled"]`);
+    expect(await page.textContent(`#job-${id} td.tool`)).toBe('');
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -158,8 +158,10 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     row.children[5].textContent = formatElapsed(job);
     // A job that waits for an approval shows the call it waits to make (its summary on hover).
     var asks = waitsFor(job)[0];
-    row.children[6].textContent = asks ? '\u23f8 ' + asks.tool : job.currentTool || '';
-    row.children[6].title = asks ? asks.tool + ': ' + asks.summary : '';
+    // A job whose model call waits to try again shows which try of how many and why (\u21bb 2/4 429), until the answer comes.
+    var retry = job.state === 'running' ? job.retrying : null;
+    row.children[6].textContent = asks ? '\u23f8 ' + asks.tool : retry ? retryText(retry) : job.currentTool || '';
+    row.children[6].title = asks ? asks.tool + ': ' + asks.summary : retry ? 'retrying ' + (retry.host || 'the model endpoint') + ' after ' + (retry.waitMs / 1000).toFixed(1) + ' s' : '';
     row.children[7].textContent = job.toolCalls === null || job.toolCalls === undefined ? '–' : String(job.toolCalls);
     row.children[8].textContent = String(job.tokens || 0);
     var box = row.children[0].firstChild;
@@ -238,12 +240,17 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     scheduleRefresh();
   }
 
+  function retryText(retry) {
+    return '\u21bb ' + retry.attempt + (retry.maxRetries === null ? '' : '/' + retry.maxRetries) + (retry.status === null ? '' : ' ' + retry.status);
+  }
+
   function onProgress(event) {
     lastEventId = Number(event.lastEventId) || lastEventId;
     var data = JSON.parse(event.data);
     var job = shown.get(refOf(data.session, data.jobId));
     if (!job || job.state === 'ended') return;
     job.currentTool = data.currentTool;
+    job.retrying = data.retrying || null;
     job.tokens = data.tokens;
     if (typeof data.toolCalls === 'number') job.toolCalls = data.toolCalls;
     render(refOf(data.session, data.jobId));
