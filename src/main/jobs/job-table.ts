@@ -190,7 +190,8 @@ export class JobTable {
 
   /** True for a spawn that asks to run remote and may; throws EXECUTOR_UNAVAILABLE or REMOTE_REFUSED when it may not. */
   #checkRemote(request: SpawnRequest): boolean {
-    if (request.executor !== 'remote') return false;
+    // Before admission checks the shape: a request may be anything (null included) here.
+    if (request?.executor !== 'remote') return false;
     const remote = this.#host.remote;
     if (!remote)
       throw new JobError(
