@@ -252,6 +252,11 @@ export type WorkerMessage =
    * and thread go back) and runs again from `state` once they are answered. Ends the attempt.
    */
   | { type: 'await-approval'; jobId: string; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[] }
+  /**
+   * `sleep` scheduler: it called schedule_next_turn; it ends this attempt (its slot and thread go
+   * back) and the main thread runs it again from `state` at `at` (epoch ms). Ends the attempt.
+   */
+  | { type: 'sleep'; jobId: string; state: Omit<ResumeState, 'childResults'>; at: number; reason: string }
   /** A host tool's call (see HostToolStub); answered by `tool-answer` with the same request id. */
   | { type: 'tool-call'; jobId: string; requestId: number; name: string; callId: string; args: unknown }
   /** The job no longer waits for that call (cancel, timeout): its signal on the main thread aborts. */
@@ -332,6 +337,13 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       .array(z.strictObject({ callId: z.string().max(1_000), tool: z.string().max(200), summary: z.string().max(10_000), args: z.string().max(10_000_000) }))
       .min(1)
       .max(1_000),
+  }),
+  z.object({
+    type: z.literal('sleep'),
+    jobId: z.string(),
+    state: z.looseObject({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0) }),
+    at: z.number().int().min(0),
+    reason: z.string().max(500),
   }),
   z.object({
     type: z.literal('tool-call'),

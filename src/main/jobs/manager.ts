@@ -147,7 +147,19 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       const { worktrees } = this.#engine;
       if (options.store)
         this.recovery = recoverJobs(
-          { config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees, approvals: this.#engine.approvals },
+          {
+            config,
+            ledger,
+            table,
+            dispatcher,
+            waves,
+            restarts,
+            resumeStateOf,
+            dedup,
+            worktrees,
+            approvals: this.#engine.approvals,
+            sleeps: this.#engine.sleeps,
+          },
           options.store.load(),
         );
     } catch (error) {

@@ -93,8 +93,8 @@ export class Nesting {
 
   /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
   maybeResume(job: Job): void {
-    // A job paused for approvals runs again when they are answered (approvals.ts), not before.
-    if (job.phase !== 'suspended' || job.awaitingApproval || job.stopping || job.isOver) return;
+    // A job paused for approvals runs again when they are answered (approvals.ts), a sleeping one at its time (sleeps.ts), not before.
+    if (job.phase !== 'suspended' || job.awaitingApproval || job.asleep || job.stopping || job.isOver) return;
     if ([...job.children, ...job.watching].some((child) => !child.isOver)) return;
     job.resume();
     this.#host.dispatcher.enqueueFirst(job);
