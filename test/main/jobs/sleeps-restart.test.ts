@@ -35,7 +35,7 @@ describe('sleep across a restart', () => {
     writeFileSync(configFile, JSON.stringify({ model: 'forkpool-sim', maxRetries: 0, background: { scheduler: 'sleep' } }));
     const sim = await startSim(cleanups, {
       script: [
-        { toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '5s', reason: 'scan the build queue again' } }] },
+        { toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '20s', reason: 'scan the build queue again' } }] },
         { content: 'Second scan: the queue is empty.' },
       ],
     });
@@ -54,9 +54,11 @@ describe('sleep across a restart', () => {
     // `jobs show` says it sleeps, and until when.
     const shown = await spawnCli(['jobs', 'show', asleep.id, '--ledger', file], { cleanup: cleanups }).exited;
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toContain(`asleep until ${new Date(at).toISOString()}: scan the build queue again`);
+    expect(shown.stdout).toContain(`… ${asleep.id} "watcher" running\nasleep until ${new Date(at).toISOString()}: scan the build queue again`);
 
-    const resumed = await spawnCli([...args, '--resume'], { input, cleanup: cleanups, timeoutMs: 60_000 }).exited;
+    // Resumed well before its time (it sleeps 20 s): a wake at recovery would come before `at`.
+    expect(Date.now()).toBeLessThan(at);
+    const resumed = await spawnCli([...args, '--resume'], { input, cleanup: cleanups, timeoutMs: 90_000 }).exited;
     expect(resumed.code, resumed.stderr).toBe(0);
     const out = parseJsonLines(resumed.stdout) as Array<{ id: string; status: string; result: string; fromLedger?: boolean }>;
     expect(out).toEqual([expect.objectContaining({ id: asleep.id, status: 'ok', result: 'Second scan: the queue is empty.' })]);
