@@ -190,6 +190,8 @@ export interface ChildSpawnRequest {
   tools?: string[] | undefined;
   model?: string | undefined;
   scheduler?: string | undefined;
+  /** JSON Schema its answer must match (its spawn tool offers it only with `background.allowOutputSchema`). */
+  outputSchema?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -371,6 +373,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       extras: z.array(z.string()).optional(),
       model: z.string().optional(),
       scheduler: z.string().max(40).optional(),
+      outputSchema: z.record(z.string(), z.unknown()).optional(),
     }),
   }),
   z.object({

@@ -388,7 +388,13 @@ function jobToolsFor(
 function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
   const config = spec.config;
   const agents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
-  return { agents, tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace };
+  return {
+    agents,
+    tools: config.tools,
+    models: spawnableModels(config),
+    mayReplacePrompt: config.background.allowSystemPromptReplace,
+    mayTypeOutput: config.background.allowOutputSchema,
+  };
 }
 
 /**
