@@ -15,7 +15,7 @@
  *
  * `--root`: the forkpool checkout to measure (built, with node_modules); default this one.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

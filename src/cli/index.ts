@@ -15,7 +15,6 @@ import { simCommand, type SimFlags } from './sim.js';
 import type { ServeFlags } from './serve.js';
 import type { WorkerFlags } from './worker.js';
 import { loadOptional } from '../main/executors/optional-package.js';
-import { ForkpoolError } from '../shared/errors.js';
 
 function globalOptions(command: Command): Command {
   return (
