@@ -20,7 +20,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startRedis } from './redis-server.js';
 import { Redis } from 'ioredis';
-import { BackgroundManager, parseConfig } from 'forkpool';
+import { BackgroundManager } from 'forkpool';
+import { parseConfig } from 'forkpool/protocol';
 import { startSimServer } from 'forkpool/sim';
 import { CLI } from './paths.js';
 

@@ -24,7 +24,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { BackgroundManager, parseConfig, tool } from 'forkpool';
+import { BackgroundManager, tool } from 'forkpool';
+import { parseConfig } from 'forkpool/protocol';
 
 const { values } = parseArgs({
   options: {

@@ -16,7 +16,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { BackgroundManager, Deliveries, parseConfig } from 'forkpool';
+import { BackgroundManager, Deliveries } from 'forkpool';
+import { parseConfig } from 'forkpool/protocol';
 import { startSimServer } from 'forkpool/sim';
 
 const MB = 1024 * 1024;
