@@ -26,7 +26,6 @@ import {
   waitFor,
 } from '../helpers/index.js';
 
-
 const ANSWER_TEXT = 'The retry backoff is implemented in src/retry.ts (exponential, capped at 8 s).';
 const ANSWER = `${ANSWER_TEXT}\n<result status="ok" files_touched=""/>`;
 const LONG_ANSWER_TEXT = 'A long answer about src/retry.ts. '.repeat(20).trim();
@@ -227,19 +226,22 @@ describe.concurrent('hangs and stalls (item 8)', () => {
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`request timed out after ${REQUEST_TIMEOUT_MS} ms`)]);
   });
 
-  it.for(['hang_before_headers', 'stall_mid_stream'] as const)('the job deadline holds over a model that does %s on every try: timed_out', async (kind, context) => {
-    const cleanups = cleanupOf(context);
-    // Request and idle timeouts far beyond the job's 0.6 s: only the job deadline can end it.
-    const { record } = await runOneJob(cleanups, {
-      sim: { faultRate: 1, faultKinds: [kind] },
-      config: { requestTimeoutMs: 60_000, streamIdleTimeoutMs: 60_000, maxRetries: 10 },
-      background: { timeoutMinutes: 0.01, cancelGraceMs: 10_000 },
-    });
-    expect(record.status).toBe('timed_out');
-    // The HTTP call in flight was aborted by the cooperative cancel: no hard stop was needed.
-    expect(record.endedBy).toBe('cooperative');
-    expect(record.stopReason).toBe('aborted');
-  });
+  it.for(['hang_before_headers', 'stall_mid_stream'] as const)(
+    'the job deadline holds over a model that does %s on every try: timed_out',
+    async (kind, context) => {
+      const cleanups = cleanupOf(context);
+      // Request and idle timeouts far beyond the job's 0.6 s: only the job deadline can end it.
+      const { record } = await runOneJob(cleanups, {
+        sim: { faultRate: 1, faultKinds: [kind] },
+        config: { requestTimeoutMs: 60_000, streamIdleTimeoutMs: 60_000, maxRetries: 10 },
+        background: { timeoutMinutes: 0.01, cancelGraceMs: 10_000 },
+      });
+      expect(record.status).toBe('timed_out');
+      // The HTTP call in flight was aborted by the cooperative cancel: no hard stop was needed.
+      expect(record.endedBy).toBe('cooperative');
+      expect(record.stopReason).toBe('aborted');
+    },
+  );
 });
 
 describe.concurrent('endless tool calls (item 9)', () => {
