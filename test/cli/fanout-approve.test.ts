@@ -32,11 +32,12 @@ async function fanout(cleanup: Cleanup, cwd: string, sim: Awaited<ReturnType<typ
     cleanup,
     input: jsonl([{ task: 'Write notes.txt.', label: 'writer' }]),
     env: { OPENAI_API_KEY: 'test-key' },
-    timeoutMs: 40_000,
+    // A net against a hang, not a bound: the four tests' CLIs run side by side, slower on a loaded machine.
+    timeoutMs: 120_000,
   });
 }
 
-describe.concurrent('fanout and approvals', () => {
+describe.concurrent('fanout and approvals', { timeout: 180_000 }, () => {
   it('without --approve-with a gated call is denied at once, even with approvals "ask" in the config', async (context) => {
     const cleanup = cleanupOf(context);
     const cwd = tempWorkspace({}, cleanup);
