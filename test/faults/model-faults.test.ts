@@ -120,7 +120,8 @@ describe.concurrent('429 with Retry-After (item 5)', () => {
     const proxy = await startHoldingProxy(cleanups, sim.url, (body) => body.includes('(job B)'));
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 2 }, { maxRetries: 2, baseUrl: proxy.url }), cleanups);
     const b = manager.spawn({ task: `${RESEARCH_TASK} (job B)`, label: 'B' });
-    await waitFor(() => sim.requests.length >= 1 && proxy.held() === 1, "job B's first request, answered and held");
+    // A net against a hang (this file's tests run side by side: a thread may start slowly).
+    await waitFor(() => sim.requests.length >= 1 && proxy.held() === 1, "job B's first request, answered and held", { timeoutMs: 50_000 });
     const a = manager.spawn({ task: `${RESEARCH_TASK} (job A)`, label: 'A' });
     // Subscribed in the same tick as the spawn: no progress event can have arrived yet.
     const aRetried = nextEvent<ManagerEvents, 'progress'>(manager, 'progress', ({ jobId, event }) => jobId === a.id && event.type === 'retry');
