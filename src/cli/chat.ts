@@ -7,7 +7,8 @@ import { loadOptional } from '../main/executors/optional-package.js';
 import { ChatController } from '../tui/controller.js';
 import { runLineMode } from '../tui/line-mode.js';
 import { enableMouse } from '../tui/mouse.js';
-import { buildOrDispose, createCliContext, EXIT, onTermination, usageProblem, type CliContext, type GlobalFlags } from './common.js';
+import { buildOrDispose, createCliContext, onTermination, type CliContext, type GlobalFlags } from './common.js';
+import { EXIT, usageProblem } from './exit.js';
 import { escapeForTerminal, preview, usageLines } from '../main/views/terminal-lines.js';
 import { announceLedgerSession, undeliveredAtExit } from './run.js';
 

@@ -5,7 +5,7 @@
  * `eval "$(forkpool completion bash)"` in a shell's rc file (zsh: `completion zsh`, through bashcompinit).
  */
 import type { Command, Option } from 'commander';
-import { EXIT, usageProblem } from './common.js';
+import { EXIT, usageProblem } from './exit.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 

@@ -9,9 +9,10 @@
 import type { SerializedError } from '../shared/errors.js';
 import type { JobStatus } from '../main/ledger/ledger.js';
 import { oneLine } from '../main/views/terminal-lines.js';
+import { FANOUT_MAX_CONSECUTIVE_FAILURES } from '../shared/defaults.js';
 
 /** Failures in a row of one shared kind before `fanout` stops starting jobs (`--max-consecutive-failures`). */
-export const DEFAULT_MAX_CONSECUTIVE_FAILURES = 10;
+export const DEFAULT_MAX_CONSECUTIVE_FAILURES = FANOUT_MAX_CONSECUTIVE_FAILURES;
 
 /** A failure every job against the same endpoint would meet: no point in starting more. */
 export type SharedFailureKind = 'connection' | 'auth';

@@ -1,20 +1,22 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { GATED_TOOLS } from '../shared/defaults.js';
-import { toolsCommand, type ToolsFlags } from './tools.js';
-import { initCommand, type InitFlags } from './init.js';
-import { jobsShowCommand, type JobsShowFlags } from './jobs.js';
+import { FANOUT_MAX_CONSECUTIVE_FAILURES, GATED_TOOLS } from '../shared/defaults.js';
 import { completionCommand, SHELLS } from './completion.js';
-import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './common.js';
+import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './exit.js';
 import { flushCliTracing } from './tracing.js';
-import { fanoutCommand, type FanoutFlags } from './fanout.js';
-import { DEFAULT_MAX_CONSECUTIVE_FAILURES } from './fanout-failures.js';
-import { chatCommand, type ChatFlags } from './chat.js';
-import { runCommand, type RunFlags } from './run.js';
-import { simCommand, type SimFlags } from './sim.js';
+import { loadOptional } from '../main/executors/optional-package.js';
+// Types only: each command's module (and what it loads: the job engine, openai, pino, sqlite, the
+// simulator, the TUI) is imported by its action, so `forkpool --version` or `--help` loads none of
+// it (test/package/light-import.test.ts).
+import type { ToolsFlags } from './tools.js';
+import type { InitFlags } from './init.js';
+import type { JobsShowFlags } from './jobs.js';
+import type { FanoutFlags } from './fanout.js';
+import type { ChatFlags } from './chat.js';
+import type { RunFlags } from './run.js';
+import type { SimFlags } from './sim.js';
 import type { ServeFlags } from './serve.js';
 import type { WorkerFlags } from './worker.js';
-import { loadOptional } from '../main/executors/optional-package.js';
 
 function globalOptions(command: Command): Command {
   return (
@@ -77,7 +79,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--ledger <file>', 'keep jobs and the session in this SQLite file (docs/durability.md); the session id is printed')
     .option('--allow-ledger-in-workspace', 'accept a --ledger file inside the workspace, where jobs could read and rewrite it (refused by default)')
     .option('--resume <session>', 'continue a session kept in --ledger: its conversation, its waiting results and interrupted jobs')
-    .action(async (prompt: string | undefined, flags: RunFlags) => setExit(await runCommand(prompt, flags)));
+    .action(async (prompt: string | undefined, flags: RunFlags) => setExit(await (await import('./run.js')).runCommand(prompt, flags)));
 
   globalOptions(
     program
@@ -99,7 +101,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
       '--agent <name>',
       'your own jobs (/bg start, Ctrl+Enter) run as this configured agent (default: background.defaultAgent, else asked once on a terminal)',
     )
-    .action(async (flags: ChatFlags) => setExit(await chatCommand(flags)));
+    .action(async (flags: ChatFlags) => setExit(await (await import('./chat.js')).chatCommand(flags)));
 
   globalOptions(program.command('fanout').description('run every line of a JSONL file ({"task": …, "label": …}) as a background job, no parent'))
     .argument('<file>', 'JSONL file, or "-" for stdin')
@@ -111,7 +113,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--resume', 'continue the fan-out kept in --ledger: finished tasks are printed from it, only the rest run')
     .option(
       '--max-consecutive-failures <n>',
-      `stop starting jobs after this many in a row fail alike on connection or auth (refused, DNS, TLS, 401/403); 0: never (default ${DEFAULT_MAX_CONSECUTIVE_FAILURES})`,
+      `stop starting jobs after this many in a row fail alike on connection or auth (refused, DNS, TLS, 401/403); 0: never (default ${FANOUT_MAX_CONSECUTIVE_FAILURES})`,
       parseIntFlag('--max-consecutive-failures', 0),
     )
     .option('--schema <file>', 'a JSON Schema file: every job answers with a value of it, printed as "data" in its line (docs/delivery.md "Typed results")')
@@ -119,7 +121,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
       '--approve-with <url|command>',
       "answer the jobs' approvals (approvals ask): POST each to this http(s) URL, or give it to this command on stdin; the JSON decision it answers decides (default: deny every gated call)",
     )
-    .action(async (file: string, flags: FanoutFlags) => setExit(await fanoutCommand(file, flags)));
+    .action(async (file: string, flags: FanoutFlags) => setExit(await (await import('./fanout.js')).fanoutCommand(file, flags)));
 
   globalOptions(program.command('serve').description('serve the HTTP + SSE API and the live jobs page (loopback, bearer token)'))
     .addOption(
@@ -190,20 +192,20 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--offset <n>', 'first step shown, among the kept ones', parseIntFlag('--offset', 0))
     .option('--limit <n>', 'steps shown at most', parseIntFlag('--limit', 1))
     .option('--json', 'one JSON object: the job and its transcript page')
-    .action((id: string, flags: JobsShowFlags) => setExit(jobsShowCommand(id, flags)));
+    .action(async (id: string, flags: JobsShowFlags) => setExit((await import('./jobs.js')).jobsShowCommand(id, flags)));
 
   program
     .command('tools')
     .description("list the tool catalog: built-ins, the config's tool modules and MCP servers' tools, with source, gate and JSON Schema")
     .option('-c, --config <file>', 'config file (default: ./forkpool.config.json when present)')
     .option('--json', 'one JSON object: every tool with its name, source, gated, description and parameters')
-    .action(async (flags: ToolsFlags) => setExit(await toolsCommand(flags)));
+    .action(async (flags: ToolsFlags) => setExit(await (await import('./tools.js')).toolsCommand(flags)));
 
   program
     .command('init')
     .description('write a starter forkpool.config.json here, commented, with its JSON Schema for editors')
     .option('--force', 'replace an existing forkpool.config.json')
-    .action((flags: InitFlags) => setExit(initCommand(flags)));
+    .action(async (flags: InitFlags) => setExit((await import('./init.js')).initCommand(flags)));
 
   program
     .command('sim')
@@ -221,7 +223,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     })
     .option('--faults <kinds>', 'comma-separated fault kinds drawn at that rate')
     .option('--seed <n>', 'PRNG seed', parseIntFlag('--seed', 0))
-    .action(async (flags: SimFlags) => setExit(await simCommand(flags)));
+    .action(async (flags: SimFlags) => setExit(await (await import('./sim.js')).simCommand(flags)));
 
   return program;
 }

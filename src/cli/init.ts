@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONFIG_FILE_NAME } from '../main/setup/config-load.js';
 import { DEFAULTS } from '../shared/defaults.js';
-import { EXIT, usageProblem } from './common.js';
+import { EXIT, usageProblem } from './exit.js';
 
 export interface InitFlags {
   force?: boolean;

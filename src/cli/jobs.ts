@@ -13,7 +13,7 @@ import { jobJson, sleepingUntil } from '../main/views/job-view.js';
 import { jobLine } from '../main/views/terminal-lines.js';
 import { transcriptLines } from '../main/views/transcript-lines.js';
 import { loadConfig } from '../main/setup/config-load.js';
-import { EXIT, usageProblem } from './common.js';
+import { EXIT, usageProblem } from './exit.js';
 
 export interface JobsShowFlags {
   ledger?: string;

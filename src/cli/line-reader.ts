@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
-import { UsageError } from './common.js';
+import { UsageError } from './exit.js';
 
 /**
  * Opens the fanout's input: a file, or stdin for `-`. A missing file, a folder or an

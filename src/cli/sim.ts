@@ -1,5 +1,5 @@
 import { startSimServer, FAULT_KINDS, type FaultKind, type SimServer } from '../sim/index.js';
-import { EXIT, usageProblem } from './common.js';
+import { EXIT, usageProblem } from './exit.js';
 
 export interface SimFlags {
   port: number;

@@ -10,7 +10,7 @@ import { ToolCatalog, type CatalogEntry } from '../main/tools/catalog.js';
 import { mcpServersOf, mcpToolSources } from '../main/tools/mcp/index.js';
 import { configuredSecrets } from '../shared/tools/secrets.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
-import { EXIT, reportErrorsAsJson } from './common.js';
+import { EXIT, reportErrorsAsJson } from './exit.js';
 
 export interface ToolsFlags {
   config?: string;

@@ -6,7 +6,6 @@
  * is missing the command says so in one line and runs untraced. {@link flushCliTracing} runs at
  * exit, SIGTERM included (common.ts).
  */
-import { trace } from '@opentelemetry/api';
 import { loadOptional, type OptionalPackage } from '../main/executors/optional-package.js';
 import { errorMessage } from '../shared/errors.js';
 
@@ -60,6 +59,8 @@ async function registerProvider(protocol: Protocol, serviceName: string): Promis
     resource: resources.resourceFromAttributes({ 'service.name': serviceName }),
     spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new exporters.OTLPTraceExporter() })],
   });
+  // Loaded here, not at the top: `forkpool --version` imports this file (index.ts) and needs none of it.
+  const { trace } = await import('@opentelemetry/api');
   if (!trace.setGlobalTracerProvider(provider)) throw new Error('another tracer provider is already registered in this process');
   return provider;
 }

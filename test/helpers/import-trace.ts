@@ -5,6 +5,7 @@
  * (bench/import-cost.ts), which is why it needs nothing but Node.
  */
 import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Packages a background job never needs; none may load with `import 'forkpool'`. */
@@ -40,6 +41,8 @@ export interface ImportSample {
   ms: number;
   /** Packages resolved under node_modules (scoped ones as `@scope/name`), sorted; complete only when traced. */
   packages: string[];
+  /** Everything else resolved: the repository's own files (paths relative to `cwd`) and builtins (`node:sqlite`), sorted; complete only when traced. */
+  files: string[];
 }
 
 /** Runs `body` in a fresh Node process with `cwd` as its folder; `trace` lists what it loaded. */
@@ -54,10 +57,12 @@ export function sampleImport(cwd: string, body: string, trace = false): ImportSa
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`the import child failed (exit ${r.status}): ${r.stderr.trim().slice(0, 2_000)}`);
   const { ms, urls } = JSON.parse(line) as { ms: number; urls: string[] };
   const packages = new Set<string>();
+  const files = new Set<string>();
   for (const url of urls) {
     const file = url.startsWith('file:') ? fileURLToPath(url) : url;
     const match = /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file.slice(file.lastIndexOf('node_modules')));
     if (match?.[1]) packages.add(match[1].replace(/\\/g, '/'));
+    else if (!file.startsWith('data:')) files.add(path.isAbsolute(file) ? path.relative(cwd, file).replace(/\\/g, '/') : file);
   }
-  return { ms, packages: [...packages].sort() };
+  return { ms, packages: [...packages].sort(), files: [...files].sort() };
 }

@@ -70,6 +70,36 @@ describe('a light import', () => {
   });
 });
 
+describe('a light CLI start', () => {
+  // The CLI as bin.js runs it, in a traced child: process.argv set, then the import (its exit
+  // code reset: the child's JSON line is read only when it exits 0).
+  const cliRun = (...args: string[]) => {
+    const bin = path.join(REPO_ROOT, 'dist', 'cli', 'bin.js');
+    const body = `process.argv = [process.execPath, ${JSON.stringify(bin)}, ...${JSON.stringify(args)}]; ${importOf('cli/bin.js')} process.exitCode = 0;`;
+    return sampleImport(REPO_ROOT, body, true);
+  };
+  // What a command loads in its action (src/cli/index.ts): the job engine and its packages, the
+  // server, the TUI, the simulator, the ledger (node:sqlite), the tool loop.
+  const COMMAND_ONLY_PACKAGES = ['openai', 'pino', 'piscina', 'zod', '@opentelemetry/api', ...HEAVY_PACKAGES.filter((p) => p !== 'commander')];
+  const COMMAND_ONLY_FILES =
+    /^(dist\/(main\/(jobs|session|ledger|setup|tools)|server|tui|sim)\/|dist\/shared\/tool-loop\.js$|dist\/cli\/common\.js$|node:sqlite$)/;
+
+  it.each([['--version'], ['--help']])('forkpool %s loads commander and the command table only, no command module or heavy package', (flag) => {
+    const { packages, files } = cliRun(flag);
+    expect(packages).toEqual(['commander']);
+    expect(packages.filter((p) => COMMAND_ONLY_PACKAGES.includes(p))).toEqual([]);
+    expect(files.filter((f) => COMMAND_ONLY_FILES.test(f))).toEqual([]);
+    expect(files).toContain('dist/cli/index.js');
+  });
+
+  it('a command loads its module when it runs (the check above sees command files when they load)', () => {
+    // jobs show on a ledger that does not exist: its module and the SQLite store load, then it says so.
+    const { files } = cliRun('jobs', 'show', 'bg-1', '--ledger', path.join(os.tmpdir(), 'forkpool-no-such-ledger.db'));
+    expect(files).toEqual(expect.arrayContaining(['dist/cli/jobs.js', 'dist/main/ledger/sqlite-store.js']));
+    expect(files.filter((f) => COMMAND_ONLY_FILES.test(f)).length).toBeGreaterThan(0);
+  });
+});
+
 describe('a missing optional package', () => {
   // dist/ copied (its real path must not reach the repo's node_modules), every installed
   // package linked in except the ones left out.
