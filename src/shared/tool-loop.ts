@@ -25,6 +25,7 @@ import type { ToolHooks } from './hooks.js';
 import { carriedFields } from './wires/history.js';
 import { ApprovalPending } from './approvals.js';
 import { estimateJsonTokens } from './token-estimate.js';
+import { estimateRequestTokens, type TokenRatios } from './token-ratio.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -96,6 +97,8 @@ export interface ToolLoopOptions {
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
   /** PreToolUse and PostToolUse hooks (docs/tools.md "Hooks"); PreToolUse runs before the permission check. */
   hooks?: ToolHooks | undefined;
+  /** Learns, from each reply's reported prompt tokens, how far the estimate of the request was off (token-ratio.ts). */
+  tokenRatios?: Pick<TokenRatios, 'observe'> | undefined;
 }
 
 export interface ToolLoopResult {
@@ -222,6 +225,9 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       // its model its own way (llama-server a GGUF path, OpenAI a dated snapshot).
       usage = addModelUsage(usage, config.model, reply.usage);
       budget?.record(config.model, reply.usage);
+      // `messages` is still what was sent: the reply is added below.
+      if (options.tokenRatios && reply.usage.promptTokens > 0)
+        options.tokenRatios.observe(config.model, estimateRequestTokens(messages, apiTools), reply.usage.promptTokens);
       emit({
         type: 'model_response',
         iteration: iterations,
