@@ -67,12 +67,14 @@ export interface ToolLoopOptions {
    */
   beforeModelCall?: (() => string | undefined) | undefined;
   /**
-   * Asked before every model call: a signal that cancels that call alone (a message sent to a
-   * job with `interrupt`). Such a cancel is neither a failure nor a retry: the loop asks again,
-   * with what {@link beforeModelCall} then adds. The cancelled call counts against the cap and
-   * the budget (one model call; its prompt's tokens estimated from its characters).
+   * Given each model call's own cancel before it is sent (a message sent to a job with
+   * `interrupt` calls it; it cancels that call alone); returns what forgets it once the call is
+   * over. Such a cancel is neither a failure nor a retry: the loop asks again, with what
+   * {@link beforeModelCall} then adds. The cancelled call counts against the cap and the budget
+   * (one model call; its prompt's tokens estimated from its characters). A callback rather than
+   * a signal: a job waiting in its model call holds no AbortController of its own for it.
    */
-  interruptSignal?: (() => AbortSignal) | undefined;
+  interruptCall?: ((interrupt: (reason: unknown) => void) => () => void) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
   secrets?: readonly string[] | undefined;
   /**
@@ -186,10 +188,12 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     // Its expiry aborts both; a cancel of the whole run still reads as `aborted`.
     const turn = startDeadline(signal, config.turnTimeoutMs, () => turnTimeoutError(config.turnTimeoutMs));
     try {
-      const interrupt = options.interruptSignal?.();
-      const call = interrupt ? linkedAbort(turn.signal) : undefined;
-      const onInterrupt = () => call?.controller.abort(interrupt?.reason);
-      interrupt?.addEventListener('abort', onInterrupt, { once: true });
+      const call = options.interruptCall ? linkedAbort(turn.signal) : undefined;
+      let interrupted = false;
+      const forgetCall = options.interruptCall?.((reason) => {
+        interrupted = true;
+        call?.controller.abort(reason);
+      });
       let reply;
       const callStarted = Date.now();
       try {
@@ -208,7 +212,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         // Only this call was cancelled, for a message: not a model request that failed. It still
         // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
         // no usage came back), so a stream of interrupts cannot buy unmetered requests.
-        if (interrupt?.aborted) {
+        if (interrupted) {
           const spent = interruptedUsage(messages);
           emit({ type: 'model_interrupted', iteration: iterations, usage: spent, model: config.model });
           usage = addModelUsage(usage, config.model, spent);
@@ -218,7 +222,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         if (error instanceof AbortError) return end('aborted', findingsSoFar(messages, runStart), error);
         return end('error', findingsSoFar(messages, runStart), error);
       } finally {
-        interrupt?.removeEventListener('abort', onInterrupt);
+        forgetCall?.();
         call?.dispose();
       }
       // Booked under the configured name, which prices and cost budgets know: a server names
