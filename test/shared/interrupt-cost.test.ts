@@ -66,7 +66,7 @@ describe('steering in the tool loop', () => {
         if (event.type === 'model_request') calls++;
       },
     });
-    await waitFor(() => t.sim.requests.length === 1);
+    await waitFor(() => t.sim.requests.length === 1, 'the first model request');
     steering.receive({ id: 7, text: 'Use the other file.' }, true);
     const result = await run;
     expect(result.stopReason).toBe('final');
