@@ -84,6 +84,7 @@ export class WorkerPolicy {
       requestTimeoutMs: request.requestTimeoutMs,
       firstByteTimeoutMs: request.firstByteTimeoutMs,
       maxTokens: request.maxTokens,
+      ...(request.thinking ? { thinking: request.thinking } : {}),
       turnTimeoutMs: request.turnTimeoutMs,
       streamIdleTimeoutMs: request.streamIdleTimeoutMs,
       maxRetries: request.maxRetries,
