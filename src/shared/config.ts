@@ -361,8 +361,8 @@ export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
  * OpenAI's). Neither is a mistake, never a silent call to a paid endpoint: CONFIG_INVALID
  * naming both fields. A public `baseUrl` with no key is refused too (see endpoint-key.ts). For tests and local work, point `baseUrl` at `forkpool/sim`'s `startSimServer`.
  */
-export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): void {
-  if (config.baseUrl !== undefined) return assertKeyForEndpoint(config.baseUrl, config.apiKey);
+export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'> & { api?: ForkpoolConfig['api'] | undefined }): void {
+  if (config.baseUrl !== undefined) return assertKeyForEndpoint(config.baseUrl, config.apiKey, 'apiKey', config.api);
   if (config.apiKey !== undefined) return;
   throw new ConfigError([
     {
