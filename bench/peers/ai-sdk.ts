@@ -6,7 +6,7 @@
  * A dev dependency: imported only when a bench cell runs this peer.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { DEFAULTS } from '../../shared/defaults.js';
+import { DEFAULTS } from 'forkpool/protocol';
 import { generateText, jsonSchema, stepCountIs, tool, type ToolSet } from 'ai';
 import type { CellSpec } from '../types.js';
 import { limiter, observedFetch, peerToolkit, type PeerExecutor, type PeerTool } from './toolkit.js';

@@ -12,7 +12,7 @@
  * forkpool cell's fan-out. A dev dependency: imported only when a bench cell runs this peer.
  */
 import { Agent, OpenAIChatCompletionsModel, Runner, setTracingDisabled, tool } from '@openai/agents';
-import { DEFAULTS } from '../../shared/defaults.js';
+import { DEFAULTS } from 'forkpool/protocol';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { CellSpec } from '../types.js';
