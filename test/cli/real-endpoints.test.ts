@@ -31,8 +31,8 @@ describe.concurrent('no endpoint, no key', () => {
 
   it(
     "on the anthropic wire, the same refusals name ANTHROPIC_API_KEY, not OpenAI's key",
-    async () => {
-      const ws = await makeWorkspace(cleanup);
+    async (context) => {
+      const ws = await makeWorkspace(cleanupOf(context));
       const noEndpoint = await runCli(['run', '--api', 'anthropic', '--model', 'claude-sonnet-4-5', 'hello'], { cwd: ws, timeoutMs: 60_000 });
       expect(noEndpoint.code, describeResult(noEndpoint)).toBe(2);
       expect(noEndpoint.stderr.trim().split('\n')).toEqual([
