@@ -4,7 +4,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
 import { AbortError, ForkpoolError, LedgerWriteError, serializeError } from '../../shared/errors.js';
 import type { FollowUpReason } from '../views/follow-up.js';
-import { TurnInputs, endingStartsFollowUp } from './turn-inputs.js';
+import { TurnInputs, endingDeliversAtOnce, endingStartsFollowUp } from './turn-inputs.js';
 import { parentJobTools } from './parent-tools.js';
 import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
@@ -177,6 +177,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       // Which other endings start a turn of their own (not wave-gated ones): see endingStartsFollowUp.
       if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
       else if (endingStartsFollowUp(job)) this.#requestFollowUp({ kind: 'user-job' });
+      else if (endingDeliversAtOnce(job, options.config.delivery.format, !this.#running && this.#queue.length === 0)) this.#requestFollowUp({ kind: 'idle' });
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
