@@ -46,7 +46,15 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
     const transcript = jobs.transcript(id) ?? { steps: [], total: 0 };
     const offset = Math.min(flags.offset ?? 0, transcript.steps.length);
     const steps = transcript.steps.slice(offset, offset + (flags.limit ?? transcript.steps.length));
-    const page = { jobId: id, total: transcript.total, omitted: transcript.total - transcript.steps.length, offset, kept: transcript.steps.length, steps };
+    const page = {
+      jobId: id,
+      ...(record.branch !== undefined ? { branch: record.branch } : {}),
+      total: transcript.total,
+      omitted: transcript.total - transcript.steps.length,
+      offset,
+      kept: transcript.steps.length,
+      steps,
+    };
     if (flags.json) {
       process.stdout.write(`${jsonForTerminal({ type: 'job', scope, job: jobJson(record), transcript: page })}\n`);
       return EXIT.ok;
@@ -54,7 +62,8 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
     const tools = record.tools ? [`tools offered: ${record.tools.join(', ') || 'none'}`] : [];
     // A typed job's value, as one line of JSON (escaped for the terminal like every model text).
     const data = record.data !== undefined ? [`data: ${jsonForTerminal(record.data)}`] : [];
-    const lines = [jobLine(record), summaryLine(record, page), ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
+    const branch = record.branch !== undefined ? [`branch: ${record.branch}`] : [];
+    const lines = [jobLine(record), summaryLine(record, page), ...branch, ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
     process.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   } finally {
