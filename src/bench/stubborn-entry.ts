@@ -23,7 +23,6 @@ export default function stubbornJob(task: JobTask): { jobId: string } {
   }
   post({ type: 'done', jobId, outcome: { stopReason: 'error', text: '', usage: {}, iterations: 1 } });
   task.port.close();
-  task.permissionPort?.close();
   return { jobId };
 }
 
