@@ -92,6 +92,11 @@ export interface ToolLoopOptions {
    * `messages` run first, before any model call (see {@link ToolLoopResult.awaitingApproval}).
    */
   runPausedCalls?: boolean | undefined;
+  /**
+   * Asked after each batch of tool calls that paused none for approval: true when a call asked
+   * the run to stop there (schedule_next_turn under `sleep`); it ends with {@link ToolLoopResult.asleep}.
+   */
+  sleepsAfter?: (() => boolean) | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
   /** PreToolUse and PostToolUse hooks (docs/tools.md "Hooks"); PreToolUse runs before the permission check. */
@@ -114,6 +119,8 @@ export interface ToolLoopResult {
    * and have no result in `messages`; run it again with `messages` to run them first.
    */
   awaitingApproval?: string[];
+  /** The run stopped to sleep ({@link ToolLoopOptions.sleepsAfter}; stop reason `aborted`): every call has its result. */
+  asleep?: true;
 }
 
 /**
@@ -289,6 +296,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       const finished = options.finishedBy?.();
       if (finished !== undefined) return end('final', finished);
       if (paused.size > 0) return { ...end('aborted', findingsSoFar(messages, runStart)), awaitingApproval: [...paused] };
+      if (options.sleepsAfter?.()) return { ...end('aborted', findingsSoFar(messages, runStart)), asleep: true };
       // Its tools were aborted and answered with errors (every call has its result); the run ends here.
       if (turn.expired) return end('error', findingsSoFar(messages, runStart), turn.expired);
       if (verdicts.includes('stop')) {

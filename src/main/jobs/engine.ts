@@ -31,6 +31,7 @@ import { JobTranscripts } from './transcripts.js';
 import { JobTraces } from './job-traces.js';
 import type { Attempt } from '../executors/attempt.js';
 import { JobApprovals } from './approvals.js';
+import { JobSleeps } from './sleeps.js';
 import type { HookRunner } from '../hooks/hook-runner.js';
 
 /** What completeAttempt answers: the ended record, or why nothing changed. */
@@ -86,6 +87,8 @@ export class JobEngine {
   readonly traces: JobTraces;
   /** Jobs paused for approvals, their answers and job-wide grants (approvals.ts). */
   readonly approvals: JobApprovals;
+  /** Jobs asleep until their scheduled turn (sleeps.ts). */
+  readonly sleeps: JobSleeps;
   /** Attempts that have sent a model request (each is counted once in its record's modelRuns). */
   readonly #reachedModel = new WeakSet<Attempt>();
   /** Worktrees being made, by job (see {@link ready}). */
@@ -171,9 +174,11 @@ export class JobEngine {
       emit,
       note: (jobId, text) => this.transcripts.note(jobId, text),
     });
+    this.sleeps = new JobSleeps({ ...o, dispatcher, note: (jobId, text) => this.transcripts.note(jobId, text) });
     this.runner = new JobRunner({
       ...o,
       approvals: this.approvals,
+      sleeps: this.sleeps,
       ...(this.owner !== undefined ? { owner: this.owner } : {}),
       dispatcher,
       nesting: this.nesting,
@@ -276,6 +281,7 @@ export class JobEngine {
     if (!job) return;
     this.restarts.forget(job);
     this.approvals.ended(id);
+    this.sleeps.ended(id);
     this.conversations.forget(id);
     this.worktrees.forgetUnmade(id);
     this.table.forget(id);
@@ -354,6 +360,7 @@ export class JobEngine {
         step('ending its transcript', () => this.transcripts.ended(job.id));
         step('ending its span', () => this.traces.ended(record));
         step('dropping its approvals', () => this.approvals.ended(job.id));
+        step('dropping its sleep', () => this.sleeps.ended(job.id));
         step('the done event', () => this.#o.emit('done', record));
         if (record.wave !== null) step(`checking wave ${record.wave}`, () => this.checkWave(record.wave as number));
         step('launching the queue', () => this.dispatcher.pump());

@@ -144,10 +144,10 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
       const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
       // MCP connections start now, in the background: a source that fails is reported, its tools are missing.
       void this.tools.start().catch((error: unknown) => reportFault(logger, 'starting a tool source', error));
-      const { worktrees } = this.#engine;
+      const { worktrees, approvals, sleeps } = this.#engine;
       if (options.store)
         this.recovery = recoverJobs(
-          { config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees, approvals: this.#engine.approvals },
+          { config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees, approvals, sleeps },
           options.store.load(),
         );
     } catch (error) {
