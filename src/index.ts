@@ -24,6 +24,7 @@ export {
   type JobWorktree,
   type WorktreeAction,
   type WorkspaceMode,
+  type ParentControls,
 } from './main/jobs/manager.js';
 export { jobError } from './main/jobs/job-endings.js';
 export type { ResumeRequest } from './main/jobs/resumes.js';

@@ -103,14 +103,14 @@ export function wireEngine(o: EngineOptions, spawn: (request: SpawnRequest, nest
   p.worktrees = new JobWorktrees({
     dir: config.background.worktreeDir,
     persist: (tree) => keepWorktree(o, p.table.get(tree.jobId), tree),
-    reportFault: (what, error) => o.reportFault(what, error),
+    reportFault: o.reportFault,
   });
   p.waves = new WaveJoins(o.scheduler, config.background.join, (wave) => p.checkWave(wave));
   const dispatcher = (p.dispatcher = new Dispatcher({
     maxConcurrent: config.background.maxConcurrent,
     budgets,
     launch: (job) => p.runner.launch(job),
-    closed: () => o.closed(),
+    closed: o.closed,
     stopQueued: (job) => p.runner.stop(job, 'close'),
     idle: () => emit('idle'),
     preempt: (waiting, live, need) => p.speculation.preempt(waiting, live, need),
@@ -119,7 +119,7 @@ export function wireEngine(o: EngineOptions, spawn: (request: SpawnRequest, nest
     ledger,
     stop: (job) => p.runner.stop(job, 'cancel'),
     schedulePump: () => dispatcher.schedulePump(),
-    reportFault: (what, error) => o.reportFault(what, error),
+    reportFault: o.reportFault,
   });
   const table = (p.table = new JobTable({
     config,
