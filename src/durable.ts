@@ -1,6 +1,7 @@
 /**
  * `forkpool/durable`: the SQLite ledger that keeps jobs, results and sessions across restarts
- * (docs/durability.md). The same exports are on `forkpool` itself; this entry loads nothing else.
+ * (docs/durability.md): `openSqliteLedger(path)` for an `AgentSession`'s or a `BackgroundManager`'s
+ * `ledger`/`store`. The store's shapes are on `forkpool/protocol`; this entry loads nothing else.
  */
 // First: on a Node.js older than engines allows, this import throws a clear error.
 import './shared/require-node.js';

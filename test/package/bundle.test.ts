@@ -59,7 +59,8 @@ describe('the bundled entry points', () => {
 
   it('one copy of each module across entries; classes keep their names; jobs run on threads and inline; the server reads its version', () => {
     const result = child(`
-      import { BackgroundManager, parseConfig, ConfigError, ForkpoolError } from 'forkpool';
+      import { BackgroundManager, ConfigError, ForkpoolError } from 'forkpool';
+      import { parseConfig } from 'forkpool/protocol';
       import { createExecutor, InlineExecutor } from 'forkpool/executors';
       import { startSimServer } from 'forkpool/sim';
       import { startForkpoolServer } from 'forkpool/server';
@@ -102,7 +103,8 @@ describe('the bundled entry points', () => {
       const { port1, port2 } = new MessageChannel();
       port1.on('message', (url) => seen.add(url));
       register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}), import.meta.url, { data: { port: port2 }, transferList: [port2] });
-      const { BackgroundManager, parseConfig } = await import('forkpool');
+      const { BackgroundManager } = await import('forkpool');
+      const { parseConfig } = await import('forkpool/protocol');
       const { startSimServer } = await import('forkpool/sim');
       const sim = await startSimServer();
       const config = parseConfig({ workspaceRoot: process.env.FORKPOOL_TEST_ROOT, baseUrl: sim.url, apiKey: 'k', executor: 'inline' });

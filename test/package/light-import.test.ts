@@ -19,16 +19,24 @@ const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_P
 
 describe('a light import', () => {
   // tsc's files and the bundled ones package.json exports (scripts/bundle-library.mjs).
-  it.each(['index.js', 'executors.js', 'durable.js', 'sim/index.js', 'bundle/index.js', 'bundle/executors.js', 'bundle/durable.js', 'bundle/sim.js'])(
-    'dist/%s loads no heavy package',
-    (entry) => {
-      const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
-      // (The next test shows the trace does see these packages when they load.)
-      expect(heavyIn(packages)).toEqual([]);
-      // Nor pino: src/main/logger.ts requires it on the first createLogger.
-      expect(packages).not.toContain('pino');
-    },
-  );
+  it.each([
+    'index.js',
+    'executors.js',
+    'durable.js',
+    'protocol.js',
+    'sim/index.js',
+    'bundle/index.js',
+    'bundle/executors.js',
+    'bundle/durable.js',
+    'bundle/protocol.js',
+    'bundle/sim.js',
+  ])('dist/%s loads no heavy package', (entry) => {
+    const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
+    // (The next test shows the trace does see these packages when they load.)
+    expect(heavyIn(packages)).toEqual([]);
+    // Nor pino: src/main/logger.ts requires it on the first createLogger.
+    expect(packages).not.toContain('pino');
+  });
 
   it('the subpaths load their own packages (the check above sees them when they load)', () => {
     expect(heavyIn(sampleImport(REPO_ROOT, importOf('main/bullmq/index.js'), true).packages)).toEqual(expect.arrayContaining(['bullmq', 'ioredis']));

@@ -47,8 +47,8 @@ export interface EngineOptions {
   budgets: JobBudgets;
   logger: Logger | undefined;
   emit: Emit;
-  closed(): boolean;
-  reportFault(what: string, error: unknown): void;
+  closed: () => boolean;
+  reportFault: (what: string, error: unknown) => void;
 }
 
 /** The engine's parts, each the one owner of its piece of the jobs' state (README.md "Who owns what"). */
