@@ -13,7 +13,8 @@
  * - The inline executor's job runtime (dist/worker/job.js, loaded by URL on the main thread) is
  *   an entry too, `worker-job.js`: from the bundle it shares the bundle's modules (one cgroup
  *   counter, one search-slot limit per thread) instead of loading a second copy.
- * - The CLI, the bench and tests that import dist/ by path keep loading tsc's modules.
+ * - The CLI, the bench's `#dist/…` imports (package.json `imports`) and tests that import dist/ by
+ *   path keep loading tsc's modules; the bench's `forkpool…` imports load these bundles.
  *
  * Without rolldown (a dev dependency) each entry is written as a one-line re-export of tsc's file.
  */
@@ -34,6 +35,9 @@ for (const [subpath, target] of Object.entries(pkg.exports)) {
   input[name] = path.join(root, target.types.replace(/\.d\.ts$/, '.js'));
 }
 rmSync(outDir, { recursive: true, force: true });
+// The bench once built into dist/bench (it is bench/ → dist-bench/ now): a checkout's older build
+// would otherwise stay in dist/, which package.json `files` ships whole.
+rmSync(`${root}dist/bench`, { recursive: true, force: true });
 let build;
 try {
   ({ build } = await import('rolldown'));

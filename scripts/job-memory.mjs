@@ -3,7 +3,7 @@
  * answers after --latency ms) in `shared` isolation, then process RSS, the main thread's heap
  * and each worker's heap. Run twice (N=1000, N=4000) and compare: the slope is the cost.
  *
- *   npm run build && node --expose-gc scripts/job-memory.mjs --jobs 1000 [--snapshot out.heapsnapshot]
+ *   npm run bench:build && node --expose-gc scripts/job-memory.mjs --jobs 1000 [--snapshot out.heapsnapshot]
  *
  * Prints one JSON line. --snapshot writes one worker's heap snapshot (it forces a GC there).
  */
@@ -17,8 +17,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createExecutor } from '../dist/main/jobs/executor-factory.js';
 import { BackgroundManager } from '../dist/main/jobs/manager.js';
 import { parseConfig } from '../dist/shared/config.js';
-import { startSimProcess } from '../dist/bench/sim-process.js';
-import { sharedTasksPerThread, SCALE_CONNECTIONS_PER_THREAD } from '../dist/bench/cell.js';
+import { startSimProcess } from '../dist-bench/bench/sim-process.js';
+import { sharedTasksPerThread, SCALE_CONNECTIONS_PER_THREAD } from '../dist-bench/bench/cell.js';
 
 const { values } = parseArgs({
   options: {

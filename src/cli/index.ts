@@ -14,9 +14,7 @@ import { runCommand, type RunFlags } from './run.js';
 import { simCommand, type SimFlags } from './sim.js';
 import type { ServeFlags } from './serve.js';
 import type { WorkerFlags } from './worker.js';
-import type { BenchFlags } from '../bench/run.js';
 import { loadOptional } from '../main/executors/optional-package.js';
-import { ForkpoolError } from '../shared/errors.js';
 
 function globalOptions(command: Command): Command {
   return (
@@ -225,37 +223,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--seed <n>', 'PRNG seed', parseIntFlag('--seed', 0))
     .action(async (flags: SimFlags) => setExit(await simCommand(flags)));
 
-  program
-    .command('bench')
-    .description('run the benchmark matrix (executors × workloads) against the simulator; write JSON, markdown and SVG charts')
-    .option('--quick', 'tiny fan-outs and short latencies (a few minutes: 211 s on a 2-core machine; each SDK cell waits out a 10 s spin)')
-    .option('--only <workload>', 'one workload: io, cpu, scale or parse')
-    .option('--out <dir>', 'output folder (default: bench/results, quick runs bench/results/quick, git-ignored)')
-    .option('--name <name>', 'base name of the output files (default: quick or full)')
-    .option(
-      '--executors <list>',
-      'comma-separated: inline, piscina-thread, piscina-shared, tinypool, worker-per-job, openai-agents, ai-sdk (the last two: other SDKs, in-process)',
-    )
-    .option('--fanouts <list>', "comma-separated job counts, replacing each workload's own")
-    .option('--cpu-prof', 'write a CPU profile of each cell to <out>/profiles')
-    // Loaded on demand: the bench code is not needed by any other command.
-    .action(async (flags: BenchFlags) => setExit(await (await loadBench()).benchCommand(flags)));
-
   return program;
-}
-
-/** The bench lives in a clone of the repository: the published package leaves dist/bench out. */
-async function loadBench(): Promise<typeof import('../bench/run.js')> {
-  try {
-    return await import('../bench/run.js');
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
-    throw new ForkpoolError(
-      'PACKAGE_MISSING',
-      'forkpool bench runs from a clone of the forkpool repository (npm run bench); the published package leaves dist/bench out',
-      { cause: error },
-    );
-  }
 }
 
 async function main(): Promise<void> {

@@ -33,6 +33,7 @@ import { worktreeRoutes } from './routes/worktree.js';
 import { bulkCancelRoutes } from './routes/bulk-cancel.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { systemRoutes } from './routes/system.js';
+import { openApiDocument } from './openapi.js';
 import { transcriptRoutes } from './routes/transcript.js';
 import { BadRequestError } from './schemas.js';
 import { SERVER_SCOPE, ServerState } from './server-state.js';
@@ -125,7 +126,7 @@ async function mountRoutes(
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
   );
-  await app.register(systemRoutes(state, VERSION));
+  await app.register(systemRoutes(state, (prefix) => openApiDocument(VERSION, { prefix })));
   await app.register(jobRoutes(state));
   await app.register(transcriptRoutes(state));
   await app.register(messageRoutes(state));

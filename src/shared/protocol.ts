@@ -3,6 +3,7 @@ import { configSchema, type ForkpoolConfig } from './config.js';
 import { ERROR_CODES, type SerializedError } from './errors.js';
 import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js';
 import type { UsageByModel } from './usage.js';
+import type { RequestOutcome } from './model-call.js';
 import { BUDGET_NAMES, budgetLimitsSchema, type BudgetLimits, type BudgetName } from './budget.js';
 import { spawnSpecWireFields, type SpawnSpec } from './spawn-spec.js';
 import { JOB_HOOK_EVENTS, type JobHookEvent } from './hooks.js';
@@ -256,6 +257,10 @@ export type WorkerMessage =
   | { type: 'tool-call'; jobId: string; requestId: number; name: string; callId: string; args: unknown }
   /** The job no longer waits for that call (cancel, timeout): its signal on the main thread aborts. */
   | { type: 'tool-abort'; jobId: string; requestId: number }
+  /** Adaptive concurrency: model request `ticket` asks its endpoint's gate for a slot; answered by `gate-admitted`. */
+  | { type: 'gate-admit'; jobId: string; ticket: number }
+  /** Request `ticket` ended, or was given up while waiting: its slot (or its place in line) goes back. */
+  | { type: 'gate-settle'; jobId: string; ticket: number; outcome: RequestOutcome }
   /**
    * The job gave its final answer with children still running and waits for them: it ends this
    * attempt (its slot and thread go back) and is resumed with their results. Ends the attempt.
@@ -288,7 +293,9 @@ export type MainMessage =
   | { type: 'steer'; id: number; text: string; interrupt: boolean }
   /** `ask`: the call waits for an approval (the job pauses); `reason`: a deny someone gave, read by the model. */
   | { type: 'permission-answer'; requestId: number; granted: boolean; ask?: true; reason?: string }
-  | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer);
+  | ({ type: 'tool-answer'; requestId: number } & HostToolAnswer)
+  /** The gate's answer to `gate-admit`: request `ticket` may be sent. */
+  | { type: 'gate-admitted'; ticket: number };
 
 const fileReadSchema = z.strictObject({
   path: z.string().min(1).max(4_096),
@@ -300,6 +307,19 @@ const fileReadSchema = z.strictObject({
 });
 
 const loopEventSchema = z.looseObject({ type: z.string() });
+
+/** A model request's outcome as a job reports it to its gate (see RequestOutcome). */
+const requestOutcomeSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('ok'), latencyMs: z.number() }),
+  z.strictObject({
+    kind: z.literal('overloaded'),
+    status: z.number().int(),
+    latencyMs: z.number(),
+    retryAfterMs: z.number().min(0).optional(),
+  }),
+  z.strictObject({ kind: z.literal('failed'), latencyMs: z.number(), retryAfterMs: z.number().min(0).optional() }),
+  z.strictObject({ kind: z.literal('abandoned') }),
+]);
 
 export const workerMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('started'), jobId: z.string(), threadId: z.number(), at: z.number() }),
@@ -342,6 +362,8 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
     args: z.unknown(),
   }),
   z.object({ type: z.literal('tool-abort'), jobId: z.string(), requestId: z.number().int() }),
+  z.object({ type: z.literal('gate-admit'), jobId: z.string(), ticket: z.number().int().min(1) }),
+  z.object({ type: z.literal('gate-settle'), jobId: z.string(), ticket: z.number().int().min(1), outcome: requestOutcomeSchema }),
   z.object({ type: z.literal('alert'), jobId: z.string(), message: z.string().min(1).max(ALERT_MAX_CHARS), severity: z.enum(ALERT_SEVERITIES) }),
   z.object({
     type: z.literal('spawn'),
@@ -403,6 +425,7 @@ export const mainMessageSchema = z.discriminatedUnion('type', [
     message: z.string().optional(),
   }),
   steeringMessageSchema.extend({ type: z.literal('steer'), interrupt: z.boolean() }),
+  z.object({ type: z.literal('gate-admitted'), ticket: z.number().int().min(1) }),
 ]);
 
 /** The value handed to the executor as one task. Ports are transferred, not copied. */
@@ -417,10 +440,11 @@ export interface JobTask {
   /** This job's id on its thread's link (thread-links.ts), in place of a port of its own. */
   linkId?: number;
   /**
-   * Comlink channel to the main thread's adaptive rate gate (`concurrency: "adaptive"` only).
-   * Permissions go over `port` (`permission` messages).
+   * The main thread serves this job's adaptive rate gate (`concurrency: "adaptive"`, a job on
+   * this process's threads): its model requests ask it over `port` (`gate-admit`). Unset: the
+   * shared pause-on-429 gate ({@link rateGateBuffer}).
    */
-  permissionPort?: import('node:worker_threads').MessagePort;
+  adaptiveGate?: true;
   /** Shared by every job of an executor: the 429 back-off gate (see rate-gate.ts). */
   rateGateBuffer?: SharedArrayBuffer;
   /**
@@ -437,12 +461,23 @@ export interface JobTask {
 }
 
 /** The ports a task carries, to transfer with it (or close when it will not run). */
-export function taskPorts(task: Pick<JobTask, 'port' | 'permissionPort'>): import('node:worker_threads').MessagePort[] {
+export function taskPorts(task: Pick<JobTask, 'port'>): import('node:worker_threads').MessagePort[] {
   // A linked task's port is not set (see JobTask.port).
-  return [task.port as JobTask['port'] | undefined, task.permissionPort].filter((port) => port !== undefined);
+  return [task.port as JobTask['port'] | undefined].filter((port) => port !== undefined);
 }
 
-/** The permission service the main thread exposes to workers over comlink. */
+/**
+ * A job attempt's lease on its endpoint's adaptive gate (src/main/limits/request-gate.ts): its
+ * Attempt answers the job's `gate-admit` and `gate-settle` with it.
+ */
+export interface RequestGateService {
+  /** Resolves once request `ticket` (numbered by the worker) may be sent. */
+  admitRequest(ticket: number): Promise<void>;
+  /** Request `ticket` ended (or was given up while waiting): its slot comes back. */
+  settleRequest(ticket: number, outcome: RequestOutcome): void;
+}
+
+/** The main thread's permission store, as an attempt asks it for a job's `permission` message. */
 export interface PermissionService {
   isGranted(tool: string): boolean;
 }

@@ -14,11 +14,8 @@ import type { ToolContext, ToolDefinition } from '../shared/tools/types.js';
  * The tools a job's thread offers beyond the port tools: built-ins, tool modules' tools (run
  * here) and stubs of the main thread's tools (host, MCP), whose calls cross the job's port.
  *
- * Why the job's port, as `requestId` messages, and not comlink: the port is already the job's
- * one channel (on Piscina, a frame on its thread's link: one open port per thread, not per
- * job), it is validated with zod where it enters, and its end is the attempt's end, which
- * aborts every call in flight. Comlink would add a port per job (each costs every message on
- * the main thread) and hangs a call whose peer closes (see DESIGN.md's pitfalls).
+ * Why the job's port, as `requestId` messages: the one RPC style across the thread link (see
+ * this folder's README).
  */
 
 /** Accepts anything: a host tool's arguments are validated on the main thread, against its real schema. */

@@ -6,19 +6,10 @@ import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt, orientationMessage } from '../shared/prompts.js';
-import {
-  mainMessageSchema,
-  type JobOutcome,
-  type JobSpec,
-  type JobTask,
-  type PermissionService,
-  type StopRequest,
-  type WorkerMessage,
-} from '../shared/protocol.js';
+import { mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop } from '../shared/tool-loop.js';
 import type { LoopEvent } from '../shared/loop-events.js';
-import { raceRemote, releaseProxy, wrapPort } from '../shared/comlink-port.js';
 import { HostToolLink, jobToolHooks, offeredTools } from './host-tools.js';
 import { subagentStart, subagentStop } from './job-hooks.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
@@ -32,10 +23,9 @@ import { ChildLink, spawnChildTool, type ChildSpawnOffer } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
 import { typedOutputFor } from './typed-output.js';
 import { SUBMIT_RESULT_TOOL } from '../shared/output-schema.js';
-import { RemoteRateGate, type RemoteGateService } from './remote-gate.js';
+import { RemoteRateGate, answerOrFallback } from './remote-gate.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { Remote } from 'comlink';
 import { BudgetMeter } from '../shared/budget.js';
 import { capConversation } from '../shared/conversation-cap.js';
 import { connectionSlotsFor } from '../shared/connection-slots.js';
@@ -270,7 +260,6 @@ function clientFor(config: JobSpec['config']): OpenAI {
  * `done` (port messages can otherwise arrive after the task's promise resolved).
  */
 export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopReason: JobOutcome['stopReason'] }> {
-  const { permissionPort } = task;
   // Set by the sender, or by the loader from the task's link id (loader.cts).
   const port = task.port;
   const post = (message: WorkerMessage) => port.postMessage(message);
@@ -292,6 +281,8 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     post({ type: 'permission', jobId: spec.id, requestId, tool, ...(callId !== undefined ? { callId } : {}) }),
   );
   const hostTools = new HostToolLink(spec.id, post);
+  // Adaptive concurrency: its model requests ask the main thread's gate, over this port too.
+  const remoteGate = task.adaptiveGate && spec.config.background.concurrency === 'adaptive' ? new RemoteRateGate(spec.id, post, port) : undefined;
   const steering = new SteeringInbox(spec.steering ?? [], (ids) => post({ type: 'progress', jobId: spec.id, event: { type: 'messages_received', ids } }));
   const onMessage = (raw: unknown) => {
     const parsed = mainMessageSchema.safeParse(raw);
@@ -302,18 +293,13 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     else if (message.type === 'steer') steering.receive({ id: message.id, text: message.text }, message.interrupt);
     else if (message.type === 'permission-answer') permissionAsked.answer(message.requestId, message);
     else if (message.type === 'tool-answer') hostTools.answer(message);
+    else if (message.type === 'gate-admitted') remoteGate?.admitted(message.ticket);
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
-  // Only the adaptive rate gate talks over it: closed at once otherwise, and with it the main
-  // thread's end (one port per job there: see Attempt.launch).
-  const adaptive = spec.config.background.concurrency === 'adaptive';
-  if (!adaptive) permissionPort?.close();
-  const remote = adaptive && permissionPort ? wrapPort<PermissionService & RemoteGateService>(permissionPort) : undefined;
-  // Over the events port: the main thread keeps one port per job (see Attempt.launch).
   const awaited = new Map<string, AwaitedCall>();
   const permissions = approvalGate(
-    (request) => raceRemote(permissionAsked.ask(request.tool, request.callId), port, TIMINGS.permissionAnswerMs, DENIED, controller.signal),
+    (request) => answerOrFallback(permissionAsked.ask(request.tool, request.callId), port, TIMINGS.permissionAnswerMs, DENIED, controller.signal),
     awaited,
   );
   try {
@@ -327,7 +313,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
         started: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'started' }),
         ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
       },
-      rateGate: rateGateFor(spec, task, remote),
+      rateGate: remoteGate ?? (task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined),
       jobTools: jobToolsFor(spec, post, children, controller.signal, deferral),
       deferral,
       ...(children ? { children } : {}),
@@ -343,7 +329,6 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   } finally {
     releaseConfig();
     port.off('message', onMessage);
-    remote?.[releaseProxy]();
     closePorts(task);
   }
 }
@@ -390,15 +375,6 @@ function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
   return { agents, tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace };
 }
 
-/**
- * Adaptive concurrency: every model request asks the main thread's gate for a slot. Fixed: the
- * executor's shared pause-on-429 gate.
- */
-function rateGateFor(spec: JobSpec, task: JobTask, remote: Remote<PermissionService & RemoteGateService> | undefined): RateGate | undefined {
-  if (remote && task.permissionPort) return new RemoteRateGate(remote, task.permissionPort);
-  return task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined;
-}
-
 /** Below its depth limit (its agent's, else the session's), a job gets the spawn tool. */
 function canSpawn(spec: JobSpec): boolean {
   return (spec.depth ?? 1) < maxDepthFor(spec.config, spec.agent);
@@ -406,7 +382,6 @@ function canSpawn(spec: JobSpec): boolean {
 
 function closePorts(task: JobTask): void {
   task.port?.close();
-  task.permissionPort?.close();
 }
 
 /** The main thread's answer to a gated call: granted, denied (with someone's reason), or `ask` (it waits for an approval). */

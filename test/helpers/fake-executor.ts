@@ -356,7 +356,6 @@ export class FakeExecutor implements Executor {
       } else if (step === 'close-port' && script.closesPort) {
         t.portClosed = true;
         t.task.port.close();
-        t.task.permissionPort?.close();
       } else if (step === 'settle-run' && !t.settled) {
         t.settled = true;
         this.occupancy.push(this.occupied);

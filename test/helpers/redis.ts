@@ -19,7 +19,7 @@ import { makeConfig, makeManager, makeWorkspace, startSim } from './pool.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { SimServer, SimServerOptions } from '../../src/sim/index.js';
 import { skipWithout } from './system.js';
-import { startTcpProxy as startLoopbackProxy, type TcpProxy } from '../../src/bench/tcp-proxy.js';
+import { startTcpProxy as startLoopbackProxy, type TcpProxy } from './tcp-proxy.js';
 import { spawnCli, parseJsonLines, type CliProcess } from './cli.js';
 
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((file) => existsSync(file)) ?? 'redis-server';

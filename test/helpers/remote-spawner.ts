@@ -1,7 +1,6 @@
 /** A RemoteSpawner for tests: a real runner (its own Piscina pool) reached only through handles. */
 import { MessageChannel } from 'node:worker_threads';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
-import { exposeOnPort } from '../../src/shared/comlink-port.js';
 import type { JobSpec, WorkerMessage } from '../../src/shared/protocol.js';
 import { SharedRateGate } from '../../src/shared/rate-gate.js';
 import type { RemoteHandle, RemoteJobEvent, RemoteSpawner, RemoteStatus } from '../../src/main/remote/spawner.js';
@@ -20,8 +19,6 @@ export function poolSpawner(config: ForkpoolConfig, cleanups: Cleanup): RemoteSp
     spawn(spec: JobSpec): RemoteHandle {
       specs.push(spec);
       const events = new MessageChannel();
-      const permissions = new MessageChannel();
-      exposeOnPort({ isGranted: () => false }, permissions.port1);
       const listeners = new Set<(event: RemoteJobEvent) => void>();
       const emit = (event: RemoteJobEvent) => listeners.forEach((listener) => listener(event));
       const hard = new AbortController();
@@ -37,15 +34,12 @@ export function poolSpawner(config: ForkpoolConfig, cleanups: Cleanup): RemoteSp
           emit({ type: 'done', outcome: message.outcome });
         }
       });
-      pool
-        .run({ spec, port: events.port2, permissionPort: permissions.port2, rateGateBuffer: SharedRateGate.createBuffer() }, { hardStop: hard.signal })
-        .catch((error: Error) => {
-          if (status !== 'ended') {
-            status = 'ended';
-            emit({ type: 'failed', error });
-          }
-        })
-        .finally(() => permissions.port1.close());
+      pool.run({ spec, port: events.port2, rateGateBuffer: SharedRateGate.createBuffer() }, { hardStop: hard.signal }).catch((error: Error) => {
+        if (status !== 'ended') {
+          status = 'ended';
+          emit({ type: 'failed', error });
+        }
+      });
       const handle: RemoteHandle = {
         id: `pool-${spec.id}`,
         status: () => status,

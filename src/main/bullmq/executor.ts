@@ -153,8 +153,6 @@ export class BullmqExecutor implements Executor {
 
   async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
     const { spec } = task;
-    // The permission port serves local grants; a remote job has its config's grants only.
-    task.permissionPort?.close();
     const port = task.port;
     if (this.#closing) {
       port.close();

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { TIMINGS } from '../../shared/defaults.js';
 import { killTagged } from '../../shared/tools/process-tag.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
-import { exposeOnPort } from '../../shared/comlink-port.js';
 import {
   workerMessageSchema,
   type AlertSeverity,
@@ -14,16 +13,17 @@ import {
   type JobSpec,
   type JobTask,
   type PermissionService,
+  type RequestGateService,
   type StopRequest,
   type HostToolAnswer,
   type AwaitedCall,
 } from '../../shared/protocol.js';
 import { HostCalls } from '../tools/host-calls.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
+import type { RequestOutcome } from '../../shared/model-call.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
 import type { Executor } from './executor.js';
 import { portPair, type AttemptPort } from './local-ports.js';
-import type { MessagePort } from 'node:worker_threads';
 import type { JobScheduler } from './scheduler.js';
 
 /** How one launch of a job ended, as far as its attempt can tell. */
@@ -56,6 +56,8 @@ export interface AttemptOptions {
   scheduler: JobScheduler;
   permissions: PermissionService;
   rateGateBuffer: SharedArrayBuffer;
+  /** Adaptive concurrency: the job's gate lease, answering its `gate-admit`/`gate-settle` (see request-gate.ts). */
+  gate?: RequestGateService | undefined;
   /** See {@link JobTask.owner}. */
   owner?: string;
   /** Cooperative cancel → hard stop after this long. */
@@ -98,7 +100,6 @@ export class Attempt {
   #resolve!: (end: AttemptEnd) => void;
   #end: AttemptEnd | undefined;
   #port: AttemptPort | undefined;
-  #permissionPort: AttemptPort | undefined;
   #started = false;
   #hardStopped = false;
   #portClosed = false;
@@ -129,9 +130,8 @@ export class Attempt {
   launch(spec: JobSpec): void {
     const { executor } = this.#options;
     this.#processTag = spec.processTag;
-    // A remote executor's job never crosses a thread of this process: its ports are an
-    // in-process pair, not two native MessageChannels (see local-ports.ts), and nobody asks
-    // the permission service over them (the executor closes that port at once).
+    // A remote executor's job never crosses a thread of this process: its port is an
+    // in-process pair, not a native MessageChannel (see local-ports.ts).
     const remote = executor.capabilities.remote === true;
     // A Piscina job goes without a port of its own: it talks over its thread's link
     // (thread-links.ts), since every open port costs each message on this thread (libuv checks
@@ -139,15 +139,9 @@ export class Attempt {
     const linked = remote ? undefined : executor.openPort?.();
     const { local: port, remote: remoteEnd } = linked ? { local: linked, remote: undefined } : portPair(remote);
     this.#port = port;
-    // Only an adaptive job's rate gate needs a port of its own (permissions go over the events
-    // port), and only a job on this process's threads can use it.
-    let permissionPort: MessagePort | undefined;
-    if (!remote && spec.config.background.concurrency === 'adaptive') {
-      const permissions = portPair(false);
-      this.#permissionPort = permissions.local;
-      exposeOnPort(this.#options.permissions, permissions.native as MessagePort);
-      permissionPort = permissions.remote;
-    }
+    // Only a job on this process's threads asks this process's adaptive gate (a remote one has
+    // its runner's); it asks over the same port as everything else.
+    const adaptiveGate = !remote && this.#options.gate !== undefined && spec.config.background.concurrency === 'adaptive';
     port.on('message', (message: unknown) => this.#onMessage(message));
     port.once('close', () => {
       this.#portClosed = true;
@@ -158,7 +152,7 @@ export class Attempt {
     const task = {
       spec,
       ...(linked ? { linkId: linked.id } : { port: remoteEnd }),
-      ...(permissionPort ? { permissionPort } : {}),
+      ...(adaptiveGate ? { adaptiveGate } : {}),
       rateGateBuffer: this.#options.rateGateBuffer,
       ...(owner ? { owner } : {}),
     } as JobTask;
@@ -195,6 +189,17 @@ export class Attempt {
     if (this.#options.executor.capabilities.remote === true) return void this.post({ type: 'permission-answer', requestId, granted: false });
     const answer = this.#options.answerPermission?.(tool, callId) ?? { granted: this.#options.permissions.isGranted(tool) };
     this.post({ type: 'permission-answer', requestId, ...answer });
+  }
+
+  /**
+   * A model request asks the gate for a slot; the answer goes back once it has one. Without a
+   * gate (a job that asks anyway) it goes at once: nothing waits for an answer that never comes.
+   * The slot of a thread that dies holding it comes back with the lease's release (runner.ts).
+   */
+  #admitRequest(ticket: number): void {
+    const gate = this.#options.gate;
+    if (!gate) return void this.post({ type: 'gate-admitted', ticket });
+    void gate.admitRequest(ticket).then(() => this.post({ type: 'gate-admitted', ticket }));
   }
 
   #startHostCall(requestId: number, call: { name: string; callId: string; args: unknown }): void {
@@ -267,7 +272,6 @@ export class Attempt {
     // Process groups reported after the ending are still in the port: read them before it closes.
     this.#drainPort();
     this.#port?.close();
-    this.#permissionPort?.close();
     this.#killProcessGroups();
     // A thread that died or was stopped could not clean up after itself, and a tool aborted at
     // the job's end may still be stopping its command: nothing of a job outlives it. (Only jobs
@@ -315,6 +319,10 @@ export class Attempt {
           return this.#startHostCall(message.requestId, { name: message.name, callId: message.callId, args: message.args });
         case 'tool-abort':
           return this.#hostCalls.abort(message.requestId, new JobError('ABORTED', this.jobId, 'the job stopped waiting for this call'));
+        case 'gate-admit':
+          return this.#admitRequest(message.ticket);
+        case 'gate-settle':
+          return this.#options.gate?.settleRequest(message.ticket, message.outcome as RequestOutcome);
         case 'suspend':
           return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
         case 'await-approval':

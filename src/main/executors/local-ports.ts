@@ -68,9 +68,6 @@ export class InProcessPort extends EventEmitter {
     if (peer) peer.close();
   }
 
-  /** A MessagePort starts on its first listener; this one always delivers. Kept for comlink's endpoint. */
-  start(): void {}
-
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
@@ -95,8 +92,6 @@ export interface PortPair {
   local: AttemptPort;
   /** The executor's end, handed over in JobTask. */
   remote: MessagePort;
-  /** The Attempt's end as a MessagePort, when it is one (comlink's permission service is exposed on it). */
-  native?: MessagePort;
 }
 
 export function portPair(inProcess: boolean): PortPair {
@@ -108,5 +103,5 @@ export function portPair(inProcess: boolean): PortPair {
   }
   const { port1, port2 } = new MessageChannel();
   const local: AttemptPort = Object.assign(port1, { receive: () => receiveMessageOnPort(port1) });
-  return { local, remote: port2, native: port1 };
+  return { local, remote: port2 };
 }

@@ -15,7 +15,7 @@ import type { WaveJoins } from './joins.js';
 import type { ResumeOrigin } from './resumes.js';
 import type { JobWorktree } from './worktrees.js';
 import type { JobWorktrees } from './job-worktrees.js';
-import { admitSpawn, isWellFormedSpawn, withJsonOutputSchema, type SpawnOptions, type SpawnRequest } from './manager-api.js';
+import { admitSpawn, checkSpawn, withJsonOutputSchema, type SpawnOptions, type SpawnRequest } from './manager-api.js';
 
 /** What booking needs besides the table: the config, the ledger and the books a spawn is entered in. */
 export interface TableHost {
@@ -93,27 +93,22 @@ export class JobTable {
     if (options.signal?.aborted) throw new AbortError(options.signal.reason);
     const runsRemote = this.#host.remoteExecutor || this.#checkRemote(request);
     const workerDecides = (name: string) => runsRemote && name.startsWith('mcp__');
+    // The spawn's one validation (manager-api.ts): the fields, the agent and the spec, whatever door it came through.
+    const checked = checkSpawn(request, config, (name) => this.#host.tools.knows(name) || workerDecides(name));
+    const { data, role, agent, spec: ownSpec } = checked;
     // An identical request joins the running job or reuses a fresh result (see dedup.ts).
     // A resume never joins another job: its task is an instruction to a conversation, not a question of its own.
     // Nor does a guess: a real spawn must not attach to a job that may be cancelled as a guess.
-    const dedupKey =
-      resume === undefined && options.dedup !== false && isWellFormedSpawn(request) && !request.speculative
-        ? dedup.keyFor(request, nested !== undefined)
-        : undefined;
+    const dedupKey = resume === undefined && options.dedup !== false && !data.speculative ? dedup.keyFor(request, nested !== undefined) : undefined;
     const match = dedupKey === undefined ? undefined : dedup.find(dedupKey, (id) => ledger.get(id));
     if (match) return { kind: 'joined', match };
-    const {
-      data,
-      role,
-      agent,
-      spec: ownSpec,
-    } = admitSpawn(
-      request,
+    // A join takes no slot: only a new job is refused for a full queue or a taken name.
+    admitSpawn(
+      checked,
       config,
       this.#host.waitingForSlot(),
       (name) => this.#holders.get(name)?.id,
       (id) => ledger.get(id)?.state,
-      (name) => this.#host.tools.knows(name) || workerDecides(name),
     );
     // A name a tool source claims but has not listed (an MCP server still connecting, or down) is
     // not offered: the job's record says which tools it really has.

@@ -270,13 +270,8 @@ export function withJsonOutputSchema(request: SpawnRequest): SpawnRequest {
   }
 }
 
-/** True when the request is well formed (admission says what is wrong when it is not). */
-export function isWellFormedSpawn(request: unknown): request is SpawnRequest {
-  return spawnRequestSchema.safeParse(request).success;
-}
-
-/** What admission decided about a spawn request: its validated fields, role, agent and own spec. */
-export interface Admitted {
+/** A spawn request after {@link checkSpawn}: its validated fields, role, agent and own spec. */
+export interface CheckedSpawn {
   data: z.output<typeof spawnRequestSchema>;
   role: JobRole;
   agent: string | undefined;
@@ -284,24 +279,17 @@ export interface Admitted {
 }
 
 /**
- * Validates a spawn request and decides whether it may be queued now: a clear, typed error the
- * model can read when not (`TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, the spec's `TOOL_UNKNOWN`,
- * `TOOL_NOT_ALLOWED`, `MODEL_NOT_ALLOWED`, `PROMPT_REPLACE_NOT_ALLOWED`, `QUEUE_FULL`, `NAME_TAKEN`).
- * `waiting` counts the jobs that would wait for a slot (not those about to take a free one).
+ * The one validation of a spawn, whatever door it came through (library, the spawn tools, HTTP,
+ * the CLI, a job's child, a BullMQ producer): called once per spawn, by the booking
+ * (JobTable.book). A clear, typed error the model can read when it is not valid:
+ * `TOOL_ARGUMENTS_INVALID`, `AGENT_UNKNOWN`, or the spec's `TOOL_UNKNOWN`, `TOOL_NOT_ALLOWED`,
+ * `MODEL_NOT_ALLOWED`, `PROMPT_REPLACE_NOT_ALLOWED`, `SCHEDULER_UNKNOWN`.
  */
-export function admitSpawn(
-  request: SpawnRequest,
-  config: ForkpoolConfig,
-  waiting: number,
-  nameHolder: (name: string) => string | undefined,
-  stateOf: (id: string) => string | undefined,
-  knownTool?: (name: string) => boolean,
-): Admitted {
+export function checkSpawn(request: SpawnRequest, config: ForkpoolConfig, knownTool?: (name: string) => boolean): CheckedSpawn {
   const parsed = spawnRequestSchema.safeParse(request);
   if (!parsed.success) throw new JobError('TOOL_ARGUMENTS_INVALID', '-', `invalid spawn request: ${z.prettifyError(parsed.error)}`);
-  const { queueLimit, maxConcurrent, onFull, defaultAgent } = config.background;
   const role = parsed.data.role ?? 'primary';
-  const agent = parsed.data.agent ?? (role === 'user' ? defaultAgent : undefined);
+  const agent = parsed.data.agent ?? (role === 'user' ? config.background.defaultAgent : undefined);
   if (agent !== undefined) {
     try {
       agentEntry(config, agent);
@@ -316,13 +304,28 @@ export function admitSpawn(
     if (!(error instanceof ForkpoolError)) throw error;
     throw new JobError(error.code, '-', error.message);
   }
+  return { data: parsed.data, role, agent, spec };
+}
+
+/**
+ * Whether a valid spawn ({@link checkSpawn}) may be queued now: `QUEUE_FULL`, `NAME_TAKEN` when
+ * not. `waiting` counts the jobs that would wait for a slot (not those about to take a free one).
+ */
+export function admitSpawn(
+  checked: CheckedSpawn,
+  config: ForkpoolConfig,
+  waiting: number,
+  nameHolder: (name: string) => string | undefined,
+  stateOf: (id: string) => string | undefined,
+): void {
+  const { queueLimit, maxConcurrent, onFull } = config.background;
   if (onFull === 'reject' && waiting >= 0) {
     throw new JobError('QUEUE_FULL', '-', `all ${maxConcurrent} background slots are taken (onFull: reject); wait for a job to finish or cancel one`);
   }
   if (queueLimit > 0 && waiting >= queueLimit) {
     throw new JobError('QUEUE_FULL', '-', `the background queue is full (${queueLimit} jobs waiting); wait for some to finish or cancel one`);
   }
-  const name = parsed.data.name;
+  const name = checked.data.name;
   const holder = name === undefined ? undefined : nameHolder(name);
   if (holder !== undefined) {
     throw new JobError(
@@ -331,5 +334,4 @@ export function admitSpawn(
       `the name "${name}" belongs to job ${holder}, which is still ${stateOf(holder) ?? 'live'}; pick another name or wait for it to end`,
     );
   }
-  return { data: parsed.data, role, agent, spec };
 }

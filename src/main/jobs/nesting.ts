@@ -39,7 +39,7 @@ export class Nesting {
   }
 
   /**
-   * A job asks for a child: the allow-list, the depth, then (in book, through admitSpawn) the
+   * A job asks for a child: the allow-list, the depth, then (in book, through checkSpawn and admitSpawn) the
    * spec, the cap and the queue, as for any spawn. A refusal goes back as the tool's error.
    */
   spawnChild(parent: Job, requestId: number, request: ChildSpawnRequest): void {

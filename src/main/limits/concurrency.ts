@@ -10,7 +10,7 @@ import { RequestGates, type RequestGateService } from './request-gate.js';
  * - `fixed`: jobs and the parent share one pause-on-Retry-After gate (a SharedArrayBuffer the
  *   worker threads read); the job cap alone bounds concurrency.
  * - `adaptive`: per endpoint, requests in flight follow AIMD ({@link RequestGates}); jobs ask
- *   over comlink, the parent asks locally and goes first.
+ *   over their port, the parent asks locally and goes first.
  */
 export class RequestGating {
   /** The fixed mode's shared gate (also handed to every job as its buffer). */
@@ -32,11 +32,11 @@ export class RequestGating {
   }
 
   /**
-   * What one job attempt exposes to its worker besides the permission store, and what to call
-   * when the attempt ends. Nothing in fixed mode.
+   * The gate one job attempt's requests ask (its Attempt answers the worker's messages with
+   * it), and what to call when the attempt ends. No gate in fixed mode.
    */
-  leaseFor(spec: JobSpec): { service: Partial<RequestGateService>; release(): void } {
-    if (!this.gates) return { service: {}, release: () => {} };
+  leaseFor(spec: JobSpec): { service?: RequestGateService; release(): void } {
+    if (!this.gates) return { release: () => {} };
     return this.gates.leaseFor(endpointOf(this.#config, spec.agent), spec.id);
   }
 

@@ -3,6 +3,7 @@ import type { AdmissionGate, GateTicket, RequestOutcome } from '../../shared/mod
 import type { AdaptiveConfig } from '../../shared/scheduling-config.js';
 import { AimdController, type AimdChange } from './adaptive-cap.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
+import type { RequestGateService } from '../../shared/protocol.js';
 
 /** Who sends a request: the parent agent (goes first) or a background job. */
 export type RequestOrigin = { kind: 'parent' } | { kind: 'job'; jobId: string };
@@ -24,13 +25,7 @@ export type RequestGateEvents = {
   limit: [{ endpoint: string; limit: number; reason: NonNullable<AimdChange>['reason'] }];
 };
 
-/** What a background job's worker calls over comlink (bound to the job's endpoint on the main side). */
-export interface RequestGateService {
-  /** Resolves once request `ticket` (numbered by the worker) may be sent. */
-  admitRequest(ticket: number): Promise<void>;
-  /** Request `ticket` ended (or was given up while waiting): its slot comes back. */
-  settleRequest(ticket: number, outcome: RequestOutcome): void;
-}
+export type { RequestGateService };
 
 /** Slots above the limit only the parent may take. */
 const PARENT_HEADROOM = 1;
@@ -181,7 +176,7 @@ class EndpointLimiter {
 
 /**
  * Adaptive concurrency's gates, one per endpoint (base URL), on the main thread: jobs reach
- * theirs over comlink ({@link RequestGateService}), the parent through {@link parentGate}.
+ * theirs over their port's `gate-admit`/`gate-settle` messages ({@link RequestGateService}, answered by their Attempt), the parent through {@link parentGate}.
  */
 export class RequestGates extends TypedEmitter<RequestGateEvents> {
   readonly #settings: Required<Pick<AdaptiveConfig, 'floor' | 'decreaseFactor' | 'latencyTolerance'>> & { ceiling: number; initial: number };

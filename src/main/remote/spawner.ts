@@ -89,8 +89,6 @@ export class RemoteExecutor implements Executor {
   }
 
   async run(task: JobTask, { hardStop }: ExecuteOptions): Promise<void> {
-    // Grants travel in the spec's config: a remote runner has no line to this process's store.
-    task.permissionPort?.close();
     const port = task.port;
     const jobId = task.spec.id;
     this.#live++;

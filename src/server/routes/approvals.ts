@@ -1,9 +1,32 @@
 import type { FastifyInstance } from 'fastify';
 import { ForkpoolError, errorMessage } from '../../shared/errors.js';
-import { parseRequest } from '../schemas.js';
-import { approvalBody, approvalParams, type approvalListBody } from '../approval-bodies.js';
+import { approvalBody, approvalListBody, approvalParams } from '../approval-bodies.js';
+import { approvalRecordSchema, errorBody } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
 import type { z } from 'zod';
+
+export const listApprovalsRoute = {
+  method: 'get',
+  path: '/v1/approvals',
+  operationId: 'listApprovals',
+  summary: 'The tool calls jobs wait to make (approvals "ask"): the server\'s jobs and every open session\'s, oldest first.',
+  responses: { 200: { description: 'Every pending approval', schema: approvalListBody } },
+} satisfies RouteDoc;
+
+export const answerApprovalRoute = {
+  method: 'post',
+  path: '/v1/jobs/{id}/approvals/{callId}',
+  operationId: 'answerApproval',
+  summary: 'Allow or deny the tool call a job waits to make: allow runs exactly that call, once; deny gives its model the reason. Recorded as by "http".',
+  params: approvalParams,
+  body: approvalBody,
+  responses: {
+    200: { description: 'Answered: the approval as recorded', schema: approvalRecordSchema },
+    404: { description: 'No such job (JOB_UNKNOWN), or it waits for no call of that id (APPROVAL_UNKNOWN), each named', schema: errorBody },
+    409: { description: 'The call was answered already (APPROVAL_ANSWERED: by whom), or its job no longer waits', schema: errorBody },
+  },
+} satisfies RouteDoc;
 
 /**
  * `GET /v1/approvals` and `POST /v1/jobs/:id/approvals/:callId`: the calls jobs wait to make
@@ -13,14 +36,12 @@ import type { z } from 'zod';
  */
 export function approvalRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    app.get('/v1/approvals', async (): Promise<z.output<typeof approvalListBody>> => {
+    serve(app, listApprovalsRoute, async (): Promise<z.output<typeof approvalListBody>> => {
       const approvals = state.sources().flatMap(({ session, manager }) => manager.approvals().map((pending) => ({ ...pending, session })));
       return { approvals: approvals.sort((a, b) => a.requestedAt - b.requestedAt) };
     });
 
-    app.post('/v1/jobs/:id/approvals/:callId', async (request, reply) => {
-      const { id, callId } = parseRequest(approvalParams, request.params, 'params');
-      const body = parseRequest(approvalBody, request.body, 'body');
+    serve(app, answerApprovalRoute, async ({ params: { id, callId }, body }, _request, reply) => {
       const found = state.findJob(id);
       if (!found) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
       const { manager, record } = found;

@@ -1,7 +1,20 @@
 import type { FastifyInstance } from 'fastify';
 import { jobRef } from '../job-list.js';
-import { BadRequestError, cancelJobsBody, parseRequest } from '../schemas.js';
+import { BadRequestError, cancelJobsBody } from '../schemas.js';
+import { jobsCancelledBody } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
+
+export const cancelJobsRoute = {
+  method: 'post',
+  path: '/v1/jobs/cancel',
+  operationId: 'cancelJobs',
+  summary: 'Cancel many jobs at once: {ids: [ref, ...]} (at most 500) or {state: "queued"|"running"}, over the server and its sessions.',
+  body: cancelJobsBody,
+  // No body at all: "neither" (the check below), not a type error.
+  emptyBody: {},
+  responses: { 202: { description: 'Cancel requested for `cancelled`; `ended` were over already; `unknown` are no job', schema: jobsCancelledBody } },
+} satisfies RouteDoc;
 
 /**
  * `POST /v1/jobs/cancel`: many jobs at once, over the server's jobs and every open session's.
@@ -12,8 +25,7 @@ import type { ServerState } from '../server-state.js';
  */
 export function bulkCancelRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    app.post('/v1/jobs/cancel', async (request, reply) => {
-      const body = parseRequest(cancelJobsBody, request.body ?? {}, 'body');
+    serve(app, cancelJobsRoute, async ({ body }, _request, reply) => {
       if ((body.ids === undefined) === (body.state === undefined)) {
         throw new BadRequestError([
           {

@@ -2,11 +2,22 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { HubEvent } from '../event-hub.js';
 import type { ServerState } from '../server-state.js';
+import { textBody } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 
 /** A comment line every so often keeps proxies from closing a quiet stream. */
 const HEARTBEAT_MS = 15_000;
 /** How long the browser waits before reconnecting (the `retry:` field). */
 const RETRY_MS = 1_000;
+
+export const streamEventsRoute = {
+  method: 'get',
+  path: '/v1/events',
+  operationId: 'streamEvents',
+  summary:
+    'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done, approval-requested, approval-resolved; Last-Event-ID resumes; reset means refetch.',
+  responses: { 200: { description: 'The event stream (`id:`, `event:`, `data:` JSON)', schema: textBody, contentType: 'text/event-stream' } },
+} satisfies RouteDoc;
 
 /**
  * `GET /v1/events`: Server-Sent Events from the hub. A client that reconnects sends
@@ -16,7 +27,7 @@ const RETRY_MS = 1_000;
  */
 export function eventRoutes(state: ServerState, open: Set<ServerResponse>) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    app.get('/v1/events', async (request, reply) => {
+    serve(app, streamEventsRoute, async (_input, request, reply) => {
       const header = request.headers['last-event-id'];
       const query = request.query as Record<string, unknown>;
       const raw = typeof header === 'string' ? header : typeof query.lastEventId === 'string' ? query.lastEventId : undefined;

@@ -2,20 +2,81 @@ import type { FastifyInstance } from 'fastify';
 import { ForkpoolError, errorMessage } from '../../shared/errors.js';
 import { jobDetail, jobSummary } from '../job-view.js';
 import { spawnSpecOf } from '../../shared/spawn-spec.js';
-import { createJobsSchemaFor, jobIdParams, listJobsQuery, parseRequest, resultQuery } from '../schemas.js';
-import type { JobListBody } from '../responses.js';
+import { createJobsBody, createJobsSchemaFor, jobIdParams, listJobsQuery, resultQuery } from '../schemas.js';
+import { errorBody, jobDetailSchema, jobHandleSchema, jobListBody, jobsRefusedBody, jobsStartedBody, type JobListBody } from '../responses.js';
+import { serve, type ResponseDoc, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
 import type { JobRecord } from '../../main/ledger/ledger.js';
 import { jobRef, listJobs } from '../job-list.js';
 import { TRACEPARENT_PATTERN } from '../../shared/trace-context.js';
+
+const noSuchJob: ResponseDoc = { description: 'No such job (JOB_UNKNOWN)', schema: errorBody };
+
+export const createJobsRoute = {
+  method: 'post',
+  path: '/v1/jobs',
+  operationId: 'createJobs',
+  summary: 'Start one job ({task, label}) or many ({tasks: [...]}).',
+  body: createJobsBody,
+  bodyBranch: createJobsSchemaFor,
+  responses: {
+    202: { description: 'Accepted jobs, and any refused with their error.', schema: jobsStartedBody },
+    400: { description: 'A bad body (BAD_REQUEST), or every task refused (its code: AGENT_UNKNOWN, BUDGET_OVER_LIMIT, ...)', schema: jobsRefusedBody },
+    429: { description: 'Nothing started: the queue is full (QUEUE_FULL)', schema: jobsRefusedBody },
+    503: {
+      description: 'Nothing started: the server is closing (MANAGER_CLOSED) or its ledger cannot write (LEDGER_WRITE_FAILED)',
+      schema: jobsRefusedBody,
+    },
+  },
+} satisfies RouteDoc;
+
+export const listJobsRoute = {
+  method: 'get',
+  path: '/v1/jobs',
+  operationId: 'listJobs',
+  summary: 'Jobs in queue order, filtered by state, paged; with the totals and the latest event id.',
+  query: listJobsQuery,
+  responses: { 200: { description: 'A page of jobs', schema: jobListBody } },
+} satisfies RouteDoc;
+
+export const getJobRoute = {
+  method: 'get',
+  path: '/v1/jobs/{id}',
+  operationId: 'getJob',
+  summary: 'One job: record, live progress, full result.',
+  params: jobIdParams,
+  responses: { 200: { description: 'The job', schema: jobDetailSchema }, 404: noSuchJob },
+} satisfies RouteDoc;
+
+export const cancelJobRoute = {
+  method: 'delete',
+  path: '/v1/jobs/{id}',
+  operationId: 'cancelJob',
+  summary: 'Cancel a job (idempotent).',
+  params: jobIdParams,
+  responses: { 202: { description: 'Cancel requested; the job ends with status cancelled', schema: jobHandleSchema }, 404: noSuchJob },
+} satisfies RouteDoc;
+
+export const getJobResultRoute = {
+  method: 'get',
+  path: '/v1/jobs/{id}/result',
+  operationId: 'getJobResult',
+  summary: 'Long-poll for one job to end (?wait=seconds); ?offset=&limit= for one page of its result.',
+  params: jobIdParams,
+  query: resultQuery,
+  responses: {
+    200: { description: 'The ended job', schema: jobDetailSchema },
+    202: { description: 'Still queued or running when the wait ran out', schema: jobDetailSchema },
+    404: noSuchJob,
+  },
+} satisfies RouteDoc;
 
 /** `/v1/jobs`: start, list, read, cancel and wait for jobs of the server's own manager. */
 export function jobRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     let started = 0;
 
-    app.post('/v1/jobs', async (request, reply) => {
-      const body = parseRequest(createJobsSchemaFor(request.body), request.body, 'body');
+    serve(app, createJobsRoute, async ({ body }, request, reply) => {
       const tasks = 'tasks' in body ? body.tasks : [body];
       // The caller's trace: its jobs' spans are children of its span. A malformed header is ignored, as W3C asks.
       const header = request.headers.traceparent;
@@ -59,8 +120,7 @@ export function jobRoutes(state: ServerState) {
 
     // Every job of the server and its sessions, one page of them; the totals are the ledgers' counts.
     // Typed by its response schema (responses.ts): a field added here and not there fails the typecheck.
-    app.get('/v1/jobs', async (request): Promise<JobListBody> => {
-      const query = parseRequest(listJobsQuery, request.query, 'query');
+    serve(app, listJobsRoute, async ({ query }): Promise<JobListBody> => {
       const now = Date.now();
       const { jobs, total } = listJobs(state.sources(), query, (session, id) => state.progress.get(jobRef(session, id)), now);
       const next = query.offset + jobs.length < total ? query.offset + jobs.length : null;
@@ -83,25 +143,21 @@ export function jobRoutes(state: ServerState) {
     });
 
     // One job by ref: the server's by id (or name), a session's as `session/id` (URL-encoded: `s-1%2Fbg-3`).
-    app.get('/v1/jobs/:id', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
+    serve(app, getJobRoute, async ({ params: { id } }, _request, reply) => {
       const found = state.findJob(id);
       if (!found) return reply.code(404).send(unknownJob(id));
       const { session, manager, record } = found;
       return { ...jobDetail(record, state.progress.get(jobRef(session, record.id)), manager.budgetOf(record.id)), session };
     });
 
-    app.delete('/v1/jobs/:id', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
+    serve(app, cancelJobRoute, async ({ params: { id } }, _request, reply) => {
       const found = state.findJob(id);
       if (!found) return reply.code(404).send(unknownJob(id));
       const handle = found.manager.cancel(found.record.id);
       return reply.code(202).send(handle);
     });
 
-    app.get('/v1/jobs/:id/result', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
-      const { wait, offset, limit } = parseRequest(resultQuery, request.query, 'query');
+    serve(app, getJobResultRoute, async ({ params: { id }, query: { wait, offset, limit } }, _request, reply) => {
       // A page of the result (a wait answers with the first one): `offset`, at most `limit` characters.
       // The same refs as GET /v1/jobs/:id: an id, a name, or a session's `session/id` (issue 38).
       const found = state.findJob(id);

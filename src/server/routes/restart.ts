@@ -1,7 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import { ForkpoolError, errorMessage } from '../../shared/errors.js';
-import { jobIdParams, parseRequest } from '../schemas.js';
+import { jobIdParams } from '../schemas.js';
+import { errorBody, restartedBody } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
+
+export const restartJobRoute = {
+  method: 'post',
+  path: '/v1/jobs/{id}/restart',
+  operationId: 'restartJob',
+  summary: 'Run a job again with the same spec under the same id: a running one is stopped first, an ended one re-queued (its undelivered result superseded).',
+  params: jobIdParams,
+  responses: {
+    202: { description: 'Restarted: stopping (it ran) or requeued (it had ended)', schema: restartedBody },
+    404: { description: 'No such job (JOB_UNKNOWN)', schema: errorBody },
+    409: { description: 'Cannot be restarted (JOB_NOT_RESTARTABLE, JOB_CANCELLED, NAME_TAKEN); error.state names its state', schema: errorBody },
+  },
+} satisfies RouteDoc;
 
 /**
  * `POST /v1/jobs/:id/restart`: the job runs again with the same spec under the same id
@@ -12,8 +27,7 @@ import type { ServerState } from '../server-state.js';
  */
 export function restartRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    app.post('/v1/jobs/:id/restart', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
+    serve(app, restartJobRoute, async ({ params: { id } }, _request, reply) => {
       // A ref: the server's job by id or name, a session's as `session/id`.
       const found = state.findJob(id);
       const before = found?.record;

@@ -1,6 +1,21 @@
 import type { FastifyInstance } from 'fastify';
-import { jobIdParams, parseRequest, transcriptQuery } from '../schemas.js';
+import { jobIdParams, transcriptQuery } from '../schemas.js';
+import { errorBody, transcriptPageShape } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
+
+export const getJobTranscriptRoute = {
+  method: 'get',
+  path: '/v1/jobs/{id}/transcript',
+  operationId: 'getJobTranscript',
+  summary: "A job's transcript, paged: model turns (tokens, time, text, tool calls with arguments), tool results (head and tail), notes.",
+  params: jobIdParams,
+  query: transcriptQuery,
+  responses: {
+    200: { description: 'One page of its kept steps', schema: transcriptPageShape },
+    404: { description: 'No such job (JOB_UNKNOWN)', schema: errorBody },
+  },
+} satisfies RouteDoc;
 
 /**
  * `GET /v1/jobs/:id/transcript?offset=&limit=`: one page of a job's transcript (its kept steps;
@@ -9,9 +24,7 @@ import type { ServerState } from '../server-state.js';
  */
 export function transcriptRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    app.get('/v1/jobs/:id/transcript', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
-      const { offset, limit } = parseRequest(transcriptQuery, request.query, 'query');
+    serve(app, getJobTranscriptRoute, async ({ params: { id }, query: { offset, limit } }, _request, reply) => {
       // A ref: the server's job by id or name, a session's as `session/id` (as GET /v1/jobs/:id takes it).
       const found = state.findJob(id);
       const record = found?.record;

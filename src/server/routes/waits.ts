@@ -1,11 +1,26 @@
 import type { FastifyInstance } from 'fastify';
 import { AbortError, ForkpoolError, errorMessage } from '../../shared/errors.js';
-import { parseRequest, waitJobsBody } from '../schemas.js';
+import { waitJobsBody } from '../schemas.js';
+import { errorBody, waitOutcomeBody } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
 import { WaitAnswers } from '../wait-answers.js';
 
 /** A refusal's status: an unknown job 404, else 400. */
 const STATUS: Record<string, number> = { JOB_UNKNOWN: 404 };
+
+export const waitForJobsRoute = {
+  method: 'post',
+  path: '/v1/jobs/wait',
+  operationId: 'waitForJobs',
+  summary: 'Wait until the jobs named (default: every live one) end, all of them or the first (mode any), or timeoutMs passes.',
+  body: waitJobsBody,
+  responses: {
+    200: { description: 'What ended (each with the first page of its result: resultNext) and what still runs', schema: waitOutcomeBody },
+    404: { description: 'No such job (JOB_UNKNOWN, naming it); nothing waited', schema: errorBody },
+    429: { description: 'Already server.maxWaits waits open (TOO_MANY_WAITS); retry-after 1', schema: errorBody },
+  },
+} satisfies RouteDoc;
 
 /**
  * `POST /v1/jobs/wait`: waits for jobs of the server's manager (ParentControls.wait) and
@@ -17,8 +32,7 @@ const STATUS: Record<string, number> = { JOB_UNKNOWN: 404 };
 export function waitRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     const answers = new WaitAnswers(state, state.config.server.maxWaits);
-    app.post('/v1/jobs/wait', async (request, reply) => {
-      const body = parseRequest(waitJobsBody, request.body, 'body');
+    serve(app, waitForJobsRoute, async ({ body }, _request, reply) => {
       const jobs = body.jobs ?? state.manager.jobs().flatMap((job) => (job.state === 'ended' ? [] : [job.id]));
       if (jobs.length === 0) return { timedOut: false, waitedMs: 0, ended: [], running: [] };
       if (!answers.admit()) {

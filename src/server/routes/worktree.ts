@@ -1,8 +1,39 @@
 import type { FastifyInstance } from 'fastify';
 import { ForkpoolError, errorMessage } from '../../shared/errors.js';
 import type { JobWorktree } from '../../main/jobs/worktrees.js';
-import { jobIdParams, parseRequest, worktreeActionBody } from '../schemas.js';
+import { jobIdParams, worktreeActionBody } from '../schemas.js';
+import { errorBody, worktreeActedBody, worktreeBody } from '../responses.js';
+import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
+
+export const getJobWorktreeRoute = {
+  method: 'get',
+  path: '/v1/jobs/{id}/worktree',
+  operationId: 'getJobWorktree',
+  summary: 'A job spawned with workspace "worktree": its branch, base, state and (once ended) the files it changed.',
+  params: jobIdParams,
+  responses: {
+    200: { description: 'The worktree', schema: worktreeBody },
+    404: { description: 'No such job (JOB_UNKNOWN), or it has no worktree (NO_WORKTREE)', schema: errorBody },
+  },
+} satisfies RouteDoc;
+
+export const actOnJobWorktreeRoute = {
+  method: 'post',
+  path: '/v1/jobs/{id}/worktree',
+  operationId: 'actOnJobWorktree',
+  summary: "Merge an ended worktree job's branch into the workspace (a conflict is aborted, nothing half-merged), keep it for review, or drop it.",
+  params: jobIdParams,
+  body: worktreeActionBody,
+  responses: {
+    200: { description: 'Done: what happened, and the worktree now', schema: worktreeActedBody },
+    404: { description: 'No such job (JOB_UNKNOWN)', schema: errorBody },
+    409: {
+      description: 'Not possible now (WORKTREE_ACTION_FAILED: still running, no worktree, a merge conflict, already merged or dropped)',
+      schema: errorBody,
+    },
+  },
+} satisfies RouteDoc;
 
 /**
  * `/v1/jobs/:id/worktree`: a `workspace: "worktree"` job's branch (GET), and the decision on it
@@ -12,8 +43,7 @@ import type { ServerState } from '../server-state.js';
  */
 export function worktreeRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
-    app.get('/v1/jobs/:id/worktree', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
+    serve(app, getJobWorktreeRoute, async ({ params: { id } }, _request, reply) => {
       const job = state.manager.find(id);
       if (!job) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
       const tree = state.manager.parentControls.worktree(job.id);
@@ -21,9 +51,7 @@ export function worktreeRoutes(state: ServerState) {
       return view(tree);
     });
 
-    app.post('/v1/jobs/:id/worktree', async (request, reply) => {
-      const { id } = parseRequest(jobIdParams, request.params, 'params');
-      const { action } = parseRequest(worktreeActionBody, request.body, 'body');
+    serve(app, actOnJobWorktreeRoute, async ({ params: { id }, body: { action } }, _request, reply) => {
       const job = state.manager.find(id);
       if (!job) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
       try {

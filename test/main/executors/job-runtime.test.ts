@@ -1,17 +1,16 @@
 /**
  * The job runtime: the worker's task body called directly (vi.mock and coverage do not reach
  * inside workers), and the permission path through the real pool, where a job asks the main
- * thread's permission store over comlink and never a person.
+ * thread's permission store over its port and never a person.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { PermissionStore } from '../../../src/main/limits/permissions.js';
-import { exposeOnPort } from '../../../src/shared/comlink-port.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import { runBackgroundJob, runJobTask } from '../../../src/worker/job.js';
-import { workerMessageSchema, type JobSpec, type PermissionService, type WorkerMessage } from '../../../src/shared/protocol.js';
+import { workerMessageSchema, type JobSpec, type WorkerMessage } from '../../../src/shared/protocol.js';
 import type { PermissionRequest } from '../../../src/shared/tools/types.js';
 import type { RecordedRequest, ScriptStep, SimServer } from '../../../src/sim/index.js';
 import { ended, makeConfig, makeWorkspace, RESEARCH_TASK, startSim, useCleanup, watchManager } from '../../helpers/index.js';
@@ -110,30 +109,20 @@ describe('runBackgroundJob (called directly)', () => {
 describe('runJobTask (the worker task body, on this thread)', () => {
   function channels() {
     const events = new MessageChannel();
-    const permissions = new MessageChannel();
-    const service: PermissionService = { isGranted: () => false };
-    exposeOnPort(service, permissions.port1);
     const received: WorkerMessage[] = [];
     events.port1.on('message', (m: unknown) => received.push(workerMessageSchema.parse(m) as WorkerMessage));
     const closed = new Promise<void>((resolve) => events.port1.once('close', () => resolve()));
-    cleanups.add(() => {
-      events.port1.close();
-      permissions.port1.close();
-    });
-    return { events, permissions, received, closed };
+    cleanups.add(() => events.port1.close());
+    return { events, received, closed };
   }
 
-  const task = (spec: JobSpec, events: MessageChannel, permissions: MessageChannel): { spec: JobSpec; port: MessagePort; permissionPort: MessagePort } => ({
-    spec,
-    port: events.port2,
-    permissionPort: permissions.port2,
-  });
+  const task = (spec: JobSpec, events: MessageChannel): { spec: JobSpec; port: MessagePort } => ({ spec, port: events.port2 });
 
   it('posts started, progress and an explicit done, then closes its ports', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups);
-    const { events, permissions, received, closed } = channels();
-    const result = await runJobTask(task(specFor(makeConfig(sim, root)), events, permissions));
+    const { events, received, closed } = channels();
+    const result = await runJobTask(task(specFor(makeConfig(sim, root)), events));
     await closed;
     expect(result).toEqual({ jobId: 'bg-test', stopReason: 'final' });
     expect(received[0]?.type).toBe('started');
@@ -147,11 +136,11 @@ describe('runJobTask (the worker task body, on this thread)', () => {
   it('stops cooperatively on a cancel message', async () => {
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 30_000 });
-    const { events, permissions, received, closed } = channels();
+    const { events, received, closed } = channels();
     events.port1.on('message', (m: WorkerMessage) => {
       if (m.type === 'started') events.port1.postMessage({ type: 'cancel', reason: 'cancel' });
     });
-    const result = await runJobTask(task(specFor(makeConfig(sim, root)), events, permissions));
+    const result = await runJobTask(task(specFor(makeConfig(sim, root)), events));
     await closed;
     expect(result.stopReason).toBe('aborted');
     const done = received.at(-1);
@@ -161,9 +150,9 @@ describe('runJobTask (the worker task body, on this thread)', () => {
 
   it('answers an invalid spec with a done carrying PROTOCOL_INVALID', async () => {
     const root = await makeWorkspace(cleanups);
-    const { events, permissions, received, closed } = channels();
+    const { events, received, closed } = channels();
     const bad = { ...specFor(makeConfig(undefined, root)), task: '' };
-    const result = await runJobTask(task(bad, events, permissions));
+    const result = await runJobTask(task(bad, events));
     await closed;
     expect(result.stopReason).toBe('error');
     expect(received).toHaveLength(1);
@@ -171,7 +160,7 @@ describe('runJobTask (the worker task body, on this thread)', () => {
   });
 });
 
-describe('permissions through the real pool (comlink to the main thread)', () => {
+describe('permissions through the real pool (messages to the main thread)', () => {
   async function runBashJob(config: ForkpoolConfig, sim: SimServer, permissions?: PermissionStore): Promise<JobRecord> {
     const manager = watchManager(new BackgroundManager({ config, ...(permissions ? { permissions } : {}) }));
     cleanups.add(() => manager.close({ timeoutMs: 2_000 }));
@@ -206,7 +195,7 @@ describe('permissions through the real pool (comlink to the main thread)', () =>
     const sim = await startSim(cleanups, { script: bashThenAnswer });
     const store = new PermissionStore();
     store.grant('bash');
-    // The cloned config grants nothing: only the live store, over comlink, can allow it.
+    // The cloned config grants nothing: only the live store, asked over the job's port, can allow it.
     const record = await runBashJob(makeConfig(sim, root), sim, store);
     expect(record.status).toBe('partial');
     const [result] = toolMessages(sim, 2);

@@ -3,8 +3,8 @@
  * and libuv checks every one each time any message arrives: at 10,000 jobs, two ports a job made
  * each worker message O(jobs), 89% of the main thread's CPU. A Piscina job now holds none: the
  * jobs of a thread share its link (thread-links.ts), and their permission questions go over it
- * (only `concurrency: "adaptive"` keeps a port per job, for its rate gate), with or without a
- * gated tool. Counted with process.getActiveResourcesInfo(), through the real pool: never a time.
+ * with or without a gated tool, and their adaptive rate gate too (`gate-admit` messages), with
+ * or without `concurrency: "adaptive"`. Counted with process.getActiveResourcesInfo(), through the real pool: never a time.
  * (That a gated tool is still answered: job-runtime.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
@@ -51,5 +51,37 @@ describe('MessagePorts per job on the main thread', { timeout: 60_000 }, () => {
     for (const id of [...plain, ...gated]) manager.cancel(id);
     await manager.onIdle();
     for (const id of [...plain, ...gated]) expect(manager.get(id)?.status).toBe('cancelled');
+  });
+
+  it('none per job under adaptive concurrency either: the gate asks over the link', async () => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { endlessToolCalls: true, latencyMs: 1_000 });
+    const config = makeConfig(sim, root, {
+      isolation: 'shared',
+      tasksPerThread: 100,
+      maxConcurrent: 100,
+      threads: 1,
+      concurrency: 'adaptive',
+      adaptive: { floor: 50, ceiling: 100 },
+    });
+    const manager = makeManager(config, cleanups);
+    const gates = manager.requestGates;
+    if (!gates) throw new Error('adaptive mode has gates');
+    const warm = manager.spawn({ task: 'warm up', label: 'warm', tools: ['read_file'] });
+    await allRunning(manager, [warm.id]);
+    manager.cancel(warm.id);
+    await manager.onIdle();
+    const before = openPorts();
+    let admitted = 0;
+    gates.on('admitted', (e) => void (e.origin.kind === 'job' && admitted++));
+
+    const ids = Array.from({ length: 20 }, (_, i) => manager.spawn({ task: `look ${i}`, label: `look-${i}`, tools: ['read_file'] }).id);
+    await allRunning(manager, ids);
+    expect(openPorts() - before).toBeLessThanOrEqual(1);
+    for (const id of ids) manager.cancel(id);
+    await manager.onIdle();
+    // Their requests did go through the gate.
+    expect(admitted).toBeGreaterThan(0);
+    for (const id of ids) expect(manager.get(id)?.status).toBe('cancelled');
   });
 });

@@ -39,7 +39,6 @@ class InstantRemote implements Executor {
   readonly #held: Array<() => void> = [];
 
   run(task: JobTask, _options: ExecuteOptions): Promise<void> {
-    task.permissionPort?.close();
     const jobId = task.spec.id;
     const post = (message: WorkerMessage) => task.port.postMessage(message);
     return new Promise((resolve) => {

@@ -196,6 +196,24 @@ describe('adaptive concurrency through the real pool', () => {
   });
 });
 
+describe("the adaptive gate across a job's port", () => {
+  it('a thread hard-stopped while it holds a slot and others wait gives everything back', async () => {
+    const root = await makeWorkspace(cleanups);
+    // Every request stays in flight until the thread is stopped.
+    const sim = await startSim(cleanups, { latencyMs: 30_000 });
+    const manager = makeManager(adaptiveConfig(sim, root, { floor: 1, ceiling: 1 }, 3), cleanups);
+    const gates = manager.requestGates;
+    if (!gates) throw new Error('adaptive mode has gates');
+    for (let i = 0; i < 3; i++) manager.spawn({ task: RESEARCH_TASK, label: `held ${i}` });
+    // One request holds the only slot, another waits behind it.
+    await nextEvent<RequestGateEvents, 'queued'>(gates, 'queued', (e) => e.origin.kind === 'job' && e.jobsAhead >= 1);
+    expect(gates.snapshot()[0]).toMatchObject({ inFlight: 1 });
+    // No cooperative cancel: the threads die mid-request and never settle their tickets.
+    await manager.destroy();
+    expect(gates.snapshot()).toEqual([expect.objectContaining({ inFlight: 0, waiting: 0 })]);
+  });
+});
+
 describe('config of adaptive concurrency and joins', () => {
   it('names the field, what was expected and what was received', () => {
     const bad = (background: Record<string, unknown>) => configError(() => parseConfig({ workspaceRoot: tempWorkspace(), background }));
