@@ -6,10 +6,10 @@
  */
 import { existsSync } from 'node:fs';
 import { TRANSCRIPT_LIMITS } from '../shared/defaults.js';
-import { jsonForTerminal } from '../shared/terminal-text.js';
+import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import type { JobRecord } from '../main/ledger/job-record.js';
 import { openSqliteLedger } from '../main/ledger/sqlite-store.js';
-import { jobJson } from '../main/views/job-view.js';
+import { jobJson, sleepingUntil } from '../main/views/job-view.js';
 import { jobLine } from '../main/views/terminal-lines.js';
 import { transcriptLines } from '../main/views/transcript-lines.js';
 import { loadConfig } from '../main/setup/config-load.js';
@@ -54,7 +54,10 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
     const tools = record.tools ? [`tools offered: ${record.tools.join(', ') || 'none'}`] : [];
     // A typed job's value, as one line of JSON (escaped for the terminal like every model text).
     const data = record.data !== undefined ? [`data: ${jsonForTerminal(record.data)}`] : [];
-    const lines = [jobLine(record), summaryLine(record, page), ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
+    // A sleeping job (scheduler sleep): when it wakes and what it said it will do then (a model's text: escaped).
+    const wakes = sleepingUntil(record);
+    const asleep = wakes !== null ? [`asleep until ${new Date(wakes).toISOString()}: ${escapeForTerminal(record.sleepWait?.reason ?? '')}`] : [];
+    const lines = [jobLine(record), ...asleep, summaryLine(record, page), ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
     process.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   } finally {

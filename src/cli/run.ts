@@ -66,7 +66,7 @@ export function announceLedgerSession(
   const lines = [`forkpool: session ${session.id} kept in ${ledger} (continue it with forkpool ${command} --ledger ${ledger} --resume ${session.id})`];
   if (found && resumed) {
     lines.push(
-      `forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted`,
+      `forkpool: resumed: ${found.undelivered.length} result(s) waiting, ${found.requeued.length} queued again, ${found.rerun.length} re-run, ${found.interrupted.length} delivered as interrupted${found.sleeping.length > 0 ? `, ${found.sleeping.length} asleep (each wakes at its time)` : ''}`,
     );
     for (const row of found.invalid) lines.push(`forkpool: warning: ledger row ${row.id} was not recovered: ${row.problem}`);
   }

@@ -21,6 +21,7 @@ export const HUB_EVENT_TYPES = [
   'wave-done',
   'approval-requested',
   'approval-resolved',
+  'sleeping',
   'reset',
 ] as const;
 export type HubEventType = (typeof HUB_EVENT_TYPES)[number];

@@ -70,6 +70,8 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     budgetExceeded: view.budgetExceeded,
     deferredUntil: view.deferredUntil,
     deferReason: view.deferReason,
+    sleepingUntil: view.sleepingUntil,
+    sleepReason: view.sleepReason,
     // In every summary (lists, SSE `done`), as a typed job's answer is small by design.
     data: view.data,
     awaitingApproval: view.awaitingApproval,

@@ -183,6 +183,11 @@ export const jobSummarySchema = named(
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
     deferredUntil: z.number().nullable().describe('A deferred job (scheduler exit_on_defer): when it asked to run again, epoch ms; null otherwise.'),
     deferReason: z.string().nullable().describe('A deferred job: why it asked to run again then.'),
+    sleepingUntil: z
+      .number()
+      .nullable()
+      .describe('A sleeping job (scheduler sleep): when it wakes, epoch ms (state stays running; it holds no slot meanwhile); null otherwise.'),
+    sleepReason: z.string().nullable().describe('A sleeping job: what it said it will do when it wakes.'),
     data: z
       .unknown()
       .describe(

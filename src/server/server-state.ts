@@ -166,6 +166,8 @@ export class ServerState {
     // A job waits for a person's (or a program's) answer, and the answer: the page and clients show and clear the question.
     manager.on('approval-requested', (approval) => this.hub.publish('approval-requested', { session, ...callOf(manager.get(approval.jobId)), approval }));
     manager.on('approval-resolved', (approval) => this.hub.publish('approval-resolved', { session, ...callOf(manager.get(approval.jobId)), approval }));
+    // A job fell asleep (scheduler sleep): its summary says until when; `started` follows when it wakes and runs.
+    manager.on('sleeping', (record) => this.hub.publish('sleeping', summary(record)));
     manager.on('wave-done', ({ wave, jobs }) => this.hub.publish('wave-done', { session, wave, jobs: jobs.map((j) => j.id) }));
   }
 

@@ -191,6 +191,8 @@ export interface ChildSpawnRequest {
   tools?: string[] | undefined;
   model?: string | undefined;
   scheduler?: string | undefined;
+  /** JSON Schema its answer must match (its spawn tool offers it only with `background.allowOutputSchema`). */
+  outputSchema?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -253,6 +255,11 @@ export type WorkerMessage =
    * and thread go back) and runs again from `state` once they are answered. Ends the attempt.
    */
   | { type: 'await-approval'; jobId: string; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[] }
+  /**
+   * `sleep` scheduler: it called schedule_next_turn; it ends this attempt (its slot and thread go
+   * back) and the main thread runs it again from `state` at `at` (epoch ms). Ends the attempt.
+   */
+  | { type: 'sleep'; jobId: string; state: Omit<ResumeState, 'childResults'>; at: number; reason: string }
   /** A host tool's call (see HostToolStub); answered by `tool-answer` with the same request id. */
   | { type: 'tool-call'; jobId: string; requestId: number; name: string; callId: string; args: unknown }
   /** The job no longer waits for that call (cancel, timeout): its signal on the main thread aborts. */
@@ -354,6 +361,13 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       .max(1_000),
   }),
   z.object({
+    type: z.literal('sleep'),
+    jobId: z.string(),
+    state: z.looseObject({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0) }),
+    at: z.number().int().min(0),
+    reason: z.string().max(500),
+  }),
+  z.object({
     type: z.literal('tool-call'),
     jobId: z.string(),
     requestId: z.number().int(),
@@ -381,6 +395,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       extras: z.array(z.string()).optional(),
       model: z.string().optional(),
       scheduler: z.string().max(40).optional(),
+      outputSchema: z.record(z.string(), z.unknown()).optional(),
     }),
   }),
   z.object({

@@ -59,17 +59,25 @@ export interface ScheduledTurn {
 
 export interface ScheduleToolHost {
   scheduler: ActiveScheduler;
-  /** `exit_on_defer`: the job keeps the latest request and ends `deferred` after this turn. */
-  onDefer(turn: ScheduledTurn): void;
-  /** `sleep`: waits until `at` (rejects when the job is stopped). */
-  sleepUntil(at: number, signal: AbortSignal): Promise<void>;
+  /**
+   * The job keeps the latest request. `exit_on_defer`: it ends `deferred` after this turn.
+   * `sleep`: its run stops after this batch of calls and the job sleeps (main thread, no slot,
+   * no thread) until `at`, then goes on with {@link wakeMessage}.
+   */
+  onSchedule(turn: ScheduledTurn): void;
   now?: () => number;
 }
 
+/** What a job woken from its `sleep` reads as its next user message. */
+export function wakeMessage(turn: ScheduledTurn, now = Date.now()): string {
+  return `It is now ${new Date(now).toISOString()}: the turn you scheduled has come (${turn.reason}). Go on.`;
+}
+
 /**
- * `schedule_next_turn(after, reason)`. With `sleep` the call returns when the time has come and
- * the job goes on (a supervisor that scans, sleeps, scans); with `exit_on_defer` it records the
- * time and the job ends `deferred` once it answers, for an orchestrator to run again.
+ * `schedule_next_turn(after, reason)`. With `sleep` the job's attempt ends after this call (its
+ * slot and thread go back), it sleeps until the time and then goes on with its conversation (a
+ * supervisor that scans, sleeps, scans; docs/delivery.md "Schedulers"); with `exit_on_defer` it
+ * records the time and the job ends `deferred` once it answers, for an orchestrator to run again.
  */
 export function scheduleNextTurnTool(host: ScheduleToolHost): ToolDefinition<z.output<typeof scheduleArgs>> {
   const now = host.now ?? Date.now;
@@ -77,13 +85,11 @@ export function scheduleNextTurnTool(host: ScheduleToolHost): ToolDefinition<z.o
   return {
     name: 'schedule_next_turn',
     description: sleeping
-      ? 'Sleep until your next turn: the call returns when the time has come, then go on (e.g. scan again). Use it between scans instead of finishing.'
+      ? 'Sleep until your next turn: you are woken with a message when the time has come, then go on (e.g. scan again). Use it between scans instead of finishing.'
       : 'Ask to be run again later: after this call, end your turn with a one-line status; you will be started again at that time by an orchestrator.',
     parameters: scheduleArgs,
     gated: false,
-    // The wait is the tool's work: bounded by MAX_SCHEDULE_SECONDS, not by toolTimeoutMs.
-    timeoutMs: (MAX_SCHEDULE_SECONDS + 60) * 1000,
-    async run(args, ctx) {
+    async run(args) {
       const seconds = parseAfterSeconds(args.after);
       if (seconds === undefined || seconds < 1 || seconds > MAX_SCHEDULE_SECONDS) {
         throw new ToolError(
@@ -93,12 +99,9 @@ export function scheduleNextTurnTool(host: ScheduleToolHost): ToolDefinition<z.o
         );
       }
       const at = now() + Math.round(seconds * 1000);
-      if (!sleeping) {
-        host.onDefer({ at, reason: args.reason });
-        return `Your next turn is scheduled for ${new Date(at).toISOString()} (${args.reason}). End your turn now with a one-line status; do not call more tools.`;
-      }
-      await host.sleepUntil(at, ctx.signal);
-      return `It is now ${new Date(now()).toISOString()}: the turn you scheduled has come (${args.reason}). Go on.`;
+      host.onSchedule({ at, reason: args.reason });
+      if (sleeping) return `Sleeping until ${new Date(at).toISOString()} (${args.reason}); you will be woken with a message then.`;
+      return `Your next turn is scheduled for ${new Date(at).toISOString()} (${args.reason}). End your turn now with a one-line status; do not call more tools.`;
     },
   };
 }

@@ -25,6 +25,7 @@ import type { ToolHooks } from './hooks.js';
 import { carriedFields } from './wires/history.js';
 import { ApprovalPending } from './approvals.js';
 import { estimateJsonTokens } from './token-estimate.js';
+import { estimateRequestTokens, type TokenRatios } from './token-ratio.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -66,12 +67,14 @@ export interface ToolLoopOptions {
    */
   beforeModelCall?: (() => string | undefined) | undefined;
   /**
-   * Asked before every model call: a signal that cancels that call alone (a message sent to a
-   * job with `interrupt`). Such a cancel is neither a failure nor a retry: the loop asks again,
-   * with what {@link beforeModelCall} then adds. The cancelled call counts against the cap and
-   * the budget (one model call; its prompt's tokens estimated from its characters).
+   * Given each model call's own cancel before it is sent (a message sent to a job with
+   * `interrupt` calls it; it cancels that call alone); returns what forgets it once the call is
+   * over. Such a cancel is neither a failure nor a retry: the loop asks again, with what
+   * {@link beforeModelCall} then adds. The cancelled call counts against the cap and the budget
+   * (one model call; its prompt's tokens estimated from its characters). A callback rather than
+   * a signal: a job waiting in its model call holds no AbortController of its own for it.
    */
-  interruptSignal?: (() => AbortSignal) | undefined;
+  interruptCall?: ((interrupt: (reason: unknown) => void) => () => void) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
   secrets?: readonly string[] | undefined;
   /**
@@ -92,10 +95,17 @@ export interface ToolLoopOptions {
    * `messages` run first, before any model call (see {@link ToolLoopResult.awaitingApproval}).
    */
   runPausedCalls?: boolean | undefined;
+  /**
+   * Asked after each batch of tool calls that paused none for approval: true when a call asked
+   * the run to stop there (schedule_next_turn under `sleep`); it ends with {@link ToolLoopResult.asleep}.
+   */
+  sleepsAfter?: (() => boolean) | undefined;
   /** A job's budgets (see budget.ts): a wrap-up message once at 90%, a stop at 100%. */
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
   /** PreToolUse and PostToolUse hooks (docs/tools.md "Hooks"); PreToolUse runs before the permission check. */
   hooks?: ToolHooks | undefined;
+  /** Learns, from each reply's reported prompt tokens, how far the estimate of the request was off (token-ratio.ts). */
+  tokenRatios?: Pick<TokenRatios, 'observe'> | undefined;
 }
 
 export interface ToolLoopResult {
@@ -114,6 +124,8 @@ export interface ToolLoopResult {
    * and have no result in `messages`; run it again with `messages` to run them first.
    */
   awaitingApproval?: string[];
+  /** The run stopped to sleep ({@link ToolLoopOptions.sleepsAfter}; stop reason `aborted`): every call has its result. */
+  asleep?: true;
 }
 
 /**
@@ -183,10 +195,12 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     // Its expiry aborts both; a cancel of the whole run still reads as `aborted`.
     const turn = startDeadline(signal, config.turnTimeoutMs, () => turnTimeoutError(config.turnTimeoutMs));
     try {
-      const interrupt = options.interruptSignal?.();
-      const call = interrupt ? linkedAbort(turn.signal) : undefined;
-      const onInterrupt = () => call?.controller.abort(interrupt?.reason);
-      interrupt?.addEventListener('abort', onInterrupt, { once: true });
+      const call = options.interruptCall ? linkedAbort(turn.signal) : undefined;
+      let interrupted = false;
+      const forgetCall = options.interruptCall?.((reason) => {
+        interrupted = true;
+        call?.controller.abort(reason);
+      });
       let reply;
       const callStarted = Date.now();
       try {
@@ -205,7 +219,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         // Only this call was cancelled, for a message: not a model request that failed. It still
         // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
         // no usage came back), so a stream of interrupts cannot buy unmetered requests.
-        if (interrupt?.aborted) {
+        if (interrupted) {
           const spent = interruptedUsage(messages);
           emit({ type: 'model_interrupted', iteration: iterations, usage: spent, model: config.model });
           usage = addModelUsage(usage, config.model, spent);
@@ -215,13 +229,16 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         if (error instanceof AbortError) return end('aborted', findingsSoFar(messages, runStart), error);
         return end('error', findingsSoFar(messages, runStart), error);
       } finally {
-        interrupt?.removeEventListener('abort', onInterrupt);
+        forgetCall?.();
         call?.dispose();
       }
       // Booked under the configured name, which prices and cost budgets know: a server names
       // its model its own way (llama-server a GGUF path, OpenAI a dated snapshot).
       usage = addModelUsage(usage, config.model, reply.usage);
       budget?.record(config.model, reply.usage);
+      // `messages` is still what was sent: the reply is added below.
+      if (options.tokenRatios && reply.usage.promptTokens > 0)
+        options.tokenRatios.observe(config.model, estimateRequestTokens(messages, apiTools), reply.usage.promptTokens);
       emit({
         type: 'model_response',
         iteration: iterations,
@@ -289,6 +306,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
       const finished = options.finishedBy?.();
       if (finished !== undefined) return end('final', finished);
       if (paused.size > 0) return { ...end('aborted', findingsSoFar(messages, runStart)), awaitingApproval: [...paused] };
+      if (options.sleepsAfter?.()) return { ...end('aborted', findingsSoFar(messages, runStart)), asleep: true };
       // Its tools were aborted and answered with errors (every call has its result); the run ends here.
       if (turn.expired) return end('error', findingsSoFar(messages, runStart), turn.expired);
       if (verdicts.includes('stop')) {

@@ -10,7 +10,7 @@ import { formatUsd } from '../shared/budget.js';
 import { costOf, type ModelTable } from '../shared/models.js';
 import { totalUsage, type UsageByModel } from '../shared/usage.js';
 import { escapeForTerminal, oneLine, seconds } from '../main/views/terminal-lines.js';
-import { elapsedMs } from '../main/views/job-view.js';
+import { elapsedMs, sleepingUntil } from '../main/views/job-view.js';
 import { transcriptLines } from '../main/views/transcript-lines.js';
 import type { TranscriptPage } from '../main/jobs/transcripts.js';
 
@@ -71,7 +71,12 @@ export function elapsedText(job: Job, now: number): string {
 }
 
 export function statusText(job: Job): string {
-  if (job.state !== 'ended') return job.awaitingApproval?.length ? 'awaiting-approval' : job.waitingForChildren ? 'waiting-children' : job.state;
+  if (job.state !== 'ended') {
+    if (job.awaitingApproval?.length) return 'awaiting-approval';
+    if (job.waitingForChildren) return 'waiting-children';
+    const wakes = sleepingUntil(job);
+    return wakes !== null ? `sleeping until ${new Date(wakes).toISOString().slice(11, 19)}` : job.state;
+  }
   const status = job.status ?? 'ended';
   // A guess cancelled (or set aside) as not needed: shown, never delivered.
   return job.speculative === 'dropped' ? `${status} (speculative)` : status;

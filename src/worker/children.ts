@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AbortError, ToolError, isErrorCode } from '../shared/errors.js';
 import { jobNameSchema, type ChildSpawnRequest, type WorkerMessage } from '../shared/protocol.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
-import { spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../shared/spawn-spec-args.js';
+import { outputSchemaArg, spawnSpecArgs, spawnSpecFromArgs, type SpawnSpecOffer } from '../shared/spawn-spec-args.js';
 
 /**
  * A job's side of nesting: its spawns go over the port to the main thread (which enforces the
@@ -112,9 +112,12 @@ export interface ChildSpawnOffer extends SpawnSpecOffer {
   agents: ReadonlyArray<{ name: string; description: string }>;
 }
 
-/** The tool's arguments: the task, the spec's (as the parent's tool has them) and, with an allow-list, `agent`. */
+/**
+ * The tool's arguments: the task, the spec's (as the parent's tool has them), `output_schema`
+ * only with `background.allowOutputSchema` (no prompt bytes otherwise) and, with an allow-list, `agent`.
+ */
 function childSpawnArgs(offer: ChildSpawnOffer) {
-  const withSpec = spawnArgs.extend(spawnSpecArgs(offer));
+  const withSpec = spawnArgs.extend(spawnSpecArgs(offer)).extend(offer.mayTypeOutput ? { output_schema: outputSchemaArg } : {});
   if (offer.agents.length === 0) return withSpec;
   return withSpec.extend({
     agent: z
@@ -137,7 +140,7 @@ export function spawnChildTool(link: ChildLink, offer: ChildSpawnOffer, signal: 
     parameters: childSpawnArgs(offer),
     gated: false,
     background: true,
-    async run(input: z.output<ReturnType<typeof childSpawnArgs>> & { agent?: string | undefined }) {
+    async run(input: z.output<ReturnType<typeof childSpawnArgs>> & { agent?: string | undefined; output_schema?: Record<string, unknown> | undefined }) {
       const child = await link.spawn({ task: input.task, label: input.label, agent: input.agent, name: input.name, ...spawnSpecFromArgs(input) }, signal);
       if (child.joined === 'attached')
         return `Joined background agent ${child.childId} ("${child.label}"): an identical task was already running, so no new agent started. Its result will be given to you when it ends. Do not guess it.`;

@@ -1,5 +1,4 @@
 import { threadId } from 'node:worker_threads';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { scheduleNextTurnTool, type ScheduledTurn } from '../shared/scheduler.js';
 import type OpenAI from 'openai';
 import { TIMINGS } from '../shared/defaults.js';
@@ -51,7 +50,7 @@ export interface BackgroundJobDeps {
   hostTools?: HostToolLink;
   /** The calls its gate paused for approvals, by call id (see {@link approvalGate}). */
   awaited?: Map<string, AwaitedCall>;
-  /** `exit_on_defer`: the turn its schedule_next_turn asked for, set by that tool (scheduler.ts). */
+  /** The turn its schedule_next_turn asked for, set by that tool (scheduler.ts): `exit_on_defer` ends deferred, `sleep` ends its run asleep. */
   deferral?: { turn?: ScheduledTurn };
 }
 
@@ -147,11 +146,13 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         connections: connectionSlotsFor(modelBaseUrl(config), config.modelConnectionsPerThread),
         onEvent: deps.onEvent,
         beforeModelCall: children || steering ? () => joinInjections(children?.take(), steering?.take()) : undefined,
-        interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
+        interruptCall: steering ? (interrupt) => steering.duringCall(interrupt) : undefined,
         secrets: secretsFor(spec.config),
         budget,
         // Only the first run of a launch that goes on from an approval pause.
         runPausedCalls: pausedCalls,
+        // `sleep`: a schedule_next_turn call ends this run after its batch; the main thread wakes it.
+        sleepsAfter: spec.scheduler === 'sleep' ? () => deps.deferral?.turn !== undefined : undefined,
         hooks,
       });
       pausedCalls = false;
@@ -161,6 +162,11 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         const calls = result.awaitingApproval.flatMap((id) => deps.awaited?.get(id) ?? []);
         const state = { messages: result.messages, usage, iterations, ...(budget.wrapUpSent ? { wrapUpSent: true } : {}) };
         return { ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }), awaitApproval: { state, calls } };
+      }
+      const wake = deps.deferral?.turn;
+      if (result.asleep && wake) {
+        const state = { messages: result.messages, usage, iterations, ...(budget.wrapUpSent ? { wrapUpSent: true } : {}) };
+        return { ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }), sleep: { state, at: wake.at, reason: wake.reason } };
       }
       const outcome: JobOutcome = withReads({
         stopReason: result.stopReason,
@@ -203,7 +209,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       }
       // exit_on_defer: it answered after asking for a later turn, so it ends `deferred` with that time.
       const deferred = deps.deferral?.turn;
-      if (outcome.stopReason === 'final' && deferred) outcome.deferred = { at: deferred.at, reason: deferred.reason };
+      if (outcome.stopReason === 'final' && deferred && spec.scheduler === 'exit_on_defer') outcome.deferred = { at: deferred.at, reason: deferred.reason };
       // Kept by the main thread for a resume (resume_background_agent); cut here so what crosses stays bounded.
       const conversation = capConversation(result.messages, spec.config.background.keepConversationChars);
       if (conversation) outcome.conversation = conversation;
@@ -237,6 +243,8 @@ export type JobRunResult = JobOutcome & {
   suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] };
   /** It paused: these gated calls wait for approvals; it runs again from `state` once they are answered. */
   awaitApproval?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; calls: AwaitedCall[] };
+  /** `sleep`: it asked for its next turn at `at`; the main thread wakes it then, to go on from `state`. */
+  sleep?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; at: number; reason: string };
 };
 
 /*
@@ -314,15 +322,16 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
         ended: (pgid) => post({ type: 'process', jobId: spec.id, pgid, state: 'ended' }),
       },
       rateGate: remoteGate ?? (task.rateGateBuffer ? new SharedRateGate(task.rateGateBuffer) : undefined),
-      jobTools: jobToolsFor(spec, post, children, controller.signal, deferral),
+      jobTools: jobToolsFor(spec, post, children, controller.signal, (turn) => (deferral.turn = turn)),
       deferral,
       ...(children ? { children } : {}),
       steering,
       hostTools,
       awaited,
     });
-    const { suspend, awaitApproval, ...done } = outcome;
+    const { suspend, awaitApproval, sleep, ...done } = outcome;
     if (awaitApproval) post({ type: 'await-approval', jobId: spec.id, state: awaitApproval.state, calls: awaitApproval.calls });
+    else if (sleep) post({ type: 'sleep', jobId: spec.id, state: sleep.state, at: sleep.at, reason: sleep.reason });
     else if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });
     else post({ type: 'done', jobId: spec.id, outcome: done });
     return { jobId: spec.id, stopReason: outcome.stopReason };
@@ -345,19 +354,11 @@ function jobToolsFor(
   post: (message: WorkerMessage) => void,
   children: ChildLink | undefined,
   signal: AbortSignal,
-  deferral: { turn?: ScheduledTurn },
+  onSchedule: (turn: ScheduledTurn) => void,
 ): ToolDefinition[] {
   const tools: ToolDefinition[] = [];
-  if (spec.scheduler) {
-    // sleep: the call waits in this thread (a cancel aborts it); exit_on_defer: the job ends deferred.
-    tools.push(
-      scheduleNextTurnTool({
-        scheduler: spec.scheduler,
-        onDefer: (turn) => (deferral.turn = turn),
-        sleepUntil: (at, s) => sleep(Math.max(0, at - Date.now()), undefined, { signal: s }),
-      }),
-    );
-  }
+  // sleep: the run ends after the call and the main thread wakes the job; exit_on_defer: the job ends deferred.
+  if (spec.scheduler) tools.push(scheduleNextTurnTool({ scheduler: spec.scheduler, onSchedule }));
   const maxAlerts = spec.config.background.maxAlertsPerJob;
   if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
   if (children) tools.push(spawnChildTool(children, childSpawnOffer(spec), signal));
@@ -372,7 +373,13 @@ function jobToolsFor(
 function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
   const config = spec.config;
   const agents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
-  return { agents, tools: config.tools, models: spawnableModels(config), mayReplacePrompt: config.background.allowSystemPromptReplace };
+  return {
+    agents,
+    tools: config.tools,
+    models: spawnableModels(config),
+    mayReplacePrompt: config.background.allowSystemPromptReplace,
+    mayTypeOutput: config.background.allowOutputSchema,
+  };
 }
 
 /** Below its depth limit (its agent's, else the session's), a job gets the spawn tool. */
@@ -417,7 +424,8 @@ function approvalGate(ask: (request: PermissionRequest) => Promise<PermissionAns
 /** A job's permission questions in flight, by request id; each resolves once, with its answer. */
 class PermissionQuestions {
   readonly #send: (requestId: number, tool: string, callId: string | undefined) => void;
-  readonly #pending = new Map<number, (answer: PermissionAnswer) => void>();
+  /** Made on the first question: most jobs never ask one. */
+  #pending: Map<number, (answer: PermissionAnswer) => void> | undefined;
   #last = 0;
 
   constructor(send: (requestId: number, tool: string, callId: string | undefined) => void) {
@@ -427,14 +435,14 @@ class PermissionQuestions {
   ask(tool: string, callId: string | undefined): Promise<PermissionAnswer> {
     const requestId = ++this.#last;
     return new Promise((resolve) => {
-      this.#pending.set(requestId, resolve);
+      (this.#pending ??= new Map()).set(requestId, resolve);
       this.#send(requestId, tool, callId);
     });
   }
 
   answer(requestId: number, answer: { granted: boolean; ask?: true | undefined; reason?: string | undefined }): void {
     const { granted, ask, reason } = answer;
-    this.#pending.get(requestId)?.({ granted, ...(ask ? { ask } : {}), ...(reason !== undefined ? { reason } : {}) });
-    this.#pending.delete(requestId);
+    this.#pending?.get(requestId)?.({ granted, ...(ask ? { ask } : {}), ...(reason !== undefined ? { reason } : {}) });
+    this.#pending?.delete(requestId);
   }
 }

@@ -4,12 +4,12 @@
  * follow-up, then closes.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, spawnCli, useCleanup, ledgerFile } from '../helpers/index.js';
+import { describeResult, makeWorkspace, parseJsonLines, runCli, spawnCli, cleanupOf, ledgerFile } from '../helpers/index.js';
 
-const cleanup = useCleanup();
-
-describe('forkpool chat, not on a terminal', () => {
-  it('runs a fan-out, /bg and /cost between turns, and delivers every result before it exits', async () => {
+// Side by side: each test is its own CLI process, mostly waiting on its sim and its jobs.
+describe.concurrent('forkpool chat, not on a terminal', () => {
+  it('runs a fan-out, /bg and /cost between turns, and delivers every result before it exits', async (context) => {
+    const cleanup = cleanupOf(context);
     const ws = await makeWorkspace(cleanup);
     const input = ['Where is the retry backoff? Where is the LruCache class?', '/bg list', '/bg start what does the README say?', '/cost', ''].join('\n');
     const r = await runCli(['chat', '--sim-latency', '0'], { cwd: ws, input, timeoutMs: 150_000 });
@@ -26,7 +26,8 @@ describe('forkpool chat, not on a terminal', () => {
     expect(r.stderr).toContain('closed: 0 jobs cancelled');
   }, 180_000);
 
-  it('--json: one entry per line, answers and job lines alike', async () => {
+  it('--json: one entry per line, answers and job lines alike', async (context) => {
+    const cleanup = cleanupOf(context);
     const ws = await makeWorkspace(cleanup);
     const r = await runCli(['chat', '--json', '--sim-latency', '0'], {
       cwd: ws,
@@ -40,7 +41,8 @@ describe('forkpool chat, not on a terminal', () => {
     expect(events.at(-1)?.type).toBe('usage');
   }, 180_000);
 
-  it("--ledger then --resume: the second chat continues the first one's session, its jobs and its usage", async () => {
+  it("--ledger then --resume: the second chat continues the first one's session, its jobs and its usage", async (context) => {
+    const cleanup = cleanupOf(context);
     const ws = await makeWorkspace(cleanup);
     // Outside the workspace: a ledger inside it is refused (jobs could read and rewrite it).
     const ledger = ledgerFile(cleanup, 'forkpool-test.db');
@@ -69,7 +71,8 @@ describe('forkpool chat, not on a terminal', () => {
     const subagentRequests = (text: string) => Number(/primary:subagent\s+\S+\s+(\d+) requests/.exec(text)?.[1]);
     expect(subagentRequests(second.stderr)).toBe(subagentRequests(first.stderr));
   }, 320_000);
-  it('a prompt line read while a follow-up turn runs waits for it and runs, never dropped as "busy"', async () => {
+  it('a prompt line read while a follow-up turn runs waits for it and runs, never dropped as "busy"', async (context) => {
+    const cleanup = cleanupOf(context);
     const ws = await makeWorkspace(cleanup);
     // Every model call takes a while: the follow-up turn is still running when the next line is read.
     const chat = spawnCli(['chat', '--json', '--sim-latency', '1500'], { cwd: ws, keepStdinOpen: true, timeoutMs: 150_000, cleanup });

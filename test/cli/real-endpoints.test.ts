@@ -9,15 +9,15 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freeLoopbackPort } from '../../src/shared/loopback.js';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, startSim, useCleanup } from '../helpers/index.js';
+import { describeResult, makeWorkspace, parseJsonLines, runCli, startSim, cleanupOf } from '../helpers/index.js';
 
-const cleanup = useCleanup();
 const CLI_TIMEOUT_MS = 90_000;
 
-describe('no endpoint, no key', () => {
+describe.concurrent('no endpoint, no key', () => {
   it(
     '--model gpt-4.1-mini with no key and no endpoint is refused in one line naming OPENAI_API_KEY and --base-url; nothing runs',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       const r = await runCli(['run', '--model', 'gpt-4.1-mini', 'hello'], { cwd: ws, timeoutMs: 60_000 });
       expect(r.code, describeResult(r)).toBe(2);
@@ -31,7 +31,8 @@ describe('no endpoint, no key', () => {
 
   it(
     'a public endpoint with no key is refused up front, before any request',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       const r = await runCli(['run', '--base-url', 'https://api.openai.com/v1', '--model', 'gpt-4.1-mini', 'hello'], { cwd: ws, timeoutMs: 60_000 });
       expect(r.code, describeResult(r)).toBe(2);
@@ -43,7 +44,8 @@ describe('no endpoint, no key', () => {
 
   it(
     '--sim runs the simulator whatever model is named, and the demo still runs keyless',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       const sim = await runCli(['run', '--sim', '--model', 'gpt-4.1-mini', 'Where is the retry backoff implemented?'], { cwd: ws, timeoutMs: 80_000 });
       expect(sim.code, describeResult(sim)).toBe(0);
@@ -56,10 +58,11 @@ describe('no endpoint, no key', () => {
   );
 });
 
-describe('failures and retries, said as they happen', () => {
+describe.concurrent('failures and retries, said as they happen', () => {
   it(
     'a rate limit: a line on stderr per retry (who, how long, which try), an event per retry in --json',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       const sim = await startSim(cleanup, { script: [{ content: 'answered after the wait' }], faults: { 1: { kind: '429', retryAfterSeconds: 0.3 } } });
       const host = new URL(sim.url).host;
@@ -81,7 +84,8 @@ describe('failures and retries, said as they happen', () => {
 
   it(
     'fanout: a retry is a line on stderr naming the task line',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       writeFileSync(path.join(ws, 'tasks.jsonl'), '{"task":"say hi"}\n');
       const sim = await startSim(cleanup, { script: [{ content: 'hi' }], faults: { 1: { kind: '429', retryAfterSeconds: 0.3 } } });
@@ -94,7 +98,8 @@ describe('failures and retries, said as they happen', () => {
 
   it(
     'fanout --json: a retry is a typed stdout line naming the task line and label, before its result',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       writeFileSync(path.join(ws, 'tasks.jsonl'), '{"task":"say hi","label":"greeter"}\n');
       const sim = await startSim(cleanup, { script: [{ content: 'hi' }], faults: { 1: { kind: '429', retryAfterSeconds: 0.3 } } });
@@ -113,7 +118,8 @@ describe('failures and retries, said as they happen', () => {
 
   it(
     'a refused port: the turn names ECONNREFUSED, the URL and --base-url',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       const port = await freeLoopbackPort();
       const url = `http://127.0.0.1:${port}/v1`;
@@ -127,7 +133,8 @@ describe('failures and retries, said as they happen', () => {
 
   it(
     'a parent reply cut at the token limit: the turn says it was cut',
-    async () => {
+    async (context) => {
+      const cleanup = cleanupOf(context);
       const ws = await makeWorkspace(cleanup);
       const sim = await startSim(cleanup, {
         script: [

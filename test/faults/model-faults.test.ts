@@ -22,18 +22,17 @@ import {
   startSim,
   startStatusServer,
   toolMessagesOf,
-  useCleanup,
+  cleanupOf,
   waitFor,
 } from '../helpers/index.js';
-
-const cleanups = useCleanup();
 
 const ANSWER_TEXT = 'The retry backoff is implemented in src/retry.ts (exponential, capped at 8 s).';
 const ANSWER = `${ANSWER_TEXT}\n<result status="ok" files_touched=""/>`;
 const LONG_ANSWER_TEXT = 'A long answer about src/retry.ts. '.repeat(20).trim();
 
-describe('HTTP errors (item 4)', () => {
-  it.each(['500', '502', '503'] as const)('HTTP %s is retried with exponential backoff and jitter, then the job ends ok', async (kind) => {
+describe.concurrent('HTTP errors (item 4)', () => {
+  it.for(['500', '502', '503'] as const)('HTTP %s is retried with exponential backoff and jitter, then the job ends ok', async (kind, context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind }, 2: { kind } } },
       config: { maxRetries: 3 },
@@ -57,7 +56,8 @@ describe('HTTP errors (item 4)', () => {
     sim.assertScriptDone();
   });
 
-  it('a permanent 503 fails the job after maxRetries, naming HTTP 503 and an excerpt of the body', async () => {
+  it('a permanent 503 fails the job after maxRetries, naming HTTP 503 and an excerpt of the body', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [], faults: { 1: { kind: '503' }, 2: { kind: '503' } } },
       config: { maxRetries: 1 },
@@ -73,7 +73,8 @@ describe('HTTP errors (item 4)', () => {
   });
 
   // The sim never answers 400 or 401 to a well-formed request: a loopback stand-in does.
-  it.each([400, 401])('HTTP %i is not retried: the job fails after one request', async (status) => {
+  it.for([400, 401])('HTTP %i is not retried: the job fails after one request', async (status, context) => {
+    const cleanups = cleanupOf(context);
     const server = await startStatusServer(cleanups, status, () => `simulated ${status}`);
     const { record, events } = await runOneJob(cleanups, { config: { maxRetries: 3 }, baseUrl: () => server.url });
     expect(record.status).toBe('failed');
@@ -83,7 +84,8 @@ describe('HTTP errors (item 4)', () => {
     expect(retriesOf(events)).toEqual([]);
   });
 
-  it('HTTP 404 (a base URL with a wrong path prefix) is not retried', async () => {
+  it('HTTP 404 (a base URL with a wrong path prefix) is not retried', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, { config: { maxRetries: 3 }, baseUrl: (url) => `${url}/no-such-prefix` });
     expect(record.status).toBe('failed');
     expect(record.error?.message).toContain('after 1 attempt(s): HTTP 404');
@@ -94,8 +96,9 @@ describe('HTTP errors (item 4)', () => {
   });
 });
 
-describe('429 with Retry-After (item 5)', () => {
-  it('429 with Retry-After: the retried request arrives no sooner than Retry-After', async () => {
+describe.concurrent('429 with Retry-After (item 5)', () => {
+  it('429 with Retry-After: the retried request arrives no sooner than Retry-After', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: '429', retryAfterSeconds: 1 } } },
       config: { maxRetries: 2 },
@@ -107,7 +110,8 @@ describe('429 with Retry-After (item 5)', () => {
     expect(retriesOf(events)[0]?.delayMs).toBeGreaterThanOrEqual(1_000);
   });
 
-  it('429 with Retry-After slows the whole executor: a concurrent job sends nothing before the deadline', async () => {
+  it('429 with Retry-After slows the whole executor: a concurrent job sends nothing before the deadline', async (context) => {
+    const cleanups = cleanupOf(context);
     const RETRY_AFTER_MS = 1_500;
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 0, faults: { 2: { kind: '429', retryAfterSeconds: RETRY_AFTER_MS / 1000 } } });
@@ -116,7 +120,8 @@ describe('429 with Retry-After (item 5)', () => {
     const proxy = await startHoldingProxy(cleanups, sim.url, (body) => body.includes('(job B)'));
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 2 }, { maxRetries: 2, baseUrl: proxy.url }), cleanups);
     const b = manager.spawn({ task: `${RESEARCH_TASK} (job B)`, label: 'B' });
-    await waitFor(() => sim.requests.length >= 1 && proxy.held() === 1, "job B's first request, answered and held");
+    // A net against a hang (this file's tests run side by side: a thread may start slowly).
+    await waitFor(() => sim.requests.length >= 1 && proxy.held() === 1, "job B's first request, answered and held", { timeoutMs: 50_000 });
     const a = manager.spawn({ task: `${RESEARCH_TASK} (job A)`, label: 'A' });
     // Subscribed in the same tick as the spawn: no progress event can have arrived yet.
     const aRetried = nextEvent<ManagerEvents, 'progress'>(manager, 'progress', ({ jobId, event }) => jobId === a.id && event.type === 'retry');
@@ -140,14 +145,15 @@ describe('429 with Retry-After (item 5)', () => {
   });
 });
 
-describe('broken bodies (item 6)', () => {
+describe.concurrent('broken bodies (item 6)', () => {
   const NAMES: Record<string, string> = { bad_json: 'a body that is not JSON', truncated_stream: 'a truncated body / a stream cut off' };
-  it.each([
+  it.for([
     ['bad_json', true],
     ['bad_json', false],
     ['truncated_stream', true],
     ['truncated_stream', false],
-  ] as const)('%s (stream=%s) is a retryable transport error: retried, the job ends ok', async (kind: FaultKind, stream: boolean) => {
+  ] as const)('%s (stream=%s) is a retryable transport error: retried, the job ends ok', async ([kind, stream]: readonly [FaultKind, boolean], context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: `${LONG_ANSWER_TEXT}\n<result status="ok" files_touched=""/>` }], faults: { 1: { kind } } },
       config: { stream, maxRetries: 2 },
@@ -159,8 +165,9 @@ describe('broken bodies (item 6)', () => {
   });
 });
 
-describe('bad tool calls (item 7)', () => {
-  it('malformed tool arguments: a tool error goes back to the model, the history stays valid, the job ends ok', async () => {
+describe.concurrent('bad tool calls (item 7)', () => {
+  it('malformed tool arguments: a tool error goes back to the model, the history stays valid, the job ends ok', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim } = await runOneJob(cleanups, { sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'malformed_tool_args' } } } });
     expect(record.status).toBe('ok');
     const next = sim.requests[1]?.body;
@@ -169,7 +176,8 @@ describe('bad tool calls (item 7)', () => {
     expect(result).toMatch(/^Error: arguments for \w+ are not valid JSON/);
   });
 
-  it('an unknown tool: a tool error naming the available tools goes back to the model, the job ends ok', async () => {
+  it('an unknown tool: a tool error naming the available tools goes back to the model, the job ends ok', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim } = await runOneJob(cleanups, { sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'unknown_tool' } } } });
     expect(record.status).toBe('ok');
     const next = sim.requests[1]?.body;
@@ -178,13 +186,14 @@ describe('bad tool calls (item 7)', () => {
   });
 });
 
-describe('hangs and stalls (item 8)', () => {
+describe.concurrent('hangs and stalls (item 8)', () => {
   // Each timeout must fire on the fault and must NOT fire on the healthy retry, which a loaded
   // machine can slow down a lot: generous limits (seconds, not hundreds of ms) keep the second half true.
   const REQUEST_TIMEOUT_MS = 4_000;
   const IDLE_TIMEOUT_MS = 3_000;
 
-  it.each([true, false])('a hang before headers (stream=%s): the first-byte timeout fires and the retry succeeds', async (stream) => {
+  it.for([true, false])('a hang before headers (stream=%s): the first-byte timeout fires and the retry succeeds', async (stream, context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'hang_before_headers' } } },
       config: { stream, firstByteTimeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 1 },
@@ -197,7 +206,8 @@ describe('hangs and stalls (item 8)', () => {
     // worker's own report (the retry reason above) says the timeout fired.
   });
 
-  it('a stream that stalls after its headers (keep-alives only): the idle watchdog aborts it and the retry succeeds', async () => {
+  it('a stream that stalls after its headers (keep-alives only): the idle watchdog aborts it and the retry succeeds', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'stall_mid_stream' } } },
       config: { stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, requestTimeoutMs: 60_000, maxRetries: 1 },
@@ -207,7 +217,8 @@ describe('hangs and stalls (item 8)', () => {
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`stream sent nothing for ${IDLE_TIMEOUT_MS} ms`)]);
   });
 
-  it('a non-streamed body that stalls after its headers: the request timeout (headers to last byte) aborts it and the retry succeeds', async () => {
+  it('a non-streamed body that stalls after its headers: the request timeout (headers to last byte) aborts it and the retry succeeds', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, events } = await runOneJob(cleanups, {
       sim: { script: [{ content: ANSWER }], faults: { 1: { kind: 'stall_mid_stream' } } },
       config: { stream: false, requestTimeoutMs: REQUEST_TIMEOUT_MS, maxRetries: 1 },
@@ -216,22 +227,27 @@ describe('hangs and stalls (item 8)', () => {
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`request timed out after ${REQUEST_TIMEOUT_MS} ms`)]);
   });
 
-  it.each(['hang_before_headers', 'stall_mid_stream'] as const)('the job deadline holds over a model that does %s on every try: timed_out', async (kind) => {
-    // Request and idle timeouts far beyond the job's 0.6 s: only the job deadline can end it.
-    const { record } = await runOneJob(cleanups, {
-      sim: { faultRate: 1, faultKinds: [kind] },
-      config: { requestTimeoutMs: 60_000, streamIdleTimeoutMs: 60_000, maxRetries: 10 },
-      background: { timeoutMinutes: 0.01, cancelGraceMs: 10_000 },
-    });
-    expect(record.status).toBe('timed_out');
-    // The HTTP call in flight was aborted by the cooperative cancel: no hard stop was needed.
-    expect(record.endedBy).toBe('cooperative');
-    expect(record.stopReason).toBe('aborted');
-  });
+  it.for(['hang_before_headers', 'stall_mid_stream'] as const)(
+    'the job deadline holds over a model that does %s on every try: timed_out',
+    async (kind, context) => {
+      const cleanups = cleanupOf(context);
+      // Request and idle timeouts far beyond the job's 0.6 s: only the job deadline can end it.
+      const { record } = await runOneJob(cleanups, {
+        sim: { faultRate: 1, faultKinds: [kind] },
+        config: { requestTimeoutMs: 60_000, streamIdleTimeoutMs: 60_000, maxRetries: 10 },
+        background: { timeoutMinutes: 0.01, cancelGraceMs: 10_000 },
+      });
+      expect(record.status).toBe('timed_out');
+      // The HTTP call in flight was aborted by the cooperative cancel: no hard stop was needed.
+      expect(record.endedBy).toBe('cooperative');
+      expect(record.stopReason).toBe('aborted');
+    },
+  );
 });
 
-describe('endless tool calls (item 9)', () => {
-  it('endless tool calls: the turn budget ends the job as partial with budget_exceeded, keeping what it found', async () => {
+describe.concurrent('endless tool calls (item 9)', () => {
+  it('endless tool calls: the turn budget ends the job as partial with budget_exceeded, keeping what it found', async (context) => {
+    const cleanups = cleanupOf(context);
     // maxIterations is the parent's: a lower one does not cut a job short of its maxTurns.
     const { record, sim } = await runOneJob(cleanups, {
       sim: { endlessToolCalls: true },

@@ -1,7 +1,8 @@
 /**
  * The Responses and Anthropic Messages wires (issue 36 §3): real jobs through the real Piscina
  * pool against the simulator, which speaks both. Each test asserts on what the simulator
- * received (path, body shape) and on the job's record, never on timing.
+ * received (path, body shape) and on the job's record, never on timing. The tests run side by
+ * side (they wait on retries and watchdogs, with little CPU), each with its own servers and pool.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,11 +18,10 @@ import {
   runOneJob,
   startSim,
   startStatusServer,
-  useCleanup,
+  cleanupOf,
   ended,
 } from '../helpers/index.js';
 
-const cleanups = useCleanup();
 const WIRES = ['responses', 'anthropic'] as const;
 const IDLE_TIMEOUT_MS = 400;
 const ANSWER_TEXT = 'The retry backoff is implemented in src/retry.ts (exponential, capped at 8 s).';
@@ -70,8 +70,9 @@ function toolResultsIn(request: RecordedRequest | undefined): unknown[] {
   );
 }
 
-describe.each(WIRES)('the %s wire', (api) => {
-  it.each([true, false])('a multi-step tool job (stream %s) ends ok, every request on this wire, its usage counted', async (stream) => {
+describe.concurrent.each(WIRES)('the %s wire', (api) => {
+  it.for([true, false])('a multi-step tool job (stream %s) ends ok, every request on this wire, its usage counted', async (stream, context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim } = await runOneJob(cleanups, { config: { api, stream } });
     expect(record.status).toBe('ok');
     expect(record.resultText).toContain('src/retry.ts');
@@ -87,7 +88,8 @@ describe.each(WIRES)('the %s wire', (api) => {
     expect(usage.reduce((n, u) => n + u.completionTokens, 0)).toBeGreaterThan(0);
   });
 
-  it('a 429 (Retry-After) and a 500 are retried, then the job ends ok', async () => {
+  it('a 429 (Retry-After) and a 500 are retried, then the job ends ok', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { faults: { 1: { kind: '429', retryAfterSeconds: 0.2 }, 2: { kind: '500' } } },
       config: { api, maxRetries: 3 },
@@ -104,7 +106,8 @@ describe.each(WIRES)('the %s wire', (api) => {
     expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(200);
   });
 
-  it('a stream that stalls after its headers is caught by the idle watchdog and retried', async () => {
+  it('a stream that stalls after its headers is caught by the idle watchdog and retried', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { faults: { 1: { kind: 'stall_mid_stream' } } },
       config: { api, stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, requestTimeoutMs: 60_000, maxRetries: 1 },
@@ -117,7 +120,8 @@ describe.each(WIRES)('the %s wire', (api) => {
     expect(retriesOf(events).map((r) => r.reason)).toEqual([expect.stringContaining(`stream sent nothing for ${IDLE_TIMEOUT_MS} ms`)]);
   });
 
-  it('a stream that ends cleanly without its closing event is retried, not taken as a whole answer', async () => {
+  it('a stream that ends cleanly without its closing event is retried, not taken as a whole answer', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: [{ content: ANSWER }, { content: ANSWER }] });
     const proxy = await startClosingDropper(cleanups, sim.url, CLOSING_EVENTS[api]);
@@ -133,17 +137,8 @@ describe.each(WIRES)('the %s wire', (api) => {
     sim.assertScriptDone();
   });
 
-  it('a stream longer in all than the idle timeout, but never idle that long, is not cut', async () => {
-    // 100 events 20 ms apart: two seconds of stream, each gap a twentieth of the watchdog's 400 ms.
-    const { record, events } = await runOneJob(cleanups, {
-      sim: { script: [{ content: `${'x'.repeat(400)}\n<result status="ok" files_touched=""/>` }], perTokenMs: 20, maxTokensPerChunk: 1 },
-      config: { api, stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, maxRetries: 0 },
-    });
-    expect(record.status).toBe('ok');
-    expect(retriesOf(events)).toEqual([]);
-  });
-
-  it('a stream cut off before its closing event is retried, not taken as a whole answer', async () => {
+  it('a stream cut off before its closing event is retried, not taken as a whole answer', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim, events } = await runOneJob(cleanups, {
       sim: { faults: { 1: { kind: 'truncated_stream' } } },
       config: { api, stream: true, maxRetries: 1 },
@@ -157,8 +152,9 @@ describe.each(WIRES)('the %s wire', (api) => {
   });
 });
 
-describe('the Responses wire', () => {
-  it('sends the reasoning items of each answer back with the next request, before the calls they led to', async () => {
+describe.concurrent('the Responses wire', () => {
+  it('sends the reasoning items of each answer back with the next request, before the calls they led to', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim } = await runOneJob(cleanups, { config: { api: 'responses' } });
     expect(record.status).toBe('ok');
     const [first, second, third] = sim.requests.map(
@@ -176,8 +172,9 @@ describe('the Responses wire', () => {
   });
 });
 
-describe('the Anthropic wire', () => {
-  it('marks the stable prefix (system and tools) with cache_control, and counts cache reads and writes', async () => {
+describe.concurrent('the Anthropic wire', () => {
+  it('marks the stable prefix (system and tools) with cache_control, and counts cache reads and writes', async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim } = await runOneJob(cleanups, { config: { api: 'anthropic' } });
     expect(record.status).toBe('ok');
     for (const request of sim.requests) {
@@ -193,7 +190,8 @@ describe('the Anthropic wire', () => {
     expect(usage?.cachedTokens).toBeGreaterThan(0);
   });
 
-  it('sends the key as x-api-key with anthropic-version; a server that echoes the key never gets it into the record', async () => {
+  it('sends the key as x-api-key with anthropic-version; a server that echoes the key never gets it into the record', async (context) => {
+    const cleanups = cleanupOf(context);
     const key = 'sk-ant-test-0123456789abcdef';
     const server = await startStatusServer(
       cleanups,
@@ -211,5 +209,19 @@ describe('the Anthropic wire', () => {
     expect(record.error?.message).toContain('HTTP 401');
     expect(record.error?.message).toContain('bad key [REDACTED] (version 2023-06-01)');
     expect(JSON.stringify(record)).not.toContain(key);
+  });
+});
+
+// Alone, after the concurrent tests above: its 20 ms gaps must stay far below the 400 ms watchdog.
+describe.each(WIRES)('the %s wire, a long stream', (api) => {
+  it('a stream longer in all than the idle timeout, but never idle that long, is not cut', async (context) => {
+    const cleanups = cleanupOf(context);
+    // 100 events 20 ms apart: two seconds of stream, each gap a twentieth of the watchdog's 400 ms.
+    const { record, events } = await runOneJob(cleanups, {
+      sim: { script: [{ content: `${'x'.repeat(400)}\n<result status="ok" files_touched=""/>` }], perTokenMs: 20, maxTokensPerChunk: 1 },
+      config: { api, stream: true, streamIdleTimeoutMs: IDLE_TIMEOUT_MS, maxRetries: 0 },
+    });
+    expect(record.status).toBe('ok');
+    expect(retriesOf(events)).toEqual([]);
   });
 });

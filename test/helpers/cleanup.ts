@@ -6,7 +6,7 @@
  *   const sim = await startSimServer(...);
  *   cleanup.add(() => sim.close());
  */
-import { afterEach } from 'vitest';
+import { afterEach, type TestContext } from 'vitest';
 
 export type CleanupFn = () => unknown;
 
@@ -37,6 +37,19 @@ export function createCleanup(): Cleanup {
       if (errors.length > 0) throw errors[0];
     },
   };
+}
+
+/**
+ * A cleanup list of one test, run when that test finishes: for the tests of a concurrent group
+ * (`describe.concurrent`), where useCleanup's list, shared by the file, would tear down one
+ * test's servers and pools when a neighbour ends. Pass the test's context:
+ *
+ *   it('…', async (context) => { const cleanup = cleanupOf(context); … });
+ */
+export function cleanupOf(context: Pick<TestContext, 'onTestFinished'>): Cleanup {
+  const list = createCleanup();
+  context.onTestFinished(() => list.run());
+  return list;
 }
 
 /** A cleanup list whose teardowns run after each test of the calling file. */

@@ -2,7 +2,7 @@
  * Shared test helpers. Import from here:
  *   import { useCleanup, startTestSim, testConfig, tempWorkspace, runCli, ... } from './helpers/index.js';
  *
- * - cleanup.ts  useCleanup / createCleanup (per-test teardown list), waitFor (poll a condition)
+ * - cleanup.ts  useCleanup / createCleanup (per-test teardown list), cleanupOf (one test's, for concurrent tests), waitFor (poll a condition)
  * - config.ts   tempWorkspace (temp dir with files), testConfig (parsed config with test defaults)
  * - sim.ts      startTestSim (sim server + config + openai client, closed after the test)
  * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv

@@ -161,6 +161,32 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     expect(pageErrors).toEqual([]);
   });
 
+  it('shows a sleeping job (scheduler sleep): status sleeping, its wake time in the row and the detail; Cancel ends it', async () => {
+    const workspaceRoot = tempWorkspace({}, cleanup);
+    const { url } = await startTestServer(
+      cleanup,
+      { workspaceRoot, background: { scheduler: 'sleep' } },
+      { script: [{ toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '6h', reason: 'scan the queue again' } }] }] },
+    );
+    const page = (await launch()).pages()[0] as Page;
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${url}/login?token=${TOKEN}`);
+    await page.waitForSelector('#connection[data-state="live"]');
+    const id = await startJob(page, 'Watch the queue.', 'watcher');
+    const row = page.locator(`#job-${id}[data-status="sleeping"]`);
+    await row.waitFor({ timeout: 30_000 });
+    expect(await row.textContent()).toMatch(/\u263e \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+
+    await page.click(`#job-${id} button.details`);
+    await page.waitForSelector('#detail:not([hidden])');
+    const facts = await page.$$eval('#detail-facts dt', (terms) => terms.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]));
+    expect(Object.fromEntries(facts)).toMatchObject({ status: 'sleeping', 'asleep until': expect.stringMatching(/^\d{4}-.*Z: scan the queue again$/) });
+    await page.click(`#job-${id} button.cancel`);
+    await page.waitForSelector(`#job-${id}[data-status="cancelled"]`, { timeout: 30_000 });
+    expect(pageErrors).toEqual([]);
+  });
+
   it("shows a job's transcript in its detail: one collapsible step each, model text as text (no markup), no key", async () => {
     const secret = 'sk-page-transcript-secret-0123456789';
     const workspaceRoot = tempWorkspace({ 'retry.ts': 'export function retryBackoff() {}\n', 'leak.txt': `key=${secret}\n` }, cleanup);

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { useCleanup } from '../helpers/index.js';
+import { readEvents } from '../helpers/server.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { startTestServer } from '../helpers/server.js';
 
@@ -37,5 +38,29 @@ describe('schedulers over HTTP', () => {
     const result = await contract.check('GET', path, await server.api(path));
     expect(result).toMatchObject({ state: 'ended', status: 'deferred', deferReason: 'the build is done by then' });
     expect(result.deferredUntil).toBeGreaterThanOrEqual(before + 30 * 60_000);
+  });
+
+  it('sleep: the job is running with sleepingUntil in GET /v1/jobs/{id} and the SSE sleeping event, as the document says; a cancel ends it at once', async () => {
+    const server = await startTestServer(
+      cleanup,
+      {},
+      { script: [{ toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '6h', reason: 'scan the queue again' } }] }] },
+    );
+    const contract = new ApiContract((await (await server.api('/openapi.json')).json()) as OpenApiDoc);
+    const created = await server.api('/v1/jobs', { json: { task: TASK, label: 'watcher', scheduler: 'sleep' } });
+    const id = (await contract.check('POST', '/v1/jobs', created)).jobs[0].id as string;
+    const { events } = await readEvents(server.url, { lastEventId: '0', until: (seen) => seen.some((e) => e.event === 'sleeping') });
+    const sleeping = JSON.parse(events.find((e) => e.event === 'sleeping')?.data ?? '{}') as {
+      job: { id: string; sleepingUntil: number; sleepReason: string };
+    };
+    expect(sleeping.job).toMatchObject({ id, state: 'running', sleepReason: 'scan the queue again' });
+    const path = `/v1/jobs/${id}`;
+    const job = await contract.check('GET', path, await server.api(path));
+    expect(job).toMatchObject({ state: 'running', sleepingUntil: sleeping.job.sleepingUntil, sleepReason: 'scan the queue again' });
+    expect(job.sleepingUntil).toBeGreaterThan(Date.now() + 5 * 3600_000);
+    await contract.check('DELETE', path, await server.api(path, { method: 'DELETE' }));
+    const result = await contract.check('GET', `${path}/result?wait=60`, await server.api(`${path}/result?wait=60`));
+    expect(result).toMatchObject({ state: 'ended', status: 'cancelled', sleepingUntil: null });
+    expect(server.sim.requests).toHaveLength(1);
   });
 });

@@ -2,8 +2,8 @@
 export interface TimerTag {
   /** The job's id; for a wave's timer, `wave:<turn>`. */
   jobId: string;
-  /** `budget`: the job's wall-clock budget (maxWallclockMinutes); `wave-deadline`: a wave's join deadline; `approval`: a call's approvalTimeoutMs. */
-  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget' | 'wave-deadline' | 'approval';
+  /** `budget`: the job's wall-clock budget (maxWallclockMinutes); `wave-deadline`: a wave's join deadline; `approval`: a call's approvalTimeoutMs; `sleep`: a sleeping job's wake (sleeps.ts). */
+  kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget' | 'wave-deadline' | 'approval' | 'sleep';
 }
 
 /** Job timers (timeout, cancel grace, port-close fallback) and wave deadlines go through this, so tests can drive time. */

@@ -28,6 +28,7 @@ import { JobWorktrees } from './job-worktrees.js';
 import { JobTranscripts } from './transcripts.js';
 import { JobTraces } from './job-traces.js';
 import { JobApprovals } from './approvals.js';
+import { JobSleeps } from './sleeps.js';
 
 export interface EngineOptions {
   config: ForkpoolConfig;
@@ -74,6 +75,8 @@ export interface EngineParts {
   readonly traces: JobTraces;
   /** Jobs paused for approvals, their answers and job-wide grants (approvals.ts). */
   readonly approvals: JobApprovals;
+  /** Jobs asleep until their scheduled turn (sleeps.ts). */
+  readonly sleeps: JobSleeps;
   /** A wave may have ended (a member ended, left, or its turn was sealed): `wave-done` or `wave-joined`. */
   checkWave(wave: number): void;
 }
@@ -162,12 +165,14 @@ export function wireEngine(o: EngineOptions, spawn: (request: SpawnRequest, nest
     emit,
     note: (jobId, text) => p.transcripts.note(jobId, text),
   });
+  p.sleeps = new JobSleeps({ ...o, dispatcher, note: (jobId, text) => p.transcripts.note(jobId, text) });
   const owner = o.store?.scope;
   p.runner = new JobRunner({
     ...o,
     executor,
     remote: o.remote?.executor,
     approvals: p.approvals,
+    sleeps: p.sleeps,
     ...(owner !== undefined ? { owner } : {}),
     dispatcher,
     nesting: p.nesting,

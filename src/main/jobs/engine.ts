@@ -197,6 +197,7 @@ export class JobEngine {
     if (!job) return;
     this.#p.restarts.forget(job);
     this.#p.approvals.ended(id);
+    this.#p.sleeps.ended(id);
     this.#p.conversations.forget(id);
     this.#p.worktrees.forgetUnmade(id);
     this.#p.table.forget(id);

@@ -3,6 +3,7 @@ import { errorForRecord } from '../../shared/error-detail.js';
 import type { DeliveryLedger } from '../ledger/ledger.js';
 import type { JobBudgets } from '../limits/budgets.js';
 import type { JobApprovals } from './approvals.js';
+import type { JobSleeps } from './sleeps.js';
 import type { SpawnDedup } from './dedup.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { JobContext } from './job.js';
@@ -29,6 +30,7 @@ export interface JobBooks {
   readonly transcripts: JobTranscripts;
   readonly traces: JobTraces;
   readonly approvals: JobApprovals;
+  readonly sleeps: JobSleeps;
   emit: Emit;
   checkWave(wave: number): void;
   reportFault(what: string, error: unknown): void;
@@ -76,6 +78,7 @@ export function jobContext(ledger: DeliveryLedger, durable: boolean, books: () =
       step('ending its transcript', () => b.transcripts.ended(job.id));
       step('ending its span', () => b.traces.ended(record));
       step('dropping its approvals', () => b.approvals.ended(job.id));
+      step('dropping its sleep', () => b.sleeps.ended(job.id));
       step('the done event', () => b.emit('done', record));
       if (record.wave !== null) step(`checking wave ${record.wave}`, () => b.checkWave(record.wave as number));
       step('launching the queue', () => b.dispatcher.pump());

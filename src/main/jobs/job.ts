@@ -14,6 +14,7 @@ import { JobInbox } from './inbox.js';
  * | `running`    | `running`                                | an attempt that said `started`       |
  * | `suspended`  | `queued`, `waitingForChildren`           | its suspension (no slot, no thread)  |
  * | `suspended`  | `running`, `awaitingApproval`            | its approval wait (no slot, no thread) |
+ * | `suspended`  | `running`, `sleepWait`                   | its sleep (no slot, no thread)       |
  * | `ended`      | `ended`, no `deliveredInTurn`            | the ledger, until delivered          |
  * | `delivered`  | `ended`, `deliveredInTurn: N`            | the ledger, until retention forgets  |
  *
@@ -93,6 +94,8 @@ export class Job {
   suspension: Suspension | undefined;
   /** Paused for approvals (suspended with no {@link suspension}): see approvals.ts. */
   awaitingApproval = false;
+  /** Asleep until its scheduled turn (suspended with no {@link suspension}): see sleeps.ts. */
+  asleep = false;
   /** When its current run said `started` (epoch ms): its wall clock pauses while it waits for approvals. */
   runningSince: number | undefined;
   /** Wall-clock ms it ran before its latest approval wait (its timeout counts on from there). */
@@ -212,6 +215,21 @@ export class Job {
     this.#move('suspended');
   }
 
+  /** running → suspended: it sleeps until its scheduled turn (the ledger write is sleeps.ts'). */
+  fallAsleep(): void {
+    this.#detach();
+    this.asleep = true;
+    this.#move('suspended');
+  }
+
+  /** suspended → queued: its time came; it goes on from its conversation with `resume.childResults` (the wake message). */
+  wake(resume: ResumeState): void {
+    this.asleep = false;
+    this.spec = { ...(this.spec as JobSpec), resume };
+    this.launches = 0;
+    this.#move('queued');
+  }
+
   /** suspended → queued: its approvals were answered; it goes on from where it paused. */
   resumeFromApproval(resume: ResumeState): void {
     this.awaitingApproval = false;
@@ -264,6 +282,7 @@ export class Job {
     this.#ending = false;
     this.suspension = undefined;
     this.awaitingApproval = false;
+    this.asleep = false;
     this.sent.clear();
     this.stopping = false;
     this.restartPending = false;

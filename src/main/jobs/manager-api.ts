@@ -228,6 +228,8 @@ export type ManagerEvents = {
   'approval-requested': [PendingApproval];
   /** A waiting call was answered (by someone, or by its timeout). */
   'approval-resolved': [ApprovalRecord];
+  /** A job fell asleep (`sleep` scheduler) until its record's `sleepWait.at`; it holds no slot meanwhile. */
+  sleeping: [Readonly<JobRecord>];
   idle: [];
   /**
    * A write to the durable ledger failed (disk full, I/O error). A spawn or delivery it belonged

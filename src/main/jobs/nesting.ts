@@ -53,6 +53,9 @@ export class Nesting {
         throw new JobError('DEPTH_EXCEEDED', parent.id, `job ${parent.id} is at depth ${depth - 1}, the most allowed is ${limit}: it cannot spawn`);
       checkTreeBounds(this.#host.config.background, parent, this.#host.dispatcher.waitingForSlot);
       checkAllowedAgent(this.#host.config, request.agent);
+      // Its spawn tool offers output_schema only with the setting: a worker that sends one anyway is refused.
+      if (request.outputSchema !== undefined && !this.#host.config.background.allowOutputSchema)
+        throw new JobError('TOOL_ARGUMENTS_INVALID', parent.id, 'output_schema: not offered here (background.allowOutputSchema is false)');
       const tools = childTools(this.#host.config, spec, request);
       const handle = this.#host.book(
         {
@@ -93,8 +96,8 @@ export class Nesting {
 
   /** A waiting job whose children have all ended runs again, first in the queue, with their results. */
   maybeResume(job: Job): void {
-    // A job paused for approvals runs again when they are answered (approvals.ts), not before.
-    if (job.phase !== 'suspended' || job.awaitingApproval || job.stopping || job.isOver) return;
+    // A job paused for approvals runs again when they are answered (approvals.ts), a sleeping one at its time (sleeps.ts), not before.
+    if (job.phase !== 'suspended' || job.awaitingApproval || job.asleep || job.stopping || job.isOver) return;
     if ([...job.children, ...job.watching].some((child) => !child.isOver)) return;
     job.resume();
     this.#host.dispatcher.enqueueFirst(job);

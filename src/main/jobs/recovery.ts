@@ -21,6 +21,7 @@ import type { WaveJoins } from './joins.js';
 import type { SpawnDedup } from './dedup.js';
 import type { JobWorktrees } from './job-worktrees.js';
 import type { JobApprovals } from './approvals.js';
+import type { JobSleeps } from './sleeps.js';
 
 /** Opens every note recovery leaves on a job it found running; counting them bounds re-runs. */
 export const INTERRUPTED_NOTE = 'interrupted by a restart';
@@ -38,6 +39,8 @@ export interface RecoveryHost {
   readonly worktrees?: Pick<JobWorktrees, 'adopt' | 'markUnmade'>;
   /** Jobs the last process left paused for approvals go on waiting (approvals.ts). */
   readonly approvals?: Pick<JobApprovals, 'restore'>;
+  /** Jobs the last process left asleep wake at their own time (sleeps.ts). */
+  readonly sleeps?: Pick<JobSleeps, 'restore'>;
   /** A resumed job's state, rebuilt from the old job's kept conversation (resumes.ts); StoredSpec does not hold it. */
   readonly resumeStateOf?: (record: Readonly<JobRecord>) => JobSpec['resume'];
 }
@@ -54,6 +57,8 @@ export interface RecoveryReport {
   interrupted: string[];
   /** Paused for approvals when the process died: still waiting on the same calls (or queued with their answers). */
   awaitingApproval: string[];
+  /** Asleep (`sleep` scheduler) when the process died: they wake at their own time (or were woken: queued). */
+  sleeping: string[];
   /** Rows that failed their check when read back (edited or broken on disk): not recovered, reported with what was found. */
   invalid: InvalidRow[];
 }
@@ -61,7 +66,15 @@ export interface RecoveryReport {
 export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nextId: number; invalid?: InvalidRow[] }): RecoveryReport {
   const { config, ledger } = host;
   ledger.restore(stored.jobs, stored.nextId);
-  const report: RecoveryReport = { undelivered: [], requeued: [], rerun: [], interrupted: [], awaitingApproval: [], invalid: [...(stored.invalid ?? [])] };
+  const report: RecoveryReport = {
+    undelivered: [],
+    requeued: [],
+    rerun: [],
+    interrupted: [],
+    awaitingApproval: [],
+    sleeping: [],
+    invalid: [...(stored.invalid ?? [])],
+  };
   const keyed: Array<{ id: string; key: string }> = [];
   /** Where each worktree job, and each child working in its parent's worktree, works: parents come first (spawn order). */
   const treeRoots = new Map<string, string>();
@@ -108,6 +121,15 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       const job = add('queued');
       if (host.approvals.restore(job, record)) {
         report.awaitingApproval.push(record.id);
+        continue;
+      }
+      host.table.forget(record.id);
+    }
+    // Asleep: it wakes at its own time and goes on from its kept conversation, never run from the start.
+    if (record.state !== 'ended' && record.sleepWait && host.sleeps) {
+      const job = add('queued');
+      if (host.sleeps.restore(job, record)) {
+        report.sleeping.push(record.id);
         continue;
       }
       host.table.forget(record.id);

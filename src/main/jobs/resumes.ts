@@ -94,6 +94,11 @@ export function resumeJob(host: ResumeHost, idOrName: string, message: unknown, 
     // bounds that); its own system prompt is already in the conversation.
     ...(job.spec?.tools !== undefined ? { tools: job.spec.tools } : {}),
     ...(job.spec?.model !== undefined ? { model: job.spec.model } : {}),
+    // Its spawn's output schema (the next answer is typed too), turn timeout and scheduler ('none'
+    // when it had none: the config's default does not give it one now).
+    ...(job.spec?.outputSchema !== undefined ? { outputSchema: job.spec.outputSchema } : {}),
+    ...(job.spec?.turnTimeoutMs !== undefined ? { turnTimeoutMs: job.spec.turnTimeoutMs } : {}),
+    ...(job.spec ? { scheduler: job.spec.scheduler ?? 'none' } : {}),
   };
   // Its own budget: usage and model calls start from nothing (the old job's stay on the old record).
   return host.book(booking, options, { from: job.id, state: resumeStateFor(messages, instruction) });

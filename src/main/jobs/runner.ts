@@ -20,6 +20,7 @@ import { endingFromLostThread, endingFromOutcome, endingFromProtocol, endingFrom
 import { lastAssistantText, type Nesting } from './nesting.js';
 import type { JobSteering } from './steering.js';
 import type { JobApprovals } from './approvals.js';
+import type { JobSleeps } from './sleeps.js';
 import { isHookCall, type HookRunner } from '../hooks/hook-runner.js';
 
 /** What running jobs needs of the manager. */
@@ -36,6 +37,7 @@ export interface RunnerHost {
   readonly nesting: Nesting;
   readonly steering: JobSteering;
   readonly approvals: JobApprovals;
+  readonly sleeps: JobSleeps;
   readonly logger: Logger | undefined;
   readonly tools: ToolCatalog;
   /** Its hooks: a job's PreToolUse, PostToolUse, SubagentStart and SubagentStop run here (docs/tools.md "Hooks"). */
@@ -121,7 +123,7 @@ export class JobRunner {
         gateLease.release();
         // A restart runs it again in the same worktree; a suspended job's children may still write there.
         // Only a worktree job waits: every other ending stays in the same tick as its attempt's end.
-        const paused = end.kind === 'suspended' || end.kind === 'awaiting-approval';
+        const paused = end.kind === 'suspended' || end.kind === 'awaiting-approval' || end.kind === 'sleeping';
         const before = !paused && !job.restartPending && job.attempt === attempt ? this.#host.beforeEnding(job) : undefined;
         if (before) await before;
         this.#ended(job, attempt, end);
@@ -155,6 +157,8 @@ export class JobRunner {
     for (const child of [...job.children]) if (!child.isOver) this.stop(child, reason === 'close' ? 'close' : 'cancel');
     // Paused for approvals: it ends now, with what it last said (approvals.ts).
     if (this.#host.approvals.stop(job, reason)) return;
+    // Asleep: it ends now, with what it last said (sleeps.ts).
+    if (this.#host.sleeps.stop(job, reason)) return;
     const suspension = job.suspension;
     if (suspension) {
       const timedOut = reason === 'timeout';
@@ -216,6 +220,12 @@ export class JobRunner {
     if (end.kind === 'awaiting-approval') {
       this.#host.approvals.paused(job, end.state, end.calls);
       // Its pause crossed a stop (it paused before it saw the `cancel`): it ends now, as a job stopped while waiting does.
+      if (job.stopping) this.stop(job, attempt.stopRequest ?? 'cancel');
+      return;
+    }
+    if (end.kind === 'sleeping') {
+      this.#host.sleeps.asleep(job, end.state, { at: end.at, reason: end.reason });
+      // Its sleep crossed a stop (it slept before it saw the `cancel`): it ends now, as a job stopped while asleep does.
       if (job.stopping) this.stop(job, attempt.stopRequest ?? 'cancel');
       return;
     }

@@ -142,6 +142,24 @@ export interface JobRecord {
   approvals?: ApprovalRecord[];
   /** While it waits for approvals and until it runs again: where its run goes on from (the conversation is stored beside the row). */
   approvalWait?: ApprovalWait;
+  /**
+   * `sleep` scheduler (docs/delivery.md "Schedulers"): it called schedule_next_turn. `running`
+   * with this: asleep until `sleepWait.at`, holding no slot and no thread (its conversation is
+   * beside its row); `queued` with this: woken, to go on from there. Gone once it runs again.
+   */
+  sleepWait?: SleepWait;
+}
+
+/** What a sleeping job keeps in its record (its conversation goes beside it: see sleeps.ts in src/main/jobs). */
+export interface SleepWait {
+  /** When it wakes (epoch ms), and what it said it will do then. */
+  at: number;
+  reason: string;
+  usage: UsageByModel;
+  iterations: number;
+  wrapUpSent?: true;
+  /** Wall-clock ms it ran before it slept (its timeout counts on from there). */
+  ranMs: number;
 }
 
 /** What a job paused for approvals keeps in its record (its conversation goes beside it: see approvals.ts in src/main/jobs). */

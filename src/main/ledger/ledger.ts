@@ -2,12 +2,24 @@ import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
-import type { ApprovalWait, JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
+import type { ApprovalWait, JobEnding, SleepWait, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import { Retention } from './retention.js';
-import { deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
+import { copyRecordData, deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
 
-export type { ApprovalWait, EndedBy, JobEnding, JobRecord, JobState, JobStatus, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
+export type {
+  ApprovalWait,
+  SleepWait,
+  EndedBy,
+  JobEnding,
+  JobRecord,
+  JobState,
+  JobStatus,
+  LedgerStats,
+  RetentionPolicy,
+  SentMessage,
+  Speculation,
+} from './job-record.js';
 
 /** Why a completion reported from elsewhere is refused (see {@link DeliveryLedger.refuseCompletion}). */
 export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running';
@@ -159,7 +171,7 @@ export class DeliveryLedger {
 
   add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
     if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
-    const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
+    const full = freeze<JobRecord>({ ...copyRecordData(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
     // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
     // Strict: a spawn the disk cannot take is refused (LEDGER_WRITE_FAILED), nothing booked.
     this.#writer?.put([{ record: full, position: this.#position }], 'strict');
@@ -189,8 +201,8 @@ export class DeliveryLedger {
     const { record } = this.#expect(id, 'queued', 'running');
     const { waitingForChildren: _waiting, ...rest } = record;
     // A job resumed after waiting for its children keeps its first start time.
-    const { approvalWait: _wait, ...kept } = rest;
-    const startedAt = record.waitingForChildren || record.approvalWait ? (record.startedAt ?? now) : now;
+    const { approvalWait: _wait, sleepWait: _sleep, ...kept } = rest;
+    const startedAt = record.waitingForChildren || record.approvalWait || record.sleepWait ? (record.startedAt ?? now) : now;
     this.#replace(id, { ...kept, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
   }
 
@@ -262,6 +274,19 @@ export class DeliveryLedger {
 
   /** Every call answered: back to `queued` to take a slot again; it keeps its first start time (markRunning). */
   approvalsAnswered(id: string): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'queued');
+    return this.#replace(id, { ...record, state: 'queued' });
+  }
+
+  /** A running job sleeps until `wait.at` (`sleep` scheduler): its thread and slot are given back; it stays `running`. */
+  sleep(id: string, wait: SleepWait): Readonly<JobRecord> {
+    const { record } = this.#expect(id, 'running', 'running');
+    const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
+    return this.#replace(id, { ...rest, sleepWait: wait });
+  }
+
+  /** Its time came: back to `queued` to take a slot again, its `sleepWait` kept until it runs (markRunning). */
+  woke(id: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'running', 'queued');
     return this.#replace(id, { ...record, state: 'queued' });
   }

@@ -22,6 +22,11 @@ export function elapsedMs(record: Readonly<JobRecord>, now = Date.now()): number
   return record.startedAt === undefined ? 0 : (record.endedAt ?? now) - record.startedAt;
 }
 
+/** A sleeping job's wake time (epoch ms): `running` with `sleepWait` (`queued` with it: woken, waiting for a slot); else null. */
+export function sleepingUntil(record: Readonly<JobRecord>): number | null {
+  return record.state === 'running' && record.sleepWait ? record.sleepWait.at : null;
+}
+
 /** A job's record as JSON: what it is, where it stands, what it answered and spent. */
 export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {}) {
   return {
@@ -63,6 +68,9 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     /** `deferred` jobs: when it asked to run again (epoch ms) and why; null otherwise. */
     deferredUntil: record.deferredUntil ?? null,
     deferReason: record.deferReason ?? null,
+    /** A sleeping job (scheduler `sleep`): when it wakes (epoch ms) and what it will do then; null otherwise (it stays `running`, holding no slot). */
+    sleepingUntil: sleepingUntil(record),
+    sleepReason: sleepingUntil(record) !== null ? (record.sleepWait?.reason ?? null) : null,
     queuedAt: record.queuedAt,
     startedAt: record.startedAt ?? null,
     endedAt: record.endedAt ?? null,
@@ -112,6 +120,7 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     budget: view.budget,
     budgetExceeded: view.budgetExceeded,
     ...(view.deferredUntil !== null ? { deferredUntil: iso(view.deferredUntil), deferReason: view.deferReason } : {}),
+    ...(view.sleepingUntil !== null ? { state: view.state, sleepingUntil: iso(view.sleepingUntil), sleepReason: view.sleepReason } : {}),
     attempts: view.attempts,
     notes: view.notes,
     queuedAt: iso(view.queuedAt),

@@ -15,8 +15,9 @@ export function seconds(ms: number | undefined): string {
   return ms === undefined ? '?' : `${(ms / 1000).toFixed(1)}s`;
 }
 
-/** A finished job as one terminal line (model text escaped). */
+/** A finished job as one terminal line (model text escaped); an unfinished one (`jobs show`) says its state. */
 export function jobLine(job: JobRecord): string {
+  if (job.state !== 'ended') return `… ${job.id}${job.agent ? ` [${escapeForTerminal(job.agent)}]` : ''} "${escapeForTerminal(job.label)}" ${job.state}`;
   const mark = job.status === 'ok' ? '✓' : job.status === 'partial' ? '◐' : job.status === 'cancelled' ? '⊘' : '✗';
   const took = job.startedAt !== undefined && job.endedAt !== undefined ? seconds(job.endedAt - job.startedAt) : '-';
   const tokens = totalUsage(job.usage).totalTokens;

@@ -48,7 +48,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
 
   function refOf(session, id) { return session ? session + '/' + id : id; }
   function waitsFor(job) { return job.state !== 'ended' && job.awaitingApproval ? job.awaitingApproval : []; }
-  function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : waitsFor(job).length > 0 ? 'awaiting_approval' : job.state; }
+  function statusOf(job) { return job.state === 'ended' ? (job.status || 'failed') : waitsFor(job).length > 0 ? 'awaiting_approval' : job.sleepingUntil ? 'sleeping' : job.state; }
 
   function formatElapsed(job) {
     if (!job.startedAt) return '–';
@@ -160,8 +160,10 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     var asks = waitsFor(job)[0];
     // A job whose model call waits to try again shows which try of how many and why (\u21bb 2/4 429), until the answer comes.
     var retry = job.state === 'running' ? job.retrying : null;
-    row.children[6].textContent = asks ? '\u23f8 ' + asks.tool : retry ? retryText(retry) : job.currentTool || '';
-    row.children[6].title = asks ? asks.tool + ': ' + asks.summary : retry ? 'retrying ' + (retry.host || 'the model endpoint') + ' after ' + (retry.waitMs / 1000).toFixed(1) + ' s' : '';
+    // A sleeping job (scheduler sleep) shows when it wakes (its reason on hover).
+    var wakes = status === 'sleeping' ? new Date(job.sleepingUntil).toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '';
+    row.children[6].textContent = asks ? '\u23f8 ' + asks.tool : wakes ? '\u263e ' + wakes : retry ? retryText(retry) : job.currentTool || '';
+    row.children[6].title = asks ? asks.tool + ': ' + asks.summary : wakes ? 'wakes ' + wakes + ': ' + (job.sleepReason || '') : retry ? 'retrying ' + (retry.host || 'the model endpoint') + ' after ' + (retry.waitMs / 1000).toFixed(1) + ' s' : '';
     row.children[7].textContent = job.toolCalls === null || job.toolCalls === undefined ? '–' : String(job.toolCalls);
     row.children[8].textContent = String(job.tokens || 0);
     var box = row.children[0].firstChild;
@@ -299,7 +301,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       if (lastEventId) { setConnection('live', 'live'); return; }
       refresh().then(function (id) { if (id > lastEventId) lastEventId = id; setConnection('live', 'live'); }).catch(showListError);
     });
-    ['spawned', 'started', 'done', 'requeued'].forEach(function (type) { source.addEventListener(type, onJobEvent); });
+    ['spawned', 'started', 'done', 'requeued', 'sleeping'].forEach(function (type) { source.addEventListener(type, onJobEvent); });
     ['approval-requested', 'approval-resolved'].forEach(function (type) { source.addEventListener(type, onApprovalEvent); });
     source.addEventListener('progress', onProgress);
     source.addEventListener('reset', function (event) {
@@ -442,6 +444,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       if (job.tools) fact(facts, 'tools', job.tools.length > 0 ? job.tools.join(', ') : '(none)');
       if (job.error) fact(facts, 'error', job.error.code + ': ' + job.error.message);
       approvalFacts(facts, job);
+      if (job.sleepingUntil) fact(facts, 'asleep until', new Date(job.sleepingUntil).toISOString() + (job.sleepReason ? ': ' + job.sleepReason : ''));
       $('detail-task').textContent = job.task;
       $('detail-result').textContent = job.resultText !== null ? job.resultText : (job.state === 'ended' ? '(no result kept)' : '(still ' + job.state + ')');
       if (wasHidden) $('detail-title').focus();

@@ -33,7 +33,7 @@ td.num { font-variant-numeric: tabular-nums; text-align: right; }
 /* Partial (an answer cut short, still useful) is not cancelled (stopped, no answer): a colour of its own. */
 .status-partial { color: var(--partial); }
 td.id { font-family: ui-monospace, monospace; font-size: 0.9em; white-space: nowrap; }
-.status-queued, .status-running, .status-deferred { color: var(--muted); }
+.status-queued, .status-running, .status-deferred, .status-sleeping { color: var(--muted); }
 td.actions { white-space: nowrap; }
 td.actions button { padding: 0.1em 0.5em; margin-right: 0.3em; }
 pre { white-space: pre-wrap; word-break: break-word; border: 1px solid var(--line); border-radius: 4px; padding: 0.6em; max-height: 24em; overflow: auto; }

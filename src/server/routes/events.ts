@@ -15,7 +15,7 @@ export const streamEventsRoute = {
   path: '/v1/events',
   operationId: 'streamEvents',
   summary:
-    'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done, approval-requested, approval-resolved; Last-Event-ID resumes; reset means refetch.',
+    'Server-Sent Events: spawned, started, progress, alert, done, requeued, delivered, wave-done, approval-requested, approval-resolved, sleeping; Last-Event-ID resumes; reset means refetch.',
   responses: { 200: { description: 'The event stream (`id:`, `event:`, `data:` JSON)', schema: textBody, contentType: 'text/event-stream' } },
 } satisfies RouteDoc;
 

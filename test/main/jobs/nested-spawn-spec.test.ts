@@ -151,3 +151,59 @@ describe("the main thread's check of a job's spawn", () => {
     expect(childSpec).toMatchObject({ model: 'child-model', tools: ['read_file'] });
   });
 });
+
+/** Issue 38 audit: a job's own spawn may type its child's answer, behind the same gate as the parent's `output_schema`. */
+describe("output_schema on a job's own spawn tool", () => {
+  const SCHEMA = { type: 'object', properties: { file: { type: 'string' } }, required: ['file'], additionalProperties: false };
+  const typedSetUp = async (script: ScriptStep[], allowOutputSchema: boolean) => {
+    const root = await makeWorkspace(cleanups);
+    const sim = await startSim(cleanups, { script });
+    const config = agentConfig(sim, root, { agentTools: ['scout'] }, { maxDepth: 2, maxConcurrent: 1, allowOutputSchema });
+    return { sim, manager: makeManager(config, cleanups) };
+  };
+
+  it('allowed: offered, and the child ends with its typed value, handed to its parent', async () => {
+    const { sim, manager } = await typedSetUp(
+      [
+        { toolCalls: [spawnCall({ task: 'find the retry code', label: 'typed child', output_schema: SCHEMA }, 'c1')] },
+        { content: 'waiting for my child' },
+        { toolCalls: [{ name: 'submit_result', arguments: { file: 'src/retry.ts' } }] },
+        { content: 'final: src/retry.ts' },
+      ],
+      true,
+    );
+    const parent = await ended(manager, manager.spawn({ task: 'delegate the search', label: 'top' }).id);
+    await manager.onIdle();
+    sim.assertScriptDone();
+    expect(parent.status).toBe('ok');
+    expect(toolSchema(sim.requests[0]!, 'spawn_background_agent').properties.output_schema).toMatchObject({ type: 'object' });
+    expect(manager.jobs().find((j) => j.parentJobId === parent.id)).toMatchObject({ status: 'ok', depth: 2, data: { file: 'src/retry.ts' } });
+    // The child's request offered submit_result: its answer was bound to the schema.
+    expect(toolNames(sim.requests[2]!)).toContain('submit_result');
+  });
+
+  it('not allowed (the default): not offered (no prompt bytes), a call with it is a tool error, and the main thread refuses one sent anyway', async () => {
+    const { sim, manager } = await typedSetUp(
+      [{ toolCalls: [spawnCall({ task: 'find the retry code', label: 'typed child', output_schema: SCHEMA }, 'c1')] }, { content: 'could not delegate' }],
+      false,
+    );
+    const parent = await ended(manager, manager.spawn({ task: 'delegate the search', label: 'top' }).id);
+    sim.assertScriptDone();
+    expect(parent.status).toBe('ok');
+    expect(toolSchema(sim.requests[0]!, 'spawn_background_agent').properties).not.toHaveProperty('output_schema');
+    expect(JSON.stringify(sim.requests[0]?.body)).not.toContain('output_schema');
+    expect(toolMessagesOf(sim.requests[1]?.body)[0]).toMatch(/invalid arguments for spawn_background_agent[\s\S]*output_schema/);
+    expect(manager.jobs()).toHaveLength(1);
+
+    const executor = new FakeExecutor();
+    const config = makeConfig(undefined, await makeWorkspace(cleanups), { maxDepth: 2 });
+    const fake = makeManager(config, cleanups, executor);
+    const top = fake.spawn({ task: 'parent', label: 'parent' });
+    await waitFor(() => executor.tasks.has(top.id), 'the parent to be run', { timeoutMs: 10_000 });
+    executor.say(top.id, { kind: 'spawn', request: { outputSchema: SCHEMA } });
+    const spawns = executor.tasks.get(top.id)?.spawns;
+    await waitFor(() => spawns && [...spawns.values()].every((s) => s.answered), 'the answer', { timeoutMs: 10_000 });
+    expect([...(spawns?.values() ?? [])].map(({ ok, code }) => ({ ok, code }))).toEqual([{ ok: false, code: 'TOOL_ARGUMENTS_INVALID' }]);
+    expect(fake.jobs()).toHaveLength(1);
+  });
+});

@@ -50,6 +50,11 @@ function oldConversation(sim: SimServer, task: string, answer: string) {
   return { messages: messagesOf(last!), answer };
 }
 
+/** A typed job's answer: its submit_result call. */
+function submit(value: Record<string, unknown>) {
+  return { toolCalls: [{ name: 'submit_result', arguments: value }] };
+}
+
 function errorOf(fn: () => unknown): JobError {
   try {
     fn();
@@ -105,6 +110,25 @@ describe('resume a finished job', () => {
     expect(deliveries.drain(3)).toEqual([]);
     expect(manager.get(resumed.id)?.deliveredInTurn).toBe(2);
   });
+
+  it("keeps its spawn's outputSchema and turnTimeoutMs: the resumed answer is typed, and a resume of that one ends TURN_TIMEOUT at the spawn's deadline", async () => {
+    const cleanup = useCleanup();
+    const sim = await startSim(cleanup, {
+      script: [submit({ file: 'src/retry.ts' }), submit({ file: 'src/cache.ts' }), { content: 'never sent' }],
+      faults: { 3: { kind: 'hang_before_headers' } },
+    });
+    const far = { requestTimeoutMs: 600_000, streamIdleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, turnTimeoutMs: 0 };
+    const manager = watchManager(new BackgroundManager({ config: config(sim, await makeWorkspace(cleanup), far) }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const outputSchema = { type: 'object', properties: { file: { type: 'string' } }, required: ['file'], additionalProperties: false };
+    const old = manager.spawn({ task: TASK, label: 'typed', outputSchema, turnTimeoutMs: 1_500 });
+    expect(await ended(manager, old.id)).toMatchObject({ status: 'ok', data: { file: 'src/retry.ts' } });
+
+    const resumed = await ended(manager, manager.parentControls.resume(old.id, INSTRUCTION).id);
+    expect(resumed).toMatchObject({ status: 'ok', data: { file: 'src/cache.ts' } });
+    const again = await ended(manager, manager.parentControls.resume(resumed.id, 'And the tool loop?').id);
+    expect(again).toMatchObject({ status: 'failed', error: { code: 'TURN_TIMEOUT', timeoutMs: 1_500 } });
+  }, 60_000);
 
   it('after a restart on the durable ledger: a new manager on the same file resumes it, with the saved conversation, secrets redacted', async () => {
     const cleanup = useCleanup();

@@ -1,7 +1,7 @@
 /**
  * A spawn's between-turn scheduler (core-agent's `Spec.Scheduler`) through the real manager,
  * pool and worker threads on the sim: which jobs get `schedule_next_turn`, a `sleep` job that
- * sleeps and takes its next turn, an `exit_on_defer` job that ends `deferred` with its wake-up
+ * sleeps (its attempt ended: sleeps.test.ts) and takes its next turn, an `exit_on_defer` job that ends `deferred` with its wake-up
  * time, a cancel that ends a sleeping job, and SCHEDULER_UNKNOWN at spawn and at config load.
  */
 import { describe, expect, it } from 'vitest';
@@ -40,7 +40,7 @@ describe('schedulers', () => {
     expect(configured.sim.requests.map((r) => toolNames(r).includes('schedule_next_turn'))).toEqual([true, true]);
   });
 
-  it('sleep: schedule_next_turn sleeps, then the job takes its next turn in the same run, each turn counted', async () => {
+  it('sleep: schedule_next_turn ends the run; the job takes its next turn after the time, each turn counted (more in sleeps.test.ts)', async () => {
     const { sim, manager } = await managerWith([
       { toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '1s', reason: 'scan the queue again' } }] },
       { content: 'Second scan done: still nothing to do.' },
@@ -51,7 +51,9 @@ describe('schedulers', () => {
     expect(record).toMatchObject({ status: 'ok', resultText: expect.stringContaining('Second scan'), iterations: 2 });
     // It slept at least the second it asked for before its next model call.
     expect(Date.now() - before).toBeGreaterThanOrEqual(1_000);
-    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/the turn you scheduled has come \(scan the queue again\)/);
+    expect(toolMessagesOf(sim.requests[1]!.body)[0]).toMatch(/^Sleeping until .* \(scan the queue again\)/);
+    const woken = (sim.requests[1]!.body as { messages: Array<{ role: string; content: unknown }> }).messages.at(-1);
+    expect(woken).toMatchObject({ role: 'user', content: expect.stringMatching(/the turn you scheduled has come \(scan the queue again\)/) });
     sim.assertScriptDone();
   });
 
@@ -88,7 +90,7 @@ describe('schedulers', () => {
     await waitFor(() => events.some((e) => e.type === 'tool_call' && e.name === 'schedule_next_turn'), 'the job called schedule_next_turn');
     manager.cancel(id);
     const record = await ended(manager, id);
-    // Honoured over the port: the sleep itself was woken, not the thread killed after the grace.
+    // Asleep it holds no thread: it ends at once, never by a hard stop after the grace.
     expect(record).toMatchObject({ status: 'cancelled', endedBy: 'cooperative' });
     expect(sim.requests).toHaveLength(1);
   });

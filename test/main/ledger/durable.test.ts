@@ -130,7 +130,15 @@ describe('durable ledger', () => {
     cleanup.add(() => store.close());
     const manager = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.recovery).toEqual({ undelivered: [a], requeued: [c, d], rerun: [e, h], interrupted: [f, g], awaitingApproval: [], invalid: [] });
+    expect(manager.recovery).toEqual({
+      undelivered: [a],
+      requeued: [c, d],
+      rerun: [e, h],
+      interrupted: [f, g],
+      awaitingApproval: [],
+      sleeping: [],
+      invalid: [],
+    });
     expect(manager.get(g as string)?.error?.message).toMatch(/reached the model on 2 run\(s\)/);
     expect(manager.get(f as string)?.error?.code).toBe('JOB_INTERRUPTED');
     expect(manager.get(f as string)?.error?.message).toMatch(/write_file/);
@@ -149,7 +157,7 @@ describe('durable ledger', () => {
     // Another restart: everything delivered stays delivered, nothing runs.
     const again = watchManager(new BackgroundManager({ config, store: store.jobs('s') }));
     cleanup.add(() => again.close({ timeoutMs: 2_000 }));
-    expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [], awaitingApproval: [], invalid: [] });
+    expect(again.recovery).toEqual({ undelivered: [], requeued: [], rerun: [], interrupted: [], awaitingApproval: [], sleeping: [], invalid: [] });
     expect(new Deliveries(again).drain(4)).toEqual([]);
     expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2, 2]);
   });
