@@ -421,7 +421,7 @@ export const FANOUT_ISOLATION: 'thread' | 'shared' = 'shared';
 /** Failures in a row of one shared kind before `fanout` stops starting jobs (`--max-consecutive-failures`; src/cli/fanout-failures.ts). */
 export const FANOUT_MAX_CONSECUTIVE_FAILURES = 10;
 
-/** Bounds of a wait for jobs (`BackgroundManager.wait`, wait_background_agents; src/main/jobs/waits.ts). */
+/** Bounds of a wait for jobs (`ParentControls.wait`, wait_background_agents; src/main/jobs/waits.ts). */
 export const WAIT_LIMITS = {
   /** The longest wait the library accepts, in ms (one hour); wait again for longer. */
   maxTimeoutMs: 3_600_000,
