@@ -109,6 +109,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
             { role: 'user', content: await subagentStart(spec, hostLink, deps) },
           ];
     let pausedCalls = spec.resume?.approval === true;
+    // Children's results that came while it waited for approvals: after the paused calls, before its next model call.
+    if (pausedCalls && spec.resume?.childResults) children?.onChildResults([], spec.resume.childResults);
     const hooks = jobToolHooks(hostLink, spec.hooks);
     let stopHookActive = false;
     for (;;) {
