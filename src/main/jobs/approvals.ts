@@ -235,7 +235,13 @@ export class JobApprovals {
       if (answered.remember === 'job') this.#grantToJob(job.id, answered.tool);
       if (wait.answered.includes(answered.callId)) this.#answersOf(job.id).set(answered.callId, answered);
     }
-    const state = { messages, usage: wait.usage, iterations: wait.iterations, ...(wait.wrapUpSent ? { wrapUpSent: true } : {}) };
+    const state = {
+      messages,
+      usage: wait.usage,
+      iterations: wait.iterations,
+      ...(wait.wrapUpSent ? { wrapUpSent: true } : {}),
+      ...(wait.scheduledTurn ? { scheduledTurn: wait.scheduledTurn } : {}),
+    };
     const pending = record.awaitingApproval ?? [];
     if (pending.length === 0) {
       job.resumeFromApproval({ ...state, childResults: '', approval: true });
@@ -281,6 +287,7 @@ export class JobApprovals {
       ranMs: job.ranMs,
       answered: [...(this.#answers.get(job.id)?.keys() ?? [])],
       ...(job.heldResults.length > 0 ? { childResults: [...job.heldResults] } : {}),
+      ...(state.scheduledTurn ? { scheduledTurn: { at: state.scheduledTurn.at, reason: state.scheduledTurn.reason } } : {}),
     };
   }
 

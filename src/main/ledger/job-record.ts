@@ -175,6 +175,8 @@ export interface ApprovalWait {
   answered: string[];
   /** Its children's results that came while it waited, for its next run (nesting.ts). */
   childResults?: string[];
+  /** `sleep`: the paused batch held schedule_next_turn too; it sleeps until then once the approved calls ran. */
+  scheduledTurn?: { at: number; reason: string };
 }
 
 export const SPECULATION_STATES = ['pending', 'kept', 'dropped'] as const;
