@@ -5,7 +5,7 @@
  *
  *   npm run bench:build && node --expose-gc scripts/job-memory.mjs --jobs 1000 [--snapshot out.heapsnapshot]
  *
- * Prints one JSON line. --snapshot writes one worker's heap snapshot (it forces a GC there).
+ * `--isolation thread` holds one thread per job. Prints one JSON line. --snapshot writes one worker's heap snapshot (it forces a GC there).
  */
 import { mkdtempSync, mkdirSync, writeFileSync, createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +37,8 @@ const { values } = parseArgs({
     'probe-at': { type: 'string' },
     'main-snapshot': { type: 'string' },
     connections: { type: 'string', default: String(SCALE_CONNECTIONS_PER_THREAD) },
+    // `thread`: one thread per job in flight (RSS per thread: run twice, e.g. 20 and 60 jobs).
+    isolation: { type: 'string', default: 'shared' },
   },
 });
 const jobs = Number(values.jobs);
@@ -56,8 +58,8 @@ const config = parseConfig({
   modelConnectionsPerThread: Number(values.connections),
   background: {
     maxConcurrent: jobs,
-    isolation: 'shared',
-    tasksPerThread: sharedTasksPerThread(jobs),
+    isolation: values.isolation,
+    ...(values.isolation === 'shared' ? { tasksPerThread: sharedTasksPerThread(jobs) } : {}),
     timeoutMinutes: 30,
     budget: { maxWallclockMinutes: 30 },
     closeTimeoutMs: 2_000,

@@ -319,8 +319,9 @@ export const DEFAULTS = {
   /** Capped parent session summary handed to `full_context` jobs. */
   sessionSummaryMaxChars: 4_000,
   /**
-   * The parent's history, in tokens estimated by text kind (token-estimate.ts): past this, its oldest turns are
-   * folded into the session summary (down to about 60% of it, so folding is rare).
+   * The parent's history, in tokens estimated by text kind (token-estimate.ts) and scaled by the endpoint's
+   * reported usage (token-ratio.ts): past this, its oldest turns are folded into the session summary (down to
+   * about 60% of it, so folding is rare).
    */
   parentHistoryMaxTokens: 100_000,
 } as const;

@@ -25,6 +25,7 @@ import type { ToolHooks } from './hooks.js';
 import { carriedFields } from './wires/history.js';
 import { ApprovalPending } from './approvals.js';
 import { estimateJsonTokens } from './token-estimate.js';
+import { estimateRequestTokens, type TokenRatios } from './token-ratio.js';
 
 /** The context the loop hands a tool: a {@link ToolContext} plus the id of the call being run. */
 export interface LoopToolContext extends ToolContext {
@@ -46,7 +47,7 @@ export type LoopConfig = Pick<
   | 'loopStopAfter'
   | 'toolLimits'
 > &
-  Partial<Pick<ForkpoolConfig, 'maxTokens' | 'firstByteTimeoutMs'>>;
+  Partial<Pick<ForkpoolConfig, 'maxTokens' | 'firstByteTimeoutMs' | 'thinking'>>;
 
 export interface ToolLoopOptions {
   client: OpenAI;
@@ -66,12 +67,14 @@ export interface ToolLoopOptions {
    */
   beforeModelCall?: (() => string | undefined) | undefined;
   /**
-   * Asked before every model call: a signal that cancels that call alone (a message sent to a
-   * job with `interrupt`). Such a cancel is neither a failure nor a retry: the loop asks again,
-   * with what {@link beforeModelCall} then adds. The cancelled call counts against the cap and
-   * the budget (one model call; its prompt's tokens estimated from its characters).
+   * Given each model call's own cancel before it is sent (a message sent to a job with
+   * `interrupt` calls it; it cancels that call alone); returns what forgets it once the call is
+   * over. Such a cancel is neither a failure nor a retry: the loop asks again, with what
+   * {@link beforeModelCall} then adds. The cancelled call counts against the cap and the budget
+   * (one model call; its prompt's tokens estimated from its characters). A callback rather than
+   * a signal: a job waiting in its model call holds no AbortController of its own for it.
    */
-  interruptSignal?: (() => AbortSignal) | undefined;
+  interruptCall?: ((interrupt: (reason: unknown) => void) => () => void) | undefined;
   /** Secrets besides the client's key to redact from tool results: every key the config holds (see `configuredSecrets`). */
   secrets?: readonly string[] | undefined;
   /**
@@ -101,6 +104,8 @@ export interface ToolLoopOptions {
   budget?: Pick<BudgetMeter, 'record' | 'exhausted' | 'wrapUp' | 'exceededMessage'> | undefined;
   /** PreToolUse and PostToolUse hooks (docs/tools.md "Hooks"); PreToolUse runs before the permission check. */
   hooks?: ToolHooks | undefined;
+  /** Learns, from each reply's reported prompt tokens, how far the estimate of the request was off (token-ratio.ts). */
+  tokenRatios?: Pick<TokenRatios, 'observe'> | undefined;
 }
 
 export interface ToolLoopResult {
@@ -192,10 +197,12 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     // Its expiry aborts both; a cancel of the whole run still reads as `aborted`.
     const turn = startDeadline(signal, config.turnTimeoutMs, () => turnTimeoutError(config.turnTimeoutMs));
     try {
-      const interrupt = options.interruptSignal?.();
-      const call = interrupt ? linkedAbort(turn.signal) : undefined;
-      const onInterrupt = () => call?.controller.abort(interrupt?.reason);
-      interrupt?.addEventListener('abort', onInterrupt, { once: true });
+      const call = options.interruptCall ? linkedAbort(turn.signal) : undefined;
+      let interrupted = false;
+      const forgetCall = options.interruptCall?.((reason) => {
+        interrupted = true;
+        call?.controller.abort(reason);
+      });
       let reply;
       const callStarted = Date.now();
       try {
@@ -214,7 +221,7 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         // Only this call was cancelled, for a message: not a model request that failed. It still
         // counts as a model call against the cap and the budget, its prompt as tokens (estimated:
         // no usage came back), so a stream of interrupts cannot buy unmetered requests.
-        if (interrupt?.aborted) {
+        if (interrupted) {
           const spent = interruptedUsage(messages);
           emit({ type: 'model_interrupted', iteration: iterations, usage: spent, model: config.model });
           usage = addModelUsage(usage, config.model, spent);
@@ -224,13 +231,16 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
         if (error instanceof AbortError) return end('aborted', findingsSoFar(messages, runStart), error);
         return end('error', findingsSoFar(messages, runStart), error);
       } finally {
-        interrupt?.removeEventListener('abort', onInterrupt);
+        forgetCall?.();
         call?.dispose();
       }
       // Booked under the configured name, which prices and cost budgets know: a server names
       // its model its own way (llama-server a GGUF path, OpenAI a dated snapshot).
       usage = addModelUsage(usage, config.model, reply.usage);
       budget?.record(config.model, reply.usage);
+      // `messages` is still what was sent: the reply is added below.
+      if (options.tokenRatios && reply.usage.promptTokens > 0)
+        options.tokenRatios.observe(config.model, estimateRequestTokens(messages, apiTools), reply.usage.promptTokens);
       emit({
         type: 'model_response',
         iteration: iterations,

@@ -149,7 +149,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         connections: connectionSlotsFor(modelBaseUrl(config), config.modelConnectionsPerThread),
         onEvent: deps.onEvent,
         beforeModelCall: children || steering ? () => joinInjections(children?.take(), steering?.take()) : undefined,
-        interruptSignal: steering ? () => steering.nextCallSignal() : undefined,
+        interruptCall: steering ? (interrupt) => steering.duringCall(interrupt) : undefined,
         secrets: secretsFor(spec.config),
         budget,
         // Only the first run of a launch that goes on from an approval pause.
@@ -438,7 +438,8 @@ function approvalGate(ask: (request: PermissionRequest) => Promise<PermissionAns
 /** A job's permission questions in flight, by request id; each resolves once, with its answer. */
 class PermissionQuestions {
   readonly #send: (requestId: number, tool: string, callId: string | undefined) => void;
-  readonly #pending = new Map<number, (answer: PermissionAnswer) => void>();
+  /** Made on the first question: most jobs never ask one. */
+  #pending: Map<number, (answer: PermissionAnswer) => void> | undefined;
   #last = 0;
 
   constructor(send: (requestId: number, tool: string, callId: string | undefined) => void) {
@@ -448,14 +449,14 @@ class PermissionQuestions {
   ask(tool: string, callId: string | undefined): Promise<PermissionAnswer> {
     const requestId = ++this.#last;
     return new Promise((resolve) => {
-      this.#pending.set(requestId, resolve);
+      (this.#pending ??= new Map()).set(requestId, resolve);
       this.#send(requestId, tool, callId);
     });
   }
 
   answer(requestId: number, answer: { granted: boolean; ask?: true | undefined; reason?: string | undefined }): void {
     const { granted, ask, reason } = answer;
-    this.#pending.get(requestId)?.({ granted, ...(ask ? { ask } : {}), ...(reason !== undefined ? { reason } : {}) });
-    this.#pending.delete(requestId);
+    this.#pending?.get(requestId)?.({ granted, ...(ask ? { ask } : {}), ...(reason !== undefined ? { reason } : {}) });
+    this.#pending?.delete(requestId);
   }
 }

@@ -5,15 +5,15 @@ import type { SteeringMessage } from '../shared/protocol.js';
  * A job's side of `send_to_background_agent`: the messages sent to it, held until its next model
  * call (where they go in as one user message, as its children's results do, see children.ts),
  * and the interrupt: a message sent with `interrupt` cancels the model call in flight, and the
- * tool loop asks again with the message (see `interruptSignal` in tool-loop.ts).
+ * tool loop asks again with the message (see `interruptCall` in tool-loop.ts).
  *
  * Each message is taken once per run; taking one is reported (`onTaken`) so the main thread
  * knows which reached the conversation and gives the others to the next run (a resume, a re-queue).
  */
 export class SteeringInbox {
   #pending: SteeringMessage[];
-  /** The model call in flight's own cancel; a fresh one per call. */
-  #call: AbortController | undefined;
+  /** The model call in flight's own cancel (the tool loop's), while it is in flight. */
+  #call: ((reason: unknown) => void) | undefined;
   readonly #onTaken: (ids: number[]) => void;
 
   /** `initial`: messages the main thread kept for this run (sent while it was queued or waiting). */
@@ -25,7 +25,7 @@ export class SteeringInbox {
   /** A message from the main thread; with `interrupt`, the model call in flight (if any) is cancelled. */
   receive(message: SteeringMessage, interrupt: boolean): void {
     this.#pending.push(message);
-    if (interrupt) this.#call?.abort(new ForkpoolError('ABORTED', `model call interrupted by message ${message.id}`));
+    if (interrupt) this.#call?.(new ForkpoolError('ABORTED', `model call interrupted by message ${message.id}`));
   }
 
   /** Messages not yet given to the model. */
@@ -43,10 +43,12 @@ export class SteeringInbox {
     return `${taken.length === 1 ? 'A message' : `${taken.length} messages`} for you arrived while you were working (from whoever started you). Take it into account and carry on with your task:\n\n${body}`;
   }
 
-  /** The signal of the next model call: an interrupting message aborts it, and only it. */
-  nextCallSignal(): AbortSignal {
-    this.#call = new AbortController();
-    return this.#call.signal;
+  /** The model call now in flight: an interrupting message cancels it, and only it. Returns what forgets it. */
+  duringCall(interrupt: (reason: unknown) => void): () => void {
+    this.#call = interrupt;
+    return () => {
+      if (this.#call === interrupt) this.#call = undefined;
+    };
   }
 }
 

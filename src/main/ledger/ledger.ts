@@ -5,7 +5,7 @@ import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } fr
 import type { ApprovalWait, JobEnding, SleepWait, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import { Retention } from './retention.js';
-import { deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
+import { copyRecordData, deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
 
 export type {
   ApprovalWait,
@@ -171,7 +171,7 @@ export class DeliveryLedger {
 
   add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
     if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
-    const full = freeze<JobRecord>({ ...structuredClone(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
+    const full = freeze<JobRecord>({ ...copyRecordData(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
     // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
     // Strict: a spawn the disk cannot take is refused (LEDGER_WRITE_FAILED), nothing booked.
     this.#writer?.put([{ record: full, position: this.#position }], 'strict');

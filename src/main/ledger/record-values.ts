@@ -23,6 +23,44 @@ export function detached(text: string): string {
   return Buffer.from(text, 'utf8').toString('utf8');
 }
 
+/**
+ * A deep copy of a record's plain data (objects, arrays, primitives), for `add`: the caller's
+ * objects stay theirs. Unlike `structuredClone` it shares strings (immutable) instead of copying
+ * each one, and the jobs of one agent share one frozen list of tool names: with 100,000 jobs in
+ * flight those copies were ~400 bytes a job on the main thread.
+ */
+export function copyRecordData<T extends { tools?: string[] }>(record: T): T {
+  const copy = copyData(record);
+  if (copy.tools) copy.tools = sharedNames(copy.tools);
+  return copy;
+}
+
+function copyData<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copyData) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const proto: unknown = Object.getPrototypeOf(value);
+  // Not plain data (none is expected in a record): copied as before.
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) out[key] = copyData(inner);
+  return out as T;
+}
+
+/** Equal name lists, frozen, shared by every record that carries one (a few distinct lists: one per agent and spawn shape). */
+const namesByKey = new Map<string, string[]>();
+const NAME_LISTS_HELD = 256;
+
+function sharedNames(names: string[]): string[] {
+  const key = names.join('\0');
+  const held = namesByKey.get(key);
+  if (held) return held;
+  // Many distinct lists would be an unusual fan-out: start over rather than grow without bound.
+  if (namesByKey.size >= NAME_LISTS_HELD) namesByKey.clear();
+  const frozen = Object.freeze([...names]) as string[];
+  namesByKey.set(key, frozen);
+  return frozen;
+}
+
 /** Freezes plain data all the way down (records hold only plain objects, arrays and primitives). */
 export function freeze<T>(value: T): Readonly<T> {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {

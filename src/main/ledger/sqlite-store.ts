@@ -28,7 +28,7 @@ type Statement = SqliteStatement;
  * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
  * version before it; a file of a newer version is refused.
  */
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 6;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -81,6 +81,17 @@ const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
   },
   // 4 → 5: the messages sent to jobs, whole (sqlite-messages.ts). Jobs of schema 4 have none kept.
   MESSAGES_MIGRATION,
+  // 5 → 6: each transition names its job's branch (issue 38, B20: the agent tree as an audit trail).
+  // Rows of schema 5 have none (NULL).
+  {
+    to: 6,
+    up: (db) => {
+      // A file taken back to an older version by hand may have it already.
+      const columns = db.prepare('PRAGMA table_info(transitions)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'branch')) db.exec('ALTER TABLE transitions ADD COLUMN branch TEXT');
+      db.prepare("UPDATE meta SET value = '6' WHERE key = 'schema'").run();
+    },
+  },
 ];
 
 /** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */
@@ -265,7 +276,7 @@ class SqliteJobStore implements JobStore {
          updated_at = excluded.updated_at, record = excluded.record`,
     );
     this.#putSpec = db.prepare('UPDATE jobs SET spec = ? WHERE scope = ? AND id = ?');
-    this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn, branch) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
     this.#pruner = new JobRowPruner(db, scope);
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
@@ -375,7 +386,7 @@ class SqliteJobStore implements JobStore {
       if (this.#last.get(record.id) !== key) {
         if (this.#lastBefore && !this.#lastBefore.has(record.id)) this.#lastBefore.set(record.id, this.#last.get(record.id));
         this.#last.set(record.id, key);
-        this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null);
+        this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null, record.branch ?? null);
       }
       if (nextId > this.#writtenNextId) {
         this.#writtenNextId = nextId;

@@ -20,6 +20,7 @@ import { PermissionStore, type PermissionAsker } from '../limits/permissions.js'
 import { Session } from './session.js';
 import type { FollowUpCause } from '../views/follow-up.js';
 import { TurnTrace } from './turn-trace.js';
+import { TokenRatios } from '../../shared/token-ratio.js';
 
 export type AgentRole = 'primary' | 'escalation';
 
@@ -72,6 +73,8 @@ export class ParentAgent {
   readonly session: Session;
   readonly role: AgentRole;
   readonly permissions: PermissionStore;
+  /** How the endpoint counts this parent's requests, learned from its usage (token-ratio.ts): the history's budget counts in it. */
+  readonly tokenRatios = new TokenRatios();
   readonly #config: ForkpoolConfig;
   readonly #client: OpenAI;
   readonly #options: ParentAgentOptions;
@@ -95,6 +98,7 @@ export class ParentAgent {
     this.session = new Session(primarySystemPrompt({ workspaceRoot: options.config.workspaceRoot, canSpawn, deliveryFormat }), {
       historyMaxTokens: options.config.parentHistoryMaxTokens,
       summaryMaxChars: options.config.sessionSummaryMaxChars,
+      tokenRatio: () => this.tokenRatios.ratio(this.#config.model),
     });
     this.#workspaceRoot = resolveWorkspaceRoot(options.config.workspaceRoot, { allowBroad: options.config.allowBroadWorkspace });
     // Checked again when a turn runs; this keeps an unhandled rejection from escaping meanwhile.
@@ -193,6 +197,7 @@ export class ParentAgent {
           rateGate: this.#options.rateGate,
           secrets,
           hooks: hooks?.toolHooks(),
+          tokenRatios: this.tokenRatios,
           onEvent: (event) => {
             trace?.event(event);
             this.#noteAction(event);

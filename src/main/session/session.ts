@@ -4,7 +4,7 @@ import { AUTOMATED_RESULTS_MARKER, isFollowUpPrompt } from '../../shared/prompts
 import { capHeadTail } from '../../shared/text-budget.js';
 import type { SessionSnapshot } from '../ledger/ledger-store.js';
 import { addModelUsage, mergeUsageByModel, totalUsage, type Usage, type UsageByModel } from '../../shared/usage.js';
-import { estimateTokens as estimateTextTokens } from '../../shared/token-estimate.js';
+import { estimateMessagesTokens } from '../../shared/token-ratio.js';
 
 /** Usage bucket: `primary`, `primary:subagent`, `escalation:subagent`, `user:subagent`, … */
 export type UsageBucket = string;
@@ -21,10 +21,15 @@ export const INTERRUPTED_TURN_ANSWER =
 export const FOLDED_SUMMARY_HEADER = 'Summary of the earlier part of this session (older turns were folded into it to keep the context bounded):';
 
 export interface SessionOptions {
-  /** Estimated tokens (4 characters each) past which the oldest turns are folded into the summary. */
+  /** Estimated tokens (by text kind, then by the learned ratio) past which the oldest turns are folded into the summary. */
   historyMaxTokens?: number;
   /** Cap of the folded summary message, in characters (the seeds' capped session summary). */
   summaryMaxChars?: number;
+  /**
+   * The endpoint's reported prompt tokens per estimated one, as learned so far (token-ratio.ts):
+   * the history is counted in the endpoint's tokens. Default 1 (the estimate alone).
+   */
+  tokenRatio?: () => number;
 }
 
 /**
@@ -39,6 +44,7 @@ export class Session {
   readonly #userInputs: string[] = [];
   readonly #historyMaxTokens: number;
   readonly #summaryMaxChars: number;
+  readonly #tokenRatio: () => number;
   /** Digest lines of every folded turn, capped (head and tail) to the summary's size. */
   #folded = '';
   #foldedTurns = 0;
@@ -49,6 +55,7 @@ export class Session {
     this.#messages.push({ role: 'system', content: systemPrompt });
     this.#historyMaxTokens = options.historyMaxTokens ?? DEFAULTS.parentHistoryMaxTokens;
     this.#summaryMaxChars = options.summaryMaxChars ?? DEFAULTS.sessionSummaryMaxChars;
+    this.#tokenRatio = options.tokenRatio ?? (() => 1);
   }
 
   /** Turns folded into the summary so far. */
@@ -58,7 +65,12 @@ export class Session {
 
   /** The history's size by the same estimate that triggers folding. */
   estimatedTokens(): number {
-    return estimateTokens(this.#messages);
+    return this.#count(this.#messages);
+  }
+
+  /** Tokens of a history as the endpoint would count them, as far as its ratio is learned. */
+  #count(messages: readonly ChatCompletionMessageParam[]): number {
+    return Math.ceil(estimateTokens(messages) * this.#tokenRatio());
   }
 
   get messages(): readonly ChatCompletionMessageParam[] {
@@ -107,7 +119,7 @@ export class Session {
     this.#userInputs.push(userInput);
     if (this.#userInputs.length > REPEAT_THRESHOLD) this.#userInputs.shift();
     this.#messages.splice(0, this.#messages.length, ...history);
-    if (estimateTokens(this.#messages) > this.#historyMaxTokens) this.#fold();
+    if (this.#count(this.#messages) > this.#historyMaxTokens) this.#fold();
   }
 
   /**
@@ -120,7 +132,7 @@ export class Session {
     let prefix = this.#prefixLength();
     for (;;) {
       const starts = turnStarts(this.#messages, prefix);
-      if (starts.length < 2 || estimateTokens(this.#messages) <= target) return;
+      if (starts.length < 2 || this.#count(this.#messages) <= target) return;
       const oldest = this.#messages.slice(starts[0], starts[1]);
       this.#folded = capHeadTail([this.#folded, ...digestLines(oldest)].filter(Boolean).join('\n'), this.#summaryMaxChars);
       this.#foldedTurns++;
@@ -204,18 +216,7 @@ function turnStarts(messages: readonly ChatCompletionMessageParam[], from: numbe
  * 4 characters a token), plus a little per message and per call for its framing.
  */
 export function estimateTokens(messages: readonly ChatCompletionMessageParam[]): number {
-  let tokens = 0;
-  for (const message of messages) {
-    tokens += 4;
-    const content = message.content;
-    if (typeof content === 'string') tokens += estimateTextTokens(content);
-    else if (Array.isArray(content)) tokens += estimateTextTokens(JSON.stringify(content));
-    if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? [])
-        if (call.type === 'function') tokens += estimateTextTokens(call.function.name) + estimateTextTokens(call.function.arguments) + 6;
-    }
-  }
-  return tokens;
+  return estimateMessagesTokens(messages);
 }
 
 function oneLine(text: string, max: number): string {

@@ -261,7 +261,7 @@ describe('resume a finished job', () => {
     expect(b.get(old.id)).toMatchObject({ state: 'ended', status: 'ok' });
     expect(b.recovery?.invalid).toEqual([]);
     const check = new RawDatabase(file);
-    expect(check.prepare('PRAGMA user_version').all()).toEqual([{ user_version: 5 }]);
+    expect(check.prepare('PRAGMA user_version').all()).toEqual([{ user_version: 6 }]);
     check.close();
     const refused = errorOf(() => b.resume(old.id, INSTRUCTION));
     expect(refused).toMatchObject({ code: 'RESUME_UNAVAILABLE', jobId: old.id });

@@ -6,10 +6,10 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import { ParentAgent } from '../../../src/main/session/parent-agent.js';
-import { estimateTokens, FOLDED_SUMMARY_HEADER, Session } from '../../../src/main/session/session.js';
+import { FOLDED_SUMMARY_HEADER, Session } from '../../../src/main/session/session.js';
 import { PRIMARY_PROMPT_MARKER } from '../../../src/shared/prompts.js';
 import { assertValidHistory, startTestSim, useCleanup } from '../../helpers/index.js';
-import { textOf } from '../../../src/sim/reply.js';
+import { promptTokens, textOf } from '../../../src/sim/reply.js';
 
 const cleanup = useCleanup();
 const BUDGET = 2_000;
@@ -45,8 +45,9 @@ describe('ParentAgent history budget', () => {
     expect(summary).toContain(`User asked: question ${200 - 1 - last.filter((m) => m.role === 'user').length}:`);
     expect(last.filter((m) => m.role === 'user').at(-1)?.content).toBe('question 199: where does the tool loop stop?');
 
-    // Every request the model got was bounded: none past the budget plus one turn's own growth.
-    const sizes = t.sim.requests.map((r) => estimateTokens(r.body.messages as ChatCompletionMessageParam[]));
+    // Every request the model got was bounded: none past the budget plus one turn's own growth,
+    // in the endpoint's own count (the budget counts in it once usage has taught the ratio).
+    const sizes = t.sim.requests.map((r) => promptTokens(r.body));
     const late = sizes.slice(-100);
     expect(Math.max(...late)).toBeLessThanOrEqual(BUDGET * 1.5);
     // The full_context hand-off is the same capped digest.
