@@ -8,6 +8,7 @@
 import type { JobRecord, JobState, JobStatus } from '../main/ledger/job-record.js';
 import type { BackgroundManager } from '../main/jobs/manager.js';
 import { totalUsage } from '../shared/usage.js';
+import { sleepingUntil } from '../main/views/job-view.js';
 import type { JobProgress } from './job-view.js';
 
 /** One manager and the session it belongs to (`null`: the server's own jobs). */
@@ -19,9 +20,13 @@ export interface JobSource {
 export const JOB_SORTS = ['spawn', 'state', 'duration', 'tokens'] as const;
 export type JobSort = (typeof JOB_SORTS)[number];
 
+/** What a running job with no slot waits for (`GET /v1/jobs?waiting=`; the page's status filter). */
+export const JOB_WAITS = ['sleeping', 'approval'] as const;
+
 export interface JobListQuery {
   state?: JobState | undefined;
   status?: JobStatus | undefined;
+  waiting?: (typeof JOB_WAITS)[number] | undefined;
   /** The agent's name, exactly (case-insensitive). */
   agent?: string | undefined;
   /** A substring of the label, task, id, ref or name (case-insensitive). */
@@ -76,6 +81,7 @@ export function listJobs(
     manager.jobs().forEach((record, position) => {
       if (query.state !== undefined && record.state !== query.state) return;
       if (query.status !== undefined && record.status !== query.status) return;
+      if (query.waiting !== undefined && !waitsFor(record, query.waiting)) return;
       if (agent !== '' && (record.agent ?? '').toLowerCase() !== agent) return;
       if (needle !== '' && !matches(record, jobRef(session, record.id), needle)) return;
       rows.push({ session, record, spawn: [record.queuedAt, place, position], key: sortKey(query.sort, record, session, now, progressOf) });
@@ -91,6 +97,10 @@ export function listJobs(
     ordered = rows.sort((a, b) => sign * (a.key - b.key) || bySpawn(a, b));
   }
   return { jobs: ordered.slice(query.offset, query.offset + query.limit).map(({ session, record }) => ({ session, record })), total: ordered.length };
+}
+
+function waitsFor(record: Readonly<JobRecord>, what: (typeof JOB_WAITS)[number]): boolean {
+  return what === 'sleeping' ? sleepingUntil(record) !== null : record.state === 'running' && (record.awaitingApproval?.length ?? 0) > 0;
 }
 
 function matches(record: Readonly<JobRecord>, ref: string, needle: string): boolean {

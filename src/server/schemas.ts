@@ -7,7 +7,7 @@ import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
 import { TRANSCRIPT_LIMITS, WAIT_LIMITS } from '../shared/defaults.js';
 import { WORKSPACE_MODES, WORKTREE_ACTIONS } from '../main/jobs/worktrees.js';
-import { JOB_SORTS } from './job-list.js';
+import { JOB_SORTS, JOB_WAITS } from './job-list.js';
 
 /**
  * The request shapes of the HTTP API, which the routes parse with ({@link parseRequest}); the
@@ -114,6 +114,7 @@ export const sessionIdParams = z.strictObject({ id: z.string().min(1).max(100) }
 export const listJobsQuery = z.strictObject({
   state: jobStates.optional().describe('Only jobs in this state.'),
   status: z.enum(JOB_STATUSES).optional().describe('Only ended jobs with this status.'),
+  waiting: z.enum(JOB_WAITS).optional().describe('Only running jobs that hold no slot: asleep (scheduler sleep) or paused for an approval.'),
   agent: z.string().min(1).max(64).optional().describe('Only jobs of this agent (its name, case-insensitive).'),
   q: z.string().min(1).max(200).optional().describe('Only jobs whose label, task, id, ref or name contains this (case-insensitive).'),
   session: z.string().min(1).max(100).optional().describe('Only the server\'s own jobs ("server") or one session\'s (its id).'),

@@ -141,6 +141,7 @@ export const jobSpecSchema = z.strictObject({
       childResults: z.string(),
       wrapUpSent: z.boolean().optional(),
       approval: z.literal(true).optional(),
+      scheduledTurn: z.strictObject({ at: z.number().int().min(0), reason: z.string().max(500) }).optional(),
     })
     .optional(),
   attempt: z.number().int().min(1),
@@ -165,6 +166,11 @@ export interface ResumeState {
   wrapUpSent?: boolean;
   /** It paused for approvals: its last response's unanswered calls run first (no user message is added). */
   approval?: true;
+  /**
+   * `sleep`: the batch that paused for approvals also held schedule_next_turn (the model was told
+   * "Sleeping until…"): once the approved calls have run, the run ends asleep until this turn.
+   */
+  scheduledTurn?: { at: number; reason: string };
 }
 
 /** A gated call that waits for an approval, as the job reports it when it pauses. */

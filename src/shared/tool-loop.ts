@@ -173,6 +173,8 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   // A run that paused for approvals goes on with its last response's unanswered calls first.
   const resumed = options.runPausedCalls ? await runUnansweredCalls(messages, toolsByName, options, signal, emit) : new Set<string>();
   if (resumed.size > 0) return { ...end('aborted', findingsSoFar(messages, runStart)), awaitingApproval: [...resumed] };
+  // Its paused batch held schedule_next_turn too: with the approved calls run, that batch is done and it sleeps.
+  if (options.runPausedCalls && options.sleepsAfter?.()) return { ...end('aborted', findingsSoFar(messages, runStart)), asleep: true };
   for (;;) {
     if (signal.aborted) return end('aborted', findingsSoFar(messages, runStart), new AbortError(signal.reason));
     // The budget before the cap: a job whose maxTurns is its cap ends on its budget, with what it found.

@@ -109,6 +109,9 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
             { role: 'user', content: await subagentStart(spec, hostLink, deps) },
           ];
     let pausedCalls = spec.resume?.approval === true;
+    if (pausedCalls && spec.resume?.scheduledTurn && deps.deferral) deps.deferral.turn = spec.resume.scheduledTurn;
+    // Children's results that came while it waited for approvals: after the paused calls, before its next model call.
+    if (pausedCalls && spec.resume?.childResults) children?.onChildResults([], spec.resume.childResults);
     const hooks = jobToolHooks(hostLink, spec.hooks);
     let stopHookActive = false;
     for (;;) {
@@ -160,7 +163,15 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       iterations += result.iterations;
       if (result.awaitingApproval) {
         const calls = result.awaitingApproval.flatMap((id) => deps.awaited?.get(id) ?? []);
-        const state = { messages: result.messages, usage, iterations, ...(budget.wrapUpSent ? { wrapUpSent: true } : {}) };
+        // Its schedule_next_turn in the same batch is kept: it sleeps once the approved calls have run.
+        const turn = spec.scheduler === 'sleep' ? deps.deferral?.turn : undefined;
+        const state = {
+          messages: result.messages,
+          usage,
+          iterations,
+          ...(budget.wrapUpSent ? { wrapUpSent: true } : {}),
+          ...(turn ? { scheduledTurn: turn } : {}),
+        };
         return { ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }), awaitApproval: { state, calls } };
       }
       const wake = deps.deferral?.turn;
@@ -242,7 +253,10 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
 export type JobRunResult = JobOutcome & {
   suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] };
   /** It paused: these gated calls wait for approvals; it runs again from `state` once they are answered. */
-  awaitApproval?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; calls: AwaitedCall[] };
+  awaitApproval?: {
+    state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean; scheduledTurn?: ScheduledTurn };
+    calls: AwaitedCall[];
+  };
   /** `sleep`: it asked for its next turn at `at`; the main thread wakes it then, to go on from `state`. */
   sleep?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; at: number; reason: string };
 };

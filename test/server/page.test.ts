@@ -182,6 +182,16 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     await page.waitForSelector('#detail:not([hidden])');
     const facts = await page.$$eval('#detail-facts dt', (terms) => terms.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]));
     expect(Object.fromEntries(facts)).toMatchObject({ status: 'sleeping', 'asleep until': expect.stringMatching(/^\d{4}-.*Z: scan the queue again$/) });
+    // The status filter has `sleeping` (the API's waiting=sleeping): the row stays; `awaiting approval` and `queued` drop it.
+    for (const [option, shown] of [
+      ['approval', false],
+      ['sleeping', true],
+      ['queued', false],
+      ['', true],
+    ] as const) {
+      await page.selectOption('#filter-state', option);
+      await page.waitForSelector(`#job-${id}`, { state: shown ? 'attached' : 'detached', timeout: 30_000 });
+    }
     await page.click(`#job-${id} button.cancel`);
     await page.waitForSelector(`#job-${id}[data-status="cancelled"]`, { timeout: 30_000 });
     expect(pageErrors).toEqual([]);

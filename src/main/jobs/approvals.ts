@@ -230,11 +230,18 @@ export class JobApprovals {
     const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
+    job.heldResults.push(...(wait.childResults ?? []));
     for (const answered of record.approvals ?? []) {
       if (answered.remember === 'job') this.#grantToJob(job.id, answered.tool);
       if (wait.answered.includes(answered.callId)) this.#answersOf(job.id).set(answered.callId, answered);
     }
-    const state = { messages, usage: wait.usage, iterations: wait.iterations, ...(wait.wrapUpSent ? { wrapUpSent: true } : {}) };
+    const state = {
+      messages,
+      usage: wait.usage,
+      iterations: wait.iterations,
+      ...(wait.wrapUpSent ? { wrapUpSent: true } : {}),
+      ...(wait.scheduledTurn ? { scheduledTurn: wait.scheduledTurn } : {}),
+    };
     const pending = record.awaitingApproval ?? [];
     if (pending.length === 0) {
       job.resumeFromApproval({ ...state, childResults: '', approval: true });
@@ -279,6 +286,8 @@ export class JobApprovals {
       ...(state.wrapUpSent ? { wrapUpSent: true as const } : {}),
       ranMs: job.ranMs,
       answered: [...(this.#answers.get(job.id)?.keys() ?? [])],
+      ...(job.heldResults.length > 0 ? { childResults: [...job.heldResults] } : {}),
+      ...(state.scheduledTurn ? { scheduledTurn: { at: state.scheduledTurn.at, reason: state.scheduledTurn.reason } } : {}),
     };
   }
 

@@ -102,6 +102,12 @@ export class Job {
   ranMs = 0;
   /** Children's results posted to it while it runs, by child id (resent at resume if it never saw them). */
   readonly sent = new Map<string, string>();
+  /**
+   * Children's results that came while it had no run to post them to (asleep, paused for
+   * approvals, or queued to go on from either): its next run reads them (see {@link takeHeldResults}).
+   * The ledger keeps a copy on its wait record, for a restart (sleeps.ts, approvals.ts).
+   */
+  readonly heldResults: string[] = [];
   /** Messages sent to it (send_to_background_agent); see inbox.ts and steering.ts. */
   readonly inbox = new JobInbox();
   /** While its worktree is made (engine.ts): settles when it is; rejects WORKTREE_UNAVAILABLE when it was refused. */
@@ -247,6 +253,20 @@ export class Job {
     this.#move('queued');
   }
 
+  /**
+   * At launch: the results held for it join what its run goes on with, once (they stay in its spec
+   * if that launch is lost and it runs again). A run going on from its conversation reads them as
+   * a user message; one going on from an approval pause after the approved calls (the worker puts
+   * them before its next model call). A run from the start has no conversation to add them to.
+   */
+  takeHeldResults(): void {
+    const resume = this.spec?.resume;
+    if (this.heldResults.length === 0 || !resume) return;
+    const held = this.heldResults.splice(0).join('\n\n');
+    const childResults = resume.childResults ? `${resume.childResults}\n\n${held}` : held;
+    this.spec = { ...(this.spec as JobSpec), resume: { ...resume, childResults } };
+  }
+
   /** ended → queued: a restart, same spec, same id. */
   reopen(note: string): Readonly<JobRecord> {
     const record = this.#ctx.ledger.reopen(this.id, note);
@@ -284,6 +304,7 @@ export class Job {
     this.awaitingApproval = false;
     this.asleep = false;
     this.sent.clear();
+    this.heldResults.length = 0;
     this.stopping = false;
     this.restartPending = false;
     this.#signalCleanup?.();

@@ -142,7 +142,11 @@ export class Nesting {
     job.watching.add(child);
   }
 
-  /** Posts a child's result to a running parent job, or keeps it for the parent's resume. */
+  /**
+   * Posts a child's result to a running parent job, or keeps it for the parent's resume; a parent
+   * with no run now (asleep, paused for approvals, queued to go on) holds it for its next run,
+   * durably. A sleeping parent is not woken early: it runs at the turn it asked for.
+   */
   #deliverTo(parent: Job, record: Readonly<JobRecord>): void {
     const text = formatBackgroundResults([record], this.#host.config.background.resultMaxChars);
     if (parent.suspension) {
@@ -150,6 +154,9 @@ export class Nesting {
       this.maybeResume(parent);
     } else if (parent.attempt?.post({ type: 'child-results', childIds: [record.id], text })) {
       parent.sent.set(record.id, text);
+    } else if (!parent.isOver) {
+      parent.heldResults.push(text);
+      this.#host.ledger.holdChildResults(parent.id, parent.heldResults);
     }
   }
 }

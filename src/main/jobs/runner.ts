@@ -80,6 +80,7 @@ export class JobRunner {
 
   launch(job: Job): void {
     const { config, gating } = this.#host;
+    job.takeHeldResults();
     const spec = job.spec as JobSpec;
     const executor = this.#executorOf(spec);
     const id = job.id;

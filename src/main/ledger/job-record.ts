@@ -166,6 +166,8 @@ export interface SleepWait {
   wrapUpSent?: true;
   /** Wall-clock ms it ran before it slept (its timeout counts on from there). */
   ranMs: number;
+  /** Its children's results that came while it slept, for its next run (nesting.ts). */
+  childResults?: string[];
 }
 
 /** What a job paused for approvals keeps in its record (its conversation goes beside it: see approvals.ts in src/main/jobs). */
@@ -177,6 +179,10 @@ export interface ApprovalWait {
   ranMs: number;
   /** Calls answered and not yet run again by its next launch. */
   answered: string[];
+  /** Its children's results that came while it waited, for its next run (nesting.ts). */
+  childResults?: string[];
+  /** `sleep`: the paused batch held schedule_next_turn too; it sleeps until then once the approved calls ran. */
+  scheduledTurn?: { at: number; reason: string };
 }
 
 export const SPECULATION_STATES = ['pending', 'kept', 'dropped'] as const;

@@ -291,6 +291,17 @@ export class DeliveryLedger {
     return this.#replace(id, { ...record, state: 'queued' });
   }
 
+  /**
+   * Children's results held for a job with no run now (asleep, or paused for approvals): kept on
+   * its wait record, so a restart hands them to its next run (nesting.ts). Lenient, as every
+   * hand-over to a parent: the result goes on in this process whatever the disk says.
+   */
+  holdChildResults(id: string, texts: readonly string[]): void {
+    const record = this.#entries.get(id)?.record;
+    if (record?.sleepWait) this.#replace(id, { ...record, sleepWait: { ...record.sleepWait, childResults: [...texts] } }, 'lenient');
+    else if (record?.approvalWait) this.#replace(id, { ...record, approvalWait: { ...record.approvalWait, childResults: [...texts] } }, 'lenient');
+  }
+
   /** The messages sent to a job so far, and which it has received (see steering.ts). */
   noteMessages(id: string, messages: readonly SentMessage[]): void {
     const entry = this.#entries.get(id);

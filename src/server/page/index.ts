@@ -55,7 +55,7 @@ const PAGE_TEMPLATE = `<!doctype html>
     <h2 id="jobs-title">Jobs</h2>
     <form id="filters" class="toolbar" role="search">
       <label>State <select id="filter-state">
-        <option value="">all</option><option>queued</option><option>running</option><option>ended</option>
+        <option value="">all</option><option>queued</option><option>running</option><option value="sleeping">running, sleeping</option><option value="approval">running, awaiting approval</option><option>ended</option>
         <option value="ok">ended ok</option><option value="failed">ended failed</option><option value="cancelled">ended cancelled</option>
         <option value="timed_out">ended timed out</option><option value="partial">ended partial</option><option value="error">ended error</option><option value="deferred">ended deferred</option>
       </select></label>

@@ -25,6 +25,8 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   var BASE = document.documentElement.dataset.base || '';
   var tbody = document.querySelector('#jobs tbody');
   var STATES = ['queued', 'running', 'ended'];
+  // Running jobs that hold no slot (GET /v1/jobs?waiting=).
+  var WAITS = ['sleeping', 'approval'];
   var RETRYABLE = ['failed', 'cancelled', 'timed_out'];
   var MAX_CANCEL_IDS = 500;
 
@@ -58,7 +60,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
 
   function query() {
     var params = new URLSearchParams({ sort: view.sort, order: view.order, offset: String(view.offset), limit: String(view.limit) });
-    if (view.state) params.set(STATES.indexOf(view.state) >= 0 ? 'state' : 'status', view.state);
+    if (view.state) params.set(STATES.indexOf(view.state) >= 0 ? 'state' : WAITS.indexOf(view.state) >= 0 ? 'waiting' : 'status', view.state);
     if (view.agent) params.set('agent', view.agent);
     if (view.q) params.set('q', view.q);
     return params.toString();
