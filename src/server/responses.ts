@@ -370,6 +370,7 @@ export const transcriptPageShape = named(
   'TranscriptPage',
   z.object({
     jobId: z.string(),
+    branch: z.string().optional().describe("Its place in the agent tree (the record's `branch`), when the record has one."),
     total: z.number().int().describe('Steps the job ever had.'),
     omitted: z.number().int().describe('Of them, left out by the per-job cap.'),
     offset: z.number().int(),
