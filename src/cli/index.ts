@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { GATED_TOOLS } from '../shared/defaults.js';
+import { GATED_TOOLS } from '../shared/fixed-limits.js';
 import { toolsCommand, type ToolsFlags } from './tools.js';
 import { initCommand, type InitFlags } from './init.js';
 import { jobsShowCommand, type JobsShowFlags } from './jobs.js';

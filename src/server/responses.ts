@@ -1,6 +1,6 @@
 import { WORKTREE_STATES } from '../main/jobs/worktrees.js';
 import { z } from 'zod';
-import { WAIT_LIMITS } from '../shared/defaults.js';
+import { WAIT_LIMITS } from '../shared/fixed-limits.js';
 import { JOB_ROLES } from '../shared/protocol.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { STOP_REASONS } from '../shared/loop-events.js';

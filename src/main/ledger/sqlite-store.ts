@@ -7,7 +7,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS, LEDGER_PRUNING } from '../../shared/defaults.js';
+import { DEFAULTS } from '../../shared/defaults.js';
+import { LEDGER_PRUNING } from '../../shared/fixed-limits.js';
 import { ConfigError } from '../../shared/errors.js';
 import { guardRead, guardWrite, unreadable } from './sqlite-guards.js';
 import { ScopeLeases } from './ledger-lease.js';
