@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { STOP_REASONS } from '../shared/loop-events.js';
 import { jobSummarySchema, named, serializedError, usageByModel } from './responses.js';
 
-/** The bodies of the session routes (/v1/sessions): a session, and the lines of a turn's stream. */
+// The bodies of the session routes (/v1/sessions): a session, and the lines of a turn's stream.
 
 export const sessionCreatedBody = named('SessionCreated', z.object({ id: z.string() }));
 export const sessionBody = named('Session', z.object({ id: z.string(), turns: z.number(), busy: z.boolean(), jobs: z.array(jobSummarySchema) }));

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { named } from './responses.js';
 
-/** The bodies of a job's transcript (GET /v1/jobs/{id}/transcript), named in the API document like every body of responses.ts. */
+// The bodies of a job's transcript (GET /v1/jobs/{id}/transcript), named in the API document like every body of responses.ts.
 
 // --- A job's transcript (GET /v1/jobs/{id}/transcript; src/main/jobs/transcripts.ts) ---------
 const stepBase = { n: z.number().int().describe('Counts from 1 over the job; a gap: steps the cap left out.'), at: z.number().describe('Epoch ms.') };

@@ -1,7 +1,5 @@
-/**
- * Fixed limits and timings that are not configuration (no config key sets them), and the names of
- * the built-in tools. The configurable defaults are in defaults.ts.
- */
+// Fixed limits and timings that are not configuration (no config key sets them), and the names of
+// the built-in tools. The configurable defaults are in defaults.ts.
 
 export const BUILTIN_TOOL_NAMES = ['read_file', 'list_dir', 'find_files', 'grep', 'code_outline', 'bash', 'write_file', 'edit_file'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];

@@ -7,10 +7,8 @@ import { spawnSpecWireFields, type SpawnSpec } from './spawn-spec.js';
 import { JOB_HOOK_EVENTS, type JobHookEvent } from './hooks.js';
 import { TRACEPARENT_PATTERN } from './trace-context.js';
 
-/**
- * A job's spec as it crosses to its worker (the task handed to the executor), and the schemas
- * the worker checks it with. The port messages that follow it are in protocol.ts.
- */
+// A job's spec as it crosses to its worker (the task handed to the executor), and the schemas
+// the worker checks it with. The port messages that follow it are in protocol.ts.
 
 export const usageSchema = z.object({
   promptTokens: z.number(),

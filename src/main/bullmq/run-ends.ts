@@ -3,7 +3,7 @@ import { JobError, serializeError } from '../../shared/errors.js';
 import type { StopRequest } from '../../shared/protocol.js';
 import type { RemoteEnd } from './wire.js';
 
-/** How a run's end is reported back to the main process: its RemoteEnd, or the outcome of a run that never started. */
+// How a run's end is reported back to the main process: its RemoteEnd, or the outcome of a run that never started.
 
 /**
  * `stopRequest`: why this worker stopped the run, if it did. A run it stopped for its own
