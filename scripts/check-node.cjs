@@ -14,7 +14,7 @@ var root = path.resolve(__dirname, '..');
 // A project that installs forkpool as a dependency: its import checks the Node (require-node.ts); nothing to say here.
 if (process.env.npm_lifecycle_event === 'preinstall' && process.env.INIT_CWD && path.resolve(process.env.INIT_CWD) !== root) process.exit(0);
 
-/** `[major, minor, patch]` of `22.13.1` or `v20.20.2`. */
+/** `[major, minor, patch]` of `22.13.1`, `v20.20.2` or `22` (missing parts 0). */
 function parts(version) {
   var found = /(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(String(version));
   if (!found) return [NaN, NaN, NaN];
@@ -28,17 +28,30 @@ function atLeast(have, need) {
   return true;
 }
 
+// engines.node: `||` alternatives, each `^X.Y.Z` (that major, at least X.Y.Z) or `>=X.Y.Z`, as src/shared/node-version.ts reads it.
 var range = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).engines.node;
-var minimum = /^>=\s*(\d+(?:\.\d+){0,2})$/.exec(range);
-if (!minimum) {
-  process.stderr.write('scripts/check-node.cjs: package.json engines.node must read ">=X.Y.Z"; found ' + JSON.stringify(range) + '\n');
-  process.exit(1);
+var alternatives = String(range).split('||');
+var have = parts(process.versions.node);
+var supported = false;
+var floors = [];
+for (var i = 0; i < alternatives.length; i += 1) {
+  var found = /^\s*(\^|>=)\s*(\d+(?:\.\d+){0,2})\s*$/.exec(alternatives[i]);
+  if (!found) {
+    process.stderr.write(
+      'scripts/check-node.cjs: package.json engines.node must be "^X.Y.Z" or ">=X.Y.Z" alternatives joined by "||"; found ' + JSON.stringify(range) + '\n',
+    );
+    process.exit(1);
+  }
+  var floor = parts(found[2]);
+  if (atLeast(have, floor) && (found[1] === '>=' || have[0] === floor[0])) supported = true;
+  floors.push(found[2].replace(/(\.0)+$/, '') + '+');
 }
-if (!atLeast(parts(process.versions.node), parts(minimum[1]))) {
+if (!supported) {
+  var needed = floors.length === 1 ? floors[0] : floors.slice(0, -1).join(', ') + ' or ' + floors[floors.length - 1];
   process.stderr.write(
     'forkpool needs Node.js ' +
-      minimum[1] +
-      ' or newer (package.json engines "' +
+      needed +
+      ' (package.json engines "' +
       range +
       '"); this is Node.js v' +
       process.versions.node +

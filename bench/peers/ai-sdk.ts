@@ -6,6 +6,7 @@
  * A dev dependency: imported only when a bench cell runs this peer.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { DEFAULTS } from 'forkpool/protocol';
 import { generateText, jsonSchema, stepCountIs, tool, type ToolSet } from 'ai';
 import type { CellSpec } from '../types.js';
 import { limiter, observedFetch, peerToolkit, type PeerExecutor, type PeerTool } from './toolkit.js';
@@ -48,7 +49,7 @@ export async function createAiSdkPeer(spec: CellSpec, onToolResult?: (name: stri
       prompt: task,
       tools: jobTools,
       stopWhen: stepCountIs(config.background.budget.maxTurns),
-      temperature: config.temperature,
+      temperature: config.temperature ?? DEFAULTS.temperature,
       maxRetries: config.maxRetries,
       ...(abortSignal ? { abortSignal } : {}),
     });

@@ -12,6 +12,7 @@
  * forkpool cell's fan-out. A dev dependency: imported only when a bench cell runs this peer.
  */
 import { Agent, OpenAIChatCompletionsModel, Runner, setTracingDisabled, tool } from '@openai/agents';
+import { DEFAULTS } from 'forkpool/protocol';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { CellSpec } from '../types.js';
@@ -77,7 +78,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       name: 'researcher',
       instructions: kit.systemPrompt,
       model: researchModel,
-      modelSettings: { temperature: config.temperature },
+      modelSettings: { temperature: config.temperature ?? DEFAULTS.temperature },
       tools: functionTools(tools),
     });
     const answered = new Set<string>();
@@ -120,7 +121,7 @@ export async function createOpenAiAgentsPeer(spec: CellSpec, onToolResult?: (nam
       name: 'orchestrator',
       instructions: 'Hand each question to a research sub-agent with one tool call per question, then sum up.',
       model: orchestratorModel,
-      modelSettings: { temperature: config.temperature },
+      modelSettings: { temperature: config.temperature ?? DEFAULTS.temperature },
       tools: [subAgent],
     });
   };

@@ -10,7 +10,7 @@ import { jsonForTerminal } from '../shared/terminal-text.js';
 import { configuredSecrets } from '../shared/tools/secrets.js';
 import { flushCliTracing, startCliTracing } from './tracing.js';
 import { DEFAULTS } from '../shared/defaults.js';
-import { assertKeyForEndpoint } from '../shared/endpoint-key.js';
+import { assertKeyForEndpoint, keyVariableFor } from '../shared/endpoint-key.js';
 
 /** Exit codes: 2 for bad usage or config (and a ledger scope another process holds), 130/143 for SIGINT/SIGTERM. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, sigint: 130, sigterm: 143 } as const;
@@ -154,12 +154,18 @@ export async function createCliContext(
   };
   if (!flags.sim && !config.baseUrl && !config.apiKey && config.model !== DEFAULTS.model) {
     // Never the simulator in a real model's name: its tokens would be booked (and priced) as that model's.
+    const [provider, server] =
+      config.api === 'anthropic'
+        ? ['Anthropic', 'a server of the Messages API']
+        : config.api === 'responses'
+          ? ['OpenAI', 'a server of the Responses API']
+          : ['OpenAI', 'any OpenAI-compatible server'];
     throw new UsageError(
-      `--model ${config.model} needs a model endpoint: set OPENAI_API_KEY (OpenAI) or --base-url (any OpenAI-compatible server); --sim runs the built-in simulator instead`,
+      `--model ${config.model} needs a model endpoint: set ${keyVariableFor(config.api)} (${provider}) or --base-url (${server}); --sim runs the built-in simulator instead`,
     );
   }
   // A public endpoint without a key would only answer 401: refused here, in one line.
-  if (!flags.sim && config.baseUrl) assertKeyForEndpoint(config.baseUrl, config.apiKey);
+  if (!flags.sim && config.baseUrl) assertKeyForEndpoint(config.baseUrl, config.apiKey, 'apiKey', config.api);
   if (flags.sim || (!config.baseUrl && !config.apiKey)) {
     const sim = await startSimServer({
       latencyMs: flags.simLatency ?? 40,

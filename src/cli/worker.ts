@@ -49,11 +49,15 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   }
   // Its runs' spans continue each job's trace (the job's traceparent), when OTEL_EXPORTER_OTLP_ENDPOINT is set.
   await startCliTracing(process.env, (line) => process.stderr.write(`${line}\n`));
-  // Jobs of a producer with no model (its built-in simulator, on its own loopback) run on this
-  // worker's own simulator: the README's BullMQ example works on a machine without a key.
-  const sim = await startSimServer({ latencyMs: 40, jitterMs: 20, recordBodies: false });
+  const say = (type: string, data: Record<string, unknown>, line: string) => {
+    if (flags.json) process.stdout.write(`${jsonForTerminal({ type, ...data })}\n`);
+    else process.stderr.write(`${escapeForTerminal(line)}\n`);
+  };
+  const sim = new OwnSimulator((url) =>
+    say('simulator-started', { url }, `forkpool worker: started its own simulator at ${url} for jobs on a producer's simulator`),
+  );
   try {
-    await startWorker(flags, config, parsedUrl.data, level, sim);
+    await startWorker(flags, config, parsedUrl.data, level, sim, say);
   } catch (error) {
     await sim.close(); // its socket would keep the process alive after the error is printed
     throw error;
@@ -62,13 +66,49 @@ export async function workerCommand(flags: WorkerFlags): Promise<number> {
   return new Promise<number>(() => {});
 }
 
-/** The worker on its simulator, started; stops on SIGINT/SIGTERM (onTermination). */
-async function startWorker(flags: WorkerFlags, config: ForkpoolConfig, redisUrl: string, level: LogLevel, sim: SimServer): Promise<void> {
-  const policy = new WorkerPolicy(config, { simulatorUrl: sim.url });
+type Say = (type: string, data: Record<string, unknown>, line: string) => void;
+
+/**
+ * The simulator jobs of a producer with no model (its built-in simulator, on its own loopback)
+ * run on here: the README's BullMQ example works on a machine without a key. Started on the
+ * first such job, not before: a worker on a real endpoint listens on no port of its own.
+ */
+class OwnSimulator {
+  #server: Promise<SimServer> | undefined;
+  readonly #onStart: (url: string) => void;
+
+  constructor(onStart: (url: string) => void) {
+    this.#onStart = onStart;
+  }
+
+  url(): Promise<string> {
+    this.#server ??= startSimServer({ latencyMs: 40, jitterMs: 20, recordBodies: false }).then((server) => {
+      this.#onStart(server.url);
+      return server;
+    });
+    // A start that failed is tried again by the next job.
+    return this.#server.then(
+      (server) => server.url,
+      (error: unknown) => {
+        this.#server = undefined;
+        throw error;
+      },
+    );
+  }
+
+  async close(): Promise<void> {
+    const server = await this.#server?.catch(() => undefined);
+    await server?.close();
+  }
+}
+
+/** The worker, started; stops on SIGINT/SIGTERM (onTermination). */
+async function startWorker(flags: WorkerFlags, config: ForkpoolConfig, redisUrl: string, level: LogLevel, sim: OwnSimulator, say: Say): Promise<void> {
+  const policy = new WorkerPolicy(config, { simulatorOnDemand: true });
   const logger = createLogger({ level, secrets: [...policy.secrets, redisUrl] });
   if (policy.endpoints.length === 0) {
     process.stderr.write(
-      `forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): only jobs on a forkpool simulator run (on this worker's own, ${sim.url}); every other job fails with ENDPOINT_NOT_ALLOWED\n`,
+      `forkpool: warning: no model endpoint configured (baseUrl, OPENAI_BASE_URL, OPENAI_API_KEY, an agent's baseUrl or bullmq.allowedBaseUrls): only jobs on a forkpool simulator run (on this worker's own, started at the first such job); every other job fails with ENDPOINT_NOT_ALLOWED\n`,
     );
   }
   const concurrency = flags.concurrency ?? config.background.maxConcurrent;
@@ -81,17 +121,13 @@ async function startWorker(flags: WorkerFlags, config: ForkpoolConfig, redisUrl:
     maxStalls: flags.maxStalls ?? config.bullmq.maxStalls,
     closeTimeoutMs: config.bullmq.closeTimeoutMs,
     config,
-    simulatorUrl: sim.url,
+    simulator: () => sim.url(),
     logger,
     onRunEnded: (report) => {
       if (flags.json) process.stdout.write(`${jsonForTerminal({ type: 'run-ended', ...report })}\n`);
       else logger.info(report, 'run ended');
     },
   });
-  const say = (type: string, data: Record<string, unknown>, line: string) => {
-    if (flags.json) process.stdout.write(`${jsonForTerminal({ type, ...data })}\n`);
-    else process.stderr.write(`${escapeForTerminal(line)}\n`);
-  };
   onTermination(async (signal) => {
     await worker.close();
     await sim.close();

@@ -46,6 +46,7 @@ export function configForAgent(config: ForkpoolConfig, name: string | undefined)
     toolModules: agent.toolModules ? [...new Set([...config.toolModules, ...agent.toolModules])] : config.toolModules,
     temperature: agent.temperature ?? config.temperature,
     maxTokens: agent.maxTokens ?? config.maxTokens,
+    ...((agent.thinking ?? config.thinking) ? { thinking: agent.thinking ?? config.thinking } : {}),
     turnTimeoutMs: agent.turnTimeoutMs ?? config.turnTimeoutMs,
   };
 }

@@ -242,6 +242,13 @@ const toolModuleSchema = z.string().min(1).max(4_096);
 export const MODEL_APIS = ['chat', 'responses', 'anthropic'] as const;
 /** The wire a model endpoint speaks (src/shared/wires/). */
 export const modelApiSchema = z.enum(MODEL_APIS);
+
+/**
+ * Anthropic extended thinking (the `anthropic` wire only; the others ignore it): each request
+ * sends `thinking: {type: "enabled", budget_tokens}`. The budget is part of `max_tokens` and must
+ * stay below it (the API refuses otherwise); Anthropic's own minimum is 1,024.
+ */
+export const thinkingSchema = z.strictObject({ budgetTokens: z.number().int().min(1024).max(10_000_000) });
 export type ModelApi = z.output<typeof modelApiSchema>;
 
 /** An agent name: it becomes part of a tool name (`agent_<name>`), so it stays short and plain. */
@@ -282,6 +289,8 @@ export const agentSchema = z.strictObject({
   temperature: z.number().min(0).max(2).optional(),
   /** `max_tokens` of this agent's model requests; unset: the top-level `maxTokens`. */
   maxTokens: z.number().int().min(1).max(10_000_000).optional(),
+  /** This agent's Anthropic extended thinking; unset: the top-level `thinking`. */
+  thinking: thinkingSchema.optional(),
   /** Overrides `background.maxDepth` for jobs of this agent (and what they may spawn). */
   maxDepth: z.number().int().min(1).max(MAX_DEPTH).optional(),
   /** This agent's job budgets; unset fields come from `background.budget`. A spawn may only tighten them. */
@@ -348,7 +357,11 @@ export const configSchema = z.strictObject({
   api: modelApiSchema.default(DEFAULTS.api),
   /** Never printed, logged or put in an event. */
   apiKey: z.string().min(1).optional(),
-  temperature: z.number().min(0).max(2).default(DEFAULTS.temperature),
+  /**
+   * Unset: 0, except for a model that refuses it (OpenAI's reasoning models, o1…o4 and gpt-5*, and
+   * an Anthropic request with `thinking`), to which no `temperature` is sent. Set, it is always sent.
+   */
+  temperature: z.number().min(0).max(2).optional(),
   /** The parent agent's model calls per turn (a background job's are its budget's `maxTurns`). */
   maxIterations: z.number().int().min(1).max(10_000).default(DEFAULTS.maxIterations),
   /** One model request, from its response's first byte to its last (server-side queueing not counted). */
@@ -357,6 +370,8 @@ export const configSchema = z.strictObject({
   firstByteTimeoutMs: timerMs(100).default(DEFAULTS.firstByteTimeoutMs),
   /** `max_tokens` sent with each model request; a reply cut at it ends a job `partial`. An agent may set its own. */
   maxTokens: z.number().int().min(1).max(10_000_000).default(DEFAULTS.maxTokens),
+  /** Anthropic extended thinking, `{budgetTokens}` (below `maxTokens`); an agent may set its own. Unset: off. */
+  thinking: thinkingSchema.optional(),
   /** One turn (a model call plus the tools it calls), parent or job; past it: TURN_TIMEOUT. 0: off. */
   turnTimeoutMs: timerMs(0).default(DEFAULTS.turnTimeoutMs),
   streamIdleTimeoutMs: timerMs(100).default(DEFAULTS.streamIdleTimeoutMs),

@@ -97,6 +97,7 @@ export function parseConfig(raw: unknown, sources: Record<string, string> = {}, 
   checkAgentNames(config, sources);
   checkScheduler(config, sources);
   checkSessionBudget(config, sources);
+  checkThinkingBudgets(config, sources);
   const withTurns = resolveAgentTurnLimits(config, sources, options.onWarning ?? emitConfigWarning);
   return resolveJobTimeout(withTurns, input as Record<string, unknown>, sources);
 }
@@ -151,6 +152,28 @@ function checkAgentNames(config: ForkpoolConfig, sources: Record<string, string>
   if (fallback !== undefined && !known.includes(fallback)) {
     issues.push(withSource({ field: 'background.defaultAgent', expected, received: describeReceived(fallback) }, 'background.defaultAgent', sources));
   }
+  if (issues.length > 0) throw new ConfigError(issues);
+}
+
+/** Anthropic refuses a thinking budget not below `max_tokens`: said here, for the top level and each agent (which inherit both). */
+function checkThinkingBudgets(config: ForkpoolConfig, sources: Record<string, string>): void {
+  const levels: Array<[prefix: string, budget: number | undefined, maxTokens: number]> = [['', config.thinking?.budgetTokens, config.maxTokens]];
+  for (const [name, agent] of Object.entries(config.agents)) {
+    levels.push([`agents.${name}.`, (agent.thinking ?? config.thinking)?.budgetTokens, agent.maxTokens ?? config.maxTokens]);
+  }
+  const issues = levels
+    .filter(([, budget, maxTokens]) => budget !== undefined && budget >= maxTokens)
+    .map(([prefix, budget, maxTokens]) =>
+      withSource(
+        {
+          field: `${prefix}thinking.budgetTokens`,
+          expected: `a number below ${prefix}maxTokens (${maxTokens}): the thinking budget is part of max_tokens`,
+          received: String(budget),
+        },
+        `${prefix}thinking.budgetTokens`,
+        sources,
+      ),
+    );
   if (issues.length > 0) throw new ConfigError(issues);
 }
 
@@ -338,8 +361,8 @@ export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
  * OpenAI's). Neither is a mistake, never a silent call to a paid endpoint: CONFIG_INVALID
  * naming both fields. A public `baseUrl` with no key is refused too (see endpoint-key.ts). For tests and local work, point `baseUrl` at `forkpool/sim`'s `startSimServer`.
  */
-export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'>): void {
-  if (config.baseUrl !== undefined) return assertKeyForEndpoint(config.baseUrl, config.apiKey);
+export function assertModelConfigured(config: Pick<ForkpoolConfig, 'baseUrl' | 'apiKey'> & { api?: ForkpoolConfig['api'] | undefined }): void {
+  if (config.baseUrl !== undefined) return assertKeyForEndpoint(config.baseUrl, config.apiKey, 'apiKey', config.api);
   if (config.apiKey !== undefined) return;
   throw new ConfigError([
     {

@@ -29,18 +29,23 @@ export function isOwnNetworkHost(host: string): boolean {
   return !h.includes('.');
 }
 
+/** The environment variable a key for an endpoint speaking `api` comes from (provider-keys.ts). */
+export function keyVariableFor(api: string | undefined): string {
+  return api === 'anthropic' ? 'ANTHROPIC_API_KEY' : 'OPENAI_API_KEY';
+}
+
 /**
  * Throws a one-line {@link ConfigError} on `field` when `baseUrl` is a public endpoint and no
- * key is set.
+ * key is set; it names the variable of the endpoint's wire (`api`).
  */
-export function assertKeyForEndpoint(baseUrl: string, apiKey: string | undefined, field = 'apiKey'): void {
+export function assertKeyForEndpoint(baseUrl: string, apiKey: string | undefined, field = 'apiKey', api?: string): void {
   if (apiKey !== undefined || !URL.canParse(baseUrl)) return;
   const url = new URL(baseUrl);
   if (isOwnNetworkHost(url.hostname)) return;
   throw new ConfigError([
     {
       field,
-      expected: `an API key for ${url.origin} (set OPENAI_API_KEY or the config's apiKey; for a keyless server of your own, any placeholder)`,
+      expected: `an API key for ${url.origin} (set ${keyVariableFor(api)} or the config's apiKey; for a keyless server of your own, any placeholder)`,
       received: 'no key: the request would be refused (401)',
     },
   ]);

@@ -12,6 +12,7 @@ import type { ConnectionSlots } from './connection-slots.js';
 import { anthropicOnce } from './wires/anthropic.js';
 import { chatMessages } from './wires/history.js';
 import { responsesRequestOnce, responsesStreamOnce } from './wires/responses.js';
+import { isReasoningModel, temperatureField } from './wires/sampling.js';
 import { RequestClock, firstByteError } from './request-clock.js';
 import { describeConnectionError, endpointHost, httpErrorHint, requestUrlForHumans, type RequestFacts } from './model-errors.js';
 
@@ -29,6 +30,8 @@ export interface ModelReply {
   headersAt?: number;
   /** The Responses wire's reasoning items, sent back with the job's next request (wires/history.ts). */
   reasoningItems?: unknown[];
+  /** The Anthropic wire's `thinking` / `redacted_thinking` blocks, sent back unchanged the same way. */
+  thinkingBlocks?: unknown[];
 }
 
 /**
@@ -96,7 +99,7 @@ function outcomeOfFailure(verdict: Pick<Verdict, 'status' | 'retryAfterMs'>, lat
 export type RetryEvent = { attempt: number; delayMs: number; reason: string; status?: number; host?: string; maxRetries?: number };
 
 export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'> &
-  Partial<Pick<ForkpoolConfig, 'maxResponseChars' | 'api' | 'maxTokens' | 'firstByteTimeoutMs'>>;
+  Partial<Pick<ForkpoolConfig, 'maxResponseChars' | 'api' | 'maxTokens' | 'firstByteTimeoutMs' | 'thinking'>>;
 
 export interface ModelCallOptions {
   client: OpenAI;
@@ -276,10 +279,13 @@ function sdkDeadline(error: unknown, client: OpenAI): unknown {
 
 /** The request body's fields both request shapes share: a bounded reply (`max_tokens`), so a local server stops. */
 function requestBody(config: ModelCallConfig, params: ModelCallOptions['params']) {
+  const reasoning = isReasoningModel(config.model);
+  const maxTokens = config.maxTokens ?? DEFAULTS.maxTokens;
   return {
     model: config.model,
-    temperature: config.temperature,
-    max_tokens: config.maxTokens ?? DEFAULTS.maxTokens,
+    ...temperatureField(config.temperature, reasoning),
+    // OpenAI's reasoning models refuse `max_tokens` here and take the newer name (sampling.ts).
+    ...(reasoning ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens }),
     messages: params.messages,
     ...(params.tools?.length ? { tools: params.tools } : {}),
     ...(params.response_format ? { response_format: params.response_format } : {}),

@@ -128,6 +128,15 @@ export function retryLine(event: { attempt: number; delayMs: number; reason: str
       ? `rate limited by ${host}`
       : event.status === 503
         ? `${host} is overloaded (503)`
-        : `model request to ${host} failed (${event.reason.length > 160 ? `${event.reason.slice(0, 159)}…` : event.reason})`;
+        : `model request to ${host} failed (${shortReason(event.reason, 160)})`;
   return `${why}, retrying in ${seconds}${of}`;
+}
+
+/** `reason` in at most about `max` characters; a trailing ` — check …` advice is kept whole, the cause before it shortened. */
+function shortReason(reason: string, max: number): string {
+  if (reason.length <= max) return reason;
+  const dash = reason.lastIndexOf(' — ');
+  const advice = dash >= 0 && reason.length - dash <= max / 2 ? reason.slice(dash) : '';
+  const cause = advice ? reason.slice(0, dash) : reason;
+  return `${cause.slice(0, Math.max(0, max - advice.length - 1))}…${advice}`;
 }

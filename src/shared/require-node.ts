@@ -1,6 +1,6 @@
 /**
  * Imported first by every library entry point (`forkpool`, `forkpool/executors`, …): on a
- * Node.js older than {@link MIN_NODE_VERSION} the import throws one clear error instead of
+ * Node.js outside `engines` (node-version.ts) the import throws one clear error instead of
  * failing later, somewhere inside a dependency. ES modules evaluate in import order, so
  * nothing imported after this module runs.
  */

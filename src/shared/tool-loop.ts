@@ -47,7 +47,7 @@ export type LoopConfig = Pick<
   | 'loopStopAfter'
   | 'toolLimits'
 > &
-  Partial<Pick<ForkpoolConfig, 'maxTokens' | 'firstByteTimeoutMs'>>;
+  Partial<Pick<ForkpoolConfig, 'maxTokens' | 'firstByteTimeoutMs' | 'thinking'>>;
 
 export interface ToolLoopOptions {
   client: OpenAI;

@@ -11,6 +11,8 @@ export const SIM_FINGERPRINT = 'fp_forkpool_sim';
 export interface ResponseMeta {
   id: string;
   model: string;
+  /** An Anthropic request with `thinking`: the answer starts with thinking blocks (wire-checks.ts). */
+  thinking?: boolean;
 }
 
 export interface WireUsage {

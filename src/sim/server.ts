@@ -11,6 +11,7 @@ import { resolveOptions, SIM_DEFAULTS, validateOptions, type ResolvedSimOptions 
 import { completionTokens, estimateTokens, promptTokens, type SimReply } from './reply.js';
 import { SIM_CREATED, usageOf, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
 import { asChatBody, cachedPrefix, wireMessages, type SimWire } from './wire-requests.js';
+import { refusal, wantsThinking } from './wire-checks.js';
 import { sseText, WIRE_FORMATS, type CacheUsage, type WireFormat } from './wire-responses.js';
 import { requestRng } from './rng.js';
 import { typedReply } from './typed-reply.js';
@@ -201,6 +202,9 @@ class SimHttpServer implements SimServer {
     if (wire === 'anthropic' && !req.headers['anthropic-version']) {
       return sendJson(res, 400, JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version: header is required' } }));
     }
+    // What the real API refuses (a reasoning model's temperature, thinking lost from a tool-use turn): a 400 here too.
+    const refused = refusal(wire, body as Record<string, unknown>);
+    if (refused !== undefined) return sendJson(res, 400, WIRE_FORMATS[wire].errorBody(errorBody(400, refused, 'invalid_request_error', null)));
     const capacity = this.#options.capacity;
     if (capacity !== undefined && this.#inFlight >= capacity) return this.#refuseOverCapacity(res, capacity);
     this.#inFlight++;
@@ -265,7 +269,11 @@ class SimHttpServer implements SimServer {
       cache: wire === 'anthropic' ? this.#promptCacheUsage(raw) : { read: 0, write: 0 },
       stream,
       includeUsage: stream && streamOptions?.include_usage === true,
-      meta: { id: `${format.idPrefix}${n}`, model: o.servedModel ?? (typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID) },
+      meta: {
+        id: `${format.idPrefix}${n}`,
+        model: o.servedModel ?? (typeof body.model === 'string' && body.model ? body.model : SIM_MODEL_ID),
+        ...(wire === 'anthropic' && wantsThinking(raw) ? { thinking: true } : {}),
+      },
       fault,
       reply,
       usage,

@@ -6,6 +6,7 @@
 import type { SimReply } from './reply.js';
 import { completionBody, pieces, SIM_CREATED, streamChunks, type ResponseMeta, type StreamChunk, type WireUsage } from './response.js';
 import type { SimWire } from './wire-requests.js';
+import { simThinkingBlocks } from './wire-checks.js';
 
 /** Prompt tokens an Anthropic answer reports as read from, or written to, the prompt cache. */
 export interface CacheUsage {
@@ -143,7 +144,8 @@ const stopReason = (reply: SimReply) => (reply.toolCalls.length > 0 ? 'tool_use'
 const ANTHROPIC: WireFormat = {
   idPrefix: 'msg_sim_',
   body: (reply, meta, usage, cache) => {
-    const content: Record<string, unknown>[] = reply.content ? [{ type: 'text', text: reply.content }] : [];
+    const content: Record<string, unknown>[] = meta.thinking ? simThinkingBlocks(meta.id) : [];
+    if (reply.content) content.push({ type: 'text', text: reply.content });
     for (const call of reply.toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call.arguments) });
     return {
       id: meta.id,
@@ -161,6 +163,18 @@ const ANTHROPIC: WireFormat = {
     const start = { id: meta.id, type: 'message', role: 'assistant', model: meta.model, content: [], stop_reason: null, stop_sequence: null };
     const out: StreamChunk[] = [event('message_start', { message: { ...start, usage: anthropicUsage(usage, cache, 1) } }), event('ping', {})];
     let index = 0;
+    for (const block of meta.thinking ? simThinkingBlocks(meta.id) : []) {
+      // As Claude streams it: thinking text in deltas, the signature in one delta at its end; redacted whole.
+      if (block.type === 'redacted_thinking') out.push(event('content_block_start', { index, content_block: block }));
+      else {
+        out.push(event('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
+        for (const piece of pieces(String(block.thinking), maxChars))
+          out.push(event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } }));
+        out.push(event('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } }));
+      }
+      out.push(event('content_block_stop', { index }));
+      index++;
+    }
     if (reply.content) {
       out.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
       for (const piece of pieces(reply.content, maxChars)) {

@@ -30,6 +30,26 @@ describe.concurrent('no endpoint, no key', () => {
   );
 
   it(
+    "on the anthropic wire, the same refusals name ANTHROPIC_API_KEY, not OpenAI's key",
+    async (context) => {
+      const ws = await makeWorkspace(cleanupOf(context));
+      const noEndpoint = await runCli(['run', '--api', 'anthropic', '--model', 'claude-sonnet-4-5', 'hello'], { cwd: ws, timeoutMs: 60_000 });
+      expect(noEndpoint.code, describeResult(noEndpoint)).toBe(2);
+      expect(noEndpoint.stderr.trim().split('\n')).toEqual([
+        'forkpool: --model claude-sonnet-4-5 needs a model endpoint: set ANTHROPIC_API_KEY (Anthropic) or --base-url (a server of the Messages API); --sim runs the built-in simulator instead',
+      ]);
+      const publicUrl = await runCli(['run', '--api', 'anthropic', '--base-url', 'https://api.anthropic.com/v1', '--model', 'claude-sonnet-4-5', 'hello'], {
+        cwd: ws,
+        timeoutMs: 60_000,
+      });
+      expect(publicUrl.code, describeResult(publicUrl)).toBe(2);
+      expect(publicUrl.stderr).toContain('an API key for https://api.anthropic.com (set ANTHROPIC_API_KEY');
+      expect(publicUrl.stderr).not.toContain('OPENAI_API_KEY');
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
     'a public endpoint with no key is refused up front, before any request',
     async (context) => {
       const cleanup = cleanupOf(context);

@@ -37,7 +37,7 @@ describe('parseConfig defaults', () => {
     const config = parseConfig({ workspaceRoot: WS });
     expect(config).toMatchObject({
       model: DEFAULTS.model,
-      temperature: DEFAULTS.temperature,
+      // temperature: unset (0 is sent unless the model refuses it: wires/sampling.ts).
       maxIterations: DEFAULTS.maxIterations,
       requestTimeoutMs: DEFAULTS.requestTimeoutMs,
       streamIdleTimeoutMs: DEFAULTS.streamIdleTimeoutMs,

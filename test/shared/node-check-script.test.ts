@@ -6,14 +6,15 @@
  * FORKPOOL_TEST_OLD_NODE; skipped where there is none.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isSupportedNode, MIN_NODE_VERSION } from '../../src/shared/node-version.js';
+import { describeEngines, isSupportedNode, NODE_ENGINES } from '../../src/shared/node-version.js';
 import { REPO_ROOT } from '../helpers/index.js';
 
 const SCRIPT = path.join(REPO_ROOT, 'scripts', 'check-node.cjs');
-const NEEDS = new RegExp(`^forkpool needs Node\\.js ${MIN_NODE_VERSION.replace(/\.0$/, '').replace(/\./g, '\\.')} or newer .*; this is Node\\.js v\\d+\\.`);
+const NEEDS = new RegExp(`^forkpool needs Node\\.js ${describeEngines().replace(/[.+]/g, '\\$&')} \\(package\\.json engines .*; this is Node\\.js v\\d+\\.`);
 
 function oldNode(): string | undefined {
   const candidate = process.env.FORKPOOL_TEST_OLD_NODE ?? '/usr/bin/node';
@@ -58,6 +59,25 @@ describe.skipIf(OLD_NODE === undefined)('the Node check before npm ci, npm test 
     // npm's own header names the pre-script; nothing past it ran (no build, no demo).
     expect(r.stdout).not.toMatch(/> forkpool@[^ ]+ build|bundle-worker|background/);
     expect(r.stderr).not.toMatch(/EBADENGINE|SyntaxError|\n\s+at /);
+  });
+
+  it('`npm ci` with the old Node first on PATH: npm refuses forkpool itself (engine-strict), naming the range, before any dependency', () => {
+    // A copy of what `npm ci` reads: the package, its lock and .npmrc (engine-strict), in a folder with no node_modules.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-npm-ci-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json', '.npmrc']) copyFileSync(path.join(REPO_ROOT, file), path.join(dir, file));
+      mkdirSync(path.join(dir, 'scripts'));
+      copyFileSync(SCRIPT, path.join(dir, 'scripts', 'check-node.cjs'));
+      const r = spawnSync('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: dir, encoding: 'utf8', env: oldNodeEnv(), timeout: 120_000 });
+      expect(r.status).not.toBe(0);
+      // npm's one error (EBADENGINE for forkpool@…), its Required line carrying engines; no warning about any dependency.
+      expect(r.stderr).toContain(`Required: {"node":"${NODE_ENGINES}"}`);
+      expect(r.stderr.match(/Not compatible with your version of node\/npm: (\S+)/g)?.every((l) => l.endsWith('forkpool@0.1.0'))).toBe(true);
+      expect(r.stderr).not.toMatch(/warn EBADENGINE/);
+      expect(existsSync(path.join(dir, 'node_modules'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('on a supported Node the script is silent', () => {

@@ -1,5 +1,5 @@
 /**
- * Node.js older than `engines` (22.13): the CLI prints one line and exits 2, the library's
+ * Node.js outside `engines` (22.19+, 24.11+ or 26+): the CLI prints one line and exits 2, the library's
  * import throws NODE_UNSUPPORTED. The built files (dist/) run in child processes, once on a
  * Node whose reported version is made old by a preload, and once on a real old Node when the
  * machine has one (its own Node 20 at /usr/bin/node, or FORKPOOL_TEST_OLD_NODE).
@@ -8,14 +8,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isSupportedNode, MIN_NODE_VERSION, unsupportedNodeMessage } from '../../src/shared/node-version.js';
+import { isSupportedNode, NODE_ENGINES, satisfiesEngines, unsupportedNodeMessage } from '../../src/shared/node-version.js';
 import { REPO_ROOT } from '../helpers/index.js';
 
 const BIN = path.join(REPO_ROOT, 'dist', 'cli', 'bin.js');
 const LIBRARY = path.join(REPO_ROOT, 'dist', 'index.js');
 /** What `import 'forkpool'` loads (package.json exports): the bundle, whose check must run first too. */
 const BUNDLE = path.join(REPO_ROOT, 'dist', 'bundle', 'index.js');
-/** A preload that makes this Node report 20.19.0, the last engines floor. */
+/** A preload that makes this Node report 20.19.0, an older engines floor. */
 const AS_NODE_20 = ['--import', 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.19.0"})'];
 const importOf = (file: string) => `import(${JSON.stringify(file)}).then(() => console.log('loaded'), (e) => console.log(e.code, e.message))`;
 const IMPORT_LIBRARY = importOf(LIBRARY);
@@ -34,12 +34,34 @@ function oldNode(): string | undefined {
 }
 
 describe('the Node.js version', () => {
-  it('is checked against 22.13.0, the same floor as package.json engines', () => {
+  it('is checked against the same range as package.json engines (and its lock file)', () => {
     const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
-    expect(pkg.engines.node).toBe(`>=${MIN_NODE_VERSION.replace(/\.0$/, '')}`);
-    for (const v of ['20.19.0', 'v20.20.2', '22.12.0', '22.9.1', '18.20.0', 'nonsense', '']) expect(isSupportedNode(v), v).toBe(false);
-    for (const v of ['22.13.0', 'v22.13.1', '22.20.0', '24.0.0', 'v26.1.0', '30.0.0-pre']) expect(isSupportedNode(v), v).toBe(true);
-    expect(unsupportedNodeMessage('20.19.0')).toMatch(/needs Node\.js 22\.13\.0 or newer; this is Node\.js v20\.19\.0/);
+    const lock = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { engines?: { node?: string } }> };
+    expect(pkg.engines.node).toBe(NODE_ENGINES);
+    expect(lock.packages['']?.engines?.node).toBe(NODE_ENGINES);
+    for (const v of ['20.19.0', 'v20.20.2', '22.13.0', '22.18.9', '23.11.0', '24.0.0', '24.10.1', '25.2.0', '18.20.0', 'nonsense', ''])
+      expect(isSupportedNode(v), v).toBe(false);
+    for (const v of ['22.19.0', 'v22.23.1', '24.11.0', 'v24.12.0', 'v26.1.0', '30.0.0-pre']) expect(isSupportedNode(v), v).toBe(true);
+    expect(unsupportedNodeMessage('20.19.0')).toMatch(/needs Node\.js 22\.19\+, 24\.11\+ or 26\+; this is Node\.js v20\.19\.0/);
+  });
+
+  it("every installed package's own engines.node accepts the oldest release of each line forkpool supports", () => {
+    // What makes the floor: with engine-strict (.npmrc), one dependency refusing one of these fails `npm ci` there.
+    const lock = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { engines?: { node?: string } | string[]; os?: string[]; cpu?: string[] }>;
+    };
+    const oldest = NODE_ENGINES.split('||').map((alternative) => alternative.trim().replace(/^(\^|>=)/, ''));
+    const refusals: string[] = [];
+    let checked = 0;
+    for (const [name, entry] of Object.entries(lock.packages)) {
+      const range = Array.isArray(entry.engines) ? undefined : entry.engines?.node;
+      // A platform build for another machine (os/cpu) is never installed here; engine-strict skips it.
+      if (name === '' || range === undefined || (entry.os !== undefined && !entry.os.includes('linux'))) continue;
+      checked += 1;
+      for (const version of oldest) if (!satisfiesEngines(version, range)) refusals.push(`${name} (${range}) refuses ${version}`);
+    }
+    expect(checked).toBeGreaterThan(50);
+    expect(refusals).toEqual([]);
   });
 
   it('on an older Node, the CLI prints one line and exits 2, and the library import throws NODE_UNSUPPORTED', () => {
@@ -48,9 +70,9 @@ describe('the Node.js version', () => {
     expect(cli.stdout).toBe('');
     expect(cli.stderr.trimEnd().split('\n')).toEqual([unsupportedNodeMessage('20.19.0')]);
     const lib = run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_LIBRARY]);
-    expect(lib.stdout).toContain('NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer');
+    expect(lib.stdout).toContain('NODE_UNSUPPORTED forkpool needs Node.js 22.19+, 24.11+ or 26+');
     expect(run(process.execPath, [...AS_NODE_20, '--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toContain(
-      'NODE_UNSUPPORTED forkpool needs Node.js 22.13.0 or newer',
+      'NODE_UNSUPPORTED forkpool needs Node.js 22.19+, 24.11+ or 26+',
     );
   });
 
@@ -67,7 +89,7 @@ describe('the Node.js version', () => {
     const cli = run(node, [BIN, 'chat']);
     expect(cli).toMatchObject({ code: 2, stdout: '' });
     expect(cli.stderr.trimEnd().split('\n')).toEqual([unsupportedNodeMessage(version)]);
-    expect(run(node, ['--input-type=module', '-e', IMPORT_LIBRARY]).stdout).toMatch(/^NODE_UNSUPPORTED forkpool needs Node\.js 22\.13\.0/);
-    expect(run(node, ['--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toMatch(/^NODE_UNSUPPORTED forkpool needs Node\.js 22\.13\.0/);
+    expect(run(node, ['--input-type=module', '-e', IMPORT_LIBRARY]).stdout).toMatch(/^NODE_UNSUPPORTED forkpool needs Node\.js 22\.19\+/);
+    expect(run(node, ['--input-type=module', '-e', IMPORT_BUNDLE]).stdout).toMatch(/^NODE_UNSUPPORTED forkpool needs Node\.js 22\.19\+/);
   });
 });

@@ -47,6 +47,7 @@ const REQUEST_FIELDS = [
   'requestTimeoutMs',
   'firstByteTimeoutMs',
   'maxTokens',
+  'thinking',
   'turnTimeoutMs',
   'streamIdleTimeoutMs',
   'maxRetries',
@@ -73,6 +74,7 @@ const AGENT_FIELDS = [
   'maxIterations',
   'temperature',
   'maxTokens',
+  'thinking',
   'maxDepth',
   'budget',
 ] as const;

@@ -38,15 +38,18 @@ export class WorkerPolicy {
   readonly #config: ForkpoolConfig;
   readonly #allowed: AllowedEndpoint[];
   readonly #simulatorUrl: string | undefined;
+  readonly #simulatorOnDemand: boolean;
 
   /**
    * `config`: the worker's own configuration (its file and environment), never a job's.
-   * `simulatorUrl`: the worker's own built-in simulator, for jobs that ask for the simulated model.
+   * `simulatorUrl`: the worker's own built-in simulator, for jobs that ask for the simulated model;
+   * `simulatorOnDemand`: there is none yet, but one starts for such a job (its URL then given to localSpec).
    */
-  constructor(config: ForkpoolConfig, options: { simulatorUrl?: string | undefined } = {}) {
+  constructor(config: ForkpoolConfig, options: { simulatorUrl?: string | undefined; simulatorOnDemand?: boolean } = {}) {
     this.#config = config;
     this.#allowed = allowedEndpoints(config);
     this.#simulatorUrl = options.simulatorUrl;
+    this.#simulatorOnDemand = options.simulatorOnDemand === true;
   }
 
   /** Endpoints jobs may name, as they must name them. */
@@ -69,11 +72,11 @@ export class WorkerPolicy {
    * The spec this worker runs for a queued job: the job's own fields and request over the
    * worker's policy. Throws a JobError ENDPOINT_NOT_ALLOWED for an endpoint it does not allow.
    */
-  localSpec(wire: WireSpec): JobSpec {
+  localSpec(wire: WireSpec, simulatorUrl: string | undefined = this.#simulatorUrl): JobSpec {
     // Host tools stay with the process that has them: a remote job never offers one (refused at spawn too).
     const { request, hostTools: _hostTools, ...job } = wire;
     const own = this.#config;
-    const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent, request.simulator === true);
+    const endpoint = this.#endpointFor(wire.id, request.baseUrl, job.agent, request.simulator === true ? simulatorUrl : undefined);
     this.#checkNamedTools(wire);
     const { apiKey: _key, baseUrl: _url, redisUrl: _redis, agents: _agents, ...policy } = own;
     const config: ForkpoolConfig = {
@@ -84,6 +87,7 @@ export class WorkerPolicy {
       requestTimeoutMs: request.requestTimeoutMs,
       firstByteTimeoutMs: request.firstByteTimeoutMs,
       maxTokens: request.maxTokens,
+      ...(request.thinking ? { thinking: request.thinking } : {}),
       turnTimeoutMs: request.turnTimeoutMs,
       streamIdleTimeoutMs: request.streamIdleTimeoutMs,
       maxRetries: request.maxRetries,
@@ -133,7 +137,8 @@ export class WorkerPolicy {
     );
   }
 
-  #endpointFor(jobId: string, endpoint: string, agent: string | undefined, onSimulator: boolean): AllowedEndpoint {
+  /** `simulatorUrl`: the worker's own simulator, for a job marked as on the producer's (undefined otherwise). */
+  #endpointFor(jobId: string, endpoint: string, agent: string | undefined, simulatorUrl: string | undefined): AllowedEndpoint {
     const matches = this.#allowed.filter((e) => e.endpoint === endpoint);
     // Two of the worker's agents may share an endpoint with different keys: the job's agent's first.
     const found = matches.find((e) => agent !== undefined && e.agent === agent) ?? matches.find((e) => e.agent === undefined) ?? matches[0];
@@ -141,13 +146,13 @@ export class WorkerPolicy {
     // The producer's simulator listens on its own loopback, which this worker may not share: the
     // same deterministic model, run here (issue 36: the README's keyless BullMQ example). A forged
     // job gains nothing by claiming it: no key is sent and nothing outside this process is called.
-    if (this.#simulatorUrl !== undefined && onSimulator) return { endpoint, url: this.#simulatorUrl };
+    if (simulatorUrl !== undefined) return { endpoint, url: simulatorUrl };
     const allowed = this.endpoints;
     throw new JobError(
       'ENDPOINT_NOT_ALLOWED',
       jobId,
       `the job asks for model endpoint ${endpoint}, which this worker's configuration does not allow ` +
-        `(allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'}${this.#simulatorUrl !== undefined ? ', and jobs on a forkpool simulator' : ''}); set it as the worker's baseUrl, an agent's baseUrl or in bullmq.allowedBaseUrls`,
+        `(allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none'}${this.#simulatorUrl !== undefined || this.#simulatorOnDemand ? ', and jobs on a forkpool simulator' : ''}); set it as the worker's baseUrl, an agent's baseUrl or in bullmq.allowedBaseUrls`,
     );
   }
 }

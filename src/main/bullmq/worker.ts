@@ -54,6 +54,11 @@ export interface ForkpoolWorkerOptions {
    * (worker-policy.ts). Unset: such a job is refused unless its endpoint is one the config lists.
    */
   simulatorUrl?: string;
+  /**
+   * Starts (once, on the first job that needs it) the simulator `simulatorUrl` would name, and
+   * resolves to its URL: a worker with a real endpoint never starts one it does not use.
+   */
+  simulator?: () => Promise<string>;
   /** A job worker file for tests (as PiscinaExecutorOptions.workerFile). */
   workerFile?: string;
   /** Shown in events and in BullMQ's `processedBy`. Default host:pid. */
@@ -106,7 +111,7 @@ export class ForkpoolWorker {
     // Its MCP servers' files in the workspace are protected from its jobs, as a manager's are.
     const config = withProtectedMcpFiles(options.config, process.cwd());
     this.#options = { ...options, config };
-    this.#policy = new WorkerPolicy(config, { simulatorUrl: options.simulatorUrl });
+    this.#policy = new WorkerPolicy(config, { simulatorUrl: options.simulatorUrl, simulatorOnDemand: options.simulator !== undefined });
     this.#tools = new WorkerTools(config, options.logger);
     this.name = options.name ?? `${hostname()}:${process.pid}`;
     this.#names = redisNames(options.queue ?? BULLMQ_DEFAULTS.queue);
@@ -216,7 +221,8 @@ export class ForkpoolWorker {
     const result = (end: RemoteEnd, started = true): RunResult => ({ token: runToken, worker: this.name, run, started, end });
     let localSpec: JobSpec;
     try {
-      localSpec = this.#tools.withStubs(this.#policy.localSpec(spec));
+      const simulatorUrl = spec.request.simulator === true ? (this.#options.simulatorUrl ?? (await this.#options.simulator?.())) : undefined;
+      localSpec = this.#tools.withStubs(this.#policy.localSpec(spec, simulatorUrl));
     } catch (error) {
       // Fails alone and at once: no thread, no model request, the worker's key goes nowhere.
       // A policy refusal is an answer, not a fault here: its code and reason, no stack.

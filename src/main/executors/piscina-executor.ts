@@ -20,8 +20,8 @@ export interface PiscinaExecutorOptions {
   heapMb: number;
   /** Young-generation cap of each thread, MiB; 0 or unset: {@link THREAD_YOUNG_HEAP_MB} in `thread`, V8's own in `shared`. */
   youngHeapMb?: number;
-  /** A job's cancel grace: a `shared` thread gets at least this long to answer at a hard stop. */
-  cancelGraceMs?: number;
+  /** `shared`: how long a thread gets to answer after a job's hard stop before it is terminated as stuck; default {@link TIMINGS.threadAnswerMs}. */
+  threadAnswerMs?: number;
   /** How much nicer than the main thread the workers run (Linux); default 0. */
   niceIncrement?: number;
   /** Built worker file URL; defaults to dist/worker/entry.js. Tests pass a fixture here. */
@@ -50,12 +50,12 @@ export class PiscinaExecutor implements Executor {
   readonly #pool: Piscina<JobTask, unknown>;
   /** One port per thread for all its jobs (see thread-links.ts). */
   readonly #links = new ThreadLinks();
-  readonly #answerMs: number;
+  readonly #threadAnswerMs: number;
   #closed = false;
 
   constructor(options: PiscinaExecutorOptions) {
     this.capabilities = { isolation: options.isolation, hardStop: true, exclusive: true };
-    this.#answerMs = options.cancelGraceMs ?? 0;
+    this.#threadAnswerMs = options.threadAnswerMs ?? TIMINGS.threadAnswerMs;
     const maxThreads = Math.max(1, options.threads);
     this.#pool = new Piscina({
       // Piscina loads a CommonJS loader, which imports the real (ES module) entry: see loader.cts.
@@ -113,30 +113,35 @@ export class PiscinaExecutor implements Executor {
   }
 
   /**
-   * A hard stop in `shared` isolation. Terminating the thread ends every job on it, so the
-   * thread is first asked over its link whether its loop still runs. If it answers, the job
-   * is let go: its cancel went before the ask on the same link, so its signal is aborted there
-   * already and it only has not finished unwinding (on a thread busy with thousands of jobs, a
-   * grace of seconds is short). Its run ends here ABORTED, its link is closed (what it still
-   * sends is dropped), and the thread and its neighbours go on. A thread that does not answer is
-   * stuck (synchronous work that never yields) and is terminated: its neighbours are re-queued.
+   * A hard stop in `shared` isolation ends the job's run at once (ABORTED) and closes its link
+   * (what it still sends is dropped): the stop never waits for its thread. Terminating the
+   * thread would end every job on it, so the thread is then asked over its link whether its loop
+   * still runs (see {@link #endIfStuck}). The cancel grace has already passed when a hard stop
+   * comes (or was skipped on purpose: destroy()), so nothing here waits for it again.
    */
-  async #stopShared(threadId: number, task: JobTask, letGo: (error: Error) => void): Promise<void> {
+  #stopShared(threadId: number, task: JobTask, letGo: (error: Error) => void): void {
     if (threadId === 0) return;
-    const answered = await this.#links.ping(threadId, Math.max(this.#answerMs, TIMINGS.threadAnswerMs));
-    if (answered) {
-      letGo(
-        new JobError(
-          'ABORTED',
-          task.spec.id,
-          'hard stop: the job did not stop in time; its shared thread still runs, so the job was let go there and the thread kept',
-        ),
-      );
-      if (task.linkId !== undefined) this.#links.release(task.linkId, threadId);
-      return;
-    }
-    const worker = this.#pool.threads.find((w) => w.threadId === threadId);
-    await worker?.terminate();
+    letGo(
+      new JobError(
+        'ABORTED',
+        task.spec.id,
+        'hard stop: the job was let go at once; its shared thread is terminated if its loop does not answer (its neighbours re-queued), kept if it does',
+      ),
+    );
+    if (task.linkId !== undefined) this.#links.release(task.linkId, threadId);
+    void this.#endIfStuck(threadId);
+  }
+
+  /**
+   * After a hard stop: a thread that answers a ping within `threadAnswerMs` still
+   * runs its loop, so it is kept with its neighbours (the stopped job's cancel went before the
+   * ping on the same link: its signal is aborted there, it only has not finished unwinding).
+   * One that does not is stuck in synchronous work and is terminated; its neighbours are re-queued.
+   */
+  async #endIfStuck(threadId: number): Promise<void> {
+    const answered = await this.#links.ping(threadId, this.#threadAnswerMs);
+    if (answered || this.#closed) return;
+    await this.#pool.threads.find((w) => w.threadId === threadId)?.terminate();
   }
 
   threadCount(): number {

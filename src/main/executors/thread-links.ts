@@ -46,7 +46,8 @@ export class ThreadLinks {
   readonly token = randomUUID();
   readonly #threads = new Map<number, MessagePort>();
   readonly #jobs = new Map<number, LinkedPort>();
-  readonly #pings = new Map<number, () => void>();
+  /** Pings waiting for their answer: each settles with whether the thread answered. */
+  readonly #pings = new Map<number, (answered: boolean) => void>();
   #nextId = 0;
   #closed = false;
 
@@ -112,15 +113,13 @@ export class ThreadLinks {
     if (!port) return Promise.resolve(false);
     const id = ++this.#nextId;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#pings.delete(id);
-        resolve(false);
-      }, timeoutMs);
-      this.#pings.set(id, () => {
+      const settle = (answered: boolean) => {
         clearTimeout(timer);
         this.#pings.delete(id);
-        resolve(true);
-      });
+        resolve(answered);
+      };
+      const timer = setTimeout(() => settle(false), timeoutMs);
+      this.#pings.set(id, settle);
       port.postMessage({ ping: id });
     });
   }
@@ -153,10 +152,12 @@ export class ThreadLinks {
     if (registry.size === 0) process.off('workerMessage', onWorkerMessage);
     for (const port of this.#threads.values()) port.close();
     this.#threads.clear();
+    // A ping left waiting would hold the process open until its timeout: its thread is ending too.
+    for (const settle of [...this.#pings.values()]) settle(false);
   }
 
   #route(threadId: number, frame: LinkFrame, sync: { wanted: LinkedPort; taken: unknown[] } | undefined): void {
-    if ('pong' in frame) return this.#pings.get(frame.pong)?.();
+    if ('pong' in frame) return this.#pings.get(frame.pong)?.(true);
     const port = this.#jobs.get(frame.j);
     if (!port) return;
     port.bind(threadId);

@@ -66,7 +66,6 @@ export function createExecutor(config: ForkpoolConfig, logger?: Logger, kind: Ex
         heapMb: bg.heapMb,
         youngHeapMb: bg.youngHeapMb,
         niceIncrement: bg.niceIncrement,
-        cancelGraceMs: bg.cancelGraceMs,
         ...file,
         ...(logger ? { logger } : {}),
       });

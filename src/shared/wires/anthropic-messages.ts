@@ -6,9 +6,13 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ModelReply } from '../model-call.js';
 import type { Usage } from '../usage.js';
-import { messageText } from './history.js';
+import { carriedThinking, messageText } from './history.js';
+
+/** A block of extended thinking as the API sent it; it must go back byte for byte (its `signature` is checked). */
+export type ThinkingBlock = { type: 'thinking'; thinking: string; signature: string } | { type: 'redacted_thinking'; data: string };
 
 export type AnthropicBlock =
+  | ThinkingBlock
   | { type: 'text'; text: string; cache_control?: CacheControl }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; tool_use_id: string; content: string };
@@ -77,7 +81,9 @@ export function anthropicRequest(
     } else if (message.role === 'tool') {
       add('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: text }]);
     } else if (message.role === 'assistant') {
-      const blocks: AnthropicBlock[] = text ? [{ type: 'text', text }] : [];
+      // Its thinking first, as the model produced it: the API refuses a tool-use turn whose thinking is gone.
+      const blocks: AnthropicBlock[] = [...(carriedThinking(message) as ThinkingBlock[])];
+      if (text) blocks.push({ type: 'text', text });
       for (const call of message.tool_calls ?? []) {
         if (call.type === 'function') blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: inputOf(call.function.arguments) });
       }
@@ -145,15 +151,27 @@ export function finishReasonOf(stopReason: string | null | undefined): string | 
   }
 }
 
-/** A whole (non-streamed) Messages answer. */
+/** A `thinking` or `redacted_thinking` block, as sent (undefined for any other block). */
+export function thinkingBlockOf(block: Record<string, unknown>): ThinkingBlock | undefined {
+  if (block.type === 'thinking' && typeof block.thinking === 'string' && typeof block.signature === 'string') {
+    return { type: 'thinking', thinking: block.thinking, signature: block.signature };
+  }
+  if (block.type === 'redacted_thinking' && typeof block.data === 'string') return { type: 'redacted_thinking', data: block.data };
+  return undefined;
+}
+
+/** A whole (non-streamed) Messages answer; its thinking is kept apart from the text (`thinkingBlocks`). */
 export function replyFromMessage(
   body: { content?: unknown; stop_reason?: string | null; usage?: AnthropicUsage; model?: string },
   fallbackModel: string,
 ): ModelReply {
   let content = '';
   const toolCalls: ModelReply['toolCalls'] = [];
+  const thinkingBlocks: ThinkingBlock[] = [];
   for (const block of Array.isArray(body.content) ? (body.content as Array<Record<string, unknown>>) : []) {
-    if (block.type === 'text' && typeof block.text === 'string') content += block.text;
+    const thinking = thinkingBlockOf(block);
+    if (thinking) thinkingBlocks.push(thinking);
+    else if (block.type === 'text' && typeof block.text === 'string') content += block.text;
     else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
       toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
     }
@@ -164,5 +182,6 @@ export function replyFromMessage(
     finishReason: finishReasonOf(body.stop_reason),
     usage: anthropicUsage(body.usage),
     model: body.model || fallbackModel,
+    ...(thinkingBlocks.length > 0 ? { thinkingBlocks } : {}),
   };
 }

@@ -11,7 +11,8 @@ import { ForkpoolError } from '../errors.js';
 import { responseTooLarge } from '../stream-assembler.js';
 import type { ModelCallOptions, ModelReply } from '../model-call.js';
 import { AttemptClocks } from './clocks.js';
-import { anthropicRequest, anthropicUsage, finishReasonOf, replyFromMessage, type AnthropicUsage } from './anthropic-messages.js';
+import { anthropicRequest, anthropicUsage, finishReasonOf, replyFromMessage, type AnthropicUsage, type ThinkingBlock } from './anthropic-messages.js';
+import { temperatureField } from './sampling.js';
 
 /** The API version every request names (the Messages API's stable one). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -25,10 +26,20 @@ export async function anthropicOnce(options: ModelCallOptions, apiKey: string | 
   const clocks = new AttemptClocks(options.signal, config);
   const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
   const maxTokens = (config as { maxTokens?: number }).maxTokens ?? DEFAULTS.anthropicMaxTokens;
+  const budget = config.thinking?.budgetTokens;
+  if (budget !== undefined && budget >= maxTokens) {
+    // Said here, not by a 400 after a round trip: the fields to change are ours.
+    throw new ForkpoolError(
+      'CONFIG_INVALID',
+      `thinking.budgetTokens (${budget}) must be below maxTokens (${maxTokens}) for model ${config.model}: raise maxTokens or lower the budget`,
+    );
+  }
   const body = {
     model: config.model,
     max_tokens: maxTokens,
-    temperature: config.temperature,
+    // Thinking takes no temperature but the API's own (1): an unset one is left out.
+    ...temperatureField(config.temperature, budget !== undefined),
+    ...(budget !== undefined ? { thinking: { type: 'enabled', budget_tokens: budget } } : {}),
     ...anthropicRequest(params.messages, params.tools),
     ...(config.stream ? { stream: true } : {}),
   };
@@ -96,15 +107,16 @@ function parseJson(text: string): unknown {
 }
 
 function replySize(reply: ModelReply): number {
-  return reply.content.length + reply.toolCalls.reduce((n, c) => n + c.function.arguments.length, 0);
+  const thinking = JSON.stringify(reply.thinkingBlocks ?? []).length;
+  return reply.content.length + thinking + reply.toolCalls.reduce((n, c) => n + c.function.arguments.length, 0);
 }
 
 type StreamEvent = {
   type?: string;
   index?: number;
   message?: { model?: string; usage?: AnthropicUsage };
-  content_block?: { type?: string; id?: string; name?: string; text?: string };
-  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  content_block?: { type?: string; id?: string; name?: string; text?: string; thinking?: string; signature?: string; data?: string };
+  delta?: { type?: string; text?: string; partial_json?: string; thinking?: string; signature?: string; stop_reason?: string | null };
   usage?: AnthropicUsage;
 };
 
@@ -115,6 +127,8 @@ class MessageStream {
   #size = 0;
   #text = '';
   #calls = new Map<number, { id: string; name: string; json: string }>();
+  /** Thinking blocks by index, assembled from their deltas; kept apart from the text, never shown as the answer. */
+  #thinking = new Map<number, ThinkingBlock>();
   #usage: AnthropicUsage = {};
   #stopReason: string | null = null;
   #stopped = false;
@@ -134,10 +148,21 @@ class MessageStream {
         if (event.content_block?.type === 'tool_use' && event.index !== undefined) {
           this.#calls.set(event.index, { id: event.content_block.id ?? '', name: event.content_block.name ?? '', json: '' });
         } else if (event.content_block?.type === 'text' && event.content_block.text) this.#addText(event.content_block.text);
+        else if (event.content_block?.type === 'thinking' && event.index !== undefined) {
+          const { thinking = '', signature = '' } = event.content_block;
+          this.#thinking.set(event.index, { type: 'thinking', thinking, signature });
+          this.#grow(thinking.length + signature.length);
+        } else if (event.content_block?.type === 'redacted_thinking' && event.index !== undefined) {
+          const data = event.content_block.data ?? '';
+          this.#thinking.set(event.index, { type: 'redacted_thinking', data });
+          this.#grow(data.length);
+        }
         return;
       case 'content_block_delta':
         if (event.delta?.type === 'text_delta' && event.delta.text) this.#addText(event.delta.text);
-        else if (event.delta?.type === 'input_json_delta' && event.index !== undefined) {
+        else if ((event.delta?.type === 'thinking_delta' || event.delta?.type === 'signature_delta') && event.index !== undefined) {
+          this.#addThinking(event.index, event.delta.thinking ?? '', event.delta.signature ?? '');
+        } else if (event.delta?.type === 'input_json_delta' && event.index !== undefined) {
           const call = this.#calls.get(event.index);
           if (call && event.delta.partial_json) {
             call.json += event.delta.partial_json;
@@ -154,7 +179,7 @@ class MessageStream {
         this.#stopped = true;
         return;
       default:
-        // ping, content_block_stop, thinking deltas: nothing to keep.
+        // ping, content_block_stop: nothing to keep.
         return;
     }
   }
@@ -165,7 +190,24 @@ class MessageStream {
     const toolCalls = [...this.#calls.entries()]
       .sort(([a], [b]) => a - b)
       .map(([index, c]) => ({ id: c.id || `toolu_${index}`, type: 'function' as const, function: { name: c.name, arguments: c.json || '{}' } }));
-    return { content: this.#text, toolCalls, finishReason: finishReasonOf(this.#stopReason), usage: anthropicUsage(this.#usage), model: this.#model };
+    const thinkingBlocks = [...this.#thinking.entries()].sort(([a], [b]) => a - b).map(([, block]) => block);
+    return {
+      content: this.#text,
+      toolCalls,
+      finishReason: finishReasonOf(this.#stopReason),
+      usage: anthropicUsage(this.#usage),
+      model: this.#model,
+      ...(thinkingBlocks.length > 0 ? { thinkingBlocks } : {}),
+    };
+  }
+
+  /** A thinking delta (its text) or a signature delta (the whole signature, sent once at its end). */
+  #addThinking(index: number, thinking: string, signature: string): void {
+    const block = this.#thinking.get(index);
+    if (block?.type !== 'thinking') return;
+    block.thinking += thinking;
+    block.signature += signature;
+    this.#grow(thinking.length + signature.length);
   }
 
   #addText(text: string): void {

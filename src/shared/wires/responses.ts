@@ -15,6 +15,7 @@ import type { Usage } from '../usage.js';
 import type { ModelCallOptions, ModelReply } from '../model-call.js';
 import { AttemptClocks, deadlineError } from './clocks.js';
 import { carriedReasoning, messageText } from './history.js';
+import { isReasoningModel, temperatureField } from './sampling.js';
 
 /** The history as Responses input items: messages, function calls and their outputs, reasoning. */
 export function responsesInput(messages: readonly ChatCompletionMessageParam[]): ResponseInputItem[] {
@@ -58,7 +59,7 @@ function requestBody({ config, params }: ModelCallOptions) {
   const maxTokens = (config as { maxTokens?: number }).maxTokens;
   return {
     model: config.model,
-    temperature: config.temperature,
+    ...temperatureField(config.temperature, isReasoningModel(config.model)),
     input: responsesInput(params.messages),
     ...(tools.length > 0 ? { tools } : {}),
     ...(maxTokens !== undefined ? { max_output_tokens: maxTokens } : {}),
