@@ -4,7 +4,7 @@ import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js'
 import type { UsageByModel } from './usage.js';
 import type { RequestOutcome } from './model-call.js';
 import { BUDGET_NAMES, type BudgetName } from './budget.js';
-import { serializedErrorSchema, steeringMessageSchema, usageSchema, type JobSpec, type ResumeState, type SteeringMessage } from './job-spec.js';
+import { serializedErrorSchema, steeringMessageSchema, usageSchema, type JobSpec, type ResumeState } from './job-spec.js';
 import type { SerializedError } from './errors.js';
 
 // The job spec and its schemas moved to job-spec.ts; re-exported so the many importers of this module keep one door.
