@@ -32,6 +32,7 @@ export {
   type JobWorktree,
   type WorktreeAction,
   type WorkspaceMode,
+  type ParentControls,
 } from './main/jobs/manager.js';
 export type { ResumeRequest } from './main/jobs/resumes.js';
 export type { RecoveryReport } from './main/jobs/recovery.js';

@@ -46,7 +46,15 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
     const transcript = jobs.transcript(id) ?? { steps: [], total: 0 };
     const offset = Math.min(flags.offset ?? 0, transcript.steps.length);
     const steps = transcript.steps.slice(offset, offset + (flags.limit ?? transcript.steps.length));
-    const page = { jobId: id, total: transcript.total, omitted: transcript.total - transcript.steps.length, offset, kept: transcript.steps.length, steps };
+    const page = {
+      jobId: id,
+      ...(record.branch !== undefined ? { branch: record.branch } : {}),
+      total: transcript.total,
+      omitted: transcript.total - transcript.steps.length,
+      offset,
+      kept: transcript.steps.length,
+      steps,
+    };
     if (flags.json) {
       process.stdout.write(`${jsonForTerminal({ type: 'job', scope, job: jobJson(record), transcript: page })}\n`);
       return EXIT.ok;
@@ -54,10 +62,11 @@ export function jobsShowCommand(id: string, flags: JobsShowFlags): number {
     const tools = record.tools ? [`tools offered: ${record.tools.join(', ') || 'none'}`] : [];
     // A typed job's value, as one line of JSON (escaped for the terminal like every model text).
     const data = record.data !== undefined ? [`data: ${jsonForTerminal(record.data)}`] : [];
+    const branch = record.branch !== undefined ? [`branch: ${record.branch}`] : [];
     // A sleeping job (scheduler sleep): when it wakes and what it said it will do then (a model's text: escaped).
     const wakes = sleepingUntil(record);
     const asleep = wakes !== null ? [`asleep until ${new Date(wakes).toISOString()}: ${escapeForTerminal(record.sleepWait?.reason ?? '')}`] : [];
-    const lines = [jobLine(record), ...asleep, summaryLine(record, page), ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
+    const lines = [jobLine(record), ...asleep, summaryLine(record, page), ...branch, ...tools, ...data, ...transcriptLines(steps, { maxBodyLines: 20 })];
     process.stdout.write(`${lines.join('\n')}\n`);
     return EXIT.ok;
   } finally {

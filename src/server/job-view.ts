@@ -65,6 +65,7 @@ function summaryOf(view: JobView, progress: JobProgress | undefined): JobSummary
     name: view.name,
     parentJobId: view.parentJobId,
     depth: view.depth,
+    branch: view.branch,
     /** Limits, spent and remaining (live while it runs when the caller passes them; from the record once ended). */
     budget: view.budget,
     budgetExceeded: view.budgetExceeded,

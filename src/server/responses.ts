@@ -179,6 +179,12 @@ export const jobSummarySchema = named(
     name: z.string().nullable(),
     parentJobId: z.string().nullable().describe('The job that spawned it (nested jobs); null for a top-level job.'),
     depth: z.number().describe('1 for a top-level job, one more per level of nesting.'),
+    branch: z
+      .string()
+      .nullable()
+      .describe(
+        'Its place in the agent tree, `<parent-branch>.bg.<name>`: `bg.scout`, `bg.scout.bg.reader` for a job it spawned; null for a record from before branches were kept.',
+      ),
     budget: budgetSchema.nullable(),
     budgetExceeded: z.enum(BUDGET_NAMES).nullable().describe('The budget that ran out (the job ended partial).'),
     deferredUntil: z.number().nullable().describe('A deferred job (scheduler exit_on_defer): when it asked to run again, epoch ms; null otherwise.'),

@@ -79,7 +79,7 @@ export const jobMessageBody = z.strictObject({
 /** The longest `POST /v1/jobs/wait`, in ms: the same bound as the result long poll's `wait` (120 s). */
 export const WAIT_HTTP_MAX_MS = 120_000;
 
-/** POST /v1/jobs/wait: wait for jobs of the server's manager to end (BackgroundManager.wait). */
+/** POST /v1/jobs/wait: wait for jobs of the server's manager to end (ParentControls.wait). */
 export const waitJobsBody = z.strictObject({
   jobs: z
     .array(z.string().min(1).max(100))

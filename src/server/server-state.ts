@@ -138,10 +138,12 @@ export class ServerState {
     manager.on('progress', ({ jobId, event, parentToolId }) => {
       const progress = this.progress.onEvent(progressKey(session, jobId), event);
       const call = parentToolId !== undefined ? { parentToolId } : {};
+      const branch = manager.get(jobId)?.branch;
       this.hub.publish('progress', {
         session,
         jobId,
         ...call,
+        ...(branch !== undefined ? { branch } : {}),
         event,
         currentTool: progress.currentTool,
         tokens: progress.tokens,

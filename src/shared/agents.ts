@@ -59,11 +59,6 @@ export function agentSystemPrompt(baseline: string, config: ForkpoolConfig, name
   return agent.replaceSystemPrompt ? agent.systemPrompt : `${baseline}\n\n${agent.systemPrompt}`;
 }
 
-/** One line per agent, for a tool description: `name: description (model)`. */
-export function describeAgents(config: ForkpoolConfig, names: readonly string[]): string {
-  return names.map((name) => `${name}: ${agentEntry(config, name).description}`).join('; ');
-}
-
 /** How deep a job of agent `name` (or a fork) may nest: the agent's own bound, else the session's. */
 export function maxDepthFor(config: ForkpoolConfig, name: string | undefined): number {
   const own = name !== undefined && Object.hasOwn(config.agents, name) ? config.agents[name]?.maxDepth : undefined;

@@ -93,7 +93,7 @@ export const FANOUT_LINE_MAX_BYTES = 2 * 1024 * 1024;
  */
 export const FANOUT_ISOLATION: 'thread' | 'shared' = 'shared';
 
-/** Bounds of a wait for jobs (`BackgroundManager.wait`, wait_background_agents; src/main/jobs/waits.ts). */
+/** Bounds of a wait for jobs (`ParentControls.wait`, wait_background_agents; src/main/jobs/waits.ts). */
 export const WAIT_LIMITS = {
   /** The longest wait the library accepts, in ms (one hour); wait again for longer. */
   maxTimeoutMs: 3_600_000,

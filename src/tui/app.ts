@@ -68,7 +68,7 @@ export function ChatApp({ chat, onRendered }: { chat: ChatController; onRendered
     chat.busy
       ? h(Text, { color: 'green' }, `◐ ${chat.turn !== undefined ? `turn ${chat.turn}` : 'starting'} · ${chat.activity ?? 'working'} (Esc cancels the turn)`)
       : null,
-    chat.panel.open ? h(BackgroundPanel, { chat, jobs, now, height: Math.max(5, terminalRows - 12), rowsRef: layout.rows }) : null,
+    chat.panel.open ? h(BackgroundPanel, { chat, jobs, now, height: Math.max(5, terminalRows - 12), rowsRef: layout.rows, selection: layout.selection }) : null,
     chat.permission
       ? h(
           Box,

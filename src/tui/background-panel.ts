@@ -10,6 +10,7 @@ import type { ChatController } from './controller.js';
 import type { ChatKey } from './keys.js';
 import { detailLines, panelRow, transcriptDetailLines, treeOrder } from './jobs-view.js';
 import { CURSOR_QUERY, frameRowAt } from './mouse.js';
+import { clipboardSequence, dragRange, isDrag, sliceChars, type Gesture, type RowSelection } from './panel-selection.js';
 import { jobColor } from './state-colors.js';
 
 /** Rows of the job list shown at once; the rest scrolls. */
@@ -35,15 +36,27 @@ export function listWindow(selected: number, total: number): { at: number; start
   return { at, start: Math.max(0, Math.min(at - Math.floor(PANEL_ROWS / 2), total - PANEL_ROWS)) };
 }
 
-/** What the mouse needs of the last render: the frame's root and the list rows' box. */
+/** What the mouse needs of the last render: the frame's root and the list rows' box; and the text a drag selected. */
 export interface PanelLayout {
   root: RefObject<DOMElement | null>;
   rows: RefObject<DOMElement | null>;
+  /** Part of one row's text selected by a drag (panel-selection.ts), shown highlighted until the next press. */
+  selection?: RowSelection | undefined;
 }
 
 /** One layout object for the app's life: the mouse handler made from it keeps its pending click across renders. */
 export function usePanelLayout(): PanelLayout {
   return useMemo(() => ({ root: createRef<DOMElement>(), rows: createRef<DOMElement>() }), []);
+}
+
+/** A list row's text, with the part a drag selected highlighted. */
+function rowText(text: string, selection: RowSelection | undefined): Array<string | ReactElement> {
+  if (!selection) return [text];
+  return [
+    sliceChars(text, 0, selection.from),
+    h(Text, { key: 'selected', backgroundColor: 'yellow', color: 'black' }, sliceChars(text, selection.from, selection.to)),
+    sliceChars(text, selection.to, Infinity),
+  ];
 }
 
 export function BackgroundPanel({
@@ -52,12 +65,14 @@ export function BackgroundPanel({
   now,
   height,
   rowsRef,
+  selection,
 }: {
   chat: ChatController;
   jobs: ReturnType<ChatController['jobs']>;
   now: number;
   height: number;
   rowsRef: RefObject<DOMElement | null>;
+  selection?: RowSelection | undefined;
 }): ReactElement {
   const ordered = treeOrder(jobs);
   const { selected, detail, detailOffset } = chat.panel;
@@ -81,7 +96,11 @@ export function BackgroundPanel({
     const visible = ordered.slice(start, start + PANEL_ROWS);
     title = `Background agents · ${ordered.length} job${ordered.length === 1 ? '' : 's'} (F3 hides, ↑↓ or click select, Enter detail)`;
     lines = visible.map((job, i) =>
-      h(Text, { key: job.id, inverse: start + i === at, color: jobColor(job), wrap: 'truncate-end' }, panelRow(job, chat.session.activity.get(job.id), now)),
+      h(
+        Text,
+        { key: job.id, inverse: start + i === at, color: jobColor(job), wrap: 'truncate-end' },
+        ...rowText(panelRow(job, chat.session.activity.get(job.id), now), selection?.jobId === job.id ? selection : undefined),
+      ),
     );
     thumb = scrollThumb(ordered.length, visible.length, start);
     if (ordered.length === 0) lines.push(h(Text, { key: 'none', dimColor: true }, 'no background jobs yet'));
@@ -98,40 +117,75 @@ export function BackgroundPanel({
 }
 
 /**
- * The panel's mouse: the wheel scrolls (the list's selection, or the detail); a left click asks
- * the terminal where the cursor is, and its answer places the frame, so the click finds its row.
+ * The panel's mouse: the wheel scrolls (the list's selection, or the detail). A left press asks
+ * the terminal where the cursor is, and its answer places the frame, so the press finds its row;
+ * on release, a press that did not move is a click (select the row; on the selected row, open
+ * it), and a drag along the row selects that part of its text and copies it (panel-selection.ts).
  */
 export function createPanelMouse(
   chat: ChatController,
   layout: PanelLayout,
   terminal: { write(text: string): unknown; rows(): number },
 ): { awaitingCursor: () => boolean; onKey: (key: Extract<ChatKey, { type: 'mouse' | 'cursor' }>) => void } {
-  let pendingClick: number | undefined;
-  const awaitingCursor = () => pendingClick !== undefined;
-  const onKey = (key: Extract<ChatKey, { type: 'mouse' | 'cursor' }>): void => {
-    const panel = chat.panel;
-    if (key.type === 'mouse') {
-      if (!panel.open || key.release) return;
-      if (key.button === 64 || key.button === 65) return chat.movePanel(key.button === 64 ? -WHEEL_STEP : WHEEL_STEP, chat.jobs().length);
-      if (key.button !== 0 || panel.detail !== undefined) return;
-      pendingClick = key.y;
-      terminal.write(CURSOR_QUERY);
-      return;
-    }
-    const y = pendingClick;
-    pendingClick = undefined;
+  // The press being followed: the release and the cursor's answer may come in either order.
+  let gesture: (Gesture & { released: boolean; cursorRow?: number }) | undefined;
+  const awaitingCursor = () => gesture !== undefined && gesture.cursorRow === undefined;
+  const finish = (): void => {
+    const done = gesture;
+    if (!done?.released || done.cursorRow === undefined) return;
+    gesture = undefined;
     const root = layout.root.current;
     const rows = layout.rows.current;
-    if (y === undefined || !root || !rows || !chat.panel.open || chat.panel.detail !== undefined) return;
-    const frameRow = frameRowAt(y, { cursorRow: key.row, frameHeight: measureElement(root).height, terminalRows: terminal.rows() });
+    if (!root || !rows || !chat.panel.open || chat.panel.detail !== undefined) return;
+    const frameRow = frameRowAt(done.press.y, { cursorRow: done.cursorRow, frameHeight: measureElement(root).height, terminalRows: terminal.rows() });
     if (frameRow === undefined) return;
     const box = measureElement(rows);
     const ordered = treeOrder(chat.jobs());
     const { at, start } = listWindow(chat.panel.selected, ordered.length);
     const index = start + (frameRow - box.y);
-    if (frameRow < box.y || frameRow >= box.y + box.height || index >= ordered.length) return;
-    if (index === at) return chat.showDetail(ordered[index]?.id);
+    const job = ordered[index];
+    if (frameRow < box.y || frameRow >= box.y + box.height || !job) return;
+    if (isDrag(done)) return select(job, done, box.x + 1);
+    if (index === at) return chat.showDetail(job.id);
     chat.movePanel(index - chat.panel.selected, ordered.length);
+  };
+  // `textColumn`: the terminal column of the row text's first character (the frame starts at column 1).
+  const select = (job: ReturnType<ChatController['jobs']>[number], drag: Gesture, textColumn: number): void => {
+    const text = panelRow(job, chat.session.activity.get(job.id), chat.now());
+    const range = dragRange(drag, textColumn, Array.from(text).length);
+    if (!range) return;
+    const selected = sliceChars(text, range.from, range.to);
+    layout.selection = { jobId: job.id, ...range };
+    terminal.write(clipboardSequence(selected));
+    // The hint redraws the frame (with the highlight) and says what was copied.
+    const count = Array.from(selected).length;
+    chat.setHint(`copied ${count} character${count === 1 ? '' : 's'}: ${selected}`);
+  };
+  const onKey = (key: Extract<ChatKey, { type: 'mouse' | 'cursor' }>): void => {
+    const panel = chat.panel;
+    if (key.type === 'mouse') {
+      if (!panel.open) return;
+      if (!key.release && (key.button === 64 || key.button === 65)) return chat.movePanel(key.button === 64 ? -WHEEL_STEP : WHEEL_STEP, chat.jobs().length);
+      // Motion with the left button held (32): the drag goes on.
+      if (key.button === 32) {
+        if (gesture && !gesture.released) gesture.dragX = key.x;
+        return;
+      }
+      if (key.button !== 0 || panel.detail !== undefined) return;
+      if (key.release) {
+        if (!gesture || gesture.released) return;
+        gesture.released = true;
+        return finish();
+      }
+      // A new press: the old selection goes.
+      layout.selection = undefined;
+      gesture = { press: { x: key.x, y: key.y }, released: false };
+      terminal.write(CURSOR_QUERY);
+      return;
+    }
+    if (!gesture || gesture.cursorRow !== undefined) return;
+    gesture.cursorRow = key.row;
+    finish();
   };
   return { awaitingCursor, onKey };
 }

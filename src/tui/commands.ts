@@ -146,7 +146,7 @@ function backgroundCommand(chat: CommandHost, sub: string, args: string, say: (t
       return resumeCommand(chat.session, args, say);
     case 'send':
     case 'interrupt':
-      return sendCommand(manager, args, sub === 'interrupt', say);
+      return sendCommand(manager.parentControls, args, sub === 'interrupt', say);
     case 'wait':
       return backgroundWait(chat, args, say);
     case 'approve':
@@ -167,7 +167,7 @@ async function worktreeCommand(manager: CommandHost['session']['manager'], args:
   const [target, action] = args.trim().split(/\s+/);
   if (!target || !(WORKTREE_ACTIONS as readonly string[]).includes(action ?? '')) return 'usage: /bg worktree <id|name> merge|keep|drop';
   try {
-    return oneLine(await manager.worktreeAction(target, action as WorktreeAction), 400);
+    return oneLine(await manager.parentControls.worktreeAction(target, action as WorktreeAction), 400);
   } catch (error) {
     return oneLine(errorMessage(error), 400);
   }

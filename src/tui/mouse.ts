@@ -8,9 +8,12 @@
  * `ESC [ 6 n`), which sits just below the frame.
  */
 
-/** Button events (1000) in SGR encoding (1006): no motion, coordinates past column 223. */
-export const MOUSE_ON = '\x1b[?1000h\x1b[?1006h';
-export const MOUSE_OFF = '\x1b[?1006l\x1b[?1000l';
+/**
+ * Button events with motion while a button is held (1002: a drag in the panel selects text) in
+ * SGR encoding (1006): coordinates past column 223. No motion without a button (1003).
+ */
+export const MOUSE_ON = '\x1b[?1002h\x1b[?1006h';
+export const MOUSE_OFF = '\x1b[?1006l\x1b[?1002l';
 /** Device status report: the terminal answers `ESC [ row ; column R`. */
 export const CURSOR_QUERY = '\x1b[6n';
 

@@ -12,6 +12,6 @@ export function resumeCommand(session: AgentSession, args: string, say: (text: s
   const match = /^(\S+)\s+([\s\S]+)$/.exec(args.trim());
   if (!match) return say(RESUME_USAGE);
   const [, target = '', message = ''] = match;
-  const handle = session.manager.resume(target, message, { role: 'user', wave: null });
+  const handle = session.manager.parentControls.resume(target, message, { role: 'user', wave: null });
   say(`resumed ${oneLine(target, 60)} as ${handle.id} "${oneLine(handle.label, 60)}"`);
 }

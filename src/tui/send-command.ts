@@ -1,5 +1,5 @@
 import { oneLine } from '../main/views/terminal-lines.js';
-import type { BackgroundManager } from '../main/jobs/manager.js';
+import type { ParentControls } from '../main/jobs/manager.js';
 
 export const SEND_HELP_LINES = [
   '/bg send <id|name> <text>       send a live job a message (it reads it before its next model call)',
@@ -7,14 +7,14 @@ export const SEND_HELP_LINES = [
 ];
 
 /**
- * `/bg send` and `/bg interrupt`: a message to a live job (BackgroundManager.send). A refusal (an
+ * `/bg send` and `/bg interrupt`: a message to a live job (ParentControls.send). A refusal (an
  * ended job names its state) is thrown and shown as the command's error line.
  */
-export function sendCommand(manager: Pick<BackgroundManager, 'send'>, args: string, interrupt: boolean, say: (text: string) => void): void {
+export function sendCommand(controls: Pick<ParentControls, 'send'>, args: string, interrupt: boolean, say: (text: string) => void): void {
   const match = /^(\S+)\s+([\s\S]+)$/.exec(args.trim());
   if (!match) return say(`usage: /bg ${interrupt ? 'interrupt' : 'send'} <id|name> <message>`);
   const [, target = '', text = ''] = match;
-  const receipt = manager.send(target, text, { interrupt });
+  const receipt = controls.send(target, text, { interrupt });
   const when =
     receipt.delivery === 'kept'
       ? `kept: it is ${receipt.state === 'suspended' ? 'waiting for its children' : 'queued'} and gets it when it runs`

@@ -30,13 +30,13 @@ export function parseWait(args: string): { jobs: string[]; timeoutMs: number; mo
 }
 
 /**
- * `/bg wait`: waits for jobs (BackgroundManager.wait) and says what ended and what still runs.
+ * `/bg wait`: waits for jobs (ParentControls.wait) and says what ended and what still runs.
  * It is the person's view, not the model's: nothing is marked delivered, and the parent still
  * gets each result at its next turn. An unknown job is said at once and nothing waits; `signal`
  * (Esc, quit) ends the wait.
  */
 export async function waitCommand(
-  manager: Pick<BackgroundManager, 'wait' | 'jobs' | 'find'>,
+  manager: Pick<BackgroundManager, 'parentControls' | 'jobs' | 'find'>,
   args: string,
   say: (text: string) => void,
   signal: AbortSignal,
@@ -51,7 +51,7 @@ export async function waitCommand(
   say(`waiting for ${jobs.length} job${jobs.length === 1 ? '' : 's'} until ${until} (at most ${asked.timeoutMs / 1000}s; Esc stops waiting)…`);
   let outcome;
   try {
-    outcome = await manager.wait(jobs, { timeoutMs: asked.timeoutMs, mode: asked.mode, signal });
+    outcome = await manager.parentControls.wait(jobs, { timeoutMs: asked.timeoutMs, mode: asked.mode, signal });
   } catch (error) {
     return say(signal.aborted ? 'stopped waiting (the jobs go on)' : oneLine(errorMessage(error), 300));
   }

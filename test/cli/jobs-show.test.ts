@@ -36,6 +36,8 @@ describe('forkpool jobs show', () => {
     const lines = shown.stdout.split('\n');
     expect(lines[0]).toMatch(/^✓ bg-1 "backoff" ok/);
     expect(lines[1]).toBe('transcript: 5 step(s)');
+    // Its place in the agent tree (issue 38, B20): a top-level job with no name or agent, by its id.
+    expect(lines[2]).toBe('branch: bg.bg-1');
     const heads = lines.filter((l) => l.startsWith('#'));
     expect(heads).toHaveLength(5);
     expect(heads[0]).toMatch(/^#1 model \d+\.\d s \d+ tok → grep \{"pattern":"retry"\}$/);
@@ -52,9 +54,14 @@ describe('forkpool jobs show', () => {
     const json = await runCli(['jobs', 'show', 'bg-1', '--ledger', 'l.db', '--json'], { cwd: dir, cleanup });
     expect(json.code, json.stderr).toBe(0);
     expect(json.stdout).not.toContain(SECRET);
-    const parsed = JSON.parse(json.stdout) as { scope: string; job: { id: string }; transcript: { total: number; steps: Array<{ n: number; kind: string }> } };
+    const parsed = JSON.parse(json.stdout) as {
+      scope: string;
+      job: { id: string; branch?: string };
+      transcript: { branch?: string; total: number; steps: Array<{ n: number; kind: string }> };
+    };
     expect(parsed.scope).toBe('fanout');
     expect(parsed.job.id).toBe('bg-1');
+    expect([parsed.job.branch, parsed.transcript.branch]).toEqual(['bg.bg-1', 'bg.bg-1']);
     expect(parsed.transcript.steps.map((s) => `${s.n}:${s.kind}`)).toEqual(['1:model', '2:tool', '3:model', '4:tool', '5:model']);
 
     // An unknown job, and a missing ledger: exit 2 with the reason.

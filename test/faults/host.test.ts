@@ -18,6 +18,7 @@ import {
   watchProcess,
   okEnding,
 } from '../helpers/index.js';
+import { engineOf } from '../../src/main/jobs/manager.js';
 
 describe('completeAttempt from outside', () => {
   const cleanup = useCleanup();
@@ -32,10 +33,10 @@ describe('completeAttempt from outside', () => {
     await startedJob(manager, first.id);
     expect(manager.get(second.id)?.state).toBe('queued');
 
-    const refused = manager.completeAttempt(second.id, 0, okEnding('forged'));
+    const refused = engineOf(manager).completeAttempt(second.id, 0, okEnding('forged'));
     expect(refused).toMatchObject({ accepted: false, reason: 'not-running' });
     expect(!refused.accepted && refused.error.code).toBe('ATTEMPT_NOT_RUNNING');
-    expect(manager.completeAttempt('bg-999', 1, okEnding('x'))).toMatchObject({ accepted: false, reason: 'unknown', error: { code: 'JOB_UNKNOWN' } });
+    expect(engineOf(manager).completeAttempt('bg-999', 1, okEnding('x'))).toMatchObject({ accepted: false, reason: 'unknown', error: { code: 'JOB_UNKNOWN' } });
 
     const [a, b] = await Promise.all([ended(manager, first.id), ended(manager, second.id)]);
     expect([a.status, b.status]).toEqual(['ok', 'ok']);
@@ -55,10 +56,10 @@ describe('completeAttempt from outside', () => {
     const events = recordEvents(manager);
     const job = manager.spawn({ task: RESEARCH_TASK, label: 'remote' });
     const running = await startedJob(manager, job.id);
-    expect(manager.completeAttempt(job.id, running.attempts - 1, okEnding('old'))).toMatchObject({ accepted: false, reason: 'stale' });
-    const accepted = manager.completeAttempt(job.id, running.attempts, okEnding('reported'));
+    expect(engineOf(manager).completeAttempt(job.id, running.attempts - 1, okEnding('old'))).toMatchObject({ accepted: false, reason: 'stale' });
+    const accepted = engineOf(manager).completeAttempt(job.id, running.attempts, okEnding('reported'));
     expect(accepted).toMatchObject({ accepted: true, record: { state: 'ended', resultText: 'reported' } });
-    expect(manager.completeAttempt(job.id, running.attempts, okEnding('again'))).toMatchObject({
+    expect(engineOf(manager).completeAttempt(job.id, running.attempts, okEnding('again'))).toMatchObject({
       accepted: false,
       reason: 'duplicate',
       error: { code: 'ATTEMPT_NOT_RUNNING' },

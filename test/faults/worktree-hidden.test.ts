@@ -49,7 +49,7 @@ describe.skipIf(noGit())('hiddenPaths in a worktree job', () => {
     );
     const manager = makeManager(config, cleanups);
     const { id } = await manager.spawnReady({ task: 'Find the token.', label: 'reader' });
-    const tree = manager.worktree(id);
+    const tree = manager.parentControls.worktree(id);
     expect(tree?.workspaceRoot, 'the job works in a worktree outside the workspace').toBe(path.join(dir, id));
     // The copy is there, with the token: what the tools must not show.
     expect(execFileSync('cat', [path.join(dir, id, 'secrets', 'keys.json')], { encoding: 'utf8' })).toContain(TOKEN);

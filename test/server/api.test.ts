@@ -142,6 +142,13 @@ describe('/v1/jobs', () => {
     const children = jobs.filter((j: { parentJobId: string | null }) => j.parentJobId === boss.id);
     expect(children.length).toBeGreaterThan(0);
     for (const child of children) expect(child.depth).toBe(2);
+    // Issue 38, B20: each job's branch, `<parent-branch>.bg.<name>` (its name, else agent, else id), nested under its parent's.
+    expect(jobs.find((j: { id: string }) => j.id === 'bg-1').branch).toBe('bg.scan');
+    expect(boss.branch).toBe(`bg.${boss.id}`);
+    for (const child of children) {
+      expect(child.branch).toBe(`bg.${boss.id}.bg.${child.id}`);
+      expect((await json(await api(`/v1/jobs/${child.id}`))).branch).toBe(child.branch);
+    }
     const unknown = await api('/v1/jobs', { json: { task: TASK, agent: 'nobody' } });
     expect(unknown.status).toBe(400);
     expect((await json(unknown)).error.code).toBe('AGENT_UNKNOWN');

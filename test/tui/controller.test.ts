@@ -94,11 +94,16 @@ describe('Esc during an agent_<name> call', () => {
     });
     watchManager(session.manager);
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
-    return { session, proxy, chat: new ChatController({ session, closeTimeoutMs: 2_000 }) };
+    return { session, proxy, parentSim, chat: new ChatController({ session, closeTimeoutMs: 2_000 }) };
   }
 
-  it('a call still waiting for its job: the notice says that job is cancelled, by id, and the job ends cancelled', async () => {
-    const { session, proxy, chat } = await agentChat([{ toolCalls: [{ id: 'call-1', name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] }], () => true);
+  it('a call still waiting for its job: the notice says that job is cancelled, by id, the job ends cancelled, and no model turn is spent on it', async () => {
+    const { session, proxy, parentSim, chat } = await agentChat(
+      [{ toolCalls: [{ id: 'call-1', name: 'agent_scout', arguments: { task: RESEARCH_TASK } }] }],
+      () => true,
+    );
+    const followUps: string[] = [];
+    session.on('follow-up', (e) => followUps.push(e.reason));
     const turn = chat.submitLine('Ask the scout.').turn;
     await waitFor(() => proxy.held() === 1, "the scout job's model call is in flight", { timeoutMs: 90_000 });
     const [job] = session.manager.jobs();
@@ -110,6 +115,15 @@ describe('Esc during an agent_<name> call', () => {
     expect(notice).not.toContain('running');
     const [record] = await done;
     expect(record).toMatchObject({ id: job?.id, status: 'cancelled' });
+    // Issue 38: the call's tool error told the model and the notice told the person; its wave's end
+    // starts no follow-up just to report the cancellation: the parent's model was called once.
+    await session.onIdle();
+    expect(followUps).toEqual([]);
+    expect(parentSim.requests).toHaveLength(1);
+    // What told the model: the stopped call is answered (with an error) in the kept conversation.
+    expect(session.agent.session.messages.some((m) => m.role === 'tool' && m.tool_call_id === 'call-1')).toBe(true);
+    expect(session.manager.get(job?.id as string)?.deliveredInTurn).toBe(1);
+    expect(chat.entries.filter((e) => e.kind === 'notice' && e.text.includes('follow-up'))).toEqual([]);
   }, 150_000);
 
   it('a call that already returned early (backgrounded): the notice says its job keeps running', async () => {

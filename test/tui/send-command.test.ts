@@ -45,7 +45,7 @@ describe('send_to_background_agent (the parent tool)', () => {
     const session = new AgentSession({ config: makeConfig(sim, root), closeExecutor: true });
     watchManager(session.manager);
     cleanups.add(() => session.close({ timeoutMs: 2_000 }));
-    const tool = steerTool({ send: (id, text, options) => session.manager.send(id, text, options) });
+    const tool = steerTool(session.manager.parentControls);
     const { id } = session.manager.spawn({ task: 'Quick task.', label: 'quick', role: 'user', wave: null });
     await ended(session.manager, id);
     const error = await tool.run({ job_id: id, message: 'too late' }, {} as never).then(

@@ -23,7 +23,7 @@ describe.skipIf(!hasTmux())('the background panel in a terminal (tmux): scrollba
     await writeFile(path.join(ws, 'forkpool.config.json'), SLOW_CONFIG);
     const pane = await startTmux(cleanup, [process.execPath, CLI_PATH, 'chat', ...SLOW_SIM], { cwd: ws });
     const flags = () =>
-      execFileSync('tmux', ['-L', pane.socket, 'display-message', '-p', '#{mouse_standard_flag}#{mouse_sgr_flag}'], { encoding: 'utf8' }).trim();
+      execFileSync('tmux', ['-L', pane.socket, 'display-message', '-p', '#{mouse_button_flag}#{mouse_sgr_flag}'], { encoding: 'utf8' }).trim();
     await pane.screen('ask something, or /help', { visible: true });
     expect(flags()).toBe('11');
 
@@ -75,4 +75,55 @@ describe.skipIf(!hasTmux())('the background panel in a terminal (tmux): scrollba
     expect(await pane.exited()).toBe(0);
     expect(flags()).toBe('00');
   });
+
+  it(
+    'a drag along a row selects that part of its text: highlighted, copied to the clipboard (OSC 52: a tmux buffer) and said in the hint',
+    { timeout: 180_000 },
+    async () => {
+      const ws = await makeWorkspace(cleanup);
+      await writeFile(path.join(ws, 'forkpool.config.json'), SLOW_CONFIG);
+      const pane = await startTmux(cleanup, [process.execPath, CLI_PATH, 'chat', ...SLOW_SIM], { cwd: ws });
+      const tmux = (...args: string[]) => execFileSync('tmux', ['-L', pane.socket, ...args], { encoding: 'utf8' });
+      // tmux keeps what an application copies by OSC 52 as a paste buffer only with set-clipboard on.
+      tmux('set', '-g', 'set-clipboard', 'on');
+      await pane.screen('ask something, or /help', { visible: true });
+      for (let i = 1; i <= 2; i++) {
+        await pane.type(`/bg start question ${i}`);
+        await pane.keys('Enter');
+        await pane.screen(`● bg-${i} "question ${i}" started by you`);
+      }
+      await pane.keys('F3');
+      await pane.screen('Background agents · 2 jobs', { visible: true });
+      // Terminal rows as they are (no -J: a long line wrapped over two rows counts as two).
+      const lines = tmux('capture-pane', '-p').split('\n');
+      const title = lines.findIndex((l) => l.includes('Background agents ·'));
+      const row = lines.findIndex((l, i) => i > title && l.includes('bg-2 "question 2"'));
+      expect(row).toBeGreaterThan(title);
+      const y = row + 1;
+      const wanted = 'bg-2 "question 2"';
+      const from = (lines[row] ?? '').indexOf(wanted) + 1;
+      const to = from + wanted.length - 1;
+      // Press on its first character, drag (motion with the button held: 32) to its last, release there.
+      await pane.bytes(`\x1b[<0;${from};${y}M`);
+      await pane.bytes(`\x1b[<32;${from + 5};${y}M`);
+      await pane.bytes(`\x1b[<32;${to};${y}M`);
+      await pane.bytes(`\x1b[<0;${to};${y}m`);
+      await pane.screen(`copied ${wanted.length} characters: ${wanted}`, { visible: true, what: `the hint (drag ${from}-${to} on row ${y})` });
+      expect(tmux('show-buffer')).toBe(wanted);
+      // Highlighted on the row: the selected text on a yellow background (SGR 43), the rest of the row not.
+      const coloured = tmux('capture-pane', '-p', '-e')
+        .split('\n')
+        .find((l) => l.includes('question 2') && l.includes('43m'));
+      expect(coloured).toBeDefined();
+      expect(coloured?.replace(/\x1b\[[0-9;]*m/g, '')).toContain(wanted);
+      expect(coloured).toMatch(/43m[^\x1b]*bg-2 "question 2"/);
+      // The drag was no click: bg-2's detail did not open, and bg-1 is still the selected row.
+      expect(await pane.capture()).not.toContain('Background agent bg-2 (Esc');
+
+      await pane.keys('F3');
+      await pane.type('/quit');
+      await pane.keys('Enter');
+      expect(await pane.exited()).toBe(0);
+    },
+  );
 });

@@ -36,7 +36,7 @@ import type { PermissionStore } from '../limits/permissions.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Job } from './job.js';
 import type { JobTable } from './job-table.js';
-import type { Emit } from './engine.js';
+import type { Emit } from './manager-api.js';
 import { lastAssistantText } from './nesting.js';
 
 /** The longest arguments text a pending call shows. */

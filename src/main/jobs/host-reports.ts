@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../../shared/errors.js';
 import type { StorageReport } from '../ledger/ledger-writes.js';
-import type { Emit } from './engine.js';
+import type { Emit } from './manager-api.js';
 
 /** An error in an event-loop path (no caller to throw to): logged, or a process warning without a logger. Never thrown. */
 export function reportFault(logger: Logger | undefined, what: string, error: unknown, fields: Record<string, unknown> = {}): void {

@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError } from '../../shared/errors.js';
 import { offeredTools } from '../../shared/spawn-spec.js';
+import { branchSegment, composeBranch } from '../../shared/branch.js';
 import type { ToolCatalog } from '../tools/catalog.js';
 import { hiddenPathsForRoot } from '../../shared/tools/hidden.js';
 import { AbortError } from '../../shared/errors.js';
@@ -134,6 +135,8 @@ export class JobTable {
     const id = ledger.newId();
     const wave = data.wave ?? null;
     const link = nested ? { parentJobId: nested.parent.id, depth: nested.depth } : {};
+    // Its place in the agent tree (issue 38, B20): under its parent job's branch, or the top level's ('').
+    const branch = composeBranch(nested ? (ledger.get(nested.parent.id)?.branch ?? '') : '', branchSegment({ name: data.name, agent, id }));
     const tree = inherited;
     const record = ledger.add({
       id,
@@ -145,6 +148,7 @@ export class JobTable {
       ...(data.name !== undefined ? { name: data.name } : {}),
       ...(data.parentToolId !== undefined ? { parentToolId: data.parentToolId } : {}),
       ...link,
+      branch,
       ...(resume ? { resumedFrom: resume.from } : {}),
       ...(data.speculative ? { speculative: 'pending' as const } : {}),
       budget: budget.limits,

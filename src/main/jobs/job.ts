@@ -1,7 +1,7 @@
 import type { JobSpec, ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
 import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledger/ledger.js';
-import { JobInbox } from './steering.js';
+import { JobInbox } from './inbox.js';
 
 /**
  * Where a job is in its life. The ledger's record, which every view reads, has fewer states;
@@ -102,8 +102,12 @@ export class Job {
   ranMs = 0;
   /** Children's results posted to it while it runs, by child id (resent at resume if it never saw them). */
   readonly sent = new Map<string, string>();
-  /** Messages sent to it (send_to_background_agent); see steering.ts. */
+  /** Messages sent to it (send_to_background_agent); see inbox.ts and steering.ts. */
   readonly inbox = new JobInbox();
+  /** While its worktree is made (engine.ts): settles when it is; rejects WORKTREE_UNAVAILABLE when it was refused. */
+  worktreeReady: Promise<void> | undefined;
+  /** The latest attempt that sent a model request (each attempt counts once in its record's modelRuns). */
+  #reachedModel: Attempt | undefined;
   #parent: Job | undefined;
   #phase: JobPhase;
   readonly #ctx: JobContext;
@@ -123,6 +127,13 @@ export class Job {
     this.dedupKey = init.dedupKey;
     this.#ctx = ctx;
     init.parent?.children.push(this);
+  }
+
+  /** Its current attempt sent a model request: true the first time for each attempt, then false. */
+  firstModelRequest(): boolean {
+    if (!this.attempt || this.#reachedModel === this.attempt) return false;
+    this.#reachedModel = this.attempt;
+    return true;
   }
 
   /** Its record: the ledger's frozen value, replaced at every transition. */

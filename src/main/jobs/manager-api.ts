@@ -169,7 +169,7 @@ export interface JobHandle {
   ageMs?: number;
 }
 
-/** How a message is sent to a job (BackgroundManager.send). */
+/** How a message is sent to a job (ParentControls.send). */
 export interface SteerOptions {
   /** Cancel the job's model call in flight: it asks again at once, with the message. Default false (before its next model call). */
   interrupt?: boolean;
@@ -240,6 +240,9 @@ export type ManagerEvents = {
   /** Writes go through again after `ledger-error`: everything unsaved is on disk now. */
   'ledger-recovered': [{ failedWrites: number }];
 };
+
+/** Fires one of the manager's events. */
+export type Emit = <K extends keyof ManagerEvents>(event: K, ...args: ManagerEvents[K]) => void;
 
 const spawnRequestSchema = z.strictObject({
   task: z.string().trim().min(1, 'task must not be empty').max(200_000),

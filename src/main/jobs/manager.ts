@@ -1,71 +1,59 @@
-import { assertModelConfigured, type ForkpoolConfig } from '../../shared/config.js';
+import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError } from '../../shared/errors.js';
 import type { RateGate } from '../../shared/model-call.js';
 import { RequestGating } from '../limits/concurrency.js';
 import type { RequestGates } from '../limits/request-gate.js';
 import { TypedEmitter } from '../../shared/typed-emitter.js';
 import type { Executor } from '../executors/executor.js';
-import { DeliveryLedger, type JobEnding, type JobRecord } from '../ledger/ledger.js';
+import { DeliveryLedger, type JobRecord } from '../ledger/ledger.js';
 import type { LedgerHealth } from '../ledger/ledger-writes.js';
-import { checkSandbox, type SandboxStatus } from '../../shared/tools/bwrap.js';
-import { hiddenPathsOf, sqliteFiles } from '../../shared/tools/hidden.js';
 import { PermissionStore } from '../limits/permissions.js';
-import { createExecutor } from './executor-factory.js';
-import { remoteExecutorOf } from '../remote/spawner.js';
-import { ToolCatalog } from '../tools/catalog.js';
-import { resolveToolModules } from '../tools/tool-modules.js';
-import { firstTimeInProcess } from '../setup/once-per-process.js';
-import { shutDown, type CloseHow } from './shutdown.js';
+import type { ToolCatalog } from '../tools/catalog.js';
+import type { SandboxStatus } from '../../shared/tools/bwrap.js';
+import { setUpManager, type ManagerSetup } from './manager-setup.js';
+import type { CloseHow } from './shutdown.js';
 import { realScheduler } from '../executors/scheduler.js';
 import { JobBudgets } from '../limits/budgets.js';
 import type { PoolSnapshot } from '../limits/budget-pool.js';
 import type { BudgetReport } from '../../shared/budget.js';
 import type { JobStore } from '../ledger/ledger-store.js';
-import { recoverJobs, type RecoveryReport } from './recovery.js';
-import { JobEngine, type CompletionAnswer } from './engine.js';
-import { mcpServersOf, mcpToolSources, withProtectedMcpFiles } from '../tools/mcp/index.js';
-import { configuredSecrets } from '../../shared/tools/secrets.js';
-import { hookRunnerFor, type HookRunner } from '../hooks/hook-runner.js';
+import type { RecoveryReport } from './recovery.js';
+import { JobEngine } from './engine.js';
+import { ParentControls } from './parent-controls.js';
+import type { HookRunner } from '../hooks/hook-runner.js';
 import { reportFault, reportStorage } from './host-reports.js';
-import { recoveredResumeState, resumeJob, type ResumeRequest } from './resumes.js';
-import type { JobWorktree, WorktreeAction } from './worktrees.js';
 import type { TranscriptPage } from './transcripts.js';
-import { waitForJobs, type WaitOptions, type WaitOutcome } from './waits.js';
 
 export type { JobScheduler, TimerTag } from '../executors/scheduler.js';
 export type { JobWorktree, WorktreeAction, WorkspaceMode } from './worktrees.js';
 export type { BackgroundManagerOptions, DeliveryPort, SpawnRequest, SpawnOptions, JobAlert, JobHandle, CloseReport, ManagerEvents } from './manager-api.js';
-import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 export type { SteerOptions, SteerReceipt } from './manager-api.js';
+import type { BackgroundManagerOptions, CloseReport, DeliveryPort, JobHandle, ManagerEvents, SpawnOptions, SpawnRequest } from './manager-api.js';
 export type { WaitMode, WaitOptions, WaitOutcome } from './waits.js';
-import type { SteerOptions, SteerReceipt } from './manager-api.js';
+export { ParentControls } from './parent-controls.js';
 import type { ApprovalDecision, ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 
+/** The engine behind each manager, for {@link engineOf}. */
+const engines = new WeakMap<BackgroundManager, JobEngine>();
+
 /**
- * Owns background jobs for the life of a session, not a turn: the facade over its
- * {@link JobEngine} (engine.ts). Each job is a `Job` (job.ts: its whole life) in the job table;
- * the dispatcher is the queue behind the cap; the runner runs and stops attempts; nesting and
- * restarts add depth and re-runs. See README.md in this folder.
+ * Owns background jobs for the life of a session, not a turn: the embedder's verbs (spawn,
+ * cancel, restart, read, approve, close) over its {@link JobEngine} (engine.ts). What a parent
+ * does with its jobs besides (send, wait, resume, worktrees, speculation) is its
+ * {@link parentControls}. Each job is a `Job` (job.ts: its whole life). See README.md in this folder.
  */
 export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly #ledger: DeliveryLedger;
   readonly #config: ForkpoolConfig;
-  readonly #executor: Executor;
-  /** BackgroundManagerOptions.remote: where `executor: "remote"` spawns run; `owned`: made here from a spawner, closed with the manager. */
-  readonly #remote: { executor: Executor; owned: boolean } | undefined;
-  readonly #ownsExecutor: boolean;
+  /** Where its jobs run, and `executor: "remote"` spawns (see ManagerSetup). */
+  readonly #executors: Pick<ManagerSetup, 'executor' | 'remote'>;
   readonly #engine: JobEngine;
   /** The 429 gate of fixed mode, or adaptive concurrency's per-endpoint gates (concurrency.ts). */
   readonly #gating: RequestGating;
-  /** Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts). */
-  readonly #budgets: JobBudgets;
   /** The durable ledger's scope, when there is one (see recovery.ts, docs/durability.md). */
   readonly #store: JobStore | undefined;
   #closing: Promise<CloseReport> | undefined;
-  /**
-   * Set as close() begins, before its first step: a queued job it cancels ends at once, and that
-   * ending must not launch the queue's others (2,000 launches, on their way to Redis, in a close).
-   */
+  /** Set as close() begins: a queued job it cancels ends at once, and must not launch the queue's others. */
   #closeBegun = false;
   /** How bash runs in this manager's jobs, decided once (see checkSandbox). */
   readonly sandbox: SandboxStatus;
@@ -77,6 +65,8 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   readonly tools: ToolCatalog;
   /** Its hooks (config `hooks` and the library's functions): its jobs' and its session's (docs/tools.md "Hooks"). */
   readonly hooks: HookRunner;
+  /** What a parent does with its jobs besides spawning and cancelling them: send, wait, resume, worktrees, speculation. */
+  readonly parentControls: ParentControls;
 
   constructor(options: BackgroundManagerOptions) {
     const logger = options.logger;
@@ -86,70 +76,39 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     options.store?.claim();
     let executor: Executor | undefined;
     try {
-      // Decided once here, not per thread; an explicit "bwrap" that does not work is a ConfigError.
-      this.sandbox = checkSandbox(options.config);
-      // Resolved here, on the main thread, and carried to every job in its spec's config.
-      this.hiddenPaths = hiddenPathsOf(options.config, options.store?.path === undefined ? [] : sqliteFiles(options.store.path));
-      // Tool modules by absolute path (a config built in code names them from the working
-      // directory); loaded here once, so one that fails is a config error now, not in a job.
-      const config = (this.#config = {
-        ...withProtectedMcpFiles(resolveToolModules(options.config, process.cwd()), process.cwd()),
-        sandbox: this.sandbox.mode,
-        hiddenPaths: [...this.hiddenPaths],
-      });
-      // The config's MCP servers (top level and per agent) are one more tool source each, on one hub.
-      const mcp = mcpToolSources(mcpServersOf(config), { logger, secrets: configuredSecrets(config), outputMaxChars: config.toolLimits.outputMaxChars });
-      this.tools = new ToolCatalog(config, options.tools, [...(options.toolSources ?? []), ...mcp]);
-      this.tools.checkConfig(config);
-      this.hooks = hookRunnerFor(config, options.hooks, options.store?.scope, logger);
+      const setup = (this.#executors = setUpManager(options));
+      ({ sandbox: this.sandbox, hiddenPaths: this.hiddenPaths, tools: this.tools, hooks: this.hooks } = setup);
+      executor = setup.executor.executor;
+      const config = (this.#config = setup.config);
       this.#gating = new RequestGating(config);
-      // Once per process, not per manager (see once-per-process.ts); `sandbox.notice` still says it to whoever asks.
-      if (this.sandbox.notice && firstTimeInProcess(this.sandbox.notice)) {
-        if (logger) logger.warn(this.sandbox.notice);
-        else process.emitWarning(this.sandbox.notice, { code: 'FORKPOOL_NO_SANDBOX' });
-      }
       this.#store = options.store;
       const ledger = (this.#ledger = new DeliveryLedger(
         options.config.background.retention,
         options.store,
         reportStorage(logger, (event, ...args) => this.emit(event, ...args)),
         (id) => this.#engine.forget(id),
-        (id) => this.#engine.transcripts.drop(id),
+        (id) => this.#engine.resultDropped(id),
       ));
-      this.#budgets = new JobBudgets(config);
-      this.#ownsExecutor = options.closeExecutor ?? options.executor === undefined;
-      // Its own executor runs model calls: no endpoint configured is an error now, not in every job.
-      if (options.executor === undefined) assertModelConfigured(options.config);
-      this.#executor = executor = options.executor ?? createExecutor(options.config, logger, options.config.executor, undefined, options.store?.scope);
-      this.#remote = remoteExecutorOf(options.remote);
       this.#engine = new JobEngine({
-        config,
-        tools: this.tools,
-        hooks: this.hooks,
+        ...setup,
         ledger,
         store: options.store,
-        executor,
-        ...(this.#remote ? { remote: this.#remote.executor } : {}),
         scheduler: options.scheduler ?? realScheduler,
         permissions: options.permissions ?? new PermissionStore(options.config.grantedTools),
         gating: this.#gating,
-        budgets: this.#budgets,
+        // Per-job limits, the session pool's leases, the wall-clock stop (see budgets.ts).
+        budgets: new JobBudgets(config),
         logger,
         emit: (event, ...args) => this.emit(event, ...args),
         closed: () => this.closed,
         reportFault: (what, error) => reportFault(logger, what, error),
       });
-      // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
-      const { table, dispatcher, waves, restarts, conversations, dedup } = this.#engine;
-      const resumeStateOf = (record: Readonly<JobRecord>) => recoveredResumeState(record, conversations);
+      engines.set(this, this.#engine);
+      this.parentControls = new ParentControls(this.#engine, { get: (id) => ledger.get(id), onDone: (listener) => this.on('done', listener) });
       // MCP connections start now, in the background: a source that fails is reported, its tools are missing.
       void this.tools.start().catch((error: unknown) => reportFault(logger, 'starting a tool source', error));
-      const { worktrees, approvals, sleeps } = this.#engine;
-      if (options.store)
-        this.recovery = recoverJobs(
-          { config, ledger, table, dispatcher, waves, restarts, resumeStateOf, dedup, worktrees, approvals, sleeps },
-          options.store.load(),
-        );
+      // Reads the durable ledger back and re-queues what must run again; launching waits for the pump's microtask.
+      if (options.store) this.recovery = this.#engine.recover(options.store.load());
     } catch (error) {
       // A given executor with closeExecutor is this manager's to close, whether or not it got this far.
       const owned = executor ?? options.executor;
@@ -164,18 +123,13 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     return this.#engine.deliveryPort();
   }
 
-  /** Names this manager's jobs on an executor it may share (see JobTask.owner): its ledger scope, if it has one. */
-  get owner(): string | undefined {
-    return this.#engine.owner;
-  }
-
   get executor(): Executor {
-    return this.#executor;
+    return this.#executors.executor.executor;
   }
 
   /** The executor for `executor: "remote"` spawns (BackgroundManagerOptions.remote), if any; its `refusal` when it refuses them all. */
   get remoteExecutor(): (Executor & { readonly refusal?: string }) | undefined {
-    return this.#remote?.executor;
+    return this.#executors.remote?.executor;
   }
 
   /** The gate the parent agent's model requests should go through: with adaptive concurrency, ahead of every job's. */
@@ -194,12 +148,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** The session's pooled budget now (remaining, leased, spent), or undefined without `sessionBudget`. */
   budgetPool(): PoolSnapshot | undefined {
-    return this.#budgets.pool();
+    return this.#engine.budgetPool();
   }
 
   /** A job's limits, spent and remaining: at its end from its record, while it runs from what it has reported. */
   budgetOf(id: string): BudgetReport | undefined {
-    return this.#budgets.reportNow(this.#ledger.get(id), this.#engine.table.get(id)?.attempt);
+    return this.#engine.budgetOf(id);
   }
 
   /**
@@ -216,45 +170,21 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * was already aborted) or `TOOL_ARGUMENTS_INVALID` (a clear message the model can read).
    */
   spawn(request: SpawnRequest, options: SpawnOptions = {}): JobHandle {
-    return this.#engine.book(request, options, undefined);
+    return this.#engine.spawn(request, options);
   }
 
   /**
    * {@link spawn}, resolved once the job can run: a `workspace: "worktree"` spawn's repository is
    * checked first (a refusal, `WORKTREE_UNAVAILABLE` "nothing was started", books nothing), then
-   * its worktree made, off the main thread. A spawn that needs no git throws at once what spawn
-   * throws; otherwise the promise rejects with it, or with `WORKTREE_UNAVAILABLE` ("nothing was
-   * run") when making the worktree failed after all (the job has then ended `failed`).
+   * its worktree made, off the main thread (a failure: `WORKTREE_UNAVAILABLE`, "nothing was run").
    */
   spawnReady(request: SpawnRequest, options: SpawnOptions = {}): Promise<JobHandle> {
-    const booked = (): Promise<JobHandle> => {
-      const handle = this.spawn(request, options);
-      return this.#engine.ready(handle.id).then(() => handle);
-    };
-    if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no new jobs are accepted');
-    // Awaited only when there is git to wait for: the spawns of one batch are still booked together.
-    const check = this.#engine.checkWorktreeFor(request);
-    return check ? check.then(booked) : booked();
+    return this.#engine.spawnReady(request, options);
   }
 
   /** Resolves with the job's final record once it has ended (at once if it already has). */
   result(id: string): Promise<Readonly<JobRecord>> {
-    return this.#engine.table.get(id)?.result() ?? Promise.reject(unknownJob(id));
-  }
-
-  /**
-   * Waits until the jobs named (ids or names) have ended — every one (`mode: "all"`, the
-   * default) or the first (`"any"`) — or `timeoutMs` passes, or `signal` aborts (rejects
-   * `ABORTED`). Resolves with what ended and what still runs (see waits.ts); delivers nothing.
-   * Rejects `JOB_UNKNOWN` or `TOOL_ARGUMENTS_INVALID` before anything waits.
-   */
-  wait(jobs: readonly string[], options: WaitOptions): Promise<WaitOutcome> {
-    const table = this.#engine.table;
-    return waitForJobs(
-      { idOf: (name) => table.find(name)?.id, get: (id) => this.#ledger.get(id), onDone: (listener) => this.on('done', listener) },
-      jobs,
-      options,
-    );
+    return this.#engine.find(id)?.result() ?? Promise.reject(new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`));
   }
 
   /** A cheap snapshot of every job: records are frozen values, replaced (not changed) as jobs move. */
@@ -268,7 +198,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
 
   /** A job by id or by name (the live holder of a name first, else the newest job that had it). */
   find(idOrName: string): Readonly<JobRecord> | undefined {
-    return this.#engine.table.find(idOrName)?.record;
+    return this.#engine.find(idOrName)?.record;
   }
 
   /**
@@ -276,8 +206,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * ones), at most `limit`. Undefined for a job this manager does not know (never, or forgotten).
    */
   transcript(idOrName: string, page: { offset?: number; limit?: number } = {}): TranscriptPage | undefined {
-    const record = this.find(idOrName);
-    return record && this.#engine.transcripts.read(record.id, page.offset, page.limit);
+    return this.#engine.transcript(idOrName, page.offset, page.limit);
   }
 
   /** How many jobs are in a state. */
@@ -290,39 +219,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * the grace period by stopping its thread. Idempotent; an unknown id throws `JOB_UNKNOWN`.
    */
   cancel(idOrName: string): JobHandle {
-    return this.#stop(this.#engine.table.find(idOrName)?.id ?? idOrName, 'cancel');
-  }
-
-  /**
-   * Sends a message to a live job (see docs/agents.md "Steering a running job"): a running one
-   * gets it before its next model call, or with `interrupt` at once (its model call in flight
-   * is cancelled, not failed); a queued one as it starts, one waiting for its children when it
-   * resumes. Recorded on its record (`messages`) and as a `message` event. Throws `JOB_UNKNOWN`,
-   * `JOB_ENDED` (naming its state), `TOOL_ARGUMENTS_INVALID` (an empty or too long message) or
-   * `QUEUE_FULL` (more than 100 messages to one job).
-   */
-  send(idOrName: string, text: string, options: SteerOptions = {}): SteerReceipt {
-    const job = this.#engine.table.find(idOrName);
-    if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    return this.#engine.steering.send(job, text, options);
-  }
-
-  /**
-   * A speculative job was referred to (docs/delivery.md "Speculative jobs"): it is an ordinary
-   * job from now on, never cancelled as a guess, and delivered as usual. False when it is no
-   * pending guess (never speculative, kept already, or dropped). Throws `JOB_UNKNOWN`.
-   */
-  keepSpeculative(idOrName: string): boolean {
-    return this.#engine.speculation.keep(this.#found(idOrName));
-  }
-
-  /**
-   * Drops a pending guess: cancelled (its error reads "cancelled (`why`)"), or, if it has ended,
-   * its result set aside; never delivered (its record: `speculative: "dropped"`, delivered in
-   * turn 0). False when it is no pending guess. Throws `JOB_UNKNOWN`.
-   */
-  dropSpeculative(idOrName: string, why = 'speculative, dropped'): boolean {
-    return this.#engine.speculation.drop(this.#found(idOrName), why);
+    return this.#engine.cancel(idOrName);
   }
 
   /**
@@ -332,79 +229,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * name went to another live job meanwhile) or `MANAGER_CLOSED`.
    */
   restart(idOrName: string, reason?: string): JobHandle {
-    if (this.closed) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be restarted');
-    const job = this.#engine.table.find(idOrName);
-    if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
-    // Asked for again by name: no longer a guess (a dropped one runs again as an ordinary job).
-    if (job.speculation !== undefined) {
-      job.speculation = 'kept';
-      this.#ledger.markSpeculation(job.id, 'kept');
-    }
-    // Its worktree was never made: it cannot run where it should, and never runs in the workspace instead.
-    if (this.#engine.worktrees.unmade(job.id) && job.isOver)
-      throw new JobError('WORKTREE_UNAVAILABLE', job.id, `job ${job.id} never got its worktree, so it cannot run again there; spawn it again`);
-    const handle = this.#engine.restarts.restart(job, reason);
-    // It runs again in its worktree: no merge or drop until that run ended and was committed.
-    this.#engine.worktrees.reopen(job.id);
-    return handle;
-  }
-
-  /**
-   * Resumes an ended job: a NEW job (its own id, `resumedFrom` the old one; own budget, own
-   * delivery, once) that continues the old job's kept conversation with `message` as the next
-   * user message (see resumes.ts, docs/delivery.md "Resuming a finished job"). Throws
-   * `JOB_UNKNOWN`, `RESUME_UNAVAILABLE` (not ended, or no conversation kept),
-   * `TOOL_ARGUMENTS_INVALID` (the message), `MANAGER_CLOSED`, or any spawn's refusals.
-   */
-  resume(idOrName: string, message: string, request: ResumeRequest = {}, options: SpawnOptions = {}): JobHandle {
-    const engine = this.#engine;
-    return resumeJob(
-      {
-        table: engine.table,
-        conversations: engine.conversations,
-        worktree: (id) => engine.worktrees.get(id),
-        closed: () => this.closed,
-        book: (r, o, resume) => engine.book(r, o, undefined, resume),
-      },
-      idOrName,
-      message,
-      request,
-      options,
-    );
-  }
-
-  /**
-   * Records a completion reported from outside this process (a remote executor) for attempt
-   * `attempt` of job `id` — its record's `attempts` when that run started — and ends the job
-   * as any ending does. Only a running job's current attempt is accepted: an unknown job, a
-   * duplicate (it has ended), a job no attempt of which runs (queued, waiting for its children)
-   * and a stale attempt are refused, with the reason and a typed error (`JOB_UNKNOWN`,
-   * `ATTEMPT_NOT_RUNNING`), and change nothing. Never throws. If this process runs that attempt
-   * itself, its thread is stopped: the reported ending wins.
-   */
-  completeAttempt(id: string, attempt: number, ending: JobEnding): CompletionAnswer {
-    return this.#engine.completeAttempt(id, attempt, ending);
-  }
-
-  /** A `workspace: "worktree"` job's worktree: branch, base, path, state and (once ended) the files it changed. */
-  worktree(idOrName: string): Readonly<JobWorktree> | undefined {
-    return this.#engine.worktrees.get(this.#engine.table.find(idOrName)?.id ?? idOrName);
-  }
-
-  /**
-   * Merges, keeps or drops an ended job's worktree (worktrees.ts): a merge conflict is aborted,
-   * nothing half-merged. Resolves with what was done (git runs in child processes, awaited, after
-   * any commit still under way); rejects with `WORKTREE_ACTION_FAILED` or `JOB_UNKNOWN`.
-   */
-  async worktreeAction(idOrName: string, action: WorktreeAction): Promise<string> {
-    const job = this.#engine.table.find(idOrName);
-    if (!job) throw unknownJob(idOrName);
-    return this.#engine.worktrees.act(job.id, action);
+    return this.#engine.restart(idOrName, reason);
   }
 
   /** Every gated call of a job that waits for an answer (`approvals: "ask"`), oldest first. */
   approvals(): PendingApproval[] {
-    return this.#engine.approvals.list();
+    return this.#engine.pendingApprovals();
   }
 
   /**
@@ -414,12 +244,12 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
    * Throws `APPROVAL_UNKNOWN` (no such job, or it waits for no such call) or `APPROVAL_INVALID`.
    */
   approve(jobRef: string, callId: string | undefined, decision: ApprovalDecision): ApprovalRecord {
-    return this.#engine.approvals.approve(jobRef, callId, decision);
+    return this.#engine.approve(jobRef, callId, decision);
   }
 
   /** Queued, handed to the executor, or waiting for its children. */
   get pending(): number {
-    return this.#engine.dispatcher.pending;
+    return this.#engine.pending;
   }
 
   /** Resolves when no job is queued or running (at once if already so). */
@@ -448,11 +278,7 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   destroy(): Promise<CloseReport> {
     const closing = (this.#closing ??= this.#close('hard', 0));
     // A close already under way with a longer bound is cut short here.
-    for (const job of this.#engine.dispatcher.live()) {
-      if (!job.attempt) continue;
-      job.attempt.stopRequest ??= 'close';
-      job.attempt.hardStop();
-    }
+    this.#engine.hardStopAll();
     return closing;
   }
 
@@ -460,47 +286,11 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
     this.#closeBegun = true;
     // Durable: the jobs this close stops stay unfinished in the ledger for the next process (see keepUnfinishedOnClose).
     if (how !== 'drain' || keepUnfinished) this.#ledger.keepUnfinishedOnClose();
-    const report = shutDown(how, timeoutMs, {
-      waiting: () => this.#engine.dispatcher.waiting().map((job) => job.id),
-      live: () => this.#engine.dispatcher.live().flatMap((job) => job.attempt ?? []),
-      stop: (id) => void this.#stop(id, 'close'),
-      onIdle: () => this.onIdle(),
-      closeExecutor: async () => {
-        this.#gating.close();
-        this.#engine.waves.dispose();
-        // A worktree being made for a job this close stopped is removed again before close() resolves.
-        await this.#engine.worktrees.prepared();
-        // After the jobs: a host call still running was aborted with its job.
-        await Promise.all([
-          this.tools.close(),
-          this.#ownsExecutor ? this.#executor.close() : Promise.resolve(),
-          this.#remote?.owned ? this.#remote.executor.close() : Promise.resolve(),
-        ]);
-      },
-    });
-    return report.finally(() => {
-      // Last: what a failing disk kept in memory is tried once more, so a clean close leaves the disk as memory is.
-      this.#ledger.closeWrites();
-      this.#store?.release();
-      // A job a close abandoned still ends its span, marked so (a durable one runs again later, in a new span).
-      this.#engine.traces.closeAll();
-    });
-  }
-
-  #found(idOrName: string) {
-    const job = this.#engine.table.find(idOrName);
-    if (!job) throw unknownJob(idOrName);
-    return job;
-  }
-
-  #stop(id: string, reason: 'cancel' | 'close'): JobHandle {
-    const job = this.#engine.table.get(id);
-    if (!job) throw unknownJob(id);
-    this.#engine.runner.stop(job, reason);
-    return { id, label: job.record.label, state: this.#ledger.get(id)?.state ?? 'ended' };
+    return this.#engine.shutDown(how, timeoutMs, () => this.onIdle()).finally(() => this.#store?.release());
   }
 }
 
-function unknownJob(id: string): JobError {
-  return new JobError('JOB_UNKNOWN', id, `no background job with id "${id}"`);
+/** Its engine, outside the package's API (src/index.ts does not export it): `completeAttempt` (engine.ts) is used by tests only. */
+export function engineOf(manager: BackgroundManager): JobEngine {
+  return engines.get(manager) as JobEngine;
 }

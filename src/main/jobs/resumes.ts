@@ -2,7 +2,7 @@ import { JobError } from '../../shared/errors.js';
 import type { ResumeState } from '../../shared/protocol.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { KeptConversations } from './conversations.js';
-import type { JobTable } from './job-table.js';
+import type { Job } from './job.js';
 import type { JobWorktree } from './worktrees.js';
 import type { JobHandle, SpawnOptions, SpawnRequest } from './manager-api.js';
 
@@ -26,7 +26,8 @@ export interface ResumeRequest {
 }
 
 export interface ResumeHost {
-  readonly table: JobTable;
+  /** The job with this id or name (the live holder of a name first; JobTable.find). */
+  find(idOrName: string): Job | undefined;
   /** The old job's worktree, if it ran in one (job-worktrees.ts). */
   worktree(id: string): Readonly<JobWorktree> | undefined;
   readonly conversations: KeptConversations;
@@ -50,7 +51,7 @@ export interface ResumeHost {
  */
 export function resumeJob(host: ResumeHost, idOrName: string, message: unknown, request: ResumeRequest = {}, options: SpawnOptions = {}): JobHandle {
   if (host.closed()) throw new JobError('MANAGER_CLOSED', '-', 'the background manager is closed; no job can be resumed');
-  const job = host.table.find(idOrName);
+  const job = host.find(idOrName);
   if (!job) throw new JobError('JOB_UNKNOWN', idOrName, `no background job with id or name "${idOrName}"`);
   const record = job.record;
   if (!job.isOver) {

@@ -28,7 +28,7 @@ export interface RunnerHost {
   readonly config: ForkpoolConfig;
   readonly executor: Executor;
   /** Runs the jobs whose spec says `executor: "remote"`. */
-  readonly remote?: Executor;
+  readonly remote?: Executor | undefined;
   readonly scheduler: JobScheduler;
   readonly permissions: PermissionStore;
   readonly gating: RequestGating;

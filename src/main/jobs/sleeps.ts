@@ -21,7 +21,7 @@ import type { DeliveryLedger, JobRecord, SleepWait } from '../ledger/ledger.js';
 import type { JobStore } from '../ledger/ledger-store.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Job } from './job.js';
-import type { Emit } from './engine.js';
+import type { Emit } from './manager-api.js';
 import { lastAssistantText } from './nesting.js';
 
 export interface SleepsHost {

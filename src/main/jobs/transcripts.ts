@@ -14,6 +14,8 @@ export type { StoredTranscript, TranscriptCall, TranscriptStep } from '../ledger
 /** One page of a job's transcript (see {@link JobTranscripts.read}). */
 export interface TranscriptPage {
   jobId: string;
+  /** The job's place in the agent tree (its record's `branch`), when the record has one. */
+  branch?: string;
   /** Steps the job ever had; `omitted` of them were left out by the cap (their numbers are missing). */
   total: number;
   omitted: number;
@@ -157,8 +159,10 @@ export class JobTranscripts {
     const transcript = this.#live.get(jobId)?.transcript ?? this.#ended.get(jobId)?.transcript ?? this.#store?.transcript(jobId);
     const { steps, total } = transcript ?? { steps: [], total: 0 };
     const from = Math.max(0, Math.min(offset, steps.length));
+    const branch = this.#ledger.get(jobId)?.branch;
     return {
       jobId,
+      ...(branch !== undefined ? { branch } : {}),
       total,
       omitted: total - steps.length,
       offset: from,

@@ -7,7 +7,7 @@ export const WAIT_MODES = ['all', 'any'] as const;
 /** `all`: until every job named has ended; `any`: until the first of them has. */
 export type WaitMode = (typeof WAIT_MODES)[number];
 
-/** How {@link BackgroundManager.wait} waits. */
+/** How ParentControls.wait waits. */
 export interface WaitOptions {
   /** The longest wait, in ms: 0 looks without waiting; at most {@link WAIT_LIMITS}.maxTimeoutMs (one hour). */
   timeoutMs: number;

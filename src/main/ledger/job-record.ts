@@ -45,6 +45,12 @@ export interface JobRecord {
   /** The parent's tool call that started it (`agent_<name>`, `spawn_background_agent`), so a front end can group its events. */
   parentToolId?: string;
   /**
+   * Its place in the agent tree, `<parent-branch>.bg.<name>` (name, else agent, else id): `bg.scout`
+   * for a top-level job, `bg.scout.bg.reader` for one it spawned (src/shared/branch.ts). Absent
+   * from records written before branches were kept.
+   */
+  branch?: string;
+  /**
    * The manager's close() stopped it and the durable ledger kept it unfinished: the next process
    * on the ledger runs it again, so this in-memory ending is not its reported one (fanout does
    * not print it).

@@ -155,7 +155,7 @@ export class DeliveryLedger {
    * already), `not-running` (queued, never started or waiting for its children: no attempt of
    * it runs, and ending it would leave it in the queue to be launched and "ended twice") or
    * `stale` (an older attempt, superseded by a re-run). With a durable store the answer holds
-   * across restarts. {@link BackgroundManager.completeAttempt} acts on it.
+   * across restarts. JobEngine.completeAttempt (src/main/jobs/engine.ts) acts on it.
    */
   refuseCompletion(id: string, attempt: number): CompletionRefusal | undefined {
     const record = this.#entries.get(id)?.record;

@@ -9,7 +9,7 @@ import { MESSAGES_MIGRATION } from './sqlite-messages.js';
  * it in the `meta` table (its user_version is 0). Each step in MIGRATIONS takes a file from the
  * version before it; a file of a newer version is refused.
  */
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 6;
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,6 +62,17 @@ const MIGRATIONS: ReadonlyArray<{ to: number; up(db: Database): void }> = [
   },
   // 4 → 5: the messages sent to jobs, whole (sqlite-messages.ts). Jobs of schema 4 have none kept.
   MESSAGES_MIGRATION,
+  // 5 → 6: each transition names its job's branch (issue 38, B20: the agent tree as an audit trail).
+  // Rows of schema 5 have none (NULL).
+  {
+    to: 6,
+    up: (db) => {
+      // A file taken back to an older version by hand may have it already.
+      const columns = db.prepare('PRAGMA table_info(transitions)').all() as Array<{ name: string }>;
+      if (!columns.some((c) => c.name === 'branch')) db.exec('ALTER TABLE transitions ADD COLUMN branch TEXT');
+      db.prepare("UPDATE meta SET value = '6' WHERE key = 'schema'").run();
+    },
+  },
 ];
 
 /** The file's schema version: user_version, or for a file of the better-sqlite3 store, its meta row. */

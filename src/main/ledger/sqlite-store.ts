@@ -178,7 +178,7 @@ class SqliteJobStore implements JobStore {
          updated_at = excluded.updated_at, record = excluded.record`,
     );
     this.#putSpec = db.prepare('UPDATE jobs SET spec = ? WHERE scope = ? AND id = ?');
-    this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn) VALUES (?, ?, ?, ?, ?, ?)');
+    this.#transition = db.prepare('INSERT INTO transitions (scope, id, at, state, attempts, delivered_turn, branch) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.#nextId = db.prepare('INSERT INTO scopes (scope, next_id) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next_id = max(next_id, excluded.next_id)');
     this.#pruner = new JobRowPruner(db, scope);
     this.#alert = db.prepare('INSERT INTO alerts (scope, job_id, number, severity, message, at) VALUES (?, ?, ?, ?, ?, ?)');
@@ -288,7 +288,7 @@ class SqliteJobStore implements JobStore {
       if (this.#last.get(record.id) !== key) {
         if (this.#lastBefore && !this.#lastBefore.has(record.id)) this.#lastBefore.set(record.id, this.#last.get(record.id));
         this.#last.set(record.id, key);
-        this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null);
+        this.#transition.run(this.scope, record.id, now, record.state, record.attempts, record.deliveredInTurn ?? null, record.branch ?? null);
       }
       if (nextId > this.#writtenNextId) {
         this.#writtenNextId = nextId;

@@ -4,7 +4,7 @@ import type { ForkpoolConfig } from '../../shared/config.js';
 import { linkedAbort } from '../../shared/abort.js';
 import { AbortError, ForkpoolError, LedgerWriteError, serializeError } from '../../shared/errors.js';
 import type { FollowUpReason } from '../views/follow-up.js';
-import { TurnInputs, endingStartsFollowUp } from './turn-inputs.js';
+import { TurnInputs, endingDeliversAtOnce, endingStartsFollowUp } from './turn-inputs.js';
 import { parentJobTools } from './parent-tools.js';
 import type { SpawnToolRequest } from './background-tools.js';
 import { Deliveries } from '../delivery/deliveries.js';
@@ -79,6 +79,8 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   #deliveredNow: JobRecord[] = [];
   /** Jobs the running turn's stopped `agent_<name>` calls cancelled (for its `turn-result`). */
   #cancelledWithTurn: string[] = [];
+  /** Jobs of `agent_<name>` calls a stopped turn cancelled (Esc), by that turn: see #answeredByStoppedCall. */
+  readonly #stoppedCalls = new Map<string, number>();
   /** Results the last turn had no room for: a follow-up delivers them. */
   #deferred = 0;
   /** Set as close() begins: jobs it cancels must not start a follow-up turn. */
@@ -151,7 +153,10 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
                   { ...request, role: this.agent.role, wave: this.#currentTurn, ...this.agent.traceparentFor(request.parentToolId) },
                   { dedup: false },
                 ),
-              cancelledWithCall: (id) => this.#cancelledWithTurn.push(id),
+              cancelledWithCall: (id) => {
+                this.#cancelledWithTurn.push(id);
+                this.#stoppedCalls.set(id, this.#currentTurn);
+              },
             })
           : []),
       ],
@@ -173,10 +178,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     new TurnSpeculation(this.manager, this);
     this.manager.on('done', (job) => {
       this.agent.session.addUsage(`${job.role}:subagent`, job.usage);
+      this.#answeredByStoppedCall(job);
       // A result re-run because it was stale (out of its wave, which has fired): said as such.
       // Which other endings start a turn of their own (not wave-gated ones): see endingStartsFollowUp.
       if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
       else if (endingStartsFollowUp(job)) this.#requestFollowUp({ kind: 'user-job' });
+      else if (endingDeliversAtOnce(job, options.config.delivery.format, !this.#running && this.#queue.length === 0)) this.#requestFollowUp({ kind: 'idle' });
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
@@ -347,6 +354,25 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       // The job's span is a child of the tool call's that spawned it (docs/observability.md).
       ...this.agent.traceparentFor(fields.parentToolId),
     });
+  }
+
+  /**
+   * A job cancelled with its stopped `agent_<name>` call (Esc) was answered there: the call's tool
+   * error told the model and the chat's notice the person. Marked delivered in that turn, so its
+   * wave's end spends no follow-up model turn on it. One that ended otherwise meanwhile (its result
+   * raced the cancel) is delivered like any result.
+   */
+  #answeredByStoppedCall(job: Readonly<JobRecord>): void {
+    const turn = this.#stoppedCalls.get(job.id);
+    if (turn === undefined) return;
+    this.#stoppedCalls.delete(job.id);
+    if (job.status !== 'cancelled') return;
+    try {
+      this.deliveries.markDelivered(job.id, turn);
+    } catch (error) {
+      if (!(error instanceof LedgerWriteError)) throw error;
+      this.#logger?.error({ err: error, jobId: job.id }, "durable ledger: a cancelled call's job could not be marked delivered; it waits for a turn");
+    }
   }
 
   /** `reason` is noted for the follow-up's cause (an early join has noted its own: `kind` only). */

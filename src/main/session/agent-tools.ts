@@ -16,7 +16,7 @@ export interface AgentToolHost {
   spawn(request: Pick<SpawnRequest, 'task' | 'label' | 'agent' | 'parentToolId'>): JobHandle | Promise<JobHandle>;
   currentTurn(): number;
   resultMaxChars: number;
-  /** A call stopped before its job returned (the parent's turn was cancelled): the job it cancelled. */
+  /** A call stopped before its job returned (the parent's turn was cancelled): the job it cancels (called just before the cancel). */
   cancelledWithCall?: (jobId: string) => void;
 }
 
@@ -84,8 +84,9 @@ async function runAgentCall(host: AgentToolHost, id: string, background: boolean
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => {
         if (host.manager.get(id)?.state !== 'ended') {
-          host.manager.cancel(id);
+          // Told first: a queued job ends inside cancel(), and its end must already count as the call's.
           host.cancelledWithCall?.(id);
+          host.manager.cancel(id);
         }
         reject(new AbortError(signal.reason));
       };

@@ -34,7 +34,7 @@ export interface ParentToolsHost {
  * The tools a parent agent uses on its background jobs: spawn and cancel (its `agent` among the
  * allow-listed `agentTools`), resume, send, wait, one `agent_<name>` per allow-listed agent, list
  * and check, read_background_result for a result delivered in part, and (parentModelApprovals only)
- * approve_background_tool_call.
+ * approve_background_tool_call. Send, wait, resume and the worktree go through `manager.parentControls`.
  */
 export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
   const { config, manager, deliveries, currentTurn } = host;
@@ -59,9 +59,9 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       },
       reusedResult: (id) => reusedResultText(manager, deliveries, id, currentTurn(), resultMaxChars),
     }),
-    resumeTool({ manager, currentTurn }),
-    steerTool({ send: (id, text, options) => manager.send(id, text, options) }),
-    waitTool({ manager, deliveries, config, currentTurn }),
+    resumeTool({ controls: manager.parentControls, currentTurn }),
+    steerTool(manager.parentControls),
+    waitTool({ manager, controls: manager.parentControls, deliveries, config, currentTurn }),
     ...agentTools(
       {
         manager,
@@ -81,7 +81,7 @@ export function parentJobTools(host: ParentToolsHost): ToolDefinition[] {
       // A page must pass the tool loop's output cap whole (it would be cut, not paged).
       pageMaxChars: Math.min(config.delivery.pageMaxChars, config.toolLimits.outputMaxChars - 300),
     }),
-    worktreeTool(manager),
+    worktreeTool(manager.parentControls),
     // Only where the config says so: by default no model answers what a person is asked.
     ...(config.parentModelApprovals ? [approveTool(manager)] : []),
   ];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolDefinition } from '../../shared/tools/types.js';
-import type { BackgroundManager } from '../jobs/manager.js';
+import type { ParentControls } from '../jobs/manager.js';
 import { RESUME_MESSAGE_MAX_CHARS } from '../jobs/resumes.js';
 import { asToolError } from './background-tools.js';
 
@@ -14,7 +14,7 @@ const resumeArgs = z.strictObject({
  * conversation with a new instruction, as a new job (see src/main/jobs/resumes.ts). A job that
  * has not ended, one whose conversation was not kept, or an unknown one is a tool error; nothing starts.
  */
-export function resumeTool(host: { manager: BackgroundManager; currentTurn: () => number }): ToolDefinition<z.output<typeof resumeArgs>> {
+export function resumeTool(host: { controls: Pick<ParentControls, 'resume'>; currentTurn: () => number }): ToolDefinition<z.output<typeof resumeArgs>> {
   return {
     name: 'resume_background_agent',
     description: 'Continue an ended background job with a new instruction, in its own conversation, as a new job.',
@@ -22,7 +22,7 @@ export function resumeTool(host: { manager: BackgroundManager; currentTurn: () =
     gated: false,
     async run(args) {
       try {
-        const handle = host.manager.resume(args.job_id, args.message, { wave: host.currentTurn() });
+        const handle = host.controls.resume(args.job_id, args.message, { wave: host.currentTurn() });
         return (
           `Resumed background agent ${args.job_id} as job ${handle.id} ("${handle.label}"), now ${handle.state}. ` +
           'You will be told when it ends, in a <background_results> block at the start of a later turn. Do not guess its result.'

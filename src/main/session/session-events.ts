@@ -16,7 +16,7 @@ export type SessionEvents = {
   'alert-dropped': [JobAlert];
   /**
    * A follow-up is owed. `wave`: a whole wave ended; `quorum`/`deadline`: its join let it come
-   * early; `deferred`: results the last turn's budget had no room for; `restart`: a resumed
+   * early; `idle`: a job ended while the parent was idle (the `remy` format); `deferred`: results the last turn's budget had no room for; `restart`: a resumed
    * session found results waiting; `rerun`: a job re-run because its result was stale ended.
    * It runs only if, when its turn comes, there is a result to deliver.
    */

@@ -1,5 +1,5 @@
 import type { TypedEmitter } from '../../shared/typed-emitter.js';
-import type { BackgroundManager } from '../jobs/manager.js';
+import type { BackgroundManager, ParentControls } from '../jobs/manager.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { ParentEvent } from './parent-agent.js';
 
@@ -25,11 +25,11 @@ interface Guess {
  * "Started bg-3" among them) never counts, and neither does the spawn call that made it.
  */
 export class TurnSpeculation {
-  readonly #manager: Pick<BackgroundManager, 'keepSpeculative' | 'dropSpeculative'>;
+  readonly #controls: Pick<ParentControls, 'keepSpeculative' | 'dropSpeculative'>;
   readonly #guesses = new Map<string, Guess>();
 
-  constructor(manager: Pick<BackgroundManager, 'keepSpeculative' | 'dropSpeculative' | 'on'>, parent: Pick<TypedEmitter<{ parent: [ParentEvent] }>, 'on'>) {
-    this.#manager = manager;
+  constructor(manager: Pick<BackgroundManager, 'parentControls' | 'on'>, parent: Pick<TypedEmitter<{ parent: [ParentEvent] }>, 'on'>) {
+    this.#controls = manager.parentControls;
     manager.on('spawned', (record) => this.#spawned(record));
     parent.on('parent', (event) => this.#observe(event));
   }
@@ -58,7 +58,7 @@ export class TurnSpeculation {
     for (const guess of this.#guesses.values()) {
       if (!guess.refersTo.test(text)) continue;
       this.#guesses.delete(guess.id);
-      this.#manager.keepSpeculative(guess.id);
+      this.#controls.keepSpeculative(guess.id);
     }
   }
 
@@ -68,7 +68,7 @@ export class TurnSpeculation {
       if (guess.wave > turn) continue;
       this.#guesses.delete(guess.id);
       try {
-        this.#manager.dropSpeculative(guess.id, `speculative, not referred to by the end of turn ${guess.wave}`);
+        this.#controls.dropSpeculative(guess.id, `speculative, not referred to by the end of turn ${guess.wave}`);
       } catch {
         // Forgotten meanwhile (retention): nothing is left to drop.
       }

@@ -4,7 +4,7 @@ import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { SteerOptions, SteerReceipt } from '../jobs/manager.js';
 import { asToolError } from './background-tools.js';
 
-/** What the steer tool needs: the manager's `send`. */
+/** What the steer tool needs: `send` (ParentControls). */
 export interface SteerToolHost {
   send(idOrName: string, text: string, options: SteerOptions): SteerReceipt;
 }

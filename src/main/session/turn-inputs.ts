@@ -25,6 +25,20 @@ export function endingStartsFollowUp(job: Pick<Readonly<JobRecord>, 'parentJobId
   return job.role === 'user' || job.wave === null;
 }
 
+/**
+ * `delivery.format: "remy"` (the seed's "if Remy is idle — deliver immediately"): a job that ends
+ * while the parent is idle reaches it at once, in a follow-up of its own, not held for its wave.
+ * Not a nested job (its result went to its parent job), and not a stopped one: whoever stopped it
+ * (a person, the parent's model, Esc on its call) knows, and it is given at the next turn boundary.
+ */
+export function endingDeliversAtOnce(
+  job: Pick<Readonly<JobRecord>, 'parentJobId' | 'status'>,
+  format: ForkpoolConfig['delivery']['format'],
+  parentIdle: boolean,
+): boolean {
+  return format === 'remy' && parentIdle && job.parentJobId === undefined && job.status !== 'cancelled';
+}
+
 /** What a turn's model call gets before (or as) its input. */
 export interface PreparedTurn {
   /** The turn's input: the person's words, or the follow-up prompt chosen by what it delivers. */

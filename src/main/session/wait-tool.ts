@@ -5,16 +5,17 @@ import { AbortError, ToolError } from '../../shared/errors.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { Deliveries } from '../delivery/deliveries.js';
 import { deliverWaited } from '../delivery/waited-results.js';
-import type { BackgroundManager } from '../jobs/manager.js';
+import type { BackgroundManager, ParentControls } from '../jobs/manager.js';
 import { WAIT_MODES } from '../jobs/waits.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import { asToolError } from './background-tools.js';
 
 const TOOL = 'wait_background_agents';
 
-/** What the wait tool needs: the manager's jobs and wait, the delivery side, the config and the turn. */
+/** What the wait tool needs: the manager's jobs, its controls' wait, the delivery side, the config and the turn. */
 export interface WaitToolHost {
-  manager: Pick<BackgroundManager, 'find' | 'jobs' | 'wait'>;
+  manager: Pick<BackgroundManager, 'find' | 'jobs'>;
+  controls: Pick<ParentControls, 'wait'>;
   deliveries: Pick<Deliveries, 'drain'>;
   config: ForkpoolConfig;
   /** The turn the results are delivered in. */
@@ -62,7 +63,7 @@ export function waitTool(host: WaitToolHost): ToolDefinition<z.output<ReturnType
       const mode = args.mode ?? 'all';
       let waited;
       try {
-        waited = await host.manager.wait(ids, { timeoutMs: args.timeout_ms, mode, signal: ctx.signal });
+        waited = await host.controls.wait(ids, { timeoutMs: args.timeout_ms, mode, signal: ctx.signal });
       } catch (error) {
         if (error instanceof AbortError) throw error;
         throw asToolError(error, TOOL);

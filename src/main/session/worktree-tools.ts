@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ToolDefinition } from '../../shared/tools/types.js';
-import type { BackgroundManager } from '../jobs/manager.js';
+import type { ParentControls } from '../jobs/manager.js';
 import { WORKTREE_ACTIONS } from '../jobs/worktrees.js';
 import { asToolError } from './background-tools.js';
 
@@ -10,7 +10,7 @@ const worktreeArgs = z.strictObject({
 });
 
 /** `background_worktree`: the parent's decision on a worktree job's branch (see src/main/jobs/worktrees.ts). */
-export function worktreeTool(manager: Pick<BackgroundManager, 'worktreeAction'>): ToolDefinition<z.output<typeof worktreeArgs>> {
+export function worktreeTool(controls: Pick<ParentControls, 'worktreeAction'>): ToolDefinition<z.output<typeof worktreeArgs>> {
   return {
     name: 'background_worktree',
     description: 'Merge (conflicts abort), keep or drop the branch of an ended job run with workspace "worktree".',
@@ -18,7 +18,7 @@ export function worktreeTool(manager: Pick<BackgroundManager, 'worktreeAction'>)
     gated: false,
     async run(args) {
       try {
-        return await manager.worktreeAction(args.job, args.action);
+        return await controls.worktreeAction(args.job, args.action);
       } catch (error) {
         throw asToolError(error, 'background_worktree');
       }

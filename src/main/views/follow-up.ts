@@ -11,6 +11,8 @@ export type FollowUpReason =
   | { kind: 'quorum' | 'deadline'; wave: number; ended: number; of: number }
   /** A job a person started (`/bg start`, the HTTP API), or one in no wave, has ended. */
   | { kind: 'user-job' }
+  /** `delivery.format: "remy"`: a job ended while the parent was idle; delivered at once, not held for its wave. */
+  | { kind: 'idle' }
   /** Results the previous turn's budget had no room for. */
   | { kind: 'deferred' }
   /** A resumed session found results waiting from before the restart. */
@@ -52,6 +54,8 @@ function reasonText(reason: FollowUpReason, cause: FollowUpCause): string {
         : cause.delivered.user > 1
           ? `${cause.delivered.user} jobs you started ended`
           : 'a background job ended';
+    case 'idle':
+      return cause.delivered.agents + cause.delivered.user > 1 ? 'background jobs ended while idle' : 'a background job ended while idle';
     case 'deferred':
       return 'results the last turn had no room for';
     case 'restart':

@@ -40,6 +40,8 @@ export function jobView(record: Readonly<JobRecord>, options: JobViewOptions = {
     parentJobId: record.parentJobId ?? null,
     depth: record.depth ?? 1,
     parentToolId: record.parentToolId ?? null,
+    /** Its place in the agent tree, `bg.scout.bg.reader` (issue 38, B20); null for a record from before branches were kept. */
+    branch: record.branch ?? null,
     backgrounded: record.backgrounded === true,
     children: record.children ?? null,
     childrenOnEnd: record.childrenOnEnd ?? null,
@@ -104,6 +106,7 @@ export function jobJson(record: Readonly<JobRecord>): Record<string, unknown> {
     parentJobId: view.parentJobId,
     depth: view.depth,
     ...(view.parentToolId !== null ? { parentToolId: view.parentToolId } : {}),
+    ...(view.branch !== null ? { branch: view.branch } : {}),
     ...(view.backgrounded ? { backgrounded: true } : {}),
     ...(view.children !== null ? { children: view.children, childrenOnEnd: view.childrenOnEnd } : {}),
     ...(view.treeUsage !== null ? { treeUsage: view.treeUsage } : {}),

@@ -24,7 +24,7 @@ export const sendJobMessageRoute = {
   },
 } satisfies RouteDoc;
 
-/** `POST /v1/jobs/:id/messages`: a message to a live job, the server's or a session's (BackgroundManager.send). */
+/** `POST /v1/jobs/:id/messages`: a message to a live job, the server's or a session's (ParentControls.send). */
 export function messageRoutes(state: ServerState) {
   return async function plugin(app: FastifyInstance): Promise<void> {
     serve(app, sendJobMessageRoute, async ({ params: { id }, body }, _request, reply) => {
@@ -32,7 +32,7 @@ export function messageRoutes(state: ServerState) {
         // A ref as GET /v1/jobs/:id takes it (id, name or `session/id`); an unknown one is the server manager's JOB_UNKNOWN.
         const found = state.findJob(id);
         const manager = found?.manager ?? state.manager;
-        return reply.code(202).send(manager.send(found?.record.id ?? id, body.message, { interrupt: body.interrupt ?? false }));
+        return reply.code(202).send(manager.parentControls.send(found?.record.id ?? id, body.message, { interrupt: body.interrupt ?? false }));
       } catch (error) {
         const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
         return reply.code(STATUS[code] ?? 400).send({ error: { code, message: errorMessage(error) } });

@@ -36,7 +36,7 @@ export function resumeRoutes(state: ServerState) {
         // A ref as GET /v1/jobs/:id takes it (id, name or `session/id`); an unknown one is the server manager's JOB_UNKNOWN.
         const found = state.findJob(id);
         const manager = found?.manager ?? state.manager;
-        const handle = manager.resume(found?.record.id ?? id, message, { role: 'user', wave: null });
+        const handle = manager.parentControls.resume(found?.record.id ?? id, message, { role: 'user', wave: null });
         // The new job lives where the old one did: its id as a ref (`session/id` for a session's).
         return reply.code(202).send({ ...handle, id: jobRef(found?.session ?? null, handle.id), resumedFrom: id });
       } catch (error) {

@@ -23,7 +23,7 @@ export const waitForJobsRoute = {
 } satisfies RouteDoc;
 
 /**
- * `POST /v1/jobs/wait`: waits for jobs of the server's manager (BackgroundManager.wait) and
+ * `POST /v1/jobs/wait`: waits for jobs of the server's manager (ParentControls.wait) and
  * answers with what ended (each job's detail with one page of its result) and what still runs.
  * A client that leaves ends the wait. Bounded: `server.maxWaits` open at once, one result page
  * per job, `answerMaxBytes` per answer, each job serialized once however many wait (wait-answers.ts). The server's jobs have no parent turn: nothing is marked
@@ -46,7 +46,11 @@ export function waitRoutes(state: ServerState) {
       // The response's close, not the request's: a request emits 'close' once its body is read.
       reply.raw.once('close', () => gone.abort('the client left'));
       try {
-        const outcome = await state.manager.wait(jobs, { timeoutMs: body.timeoutMs, ...(body.mode ? { mode: body.mode } : {}), signal: gone.signal });
+        const outcome = await state.manager.parentControls.wait(jobs, {
+          timeoutMs: body.timeoutMs,
+          ...(body.mode ? { mode: body.mode } : {}),
+          signal: gone.signal,
+        });
         return reply.type('application/json; charset=utf-8').send(answers.body(outcome));
       } catch (error) {
         // Nobody is left to answer.

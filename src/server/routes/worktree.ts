@@ -46,7 +46,7 @@ export function worktreeRoutes(state: ServerState) {
     serve(app, getJobWorktreeRoute, async ({ params: { id } }, _request, reply) => {
       const job = state.manager.find(id);
       if (!job) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
-      const tree = state.manager.worktree(job.id);
+      const tree = state.manager.parentControls.worktree(job.id);
       if (!tree) return reply.code(404).send(refusal('NO_WORKTREE', `job ${job.id} works in the shared workspace: it has no worktree`));
       return view(tree);
     });
@@ -55,8 +55,8 @@ export function worktreeRoutes(state: ServerState) {
       const job = state.manager.find(id);
       if (!job) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
       try {
-        const message = await state.manager.worktreeAction(job.id, action);
-        return { message, worktree: view(state.manager.worktree(job.id) as JobWorktree) };
+        const message = await state.manager.parentControls.worktreeAction(job.id, action);
+        return { message, worktree: view(state.manager.parentControls.worktree(job.id) as JobWorktree) };
       } catch (error) {
         const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
         return reply.code(code === 'INTERNAL' ? 500 : 409).send(refusal(code, errorMessage(error)));

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { engineOf, type BackgroundManager } from '../../../src/main/jobs/manager.js';
 import type { ForkpoolConfig } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import {
@@ -35,7 +35,7 @@ const cleanup = useCleanup();
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
-  return bullmqOf(manager).bullId(id, launch, manager.owner);
+  return bullmqOf(manager).bullId(id, launch, engineOf(manager).owner);
 }
 
 function bullConfig(sim: SimServer, workspace: string, redis: { url: string; queue: string }): ForkpoolConfig {

@@ -37,14 +37,14 @@ import {
   drainedIds,
   runsOf,
 } from '../../helpers/index.js';
-import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
+import { BackgroundManager, engineOf, type ManagerEvents } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
 const cleanup = useCleanup();
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
-  return bullmqOf(manager).bullId(id, launch, manager.owner);
+  return bullmqOf(manager).bullId(id, launch, engineOf(manager).owner);
 }
 // The default lock: the failover bound below is the one the README states for it.
 const LOCK_MS = BULLMQ_DEFAULTS.lockMs;

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { jobForRedis, specForRedis } from '../../../src/main/bullmq/job-request.js';
 import { canonicalJson } from '../../../src/main/bullmq/request-store.js';
 import { parseConfig } from '../../../src/shared/config.js';
+import { engineOf } from '../../../src/main/jobs/manager.js';
 import {
   bullManager,
   bullmqOf,
@@ -100,7 +101,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: queueing at scale', () => {
     cleanup.add(() => taker.close(true));
     const takenJobs = [];
     for (let i = 0; i < 4; i++) takenJobs.push(await taker.getNextJob('taker'));
-    const taken = bullmqOf(manager).bullId(ids[0]!, 1, manager.owner);
+    const taken = bullmqOf(manager).bullId(ids[0]!, 1, engineOf(manager).owner);
     const takenJob = takenJobs.find((job) => job?.id === taken);
     const listener = new Redis(redis.url);
     cleanup.add(() => listener.disconnect());

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { engineOf, type BackgroundManager } from '../../../src/main/jobs/manager.js';
 import {
   bullManager,
   bullmqOf,
@@ -50,7 +50,7 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
 }
 
 async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: string): Promise<TestWorker> {
-  const bullId = bullmqOf(manager).bullId(id, 1, manager.owner);
+  const bullId = bullmqOf(manager).bullId(id, 1, engineOf(manager).owner);
   return until(async () => {
     const job = await bullmqOf(manager).queue.getJob(bullId);
     return workers.find((w) => w.name === job?.processedBy);
@@ -89,7 +89,7 @@ describe.skipIf(skipWithoutRedis())("bullmq: a launch's keys in Redis", { timeou
     await waitFor(() => sim.requests.length >= 2, 'both hanging model calls');
     // Both slots are taken: this one waits in Redis.
     const waiting = manager.spawn({ task: `${RESEARCH_TASK} (cancelled while waiting)`, label: 'cancel waiting' }).id;
-    const waitingBull = executor.bullId(waiting, 1, manager.owner);
+    const waitingBull = executor.bullId(waiting, 1, engineOf(manager).owner);
     await until(async () => (await executor.queue.getJobState(waitingBull)) === 'waiting', 'the job waiting in Redis');
     manager.cancel(waiting);
     expect(await ended(manager, waiting)).toMatchObject({ status: 'cancelled', attempts: 0 });

@@ -52,7 +52,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: steering, waits and resumes of remo
     manager.on('progress', ({ event }) => events.push(event));
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     await waitFor(() => sim.requests.length === 1, 'the first model request in flight on the worker');
-    const receipt = manager.send(id, 'Stop that; just say what src/retry.ts does.', { interrupt: true });
+    const receipt = manager.parentControls.send(id, 'Stop that; just say what src/retry.ts does.', { interrupt: true });
     const record = await ended(manager, id);
 
     expect(receipt).toMatchObject({ jobId: id, message: 1, delivery: 'posted', interrupt: true });
@@ -81,8 +81,8 @@ describe.skipIf(skipWithoutRedis())('bullmq: steering, waits and resumes of remo
     const third = manager.spawn({ task: 'The third task.', label: 'third' });
     await waitFor(() => proxy.held() === 1, 'the first job mid-call');
     expect(manager.get(third.id)?.state).toBe('queued');
-    const toSecond = manager.send(second.id, 'Also list the README.');
-    const toThird = manager.send(third.id, 'Also read the tests.');
+    const toSecond = manager.parentControls.send(second.id, 'Also list the README.');
+    const toThird = manager.parentControls.send(third.id, 'Also read the tests.');
     expect(toSecond.delivery).toBe('posted');
     expect(toThird).toMatchObject({ delivery: 'kept', state: 'queued' });
     proxy.release();
@@ -98,17 +98,17 @@ describe.skipIf(skipWithoutRedis())('bullmq: steering, waits and resumes of remo
     expect(thirdRecord.messages?.[0]?.receivedAt).toEqual(expect.any(Number));
   });
 
-  it('manager.wait ends when a remote job ends; resume continues its conversation (carried back from the worker) as a new remote job', async () => {
+  it('parentControls.wait ends when a remote job ends; resume continues its conversation (carried back from the worker) as a new remote job', async () => {
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup, { script: [{ content: 'The backoff is in src/retry.ts.' }, { content: 'It doubles each attempt.' }] });
     const workspace = await makeWorkspace(cleanup);
     await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
     const manager = await bullManager(bullConfig(sim.url, workspace, redis), cleanup);
     const { id } = manager.spawn({ task: 'Where is the retry backoff?', label: 'backoff' });
-    const outcome = await manager.wait([id], { timeoutMs: 120_000 });
+    const outcome = await manager.parentControls.wait([id], { timeoutMs: 120_000 });
     expect(outcome).toMatchObject({ timedOut: false, running: [], ended: [expect.objectContaining({ id, status: 'ok' })] });
 
-    const resumed = manager.resume(id, 'And how does it grow?');
+    const resumed = manager.parentControls.resume(id, 'And how does it grow?');
     const record = await ended(manager, resumed.id);
     expect(record).toMatchObject({ status: 'ok', resumedFrom: id, resultText: 'It doubles each attempt.' });
     // The resumed run starts from the old conversation: its task, its answer, then the instruction.

@@ -11,9 +11,9 @@ import { planDelivery } from '../../../src/main/delivery/delivery-budget.js';
 import { REMY_RESULT_WRAP } from '../../../src/main/views/delivery-format.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import { ChatController } from '../../../src/tui/controller.js';
-import { AUTOMATED_RESULTS_MARKER, BACKGROUND_RESULTS_OPEN, FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
+import { AUTOMATED_RESULTS_MARKER, BACKGROUND_PROMPT_MARKER, BACKGROUND_RESULTS_OPEN, FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
 import type { RecordedRequest } from '../../../src/sim/index.js';
-import { RESEARCH_TASK, ended, makeConfig, makeWorkspace, startSim, useCleanup, watchManager } from '../../helpers/index.js';
+import { RESEARCH_TASK, ended, makeConfig, makeWorkspace, startHoldingProxy, startSim, useCleanup, waitFor, watchManager } from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 const HEAVY_TIMEOUT_MS = 240_000;
@@ -45,14 +45,27 @@ describe('delivery format "remy"', () => {
     async () => {
       const root = await makeWorkspace(cleanups);
       const sim = await startSim(cleanups);
-      const session = new AgentSession({ config: makeConfig(sim, root, {}, { delivery: { format: 'remy' } }), closeExecutor: true });
+      // Turn 1's answer (the parent's call after its spawns) is held until both jobs have ended: they
+      // end while the parent is busy, so they come batched in one follow-up (an idle parent is handed
+      // each at once: remy-idle-delivery.test.ts).
+      const proxy = await startHoldingProxy(cleanups, sim.url, (body) => !body.includes(BACKGROUND_PROMPT_MARKER) && body.includes('"role":"tool"'));
+      const session = new AgentSession({ config: makeConfig(undefined, root, {}, { baseUrl: proxy.url, delivery: { format: 'remy' } }), closeExecutor: true });
       watchManager(session.manager);
       cleanups.add(() => session.close({ timeoutMs: 2_000 }));
       const chat = new ChatController({ session, closeTimeoutMs: 2_000 });
       const starts: Array<Extract<ParentEvent, { type: 'turn_start' }>> = [];
       session.on('parent', (e) => (e.type === 'turn_start' ? starts.push(e) : undefined));
 
-      await chat.submitLine('Please research these:\n1. Where is the retry backoff implemented?\n2. Where is the LruCache class defined?').turn;
+      const firstTurn = chat.submitLine('Please research these:\n1. Where is the retry backoff implemented?\n2. Where is the LruCache class defined?').turn;
+      await waitFor(
+        () => session.manager.jobs().length === 2 && session.manager.jobs().every((j) => j.state === 'ended') && proxy.held() === 1,
+        'both jobs ended, turn 1 still running',
+        {
+          timeoutMs: 90_000,
+        },
+      );
+      proxy.release();
+      await firstTurn;
       await session.onIdle();
       const jobs = session.manager.jobs();
       expect(jobs).toHaveLength(2);
@@ -91,7 +104,10 @@ describe('delivery format "remy"', () => {
       expect(users.map((u) => u.startsWith(AUTOMATED_RESULTS_MARKER))).toEqual([false, true]);
 
       // A person's turn with a result waiting: the hidden message first, then the person's own words, untouched.
+      // (A job stopped while the parent is idle waits for the next turn; one that ends on its own would be
+      // delivered at once: remy-idle-delivery.test.ts.)
       const waiting = session.manager.spawn({ task: RESEARCH_TASK, label: 'waiting', wave: 99 });
+      session.manager.cancel(waiting.id);
       await ended(session.manager, waiting.id);
       await session.submit('What did it find?');
       const last = sim.requests.filter(isParent).at(-1);

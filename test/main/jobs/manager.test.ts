@@ -316,7 +316,8 @@ describe('BackgroundManager: close', () => {
     const dist = new URL('../../../dist/', import.meta.url).href;
     // No process.exit: the child must end because nothing (thread, socket, timer) keeps it alive.
     const script = `
-      import { BackgroundManager, parseConfig } from '${dist}index.js';
+      import { BackgroundManager } from '${dist}index.js';
+      import { parseConfig } from '${dist}protocol.js';
       import { startSimServer } from '${dist}sim/index.js';
       const sim = await startSimServer();
       const config = parseConfig({ workspaceRoot: process.env.FORKPOOL_TEST_ROOT, baseUrl: sim.url, apiKey: 'k' });

@@ -87,7 +87,7 @@ describe('resume a finished job', () => {
     expect(deliveries.drain(1).map((r) => r.id)).toEqual([old.id]);
     const before = oldConversation(sim, TASK, oldRecord.resultText ?? '');
 
-    const resumed = manager.resume(old.id, INSTRUCTION);
+    const resumed = manager.parentControls.resume(old.id, INSTRUCTION);
     expect(resumed.id).not.toBe(old.id);
     expect(manager.get(resumed.id)).toMatchObject({ resumedFrom: old.id, task: INSTRUCTION, label: 'retry' });
     const record = await ended(manager, resumed.id);
@@ -124,9 +124,9 @@ describe('resume a finished job', () => {
     const old = manager.spawn({ task: TASK, label: 'typed', outputSchema, turnTimeoutMs: 1_500 });
     expect(await ended(manager, old.id)).toMatchObject({ status: 'ok', data: { file: 'src/retry.ts' } });
 
-    const resumed = await ended(manager, manager.resume(old.id, INSTRUCTION).id);
+    const resumed = await ended(manager, manager.parentControls.resume(old.id, INSTRUCTION).id);
     expect(resumed).toMatchObject({ status: 'ok', data: { file: 'src/cache.ts' } });
-    const again = await ended(manager, manager.resume(resumed.id, 'And the tool loop?').id);
+    const again = await ended(manager, manager.parentControls.resume(resumed.id, 'And the tool loop?').id);
     expect(again).toMatchObject({ status: 'failed', error: { code: 'TURN_TIMEOUT', timeoutMs: 1_500 } });
   }, 60_000);
 
@@ -152,7 +152,7 @@ describe('resume a finished job', () => {
     cleanup.add(() => second.close());
     const b = watchManager(new BackgroundManager({ config: config(sim, workspace, { ledger: { path: file } }), store: second.jobs('s') }));
     cleanup.add(() => b.close({ timeoutMs: 2_000 }));
-    const resumed = b.resume(old.id, INSTRUCTION);
+    const resumed = b.parentControls.resume(old.id, INSTRUCTION);
     const record = await ended(b, resumed.id);
     expect(record).toMatchObject({ status: 'ok', resumedFrom: old.id });
     const sent = messagesOf(requestsEndingWith(sim, INSTRUCTION)[0]!);
@@ -173,7 +173,7 @@ describe('resume a finished job', () => {
     await ended(a, old.id);
     const before = oldConversation(sim, TASK, '');
     // Closed in the same tick: the resumed job never launched, and stays queued in the ledger.
-    const resumed = a.resume(old.id, INSTRUCTION);
+    const resumed = a.parentControls.resume(old.id, INSTRUCTION);
     await a.close();
     first.close();
     expect(requestsEndingWith(sim, INSTRUCTION)).toEqual([]);
@@ -195,7 +195,7 @@ describe('resume a finished job', () => {
     const old = a.spawn({ task: TASK, label: 'lost' });
     await ended(a, old.id);
     expect(new Deliveries(a).drain(1).map((r) => r.id)).toEqual([old.id]);
-    const resumed = a.resume(old.id, INSTRUCTION);
+    const resumed = a.parentControls.resume(old.id, INSTRUCTION);
     await a.close();
     first.close();
     // As if retention had forgotten the old job's row: its conversation with it.
@@ -229,7 +229,7 @@ describe('resume a finished job', () => {
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
     const old = manager.spawn({ task: TASK, label: 'cut' });
     await ended(manager, old.id);
-    const resumed = manager.resume(old.id, INSTRUCTION);
+    const resumed = manager.parentControls.resume(old.id, INSTRUCTION);
     await ended(manager, resumed.id);
     const sent = messagesOf(requestsEndingWith(sim, INSTRUCTION)[0]!);
     const kept = sent.slice(0, -1);
@@ -261,15 +261,15 @@ describe('resume a finished job', () => {
     expect(b.get(old.id)).toMatchObject({ state: 'ended', status: 'ok' });
     expect(b.recovery?.invalid).toEqual([]);
     const check = new RawDatabase(file);
-    expect(check.prepare('PRAGMA user_version').all()).toEqual([{ user_version: 5 }]);
+    expect(check.prepare('PRAGMA user_version').all()).toEqual([{ user_version: 6 }]);
     check.close();
-    const refused = errorOf(() => b.resume(old.id, INSTRUCTION));
+    const refused = errorOf(() => b.parentControls.resume(old.id, INSTRUCTION));
     expect(refused).toMatchObject({ code: 'RESUME_UNAVAILABLE', jobId: old.id });
     expect(refused.message).toMatch(/conversation was not kept/);
 
     const fresh = b.spawn({ task: `${TASK} (again)`, label: 'v3' });
     await ended(b, fresh.id);
-    const resumed = b.resume(fresh.id, INSTRUCTION);
+    const resumed = b.parentControls.resume(fresh.id, INSTRUCTION);
     expect((await ended(b, resumed.id)).resumedFrom).toBe(fresh.id);
   });
 
@@ -279,16 +279,16 @@ describe('resume a finished job', () => {
     const workspace = await makeWorkspace(cleanup);
     const manager = watchManager(new BackgroundManager({ config: config(sim, workspace) }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(errorOf(() => manager.resume('bg-99', INSTRUCTION))).toMatchObject({ code: 'JOB_UNKNOWN' });
+    expect(errorOf(() => manager.parentControls.resume('bg-99', INSTRUCTION))).toMatchObject({ code: 'JOB_UNKNOWN' });
     const running = manager.spawn({ task: TASK, label: 'running' });
-    const notEnded = errorOf(() => manager.resume(running.id, INSTRUCTION));
+    const notEnded = errorOf(() => manager.parentControls.resume(running.id, INSTRUCTION));
     expect(notEnded).toMatchObject({ code: 'RESUME_UNAVAILABLE', jobId: running.id });
     expect(notEnded.message).toMatch(/has not ended \(it is queued\)/);
     await ended(manager, running.id);
-    expect(errorOf(() => manager.resume(running.id, '   '))).toMatchObject({ code: 'TOOL_ARGUMENTS_INVALID' });
-    expect(errorOf(() => manager.resume(running.id, '   ')).message).toMatch(/field "message".*received 0 characters/);
+    expect(errorOf(() => manager.parentControls.resume(running.id, '   '))).toMatchObject({ code: 'TOOL_ARGUMENTS_INVALID' });
+    expect(errorOf(() => manager.parentControls.resume(running.id, '   ')).message).toMatch(/field "message".*received 0 characters/);
 
-    const tool = resumeTool({ manager, currentTurn: () => 1 });
+    const tool = resumeTool({ controls: manager.parentControls, currentTurn: () => 1 });
     const toolError = await tool.run({ job_id: 'bg-42', message: INSTRUCTION }, undefined as never).catch((error: unknown) => error);
     expect(toolError).toBeInstanceOf(ToolError);
     expect(toolError).toMatchObject({ code: 'JOB_UNKNOWN', toolName: 'resume_background_agent' });
@@ -299,7 +299,7 @@ describe('resume a finished job', () => {
     cleanup.add(() => none.close({ timeoutMs: 2_000 }));
     const job = none.spawn({ task: TASK, label: 'unkept' });
     await ended(none, job.id);
-    expect(errorOf(() => none.resume(job.id, INSTRUCTION))).toMatchObject({ code: 'RESUME_UNAVAILABLE' });
+    expect(errorOf(() => none.parentControls.resume(job.id, INSTRUCTION))).toMatchObject({ code: 'RESUME_UNAVAILABLE' });
     expect(none.jobs()).toHaveLength(1);
     expect(manager.jobs()).toHaveLength(jobs);
     // And through the tool, on an ended job it works: a new job.

@@ -173,7 +173,7 @@ describe('speculative jobs give way to real ones', { timeout: POOL_TEST_TIMEOUT_
         .filter((job) => job.state === 'ended' && job.deliveredInTurn === undefined)
         .map((job) => job.id),
     ).toEqual([real.id]);
-    expect(manager.dropSpeculative(queuedGuess.id, 'speculative, not needed')).toBe(true);
+    expect(manager.parentControls.dropSpeculative(queuedGuess.id, 'speculative, not needed')).toBe(true);
     expect((await ended(manager, queuedGuess.id)).error?.message).toMatch(/^cancelled \(speculative, not needed\)/);
   });
 
@@ -202,13 +202,13 @@ describe('speculative jobs give way to real ones', { timeout: POOL_TEST_TIMEOUT_
     const sim = await startSim(cleanups, { endlessToolCalls: true, latencyMs: 5 });
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 1 }), cleanups);
     const guess = manager.spawn({ task: 'survey everything', label: 'guess', speculative: true, budget: ENDS });
-    expect(manager.keepSpeculative(guess.id)).toBe(true);
-    expect(manager.keepSpeculative(guess.id)).toBe(false);
+    expect(manager.parentControls.keepSpeculative(guess.id)).toBe(true);
+    expect(manager.parentControls.keepSpeculative(guess.id)).toBe(false);
     const real = manager.spawn({ task: 'survey the docs', label: 'real', budget: ENDS });
     const first = await ended(manager, guess.id);
     expect(first).toMatchObject({ status: 'partial', speculative: 'kept' });
     expect(first.deliveredInTurn).toBeUndefined();
     expect((await ended(manager, real.id)).status).toBe('partial');
-    expect(() => manager.keepSpeculative('bg-99')).toThrow(/no background job with id "bg-99"/);
+    expect(() => manager.parentControls.keepSpeculative('bg-99')).toThrow(/no background job with id "bg-99"/);
   });
 });

@@ -40,7 +40,7 @@ describe.each(ISOLATIONS)('steering a job ($name isolation)', ({ extra, backgrou
     manager.on('progress', ({ event }) => events.push(event));
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     await waitFor(() => proxy.held() === 1, 'the first model response held');
-    const receipt = manager.send(id, 'Focus on the tests folder first.');
+    const receipt = manager.parentControls.send(id, 'Focus on the tests folder first.');
     proxy.release();
     const record = await ended(manager, id);
 
@@ -65,7 +65,7 @@ describe.each(ISOLATIONS)('steering a job ($name isolation)', ({ extra, backgrou
     manager.on('progress', ({ event }) => events.push(event));
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     await waitFor(() => sim.requests.length === 1, 'the first model request in flight');
-    const receipt = manager.send(id, 'Stop that; just say what src/retry.ts does.', { interrupt: true });
+    const receipt = manager.parentControls.send(id, 'Stop that; just say what src/retry.ts does.', { interrupt: true });
     const record = await ended(manager, id);
 
     expect(receipt).toMatchObject({ delivery: 'posted', interrupt: true });
@@ -101,7 +101,7 @@ describe('steering: interrupts and the budget', () => {
     for (let i = 0; i < 60 && manager.get(id)?.state !== 'ended'; i++) {
       await waitFor(() => sim.requests.length > i || manager.get(id)?.state === 'ended', `request ${i + 1} in flight, or the job ended`);
       try {
-        manager.send(id, `Interrupt ${i + 1}: start over.`, { interrupt: true });
+        manager.parentControls.send(id, `Interrupt ${i + 1}: start over.`, { interrupt: true });
         sent++;
       } catch (error) {
         // Refused once the job has ended (JOB_ENDED): the budget stopped it.
@@ -131,7 +131,7 @@ describe('steering: queued and ended jobs', () => {
     const first = manager.spawn({ task: 'The first task.', label: 'first' });
     const second = manager.spawn({ task: 'The second task.', label: 'second' });
     await waitFor(() => proxy.held() === 1, 'the first job mid-call');
-    const receipt = manager.send(second.id, 'Also list the README.');
+    const receipt = manager.parentControls.send(second.id, 'Also list the README.');
     expect(receipt).toMatchObject({ delivery: 'kept', state: 'queued' });
     expect(manager.get(second.id)?.messages).toEqual([expect.objectContaining({ id: 1, text: 'Also list the README.' })]);
     expect(manager.get(second.id)?.messages?.[0]?.receivedAt).toBeUndefined();
@@ -154,7 +154,7 @@ describe('steering: queued and ended jobs', () => {
     await ended(manager, id);
     let error: unknown;
     try {
-      manager.send(id, 'too late');
+      manager.parentControls.send(id, 'too late');
     } catch (caught) {
       error = caught;
     }
@@ -162,8 +162,8 @@ describe('steering: queued and ended jobs', () => {
     expect((error as JobError).code).toBe('JOB_ENDED');
     expect((error as JobError).message).toMatch(/has ended \(ended, status ok\)/);
     expect(manager.get(id)?.messages).toBeUndefined();
-    expect(() => manager.send('bg-999', 'anyone?')).toThrow(/no background job/);
-    expect(() => manager.send(id, '   ')).toThrow(/must not be empty/);
+    expect(() => manager.parentControls.send('bg-999', 'anyone?')).toThrow(/no background job/);
+    expect(() => manager.parentControls.send(id, '   ')).toThrow(/must not be empty/);
   });
 
   it('a message that arrives with its final answer is answered: the job asks its model once more instead of ending', async () => {
@@ -173,7 +173,7 @@ describe('steering: queued and ended jobs', () => {
     const manager = makeManager(makeConfig(undefined, root, {}, { baseUrl: proxy.url }), cleanups);
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     await waitFor(() => proxy.held() === 1, 'its final answer held');
-    manager.send(id, 'Mention the README as well.');
+    manager.parentControls.send(id, 'Mention the README as well.');
     proxy.release();
     const record = await ended(manager, id);
 
@@ -192,7 +192,7 @@ describe('steering: queued and ended jobs', () => {
     const manager = makeManager(makeConfig(undefined, root, { budget: { maxTurns: 1 } }, { baseUrl: proxy.url }), cleanups);
     const { id } = manager.spawn({ task: 'Survey the workspace.', label: 'survey' });
     await waitFor(() => proxy.held() === 1, 'its final answer held');
-    manager.send(id, 'One more thing.');
+    manager.parentControls.send(id, 'One more thing.');
     proxy.release();
     const record = await ended(manager, id);
 
@@ -214,7 +214,7 @@ describe('steering: queued and ended jobs', () => {
     const manager = makeManager(makeConfig(undefined, root, { maxDepth: 2 }, { baseUrl: proxy.url }), cleanups);
     const top = manager.spawn({ task: `Delegate: ${leaf}`, label: 'top' });
     await waitFor(() => manager.get(top.id)?.waitingForChildren === true && proxy.held() >= 1, 'the parent job waiting for its held child');
-    const receipt = manager.send(top.id, 'When you resume, also name the file.');
+    const receipt = manager.parentControls.send(top.id, 'When you resume, also name the file.');
     expect(receipt).toMatchObject({ delivery: 'kept', state: 'suspended' });
     proxy.release();
     const record = await ended(manager, top.id);

@@ -46,7 +46,7 @@ describe('BackgroundManager.wait', () => {
     const listeners = manager.listenerCount('done');
     const quick = manager.spawn({ task: RESEARCH_TASK, label: 'quick' });
     const long = manager.spawn({ task: 'FAULT:finish_on_cancel', label: 'long', name: 'long-one' });
-    const outcome = await manager.wait([quick.id, 'long-one'], { timeoutMs: 30_000, mode: 'any' });
+    const outcome = await manager.parentControls.wait([quick.id, 'long-one'], { timeoutMs: 30_000, mode: 'any' });
 
     expect(outcome.timedOut).toBe(false);
     expect(outcome.ended.map((r) => r.id)).toEqual([quick.id]);
@@ -59,7 +59,7 @@ describe('BackgroundManager.wait', () => {
     const manager = await setUp();
     const quick = manager.spawn({ task: RESEARCH_TASK, label: 'quick' });
     const long = manager.spawn({ task: 'FAULT:finish_on_cancel', label: 'long' });
-    const waiting = manager.wait([quick.id, long.id, quick.id], { timeoutMs: 30_000 });
+    const waiting = manager.parentControls.wait([quick.id, long.id, quick.id], { timeoutMs: 30_000 });
     const state = track(waiting);
     await ended(manager, quick.id);
     await nextMacrotask();
@@ -78,14 +78,14 @@ describe('BackgroundManager.wait', () => {
     const manager = await setUp();
     const listeners = manager.listenerCount('done');
     const stuck = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stuck' });
-    const outcome = await manager.wait([stuck.id], { timeoutMs: 50, mode: 'any' });
+    const outcome = await manager.parentControls.wait([stuck.id], { timeoutMs: 50, mode: 'any' });
     expect(outcome).toMatchObject({ timedOut: true, ended: [] });
     expect(outcome.running.map((r) => r.id)).toEqual([stuck.id]);
-    expect((await manager.wait([stuck.id], { timeoutMs: 0 })).timedOut).toBe(true);
+    expect((await manager.parentControls.wait([stuck.id], { timeoutMs: 0 })).timedOut).toBe(true);
 
     const quick = manager.spawn({ task: RESEARCH_TASK, label: 'quick' });
     await ended(manager, quick.id);
-    const already = await manager.wait([quick.id], { timeoutMs: 0 });
+    const already = await manager.parentControls.wait([quick.id], { timeoutMs: 0 });
     expect(already).toMatchObject({ timedOut: false, running: [] });
     expect(already.ended.map((r) => r.id)).toEqual([quick.id]);
     expect(manager.listenerCount('done')).toBe(listeners);
@@ -96,14 +96,14 @@ describe('BackgroundManager.wait', () => {
     const listeners = manager.listenerCount('done');
     const stuck = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stuck' });
     const controller = new AbortController();
-    const waiting = manager.wait([stuck.id], { timeoutMs: 30_000, signal: controller.signal });
+    const waiting = manager.parentControls.wait([stuck.id], { timeoutMs: 30_000, signal: controller.signal });
     await nextMacrotask();
     controller.abort('esc pressed');
     const error = await refusal(waiting);
     expect(error.code).toBe('ABORTED');
     expect(error.message).toContain('esc pressed');
     expect(manager.listenerCount('done')).toBe(listeners);
-    expect((await refusal(manager.wait([stuck.id], { timeoutMs: 30_000, signal: controller.signal }))).code).toBe('ABORTED');
+    expect((await refusal(manager.parentControls.wait([stuck.id], { timeoutMs: 30_000, signal: controller.signal }))).code).toBe('ABORTED');
     expect(manager.get(stuck.id)?.state).not.toBe('ended');
   });
 
@@ -111,7 +111,7 @@ describe('BackgroundManager.wait', () => {
     const manager = await setUp();
     const listeners = manager.listenerCount('done');
     const stuck = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stuck' });
-    const unknown = await refusal(manager.wait([stuck.id, 'nobody'], { timeoutMs: 30_000 }));
+    const unknown = await refusal(manager.parentControls.wait([stuck.id, 'nobody'], { timeoutMs: 30_000 }));
     expect(unknown).toMatchObject({ code: 'JOB_UNKNOWN', jobId: 'nobody' });
     expect(unknown.message).toContain('"nobody"');
     const bad: Array<[readonly string[], number, string | undefined, RegExp]> = [
@@ -122,7 +122,7 @@ describe('BackgroundManager.wait', () => {
       [[stuck.id], 10, 'some', /mode/],
     ];
     for (const [jobs, timeoutMs, mode, field] of bad) {
-      const error = await refusal(manager.wait(jobs, { timeoutMs, ...(mode ? { mode: mode as 'all' } : {}) }));
+      const error = await refusal(manager.parentControls.wait(jobs, { timeoutMs, ...(mode ? { mode: mode as 'all' } : {}) }));
       expect(error.code).toBe('TOOL_ARGUMENTS_INVALID');
       expect(error.message).toMatch(field);
     }

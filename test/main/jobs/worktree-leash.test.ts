@@ -51,7 +51,7 @@ async function runJob(manager: BackgroundManager): Promise<string> {
   const { id } = manager.spawn({ task: 'Write the files.', label: 'writer' });
   const record = await ended(manager, id);
   expect(record.status).toBe('ok');
-  expect(manager.worktree(id)?.state, record.resultText).toBe('kept');
+  expect(manager.parentControls.worktree(id)?.state, record.resultText).toBe('kept');
   return id;
 }
 
@@ -66,7 +66,7 @@ describe("forkpool's git runs no hook", () => {
       for (const hook of HOOKS) script(path.join(root, '.git', 'hooks', hook), marks.touch(hook));
       const manager = await managerFor(root, [write('new.txt', 'new\n'), { content: 'Wrote.' }]);
       const id = await runJob(manager);
-      expect(await worktreeTool(manager).run({ job: id, action: 'merge' }, {} as never)).toContain('merged');
+      expect(await worktreeTool(manager.parentControls).run({ job: id, action: 'merge' }, {} as never)).toContain('merged');
       expect(readFileSync(path.join(root, 'new.txt'), 'utf8')).toBe('new\n');
       expect(marks.marks()).toEqual([]);
     },
@@ -89,8 +89,10 @@ describe("forkpool's git runs no hook", () => {
         ['write_file', 'bash'],
       );
       const id = await runJob(manager);
-      expect(readFileSync(path.join(manager.worktree(id)?.path ?? '', '.githooks', 'post-commit'), 'utf8')).toContain(marks.touch('post-commit'));
-      await manager.worktreeAction(id, 'merge');
+      expect(readFileSync(path.join(manager.parentControls.worktree(id)?.path ?? '', '.githooks', 'post-commit'), 'utf8')).toContain(
+        marks.touch('post-commit'),
+      );
+      await manager.parentControls.worktreeAction(id, 'merge');
       expect(existsSync(path.join(root, '.githooks', 'post-merge'))).toBe(true);
       expect(marks.marks()).toEqual([]);
     },
@@ -157,7 +159,7 @@ describe("forkpool's git runs no hook", () => {
           GIT_TRACE: path.join(marks.dir, 'env-trace'),
         });
         const id = await runJob(manager);
-        await manager.worktreeAction(id, 'merge');
+        await manager.parentControls.worktreeAction(id, 'merge');
         expect(readFileSync(path.join(root, 'env.txt'), 'utf8')).toBe('e\n');
         expect(marks.marks()).toEqual([]);
       },
@@ -178,7 +180,7 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
       git(root, 'config', 'filter.evil.required', 'true');
       const manager = await managerFor(root, [write('.gitattributes', '* filter=evil\n'), write('data.txt', 'lower case\n'), { content: 'Wrote.' }]);
       const id = await runJob(manager);
-      await manager.worktreeAction(id, 'merge');
+      await manager.parentControls.worktreeAction(id, 'merge');
       expect(git(root, 'show', 'HEAD:data.txt')).toBe('lower case');
       expect(readFileSync(path.join(root, 'data.txt'), 'utf8')).toBe('lower case\n');
       expect(marks.marks()).toEqual([]);
@@ -199,12 +201,12 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
         { content: 'Wrote.' },
       ]);
       // A first job's .gitattributes is merged: from now on the checkout names the driver for every file.
-      await manager.worktreeAction(await runJob(manager), 'merge');
+      await manager.parentControls.worktreeAction(await runJob(manager), 'merge');
       const id = await runJob(manager);
       // The user changed another line meanwhile: both sides changed README.md, so its merge driver is asked.
       writeFileSync(path.join(root, 'README.md'), 'one by the user\ntwo\nthree\n');
       git(root, 'commit', '-qam', 'user edit');
-      expect(await manager.worktreeAction(id, 'merge')).toContain('merged');
+      expect(await manager.parentControls.worktreeAction(id, 'merge')).toContain('merged');
       expect(readFileSync(path.join(root, 'README.md'), 'utf8')).toBe('one by the user\ntwo\nthree by the job\n');
       expect(marks.marks()).toEqual([]);
     },
@@ -224,8 +226,8 @@ describe("forkpool's git runs no driver or monitor the workspace can name", () =
       git(root, 'config', 'core.fsmonitor', path.join(root, '.git', 'monitor'));
       const manager = await managerFor(root, [write('.gitattributes', '* diff=evil\n'), write('README.md', 'changed\n'), { content: 'Wrote.' }]);
       const id = await runJob(manager);
-      expect(manager.worktree(id)?.changed?.sort()).toEqual(['A .gitattributes', 'M README.md']);
-      await manager.worktreeAction(id, 'merge');
+      expect(manager.parentControls.worktree(id)?.changed?.sort()).toEqual(['A .gitattributes', 'M README.md']);
+      await manager.parentControls.worktreeAction(id, 'merge');
       expect(marks.marks()).toEqual([]);
     },
     TIMEOUT_MS,

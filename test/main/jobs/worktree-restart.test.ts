@@ -57,7 +57,7 @@ describe('worktree jobs across a restart', () => {
       let closed: Promise<unknown> | undefined;
       const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file, () => void (closed ??= first.close({ timeoutMs: 2_000 })));
       const { id } = await first.spawnReady({ task: 'Write the notes.', label: 'writer' });
-      const tree = first.worktree(id);
+      const tree = first.parentControls.worktree(id);
       await closed;
       const sim = await startSim(cleanups, { script: [write('notes.md', 'after the restart\n'), { content: 'Wrote notes.' }] });
       const second = durableManager(sim, root, trees, file);
@@ -67,7 +67,7 @@ describe('worktree jobs across a restart', () => {
       expect(existsSync(path.join(root, 'notes.md'))).toBe(false);
       expect(readFileSync(path.join(tree?.path ?? '', 'notes.md'), 'utf8')).toBe('after the restart\n');
       expect(record.resultText).toContain(`branch ${tree?.branch}`);
-      expect(second.worktree(id)).toMatchObject({ state: 'kept', changed: ['A notes.md'] });
+      expect(second.parentControls.worktree(id)).toMatchObject({ state: 'kept', changed: ['A notes.md'] });
     },
     TIMEOUT_MS,
   );
@@ -82,7 +82,7 @@ describe('worktree jobs across a restart', () => {
       const first = durableManager(await startSim(cleanups, { script: [] }), root, trees, file, () => void (closed ??= first.close({ timeoutMs: 2_000 })));
       const { id } = await first.spawnReady({ task: 'Write the notes.', label: 'writer' });
       await closed;
-      git(root, 'worktree', 'remove', '--force', first.worktree(id)?.path ?? '');
+      git(root, 'worktree', 'remove', '--force', first.parentControls.worktree(id)?.path ?? '');
       const sim = await startSim(cleanups, { script: [write('notes.md', 'in the workspace?\n'), { content: 'Wrote notes.' }] });
       const second = durableManager(sim, root, trees, file);
       expect(second.recovery?.interrupted).toEqual([id]);
@@ -113,12 +113,12 @@ describe('worktree jobs across a restart', () => {
       );
       const again = await fresh.spawnReady({ task: 'Write other.txt.', label: 'other' });
       expect(again.id).toBe(id);
-      expect(fresh.worktree(again.id)).toMatchObject({ branch: `forkpool/${id}-2`, path: path.join(trees, `${id}-2`) });
+      expect(fresh.parentControls.worktree(again.id)).toMatchObject({ branch: `forkpool/${id}-2`, path: path.join(trees, `${id}-2`) });
       await ended(fresh, again.id);
 
       const second = durableManager(await startSim(cleanups, { script: [] }), root, trees, file);
-      expect(second.worktree(id)).toMatchObject({ state: 'kept', branch: `forkpool/${id}`, changed: ['A kept.txt'] });
-      expect(await second.worktreeAction(id, 'merge')).toContain('merged');
+      expect(second.parentControls.worktree(id)).toMatchObject({ state: 'kept', branch: `forkpool/${id}`, changed: ['A kept.txt'] });
+      expect(await second.parentControls.worktreeAction(id, 'merge')).toContain('merged');
       expect(readFileSync(path.join(root, 'kept.txt'), 'utf8')).toBe('kept\n');
       // The other run's branch is its own, untouched.
       expect(git(root, 'branch', '--list', `forkpool/${id}-2`)).not.toBe('');
@@ -156,7 +156,7 @@ describe('a child of a worktree job across a restart', () => {
       const first = open(await startSim(cleanups, { script }));
       const { id } = await first.spawnReady({ task: 'Delegate the writing.', label: 'parent', workspace: 'worktree' });
       const childId = (await ended(first, id)).children?.[0] as string;
-      const treePath = first.worktree(id)?.path as string;
+      const treePath = first.parentControls.worktree(id)?.path as string;
       await first.close({ timeoutMs: 2_000 });
 
       const second = open(await startSim(cleanups, { script: [write('again.txt', 'again\n'), { content: 'Again.' }] }));
@@ -180,16 +180,16 @@ describe('a resumed worktree job', () => {
       const manager = makeManager(config, cleanups);
       const first = manager.spawn({ task: 'Write a.txt.', label: 'writer', workspace: 'worktree' });
       await ended(manager, first.id);
-      const resumed = manager.resume(first.id, 'Now write b.txt as well.');
+      const resumed = manager.parentControls.resume(first.id, 'Now write b.txt as well.');
       const record = await ended(manager, resumed.id);
       expect(existsSync(path.join(root, 'b.txt'))).toBe(false);
-      expect(manager.worktree(resumed.id)).toMatchObject({ branch: `forkpool/${first.id}`, state: 'kept', changed: ['A a.txt', 'A b.txt'] });
+      expect(manager.parentControls.worktree(resumed.id)).toMatchObject({ branch: `forkpool/${first.id}`, state: 'kept', changed: ['A a.txt', 'A b.txt'] });
       expect(record.resultText).toContain(`branch forkpool/${first.id}`);
-      await expect(manager.worktreeAction(first.id, 'drop')).rejects.toMatchObject({
+      await expect(manager.parentControls.worktreeAction(first.id, 'drop')).rejects.toMatchObject({
         code: 'WORKTREE_ACTION_FAILED',
         message: expect.stringContaining(`went on with job ${resumed.id}`),
       });
-      expect(await manager.worktreeAction(resumed.id, 'merge')).toContain('merged');
+      expect(await manager.parentControls.worktreeAction(resumed.id, 'merge')).toContain('merged');
       expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('a\n');
       expect(readFileSync(path.join(root, 'b.txt'), 'utf8')).toBe('b\n');
     },
@@ -205,11 +205,15 @@ describe('a resumed worktree job', () => {
       const manager = makeManager(config, cleanups);
       const first = manager.spawn({ task: 'Write a.txt.', label: 'writer', workspace: 'worktree' });
       await ended(manager, first.id);
-      await manager.worktreeAction(first.id, 'merge');
-      const resumed = manager.resume(first.id, 'Now write c.txt.');
+      await manager.parentControls.worktreeAction(first.id, 'merge');
+      const resumed = manager.parentControls.resume(first.id, 'Now write c.txt.');
       await ended(manager, resumed.id);
       expect(existsSync(path.join(root, 'c.txt'))).toBe(false);
-      expect(manager.worktree(resumed.id)).toMatchObject({ branch: `forkpool/${resumed.id}`, base: git(root, 'rev-parse', 'HEAD'), changed: ['A c.txt'] });
+      expect(manager.parentControls.worktree(resumed.id)).toMatchObject({
+        branch: `forkpool/${resumed.id}`,
+        base: git(root, 'rev-parse', 'HEAD'),
+        changed: ['A c.txt'],
+      });
     },
     TIMEOUT_MS,
   );

@@ -53,7 +53,7 @@ describe("a worktree job's spawn-time git", () => {
         // Booked, and no git ran inside spawn(): no child process yet, no worktree yet.
         expect(state).toBe('queued');
         expect(watch.turnsPerChild()).toEqual([]);
-        expect(manager.worktree(id)).toBeUndefined();
+        expect(manager.parentControls.worktree(id)).toBeUndefined();
         await startedJob(manager, id);
         const turns = watch.turnsPerChild();
         // rev-parse ×3, a git-path per operation marker (5), status, show-prefix, the branch check
@@ -61,7 +61,7 @@ describe("a worktree job's spawn-time git", () => {
         // Run with spawnSync there would be no child process to see, and no turn while git works.
         expect(turns.length).toBeGreaterThanOrEqual(12);
         for (const seen of turns) expect(seen).toBeGreaterThanOrEqual(1);
-        expect(manager.worktree(id)).toMatchObject({ branch: `forkpool/${id}`, state: 'open', path: path.join(trees, id) });
+        expect(manager.parentControls.worktree(id)).toMatchObject({ branch: `forkpool/${id}`, state: 'open', path: path.join(trees, id) });
       } finally {
         watch.stop();
       }
@@ -114,7 +114,7 @@ describe("a worktree job's spawn-time git", () => {
       } finally {
         watch.stop();
       }
-      expect(manager.worktree(id)).toBeUndefined();
+      expect(manager.parentControls.worktree(id)).toBeUndefined();
     },
     TIMEOUT_MS,
   );

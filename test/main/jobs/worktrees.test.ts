@@ -70,28 +70,30 @@ describe('workspace "worktree"', () => {
       ]);
       // spawnReady resolves once the worktree is made (off the main thread).
       const { id } = await manager.spawnReady({ task: 'Add a file.', label: 'writer' });
-      const tree = manager.worktree(id);
+      const tree = manager.parentControls.worktree(id);
       expect(tree).toMatchObject({ branch: `forkpool/${id}`, base: head, state: 'open', path: path.join(dir, id) });
       const record = await ended(manager, id);
       expect(record.status).toBe('ok');
       expect(record.resultText).toContain('Wrote two files.');
       expect(record.resultText).toContain(`branch forkpool/${id}`);
       expect(record.resultText).toContain('A src/new.ts');
-      expect(manager.worktree(id)?.changed?.sort()).toEqual(['A src/new.ts', 'M README.md'].sort());
+      expect(manager.parentControls.worktree(id)?.changed?.sort()).toEqual(['A src/new.ts', 'M README.md'].sort());
       // The job wrote into its worktree, not the workspace.
       expect(existsSync(path.join(root, 'src/new.ts'))).toBe(false);
       expect(readFileSync(path.join(dir, id, 'src/new.ts'), 'utf8')).toBe('export const added = 1;\n');
       expect(git(root, 'status', '--porcelain')).toBe('');
 
-      expect(await manager.worktreeAction(id, 'keep')).toContain('Kept');
-      expect(await manager.worktreeAction(id, 'merge')).toContain('merged');
+      expect(await manager.parentControls.worktreeAction(id, 'keep')).toContain('Kept');
+      expect(await manager.parentControls.worktreeAction(id, 'merge')).toContain('merged');
       expect(readFileSync(path.join(root, 'src/new.ts'), 'utf8')).toBe('export const added = 1;\n');
       expect(readFileSync(path.join(root, 'README.md'), 'utf8')).toBe('changed\n');
       expect(git(root, 'branch', '--list', `forkpool/${id}`)).toBe('');
       expect(existsSync(path.join(dir, id))).toBe(false);
       expect(git(root, 'status', '--porcelain')).toBe('');
       // Done with: a second action is refused, as a tool error through the parent's tool.
-      await expect(worktreeTool(manager).run({ job: id, action: 'drop' }, {} as never)).rejects.toMatchObject({ code: 'WORKTREE_ACTION_FAILED' });
+      await expect(worktreeTool(manager.parentControls).run({ job: id, action: 'drop' }, {} as never)).rejects.toMatchObject({
+        code: 'WORKTREE_ACTION_FAILED',
+      });
     },
     TIMEOUT_MS,
   );
@@ -104,14 +106,14 @@ describe('workspace "worktree"', () => {
       const quiet = manager.spawn({ task: 'Look only.', label: 'reader' });
       const first = await ended(manager, quiet.id);
       expect(first.resultText).toContain('changed no file');
-      expect(manager.worktree(quiet.id)?.state).toBe('removed');
+      expect(manager.parentControls.worktree(quiet.id)?.state).toBe('removed');
       expect(existsSync(path.join(dir, quiet.id))).toBe(false);
       expect(git(root, 'branch', '--list', `forkpool/${quiet.id}`)).toBe('');
 
       const writer = manager.spawn({ task: 'Write x.', label: 'writer' });
       await ended(manager, writer.id);
       expect(git(root, 'branch', '--list', `forkpool/${writer.id}`)).not.toBe('');
-      expect(await manager.worktreeAction(writer.id, 'drop')).toContain('dropped');
+      expect(await manager.parentControls.worktreeAction(writer.id, 'drop')).toContain('dropped');
       expect(git(root, 'branch', '--list', `forkpool/${writer.id}`)).toBe('');
       expect(existsSync(path.join(dir, writer.id))).toBe(false);
       expect(existsSync(path.join(root, 'x.txt'))).toBe(false);
@@ -132,7 +134,7 @@ describe('workspace "worktree"', () => {
       const before = git(root, 'rev-parse', 'HEAD');
       let error: unknown;
       try {
-        await manager.worktreeAction(id, 'merge');
+        await manager.parentControls.worktreeAction(id, 'merge');
       } catch (caught) {
         error = caught;
       }
@@ -143,7 +145,7 @@ describe('workspace "worktree"', () => {
       expect(git(root, 'status', '--porcelain')).toBe('');
       expect(readFileSync(path.join(root, 'README.md'), 'utf8')).toBe('from the user\n');
       expect(git(root, 'branch', '--list', `forkpool/${id}`)).not.toBe('');
-      expect(manager.worktree(id)?.state).toBe('kept');
+      expect(manager.parentControls.worktree(id)?.state).toBe('kept');
     },
     TIMEOUT_MS,
   );
@@ -162,7 +164,7 @@ describe('workspace "worktree"', () => {
       // The spawn tool's own argument: shared needs no repository.
       const shared = manager.spawn({ task: 'Answer.', label: 'shared', workspace: 'shared' });
       expect((await ended(manager, shared.id)).resultText).toBe('shared answer');
-      expect(manager.worktree(shared.id)).toBeUndefined();
+      expect(manager.parentControls.worktree(shared.id)).toBeUndefined();
 
       const dirty = await repo();
       writeFileSync(path.join(dirty, 'README.md'), 'uncommitted\n');
@@ -244,7 +246,7 @@ describe('workspace "worktree"', () => {
       expect(readFileSync(path.join(root, '.git', 'config'), 'utf8')).toBe(configBefore);
       // Its own .git file still points where git put it, and only its legitimate file is a change.
       expect(readFileSync(path.join(dir, id, '.git'), 'utf8')).toBe(`gitdir: ${path.join(root, '.git', 'worktrees', id)}\n`);
-      expect(manager.worktree(id)?.changed).toEqual(['A ok.txt']);
+      expect(manager.parentControls.worktree(id)?.changed).toEqual(['A ok.txt']);
       expect(record.resultText).toContain('1 file(s) changed: A ok.txt');
     },
     TIMEOUT_MS,
@@ -264,11 +266,11 @@ describe('workspace "worktree" and restarts', () => {
       ]);
       const { id } = manager.spawn({ task: 'Write files.', label: 'twice' });
       await ended(manager, id);
-      expect(manager.worktree(id)?.changed).toEqual(['A one.txt']);
+      expect(manager.parentControls.worktree(id)?.changed).toEqual(['A one.txt']);
       manager.restart(id);
       const again = await ended(manager, id);
       expect(again.resultText).toContain('Second run.');
-      expect(manager.worktree(id)?.changed).toEqual(['A one.txt', 'A two.txt']);
+      expect(manager.parentControls.worktree(id)?.changed).toEqual(['A one.txt', 'A two.txt']);
       expect(git(root, 'status', '--porcelain')).toBe('');
     },
     TIMEOUT_MS,
@@ -296,8 +298,8 @@ describe('workspace "worktree" and nesting', () => {
       const record = await ended(manager, id);
       expect(record.children).toHaveLength(1);
       expect(existsSync(path.join(root, 'child.txt'))).toBe(false);
-      expect(manager.worktree(id)?.changed).toEqual(['A child.txt']);
-      expect(manager.worktree(record.children?.[0] ?? '')).toBeUndefined();
+      expect(manager.parentControls.worktree(id)?.changed).toEqual(['A child.txt']);
+      expect(manager.parentControls.worktree(record.children?.[0] ?? '')).toBeUndefined();
     },
     TIMEOUT_MS,
   );

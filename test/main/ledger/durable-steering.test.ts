@@ -84,7 +84,7 @@ describe('messages to jobs across kill -9 and resume', () => {
     cleanup.add(() => session.close({ timeoutMs: 2_000 }));
     expect(session.manager.recovery).toMatchObject({ rerun: [a], requeued: [b] });
     // Sent after the restart, before its job starts: numbered after the kept ones (no clash on disk).
-    expect(session.manager.send(b as string, M4)).toMatchObject({ message: 2, delivery: 'kept' });
+    expect(session.manager.parentControls.send(b as string, M4)).toMatchObject({ message: 2, delivery: 'kept' });
     const [first, second] = await Promise.all([session.manager.result(a as string), session.manager.result(b as string)]);
 
     const after = sim.requests.slice(before);
@@ -126,11 +126,11 @@ describe('messages to jobs across kill -9 and resume', () => {
     await waitFor(() => proxy.held() === 1, 'the first job mid-call, the second queued');
 
     db.pragma('query_only = ON');
-    expect(() => manager.send(second.id, 'Lost if accepted now.')).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
+    expect(() => manager.parentControls.send(second.id, 'Lost if accepted now.')).toThrow(expect.objectContaining({ code: 'LEDGER_WRITE_FAILED' }));
     expect(manager.get(second.id)?.messages).toBeUndefined();
     expect(failures).toEqual(['SQLITE_READONLY']);
     db.pragma('query_only = OFF');
-    expect(manager.send(second.id, 'Taken once the disk works.')).toMatchObject({ message: 1, delivery: 'kept' });
+    expect(manager.parentControls.send(second.id, 'Taken once the disk works.')).toMatchObject({ message: 1, delivery: 'kept' });
     proxy.release();
     await ended(manager, first.id);
     const record = await ended(manager, second.id);

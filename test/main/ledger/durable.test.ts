@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../src/main/session/agent-session.js';
-import { BackgroundManager } from '../../../src/main/jobs/manager.js';
+import { BackgroundManager, engineOf } from '../../../src/main/jobs/manager.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import { FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
@@ -201,7 +201,7 @@ describe('durable ledger', () => {
     const sim = await startSim(cleanup);
     const manager = watchManager(new BackgroundManager({ config: durableConfig(sim, await makeWorkspace(cleanup), file), store: store.jobs('s') }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    expect(manager.completeAttempt(id, 2, okEnding('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
+    expect(engineOf(manager).completeAttempt(id, 2, okEnding('second'))).toMatchObject({ accepted: false, reason: 'duplicate' });
     expect(manager.get(id)?.resultText).toBe('first');
   });
 

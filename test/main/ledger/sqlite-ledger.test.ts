@@ -29,7 +29,7 @@ function pragma(file: string, name: string): unknown {
 describe('the durable ledger on node:sqlite', () => {
   const cleanup = useCleanup();
 
-  it('opens a ledger written by the old store: migrated to schema 5 (user_version), its session and its jobs read back, its fan-out resumed without running again', async () => {
+  it('opens a ledger written by the old store: migrated to schema 6 (user_version), its session and its jobs read back, its fan-out resumed without running again', async () => {
     const dir = tempWorkspace({}, cleanup);
     const file = path.join(dir, 'old.db');
     copyFileSync(OLD_LEDGER, file);
@@ -54,11 +54,11 @@ describe('the durable ledger on node:sqlite', () => {
     } finally {
       store.close();
     }
-    expect(pragma(file, 'user_version')).toBe(5);
+    expect(pragma(file, 'user_version')).toBe(6);
     expect(pragma(file, 'journal_mode')).toBe('wal');
     // The old store's version row says 5 now: a forkpool of schema 1 refuses the file.
     const db = new SqliteDatabase(file);
-    expect(db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '5' });
+    expect(db.prepare("SELECT value FROM meta WHERE key = 'schema'").get()).toEqual({ value: '6' });
     db.close();
 
     const workspace = path.join(dir, 'ws');
@@ -76,23 +76,23 @@ describe('the durable ledger on node:sqlite', () => {
     ]);
   });
 
-  it('a new ledger: WAL, user_version 5; reopened, it stays 5', () => {
+  it('a new ledger: WAL, user_version 6; reopened, it stays 6', () => {
     const file = ledgerFile(cleanup, 'new.db');
     openSqliteLedger(file).close();
-    expect(pragma(file, 'user_version')).toBe(5);
+    expect(pragma(file, 'user_version')).toBe(6);
     expect(pragma(file, 'journal_mode')).toBe('wal');
     openSqliteLedger(file).close();
-    expect(pragma(file, 'user_version')).toBe(5);
+    expect(pragma(file, 'user_version')).toBe(6);
   });
 
   it('refuses a ledger of a newer schema with a ConfigError naming ledger.path', () => {
     const file = ledgerFile(cleanup, 'future.db');
     openSqliteLedger(file).close();
     const db = new SqliteDatabase(file);
-    db.exec('PRAGMA user_version = 6');
+    db.exec('PRAGMA user_version = 7');
     db.close();
     expect(() => openSqliteLedger(file)).toThrow(ConfigError);
-    expect(() => openSqliteLedger(file)).toThrow(/ledger\.path.*of schema 6 \(written by a newer forkpool\)/s);
+    expect(() => openSqliteLedger(file)).toThrow(/ledger\.path.*of schema 7 \(written by a newer forkpool\)/s);
   });
 
   it('prints no SQLite ExperimentalWarning, and every other warning still', () => {

@@ -193,7 +193,7 @@ describe("a spawn's own spec from the library", () => {
     const first = manager.spawn({ task: RESEARCH_TASK, label: 'first', systemPrompt: PROMPT, tools: ['grep', 'read_file'], model: 'cheap-model' });
     expect((await ended(manager, first.id)).status).toBe('ok');
     const instruction = 'Now say which function computes the delay.';
-    const resumed = manager.resume(first.id, instruction);
+    const resumed = manager.parentControls.resume(first.id, instruction);
     expect((await ended(manager, resumed.id)).status).toBe('ok');
     const after = sim.requests.filter((r) => JSON.stringify(r.body.messages).includes(instruction));
     expect(after.length).toBeGreaterThan(0);
