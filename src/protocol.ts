@@ -18,7 +18,8 @@ export type { StoredTranscript } from './main/jobs/transcripts.js';
 // Configuration: its schema, defaults and the names it accepts.
 export { configSchema, parseConfig, EXECUTOR_KINDS, type BackgroundConfig, type ToolLimits } from './shared/config.js';
 export { CONFIG_FILE_NAME } from './main/setup/config-load.js';
-export { DEFAULTS, BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/defaults.js';
+export { DEFAULTS } from './shared/defaults.js';
+export { BUILTIN_TOOL_NAMES, type BuiltinToolName } from './shared/fixed-limits.js';
 export { TOOL_NAME_PATTERN } from './shared/tool-contract.js';
 export { HOOK_EVENTS, type CommandHook, type HooksConfig } from './shared/hooks.js';
 export { APPROVAL_ANSWERERS } from './shared/approvals.js';

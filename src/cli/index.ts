@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { FANOUT_MAX_CONSECUTIVE_FAILURES, GATED_TOOLS } from '../shared/defaults.js';
+import { FANOUT_MAX_CONSECUTIVE_FAILURES } from '../shared/defaults.js';
+import { GATED_TOOLS } from '../shared/fixed-limits.js';
 import { completionCommand, SHELLS } from './completion.js';
 import { EXIT, parseIntFlag, parsePositiveNumber, errorJsonLine, reportError, reportErrorsAsJson } from './exit.js';
 import { flushCliTracing } from './tracing.js';

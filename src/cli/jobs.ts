@@ -5,7 +5,7 @@
  * ledger is only read: no lease is taken, so it works beside the process that writes it.
  */
 import { existsSync } from 'node:fs';
-import { TRANSCRIPT_LIMITS } from '../shared/defaults.js';
+import { TRANSCRIPT_LIMITS } from '../shared/fixed-limits.js';
 import { escapeForTerminal, jsonForTerminal } from '../shared/terminal-text.js';
 import type { JobRecord } from '../main/ledger/job-record.js';
 import { openSqliteLedger } from '../main/ledger/sqlite-store.js';

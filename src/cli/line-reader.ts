@@ -1,6 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
+import { FANOUT_LINE_MAX_BYTES } from '../shared/fixed-limits.js';
 import { UsageError } from './exit.js';
 
 /**

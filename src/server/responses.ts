@@ -1,6 +1,6 @@
 import { WORKTREE_STATES } from '../main/jobs/worktrees.js';
 import { z } from 'zod';
-import { WAIT_LIMITS } from '../shared/defaults.js';
+import { WAIT_LIMITS } from '../shared/fixed-limits.js';
 import { JOB_ROLES } from '../shared/protocol.js';
 import { BUDGET_NAMES, budgetLimitsSchema } from '../shared/budget.js';
 import { STOP_REASONS } from '../shared/loop-events.js';
@@ -18,7 +18,7 @@ import { ENDED_BY, JOB_STATES, JOB_STATUSES, SPECULATION_STATES } from '../main/
 /** The named schemas: each is `#/components/schemas/<id>` in the document, a named type in a generated client. */
 export const responseSchemas = z.registry<{ id: string }>();
 
-function named<T extends z.ZodType>(id: string, schema: T): T {
+export function named<T extends z.ZodType>(id: string, schema: T): T {
   responseSchemas.add(schema, { id });
   return schema;
 }
@@ -54,7 +54,7 @@ export const usageSchema = named(
     cacheWriteTokens: z.number().optional().describe("Of promptTokens, those written to the provider's prompt cache (Anthropic)."),
   }),
 );
-const usageByModel = z.record(z.string(), usageSchema).describe('Usage keyed by model name.');
+export const usageByModel = z.record(z.string(), usageSchema).describe('Usage keyed by model name.');
 
 export interface SerializedErrorBody {
   name: string;
@@ -68,7 +68,7 @@ export interface SerializedErrorBody {
 }
 
 /** An error with its cause chain (stacks only under `errorDetail: "debug"`). */
-const serializedError: z.ZodType<SerializedErrorBody> = named(
+export const serializedError: z.ZodType<SerializedErrorBody> = named(
   'SerializedError',
   z.object({
     name: z.string(),
@@ -333,55 +333,6 @@ export const waitOutcomeBody = named(
   z.object({ timedOut: z.boolean(), waitedMs: z.number(), ended: z.array(waitEndedSchema), running: z.array(jobSummarySchema) }),
 );
 
-// --- A job's transcript (GET /v1/jobs/{id}/transcript; src/main/jobs/transcripts.ts) ---------
-const stepBase = { n: z.number().int().describe('Counts from 1 over the job; a gap: steps the cap left out.'), at: z.number().describe('Epoch ms.') };
-
-/** One step of a transcript: a model turn, a tool result, or a note (a retry, a loop warning...). */
-export const transcriptStepShape = named(
-  'TranscriptStep',
-  z.discriminatedUnion('kind', [
-    z.object({
-      ...stepBase,
-      kind: z.literal('model'),
-      iteration: z.number().int(),
-      model: z.string(),
-      ms: z.number().optional().describe("The call's time, retries included."),
-      promptTokens: z.number(),
-      completionTokens: z.number(),
-      text: z.string().optional().describe('What the model said (redacted, head and tail).'),
-      calls: z.array(z.object({ callId: z.string(), name: z.string(), args: z.string().describe('As the model wrote them (redacted, head and tail).') })),
-      callsOmitted: z.number().int().optional().describe("This turn's calls past the step's cap (20,000 characters of calls): counted, not kept."),
-    }),
-    z.object({
-      ...stepBase,
-      kind: z.literal('tool'),
-      callId: z.string(),
-      name: z.string(),
-      ok: z.boolean(),
-      ms: z.number(),
-      chars: z.number().describe('The whole result the model read.'),
-      output: z.string().describe('Its head and tail (redacted; the cut is marked).'),
-    }),
-    z.object({ ...stepBase, kind: z.literal('note'), text: z.string() }),
-  ]),
-);
-
-export const transcriptPageShape = named(
-  'TranscriptPage',
-  z.object({
-    jobId: z.string(),
-    branch: z.string().optional().describe("Its place in the agent tree (the record's `branch`), when the record has one."),
-    total: z.number().int().describe('Steps the job ever had.'),
-    omitted: z.number().int().describe('Of them, left out by the per-job cap.'),
-    offset: z.number().int(),
-    kept: z.number().int().describe('Steps kept; page through them with offset.'),
-    next: z.number().int().nullable().describe('The offset of the next page; null on the last.'),
-    dropped: z.boolean().describe("Retention dropped the job's result, and its transcript with it."),
-    steps: z.array(transcriptStepShape),
-  }),
-);
-// --- end of the transcript's schemas -----------------------------------------------------------
-
 export const resumedBody = named('JobResumed', jobHandleSchema.extend({ resumedFrom: z.string() }));
 export const restartedBody = named('JobRestarted', jobHandleSchema.extend({ restarted: z.enum(['stopping', 'requeued']) }));
 
@@ -407,25 +358,6 @@ export const worktreeBody = named(
   }),
 );
 export const worktreeActedBody = named('JobWorktreeActed', z.object({ message: z.string(), worktree: worktreeBody }));
-
-export const sessionCreatedBody = named('SessionCreated', z.object({ id: z.string() }));
-export const sessionBody = named('Session', z.object({ id: z.string(), turns: z.number(), busy: z.boolean(), jobs: z.array(jobSummarySchema) }));
-
-/** One line of a turn's NDJSON stream: its events as they happen, then its result (or an error). */
-export const sessionTurnLine = named(
-  'SessionTurnLine',
-  z.discriminatedUnion('type', [
-    z.object({
-      type: z.literal('parent'),
-      event: z.looseObject({ type: z.enum(['turn_start', 'loop', 'turn_end']), turn: z.number() }).describe('A parent event (docs/server.md).'),
-    }),
-    z.object({
-      type: z.literal('result'),
-      result: z.object({ turn: z.number(), answer: z.string(), stopReason: z.enum(STOP_REASONS), usage: usageByModel, error: serializedError.optional() }),
-    }),
-    z.object({ type: z.literal('error'), error: serializedError }),
-  ]),
-);
 
 export const healthBody = named(
   'Health',

@@ -5,7 +5,7 @@ import { budgetLimitsSchema } from '../shared/budget.js';
 import { spawnSpecInputFields } from '../shared/spawn-spec.js';
 import { JOB_STATES, JOB_STATUSES } from '../main/ledger/job-record.js';
 import { WAIT_MODES } from '../main/jobs/waits.js';
-import { TRANSCRIPT_LIMITS, WAIT_LIMITS } from '../shared/defaults.js';
+import { TRANSCRIPT_LIMITS, WAIT_LIMITS } from '../shared/fixed-limits.js';
 import { WORKSPACE_MODES, WORKTREE_ACTIONS } from '../main/jobs/worktrees.js';
 import { JOB_SORTS, JOB_WAITS } from './job-list.js';
 

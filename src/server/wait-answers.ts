@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { WaitOutcome } from '../main/jobs/waits.js';
 import type { JobRecord } from '../main/ledger/ledger.js';
-import { WAIT_LIMITS } from '../shared/defaults.js';
+import { WAIT_LIMITS } from '../shared/fixed-limits.js';
 import { jobDetail, jobSummary } from './job-view.js';
 import type { JobDetailBody, WaitEndedBody } from './responses.js';
 import type { ServerState } from './server-state.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { configForAgent } from './agents.js';
 import type { ForkpoolConfig } from './config.js';
 import { MAX_TIMER_MS } from './config-schema.js';
-import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './defaults.js';
+import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './fixed-limits.js';
 import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';
 import { ACTIVE_SCHEDULERS, resolveScheduler, type ActiveScheduler } from './scheduler.js';

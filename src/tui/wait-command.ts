@@ -1,4 +1,4 @@
-import { WAIT_LIMITS } from '../shared/defaults.js';
+import { WAIT_LIMITS } from '../shared/fixed-limits.js';
 import { errorMessage } from '../shared/errors.js';
 import { jobLine, oneLine } from '../main/views/terminal-lines.js';
 import type { BackgroundManager } from '../main/jobs/manager.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { checkSandbox } from '../../src/shared/tools/bwrap.js';
-import { BUILTIN_TOOL_NAMES } from '../../src/shared/defaults.js';
+import { BUILTIN_TOOL_NAMES } from '../../src/shared/fixed-limits.js';
 import { skipWithoutBwrap, callTool, waitFor, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from '../helpers/index.js';
 
 let ws: string;

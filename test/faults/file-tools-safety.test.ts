@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
 import { AbortError, ConfigError } from '../../src/shared/errors.js';
 import { editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, resolveWorkspaceRoot, writeFileTool } from '../../src/shared/tools/index.js';
-import { pseudoFsDevices } from '../../src/shared/tools/safe-fs.js';
+import { pseudoFsDevices } from '../../src/shared/tools/pseudo-fs.js';
 import { walkFiles } from '../../src/shared/tools/walk.js';
 import { callTool, toolContext, toolError } from '../helpers/index.js';
 

@@ -5,7 +5,7 @@
  * never in the body.
  */
 import { describe, expect, it } from 'vitest';
-import { transcriptPageShape } from '../../src/server/responses.js';
+import { transcriptPageShape } from '../../src/server/transcript-responses.js';
 import { ended, tempWorkspace, useCleanup } from '../helpers/index.js';
 import { startTestServer } from '../helpers/server.js';
 

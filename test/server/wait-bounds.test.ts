@@ -7,7 +7,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { WAIT_LIMITS } from '../../src/shared/defaults.js';
+import { WAIT_LIMITS } from '../../src/shared/fixed-limits.js';
 import { WaitAnswers } from '../../src/server/wait-answers.js';
 import { ended, makeConfig, makeManager, makeWorkspace, startHoldingProxy, startSim, tempWorkspace, testConfig, useCleanup } from '../helpers/index.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';

@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { steppedDeadline } from '../../src/shared/abort.js';
-import { TIMINGS } from '../../src/shared/defaults.js';
+import { TIMINGS } from '../../src/shared/fixed-limits.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
 import { callTool, tempWorkspace, toolContext, toolError, useCleanup } from '../helpers/index.js';
 

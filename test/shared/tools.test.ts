@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolLimits } from '../../src/shared/config.js';
-import { BUILTIN_TOOL_NAMES, DEFAULTS, GATED_TOOLS } from '../../src/shared/defaults.js';
+import { DEFAULTS } from '../../src/shared/defaults.js';
+import { BUILTIN_TOOL_NAMES, GATED_TOOLS } from '../../src/shared/fixed-limits.js';
 import { AbortError, ConfigError, ToolError } from '../../src/shared/errors.js';
 import {
   BUILTIN_TOOLS,

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { Attempt, type AttemptEnd } from '../executors/attempt.js';
 import { PiscinaExecutor } from '../executors/piscina-executor.js';
 import { realScheduler } from '../executors/scheduler.js';
-import { JobError, serializeError } from '../../shared/errors.js';
+import { JobError } from '../../shared/errors.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import type { JobSpec, StopRequest, WorkerMessage } from '../../shared/protocol.js';
 import type { StopReason } from '../../shared/loop-events.js';
@@ -30,6 +30,7 @@ import { RequestCache, RequestUnavailable } from './request-cache.js';
 import { closeClient, redisClient } from './redis.js';
 import { FINISHED_JOB_AGE_S, controlMessageSchema, redisNames, type RemoteEnd, type RemoteEvent, type RemoteJobData, type RunResult } from './wire.js';
 import { approvalModeFor, REMOTE_APPROVALS_REASON } from '../../shared/approvals.js';
+import { cancelledBeforeStart, refused, remoteEnd } from './run-ends.js';
 
 export interface ForkpoolWorkerOptions {
   redisUrl: string;
@@ -385,30 +386,4 @@ export class ForkpoolWorker {
     live.attempt.stopRequest ??= 'close';
     live.attempt.hardStop();
   }
-}
-
-/**
- * `stopRequest`: why this worker stopped the run, if it did. A run it stopped for its own
- * timeout says so, or the main process (whose timer started later) would call it a failure.
- */
-function remoteEnd(end: AttemptEnd, stopRequest: StopRequest | undefined): RemoteEnd {
-  if (end.kind === 'done') {
-    const stopped = stopRequest !== undefined && end.outcome.stopReason !== 'final';
-    return { kind: 'done', outcome: stopped ? { ...end.outcome, stoppedBy: stopRequest } : end.outcome };
-  }
-  if (end.kind === 'lost') return { kind: 'lost', error: serializeError(end.error) };
-  if (end.kind === 'protocol') return { kind: 'protocol', error: serializeError(end.error) };
-  return {
-    kind: 'protocol',
-    error: serializeError(new JobError('PROTOCOL_INVALID', '-', 'the job waited for children, which the bullmq executor does not run')),
-  };
-}
-
-function refused(error: unknown) {
-  return { stopReason: 'error' as const, text: '', usage: {}, iterations: 0, error: serializeError(error) };
-}
-
-function cancelledBeforeStart(jobId: string) {
-  const error = serializeError(new JobError('JOB_CANCELLED', jobId, 'cancelled before a worker started it'));
-  return { stopReason: 'aborted' as const, text: '', usage: {}, iterations: 0, error };
 }

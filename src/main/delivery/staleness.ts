@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { STALE_CHECK_LIMITS } from '../../shared/defaults.js';
+import { STALE_CHECK_LIMITS } from '../../shared/fixed-limits.js';
 import type { FileRead } from '../../shared/protocol.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import { HASH_MAX_BYTES } from '../../shared/tools/file-reads.js';

@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import { TIMINGS, workerHeapMb } from '../../shared/defaults.js';
+import { workerHeapMb } from '../../shared/defaults.js';
+import { TIMINGS } from '../../shared/fixed-limits.js';
 import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { ThreadLinks, type LinkedPort } from './thread-links.js';

@@ -1,5 +1,5 @@
 import { Tinypool } from 'tinypool';
-import { TIMINGS } from '../../shared/defaults.js';
+import { TIMINGS } from '../../shared/fixed-limits.js';
 import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';

@@ -1,6 +1,6 @@
 import { configForAgent } from '../../shared/agents.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
-import { GATED_TOOLS } from '../../shared/defaults.js';
+import { GATED_TOOLS } from '../../shared/fixed-limits.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { SpawnRequest } from './manager-api.js';
 

@@ -26,7 +26,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { WORKTREE_LIMITS } from '../../shared/defaults.js';
+import { WORKTREE_LIMITS } from '../../shared/fixed-limits.js';
 
 export interface GitRun {
   ok: boolean;

@@ -1,4 +1,4 @@
-import { WORKTREE_LIMITS } from '../../shared/defaults.js';
+import { WORKTREE_LIMITS } from '../../shared/fixed-limits.js';
 import { existsSync } from 'node:fs';
 import { JobError } from '../../shared/errors.js';
 import {

@@ -1,5 +1,5 @@
 import { configForAgent, maxDepthFor } from '../../shared/agents.js';
-import { BUILTIN_TOOL_NAMES } from '../../shared/defaults.js';
+import { BUILTIN_TOOL_NAMES } from '../../shared/fixed-limits.js';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
 import type { ChildSpawnRequest, JobSpec, ResumeState } from '../../shared/protocol.js';

@@ -7,7 +7,7 @@
  * when its agent can write files or run commands (never re-run silently).
  */
 import type { ForkpoolConfig } from '../../shared/config.js';
-import { GATED_TOOLS } from '../../shared/defaults.js';
+import { GATED_TOOLS } from '../../shared/fixed-limits.js';
 import { JobError, serializeError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import type { DeliveryLedger, JobEnding, JobRecord } from '../ledger/ledger.js';

@@ -1,5 +1,5 @@
 import { settlesWithin } from '../../shared/abort.js';
-import { TIMINGS } from '../../shared/defaults.js';
+import { TIMINGS } from '../../shared/fixed-limits.js';
 import { JobError } from '../../shared/errors.js';
 import type { Attempt } from '../executors/attempt.js';
 import type { CloseReport } from './manager-api.js';

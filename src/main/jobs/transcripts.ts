@@ -1,6 +1,6 @@
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { retryLine } from '../../shared/model-errors.js';
-import { TRANSCRIPT_LIMITS } from '../../shared/defaults.js';
+import { TRANSCRIPT_LIMITS } from '../../shared/fixed-limits.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import { capHeadTail } from '../../shared/text-budget.js';
 import { redactionSecrets } from '../../shared/tools/host-secrets.js';

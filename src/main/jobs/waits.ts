@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AbortError, JobError } from '../../shared/errors.js';
-import { WAIT_LIMITS } from '../../shared/defaults.js';
+import { WAIT_LIMITS } from '../../shared/fixed-limits.js';
 import type { JobRecord } from '../ledger/ledger.js';
 
 export const WAIT_MODES = ['all', 'any'] as const;

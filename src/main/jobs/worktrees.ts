@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { WORKTREE_LIMITS } from '../../shared/defaults.js';
+import { WORKTREE_LIMITS } from '../../shared/fixed-limits.js';
 import { JobError } from '../../shared/errors.js';
 import { git as leashedGit, type GitRun } from './git-leash.js';
 

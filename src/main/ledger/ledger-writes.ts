@@ -11,7 +11,7 @@
  * Either way the failure is reported once per degraded spell (then counted), and the end of the
  * spell is reported too. Nothing here throws anything but the typed error of a strict write.
  */
-import { TIMINGS } from '../../shared/defaults.js';
+import { TIMINGS } from '../../shared/fixed-limits.js';
 import { LedgerWriteError, serializeError, type SerializedError } from '../../shared/errors.js';
 import type { JobStore } from './ledger-store.js';
 import type { JobRecord } from './job-record.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ForkpoolConfig } from '../../shared/config.js';
-import { WAIT_LIMITS } from '../../shared/defaults.js';
+import { WAIT_LIMITS } from '../../shared/fixed-limits.js';
 import { AbortError, ToolError } from '../../shared/errors.js';
 import type { ToolDefinition } from '../../shared/tools/types.js';
 import type { Deliveries } from '../delivery/deliveries.js';

@@ -4,7 +4,8 @@ import { errorForRecord } from '../../shared/error-detail.js';
 import { errorMessage, serializeError, type SerializedError } from '../../shared/errors.js';
 import { jobSummary } from '../job-view.js';
 import { createSessionBody, messageBody, sessionIdParams } from '../schemas.js';
-import { errorBody, sessionBody, sessionCreatedBody, sessionTurnLine } from '../responses.js';
+import { errorBody } from '../responses.js';
+import { sessionBody, sessionCreatedBody, sessionTurnLine } from '../session-responses.js';
 import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { jobIdParams, transcriptQuery } from '../schemas.js';
-import { errorBody, transcriptPageShape } from '../responses.js';
+import { errorBody } from '../responses.js';
+import { transcriptPageShape } from '../transcript-responses.js';
 import { serve, type RouteDoc } from '../route-spec.js';
 import type { ServerState } from '../server-state.js';
 

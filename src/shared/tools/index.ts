@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BuiltinToolName } from '../defaults.js';
+import type { BuiltinToolName } from '../fixed-limits.js';
 import { bashTool } from './bash.js';
 import { codeOutlineTool } from './code-outline.js';
 import { editFileTool } from './edit-file.js';

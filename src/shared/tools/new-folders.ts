@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { lstat, open, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { WRITE_PATH_LIMITS } from '../defaults.js';
+import { WRITE_PATH_LIMITS } from '../fixed-limits.js';
 import { ToolError } from '../errors.js';
 import { atPath } from './proc-fd.js';
 

@@ -2,7 +2,7 @@ import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { steppedDeadline, type SteppedDeadline } from '../abort.js';
-import { TIMINGS } from '../defaults.js';
+import { TIMINGS } from '../fixed-limits.js';
 import { AbortError, ToolError } from '../errors.js';
 import { capHeadTail } from '../text-budget.js';
 import type { ToolLimits } from '../config.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { JobTranscripts } from '../../../src/main/jobs/transcripts.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { stepHeadLine } from '../../../src/main/views/transcript-lines.js';
-import { TRANSCRIPT_LIMITS } from '../../../src/shared/defaults.js';
+import { TRANSCRIPT_LIMITS } from '../../../src/shared/fixed-limits.js';
 import type { LoopEvent } from '../../../src/shared/loop-events.js';
 import { ended, makeConfig, makeManager, makeWorkspace, startSim, toolMessagesOf, useCleanup } from '../../helpers/index.js';
 

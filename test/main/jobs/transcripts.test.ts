@@ -11,7 +11,7 @@ import { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { JobTranscripts } from '../../../src/main/jobs/transcripts.js';
 import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
-import { TRANSCRIPT_LIMITS } from '../../../src/shared/defaults.js';
+import { TRANSCRIPT_LIMITS } from '../../../src/shared/fixed-limits.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { drainedIds, ended, ledgerFile, makeConfig, makeWorkspace, RawDatabase, startSim, useCleanup, watchManager } from '../../helpers/index.js';

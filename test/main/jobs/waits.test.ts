@@ -5,7 +5,7 @@
  * refused before anything waits. No wait leaves a listener behind, and none delivers anything.
  */
 import { describe, expect, it } from 'vitest';
-import { WAIT_LIMITS } from '../../../src/shared/defaults.js';
+import { WAIT_LIMITS } from '../../../src/shared/fixed-limits.js';
 import { ForkpoolError } from '../../../src/shared/errors.js';
 import type { BackgroundManager } from '../../../src/main/jobs/manager.js';
 import { RESEARCH_TASK, ended, fixtureExecutor, makeConfig, makeManager, makeWorkspace, startSim, startedJob, useCleanup } from '../../helpers/index.js';
