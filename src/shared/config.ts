@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { AGENT_NAME_EXPECTED, configSchema, type ForkpoolConfig } from './config-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
-import { isSchedulerName } from './scheduler.js';
+import { isSchedulerName } from './scheduler-names.js';
 import { assertKeyForEndpoint } from './endpoint-key.js';
 import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
 import { ledgerInWorkspaceIssue } from './ledger-path.js';

@@ -1,77 +1,32 @@
 import OpenAI from 'openai';
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
 import { AbortError, ForkpoolError, TimeoutError } from './errors.js';
-import { usageFromApi, type Usage } from './usage.js';
+import { usageFromApi } from './usage.js';
 import { abortableSleep, linkedAbort } from './abort.js';
 import { modelBaseUrl, type ForkpoolConfig } from './config.js';
 import { redactSecrets } from './tools/secrets.js';
 import { DEFAULTS } from './defaults.js';
 import { readEventStream } from './sse-reader.js';
 import { StreamAssembler, maxEventChars, responseTooLarge } from './stream-assembler.js';
-import type { ConnectionSlots } from './connection-slots.js';
 import { anthropicOnce } from './wires/anthropic.js';
 import { chatMessages } from './wires/history.js';
 import { responsesRequestOnce, responsesStreamOnce } from './wires/responses.js';
 import { isReasoningModel, temperatureField } from './wires/sampling.js';
 import { RequestClock, firstByteError } from './request-clock.js';
 import { describeConnectionError, endpointHost, httpErrorHint, requestUrlForHumans, type RequestFacts } from './model-errors.js';
+import type { ModelReply, RateGate, GateTicket, ModelCallOptions, ModelCallConfig, RequestOutcome } from './model-types.js';
 
-/** What one model call produced, whether streamed or not. */
-export interface ModelReply {
-  content: string;
-  toolCalls: ChatCompletionMessageFunctionToolCall[];
-  finishReason: string | null;
-  usage: Usage;
-  model: string;
-  /**
-   * `performance.now()` when the response headers came: time to first byte is the endpoint's
-   * latency (its queueing), without the time this thread took to read the rest.
-   */
-  headersAt?: number;
-  /** The Responses wire's reasoning items, sent back with the job's next request (wires/history.ts). */
-  reasoningItems?: unknown[];
-  /** The Anthropic wire's `thinking` / `redacted_thinking` blocks, sent back unchanged the same way. */
-  thinkingBlocks?: unknown[];
-}
-
-/**
- * The simple gate: after a 429 with Retry-After, every request waits, not only the one that saw
- * it. {@link SharedRateGate} shares one across the threads of an executor.
- */
-export interface PauseGate {
-  /** Resolves when requests may be sent again. */
-  wait(signal: AbortSignal): Promise<void>;
-  /** Nobody sends before `Date.now() + ms`. */
-  pauseFor(ms: number): void;
-}
-
-/** How one request through a gate ended, reported to the gate exactly once. */
-export type RequestOutcome =
-  /** `latencyMs`: from sending to the response headers (streamed) or the whole response. */
-  | { kind: 'ok'; latencyMs: number }
-  /** The endpoint said it is overloaded: 429 or 503. */
-  | { kind: 'overloaded'; status: number; latencyMs: number; retryAfterMs?: number }
-  /** Any other failure (another status, a transport error, a timeout). */
-  | { kind: 'failed'; latencyMs: number; retryAfterMs?: number }
-  /** Given up before an answer (an abort), or never sent. */
-  | { kind: 'abandoned' };
-
-/** An admitted request's slot: `settle` gives it back and says how the request went. */
-export interface GateTicket {
-  settle(outcome: RequestOutcome): void;
-}
-
-/**
- * A gate that counts requests in flight (adaptive concurrency, src/main/request-gate.ts):
- * each request is admitted, holds a slot, and gives it back with its outcome.
- */
-export interface AdmissionGate {
-  /** Resolves when this request may be sent; rejects with an AbortError if `signal` aborts first. */
-  admit(signal: AbortSignal): Promise<GateTicket>;
-}
-
-/** What a model call waits on before each request (the seam for other limiters, e.g. cluster-wide). */
-export type RateGate = PauseGate | AdmissionGate;
+export type {
+  ModelReply,
+  PauseGate,
+  RequestOutcome,
+  GateTicket,
+  AdmissionGate,
+  RateGate,
+  RetryEvent,
+  ModelCallConfig,
+  ModelCallOptions,
+} from './model-types.js';
 
 /** Waits at `gate` and returns the ticket to settle once the request has ended. */
 export async function admitRequest(gate: RateGate | undefined, signal: AbortSignal): Promise<GateTicket | undefined> {
@@ -90,29 +45,6 @@ function outcomeOfFailure(verdict: Pick<Verdict, 'status' | 'retryAfterMs'>, lat
   const retryAfter = verdict.retryAfterMs !== undefined ? { retryAfterMs: verdict.retryAfterMs } : {};
   if (verdict.status === 429 || verdict.status === 503) return { kind: 'overloaded', status: verdict.status, latencyMs, ...retryAfter };
   return { kind: 'failed', latencyMs, ...retryAfter };
-}
-
-/**
- * A retry about to wait: `attempt` of `maxRetries`, the HTTP `status` when there was one, the
- * endpoint's `host` (for `rate limited by <host>, retrying in 15 s (2/4)`, see retryLine).
- */
-export type RetryEvent = { attempt: number; delayMs: number; reason: string; status?: number; host?: string; maxRetries?: number };
-
-export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'stream' | 'streamIdleTimeoutMs' | 'maxRetries' | 'requestTimeoutMs'> &
-  Partial<Pick<ForkpoolConfig, 'maxResponseChars' | 'api' | 'maxTokens' | 'firstByteTimeoutMs' | 'thinking'>>;
-
-export interface ModelCallOptions {
-  client: OpenAI;
-  config: ModelCallConfig;
-  params: Pick<ChatCompletionCreateParams, 'messages' | 'tools' | 'response_format'>;
-  signal: AbortSignal;
-  rateGate?: RateGate | undefined;
-  /**
-   * The thread's connections to this endpoint (`modelConnectionsPerThread`): each attempt holds
-   * a slot from before it is sent to its last byte. Undefined: no bound (undici's own pool).
-   */
-  connections?: ConnectionSlots | undefined;
-  onRetry?: ((event: RetryEvent) => void) | undefined;
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

@@ -2,11 +2,13 @@ import { z } from 'zod';
 import type { ForkpoolConfig } from './config.js';
 import { STOP_REASONS, type LoopEvent, type StopReason } from './loop-events.js';
 import type { UsageByModel } from './usage.js';
-import type { RequestOutcome } from './model-call.js';
+import type { RequestOutcome } from './model-types.js';
 import { BUDGET_NAMES, type BudgetName } from './budget.js';
 import { serializedErrorSchema, steeringMessageSchema, usageSchema, type JobSpec, type ResumeState } from './job-spec.js';
 import type { SerializedError } from './errors.js';
+import type { FileRead } from './tools/file-reads.js';
 
+export type { FileRead };
 // The job spec and its schemas moved to job-spec.ts; re-exported so the many importers of this module keep one door.
 export {
   JOB_ROLES,
@@ -55,23 +57,6 @@ export interface ChildSpawnRequest {
   scheduler?: string | undefined;
   /** JSON Schema its answer must match (its spawn tool offers it only with `background.allowOutputSchema`). */
   outputSchema?: Record<string, unknown> | undefined;
-}
-
-/**
- * A file a job read (read_file, or grep where it read the whole file): what it saw, for the
- * stale-on-arrival check at delivery. Plain data; kept in the job's record.
- */
-export interface FileRead {
-  /** Workspace-relative, "/"-separated. */
-  path: string;
-  /** SHA-256 (hex) of the whole file as the job read it; "" when too large to hash (size and mtime then decide). */
-  sha256: string;
-  size: number;
-  mtimeMs: number;
-  /** When the job (last) read it, epoch ms. */
-  readAt: number;
-  /** 1-based inclusive line ranges it was shown; empty: the whole file. */
-  ranges: Array<[number, number]>;
 }
 
 /** How a job's tool loop ended, as the worker reports it. */

@@ -1,26 +1,11 @@
 import { z } from 'zod';
 import { ForkpoolError, ToolError } from './errors.js';
 import type { ToolDefinition } from './tools/types.js';
-
-/**
- * core-agent's between-turn schedulers (`Spec.Scheduler`). `default` is the config's
- * `background.scheduler`; `sleep` and `exit_on_defer` give the job a `schedule_next_turn` tool;
- * `none` gives it none. Resolved once at admission, so a job's spec names `sleep`,
- * `exit_on_defer` or nothing.
- */
-export const SCHEDULERS = ['default', 'sleep', 'exit_on_defer', 'none'] as const;
-export type SchedulerName = (typeof SCHEDULERS)[number];
-/** What a job's spec carries: the scheduler that gives it the tool. */
-export const ACTIVE_SCHEDULERS = ['sleep', 'exit_on_defer'] as const;
-export type ActiveScheduler = (typeof ACTIVE_SCHEDULERS)[number];
+import { SCHEDULERS, isSchedulerName, type ActiveScheduler } from './scheduler-names.js';
+export { SCHEDULERS, ACTIVE_SCHEDULERS, isSchedulerName, type SchedulerName, type ActiveScheduler } from './scheduler-names.js';
 
 /** The longest a job may put its next turn off: 7 days. */
 export const MAX_SCHEDULE_SECONDS = 7 * 24 * 3600;
-
-/** True when `name` is one of {@link SCHEDULERS}. */
-export function isSchedulerName(name: unknown): name is SchedulerName {
-  return typeof name === 'string' && (SCHEDULERS as readonly string[]).includes(name);
-}
 
 /**
  * The scheduler a spawn runs with: its own (`default` or absent: the config's). Throws

@@ -5,7 +5,7 @@
  */
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import { ForkpoolError } from './errors.js';
-import type { ModelReply } from './model-call.js';
+import type { ModelReply } from './model-types.js';
 import { usageFromApi, type Usage } from './usage.js';
 
 export function responseTooLarge(limit: number): ForkpoolError {

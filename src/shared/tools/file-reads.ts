@@ -1,7 +1,23 @@
 import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { readSync, type Stats } from 'node:fs';
-import type { FileRead } from '../protocol.js';
+
+/**
+ * A file a job read (read_file, or grep where it read the whole file): what it saw, for the
+ * stale-on-arrival check at delivery. Plain data; kept in the job's record.
+ */
+export interface FileRead {
+  /** Workspace-relative, "/"-separated. */
+  path: string;
+  /** SHA-256 (hex) of the whole file as the job read it; "" when too large to hash (size and mtime then decide). */
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  /** When the job (last) read it, epoch ms. */
+  readAt: number;
+  /** 1-based inclusive line ranges it was shown; empty: the whole file. */
+  ranges: Array<[number, number]>;
+}
 
 /** Files hashed past this size are recorded by size and modification time only (hash ""). */
 export const HASH_MAX_BYTES = 32 * 1024 * 1024;

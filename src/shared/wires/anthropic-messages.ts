@@ -4,7 +4,7 @@
  * the next user turn), and a Messages answer back as a {@link ModelReply}. Pure: no I/O.
  */
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { ModelReply } from '../model-call.js';
+import type { ModelReply } from '../model-types.js';
 import type { Usage } from '../usage.js';
 import { carriedThinking, messageText } from './history.js';
 

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { DEFAULTS } from '../defaults.js';
 import { ForkpoolError } from '../errors.js';
 import { responseTooLarge } from '../stream-assembler.js';
-import type { ModelCallOptions, ModelReply } from '../model-call.js';
+import type { ModelCallOptions, ModelReply } from '../model-types.js';
 import { AttemptClocks } from './clocks.js';
 import { anthropicRequest, anthropicUsage, finishReasonOf, replyFromMessage, type AnthropicUsage, type ThinkingBlock } from './anthropic-messages.js';
 import { temperatureField } from './sampling.js';

@@ -12,7 +12,7 @@ import { DEFAULTS } from '../defaults.js';
 import { ForkpoolError } from '../errors.js';
 import { responseTooLarge } from '../stream-assembler.js';
 import type { Usage } from '../usage.js';
-import type { ModelCallOptions, ModelReply } from '../model-call.js';
+import type { ModelCallOptions, ModelReply } from '../model-types.js';
 import { AttemptClocks, deadlineError } from './clocks.js';
 import { carriedReasoning, messageText } from './history.js';
 import { isReasoningModel, temperatureField } from './sampling.js';
