@@ -150,7 +150,7 @@ export async function createCliContext(
     context.sim = sim;
     context.dispose = () => sim.close();
     context.note(
-      `forkpool: ${flags.sim ? '--sim' : 'no model configured'}; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set --base-url/OPENAI_BASE_URL and OPENAI_API_KEY for a real one.`,
+      `forkpool: ${flags.sim ? '--sim' : 'no model configured'}; using the built-in simulated model at ${sim.url} (loopback, no key, no network). Set ${config.api === 'anthropic' ? '--base-url' : '--base-url/OPENAI_BASE_URL'} and ${keyVariableFor(config.api)} for a real one.`,
     );
     context.event('sim', { url: sim.url });
   }

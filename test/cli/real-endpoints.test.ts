@@ -45,6 +45,11 @@ describe.concurrent('no endpoint, no key', () => {
       expect(publicUrl.code, describeResult(publicUrl)).toBe(2);
       expect(publicUrl.stderr).toContain('an API key for https://api.anthropic.com (set ANTHROPIC_API_KEY');
       expect(publicUrl.stderr).not.toContain('OPENAI_API_KEY');
+      // --sim on the anthropic wire: the banner names the key that wire reads.
+      const sim = await runCli(['run', '--sim', '--api', 'anthropic', 'hello'], { cwd: ws, timeoutMs: 60_000 });
+      expect(sim.code, describeResult(sim)).toBe(0);
+      expect(sim.stderr).toContain('Set --base-url and ANTHROPIC_API_KEY for a real one.');
+      expect(sim.stderr).not.toContain('OPENAI_API_KEY');
     },
     CLI_TIMEOUT_MS,
   );
