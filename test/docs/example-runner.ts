@@ -52,8 +52,14 @@ function placeholders(world: ExampleWorld, port: number, folder: string): Array<
   ];
 }
 
+/**
+ * One pass, so a value put in is never scanned again (a simulator on port 44773 must not meet the
+ * `127.0.0.1:4477` placeholder), and a placeholder ending in a digit matches only a whole number.
+ */
 function substitute(text: string, pairs: Array<[string, string]>): string {
-  return pairs.reduce((out, [from, to]) => out.split(from).join(to), text);
+  const pattern = pairs.map(([from]) => from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + (/\d$/.test(from) ? '(?!\\d)' : '')).join('|');
+  const values = new Map(pairs);
+  return text.replace(new RegExp(pattern, 'g'), (found) => values.get(found) ?? found);
 }
 
 /** Makes the shared folder: package links and the command shims. */
