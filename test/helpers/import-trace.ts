@@ -4,7 +4,7 @@
  * `import 'forkpool'`, test/package/light-import.test.ts) and by the bench's import cost
  * (bench/import-cost.ts), which is why it needs nothing but Node.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,25 +13,19 @@ export const HEAVY_PACKAGES = ['bullmq', 'ioredis', 'fastify', 'ink', 'react', '
 
 /**
  * A child's script: runs `body` (imports) and prints one JSON line with the import's
- * milliseconds. With `trace`, it first registers a resolve hook that reports every resolved
- * URL over a port (ES modules; CommonJS ones come from the require cache) and lists them too;
- * the hook slows every resolution down, so timed rounds run without it.
+ * milliseconds. With `trace`, it first registers an in-thread resolve hook (`registerHooks`,
+ * synchronous: every resolution is recorded by the time the import returns) that lists every
+ * resolved URL, CommonJS ones included; the hook slows every resolution down, so timed rounds
+ * run without it. The require cache adds what CommonJS loaded from the cache.
  */
 function childScript(body: string, trace: boolean): string {
-  const hook = `export let port; export function initialize(d) { port = d.port; } export async function resolve(s, c, next) { const r = await next(s, c); port.postMessage(r.url); return r; }`;
   return `
-import { register, createRequire } from 'node:module';
-import { MessageChannel } from 'node:worker_threads';
+import { registerHooks, createRequire } from 'node:module';
 const seen = new Set();
-const { port1, port2 } = new MessageChannel();
-port1.on('message', (url) => seen.add(url));
-port1.unref();
-if (${trace}) register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}), import.meta.url, { data: { port: port2 }, transferList: [port2] });
+if (${trace}) registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.add(r.url); return r; } });
 const started = performance.now();
 ${body}
 const ms = performance.now() - started;
-if (${trace}) await new Promise((resolve) => setTimeout(resolve, 50));
-port1.close();
 for (const file of Object.keys(createRequire(import.meta.url).cache)) seen.add(file);
 console.log(JSON.stringify({ ms, urls: [...seen] }));
 `;
@@ -45,16 +39,42 @@ export interface ImportSample {
   files: string[];
 }
 
+const childArgs = (body: string, trace: boolean) => ['--input-type=module', '-e', childScript(body, trace)];
+const childEnv = () => ({ ...process.env, NODE_OPTIONS: '' });
+
 /** Runs `body` in a fresh Node process with `cwd` as its folder; `trace` lists what it loaded. */
 export function sampleImport(cwd: string, body: string, trace = false): ImportSample {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', childScript(body, trace)], {
-    cwd,
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { ...process.env, NODE_OPTIONS: '' },
+  const r = spawnSync(process.execPath, childArgs(body, trace), { cwd, encoding: 'utf8', timeout: 60_000, env: childEnv() });
+  return readSample(cwd, r.status, r.stdout, r.stderr);
+}
+
+/**
+ * {@link sampleImport} without blocking this thread, so a test file can run several side by side
+ * (test/package/light-import.test.ts). For traces only: timed rounds run one at a time.
+ */
+export function sampleImportAsync(cwd: string, body: string, trace = false): Promise<ImportSample> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, childArgs(body, trace), { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      try {
+        resolve(readSample(cwd, status, stdout, stderr));
+      } catch (error) {
+        reject(error);
+      }
+    });
   });
-  const line = r.stdout.trim().split('\n').pop() ?? '';
-  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`the import child failed (exit ${r.status}): ${r.stderr.trim().slice(0, 2_000)}`);
+}
+
+function readSample(cwd: string, status: number | null, stdout: string, stderr: string): ImportSample {
+  const line = stdout.trim().split('\n').pop() ?? '';
+  if (status !== 0 || !line.startsWith('{')) throw new Error(`the import child failed (exit ${status}): ${stderr.trim().slice(0, 2_000)}`);
   const { ms, urls } = JSON.parse(line) as { ms: number; urls: string[] };
   const packages = new Set<string>();
   const files = new Set<string>();
