@@ -13,19 +13,21 @@ export const HEAVY_PACKAGES = ['bullmq', 'ioredis', 'fastify', 'ink', 'react', '
 
 /**
  * A child's script: runs `body` (imports) and prints one JSON line with the import's
- * milliseconds. With `trace`, it first registers an in-thread resolve hook (`registerHooks`,
- * synchronous: every resolution is recorded by the time the import returns) that lists every
- * resolved URL, CommonJS ones included; the hook slows every resolution down, so timed rounds
- * run without it. The require cache adds what CommonJS loaded from the cache.
+ * milliseconds. With `trace`, it first hooks module resolution and lists every resolved URL too
+ * (CommonJS files also come from the require cache); the hook slows every resolution down, so
+ * timed rounds run without it. The hook is `module.registerHooks` (in-thread, synchronous): every
+ * Node in `engines` has it (22.15+), and `module.register`, the off-thread one used before, is
+ * deprecated on Node 26 and says so on stderr (DEP0205).
  */
 function childScript(body: string, trace: boolean): string {
   return `
-import { registerHooks, createRequire } from 'node:module';
+import { createRequire, registerHooks } from 'node:module';
 const seen = new Set();
-if (${trace}) registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.add(r.url); return r; } });
+const hooks = ${trace} ? registerHooks({ resolve(s, c, next) { const r = next(s, c); seen.add(r.url); return r; } }) : undefined;
 const started = performance.now();
 ${body}
 const ms = performance.now() - started;
+hooks?.deregister();
 for (const file of Object.keys(createRequire(import.meta.url).cache)) seen.add(file);
 console.log(JSON.stringify({ ms, urls: [...seen] }));
 `;
@@ -37,6 +39,8 @@ export interface ImportSample {
   packages: string[];
   /** Everything else resolved: the repository's own files (paths relative to `cwd`) and builtins (`node:sqlite`), sorted; complete only when traced. */
   files: string[];
+  /** What the child wrote on stderr (Node's warnings among it). */
+  stderr: string;
 }
 
 const childArgs = (body: string, trace: boolean) => ['--input-type=module', '-e', childScript(body, trace)];
@@ -84,5 +88,5 @@ function readSample(cwd: string, status: number | null, stdout: string, stderr: 
     if (match?.[1]) packages.add(match[1].replace(/\\/g, '/'));
     else if (!file.startsWith('data:')) files.add(path.isAbsolute(file) ? path.relative(cwd, file).replace(/\\/g, '/') : file);
   }
-  return { ms, packages: [...packages].sort(), files: [...files].sort() };
+  return { ms, packages: [...packages].sort(), files: [...files].sort(), stderr: r.stderr };
 }

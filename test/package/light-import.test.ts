@@ -16,6 +16,8 @@ import { OPTIONAL_PACKAGES } from '../../src/main/executors/optional-package.js'
 import { REPO_ROOT } from '../helpers/cli.js';
 
 const importOf = (entry: string) => `await import(${JSON.stringify(path.join(REPO_ROOT, 'dist', entry))});`;
+/** A warning Node prints for a deprecated API: `(node:123) [DEP0205] DeprecationWarning: …`. */
+const DEPRECATION = /\[DEP\d+\]|DeprecationWarning/;
 const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_PACKAGES as readonly string[]).includes(p));
 /** What a traced import of `entry` (under dist/) loaded. */
 const traced = (entry: string) => sampleImportAsync(REPO_ROOT, importOf(entry), true);
@@ -56,9 +58,11 @@ describe.concurrent('a light import', () => {
     'bundle/protocol.js',
     'bundle/sim.js',
   ])('dist/%s loads no heavy package', async (entry) => {
-    const { packages } = await traced(entry);
+    const { packages, stderr } = await traced(entry);
     // (The next test shows the trace does see these packages when they load.)
     expect(heavyIn(packages)).toEqual([]);
+    // Nor a deprecation warning: the trace's own hook uses no deprecated API (Node 26: module.register(), DEP0205).
+    expect(stderr).not.toMatch(DEPRECATION);
     // Nor pino: src/main/logger.ts requires it on the first createLogger.
     expect(packages).not.toContain('pino');
   });
@@ -111,7 +115,8 @@ describe.concurrent('a light CLI start', () => {
     /^(dist\/(main\/(jobs|session|ledger|setup|tools)|server|tui|sim)\/|dist\/shared\/tool-loop\.js$|dist\/cli\/common\.js$|node:sqlite$)/;
 
   it.each([['--version'], ['--help']])('forkpool %s loads commander and the command table only, no command module or heavy package', async (flag) => {
-    const { packages, files } = await cliRun(flag);
+    const { packages, files, stderr } = await cliRun(flag);
+    expect(stderr).not.toMatch(DEPRECATION);
     expect(packages).toEqual(['commander']);
     expect(packages.filter((p) => COMMAND_ONLY_PACKAGES.includes(p))).toEqual([]);
     expect(files.filter((f) => COMMAND_ONLY_FILES.test(f))).toEqual([]);
