@@ -88,5 +88,5 @@ function readSample(cwd: string, status: number | null, stdout: string, stderr: 
     if (match?.[1]) packages.add(match[1].replace(/\\/g, '/'));
     else if (!file.startsWith('data:')) files.add(path.isAbsolute(file) ? path.relative(cwd, file).replace(/\\/g, '/') : file);
   }
-  return { ms, packages: [...packages].sort(), files: [...files].sort(), stderr: r.stderr };
+  return { ms, packages: [...packages].sort(), files: [...files].sort(), stderr };
 }
