@@ -113,25 +113,6 @@ describe.concurrent('resume a finished job', () => {
     expect(manager.get(resumed.id)?.deliveredInTurn).toBe(2);
   });
 
-  it("keeps its spawn's outputSchema and turnTimeoutMs: the resumed answer is typed, and a resume of that one ends TURN_TIMEOUT at the spawn's deadline", async (context) => {
-    const cleanup = cleanupOf(context);
-    const sim = await startSim(cleanup, {
-      script: [submit({ file: 'src/retry.ts' }), submit({ file: 'src/cache.ts' }), { content: 'never sent' }],
-      faults: { 3: { kind: 'hang_before_headers' } },
-    });
-    const far = { requestTimeoutMs: 600_000, streamIdleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, turnTimeoutMs: 0 };
-    const manager = watchManager(new BackgroundManager({ config: config(sim, await makeWorkspace(cleanup), far) }));
-    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    const outputSchema = { type: 'object', properties: { file: { type: 'string' } }, required: ['file'], additionalProperties: false };
-    const old = manager.spawn({ task: TASK, label: 'typed', outputSchema, turnTimeoutMs: 1_500 });
-    expect(await ended(manager, old.id)).toMatchObject({ status: 'ok', data: { file: 'src/retry.ts' } });
-
-    const resumed = await ended(manager, manager.parentControls.resume(old.id, INSTRUCTION).id);
-    expect(resumed).toMatchObject({ status: 'ok', data: { file: 'src/cache.ts' } });
-    const again = await ended(manager, manager.parentControls.resume(resumed.id, 'And the tool loop?').id);
-    expect(again).toMatchObject({ status: 'failed', error: { code: 'TURN_TIMEOUT', timeoutMs: 1_500 } });
-  }, 60_000);
-
   it('after a restart on the durable ledger: a new manager on the same file resumes it, with the saved conversation, secrets redacted', async (context) => {
     const cleanup = cleanupOf(context);
     const { sim, file, workspace, first, a } = await firstProcess(cleanup);
@@ -326,4 +307,26 @@ describe.concurrent('resume a finished job', () => {
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: no background job with id or name "bg-404"']);
     expect(session.manager.jobs()).toEqual([]);
   });
+});
+
+// Alone, after the group above: its first resume must answer within the spawn's 1.5 s turn deadline.
+describe('resume a finished job: its turn deadline', () => {
+  it("keeps its spawn's outputSchema and turnTimeoutMs: the resumed answer is typed, and a resume of that one ends TURN_TIMEOUT at the spawn's deadline", async (context) => {
+    const cleanup = cleanupOf(context);
+    const sim = await startSim(cleanup, {
+      script: [submit({ file: 'src/retry.ts' }), submit({ file: 'src/cache.ts' }), { content: 'never sent' }],
+      faults: { 3: { kind: 'hang_before_headers' } },
+    });
+    const far = { requestTimeoutMs: 600_000, streamIdleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, turnTimeoutMs: 0 };
+    const manager = watchManager(new BackgroundManager({ config: config(sim, await makeWorkspace(cleanup), far) }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const outputSchema = { type: 'object', properties: { file: { type: 'string' } }, required: ['file'], additionalProperties: false };
+    const old = manager.spawn({ task: TASK, label: 'typed', outputSchema, turnTimeoutMs: 1_500 });
+    expect(await ended(manager, old.id)).toMatchObject({ status: 'ok', data: { file: 'src/retry.ts' } });
+
+    const resumed = await ended(manager, manager.parentControls.resume(old.id, INSTRUCTION).id);
+    expect(resumed).toMatchObject({ status: 'ok', data: { file: 'src/cache.ts' } });
+    const again = await ended(manager, manager.parentControls.resume(resumed.id, 'And the tool loop?').id);
+    expect(again).toMatchObject({ status: 'failed', error: { code: 'TURN_TIMEOUT', timeoutMs: 1_500 } });
+  }, 60_000);
 });

@@ -27,7 +27,7 @@ function hasWrapUp(body: { messages: Array<{ role: string; content: unknown }> }
 }
 
 // Each test has its own sim, pool and cleanup list (cleanupOf): they run side by side (the
-// turn-timeout tests wait on their deadlines, the maxTurns one on forty model calls).
+// maxTurns one waits on forty model calls).
 describe.concurrent('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('a spawn asking maxTurns 40 makes 40 model calls (past maxIterations 20), is told to wrap up before the last, and ends budget_exceeded with its findings', async (context) => {
     const cleanups = cleanupOf(context);
@@ -99,7 +99,8 @@ describe.concurrent('one turn limit: a job runs to its budget maxTurns', { timeo
   });
 });
 
-describe.concurrent('the per-turn timeout (turnTimeoutMs)', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
+// Alone, after the group above: an ordinary model call and tool start must fit in a 3 s turn.
+describe('the per-turn timeout (turnTimeoutMs)', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
   it('a model call that hangs is aborted at the turn deadline: the job ends failed with TURN_TIMEOUT, as a request timeout does', async (context) => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
