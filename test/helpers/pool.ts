@@ -3,7 +3,7 @@
  * executor, managers and event-based waiting (never sleeps). The workspace and the simulated
  * model are config.ts's makeWorkspace and sim.ts's startSim.
  */
-import { afterEach, expect } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import type { Executor } from '../../src/main/executors/executor.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
@@ -42,6 +42,16 @@ export function fixtureExecutor(config: ForkpoolConfig, cleanups: Cleanup): Exec
 
 /** Managers of the running test, checked for listener errors after it. */
 const watched = new Set<BackgroundManager>();
+/**
+ * Every manager of this file, checked once more after its last test: in a concurrent group a
+ * neighbour's check takes a test's managers before that test has ended.
+ */
+const watchedInFile = new Set<BackgroundManager>();
+
+function expectNoListenerError(manager: BackgroundManager): void {
+  const failures = manager.listenerFailures.map((f) => `${f.event}: ${f.error instanceof Error ? f.error.message : String(f.error)}`);
+  expect(manager.listenerErrorCount, `a manager listener threw:\n${failures.join('\n')}`).toBe(0);
+}
 
 /**
  * Registers a manager for the shared check after each test: no listener threw. A listener that
@@ -50,6 +60,7 @@ const watched = new Set<BackgroundManager>();
  */
 export function watchManager<M extends BackgroundManager>(manager: M): M {
   watched.add(manager);
+  watchedInFile.add(manager);
   return manager;
 }
 
@@ -57,10 +68,12 @@ export function watchManager<M extends BackgroundManager>(manager: M): M {
 afterEach(() => {
   const managers = [...watched];
   watched.clear();
-  for (const manager of managers) {
-    const failures = manager.listenerFailures.map((f) => `${f.event}: ${f.error instanceof Error ? f.error.message : String(f.error)}`);
-    expect(manager.listenerErrorCount, `a manager listener threw:\n${failures.join('\n')}`).toBe(0);
-  }
+  for (const manager of managers) expectNoListenerError(manager);
+});
+afterAll(() => {
+  const managers = [...watchedInFile];
+  watchedInFile.clear();
+  for (const manager of managers) expectNoListenerError(manager);
 });
 
 export function makeManager(config: ForkpoolConfig, cleanups: Cleanup, executor?: Executor, scheduler?: JobScheduler): BackgroundManager {
