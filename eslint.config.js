@@ -23,12 +23,12 @@ import tseslint from 'typescript-eslint';
 // `rm -rf node_modules/.cache/eslint` before trusting a local run after such a change. CI
 // (`.ci/run`, a fresh clone with an empty cache) always lints every file.
 export default defineConfig(
-  globalIgnores(['dist/', 'coverage/', 'bench/results/', '.forkpool/']),
+  globalIgnores(['dist/', 'dist-bench/', 'coverage/', 'bench/results/', '.forkpool/', '.cache/']),
   {
     files: ['**/*.{ts,cts,mts}'],
     extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
     languageOptions: {
-      parserOptions: { project: ['./tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+      parserOptions: { project: ['./tsconfig.eslint.json'], tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // A leading underscore marks a binding kept on purpose: `const { stack: _stack, ...rest } = x`
@@ -46,13 +46,6 @@ export default defineConfig(
       // A `let` read by a closure made before its one assignment stays `let` (as a `const`, that
       // read would throw in the temporal dead zone instead of seeing `undefined`).
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
-    },
-  },
-  {
-    // The bench has its own program (bench/tsconfig.json), so the one over src and test stays smaller.
-    files: ['bench/**/*.{ts,cts,mts}'],
-    languageOptions: {
-      parserOptions: { project: ['./bench/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
     },
   },
   {
