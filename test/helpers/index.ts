@@ -4,7 +4,7 @@
  *
  * - cleanup.ts  useCleanup / createCleanup (per-test teardown list), cleanupOf (one test's, for concurrent tests), waitFor (poll a condition)
  * - config.ts   tempWorkspace (temp dir with files), testConfig (parsed config with test defaults)
- * - sim.ts      startTestSim (sim server + config + openai client, closed after the test)
+ * - sim.ts      startTestSim (sim server + config + model client, closed after the test)
  * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv
  * - history.ts  assertValidHistory (tool calls all answered), toolResults (of a message list)
  * - requests.ts readers of the sim's request log: messagesOf, systemOf, toolNames, toolSchema,
