@@ -11,4 +11,12 @@ export type { Executor, ExecutorKind, ExecutorCapabilities, Isolation, ExecuteOp
 export { PiscinaExecutor, type PiscinaExecutorOptions } from './main/executors/piscina-executor.js';
 export { InlineExecutor, WorkerPerJobExecutor } from './main/executors/other-executors.js';
 export { LazyExecutor } from './main/executors/lazy-executor.js';
-export { RemoteExecutor, refuseRemoteSpawner, type RemoteSpawner, type RemoteHandle, type RemoteJobEvent, type RemoteStatus } from './main/remote/spawner.js';
+export {
+  RemoteExecutor,
+  refuseRemoteSpawner,
+  type RemoteSpawner,
+  type RemoteHandle,
+  type RemoteJobEvent,
+  type RemoteStatus,
+  type SleepState,
+} from './main/remote/spawner.js';

@@ -146,6 +146,8 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
       ctx.event('follow_up', { turn: event.turn, cause: event.cause ?? null });
     }
   });
+  // Turns that ended without a whole answer (failed, cut at max_tokens, iteration cap, loop): the run exits 1.
+  let unfinishedTurns = 0;
   session.on('turn-result', (result) => {
     if (ctx.json)
       ctx.event('answer', {
@@ -158,7 +160,9 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
       });
     // On a terminal the answer is escaped (line feeds and tabs kept); piped, it is the exact text.
     else process.stdout.write(`${result.followUp ? '\n' : ''}${process.stdout.isTTY ? escapeLinesForTerminal(result.answer) : result.answer}\n`);
-    if (result.error) ctx.note(`turn ${result.turn} ended with ${result.stopReason}: ${oneLine(result.error.message, 2_000)}`);
+    if (result.stopReason === 'final') return;
+    unfinishedTurns++;
+    ctx.note(`turn ${result.turn} ended with ${result.stopReason}${result.error ? `: ${oneLine(result.error.message, 2_000)}` : ''}`);
   });
 
   const stopSignals = onTermination(async () => {
@@ -183,13 +187,14 @@ export async function runCommand(promptArg: string | undefined, flags: RunFlags)
   }
 
   try {
-    const first = await session.submit(prompt);
+    await session.submit(prompt);
     await session.onIdle();
     const closed = await session.close();
     printTotals();
     // Never exit 0 over a result the parent never got (its delivery could not be recorded: a full disk).
     const lost = undeliveredAtExit(ctx, session, closed);
-    return first.stopReason === 'error' || lost > 0 ? EXIT.failure : EXIT.ok;
+    // Nor over an answer that is not whole (its turn's line above says why): a script reading stdout would take it for one.
+    return unfinishedTurns > 0 || lost > 0 ? EXIT.failure : EXIT.ok;
   } finally {
     stopSignals();
     await ctx.dispose();

@@ -54,6 +54,12 @@ export interface JobSpec extends SpawnSpec {
   depth?: number;
   /** A job resumed after it waited for its children (its slot was given back meanwhile). */
   resume?: ResumeState;
+  /**
+   * A run from its task (no `resume`) after a restart or a re-queue: its children's results that
+   * no run it has now read (held for it, or handed to the run that was stopped). Its first turn
+   * reads them after the task, once.
+   */
+  heldResults?: string;
   /** 1 on the first run; higher after a re-queue (an innocent job killed with its thread). */
   attempt: number;
   /** Set in every child process's environment (see process-tag.ts): `<manager>.<job>.<attempt>`. */
@@ -137,6 +143,7 @@ export const jobSpecSchema = z.strictObject({
       scheduledTurn: z.strictObject({ at: z.number().int().min(0), reason: z.string().max(500) }).optional(),
     })
     .optional(),
+  heldResults: z.string().optional(),
   attempt: z.number().int().min(1),
   processTag: z.string().min(1).max(200).optional(),
   budget: budgetLimitsSchema.optional(),
@@ -147,6 +154,13 @@ export const jobSpecSchema = z.strictObject({
   traceparent: z.string().regex(TRACEPARENT_PATTERN).optional(),
   ...spawnSpecWireFields,
 });
+
+/**
+ * A run going on from an approval pause reads the results held for it (`ResumeState.childResults`)
+ * before its next model call, not at once: it names them with this id among `seenChildren` once
+ * it has, so the main thread holds them again when the run ends (asleep, paused) before reading them.
+ */
+export const HELD_RESULTS_ID = '(held results)';
 
 /** Where a job that waited for its children picks up: its conversation, and what it had used. */
 export interface ResumeState {

@@ -11,6 +11,7 @@ import type { FileRead } from './tools/file-reads.js';
 export type { FileRead };
 // The job spec and its schemas moved to job-spec.ts; re-exported so the many importers of this module keep one door.
 export {
+  HELD_RESULTS_ID,
   JOB_ROLES,
   STEERING_MAX_CHARS,
   jobNameSchema,
@@ -100,13 +101,16 @@ export type WorkerMessage =
   /**
    * Its gated calls wait for approvals (`approvals: "ask"`): the job ends this attempt (its slot
    * and thread go back) and runs again from `state` once they are answered. Ends the attempt.
+   * `seenChildren`: the children whose results its model read; the main thread holds the others'
+   * (handed to this run, never read) for its next run.
    */
-  | { type: 'await-approval'; jobId: string; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[] }
+  | { type: 'await-approval'; jobId: string; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[]; seenChildren: string[] }
   /**
    * `sleep` scheduler: it called schedule_next_turn; it ends this attempt (its slot and thread go
    * back) and the main thread runs it again from `state` at `at` (epoch ms). Ends the attempt.
+   * `seenChildren` as for `await-approval`.
    */
-  | { type: 'sleep'; jobId: string; state: Omit<ResumeState, 'childResults'>; at: number; reason: string }
+  | { type: 'sleep'; jobId: string; state: Omit<ResumeState, 'childResults'>; at: number; reason: string; seenChildren: string[] }
   /** A host tool's call (see HostToolStub); answered by `tool-answer` with the same request id. */
   | { type: 'tool-call'; jobId: string; requestId: number; name: string; callId: string; args: unknown }
   /** The job no longer waits for that call (cancel, timeout): its signal on the main thread aborts. */
@@ -206,6 +210,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
       .array(z.strictObject({ callId: z.string().max(1_000), tool: z.string().max(200), summary: z.string().max(10_000), args: z.string().max(10_000_000) }))
       .min(1)
       .max(1_000),
+    seenChildren: z.array(z.string()),
   }),
   z.object({
     type: z.literal('sleep'),
@@ -213,6 +218,7 @@ export const workerMessageSchema = z.discriminatedUnion('type', [
     state: z.looseObject({ messages: z.array(z.unknown()), usage: z.record(z.string(), usageSchema), iterations: z.number().int().min(0) }),
     at: z.number().int().min(0),
     reason: z.string().max(500),
+    seenChildren: z.array(z.string()),
   }),
   z.object({
     type: z.literal('tool-call'),

@@ -100,6 +100,14 @@ export class ChildLink {
   }
 }
 
+/**
+ * The first turn's results of a run from its task after a restart or a re-queue
+ * (`JobSpec.heldResults`): its children were an earlier run's, and this run never saw them start.
+ */
+export function earlierRunResults(held: string): string {
+  return `${held}\n\nThese are the results of background agents an earlier run of this task started, before it was restarted. Use them to finish your task; do not start the same work again.`;
+}
+
 const spawnArgs = z.strictObject({
   task: z.string().trim().min(1).max(100_000).describe('The self-contained task for the child agent; it does not see your conversation.'),
   label: z.string().trim().min(1).max(200).describe('Short label for status display.'),

@@ -4,7 +4,7 @@ import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type ModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt, orientationMessage } from '../shared/prompts.js';
-import { mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
+import { HELD_RESULTS_ID, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
 import { runToolLoop } from '../shared/tool-loop.js';
 import type { LoopEvent } from '../shared/loop-events.js';
@@ -17,7 +17,7 @@ import type { PermissionGate, PermissionRequest, ProcessRegistry, ToolDefinition
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
 import { reportAlertTool } from './job-tools.js';
-import { ChildLink, spawnChildTool, type ChildSpawnOffer } from './children.js';
+import { ChildLink, earlierRunResults, spawnChildTool, type ChildSpawnOffer } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
 import { typedOutputFor } from './typed-output.js';
 import { SUBMIT_RESULT_TOOL } from '../shared/output-schema.js';
@@ -106,11 +106,13 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
             // Per job, so after the fixed prefix: the prompt above stays byte-identical across jobs.
             ...(spec.parentSummary ? [{ role: 'system' as const, content: orientationMessage(spec.parentSummary) }] : []),
             { role: 'user', content: await subagentStart(spec, hostLink, deps) },
+            // A restarted or re-queued run: what its children gave that no run of it has now read.
+            ...(spec.heldResults ? [{ role: 'user' as const, content: earlierRunResults(spec.heldResults) }] : []),
           ];
     let pausedCalls = spec.resume?.approval === true;
     if (pausedCalls && spec.resume?.scheduledTurn && deps.deferral) deps.deferral.turn = spec.resume.scheduledTurn;
     // Children's results that came while it waited for approvals: after the paused calls, before its next model call.
-    if (pausedCalls && spec.resume?.childResults) children?.onChildResults([], spec.resume.childResults);
+    if (pausedCalls && spec.resume?.childResults) children?.onChildResults([HELD_RESULTS_ID], spec.resume.childResults);
     const hooks = jobToolHooks(hostLink, spec.hooks);
     let stopHookActive = false;
     for (;;) {
@@ -171,12 +173,18 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
           ...(budget.wrapUpSent ? { wrapUpSent: true } : {}),
           ...(turn ? { scheduledTurn: turn } : {}),
         };
-        return { ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }), awaitApproval: { state, calls } };
+        return {
+          ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }),
+          awaitApproval: { state, calls, seenChildren: children?.seen ?? [] },
+        };
       }
       const wake = deps.deferral?.turn;
       if (result.asleep && wake) {
         const state = { messages: result.messages, usage, iterations, ...(budget.wrapUpSent ? { wrapUpSent: true } : {}) };
-        return { ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }), sleep: { state, at: wake.at, reason: wake.reason } };
+        return {
+          ...withReads({ stopReason: 'aborted', text: result.finalText, usage, iterations }),
+          sleep: { state, at: wake.at, reason: wake.reason, seenChildren: children?.seen ?? [] },
+        };
       }
       const outcome: JobOutcome = withReads({
         stopReason: result.stopReason,
@@ -255,9 +263,11 @@ export type JobRunResult = JobOutcome & {
   awaitApproval?: {
     state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean; scheduledTurn?: ScheduledTurn };
     calls: AwaitedCall[];
+    /** Children whose results its model read (the main thread holds the rest for its next run). */
+    seenChildren: string[];
   };
   /** `sleep`: it asked for its next turn at `at`; the main thread wakes it then, to go on from `state`. */
-  sleep?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; at: number; reason: string };
+  sleep?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; at: number; reason: string; seenChildren: string[] };
 };
 
 /*
@@ -344,8 +354,9 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
       awaited,
     });
     const { suspend, awaitApproval, sleep, ...done } = outcome;
-    if (awaitApproval) post({ type: 'await-approval', jobId: spec.id, state: awaitApproval.state, calls: awaitApproval.calls });
-    else if (sleep) post({ type: 'sleep', jobId: spec.id, state: sleep.state, at: sleep.at, reason: sleep.reason });
+    if (awaitApproval)
+      post({ type: 'await-approval', jobId: spec.id, state: awaitApproval.state, calls: awaitApproval.calls, seenChildren: awaitApproval.seenChildren });
+    else if (sleep) post({ type: 'sleep', jobId: spec.id, state: sleep.state, at: sleep.at, reason: sleep.reason, seenChildren: sleep.seenChildren });
     else if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });
     else post({ type: 'done', jobId: spec.id, outcome: done });
     return { jobId: spec.id, stopReason: outcome.stopReason };

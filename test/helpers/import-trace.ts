@@ -13,25 +13,21 @@ export const HEAVY_PACKAGES = ['bullmq', 'ioredis', 'fastify', 'ink', 'react', '
 
 /**
  * A child's script: runs `body` (imports) and prints one JSON line with the import's
- * milliseconds. With `trace`, it first registers a resolve hook that reports every resolved
- * URL over a port (ES modules; CommonJS ones come from the require cache) and lists them too;
- * the hook slows every resolution down, so timed rounds run without it.
+ * milliseconds. With `trace`, it first hooks module resolution and lists every resolved URL too
+ * (CommonJS files also come from the require cache); the hook slows every resolution down, so
+ * timed rounds run without it. The hook is `module.registerHooks` (in-thread, synchronous): every
+ * Node in `engines` has it (22.15+), and `module.register`, the off-thread one used before, is
+ * deprecated on Node 26 and says so on stderr (DEP0205).
  */
 function childScript(body: string, trace: boolean): string {
-  const hook = `export let port; export function initialize(d) { port = d.port; } export async function resolve(s, c, next) { const r = await next(s, c); port.postMessage(r.url); return r; }`;
   return `
-import { register, createRequire } from 'node:module';
-import { MessageChannel } from 'node:worker_threads';
+import { createRequire, registerHooks } from 'node:module';
 const seen = new Set();
-const { port1, port2 } = new MessageChannel();
-port1.on('message', (url) => seen.add(url));
-port1.unref();
-if (${trace}) register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}), import.meta.url, { data: { port: port2 }, transferList: [port2] });
+const hooks = ${trace} ? registerHooks({ resolve(s, c, next) { const r = next(s, c); seen.add(r.url); return r; } }) : undefined;
 const started = performance.now();
 ${body}
 const ms = performance.now() - started;
-if (${trace}) await new Promise((resolve) => setTimeout(resolve, 50));
-port1.close();
+hooks?.deregister();
 for (const file of Object.keys(createRequire(import.meta.url).cache)) seen.add(file);
 console.log(JSON.stringify({ ms, urls: [...seen] }));
 `;
@@ -43,6 +39,8 @@ export interface ImportSample {
   packages: string[];
   /** Everything else resolved: the repository's own files (paths relative to `cwd`) and builtins (`node:sqlite`), sorted; complete only when traced. */
   files: string[];
+  /** What the child wrote on stderr (Node's warnings among it). */
+  stderr: string;
 }
 
 /** Runs `body` in a fresh Node process with `cwd` as its folder; `trace` lists what it loaded. */
@@ -64,5 +62,5 @@ export function sampleImport(cwd: string, body: string, trace = false): ImportSa
     if (match?.[1]) packages.add(match[1].replace(/\\/g, '/'));
     else if (!file.startsWith('data:')) files.add(path.isAbsolute(file) ? path.relative(cwd, file).replace(/\\/g, '/') : file);
   }
-  return { ms, packages: [...packages].sort(), files: [...files].sort() };
+  return { ms, packages: [...packages].sort(), files: [...files].sort(), stderr: r.stderr };
 }

@@ -32,6 +32,10 @@ export function poolSpawner(config: ForkpoolConfig, cleanups: Cleanup): RemoteSp
         else if (message.type === 'done') {
           status = 'ended';
           emit({ type: 'done', outcome: message.outcome });
+        } else if (message.type === 'sleep') {
+          // A `sleep` job's run ends asleep: the manager wakes it with a new spawn at its time.
+          status = 'ended';
+          emit({ type: 'sleep', state: message.state, at: message.at, reason: message.reason });
         }
       });
       pool.run({ spec, port: events.port2, rateGateBuffer: SharedRateGate.createBuffer() }, { hardStop: hard.signal }).catch((error: Error) => {

@@ -15,6 +15,8 @@ import { OPTIONAL_PACKAGES } from '../../src/main/executors/optional-package.js'
 import { REPO_ROOT } from '../helpers/index.js';
 
 const importOf = (entry: string) => `await import(${JSON.stringify(path.join(REPO_ROOT, 'dist', entry))});`;
+/** A warning Node prints for a deprecated API: `(node:123) [DEP0205] DeprecationWarning: …`. */
+const DEPRECATION = /\[DEP\d+\]|DeprecationWarning/;
 const heavyIn = (packages: readonly string[]) => packages.filter((p) => (HEAVY_PACKAGES as readonly string[]).includes(p));
 
 describe('a light import', () => {
@@ -31,9 +33,11 @@ describe('a light import', () => {
     'bundle/protocol.js',
     'bundle/sim.js',
   ])('dist/%s loads no heavy package', (entry) => {
-    const { packages } = sampleImport(REPO_ROOT, importOf(entry), true);
+    const { packages, stderr } = sampleImport(REPO_ROOT, importOf(entry), true);
     // (The next test shows the trace does see these packages when they load.)
     expect(heavyIn(packages)).toEqual([]);
+    // Nor a deprecation warning: the trace's own hook uses no deprecated API (Node 26: module.register(), DEP0205).
+    expect(stderr).not.toMatch(DEPRECATION);
     // Nor pino: src/main/logger.ts requires it on the first createLogger.
     expect(packages).not.toContain('pino');
   });
@@ -85,7 +89,8 @@ describe('a light CLI start', () => {
     /^(dist\/(main\/(jobs|session|ledger|setup|tools)|server|tui|sim)\/|dist\/shared\/tool-loop\.js$|dist\/cli\/common\.js$|node:sqlite$)/;
 
   it.each([['--version'], ['--help']])('forkpool %s loads commander and the command table only, no command module or heavy package', (flag) => {
-    const { packages, files } = cliRun(flag);
+    const { packages, files, stderr } = cliRun(flag);
+    expect(stderr).not.toMatch(DEPRECATION);
     expect(packages).toEqual(['commander']);
     expect(packages.filter((p) => COMMAND_ONLY_PACKAGES.includes(p))).toEqual([]);
     expect(files.filter((f) => COMMAND_ONLY_FILES.test(f))).toEqual([]);

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { configForAgent } from '../../shared/agents.js';
-import { agentSchema, configSchema, modelBaseUrl } from '../../shared/config.js';
+import { agentSchema, configSchema, modelApiSchema, modelBaseUrl } from '../../shared/config.js';
 import { jobSpecSchema, type JobSpec } from '../../shared/protocol.js';
 import { isSimulatorUrl } from '../../shared/simulator-urls.js';
 
@@ -37,6 +37,11 @@ const JOB_FIELDS = [
   'model',
   // The job's span: the worker's run continues its trace (docs/observability.md).
   'traceparent',
+  // Its between-turn scheduler: `sleep` ends a run asleep (the main process wakes it), `exit_on_defer` ends it deferred.
+  'scheduler',
+  // A typed job's schema (its value is the record's `data`), and the spawn's own turn timeout.
+  'outputSchema',
+  'turnTimeoutMs',
 ] as const;
 
 /** Config fields the job's side decides; `tools`, `grantedTools` and `toolLimits` can only narrow the worker's. */
@@ -52,6 +57,8 @@ const REQUEST_FIELDS = [
   'streamIdleTimeoutMs',
   'maxRetries',
   'stream',
+  // How a typed job is bound on its endpoint (response_format or the submit_result tool).
+  'structuredOutput',
   'maxResponseChars',
   'errorDetail',
   'loopWarnAfter',
@@ -77,6 +84,9 @@ const AGENT_FIELDS = [
   'thinking',
   'maxDepth',
   'budget',
+  'outputSchema',
+  'structuredOutput',
+  'turnTimeoutMs',
 ] as const;
 
 const configFields = Object.fromEntries(REQUEST_FIELDS.map((field) => [field, true])) as { [K in (typeof REQUEST_FIELDS)[number]]: true };
@@ -87,6 +97,11 @@ const agentFields = Object.fromEntries(AGENT_FIELDS.map((field) => [field, true]
 export const jobRequestSchema = configSchema.pick(configFields).extend({
   /** The job's model endpoint (its agent's, else the parent's) without credentials. */
   baseUrl: z.url({ protocol: /^https?$/ }),
+  /**
+   * The wire `baseUrl` speaks (its agent's `api`, else the config's): the job's requests go out
+   * on it. Absent (a producer from before it was carried): the worker's own for that endpoint.
+   */
+  api: modelApiSchema.optional(),
   background: configSchema.shape.background.unwrap().pick(backgroundFields),
   agent: agentSchema.pick(agentFields).optional(),
   /** `baseUrl` is a forkpool simulator of the producer's process: a worker runs it on its own (worker-policy.ts). */
@@ -115,10 +130,12 @@ export function jobForRedis(spec: JobSpec): WireJob {
 export function requestForRedis(spec: JobSpec): JobRequest {
   const { config } = spec;
   const agent = spec.agent === undefined ? undefined : config.agents[spec.agent];
-  const baseUrl = withoutCredentials(modelBaseUrl(configForAgent(config, spec.agent)));
+  const endpoint = configForAgent(config, spec.agent);
+  const baseUrl = withoutCredentials(modelBaseUrl(endpoint));
   return {
     ...pickDefined(config, REQUEST_FIELDS),
     baseUrl,
+    api: endpoint.api,
     ...(isSimulatorUrl(baseUrl) ? { simulator: true as const } : {}),
     background: pickDefined(config.background, BACKGROUND_FIELDS),
     ...(agent ? { agent: pickDefined(agent, AGENT_FIELDS) } : {}),

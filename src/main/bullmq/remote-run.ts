@@ -117,15 +117,24 @@ export class RemoteRun {
     if (message.type === 'progress' || message.type === 'alert') this.#post(message);
   }
 
-  /** An accepted completion (see CompletionGate): the ending goes to the port as `done`, or the launch fails with its error. */
+  /**
+   * An accepted completion (see CompletionGate): the ending goes to the port as `done` (or
+   * `sleep`: the manager keeps the sleep and launches the job again at its time), or the launch
+   * fails with its error.
+   */
   complete(result: RunResult): void {
     if (this.#settled) return;
     if (result.started) this.#adopt(result.token);
-    if (result.end.kind === 'done') {
-      this.#post({ type: 'done', jobId: this.jobId, outcome: result.end.outcome });
+    const end = result.end;
+    if (end.kind === 'done' || end.kind === 'sleeping') {
+      this.#post(
+        end.kind === 'done'
+          ? { type: 'done', jobId: this.jobId, outcome: end.outcome }
+          : { type: 'sleep', jobId: this.jobId, state: end.state, at: end.at, reason: end.reason },
+      );
       return this.#settle();
     }
-    this.#settle(deserializeError(result.end.error));
+    this.#settle(deserializeError(end.error));
   }
 
   fail(error: unknown): void {

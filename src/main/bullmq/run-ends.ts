@@ -16,9 +16,12 @@ export function remoteEnd(end: AttemptEnd, stopRequest: StopRequest | undefined)
   }
   if (end.kind === 'lost') return { kind: 'lost', error: serializeError(end.error) };
   if (end.kind === 'protocol') return { kind: 'protocol', error: serializeError(end.error) };
+  // Asleep: the main process keeps the sleep and queues the job again at its time (docs/scale-out.md).
+  if (end.kind === 'sleeping') return { kind: 'sleeping', state: end.state, at: end.at, reason: end.reason };
+  const what = end.kind === 'suspended' ? 'waited for children' : 'paused for approvals';
   return {
     kind: 'protocol',
-    error: serializeError(new JobError('PROTOCOL_INVALID', '-', 'the job waited for children, which the bullmq executor does not run')),
+    error: serializeError(new JobError('PROTOCOL_INVALID', '-', `the job ${what}, which the bullmq executor does not run`)),
   };
 }
 

@@ -59,7 +59,7 @@ export class RunTrace {
     if (end.kind === 'done') {
       this.#span.setAttributes({ [FORKPOOL_ATTR.stopReason]: end.outcome.stopReason, ...usageAttributes(end.outcome.usage) });
       if (end.outcome.error) this.#span.setStatus({ code: SpanStatusCode.ERROR, message: end.outcome.error.code });
-    } else if (end.kind !== 'suspended') {
+    } else if (end.kind !== 'suspended' && end.kind !== 'sleeping') {
       this.#span.setStatus({
         code: SpanStatusCode.ERROR,
         message: end.kind === 'lost' ? 'the run was lost (its thread died or was stopped)' : 'protocol error',

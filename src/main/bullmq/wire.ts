@@ -12,6 +12,7 @@ import {
   serializedErrorSchema,
   workerMessageSchema,
   type JobOutcome,
+  type ResumeState,
   type StopRequest,
   type WorkerMessage,
 } from '../../shared/protocol.js';
@@ -68,7 +69,15 @@ export interface RemoteJobData {
 }
 
 /** How one run ended on its worker (an {@link import('../executors/attempt.js').AttemptEnd}, serialized). */
-export type RemoteEnd = { kind: 'done'; outcome: JobOutcome } | { kind: 'lost'; error: SerializedError } | { kind: 'protocol'; error: SerializedError };
+export type RemoteEnd =
+  | { kind: 'done'; outcome: JobOutcome }
+  | { kind: 'lost'; error: SerializedError }
+  | { kind: 'protocol'; error: SerializedError }
+  /**
+   * `sleep` scheduler: the run ended asleep until `at`. The sleep is the main process's (its
+   * timer and ledger), so the worker's slot and the BullMQ job are done; the wake is a new launch.
+   */
+  | { kind: 'sleeping'; state: Omit<ResumeState, 'childResults'>; at: number; reason: string };
 
 /** The value a run completes its BullMQ job with. `token` is the run's lock token. */
 export interface RunResult {
@@ -85,6 +94,13 @@ const remoteEndSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('done'), outcome: z.looseObject({ stopReason: z.string(), text: z.string() }) }),
   z.object({ kind: z.literal('lost'), error: serializedErrorSchema }),
   z.object({ kind: z.literal('protocol'), error: serializedErrorSchema }),
+  // The state is checked again, as the port's `sleep` message, by the job's Attempt on the main side.
+  z.object({
+    kind: z.literal('sleeping'),
+    state: z.looseObject({ messages: z.array(z.unknown()), usage: z.record(z.string(), z.unknown()), iterations: z.number() }),
+    at: z.number(),
+    reason: z.string(),
+  }),
 ]);
 
 export const runResultSchema = z.object({

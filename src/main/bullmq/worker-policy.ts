@@ -15,11 +15,12 @@
  *   job with TOOL_NOT_ALLOWED (run without it, the job would not be what was asked for);
  * - no nested jobs: a job's depth limit is its own depth, so it has no spawn tool.
  *
- * What the job decides (see job-request.ts): its task and conversation, model, temperature,
- * iterations, budgets, request timeouts, its agent's prompt.
+ * What the job decides (see job-request.ts): its task and conversation, model and the wire it
+ * speaks (`api`), temperature, iterations, budgets, request and turn timeouts, its scheduler, its
+ * output schema and how it is bound, its agent's prompt.
  */
 import { configForAgent } from '../../shared/agents.js';
-import { modelBaseUrl, type AgentConfig, type ForkpoolConfig, type ToolLimits } from '../../shared/config.js';
+import { modelBaseUrl, type AgentConfig, type ForkpoolConfig, type ModelApi, type ToolLimits } from '../../shared/config.js';
 import { JobError } from '../../shared/errors.js';
 import type { JobSpec } from '../../shared/protocol.js';
 import { withoutCredentials, type JobRequest, type WireSpec } from './job-request.js';
@@ -30,6 +31,8 @@ interface AllowedEndpoint {
   endpoint: string;
   url: string;
   apiKey?: string;
+  /** The wire the worker's config says it speaks: a job that names none (an older producer's) uses it. */
+  api: ModelApi;
   /** The worker's agent this endpoint and key belong to; unset: its top-level one (or `allowedBaseUrls`). */
   agent?: string;
 }
@@ -82,6 +85,9 @@ export class WorkerPolicy {
     const config: ForkpoolConfig = {
       ...policy,
       model: request.model,
+      // The wire is the job's: the producer chose its endpoint and model for it (a Claude model
+      // on the anthropic wire); the key still goes only to the URL it belongs to.
+      api: request.api ?? endpoint.api,
       temperature: request.temperature,
       maxIterations: request.maxIterations,
       requestTimeoutMs: request.requestTimeoutMs,
@@ -92,6 +98,7 @@ export class WorkerPolicy {
       streamIdleTimeoutMs: request.streamIdleTimeoutMs,
       maxRetries: request.maxRetries,
       stream: request.stream,
+      structuredOutput: request.structuredOutput,
       maxResponseChars: request.maxResponseChars,
       errorDetail: request.errorDetail,
       loopWarnAfter: request.loopWarnAfter,
@@ -146,7 +153,7 @@ export class WorkerPolicy {
     // The producer's simulator listens on its own loopback, which this worker may not share: the
     // same deterministic model, run here (issue 36: the README's keyless BullMQ example). A forged
     // job gains nothing by claiming it: no key is sent and nothing outside this process is called.
-    if (simulatorUrl !== undefined) return { endpoint, url: simulatorUrl };
+    if (simulatorUrl !== undefined) return { endpoint, url: simulatorUrl, api: this.#config.api };
     const allowed = this.endpoints;
     throw new JobError(
       'ENDPOINT_NOT_ALLOWED',
@@ -159,15 +166,15 @@ export class WorkerPolicy {
 
 function allowedEndpoints(config: ForkpoolConfig): AllowedEndpoint[] {
   const out: AllowedEndpoint[] = [];
-  const add = (url: string, apiKey: string | undefined, agent?: string) =>
-    out.push({ endpoint: withoutCredentials(url), url, ...(apiKey !== undefined ? { apiKey } : {}), ...(agent !== undefined ? { agent } : {}) });
-  if (config.baseUrl !== undefined || config.apiKey !== undefined) add(modelBaseUrl(config), config.apiKey);
+  const add = (url: string, api: ModelApi, apiKey: string | undefined, agent?: string) =>
+    out.push({ endpoint: withoutCredentials(url), url, api, ...(apiKey !== undefined ? { apiKey } : {}), ...(agent !== undefined ? { agent } : {}) });
+  if (config.baseUrl !== undefined || config.apiKey !== undefined) add(modelBaseUrl(config), config.api, config.apiKey);
   for (const name of Object.keys(config.agents)) {
     // The same rule as a local job's: the parent's key only on the parent's endpoint.
     const resolved = configForAgent(config, name);
-    if (resolved.baseUrl !== undefined || resolved.apiKey !== undefined) add(modelBaseUrl(resolved), resolved.apiKey, name);
+    if (resolved.baseUrl !== undefined || resolved.apiKey !== undefined) add(modelBaseUrl(resolved), resolved.api, resolved.apiKey, name);
   }
-  for (const url of config.bullmq.allowedBaseUrls) add(url, undefined);
+  for (const url of config.bullmq.allowedBaseUrls) add(url, config.api, undefined);
   return out;
 }
 

@@ -37,9 +37,9 @@ export type AttemptEnd =
   /** The job answered with children still running and waits for them, holding no slot. */
   | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] }
   /** Its gated calls wait for approvals: it paused, holding no slot, and runs again from `state` once they are answered. */
-  | { kind: 'awaiting-approval'; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[] }
+  | { kind: 'awaiting-approval'; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[]; seenChildren: string[] }
   /** `sleep` scheduler: it asked for its next turn at `at`; it sleeps holding no slot, then runs again from `state`. */
-  | { kind: 'sleeping'; state: Omit<ResumeState, 'childResults'>; at: number; reason: string };
+  | { kind: 'sleeping'; state: Omit<ResumeState, 'childResults'>; at: number; reason: string; seenChildren: string[] };
 
 /** What the main thread answers a job's gated call (see the `permission-answer` message). */
 export interface PermissionAnswer {
@@ -328,9 +328,20 @@ export class Attempt {
         case 'suspend':
           return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
         case 'await-approval':
-          return this.#finish({ kind: 'awaiting-approval', state: message.state as Omit<ResumeState, 'childResults'>, calls: message.calls });
+          return this.#finish({
+            kind: 'awaiting-approval',
+            state: message.state as Omit<ResumeState, 'childResults'>,
+            calls: message.calls,
+            seenChildren: message.seenChildren,
+          });
         case 'sleep':
-          return this.#finish({ kind: 'sleeping', state: message.state as Omit<ResumeState, 'childResults'>, at: message.at, reason: message.reason });
+          return this.#finish({
+            kind: 'sleeping',
+            state: message.state as Omit<ResumeState, 'childResults'>,
+            at: message.at,
+            reason: message.reason,
+            seenChildren: message.seenChildren,
+          });
         case 'done':
           return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
       }

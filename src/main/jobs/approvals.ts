@@ -95,8 +95,11 @@ export class JobApprovals {
     return callId !== undefined && this.asks(job.spec) ? { granted: false, ask: true } : { granted: false };
   }
 
-  /** Its attempt ended paused: its calls wait, its slot and thread are given back, its clock stops. */
-  paused(job: Job, state: Omit<ResumeState, 'childResults'>, calls: readonly AwaitedCall[]): void {
+  /**
+   * Its attempt ended paused: its calls wait, its slot and thread are given back, its clock stops.
+   * Children's results handed to that run and not among `seenChildren` are held (on its wait record).
+   */
+  paused(job: Job, state: Omit<ResumeState, 'childResults'>, calls: readonly AwaitedCall[], seenChildren: readonly string[]): void {
     const now = Date.now();
     job.ranMs += job.runningSince === undefined ? 0 : now - job.runningSince;
     job.runningSince = undefined;
@@ -111,7 +114,7 @@ export class JobApprovals {
       requestedAt: now,
       expiresAt,
     }));
-    job.pauseForApproval();
+    job.pauseForApproval(seenChildren);
     this.#wait(job, state, pending, now);
     // Kept beside its row (redacted, as every conversation the ledger keeps): a restart goes on from it.
     const store = this.#host.store;

@@ -43,7 +43,8 @@ export interface TableHost {
  * conversation, resumes.ts); with its dedup key and its worktree (recovery.ts runs it there again).
  */
 export function storedSpecOf(spec: JobSpec, dedupKey: string | undefined, worktree: Readonly<JobWorktree> | undefined, worktreePending = false): StoredSpec {
-  const { config: _config, resume: _resume, processTag: _tag, ...kept } = spec;
+  // Held results live on the record's wait record (the ledger's), not on a copy of the spec.
+  const { config: _config, resume: _resume, processTag: _tag, heldResults: _held, ...kept } = spec;
   return {
     ...kept,
     ...(dedupKey !== undefined ? { dedupKey } : {}),

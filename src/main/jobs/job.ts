@@ -1,4 +1,4 @@
-import type { JobSpec, ResumeState } from '../../shared/protocol.js';
+import { HELD_RESULTS_ID, type JobSpec, type ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
 import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledger/ledger.js';
 import { JobInbox } from './inbox.js';
@@ -100,12 +100,17 @@ export class Job {
   runningSince: number | undefined;
   /** Wall-clock ms it ran before its latest approval wait (its timeout counts on from there). */
   ranMs = 0;
-  /** Children's results posted to it while it runs, by child id (resent at resume if it never saw them). */
+  /**
+   * Children's results posted to its current run, by child id. When that run ends without
+   * having read one (it paused, slept, or was re-queued), the result is held for the next run
+   * (see `#holdUnread`), or resent at resume (waiting for its children): never lost, never twice.
+   */
   readonly sent = new Map<string, string>();
   /**
    * Children's results that came while it had no run to post them to (asleep, paused for
-   * approvals, or queued to go on from either): its next run reads them (see {@link takeHeldResults}).
-   * The ledger keeps a copy on its wait record, for a restart (sleeps.ts, approvals.ts).
+   * approvals, or queued to go on from either), or that a run was handed and ended without
+   * reading: its next run reads them (see {@link takeHeldResults}). The ledger keeps a copy on
+   * its wait record, for a restart (sleeps.ts, approvals.ts).
    */
   readonly heldResults: string[] = [];
   /** Messages sent to it (send_to_background_agent); see inbox.ts and steering.ts. */
@@ -195,9 +200,14 @@ export class Job {
     this.#move('running');
   }
 
-  /** dispatched or running → queued, to launch again; `fresh`: its launch count starts over. */
+  /**
+   * dispatched or running → queued, to launch again; `fresh`: its launch count starts over. Its
+   * next run starts from its task or its saved conversation, neither of which holds what this
+   * run was handed: those results are held for it.
+   */
   requeue(note: string, fresh: boolean): void {
     this.#detach();
+    this.#holdUnread([]);
     if (fresh) this.launches = 0;
     if (this.record.state === 'running') this.#ctx.ledger.requeue(this.id, note);
     this.#move('queued');
@@ -214,15 +224,20 @@ export class Job {
     this.#move('suspended');
   }
 
-  /** running → suspended: its gated calls wait for approvals (the ledger write is approvals.ts'). */
-  pauseForApproval(): void {
+  /**
+   * running → suspended: its gated calls wait for approvals (the ledger write is approvals.ts').
+   * `seenChildren`: what its run read (absent: restored by recovery, no run); the rest is held.
+   */
+  pauseForApproval(seenChildren?: readonly string[]): void {
+    if (seenChildren) this.#holdUnread(seenChildren, true);
     this.#detach();
     this.awaitingApproval = true;
     this.#move('suspended');
   }
 
-  /** running → suspended: it sleeps until its scheduled turn (the ledger write is sleeps.ts'). */
-  fallAsleep(): void {
+  /** running → suspended: it sleeps until its scheduled turn (the ledger write is sleeps.ts'); `seenChildren` as for {@link pauseForApproval}. */
+  fallAsleep(seenChildren?: readonly string[]): void {
+    if (seenChildren) this.#holdUnread(seenChildren, true);
     this.#detach();
     this.asleep = true;
     this.#move('suspended');
@@ -231,7 +246,7 @@ export class Job {
   /** suspended → queued: its time came; it goes on from its conversation with `resume.childResults` (the wake message). */
   wake(resume: ResumeState): void {
     this.asleep = false;
-    this.spec = { ...(this.spec as JobSpec), resume };
+    this.#goOnFrom(resume);
     this.launches = 0;
     this.#move('queued');
   }
@@ -239,7 +254,7 @@ export class Job {
   /** suspended → queued: its approvals were answered; it goes on from where it paused. */
   resumeFromApproval(resume: ResumeState): void {
     this.awaitingApproval = false;
-    this.spec = { ...(this.spec as JobSpec), resume };
+    this.#goOnFrom(resume);
     this.launches = 0;
     this.#move('queued');
   }
@@ -248,7 +263,7 @@ export class Job {
   resume(): void {
     const suspension = this.suspension as Suspension;
     this.suspension = undefined;
-    this.spec = { ...(this.spec as JobSpec), resume: { ...suspension.state, childResults: suspension.pending.join('\n\n') } };
+    this.#goOnFrom({ ...suspension.state, childResults: suspension.pending.join('\n\n') });
     this.launches = 0;
     this.#move('queued');
   }
@@ -257,19 +272,46 @@ export class Job {
    * At launch: the results held for it join what its run goes on with, once (they stay in its spec
    * if that launch is lost and it runs again). A run going on from its conversation reads them as
    * a user message; one going on from an approval pause after the approved calls (the worker puts
-   * them before its next model call). A run from the start has no conversation to add them to.
+   * them before its next model call); a run from its task (a restart, a re-queue) in its first
+   * turn, after the task (`spec.heldResults`).
    */
   takeHeldResults(): void {
-    const resume = this.spec?.resume;
-    if (this.heldResults.length === 0 || !resume) return;
+    const spec = this.spec;
+    if (this.heldResults.length === 0 || !spec) return;
     const held = this.heldResults.splice(0).join('\n\n');
-    const childResults = resume.childResults ? `${resume.childResults}\n\n${held}` : held;
-    this.spec = { ...(this.spec as JobSpec), resume: { ...resume, childResults } };
+    const joined = (before: string | undefined) => (before ? `${before}\n\n${held}` : held);
+    const resume = spec.resume;
+    this.spec = resume ? { ...spec, resume: { ...resume, childResults: joined(resume.childResults) } } : { ...spec, heldResults: joined(spec.heldResults) };
+  }
+
+  /** Its next run goes on from a conversation a run saved: that run read whatever its first turn was given. */
+  #goOnFrom(resume: ResumeState): void {
+    const { heldResults: _read, ...spec } = this.spec as JobSpec;
+    this.spec = { ...spec, resume };
+  }
+
+  /**
+   * Its run ended (paused, asleep, re-queued): the results posted to it that it did not read
+   * (`seen`) are held for the next run. `saved`: that run saved its conversation, which goes on
+   * without its `resume` (replaced at the next wake or answer): held results an approval resume
+   * carried and the run never read (it slept or paused again before a model call) are held again.
+   * A re-queued run keeps its `resume`, and with it those results.
+   */
+  #holdUnread(seen: readonly string[], saved = false): void {
+    const resume = this.spec?.resume;
+    if (saved && resume?.approval && resume.childResults && !seen.includes(HELD_RESULTS_ID)) this.heldResults.push(resume.childResults);
+    for (const [child, text] of this.sent) if (!seen.includes(child)) this.heldResults.push(text);
+    this.sent.clear();
   }
 
   /** ended → queued: a restart, same spec, same id. */
   reopen(note: string): Readonly<JobRecord> {
     const record = this.#ctx.ledger.reopen(this.id, note);
+    // Its ended run read what it was handed at its start: a restart after an ending runs without it.
+    if (this.spec?.heldResults !== undefined) {
+      const { heldResults: _read, ...spec } = this.spec;
+      this.spec = spec;
+    }
     this.#alerts = 0;
     this.ranMs = 0;
     this.launches = 0;

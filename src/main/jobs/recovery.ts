@@ -152,7 +152,10 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       const note = `${INTERRUPTED_NOTE} (it had started ${record.attempts} time(s)); re-run`;
       if (record.state === 'running') ledger.requeue(record.id, note);
       else ledger.noteQueued(record.id, note);
-      host.dispatcher.enqueue(add('queued'));
+      const job = add('queued');
+      // A wait record whose conversation is gone runs from its task: its first turn reads what its children gave.
+      job.heldResults.push(...(record.sleepWait?.childResults ?? record.approvalWait?.childResults ?? []));
+      host.dispatcher.enqueue(job);
       report.rerun.push(record.id);
     } else {
       ledger.markEnded(record.id, interruptedEnding(record, why));

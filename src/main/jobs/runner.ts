@@ -219,13 +219,13 @@ export class JobRunner {
       return;
     }
     if (end.kind === 'awaiting-approval') {
-      this.#host.approvals.paused(job, end.state, end.calls);
+      this.#host.approvals.paused(job, end.state, end.calls, end.seenChildren);
       // Its pause crossed a stop (it paused before it saw the `cancel`): it ends now, as a job stopped while waiting does.
       if (job.stopping) this.stop(job, attempt.stopRequest ?? 'cancel');
       return;
     }
     if (end.kind === 'sleeping') {
-      this.#host.sleeps.asleep(job, end.state, { at: end.at, reason: end.reason });
+      this.#host.sleeps.asleep(job, end.state, { at: end.at, reason: end.reason }, end.seenChildren);
       // Its sleep crossed a stop (it slept before it saw the `cancel`): it ends now, as a job stopped while asleep does.
       if (job.stopping) this.stop(job, attempt.stopRequest ?? 'cancel');
       return;

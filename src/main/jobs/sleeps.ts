@@ -55,12 +55,16 @@ export class JobSleeps {
     this.#secrets = redactionSecrets(host.config);
   }
 
-  /** Its attempt ended asleep: its slot and thread are given back, its clock stops, its wake is timed. */
-  asleep(job: Job, state: RunState, turn: ScheduledTurn): void {
+  /**
+   * Its attempt ended asleep: its slot and thread are given back, its clock stops, its wake is
+   * timed. Children's results handed to that run and not among `seenChildren` are held, on the
+   * wait record written here, for its next run.
+   */
+  asleep(job: Job, state: RunState, turn: ScheduledTurn, seenChildren: readonly string[]): void {
     const now = Date.now();
     job.ranMs += job.runningSince === undefined ? 0 : now - job.runningSince;
     job.runningSince = undefined;
-    job.fallAsleep();
+    job.fallAsleep(seenChildren);
     // Kept beside its row (redacted, as every conversation the ledger keeps): a restart goes on from it.
     const store = this.#host.store;
     if (store)

@@ -10,7 +10,7 @@ import type { JobRecord } from './job-record.js';
 import type { StoredTranscript } from './transcript.js';
 
 /** A job's spec as stored: everything but the config, which comes from the session that resumes it (so no key is ever written to disk). */
-export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume'> & {
+export type StoredSpec = Omit<JobSpec, 'config' | 'processTag' | 'resume' | 'heldResults'> & {
   /**
    * Its de-duplication key (src/main/jobs/dedup.ts) when identical spawns may join or reuse it:
    * a restart rebuilds the dedup tables from these. Kept, not recomputed, because a spawn that

@@ -8,19 +8,35 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { ConfigError, JobError, deserializeError, type SerializedError } from '../../shared/errors.js';
-import { mainMessageSchema, type AlertSeverity, type JobOutcome, type JobSpec, type JobTask, type StopRequest } from '../../shared/protocol.js';
+import {
+  mainMessageSchema,
+  type AlertSeverity,
+  type JobOutcome,
+  type JobSpec,
+  type JobTask,
+  type StopRequest,
+  type WorkerMessage,
+} from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import type { ExecuteOptions, Executor, ExecutorCapabilities } from '../executors/executor.js';
 
 export type RemoteStatus = 'queued' | 'running' | 'ended';
 
-/** What a remote job reports, in order: `started` (again if the runner re-runs it), progress and alerts, then one `done` or `failed`. */
+/** Where a sleeping job goes on from: its conversation and what it spent (the `sleep` port message's `state`). */
+export type SleepState = Extract<WorkerMessage, { type: 'sleep' }>['state'];
+
+/** What a remote job reports, in order: `started` (again if the runner re-runs it), progress and alerts, then one `done`, `sleep` or `failed`. */
 export type RemoteJobEvent =
   | { type: 'started' }
   | { type: 'progress'; event: LoopEvent }
   | { type: 'alert'; message: string; severity: AlertSeverity }
   /** The job's own ending (it answered, or honoured a stop): its text, usage and stop reason. */
   | { type: 'done'; outcome: JobOutcome }
+  /**
+   * A `sleep` job's run ended asleep until `at` (epoch ms): the job's `sleep` port message, passed
+   * on. The manager keeps the sleep and spawns it again at its time, to go on from `state`.
+   */
+  | { type: 'sleep'; state: SleepState; at: number; reason: string }
   /** The runner could not run it to an ending (its machine died, it was hard-stopped). */
   | { type: 'failed'; error: Error | SerializedError };
 
@@ -114,10 +130,24 @@ export class RemoteExecutor implements Executor {
           if (event.type === 'started') post(port, { type: 'started', jobId, threadId: 0, at: Date.now() });
           else if (event.type === 'progress') post(port, { type: 'progress', jobId, event: event.event });
           else if (event.type === 'alert') post(port, { type: 'alert', jobId, message: event.message, severity: event.severity });
-          else if (event.type === 'done') {
-            post(port, { type: 'done', jobId, outcome: event.outcome });
+          else if (event.type === 'done' || event.type === 'sleep') {
+            post(
+              port,
+              event.type === 'done'
+                ? { type: 'done', jobId, outcome: event.outcome }
+                : { type: 'sleep', jobId, state: event.state, at: event.at, reason: event.reason },
+            );
             resolve();
-          } else reject(event.error instanceof Error ? event.error : deserializeError(event.error));
+          } else if (event.type === 'failed') reject(event.error instanceof Error ? event.error : deserializeError(event.error));
+          // A runner of another forkpool version: said, not thrown inside the runner's emitter.
+          else
+            reject(
+              new JobError(
+                'PROTOCOL_INVALID',
+                jobId,
+                `remote job ${handle.id} reported an unknown event ${JSON.stringify((event as { type?: unknown }).type)}`,
+              ),
+            );
         });
       });
     } finally {

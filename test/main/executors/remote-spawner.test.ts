@@ -23,6 +23,25 @@ describe('RemoteExecutor: a user-supplied remote runner', () => {
     expect(drainedIds(manager, 1)).toEqual([...ids].sort());
   });
 
+  it("a sleep job's run ends asleep through the handle (a `sleep` event): nothing runs while it sleeps, and at its time the manager spawns it again to go on from its conversation", async () => {
+    const sim = await startSim(cleanup, {
+      script: [{ toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '1s', reason: 'scan again' } }] }, { content: 'Woke and scanned.' }],
+    });
+    const config = makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 1, maxAlertsPerJob: 0 });
+    const spawner = poolSpawner(config, cleanup);
+    const manager = makeManager(config, cleanup, new RemoteExecutor(spawner, 'pool-service'));
+    const sleeping: number[] = [];
+    manager.on('sleeping', () => sleeping.push(spawner.handles.filter((h) => h.status() !== 'ended').length));
+    const { id } = manager.spawn({ task: 'Scan, sleep, scan again.', label: 'sleeper', scheduler: 'sleep' });
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'ok', resultText: 'Woke and scanned.', iterations: 2, attempts: 2 });
+    // Asleep, no handle of it ran; woken, a second spawn carried its conversation and the wake message.
+    expect(sleeping).toEqual([0]);
+    expect(spawner.specs.map((spec) => spec.id)).toEqual([id, id]);
+    expect(spawner.specs[1]?.resume?.childResults).toMatch(/the turn you scheduled has come \(scan again\)/);
+    sim.assertScriptDone();
+  });
+
   it('cancel goes through the handle: the job honours it and ends cancelled', async () => {
     const sim = await startSim(cleanup, { faults: { 1: { kind: 'hang_before_headers' } } });
     const config = makeConfig(sim, await makeWorkspace(cleanup), { maxConcurrent: 2, cancelGraceMs: 5_000 });
