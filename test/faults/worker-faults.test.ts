@@ -23,7 +23,7 @@ import {
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
-import { SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
+import { MANY_JOBS_HEAP_MB, MANY_JOBS_PER_THREAD, SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
 
 const cleanups = useCleanup();
 
@@ -93,6 +93,14 @@ describe('a faulty worker fails only its own job', () => {
     const { manager } = await setup({ isolation });
     const [limits] = await faultThenNormal(manager, 'FAULT:limits');
     expect(threadLimits(limits).maxOldGenerationSizeMb).toBe(heapMb);
+  });
+
+  // After a full GC, V8 lets a heap grow to 4× its live size when its cap is 2 GiB or more, to 2× under it (defaults.ts).
+  it('with heapMb unset, a shared thread that may hold thousands of jobs gets a cap under 2 GiB', async () => {
+    const { manager } = await setup({ isolation: 'shared', tasksPerThread: MANY_JOBS_PER_THREAD });
+    const [limits] = await faultThenNormal(manager, 'FAULT:limits');
+    expect(threadLimits(limits).maxOldGenerationSizeMb).toBe(MANY_JOBS_HEAP_MB);
+    expect(MANY_JOBS_HEAP_MB).toBeLessThan(2_048);
   });
 
   it("a shared thread's young generation is V8's own, larger than thread isolation's cap", async () => {
