@@ -29,3 +29,11 @@ export async function startTestSim(cleanup: Cleanup, simOptions: SimServerOption
   const config = testConfig({ baseUrl: sim.url, workspaceRoot: configOverrides.workspaceRoot ?? tempWorkspace(undefined, cleanup), ...configOverrides });
   return { sim, config, client: createModelClient(config) };
 }
+
+/** A loopback sim, closed after the test, that keeps request bodies (tests read `sim.requests[i].body`). */
+export async function startSim(cleanups: Cleanup, options: SimServerOptions = {}): Promise<SimServer> {
+  // The sim's default is not to keep them.
+  const sim = await startSimServer({ recordBodies: true, ...options });
+  cleanups.add(() => sim.close());
+  return sim;
+}
