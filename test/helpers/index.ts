@@ -5,7 +5,7 @@
  * - cleanup.ts  useCleanup / createCleanup (per-test teardown list), cleanupOf (one test's, for concurrent tests), waitFor (poll a condition)
  * - config.ts   tempWorkspace (temp dir with files), makeWorkspace (the research task's files), testConfig
  *               (parsed config with test defaults)
- * - sim.ts      startSim (a sim server closed after the test), startTestSim (+ config + openai client)
+ * - sim.ts      startSim (a sim server closed after the test), startTestSim (+ config + model client)
  * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv
  * - history.ts  assertValidHistory (tool calls all answered), toolResults (of a message list)
  * - requests.ts readers of the sim's request log: messagesOf, systemOf, toolNames, toolSchema,

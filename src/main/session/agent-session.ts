@@ -1,4 +1,4 @@
-import type OpenAI from 'openai';
+import type { ModelClient } from '../../shared/model-client.js';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { LedgerWriteError, serializeError } from '../../shared/errors.js';
@@ -25,7 +25,8 @@ import { TurnQueue, type QueuedTurn } from './turn-queue.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
-  client?: OpenAI;
+  /** The parent's model client; defaults to one built from `config`. An `openai` client of yours sends the parent's requests itself. */
+  client?: ModelClient;
   executor?: Executor;
   /** Where `executor: "remote"` spawns run; the parent gets `spawn_remote_agent` (see BackgroundManagerOptions.remote). */
   remote?: BackgroundManagerOptions['remote'];
