@@ -89,7 +89,11 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   const ticker = out.live ? setInterval(drawStatus, 250) : undefined;
   ticker?.unref();
 
+  // Only a line's own jobs count here: a nested job (one a job spawned) ends into its parent, which
+  // reads its result; counting its end as a line's ended the run while the parent still had work.
+  const isLineJob = (job: Readonly<JobRecord>) => job.parentJobId === undefined;
   manager.on('started', (job: JobRecord) => {
+    if (!isLineJob(job)) return;
     running.add(job.id);
     started++;
   });
@@ -144,6 +148,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   };
 
   manager.on('done', (job: Readonly<JobRecord>) => {
+    if (!isLineJob(job)) return;
     running.delete(job.id);
     ended++;
     // Stopped by this stop, still unfinished in the ledger: its one reported ending comes from --resume.
@@ -172,6 +177,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
   let ledgerProblems = ledger?.findings.length ?? 0;
   // Resumed: what finished before is printed from the ledger; what recovery re-queued runs again.
   for (const job of ledger ? manager.jobs() : []) {
+    if (!isLineJob(job)) continue;
     const line = ledger?.lineOf(job.id);
     if (job.state !== 'ended') {
       accepted++;
