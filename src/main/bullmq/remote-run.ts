@@ -130,7 +130,8 @@ export class RemoteRun {
       this.#post(
         end.kind === 'done'
           ? { type: 'done', jobId: this.jobId, outcome: end.outcome }
-          : { type: 'sleep', jobId: this.jobId, state: end.state, at: end.at, reason: end.reason },
+          : // The wire does not carry what the remote run read; a remote job has no children of its own.
+            { type: 'sleep', jobId: this.jobId, state: end.state, at: end.at, reason: end.reason, seenChildren: [] },
       );
       return this.#settle();
     }
