@@ -5,30 +5,30 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 // `npm run lint:eslint`. TypeScript files get typescript-eslint's type-checked recommended rules,
-// with types from one program over tsconfig.json (`project`; the project service (`projectService:
-// true`) gave the same results for about 20% more CPU and 0.6 GB more memory on a cold run here,
-// Dec 3). Every linted .ts file must be in tsconfig.json's `include` (src, test, vitest.config.ts)
-// or, for bench/, in bench/tsconfig.json's (the bench's own program, which reaches src/ through
-// `paths`): one outside them is a parse error naming it. typescript-eslint needs TypeScript's
+// with types from one program over tsconfig.eslint.json (`project`): src, test and bench together,
+// so src is parsed and typed once (bench/ had its own program over bench/tsconfig.json, which typed
+// the src files it reaches a second time). The project service (`projectService: true`) gave the
+// same results for about 20% more CPU and 0.6 GB more memory on a cold run here (Dec 3). Every
+// linted .ts file must be in tsconfig.eslint.json's `include` (src, test, bench, vitest.config.ts):
+// one outside it is a parse error naming it. typescript-eslint needs TypeScript's
 // JavaScript API, which the TypeScript 7 package (the native compiler) does not have: so
 // package.json's `typescript` is the TypeScript team's `@typescript/typescript6` package (the 6.0
 // API, what `require('typescript')` loads here), and `@typescript/native` is TypeScript 7, whose
 // `tsc` is the one `npm run build` and `npm run typecheck` run (`tsc6` is 6.0's, unused). These are
 // the names typescript-eslint's own experimental tsgo backend expects too (it needs TypeScript 7.1).
 // The .mjs scripts and fixtures are plain Node ESM: ESLint's recommended rules only.
-// `npm run lint` (scripts/lint.mjs: ESLint and Prettier side by side) keeps their caches in
-// node_modules/.cache (a full run here takes about 37 s, ESLint alone 31 s; a repeat with few
-// files changed 2 s). ESLint's cache keys each file by its own
-// content, so a type change in one file does not re-lint the unchanged files that use it:
-// `rm -rf node_modules/.cache/eslint` before trusting a local run after such a change. CI
-// (`.ci/run`, a fresh clone with an empty cache) always lints every file.
+// `npm run lint` (scripts/lint.mjs: ESLint and Prettier side by side) keeps their caches in the
+// checkout's .cache/ (git-ignored; not node_modules/.cache, which worktrees sharing one node_modules
+// would share). ESLint's cache keys each file by its own content, so a type change in one file does
+// not re-lint the unchanged files that use it: `rm -rf .cache/eslint` before trusting a local run
+// after such a change. CI (`.ci/run`, a fresh clone with an empty cache) always lints every file.
 export default defineConfig(
-  globalIgnores(['dist/', 'coverage/', 'bench/results/', '.forkpool/']),
+  globalIgnores(['dist/', 'dist-bench/', 'coverage/', 'bench/results/', '.forkpool/', '.cache/']),
   {
     files: ['**/*.{ts,cts,mts}'],
     extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
     languageOptions: {
-      parserOptions: { project: ['./tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+      parserOptions: { project: ['./tsconfig.eslint.json'], tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // A leading underscore marks a binding kept on purpose: `const { stack: _stack, ...rest } = x`
@@ -46,13 +46,6 @@ export default defineConfig(
       // A `let` read by a closure made before its one assignment stays `let` (as a `const`, that
       // read would throw in the temporal dead zone instead of seeing `undefined`).
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
-    },
-  },
-  {
-    // The bench has its own program (bench/tsconfig.json), so the one over src and test stays smaller.
-    files: ['bench/**/*.{ts,cts,mts}'],
-    languageOptions: {
-      parserOptions: { project: ['./bench/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
     },
   },
   {

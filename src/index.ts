@@ -16,6 +16,7 @@ import './shared/require-node.js';
 export { AgentSession, type AgentSessionOptions, type SessionEvents } from './main/session/agent-session.js';
 export type { DurableSessionOptions } from './main/session/durable-session.js';
 export type { ParentAgent, ParentEvent, TurnResult, AgentRole } from './main/session/parent-agent.js';
+export type { ModelClient, EndpointClient } from './shared/model-client.js';
 export {
   BackgroundManager,
   type BackgroundManagerOptions,

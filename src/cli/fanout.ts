@@ -1,44 +1,22 @@
-import { BackgroundManager } from '../main/jobs/manager.js';
-import { Deliveries } from '../main/delivery/deliveries.js';
-import { createExecutor } from '../main/jobs/executor-factory.js';
-import type { ExecutorKind } from '../main/executors/executor.js';
 import type { JobRecord, JobStatus } from '../main/ledger/ledger.js';
 import { ForkpoolError, LedgerWriteError } from '../shared/errors.js';
 import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
-import { buildOrDispose, createCliContext, onTermination, type GlobalFlags } from './common.js';
-import { EXIT, usageProblem } from './exit.js';
-import { costLines, jsonForTerminal, oneLine, preview, usageLines } from '../main/views/terminal-lines.js';
+import { onTermination } from './common.js';
+import { EXIT } from './exit.js';
+import { costLines, jsonForTerminal, oneLine, usageLines } from '../main/views/terminal-lines.js';
 import { jobJson } from '../main/views/job-view.js';
 import { describePool } from '../main/limits/budget-pool.js';
-import { LineReader, openInput, type InputLine } from './line-reader.js';
-import { FANOUT_ISOLATION, FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
+import { LineReader, type InputLine } from './line-reader.js';
+import { FANOUT_LINE_MAX_BYTES } from '../shared/defaults.js';
 import { countTaskLines, FanoutOutput, statusText } from './progress.js';
 import { retryLine } from '../shared/model-errors.js';
-import { openFanoutLedger } from './fanout-ledger.js';
 import { parseLine, type FanoutTask } from './fanout-line.js';
 import { DEFAULT_MAX_CONSECUTIVE_FAILURES, FailureWatch } from './fanout-failures.js';
 import { countFailed, SUMMARY_STATUSES, summaryRecord, summaryText, type FanoutLineType } from './fanout-summary.js';
-import { readSchemaFile } from './schema-file.js';
-import { answerApprovals, fanoutApprovals, parseApprover } from './approve-with.js';
+import { openFanout, type FanoutFlags } from './fanout-setup.js';
 
 export { parseLine } from './fanout-line.js';
-
-export interface FanoutFlags extends GlobalFlags {
-  executor?: string;
-  progress?: boolean;
-  /** The configured agent every line runs unless the line names its own. */
-  agent?: string;
-  /** Continue the fan-out in `--ledger FILE`: print what finished, run only the rest. */
-  resume?: boolean;
-  /** The circuit breaker: failures in a row of a kind every job shares before no more jobs start (0: off). */
-  maxConsecutiveFailures?: number;
-  /** A JSON Schema file: every job's answer is typed by it (its `data` in each line). */
-  schema?: string;
-  /** Who answers the jobs' approvals (an http(s) URL or a command; approve-with.ts); without it, every gated call is denied. */
-  approveWith?: string;
-}
-
-const EXECUTORS: readonly ExecutorKind[] = ['piscina', 'tinypool', 'inline', 'worker-per-job', 'bullmq'];
+export type { FanoutFlags } from './fanout-setup.js';
 
 /**
  * Jobs accepted but not yet started, beyond the running ones, before fanout stops reading its
@@ -51,58 +29,13 @@ const READ_AHEAD_MIN = 16;
  * `forkpool fanout tasks.jsonl`: every line a background job, no parent. Lines are read as
  * they arrive and each becomes a job at once; reading pauses while enough jobs wait. One JSON
  * line per finished job on stdout; a line the manager refuses gets a `refused` record and the
- * rest run; a full queue (`background.queueLimit`) is waited out, not an error.
+ * rest run; a full queue (`background.queueLimit`) is waited out, not an error. The flags are
+ * checked and the manager built first (fanout-setup.ts).
  */
 export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<number> {
-  const executorKind = flags.executor ?? 'piscina';
-  if (!EXECUTORS.includes(executorKind)) {
-    return usageProblem('fanout', `--executor expects one of ${EXECUTORS.join(', ')}; received ${preview(String(flags.executor))}`);
-  }
-  const typed = flags.schema === undefined ? undefined : readSchemaFile(flags.schema);
-  if (typed && 'problem' in typed) return usageProblem('fanout', typed.problem);
-  const approver = flags.approveWith === undefined ? undefined : parseApprover(flags.approveWith);
-  if (approver && 'problem' in approver) return usageProblem('fanout', approver.problem);
-  const input = openInput(file);
-  // Its own default isolation (weaker than every flag, variable and file): see FANOUT_ISOLATION.
-  // And with a session budget, a task waits for budget held by running ones (unless the config says `refuse`).
-  const ctx = await createCliContext(flags, { defaultIsolation: FANOUT_ISOLATION, defaultOnExhausted: 'queue' });
-  ctx.config = fanoutApprovals(ctx.config, approver);
-  if (flags.agent !== undefined && !Object.hasOwn(ctx.config.agents, flags.agent)) {
-    const known = Object.keys(ctx.config.agents);
-    await ctx.dispose();
-    return usageProblem(
-      'fanout',
-      `--agent expects one of the configured agents (${known.length ? known.join(', ') : 'none is configured'}); received ${preview(flags.agent)}`,
-    );
-  }
-  if (flags.resume && ctx.config.ledger.path === undefined) {
-    await ctx.dispose();
-    return usageProblem('fanout', '--resume continues the fan-out kept in a ledger; give it with --ledger FILE (or ledger.path in the config)');
-  }
-  const ledger = ctx.config.ledger.path === undefined ? undefined : await buildOrDispose(ctx, () => openFanoutLedger(ctx.config, flags.resume === true));
-  if (ledger && 'problem' in ledger) {
-    await ctx.dispose();
-    return usageProblem('fanout', ledger.problem);
-  }
-  const manager = await buildOrDispose(ctx, () => {
-    try {
-      return new BackgroundManager({
-        config: ctx.config,
-        logger: ctx.logger,
-        // With a ledger, BullMQ job ids derive from it: a resumed fan-out adopts what is still queued or running.
-        executor: createExecutor(ctx.config, ctx.logger, executorKind, undefined, ledger?.jobs.scope),
-        closeExecutor: true,
-        ...(ledger ? { store: ledger.jobs } : {}),
-      });
-    } catch (error) {
-      ledger?.close();
-      throw error;
-    }
-  });
-  // MCP servers connect before the first spawn, so every job is offered their tools (a failure is the manager's to report).
-  await manager.tools.start().catch(() => {});
-  const deliveries = new Deliveries(manager);
-  if (approver) answerApprovals(manager, approver, ctx.config.approvalTimeoutMs, (line) => process.stderr.write(`${line}\n`));
+  const opened = await openFanout(file, flags);
+  if ('exitCode' in opened) return opened.exitCode;
+  const { input, ctx, ledger, manager, deliveries, outputSchema } = opened;
   const out = new FanoutOutput(process.stdout, process.stderr, flags.progress !== false && process.stderr.isTTY === true && !ctx.json);
   const reader = new LineReader(input);
   const startedAt = Date.now();
@@ -278,7 +211,7 @@ export async function fanoutCommand(file: string, flags: FanoutFlags): Promise<n
             wave: null,
             ...(agent !== undefined ? { agent } : {}),
             ...(task.budget !== undefined ? { budget: task.budget } : {}),
-            ...(typed ? { outputSchema: typed.schema } : {}),
+            ...(outputSchema !== undefined ? { outputSchema } : {}),
           });
         const handle = ledger ? ledger.spawnForLine(task, spawn) : spawn();
         accepted++;

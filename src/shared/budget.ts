@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { costOf, type ModelTable } from './models.js';
 import { addModelUsage, totalUsage, type Usage, type UsageByModel } from './usage.js';
+import { MAX_TIMEOUT_MINUTES } from './config-bounds.js';
 
 /**
  * Per-job budgets (core-agent's `Budgets`): model calls, tokens, dollars and wall clock. Pure
@@ -14,8 +15,8 @@ export type BudgetName = (typeof BUDGET_NAMES)[number];
 /** The share of a budget at which the job is told, once, to wrap up and answer now. */
 export const WRAP_UP_SHARE = 0.9;
 
-/** Timers hold a signed 32-bit millisecond count (see MAX_TIMEOUT_MINUTES in config.ts). */
-const MAX_WALLCLOCK_MINUTES = Math.floor(2_147_483_647 / 60_000);
+/** Timers hold a signed 32-bit millisecond count: a longer wall-clock budget could not be armed. */
+const MAX_WALLCLOCK_MINUTES = MAX_TIMEOUT_MINUTES;
 
 /** One job's limits; an unset field is no limit on that dimension. */
 export const budgetLimitsSchema = z.strictObject({

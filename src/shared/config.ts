@@ -2,7 +2,8 @@ import { realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { z } from 'zod';
-import { AGENT_NAME_EXPECTED, configSchema, type ForkpoolConfig } from './config-schema.js';
+import { configSchema, type ForkpoolConfig } from './config-schema.js';
+import { AGENT_NAME_EXPECTED } from './agent-schema.js';
 import { ConfigError, type ConfigIssue } from './errors.js';
 import { isSchedulerName } from './scheduler-names.js';
 import { assertKeyForEndpoint } from './endpoint-key.js';
@@ -10,6 +11,8 @@ import { broadWorkspace, broadWorkspaceIssue } from './workspace-scope.js';
 import { ledgerInWorkspaceIssue } from './ledger-path.js';
 
 export * from './config-schema.js';
+export * from './agent-schema.js';
+export * from './config-bounds.js';
 
 /** The seeds' snake_case names, accepted in a config file as aliases. */
 export const SNAKE_ALIASES: Readonly<Record<string, readonly [string, string]>> = {

@@ -9,9 +9,25 @@ export const THREAD_HEAP_MB = 512;
  */
 export const SHARED_HEAP_MB = 2_048;
 
-/** A worker thread's heap cap: `background.heapMb`, or by isolation when it is 0. */
-export function workerHeapMb(background: { heapMb: number; isolation: 'thread' | 'shared' }): number {
-  return background.heapMb || (background.isolation === 'shared' ? SHARED_HEAP_MB : THREAD_HEAP_MB);
+/**
+ * A `shared`-isolation worker's heap cap when `background.heapMb` is 0 and the thread may hold
+ * {@link MANY_JOBS_PER_THREAD} jobs or more: just under 2 GiB, on purpose. After each full GC V8
+ * lets an old generation grow to 4× its live size when its cap is 2 GiB or more, and to at most
+ * 2× under it (v8 src/heap/heap-controller.cc, `MaxGrowingFactor`; never past halfway from the
+ * live size to the cap). A thread busy starting and running thousands of jobs allocates fast
+ * enough that V8 takes the most it may. With few jobs a thread's live heap is small and 4× of it
+ * is cheap CPU-wise (see SHARED_HEAP_MB); with tens of thousands it is hundreds of MB, and 4× of
+ * that was most of the process's RSS (issue 40, docs/performance.md "Dec 6, session 14").
+ */
+export const MANY_JOBS_HEAP_MB = 2_047;
+/** Jobs per `shared` thread from which the cap is {@link MANY_JOBS_HEAP_MB}. */
+export const MANY_JOBS_PER_THREAD = 1_000;
+
+/** A worker thread's heap cap: `background.heapMb`, or by isolation (and jobs per thread) when it is 0. */
+export function workerHeapMb(background: { heapMb: number; isolation: 'thread' | 'shared'; tasksPerThread?: number }): number {
+  if (background.heapMb) return background.heapMb;
+  if (background.isolation === 'thread') return THREAD_HEAP_MB;
+  return (background.tasksPerThread ?? 0) >= MANY_JOBS_PER_THREAD ? MANY_JOBS_HEAP_MB : SHARED_HEAP_MB;
 }
 
 /**

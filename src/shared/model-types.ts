@@ -1,6 +1,6 @@
 // The model call's types, apart from model-call.ts so the wires and the stream assembler can name
 // them without importing the call itself (which imports them: an import circle).
-import type OpenAI from 'openai';
+import type { ModelClient } from './model-client.js';
 import type { ChatCompletionCreateParams, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
 import type { Usage } from './usage.js';
 import type { ForkpoolConfig } from './config.js';
@@ -73,7 +73,7 @@ export type ModelCallConfig = Pick<ForkpoolConfig, 'model' | 'temperature' | 'st
   Partial<Pick<ForkpoolConfig, 'maxResponseChars' | 'api' | 'maxTokens' | 'firstByteTimeoutMs' | 'thinking'>>;
 
 export interface ModelCallOptions {
-  client: OpenAI;
+  client: ModelClient;
   config: ModelCallConfig;
   params: Pick<ChatCompletionCreateParams, 'messages' | 'tools' | 'response_format'>;
   signal: AbortSignal;

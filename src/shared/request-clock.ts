@@ -1,5 +1,5 @@
 /**
- * The clocks of one model request (model-call.ts): the wait for the response's first byte, then
+ * The clocks of one model request (the Chat Completions wire, wires/chat.ts): the wait for the response's first byte, then
  * the whole response from that byte to its last. Time a request waits inside a busy server
  * (a local model behind other jobs) counts against the first, never the second.
  */

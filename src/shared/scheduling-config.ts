@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { DEFAULTS } from './defaults.js';
+import { MAX_TIMER_MS } from './config-bounds.js';
 
 /**
  * Config of adaptive concurrency and wave joins (docs/scale-out.md "Adaptive concurrency", docs/delivery.md "Wave joins"),
  * apart from config.ts so the schema there only names them.
  */
-/** config.ts's MAX_TIMER_MS (a Node timer's bound), repeated: config.ts imports this module. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 export const adaptiveSchema = z
   .strictObject({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { configForAgent } from './agents.js';
 import type { ForkpoolConfig } from './config.js';
-import { MAX_TIMER_MS } from './config-schema.js';
+import { MAX_TIMER_MS } from './config-bounds.js';
 import { BUILTIN_TOOL_NAMES, SPAWN_SPEC_LIMITS } from './fixed-limits.js';
 import { TOOL_NAME_PATTERN } from './tool-contract.js';
 import { ForkpoolError } from './errors.js';

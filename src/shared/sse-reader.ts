@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import { APIError } from 'openai/error';
 
 /** How long the end of a body may lag its `[DONE]` before the connection is given up. */
 const DRAIN_AFTER_DONE_MS = 1_000;
@@ -12,7 +12,7 @@ const DRAIN_AFTER_DONE_MS = 1_000;
  * (a promise round trip per line and per event): in a microbench, 0.45-0.64 ms of CPU for a
  * 100-chunk answer against 0.11-0.17 ms here; every model call of a job pays it on its thread.
  * Same rules as the SDK's: comments (`:` lines, a server's keep-alives) are no event; an
- * `error` event or a payload with `error` is an {@link OpenAI.APIError}; a payload that is not
+ * `error` event or a payload with `error` is an {@link APIError} (the `openai` client's); a payload that is not
  * JSON is a SyntaxError (a transport error, retried). A read that fails (an abort) rejects.
  */
 export async function readEventStream(body: ReadableStream<Uint8Array>, headers: Headers, onData: (data: unknown) => void, eventCap?: EventCap): Promise<void> {
@@ -44,8 +44,8 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
       throw new SyntaxError('Error reading response: malformed server-sent event JSON.');
     }
     const error = (data as { error?: unknown } | null)?.error;
-    if (name === 'error') throw new OpenAI.APIError(undefined, (error ?? data) as object | undefined, undefined, headers);
-    if (error) throw new OpenAI.APIError(undefined, error, undefined, headers);
+    if (name === 'error') throw new APIError(undefined, (error ?? data) as object | undefined, undefined, headers);
+    if (error) throw new APIError(undefined, error, undefined, headers);
     onData(data);
   };
 
@@ -107,7 +107,7 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
   }
 }
 
-/** The most one event's text may hold before the read stops with `error()` (see streamOnce in model-call.ts). */
+/** The most one event's text may hold before the read stops with `error()` (see streamOnce in wires/chat.ts). */
 export interface EventCap {
   chars: number;
   error: () => Error;

@@ -1,5 +1,5 @@
 /**
- * A streamed chat completion put back together chunk by chunk (src/shared/model-call.ts
+ * A streamed chat completion put back together chunk by chunk (src/shared/wires/chat.ts
  * streamOnce), and the cap on one response: content and tool arguments counted as they arrive,
  * past `maxResponseChars` the read stops with MODEL_RESPONSE_TOO_LARGE (never retried).
  */

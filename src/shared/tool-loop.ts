@@ -1,4 +1,3 @@
-import type OpenAI from 'openai';
 import type {
   ChatCompletionCreateParams,
   ChatCompletionMessageParam,
@@ -9,7 +8,7 @@ import { z } from 'zod';
 import type { ForkpoolConfig } from './config.js';
 import { AbortError, ForkpoolError, TimeoutError, ToolError, errorMessage, serializeError, type SerializedError } from './errors.js';
 import { LoopDetector } from './loop-detector.js';
-import { callModel, clientSecrets, type RateGate, type RetryEvent } from './model-call.js';
+import { callModel, clientSecrets, type ModelClient, type RateGate, type RetryEvent } from './model-call.js';
 import { DEFAULTS, TIMINGS, TRANSCRIPT_LIMITS } from './defaults.js';
 import { linkedAbort, startDeadline, withTimeout } from './abort.js';
 import { COMMAND_OUTPUT_HEAD_SHARE, capHeadTail } from './text-budget.js';
@@ -50,7 +49,7 @@ export type LoopConfig = Pick<
   Partial<Pick<ForkpoolConfig, 'maxTokens' | 'firstByteTimeoutMs' | 'thinking'>>;
 
 export interface ToolLoopOptions {
-  client: OpenAI;
+  client: ModelClient;
   config: LoopConfig;
   /** The history so far (system prompt, earlier turns, this turn's input). Not mutated. */
   messages: readonly ChatCompletionMessageParam[];

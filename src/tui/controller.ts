@@ -1,7 +1,8 @@
 /**
  * The chat's state and rules, apart from any rendering: the transcript, whether the model is
- * busy, Enter/Ctrl+Enter while busy, cancel, quit, the permission question and the panel. The
- * ink app and the plain line mode both drive it; tests drive it directly.
+ * busy, Enter/Ctrl+Enter while busy, cancel, quit, the permission question and the panel; the
+ * person's own jobs and the question which agent they run as in user-jobs.ts. The ink app and
+ * the plain line mode both drive it; tests drive it directly.
  */
 import type { AgentSession } from '../main/session/agent-session.js';
 import { retryLine } from '../shared/model-errors.js';
@@ -13,8 +14,8 @@ import { errorMessage } from '../shared/errors.js';
 import { escapeForTerminal, oneLine } from '../main/views/terminal-lines.js';
 import { runSlashCommand } from './commands.js';
 import { followUpNotice } from '../main/views/follow-up.js';
-import { AgentChoice } from './agent-choice.js';
 import type { StartOptions } from './start-command.js';
+import { UserJobs } from './user-jobs.js';
 import { ChatWaits } from './chat-waits.js';
 import { approvalRequestedLine, approvalResolvedLine } from './approve-command.js';
 import { jobColorState, type JobColorState } from './state-colors.js';
@@ -76,9 +77,8 @@ export class ChatController extends TypedEmitter<ChatEvents> {
   #closing: Promise<CloseReport> | undefined;
   /** The `/bg wait`s that run now: Esc (cancelTurn) and quit abort them. */
   readonly #waits = new ChatWaits(() => this.changed());
-  readonly #agentChoice: AgentChoice;
-  /** A job of the person's waiting for the agent question's answer. */
-  #agentQuestion: { task: string; options: StartOptions } | undefined;
+  /** The person's own jobs, and the question which agent they run as. */
+  readonly #userJobs: UserJobs;
 
   constructor(options: ChatControllerOptions) {
     super();
@@ -87,11 +87,16 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     this.now = options.now ?? Date.now;
     const { session } = options;
     const { config } = session.agent;
-    this.#agentChoice = new AgentChoice({
-      agents: Object.keys(config.agents),
-      flag: options.userAgent,
-      configured: config.background.defaultAgent,
-      canAsk: options.askAgent ?? false,
+    this.#userJobs = new UserJobs({
+      session,
+      choice: {
+        agents: Object.keys(config.agents),
+        flag: options.userAgent,
+        configured: config.background.defaultAgent,
+        canAsk: options.askAgent ?? false,
+      },
+      say: (kind, text) => this.add(kind, text),
+      changed: () => this.changed(),
     });
     session.on('parent', (event) => {
       if (event.type === 'turn_start') {
@@ -181,7 +186,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   /** The one question "which agent do your jobs run as", while it waits for an answer. */
   get agentQuestion(): string | undefined {
-    return this.#agentQuestion ? this.#agentChoice.question() : undefined;
+    return this.#userJobs.question;
   }
 
   get closing(): boolean {
@@ -269,51 +274,17 @@ export class ChatController extends TypedEmitter<ChatEvents> {
 
   /** What `/bg start` and Ctrl+Enter run as now (`--agent`, the question's answer, `background.defaultAgent`): see AgentChoice.current. */
   userAgent(): string | null | undefined {
-    return this.#agentChoice.current;
+    return this.#userJobs.agent;
   }
 
-  /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated. */
+  /** `/bg start` and Ctrl+Enter: role `user`, its own usage bucket, not wave-gated (user-jobs.ts). */
   startUserJob(task: string, options: StartOptions = {}): void {
-    if (options.agent === undefined) {
-      if (this.#agentQuestion) return this.add('notice', 'answer the question first: which agent your jobs run as (a digit, or Esc)');
-      const decision = this.#agentChoice.decide();
-      if (!decision.run) {
-        this.#agentQuestion = { task, options };
-        return this.changed();
-      }
-      if (decision.note) this.add('notice', decision.note);
-      if (decision.agent !== undefined) options = { ...options, agent: decision.agent };
-    }
-    this.add('user', `› [background${options.agent ? ` ${options.agent}` : ''}] ${oneLine(task, 200)}`);
-    const refused = (error: unknown) => this.add('error', `could not start the job: ${oneLine(errorMessage(error), 300)}`);
-    try {
-      // A worktree job's repository is checked off the main thread first: that refusal is said once it is known.
-      this.session.startUserJobReady(task, undefined, options).catch(refused);
-    } catch (error) {
-      refused(error);
-    }
+    this.#userJobs.start(task, options);
   }
 
-  /**
-   * The agent question's answer: a digit (1: a fork of the parent, then the agents), kept for
-   * the session, and the waiting job starts; `undefined` (Esc): that job is not started. A digit
-   * that is no choice changes nothing.
-   */
+  /** The agent question's answer: a digit, or `undefined` (Esc); see UserJobs.answer. */
   answerAgent(digit: number | undefined): void {
-    const pending = this.#agentQuestion;
-    if (!pending) return;
-    if (digit === undefined) {
-      this.#agentQuestion = undefined;
-      return this.add('notice', `not started: "${oneLine(pending.task, 60)}" (↑ recalls it; asked again next time)`);
-    }
-    const agent = this.#agentChoice.answer(digit);
-    if (agent === undefined) return;
-    this.#agentQuestion = undefined;
-    this.add(
-      'notice',
-      `your background jobs run as ${agent === null ? 'a fork of the parent' : `agent ${escapeForTerminal(agent)}`} for this session (/bg start --agent NAME for another)`,
-    );
-    this.startUserJob(pending.task, agent === null ? pending.options : { ...pending.options, agent });
+    this.#userJobs.answer(digit);
   }
 
   /** Esc, or Ctrl+C while busy: ends the current turn and stops any `/bg wait`. Background jobs are left running. */
@@ -341,7 +312,7 @@ export class ChatController extends TypedEmitter<ChatEvents> {
     if (this.#closing) return this.#closing;
     this.#permission.answer('deny');
     this.#waits.stop('closing', true);
-    this.#agentQuestion = undefined;
+    this.#userJobs.dropQuestion();
     const live = this.liveJobs();
     this.add(
       'notice',

@@ -1,9 +1,8 @@
 import { threadId } from 'node:worker_threads';
 import { scheduleNextTurnTool, type ScheduledTurn } from '../shared/scheduler.js';
-import type OpenAI from 'openai';
 import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
-import { createModelClient, type RateGate } from '../shared/model-call.js';
+import { createModelClient, type ModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt, orientationMessage } from '../shared/prompts.js';
 import { HELD_RESULTS_ID, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
 import { SharedRateGate } from '../shared/rate-gate.js';
@@ -39,7 +38,7 @@ export interface BackgroundJobDeps {
   /** Child process groups the tools start, reported to the main thread (see ProcessRegistry). */
   processes?: ProcessRegistry;
   rateGate?: RateGate | undefined;
-  client?: OpenAI;
+  client?: ModelClient;
   /** Tools that talk to the main thread (report_alert, the spawn tools below the depth limit). */
   jobTools?: ToolDefinition[];
   /** Its children (a job below the depth limit): their results go before its next model call. */
@@ -272,12 +271,13 @@ export type JobRunResult = JobOutcome & {
 };
 
 /*
- * Clients are reused across the jobs a thread runs (shared mode runs many), so their HTTP
- * connections are pooled. A client holds no job state; keyed by everything that shapes it.
+ * Clients are reused across the jobs a thread runs (shared mode runs many): on the Responses
+ * wire each holds the SDK client built for it (wires/responses.ts). A client holds no job state;
+ * keyed by everything that shapes it.
  */
-const clients = new Map<string, OpenAI>();
-function clientFor(config: JobSpec['config']): OpenAI {
-  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs, config.api]);
+const clients = new Map<string, ModelClient>();
+function clientFor(config: JobSpec['config']): ModelClient {
+  const key = JSON.stringify([config.baseUrl, config.apiKey, config.requestTimeoutMs, config.firstByteTimeoutMs, config.api]);
   let client = clients.get(key);
   if (!client) {
     client = createModelClient(config);

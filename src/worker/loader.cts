@@ -10,6 +10,8 @@
 import workerThreads = require('node:worker_threads');
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- as above
 import threadLink = require('./thread-link.cjs');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- as above
+import resolveConfigRef = require('./config-ref.cjs');
 
 type TaskFunction = (task: unknown) => unknown;
 
@@ -22,6 +24,8 @@ function runTask(task: unknown): Promise<unknown> {
   // entry code runs (custom worker files included), so a hard stop always finds it.
   const slot = (task as { threadSlot?: unknown } | null)?.threadSlot;
   if (slot instanceof Int32Array) Atomics.store(slot, 0, workerThreads.threadId);
+  // A config sent by reference is put back in the spec before any entry code sees it (config-ref.cts).
+  resolveConfigRef(task);
   entry ??= import(target).then((module: { default: TaskFunction }) => module.default);
   // A task sent without a port gets its end of this thread's link (the pool's ThreadLinks),
   // before the entry's code runs: custom worker files see a port either way.

@@ -6,7 +6,9 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '../../src/sim/index.js';
-import { describeResult, parseJsonLines, runCli, tempWorkspace, useCleanup, jsonl } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli, jsonl } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 const AGENTS = {

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '../../src/sim/index.js';
-import { describeResult, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, runCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 const ANTHROPIC_KEY = 'sk-ant-cli-test-5c3e7a9d21';

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { describe, expect, it } from 'vitest';
 import { askApprover, parseApprover, type Approver } from '../../src/cli/approve-with.js';
 import type { PendingApproval } from '../../src/shared/approvals.js';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 
 const cleanup = useCleanup();
 

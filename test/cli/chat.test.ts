@@ -4,7 +4,10 @@
  * follow-up, then closes.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, spawnCli, cleanupOf, ledgerFile } from '../helpers/index.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli, spawnCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { ledgerFile } from '../helpers/ledger.js';
 
 // Side by side: each test is its own CLI process, mostly waiting on its sim and its jobs.
 describe.concurrent('forkpool chat, not on a terminal', () => {

@@ -9,7 +9,11 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, startSim, tempWorkspace, toolMessagesOf, cleanupOf } from '../helpers/index.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { toolMessagesOf } from '../helpers/requests.js';
+import { startSim } from '../helpers/sim.js';
 import type { Cleanup } from '../helpers/cleanup.js';
 
 requireBuiltCli();

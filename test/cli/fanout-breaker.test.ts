@@ -8,10 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli } from '../helpers/cli.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
 import { FailureWatch, sharedKind } from '../../src/cli/fanout-failures.js';
-
-const cleanup = useCleanup();
 
 requireBuiltCli();
 
@@ -24,12 +24,15 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const LINES = 200;
+/** Far more lines than the breaker lets start (at most MAX_IN_A_ROW + 2 × CONCURRENCY); the --resume runs the rest. */
+const LINES = 40;
 const MAX_IN_A_ROW = 5;
 const CONCURRENCY = 2;
 
-describe('fanout against a dead endpoint', () => {
-  it('stops starting jobs after N failures in a row, says why in one line, exits 1; --resume runs the lines not run, each once', async () => {
+// Side by side: each test runs its own CLI processes in its own workspace.
+describe.concurrent('fanout against a dead endpoint', () => {
+  it('stops starting jobs after N failures in a row, says why in one line, exits 1; --resume runs the lines not run, each once', async (context) => {
+    const cleanup = cleanupOf(context);
     // No retries: a refused connection fails its job at once (the breaker counts jobs, not time).
     const cwd = tempWorkspace({ 'a.txt': 'alpha\n', 'forkpool.config.json': JSON.stringify({ maxRetries: 0 }) }, cleanup);
     const ledger = path.join(tempWorkspace({}, cleanup), 'run.db');
@@ -76,7 +79,7 @@ describe('fanout against a dead endpoint', () => {
     expect(first.stderr).not.toMatch(/\n\s+at /);
 
     // The endpoint fixed (the built-in simulator: no key, no URL): the same command with --resume.
-    // ~195 jobs of one model call each, many at once: a minute's margin beside a busy machine.
+    // ~35 jobs of one model call each, many at once: a minute's margin beside a busy machine.
     const second = await runCli(['fanout', 'tasks.jsonl', ...flags, '--concurrency', '16', '--sim-latency', '0', '--sim-steps', '1', '--resume'], {
       cwd,
       cleanup,
@@ -92,7 +95,8 @@ describe('fanout against a dead endpoint', () => {
     expect(secondSummary).toMatchObject({ type: 'summary', started: LINES - results.length, stoppedEarly: null });
   }, 180_000);
 
-  it('without --json the lines are as before: no type, no summary record', async () => {
+  it('without --json the lines are as before: no type, no summary record', async (context) => {
+    const cleanup = cleanupOf(context);
     const cwd = tempWorkspace({ 'a.txt': 'alpha\n' }, cleanup);
     const r = await runCli(['fanout', '-', '--no-progress', '--sim-latency', '0'], { cwd, cleanup, input: jsonl([{ task: 'find a.txt' }]) });
     expect(r.code, describeResult(r)).toBe(0);

@@ -8,7 +8,10 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI_PATH, cliEnv, parseJsonLines, runs, skipWithout, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { CLI_PATH, cliEnv, parseJsonLines } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { runs, skipWithout } from '../helpers/system.js';
 
 const cleanup = useCleanup();
 const hasScript = runs('script', ['--version']);

@@ -7,7 +7,10 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseJsonLines, runCli, startSim, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { parseJsonLines, runCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { startSim } from '../helpers/sim.js';
 
 const SCHEMA = {
   type: 'object',

@@ -9,18 +9,24 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, parseJsonLines, runCli, spawnCli, tempWorkspace, useCleanup, waitFor, requireBuiltCli, jsonl, startSim } from '../helpers/index.js';
-
-const cleanup = useCleanup();
+import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, spawnCli } from '../helpers/cli.js';
+import { cleanupOf, waitFor, type Cleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { startSim } from '../helpers/sim.js';
 
 requireBuiltCli();
 
-const workspace = (files: Record<string, string> = { 'a.txt': 'alpha\n', 'src/loop.ts': 'export function toolLoop() {}\n' }) => tempWorkspace(files, cleanup);
+/** A temp workspace, removed after the test. */
+const workspace = (cleanup: Cleanup, files: Record<string, string> = { 'a.txt': 'alpha\n', 'src/loop.ts': 'export function toolLoop() {}\n' }) =>
+  tempWorkspace(files, cleanup);
 const summaryLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('fanout: '));
 
-describe('fanout and the queue limit', () => {
-  it('waits for room on QUEUE_FULL: 20 lines through background.queueLimit 2 all run, ok', async () => {
-    const cwd = workspace({ 'a.txt': 'alpha\n', 'forkpool.config.json': JSON.stringify({ background: { queueLimit: 2, maxConcurrent: 2 } }) });
+// Side by side (describe.concurrent, across the describes too): each test runs its own CLI
+// processes in its own workspace, torn down by its own cleanup list.
+describe.concurrent('fanout and the queue limit', () => {
+  it('waits for room on QUEUE_FULL: 20 lines through background.queueLimit 2 all run, ok', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup, { 'a.txt': 'alpha\n', 'forkpool.config.json': JSON.stringify({ background: { queueLimit: 2, maxConcurrent: 2 } }) });
     const tasks = Array.from({ length: 20 }, (_, i) => ({ task: `find a.txt (${i + 1})` }));
     const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd, input: jsonl(tasks), cleanup });
     expect(r.code, describeResult(r)).toBe(0);
@@ -32,9 +38,10 @@ describe('fanout and the queue limit', () => {
   });
 });
 
-describe('fanout with an over-long line', () => {
-  it('refuses a 3 MB line while reading it (line number, size, limit), runs the others; model text in the JSON lines is escaped', async () => {
-    const cwd = workspace();
+describe.concurrent('fanout with an over-long line', () => {
+  it('refuses a 3 MB line while reading it (line number, size, limit), runs the others; model text in the JSON lines is escaped', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup);
     // A result with a C1 CSI, a line separator and a bidi override, which JSON.stringify leaves raw.
     const model = await startSim(cleanup, { script: [{ content: 'found\u009b2J\u2028\u202e' }, { content: 'found\u009b2J\u2028\u202e' }] });
     writeFileSync(path.join(cwd, 'long.jsonl'), jsonl([{ task: 'find a.txt' }, { task: 'x'.repeat(3 * 1024 * 1024) }, { task: 'find a.txt' }]));
@@ -49,9 +56,10 @@ describe('fanout with an over-long line', () => {
   });
 });
 
-describe('fanout with a line refused part-way', () => {
-  it('the issue reproduction: a task over 200,000 chars is refused by line number, the others run, one summary, exit 1', async () => {
-    const cwd = workspace();
+describe.concurrent('fanout with a line refused part-way', () => {
+  it('the issue reproduction: a task over 200,000 chars is refused by line number, the others run, one summary, exit 1', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup);
     writeFileSync(path.join(cwd, 'b.jsonl'), jsonl([{ task: 'find a.txt' }, { task: 'x'.repeat(200_001) }, { task: 'find a.txt' }]));
     const r = await runCli(['fanout', 'b.jsonl', '--no-progress', '--sim-latency', '0'], { cwd, cleanup });
     expect(r.timedOut, describeResult(r)).toBe(false);
@@ -71,9 +79,10 @@ describe('fanout with a line refused part-way', () => {
   });
 });
 
-describe('fanout streams its input', () => {
-  it('runs line 1 and prints its result before line 2 is written', async () => {
-    const p = spawnCli(['fanout', '--sim-latency', '0', '-'], { cwd: workspace(), keepStdinOpen: true, cleanup });
+describe.concurrent('fanout streams its input', () => {
+  it('runs line 1 and prints its result before line 2 is written', async (context) => {
+    const cleanup = cleanupOf(context);
+    const p = spawnCli(['fanout', '--sim-latency', '0', '-'], { cwd: workspace(cleanup), keepStdinOpen: true, cleanup });
     p.child.stdin?.write(`${JSON.stringify({ task: 'find a.txt', label: 'first' })}\n`);
     // If fanout read all of its input before starting, this never resolves (stdin is still open).
     const before = await p.waitForStdout((s) => s.includes('\n'));
@@ -85,10 +94,11 @@ describe('fanout streams its input', () => {
   });
 });
 
-describe('fanout on a signal', () => {
-  it('SIGTERM mid-run: one summary line, one record per accepted job, exit 143', async () => {
+describe.concurrent('fanout on a signal', () => {
+  it('SIGTERM mid-run: one summary line, one record per accepted job, exit 143', async (context) => {
+    const cleanup = cleanupOf(context);
     const server = await startSim(cleanup, { latencyMs: 2_000 });
-    const cwd = workspace();
+    const cwd = workspace(cleanup);
     writeFileSync(path.join(cwd, 'four.jsonl'), jsonl([1, 2, 3, 4].map((i) => ({ task: `find a.txt ${i}` }))));
     const p = spawnCli(['fanout', '--concurrency', '2', '--base-url', server.url, 'four.jsonl'], { cwd, cleanup });
     await waitFor(() => server.requests.length >= 1, 'the first model request');
@@ -105,9 +115,10 @@ describe('fanout on a signal', () => {
   });
 });
 
-describe('fanout when its reader leaves (`fanout … | head -1`)', () => {
-  it('stops quietly on EPIPE: no stack trace, one summary, exit 1', async () => {
-    const cwd = workspace();
+describe.concurrent('fanout when its reader leaves (`fanout … | head -1`)', () => {
+  it('stops quietly on EPIPE: no stack trace, one summary, exit 1', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup);
     writeFileSync(path.join(cwd, 'many.jsonl'), jsonl(Array.from({ length: 8 }, (_, i) => ({ task: `find a.txt ${i}` }))));
     const p = spawnCli(['fanout', '--concurrency', '1', '--sim-latency', '50', 'many.jsonl'], { cwd, cleanup });
     await p.waitForStdout((s) => s.includes('\n'));
@@ -119,9 +130,10 @@ describe('fanout when its reader leaves (`fanout … | head -1`)', () => {
   });
 });
 
-describe('fanout and run: usage errors exit 2 with one clear line', () => {
-  it('a missing input file, a folder as input, a missing or non-folder workspace', async () => {
-    const cwd = workspace({ 'tasks.jsonl': jsonl([{ task: 'find a.txt' }]), 'file.txt': 'not a folder' });
+describe.concurrent('fanout and run: usage errors exit 2 with one clear line', () => {
+  it('a missing input file, a folder as input, a missing or non-folder workspace', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup, { 'tasks.jsonl': jsonl([{ task: 'find a.txt' }]), 'file.txt': 'not a folder' });
     const cases: Array<[string[], RegExp]> = [
       [['fanout', 'missing.jsonl'], /^forkpool: input file "missing\.jsonl" does not exist$/],
       [['fanout', cwd], /^forkpool: input ".+" is a folder, not a JSONL file$/],
@@ -137,7 +149,8 @@ describe('fanout and run: usage errors exit 2 with one clear line', () => {
     });
   });
 
-  it('sim --port on a port in use: one line naming the port, exit 2, no stack trace', async () => {
+  it('sim --port on a port in use: one line naming the port, exit 2, no stack trace', async (context) => {
+    const cleanup = cleanupOf(context);
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     cleanup.add(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
@@ -150,15 +163,17 @@ describe('fanout and run: usage errors exit 2 with one clear line', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('--timeout 100000 is a config error naming the field, the bound and the value', async () => {
-    const r = await runCli(['fanout', '--timeout', '100000', '-'], { cwd: workspace(), input: jsonl([{ task: 'find a.txt' }]), cleanup });
+  it('--timeout 100000 is a config error naming the field, the bound and the value', async (context) => {
+    const cleanup = cleanupOf(context);
+    const r = await runCli(['fanout', '--timeout', '100000', '-'], { cwd: workspace(cleanup), input: jsonl([{ task: 'find a.txt' }]), cleanup });
     expect(r.code, describeResult(r)).toBe(2);
     expect(r.stderr).toContain('config field "background.timeoutMinutes" (from flag --timeout): expected a value <= 35791, received 100000');
     expect(r.stdout).toBe('');
   });
 
-  it('a large but valid timeout does not end the job timed_out (minutes flag, or timeoutMs in a file)', async () => {
-    const cwd = workspace({ 'a.txt': 'alpha\n', 'ms.json': JSON.stringify({ background: { timeoutMs: 2_147_460_000 } }) });
+  it('a large but valid timeout does not end the job timed_out (minutes flag, or timeoutMs in a file)', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup, { 'a.txt': 'alpha\n', 'ms.json': JSON.stringify({ background: { timeoutMs: 2_147_460_000 } }) });
     const input = jsonl([{ task: 'find a.txt' }]);
     const [minutes, ms] = await Promise.all([
       runCli(['fanout', '--sim-latency', '0', '--timeout', '35791', '-'], { cwd, input, cleanup }),
@@ -171,8 +186,12 @@ describe('fanout and run: usage errors exit 2 with one clear line', () => {
     }
   });
 
-  it('warns when max_background_agents and background.maxConcurrent are both set, naming both and the winner', async () => {
-    const cwd = workspace({ 'a.txt': 'alpha\n', 'forkpool.config.json': JSON.stringify({ max_background_agents: 2, background: { maxConcurrent: 5 } }) });
+  it('warns when max_background_agents and background.maxConcurrent are both set, naming both and the winner', async (context) => {
+    const cleanup = cleanupOf(context);
+    const cwd = workspace(cleanup, {
+      'a.txt': 'alpha\n',
+      'forkpool.config.json': JSON.stringify({ max_background_agents: 2, background: { maxConcurrent: 5 } }),
+    });
     const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd, input: jsonl([{ task: 'find a.txt' }]), cleanup });
     expect(r.code, describeResult(r)).toBe(0);
     expect(r.stderr).toContain(
@@ -181,13 +200,14 @@ describe('fanout and run: usage errors exit 2 with one clear line', () => {
   });
 });
 
-describe('fanout input lines and the summary', () => {
-  it('a rejected line is shown by number with a short escaped preview: no control bytes reach the terminal', async () => {
+describe.concurrent('fanout input lines and the summary', () => {
+  it('a rejected line is shown by number with a short escaped preview: no control bytes reach the terminal', async (context) => {
+    const cleanup = cleanupOf(context);
     const hostile = `{"task": "\u001b[2J\u001b]0;pwned\u0007 ${'y'.repeat(500)}`; // not JSON: unterminated
     const badKey = JSON.stringify({ task: 'find a.txt', '\u001b[31mred': 1 });
     const binary = Buffer.concat([Buffer.from('{"task": '), Buffer.from([0xff, 0xfe, 0x00, 0x1b, 0x9b]), Buffer.from('}')]).toString('latin1');
     const r = await runCli(['fanout', '--sim-latency', '0', '-'], {
-      cwd: workspace(),
+      cwd: workspace(cleanup),
       input: jsonl([hostile, badKey, binary, { task: 'find a.txt' }]),
       cleanup,
     });
@@ -203,9 +223,10 @@ describe('fanout input lines and the summary', () => {
     expect(parseJsonLines(r.stdout).map((x) => x.line)).toEqual([4]);
   });
 
-  it('a UTF-8 byte-order mark at the start of the input file is not part of line 1', async () => {
+  it('a UTF-8 byte-order mark at the start of the input file is not part of line 1', async (context) => {
+    const cleanup = cleanupOf(context);
     // As a Windows editor saves it. stdin goes through the same reader.
-    const cwd = workspace();
+    const cwd = workspace(cleanup);
     writeFileSync(
       path.join(cwd, 'tasks.jsonl'),
       `\uFEFF${jsonl([
@@ -224,10 +245,11 @@ describe('fanout input lines and the summary', () => {
     expect(summaryLines(r.stderr)).toEqual([expect.stringMatching(/^fanout: 2 ok, .* 0 invalid line/)]);
   });
 
-  it('counts partial apart from ok in the summary', async () => {
+  it('counts partial apart from ok in the summary', async (context) => {
+    const cleanup = cleanupOf(context);
     // The simulator answers `partial` when its keywords match nothing in the workspace.
     const input = jsonl([{ task: 'find a.txt' }, { task: 'Where is the frobnicator quux?' }]);
-    const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd: workspace(), input, cleanup });
+    const r = await runCli(['fanout', '--sim-latency', '0', '-'], { cwd: workspace(cleanup), input, cleanup });
     expect(r.code, describeResult(r)).toBe(0);
     expect(
       parseJsonLines(r.stdout)

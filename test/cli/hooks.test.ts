@@ -6,7 +6,11 @@
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, startSim, tempWorkspace, toolMessagesOf, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { toolMessagesOf } from '../helpers/requests.js';
+import { startSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 requireBuiltCli();

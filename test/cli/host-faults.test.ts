@@ -9,7 +9,9 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqliteLedger } from '../../src/main/ledger/sqlite-store.js';
-import { describeResult, runCli, tempWorkspace, useCleanup, requireBuiltCli } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, runCli, requireBuiltCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 

@@ -11,7 +11,9 @@ import { stripComments } from 'jsonc-parser';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_FILE_NAME, loadConfig } from '../../src/main/setup/config-load.js';
 import { DEFAULTS } from '../../src/shared/defaults.js';
-import { describeResult, REPO_ROOT, runCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, REPO_ROOT, runCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 

@@ -6,7 +6,10 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, startSim, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { runCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { startSim } from '../helpers/sim.js';
 
 const SECRET = 'sk-cli-transcript-secret-0123456789';
 

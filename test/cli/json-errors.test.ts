@@ -6,7 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 

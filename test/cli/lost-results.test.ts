@@ -7,18 +7,13 @@
 import path from 'node:path';
 import { settlesWithin } from '../../src/shared/abort.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  describeResult,
-  mountSmallDisk,
-  parseJsonLines,
-  requireBuiltCli,
-  runsOf,
-  skipWithout,
-  spawnCli,
-  startSim,
-  tempWorkspace,
-  useCleanup,
-} from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, requireBuiltCli, spawnCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { runsOf } from '../helpers/requests.js';
+import { startSim } from '../helpers/sim.js';
+import { mountSmallDisk } from '../helpers/small-disk.js';
+import { skipWithout } from '../helpers/system.js';
 
 requireBuiltCli();
 

@@ -6,7 +6,11 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, startSim, toolMessagesOf, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { toolMessagesOf } from '../helpers/requests.js';
+import { startSim } from '../helpers/sim.js';
 import { EVERYTHING_BIN } from '../helpers/mcp.js';
 
 const cleanup = useCleanup();

@@ -5,7 +5,9 @@
  * cannot be bound in one line. The built CLI in child processes (pipes, never a terminal).
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, jsonl, parseJsonLines, REPO_ROOT, runCli, requireBuiltCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, jsonl, parseJsonLines, REPO_ROOT, runCli, requireBuiltCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 

@@ -4,7 +4,9 @@
  * SIGTERM included (the batch processor would otherwise hold them for seconds and lose them).
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, parseJsonLines, requireBuiltCli, runCli, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, requireBuiltCli, runCli, spawnCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 import { attr, jsonSpans, startReceiver } from '../helpers/otlp-receiver.js';
 
 const cleanup = useCleanup();

@@ -4,7 +4,9 @@
  * SIGTERM (serve, its jobs stopped mid-run). `run` is covered by otel-export.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, jsonl, parseJsonLines, requireBuiltCli, runCli, spawnCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 import { attr, jsonSpans, startReceiver } from '../helpers/otlp-receiver.js';
 
 const cleanup = useCleanup();

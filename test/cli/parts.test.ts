@@ -11,7 +11,8 @@ import { parseLine } from '../../src/cli/fanout.js';
 import { escapeForTerminal, preview } from '../../src/main/views/terminal-lines.js';
 import { LineReader } from '../../src/cli/line-reader.js';
 import { countTaskLines, FanoutOutput, formatDuration, statusText, type TextSink } from '../../src/cli/progress.js';
-import { tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 

@@ -9,7 +9,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freeLoopbackPort } from '../../src/shared/loopback.js';
-import { describeResult, makeWorkspace, parseJsonLines, runCli, startSim, cleanupOf } from '../helpers/index.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { startSim } from '../helpers/sim.js';
 
 const CLI_TIMEOUT_MS = 90_000;
 

@@ -4,7 +4,10 @@
  * ledger and without one; nothing waits on the simulator it started.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, ledgerFile, makeWorkspace, runCli, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { ledgerFile } from '../helpers/ledger.js';
 
 const cleanup = useCleanup();
 

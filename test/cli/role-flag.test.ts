@@ -4,7 +4,9 @@
  * its jobs' `<role>:subagent`, and every job record's `role`.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, parseJsonLines, runCli, tempWorkspace, useCleanup, requireBuiltCli } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli, requireBuiltCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 const TWO_QUESTIONS = 'Answer these:\n1. Where is the tool loop implemented?\n2. How are API keys redacted?';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
 import { freeLoopbackPort } from '../../src/shared/loopback.js';
 import { startSimServer, type SimServer } from '../../src/sim/index.js';
-import { createCleanup } from '../helpers/index.js';
+import { createCleanup } from '../helpers/cleanup.js';
 import { REQUIRE_SYSTEM } from '../helpers/system.js';
 import { startRedis, skipWithoutRedis } from '../helpers/redis.js';
 import { prepareWorld, runExample, type ExampleWorld } from './example-runner.js';

@@ -35,12 +35,11 @@ import {
   startSim,
   toolMessagesOf,
   uniqueMarker,
-  useCleanup,
+  cleanupOf,
   waitFor,
   watchManager,
 } from '../helpers/index.js';
 
-const cleanups = useCleanup();
 requireBuiltCli();
 beforeAll(async () => {
   if (!HAS_PROC) throw new Error('these tests read /proc (Linux)');
@@ -66,8 +65,11 @@ function fireTimeout(scheduler: ManualScheduler, id: string): void {
 const hangFrom = (from: number): Record<number, FaultSpec> =>
   Object.fromEntries(Array.from({ length: 40 }, (_, i) => [from + i, { kind: 'hang_before_headers' as const }]));
 
+// Each test has its own sim, pool, workspace and cleanup list (cleanupOf). These two run alone:
+// the first counts this process's TCP sockets. The groups below run their tests side by side.
 describe('the wall-clock timeout (item 10)', () => {
-  it('aborts the HTTP call in flight: the connection closes, no thread is left after close', async () => {
+  it('aborts the HTTP call in flight: the connection closes, no thread is left after close', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 60_000 });
     const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { requestTimeoutMs: 120_000 });
@@ -93,7 +95,8 @@ describe('the wall-clock timeout (item 10)', () => {
     expect(executor.threadCount()).toBe(0);
   });
 
-  it('aborts the tool in flight: a bash `sleep` running at the deadline is killed, no process left', async () => {
+  it('aborts the tool in flight: a bash `sleep` running at the deadline is killed, no process left', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = realpathSync(await makeWorkspace(cleanups));
     const sleep = `sleep 30.${uniqueMarker()}`;
     const sim = await startSim(cleanups, {
@@ -116,8 +119,9 @@ describe('the wall-clock timeout (item 10)', () => {
   });
 });
 
-describe('tool faults (item 3)', () => {
-  it("a tool that throws: its error comes back to the model as that call's result; the job ends ok", async () => {
+describe.concurrent('tool faults (item 3)', () => {
+  it("a tool that throws: its error comes back to the model as that call's result; the job ends ok", async (context) => {
+    const cleanups = cleanupOf(context);
     const { record, sim } = await runOneJob(cleanups, {
       sim: { script: [{ toolCalls: [{ name: 'read_file', arguments: { path: 'no/such/file.ts' } }] }, { content: ANSWER }] },
     });
@@ -125,7 +129,8 @@ describe('tool faults (item 3)', () => {
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual([expect.stringMatching(/^Error: .*no\/such\/file\.ts/)]);
   });
 
-  it("a tool that hangs: its own timeout ends it and comes back as that call's result; the process is gone; the job ends ok", async () => {
+  it("a tool that hangs: its own timeout ends it and comes back as that call's result; the process is gone; the job ends ok", async (context) => {
+    const cleanups = cleanupOf(context);
     const sleep = `sleep 30.${uniqueMarker()}`;
     const { record, sim } = await runOneJob(cleanups, {
       sim: { script: [{ toolCalls: [{ name: 'bash', arguments: { command: sleep } }] }, { content: ANSWER }] },
@@ -138,8 +143,9 @@ describe('tool faults (item 3)', () => {
   });
 });
 
-describe('cancel (item 11; queued, running, twice and unknown id are in test/manager.test.ts)', () => {
-  it('cancel while starting (handed to a worker, not yet started): it ends once, cooperatively, as cancelled', async () => {
+describe.concurrent('cancel (item 11; queued, running, twice and unknown id are in test/manager.test.ts)', () => {
+  it('cancel while starting (handed to a worker, not yet started): it ends once, cooperatively, as cancelled', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 60_000 });
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 10_000 }), cleanups);
@@ -156,7 +162,8 @@ describe('cancel (item 11; queued, running, twice and unknown id are in test/man
     expect(manager.pending).toBe(0);
   });
 
-  it.each(['cancel', 'timeout'] as const)('a job that finishes within the grace period after a %s keeps its real status', async (stop) => {
+  it.for(['cancel', 'timeout'] as const)('a job that finishes within the grace period after a %s keeps its real status', async (stop, context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root, { maxConcurrent: 1 });
     // Every job timer in the test's hand: the grace period never runs out on its own.
@@ -175,7 +182,8 @@ describe('cancel (item 11; queued, running, twice and unknown id are in test/man
     expect(record.resultText).toBe(`fixture finished on ${stop}`);
   });
 
-  it("an unknown id through the parent's cancel_background_agent tool: a tool error to the model, nothing else changes", async () => {
+  it("an unknown id through the parent's cancel_background_agent tool: a tool error to the model, nothing else changes", async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, {
       script: [{ toolCalls: [{ name: 'cancel_background_agent', arguments: { job_id: 'bg-404' } }] }, { content: 'There was no such job.' }],
@@ -190,14 +198,15 @@ describe('cancel (item 11; queued, running, twice and unknown id are in test/man
   });
 });
 
-describe('SIGTERM and SIGINT with jobs in flight (item 12)', () => {
+describe.concurrent('SIGTERM and SIGINT with jobs in flight (item 12)', () => {
   const tasks = [1, 2, 3, 4, 5, 6].map((i) => JSON.stringify({ task: `Where is the retry backoff? (${i})`, label: `job ${i}` })).join('\n');
   const THREE_QUESTIONS = 'Answer these:\n1. Where is the retry backoff implemented?\n2. Where is the LRU cache?\n3. What does the README say?';
 
-  it.each([
+  it.for([
     ['SIGTERM', 143],
     ['SIGINT', 130],
-  ] as const)('%s to forkpool fanout: bounded stop, exit %i, every result printed as a JSON line, no orphan', async (signal, code) => {
+  ] as const)('%s to forkpool fanout: bounded stop, exit %i, every result printed as a JSON line, no orphan', async ([signal, code], context) => {
+    const cleanups = cleanupOf(context);
     // Requests 1 and 2 each finish a job (whichever asks first); every later request hangs, so
     // two more jobs are in flight and two are queued when the signal comes.
     const sim = await startSim(cleanups, { script: [{ content: ANSWER }, { content: 'Second done.' }], faults: hangFrom(3) });
@@ -225,10 +234,11 @@ describe('SIGTERM and SIGINT with jobs in flight (item 12)', () => {
     expect(liveProcesses({ cwdUnder: cwd })).toEqual([]);
   });
 
-  it.each([
+  it.for([
     ['SIGTERM', 143],
     ['SIGINT', 130],
-  ] as const)('%s to forkpool run: bounded stop, exit %i, one job_done per job, no orphan', async (signal, code) => {
+  ] as const)('%s to forkpool run: bounded stop, exit %i, one job_done per job, no orphan', async ([signal, code], context) => {
+    const cleanups = cleanupOf(context);
     // Concurrency 1: the first job (3 model calls) finishes within requests 2–5, beside the
     // parent's second call; from request 6 on everything hangs, so a job is in flight.
     const sim = await startSim(cleanups, { faults: hangFrom(6) });
@@ -258,26 +268,30 @@ describe('SIGTERM and SIGINT with jobs in flight (item 12)', () => {
   });
 });
 
-describe('close() over a job that ignores the cooperative cancel (item 13)', () => {
-  it.each(['thread', 'shared'] as const)('%s isolation: the hard stop ends it within the bound, reported as a straggler, no thread left', async (isolation) => {
-    const root = await makeWorkspace(cleanups);
-    // A grace period longer than the close bound: only close's own hard stop can end the job.
-    const config = makeConfig(undefined, root, { isolation, maxConcurrent: 2, tasksPerThread: 2, threads: 1, closeTimeoutMs: 300 });
-    const executor = fixtureExecutor(config, cleanups);
-    // The grace timer is in the test's hand and never fires: only close's own hard stop can end the job.
-    const scheduler = new ManualScheduler(['port-close']);
-    const manager = makeManager(config, cleanups, executor, scheduler);
-    const { id } = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
-    await startedJob(manager, id);
+describe.concurrent('close() over a job that ignores the cooperative cancel (item 13)', () => {
+  it.for(['thread', 'shared'] as const)(
+    '%s isolation: the hard stop ends it within the bound, reported as a straggler, no thread left',
+    async (isolation, context) => {
+      const cleanups = cleanupOf(context);
+      const root = await makeWorkspace(cleanups);
+      // A grace period longer than the close bound: only close's own hard stop can end the job.
+      const config = makeConfig(undefined, root, { isolation, maxConcurrent: 2, tasksPerThread: 2, threads: 1, closeTimeoutMs: 300 });
+      const executor = fixtureExecutor(config, cleanups);
+      // The grace timer is in the test's hand and never fires: only close's own hard stop can end the job.
+      const scheduler = new ManualScheduler(['port-close']);
+      const manager = makeManager(config, cleanups, executor, scheduler);
+      const { id } = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
+      await startedJob(manager, id);
 
-    const report = await manager.close();
-    // Close asked cooperatively first (a grace timer was armed), and that timer never fired.
-    expect(scheduler.log).toContainEqual({ jobId: id, kind: 'cancel-grace' });
-    expect(report).toEqual({ cancelled: [id], stragglers: [id] });
-    const record = manager.get(id);
-    expect(record?.status).toBe('cancelled');
-    expect(record?.endedBy).toBe('hard');
-    expect(manager.pending).toBe(0);
-    expect(executor.threadCount()).toBe(0);
-  });
+      const report = await manager.close();
+      // Close asked cooperatively first (a grace timer was armed), and that timer never fired.
+      expect(scheduler.log).toContainEqual({ jobId: id, kind: 'cancel-grace' });
+      expect(report).toEqual({ cancelled: [id], stragglers: [id] });
+      const record = manager.get(id);
+      expect(record?.status).toBe('cancelled');
+      expect(record?.endedBy).toBe('hard');
+      expect(manager.pending).toBe(0);
+      expect(executor.threadCount()).toBe(0);
+    },
+  );
 });

@@ -13,10 +13,9 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runToolLoop } from '../../src/shared/tool-loop.js';
 import { builtinTools } from '../../src/shared/tools/index.js';
-import { REPO_ROOT, makeWorkspace, startTestSim, toolContextFor, toolResults, useCleanup } from '../helpers/index.js';
+import { REPO_ROOT, makeWorkspace, startTestSim, toolContextFor, toolResults, cleanupOf, type Cleanup } from '../helpers/index.js';
 
 const run = promisify(execFile);
-const cleanup = useCleanup();
 
 /**
  * Runs `tool` with `args` in a process limited to 200 descriptors, all of them taken before the
@@ -42,6 +41,7 @@ try {
 `;
 
 async function searchAtLimit(
+  cleanup: Cleanup,
   tool: string,
   args: object,
   releaseAfter: number | 'never',
@@ -60,60 +60,36 @@ async function searchAtLimit(
   return JSON.parse(stdout.trim().split('\n').at(-1) as string);
 }
 
-describe('search tools at the open-file limit (EMFILE)', () => {
-  it('grep waits for descriptors to free up and finds every match', async () => {
-    const result = await searchAtLimit('grep', { pattern: 'needle' }, 50);
+// The EMFILE tests (each in a child process of its own) and the slot-wait test run side by side;
+// the 256-slot test runs alone after them (both fill this thread's search slots).
+describe.concurrent('search tools at the open-file limit (EMFILE)', () => {
+  it('grep waits for descriptors to free up and finds every match', async (context) => {
+    const cleanup = cleanupOf(context);
+    const result = await searchAtLimit(cleanup, 'grep', { pattern: 'needle' }, 50);
     expect(result.held).toBeGreaterThan(150);
     expect(result.error).toBeUndefined();
     for (let i = 0; i < 5; i++) expect(result.output).toContain(`deep/er/f${i}.txt:1: the needle ${i}`);
   });
 
-  it('find_files waits for descriptors to free up and lists every file', async () => {
-    const result = await searchAtLimit('find_files', { pattern: '**/f*.txt' }, 50);
+  it('find_files waits for descriptors to free up and lists every file', async (context) => {
+    const cleanup = cleanupOf(context);
+    const result = await searchAtLimit(cleanup, 'find_files', { pattern: '**/f*.txt' }, 50);
     expect(result.error).toBeUndefined();
     for (let i = 0; i < 5; i++) expect(result.output).toContain(`deep/er/f${i}.txt`);
   });
 
-  it('when none free up, grep fails naming the limit instead of answering "no matches"', async () => {
-    const result = await searchAtLimit('grep', { pattern: 'needle' }, 'never');
+  it('when none free up, grep fails naming the limit instead of answering "no matches"', async (context) => {
+    const cleanup = cleanupOf(context);
+    const result = await searchAtLimit(cleanup, 'grep', { pattern: 'needle' }, 'never');
     expect(result.output).toBeUndefined();
     expect(result.error?.code).toBe('TOOL_FAILED');
     expect(result.error?.message).toMatch(/too many files open in this process \(EMFILE\)/);
   });
 });
 
-describe('searches per thread', () => {
-  it('run at most 256 at once; the rest wait holding nothing, then all finish; an abort while waiting ends the wait', async () => {
-    const { withSearchSlot } = await import('../../src/shared/tools/fd-limit.js');
-    let running = 0;
-    let most = 0;
-    const gates: Array<() => void> = [];
-    const search = () =>
-      new Promise<string>((resolve) => {
-        running++;
-        most = Math.max(most, running);
-        gates.push(() => {
-          running--;
-          resolve('done');
-        });
-      });
-    const signal = new AbortController().signal;
-    const all = Array.from({ length: 300 }, () => withSearchSlot({ signal }, search));
-    const aborted = new AbortController();
-    const waiting = withSearchSlot({ signal: aborted.signal }, search);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(running).toBe(256);
-    aborted.abort(new Error('cancelled'));
-    await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
-    while (gates.length > 0) {
-      gates.splice(0).forEach((open) => open());
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    expect(await Promise.all(all)).toHaveLength(300);
-    expect(most).toBe(256);
-  });
-
-  it('a search waiting for its turn is not timed out by the tool timeout, which still ends one that hangs once running', async () => {
+describe.concurrent('searches per thread: the tool timeout', () => {
+  it('a search waiting for its turn is not timed out by the tool timeout, which still ends one that hangs once running', async (context) => {
+    const cleanup = cleanupOf(context);
     const { withSearchSlot } = await import('../../src/shared/tools/fd-limit.js');
     const { withTimeout } = await import('../../src/shared/abort.js');
     const toolTimeoutMs = 1_000;
@@ -164,5 +140,37 @@ describe('searches per thread', () => {
       () => new Error('timed out'),
     );
     await expect(hangs).rejects.toThrow('timed out');
+  });
+});
+
+describe('searches per thread', () => {
+  it('run at most 256 at once; the rest wait holding nothing, then all finish; an abort while waiting ends the wait', async () => {
+    const { withSearchSlot } = await import('../../src/shared/tools/fd-limit.js');
+    let running = 0;
+    let most = 0;
+    const gates: Array<() => void> = [];
+    const search = () =>
+      new Promise<string>((resolve) => {
+        running++;
+        most = Math.max(most, running);
+        gates.push(() => {
+          running--;
+          resolve('done');
+        });
+      });
+    const signal = new AbortController().signal;
+    const all = Array.from({ length: 300 }, () => withSearchSlot({ signal }, search));
+    const aborted = new AbortController();
+    const waiting = withSearchSlot({ signal: aborted.signal }, search);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(running).toBe(256);
+    aborted.abort(new Error('cancelled'));
+    await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
+    while (gates.length > 0) {
+      gates.splice(0).forEach((open) => open());
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await Promise.all(all)).toHaveLength(300);
+    expect(most).toBe(256);
   });
 });

@@ -17,21 +17,20 @@ import {
   RESEARCH_TASK,
   startedJob,
   startSim,
-  useCleanup,
+  cleanupOf,
   watchProcess,
+  type Cleanup,
 } from '../helpers/index.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
 import { THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
-import { SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
-
-const cleanups = useCleanup();
+import { MANY_JOBS_HEAP_MB, MANY_JOBS_PER_THREAD, SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
 
 /**
  * A manager over the fault fixture. Job timeouts are held in the test's hand (a test fires one
  * when its scenario is in place); cancel grace and the port fallback run on real timers.
  */
-async function setup(background: Parameters<typeof makeConfig>[2] = {}) {
+async function setup(cleanups: Cleanup, background: Parameters<typeof makeConfig>[2] = {}) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups);
   const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 100, ...background });
@@ -48,13 +47,15 @@ async function faultThenNormal(manager: BackgroundManager, task: string): Promis
   return Promise.all([ended(manager, bad.id), ended(manager, good.id)]);
 }
 
-describe('a faulty worker fails only its own job', () => {
-  it.each([
+// Each test has its own pool, sim and cleanup list (cleanupOf): they run side by side.
+describe.concurrent('a faulty worker fails only its own job', () => {
+  it.for([
     ['FAULT:throw_sync', 'TASK_FAILED'],
     ['FAULT:throw_async', 'THREAD_LOST'],
     ['FAULT:exit', 'THREAD_LOST'],
-  ] as const)('%s → failed with %s; the next job ends ok', async (task, code) => {
-    const { manager } = await setup();
+  ] as const)('%s → failed with %s; the next job ends ok', async ([task, code], context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups);
     const [bad, good] = await faultThenNormal(manager, task);
     expect(bad.status).toBe('failed');
     expect(bad.endedBy).toBe('crash');
@@ -65,8 +66,9 @@ describe('a faulty worker fails only its own job', () => {
     expect(manager.pending).toBe(0);
   });
 
-  it.skipIf(HEAP_CAP_ABORTS_PROCESS)('a thread over its heap cap fails with WORKER_OUT_OF_MEMORY; the next job ends ok', async () => {
-    const { manager } = await setup({ heapMb: 64 });
+  it.skipIf(HEAP_CAP_ABORTS_PROCESS)('a thread over its heap cap fails with WORKER_OUT_OF_MEMORY; the next job ends ok', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, { heapMb: 64 });
     const [bad, good] = await faultThenNormal(manager, 'FAULT:oom');
     expect(bad.status).toBe('failed');
     expect(bad.endedBy).toBe('crash');
@@ -76,33 +78,46 @@ describe('a faulty worker fails only its own job', () => {
 
   // The fixture's `limits` fault throws the thread's own resourceLimits back in its error message.
   const threadLimits = (job: JobRecord): Record<string, number> => JSON.parse(/\{.*\}/.exec(job.error?.message ?? '')?.[0] ?? '{}') as Record<string, number>;
-  it.each([
+  it.for([
     ['thread, youngHeapMb unset', {}, THREAD_YOUNG_HEAP_MB],
     ['thread, youngHeapMb 8', { youngHeapMb: 8 }, 8],
     ['shared, youngHeapMb 6', { isolation: 'shared', youngHeapMb: 6 }, 6],
-  ] as const)('a job thread gets its young-generation cap beside the heap cap (%s)', async (_name, background, youngMb) => {
-    const { manager } = await setup({ heapMb: 96, ...background });
+  ] as const)('a job thread gets its young-generation cap beside the heap cap (%s)', async ([_name, background, youngMb], context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, { heapMb: 96, ...background });
     const [limits] = await faultThenNormal(manager, 'FAULT:limits');
     expect(threadLimits(limits)).toMatchObject({ maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: youngMb });
   });
 
-  it.each([
+  it.for([
     ['thread', THREAD_HEAP_MB],
     ['shared', SHARED_HEAP_MB],
-  ] as const)('with heapMb unset, a thread in %s isolation gets the heap cap of that isolation', async (isolation, heapMb) => {
-    const { manager } = await setup({ isolation });
+  ] as const)('with heapMb unset, a thread in %s isolation gets the heap cap of that isolation', async ([isolation, heapMb], context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, { isolation });
     const [limits] = await faultThenNormal(manager, 'FAULT:limits');
     expect(threadLimits(limits).maxOldGenerationSizeMb).toBe(heapMb);
   });
 
-  it("a shared thread's young generation is V8's own, larger than thread isolation's cap", async () => {
-    const { manager } = await setup({ isolation: 'shared', heapMb: 96 });
+  // After a full GC, V8 lets a heap grow to 4× its live size when its cap is 2 GiB or more, to 2× under it (defaults.ts).
+  it('with heapMb unset, a shared thread that may hold thousands of jobs gets a cap under 2 GiB', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, { isolation: 'shared', tasksPerThread: MANY_JOBS_PER_THREAD });
+    const [limits] = await faultThenNormal(manager, 'FAULT:limits');
+    expect(threadLimits(limits).maxOldGenerationSizeMb).toBe(MANY_JOBS_HEAP_MB);
+    expect(MANY_JOBS_HEAP_MB).toBeLessThan(2_048);
+  });
+
+  it("a shared thread's young generation is V8's own, larger than thread isolation's cap", async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, { isolation: 'shared', heapMb: 96 });
     const [limits] = await faultThenNormal(manager, 'FAULT:limits');
     expect(threadLimits(limits).maxYoungGenerationSizeMb).toBeGreaterThan(THREAD_YOUNG_HEAP_MB);
   });
 
-  it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async () => {
-    const { manager, scheduler } = await setup();
+  it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager, scheduler } = await setup(cleanups);
     const ending = faultThenNormal(manager, 'FAULT:loop');
     // The loop's timeout runs out (fired by hand once it runs); the next job's never does.
     const [loop] = manager.jobs();
@@ -115,8 +130,9 @@ describe('a faulty worker fails only its own job', () => {
     expect(good.status).toBe('ok');
   });
 
-  it('an endless synchronous loop ends by cancel through a hard stop; the next job ends ok', async () => {
-    const { manager } = await setup();
+  it('an endless synchronous loop ends by cancel through a hard stop; the next job ends ok', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups);
     const bad = manager.spawn({ task: 'FAULT:loop', label: 'spinner' });
     const good = manager.spawn({ task: RESEARCH_TASK, label: 'innocent' });
     await startedJob(manager, bad.id);
@@ -128,9 +144,10 @@ describe('a faulty worker fails only its own job', () => {
     expect((await ended(manager, good.id)).status).toBe('ok');
   });
 
-  it('with several jobs at once, a crash takes only its own job (thread isolation)', async () => {
+  it('with several jobs at once, a crash takes only its own job (thread isolation)', async (context) => {
+    const cleanups = cleanupOf(context);
     // A long grace: the neighbours' answer to the cancel below can never lose a race with it.
-    const { manager } = await setup({ maxConcurrent: 3, cancelGraceMs: 60_000 });
+    const { manager } = await setup(cleanups, { maxConcurrent: 3, cancelGraceMs: 60_000 });
     // Neighbours that run until told: they are certainly running when the crash happens.
     const neighbours = [manager.spawn({ task: 'FAULT:finish_on_cancel n1', label: 'n1' }), manager.spawn({ task: 'FAULT:finish_on_cancel n2', label: 'n2' })];
     await Promise.all(neighbours.map((n) => startedJob(manager, n.id)));
@@ -146,9 +163,10 @@ describe('a faulty worker fails only its own job', () => {
     }
   });
 
-  it('the host process is unaffected: no uncaught error reaches it', async () => {
+  it('the host process is unaffected: no uncaught error reaches it', async (context) => {
+    const cleanups = cleanupOf(context);
     const seen = watchProcess(cleanups);
-    const { manager } = await setup({ maxConcurrent: 2 });
+    const { manager } = await setup(cleanups, { maxConcurrent: 2 });
     const ids = ['FAULT:throw_async', 'FAULT:exit', 'FAULT:throw_sync'].map((task) => manager.spawn({ task, label: task }).id);
     const records = await Promise.all(ids.map((id) => ended(manager, id)));
     expect(records.map((r) => r.status)).toEqual(['failed', 'failed', 'failed']);
@@ -158,11 +176,15 @@ describe('a faulty worker fails only its own job', () => {
   });
 });
 
+// One test at a time, after the group above: each kills or stops the one shared thread of its pool
+// and waits for its jobs to be re-queued and run again (a poison job timed out beside its
+// neighbours on a loaded machine).
 describe('shared isolation', () => {
   const shared = { isolation: 'shared', tasksPerThread: 4, threads: 1, maxConcurrent: 4, cancelGraceMs: 100 } as const;
 
-  it('a hard stop of a stuck thread kills it; its innocent neighbours are re-queued once and end ok', async () => {
-    const { manager } = await setup(shared);
+  it('a hard stop of a stuck thread kills it; its innocent neighbours are re-queued once and end ok', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, shared);
     const log = recordEvents(manager);
     // Innocents whose first attempt runs until its thread dies, and whose retry finishes quickly.
     const innocents = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:hang_once:20 innocent ${i}`, label: `innocent ${i}` }));
@@ -191,8 +213,9 @@ describe('shared isolation', () => {
     expect(log.filter((e) => e.type === 'requeued' && e.id === stubborn.id)).toEqual([]);
   });
 
-  it('a job that ignores its cancel on a thread that still runs is let go: the thread and its neighbours go on', async () => {
-    const { manager } = await setup(shared);
+  it('a job that ignores its cancel on a thread that still runs is let go: the thread and its neighbours go on', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { manager } = await setup(cleanups, shared);
     const log = recordEvents(manager);
     const stubborn = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'stubborn' });
     const neighbours = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:hang_once:20 neighbour ${i}`, label: `neighbour ${i}` }));
@@ -215,9 +238,10 @@ describe('shared isolation', () => {
     await manager.onIdle();
   });
 
-  it('a task function that throws fails alone with TASK_FAILED: its thread lives, nothing is re-queued', async () => {
+  it('a task function that throws fails alone with TASK_FAILED: its thread lives, nothing is re-queued', async (context) => {
+    const cleanups = cleanupOf(context);
     // The throw leaves the job's ports open; its neighbour on the same thread keeps running.
-    const { manager } = await setup(shared);
+    const { manager } = await setup(cleanups, shared);
     const log = recordEvents(manager);
     const neighbour = manager.spawn({ task: 'FAULT:slow:300 neighbour', label: 'neighbour' });
     const job = manager.spawn({ task: 'FAULT:throw_once:300', label: 'thrower' });
@@ -230,9 +254,10 @@ describe('shared isolation', () => {
     expect(log.filter((e) => e.type === 'done' && e.id === job.id)).toHaveLength(1);
   });
 
-  it('a poison job that kills every thread fails after maxRequeues + 1 tries and does not loop', async () => {
+  it('a poison job that kills every thread fails after maxRequeues + 1 tries and does not loop', async (context) => {
+    const cleanups = cleanupOf(context);
     const maxRequeues = 2;
-    const { manager } = await setup({ ...shared, maxRequeues });
+    const { manager } = await setup(cleanups, { ...shared, maxRequeues });
     const log = recordEvents(manager);
     const poison = manager.spawn({ task: 'FAULT:exit', label: 'poison' });
     const record = await ended(manager, poison.id);

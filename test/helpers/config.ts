@@ -37,6 +37,27 @@ export function tempWorkspace(files: WorkspaceFiles = DEFAULT_WORKSPACE_FILES, c
   return dir;
 }
 
+/** A research task the sim's plausible agent answers from the workspace below. */
+export const RESEARCH_TASK = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
+
+/** The files of {@link makeWorkspace}: a retry backoff the research task finds, and a decoy. */
+export const RESEARCH_WORKSPACE_FILES = {
+  'src/retry.ts': [
+    '// Retry with exponential backoff and jitter.',
+    'export function retryBackoff(attempt: number): number {',
+    '  return Math.min(8000, 500 * 2 ** attempt);',
+    '}',
+    '',
+  ].join('\n'),
+  'src/cache.ts': '// An LRU cache with a size limit.\nexport class LruCache {}\n',
+  'README.md': '# demo workspace\nThe retry backoff lives in src/retry.ts.\n',
+};
+
+/** A temp workspace with {@link RESEARCH_WORKSPACE_FILES}, removed after the test. */
+export async function makeWorkspace(cleanups: Cleanup): Promise<string> {
+  return tempWorkspace(RESEARCH_WORKSPACE_FILES, cleanups);
+}
+
 const leftovers = new Set<string>();
 function removeAtExit(dir: string): void {
   // One exit listener for all of them (one per dir would trip MaxListenersExceededWarning).

@@ -14,7 +14,9 @@ import type { ForkpoolConfig, ForkpoolConfigInput } from '../../src/shared/confi
 import type { LoopEvent } from '../../src/shared/loop-events.js';
 import type { SimServer, SimServerOptions } from '../../src/sim/index.js';
 import type { Cleanup } from './cleanup.js';
-import { RESEARCH_TASK, ended, makeConfig, makeManager, makeWorkspace, startSim } from './pool.js';
+import { RESEARCH_TASK, makeWorkspace } from './config.js';
+import { ended, makeConfig, makeManager } from './pool.js';
+import { startSim } from './sim.js';
 
 export type Background = NonNullable<ForkpoolConfigInput['background']>;
 

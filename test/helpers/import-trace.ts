@@ -4,7 +4,7 @@
  * `import 'forkpool'`, test/package/light-import.test.ts) and by the bench's import cost
  * (bench/import-cost.ts), which is why it needs nothing but Node.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,16 +43,42 @@ export interface ImportSample {
   stderr: string;
 }
 
+const childArgs = (body: string, trace: boolean) => ['--input-type=module', '-e', childScript(body, trace)];
+const childEnv = () => ({ ...process.env, NODE_OPTIONS: '' });
+
 /** Runs `body` in a fresh Node process with `cwd` as its folder; `trace` lists what it loaded. */
 export function sampleImport(cwd: string, body: string, trace = false): ImportSample {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', childScript(body, trace)], {
-    cwd,
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { ...process.env, NODE_OPTIONS: '' },
+  const r = spawnSync(process.execPath, childArgs(body, trace), { cwd, encoding: 'utf8', timeout: 60_000, env: childEnv() });
+  return readSample(cwd, r.status, r.stdout, r.stderr);
+}
+
+/**
+ * {@link sampleImport} without blocking this thread, so a test file can run several side by side
+ * (test/package/light-import.test.ts). For traces only: timed rounds run one at a time.
+ */
+export function sampleImportAsync(cwd: string, body: string, trace = false): Promise<ImportSample> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, childArgs(body, trace), { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      try {
+        resolve(readSample(cwd, status, stdout, stderr));
+      } catch (error) {
+        reject(error);
+      }
+    });
   });
-  const line = r.stdout.trim().split('\n').pop() ?? '';
-  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`the import child failed (exit ${r.status}): ${r.stderr.trim().slice(0, 2_000)}`);
+}
+
+function readSample(cwd: string, status: number | null, stdout: string, stderr: string): ImportSample {
+  const line = stdout.trim().split('\n').pop() ?? '';
+  if (status !== 0 || !line.startsWith('{')) throw new Error(`the import child failed (exit ${status}): ${stderr.trim().slice(0, 2_000)}`);
   const { ms, urls } = JSON.parse(line) as { ms: number; urls: string[] };
   const packages = new Set<string>();
   const files = new Set<string>();
@@ -62,5 +88,5 @@ export function sampleImport(cwd: string, body: string, trace = false): ImportSa
     if (match?.[1]) packages.add(match[1].replace(/\\/g, '/'));
     else if (!file.startsWith('data:')) files.add(path.isAbsolute(file) ? path.relative(cwd, file).replace(/\\/g, '/') : file);
   }
-  return { ms, packages: [...packages].sort(), files: [...files].sort(), stderr: r.stderr };
+  return { ms, packages: [...packages].sort(), files: [...files].sort(), stderr };
 }

@@ -3,8 +3,9 @@
  *   import { useCleanup, startTestSim, testConfig, tempWorkspace, runCli, ... } from './helpers/index.js';
  *
  * - cleanup.ts  useCleanup / createCleanup (per-test teardown list), cleanupOf (one test's, for concurrent tests), waitFor (poll a condition)
- * - config.ts   tempWorkspace (temp dir with files), testConfig (parsed config with test defaults)
- * - sim.ts      startTestSim (sim server + config + openai client, closed after the test)
+ * - config.ts   tempWorkspace (temp dir with files), makeWorkspace (the research task's files), testConfig
+ *               (parsed config with test defaults)
+ * - sim.ts      startSim (a sim server closed after the test), startTestSim (+ config + model client)
  * - cli.ts      runCli / spawnCli (the built CLI as a child process), parseJsonLines, cliEnv
  * - history.ts  assertValidHistory (tool calls all answered), toolResults (of a message list)
  * - requests.ts readers of the sim's request log: messagesOf, systemOf, toolNames, toolSchema,
@@ -12,9 +13,8 @@
  * - agents.ts   agentConfig (makeConfig with a scout and a reviewer peer), SCOUT_PROMPT
  * - ledger.ts   ledgerFile (a temp ledger path), okEnding, RawDatabase (the SQLite file, raw)
  * - gates.ts    allowGate / denyGate / recordingGate (PermissionGate doubles), toolContextFor
- * - pool.ts     the real pool: makeWorkspace, startSim, makeConfig, makeManager (+ the shared
- *               after-each check that no manager listener threw), nextEvent, ended, startedJob,
- *               recordEvents
+ * - pool.ts     the real pool: makeConfig, makeManager (+ the shared after-each check that no
+ *               manager listener threw), nextEvent, ended, startedJob, recordEvents
  * - faults.ts   runOneJob, loopback stand-ins (status server, recording proxy), /proc checks
  * - fake-executor.ts  FakeExecutor (scripted port protocol), ManualScheduler (timers by hand)
  * - tmux.ts     startTmux: a real terminal (private tmux server) for the chat's end-to-end tests
@@ -32,6 +32,8 @@
  * - tracing.ts  NOT re-exported here (it loads the OpenTelemetry SDK): useInMemoryTracer
  *
  * One `waitFor` (cleanup.ts, polls a condition); manager events are awaited with `nextEvent`.
+ * A file that needs no pool (the CLI's, which run child processes) imports cli.ts, cleanup.ts,
+ * config.ts and sim.ts directly: this index loads pool.ts and with it all of src/main per file.
  * One cleanup list: `const cleanup = useCleanup()` at the top of a file (or in a test).
  */
 export * from './cleanup.js';

@@ -1,9 +1,9 @@
 /**
- * Helpers for the tests that run jobs through the real Piscina pool: a workspace on disk, the
- * simulated model on loopback, configs, the fault fixture executor, a cleanup list, and
- * event-based waiting (never sleeps).
+ * Helpers for the tests that run jobs through the real Piscina pool: configs, the fault fixture
+ * executor, managers and event-based waiting (never sleeps). The workspace and the simulated
+ * model are config.ts's makeWorkspace and sim.ts's startSim.
  */
-import { afterEach, expect } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import type { Executor } from '../../src/main/executors/executor.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
@@ -11,39 +11,10 @@ import { Deliveries } from '../../src/main/delivery/deliveries.js';
 import { BackgroundManager, type JobScheduler, type ManagerEvents } from '../../src/main/jobs/manager.js';
 import type { TypedEmitter } from '../../src/shared/typed-emitter.js';
 import { parseConfig, type ForkpoolConfig, type ForkpoolConfigInput } from '../../src/shared/config.js';
-import { startSimServer, type SimServer, type SimServerOptions } from '../../src/sim/index.js';
+import type { SimServer } from '../../src/sim/index.js';
 import type { Cleanup } from './cleanup.js';
-import { tempWorkspace } from './config.js';
 
 export const FAULTY_WORKER = new URL('../fixtures/faulty-worker.mjs', import.meta.url).href;
-
-/** A research task the sim's plausible agent answers from the workspace below. */
-export const RESEARCH_TASK = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
-
-/** The files of {@link makeWorkspace}: a retry backoff the research task finds, and a decoy. */
-export const RESEARCH_WORKSPACE_FILES = {
-  'src/retry.ts': [
-    '// Retry with exponential backoff and jitter.',
-    'export function retryBackoff(attempt: number): number {',
-    '  return Math.min(8000, 500 * 2 ** attempt);',
-    '}',
-    '',
-  ].join('\n'),
-  'src/cache.ts': '// An LRU cache with a size limit.\nexport class LruCache {}\n',
-  'README.md': '# demo workspace\nThe retry backoff lives in src/retry.ts.\n',
-};
-
-/** A temp workspace with {@link RESEARCH_WORKSPACE_FILES}, removed after the test. */
-export async function makeWorkspace(cleanups: Cleanup): Promise<string> {
-  return tempWorkspace(RESEARCH_WORKSPACE_FILES, cleanups);
-}
-
-export async function startSim(cleanups: Cleanup, options: SimServerOptions = {}): Promise<SimServer> {
-  // Tests read request bodies (`sim.requests[i].body`): ask the sim to keep them (its default is not to).
-  const sim = await startSimServer({ recordBodies: true, ...options });
-  cleanups.add(() => sim.close());
-  return sim;
-}
 
 /** A valid config pointed at the sim, with `background` overrides merged over the defaults. */
 export function makeConfig(
@@ -71,6 +42,16 @@ export function fixtureExecutor(config: ForkpoolConfig, cleanups: Cleanup): Exec
 
 /** Managers of the running test, checked for listener errors after it. */
 const watched = new Set<BackgroundManager>();
+/**
+ * Every manager of this file, checked once more after its last test: in a concurrent group a
+ * neighbour's check takes a test's managers before that test has ended.
+ */
+const watchedInFile = new Set<BackgroundManager>();
+
+function expectNoListenerError(manager: BackgroundManager): void {
+  const failures = manager.listenerFailures.map((f) => `${f.event}: ${f.error instanceof Error ? f.error.message : String(f.error)}`);
+  expect(manager.listenerErrorCount, `a manager listener threw:\n${failures.join('\n')}`).toBe(0);
+}
 
 /**
  * Registers a manager for the shared check after each test: no listener threw. A listener that
@@ -79,6 +60,7 @@ const watched = new Set<BackgroundManager>();
  */
 export function watchManager<M extends BackgroundManager>(manager: M): M {
   watched.add(manager);
+  watchedInFile.add(manager);
   return manager;
 }
 
@@ -86,10 +68,12 @@ export function watchManager<M extends BackgroundManager>(manager: M): M {
 afterEach(() => {
   const managers = [...watched];
   watched.clear();
-  for (const manager of managers) {
-    const failures = manager.listenerFailures.map((f) => `${f.event}: ${f.error instanceof Error ? f.error.message : String(f.error)}`);
-    expect(manager.listenerErrorCount, `a manager listener threw:\n${failures.join('\n')}`).toBe(0);
-  }
+  for (const manager of managers) expectNoListenerError(manager);
+});
+afterAll(() => {
+  const managers = [...watchedInFile];
+  watchedInFile.clear();
+  for (const manager of managers) expectNoListenerError(manager);
 });
 
 export function makeManager(config: ForkpoolConfig, cleanups: Cleanup, executor?: Executor, scheduler?: JobScheduler): BackgroundManager {

@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RESEARCH_TASK, RESEARCH_WORKSPACE_FILES, REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
+import { RESEARCH_TASK, RESEARCH_WORKSPACE_FILES } from '../helpers/config.js';
 
 const workspaces: string[] = [];
 afterAll(() => {

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 
 /** The root entry's cap on runtime values (functions, classes, constants); types are not counted. */
 const MAX_ROOT_VALUES = 20;

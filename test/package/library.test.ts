@@ -10,7 +10,9 @@ import { describe, expect, it } from 'vitest';
 import { BackgroundManager, ConfigError, loadConfig } from '../../src/index.js';
 import { callModel, createModelClient } from '../../src/shared/model-call.js';
 import { withoutAbsolutePaths } from '../../src/shared/error-detail.js';
-import { configError, startTestSim, tempWorkspace, testConfig, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { configError, tempWorkspace, testConfig } from '../helpers/config.js';
+import { startTestSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 

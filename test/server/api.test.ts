@@ -7,18 +7,22 @@ import { startForkpoolServer, type ForkpoolServerOptions } from '../../src/serve
 import { exposureWarning, isLoopbackHost } from '../../src/server/bind.js';
 import { createExecutor } from '../../src/main/jobs/executor-factory.js';
 import { ConfigError } from '../../src/shared/errors.js';
-import { describeResult, runCli, startTestSim, useCleanup } from '../helpers/index.js';
+import { cleanupOf, type Cleanup } from '../helpers/cleanup.js';
+import { describeResult, runCli } from '../helpers/cli.js';
+import { startTestSim } from '../helpers/sim.js';
 import { TOKEN, parsePrometheus, readEvents, startTestServer, type SseEvent } from '../helpers/server.js';
 
-const cleanup = useCleanup();
 const TASK = 'Where is the retry backoff implemented?';
 
 async function json(response: Response): Promise<any> {
   return JSON.parse(await response.text());
 }
 
-describe('auth', () => {
-  it('refuses every route but /healthz without the token or with a wrong one', async () => {
+// Side by side (describe.concurrent, across the describes too): each test starts its own server,
+// sim and pool, torn down by its own cleanup list.
+describe.concurrent('auth', () => {
+  it('refuses every route but /healthz without the token or with a wrong one', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api, url } = await startTestServer(cleanup);
     const routes: Array<[string, string]> = [
       ['GET', '/'],
@@ -56,7 +60,8 @@ describe('auth', () => {
     expect(await json(health)).toMatchObject({ ok: true, executor: { ok: true } });
   });
 
-  it('binds loopback by default and sends no CORS headers unless configured', async () => {
+  it('binds loopback by default and sends no CORS headers unless configured', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api, url } = await startTestServer(cleanup);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const response = await api('/v1/jobs', { headers: { origin: 'http://evil.example' } });
@@ -68,7 +73,8 @@ describe('auth', () => {
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it('signs the page in with /login?token= (an HttpOnly, SameSite=Strict cookie) and refuses a wrong one', async () => {
+  it('signs the page in with /login?token= (an HttpOnly, SameSite=Strict cookie) and refuses a wrong one', async (context) => {
+    const cleanup = cleanupOf(context);
     const { url } = await startTestServer(cleanup);
     const wrong = await fetch(`${url}/login?token=nope`, { redirect: 'manual' });
     expect(wrong.status).toBe(401);
@@ -84,8 +90,9 @@ describe('auth', () => {
   });
 });
 
-describe('/v1/jobs', () => {
-  it('starts one or many, lists by state with paging, reads one, long-polls its result', async () => {
+describe.concurrent('/v1/jobs', () => {
+  it('starts one or many, lists by state with paging, reads one, long-polls its result', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup, { background: { maxConcurrent: 2 } });
     const one = await api('/v1/jobs', { json: { task: TASK, label: 'first' } });
     expect(one.status).toBe(202);
@@ -119,7 +126,8 @@ describe('/v1/jobs', () => {
     expect((await json(await api('/v1/jobs/bg-99/result'))).error.code).toBe('JOB_UNKNOWN');
   });
 
-  it('starts a peer agent by name and shows nested jobs with their parent and depth', async () => {
+  it('starts a peer agent by name and shows nested jobs with their parent and depth', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup, {
       agents: { scout: { description: 'Finds where things are', model: 'forkpool-sim-scout' } },
       background: { maxConcurrent: 2, maxDepth: 2 },
@@ -154,7 +162,8 @@ describe('/v1/jobs', () => {
     expect((await json(unknown)).error.code).toBe('AGENT_UNKNOWN');
   });
 
-  it('cancels with DELETE; wait=0 answers 202 while it runs', async () => {
+  it('cancels with DELETE; wait=0 answers 202 while it runs', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup, { background: { maxConcurrent: 1 } }, { latencyMs: 400 });
     await api('/v1/jobs', { json: { tasks: [{ task: TASK }, { task: TASK }] } });
     const pending = await api('/v1/jobs/bg-2/result');
@@ -169,8 +178,9 @@ describe('/v1/jobs', () => {
   });
 });
 
-describe('bad input is a 400 naming the field', () => {
-  it('names the field, the expectation and what was received', async () => {
+describe.concurrent('bad input is a 400 naming the field', () => {
+  it('names the field, the expectation and what was received', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup, { server: { bodyLimitBytes: 4_096 } });
     const cases: Array<[unknown, string]> = [
       [{}, 'body.task'],
@@ -207,8 +217,9 @@ describe('bad input is a 400 naming the field', () => {
   });
 });
 
-describe('/v1/sessions', () => {
-  it('creates a session, streams a turn as NDJSON with the result last, and reads it back', async () => {
+describe.concurrent('/v1/sessions', () => {
+  it('creates a session, streams a turn as NDJSON with the result last, and reads it back', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup);
     const created = await api('/v1/sessions', { method: 'POST' });
     expect(created.status).toBe(201);
@@ -230,8 +241,8 @@ describe('/v1/sessions', () => {
   });
 });
 
-describe('/v1/sessions turn errors', () => {
-  const failedTurn = async (errorDetail: 'brief' | 'debug') => {
+describe.concurrent('/v1/sessions turn errors', () => {
+  const failedTurn = async (cleanup: Cleanup, errorDetail: 'brief' | 'debug') => {
     const { api } = await startTestServer(cleanup, { maxRetries: 0, errorDetail }, { faultRate: 1, faultKinds: ['500'] });
     const { id } = await json(await api('/v1/sessions', { method: 'POST' }));
     const lines = (await (await api(`/v1/sessions/${id}/messages`, { json: { input: 'hello' } })).text())
@@ -247,22 +258,24 @@ describe('/v1/sessions turn errors', () => {
     return error;
   };
 
-  it('follows errorDetail: brief has a code and no stack, debug keeps the stack', async () => {
-    const brief = await failedTurn('brief');
+  it('follows errorDetail: brief has a code and no stack, debug keeps the stack', async (context) => {
+    const cleanup = cleanupOf(context);
+    const brief = await failedTurn(cleanup, 'brief');
     expect(brief.code).toMatch(/^[A-Z_]+$/);
     expect(brief.message.length).toBeGreaterThan(0);
     expect(brief.stack).toBeUndefined();
     expect(JSON.stringify(brief)).not.toMatch(/\/(?:work|tmp|home|root)\//);
-    const debug = await failedTurn('debug');
+    const debug = await failedTurn(cleanup, 'debug');
     expect(debug.code).toBe(brief.code);
     expect(typeof debug.stack).toBe('string');
   });
 });
 
-describe('/v1/events', () => {
+describe.concurrent('/v1/events', () => {
   const jobEvents = (events: SseEvent[]) => events.filter((e) => e.event !== 'progress');
 
-  it('streams each job as spawned → started → done, and resumes after Last-Event-ID with exactly the events missed', async () => {
+  it('streams each job as spawned → started → done, and resumes after Last-Event-ID with exactly the events missed', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api, url } = await startTestServer(cleanup, { background: { maxConcurrent: 2 } });
     const doneCount = (events: SseEvent[]) => events.filter((e) => e.event === 'done').length;
     const first = readEvents(url, { until: (events) => doneCount(events) >= 3 });
@@ -286,7 +299,8 @@ describe('/v1/events', () => {
     expect(resumed.events.map((e) => e.data)).toEqual(events.slice(4).map((e) => e.data));
   });
 
-  it("every event of a job a parent's call started carries that call's parentToolId (issue 38, C7); other jobs' carry none", async () => {
+  it("every event of a job a parent's call started carries that call's parentToolId (issue 38, C7); other jobs' carry none", async (context) => {
+    const cleanup = cleanupOf(context);
     const { server, url } = await startTestServer(cleanup);
     const { session } = server.state.createSession();
     const jobOf = (e: SseEvent): string | undefined => {
@@ -307,7 +321,8 @@ describe('/v1/events', () => {
     for (const event of ofPlain) expect(JSON.parse(event.data).parentToolId, event.event).toBeUndefined();
   });
 
-  it('sends reset when the buffer no longer reaches back to Last-Event-ID', async () => {
+  it('sends reset when the buffer no longer reaches back to Last-Event-ID', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api, url } = await startTestServer(cleanup, { server: { eventBufferSize: 10 } });
     await api('/v1/jobs', { json: { tasks: [{ task: TASK }, { task: TASK }] } });
     for (const id of ['bg-1', 'bg-2']) await api(`/v1/jobs/${id}/result?wait=60`);
@@ -319,8 +334,9 @@ describe('/v1/events', () => {
   });
 });
 
-describe('/metrics, /openapi.json, /healthz', () => {
-  it('serves Prometheus text that parses, with jobs by state, queue, threads, tokens and loop delay', async () => {
+describe.concurrent('/metrics, /openapi.json, /healthz', () => {
+  it('serves Prometheus text that parses, with jobs by state, queue, threads, tokens and loop delay', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup);
     await api('/v1/jobs', { json: { task: TASK } });
     await api('/v1/jobs/bg-1/result?wait=60');
@@ -342,7 +358,8 @@ describe('/metrics, /openapi.json, /healthz', () => {
     expect(() => parsePrometheus('forkpool_jobs{state=ended} 1\n')).toThrow();
   });
 
-  it('documents every route in an OpenAPI 3.1 document generated from the zod schemas', async () => {
+  it('documents every route in an OpenAPI 3.1 document generated from the zod schemas', async (context) => {
+    const cleanup = cleanupOf(context);
     const { api } = await startTestServer(cleanup);
     const doc = await json(await api('/openapi.json'));
     expect(doc.openapi).toBe('3.1.0');
@@ -372,8 +389,9 @@ describe('/metrics, /openapi.json, /healthz', () => {
   });
 });
 
-describe('the API key', () => {
-  it('appears in no response, event or metric', async () => {
+describe.concurrent('the API key', () => {
+  it('appears in no response, event or metric', async (context) => {
+    const cleanup = cleanupOf(context);
     // Lower case: the sim echoes task words lower-cased, and that copy must be caught too.
     const KEY = 'sk-test-never-show-0123456789abcdef';
     const { api, url } = await startTestServer(cleanup, { apiKey: KEY }, { faults: { 2: { kind: '500' } } });
@@ -405,8 +423,9 @@ async function waitUntil(check: () => Promise<boolean>): Promise<void> {
   throw new Error('condition never held');
 }
 
-describe('the token and the address it binds', () => {
-  it('a token shorter than 16 characters is refused, from the option or FORKPOOL_SERVER_TOKEN, naming it and the minimum, not its value', async () => {
+describe.concurrent('the token and the address it binds', () => {
+  it('a token shorter than 16 characters is refused, from the option or FORKPOOL_SERVER_TOKEN, naming it and the minimum, not its value', async (context) => {
+    const cleanup = cleanupOf(context);
     const { config } = await startTestSim(cleanup);
     const refused = (options: Partial<ForkpoolServerOptions>) =>
       startForkpoolServer({ config, port: 0, env: {}, ...options }).then(
@@ -426,7 +445,8 @@ describe('the token and the address it binds', () => {
     expect(ok.token).toBe('sixteen-chars-16');
   });
 
-  it('`forkpool serve` with a 1-character FORKPOOL_SERVER_TOKEN exits 2 naming it, before starting anything', async () => {
+  it('`forkpool serve` with a 1-character FORKPOOL_SERVER_TOKEN exits 2 naming it, before starting anything', async (context) => {
+    const cleanup = cleanupOf(context);
     const r = await runCli(['serve', '--port', '0'], { env: { FORKPOOL_SERVER_TOKEN: 'x' }, cleanup, timeoutMs: 20_000 });
     expect(r.code, describeResult(r)).toBe(2);
     expect(r.stderr).toMatch(/"FORKPOOL_SERVER_TOKEN": expected a token of at least 16 characters.*received 1 character/);
@@ -442,7 +462,8 @@ describe('the token and the address it binds', () => {
     expect(exposureWarning(host)).toBeUndefined();
   });
 
-  it('a non-loopback host is warned about before binding; when the bind fails no worker thread is left', async () => {
+  it('a non-loopback host is warned about before binding; when the bind fails no worker thread is left', async (context) => {
+    const cleanup = cleanupOf(context);
     const { config } = await startTestSim(cleanup);
     const warnings: string[] = [];
     const executor = createExecutor(config, undefined, config.executor);
@@ -460,7 +481,8 @@ describe('the token and the address it binds', () => {
     expect(warnings).toHaveLength(1);
   });
 
-  it('`forkpool serve --host <not loopback>` says so on stderr, also with --json, and exits when the bind fails', async () => {
+  it('`forkpool serve --host <not loopback>` says so on stderr, also with --json, and exits when the bind fails', async (context) => {
+    const cleanup = cleanupOf(context);
     // A TEST-NET address (the bind fails) and a dead loopback model endpoint (no simulator started).
     const r = await runCli(['serve', '--host', '192.0.2.1', '--port', '0', '--json', '--base-url', 'http://127.0.0.1:9/v1'], {
       env: { FORKPOOL_SERVER_TOKEN: TOKEN },

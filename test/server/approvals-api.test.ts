@@ -9,7 +9,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { contractCalls, readEvents, startTestServer } from '../helpers/server.js';
-import { toolMessagesOf, useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
+import { toolMessagesOf } from '../helpers/requests.js';
 
 const cleanup = useCleanup();
 

@@ -5,7 +5,7 @@
  * an unpriced model is absent from the cost metric while its tokens are counted.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { parsePrometheus, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

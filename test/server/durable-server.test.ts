@@ -1,6 +1,7 @@
 /** `forkpool serve --ledger`: sessions and their conversations survive a server restart (docs/durability.md). */
 import { describe, expect, it } from 'vitest';
-import { useCleanup, ledgerFile } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { ledgerFile } from '../helpers/ledger.js';
 import { startTestServer } from '../helpers/server.js';
 import { textOf } from '../../src/sim/reply.js';
 

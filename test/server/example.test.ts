@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 
 const cleanup = useCleanup();
 const ROOT = new URL('../../', import.meta.url).pathname;

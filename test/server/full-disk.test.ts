@@ -7,7 +7,11 @@
  */
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mountSmallDisk, skipWithout, parseJsonLines, spawnCli, tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { parseJsonLines, spawnCli } from '../helpers/cli.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { mountSmallDisk } from '../helpers/small-disk.js';
+import { skipWithout } from '../helpers/system.js';
 
 const TOKEN = 'full-disk-test-token-0123456789';
 

@@ -5,7 +5,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/main/setup/logger.js';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { startTestServer } from '../helpers/server.js';
 
 /** A real pino logger whose JSON lines are kept in memory. */

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { tool } from '../../src/shared/tool-contract.js';
-import { toolMessagesOf, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { toolMessagesOf } from '../helpers/requests.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

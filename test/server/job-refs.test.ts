@@ -3,7 +3,7 @@
  * session's job as `session/id`, on the real server over loopback with jobs in the pool.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

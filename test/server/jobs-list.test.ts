@@ -6,7 +6,7 @@
  * those jobs; a failed job retried; the tool-call count kept after a job ends.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { startFrozenFanout } from '../helpers/frozen-fanout.js';
 import type { TestServer } from '../helpers/server.js';
 

@@ -8,12 +8,14 @@
  */
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { useCleanup, skipWithout } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { skipWithout } from '../helpers/system.js';
 import { TOKEN } from '../helpers/server.js';
-import { HAVE_CHROMIUM, launchChromium } from '../helpers/chromium.js';
+import { HAVE_CHROMIUM, useChromium } from '../helpers/chromium.js';
 import { startFrozenFanout } from '../helpers/frozen-fanout.js';
 
 const cleanup = useCleanup();
+const launchChromium = useChromium();
 /** Server jobs; with the session's two and one started from the API later: 2,000. */
 const SERVER_JOBS = 1997;
 

@@ -6,7 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { RawDatabase, ledgerFile, messagesOf, startTestSim, useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
+import { RawDatabase, ledgerFile } from '../helpers/ledger.js';
+import { messagesOf } from '../helpers/requests.js';
+import { startTestSim } from '../helpers/sim.js';
 import { TOKEN } from '../helpers/server.js';
 
 const cleanup = useCleanup();

@@ -12,7 +12,8 @@ import path from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 import { TOKEN, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

@@ -11,7 +11,8 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { forkpoolRoutes } from '../../src/server/plugin.js';
 import { PAGE_ROUTES } from '../../src/server/route-docs.js';
-import { startTestSim, useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
+import { startTestSim } from '../helpers/sim.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { TOKEN, startTestServer, type TestServer } from '../helpers/server.js';
 

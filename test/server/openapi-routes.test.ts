@@ -13,7 +13,7 @@ import { ROUTE_DOCS } from '../../src/server/route-docs.js';
 import { serve, type RouteDoc } from '../../src/server/route-spec.js';
 import { errorBody } from '../../src/server/responses.js';
 import { BadRequestError } from '../../src/server/schemas.js';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

@@ -5,11 +5,14 @@
  */
 import type { Page, Route } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { useCleanup, tempWorkspace, skipWithout } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { skipWithout } from '../helpers/system.js';
 import { TOKEN, startTestServer } from '../helpers/server.js';
-import { HAVE_CHROMIUM, launchChromium } from '../helpers/chromium.js';
+import { HAVE_CHROMIUM, useChromium } from '../helpers/chromium.js';
 
 const cleanup = useCleanup();
+const launchChromium = useChromium();
 
 declare const document: { querySelector(s: string): { textContent: string | null } | null };
 declare function getComputedStyle(element: unknown): { color: string };

@@ -11,15 +11,16 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { useCleanup, tempWorkspace, skipWithout } from '../helpers/index.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { skipWithout } from '../helpers/system.js';
 import { TOKEN, startTestServer } from '../helpers/server.js';
-import { HAVE_CHROMIUM, launchChromium } from '../helpers/chromium.js';
+import { HAVE_CHROMIUM, useChromium } from '../helpers/chromium.js';
 
-const cleanup = useCleanup();
 const SCREENSHOT = new URL('../../docs/server-page.png', import.meta.url).pathname;
 
-/** A fresh headless Chromium (test/helpers/chromium.ts). */
-const launch = () => launchChromium(cleanup);
+/** A fresh browser context with one page, in the file's one headless Chromium (test/helpers/chromium.ts). */
+const launch = useChromium();
 
 async function startJob(page: Page, task: string, label: string): Promise<string> {
   await page.fill('#task', task);
@@ -40,12 +41,13 @@ declare const document: { querySelector(s: string): { textContent: string | null
 
 const history = (page: Page, id: string) => page.locator(`#job-${id}`).getAttribute('data-history');
 
-describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headless Chromium', () => {
-  it('starts three jobs from the form, shows them live to the end, cancels one, opens a result, reconnects after a restart', async () => {
+// Side by side (concurrent): each test has its own server, sim, workspace and browser context.
+describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headless Chromium', { concurrent: true }, () => {
+  it('starts three jobs from the form, shows them live to the end, cancels one, opens a result, reconnects after a restart', async (context) => {
+    const cleanup = cleanupOf(context);
     const workspaceRoot = tempWorkspace({ 'src/retry.ts': 'export function retryBackoff(attempt: number) { return 2 ** attempt * 100; }\n' }, cleanup);
     const { server, url } = await startTestServer(cleanup, { workspaceRoot, background: { maxConcurrent: 2 } }, { latencyMs: 600 });
-    const context = await launch();
-    const page = context.pages()[0] ?? (await context.newPage());
+    const page = (await launch(cleanup)).pages()[0] as Page;
     const pageErrors: string[] = [];
     page.on('pageerror', (error) => pageErrors.push(error.message));
 
@@ -99,11 +101,12 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     expect(pageErrors).toEqual([]);
   });
 
-  it('shows a nested job right under the job that spawned it, indented, with its agent', async () => {
+  it('shows a nested job right under the job that spawned it, indented, with its agent', async (context) => {
+    const cleanup = cleanupOf(context);
     const workspaceRoot = tempWorkspace({ 'src/retry.ts': 'export function retryBackoff(attempt: number) { return 2 ** attempt * 100; }\n' }, cleanup);
     const agents = { scout: { description: 'Finds where things are', model: 'forkpool-sim-scout' } };
     const { url } = await startTestServer(cleanup, { workspaceRoot, agents, background: { maxConcurrent: 3, maxDepth: 2 } }, { latencyMs: 200 });
-    const page = (await launch()).pages()[0] as Page;
+    const page = (await launch(cleanup)).pages()[0] as Page;
     await page.goto(`${url}/login?token=${TOKEN}`);
     await page.waitForSelector('#connection[data-state="live"]');
     const boss = await startJob(page, 'Delegate: where is the retry backoff implemented?', 'boss');
@@ -128,14 +131,15 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     );
     expect(peerAgent).toBe('scout');
   });
-  it('shows a job that waits for an approval (status, the tool it wants), and its Allow button runs the call', async () => {
+  it('shows a job that waits for an approval (status, the tool it wants), and its Allow button runs the call', async (context) => {
+    const cleanup = cleanupOf(context);
     const workspaceRoot = tempWorkspace({}, cleanup);
     const { url } = await startTestServer(
       cleanup,
       { workspaceRoot, approvals: 'ask' },
       { script: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'from the page\n' } }] }, { content: 'Wrote notes.txt.' }] },
     );
-    const page = (await launch()).pages()[0] as Page;
+    const page = (await launch(cleanup)).pages()[0] as Page;
     const pageErrors: string[] = [];
     page.on('pageerror', (error) => pageErrors.push(error.message));
     await page.goto(`${url}/login?token=${TOKEN}`);
@@ -161,14 +165,15 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     expect(pageErrors).toEqual([]);
   });
 
-  it('shows a sleeping job (scheduler sleep): status sleeping, its wake time in the row and the detail; Cancel ends it', async () => {
+  it('shows a sleeping job (scheduler sleep): status sleeping, its wake time in the row and the detail; Cancel ends it', async (context) => {
+    const cleanup = cleanupOf(context);
     const workspaceRoot = tempWorkspace({}, cleanup);
     const { url } = await startTestServer(
       cleanup,
       { workspaceRoot, background: { scheduler: 'sleep' } },
       { script: [{ toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '6h', reason: 'scan the queue again' } }] }] },
     );
-    const page = (await launch()).pages()[0] as Page;
+    const page = (await launch(cleanup)).pages()[0] as Page;
     const pageErrors: string[] = [];
     page.on('pageerror', (error) => pageErrors.push(error.message));
     await page.goto(`${url}/login?token=${TOKEN}`);
@@ -197,7 +202,8 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
     expect(pageErrors).toEqual([]);
   });
 
-  it("shows a job's transcript in its detail: one collapsible step each, model text as text (no markup), no key", async () => {
+  it("shows a job's transcript in its detail: one collapsible step each, model text as text (no markup), no key", async (context) => {
+    const cleanup = cleanupOf(context);
     const secret = 'sk-page-transcript-secret-0123456789';
     const workspaceRoot = tempWorkspace({ 'retry.ts': 'export function retryBackoff() {}\n', 'leak.txt': `key=${secret}\n` }, cleanup);
     const { url } = await startTestServer(
@@ -211,7 +217,7 @@ describe.skipIf(skipWithout('chromium', HAVE_CHROMIUM))('the jobs page in headle
         ],
       },
     );
-    const page = (await launch()).pages()[0] as Page;
+    const page = (await launch(cleanup)).pages()[0] as Page;
     const pageErrors: string[] = [];
     page.on('pageerror', (error) => pageErrors.push(error.message));
     await page.goto(`${url}/login?token=${TOKEN}`);

@@ -7,7 +7,9 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { forkpoolRoutes, type ServerState } from '../../src/server/index.js';
-import { configError, startTestSim, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { configError } from '../helpers/config.js';
+import { startTestSim } from '../helpers/sim.js';
 import { TOKEN } from '../helpers/server.js';
 
 const cleanup = useCleanup();

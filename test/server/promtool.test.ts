@@ -5,7 +5,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { runs, skipWithout, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { runs, skipWithout } from '../helpers/system.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

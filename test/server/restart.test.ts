@@ -5,7 +5,7 @@
  * app's one hook (api.test.ts lists the route).
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

@@ -4,7 +4,7 @@
  * 409 not ended, 400 a bad body). Auth is the app's one hook (api.test.ts lists the route).
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

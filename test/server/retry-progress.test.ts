@@ -4,7 +4,7 @@
  * `progress` events carry it too, and it is cleared by the next model response and by the ending.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { readEvents, startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

@@ -4,7 +4,7 @@
  * answer checked against the served OpenAPI document; an unknown name is a 400 SCHEDULER_UNKNOWN.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { readEvents } from '../helpers/server.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { startTestServer } from '../helpers/server.js';

@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { useCleanup, tempWorkspace } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
 import { startTestServer } from '../helpers/server.js';
 
 const cleanup = useCleanup();

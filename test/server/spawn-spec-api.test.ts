@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { requestsForTask, startTestSim, systemOf, toolNames, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { requestsForTask, systemOf, toolNames } from '../helpers/requests.js';
+import { startTestSim } from '../helpers/sim.js';
 import { TOKEN } from '../helpers/server.js';
 
 const cleanup = useCleanup();

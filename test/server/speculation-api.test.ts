@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startForkpoolServer } from '../../src/server/app.js';
-import { startTestSim, useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
+import { startTestSim } from '../helpers/sim.js';
 import { TOKEN } from '../helpers/server.js';
 
 const cleanup = useCleanup();

@@ -4,7 +4,8 @@
  * server over a scripted simulator, jobs in the real pool.
  */
 import { describe, expect, it } from 'vitest';
-import { tempWorkspace, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
 import { TOKEN, startTestServer } from '../helpers/server.js';
 
 describe("the server's token in a job's output", () => {

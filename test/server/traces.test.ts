@@ -3,7 +3,7 @@
  * span (the request that caused them), in its trace. Real SDK, in-memory exporter.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
 import { startTestServer } from '../helpers/server.js';
 import { useInMemoryTracer } from '../helpers/tracing.js';
 

@@ -5,7 +5,7 @@
  * document; a bad schema is a 400 naming `outputSchema`, and nothing starts.
  */
 import { describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { readEvents, startTestServer } from '../helpers/server.js';
 

@@ -7,7 +7,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { git, gitRepo, tempDir, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { git, gitRepo, tempDir } from '../helpers/git-repo.js';
 import { ApiContract, type OpenApiDoc } from '../helpers/openapi.js';
 import { contractCalls, startTestServer } from '../helpers/server.js';
 

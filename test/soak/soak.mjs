@@ -89,6 +89,10 @@ async function soakHalf(isolation, jobs) {
     baseUrl: sim.url,
     workspaceRoot: process.cwd(),
     requestTimeoutMs: 1_500,
+    // The sim's `hang_before_headers` is given up after this and retried. requestTimeoutMs counts
+    // from the first byte; without this the default (10 minutes) left each such hang to the
+    // job's 15 s timeout, most of the short soak's wall time.
+    firstByteTimeoutMs: 1_500,
     streamIdleTimeoutMs: 700,
     maxRetries: 2,
     background: {

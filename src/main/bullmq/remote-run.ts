@@ -130,7 +130,7 @@ export class RemoteRun {
       this.#post(
         end.kind === 'done'
           ? { type: 'done', jobId: this.jobId, outcome: end.outcome }
-          : // The wire does not carry what the remote run read; a remote job has no children of its own.
+          : // A job on a worker spawns no children (worker-policy.ts), so none was handed to it unread.
             { type: 'sleep', jobId: this.jobId, state: end.state, at: end.at, reason: end.reason, seenChildren: [] },
       );
       return this.#settle();

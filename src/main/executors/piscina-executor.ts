@@ -6,6 +6,7 @@ import { TIMINGS } from '../../shared/fixed-limits.js';
 import { taskPorts, type JobTask } from '../../shared/protocol.js';
 import { scrubEnv } from '../../shared/tools/secrets.js';
 import { ThreadLinks, type LinkedPort } from './thread-links.js';
+import { ConfigRefs, type PostedTask } from './config-refs.js';
 import { JobError } from '../../shared/errors.js';
 import { classifyWorkerFailure, throwIfTaskFailed, workerFileUrl, type ExecuteOptions, type Executor, type ExecutorCapabilities } from './executor.js';
 
@@ -47,9 +48,11 @@ export const THREAD_YOUNG_HEAP_MB = 4;
 export class PiscinaExecutor implements Executor {
   readonly kind = 'piscina' as const;
   readonly capabilities: ExecutorCapabilities;
-  readonly #pool: Piscina<JobTask, unknown>;
+  readonly #pool: Piscina<JobTask | PostedTask, unknown>;
   /** One port per thread for all its jobs (see thread-links.ts). */
   readonly #links = new ThreadLinks();
+  /** Each distinct config crosses to the threads once (see config-refs.ts). */
+  readonly #configs = new ConfigRefs();
   readonly #threadAnswerMs: number;
   #closed = false;
 
@@ -89,11 +92,11 @@ export class PiscinaExecutor implements Executor {
     let onAbort: (() => void) | undefined;
     let letGoRun: (error: Error) => void = () => {};
     const letGo = new Promise<never>((_, reject) => (letGoRun = reject));
-    let runTask = task;
+    let runTask = this.#configs.posted(task);
     if (!ownThread) {
       // A shared thread is ended by hand; the job writes its thread id here as it starts.
       const threadSlot = new Int32Array(new SharedArrayBuffer(4));
-      runTask = { ...task, threadSlot };
+      runTask = { ...runTask, threadSlot };
       onAbort = () => void this.#stopShared(Atomics.load(threadSlot, 0), task, letGoRun);
       hardStop.addEventListener('abort', onAbort, { once: true });
     }

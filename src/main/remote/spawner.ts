@@ -135,7 +135,8 @@ export class RemoteExecutor implements Executor {
               port,
               event.type === 'done'
                 ? { type: 'done', jobId, outcome: event.outcome }
-                : { type: 'sleep', jobId, state: event.state, at: event.at, reason: event.reason },
+                : // A remote run's children are not this manager's to hand over: none went to it unread.
+                  { type: 'sleep', jobId, state: event.state, at: event.at, reason: event.reason, seenChildren: [] },
             );
             resolve();
           } else if (event.type === 'failed') reject(event.error instanceof Error ? event.error : deserializeError(event.error));

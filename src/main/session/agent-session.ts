@@ -1,8 +1,7 @@
-import type OpenAI from 'openai';
+import type { ModelClient } from '../../shared/model-client.js';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
-import { linkedAbort } from '../../shared/abort.js';
-import { AbortError, ForkpoolError, LedgerWriteError, serializeError } from '../../shared/errors.js';
+import { LedgerWriteError, serializeError } from '../../shared/errors.js';
 import type { FollowUpReason } from '../views/follow-up.js';
 import { TurnInputs, endingDeliversAtOnce, endingStartsFollowUp } from './turn-inputs.js';
 import { parentJobTools } from './parent-tools.js';
@@ -21,11 +20,13 @@ export type { SessionEvents } from './session-events.js';
 import type { SessionEvents } from './session-events.js';
 import type { ToolDefinition } from '../../shared/tool-contract.js';
 import type { ToolSource } from '../tools/catalog.js';
-import { closeDurableSession, openDurableSession, type DurableSession, type DurableSessionOptions } from './durable-session.js';
+import { closeDurableSession, openDurableSession, saveConversation, type DurableSession, type DurableSessionOptions } from './durable-session.js';
+import { TurnQueue, type QueuedTurn } from './turn-queue.js';
 
 export interface AgentSessionOptions extends DurableSessionOptions {
   config: ForkpoolConfig;
-  client?: OpenAI;
+  /** The parent's model client; defaults to one built from `config`. An `openai` client of yours sends the parent's requests itself. */
+  client?: ModelClient;
   executor?: Executor;
   /** Where `executor: "remote"` spawns run; the parent gets `spawn_remote_agent` (see BackgroundManagerOptions.remote). */
   remote?: BackgroundManagerOptions['remote'];
@@ -46,14 +47,6 @@ export interface AgentSessionOptions extends DurableSessionOptions {
   hooks?: FunctionHooks;
 }
 
-interface QueuedTurn {
-  input: string;
-  followUp: boolean;
-  signal?: AbortSignal | undefined;
-  resolve: (result: TurnResult) => void;
-  reject: (error: unknown) => void;
-}
-
 /**
  * A parent agent and its background jobs: drains ended jobs into each turn exactly once,
  * turns a finished wave (or a user job) into one follow-up turn — at once when idle, after
@@ -68,11 +61,16 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   /** This session's id: under it a durable ledger keeps its conversation and jobs (docs/durability.md). */
   readonly id: string;
   readonly #durable: DurableSession;
-  readonly #queue: QueuedTurn[] = [];
+  /** A person's turns in order, then the follow-up owed: one at a time (turn-queue.ts). */
+  readonly #turns = new TurnQueue({
+    run: (turn, signal) => this.#runTurn(turn, signal),
+    onFailed: (turn, error) => this.#turnFailed(turn, error),
+    followUpHasWork: () => this.deliveries.undeliveredCount > 0,
+    onDrained: () => this.#checkIdle(),
+  });
   readonly activity: JobActivity;
   readonly #logger: Logger | undefined;
   #currentTurn = 0;
-  #followUpPending = false;
   /** Alerts, results and follow-up reasons: what each turn is handed besides a person's words. */
   readonly #inputs: TurnInputs;
   /** The jobs the turn about to start delivers: the `delivered` event follows its `turn_start`. */
@@ -83,12 +81,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
   readonly #stoppedCalls = new Map<string, number>();
   /** Results the last turn had no room for: a follow-up delivers them. */
   #deferred = 0;
-  /** Set as close() begins: jobs it cancels must not start a follow-up turn. */
-  #closed = false;
-  #running = false;
   #idleWaiters: Array<() => void> = [];
-  /** Aborts the turn that runs now (close() does; so does the caller's signal). */
-  #turnAbort: AbortController | undefined;
 
   constructor(options: AgentSessionOptions) {
     const logger = options.logger;
@@ -183,7 +176,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
       // Which other endings start a turn of their own (not wave-gated ones): see endingStartsFollowUp.
       if (this.#inputs.isRerun(job.id)) this.#requestFollowUp({ kind: 'rerun' });
       else if (endingStartsFollowUp(job)) this.#requestFollowUp({ kind: 'user-job' });
-      else if (endingDeliversAtOnce(job, options.config.delivery.format, !this.#running && this.#queue.length === 0)) this.#requestFollowUp({ kind: 'idle' });
+      else if (endingDeliversAtOnce(job, options.config.delivery.format, this.#turns.idle)) this.#requestFollowUp({ kind: 'idle' });
       this.#checkIdle();
     });
     this.manager.on('wave-done', ({ wave }) => this.#requestFollowUp({ kind: 'wave', wave }));
@@ -230,30 +223,17 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     // Results waiting from before the restart reach the parent at its next turn: a follow-up
     // when it stays idle, or the caller's own turn when one is submitted in the same tick.
     if (this.deliveries.undeliveredCount === 0) return;
-    this.#followUpPending = true;
+    this.#turns.oweFollowUp();
     this.#inputs.addReason({ kind: 'restart' });
     setImmediate(() => {
-      this.emit('follow-up', { reason: 'restart', queued: this.#running || this.#queue.length > 0 });
-      void this.#runQueue();
+      this.emit('follow-up', { reason: 'restart', queued: !this.#turns.idle });
+      void this.#turns.drain();
     });
   }
 
-  /**
-   * Keeps the conversation in the ledger; called after every committed turn, and before a
-   * person's turn runs (with its prompt as `pendingInput`). A failed write is logged and the
-   * session goes on: the turn is committed in memory, and should the process die before a later
-   * save lands, a resume takes back what was delivered in the turns it lost.
-   */
+  /** Keeps the conversation in the ledger (see saveConversation): after every committed turn, and before a person's turn runs. */
   #saveSession(pendingInput?: string): void {
-    const { store } = this.#durable;
-    if (!store || store.closed) return;
-    try {
-      const snapshot = this.agent.session.snapshot(this.id);
-      store.saveSession(pendingInput === undefined ? snapshot : { ...snapshot, pendingInput });
-    } catch (error) {
-      if (!(error instanceof LedgerWriteError)) throw error;
-      this.#logger?.error({ err: error, sessionId: this.id }, 'durable ledger: the conversation could not be saved; the session goes on in memory');
-    }
+    saveConversation(this.#durable, this.agent.session, this.#logger, pendingInput);
   }
 
   /**
@@ -262,29 +242,7 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
    * one at once (it resolves with stop reason `aborted`). Background jobs live on either way.
    */
   submit(input: string, options: { signal?: AbortSignal } = {}): Promise<TurnResult> {
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(new AbortError(signal.reason));
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        const at = this.#queue.indexOf(turn);
-        if (at < 0) return;
-        this.#queue.splice(at, 1);
-        reject(new AbortError(signal?.reason));
-      };
-      // Removed as the turn settles, however it does: a caller that passes one signal to every
-      // turn of a long chat would otherwise collect one listener (and one turn) per turn.
-      const settled = () => signal?.removeEventListener('abort', onAbort);
-      const turn: QueuedTurn = {
-        input,
-        followUp: false,
-        signal,
-        resolve: (result) => (settled(), resolve(result)),
-        reject: (error) => (settled(), reject(error)),
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#queue.push(turn);
-      void this.#runQueue();
-    });
+    return this.#turns.submit(input, options.signal);
   }
 
   /**
@@ -314,14 +272,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
    * turns and background jobs are left alone. False when no turn runs.
    */
   cancelTurn(reason: unknown = 'cancelled by the user'): boolean {
-    if (!this.#turnAbort || this.#turnAbort.signal.aborted) return false;
-    this.#turnAbort.abort(reason);
-    return true;
+    return this.#turns.cancelTurn(reason);
   }
 
   /** True while a turn runs or is queued, a follow-up is owed, or a job is pending. */
   get busy(): boolean {
-    return this.#running || this.#queue.length > 0 || this.#followUpPending || this.manager.pending > 0;
+    return this.#turns.busy || this.manager.pending > 0;
   }
 
   /** Resolves when the parent is idle, no follow-up is owed and no job is left. */
@@ -332,13 +288,12 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** Ends the running turn, drops queued ones, and closes the manager (see its close()). */
   async close(options: { drain?: boolean; timeoutMs?: number } = {}): Promise<CloseReport> {
-    this.#closed = true;
-    for (const turn of this.#queue.splice(0)) turn.reject(new ForkpoolError('MANAGER_CLOSED', 'the session was closed before this turn ran'));
-    this.#turnAbort?.abort(new ForkpoolError('MANAGER_CLOSED', 'the session was closed'));
+    // First: jobs the manager's close cancels must not start a follow-up turn.
+    this.#turns.close();
     const report = await this.manager.close(options);
     this.#saveSession();
     closeDurableSession(this.#durable);
-    this.#followUpPending = false;
+    this.#turns.forgetFollowUp();
     this.#checkIdle();
     return report;
   }
@@ -377,66 +332,46 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
 
   /** `reason` is noted for the follow-up's cause (an early join has noted its own: `kind` only). */
   #requestFollowUp(reason: FollowUpReason | undefined, kind = reason?.kind): void {
-    if (this.#closed || this.manager.closed || this.deliveries.undeliveredCount === 0 || !kind) return;
+    if (this.#turns.closed || this.manager.closed || this.deliveries.undeliveredCount === 0 || !kind) return;
     if (reason) this.#inputs.addReason(reason);
-    const queued = this.#running || this.#queue.length > 0;
-    this.emit('follow-up', { reason: kind, queued });
-    this.#followUpPending = true;
-    void this.#runQueue();
+    this.emit('follow-up', { reason: kind, queued: !this.#turns.idle });
+    this.#turns.oweFollowUp();
+    void this.#turns.drain();
   }
 
-  async #runQueue(): Promise<void> {
-    if (this.#running) return;
-    this.#running = true;
-    try {
-      for (;;) {
-        const next = this.#queue.shift() ?? this.#takeFollowUp();
-        if (!next) break;
-        const abort = linkedAbort(next.signal);
-        this.#turnAbort = abort.controller;
-        try {
-          // A person's prompt is kept before its turn runs: a crash during the turn must not lose it.
-          if (!next.followUp) this.#saveSession(next.input);
-          // Delivered before the model is called (in the turn's number): results that ended before
-          // this turn are in its context. A follow-up left with nothing to deliver does not run.
-          this.#currentTurn = this.agent.session.turns + 1;
-          const prepared = await this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
-          if (!prepared) continue;
-          this.#deferred = prepared.deferred;
-          this.#deliveredNow = [...prepared.delivered];
-          this.#cancelledWithTurn = [];
-          const result = await this.agent.runTurn(prepared.input, {
-            followUp: next.followUp,
-            signal: abort.signal,
-            preamble: { text: prepared.preamble, apart: prepared.apart },
-            ...(prepared.cause ? { cause: prepared.cause } : {}),
-          });
-          // Committed: from here on its deliveries are part of the kept conversation.
-          this.#saveSession();
-          // The spawning turn is over: its wave may now end (and fire its follow-up).
-          this.deliveries.sealWave(result.turn);
-          // Results the budget had no room for come in a follow-up of their own.
-          if (this.#deferred > 0) this.#requestFollowUp({ kind: 'deferred' });
-          this.emit('turn-result', { ...result, followUp: next.followUp, cancelledJobs: this.#cancelledWithTurn.splice(0) });
-          next.resolve(result);
-        } catch (error) {
-          this.#turnFailed(next, error);
-          next.reject(error);
-        } finally {
-          abort.dispose();
-          this.#turnAbort = undefined;
-        }
-      }
-    } finally {
-      this.#running = false;
-      this.#checkIdle();
-    }
+  /** One turn of the queue (turn-queue.ts): undefined when it did not run (a follow-up left with nothing to deliver). */
+  async #runTurn(next: QueuedTurn, signal: AbortSignal): Promise<TurnResult | undefined> {
+    // A person's prompt is kept before its turn runs: a crash during the turn must not lose it.
+    if (!next.followUp) this.#saveSession(next.input);
+    // Delivered before the model is called (in the turn's number): results that ended before
+    // this turn are in its context. A follow-up left with nothing to deliver does not run.
+    this.#currentTurn = this.agent.session.turns + 1;
+    const prepared = await this.#inputs.prepare(this.#currentTurn, next.followUp ? undefined : next.input);
+    if (!prepared) return undefined;
+    this.#deferred = prepared.deferred;
+    this.#deliveredNow = [...prepared.delivered];
+    this.#cancelledWithTurn = [];
+    const result = await this.agent.runTurn(prepared.input, {
+      followUp: next.followUp,
+      signal,
+      preamble: { text: prepared.preamble, apart: prepared.apart },
+      ...(prepared.cause ? { cause: prepared.cause } : {}),
+    });
+    // Committed: from here on its deliveries are part of the kept conversation.
+    this.#saveSession();
+    // The spawning turn is over: its wave may now end (and fire its follow-up).
+    this.deliveries.sealWave(result.turn);
+    // Results the budget had no room for come in a follow-up of their own.
+    if (this.#deferred > 0) this.#requestFollowUp({ kind: 'deferred' });
+    this.emit('turn-result', { ...result, followUp: next.followUp, cancelledJobs: this.#cancelledWithTurn.splice(0) });
+    return result;
   }
 
   /**
-   * A turn that threw is reported (a follow-up has nobody to reject to), its wave sealed (the jobs
-   * it spawned may still end it), and the results delivered into it put back: the turn never
-   * committed, so the conversation never kept them, and the next turn delivers them.
+   * A turn that threw (the queue tells this before the turn's promise rejects) is reported (a
+   * follow-up has nobody to reject to), its wave sealed (the jobs it spawned may still end it),
+   * and the results delivered into it put back: the turn never committed, so the conversation
+   * never kept them, and the next turn delivers them.
    */
   #turnFailed(turn: QueuedTurn, error: unknown): void {
     const failed = this.agent.session.turns + 1;
@@ -444,15 +379,6 @@ export class AgentSession extends TypedEmitter<SessionEvents> {
     this.#logger?.error({ err: error, turn: failed, followUp: turn.followUp, redelivered }, 'a parent turn threw; its results wait for the next turn');
     this.emit('turn-error', { turn: failed, followUp: turn.followUp, error: serializeError(error), redelivered });
     if (this.#currentTurn === failed) this.deliveries.sealWave(failed);
-  }
-
-  /** One follow-up for whatever ended meanwhile; none if a turn already delivered it all. */
-  #takeFollowUp(): QueuedTurn | undefined {
-    if (!this.#followUpPending || this.#closed) return undefined;
-    this.#followUpPending = false;
-    if (this.deliveries.undeliveredCount === 0) return undefined;
-    // Its input (the prompt by what it delivers) is chosen when it runs (TurnInputs.prepare).
-    return { input: '', followUp: true, resolve: () => {}, reject: () => {} };
   }
 
   /**

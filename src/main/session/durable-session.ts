@@ -3,10 +3,12 @@
  * and what a resumed session finds there. Kept apart from agent-session.ts, which only calls in.
  */
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import { describeReceived, type ForkpoolConfig } from '../../shared/config.js';
-import { ConfigError, JobError } from '../../shared/errors.js';
+import { ConfigError, JobError, LedgerWriteError } from '../../shared/errors.js';
 import type { JobStore, LedgerStore, SessionSnapshot } from '../ledger/ledger-store.js';
 import { openSqliteLedger } from '../ledger/sqlite-store.js';
+import type { Session } from './session.js';
 
 export interface DurableSessionOptions {
   /** An open ledger to write to (several sessions may share one); default: `config.ledger.path`, opened and closed by the session. */
@@ -58,6 +60,24 @@ export function openDurableSession(config: ForkpoolConfig, options: DurableSessi
     throw new JobError('SESSION_UNKNOWN', '-', `no session "${id}" in ${where}`);
   }
   return { id, store, jobs, snapshot, ownsStore };
+}
+
+/**
+ * Keeps the conversation in the ledger; called after every committed turn, and before a
+ * person's turn runs (with its prompt as `pendingInput`). A failed write is logged and the
+ * session goes on: the turn is committed in memory, and should the process die before a later
+ * save lands, a resume takes back what was delivered in the turns it lost.
+ */
+export function saveConversation(durable: DurableSession, conversation: Session, logger: Logger | undefined, pendingInput?: string): void {
+  const { store } = durable;
+  if (!store || store.closed) return;
+  try {
+    const snapshot = conversation.snapshot(durable.id);
+    store.saveSession(pendingInput === undefined ? snapshot : { ...snapshot, pendingInput });
+  } catch (error) {
+    if (!(error instanceof LedgerWriteError)) throw error;
+    logger?.error({ err: error, sessionId: durable.id }, 'durable ledger: the conversation could not be saved; the session goes on in memory');
+  }
 }
 
 /** After the session's last write: its lease is released, and the ledger closed when the session opened it. */

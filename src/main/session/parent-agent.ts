@@ -1,8 +1,7 @@
-import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { ForkpoolError, serializeError, type SerializedError } from '../../shared/errors.js';
-import { createModelClient, type RateGate } from '../../shared/model-call.js';
+import { createModelClient, type ModelClient, type RateGate } from '../../shared/model-call.js';
 import { primarySystemPrompt } from '../../shared/prompts.js';
 import { runToolLoop } from '../../shared/tool-loop.js';
 import type { LoopEvent, StopReason } from '../../shared/loop-events.js';
@@ -26,8 +25,8 @@ export type AgentRole = 'primary' | 'escalation';
 
 export interface ParentAgentOptions {
   config: ForkpoolConfig;
-  /** Defaults to a client built from `config`. */
-  client?: OpenAI;
+  /** Defaults to a client built from `config`; an `openai` client of yours sends the requests itself. */
+  client?: ModelClient;
   /** Shared with background jobs; defaults to one holding `config.grantedTools`. */
   permissions?: PermissionStore;
   /** Asks a person about ungranted tools (`permissionMode: 'ask'` on a terminal). */
@@ -76,7 +75,7 @@ export class ParentAgent {
   /** How the endpoint counts this parent's requests, learned from its usage (token-ratio.ts): the history's budget counts in it. */
   readonly tokenRatios = new TokenRatios();
   readonly #config: ForkpoolConfig;
-  readonly #client: OpenAI;
+  readonly #client: ModelClient;
   readonly #options: ParentAgentOptions;
   readonly #tools: ToolDefinition[];
   #busy = false;

@@ -1,3 +1,5 @@
+import { DETAIL_PANEL_SCRIPT } from './detail-script.js';
+
 /**
  * The page's script (plain ES2020, no dependencies). The server filters, sorts and pages
  * (`GET /v1/jobs`): the page holds one page of rows and the server's exact totals. Events from
@@ -6,7 +8,8 @@
  * after the server restarted (its event ids start over), refetches. A row is named by its
  * ref (`id`, or `session/id` for a session's job). Each row remembers every status it showed
  * in `data-history`, so a test can check the order a person would have seen. Written as a
- * string because the server sends it as a file; it uses no template literals.
+ * string because the server sends it as a file; it uses no template literals. A job's detail
+ * panel is its own part (detail-script.ts), set into this script's scope.
  */
 export const PAGE_SCRIPT = String.raw`'use strict';
 (function () {
@@ -19,7 +22,6 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   var lastEventId = 0;
   var eventSeq = 0;
   var reconnectDelay = 1000;
-  var detailId = null;
   var $ = function (id) { return document.getElementById(id); };
   // Where the server is mounted ('' at the root; an embedder's prefix, e.g. '/forkpool').
   var BASE = document.documentElement.dataset.base || '';
@@ -136,7 +138,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
       box.addEventListener('change', function () { choose(ref, box.checked); });
       row.children[0].appendChild(box);
       row.children[9].append(
-        button('details', 'Details', function () { openDetail(ref); }),
+        button('details', 'Details', function () { detail.open(ref); }),
         button('cancel', 'Cancel', function (event) { cancelJob(ref, event.target); }),
         button('retry', 'Retry', function (event) { retryJob(ref, event.target); }),
       );
@@ -181,7 +183,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     retry.setAttribute('aria-label', 'Retry ' + job.label);
     row.querySelector('button.details').setAttribute('aria-label', 'Details of ' + job.label);
     // The open detail view follows its job to the end (its result arrives then).
-    if (detailId === ref && job.state === 'ended' && was !== status) openDetail(ref);
+    if (job.state === 'ended' && was !== status) detail.update(ref);
     return row;
   }
 
@@ -264,32 +266,8 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   function onApprovalEvent(event) {
     lastEventId = Number(event.lastEventId) || lastEventId;
     var data = JSON.parse(event.data);
-    var ref = refOf(data.session, data.approval.jobId);
-    if (detailId === ref) openDetail(ref);
+    detail.update(refOf(data.session, data.approval.jobId));
     scheduleRefresh();
-  }
-
-  function answerApproval(ref, pending, decision, b) {
-    b.disabled = true;
-    api('POST', path(ref) + '/approvals/' + encodeURIComponent(pending.callId), { decision: decision }).catch(function (error) { b.disabled = false; showError(error); });
-  }
-
-  function approvalFacts(facts, job) {
-    var ref = refOf(job.session, job.id);
-    waitsFor(job).forEach(function (pending) {
-      fact(facts, 'waits for', pending.tool + ': ' + pending.summary + ' ');
-      var dd = facts.lastChild;
-      ['allow', 'deny'].forEach(function (decision) {
-        var b = document.createElement('button');
-        b.type = 'button';
-        b.className = 'approval-' + decision;
-        b.textContent = decision === 'allow' ? 'Allow' : 'Deny';
-        b.setAttribute('aria-label', b.textContent + ' ' + pending.tool + ' for ' + job.label);
-        b.addEventListener('click', function () { answerApproval(ref, pending, decision, b); });
-        dd.append(b);
-      });
-    });
-    (job.approvals || []).forEach(function (a) { fact(facts, 'approval', a.tool + ' ' + a.decision + ' by ' + a.by + (a.reason ? ': ' + a.reason : '')); });
   }
 
   function connect() {
@@ -324,6 +302,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
   function showError(error) { $('form-message').textContent = error.message; }
   function showListError(error) { $('list-message').textContent = error.message; }
   var path = function (ref) { return '/v1/jobs/' + encodeURIComponent(ref); };
+  var detail = detailPanel({ api: api, jobPath: path, refOf: refOf, statusOf: statusOf, waitsFor: waitsFor, formatElapsed: formatElapsed, showError: showError });
 
   function cancelJob(ref, b) {
     b.disabled = true;
@@ -383,79 +362,7 @@ export const PAGE_SCRIPT = String.raw`'use strict';
     });
   });
 
-  function fact(list, name, value) {
-    var dt = document.createElement('dt'); dt.textContent = name;
-    var dd = document.createElement('dd'); dd.textContent = value;
-    list.append(dt, dd);
-  }
-
-  // A job's transcript (GET /v1/jobs/{id}/transcript): one collapsible <details> per step. Its
-  // text came from a model or a tool: it goes in as DOM text (textContent), never as markup.
-  function seconds(ms) { return ms === undefined ? '' : ' ' + (ms / 1000).toFixed(1) + ' s'; }
-  function callText(call) { return call.name + ' ' + call.args; }
-  function stepSummary(step) {
-    if (step.kind === 'model') {
-      var calls = step.calls.map(callText).join(', ');
-      return '#' + step.n + ' model' + seconds(step.ms) + ' ' + (step.promptTokens + step.completionTokens) + ' tok' + (calls ? ' → ' + calls : (step.text !== undefined ? ' (answer)' : ''));
-    }
-    if (step.kind === 'tool') return '#' + step.n + ' tool ' + step.name + seconds(step.ms) + (step.ok ? '' : ' failed') + ': ' + step.chars + ' chars';
-    return '#' + step.n + ' note: ' + step.text;
-  }
-  function stepBody(step) {
-    if (step.kind === 'model') return [step.text || ''].concat(step.calls.map(callText)).filter(Boolean).join('\n');
-    return step.kind === 'tool' ? step.output : step.text;
-  }
-  function loadTranscript(id) {
-    api('GET', '/v1/jobs/' + encodeURIComponent(id) + '/transcript?limit=200').then(function (page) {
-      if (detailId !== id) return;
-      var list = $('detail-transcript');
-      list.textContent = '';
-      $('detail-transcript-summary').textContent = page.total === 0
-        ? (page.dropped ? 'Dropped with its result by retention.' : 'No steps yet.')
-        : page.total + ' step(s)' + (page.omitted ? ', ' + page.omitted + ' left out by the cap' : '') + (page.next !== null ? '; the first ' + page.steps.length + ' shown' : '');
-      page.steps.forEach(function (step) {
-        var details = document.createElement('details');
-        details.className = 'step step-' + step.kind;
-        details.dataset.step = String(step.n);
-        var summary = document.createElement('summary');
-        summary.textContent = stepSummary(step);
-        var body = document.createElement('pre');
-        body.textContent = stepBody(step);
-        details.append(summary, body);
-        var item = document.createElement('li');
-        item.append(details);
-        list.append(item);
-      });
-    }).catch(showError);
-  }
-
-  function openDetail(id) {
-    detailId = id;
-    api('GET', path(id)).then(function (job) {
-      var panel = $('detail');
-      var wasHidden = panel.hidden;
-      panel.hidden = false;
-      $('detail-title').textContent = 'Job ' + job.label + ' (' + refOf(job.session, job.id) + ')';
-      var facts = $('detail-facts');
-      facts.textContent = '';
-      fact(facts, 'status', statusOf(job));
-      fact(facts, 'elapsed', formatElapsed(job));
-      fact(facts, 'iterations', String(job.iterations));
-      fact(facts, 'tool calls', job.toolCalls === null ? '–' : String(job.toolCalls));
-      fact(facts, 'tokens', String(job.tokens));
-      if (job.tools) fact(facts, 'tools', job.tools.length > 0 ? job.tools.join(', ') : '(none)');
-      if (job.error) fact(facts, 'error', job.error.code + ': ' + job.error.message);
-      approvalFacts(facts, job);
-      if (job.sleepingUntil) fact(facts, 'asleep until', new Date(job.sleepingUntil).toISOString() + (job.sleepReason ? ': ' + job.sleepReason : ''));
-      $('detail-task').textContent = job.task;
-      $('detail-result').textContent = job.resultText !== null ? job.resultText : (job.state === 'ended' ? '(no result kept)' : '(still ' + job.state + ')');
-      if (wasHidden) $('detail-title').focus();
-      loadTranscript(id);
-    }).catch(showError);
-  }
-
-  $('detail-close').addEventListener('click', function () { detailId = null; $('detail').hidden = true; });
-
+${DETAIL_PANEL_SCRIPT}
   $('start-form').addEventListener('submit', function (event) {
     event.preventDefault();
     var task = $('task').value.trim();

@@ -5,7 +5,7 @@
  * Errors are raised as the `openai` client's error classes, so model-call.ts classifies and
  * retries them as it does for the other wires (429/5xx, Retry-After, transport failures).
  */
-import OpenAI from 'openai';
+import { APIError } from 'openai/error';
 import { DEFAULTS } from '../defaults.js';
 import { ForkpoolError } from '../errors.js';
 import { responseTooLarge } from '../stream-assembler.js';
@@ -13,6 +13,7 @@ import type { ModelCallOptions, ModelReply } from '../model-types.js';
 import { AttemptClocks } from './clocks.js';
 import { anthropicRequest, anthropicUsage, finishReasonOf, replyFromMessage, type AnthropicUsage, type ThinkingBlock } from './anthropic-messages.js';
 import { temperatureField } from './sampling.js';
+import { postJson } from './http.js';
 
 /** The API version every request names (the Messages API's stable one). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -66,23 +67,9 @@ export async function anthropicOnce(options: ModelCallOptions, apiKey: string | 
   }
 }
 
-async function send(url: string, apiKey: string | undefined, body: unknown, signal: AbortSignal): Promise<Response> {
-  try {
-    return await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'anthropic-version': ANTHROPIC_VERSION,
-        ...(apiKey !== undefined ? { 'x-api-key': apiKey } : {}),
-      },
-      body: JSON.stringify(body),
-      signal,
-    });
-  } catch (error) {
-    if (signal.aborted) throw error;
-    // As the openai client says it: model-call.ts retries it as a connection error.
-    throw new OpenAI.APIConnectionError({ cause: error instanceof Error ? error : new Error(String(error)) });
-  }
+function send(url: string, apiKey: string | undefined, body: unknown, signal: AbortSignal): Promise<Response> {
+  const headers = { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey !== undefined ? { 'x-api-key': apiKey } : {}) };
+  return postJson(url, headers, body, signal);
 }
 
 /** A non-2xx answer as the client's typed error (status, body's `error`, headers for Retry-After). */
@@ -94,7 +81,7 @@ async function httpError(response: Response): Promise<Error> {
   } catch {
     parsed = text ? { error: { message: text.slice(0, 500) } } : undefined;
   }
-  return OpenAI.APIError.generate(response.status, parsed as object | undefined, undefined, response.headers);
+  return APIError.generate(response.status, parsed as object | undefined, undefined, response.headers);
 }
 
 function parseJson(text: string): unknown {

@@ -1,5 +1,5 @@
 /**
- * The two clocks of one attempt on a wire of our own (Responses, Anthropic), as model-call.ts
+ * The two clocks of one attempt on a wire of our own (Responses, Anthropic), as wires/chat.ts
  * runs them for Chat Completions: a deadline `requestTimeoutMs` after sending (headers to last
  * byte, streamed or not), and for a stream an idle watchdog that fires after
  * `streamIdleTimeoutMs` without an event. Either aborts the attempt's own signal; `timeout()`

@@ -16,6 +16,7 @@ import type { ModelCallOptions, ModelReply } from '../model-types.js';
 import { AttemptClocks, deadlineError } from './clocks.js';
 import { carriedReasoning, messageText } from './history.js';
 import { isReasoningModel, temperatureField } from './sampling.js';
+import { isSdkClient, type ModelClient } from '../model-client.js';
 
 /** The history as Responses input items: messages, function calls and their outputs, reasoning. */
 export function responsesInput(messages: readonly ChatCompletionMessageParam[]): ResponseInputItem[] {
@@ -120,9 +121,24 @@ function finishReasonOf(response: Response, calledTools: boolean): string {
   return calledTools ? 'tool_calls' : 'stop';
 }
 
-/** The SDK's own timer is the same deadline, said the same way (see model-call.ts sdkDeadline). */
-function sameDeadline(error: unknown, client: OpenAI): unknown {
+/** The SDK's own timer is the same deadline, said the same way (see wires/chat.ts sdkDeadline). */
+function sameDeadline(error: unknown, client: ModelClient): unknown {
   return error instanceof OpenAI.APIConnectionTimeoutError ? deadlineError(client.timeout) : error;
+}
+
+/** The `openai` clients built for forkpool's own clients (model-client.ts), one each. */
+const sdks = new WeakMap<ModelClient, OpenAI>();
+
+/** The client that sends a Responses request: the caller's own, or one built once from forkpool's. */
+function sdkFor(client: ModelClient): OpenAI {
+  if (isSdkClient(client)) return client;
+  let sdk = sdks.get(client);
+  if (!sdk) {
+    // Retries are ours (model-call.ts); parse failures become typed retries, not console lines.
+    sdk = new OpenAI({ apiKey: client.apiKey, baseURL: client.baseURL, timeout: client.timeout, maxRetries: 0, logLevel: 'off' });
+    sdks.set(client, sdk);
+  }
+  return sdk;
 }
 
 export async function responsesRequestOnce(options: ModelCallOptions): Promise<ModelReply> {
@@ -130,7 +146,7 @@ export async function responsesRequestOnce(options: ModelCallOptions): Promise<M
   const clocks = new AttemptClocks(options.signal, config);
   const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
   try {
-    const response = await client.responses.create(requestBody(options), { signal: clocks.signal });
+    const response = await sdkFor(client).responses.create(requestBody(options), { signal: clocks.signal });
     if (!response || typeof response !== 'object' || !Array.isArray(response.output)) {
       throw new ForkpoolError('MODEL_REQUEST_FAILED', 'response is not a Responses API response');
     }
@@ -147,7 +163,9 @@ export async function responsesStreamOnce(options: ModelCallOptions): Promise<Mo
   const clocks = new AttemptClocks(options.signal, config);
   const limit = config.maxResponseChars ?? DEFAULTS.maxResponseChars;
   try {
-    const response = await client.responses.create({ ...requestBody(options), stream: true }, { signal: clocks.signal }).asResponse();
+    const response = await sdkFor(client)
+      .responses.create({ ...requestBody(options), stream: true }, { signal: clocks.signal })
+      .asResponse();
     const headersAt = performance.now();
     const stream = new ResponsesStream(limit);
     await clocks.readStream(response, limit, (event) => stream.add(event as StreamEvent));

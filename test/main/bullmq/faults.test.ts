@@ -31,16 +31,15 @@ import {
   startedJob,
   startSim,
   startWorker,
-  useCleanup,
+  cleanupOf,
   waitFor,
+  type Cleanup,
   type TestWorker,
   drainedIds,
   runsOf,
 } from '../../helpers/index.js';
 import { BackgroundManager, engineOf, type ManagerEvents } from '../../../src/main/jobs/manager.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
-
-const cleanup = useCleanup();
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
@@ -64,6 +63,7 @@ function bullConfig(sim: SimServer, workspace: string, redisUrl: string, extra: 
 
 /** `count` workers whose own config allows the sim and runs jobs in `workspace`. */
 async function workersOn(
+  cleanup: Cleanup,
   redisUrl: string,
   count: number,
   sim: SimServer,
@@ -106,11 +106,11 @@ function startedAgain(manager: BackgroundManager, id: string): Promise<unknown> 
  * Two workers on a fresh Redis, one research job running on one of them: the start of every
  * fault below that strikes the worker holding a job.
  */
-async function jobOnAWorker(label: string, budget?: BudgetLimits, lockMs: number = LOCK_MS) {
+async function jobOnAWorker(cleanup: Cleanup, label: string, budget?: BudgetLimits, lockMs: number = LOCK_MS) {
   const redis = await startRedis(cleanup);
   const sim = await startSim(cleanup, { latencyMs: 1_000 });
   const workspace = await makeWorkspace(cleanup);
-  const workers = await workersOn(redis.url, 2, sim, workspace, { lockMs });
+  const workers = await workersOn(cleanup, redis.url, 2, sim, workspace, { lockMs });
   const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
   const events = recordEvents(manager);
   const { id } = manager.spawn({ task: RESEARCH_TASK, label, ...(budget ? { budget } : {}) });
@@ -120,27 +120,14 @@ async function jobOnAWorker(label: string, budget?: BudgetLimits, lockMs: number
 }
 
 // Worker processes start, die and lose locks on purpose: slow on a loaded machine, never hung.
-describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 }, () => {
-  it('a worker SIGKILLed mid-job: another worker runs it again within 10 s (the default lock), one final result, attempt count visible', async () => {
-    const { manager, events, id, holder, again } = await jobOnAWorker('survives its worker');
-    const killedAt = Date.now();
-    process.kill(holder.pid, 'SIGKILL');
-    await again;
-    const rerunAfterMs = Date.now() - killedAt;
-    const record = await ended(manager, id);
-    expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 2 });
-    expect(record.notes.join('\n')).toMatch(/run again by the bullmq executor/);
-    expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
-    // The README's bound (the 6 s lock expires; the next stall check, at most 3 s later,
-    // re-queues it): 9 s; with half again for a loaded machine.
-    expect(rerunAfterMs).toBeLessThan(14_000);
-  });
-
-  it('a worker SIGTERMed mid-job hands its job back: another worker completes it and that completion is accepted (ok, the real result), no attempt spent', async () => {
+// The tests run side by side (`concurrent`; each its own Redis, sim, workers and cleanupOf list):
+// their time is lock expiries, stall checks and model latency, little CPU.
+describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000, concurrent: true }, () => {
+  it('a worker SIGTERMed mid-job hands its job back: another worker completes it and that completion is accepted (ok, the real result), no attempt spent', async (context) => {
+    const cleanup = cleanupOf(context);
     // A refused completion would leave the job waiting for its wall clock: a short one makes
     // that bug end the job `partial` here instead of hanging the test.
-    const { manager, events, id, holder } = await jobOnAWorker('handed back', { maxWallclockMinutes: 1 });
+    const { manager, events, id, holder } = await jobOnAWorker(cleanup, 'handed back', { maxWallclockMinutes: 1 });
     process.kill(holder.pid, 'SIGTERM');
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
@@ -154,14 +141,15 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
   });
 
-  it('a poison job that kills every worker it lands on is failed after N stalls with that reason, not looped', async () => {
+  it('a poison job that kills every worker it lands on is failed after N stalls with that reason, not looped', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     // Every model answer is a bash call that kills the worker process running the job.
     const kill = { toolCalls: [{ name: 'bash', arguments: { command: 'kill -9 $PPID' } }] };
     const sim = await startSim(cleanup, { script: [kill, kill, kill, kill] });
     const workspace = await makeWorkspace(cleanup);
     // The grant and the sandbox are the workers' own (a job can only narrow them).
-    const workers = await workersOn(redis.url, 3, sim, workspace, {
+    const workers = await workersOn(cleanup, redis.url, 3, sim, workspace, {
       maxStalls: 1,
       lockMs: SHORT_LOCK_MS,
       config: { grantedTools: ['bash'], sandbox: 'none' },
@@ -177,8 +165,9 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(alive).toHaveLength(1);
   });
 
-  it("a worker's event loop frozen past its lock: the job runs elsewhere, the stale run is aborted when it wakes, one result", async () => {
-    const { manager, events, id, holder, again } = await jobOnAWorker('outlives a frozen worker', undefined, SHORT_LOCK_MS);
+  it("a worker's event loop frozen past its lock: the job runs elsewhere, the stale run is aborted when it wakes, one result", async (context) => {
+    const cleanup = cleanupOf(context);
+    const { manager, events, id, holder, again } = await jobOnAWorker(cleanup, 'outlives a frozen worker', undefined, SHORT_LOCK_MS);
     process.kill(holder.pid, 'SIGSTOP');
     cleanup.add(() => holder.cli.child.kill('SIGCONT'));
     await again;
@@ -193,13 +182,14 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
   });
 
-  it('the network between the producer and Redis cut mid-run, then back: every job ends once, none lost, none run twice', async () => {
+  it('the network between the producer and Redis cut mid-run, then back: every job ends once, none lost, none run twice', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const proxy = await startTcpProxy(cleanup, redis.port);
     const sim = await startSim(cleanup, { latencyMs: 500 });
     const workspace = await makeWorkspace(cleanup);
     // The workers reach Redis directly; only the producer is behind the proxy.
-    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const workers = await workersOn(cleanup, redis.url, 2, sim, workspace);
     const manager = await bullManager(bullConfig(sim, workspace, `redis://127.0.0.1:${proxy.port}`), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `cut off ${i}` }).id);
@@ -216,11 +206,12 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
   });
 
-  it('Redis with persistence killed and restarted mid-run: every job ends once, none lost, none run twice', async () => {
+  it('Redis with persistence killed and restarted mid-run: every job ends once, none lost, none run twice', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup, { persist: true });
     const sim = await startSim(cleanup, { latencyMs: 500 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const workers = await workersOn(cleanup, redis.url, 2, sim, workspace);
     const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `kept ${i}` }).id);
@@ -236,11 +227,12 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
     expect(runs.filter((r) => r.end === 'done' && !r.lockLost && !r.evicted)).toHaveLength(ids.length);
   });
 
-  it('Redis restarted (empty) mid-run: every job resumes and ends once, none lost', async () => {
+  it('Redis restarted (empty) mid-run: every job resumes and ends once, none lost', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 800 });
     const workspace = await makeWorkspace(cleanup);
-    await workersOn(redis.url, 2, sim, workspace);
+    await workersOn(cleanup, redis.url, 2, sim, workspace);
     const manager = await bullManager(bullConfig(sim, workspace, redis.url), cleanup);
     const events = recordEvents(manager);
     const ids = Array.from({ length: 4 }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `through a restart ${i}` }).id);
@@ -253,12 +245,13 @@ describe.skipIf(skipWithoutRedis())('bullmq fault campaign', { timeout: 180_000 
   });
 });
 
-describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
-  it('results wait in Redis; the restarted main process launching the same jobs takes them over and delivers each once, nothing runs twice', async () => {
+describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while workers keep running', { timeout: 180_000, concurrent: true }, () => {
+  it('results wait in Redis; the restarted main process launching the same jobs takes them over and delivers each once, nothing runs twice', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 700 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const workers = await workersOn(cleanup, redis.url, 2, sim, workspace);
     // The restarted process takes over the first one's launches: the same namespace names them.
     const config = bullConfig(sim, workspace, redis.url, { bullmq: { queue: 'fp-faults', lockMs: LOCK_MS, pollMs: 500, namespace: 'main-a' } });
     const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `outlives main ${i}` }));
@@ -291,51 +284,57 @@ describe.skipIf(skipWithoutRedis())('bullmq: the main process restarted while wo
   });
 });
 
-describe.skipIf(skipWithoutRedis())('bullmq with the durable ledger: the main process restarted while workers keep running', { timeout: 180_000 }, () => {
-  it('the reopened ledger re-launches the interrupted jobs, which take over their runs and waiting results: each delivered once, none run twice', async () => {
-    const redis = await startRedis(cleanup);
-    const sim = await startSim(cleanup, { latencyMs: 700 });
-    const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2, sim, workspace);
-    const ledger = path.join(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-ledger-')), 'forkpool.db');
-    cleanup.add(() => rmSync(path.dirname(ledger), { recursive: true, force: true }));
-    // No namespace given: it follows the ledger file and scope, the same after the restart.
-    const config = bullConfig(sim, workspace, redis.url, { ledger: { path: ledger } });
-    const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `durable ${i}` }));
-    const first = spawnCli([], {
-      script: 'test/fixtures/bullmq-main-child.mjs',
-      cleanup,
-      timeoutMs: 120_000,
-      env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks), FORKPOOL_TEST_LEDGER: ledger },
+describe.skipIf(skipWithoutRedis())(
+  'bullmq with the durable ledger: the main process restarted while workers keep running',
+  { timeout: 180_000, concurrent: true },
+  () => {
+    it('the reopened ledger re-launches the interrupted jobs, which take over their runs and waiting results: each delivered once, none run twice', async (context) => {
+      const cleanup = cleanupOf(context);
+      const redis = await startRedis(cleanup);
+      const sim = await startSim(cleanup, { latencyMs: 700 });
+      const workspace = await makeWorkspace(cleanup);
+      const workers = await workersOn(cleanup, redis.url, 2, sim, workspace);
+      const ledger = path.join(mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-ledger-')), 'forkpool.db');
+      cleanup.add(() => rmSync(path.dirname(ledger), { recursive: true, force: true }));
+      // No namespace given: it follows the ledger file and scope, the same after the restart.
+      const config = bullConfig(sim, workspace, redis.url, { ledger: { path: ledger } });
+      const tasks = Array.from({ length: 4 }, (_, i) => ({ task: RESEARCH_TASK, label: `durable ${i}` }));
+      const first = spawnCli([], {
+        script: 'test/fixtures/bullmq-main-child.mjs',
+        cleanup,
+        timeoutMs: 120_000,
+        env: { FORKPOOL_TEST_CONFIG: JSON.stringify(config), FORKPOOL_TEST_TASKS: JSON.stringify(tasks), FORKPOOL_TEST_LEDGER: ledger },
+      });
+      await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const ids = parseJsonLines(first.stdout())
+        .filter((l) => l.type === 'spawned')
+        .map((l) => l.id as string);
+      await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
+      const store = openSqliteLedger(ledger).jobs('main');
+      const manager = watchManager(new BackgroundManager({ config, store, closeExecutor: true }));
+      cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+      const events = recordEvents(manager);
+      expect(manager.recovery?.rerun.sort()).toEqual([...ids].sort());
+      const records = await Promise.all(ids.map((id) => ended(manager, id)));
+      for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
+      for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+      expect(drainedIds(manager, 1)).toEqual([...ids].sort());
+      expect(new Deliveries(manager).drain(2)).toEqual([]);
+      const runs = await runsReported(workers, ids.length);
+      expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
     });
-    await first.waitForStdout((out) => out.split('\n').filter((l) => l.includes('"started"')).length === 4);
-    first.child.kill('SIGKILL');
-    await first.exited;
-    const ids = parseJsonLines(first.stdout())
-      .filter((l) => l.type === 'spawned')
-      .map((l) => l.id as string);
-    await waitFor(() => workers.flatMap((w) => w.runsEnded()).length >= 1, 'a run to end with no main process', { timeoutMs: 60_000 });
-    const store = openSqliteLedger(ledger).jobs('main');
-    const manager = watchManager(new BackgroundManager({ config, store, closeExecutor: true }));
-    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    const events = recordEvents(manager);
-    expect(manager.recovery?.rerun.sort()).toEqual([...ids].sort());
-    const records = await Promise.all(ids.map((id) => ended(manager, id)));
-    for (const record of records) expect(record).toMatchObject({ status: 'ok', endedBy: 'completed' });
-    for (const id of ids) expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
-    expect(drainedIds(manager, 1)).toEqual([...ids].sort());
-    expect(new Deliveries(manager).drain(2)).toEqual([]);
-    const runs = await runsReported(workers, ids.length);
-    expect(runs.map((r) => r.bullId).sort()).toEqual(ids.map((id) => bullIdOf(manager, id, 1)).sort());
-  });
-});
+  },
+);
 
-describe.skipIf(skipWithoutRedis())('fanout --executor bullmq --ledger: the producer killed, then --resume', { timeout: 240_000 }, () => {
-  it('the resumed fan-out adopts the jobs still queued or running in Redis (ids derived from the ledger): every task runs once and is printed once', async () => {
+describe.skipIf(skipWithoutRedis())('fanout --executor bullmq --ledger: the producer killed, then --resume', { timeout: 240_000, concurrent: true }, () => {
+  it('the resumed fan-out adopts the jobs still queued or running in Redis (ids derived from the ledger): every task runs once and is printed once', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { latencyMs: 500 });
     const workspace = await makeWorkspace(cleanup);
-    const workers = await workersOn(redis.url, 2, sim, workspace);
+    const workers = await workersOn(cleanup, redis.url, 2, sim, workspace);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'forkpool-bullmq-fanout-'));
     cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
     const configFile = path.join(dir, 'forkpool.config.json');
@@ -374,5 +373,25 @@ describe.skipIf(skipWithoutRedis())('fanout --executor bullmq --ledger: the prod
     // Adopted, not queued again: each task reached the model as one run (a second run would start over).
     for (let line = 1; line <= count; line++)
       expect(runsOf(sim, `(fan ${line}.)`), `line ${line}; runs: ${workers.flatMap((w) => w.runsEnded().map((r) => String(r.bullId))).join(' ')}`).toBe(1);
+  });
+});
+
+// Alone, after the groups above: it bounds the failover in wall time (the README's 9 s, plus half).
+describe.skipIf(skipWithoutRedis())('bullmq fault campaign: failover time', { timeout: 180_000 }, () => {
+  it('a worker SIGKILLed mid-job: another worker runs it again within 10 s (the default lock), one final result, attempt count visible', async (context) => {
+    const cleanup = cleanupOf(context);
+    const { manager, events, id, holder, again } = await jobOnAWorker(cleanup, 'survives its worker');
+    const killedAt = Date.now();
+    process.kill(holder.pid, 'SIGKILL');
+    await again;
+    const rerunAfterMs = Date.now() - killedAt;
+    const record = await ended(manager, id);
+    expect(record).toMatchObject({ status: 'ok', endedBy: 'completed', attempts: 2 });
+    expect(record.notes.join('\n')).toMatch(/run again by the bullmq executor/);
+    expect(events.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
+    expect(new Deliveries(manager).drain(1).map((r) => r.id)).toEqual([id]);
+    // The README's bound (the 6 s lock expires; the next stall check, at most 3 s later,
+    // re-queues it): 9 s; with half again for a loaded machine.
+    expect(rerunAfterMs).toBeLessThan(14_000);
   });
 });

@@ -19,12 +19,11 @@ import {
   startSim,
   startWorker,
   startedJob,
-  useCleanup,
+  cleanupOf,
   waitFor,
   type TestWorker,
 } from '../../helpers/index.js';
 
-const cleanup = useCleanup();
 const QUEUE = 'fp-keys';
 
 /** Every key of the Redis matching `pattern`, by SCAN (as an operator would look). */
@@ -57,8 +56,10 @@ async function holderOf(manager: BackgroundManager, workers: TestWorker[], id: s
   }, `the worker holding ${id}`);
 }
 
-describe.skipIf(skipWithoutRedis())("bullmq: a launch's keys in Redis", { timeout: 180_000 }, () => {
-  it('after ok, refused, failed (its worker killed), cancelled-while-waiting and cancelled-while-running jobs and close(), Redis holds no job of it', async () => {
+// Side by side (each its own Redis, sim, workers and cleanupOf list): mostly waiting on them.
+describe.skipIf(skipWithoutRedis())("bullmq: a launch's keys in Redis", { timeout: 180_000, concurrent: true }, () => {
+  it('after ok, refused, failed (its worker killed), cancelled-while-waiting and cancelled-while-running jobs and close(), Redis holds no job of it', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const client = new Redis(redis.url, { maxRetriesPerRequest: null });
     cleanup.add(() => client.disconnect());
@@ -119,7 +120,8 @@ describe.skipIf(skipWithoutRedis())("bullmq: a launch's keys in Redis", { timeou
     for (const key of await scanKeys(client, 'forkpool:*')) expect(await client.pttl(key), key).toBeGreaterThan(0);
   });
 
-  it('a job hard-stopped on its worker (no grace) is removed once the worker ends it, even when close() comes at once', async () => {
+  it('a job hard-stopped on its worker (no grace) is removed once the worker ends it, even when close() comes at once', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const client = new Redis(redis.url, { maxRetriesPerRequest: null });
     cleanup.add(() => client.disconnect());
@@ -139,7 +141,8 @@ describe.skipIf(skipWithoutRedis())("bullmq: a launch's keys in Redis", { timeou
     expect(await scanKeys(client, `forkpool:${QUEUE}:cancelled:*`)).toEqual([]);
   });
 
-  it('a job cancelled on its worker and restarted (the same launch id) runs: its old cancel key does not end the new launch', async () => {
+  it('a job cancelled on its worker and restarted (the same launch id) runs: its old cancel key does not end the new launch', async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await startRedis(cleanup);
     const sim = await startSim(cleanup, { faults: { 1: { kind: 'hang_before_headers' } } });
     const workspace = await makeWorkspace(cleanup);

@@ -35,18 +35,17 @@ import {
   tempWorkspace,
   testRedis,
   toolMessagesOf,
-  useCleanup,
+  cleanupOf,
+  type Cleanup,
   type RecordingProxy,
 } from '../../helpers/index.js';
-
-const cleanup = useCleanup();
 
 /** A distinct random marker per secret, so a hit names the secret that leaked. */
 function marker(name: string): string {
   return `${name}-${randomUUID().replaceAll('-', '')}`;
 }
 
-function client(url: string): Redis {
+function client(cleanup: Cleanup, url: string): Redis {
   const c = redisClient(url);
   cleanup.add(() => c.disconnect());
   return c;
@@ -96,9 +95,9 @@ function authorizations(proxy: RecordingProxy, jobTag: string): string[] {
 }
 
 /** A queue of its own on `url`, for adding jobs straight to it as anyone with Redis access can. */
-function rawQueue(url: string, name: string): { queue: Queue; events: QueueEvents } {
-  const queue = new Queue(name, { connection: client(url) });
-  const events = new QueueEvents(name, { connection: client(url) });
+function rawQueue(cleanup: Cleanup, url: string, name: string): { queue: Queue; events: QueueEvents } {
+  const queue = new Queue(name, { connection: client(cleanup, url) });
+  const events = new QueueEvents(name, { connection: client(cleanup, url) });
   cleanup.add(() => Promise.allSettled([queue.close(), events.close()]));
   return { queue, events };
 }
@@ -109,7 +108,8 @@ function jobSpec(id: string, task: string, config: ForkpoolConfigInput): JobSpec
 }
 
 describe("bullmq: a worker's policy over a queued job", () => {
-  it("policy fields are the worker's, grants and tools only narrow, limits and the timeout are the tighter, keys the worker's own", () => {
+  it("policy fields are the worker's, grants and tools only narrow, limits and the timeout are the tighter, keys the worker's own", (context) => {
+    const cleanup = cleanupOf(context);
     const workerWorkspace = tempWorkspace({}, cleanup);
     const worker = parseConfig({
       baseUrl: 'http://127.0.0.1:7001/v1',
@@ -172,7 +172,8 @@ describe("bullmq: a worker's policy over a queued job", () => {
 });
 
 describe("bullmq: a job on a producer's simulator (issue 36: the README's keyless example)", () => {
-  it("is marked on the wire only when its endpoint is a simulator of the producer's process; marked, it runs on the worker's own simulator with no key, whatever the worker's endpoint; unmarked, or on a worker without a simulator, it is refused", async () => {
+  it("is marked on the wire only when its endpoint is a simulator of the producer's process; marked, it runs on the worker's own simulator with no key, whatever the worker's endpoint; unmarked, or on a worker without a simulator, it is refused", async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSimServer();
     const producer = { workspaceRoot: tempWorkspace({}, cleanup) };
     const onSim = specForRedis(jobSpec('bg-1', 'task', { ...producer, baseUrl: sim.url }));
@@ -202,7 +203,8 @@ describe("bullmq: a job on a producer's simulator (issue 36: the README's keyles
 });
 
 describe("bullmq: a spawn's own spec on the wire", () => {
-  it("crosses Redis (prompt, tool subset, model), passes the wire schema, and its tools still only narrow the worker's (one it lacks fails the job)", () => {
+  it("crosses Redis (prompt, tool subset, model), passes the wire schema, and its tools still only narrow the worker's (one it lacks fails the job)", (context) => {
+    const cleanup = cleanupOf(context);
     const worker = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), tools: ['read_file', 'grep'] });
     const main = parseConfig({ baseUrl: 'http://127.0.0.1:7001/v1', workspaceRoot: tempWorkspace({}, cleanup), models: { 'cheap-model': {} } });
     const own = {
@@ -226,8 +228,10 @@ describe("bullmq: a spawn's own spec on the wire", () => {
   });
 });
 
-describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_000 }, () => {
-  it('no configured secret is stored in Redis (every key, every value of every type), and the worker uses its own keys', async () => {
+// Side by side (each its own Redis or queue, sim, worker and cleanupOf list): mostly waiting on them.
+describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_000, concurrent: true }, () => {
+  it('no configured secret is stored in Redis (every key, every value of every type), and the worker uses its own keys', async (context) => {
+    const cleanup = cleanupOf(context);
     const secret = {
       redisPassword: marker('redis-password'),
       key: marker('top-key'),
@@ -274,7 +278,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     const jobs = [undefined, 'alpha', 'beta'].map(
       (agent) => manager.spawn({ task: `${RESEARCH_TASK} (job: ${agent ?? 'fork'})`, label: agent ?? 'fork', role: 'user', ...(agent ? { agent } : {}) }).id,
     );
-    const store = client(redis.url);
+    const store = client(cleanup, redis.url);
     // Looked at twice: while the jobs run (their data waits in Redis) and after they ended (results, events).
     await Promise.all(jobs.map((id) => startedJob(manager, id)));
     const running = await everythingIn(store);
@@ -296,7 +300,8 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     for (const name of ['key', 'alphaKey', 'betaKey'] as const) expect(sent.includes(secret[name]), `${name} reached the model endpoint`).toBe(false);
   });
 
-  it("a forged job naming its own endpoint fails alone with ENDPOINT_NOT_ALLOWED; the worker's key is never sent there", async () => {
+  it("a forged job naming its own endpoint fails alone with ENDPOINT_NOT_ALLOWED; the worker's key is never sent there", async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await testRedis(cleanup);
     const workerKey = marker('worker-key');
     // The worker's own endpoint (scripted: one turn of tools, then an answer) and a stranger's.
@@ -309,7 +314,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
       concurrency: 1,
       config: { baseUrl: ownProxy.url, apiKey: workerKey, workspaceRoot: workspace },
     });
-    const { queue, events } = rawQueue(redis.url, redis.queue);
+    const { queue, events } = rawQueue(cleanup, redis.url, redis.queue);
 
     // The stranger here is a simulator of this process, so the job would say so (and run on the
     // worker's own simulator): a forger names an endpoint without that mark.
@@ -338,7 +343,8 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
     ]);
   });
 
-  it("a forged job cannot widen a worker's power: a job carrying sandbox, workspace or grant settings is refused unrun; grants and tools only narrow", async () => {
+  it("a forged job cannot widen a worker's power: a job carrying sandbox, workspace or grant settings is refused unrun; grants and tools only narrow", async (context) => {
+    const cleanup = cleanupOf(context);
     const redis = await testRedis(cleanup);
     const workerKey = marker('worker-key');
     const bash = { name: 'bash', arguments: { command: 'echo pwned > pwned.txt' } };
@@ -357,7 +363,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
       concurrency: 1,
       config: { baseUrl: proxy.url, apiKey: workerKey, workspaceRoot: workspace, tools: ['list_dir', 'read_file', 'grep', 'bash'] },
     });
-    const { queue, events } = rawQueue(redis.url, redis.queue);
+    const { queue, events } = rawQueue(cleanup, redis.url, redis.queue);
     const wide: ForkpoolConfigInput = {
       baseUrl: proxy.url,
       workspaceRoot: elsewhere,

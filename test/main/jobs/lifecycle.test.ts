@@ -13,7 +13,8 @@ import type { ExecuteOptions, Executor } from '../../../src/main/executors/execu
 import { BackgroundManager, type JobScheduler } from '../../../src/main/jobs/manager.js';
 import type { JobTask } from '../../../src/shared/protocol.js';
 import {
-  useCleanup,
+  cleanupOf,
+  type Cleanup,
   RESEARCH_TASK,
   fixtureExecutor,
   makeConfig,
@@ -26,9 +27,7 @@ import {
   skipWithoutBwrap,
 } from '../../helpers/index.js';
 
-const cleanups = useCleanup();
-
-async function setup(background: Parameters<typeof makeConfig>[2] = {}) {
+async function setup(cleanups: Cleanup, background: Parameters<typeof makeConfig>[2] = {}) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups);
   const config = makeConfig(sim, root, { maxConcurrent: 2, cancelGraceMs: 100, ...background });
@@ -121,9 +120,12 @@ class HeldPortExecutor implements Executor {
   }
 }
 
-describe('a result still in the port when the run settles', () => {
-  it('is read before the manager decides the job ended without one', async () => {
-    const { config } = await setup({ maxConcurrent: 3 });
+// Each test has its own pool, sim and cleanup list (cleanupOf); the process checks look for
+// command lines of their own (`sleep 1017` …): the tests run side by side.
+describe.concurrent('a result still in the port when the run settles', () => {
+  it('is read before the manager decides the job ended without one', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { config } = await setup(cleanups, { maxConcurrent: 3 });
     const inner = createExecutor(config);
     // The port-close fallback fires at once (a microtask), before the port's messages are
     // dispatched: only reading the port itself can find the `done`.
@@ -146,13 +148,14 @@ describe('a result still in the port when the run settles', () => {
   });
 });
 
-describe('a worker that breaks the protocol', () => {
-  it.each([
+describe.concurrent('a worker that breaks the protocol', () => {
+  it.for([
     ['FAULT:started_twice', /"started" twice/],
     ['FAULT:bad_message', /invalid message/],
     ['FAULT:wrong_job', /bg-someone-else/],
-  ] as const)('%s fails that job with PROTOCOL_INVALID; the host carries on', async (task, why) => {
-    const { config } = await setup();
+  ] as const)('%s fails that job with PROTOCOL_INVALID; the host carries on', async ([task, why], context) => {
+    const cleanups = cleanupOf(context);
+    const { config } = await setup(cleanups);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
     const bad = manager.spawn({ task, label: 'rude' });
     const good = manager.spawn({ task: RESEARCH_TASK, label: 'polite' });
@@ -165,15 +168,16 @@ describe('a worker that breaks the protocol', () => {
   });
 });
 
-describe('nothing outlives its job', () => {
-  it.each([
+describe.concurrent('nothing outlives its job', () => {
+  it.for([
     ['a hard stop', 'FAULT:children:1017', (manager: BackgroundManager, id: string) => manager.cancel(id)],
     ['a close() straggler', 'FAULT:children:1018', (manager: BackgroundManager) => void manager.close({ timeoutMs: 50 })],
     ['its thread dying', 'FAULT:children_exit:1019', () => {}],
-  ] as const)("%s kills the job's child process group, background children included", async (_what, task, stop) => {
+  ] as const)("%s kills the job's child process group, background children included", async ([_what, task, stop], context) => {
+    const cleanups = cleanupOf(context);
     const needle = `sleep ${task.split(':')[2]}`;
     cleanups.add(() => killLeftovers(needle));
-    const { config } = await setup();
+    const { config } = await setup(cleanups);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
     const { id } = manager.spawn({ task, label: 'parent of sleepers' });
     await startedJob(manager, id);
@@ -189,11 +193,12 @@ describe('nothing outlives its job', () => {
   });
 });
 
-describe('a job that ends normally', () => {
-  it('leaves no process it started behind, even one that left its group and was never reported', async () => {
+describe.concurrent('a job that ends normally', () => {
+  it('leaves no process it started behind, even one that left its group and was never reported', async (context) => {
+    const cleanups = cleanupOf(context);
     const needle = 'sleep 1027';
     cleanups.add(() => killLeftovers(needle));
-    const { config } = await setup();
+    const { config } = await setup(cleanups);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
     const record = await manager.result(manager.spawn({ task: 'FAULT:orphan:1027', label: 'leaves a sleeper' }).id);
     expect([record.status, record.resultText]).toEqual(['ok', 'left a sleeper behind']);
@@ -202,9 +207,10 @@ describe('a job that ends normally', () => {
   });
 });
 
-describe('lifecycle calls a program can rely on', () => {
-  it('result(id) resolves with the final record, at once when already ended; an unknown id rejects', async () => {
-    const { config } = await setup();
+describe.concurrent('lifecycle calls a program can rely on', () => {
+  it('result(id) resolves with the final record, at once when already ended; an unknown id rejects', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { config } = await setup(cleanups);
     const manager = makeManager(config, cleanups);
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'awaited' });
     const record = await manager.result(id);
@@ -213,8 +219,9 @@ describe('lifecycle calls a program can rely on', () => {
     await expect(manager.result('bg-404')).rejects.toMatchObject({ code: 'JOB_UNKNOWN' });
   });
 
-  it('an AbortSignal on spawn() cancels the job, queued or running; an aborted one is refused', async () => {
-    const { config } = await setup({ maxConcurrent: 1 });
+  it('an AbortSignal on spawn() cancels the job, queued or running; an aborted one is refused', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { config } = await setup(cleanups, { maxConcurrent: 1 });
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
     const running = new AbortController();
     const queued = new AbortController();
@@ -229,8 +236,9 @@ describe('lifecycle calls a program can rely on', () => {
     expect(() => manager.spawn({ task: RESEARCH_TASK, label: 'late' }, { signal: AbortSignal.abort() })).toThrow(expect.objectContaining({ code: 'ABORTED' }));
   });
 
-  it('destroy() hard-stops every job now and leaves no thread of its own', async () => {
-    const { config } = await setup({ cancelGraceMs: 60_000, closeTimeoutMs: 60_000 });
+  it('destroy() hard-stops every job now and leaves no thread of its own', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { config } = await setup(cleanups, { cancelGraceMs: 60_000, closeTimeoutMs: 60_000 });
     const manager = new BackgroundManager({
       config,
       executor: createExecutor(config, undefined, 'piscina', new URL('../../fixtures/faulty-worker.mjs', import.meta.url).href),
@@ -247,8 +255,9 @@ describe('lifecycle calls a program can rely on', () => {
     await expect(manager.close()).resolves.toBe(report);
   });
 
-  it('closes the executor it created, and leaves one it was given running', async () => {
-    const { config } = await setup();
+  it('closes the executor it created, and leaves one it was given running', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { config } = await setup(cleanups);
     const shared = createExecutor(config);
     cleanups.add(() => shared.close());
     const borrower = new BackgroundManager({ config, executor: shared });
@@ -265,8 +274,8 @@ describe('lifecycle calls a program can rely on', () => {
   });
 });
 
-describe('AgentSession turns a program can stop', () => {
-  async function slowSession() {
+describe.concurrent('AgentSession turns a program can stop', () => {
+  async function slowSession(cleanups: Cleanup) {
     const root = await makeWorkspace(cleanups);
     // The model takes a minute to answer: any ending before that is the abort's doing.
     const sim = await startSim(cleanups, { latencyMs: 60_000 });
@@ -276,8 +285,9 @@ describe('AgentSession turns a program can stop', () => {
     return { session, waitingOnModel };
   }
 
-  it('an AbortSignal ends the running turn at once and takes a queued one off the queue', async () => {
-    const { session, waitingOnModel } = await slowSession();
+  it('an AbortSignal ends the running turn at once and takes a queued one off the queue', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { session, waitingOnModel } = await slowSession(cleanups);
     const running = new AbortController();
     const queued = new AbortController();
     const first = session.submit('Where is the retry backoff implemented?', { signal: running.signal });
@@ -290,8 +300,9 @@ describe('AgentSession turns a program can stop', () => {
     await expect(session.submit('never', { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'ABORTED' });
   });
 
-  it('close() aborts the running turn, so a stop path never waits on the model', async () => {
-    const { session, waitingOnModel } = await slowSession();
+  it('close() aborts the running turn, so a stop path never waits on the model', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { session, waitingOnModel } = await slowSession(cleanups);
     const turn = session.submit('Where is the retry backoff implemented?');
     await waitingOnModel;
     await session.close({ timeoutMs: 1_000 });
@@ -299,14 +310,15 @@ describe('AgentSession turns a program can stop', () => {
   });
 });
 
-describe('the real bash tool: nothing outlives a hard-stopped job', () => {
+describe.concurrent('the real bash tool: nothing outlives a hard-stopped job', () => {
   const sandboxes = [
     ['bubblewrap', 'bwrap' as const, '1023', '1024'],
     ['no sandbox', 'none' as const, '1025', '1026'],
   ] as const;
-  it.each(sandboxes.filter(([, sandbox]) => sandbox !== 'bwrap' || !skipWithoutBwrap()))(
+  it.for(sandboxes.filter(([, sandbox]) => sandbox !== 'bwrap' || !skipWithoutBwrap()))(
     '%s: destroy() mid-command kills the command and its background child',
-    async (_what, sandbox, inGroup, escaped) => {
+    async ([_what, sandbox, inGroup, escaped], context) => {
+      const cleanups = cleanupOf(context);
       const group = `sleep ${inGroup}`;
       const setsid = `sleep ${escaped}`;
       cleanups.add(() => killLeftovers(group));

@@ -18,14 +18,14 @@ import {
   RESEARCH_TASK,
   startedJob,
   startSim,
-  useCleanup,
+  cleanupOf,
 } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 
-const cleanups = useCleanup();
-
-describe('BackgroundManager: one job', () => {
-  it('spawn → run → done: status from the tag, text without it, usage and ordered timestamps', async () => {
+// Each test has its own pool, sim and cleanup list (cleanupOf): they run side by side.
+describe.concurrent('BackgroundManager: one job', () => {
+  it('spawn → run → done: status from the tag, text without it, usage and ordered timestamps', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups);
     const manager = makeManager(makeConfig(sim, root), cleanups);
@@ -56,7 +56,8 @@ describe('BackgroundManager: one job', () => {
     expect(JSON.stringify(sim.requests[0]?.body.messages)).toContain('background research agent');
   });
 
-  it('rejects an empty task with a clear error and leaves nothing behind', async () => {
+  it('rejects an empty task with a clear error and leaves nothing behind', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const manager = makeManager(makeConfig(undefined, root), cleanups);
     expect(() => manager.spawn({ task: '   ', label: 'x' })).toThrow(expect.objectContaining({ code: 'TOOL_ARGUMENTS_INVALID' }));
@@ -64,7 +65,8 @@ describe('BackgroundManager: one job', () => {
     expect(manager.pending).toBe(0);
   });
 
-  it('rejects with QUEUE_FULL beyond the queue limit', async () => {
+  it('rejects with QUEUE_FULL beyond the queue limit', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root, { maxConcurrent: 1, queueLimit: 1 });
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
@@ -75,8 +77,9 @@ describe('BackgroundManager: one job', () => {
   });
 });
 
-describe('BackgroundManager: cap and order', () => {
-  it('never runs more than maxConcurrent jobs and ends every job exactly once', async () => {
+describe.concurrent('BackgroundManager: cap and order', () => {
+  it('never runs more than maxConcurrent jobs and ends every job exactly once', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 50 });
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 3 }), cleanups);
@@ -103,7 +106,8 @@ describe('BackgroundManager: cap and order', () => {
     expect(manager.pending).toBe(0);
   });
 
-  it('starts jobs in spawn order with maxConcurrent 1 (FIFO)', async () => {
+  it('starts jobs in spawn order with maxConcurrent 1 (FIFO)', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 5 });
     const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 1 }), cleanups);
@@ -120,15 +124,17 @@ describe('BackgroundManager: cap and order', () => {
     );
   });
 
-  it('onIdle resolves at once when nothing is pending', async () => {
+  it('onIdle resolves at once when nothing is pending', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const manager = makeManager(makeConfig(undefined, root), cleanups);
     await expect(manager.onIdle()).resolves.toBeUndefined();
   });
 });
 
-describe('BackgroundManager: cancel', () => {
-  it('cancels a queued job at once: it never starts', async () => {
+describe.concurrent('BackgroundManager: cancel', () => {
+  it('cancels a queued job at once: it never starts', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root, { maxConcurrent: 1 });
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
@@ -154,7 +160,8 @@ describe('BackgroundManager: cancel', () => {
     expect(log.filter((e) => e.type === 'done' && e.id === b.id)).toHaveLength(1);
   });
 
-  it('cancels a running job cooperatively while it waits on the model', async () => {
+  it('cancels a running job cooperatively while it waits on the model', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 30_000 });
     const config = makeConfig(sim, root, { cancelGraceMs: 10_000 });
@@ -176,7 +183,8 @@ describe('BackgroundManager: cancel', () => {
     expect(log.filter((e) => e.type === 'done' && e.id === id)).toHaveLength(1);
   });
 
-  it('throws JOB_UNKNOWN for an unknown id', async () => {
+  it('throws JOB_UNKNOWN for an unknown id', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const manager = makeManager(makeConfig(undefined, root), cleanups);
     let caught: unknown;
@@ -190,7 +198,8 @@ describe('BackgroundManager: cancel', () => {
     expect((caught as JobError).jobId).toBe('bg-999');
   });
 
-  it('hard-stops a job that ignores the cooperative cancel; the next job still runs', async () => {
+  it('hard-stops a job that ignores the cooperative cancel; the next job still runs', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups);
     const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 100 });
@@ -208,11 +217,12 @@ describe('BackgroundManager: cancel', () => {
   });
 });
 
-describe('BackgroundManager: timeout counts from start', () => {
+describe.concurrent('BackgroundManager: timeout counts from start', () => {
   // The timeout timer is held in the test's hand (cancel grace and the port fallback run for
   // real): what is checked is when it is armed and what firing it does, never how long a job took.
 
-  it('times out a running job that outlives the timeout (hard stop when it ignores the cancel)', async () => {
+  it('times out a running job that outlives the timeout (hard stop when it ignores the cancel)', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100 });
     const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
@@ -228,7 +238,8 @@ describe('BackgroundManager: timeout counts from start', () => {
     expect(record.error?.code).toBe('JOB_TIMEOUT');
   });
 
-  it("does not count queue time: a queued job's timeout is armed only once it has started", async () => {
+  it("does not count queue time: a queued job's timeout is armed only once it has started", async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100 });
     const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
@@ -259,8 +270,9 @@ describe('BackgroundManager: timeout counts from start', () => {
   });
 });
 
-describe('BackgroundManager: drain', () => {
-  it('delivers each ended job exactly once and records the turn', async () => {
+describe.concurrent('BackgroundManager: drain', () => {
+  it('delivers each ended job exactly once and records the turn', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups));
@@ -278,8 +290,10 @@ describe('BackgroundManager: drain', () => {
   });
 });
 
+// Alone, after the groups above: a child process must exit by itself within a 30 s bound.
 describe('BackgroundManager: close', () => {
-  it('stops intake, cancels queued and running jobs, reports them, and leaves no thread', async () => {
+  it('stops intake, cancels queued and running jobs, reports them, and leaves no thread', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100 });
     const executor = fixtureExecutor(config, cleanups);
@@ -311,7 +325,8 @@ describe('BackgroundManager: close', () => {
     await expect(manager.destroy()).resolves.toBe(report);
   });
 
-  it('leaves no handle behind: a process that closes its manager (one job still running) exits on its own', async () => {
+  it('leaves no handle behind: a process that closes its manager (one job still running) exits on its own', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const dist = new URL('../../../dist/', import.meta.url).href;
     // No process.exit: the child must end because nothing (thread, socket, timer) keeps it alive.

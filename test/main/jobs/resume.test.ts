@@ -23,8 +23,9 @@ import {
   requestsForTask,
   startSim,
   toolMessagesOf,
-  useCleanup,
+  cleanupOf,
   watchManager,
+  type Cleanup,
 } from '../../helpers/index.js';
 
 const TASK = 'Where is the retry backoff implemented? Answer from the files in the workspace.';
@@ -65,7 +66,7 @@ function errorOf(fn: () => unknown): JobError {
 }
 
 /** The first process on a durable ledger: a sim, a ledger file, a workspace, its store and manager. */
-async function firstProcess(cleanup: ReturnType<typeof useCleanup>) {
+async function firstProcess(cleanup: Cleanup) {
   const sim = await startSim(cleanup);
   const file = ledgerFile(cleanup);
   const workspace = await makeWorkspace(cleanup);
@@ -74,9 +75,10 @@ async function firstProcess(cleanup: ReturnType<typeof useCleanup>) {
   return { sim, file, workspace, first, a };
 }
 
-describe('resume a finished job', () => {
-  it('continues the saved conversation with the new instruction as a new job resumedFrom the old; each result delivered once', async () => {
-    const cleanup = useCleanup();
+// Each test has its own sim, ledger and cleanup list (cleanupOf): they run side by side.
+describe.concurrent('resume a finished job', () => {
+  it('continues the saved conversation with the new instruction as a new job resumedFrom the old; each result delivered once', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup);
     const manager = watchManager(new BackgroundManager({ config: config(sim, await makeWorkspace(cleanup)) }));
     cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
@@ -111,27 +113,8 @@ describe('resume a finished job', () => {
     expect(manager.get(resumed.id)?.deliveredInTurn).toBe(2);
   });
 
-  it("keeps its spawn's outputSchema and turnTimeoutMs: the resumed answer is typed, and a resume of that one ends TURN_TIMEOUT at the spawn's deadline", async () => {
-    const cleanup = useCleanup();
-    const sim = await startSim(cleanup, {
-      script: [submit({ file: 'src/retry.ts' }), submit({ file: 'src/cache.ts' }), { content: 'never sent' }],
-      faults: { 3: { kind: 'hang_before_headers' } },
-    });
-    const far = { requestTimeoutMs: 600_000, streamIdleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, turnTimeoutMs: 0 };
-    const manager = watchManager(new BackgroundManager({ config: config(sim, await makeWorkspace(cleanup), far) }));
-    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
-    const outputSchema = { type: 'object', properties: { file: { type: 'string' } }, required: ['file'], additionalProperties: false };
-    const old = manager.spawn({ task: TASK, label: 'typed', outputSchema, turnTimeoutMs: 1_500 });
-    expect(await ended(manager, old.id)).toMatchObject({ status: 'ok', data: { file: 'src/retry.ts' } });
-
-    const resumed = await ended(manager, manager.parentControls.resume(old.id, INSTRUCTION).id);
-    expect(resumed).toMatchObject({ status: 'ok', data: { file: 'src/cache.ts' } });
-    const again = await ended(manager, manager.parentControls.resume(resumed.id, 'And the tool loop?').id);
-    expect(again).toMatchObject({ status: 'failed', error: { code: 'TURN_TIMEOUT', timeoutMs: 1_500 } });
-  }, 60_000);
-
-  it('after a restart on the durable ledger: a new manager on the same file resumes it, with the saved conversation, secrets redacted', async () => {
-    const cleanup = useCleanup();
+  it('after a restart on the durable ledger: a new manager on the same file resumes it, with the saved conversation, secrets redacted', async (context) => {
+    const cleanup = cleanupOf(context);
     const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const task = `${TASK} (the key is ${SECRET})`;
     const old = a.spawn({ task, label: 'durable' });
@@ -166,8 +149,8 @@ describe('resume a finished job', () => {
     expect(deliveries.drain(3)).toEqual([]);
   });
 
-  it("a resume still queued when its process closed runs after the restart from the old job's conversation (recovery rebuilds its state)", async () => {
-    const cleanup = useCleanup();
+  it("a resume still queued when its process closed runs after the restart from the old job's conversation (recovery rebuilds its state)", async (context) => {
+    const cleanup = cleanupOf(context);
     const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const old = a.spawn({ task: TASK, label: 'queued-resume' });
     await ended(a, old.id);
@@ -189,8 +172,8 @@ describe('resume a finished job', () => {
     expect(sent).toHaveLength(before.messages.length + 2);
   });
 
-  it('a queued resume whose old conversation is gone after the restart is not run from its instruction alone: it ends RESUME_UNAVAILABLE', async () => {
-    const cleanup = useCleanup();
+  it('a queued resume whose old conversation is gone after the restart is not run from its instruction alone: it ends RESUME_UNAVAILABLE', async (context) => {
+    const cleanup = cleanupOf(context);
     const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const old = a.spawn({ task: TASK, label: 'lost' });
     await ended(a, old.id);
@@ -214,8 +197,8 @@ describe('resume a finished job', () => {
     expect(new Deliveries(b).drain(2).map((r) => r.id)).toEqual([resumed.id]);
   });
 
-  it('an over-long conversation is cut to background.keepConversationChars: its head, a note, the newest messages (never a tool result first)', async () => {
-    const cleanup = useCleanup();
+  it('an over-long conversation is cut to background.keepConversationChars: its head, a note, the newest messages (never a tool result first)', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup);
     const workspace = await makeWorkspace(cleanup);
     const probe = watchManager(new BackgroundManager({ config: config(sim, workspace) }));
@@ -240,8 +223,8 @@ describe('resume a finished job', () => {
     expect(kept.length).toBeLessThan(whole.length + 1);
   });
 
-  it('opens a ledger of the previous schema (2): migrated to 3, its jobs kept; an old job has no conversation (refused), a new one is resumable', async () => {
-    const cleanup = useCleanup();
+  it('opens a ledger of the previous schema (2): migrated to 3, its jobs kept; an old job has no conversation (refused), a new one is resumable', async (context) => {
+    const cleanup = cleanupOf(context);
     const { sim, file, workspace, first, a } = await firstProcess(cleanup);
     const old = a.spawn({ task: TASK, label: 'v2' });
     await ended(a, old.id);
@@ -273,8 +256,8 @@ describe('resume a finished job', () => {
     expect((await ended(b, resumed.id)).resumedFrom).toBe(fresh.id);
   });
 
-  it('refuses an unknown job, one that has not ended, one whose conversation was not kept, and a bad message; the tool says so and nothing starts', async () => {
-    const cleanup = useCleanup();
+  it('refuses an unknown job, one that has not ended, one whose conversation was not kept, and a bad message; the tool says so and nothing starts', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup, { latencyMs: 150 });
     const workspace = await makeWorkspace(cleanup);
     const manager = watchManager(new BackgroundManager({ config: config(sim, workspace) }));
@@ -308,8 +291,8 @@ describe('resume a finished job', () => {
     expect(manager.get('bg-2')).toMatchObject({ resumedFrom: running.id, wave: 1 });
   });
 
-  it("is one of the parent's tools: an unknown id through a session's turn is a tool error to the model, nothing starts", async () => {
-    const cleanup = useCleanup();
+  it("is one of the parent's tools: an unknown id through a session's turn is a tool error to the model, nothing starts", async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup, {
       script: [
         { toolCalls: [{ name: 'resume_background_agent', arguments: { job_id: 'bg-404', message: INSTRUCTION } }] },
@@ -324,4 +307,26 @@ describe('resume a finished job', () => {
     expect(toolMessagesOf(sim.requests[1]?.body)).toEqual(['Error: no background job with id or name "bg-404"']);
     expect(session.manager.jobs()).toEqual([]);
   });
+});
+
+// Alone, after the group above: its first resume must answer within the spawn's 1.5 s turn deadline.
+describe('resume a finished job: its turn deadline', () => {
+  it("keeps its spawn's outputSchema and turnTimeoutMs: the resumed answer is typed, and a resume of that one ends TURN_TIMEOUT at the spawn's deadline", async (context) => {
+    const cleanup = cleanupOf(context);
+    const sim = await startSim(cleanup, {
+      script: [submit({ file: 'src/retry.ts' }), submit({ file: 'src/cache.ts' }), { content: 'never sent' }],
+      faults: { 3: { kind: 'hang_before_headers' } },
+    });
+    const far = { requestTimeoutMs: 600_000, streamIdleTimeoutMs: 600_000, firstByteTimeoutMs: 600_000, turnTimeoutMs: 0 };
+    const manager = watchManager(new BackgroundManager({ config: config(sim, await makeWorkspace(cleanup), far) }));
+    cleanup.add(() => manager.close({ timeoutMs: 2_000 }));
+    const outputSchema = { type: 'object', properties: { file: { type: 'string' } }, required: ['file'], additionalProperties: false };
+    const old = manager.spawn({ task: TASK, label: 'typed', outputSchema, turnTimeoutMs: 1_500 });
+    expect(await ended(manager, old.id)).toMatchObject({ status: 'ok', data: { file: 'src/retry.ts' } });
+
+    const resumed = await ended(manager, manager.parentControls.resume(old.id, INSTRUCTION).id);
+    expect(resumed).toMatchObject({ status: 'ok', data: { file: 'src/cache.ts' } });
+    const again = await ended(manager, manager.parentControls.resume(resumed.id, 'And the tool loop?').id);
+    expect(again).toMatchObject({ status: 'failed', error: { code: 'TURN_TIMEOUT', timeoutMs: 1_500 } });
+  }, 60_000);
 });

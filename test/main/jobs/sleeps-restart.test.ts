@@ -14,6 +14,12 @@ import { ledgerFile, makeWorkspace, parseJsonLines, spawnCli, startSim, useClean
 
 const cleanups = useCleanup();
 const TASK = 'Watch the build queue: scan it, sleep, then scan again.';
+/**
+ * How long the job sleeps. The test waits it out, so it is short; what must fit in it is only
+ * the kill and the start of the resumed process (`jobs show` runs beside that process), so that
+ * a wake at recovery would still come before the job's time.
+ */
+const SLEEP_S = 10;
 
 /** The fan-out's job as the ledger on disk has it (read as `jobs show` reads it, beside the live process). */
 function storedJob(file: string): Readonly<JobRecord> | undefined {
@@ -35,7 +41,7 @@ describe('sleep across a restart', () => {
     writeFileSync(configFile, JSON.stringify({ model: 'forkpool-sim', maxRetries: 0, background: { scheduler: 'sleep' } }));
     const sim = await startSim(cleanups, {
       script: [
-        { toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '20s', reason: 'scan the build queue again' } }] },
+        { toolCalls: [{ name: 'schedule_next_turn', arguments: { after: `${SLEEP_S}s`, reason: 'scan the build queue again' } }] },
         { content: 'Second scan: the queue is empty.' },
       ],
     });
@@ -51,14 +57,16 @@ describe('sleep across a restart', () => {
     const at = asleep.sleepWait?.at as number;
     expect(asleep.state).toBe('running');
 
-    // `jobs show` says it sleeps, and until when.
+    // Resumed well before its time (it sleeps SLEEP_S): a wake at recovery would come before `at`.
+    expect(Date.now()).toBeLessThan(at);
+    const resuming = spawnCli([...args, '--resume'], { input, cleanup: cleanups, timeoutMs: 90_000 }).exited;
+
+    // `jobs show`, beside the resumed process (the job sleeps on in the ledger): it sleeps, and until when.
     const shown = await spawnCli(['jobs', 'show', asleep.id, '--ledger', file], { cleanup: cleanups }).exited;
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`… ${asleep.id} "watcher" running\nasleep until ${new Date(at).toISOString()}: scan the build queue again`);
 
-    // Resumed well before its time (it sleeps 20 s): a wake at recovery would come before `at`.
-    expect(Date.now()).toBeLessThan(at);
-    const resumed = await spawnCli([...args, '--resume'], { input, cleanup: cleanups, timeoutMs: 90_000 }).exited;
+    const resumed = await resuming;
     expect(resumed.code, resumed.stderr).toBe(0);
     const out = parseJsonLines(resumed.stdout) as Array<{ id: string; status: string; result: string; fromLedger?: boolean }>;
     expect(out).toEqual([expect.objectContaining({ id: asleep.id, status: 'ok', result: 'Second scan: the queue is empty.' })]);

@@ -9,9 +9,8 @@ import { WRAP_UP_MARKER } from '../../../src/shared/budget.js';
 import { parseConfig } from '../../../src/shared/config.js';
 import type { LoopEvent } from '../../../src/shared/loop-events.js';
 import type { ScriptStep } from '../../../src/sim/index.js';
-import { ended, makeConfig, makeManager, makeWorkspace, startSim, useCleanup, watchManager } from '../../helpers/index.js';
+import { ended, makeConfig, makeManager, makeWorkspace, startSim, cleanupOf, watchManager } from '../../helpers/index.js';
 
-const cleanups = useCleanup();
 /** Forty sequential model calls in a worker thread: a loaded machine needs more than the default minute. */
 const POOL_TEST_TIMEOUT_MS = 150_000;
 
@@ -27,8 +26,11 @@ function hasWrapUp(body: { messages: Array<{ role: string; content: unknown }> }
   return body.messages.some((m) => m.role === 'user' && typeof m.content === 'string' && m.content.startsWith(WRAP_UP_MARKER));
 }
 
-describe('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
-  it('a spawn asking maxTurns 40 makes 40 model calls (past maxIterations 20), is told to wrap up before the last, and ends budget_exceeded with its findings', async () => {
+// Each test has its own sim, pool and cleanup list (cleanupOf): they run side by side (the
+// maxTurns one waits on forty model calls).
+describe.concurrent('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
+  it('a spawn asking maxTurns 40 makes 40 model calls (past maxIterations 20), is told to wrap up before the last, and ends budget_exceeded with its findings', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: busySteps(40) });
     // maxIterations stays at its default (20): it is the parent's limit, not the job's.
@@ -51,7 +53,8 @@ describe('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TE
     sim.assertScriptDone();
   });
 
-  it('a spawn asking more turns than its agent allows is refused at spawn (BUDGET_OVER_LIMIT), nothing runs', async () => {
+  it('a spawn asking more turns than its agent allows is refused at spawn (BUDGET_OVER_LIMIT), nothing runs', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: [] });
     const manager = makeManager(makeConfig(sim, root), cleanups);
@@ -61,7 +64,8 @@ describe('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TE
     expect(sim.requests).toHaveLength(0);
   });
 
-  it("an agent's deprecated maxIterations becomes its budget.maxTurns, with a warning: a spawn above it is refused, one at it is capped there", async () => {
+  it("an agent's deprecated maxIterations becomes its budget.maxTurns, with a warning: a spawn above it is refused, one at it is capped there", async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: busySteps(3) });
     const warnings: string[] = [];
@@ -82,7 +86,8 @@ describe('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TE
     expect(sim.requests).toHaveLength(3);
   });
 
-  it("an agent's maxIterations and budget.maxTurns set to different values is a config error naming the field", async () => {
+  it("an agent's maxIterations and budget.maxTurns set to different values is a config error naming the field", async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     expect(() =>
       parseConfig({
@@ -94,8 +99,10 @@ describe('one turn limit: a job runs to its budget maxTurns', { timeout: POOL_TE
   });
 });
 
+// Alone, after the group above: an ordinary model call and tool start must fit in a 3 s turn.
 describe('the per-turn timeout (turnTimeoutMs)', { timeout: POOL_TEST_TIMEOUT_MS }, () => {
-  it('a model call that hangs is aborted at the turn deadline: the job ends failed with TURN_TIMEOUT, as a request timeout does', async () => {
+  it('a model call that hangs is aborted at the turn deadline: the job ends failed with TURN_TIMEOUT, as a request timeout does', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     // The request and idle timeouts are far away: only the turn deadline can end this call.
     const sim = await startSim(cleanups, { script: [{ content: 'never sent' }], faults: { 1: { kind: 'hang_before_headers' } } });
@@ -108,7 +115,8 @@ describe('the per-turn timeout (turnTimeoutMs)', { timeout: POOL_TEST_TIMEOUT_MS
     expect(sim.requests).toHaveLength(1);
   });
 
-  it('a tool that hangs is aborted at the turn deadline with its model call: no further model call, the job ends failed with TURN_TIMEOUT', async () => {
+  it('a tool that hangs is aborted at the turn deadline with its model call: no further model call, the job ends failed with TURN_TIMEOUT', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, {
       script: [{ content: 'Let me wait.', toolCalls: [{ name: 'bash', arguments: { command: 'sleep 600' } }] }, { content: 'never asked' }],
@@ -133,7 +141,8 @@ describe('the per-turn timeout (turnTimeoutMs)', { timeout: POOL_TEST_TIMEOUT_MS
     expect(record.resultText).toContain('Let me wait.');
   });
 
-  it("the parent's turn that hangs reports TURN_TIMEOUT and the session goes on: the next turn is answered", async () => {
+  it("the parent's turn that hangs reports TURN_TIMEOUT and the session goes on: the next turn is answered", async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: [{ content: 'Second answer.' }], faults: { 1: { kind: 'hang_before_headers' } } });
     // Long enough that the second, ordinary turn never meets it even on a busy machine.

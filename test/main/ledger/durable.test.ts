@@ -10,7 +10,7 @@ import { DeliveryLedger } from '../../../src/main/ledger/ledger.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import { FOLLOW_UP_PROMPTS } from '../../../src/shared/prompts.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
-import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, useCleanup, watchManager, runsOf, ledgerFile, okEnding } from '../../helpers/index.js';
+import { makeConfig, makeWorkspace, parseJsonLines, spawnCli, startSim, cleanupOf, watchManager, runsOf, ledgerFile, okEnding } from '../../helpers/index.js';
 import type { SimServer } from '../../../src/sim/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 import { textOf } from '../../../src/sim/reply.js';
@@ -32,9 +32,10 @@ function durableConfig(sim: SimServer, workspace: string, file: string, extra: P
   );
 }
 
-describe('durable ledger', () => {
-  it('writes every transition to the file before the manager acts on it (another connection sees it in the event)', async () => {
-    const cleanup = useCleanup();
+// Each test has its own sim, ledger file and cleanup list (cleanupOf): they run side by side.
+describe.concurrent('durable ledger', () => {
+  it('writes every transition to the file before the manager acts on it (another connection sees it in the event)', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup, { latencyMs: 5 });
     const file = ledgerFile(cleanup);
     const config = durableConfig(sim, await makeWorkspace(cleanup), file, { background: { maxConcurrent: 2 } });
@@ -69,8 +70,8 @@ describe('durable ledger', () => {
     expect(JSON.stringify(reader.jobs('m').load())).not.toContain('test-key');
   });
 
-  it("closing without drain: an ending the close caused stays in memory (the job unfinished on disk); a job that finished in the close's grace, and a delivery, are written", () => {
-    const cleanup = useCleanup();
+  it("closing without drain: an ending the close caused stays in memory (the job unfinished on disk); a job that finished in the close's grace, and a delivery, are written", (context) => {
+    const cleanup = cleanupOf(context);
     const file = ledgerFile(cleanup);
     const store = openSqliteLedger(file);
     const ledger = new DeliveryLedger({}, store.jobs('s'));
@@ -99,8 +100,8 @@ describe('durable ledger', () => {
     expect(onDisk.get(cut as string)?.resumable).toBeUndefined();
   });
 
-  it('recovers by policy: undelivered kept, queued in order, read-only running re-run, side-effecting or over-limit delivered as interrupted; nothing twice', async () => {
-    const cleanup = useCleanup();
+  it('recovers by policy: undelivered kept, queued in order, read-only running re-run, side-effecting or over-limit delivered as interrupted; nothing twice', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup, { latencyMs: 5 });
     const file = ledgerFile(cleanup);
     const config = durableConfig(sim, await makeWorkspace(cleanup), file, { ledger: { path: file, maxReruns: 1 } });
@@ -162,8 +163,8 @@ describe('durable ledger', () => {
     expect(again.jobs().map((r) => r.deliveredInTurn)).toEqual([2, 1, 2, 2, 2, 2, 2, 2]);
   });
 
-  it('onInterrupted "deliver" delivers a read-only job that was running as interrupted, without running it', async () => {
-    const cleanup = useCleanup();
+  it('onInterrupted "deliver" delivers a read-only job that was running as interrupted, without running it', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup);
     const file = ledgerFile(cleanup);
     const config = durableConfig(sim, await makeWorkspace(cleanup), file, { ledger: { path: file, onInterrupted: 'deliver' } });
@@ -182,8 +183,8 @@ describe('durable ledger', () => {
     expect(runsOf(sim, '(R)')).toBe(0);
   });
 
-  it('refuses a duplicate or stale completion, across a restart too', async () => {
-    const cleanup = useCleanup();
+  it('refuses a duplicate or stale completion, across a restart too', async (context) => {
+    const cleanup = cleanupOf(context);
     const file = ledgerFile(cleanup);
     const store = openSqliteLedger(file);
     cleanup.add(() => store.close());
@@ -205,8 +206,8 @@ describe('durable ledger', () => {
     expect(manager.get(id)?.resultText).toBe('first');
   });
 
-  it('resumes a session by id: its conversation and turns; a result delivered in a turn that never committed is delivered again, once', async () => {
-    const cleanup = useCleanup();
+  it('resumes a session by id: its conversation and turns; a result delivered in a turn that never committed is delivered again, once', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup);
     const file = ledgerFile(cleanup);
     const config = durableConfig(sim, await makeWorkspace(cleanup), file);
@@ -243,9 +244,9 @@ describe('durable ledger', () => {
   });
 });
 
-describe('fanout --ledger --resume', () => {
-  it('continues a fan-out killed with SIGKILL: finished tasks printed from the ledger, not run again; only the rest run', async () => {
-    const cleanup = useCleanup();
+describe.concurrent('fanout --ledger --resume', () => {
+  it('continues a fan-out killed with SIGKILL: finished tasks printed from the ledger, not run again; only the rest run', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup, { latencyMs: 40 });
     const workspace = await makeWorkspace(cleanup);
     const file = ledgerFile(cleanup);
@@ -272,8 +273,8 @@ describe('fanout --ledger --resume', () => {
     expect(out.every((r) => r.status === 'ok' || r.status === 'partial')).toBe(true);
   }, 300_000);
 
-  it('a fan-out stopped with SIGTERM: what it printed is kept, what its stop cut off is not printed but resumed; each task reported once across both runs', async () => {
-    const cleanup = useCleanup();
+  it('a fan-out stopped with SIGTERM: what it printed is kept, what its stop cut off is not printed but resumed; each task reported once across both runs', async (context) => {
+    const cleanup = cleanupOf(context);
     const sim = await startSim(cleanup, { latencyMs: 300 });
     const workspace = await makeWorkspace(cleanup);
     const file = ledgerFile(cleanup);
@@ -301,8 +302,8 @@ describe('fanout --ledger --resume', () => {
     expect(out.filter((r) => r.fromLedger).length).toBe(printedBefore.length);
   }, 300_000);
 
-  it('--resume without a ledger is a usage error', async () => {
-    const cleanup = useCleanup();
+  it('--resume without a ledger is a usage error', async (context) => {
+    const cleanup = cleanupOf(context);
     const r = await spawnCli(['fanout', '-', '--resume'], { input: '{"task":"x"}', cleanup }).exited;
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--resume continues the fan-out kept in a ledger; give it with --ledger FILE/);
