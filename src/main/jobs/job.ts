@@ -278,7 +278,10 @@ export class Job {
   takeHeldResults(): void {
     const spec = this.spec;
     if (this.heldResults.length === 0 || !spec) return;
-    const held = this.heldResults.splice(0).join('\n\n');
+    const texts = this.heldResults.splice(0);
+    // Durable until its run ends: a crash before then re-runs it from its task with them (recovery.ts).
+    this.#ctx.ledger.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
+    const held = texts.join('\n\n');
     const joined = (before: string | undefined) => (before ? `${before}\n\n${held}` : held);
     const resume = spec.resume;
     this.spec = resume ? { ...spec, resume: { ...resume, childResults: joined(resume.childResults) } } : { ...spec, heldResults: joined(spec.heldResults) };

@@ -153,8 +153,11 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       if (record.state === 'running') ledger.requeue(record.id, note);
       else ledger.noteQueued(record.id, note);
       const job = add('queued');
-      // A wait record whose conversation is gone runs from its task: its first turn reads what its children gave.
-      job.heldResults.push(...(record.sleepWait?.childResults ?? record.approvalWait?.childResults ?? []));
+      // A wait record whose conversation is gone, or a run cut before it ended, runs from its task:
+      // its first turn reads what its children gave (held on the wait, or handed to the cut run).
+      const held = record.sleepWait?.childResults ?? record.approvalWait?.childResults ?? record.handedResults ?? [];
+      if (Array.isArray(held)) job.heldResults.push(...held.filter((text) => typeof text === 'string'));
+      ledger.handResults(record.id, []);
       host.dispatcher.enqueue(job);
       report.rerun.push(record.id);
     } else {

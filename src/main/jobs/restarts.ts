@@ -48,6 +48,13 @@ export class Restarts {
       attempt.requestStop('cancel');
       return { id, label: record.label, state: 'running' };
     }
+    // Its run is over but the job is not: running it from its task would drop where it waits (and a restart that changed nothing would be a lie).
+    if (job.phase === 'suspended')
+      throw new JobError(
+        'ATTEMPT_NOT_RUNNING',
+        id,
+        `job ${id} is ${suspendedAs(job)}; it cannot be restarted until it runs again or ends (cancel it first to run it again from its task)`,
+      );
     if (!job.isOver) return { id, label: record.label, state: 'queued' };
     if (!job.spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
     if (job.name !== undefined) {
@@ -83,4 +90,11 @@ export class Restarts {
     this.#keeping.delete(job);
     this.#keepingFailed.delete(job);
   }
+}
+
+/** What a suspended job waits for, for a refusal. */
+function suspendedAs(job: Job): string {
+  if (job.asleep) return 'asleep until its scheduled turn';
+  if (job.awaitingApproval) return 'paused for approvals';
+  return 'waiting for its children';
 }

@@ -154,6 +154,12 @@ export interface JobRecord {
    * beside its row); `queued` with this: woken, to go on from there. Gone once it runs again.
    */
   sleepWait?: SleepWait;
+  /**
+   * Children's results held for it (on a wait record, or from a run that ended without reading
+   * them) and handed to its current run (Job.takeHeldResults). Kept until that run ends, sleeps
+   * or pauses: a run cut by a crash is re-run from its task by recovery, which hands them again.
+   */
+  handedResults?: string[];
 }
 
 /** What a sleeping job keeps in its record (its conversation goes beside it: see sleeps.ts in src/main/jobs). */

@@ -249,14 +249,15 @@ export class DeliveryLedger {
   suspend(id: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'running', 'queued');
     // Its run finished (it answered with children running): no run of it was cut so far.
-    const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
+    const { threadId: _thread, modelRuns: _modelRuns, handedResults: _read, ...rest } = record;
     return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
   }
 
   /** A running job paused: these calls wait for approvals (its thread and slot are given back; it stays `running`). */
   awaitApproval(id: string, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'running', 'running');
-    const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
+    // Its run ended: what it was handed and read is in its conversation; the rest is on `wait`.
+    const { threadId: _thread, modelRuns: _modelRuns, handedResults: _read, ...rest } = record;
     return this.#replace(id, { ...rest, awaitingApproval: [...pending], approvalWait: wait });
   }
 
@@ -281,7 +282,8 @@ export class DeliveryLedger {
   /** A running job sleeps until `wait.at` (`sleep` scheduler): its thread and slot are given back; it stays `running`. */
   sleep(id: string, wait: SleepWait): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'running', 'running');
-    const { threadId: _thread, modelRuns: _modelRuns, ...rest } = record;
+    // Its run ended: what it was handed and read is in its conversation; the rest is on `wait`.
+    const { threadId: _thread, modelRuns: _modelRuns, handedResults: _read, ...rest } = record;
     return this.#replace(id, { ...rest, sleepWait: wait });
   }
 
@@ -289,6 +291,14 @@ export class DeliveryLedger {
   woke(id: string): Readonly<JobRecord> {
     const { record } = this.#expect(id, 'running', 'queued');
     return this.#replace(id, { ...record, state: 'queued' });
+  }
+
+  /** Children's results handed to its next run (see {@link JobRecord.handedResults}): all it carries, not only the new ones. */
+  handResults(id: string, texts: readonly string[]): void {
+    const record = this.#entries.get(id)?.record;
+    if (!record || record.state === 'ended') return;
+    const { handedResults: _before, ...rest } = record;
+    this.#replace(id, texts.length > 0 ? { ...rest, handedResults: [...texts] } : rest, 'lenient');
   }
 
   /**

@@ -72,7 +72,7 @@ export function freeze<T>(value: T): Readonly<T> {
 
 /** The record of a job that ended: its ending copied in (small parts cloned: the caller's objects stay theirs). */
 export function endedRecord(record: Readonly<JobRecord>, ending: JobEnding, now: number, resumable: boolean): JobRecord {
-  const { waitingForChildren: _waiting, awaitingApproval: _pending, approvalWait: _wait, sleepWait: _sleep, ...base } = record;
+  const { waitingForChildren: _waiting, awaitingApproval: _pending, approvalWait: _wait, sleepWait: _sleep, handedResults: _handed, ...base } = record;
   return {
     ...base,
     ...(resumable ? { resumable: true } : {}),

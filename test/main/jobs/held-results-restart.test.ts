@@ -148,4 +148,45 @@ describe('a held child result across a restart', () => {
     expect(storedJobs(file, 'fanout').find((r) => r.id === parent.id)).toMatchObject({ state: 'ended', status: 'ok' });
     sim.assertScriptDone();
   }, 180_000);
+  it('handed to a woken parent whose run is cut (the manager closed mid-call): the next manager re-runs it from its task, whose first turn reads the result once', async () => {
+    const workspace = await makeWorkspace(cleanups);
+    // The woken run's model call hangs (it has read the held result): the close cuts that run.
+    const steps = script('1h');
+    const sim = await startSim(cleanups, {
+      script: [steps[0], steps[1], { fault: { kind: 'hang_before_headers' } }, steps[2]] as ScriptStep[],
+      recordBodies: true,
+    });
+    const file = ledgerFile(cleanups, 'handed.db');
+    const config = makeConfig(sim, workspace, { maxConcurrent: 1, maxDepth: 2, maxAlertsPerJob: 0 }, { ledger: { path: file } });
+
+    const first = openSqliteLedger(file);
+    const scheduler = manualWake();
+    const a = watchManager(new BackgroundManager({ config, store: first.jobs('s'), scheduler }));
+    cleanups.add(() => a.close({ timeoutMs: 2_000 }));
+    const { id } = a.spawn({ task: TASK, label: 'supervisor', scheduler: 'sleep' });
+    await nextEvent<ManagerEvents, 'sleeping'>(a, 'sleeping', (r) => r.id === id);
+    const child = a.jobs().find((r) => r.parentJobId === id) as JobRecord;
+    expect((await ended(a, child.id)).status).toBe('ok');
+    scheduler.fire(scheduler.find('sleep', id)[0] as number);
+    await waitFor(() => sim.requests.length === 3, 'the woken run asks the model');
+    expect(answerCount(sim, 2)).toBe(1);
+    // On disk: running, its wait record gone (markRunning), the result kept as handed to this run.
+    expect(storedJobs(file, 's').find((r) => r.id === id)).toMatchObject({ state: 'running', handedResults: [expect.stringContaining('answer 4242')] });
+    await a.close({ timeoutMs: 2_000 });
+    first.close();
+
+    const second = openSqliteLedger(file);
+    cleanups.add(() => second.close());
+    const b = watchManager(new BackgroundManager({ config, store: second.jobs('s'), scheduler: manualWake() }));
+    cleanups.add(() => b.close({ timeoutMs: 2_000 }));
+    expect(b.recovery?.rerun).toEqual([id]);
+    const record = await ended(b, id);
+
+    expect(record).toMatchObject({ status: 'ok', resultText: FINAL });
+    expect(sim.requests).toHaveLength(4);
+    // The re-run from its task reads the child's result once, in its first turn.
+    expect(answerCount(sim, 3)).toBe(1);
+    expect(record.handedResults).toBeUndefined();
+    sim.assertScriptDone();
+  });
 });
