@@ -1,7 +1,7 @@
 import { threadId } from 'node:worker_threads';
 import { scheduleNextTurnTool, type ScheduledTurn } from '../shared/scheduler.js';
 import { TIMINGS } from '../shared/defaults.js';
-import { AbortError, ForkpoolError, ToolError, serializeError } from '../shared/errors.js';
+import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type ModelClient, type RateGate } from '../shared/model-call.js';
 import { backgroundSystemPrompt, orientationMessage } from '../shared/prompts.js';
 import { HELD_RESULTS_ID, mainMessageSchema, type JobOutcome, type JobSpec, type JobTask, type StopRequest, type WorkerMessage } from '../shared/protocol.js';
@@ -13,7 +13,7 @@ import { subagentStart, subagentStop } from './job-hooks.js';
 import { FileReadLog } from '../shared/tools/file-reads.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
-import type { PermissionGate, PermissionRequest, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
+import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
 import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
 import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
 import { reportAlertTool } from './job-tools.js';
@@ -28,8 +28,9 @@ import { BudgetMeter } from '../shared/budget.js';
 import { capConversation } from '../shared/conversation-cap.js';
 import { connectionSlotsFor } from '../shared/connection-slots.js';
 import { modelBaseUrl } from '../shared/config.js';
-import { ApprovalPending } from '../shared/approvals.js';
 import type { AwaitedCall } from '../shared/protocol.js';
+import { postEnding, type JobRunResult } from './job-ending.js';
+import { DENIED, PermissionQuestions, approvalGate } from './job-permissions.js';
 
 export interface BackgroundJobDeps {
   signal: AbortSignal;
@@ -256,20 +257,6 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
   }
 }
 
-/** A job's outcome; `suspend` when it answered with children still running and waits for them. */
-export type JobRunResult = JobOutcome & {
-  suspend?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; seenChildren: string[] };
-  /** It paused: these gated calls wait for approvals; it runs again from `state` once they are answered. */
-  awaitApproval?: {
-    state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean; scheduledTurn?: ScheduledTurn };
-    calls: AwaitedCall[];
-    /** Children whose results its model read (the main thread holds the rest for its next run). */
-    seenChildren: string[];
-  };
-  /** `sleep`: it asked for its next turn at `at`; the main thread wakes it then, to go on from `state`. */
-  sleep?: { state: { messages: unknown[]; usage: UsageByModel; iterations: number; wrapUpSent?: boolean }; at: number; reason: string; seenChildren: string[] };
-};
-
 /*
  * Clients are reused across the jobs a thread runs (shared mode runs many): on the Responses
  * wire each holds the SDK client built for it (wires/responses.ts). A client holds no job state;
@@ -353,12 +340,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
       hostTools,
       awaited,
     });
-    const { suspend, awaitApproval, sleep, ...done } = outcome;
-    if (awaitApproval)
-      post({ type: 'await-approval', jobId: spec.id, state: awaitApproval.state, calls: awaitApproval.calls, seenChildren: awaitApproval.seenChildren });
-    else if (sleep) post({ type: 'sleep', jobId: spec.id, state: sleep.state, at: sleep.at, reason: sleep.reason, seenChildren: sleep.seenChildren });
-    else if (suspend) post({ type: 'suspend', jobId: spec.id, state: suspend.state, seenChildren: suspend.seenChildren });
-    else post({ type: 'done', jobId: spec.id, outcome: done });
+    postEnding(post, spec.id, outcome);
     return { jobId: spec.id, stopReason: outcome.stopReason };
   } finally {
     releaseConfig();
@@ -414,60 +396,4 @@ function canSpawn(spec: JobSpec): boolean {
 
 function closePorts(task: JobTask): void {
   task.port?.close();
-}
-
-/** The main thread's answer to a gated call: granted, denied (with someone's reason), or `ask` (it waits for an approval). */
-interface PermissionAnswer {
-  granted: boolean;
-  ask?: true;
-  reason?: string;
-}
-
-const DENIED: PermissionAnswer = { granted: false };
-
-/**
- * A job's gate over the main thread's answers. `ask` pauses the call: the gate throws
- * {@link ApprovalPending} (the loop ends the batch and pauses) and keeps what the call was, for
- * the `await-approval` message. A deny someone gave is a tool error with their reason.
- */
-function approvalGate(ask: (request: PermissionRequest) => Promise<PermissionAnswer>, awaited: Map<string, AwaitedCall>): PermissionGate {
-  return {
-    check: async (request) => {
-      const answer = await ask(request);
-      if (answer.ask && request.callId !== undefined) {
-        awaited.set(request.callId, { callId: request.callId, tool: request.tool, summary: request.summary, args: request.args ?? '' });
-        throw new ApprovalPending(request.tool, request.callId);
-      }
-      if (!answer.granted && answer.reason !== undefined) {
-        throw new ToolError('PERMISSION_DENIED', request.tool, `permission denied: "${request.tool}" (${request.summary}) was not approved: ${answer.reason}`);
-      }
-      return answer.granted;
-    },
-  };
-}
-
-/** A job's permission questions in flight, by request id; each resolves once, with its answer. */
-class PermissionQuestions {
-  readonly #send: (requestId: number, tool: string, callId: string | undefined) => void;
-  /** Made on the first question: most jobs never ask one. */
-  #pending: Map<number, (answer: PermissionAnswer) => void> | undefined;
-  #last = 0;
-
-  constructor(send: (requestId: number, tool: string, callId: string | undefined) => void) {
-    this.#send = send;
-  }
-
-  ask(tool: string, callId: string | undefined): Promise<PermissionAnswer> {
-    const requestId = ++this.#last;
-    return new Promise((resolve) => {
-      (this.#pending ??= new Map()).set(requestId, resolve);
-      this.#send(requestId, tool, callId);
-    });
-  }
-
-  answer(requestId: number, answer: { granted: boolean; ask?: true | undefined; reason?: string | undefined }): void {
-    const { granted, ask, reason } = answer;
-    this.#pending?.get(requestId)?.({ granted, ...(ask ? { ask } : {}), ...(reason !== undefined ? { reason } : {}) });
-    this.#pending?.delete(requestId);
-  }
 }

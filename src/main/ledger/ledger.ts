@@ -1,11 +1,22 @@
 import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
-import { StoreWriter, type LedgerHealth, type StorageReport, type WriteMode } from './ledger-writes.js';
+import type { LedgerHealth, StorageReport, WriteMode } from './ledger-writes.js';
 import type { ApprovalWait, JobEnding, SleepWait, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import { Retention } from './retention.js';
-import { copyRecordData, deliveredRecord, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
+import { copyRecordData, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
+import { Deliveries } from './deliveries.js';
+import { RecordTable, type Entry } from './record-table.js';
+import {
+  approvalAnsweredRecord,
+  asleepRecord,
+  awaitingApprovalRecord,
+  handedResultsRecord,
+  heldResultsRecord,
+  runningRecord,
+  waitingForChildrenRecord,
+} from './wait-records.js';
 
 export type {
   ApprovalWait,
@@ -27,12 +38,6 @@ export type CompletionRefusal = 'unknown' | 'duplicate' | 'stale' | 'not-running
 /** Head of the task kept once a record's result is dropped: enough to recognise it in a list. */
 const TASK_KEPT_CHARS = 120;
 
-interface Entry {
-  record: Readonly<JobRecord>;
-  /** Spawn order; drain hands jobs over oldest first. */
-  position: number;
-}
-
 /**
  * Every job moves `queued → running → ended → delivered in turn N` (a running job may go back
  * to `queued` once when its thread died under it through no fault of its own). Transitions are
@@ -42,21 +47,17 @@ interface Entry {
  * decides when a delivered record's result text is dropped and when the record is forgotten.
  */
 export class DeliveryLedger {
-  readonly #entries = new Map<string, Entry>();
-  /** Ended, not delivered: what drain looks at, so a drain costs what is waiting, not the history. */
-  readonly #undelivered = new Set<string>();
+  /** The records, their counts and spawn order, written through to the durable store (record-table.ts). */
+  readonly #table: RecordTable;
+  /** Ended, not delivered, and their hand-over (deliveries.ts). */
+  readonly #deliveries: Deliveries;
   /** Which delivered records keep their result, and which are known at all (retention.ts). */
   readonly #retention: Retention;
-  readonly #counts: Record<JobState, number> = { queued: 0, running: 0, ended: 0 };
   #nextId = 1;
-  #position = 0;
   #resultsDropped = 0;
   #forgotten = 0;
-  /** Writes through to the durable store every record is written to before it is handed out (none: memory only). */
-  readonly #writer: StoreWriter | undefined;
-  /** Closing (see keepUnfinishedOnClose); `#unwritten`: the jobs whose close-caused ending is kept in memory only. */
+  /** Closing (see keepUnfinishedOnClose). */
   #closing = false;
-  readonly #unwritten = new Set<string>();
 
   readonly #onForget: (id: string) => void;
   readonly #onResultDropped: (id: string) => void;
@@ -76,31 +77,38 @@ export class DeliveryLedger {
     this.#retention = new Retention(
       { ...DEFAULTS.background.retention, ...retention },
       {
-        get: (id) => this.#entries.get(id)?.record,
+        get: (id) => this.#table.get(id)?.record,
         dropResult: (id) => this.#dropResult(id),
         forget: (id) => this.#forget(id),
       },
     );
     this.#onForget = onForget;
     this.#onResultDropped = onResultDropped;
-    // A close-caused ending kept in memory (#unwritten) is never written, not even as an unsaved record.
-    const current = (id: string) => (this.#unwritten.has(id) ? undefined : this.#entries.get(id));
-    this.#writer = store && new StoreWriter({ store, current, nextId: () => this.#nextId, report: onStorage });
+    this.#table = new RecordTable(store, () => this.#nextId, onStorage);
+    this.#deliveries = new Deliveries({
+      entry: (id) => this.#table.get(id) as Entry,
+      write: (batch, mode) => this.#table.writeDelivered(batch, mode),
+      settle: (entry, delivered, now) => {
+        this.#table.settle(entry, delivered);
+        this.#retention.delivered(delivered, now);
+      },
+      enforce: (now) => this.#retention.enforce(now),
+    });
   }
 
   /** The durable side: ok, or degraded (what failed, since when, how many records wait to be written). Always ok in memory. */
   health(): LedgerHealth {
-    return this.#writer?.health() ?? { ok: true, unsaved: 0, failedWrites: 0 };
+    return this.#table.health();
   }
 
   /** The manager has closed: what is unsaved is tried once more, and no retry is left behind. */
   closeWrites(): void {
-    this.#writer?.close();
+    this.#table.closeWrites();
   }
 
   /** A write beside the records (a job's spec, an alert): lenient (reported, never thrown); strict for one the caller may be refused (a message). */
   writeAside(operation: string, write: () => void, mode: WriteMode = 'lenient'): void {
-    this.#writer?.write(operation, write, mode);
+    this.#table.writeAside(operation, write, mode);
   }
 
   /**
@@ -109,16 +117,14 @@ export class DeliveryLedger {
    * happens to queued and running ones (see recovery.ts).
    */
   restore(jobs: readonly StoredJob[], nextId: number): void {
-    if (this.#entries.size > 0) throw new ForkpoolError('INTERNAL', 'ledger: restore into a ledger that is in use');
+    if (this.#table.size > 0) throw new ForkpoolError('INTERNAL', 'ledger: restore into a ledger that is in use');
     const delivered: Array<Readonly<JobRecord>> = [];
     for (const { record, position } of jobs) {
       const frozen = freeze(structuredClone(record));
-      this.#entries.set(frozen.id, { record: frozen, position });
-      this.#counts[frozen.state]++;
-      this.#position = Math.max(this.#position, position + 1);
+      this.#table.restore(frozen, position);
       const n = Number(/^bg-(\d+)$/.exec(frozen.id)?.[1] ?? 0);
       this.#nextId = Math.max(this.#nextId, nextId, n + 1);
-      if (frozen.state === 'ended' && frozen.deliveredInTurn === undefined) this.#undelivered.add(frozen.id);
+      if (frozen.state === 'ended' && frozen.deliveredInTurn === undefined) this.#deliveries.wait(frozen.id);
       if (frozen.deliveredInTurn !== undefined) delivered.push(frozen);
     }
     delivered.sort((a, b) => (a.deliveredAt ?? 0) - (b.deliveredAt ?? 0));
@@ -140,11 +146,11 @@ export class DeliveryLedger {
    * committed (the process died during it), so the parent never kept it. The note says so.
    */
   undeliver(id: string, note: string): Readonly<JobRecord> | undefined {
-    const record = this.#entries.get(id)?.record;
+    const record = this.#table.get(id)?.record;
     if (!record || record.deliveredInTurn === undefined || record.resultDropped) return undefined;
     const { deliveredInTurn: _turn, deliveredAt: _at, ...rest } = record;
-    const back = this.#replace(id, { ...rest, notes: [...record.notes, note] }, 'lenient');
-    this.#undelivered.add(id);
+    const back = this.#table.replace(id, { ...rest, notes: [...record.notes, note] }, 'lenient');
+    this.#deliveries.wait(id);
     return back;
   }
 
@@ -158,7 +164,7 @@ export class DeliveryLedger {
    * across restarts. JobEngine.completeAttempt (src/main/jobs/engine.ts) acts on it.
    */
   refuseCompletion(id: string, attempt: number): CompletionRefusal | undefined {
-    const record = this.#entries.get(id)?.record;
+    const record = this.#table.get(id)?.record;
     if (!record) return 'unknown';
     if (record.state === 'ended') return 'duplicate';
     if (record.state !== 'running') return 'not-running';
@@ -170,60 +176,53 @@ export class DeliveryLedger {
   }
 
   add(record: Omit<JobRecord, 'state' | 'usage' | 'iterations' | 'attempts' | 'notes' | 'queuedAt'>, now = Date.now()): Readonly<JobRecord> {
-    if (this.#entries.has(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
+    if (this.#table.get(record.id)) throw new ForkpoolError('INTERNAL', `job ${record.id} is already in the ledger`);
     const full = freeze<JobRecord>({ ...copyRecordData(record), state: 'queued', usage: {}, iterations: 0, attempts: 0, notes: [], queuedAt: now });
     // Written before it exists anywhere else: a job the caller hears of is a job a restart finds.
     // Strict: a spawn the disk cannot take is refused (LEDGER_WRITE_FAILED), nothing booked.
-    this.#writer?.put([{ record: full, position: this.#position }], 'strict');
-    this.#entries.set(full.id, { record: full, position: this.#position++ });
-    this.#counts.queued++;
+    this.#table.insert(full, 'strict');
     this.#retention.enforce(now);
     return full;
   }
 
   /** The record (a frozen value), or undefined for an unknown or forgotten id. */
   get(id: string): Readonly<JobRecord> | undefined {
-    return this.#entries.get(id)?.record;
+    return this.#table.get(id)?.record;
   }
 
   /** True for an id this ledger handed out and has since forgotten (delivered long ago). */
   wasForgotten(id: string): boolean {
     const n = /^bg-(\d+)$/.exec(id)?.[1];
-    return n !== undefined && Number(n) < this.#nextId && !this.#entries.has(id) && this.#forgotten > 0;
+    return n !== undefined && Number(n) < this.#nextId && !this.#table.get(id) && this.#forgotten > 0;
   }
 
   /** Ended, or delivered and forgotten since: a wave check must not wait on a forgotten member. */
   hasEnded(id: string): boolean {
-    return this.#entries.get(id)?.record.state === 'ended' || this.wasForgotten(id);
+    return this.#table.get(id)?.record.state === 'ended' || this.wasForgotten(id);
   }
 
   markRunning(id: string, threadId: number | undefined, now = Date.now()): void {
-    const { record } = this.#expect(id, 'queued', 'running');
-    const { waitingForChildren: _waiting, ...rest } = record;
-    // A job resumed after waiting for its children keeps its first start time.
-    const { approvalWait: _wait, sleepWait: _sleep, ...kept } = rest;
-    const startedAt = record.waitingForChildren || record.approvalWait || record.sleepWait ? (record.startedAt ?? now) : now;
-    this.#replace(id, { ...kept, state: 'running', attempts: record.attempts + 1, startedAt, ...(threadId === undefined ? {} : { threadId }) });
+    this.#table.replace(id, runningRecord(this.#table.expect(id, 'queued', 'running').record, threadId, now));
   }
 
   /** This run sent its first model request: see {@link JobRecord.modelRuns}. */
   markModelReached(id: string): void {
-    const record = this.#entries.get(id)?.record;
+    const record = this.#table.get(id)?.record;
     if (!record || record.state === 'ended') return;
-    this.#replace(id, { ...record, modelRuns: (record.modelRuns ?? 0) + 1 });
+    this.#table.replace(id, { ...record, modelRuns: (record.modelRuns ?? 0) + 1 });
   }
 
   /** About to be handed to the executor (launch `n`): written before the launch, see {@link JobRecord.dispatched}. */
   markDispatched(id: string, n: number): void {
-    const { record } = this.#expect(id, 'queued', 'queued');
-    this.#replace(id, { ...record, dispatched: n });
+    const { record } = this.#table.expect(id, 'queued', 'queued');
+    this.#table.replace(id, { ...record, dispatched: n });
   }
 
   /** Back to the queue after its thread died under it; the note says why. */
   requeue(id: string, note: string): void {
-    const { record } = this.#expect(id, 'running', 'queued');
+    const { record } = this.#table.expect(id, 'running', 'queued');
     const { startedAt: _started, threadId: _thread, dispatched: _dispatched, ...rest } = record;
-    this.#replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
+    this.#table.replace(id, { ...rest, state: 'queued', notes: [...record.notes, note] });
   }
 
   /**
@@ -232,73 +231,56 @@ export class DeliveryLedger {
    * (that wave may have fired already): it is delivered as a job of its own when it ends.
    */
   reopen(id: string, note: string): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'ended', 'queued');
-    this.#undelivered.delete(id);
+    const { record } = this.#table.expect(id, 'ended', 'queued');
+    this.#deliveries.withdraw(id);
     this.#retention.release(id);
-    return this.#replace(id, reopenedRecord(record, note));
+    return this.#table.replace(id, reopenedRecord(record, note));
   }
 
   /** A note on a queued job: why it runs again (restart recovery). */
   noteQueued(id: string, note: string): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'queued', 'queued');
+    const { record } = this.#table.expect(id, 'queued', 'queued');
     const { dispatched: _dispatched, ...rest } = record;
-    return this.#replace(id, { ...rest, notes: [...record.notes, note] });
+    return this.#table.replace(id, { ...rest, notes: [...record.notes, note] });
   }
 
   /** It answered with children running: back to `queued`, its slot given back, until they end. */
   suspend(id: string): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'running', 'queued');
-    // Its run finished (it answered with children running): no run of it was cut so far.
-    const { threadId: _thread, modelRuns: _modelRuns, handedResults: _read, ...rest } = record;
-    return this.#replace(id, { ...rest, state: 'queued', waitingForChildren: true });
+    return this.#table.replace(id, waitingForChildrenRecord(this.#table.expect(id, 'running', 'queued').record));
   }
 
   /** A running job paused: these calls wait for approvals (its thread and slot are given back; it stays `running`). */
   awaitApproval(id: string, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'running', 'running');
-    // Its run ended: what it was handed and read is in its conversation; the rest is on `wait`.
-    const { threadId: _thread, modelRuns: _modelRuns, handedResults: _read, ...rest } = record;
-    return this.#replace(id, { ...rest, awaitingApproval: [...pending], approvalWait: wait });
+    return this.#table.replace(id, awaitingApprovalRecord(this.#table.expect(id, 'running', 'running').record, pending, wait));
   }
 
   /** One of its calls was answered: kept in its history; `wait` is what its next launch goes on with. */
   answerApproval(id: string, answered: ApprovalRecord, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'running', 'running');
-    const { awaitingApproval: _pending, ...rest } = record;
-    return this.#replace(id, {
-      ...rest,
-      ...(pending.length > 0 ? { awaitingApproval: [...pending] } : {}),
-      approvals: [...(record.approvals ?? []), answered],
-      approvalWait: wait,
-    });
+    return this.#table.replace(id, approvalAnsweredRecord(this.#table.expect(id, 'running', 'running').record, answered, pending, wait));
   }
 
   /** Every call answered: back to `queued` to take a slot again; it keeps its first start time (markRunning). */
   approvalsAnswered(id: string): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'running', 'queued');
-    return this.#replace(id, { ...record, state: 'queued' });
+    const { record } = this.#table.expect(id, 'running', 'queued');
+    return this.#table.replace(id, { ...record, state: 'queued' });
   }
 
   /** A running job sleeps until `wait.at` (`sleep` scheduler): its thread and slot are given back; it stays `running`. */
   sleep(id: string, wait: SleepWait): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'running', 'running');
-    // Its run ended: what it was handed and read is in its conversation; the rest is on `wait`.
-    const { threadId: _thread, modelRuns: _modelRuns, handedResults: _read, ...rest } = record;
-    return this.#replace(id, { ...rest, sleepWait: wait });
+    return this.#table.replace(id, asleepRecord(this.#table.expect(id, 'running', 'running').record, wait));
   }
 
   /** Its time came: back to `queued` to take a slot again, its `sleepWait` kept until it runs (markRunning). */
   woke(id: string): Readonly<JobRecord> {
-    const { record } = this.#expect(id, 'running', 'queued');
-    return this.#replace(id, { ...record, state: 'queued' });
+    const { record } = this.#table.expect(id, 'running', 'queued');
+    return this.#table.replace(id, { ...record, state: 'queued' });
   }
 
   /** Children's results handed to its next run (see {@link JobRecord.handedResults}): all it carries, not only the new ones. */
   handResults(id: string, texts: readonly string[]): void {
-    const record = this.#entries.get(id)?.record;
+    const record = this.#table.get(id)?.record;
     if (!record || record.state === 'ended') return;
-    const { handedResults: _before, ...rest } = record;
-    this.#replace(id, texts.length > 0 ? { ...rest, handedResults: [...texts] } : rest, 'lenient');
+    this.#table.replace(id, handedResultsRecord(record, texts), 'lenient');
   }
 
   /**
@@ -307,39 +289,39 @@ export class DeliveryLedger {
    * hand-over to a parent: the result goes on in this process whatever the disk says.
    */
   holdChildResults(id: string, texts: readonly string[]): void {
-    const record = this.#entries.get(id)?.record;
-    if (record?.sleepWait) this.#replace(id, { ...record, sleepWait: { ...record.sleepWait, childResults: [...texts] } }, 'lenient');
-    else if (record?.approvalWait) this.#replace(id, { ...record, approvalWait: { ...record.approvalWait, childResults: [...texts] } }, 'lenient');
+    const record = this.#table.get(id)?.record;
+    const held = record && heldResultsRecord(record, texts);
+    if (held) this.#table.replace(id, held, 'lenient');
   }
 
   /** The messages sent to a job so far, and which it has received (see steering.ts). */
   noteMessages(id: string, messages: readonly SentMessage[]): void {
-    const entry = this.#entries.get(id);
-    if (entry) this.#replace(id, { ...entry.record, messages: messages.map((m) => ({ ...m })) });
+    const entry = this.#table.get(id);
+    if (entry) this.#table.replace(id, { ...entry.record, messages: messages.map((m) => ({ ...m })) });
   }
 
   /** Its `agent_<name>` call resolved early (Remy's split lifecycle): it goes on in the background. */
   markBackgrounded(id: string): Readonly<JobRecord> | undefined {
-    const entry = this.#entries.get(id);
+    const entry = this.#table.get(id);
     if (!entry || entry.record.backgrounded) return entry?.record;
-    return this.#replace(id, { ...entry.record, backgrounded: true });
+    return this.#table.replace(id, { ...entry.record, backgrounded: true });
   }
 
   /** A speculative job's state changed: it was referred to (`kept`) or cancelled as a guess (`dropped`). */
   markSpeculation(id: string, speculative: Speculation): void {
-    const entry = this.#entries.get(id);
-    if (entry && entry.record.speculative !== undefined) this.#replace(id, { ...entry.record, speculative });
+    const entry = this.#table.get(id);
+    if (entry && entry.record.speculative !== undefined) this.#table.replace(id, { ...entry.record, speculative });
   }
 
   markEnded(id: string, ending: JobEnding, now = Date.now()): Readonly<JobRecord> {
-    const entry = this.#entries.get(id);
+    const entry = this.#table.get(id);
     if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
     const { record } = entry;
     if (record.state === 'ended') throw new ForkpoolError('INTERNAL', `ledger: job ${id} ended twice`);
-    const resumable = this.#closing && ending.byClose === true && this.#writer !== undefined;
-    if (resumable) this.#unwritten.add(id);
-    const ended = this.#replace(id, endedRecord(record, ending, now, resumable));
-    this.#undelivered.add(id);
+    const resumable = this.#closing && ending.byClose === true && this.#table.durable;
+    if (resumable) this.#table.keepInMemory(id);
+    const ended = this.#table.replace(id, endedRecord(record, ending, now, resumable));
+    this.#deliveries.wait(id);
     this.#retention.enforce(now);
     return ended;
   }
@@ -356,18 +338,12 @@ export class DeliveryLedger {
     now = Date.now(),
     unread?: ReadonlyMap<string, [number, number]>,
   ): JobRecord[] {
-    const waiting = [...this.#undelivered].map((id) => this.#entries.get(id) as Entry).sort((a, b) => a.position - b.position);
-    const batch = waiting
-      .filter(({ record }) => accept(record))
-      .map((entry) => ({ entry, delivered: deliveredRecord(entry.record, turn, now, unread?.get(entry.record.id)) }));
-    return this.#deliver(batch, now);
+    return this.#deliveries.drain(turn, accept, now, unread);
   }
 
   /** Delivers one ended job (a consumer that takes results one by one, like `fanout`). Undefined if it is not ended or was delivered already. */
   markDelivered(id: string, turn: number, now = Date.now(), unread?: [number, number]): JobRecord | undefined {
-    if (!this.#undelivered.has(id)) return undefined;
-    const entry = this.#entries.get(id) as Entry;
-    return this.#deliver([{ entry, delivered: deliveredRecord(entry.record, turn, now, unread) }], now)[0];
+    return this.#deliveries.deliverOne(id, turn, now, unread, 'strict');
   }
 
   /**
@@ -377,9 +353,7 @@ export class DeliveryLedger {
    * unsaved (written again with the next write) instead of stopping the result on its way.
    */
   markHandedToParent(id: string, turn: number, now = Date.now()): JobRecord | undefined {
-    if (!this.#undelivered.has(id)) return undefined;
-    const entry = this.#entries.get(id) as Entry;
-    return this.#deliver([{ entry, delivered: deliveredRecord(entry.record, turn, now, undefined) }], now, 'lenient')[0];
+    return this.#deliveries.deliverOne(id, turn, now, undefined, 'lenient');
   }
 
   /**
@@ -388,28 +362,25 @@ export class DeliveryLedger {
    * under retention like any delivered one.
    */
   markShown(id: string, from: number, to: number, now = Date.now()): Readonly<JobRecord> | undefined {
-    const record = this.#entries.get(id)?.record;
+    const record = this.#table.get(id)?.record;
     const unread = record?.resultUnread;
     if (!record || !unread || from > unread[0] || to <= unread[0]) return record;
-    if (to < unread[1]) return this.#replace(id, { ...record, resultUnread: [to, unread[1]] });
+    if (to < unread[1]) return this.#table.replace(id, { ...record, resultUnread: [to, unread[1]] });
     const { resultUnread: _unread, ...whole } = record;
     this.#retention.readToEnd(id, now);
-    const updated = this.#replace(id, whole);
+    const updated = this.#table.replace(id, whole);
     this.#retention.enforce(now);
     return updated;
   }
 
   /** Ended and not yet delivered, oldest spawn first. */
   undelivered(): Readonly<JobRecord>[] {
-    return [...this.#undelivered]
-      .map((id) => this.#entries.get(id) as Entry)
-      .sort((a, b) => a.position - b.position)
-      .map((e) => e.record);
+    return this.#deliveries.waiting().map((e) => e.record);
   }
 
   /** How many jobs wait for delivery; O(1). */
   get undeliveredCount(): number {
-    return this.#undelivered.size;
+    return this.#deliveries.size;
   }
 
   /**
@@ -417,85 +388,35 @@ export class DeliveryLedger {
    * copies: a call costs one array of pointers, whatever the results weigh.
    */
   snapshot(): Readonly<JobRecord>[] {
-    return Array.from(this.#entries.values(), (e) => e.record);
+    return this.#table.records();
   }
 
   count(state: JobState): number {
-    return this.#counts[state];
+    return this.#table.count(state);
   }
 
   stats(): LedgerStats {
     return {
-      records: this.#entries.size,
-      undelivered: this.#undelivered.size,
+      records: this.#table.size,
+      undelivered: this.#deliveries.size,
       resultsKept: this.#retention.resultsKept,
       resultsDropped: this.#resultsDropped,
       forgotten: this.#forgotten,
     };
   }
 
-  /**
-   * Marks a batch delivered. One transaction, strict: the whole batch is on disk before any of
-   * it changes in memory or is handed over; if the write fails (LEDGER_WRITE_FAILED is thrown),
-   * nothing moved and every job of it waits for a later drain.
-   */
-  #deliver(batch: ReadonlyArray<{ entry: Entry; delivered: Readonly<JobRecord> }>, now: number, mode: WriteMode = 'strict'): JobRecord[] {
-    if (batch.length === 0) return [];
-    const records = batch
-      .map(({ entry, delivered }) => ({ record: delivered, position: entry.position }))
-      .filter(({ record }) => !this.#unwritten.has(record.id));
-    if (records.length > 0) this.#writer?.put(records, mode, `deliver ${records.map((r) => r.record.id).join(', ')}`);
-    const out: JobRecord[] = [];
-    for (const { entry, delivered } of batch) {
-      this.#undelivered.delete(delivered.id);
-      entry.record = delivered;
-      this.#retention.delivered(delivered, now);
-      out.push(delivered);
-    }
-    this.#retention.enforce(now);
-    return out;
-  }
-
   /** Retention forgets a delivered record: gone from memory, its row from the store (lenient: a row left on disk is a delivered record a restart finds delivered, harmless). */
   #forget(id: string): void {
-    const entry = this.#entries.get(id);
-    if (!entry) return;
-    if (!this.#unwritten.has(id)) this.#writer?.forget(id);
-    this.#entries.delete(id);
-    this.#counts[entry.record.state]--;
+    if (!this.#table.remove(id)) return;
     this.#forgotten++;
     this.#onForget(id);
   }
 
   #dropResult(id: string): void {
-    const record = this.#entries.get(id)?.record;
+    const record = this.#table.get(id)?.record;
     if (!record || record.resultDropped || record.deliveredInTurn === undefined) return;
-    this.#replace(id, resultDroppedRecord(record, TASK_KEPT_CHARS));
+    this.#table.replace(id, resultDroppedRecord(record, TASK_KEPT_CHARS));
     this.#resultsDropped++;
     this.#onResultDropped(id);
-  }
-
-  /**
-   * Every change of a record but a spawn and a delivery records what already happened (a start,
-   * an ending, a re-queue): lenient by default, it cannot be refused (see ledger-writes.ts).
-   */
-  #replace(id: string, next: JobRecord, mode: WriteMode = 'lenient'): Readonly<JobRecord> {
-    const entry = this.#entries.get(id) as Entry;
-    const frozen = freeze(next);
-    // Written first: a strict write that fails leaves the ledger in memory where it was.
-    if (!this.#unwritten.has(id)) this.#writer?.put([{ record: frozen, position: entry.position }], mode);
-    if (entry.record.state !== next.state) {
-      this.#counts[entry.record.state]--;
-      this.#counts[next.state]++;
-    }
-    entry.record = frozen;
-    return entry.record;
-  }
-
-  #expect(id: string, from: JobState, to: JobState): Entry {
-    const entry = this.#entries.get(id);
-    if (!entry) throw new ForkpoolError('INTERNAL', `ledger: no job ${id}`);
-    if (entry.record.state !== from) throw new ForkpoolError('INTERNAL', `ledger: job ${id} cannot go ${entry.record.state} → ${to}`);
-    return entry;
   }
 }
