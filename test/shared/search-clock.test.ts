@@ -3,7 +3,7 @@
  * (issue 23: 10,000+ jobs on a `shared` thread, 2-5 % of jobs failed with a search timeout, their
  * own work a few milliseconds; in one run every search failed). The limit counts the search's own
  * work in full and each of its waits as `2 × TIMINGS.searchWaitTickMs` at most (steppedDeadline,
- * the tick rule of the tool timeout). The loop is held by a chain of synchronous spins, each
+ * the tick rule of the tool timeout). The loop is held by a chain of synchronous holds, each
  * queued with setImmediate as the last one ends, as jobs sharing the thread do: how busy the
  * machine is changes how long things take, not which way the assertions go.
  */
@@ -17,22 +17,26 @@ import { callTool, tempWorkspace, toolContext, toolError, useCleanup } from '../
 
 const cleanup = useCleanup();
 
-/** Holds this thread's event loop for `ms`. */
-function spin(ms: number): void {
+const parked = new Int32Array(new SharedArrayBuffer(4));
+/**
+ * Holds this thread's event loop for `ms`, as a synchronous run of other work does, but without
+ * the CPU: Atomics.wait blocks the thread (nothing wakes it) where a busy loop would take a core
+ * from the files beside this one. The deadlines read wall time, which runs on the same.
+ */
+function hold(ms: number): void {
   const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spin
-  }
+  // A wait may end early (spurious wake-ups are allowed): wait out the rest.
+  for (let left = ms; left > 0; left = until - performance.now()) Atomics.wait(parked, 0, 0, left);
 }
 
-/** Other jobs on the thread: a spin of `turnMs` in every turn of the loop until stopped. */
+/** Other jobs on the thread: a hold of `turnMs` in every turn of the loop until stopped. */
 function holdLoopInTurns(turnMs: number): { stop(): void; readonly turns: number } {
   let stopped = false;
   let turns = 0;
   const turn = () => {
     if (stopped) return;
     turns++;
-    spin(turnMs);
+    hold(turnMs);
     setImmediate(turn);
   };
   setImmediate(turn);
@@ -61,11 +65,11 @@ describe('steppedDeadline', () => {
     const start = performance.now();
     for (let i = 0; i < 10; i++) {
       deadline.check();
-      spin(5); // the work's own step, after its last check
+      hold(5); // the work's own step, after its last check
       await nextTurn();
     }
     held.stop();
-    // Ten waits behind 100 ms spins, and ten steps of 5 ms: over a second of wall time, past the limit ...
+    // Ten waits behind 100 ms holds, and ten steps of 5 ms: over a second of wall time, past the limit ...
     expect(performance.now() - start).toBeGreaterThan(1_000);
     // ... yet the limit is not reached (about 10 × (20 + 5) ms counted), and the steps counted in full.
     expect(() => deadline.check()).not.toThrow();
@@ -75,7 +79,7 @@ describe('steppedDeadline', () => {
   it("the work's own step counts in full, however long, also the part after its last check", async () => {
     const deadline = steppedDeadline(250, TIMINGS.searchWaitTickMs, expired);
     deadline.check();
-    spin(300);
+    hold(300);
     await nextTurn();
     expect(deadline.spentMs).toBeGreaterThanOrEqual(300);
     expect(() => deadline.check()).toThrow('expired');
@@ -112,9 +116,10 @@ describe('grep and find_files on a thread held by other jobs', () => {
       cleanup,
     );
     const limitMs = 500;
-    // Each turn of the loop holds it 150 ms: every wait of the search (an open, a folder read) lasts that
-    // long. About 9 waits here: 1.3 s of wall time in the search, about 9 × 20 ms counted.
-    const held = holdLoopInTurns(150);
+    // Each turn of the loop holds it 100 ms: every wait of the search (an open, a folder read) lasts that
+    // long. About 30 turns here: 3 s of wall time in the search; its 9 or so waits are counted about
+    // 9 × 20 ms (by wall time they would be 900 ms, past the limit).
+    const held = holdLoopInTurns(100);
     const start = performance.now();
     const out = await callTool(tool, args, limitsWith(ws, limitMs)).finally(() => held.stop());
     // The search spanned more than its limit of wall time (so a wall clock would have stopped it) ...
@@ -135,7 +140,8 @@ describe('grep and find_files on a thread held by other jobs', () => {
       [grepTool, { pattern: 'needle' }],
       [findFilesTool, { pattern: '**/*.md' }],
     ] as const) {
-      const held = holdLoopInTurns(100);
+      // 50 ms a turn: each wait still counts its 2 × tickMs (20 ms), so about as many turns end it.
+      const held = holdLoopInTurns(50);
       const error = await toolError(callTool(tool, args, limitsWith(ws, limitMs)).finally(() => held.stop()));
       expect(error.code).toBe('TOOL_TIMEOUT');
       expect(error.message).toMatch(new RegExp(`${tool.name} stopped after its ${limitMs} ms time limit`));

@@ -16,6 +16,7 @@ import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
 import {
+  cleanupOf,
   ended,
   ledgerFile,
   makeConfig,
@@ -25,13 +26,11 @@ import {
   parseJsonLines,
   spawnCli,
   startSim,
-  useCleanup,
   waitFor,
   watchManager,
 } from '../../helpers/index.js';
 import { ManualScheduler } from '../../helpers/fake-executor.js';
 
-const cleanups = useCleanup();
 const ANSWER = 'The retry backoff is in src/net/retry.ts (answer 4242).';
 const TASK = 'Supervise: delegate the search, then sleep.';
 const FINAL = 'Supervisor: the finder says src/net/retry.ts.';
@@ -48,6 +47,12 @@ function script(after: string): ScriptStep[] {
     { content: FINAL },
   ];
 }
+
+/**
+ * How long the parent sleeps in the SIGKILL test: about ten times what its child's run and the kill
+ * take on a loaded machine (about 1 s), as sleeps-restart.test.ts sleeps.
+ */
+const KILL_SLEEP_S = 10;
 
 /** How many user messages of request `n` (0-based) carry the child's answer. */
 function answerCount(sim: { requests: unknown[] }, n: number): number {
@@ -71,8 +76,10 @@ function storedJobs(file: string, scope: string): Array<Readonly<JobRecord>> {
   }
 }
 
-describe('a held child result across a restart', () => {
-  it('held on a sleeping parent, the manager closed: the next manager on the ledger wakes the parent, whose run reads the result once', async () => {
+// Side by side (concurrent): each test has its own sim, workspace, ledger file and cleanup list.
+describe.concurrent('a held child result across a restart', () => {
+  it('held on a sleeping parent, the manager closed: the next manager on the ledger wakes the parent, whose run reads the result once', async (context) => {
+    const cleanups = cleanupOf(context);
     const workspace = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: script('1h'), recordBodies: true });
     const file = ledgerFile(cleanups, 'held.db');
@@ -111,7 +118,8 @@ describe('a held child result across a restart', () => {
     sim.assertScriptDone();
   });
 
-  it('held on a sleeping parent, the process killed (SIGKILL): fanout --resume wakes the parent, whose run reads the result once and prints it once', async () => {
+  it('held on a sleeping parent, the process killed (SIGKILL): fanout --resume wakes the parent, whose run reads the result once and prints it once', async (context) => {
+    const cleanups = cleanupOf(context);
     const workspace = await makeWorkspace(cleanups);
     const file = ledgerFile(cleanups, 'held-kill.db');
     const configFile = path.join(workspace, 'held.config.json');
@@ -119,8 +127,9 @@ describe('a held child result across a restart', () => {
       configFile,
       JSON.stringify({ model: 'forkpool-sim', maxRetries: 0, background: { scheduler: 'sleep', maxDepth: 2, maxConcurrent: 1, maxAlertsPerJob: 0 } }),
     );
-    // Long enough that the child runs and the kill lands while the parent sleeps, on a busy machine too.
-    const sim = await startSim(cleanups, { script: script('20s'), recordBodies: true });
+    // The resumed process waits this sleep out, so it is short; what must fit in it is only the
+    // child's run (one answer of the sim) and the kill, which land while the parent sleeps.
+    const sim = await startSim(cleanups, { script: script(`${KILL_SLEEP_S}s`), recordBodies: true });
     const input = JSON.stringify({ task: TASK, label: 'supervisor' });
     const args = ['fanout', '-', '--config', configFile, '--base-url', sim.url, '--workspace', workspace, '--ledger', file, '--no-progress'];
     const first = spawnCli(args, { input, cleanup: cleanups });
@@ -148,7 +157,8 @@ describe('a held child result across a restart', () => {
     expect(storedJobs(file, 'fanout').find((r) => r.id === parent.id)).toMatchObject({ state: 'ended', status: 'ok' });
     sim.assertScriptDone();
   }, 180_000);
-  it('handed to a woken parent whose run is cut (the manager closed mid-call): the next manager re-runs it from its task, whose first turn reads the result once', async () => {
+  it('handed to a woken parent whose run is cut (the manager closed mid-call): the next manager re-runs it from its task, whose first turn reads the result once', async (context) => {
+    const cleanups = cleanupOf(context);
     const workspace = await makeWorkspace(cleanups);
     // The woken run's model call hangs (it has read the held result): the close cuts that run.
     const steps = script('1h');
