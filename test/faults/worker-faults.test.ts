@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ended,
+  FAULTY_WORKER,
   fixtureExecutor,
   HEAP_CAP_ABORTS_PROCESS,
   makeConfig,
@@ -23,21 +24,33 @@ import {
 } from '../helpers/index.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
-import { THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
+import { PiscinaExecutor, THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
+import type { ForkpoolConfig } from '../../src/shared/config.js';
 import { MANY_JOBS_HEAP_MB, MANY_JOBS_PER_THREAD, SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
 
 /**
  * A manager over the fault fixture. Job timeouts are held in the test's hand (a test fires one
  * when its scenario is in place); cancel grace and the port fallback run on real timers.
  */
-async function setup(cleanups: Cleanup, background: Parameters<typeof makeConfig>[2] = {}) {
+async function setup(cleanups: Cleanup, background: Parameters<typeof makeConfig>[2] = {}, threadAnswerMs?: number) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups);
   const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 100, ...background });
-  const executor = fixtureExecutor(config, cleanups);
+  const executor = threadAnswerMs === undefined ? fixtureExecutor(config, cleanups) : sharedFixtureExecutor(config, cleanups, threadAnswerMs);
   const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
   const manager = makeManager(config, cleanups, executor, scheduler);
   return { manager, executor, sim, scheduler };
+}
+
+/**
+ * The fault fixture's pool in `shared` isolation, as createExecutor builds it, with the time a
+ * thread gets to answer after a hard stop (`threadAnswerMs`) set by the test.
+ */
+function sharedFixtureExecutor(config: ForkpoolConfig, cleanups: Cleanup, threadAnswerMs: number): PiscinaExecutor {
+  const { threads, tasksPerThread, heapMb } = config.background;
+  const executor = new PiscinaExecutor({ isolation: 'shared', threads, tasksPerThread, heapMb, threadAnswerMs, workerFile: FAULTY_WORKER });
+  cleanups.add(() => executor.close());
+  return executor;
 }
 
 /** Spawns the faulty job, then a normal one behind it; returns both records once ended. */
@@ -184,7 +197,8 @@ describe('shared isolation', () => {
 
   it('a hard stop of a stuck thread kills it; its innocent neighbours are re-queued once and end ok', async (context) => {
     const cleanups = cleanupOf(context);
-    const { manager } = await setup(cleanups, shared);
+    // The thread is stuck for good: it never answers, so a second (not the default 5) settles it.
+    const { manager } = await setup(cleanups, shared, 1_000);
     const log = recordEvents(manager);
     // Innocents whose first attempt runs until its thread dies, and whose retry finishes quickly.
     const innocents = [1, 2, 3].map((i) => manager.spawn({ task: `FAULT:hang_once:20 innocent ${i}`, label: `innocent ${i}` }));

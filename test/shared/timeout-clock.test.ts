@@ -2,18 +2,22 @@
  * A tool's timeout on a thread whose loop is held by other work (issue 23: the first 256 searches
  * on a `shared` thread starting thousands of jobs timed out at 60 s, their own work a few
  * milliseconds). With `tickMs`, a held loop counts as `2 × tickMs` at most; on a free loop the
- * timeout still fires. The loop is held by a synchronous spin, so the order of events does not
+ * timeout still fires. The loop is held by a synchronous block, so the order of events does not
  * depend on how busy the machine is: the timers that are due when it ends fire by their due time.
  */
 import { describe, expect, it } from 'vitest';
 import { withTimeout } from '../../src/shared/abort.js';
 
-/** Holds this thread's event loop, as thousands of job starts on a shared thread do. */
+const parked = new Int32Array(new SharedArrayBuffer(4));
+/**
+ * Holds this thread's event loop, as thousands of job starts on a shared thread do, without the
+ * CPU: Atomics.wait blocks the thread (nothing wakes it) where a busy loop would take a core from
+ * the files beside this one; the timers see the same held loop.
+ */
 function holdLoop(ms: number): void {
   const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spin
-  }
+  // A wait may end early (spurious wake-ups are allowed): wait out the rest.
+  for (let left = ms; left > 0; left = until - performance.now()) Atomics.wait(parked, 0, 0, left);
 }
 
 const timedOut = () => new Error('timed out');
