@@ -8,7 +8,10 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanupOf, describeResult, makeWorkspace, parseJsonLines, runCli, startSim } from '../helpers/index.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { describeResult, parseJsonLines, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { startSim } from '../helpers/sim.js';
 
 const FINAL = 'Supervisor: the finder says src/net/retry.ts.';
 

@@ -5,7 +5,10 @@
  * The built CLI in a child process (build first), on a scripted simulator.
  */
 import { describe, expect, it } from 'vitest';
-import { describeResult, makeWorkspace, runCli, startSim, cleanupOf } from '../helpers/index.js';
+import { cleanupOf } from '../helpers/cleanup.js';
+import { describeResult, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { startSim } from '../helpers/sim.js';
 
 const CLI_TIMEOUT_MS = 90_000;
 

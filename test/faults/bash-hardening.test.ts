@@ -14,21 +14,12 @@ import { parseConfig } from '../../src/shared/config.js';
 import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { makeCommandCgroup } from '../../src/shared/tools/sandbox-limits.js';
-import {
-  CLI_PATH,
-  cliEnv,
-  skipWithout,
-  useCleanup,
-  startSim,
-  toolMessagesOf,
-  skipWithoutBwrap,
-  callTool,
-  markerSleep,
-  processesRunning,
-  requireBwrap,
-  toolContext,
-  toolError,
-} from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { CLI_PATH, cliEnv } from '../helpers/cli.js';
+import { toolMessagesOf } from '../helpers/requests.js';
+import { skipWithoutBwrap, callTool, markerSleep, processesRunning, requireBwrap, toolContext, toolError } from '../helpers/sandbox.js';
+import { startSim } from '../helpers/sim.js';
+import { skipWithout } from '../helpers/system.js';
 
 let base: string;
 const cleanups = useCleanup();

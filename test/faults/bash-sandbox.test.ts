@@ -12,7 +12,8 @@ import { ConfigError } from '../../src/shared/errors.js';
 import { bashTool } from '../../src/shared/tools/bash.js';
 import { checkSandbox } from '../../src/shared/tools/bwrap.js';
 import { BUILTIN_TOOL_NAMES } from '../../src/shared/fixed-limits.js';
-import { skipWithoutBwrap, callTool, waitFor, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from '../helpers/index.js';
+import { waitFor } from '../helpers/cleanup.js';
+import { skipWithoutBwrap, callTool, markerSleep, processesRunning, recordingRegistry, requireBwrap, toolContext } from '../helpers/sandbox.js';
 
 let ws: string;
 let outside: string;

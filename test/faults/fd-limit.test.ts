@@ -13,7 +13,12 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runToolLoop } from '../../src/shared/tool-loop.js';
 import { builtinTools } from '../../src/shared/tools/index.js';
-import { REPO_ROOT, makeWorkspace, startTestSim, toolContextFor, toolResults, cleanupOf, type Cleanup } from '../helpers/index.js';
+import { cleanupOf, type Cleanup } from '../helpers/cleanup.js';
+import { REPO_ROOT } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { toolContextFor } from '../helpers/gates.js';
+import { toolResults } from '../helpers/history.js';
+import { startTestSim } from '../helpers/sim.js';
 
 const run = promisify(execFile);
 

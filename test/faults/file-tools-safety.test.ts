@@ -14,7 +14,7 @@ import { AbortError, ConfigError } from '../../src/shared/errors.js';
 import { editFileTool, findFilesTool, grepTool, listDirTool, readFileTool, resolveWorkspaceRoot, writeFileTool } from '../../src/shared/tools/index.js';
 import { pseudoFsDevices } from '../../src/shared/tools/pseudo-fs.js';
 import { walkFiles } from '../../src/shared/tools/walk.js';
-import { callTool, toolContext, toolError } from '../helpers/index.js';
+import { callTool, toolContext, toolError } from '../helpers/sandbox.js';
 
 let base: string;
 let ws: string;

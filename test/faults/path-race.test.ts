@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/shared/errors.js';
 import { editFileTool, grepTool, listDirTool, readFileTool, writeFileTool } from '../../src/shared/tools/index.js';
-import { callTool, toolContext } from '../helpers/index.js';
+import { callTool, toolContext } from '../helpers/sandbox.js';
 
 const CALLS = Number(process.env.RACE_CALLS ?? 1000);
 let base: string;

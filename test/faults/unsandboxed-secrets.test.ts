@@ -10,7 +10,11 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeResult, jsonl, makeWorkspace, requireBuiltCli, runCli, startSim, toolResultsSent, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { describeResult, jsonl, requireBuiltCli, runCli } from '../helpers/cli.js';
+import { makeWorkspace } from '../helpers/config.js';
+import { toolResultsSent } from '../helpers/requests.js';
+import { startSim } from '../helpers/sim.js';
 
 const cleanups = useCleanup();
 requireBuiltCli();

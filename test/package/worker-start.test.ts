@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 
 const BUNDLE = path.join(REPO_ROOT, 'dist', 'worker', 'bundle');
 /** The `openai` package's error classes: a few KB every wire raises its failures as. */

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 
 it('a probe that prints a FORKPOOL_HOST_FAULT warning, a worker thread that prints a stack overflow and an unhandled rejection each fail their test; an opted-out one passes', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'fp-host-faults-'));

@@ -7,7 +7,9 @@
 import * as fs from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { grepTool } from '../../src/shared/tools/grep.js';
-import { tempWorkspace, toolContext, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { toolContext } from '../helpers/sandbox.js';
 
 const limit = vi.hoisted(() => ({ blockingOpensFail: 0, tried: 0 }));
 

@@ -8,7 +8,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runToolLoop, type ToolLoopOptions } from '../../src/shared/tool-loop.js';
 import { SteeringInbox } from '../../src/worker/steering.js';
-import { startTestSim, tempWorkspace, toolContextFor, useCleanup, waitFor } from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { toolContextFor } from '../helpers/gates.js';
+import { startTestSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 const RealAbortController = globalThis.AbortController;

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/shared/config.js';
 import { contextWindowOf, costOf, DEFAULT_CONTEXT_WINDOW } from '../../src/shared/models.js';
-import { configError } from '../helpers/index.js';
+import { configError } from '../helpers/config.js';
 
 const WS = '/tmp/forkpool-models-test';
 mkdirSync(WS, { recursive: true });

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeEngines, isSupportedNode, NODE_ENGINES } from '../../src/shared/node-version.js';
-import { REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 
 const SCRIPT = path.join(REPO_ROOT, 'scripts', 'check-node.cjs');
 const NEEDS = new RegExp(`^forkpool needs Node\\.js ${describeEngines().replace(/[.+]/g, '\\$&')} \\(package\\.json engines .*; this is Node\\.js v\\d+\\.`);

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isSupportedNode, NODE_ENGINES, satisfiesEngines, unsupportedNodeMessage } from '../../src/shared/node-version.js';
-import { REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 
 const BIN = path.join(REPO_ROOT, 'dist', 'cli', 'bin.js');
 const LIBRARY = path.join(REPO_ROOT, 'dist', 'index.js');

@@ -8,7 +8,10 @@ import { z } from 'zod';
 import { mapWithLimit, runToolLoop } from '../../src/shared/tool-loop.js';
 import type { ToolDefinition } from '../../src/shared/tools/types.js';
 import type { ScriptStep } from '../../src/sim/index.js';
-import { assertValidHistory, startTestSim, toolContextFor, toolResults, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { toolContextFor } from '../helpers/gates.js';
+import { assertValidHistory, toolResults } from '../helpers/history.js';
+import { startTestSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 const CALLS = 20;

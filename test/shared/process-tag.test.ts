@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
-import { waitFor } from '../helpers/index.js';
+import { waitFor } from '../helpers/cleanup.js';
 
 const reads = vi.hoisted(() => ({ total: 0, inFlight: 0, peak: 0 }));
 

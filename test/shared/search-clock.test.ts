@@ -13,7 +13,9 @@ import { describe, expect, it } from 'vitest';
 import { steppedDeadline } from '../../src/shared/abort.js';
 import { TIMINGS } from '../../src/shared/fixed-limits.js';
 import { findFilesTool, grepTool } from '../../src/shared/tools/index.js';
-import { callTool, tempWorkspace, toolContext, toolError, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { tempWorkspace } from '../helpers/config.js';
+import { callTool, toolContext, toolError } from '../helpers/sandbox.js';
 
 const cleanup = useCleanup();
 

@@ -8,7 +8,8 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { callModel, createModelClient } from '../../src/shared/model-call.js';
 import { readEventStream } from '../../src/shared/sse-reader.js';
-import { testConfig, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { testConfig } from '../helpers/config.js';
 
 const cleanup = useCleanup();
 

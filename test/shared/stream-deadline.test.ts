@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { runToolLoop } from '../../src/shared/tool-loop.js';
 import { createModelClient } from '../../src/shared/model-call.js';
 import type { LoopEvent } from '../../src/shared/loop-events.js';
-import { startTestSim, toolContextFor, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { toolContextFor } from '../helpers/gates.js';
+import { startTestSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 // The idle watchdog is far longer than the deadline: only the deadline can end the drip.

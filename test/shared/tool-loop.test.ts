@@ -12,18 +12,11 @@ import { builtinTools } from '../../src/shared/tools/index.js';
 import type { PermissionGate, ToolDefinition } from '../../src/shared/tools/types.js';
 import type { ForkpoolConfigInput } from '../../src/shared/config.js';
 import type { ScriptStep, SimServerOptions } from '../../src/sim/index.js';
-import {
-  assertValidHistory,
-  recordingGate,
-  startTestSim,
-  tempWorkspace,
-  testConfig,
-  toolContextFor,
-  toolResults,
-  useCleanup,
-  waitFor,
-  type TestSim,
-} from '../helpers/index.js';
+import { useCleanup, waitFor } from '../helpers/cleanup.js';
+import { tempWorkspace, testConfig } from '../helpers/config.js';
+import { recordingGate, toolContextFor } from '../helpers/gates.js';
+import { assertValidHistory, toolResults } from '../helpers/history.js';
+import { startTestSim, type TestSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 const FILES = { 'a.txt': 'alpha line\n', 'notes/b.md': '# beta\n' };

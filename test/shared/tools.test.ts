@@ -22,7 +22,7 @@ import {
 import { FileReadLog } from '../../src/shared/tools/file-reads.js';
 import { DEFAULT_TOOL_POLICY } from '../../src/shared/tools/policy.js';
 import type { ToolContext, ToolDefinition } from '../../src/shared/tools/types.js';
-import { REPO_ROOT } from '../helpers/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 
 const run = promisify(execFile);
 

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startSim, useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
+import { startSim } from '../helpers/sim.js';
 
 const cleanup = useCleanup();
 const SCHEMA = {

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { RemoteRateGate } from '../../src/worker/remote-gate.js';
 import { AbortError } from '../../src/shared/errors.js';
 import { mainMessageSchema, workerMessageSchema, type WorkerMessage } from '../../src/shared/protocol.js';
-import { useCleanup } from '../helpers/index.js';
+import { useCleanup } from '../helpers/cleanup.js';
 
 const cleanups = useCleanup();
 

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parseJsonLines } from '../../helpers/index.js';
+import { parseJsonLines } from '../../helpers/cli.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const EXAMPLE = new URL('../../../examples/own-tools/', import.meta.url).pathname;
