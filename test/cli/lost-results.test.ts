@@ -7,28 +7,38 @@
 import path from 'node:path';
 import { settlesWithin } from '../../src/shared/abort.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { useCleanup } from '../helpers/cleanup.js';
+import { cleanupOf, type Cleanup } from '../helpers/cleanup.js';
 import { describeResult, parseJsonLines, requireBuiltCli, spawnCli } from '../helpers/cli.js';
 import { tempWorkspace } from '../helpers/config.js';
 import { runsOf } from '../helpers/requests.js';
 import { startSim } from '../helpers/sim.js';
-import { mountSmallDisk } from '../helpers/small-disk.js';
+import { mountSmallDisk, type SmallDisk } from '../helpers/small-disk.js';
 import { skipWithout } from '../helpers/system.js';
 
 requireBuiltCli();
 
+// Mounted here to learn whether this machine lets us (else the tests are skipped with the reason).
 const disk = mountSmallDisk('4m');
 if (!('skip' in disk)) afterAll(() => disk.unmount());
 
-describe('a ledger whose disk fills up mid-run', () => {
-  const cleanup = useCleanup();
+/** A small disk of the test's own, so the tests can fill theirs side by side; unmounted after it. */
+function ownDisk(cleanup: Cleanup): SmallDisk {
+  const own = mountSmallDisk('4m');
+  if ('skip' in own) throw new Error(`a small disk of the test's own: ${own.skip}`);
+  cleanup.add(() => own.unmount());
+  return own;
+}
+
+// Side by side (concurrent): each test fills and frees a disk of its own, with its own CLI processes.
+describe.concurrent('a ledger whose disk fills up mid-run', () => {
   if ('skip' in disk && skipWithout('a small tmpfs (root, mount -t tmpfs)', false, disk.skip)) {
     it.skip(`skipped: ${disk.skip}`, () => {});
     return;
   }
-  const smallDisk = disk as Exclude<typeof disk, { skip: string }>;
 
-  it('run: three jobs end while the disk is full, their follow-up cannot record its delivery: the run says so and exits 1, not 0', async () => {
+  it('run: three jobs end while the disk is full, their follow-up cannot record its delivery: the run says so and exits 1, not 0', async (context) => {
+    const cleanup = cleanupOf(context);
+    const smallDisk = ownDisk(cleanup);
     smallDisk.free();
     const ledger = path.join(smallDisk.dir, 'run.db');
     const prompt = 'Answer these:\n1. Where is the tool loop implemented?\n2. How are API keys redacted?\n3. Where is the retry backoff?';
@@ -45,7 +55,9 @@ describe('a ledger whose disk fills up mid-run', () => {
     );
   });
 
-  it('chat: two jobs end while the disk is full, their follow-up cannot record its delivery; stdin ends: the chat says so and exits 1', async () => {
+  it('chat: two jobs end while the disk is full, their follow-up cannot record its delivery; stdin ends: the chat says so and exits 1', async (context) => {
+    const cleanup = cleanupOf(context);
+    const smallDisk = ownDisk(cleanup);
     smallDisk.free();
     const ledger = path.join(smallDisk.dir, 'chat.db');
     const chat = spawnCli(['chat', '--sim-latency', '1000', '--ledger', ledger], {
@@ -72,7 +84,9 @@ describe('a ledger whose disk fills up mid-run', () => {
     );
   });
 
-  it('fanout: results that end while the disk is full are printed only once recorded; the run exits 1 over those it could not record, and --resume prints each of them once', async () => {
+  it('fanout: results that end while the disk is full are printed only once recorded; the run exits 1 over those it could not record, and --resume prints each of them once', async (context) => {
+    const cleanup = cleanupOf(context);
+    const smallDisk = ownDisk(cleanup);
     smallDisk.free();
     const ledger = path.join(smallDisk.dir, 'fanout.db');
     const sim = await startSim(cleanup, { latencyMs: 60 });
