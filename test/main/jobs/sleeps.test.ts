@@ -15,15 +15,14 @@ import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import { jobJson, jobView } from '../../../src/main/views/job-view.js';
 import { statusText } from '../../../src/tui/jobs-view.js';
-import { ended, ledgerFile, makeConfig, makeManager, makeWorkspace, startSim, useCleanup, watchManager } from '../../helpers/index.js';
+import { ended, ledgerFile, makeConfig, makeManager, makeWorkspace, startSim, watchManager, cleanupOf, type Cleanup } from '../../helpers/index.js';
 
-const cleanups = useCleanup();
 const TASK = 'Watch the queue: scan it, then sleep, then scan again.';
 const sleepCall = (after: string, reason = 'scan the queue again'): ScriptStep => ({
   toolCalls: [{ name: 'schedule_next_turn', arguments: { after, reason } }],
 });
 
-async function managerWith(script: ScriptStep[], background: NonNullable<ForkpoolConfigInput['background']> = {}) {
+async function managerWith(cleanups: Cleanup, script: ScriptStep[], background: NonNullable<ForkpoolConfigInput['background']> = {}) {
   const root = await makeWorkspace(cleanups);
   const sim = await startSim(cleanups, { script });
   const manager = makeManager(makeConfig(sim, root, { maxAlertsPerJob: 0, ...background }), cleanups);
@@ -32,9 +31,12 @@ async function managerWith(script: ScriptStep[], background: NonNullable<Forkpoo
 
 type Body = { messages: Array<{ role: string; content?: unknown }> };
 
-describe('sleep scheduler', () => {
-  it('a sleeping job gives its slot back (another job runs in the one slot), shows its wake time, and at its time goes on with its conversation', async () => {
+// Side by side (concurrent): each test has its own sim, manager, workspace and cleanup list; their time is the sleeps.
+describe.concurrent('sleep scheduler', () => {
+  it('a sleeping job gives its slot back (another job runs in the one slot), shows its wake time, and at its time goes on with its conversation', async (context) => {
+    const cleanups = cleanupOf(context);
     const { sim, manager } = await managerWith(
+      cleanups,
       [sleepCall('2s'), { content: 'The other job is done.' }, { content: 'Second scan done: still nothing to do.' }],
       { maxConcurrent: 1 },
     );
@@ -76,16 +78,18 @@ describe('sleep scheduler', () => {
     sim.assertScriptDone();
   });
 
-  it('its turns count across sleeps: maxTurns 2 stops it when it wakes the second time, with no third model call', async () => {
-    const { sim, manager } = await managerWith([sleepCall('1s'), sleepCall('1s', 'scan once more'), { content: 'never reached' }]);
+  it('its turns count across sleeps: maxTurns 2 stops it when it wakes the second time, with no third model call', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { sim, manager } = await managerWith(cleanups, [sleepCall('1s'), sleepCall('1s', 'scan once more'), { content: 'never reached' }]);
     const { id } = manager.spawn({ task: TASK, label: 'budgeted', scheduler: 'sleep', budget: { maxTurns: 2 } });
     const record = await ended(manager, id);
     expect(record).toMatchObject({ status: 'partial', budgetExceeded: 'maxTurns', iterations: 2 });
     expect(sim.requests).toHaveLength(2);
   });
 
-  it('a cancel while it sleeps ends it at once (cancelled, cooperative), with no further model call and no thread to stop', async () => {
-    const { sim, manager } = await managerWith([sleepCall('6h', 'scan again'), { content: 'never reached' }]);
+  it('a cancel while it sleeps ends it at once (cancelled, cooperative), with no further model call and no thread to stop', async (context) => {
+    const cleanups = cleanupOf(context);
+    const { sim, manager } = await managerWith(cleanups, [sleepCall('6h', 'scan again'), { content: 'never reached' }]);
     const { id } = manager.spawn({ task: TASK, label: 'sleeper', scheduler: 'sleep' });
     const [asleep] = await new Promise<[Readonly<JobRecord>]>((resolve) => manager.on('sleeping', (r) => resolve([r])));
     expect(asleep.id).toBe(id);
@@ -98,7 +102,8 @@ describe('sleep scheduler', () => {
     expect(sim.requests).toHaveLength(1);
   });
 
-  it('close() while it sleeps, durable: it stays asleep in the ledger; the next manager wakes it at its own time, runs the rest and delivers it once', async () => {
+  it('close() while it sleeps, durable: it stays asleep in the ledger; the next manager wakes it at its own time, runs the rest and delivers it once', async (context) => {
+    const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { script: [sleepCall('3s'), { content: 'Woke and scanned.' }] });
     const file = ledgerFile(cleanups, 'sleep.db');
