@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import type { AlertSeverity, AwaitedCall, ChildSpawnRequest, HostToolAnswer, JobOutcome, RequestGateService, ResumeState } from '../../shared/protocol.js';
 import type { JobError } from '../../shared/errors.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
-import type { Attempt } from './attempt.js';
 import type { Executor } from './executor.js';
 import type { JobScheduler } from './scheduler.js';
 
@@ -44,42 +43,43 @@ export type DeadlineKind = 'timeout' | 'budget';
  * What an attempt tells its owner and asks of it, as one object shared by all of that owner's
  * attempts (the job runner's, or a BullMQ worker's). Each method gets the attempt's `job`, the
  * owner's own handle for it: an owner does not build a set of closures for every launch, which
- * cost the main thread memory for every job in flight (issue 40).
+ * cost the main thread memory for every job in flight (issue 40). `A` is the attempt's own type
+ * (attempt.ts binds it: `AttemptHost<J>` there), so this contract does not import the class.
  */
-export interface AttemptHost<J> {
+export interface AttemptHostOf<J, A> {
   readonly scheduler: JobScheduler;
   readonly rateGateBuffer: SharedArrayBuffer;
   readonly logger?: Logger | undefined;
   /** See JobTask.owner. */
   readonly owner?: string | undefined;
   /** The worker said `started`. */
-  started(job: J, attempt: Attempt<J>, threadId: number): void;
+  started(job: J, attempt: A, threadId: number): void;
   progress(job: J, event: LoopEvent): void;
   alert(job: J, alert: { message: string; severity: AlertSeverity }): void;
-  /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
-  spawn(job: J, attempt: Attempt<J>, requestId: number, request: ChildSpawnRequest): void;
+  /** The job's spawn tool asks for a child; the answer goes back with the attempt's `post`. */
+  spawn(job: J, attempt: A, requestId: number, request: ChildSpawnRequest): void;
   /** Answers a gated call (a remote executor's job is refused before this is asked). */
   answerPermission(job: J, tool: string, callId: string | undefined): PermissionAnswer;
   /** Runs a host tool the job called (host-calls.ts); `signal` aborts when the job stops waiting or the attempt ends. */
   runHostTool(job: J, call: { name: string; callId: string; args: unknown }, signal: AbortSignal): Promise<HostToolAnswer>;
-  /** The deadline armed with {@link Attempt.armDeadline} came. */
-  expired(job: J, attempt: Attempt<J>, kind: DeadlineKind): void;
+  /** The deadline armed with `armDeadline` came. */
+  expired(job: J, attempt: A, kind: DeadlineKind): void;
   /**
    * The attempt ended: called once, in a microtask queued as it ended (when a reaction to
-   * {@link Attempt.ended} would run), so an owner needs no promise per job in flight. A throw
+   * the attempt's `ended` would run), so an owner needs no promise per job in flight. A throw
    * here is the owner's to catch.
    */
-  ended?(job: J, attempt: Attempt<J>, end: AttemptEnd): void;
+  ended?(job: J, attempt: A, end: AttemptEnd): void;
 }
 
-export interface AttemptOptions<J> {
+export interface AttemptOptionsOf<J, A> {
   /** The owner's handle for the job, given back to each {@link AttemptHost} method. */
   job: J;
   jobId: string;
   /** 1 on the first launch; a re-queued job runs again under a new attempt. */
   number: number;
   executor: Executor;
-  host: AttemptHost<J>;
+  host: AttemptHostOf<J, A>;
   /** Adaptive concurrency: the job's gate lease, answering its `gate-admit`/`gate-settle` (see request-gate.ts); its owner releases it. */
   gate?: GateLease | undefined;
   /** Cooperative cancel → hard stop after this long. */

@@ -1,16 +1,27 @@
 import { z } from 'zod';
 import { TIMINGS } from '../../shared/defaults.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
-import { workerMessageSchema, type MainMessage, type ResumeState, type JobOutcome, type JobSpec, type JobTask, type StopRequest } from '../../shared/protocol.js';
+import {
+  workerMessageSchema,
+  type MainMessage,
+  type ResumeState,
+  type JobOutcome,
+  type JobSpec,
+  type JobTask,
+  type StopRequest,
+} from '../../shared/protocol.js';
 import { HostCalls } from '../tools/host-calls.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import type { RequestOutcome } from '../../shared/model-call.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
-import type { AttemptEnd, AttemptHost, AttemptOptions, DeadlineKind } from './attempt-host.js';
+import type { AttemptEnd, AttemptHostOf, AttemptOptionsOf, DeadlineKind } from './attempt-host.js';
 import { ChildProcesses } from './child-processes.js';
 import { portPair, type AttemptPort } from './local-ports.js';
 
-export type { AttemptEnd, AttemptHost, AttemptOptions, DeadlineKind, GateLease, PermissionAnswer } from './attempt-host.js';
+export type { AttemptEnd, DeadlineKind, GateLease, PermissionAnswer } from './attempt-host.js';
+/** What an attempt tells its owner and asks of it (attempt-host.ts). */
+export type AttemptHost<J> = AttemptHostOf<J, Attempt<J>>;
+export type AttemptOptions<J> = AttemptOptionsOf<J, Attempt<J>>;
 
 /**
  * One launch of one job: it owns the job's ports, timers and child process groups, reads the

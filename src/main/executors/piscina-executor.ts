@@ -128,7 +128,7 @@ export class PiscinaExecutor implements Executor {
           throwIfTaskFailed(outcome, jobId);
           resolve();
         } catch (error) {
-          reject(error as Error);
+          reject(error);
         }
       };
       const onAbort = threadSlot && (() => this.#stopShared(Atomics.load(threadSlot, 0), jobId, linkId, (error) => end(false, error)));

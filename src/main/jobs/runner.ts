@@ -146,7 +146,9 @@ export class JobRunner {
   #runHostTool(job: Job, call: { name: string; callId: string; args: unknown }, signal: AbortSignal): Promise<HostToolAnswer> {
     if (isHookCall(call.name)) {
       const hooks = this.#host.hooks;
-      return hooks ? hooks.answerCall(job.id, call.name, call.args, signal) : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
+      return hooks
+        ? hooks.answerCall(job.id, call.name, call.args, signal)
+        : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
     }
     const spec = job.spec;
     const def = this.#host.tools.hostTool(call.name);
