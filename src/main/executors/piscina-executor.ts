@@ -88,23 +88,24 @@ export class PiscinaExecutor implements Executor {
     // Piscina never shares the thread of a task that has an AbortSignal: that is how a job gets
     // a thread of its own, and the signal is then its hard stop.
     const ownThread = this.capabilities.isolation === 'thread' || exclusive === true;
-    let posted: { running: Promise<unknown>; threadSlot: Int32Array | undefined };
+    let transferList: ReturnType<typeof taskPorts>;
+    let runTask: JobTask | PostedTask;
     try {
-      posted = this.#post(task, ownThread ? hardStop : undefined);
+      transferList = taskPorts(task);
+      runTask = this.#configs.posted(task);
     } catch (error) {
-      return Promise.reject(classifyWorkerFailure(error, task.spec.id));
+      return Promise.reject(error);
     }
-    return this.#track(posted.running, posted.threadSlot, task.spec.id, task.linkId, hardStop);
-  }
-
-  /** Hands the task to the pool; `signal`: its own thread's hard stop. `threadSlot`: where a shared job writes its thread's id. */
-  #post(task: JobTask, signal: AbortSignal | undefined): { running: Promise<unknown>; threadSlot: Int32Array | undefined } {
-    const transferList = taskPorts(task);
-    const runTask = this.#configs.posted(task);
     // A shared thread is ended by hand; the job writes its thread id here as it starts.
-    const threadSlot = signal ? undefined : new Int32Array(new SharedArrayBuffer(4));
-    const running = this.#pool.run(threadSlot ? { ...runTask, threadSlot } : runTask, { transferList, ...(signal ? { signal } : {}) });
-    return { running, threadSlot };
+    const threadSlot = ownThread ? undefined : new Int32Array(new SharedArrayBuffer(4));
+    let running: Promise<unknown>;
+    try {
+      running = this.#pool.run(threadSlot ? { ...runTask, threadSlot } : runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+    } catch (error) {
+      // Ends as any failure of the run does (classified, its link settled): see #track.
+      running = Promise.reject(error);
+    }
+    return this.#track(running, threadSlot, task.spec.id, task.linkId, hardStop);
   }
 
   /**
