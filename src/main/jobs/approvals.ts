@@ -233,7 +233,7 @@ export class JobApprovals {
     const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
-    job.heldResults.push(...(wait.childResults ?? []));
+    job.results.held.push(...(wait.childResults ?? []));
     for (const answered of record.approvals ?? []) {
       if (answered.remember === 'job') this.#grantToJob(job.id, answered.tool);
       if (wait.answered.includes(answered.callId)) this.#answersOf(job.id).set(answered.callId, answered);
@@ -289,7 +289,7 @@ export class JobApprovals {
       ...(state.wrapUpSent ? { wrapUpSent: true as const } : {}),
       ranMs: job.ranMs,
       answered: [...(this.#answers.get(job.id)?.keys() ?? [])],
-      ...(job.heldResults.length > 0 ? { childResults: [...job.heldResults] } : {}),
+      ...(job.results.held.length > 0 ? { childResults: [...job.results.held] } : {}),
       ...(state.scheduledTurn ? { scheduledTurn: { at: state.scheduledTurn.at, reason: state.scheduledTurn.reason } } : {}),
     };
   }

@@ -112,7 +112,7 @@ export class JobSleeps {
     const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
-    job.heldResults.push(...(wait.childResults ?? []));
+    job.results.held.push(...(wait.childResults ?? []));
     const state: RunState = { messages, usage: wait.usage, iterations: wait.iterations, ...(wait.wrapUpSent ? { wrapUpSent: true } : {}) };
     const turn = { at: wait.at, reason: wait.reason };
     if (record.state === 'queued') {
@@ -150,7 +150,7 @@ export class JobSleeps {
       iterations: state.iterations,
       ...(state.wrapUpSent ? { wrapUpSent: true as const } : {}),
       ranMs: job.ranMs,
-      ...(job.heldResults.length > 0 ? { childResults: [...job.heldResults] } : {}),
+      ...(job.results.held.length > 0 ? { childResults: [...job.results.held] } : {}),
     };
   }
 
