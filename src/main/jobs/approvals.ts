@@ -120,7 +120,7 @@ export class JobApprovals {
     const store = this.#host.store;
     if (store)
       this.#host.ledger.writeAside(`job ${job.id}'s conversation`, () => store.putConversation(job.id, redactConversation(state.messages, this.#secrets)));
-    this.#host.ledger.awaitApproval(job.id, pending, this.#waitRecord(job, state));
+    this.#host.ledger.waits.awaitApproval(job.id, pending, this.#waitRecord(job, state));
     for (const call of pending) {
       this.#host.note(job.id, `approval asked: ${call.tool} (${call.summary}), call ${call.callId}`);
       this.#host.emit('approval-requested', call);
@@ -178,7 +178,7 @@ export class JobApprovals {
     wait.pending = wait.pending.filter((p) => p !== pending);
     this.#clearTimer(wait, pending.callId);
     this.#answersOf(job.id).set(pending.callId, answered);
-    this.#host.ledger.answerApproval(job.id, answered, wait.pending, this.#waitRecord(job, wait.state));
+    this.#host.ledger.waits.answerApproval(job.id, answered, wait.pending, this.#waitRecord(job, wait.state));
     const why = answered.reason ? `: ${answered.reason}` : '';
     this.#host.note(job.id, `approval ${answered.decision === 'allow' ? 'given' : 'refused'} by ${answered.by}: ${pending.tool}, call ${pending.callId}${why}`);
     this.#host.emit('approval-resolved', answered);
@@ -190,7 +190,7 @@ export class JobApprovals {
   #resume(wait: Wait): void {
     const { job } = wait;
     this.#waits.delete(job.id);
-    this.#host.ledger.approvalsAnswered(job.id);
+    this.#host.ledger.waits.approvalsAnswered(job.id);
     job.resumeFromApproval({ ...wait.state, childResults: '', approval: true });
     this.#host.dispatcher.enqueueFirst(job);
   }

@@ -216,7 +216,7 @@ export class Job {
   /** running → suspended: it answered with children running; results it was sent and did not see are kept. */
   suspend(state: Suspension['state'], seenChildren: readonly string[]): void {
     this.#detach();
-    this.#ctx.ledger.suspend(this.id);
+    this.#ctx.ledger.waits.suspend(this.id);
     const seen = new Set(seenChildren);
     this.suspension = { state, pending: [...this.sent].filter(([child]) => !seen.has(child)).map(([, text]) => text) };
     this.sent.clear();
@@ -280,7 +280,7 @@ export class Job {
     if (this.heldResults.length === 0 || !spec) return;
     const texts = this.heldResults.splice(0);
     // Durable until its run ends: a crash before then re-runs it from its task with them (recovery.ts).
-    this.#ctx.ledger.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
+    this.#ctx.ledger.waits.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
     const held = texts.join('\n\n');
     const joined = (before: string | undefined) => (before ? `${before}\n\n${held}` : held);
     const resume = spec.resume;

@@ -156,7 +156,7 @@ export class Nesting {
       parent.sent.set(record.id, text);
     } else if (!parent.isOver) {
       parent.heldResults.push(text);
-      this.#host.ledger.holdChildResults(parent.id, parent.heldResults);
+      this.#host.ledger.waits.holdChildResults(parent.id, parent.heldResults);
     }
   }
 }
