@@ -215,6 +215,21 @@ export class JobApprovals {
     return true;
   }
 
+  /** A restart drops this job's wait (restarts.ts): its pending calls as void refusals, for its record; nothing changes here yet. */
+  voided(job: Job, reason: string): ApprovalRecord[] {
+    const at = Date.now();
+    return (this.#waits.get(job.id)?.pending ?? []).map((call) => ({ ...call, decision: 'deny' as const, by: 'restart', at, reason }));
+  }
+
+  /** Once its record no longer waits: its wait, timers, unused answers and job grants go (as at its end), and each void answer is told. */
+  dropVoided(job: Job, refused: readonly ApprovalRecord[]): void {
+    this.ended(job.id);
+    for (const answered of refused) {
+      this.#host.note(job.id, `approval void: ${answered.tool}, call ${answered.callId} (${answered.reason ?? 'restarted'})`);
+      this.#host.emit('approval-resolved', answered);
+    }
+  }
+
   /** A job ended (or was forgotten): what was kept for it goes. */
   ended(jobId: string): void {
     const wait = this.#waits.get(jobId);

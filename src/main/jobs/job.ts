@@ -1,38 +1,11 @@
 import { HELD_RESULTS_ID, type JobSpec, type ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
+import type { ApprovalRecord } from '../../shared/approvals.js';
 import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledger/ledger.js';
+import type { JobPhase, JobState, Suspension } from './job-phases.js';
 import { JobInbox } from './inbox.js';
 
-/**
- * Where a job is in its life. The ledger's record, which every view reads, has fewer states;
- * each phase maps onto it like this:
- *
- * | phase        | record                                   | what holds it                        |
- * |--------------|------------------------------------------|--------------------------------------|
- * | `queued`     | `queued`                                 | the dispatcher's FIFO                |
- * | `dispatched` | `queued`, `dispatched: n` (durable only) | an attempt, no `started` yet         |
- * | `running`    | `running`                                | an attempt that said `started`       |
- * | `suspended`  | `queued`, `waitingForChildren`           | its suspension (no slot, no thread)  |
- * | `suspended`  | `running`, `awaitingApproval`            | its approval wait (no slot, no thread) |
- * | `suspended`  | `running`, `sleepWait`                   | its sleep (no slot, no thread)       |
- * | `ended`      | `ended`, no `deliveredInTurn`            | the ledger, until delivered          |
- * | `delivered`  | `ended`, `deliveredInTurn: N`            | the ledger, until retention forgets  |
- *
- * `delivered` is read from the record (delivery is the ledger's, see deliveries.ts); the others
- * are this object's own. Moves: queued → dispatched → running → ended; dispatched or running →
- * queued (its thread died, or a restart stopped it); running → suspended → queued (its children
- * ended); queued or suspended → ended (cancelled before it ran again); ended → queued (restart); running → suspended → queued for approvals too (approvals.ts): that
- * record stays `running` while it waits, as the job has started and goes on where it paused.
- */
-export type JobPhase = 'queued' | 'dispatched' | 'running' | 'suspended' | 'ended';
-export type JobState = JobPhase | 'delivered';
-
-/** What a job that waits for its children keeps while it holds no slot and no thread. */
-export interface Suspension {
-  state: Omit<ResumeState, 'childResults'>;
-  /** Children's results it has not seen yet, in the order they ended. */
-  pending: string[];
-}
+export type { JobPhase, JobState, Suspension } from './job-phases.js';
 
 /** What a job needs of the manager around it. */
 export interface JobContext {
@@ -61,7 +34,7 @@ export interface JobInit {
 /**
  * One background job from spawn to forget: its spec, its record (read through the ledger,
  * which keeps it), its current {@link Attempt}, its place in the job tree, its name, dedup key,
- * alerts, result waiters and abort-signal cleanup, and the state machine above, persisted
+ * alerts, result waiters and abort-signal cleanup, and the state machine (job-phases.ts {@link JobPhase}), persisted
  * through the ledger. Its ending is {@link end}: once, and never a throw.
  */
 export class Job {
@@ -128,6 +101,8 @@ export class Job {
   #signalCleanup: (() => void) | undefined;
   /** Inside end(), before its ending is recorded: a re-entered end() is a no-op. */
   #ending = false;
+  /** Where a run from its start begins: a resumed job's kept conversation with its instruction, else its task (none). */
+  readonly #startFrom: ResumeState | undefined;
 
   constructor(init: JobInit, ctx: JobContext) {
     this.id = init.id;
@@ -137,6 +112,7 @@ export class Job {
     this.#parent = init.parent;
     this.dedupKey = init.dedupKey;
     this.#ctx = ctx;
+    this.#startFrom = init.spec.resume;
     init.parent?.children.push(this);
   }
 
@@ -307,18 +283,30 @@ export class Job {
     this.sent.clear();
   }
 
-  /** ended → queued: a restart, same spec, same id. */
-  reopen(note: string): Readonly<JobRecord> {
-    const record = this.#ctx.ledger.reopen(this.id, note);
-    // Its ended run read what it was handed at its start: a restart after an ending runs without it.
-    if (this.spec?.heldResults !== undefined) {
-      const { heldResults: _read, ...spec } = this.spec;
-      this.spec = spec;
-    }
+  /**
+   * ended or suspended → queued: a restart, same spec, same id, run from its start (its task, or
+   * a resumed job's instruction), never from a conversation a later run saved. A suspended job's
+   * record is reopened in one write (`refused`: its pending calls, answered as void); what it
+   * waited on in memory (a timer, an approval wait) is the caller's to drop (restarts.ts).
+   * Children's results it holds and never read go to the new run, durably from now on.
+   */
+  reopen(note: string, refused: readonly ApprovalRecord[] = []): Readonly<JobRecord> {
+    const waiting = this.#phase === 'suspended';
+    const record = waiting ? this.#ctx.ledger.waits.restart(this.id, note, refused) : this.#ctx.ledger.reopen(this.id, note);
+    // Its old run read what it was handed at its start, and that run's conversation is dropped.
+    const { resume: _saved, heldResults: _read, ...spec } = this.spec as JobSpec;
+    this.spec = this.#startFrom ? { ...spec, resume: this.#startFrom } : spec;
+    if (this.suspension) this.heldResults.push(...this.suspension.pending);
+    this.suspension = undefined;
+    this.awaitingApproval = false;
+    this.asleep = false;
     this.#alerts = 0;
     this.ranMs = 0;
+    this.runningSince = undefined;
     this.launches = 0;
     this.#move('queued');
+    // No wait record holds them any more: handed to its next run now, on its record (recovery.ts reads them there).
+    if (waiting) this.takeHeldResults();
     return record;
   }
 

@@ -1,3 +1,4 @@
+import { ForkpoolError } from '../../shared/errors.js';
 import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
 import type { ApprovalWait, JobRecord, SleepWait } from './job-record.js';
 import type { RecordTable } from './record-table.js';
@@ -7,6 +8,7 @@ import {
   awaitingApprovalRecord,
   handedResultsRecord,
   heldResultsRecord,
+  restartedWaitRecord,
   waitingForChildrenRecord,
 } from './wait-records.js';
 
@@ -53,6 +55,17 @@ export class LedgerWaits {
   woke(id: string): Readonly<JobRecord> {
     const { record } = this.#table.expect(id, 'running', 'queued');
     return this.#table.replace(id, { ...record, state: 'queued' });
+  }
+
+  /**
+   * Restarted while it waited (restarts.ts): back to `queued` to run from its start, its wait
+   * gone, in one write; `refused`, its pending calls answered as void, join its approval history.
+   */
+  restart(id: string, note: string, refused: readonly ApprovalRecord[]): Readonly<JobRecord> {
+    const record = this.#table.get(id)?.record;
+    if (!record || !(record.waitingForChildren || record.approvalWait || record.sleepWait))
+      throw new ForkpoolError('INTERNAL', `ledger: job ${id} is ${record?.state ?? 'unknown'} and waits for nothing: no wait to restart from`);
+    return this.#table.replace(id, restartedWaitRecord(record, note, refused));
   }
 
   /** Children's results handed to its next run (see {@link JobRecord.handedResults}): all it carries, not only the new ones. */
