@@ -6,16 +6,32 @@
  * sleep and no approval to bring back: it runs the job again from its task, which reads a
  * child's result it held exactly once, and the session gets the job once.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BackgroundManager, type ManagerEvents } from '../../../src/main/jobs/manager.js';
+import { AgentSession } from '../../../src/main/session/agent-session.js';
+import { loadConfig } from '../../../src/main/setup/config-load.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 import { openSqliteLedger } from '../../../src/main/ledger/sqlite-store.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
-import { ended, ledgerFile, makeConfig, makeWorkspace, messagesOf, nextEvent, startSim, useCleanup, waitFor, watchManager } from '../../helpers/index.js';
+import {
+  REPO_ROOT,
+  ended,
+  ledgerFile,
+  makeConfig,
+  makeWorkspace,
+  messagesOf,
+  nextEvent,
+  startSim,
+  tempWorkspace,
+  useCleanup,
+  waitFor,
+  watchManager,
+} from '../../helpers/index.js';
 import { ManualScheduler } from '../../helpers/fake-executor.js';
 
 const cleanups = useCleanup();
@@ -144,6 +160,61 @@ describe('restart of a waiting job, durable ledger', () => {
     expect(deliveries.drain(1).filter((r) => r.id === id)).toHaveLength(1);
     expect(deliveries.drain(2).filter((r) => r.id === id)).toEqual([]);
     expect(b.get(finder.id)?.deliveredInTurn).toBeDefined();
+    sim.assertScriptDone();
+  });
+
+  it('paused for approvals, restarted, the host killed (SIGKILL) while the new run asks the model: the next session lists no approval and re-runs it from its task, once', async () => {
+    const workspace = tempWorkspace({ 'README.md': '# demo\n' }, cleanups);
+    const file = ledgerFile(cleanups, 'restart-kill.db');
+    const sim = await startSim(cleanups, {
+      script: [
+        { toolCalls: [{ id: 'call-append', name: 'bash', arguments: { command: 'echo once >> ran.txt' } }] },
+        // The restarted run's model call: held until the kill.
+        { fault: { kind: 'hang_before_headers' } },
+        { content: 'Done from the start.' },
+      ],
+      recordBodies: true,
+    });
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'test', 'fixtures', 'restart-waiting-child.mjs'), file, sim.url, workspace], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    cleanups.add(() => void child.kill('SIGKILL'));
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
+    await waitFor(() => /restarted \S+ call-append\n/.test(stdout) && sim.requests.length === 2, 'the restarted run asks the model', { timeoutMs: 30_000 });
+    const jobId = /restarted (\S+) /.exec(stdout)?.[1] as string;
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+
+    const config = loadConfig({
+      config: {
+        baseUrl: sim.url,
+        workspaceRoot: workspace,
+        model: 'forkpool-sim',
+        maxRetries: 0,
+        sandbox: 'none',
+        approvals: 'ask',
+        tools: ['bash', 'read_file'],
+        ledger: { path: file },
+      },
+    });
+    const session = new AgentSession({ config, sessionId: 'restart-test', resume: true, background: false });
+    cleanups.add(() => session.close());
+    const { manager } = session;
+    expect(manager.recovery).toMatchObject({ awaitingApproval: [], sleeping: [], rerun: [jobId] });
+    expect(manager.approvals()).toEqual([]);
+    expect(manager.get(jobId)).toMatchObject({ approvals: [{ callId: 'call-append', decision: 'deny', by: 'restart' }] });
+    const record = await ended(manager, jobId);
+    expect(record).toMatchObject({ status: 'ok', resultText: 'Done from the start.' });
+    expect(existsSync(path.join(workspace, 'ran.txt'))).toBe(false);
+    expect(sim.requests).toHaveLength(3);
+    expect(turn(sim, 2)).toMatchObject({ tools: 0 });
+    // Delivered once: the session took it already (a user job), or the next drain does; never both, never again.
+    const taken = manager.get(jobId)?.deliveredInTurn !== undefined;
+    const deliveries = new Deliveries(manager);
+    expect(deliveries.drain(1).map((r) => r.id)).toEqual(taken ? [] : [jobId]);
+    expect(deliveries.drain(2)).toEqual([]);
     sim.assertScriptDone();
   });
 });
