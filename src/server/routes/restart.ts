@@ -39,6 +39,11 @@ export function restartRoutes(state: ServerState) {
         return reply.code(409).send(refusal('JOB_NOT_RESTARTABLE', `job ${before.id} is queued: nothing to restart yet`, before.state));
       try {
         const handle = found.manager.restart(before.id);
+        // Its record unchanged: a job queued to go on where it waited (its children ended, its calls answered) is left as it is.
+        if (handle.state === 'queued' && found.manager.find(before.id) === before)
+          return reply
+            .code(409)
+            .send(refusal('JOB_NOT_RESTARTABLE', `job ${before.id} is queued to go on where it waited: nothing to restart yet`, before.state));
         // A job asleep or paused for approvals is `running` in its record, but is re-queued at once.
         return reply.code(202).send({ ...handle, restarted: handle.state === 'running' ? 'stopping' : 'requeued' });
       } catch (error) {
