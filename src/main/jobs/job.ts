@@ -177,16 +177,28 @@ export class Job {
   }
 
   /**
-   * dispatched or running → queued, to launch again; `fresh`: its launch count starts over. Its
-   * next run starts from its task or its saved conversation, neither of which holds what this
-   * run was handed: those results are held for it.
+   * dispatched or running → queued, to launch again; `fresh` (a restart): from its start, its
+   * launch count over. Its next run starts from its task or its saved conversation, neither of
+   * which holds what this run was sent: those results are held for it. A restart's also gets what
+   * this run was handed at its launch (its record's `handedResults`), once.
    */
   requeue(note: string, fresh: boolean): void {
     this.#detach();
     this.#holdUnread([]);
-    if (fresh) this.launches = 0;
+    if (fresh) {
+      this.heldResults.unshift(...(this.record.handedResults ?? []));
+      this.#ctx.ledger.waits.handResults(this.id, []);
+      this.#toStart();
+      this.launches = 0;
+    }
     if (this.record.state === 'running') this.#ctx.ledger.requeue(this.id, note);
     this.#move('queued');
+  }
+
+  /** Its next run starts from its task (or a resumed job's instruction), never from a conversation a run saved. */
+  #toStart(): void {
+    const { resume: _saved, heldResults: _handed, ...spec } = this.spec as JobSpec;
+    this.spec = this.#startFrom ? { ...spec, resume: this.#startFrom } : spec;
   }
 
   /** running → suspended: it answered with children running; results it was sent and did not see are kept. */
@@ -294,8 +306,7 @@ export class Job {
     const waiting = this.#phase === 'suspended';
     const record = waiting ? this.#ctx.ledger.waits.restart(this.id, note, refused) : this.#ctx.ledger.reopen(this.id, note);
     // Its old run read what it was handed at its start, and that run's conversation is dropped.
-    const { resume: _saved, heldResults: _read, ...spec } = this.spec as JobSpec;
-    this.spec = this.#startFrom ? { ...spec, resume: this.#startFrom } : spec;
+    this.#toStart();
     if (this.suspension) this.heldResults.push(...this.suspension.pending);
     this.suspension = undefined;
     this.awaitingApproval = false;

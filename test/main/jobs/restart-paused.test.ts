@@ -16,7 +16,7 @@ import type { ApprovalRecord } from '../../../src/shared/approvals.js';
 import type { ForkpoolConfigInput } from '../../../src/shared/config.js';
 import { tool, type ToolDefinition } from '../../../src/shared/tool-contract.js';
 import type { ScriptStep } from '../../../src/sim/types.js';
-import { ended, makeConfig, makeWorkspace, messagesOf, nextEvent, startSim, useCleanup, watchManager } from '../../helpers/index.js';
+import { ended, makeConfig, makeWorkspace, messagesOf, nextEvent, startSim, useCleanup, waitFor, watchManager } from '../../helpers/index.js';
 import { ManualScheduler } from '../../helpers/fake-executor.js';
 
 const cleanups = useCleanup();
@@ -203,6 +203,57 @@ describe('restart of a job that waits', () => {
     manager.restart(id);
     expect(await ended(manager, id)).toMatchObject({ status: 'ok', resultText: 'Scanned from the start.' });
     expect(turn(sim, 2)).toEqual({ users: [expect.stringContaining(task)], tools: 0 });
+    sim.assertScriptDone();
+  });
+
+  it('running after a wake: a restart runs it from its task, not from the woken conversation', async () => {
+    const task = 'Scan the queue.';
+    const { sim, scheduler, manager } = await setUp([
+      { toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '1h', reason: 'scan again' } }] },
+      // The woken run's model call hangs until the restart stops it.
+      { fault: { kind: 'hang_before_headers' } },
+      { content: 'Scanned from the start.' },
+    ]);
+    const { id } = manager.spawn({ task, label: 'scanner', scheduler: 'sleep' });
+    await nextEvent<ManagerEvents, 'sleeping'>(manager, 'sleeping', (r) => r.id === id);
+    scheduler.fire(scheduler.find('sleep', id)[0] as number);
+    await waitFor(() => sim.requests.length === 2, 'the woken run asks the model');
+
+    expect(manager.restart(id)).toMatchObject({ id, state: 'running' });
+    expect(await ended(manager, id)).toMatchObject({ status: 'ok', resultText: 'Scanned from the start.' });
+    expect(turn(sim, 2)).toEqual({ users: [expect.stringContaining(task)], tools: 0 });
+    sim.assertScriptDone();
+  });
+
+  it("running after a wake that handed it a child's result: the restart's run from its task reads that result once", async () => {
+    const task = 'Supervise: delegate the search, then sleep.';
+    const final = 'Restarted: the finder says src/net/retry.ts.';
+    const { sim, scheduler, manager } = await setUp([
+      {
+        toolCalls: [
+          { name: 'spawn_background_agent', arguments: { task: 'Find where the retry backoff is.', label: 'finder' } },
+          { name: 'schedule_next_turn', arguments: { after: '1h', reason: 'read the finder result' } },
+        ],
+      },
+      { content: ANSWER },
+      // The woken run (handed the finder's result with its wake message) hangs until the restart stops it.
+      { fault: { kind: 'hang_before_headers' } },
+      { content: final },
+    ]);
+    const { id } = manager.spawn({ task, label: 'supervisor', scheduler: 'sleep' });
+    await nextEvent<ManagerEvents, 'sleeping'>(manager, 'sleeping', (r) => r.id === id);
+    const finder = manager.jobs().find((r) => r.parentJobId === id) as JobRecord;
+    expect((await ended(manager, finder.id)).status).toBe('ok');
+    scheduler.fire(scheduler.find('sleep', id)[0] as number);
+    await waitFor(() => sim.requests.length === 3, 'the woken run asks the model');
+
+    manager.restart(id);
+    expect(await ended(manager, id)).toMatchObject({ status: 'ok', resultText: final });
+    const first = turn(sim, 3);
+    expect(first.tools).toBe(0);
+    expect(first.users[0]).toContain(task);
+    expect(first.users.join('\n').split('answer 4242').length - 1).toBe(1);
+    expectDeliveredOnce(manager, id);
     sim.assertScriptDone();
   });
 });
