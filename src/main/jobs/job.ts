@@ -73,17 +73,11 @@ export class Job {
   runningSince: number | undefined;
   /** Wall-clock ms it ran before its latest approval wait (its timeout counts on from there). */
   ranMs = 0;
-  /**
-   * Children's results posted to its current run, by child id. When that run ends without
-   * having read one (it paused, slept, or was re-queued), the result is held for the next run
-   * (see `#holdUnread`), or resent at resume (waiting for its children): never lost, never twice.
-   */
+  /** Children's results posted to its current run, by child id: what it ends without reading is held (`#holdUnread`, `suspend`), never lost, never twice. */
   readonly sent = new Map<string, string>();
   /**
-   * Children's results that came while it had no run to post them to (asleep, paused for
-   * approvals, or queued to go on from either), or that a run was handed and ended without
-   * reading: its next run reads them (see {@link takeHeldResults}). The ledger keeps a copy on
-   * its wait record, for a restart (sleeps.ts, approvals.ts).
+   * Children's results that came while it had no run (asleep, paused, queued), or that a run ended
+   * without reading: its next run reads them ({@link takeHeldResults}); a copy is on its wait record.
    */
   readonly heldResults: string[] = [];
   /** Messages sent to it (send_to_background_agent); see inbox.ts and steering.ts. */
@@ -177,10 +171,9 @@ export class Job {
   }
 
   /**
-   * dispatched or running → queued, to launch again; `fresh` (a restart): from its start, its
-   * launch count over. Its next run starts from its task or its saved conversation, neither of
-   * which holds what this run was sent: those results are held for it. A restart's also gets what
-   * this run was handed at its launch (its record's `handedResults`), once.
+   * dispatched or running → queued; `fresh` (a restart): from its start, launches counted anew.
+   * What this run was sent and did not read is held for the next; a restart's also gets what this
+   * run was handed at its launch (its record's `handedResults`): its conversation is dropped.
    */
   requeue(note: string, fresh: boolean): void {
     this.#detach();
@@ -257,11 +250,9 @@ export class Job {
   }
 
   /**
-   * At launch: the results held for it join what its run goes on with, once (they stay in its spec
-   * if that launch is lost and it runs again). A run going on from its conversation reads them as
-   * a user message; one going on from an approval pause after the approved calls (the worker puts
-   * them before its next model call); a run from its task (a restart, a re-queue) in its first
-   * turn, after the task (`spec.heldResults`).
+   * At launch: the results held for it join what its run goes on with, once (kept in its spec if
+   * that launch is lost): a user message in a conversation it goes on from; after the approved
+   * calls of an approval pause; in the first turn of a run from its task (`spec.heldResults`).
    */
   takeHeldResults(): void {
     const spec = this.spec;
@@ -286,7 +277,8 @@ export class Job {
    * (`seen`) are held for the next run. `saved`: that run saved its conversation, which goes on
    * without its `resume` (replaced at the next wake or answer): held results an approval resume
    * carried and the run never read (it slept or paused again before a model call) are held again.
-   * A re-queued run keeps its `resume`, and with it those results.
+   * A run re-queued after its thread died keeps its `resume`, and with it those results; a
+   * restart's next run gets them from its record (see {@link requeue}).
    */
   #holdUnread(seen: readonly string[], saved = false): void {
     const resume = this.spec?.resume;
@@ -296,11 +288,9 @@ export class Job {
   }
 
   /**
-   * ended or suspended → queued: a restart, same spec, same id, run from its start (its task, or
-   * a resumed job's instruction), never from a conversation a later run saved. A suspended job's
-   * record is reopened in one write (`refused`: its pending calls, answered as void); what it
-   * waited on in memory (a timer, an approval wait) is the caller's to drop (restarts.ts).
-   * Children's results it holds and never read go to the new run, durably from now on.
+   * ended or suspended → queued: a restart from its start, same spec and id. A suspended job's
+   * record is reopened in one write (`refused`: its calls answered as void), what it waited on in
+   * memory is the caller's to drop (restarts.ts), and the results it held unread go to the new run.
    */
   reopen(note: string, refused: readonly ApprovalRecord[] = []): Readonly<JobRecord> {
     const waiting = this.#phase === 'suspended';
