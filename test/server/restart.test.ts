@@ -77,4 +77,37 @@ describe('POST /v1/jobs/:id/restart', () => {
     expect(JSON.stringify(result)).toContain('Scanned from the start.');
     expect(sim.requests).toHaveLength(2);
   }, 60_000);
+
+  it('409 for a job queued to go on where it waited (its approval answered, no slot yet): nothing is restarted', async () => {
+    // One slot: A pauses for its call, B takes the slot and hangs; A, answered, waits in the queue.
+    const { api, sim } = await startTestServer(
+      cleanup,
+      { background: { maxConcurrent: 1 }, approvals: 'ask', sandbox: 'none', tools: ['bash', 'read_file'] },
+      { script: [{ toolCalls: [{ id: 'call-1', name: 'bash', arguments: { command: 'echo one' } }] }], faults: { 2: { kind: 'hang_before_headers' } } },
+    );
+    const started = await json(
+      await api('/v1/jobs', {
+        json: {
+          tasks: [
+            { task: 'Run the check.', label: 'checker' },
+            { task: 'Where is the cache?', label: 'holder' },
+          ],
+        },
+      }),
+    );
+    const [checker] = started.jobs.map((j: { id: string }) => j.id) as [string, string];
+    await waitFor(() => sim.requests.length === 2, 'the checker paused and the holder mid-call');
+    const answered = await api(`/v1/jobs/${checker}/approvals/call-1`, { json: { decision: 'allow' } });
+    expect(answered.status).toBe(200);
+    const before = await json(await api(`/v1/jobs/${checker}`));
+    expect(before.state).toBe('queued');
+
+    const refused = await api(`/v1/jobs/${checker}/restart`, { method: 'POST' });
+    expect(refused.status).toBe(409);
+    expect((await json(refused)).error).toMatchObject({
+      code: 'JOB_NOT_RESTARTABLE',
+      state: 'queued',
+      message: expect.stringContaining('nothing to restart'),
+    });
+  }, 60_000);
 });
