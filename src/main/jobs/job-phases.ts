@@ -1,5 +1,8 @@
 import type { ResumeState } from '../../shared/protocol.js';
 
+// A job's phases and what it keeps while it waits for its children: the state machine that
+// job.ts's Job runs, apart so the class stays readable.
+
 /**
  * Where a job is in its life. The ledger's record, which every view reads, has fewer states;
  * each phase maps onto it like this:
@@ -18,7 +21,7 @@ import type { ResumeState } from '../../shared/protocol.js';
  * `delivered` is read from the record (delivery is the ledger's, see deliveries.ts); the others
  * are this object's own. Moves: queued → dispatched → running → ended; dispatched or running →
  * queued (its thread died, or a restart stopped it); running → suspended → queued (its children
- * ended); queued or suspended → ended (cancelled before it ran again); ended → queued (restart); running → suspended → queued for approvals too (approvals.ts): that
+ * ended); queued or suspended → ended (cancelled before it ran again); ended or suspended → queued (restart; a suspended job's wait is dropped, restarts.ts); running → suspended → queued for approvals too (approvals.ts): that
  * record stays `running` while it waits, as the job has started and goes on where it paused.
  */
 export type JobPhase = 'queued' | 'dispatched' | 'running' | 'suspended' | 'ended';

@@ -1,5 +1,6 @@
 import type { JobSpec, ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
+import type { ApprovalRecord } from '../../shared/approvals.js';
 import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledger/ledger.js';
 import type { JobPhase, JobState, Suspension } from './job-phases.js';
 import { JobInbox } from './inbox.js';
@@ -93,6 +94,8 @@ export class Job {
   #signalCleanup: (() => void) | undefined;
   /** Inside end(), before its ending is recorded: a re-entered end() is a no-op. */
   #ending = false;
+  /** Where a run from its start begins: a resumed job's kept conversation with its instruction, else its task (none). */
+  readonly #startFrom: ResumeState | undefined;
 
   constructor(init: JobInit, ctx: JobContext) {
     this.id = init.id;
@@ -102,6 +105,7 @@ export class Job {
     this.#parent = init.parent;
     this.dedupKey = init.dedupKey;
     this.#ctx = ctx;
+    this.#startFrom = init.spec.resume;
     init.parent?.children.push(this);
   }
 
@@ -188,22 +192,33 @@ export class Job {
   }
 
   /**
-   * dispatched or running → queued, to launch again; `fresh`: its launch count starts over. Its
-   * next run starts from its task or its saved conversation, neither of which holds what this
-   * run was handed: those results are held for it.
+   * dispatched or running → queued; `fresh` (a restart): from its start, launches counted anew.
+   * What this run was sent and did not read is held for the next; a restart's also gets what this
+   * run was handed at its launch (its record's `handedResults`): its conversation is dropped.
    */
   requeue(note: string, fresh: boolean): void {
     this.#detach();
     this.#holdUnread([]);
-    if (fresh) this.launches = 0;
+    if (fresh) {
+      this.results.held.unshift(...(this.record.handedResults ?? []));
+      this.#ctx.ledger.waits.handResults(this.id, []);
+      this.#toStart();
+      this.launches = 0;
+    }
     if (this.record.state === 'running') this.#ctx.ledger.requeue(this.id, note);
     this.#move('queued');
+  }
+
+  /** Its next run starts from its task (or a resumed job's instruction), never from a conversation a run saved. */
+  #toStart(): void {
+    const { resume: _saved, heldResults: _handed, ...spec } = this.spec as JobSpec;
+    this.spec = this.#startFrom ? { ...spec, resume: this.#startFrom } : spec;
   }
 
   /** running → suspended: it answered with children running; results it was sent and did not see are kept. */
   suspend(state: Suspension['state'], seenChildren: readonly string[]): void {
     this.#detach();
-    this.#ctx.ledger.suspend(this.id);
+    this.#ctx.ledger.waits.suspend(this.id);
     this.suspension = { state, pending: this.results.takeUnread(seenChildren) };
     this.inbox.saved();
     this.#move('suspended');
@@ -254,8 +269,9 @@ export class Job {
   }
 
   /**
-   * At launch: the results held for it join what its run goes on with, once (they stay in its spec
-   * if that launch is lost and it runs again; see withHeldResults).
+   * At launch: the results held for it join what its run goes on with, once (kept in its spec if
+   * that launch is lost): a user message in a conversation it goes on from; after the approved
+   * calls of an approval pause; in the first turn of a run from its task (`spec.heldResults`).
    */
   takeHeldResults(): void {
     const spec = this.spec;
@@ -263,7 +279,7 @@ export class Job {
     if (held.length === 0 || !spec) return;
     const texts = held.splice(0);
     // Durable until its run ends: a crash before then re-runs it from its task with them (recovery.ts).
-    this.#ctx.ledger.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
+    this.#ctx.ledger.waits.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
     this.spec = withHeldResults(spec, texts.join('\n\n'));
   }
 
@@ -274,28 +290,39 @@ export class Job {
   }
 
   /**
-   * Its run ended (paused, asleep, re-queued): what it was posted and did not read (`seen`) is
-   * held for the next run. `saved`: that run saved its conversation, which goes on without its
-   * `resume` (replaced at the next wake or answer), so held results an approval resume carried
-   * are held again; a re-queued run keeps its `resume`, and with it those results.
+   * Its run ended (paused, asleep, re-queued): the results posted to it that it did not read
+   * (`seen`) are held for the next run. `saved`: that run saved its conversation, which goes on
+   * without its `resume` (replaced at the next wake or answer): held results an approval resume
+   * carried and the run never read (it slept or paused again before a model call) are held again.
+   * A run re-queued after its thread died keeps its `resume`, and with it those results; a
+   * restart's next run gets them from its record (see {@link requeue}).
    */
   #holdUnread(seen: readonly string[], saved = false): void {
     const resume = this.spec?.resume;
     this.results.holdUnread(seen, saved && resume?.approval ? resume.childResults : undefined);
   }
 
-  /** ended → queued: a restart, same spec, same id. */
-  reopen(note: string): Readonly<JobRecord> {
-    const record = this.#ctx.ledger.reopen(this.id, note);
-    // Its ended run read what it was handed at its start: a restart after an ending runs without it.
-    if (this.spec?.heldResults !== undefined) {
-      const { heldResults: _read, ...spec } = this.spec;
-      this.spec = spec;
-    }
+  /**
+   * ended or suspended → queued: a restart from its start, same spec and id. A suspended job's
+   * record is reopened in one write (`refused`: its calls answered as void), what it waited on in
+   * memory is the caller's to drop (restarts.ts), and the results it held unread go to the new run.
+   */
+  reopen(note: string, refused: readonly ApprovalRecord[] = []): Readonly<JobRecord> {
+    const waiting = this.#phase === 'suspended';
+    const record = waiting ? this.#ctx.ledger.waits.restart(this.id, note, refused) : this.#ctx.ledger.reopen(this.id, note);
+    // Its old run read what it was handed at its start, and that run's conversation is dropped.
+    this.#toStart();
+    if (this.suspension) this.results.held.push(...this.suspension.pending);
+    this.suspension = undefined;
+    this.awaitingApproval = false;
+    this.asleep = false;
     this.#alerts = 0;
     this.ranMs = 0;
+    this.runningSince = undefined;
     this.launches = 0;
     this.#move('queued');
+    // No wait record holds them any more: handed to its next run now, on its record (recovery.ts reads them there).
+    if (waiting) this.takeHeldResults();
     return record;
   }
 

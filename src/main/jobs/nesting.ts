@@ -151,7 +151,7 @@ export class Nesting {
       parent.results.posted(record.id, text);
     } else if (!parent.isOver) {
       parent.results.held.push(text);
-      this.#host.ledger.holdChildResults(parent.id, parent.results.held);
+      this.#host.ledger.waits.holdChildResults(parent.id, parent.results.held);
     }
   }
 }

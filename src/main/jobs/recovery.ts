@@ -157,7 +157,7 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       // its first turn reads what its children gave (held on the wait, or handed to the cut run).
       const held = record.sleepWait?.childResults ?? record.approvalWait?.childResults ?? record.handedResults ?? [];
       if (Array.isArray(held)) job.results.held.push(...held.filter((text) => typeof text === 'string'));
-      ledger.handResults(record.id, []);
+      ledger.waits.handResults(record.id, []);
       host.dispatcher.enqueue(job);
       report.rerun.push(record.id);
     } else {

@@ -69,7 +69,7 @@ export class JobSleeps {
     const store = this.#host.store;
     if (store)
       this.#host.ledger.writeAside(`job ${job.id}'s conversation`, () => store.putConversation(job.id, redactConversation(state.messages, this.#secrets)));
-    const record = this.#host.ledger.sleep(job.id, this.#waitRecord(job, state, turn));
+    const record = this.#host.ledger.waits.sleep(job.id, this.#waitRecord(job, state, turn));
     this.#host.note(job.id, `asleep until ${new Date(turn.at).toISOString()}: ${turn.reason}`);
     this.#sleep(job, state, turn, now);
     this.#host.emit('sleeping', record);
@@ -136,7 +136,7 @@ export class JobSleeps {
     const { job } = sleep;
     if (this.#sleeps.get(job.id) !== sleep || job.isOver) return;
     this.#sleeps.delete(job.id);
-    this.#host.ledger.woke(job.id);
+    this.#host.ledger.waits.woke(job.id);
     this.#host.note(job.id, `woke: ${sleep.turn.reason}`);
     job.wake({ ...sleep.state, childResults: wakeMessage(sleep.turn) });
     this.#host.dispatcher.enqueue(job);

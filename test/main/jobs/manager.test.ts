@@ -82,7 +82,9 @@ describe.concurrent('BackgroundManager: cap and order', () => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 50 });
-    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 3 }), cleanups);
+    // Twice as many threads as slots: the pool could run 6 at once, so only the dispatcher's cap
+    // keeps it at 3 (with threads = maxConcurrent an off-by-one there was hidden by the pool).
+    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 3, threads: 6 }), cleanups);
     const log = recordEvents(manager);
 
     const ids = Array.from({ length: 12 }, (_, i) => manager.spawn({ task: `${RESEARCH_TASK} (${i})`, label: `job ${i}` }).id);
