@@ -177,7 +177,7 @@ describe('jobs waiting to start in a shared thread', () => {
     expect(records.map((r) => r.stopReason)).toEqual(Array.from({ length: jobs - 1 }, () => 'final'));
     // Its first request (no assistant turn yet) carries the message: it was kept while the job waited.
     const steeredFirst = sim.requests.filter((r) => {
-      const messages = messagesOf(r as never);
+      const messages = messagesOf(r);
       return (
         !messages.some((m) => m.role === 'assistant') && messages.some((m) => m.role === 'user' && String(m.content).includes('Look at the README first.'))
       );
