@@ -1,7 +1,9 @@
 /**
- * What a job in flight costs (issue 23): N jobs held in their first model call (the simulator
- * answers after --latency ms) in `shared` isolation, then process RSS, the main thread's heap
- * and each worker's heap. Run twice (N=1000, N=4000) and compare: the slope is the cost.
+ * What a job in flight costs (issue 23): N jobs started in `shared` isolation and held (the
+ * simulator answers after --latency ms): those within the threads' connections in their first
+ * model call, the rest waiting to build their loop (thread-backlog.ts); then process RSS, the
+ * main thread's heap and each worker's heap. Run twice (N=1000, N=4000) and compare: the slope
+ * is the cost. `--connections 1` holds nearly every job waiting to start.
  *
  *   npm run bench:build && node --expose-gc scripts/job-memory.mjs --jobs 1000 [--snapshot out.heapsnapshot]
  *
@@ -35,6 +37,8 @@ const { values } = parseArgs({
     'worker-file': { type: 'string' },
     // With --drain: once this many jobs are done, each worker's heap before and after a GC (live vs garbage).
     'probe-at': { type: 'string' },
+    // With --probe-at: write the first worker's heap snapshot (taken at the probe) to this file.
+    'probe-snapshot': { type: 'string' },
     'main-snapshot': { type: 'string' },
     connections: { type: 'string', default: String(SCALE_CONNECTIONS_PER_THREAD) },
     // `thread`: one thread per job in flight (RSS per thread: run twice, e.g. 20 and 60 jobs).
@@ -99,9 +103,9 @@ const sum = (ws, k) => Math.round(ws.reduce((a, w) => a + (w[k] ?? 0), 0) * 10) 
 const inFlight = new Set();
 let allIn;
 const ready = new Promise((resolve) => (allIn = resolve));
-manager.on('progress', ({ jobId, event }) => {
-  if (event.type !== 'model_request') return;
-  inFlight.add(jobId);
+// Every job started in its thread: those past the thread's connections wait to build their loop (ConnectionSlots.enter).
+manager.on('started', ({ id }) => {
+  inFlight.add(id);
   if (inFlight.size === jobs) allIn();
 });
 const t0 = Date.now();
@@ -118,7 +122,12 @@ if (values.drain) {
       const heldBefore = await workerStats();
       probe.rssMb = mb(process.memoryUsage.rss());
       probe.usedBeforeGcMb = sum(heldBefore, 'usedMb');
-      for (const w of workers.filter((x) => x.threadId > 0)) await pipeline(await w.getHeapSnapshot(), new Writable({ write: (_c, _e, next) => next() }));
+      let written = false;
+      for (const w of workers.filter((x) => x.threadId > 0)) {
+        const sink = values['probe-snapshot'] && !written ? createWriteStream(values['probe-snapshot']) : new Writable({ write: (_c, _e, next) => next() });
+        written = true;
+        await pipeline(await w.getHeapSnapshot(), sink);
+      }
       probe.usedAfterGcMb = sum(await workerStats(), 'usedMb');
       probe.inFlight = jobs - done;
     })();

@@ -1,4 +1,5 @@
 import { AbortError } from './errors.js';
+import { threadBacklog, type ThreadBacklog } from './thread-backlog.js';
 
 /**
  * One thread's connections to one model endpoint: at most `limit` requests hold a slot at a
@@ -12,18 +13,23 @@ import { AbortError } from './errors.js';
  *
  * A request takes its slot before its timers start (see `callModel`): waiting here is the
  * thread's own queue, not the endpoint being slow, so it never counts toward `requestTimeoutMs`.
+ * Its waiters count in the thread's backlog, which new jobs wait on to start (thread-backlog.ts).
  */
-export class ConnectionSlots {
+export class ConnectionSlots implements SlotSource {
   readonly limit: number;
+  readonly #backlog: ThreadBacklog;
   #inUse = 0;
   #peak = 0;
   /** FIFO of waiters; `#head` is the next to serve (no `shift()`: O(n) at 50,000 waiters). */
   #queue: (Waiter | undefined)[] = [];
   #head = 0;
+  /** Waiters in `#queue` not cancelled. */
+  #waiting = 0;
 
-  constructor(limit: number) {
+  constructor(limit: number, backlog: ThreadBacklog = threadBacklog) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`connection slots: limit must be an integer ≥ 1, got ${limit}`);
     this.limit = limit;
+    this.#backlog = backlog;
   }
 
   /** Requests holding a slot now. */
@@ -38,9 +44,7 @@ export class ConnectionSlots {
 
   /** Requests waiting for a slot. */
   get waiting(): number {
-    let n = 0;
-    for (let i = this.#head; i < this.#queue.length; i++) if (this.#queue[i]?.cancelled === false) n++;
-    return n;
+    return this.#waiting;
   }
 
   /**
@@ -56,17 +60,26 @@ export class ConnectionSlots {
         // The releasing holder's slot passes to this one as it is (still counted).
         grant: () => {
           signal.removeEventListener('abort', onAbort);
+          this.#leftQueue();
           resolve(this.#handle());
         },
       };
       // Left in the queue, marked: `#next` skips it.
       const onAbort = () => {
         waiter.cancelled = true;
+        this.#leftQueue();
         reject(new AbortError(signal.reason));
       };
       signal.addEventListener('abort', onAbort, { once: true });
+      this.#waiting++;
+      this.#backlog.queueJoined();
       this.#queue.push(waiter);
     });
+  }
+
+  #leftQueue(): void {
+    this.#waiting--;
+    this.#backlog.queueLeft();
   }
 
   #take(): () => void {
@@ -118,6 +131,11 @@ export class ConnectionSlots {
 interface Waiter {
   cancelled: boolean;
   grant(): void;
+}
+
+/** Where a model call takes its connection slot (see {@link ConnectionSlots.acquire}). */
+export interface SlotSource {
+  acquire(signal: AbortSignal): Promise<() => void>;
 }
 
 /*

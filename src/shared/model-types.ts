@@ -4,7 +4,7 @@ import type { ModelClient } from './model-client.js';
 import type { ChatCompletionCreateParams, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions';
 import type { Usage } from './usage.js';
 import type { ForkpoolConfig } from './config.js';
-import type { ConnectionSlots } from './connection-slots.js';
+import type { SlotSource } from './connection-slots.js';
 
 /** What one model call produced, whether streamed or not. */
 export interface ModelReply {
@@ -82,6 +82,6 @@ export interface ModelCallOptions {
    * The thread's connections to this endpoint (`modelConnectionsPerThread`): each attempt holds
    * a slot from before it is sent to its last byte. Undefined: no bound (undici's own pool).
    */
-  connections?: ConnectionSlots | undefined;
+  connections?: SlotSource | undefined;
   onRetry?: ((event: RetryEvent) => void) | undefined;
 }

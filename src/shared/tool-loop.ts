@@ -12,7 +12,7 @@ import type { ToolContext, ToolDefinition } from './tools/types.js';
 import { addModelUsage, type Usage, type UsageByModel } from './usage.js';
 import type { LoopEvent, StopReason } from './loop-events.js';
 import type { BudgetMeter, BudgetName } from './budget.js';
-import type { ConnectionSlots } from './connection-slots.js';
+import type { SlotSource } from './connection-slots.js';
 import type { ToolHooks } from './hooks.js';
 import { carriedFields } from './wires/history.js';
 import { estimateJsonTokens } from './token-estimate.js';
@@ -46,8 +46,8 @@ export interface ToolLoopOptions {
   toolContext: Omit<ToolContext, 'signal'>;
   signal?: AbortSignal | undefined;
   rateGate?: RateGate | undefined;
-  /** The thread's bounded connections to the model endpoint (see {@link ConnectionSlots}). */
-  connections?: ConnectionSlots | undefined;
+  /** The thread's bounded connections to the model endpoint (see ConnectionSlots, connection-slots.ts). */
+  connections?: SlotSource | undefined;
   onEvent?: ((event: LoopEvent) => void) | undefined;
   /**
    * Asked before every model call: text to add as a user message first (a job's children's

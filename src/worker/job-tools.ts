@@ -2,6 +2,11 @@ import { z } from 'zod';
 import { ToolError } from '../shared/errors.js';
 import { ALERT_MAX_CHARS, ALERT_SEVERITIES, type AlertSeverity } from '../shared/protocol.js';
 import type { ToolDefinition } from '../shared/tools/types.js';
+import type { JobSpec, WorkerMessage } from '../shared/protocol.js';
+import { scheduleNextTurnTool, type ScheduledTurn } from '../shared/scheduler.js';
+import { maxDepthFor } from '../shared/agents.js';
+import { spawnableModels } from '../shared/spawn-spec.js';
+import { spawnChildTool, type ChildLink, type ChildSpawnOffer } from './children.js';
 
 const alertArgs = z.strictObject({
   message: z.string().trim().min(1).max(ALERT_MAX_CHARS),
@@ -28,4 +33,43 @@ export function reportAlertTool(send: (alert: { message: string; severity: Alert
       return `Alert ${sent} of at most ${max} sent to your parent (${args.severity}). Continue your task.`;
     },
   };
+}
+
+/** The tools a job has beyond the built-ins: they talk to the main thread over the port. */
+export function jobToolsFor(
+  spec: JobSpec,
+  post: (message: WorkerMessage) => void,
+  children: ChildLink | undefined,
+  signal: AbortSignal,
+  onSchedule: (turn: ScheduledTurn) => void,
+): ToolDefinition[] {
+  const tools: ToolDefinition[] = [];
+  // sleep: the run ends after the call and the main thread wakes the job; exit_on_defer: the job ends deferred.
+  if (spec.scheduler) tools.push(scheduleNextTurnTool({ scheduler: spec.scheduler, onSchedule }));
+  const maxAlerts = spec.config.background.maxAlertsPerJob;
+  if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
+  if (children) tools.push(spawnChildTool(children, childSpawnOffer(spec), signal));
+  return tools;
+}
+
+/**
+ * What the job's own spawn tool offers, as the parent's does: the allow-list is the config's
+ * `agentTools` (an agent has none of its own), a fork's tools are those a fork gets (the
+ * config's), the models are the spawnable ones. The main thread checks them all again.
+ */
+function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
+  const config = spec.config;
+  const agents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
+  return {
+    agents,
+    tools: config.tools,
+    models: spawnableModels(config),
+    mayReplacePrompt: config.background.allowSystemPromptReplace,
+    mayTypeOutput: config.background.allowOutputSchema,
+  };
+}
+
+/** Below its depth limit (its agent's, else the session's), a job gets the spawn tool. */
+export function canSpawn(spec: JobSpec): boolean {
+  return (spec.depth ?? 1) < maxDepthFor(spec.config, spec.agent);
 }

@@ -1,5 +1,5 @@
 import { threadId } from 'node:worker_threads';
-import { scheduleNextTurnTool, type ScheduledTurn } from '../shared/scheduler.js';
+import type { ScheduledTurn } from '../shared/scheduler.js';
 import { TIMINGS } from '../shared/defaults.js';
 import { AbortError, ForkpoolError, serializeError } from '../shared/errors.js';
 import { createModelClient, type ModelClient, type RateGate } from '../shared/model-call.js';
@@ -14,10 +14,10 @@ import { FileReadLog } from '../shared/tools/file-reads.js';
 import { resolveWorkspaceRoot } from '../shared/tools/sandbox.js';
 import { checkedSpec, jobEnv, policyFor, secretsFor, sharedText } from './thread-shared.js';
 import type { PermissionGate, ProcessRegistry, ToolDefinition } from '../shared/tools/types.js';
-import { agentSystemPrompt, configForAgent, maxDepthFor } from '../shared/agents.js';
-import { applySpawnSpec, spawnSystemPrompt, spawnableModels } from '../shared/spawn-spec.js';
-import { reportAlertTool } from './job-tools.js';
-import { ChildLink, earlierRunResults, spawnChildTool, type ChildSpawnOffer } from './children.js';
+import { agentSystemPrompt, configForAgent } from '../shared/agents.js';
+import { applySpawnSpec, spawnSystemPrompt } from '../shared/spawn-spec.js';
+import { canSpawn, jobToolsFor } from './job-tools.js';
+import { ChildLink, earlierRunResults } from './children.js';
 import { SteeringInbox, joinInjections } from './steering.js';
 import { typedOutputFor } from './typed-output.js';
 import { SUBMIT_RESULT_TOOL } from '../shared/output-schema.js';
@@ -26,10 +26,9 @@ import { mergeUsageByModel, type UsageByModel } from '../shared/usage.js';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { BudgetMeter } from '../shared/budget.js';
 import { capConversation } from '../shared/conversation-cap.js';
-import { connectionSlotsFor } from '../shared/connection-slots.js';
-import { modelBaseUrl } from '../shared/config.js';
 import type { AwaitedCall } from '../shared/protocol.js';
 import { postEnding, type JobRunResult } from './job-ending.js';
+import { enterThread, waitToStart, type JobLane } from './job-entry.js';
 import { DENIED, PermissionQuestions, approvalGate } from './job-permissions.js';
 
 export interface BackgroundJobDeps {
@@ -50,6 +49,8 @@ export interface BackgroundJobDeps {
   hostTools?: HostToolLink;
   /** The calls its gate paused for approvals, by call id (see {@link approvalGate}). */
   awaited?: Map<string, AwaitedCall>;
+  /** Its way to the thread's model connections, when it already waited for its turn (job-entry.ts). */
+  lane?: JobLane;
   /** The turn its schedule_next_turn asked for, set by that tool (scheduler.ts): `exit_on_defer` ends deferred, `sleep` ends its run asleep. */
   deferral?: { turn?: ScheduledTurn };
 }
@@ -68,10 +69,14 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
     const entries = reads.entries();
     return entries.length > 0 ? { ...outcome, reads: entries } : outcome;
   };
+  let lane: JobLane | undefined;
   try {
     // A peer job runs its agent's model, endpoint, tools, limits and prompt; all from the spec.
     // Then its spawn's own model and tool subset (checked on the main thread at admission).
     const config = applySpawnSpec(configForAgent(spec.config, spec.agent), spec);
+    // Every job on this thread shares these: sockets stay bounded whatever the jobs in flight.
+    // It builds its loop once its first model call would not wait behind a full queue (see ConnectionSlots.enter).
+    lane = deps.lane ?? (await enterThread(config, deps.signal));
     const workspaceRoot = await resolveWorkspaceRoot(config.workspaceRoot, { allowBroad: config.allowBroadWorkspace });
     const baseline = sharedText(backgroundSystemPrompt({ workspaceRoot }));
     const children = deps.children;
@@ -147,8 +152,7 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
         },
         signal: deps.signal,
         rateGate: deps.rateGate,
-        // Every job on this thread shares these: sockets stay bounded whatever the jobs in flight.
-        connections: connectionSlotsFor(modelBaseUrl(config), config.modelConnectionsPerThread),
+        connections: lane,
         onEvent: deps.onEvent,
         beforeModelCall: children || steering ? () => joinInjections(children?.take(), steering?.take()) : undefined,
         interruptCall: steering ? (interrupt) => steering.duringCall(interrupt) : undefined,
@@ -254,6 +258,8 @@ export async function runBackgroundJob(spec: JobSpec, deps: BackgroundJobDeps): 
       iterations,
       error: serializeError(aborted ? new AbortError(deps.signal.reason) : error),
     });
+  } finally {
+    lane?.leave();
   }
 }
 
@@ -293,6 +299,21 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
   }
   const { spec, release: releaseConfig } = checked;
   const controller = new AbortController();
+  post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
+  let entry: Awaited<ReturnType<typeof waitToStart>>;
+  try {
+    entry = await waitToStart(spec, port, controller, cancelReason);
+  } catch (error) {
+    // Cancelled (or timed out) before its turn came: it ends having done nothing.
+    const usage = spec.resume?.usage ?? {};
+    const iterations = spec.resume?.iterations ?? 0;
+    const stopReason = controller.signal.aborted ? 'aborted' : 'error';
+    const reason = controller.signal.aborted ? new AbortError(controller.signal.reason) : error;
+    postEnding(post, spec.id, { stopReason, text: '', usage, iterations, error: serializeError(reason) });
+    releaseConfig();
+    closePorts(task);
+    return { jobId: spec.id, stopReason };
+  }
   const deferral: { turn?: ScheduledTurn } = {};
   const children = canSpawn(spec) ? new ChildLink(spec.id, post) : undefined;
   // What it takes is reported, so the main thread gives a later run only what this one never saw.
@@ -316,15 +337,17 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     else children?.onChildResults(message.childIds, message.text);
   };
   port.on('message', onMessage);
+  // What came while it waited for its turn, in order (a cancel among them already aborted it).
+  for (const raw of entry.early) onMessage(raw);
   const awaited = new Map<string, AwaitedCall>();
   const permissions = approvalGate(
     (request) => answerOrFallback(permissionAsked.ask(request.tool, request.callId), port, TIMINGS.permissionAnswerMs, DENIED, controller.signal),
     awaited,
   );
   try {
-    post({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
     const outcome = await runBackgroundJob(spec, {
       signal: controller.signal,
+      lane: entry.lane,
       permissions,
       onEvent: (event) => post({ type: 'progress', jobId: spec.id, event }),
       // The main thread kills what is left of these when this thread dies or is stopped.
@@ -343,6 +366,7 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
     postEnding(post, spec.id, outcome);
     return { jobId: spec.id, stopReason: outcome.stopReason };
   } finally {
+    entry.lane.leave();
     releaseConfig();
     port.off('message', onMessage);
     closePorts(task);
@@ -353,45 +377,6 @@ export async function runJobTask(task: JobTask): Promise<{ jobId: string; stopRe
 function cancelReason(reason: StopRequest): ForkpoolError {
   if (reason === 'budget') return new ForkpoolError('BUDGET_EXCEEDED', 'budget maxWallclockMinutes exhausted: stopped with what it had');
   return new ForkpoolError(reason === 'timeout' ? 'JOB_TIMEOUT' : 'JOB_CANCELLED', `job ${reason}`);
-}
-
-/** The tools a job has beyond the built-ins: they talk to the main thread over the port. */
-function jobToolsFor(
-  spec: JobSpec,
-  post: (message: WorkerMessage) => void,
-  children: ChildLink | undefined,
-  signal: AbortSignal,
-  onSchedule: (turn: ScheduledTurn) => void,
-): ToolDefinition[] {
-  const tools: ToolDefinition[] = [];
-  // sleep: the run ends after the call and the main thread wakes the job; exit_on_defer: the job ends deferred.
-  if (spec.scheduler) tools.push(scheduleNextTurnTool({ scheduler: spec.scheduler, onSchedule }));
-  const maxAlerts = spec.config.background.maxAlertsPerJob;
-  if (maxAlerts > 0) tools.push(reportAlertTool((alert) => post({ type: 'alert', jobId: spec.id, ...alert }), maxAlerts));
-  if (children) tools.push(spawnChildTool(children, childSpawnOffer(spec), signal));
-  return tools;
-}
-
-/**
- * What the job's own spawn tool offers, as the parent's does: the allow-list is the config's
- * `agentTools` (an agent has none of its own), a fork's tools are those a fork gets (the
- * config's), the models are the spawnable ones. The main thread checks them all again.
- */
-function childSpawnOffer(spec: JobSpec): ChildSpawnOffer {
-  const config = spec.config;
-  const agents = config.agentTools.map((name) => ({ name, description: config.agents[name]?.description ?? name }));
-  return {
-    agents,
-    tools: config.tools,
-    models: spawnableModels(config),
-    mayReplacePrompt: config.background.allowSystemPromptReplace,
-    mayTypeOutput: config.background.allowOutputSchema,
-  };
-}
-
-/** Below its depth limit (its agent's, else the session's), a job gets the spawn tool. */
-function canSpawn(spec: JobSpec): boolean {
-  return (spec.depth ?? 1) < maxDepthFor(spec.config, spec.agent);
 }
 
 function closePorts(task: JobTask): void {

@@ -48,11 +48,15 @@ beforeAll(async () => {
 const ANSWER = 'Done.\n<result status="ok" files_touched=""/>';
 /**
  * The job timeout held in the test's hand (the other timers run for real): it fires when the
- * test says the scenario is in place, however slow the machine is.
+ * test says the scenario is in place, however slow the machine is. A run arms one deadline, the
+ * earlier of its timeout and its wall-clock budget (Attempt.armDeadline): these tests' configs
+ * put the budget past the timeout ({@link LONG_BUDGET}).
  */
 function heldTimeout(): ManualScheduler {
   return new ManualScheduler(['cancel-grace', 'port-close']);
 }
+
+const LONG_BUDGET = { maxWallclockMinutes: 60 };
 
 /** Fires job `id`'s timeout now; fails if none is armed. */
 function fireTimeout(scheduler: ManualScheduler, id: string): void {
@@ -72,7 +76,7 @@ describe('the wall-clock timeout (item 10)', () => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 60_000 });
-    const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { requestTimeoutMs: 120_000 });
+    const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000, budget: LONG_BUDGET }, { requestTimeoutMs: 120_000 });
     const scheduler = heldTimeout();
     const manager = makeManager(config, cleanups, undefined, scheduler);
     const executor = manager.executor as PiscinaExecutor;
@@ -102,7 +106,7 @@ describe('the wall-clock timeout (item 10)', () => {
     const sim = await startSim(cleanups, {
       script: [{ toolCalls: [{ name: 'bash', arguments: { command: `${sleep}; echo never` } }] }, { content: 'unused' }],
     });
-    const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000 }, { grantedTools: ['bash'] });
+    const config = makeConfig(sim, root, { maxConcurrent: 1, cancelGraceMs: 60_000, budget: LONG_BUDGET }, { grantedTools: ['bash'] });
     const scheduler = heldTimeout();
     const manager = makeManager(config, cleanups, undefined, scheduler);
     const { id } = manager.spawn({ task: 'Sleep a while.', label: 'sleeper' });
@@ -165,7 +169,7 @@ describe.concurrent('cancel (item 11; queued, running, twice and unknown id are 
   it.for(['cancel', 'timeout'] as const)('a job that finishes within the grace period after a %s keeps its real status', async (stop, context) => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
-    const config = makeConfig(undefined, root, { maxConcurrent: 1 });
+    const config = makeConfig(undefined, root, { maxConcurrent: 1, budget: LONG_BUDGET });
     // Every job timer in the test's hand: the grace period never runs out on its own.
     const scheduler = new ManualScheduler(['port-close']);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups), scheduler);

@@ -130,7 +130,8 @@ describe.concurrent('a faulty worker fails only its own job', () => {
 
   it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async (context) => {
     const cleanups = cleanupOf(context);
-    const { manager, scheduler } = await setup(cleanups);
+    // A budget past the timeout: the run's one deadline is its timeout (Attempt.armDeadline).
+    const { manager, scheduler } = await setup(cleanups, { budget: { maxWallclockMinutes: 60 } });
     const ending = faultThenNormal(manager, 'FAULT:loop');
     // The loop's timeout runs out (fired by hand once it runs); the next job's never does.
     const [loop] = manager.jobs();

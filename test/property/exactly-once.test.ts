@@ -156,7 +156,9 @@ async function runActions(seen: Observed, { isolation, cap, maxDepth, actions, h
   executor.hardStopEnding = () => ({ ...(hardStops[hardStopDraw++ % hardStops.length] as EndingScript), run: 'reject' });
   // The fake's view at the moment a timeout is armed: had this job's current run posted `started`?
   scheduler.onSet = (tag) => {
-    if (tag.kind === 'timeout') seen.timeoutsArmed.push({ jobId: tag.jobId, startedPosted: executor.tasks.get(tag.jobId)?.started === true });
+    // A run's one deadline: its timeout or, when earlier, its wall-clock budget (Attempt.armDeadline).
+    if (tag.kind === 'timeout' || tag.kind === 'budget')
+      seen.timeoutsArmed.push({ jobId: tag.jobId, startedPosted: executor.tasks.get(tag.jobId)?.started === true });
   };
   executor.onFallback = (jobId) => {
     for (const id of scheduler.find('port-close', jobId)) scheduler.fire(id);

@@ -1,6 +1,6 @@
 /**
  * `POST /v1/jobs/:id/restart` on the real server over loopback (jobs in the Piscina pool, the
- * sim): a running job is stopped and runs again under the same id, an ended one is re-queued;
+ * sim): a running job is stopped and runs again under the same id, an ended or sleeping one is re-queued;
  * refusals with their status (404 unknown, 409 a queued job, naming its state). Auth is the
  * app's one hook (api.test.ts lists the route).
  */
@@ -51,5 +51,63 @@ describe('POST /v1/jobs/:id/restart', () => {
     expect(await json(requeued)).toMatchObject({ id: first, state: 'queued', restarted: 'requeued' });
     expect(await json(await api(`/v1/jobs/${first}/result?wait=60`))).toMatchObject({ state: 'ended', status: 'ok', attempts: 3 });
     expect((await json(await api('/v1/jobs'))).total).toBe(2);
+  }, 60_000);
+
+  it('restarts a sleeping job: re-queued at once (requeued, not stopping), its wake dropped; it runs again from its task', async () => {
+    const { api, sim } = await startTestServer(
+      cleanup,
+      { background: { maxConcurrent: 1, scheduler: 'sleep' } },
+      { script: [{ toolCalls: [{ name: 'schedule_next_turn', arguments: { after: '1h', reason: 'scan again' } }] }, { content: 'Scanned from the start.' }] },
+    );
+    const started = await json(await api('/v1/jobs', { json: { tasks: [{ task: 'Scan the queue.', label: 'scanner' }] } }));
+    const id = started.jobs[0].id as string;
+    // Asleep: `running` in its record, holding no slot, its wake time shown.
+    let job: { state?: string; sleepingUntil?: unknown } = {};
+    for (let i = 0; i < 500 && !job.sleepingUntil; i++) {
+      job = await json(await api(`/v1/jobs/${id}`));
+      if (!job.sleepingUntil) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(job).toMatchObject({ state: 'running', sleepingUntil: expect.any(Number) });
+
+    const restarted = await api(`/v1/jobs/${id}/restart`, { method: 'POST' });
+    expect(restarted.status).toBe(202);
+    expect(await json(restarted)).toMatchObject({ id, state: 'queued', restarted: 'requeued' });
+    const result = await json(await api(`/v1/jobs/${id}/result?wait=60`));
+    expect(result).toMatchObject({ state: 'ended', status: 'ok' });
+    expect(JSON.stringify(result)).toContain('Scanned from the start.');
+    expect(sim.requests).toHaveLength(2);
+  }, 60_000);
+
+  it('409 for a job queued to go on where it waited (its approval answered, no slot yet): nothing is restarted', async () => {
+    // One slot: A pauses for its call, B takes the slot and hangs; A, answered, waits in the queue.
+    const { api, sim } = await startTestServer(
+      cleanup,
+      { background: { maxConcurrent: 1 }, approvals: 'ask', sandbox: 'none', tools: ['bash', 'read_file'] },
+      { script: [{ toolCalls: [{ id: 'call-1', name: 'bash', arguments: { command: 'echo one' } }] }], faults: { 2: { kind: 'hang_before_headers' } } },
+    );
+    const started = await json(
+      await api('/v1/jobs', {
+        json: {
+          tasks: [
+            { task: 'Run the check.', label: 'checker' },
+            { task: 'Where is the cache?', label: 'holder' },
+          ],
+        },
+      }),
+    );
+    const [checker] = started.jobs.map((j: { id: string }) => j.id) as [string, string];
+    await waitFor(() => sim.requests.length === 2, 'the checker paused and the holder mid-call');
+    const answered = await api(`/v1/jobs/${checker}/approvals/call-1`, { json: { decision: 'allow' } });
+    expect(answered.status).toBe(200);
+    const before = await json(await api(`/v1/jobs/${checker}`));
+    expect(before.state).toBe('queued');
+
+    const refused = await api(`/v1/jobs/${checker}/restart`, { method: 'POST' });
+    expect(refused.status).toBe(409);
+    expect((await json(refused)).error).toMatchObject({
+      code: 'JOB_NOT_RESTARTABLE',
+      state: 'queued',
+      message: expect.stringContaining('nothing to restart'),
+    });
   }, 60_000);
 });

@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { Attempt, type AttemptEnd } from '../executors/attempt.js';
+import { Attempt, type AttemptEnd, type AttemptHost } from '../executors/attempt.js';
 import { PiscinaExecutor } from '../executors/piscina-executor.js';
 import { realScheduler } from '../executors/scheduler.js';
 import { JobError } from '../../shared/errors.js';
@@ -314,33 +314,30 @@ export class ForkpoolWorker {
 
   #attempt(spec: JobSpec, bullId: string, token: string, run: number, runTrace: RunTrace | undefined): Attempt {
     const publish = (message: WorkerMessage) => this.#publish({ type: 'message', jobId: spec.id, bullId, token, run, worker: this.name, message });
-    const attempt: Attempt = new Attempt({
-      jobId: spec.id,
-      number: run,
-      executor: this.#pool,
+    // One run's host (a worker runs a few jobs at a time: closures per run cost nothing here).
+    const host: AttemptHost<undefined> = {
       scheduler: realScheduler,
+      rateGateBuffer: this.#rateGate.buffer,
+      logger: this.#options.logger,
       // Jobs never ask a person: what the job's config grants is what it has.
-      permissions: { isGranted: (tool) => spec.config.grantedTools.includes(tool) },
       // With approvals "ask" the model reads why no one was asked (nobody can answer here).
-      answerPermission: (tool) =>
+      answerPermission: (_job, tool) =>
         spec.config.grantedTools.includes(tool)
           ? { granted: true }
           : { granted: false, ...(approvalModeFor(spec.config, spec.agent) === 'ask' ? { reason: REMOTE_APPROVALS_REASON } : {}) },
-      rateGateBuffer: this.#rateGate.buffer,
-      cancelGraceMs: spec.config.background.cancelGraceMs,
-      logger: this.#options.logger,
-      onStarted: (threadId) => {
+      started: (_job, attempt, threadId) => {
         // BullMQ has no job timeout: the job's own wall clock is enforced here, from its start.
-        attempt.armTimeout(spec.config.background.timeoutMinutes * 60_000, () => attempt.requestStop('timeout'));
+        attempt.armDeadline(spec.config.background.timeoutMinutes * 60_000);
         publish({ type: 'started', jobId: spec.id, threadId, at: Date.now() });
       },
-      onProgress: (event) => {
+      expired: (_job, attempt, kind) => void attempt.requestStop(kind),
+      progress: (_job, event) => {
         runTrace?.event(event);
         publish({ type: 'progress', jobId: spec.id, event });
       },
-      onAlert: (alert) => publish({ type: 'alert', jobId: spec.id, ...alert }),
-      runHostTool: (call, signal) => this.#tools.run(spec, call, signal),
-      onSpawn: (requestId) =>
+      alert: (_job, alert) => publish({ type: 'alert', jobId: spec.id, ...alert }),
+      runHostTool: (_job, call, signal) => this.#tools.run(spec, call, signal),
+      spawn: (_job, attempt, requestId) =>
         void attempt.post({
           type: 'spawn-result',
           requestId,
@@ -349,8 +346,8 @@ export class ForkpoolWorker {
           message:
             'nested background jobs are not available on the bullmq executor: a job on a forkpool worker cannot spawn jobs of its own (its job tree lives in the main process); do this part of the work in this job',
         }),
-    });
-    return attempt;
+    };
+    return new Attempt({ job: undefined, jobId: spec.id, number: run, executor: this.#pool, host, cancelGraceMs: spec.config.background.cancelGraceMs });
   }
 
   #publish(event: RemoteEvent): void {

@@ -1,80 +1,27 @@
-import type { Logger } from 'pino';
 import { z } from 'zod';
 import { TIMINGS } from '../../shared/defaults.js';
-import { killTagged } from '../../shared/tools/process-tag.js';
 import { JobError, errorMessage } from '../../shared/errors.js';
 import {
   workerMessageSchema,
-  type AlertSeverity,
-  type ChildSpawnRequest,
   type MainMessage,
   type ResumeState,
   type JobOutcome,
   type JobSpec,
   type JobTask,
-  type PermissionService,
-  type RequestGateService,
   type StopRequest,
-  type HostToolAnswer,
-  type AwaitedCall,
 } from '../../shared/protocol.js';
 import { HostCalls } from '../tools/host-calls.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
 import type { RequestOutcome } from '../../shared/model-call.js';
 import { addModelUsage, type UsageByModel } from '../../shared/usage.js';
-import type { Executor } from './executor.js';
+import type { AttemptEnd, AttemptHostOf, AttemptOptionsOf, DeadlineKind } from './attempt-host.js';
+import { ChildProcesses } from './child-processes.js';
 import { portPair, type AttemptPort } from './local-ports.js';
-import type { JobScheduler } from './scheduler.js';
 
-/** How one launch of a job ended, as far as its attempt can tell. */
-export type AttemptEnd =
-  /** The worker reported `done`. */
-  | { kind: 'done'; outcome: JobOutcome }
-  /** No `done` came: the thread died, the task function threw, or a stop ended it first. */
-  | { kind: 'lost'; error: unknown }
-  /** The worker broke the port protocol; its thread was stopped. */
-  | { kind: 'protocol'; error: JobError }
-  /** The job answered with children still running and waits for them, holding no slot. */
-  | { kind: 'suspended'; state: Omit<ResumeState, 'childResults'>; seenChildren: string[] }
-  /** Its gated calls wait for approvals: it paused, holding no slot, and runs again from `state` once they are answered. */
-  | { kind: 'awaiting-approval'; state: Omit<ResumeState, 'childResults'>; calls: AwaitedCall[]; seenChildren: string[] }
-  /** `sleep` scheduler: it asked for its next turn at `at`; it sleeps holding no slot, then runs again from `state`. */
-  | { kind: 'sleeping'; state: Omit<ResumeState, 'childResults'>; at: number; reason: string; seenChildren: string[] };
-
-/** What the main thread answers a job's gated call (see the `permission-answer` message). */
-export interface PermissionAnswer {
-  granted: boolean;
-  /** The call waits for an approval: the job pauses. */
-  ask?: true;
-  /** Someone denied it: the model reads why. */
-  reason?: string;
-}
-
-export interface AttemptOptions {
-  jobId: string;
-  /** 1 on the first launch; a re-queued job runs again under a new attempt. */
-  number: number;
-  executor: Executor;
-  scheduler: JobScheduler;
-  permissions: PermissionService;
-  rateGateBuffer: SharedArrayBuffer;
-  /** Adaptive concurrency: the job's gate lease, answering its `gate-admit`/`gate-settle` (see request-gate.ts). */
-  gate?: RequestGateService | undefined;
-  /** See {@link JobTask.owner}. */
-  owner?: string;
-  /** Cooperative cancel → hard stop after this long. */
-  cancelGraceMs: number;
-  logger?: Logger | undefined;
-  onStarted(threadId: number): void;
-  onProgress(event: LoopEvent): void;
-  onAlert(alert: { message: string; severity: AlertSeverity }): void;
-  /** The job's spawn tool asks for a child; the answer goes back with {@link Attempt.post}. */
-  onSpawn(requestId: number, request: ChildSpawnRequest): void;
-  /** Answers a gated call; absent: granted when the permission store says so (never on a remote executor). */
-  answerPermission?: (tool: string, callId: string | undefined) => PermissionAnswer;
-  /** Runs a host tool the job called (host-calls.ts); `signal` aborts when the job stops waiting or the attempt ends. */
-  runHostTool?: (call: { name: string; callId: string; args: unknown }, signal: AbortSignal) => Promise<HostToolAnswer>;
-}
+export type { AttemptEnd, DeadlineKind, GateLease, PermissionAnswer } from './attempt-host.js';
+/** What an attempt tells its owner and asks of it (attempt-host.ts). */
+export type AttemptHost<J> = AttemptHostOf<J, Attempt<J>>;
+export type AttemptOptions<J> = AttemptOptionsOf<J, Attempt<J>>;
 
 /**
  * One launch of one job: it owns the job's ports, timers and child process groups, reads the
@@ -82,10 +29,9 @@ export interface AttemptOptions {
  * port's `close`, the run settling and the thread's death arrive in. The manager decides what
  * an ending means (finish, re-queue); the attempt only says what happened.
  */
-export class Attempt {
+export class Attempt<J = unknown> {
   readonly jobId: string;
   readonly number: number;
-  readonly ended: Promise<AttemptEnd>;
   /** Why the manager asked it to stop, if it did. */
   stopRequest: StopRequest | undefined;
   /** Usage the job reported as it went: kept when its thread dies before `done`. */
@@ -93,13 +39,24 @@ export class Attempt {
   iterations = 0;
   /** The last text the job said (capped): a budget stop that has to kill its thread keeps it. */
   lastText: string | undefined;
-  readonly #options: AttemptOptions;
+  readonly #job: J;
+  readonly #host: AttemptHost<J>;
+  readonly #executor: AttemptOptions<J>['executor'];
+  /** Its request-gate lease (adaptive concurrency), if any: its owner releases it once it has ended. */
+  readonly gate: AttemptOptions<J>['gate'];
+  readonly #cancelGraceMs: number;
   readonly #hardStop = new AbortController();
-  readonly #timers: unknown[] = [];
-  readonly #processGroups = new Set<number>();
-  /** Its host tool calls in flight: aborted when it is stopped or ends (a thread that died mid-call included). */
-  readonly #hostCalls = new HostCalls();
-  #resolve!: (end: AttemptEnd) => void;
+  // Its timers, one of each at most (cleared at dispose): the earlier of its timeout and its
+  // wall-clock budget, the cancel grace, the port-close fallback.
+  #deadlineTimer: unknown;
+  #graceTimer: unknown;
+  #fallbackTimer: unknown;
+  readonly #processes = new ChildProcesses();
+  /** Its host tool calls in flight, made at its first: aborted when it is stopped or ends (a thread that died mid-call included). */
+  #hostCalls: HostCalls | undefined;
+  /** {@link ended}, once asked for. */
+  #ended: Promise<AttemptEnd> | undefined;
+  #resolve: ((end: AttemptEnd) => void) | undefined;
   #end: AttemptEnd | undefined;
   #port: AttemptPort | undefined;
   #started = false;
@@ -108,15 +65,25 @@ export class Attempt {
   #runSettled = false;
   #runError: unknown;
   #fallbackArmed = false;
-  #processTag: string | undefined;
-  /** The job started a child process at some point: its end sweeps for what is left. */
-  #hadChildren = false;
 
-  constructor(options: AttemptOptions) {
-    this.#options = options;
+  constructor(options: AttemptOptions<J>) {
+    this.#job = options.job;
+    this.#host = options.host;
+    this.#executor = options.executor;
+    this.gate = options.gate;
+    this.#cancelGraceMs = options.cancelGraceMs;
     this.jobId = options.jobId;
     this.number = options.number;
-    this.ended = new Promise((resolve) => (this.#resolve = resolve));
+  }
+
+  /**
+   * Settles once, with how it ended. Made when first asked for: the job runner hears of the end
+   * through {@link AttemptHost.ended} instead (a promise, its resolvers and a reaction per job in
+   * flight cost the main thread memory, issue 40).
+   */
+  get ended(): Promise<AttemptEnd> {
+    this.#ended ??= this.#end ? Promise.resolve(this.#end) : new Promise((resolve) => (this.#resolve = resolve));
+    return this.#ended;
   }
 
   /** True once a hard stop was ordered (the thread is being, or was, terminated). */
@@ -130,8 +97,8 @@ export class Attempt {
 
   /** Hands the job to the executor. */
   launch(spec: JobSpec): void {
-    const { executor } = this.#options;
-    this.#processTag = spec.processTag;
+    const executor = this.#executor;
+    this.#processes.tag = spec.processTag;
     // A remote executor's job never crosses a thread of this process: its port is an
     // in-process pair, not a native MessageChannel (see local-ports.ts).
     const remote = executor.capabilities.remote === true;
@@ -143,19 +110,20 @@ export class Attempt {
     this.#port = port;
     // Only a job on this process's threads asks this process's adaptive gate (a remote one has
     // its runner's); it asks over the same port as everything else.
-    const adaptiveGate = !remote && this.#options.gate !== undefined && spec.config.background.concurrency === 'adaptive';
+    const adaptiveGate = !remote && this.gate?.service !== undefined && spec.config.background.concurrency === 'adaptive';
     port.on('message', (message: unknown) => this.#onMessage(message));
-    port.once('close', () => {
+    // `on`, not `once`: a port's `close` fires once, and `once` would hold a wrapper per job in flight.
+    port.on('close', () => {
       this.#portClosed = true;
       this.#check();
     });
-    const { owner } = this.#options;
+    const { owner } = this.#host;
     // A linked task has no port until its worker's loader sets one (see JobTask.port).
     const task = {
       spec,
       ...(linked ? { linkId: linked.id } : { port: remoteEnd }),
       ...(adaptiveGate ? { adaptiveGate } : {}),
-      rateGateBuffer: this.#options.rateGateBuffer,
+      rateGateBuffer: this.#host.rateGateBuffer,
       ...(owner ? { owner } : {}),
     } as JobTask;
     const exclusive = this.number > 1 && executor.capabilities.exclusive;
@@ -165,14 +133,18 @@ export class Attempt {
     } catch (error) {
       run = Promise.reject(error);
     }
-    run
-      .then(undefined, (error: unknown) => {
-        this.#runError = error;
-      })
-      .finally(() => {
-        this.#runSettled = true;
-        this.#check();
-      });
+    // One reaction, not a then and a finally: each promise and closure here is held for as long as the job is in flight.
+    run.then(
+      () => this.#settled(undefined),
+      (error: unknown) => this.#settled(error),
+    );
+  }
+
+  /** Its run settled: `error`, what it rejected with. */
+  #settled(error: unknown): void {
+    this.#runError = error;
+    this.#runSettled = true;
+    this.#check();
   }
 
   /** Sends the job a message (a spawn's answer, its children's results). False once it cannot arrive. */
@@ -188,9 +160,8 @@ export class Attempt {
 
   /** A gated tool's question; a remote executor's job is refused, as its closed permission port always did. */
   #answerPermission(requestId: number, tool: string, callId: string | undefined): void {
-    if (this.#options.executor.capabilities.remote === true) return void this.post({ type: 'permission-answer', requestId, granted: false });
-    const answer = this.#options.answerPermission?.(tool, callId) ?? { granted: this.#options.permissions.isGranted(tool) };
-    this.post({ type: 'permission-answer', requestId, ...answer });
+    if (this.#executor.capabilities.remote === true) return void this.post({ type: 'permission-answer', requestId, granted: false });
+    this.post({ type: 'permission-answer', requestId, ...this.#host.answerPermission(this.#job, tool, callId) });
   }
 
   /**
@@ -199,26 +170,36 @@ export class Attempt {
    * The slot of a thread that dies holding it comes back with the lease's release (runner.ts).
    */
   #admitRequest(ticket: number): void {
-    const gate = this.#options.gate;
+    const gate = this.gate?.service;
     if (!gate) return void this.post({ type: 'gate-admitted', ticket });
     void gate.admitRequest(ticket).then(() => this.post({ type: 'gate-admitted', ticket }));
   }
 
   #startHostCall(requestId: number, call: { name: string; callId: string; args: unknown }): void {
-    const run = this.#options.runHostTool;
-    const refuse = (message: string) => this.post({ type: 'tool-answer', requestId, ok: false, code: 'TOOL_UNKNOWN', message });
+    const host = this.#host;
     // A remote job's calls would come from another machine: host tools are refused at its spawn.
-    if (!run || this.#options.executor.capabilities.remote === true) return void refuse(`${call.name} is not a host tool of this job`);
-    this.#hostCalls.start(
+    if (this.#executor.capabilities.remote === true) {
+      return void this.post({ type: 'tool-answer', requestId, ok: false, code: 'TOOL_UNKNOWN', message: `${call.name} is not a host tool of this job` });
+    }
+    (this.#hostCalls ??= new HostCalls()).start(
       requestId,
-      (signal) => run(call, signal),
+      (signal) => host.runHostTool(this.#job, call, signal),
       (answer) => this.post({ type: 'tool-answer', requestId, ...answer }),
     );
   }
 
-  /** The wall clock starts when the worker says `started` (queue time does not count). */
-  armTimeout(ms: number, onTimeout: () => void, kind: 'timeout' | 'budget' = 'timeout'): void {
-    this.#timers.push(this.#options.scheduler.set(onTimeout, ms, { jobId: this.jobId, kind }));
+  /**
+   * The wall clock starts when the worker says `started` (queue time does not count): one timer
+   * for the earlier of its timeout and its wall-clock budget (`budgetMs`, if it has one), which
+   * the host hears of as {@link AttemptHost.expired}. Once either has stopped the job the other
+   * could add nothing (a second stop request is refused), so the later one is never armed; on a
+   * tie the timeout wins, as it did when both were armed, the timeout first.
+   */
+  armDeadline(timeoutMs: number, budgetMs?: number): void {
+    const kind: DeadlineKind = budgetMs !== undefined && budgetMs < timeoutMs ? 'budget' : 'timeout';
+    if (this.#deadlineTimer !== undefined) this.#host.scheduler.clear(this.#deadlineTimer);
+    const ms = Math.min(timeoutMs, budgetMs ?? timeoutMs);
+    this.#deadlineTimer = this.#host.scheduler.set(() => this.#host.expired(this.#job, this, kind), ms, { jobId: this.jobId, kind });
   }
 
   /**
@@ -229,13 +210,13 @@ export class Attempt {
     if (this.stopRequest || this.#end) return false;
     this.stopRequest = reason;
     // A host call runs here, not in the job's thread: it stops with the job's stop, not after it.
-    this.#hostCalls.abortAll(new JobError('ABORTED', this.jobId, `job ${reason}`));
+    this.#hostCalls?.abortAll(new JobError('ABORTED', this.jobId, `job ${reason}`));
     try {
       this.#port?.postMessage({ type: 'cancel', reason });
     } catch {
       // A port already closed: the hard stop below still comes.
     }
-    this.#timers.push(this.#options.scheduler.set(() => this.hardStop(), this.#options.cancelGraceMs, { jobId: this.jobId, kind: 'cancel-grace' }));
+    this.#graceTimer = this.#host.scheduler.set(() => this.hardStop(), this.#cancelGraceMs, { jobId: this.jobId, kind: 'cancel-grace' });
     return true;
   }
 
@@ -245,11 +226,11 @@ export class Attempt {
     // A child process group reported just now may still wait in the port: register it first.
     this.#drainPort();
     this.#hardStopped = true;
-    this.#hostCalls.abortAll(new JobError('ABORTED', this.jobId, 'hard stop'));
-    this.#killProcessGroups();
+    this.#hostCalls?.abortAll(new JobError('ABORTED', this.jobId, 'hard stop'));
+    this.#processes.killGroups();
     this.#sweepTagged();
     if (this.#end) return;
-    if (!this.#options.executor.capabilities.hardStop) {
+    if (!this.#executor.capabilities.hardStop) {
       // In-process jobs cannot be forced: the record says it was let go, not that it stopped.
       const error = new JobError(
         'ABORTED',
@@ -269,16 +250,17 @@ export class Attempt {
 
   /** Clears its timers, closes its ports and kills what is left of its child processes. */
   dispose(): void {
-    for (const timer of this.#timers) this.#options.scheduler.clear(timer);
-    this.#timers.length = 0;
+    const { scheduler } = this.#host;
+    for (const timer of [this.#deadlineTimer, this.#graceTimer, this.#fallbackTimer]) if (timer !== undefined) scheduler.clear(timer);
+    this.#deadlineTimer = this.#graceTimer = this.#fallbackTimer = undefined;
     // Process groups reported after the ending are still in the port: read them before it closes.
     this.#drainPort();
     this.#port?.close();
-    this.#killProcessGroups();
+    this.#processes.killGroups();
     // A thread that died or was stopped could not clean up after itself, and a tool aborted at
     // the job's end may still be stopping its command: nothing of a job outlives it. (Only jobs
     // that ever started a process pay for the sweep.)
-    if (this.#hadChildren || this.#hardStopped || this.#end?.kind === 'lost' || this.#end?.kind === 'protocol') this.#sweepTagged();
+    if (this.#processes.hadChildren || this.#hardStopped || this.#end?.kind === 'lost' || this.#end?.kind === 'protocol') this.#sweepTagged();
   }
 
   #onMessage(raw: unknown): void {
@@ -291,9 +273,9 @@ export class Attempt {
       if (message.jobId !== this.jobId) return this.#violate(`it sent a message for job ${JSON.stringify(message.jobId)}`);
       switch (message.type) {
         case 'started':
-          if (this.#started && !this.#options.executor.capabilities.reruns) return this.#violate('it sent "started" twice');
+          if (this.#started && !this.#executor.capabilities.reruns) return this.#violate('it sent "started" twice');
           this.#started = true;
-          return this.#options.onStarted(message.threadId);
+          return this.#host.started(this.#job, this, message.threadId);
         case 'progress': {
           const event = message.event as LoopEvent;
           // An interrupted call is a model call too (its budget counts it): the live report says so.
@@ -304,27 +286,24 @@ export class Attempt {
             this.iterations = Math.max(this.iterations, counted.iteration);
           }
           if (event.type === 'assistant_text') this.lastText = event.text;
-          return this.#options.onProgress(event);
+          return this.#host.progress(this.#job, event);
         }
         case 'process':
-          if (message.state === 'started') this.#hadChildren = true;
-          if (message.state === 'started') this.#processGroups.add(message.pgid);
-          else this.#processGroups.delete(message.pgid);
-          return;
+          return this.#processes.note(message.state, message.pgid);
         case 'alert':
-          return this.#options.onAlert({ message: message.message, severity: message.severity });
+          return this.#host.alert(this.#job, { message: message.message, severity: message.severity });
         case 'permission':
           return this.#answerPermission(message.requestId, message.tool, message.callId);
         case 'spawn':
-          return this.#options.onSpawn(message.requestId, message.request);
+          return this.#host.spawn(this.#job, this, message.requestId, message.request);
         case 'tool-call':
           return this.#startHostCall(message.requestId, { name: message.name, callId: message.callId, args: message.args });
         case 'tool-abort':
-          return this.#hostCalls.abort(message.requestId, new JobError('ABORTED', this.jobId, 'the job stopped waiting for this call'));
+          return this.#hostCalls?.abort(message.requestId, new JobError('ABORTED', this.jobId, 'the job stopped waiting for this call'));
         case 'gate-admit':
           return this.#admitRequest(message.ticket);
         case 'gate-settle':
-          return this.#options.gate?.settleRequest(message.ticket, message.outcome as RequestOutcome);
+          return this.gate?.service?.settleRequest(message.ticket, message.outcome as RequestOutcome);
         case 'suspend':
           return this.#finish({ kind: 'suspended', state: message.state as Omit<ResumeState, 'childResults'>, seenChildren: message.seenChildren });
         case 'await-approval':
@@ -346,7 +325,7 @@ export class Attempt {
           return this.#finish({ kind: 'done', outcome: message.outcome as JobOutcome });
       }
     } catch (error) {
-      this.#options.logger?.error({ err: error, jobId: this.jobId }, 'a worker message could not be handled');
+      this.#host.logger?.error({ err: error, jobId: this.jobId }, 'a worker message could not be handled');
       this.#violate(`its message could not be handled (${errorMessage(error)})`);
     }
   }
@@ -355,9 +334,7 @@ export class Attempt {
   #afterEnd(raw: unknown): void {
     const parsed = workerMessageSchema.safeParse(raw);
     if (!parsed.success || parsed.data.type !== 'process' || parsed.data.jobId !== this.jobId) return;
-    if (parsed.data.state === 'started') this.#hadChildren = true;
-    if (parsed.data.state === 'started') this.#processGroups.add(parsed.data.pgid);
-    else this.#processGroups.delete(parsed.data.pgid);
+    this.#processes.note(parsed.data.state, parsed.data.pgid);
   }
 
   #violate(what: string): void {
@@ -366,7 +343,7 @@ export class Attempt {
     this.#finish({ kind: 'protocol', error });
     // A worker that breaks the protocol cannot be trusted to stop when asked.
     this.#hardStopped = true;
-    this.#killProcessGroups();
+    this.#processes.killGroups();
     this.#hardStop.abort(error);
   }
 
@@ -385,7 +362,7 @@ export class Attempt {
         this.#portClosed = true;
         this.#check();
       };
-      this.#timers.push(this.#options.scheduler.set(onFallback, TIMINGS.portCloseFallbackMs, { jobId: this.jobId, kind: 'port-close' }));
+      this.#fallbackTimer = this.#host.scheduler.set(onFallback, TIMINGS.portCloseFallbackMs, { jobId: this.jobId, kind: 'port-close' });
     }
   }
 
@@ -404,30 +381,14 @@ export class Attempt {
     if (this.#end) return;
     this.#end = end;
     // Its thread died, was stopped, or the job ended: nobody waits for these calls any more.
-    this.#hostCalls.abortAll(new JobError('ABORTED', this.jobId, `the job's attempt ended (${end.kind})`));
-    this.#resolve(end);
+    this.#hostCalls?.abortAll(new JobError('ABORTED', this.jobId, `the job's attempt ended (${end.kind})`));
+    this.#resolve?.(end);
+    const host = this.#host;
+    if (host.ended) queueMicrotask(() => host.ended?.(this.#job, this, end));
   }
 
-  /**
-   * After a hard stop or a lost thread, also every process still carrying this attempt's tag:
-   * a command forked just before the thread died may never have been reported. Not for a remote
-   * job: its processes are on its worker's machine, whose own Attempt sweeps them, and a sweep
-   * reads every /proc/<pid>/environ here (a BullMQ producer closing with 10,000 jobs out ran
-   * out of file descriptors, then memory, sweeping for each).
-   */
+  /** After a hard stop or a lost thread, also every process still carrying this attempt's tag (see ChildProcesses.sweep). */
   #sweepTagged(): void {
-    if (this.#processTag && this.#options.executor.capabilities.remote !== true) void killTagged(this.#processTag);
-  }
-
-  #killProcessGroups(): void {
-    for (const pgid of this.#processGroups) {
-      try {
-        // The negative pid reaches the whole group: the command and everything it started.
-        process.kill(-pgid, 'SIGKILL');
-      } catch {
-        // ESRCH: the group is already gone.
-      }
-    }
-    this.#processGroups.clear();
+    this.#processes.sweep(this.#executor.capabilities.remote === true);
   }
 }

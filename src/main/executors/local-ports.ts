@@ -3,12 +3,12 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:wor
 
 /**
  * One end of a job's port as its {@link Attempt} uses it: `postMessage`, `on('message')`,
- * `once('close')`, `close()`, and a synchronous read of what waits ({@link receive}).
+ * `on('close')` (it fires once), `close()`, and a synchronous read of what waits ({@link receive}).
  */
 export interface AttemptPort {
   postMessage(message: unknown): void;
   on(event: 'message', listener: (message: unknown) => void): unknown;
-  once(event: 'close', listener: () => void): unknown;
+  on(event: 'close', listener: () => void): unknown;
   close(): void;
   /** The next message waiting, if any, taken now (receiveMessageOnPort for a MessagePort). */
   receive(): { message: unknown } | undefined;

@@ -84,35 +84,61 @@ export class PiscinaExecutor implements Executor {
     return this.#links.open();
   }
 
-  async run(task: JobTask, { hardStop, exclusive }: ExecuteOptions): Promise<void> {
-    const transferList = taskPorts(task);
+  run(task: JobTask, { hardStop, exclusive }: ExecuteOptions): Promise<void> {
     // Piscina never shares the thread of a task that has an AbortSignal: that is how a job gets
     // a thread of its own, and the signal is then its hard stop.
     const ownThread = this.capabilities.isolation === 'thread' || exclusive === true;
-    let onAbort: (() => void) | undefined;
-    let letGoRun: (error: Error) => void = () => {};
-    const letGo = new Promise<never>((_, reject) => (letGoRun = reject));
-    let runTask = this.#configs.posted(task);
-    if (!ownThread) {
-      // A shared thread is ended by hand; the job writes its thread id here as it starts.
-      const threadSlot = new Int32Array(new SharedArrayBuffer(4));
-      runTask = { ...runTask, threadSlot };
-      onAbort = () => void this.#stopShared(Atomics.load(threadSlot, 0), task, letGoRun);
-      hardStop.addEventListener('abort', onAbort, { once: true });
-    }
-    let value: unknown;
+    let transferList: ReturnType<typeof taskPorts>;
+    let runTask: JobTask | PostedTask;
     try {
-      const running = this.#pool.run(runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
-      // A job let go goes on in its thread; whatever its run ends with, nobody waits for it.
-      running.catch(() => {});
-      value = await Promise.race([running, letGo]);
+      transferList = taskPorts(task);
+      runTask = this.#configs.posted(task);
     } catch (error) {
-      throw classifyWorkerFailure(error, task.spec.id);
-    } finally {
-      if (onAbort) hardStop.removeEventListener('abort', onAbort);
-      if (task.linkId !== undefined) this.#links.settle(task.linkId);
+      return Promise.reject(error);
     }
-    throwIfTaskFailed(value, task.spec.id);
+    // A shared thread is ended by hand; the job writes its thread id here as it starts.
+    const threadSlot = ownThread ? undefined : new Int32Array(new SharedArrayBuffer(4));
+    let running: Promise<unknown>;
+    try {
+      running = this.#pool.run(threadSlot ? { ...runTask, threadSlot } : runTask, { transferList, ...(ownThread ? { signal: hardStop } : {}) });
+    } catch (error) {
+      // Ends as any failure of the run does (classified, its link settled): see #track.
+      running = Promise.reject(error);
+    }
+    return this.#track(running, threadSlot, task.spec.id, task.linkId, hardStop);
+  }
+
+  /**
+   * The run's promise. Not an async function, and apart from {@link run}: while its job is in
+   * flight it holds one promise, one reaction and the few closures below, not a suspended
+   * generator, a race and a let-go promise, nor the task (Piscina keeps what it posts): issue
+   * 40, the main thread's memory per job in flight. It ends once: with its task's answer, its
+   * failure, or (shared) its hard stop's let-go; a job let go goes on in its thread, and
+   * whatever its run ends with then, nobody waits for it.
+   */
+  #track(running: Promise<unknown>, threadSlot: Int32Array | undefined, jobId: string, linkId: number | undefined, hardStop: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const end = (ok: boolean, outcome: unknown): void => {
+        if (settled) return;
+        settled = true;
+        if (onAbort) hardStop.removeEventListener('abort', onAbort);
+        if (linkId !== undefined) this.#links.settle(linkId);
+        if (!ok) return reject(classifyWorkerFailure(outcome, jobId));
+        try {
+          throwIfTaskFailed(outcome, jobId);
+          resolve();
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const onAbort = threadSlot && (() => this.#stopShared(Atomics.load(threadSlot, 0), jobId, linkId, (error) => end(false, error)));
+      if (onAbort) hardStop.addEventListener('abort', onAbort, { once: true });
+      running.then(
+        (value: unknown) => end(true, value),
+        (error: unknown) => end(false, error),
+      );
+    });
   }
 
   /**
@@ -122,16 +148,18 @@ export class PiscinaExecutor implements Executor {
    * still runs (see {@link #endIfStuck}). The cancel grace has already passed when a hard stop
    * comes (or was skipped on purpose: destroy()), so nothing here waits for it again.
    */
-  #stopShared(threadId: number, task: JobTask, letGo: (error: Error) => void): void {
+  #stopShared(threadId: number, jobId: string, linkId: number | undefined, letGo: (error: Error) => void): void {
     if (threadId === 0) return;
+    // Its link first: bound to its thread, it still carries what was sent to the job (its cancel)
+    // before it closes; the run's end (letGo) then finds it closed.
+    if (linkId !== undefined) this.#links.release(linkId, threadId);
     letGo(
       new JobError(
         'ABORTED',
-        task.spec.id,
+        jobId,
         'hard stop: the job was let go at once; its shared thread is terminated if its loop does not answer (its neighbours re-queued), kept if it does',
       ),
     );
-    if (task.linkId !== undefined) this.#links.release(task.linkId, threadId);
     void this.#endIfStuck(threadId);
   }
 

@@ -2,7 +2,12 @@
 export interface TimerTag {
   /** The job's id; for a wave's timer, `wave:<turn>`. */
   jobId: string;
-  /** `budget`: the job's wall-clock budget (maxWallclockMinutes); `wave-deadline`: a wave's join deadline; `approval`: a call's approvalTimeoutMs; `sleep`: a sleeping job's wake (sleeps.ts). */
+  /**
+   * `timeout` / `budget`: a run's one deadline, from its start: its timeout, or its wall-clock
+   * budget (maxWallclockMinutes) when that comes first (only the earlier is armed: once either
+   * stopped the job the other could add nothing); `wave-deadline`: a wave's join deadline;
+   * `approval`: a call's approvalTimeoutMs; `sleep`: a sleeping job's wake (sleeps.ts).
+   */
   kind: 'timeout' | 'cancel-grace' | 'port-close' | 'budget' | 'wave-deadline' | 'approval' | 'sleep';
 }
 

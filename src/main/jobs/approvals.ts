@@ -120,7 +120,7 @@ export class JobApprovals {
     const store = this.#host.store;
     if (store)
       this.#host.ledger.writeAside(`job ${job.id}'s conversation`, () => store.putConversation(job.id, redactConversation(state.messages, this.#secrets)));
-    this.#host.ledger.awaitApproval(job.id, pending, this.#waitRecord(job, state));
+    this.#host.ledger.waits.awaitApproval(job.id, pending, this.#waitRecord(job, state));
     for (const call of pending) {
       this.#host.note(job.id, `approval asked: ${call.tool} (${call.summary}), call ${call.callId}`);
       this.#host.emit('approval-requested', call);
@@ -178,7 +178,7 @@ export class JobApprovals {
     wait.pending = wait.pending.filter((p) => p !== pending);
     this.#clearTimer(wait, pending.callId);
     this.#answersOf(job.id).set(pending.callId, answered);
-    this.#host.ledger.answerApproval(job.id, answered, wait.pending, this.#waitRecord(job, wait.state));
+    this.#host.ledger.waits.answerApproval(job.id, answered, wait.pending, this.#waitRecord(job, wait.state));
     const why = answered.reason ? `: ${answered.reason}` : '';
     this.#host.note(job.id, `approval ${answered.decision === 'allow' ? 'given' : 'refused'} by ${answered.by}: ${pending.tool}, call ${pending.callId}${why}`);
     this.#host.emit('approval-resolved', answered);
@@ -190,7 +190,7 @@ export class JobApprovals {
   #resume(wait: Wait): void {
     const { job } = wait;
     this.#waits.delete(job.id);
-    this.#host.ledger.approvalsAnswered(job.id);
+    this.#host.ledger.waits.approvalsAnswered(job.id);
     job.resumeFromApproval({ ...wait.state, childResults: '', approval: true });
     this.#host.dispatcher.enqueueFirst(job);
   }
@@ -215,6 +215,21 @@ export class JobApprovals {
     return true;
   }
 
+  /** A restart drops this job's wait (restarts.ts): its pending calls as void refusals, for its record; nothing changes here yet. */
+  voided(job: Job, reason: string): ApprovalRecord[] {
+    const at = Date.now();
+    return (this.#waits.get(job.id)?.pending ?? []).map((call) => ({ ...call, decision: 'deny' as const, by: 'restart', at, reason }));
+  }
+
+  /** Once its record no longer waits: its wait, timers, unused answers and job grants go (as at its end), and each void answer is told. */
+  dropVoided(job: Job, refused: readonly ApprovalRecord[]): void {
+    this.ended(job.id);
+    for (const answered of refused) {
+      this.#host.note(job.id, `approval void: ${answered.tool}, call ${answered.callId} (${answered.reason ?? 'restarted'})`);
+      this.#host.emit('approval-resolved', answered);
+    }
+  }
+
   /** A job ended (or was forgotten): what was kept for it goes. */
   ended(jobId: string): void {
     const wait = this.#waits.get(jobId);
@@ -233,7 +248,7 @@ export class JobApprovals {
     const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
-    job.heldResults.push(...(wait.childResults ?? []));
+    job.results.held.push(...(wait.childResults ?? []));
     for (const answered of record.approvals ?? []) {
       if (answered.remember === 'job') this.#grantToJob(job.id, answered.tool);
       if (wait.answered.includes(answered.callId)) this.#answersOf(job.id).set(answered.callId, answered);
@@ -289,7 +304,7 @@ export class JobApprovals {
       ...(state.wrapUpSent ? { wrapUpSent: true as const } : {}),
       ranMs: job.ranMs,
       answered: [...(this.#answers.get(job.id)?.keys() ?? [])],
-      ...(job.heldResults.length > 0 ? { childResults: [...job.heldResults] } : {}),
+      ...(job.results.held.length > 0 ? { childResults: [...job.results.held] } : {}),
       ...(state.scheduledTurn ? { scheduledTurn: { at: state.scheduledTurn.at, reason: state.scheduledTurn.reason } } : {}),
     };
   }

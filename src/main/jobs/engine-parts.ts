@@ -146,14 +146,6 @@ export function wireEngine(o: EngineOptions, spawn: (request: SpawnRequest, nest
     store: o.store,
     sent: (receipt) => emit('message', receipt),
   }));
-  p.restarts = new Restarts({
-    table,
-    dispatcher,
-    requeued: (record) => emit('requeued', record),
-    leaveWave: (wave, id) => {
-      if (p.waves.leave(wave, id)) p.checkWave(wave);
-    },
-  });
   p.approvals = new JobApprovals({
     config,
     ledger,
@@ -166,6 +158,16 @@ export function wireEngine(o: EngineOptions, spawn: (request: SpawnRequest, nest
     note: (jobId, text) => p.transcripts.note(jobId, text),
   });
   p.sleeps = new JobSleeps({ ...o, dispatcher, note: (jobId, text) => p.transcripts.note(jobId, text) });
+  p.restarts = new Restarts({
+    table,
+    dispatcher,
+    requeued: (record) => emit('requeued', record),
+    leaveWave: (wave, id) => {
+      if (p.waves.leave(wave, id)) p.checkWave(wave);
+    },
+    sleeps: p.sleeps,
+    approvals: p.approvals,
+  });
   const owner = o.store?.scope;
   p.runner = new JobRunner({
     ...o,

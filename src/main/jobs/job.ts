@@ -1,38 +1,15 @@
-import { HELD_RESULTS_ID, type JobSpec, type ResumeState } from '../../shared/protocol.js';
+import type { JobSpec, ResumeState } from '../../shared/protocol.js';
 import type { Attempt } from '../executors/attempt.js';
+import type { ApprovalRecord } from '../../shared/approvals.js';
 import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledger/ledger.js';
+import type { JobPhase, JobState, Suspension } from './job-phases.js';
 import { JobInbox } from './inbox.js';
+import { ChildResults, withHeldResults } from './job-results.js';
 
-/**
- * Where a job is in its life. The ledger's record, which every view reads, has fewer states;
- * each phase maps onto it like this:
- *
- * | phase        | record                                   | what holds it                        |
- * |--------------|------------------------------------------|--------------------------------------|
- * | `queued`     | `queued`                                 | the dispatcher's FIFO                |
- * | `dispatched` | `queued`, `dispatched: n` (durable only) | an attempt, no `started` yet         |
- * | `running`    | `running`                                | an attempt that said `started`       |
- * | `suspended`  | `queued`, `waitingForChildren`           | its suspension (no slot, no thread)  |
- * | `suspended`  | `running`, `awaitingApproval`            | its approval wait (no slot, no thread) |
- * | `suspended`  | `running`, `sleepWait`                   | its sleep (no slot, no thread)       |
- * | `ended`      | `ended`, no `deliveredInTurn`            | the ledger, until delivered          |
- * | `delivered`  | `ended`, `deliveredInTurn: N`            | the ledger, until retention forgets  |
- *
- * `delivered` is read from the record (delivery is the ledger's, see deliveries.ts); the others
- * are this object's own. Moves: queued → dispatched → running → ended; dispatched or running →
- * queued (its thread died, or a restart stopped it); running → suspended → queued (its children
- * ended); queued or suspended → ended (cancelled before it ran again); ended → queued (restart); running → suspended → queued for approvals too (approvals.ts): that
- * record stays `running` while it waits, as the job has started and goes on where it paused.
- */
-export type JobPhase = 'queued' | 'dispatched' | 'running' | 'suspended' | 'ended';
-export type JobState = JobPhase | 'delivered';
+export type { JobPhase, JobState, Suspension } from './job-phases.js';
 
-/** What a job that waits for its children keeps while it holds no slot and no thread. */
-export interface Suspension {
-  state: Omit<ResumeState, 'childResults'>;
-  /** Children's results it has not seen yet, in the order they ended. */
-  pending: string[];
-}
+/** What a job that watches, or is watched by, no other job reads (its sets are made at the first). */
+const NO_JOBS: ReadonlySet<Job> = new Set();
 
 /** What a job needs of the manager around it. */
 export interface JobContext {
@@ -61,7 +38,7 @@ export interface JobInit {
 /**
  * One background job from spawn to forget: its spec, its record (read through the ledger,
  * which keeps it), its current {@link Attempt}, its place in the job tree, its name, dedup key,
- * alerts, result waiters and abort-signal cleanup, and the state machine above, persisted
+ * alerts, result waiters and abort-signal cleanup, and its phases (job-phases.ts), persisted
  * through the ledger. Its ending is {@link end}: once, and never a throw.
  */
 export class Job {
@@ -73,7 +50,7 @@ export class Job {
   /** What a launch runs; dropped once a restart can no longer ask for it (see restarts.ts). */
   spec: JobSpec | undefined;
   /** The launch running now (dispatched or running), else undefined. */
-  attempt: Attempt | undefined;
+  attempt: Attempt<Job> | undefined;
   /** Launches since it was last queued afresh; bounds re-queues of a job whose thread dies. */
   launches = 0;
   /** It is being stopped to run again (restart), not to end. */
@@ -86,10 +63,10 @@ export class Job {
   dropReason: string | undefined;
   /** Its children, in spawn order; a forgotten child leaves the list (see JobTable.forget). */
   readonly children: Job[] = [];
-  /** Jobs that joined one of its children (an identical spawn) and wait for that child's result too. */
-  readonly watchers = new Set<Job>();
-  /** Other jobs' children this one joined and waits for. */
-  readonly watching = new Set<Job>();
+  /** Jobs that joined it (an identical spawn of another job's) and wait for its result too; made at the first. */
+  #watchers: Set<Job> | undefined;
+  /** Other jobs' children this one joined and waits for; made at the first. */
+  #watching: Set<Job> | undefined;
   /** While suspended: what it resumes with. */
   suspension: Suspension | undefined;
   /** Paused for approvals (suspended with no {@link suspension}): see approvals.ts. */
@@ -100,25 +77,14 @@ export class Job {
   runningSince: number | undefined;
   /** Wall-clock ms it ran before its latest approval wait (its timeout counts on from there). */
   ranMs = 0;
-  /**
-   * Children's results posted to its current run, by child id. When that run ends without
-   * having read one (it paused, slept, or was re-queued), the result is held for the next run
-   * (see `#holdUnread`), or resent at resume (waiting for its children): never lost, never twice.
-   */
-  readonly sent = new Map<string, string>();
-  /**
-   * Children's results that came while it had no run to post them to (asleep, paused for
-   * approvals, or queued to go on from either), or that a run was handed and ended without
-   * reading: its next run reads them (see {@link takeHeldResults}). The ledger keeps a copy on
-   * its wait record, for a restart (sleeps.ts, approvals.ts).
-   */
-  readonly heldResults: string[] = [];
+  /** Its children's results on their way to its runs: posted to the current one, or held for the next (job-results.ts). */
+  readonly results = new ChildResults();
   /** Messages sent to it (send_to_background_agent); see inbox.ts and steering.ts. */
   readonly inbox = new JobInbox();
   /** While its worktree is made (engine.ts): settles when it is; rejects WORKTREE_UNAVAILABLE when it was refused. */
   worktreeReady: Promise<void> | undefined;
   /** The latest attempt that sent a model request (each attempt counts once in its record's modelRuns). */
-  #reachedModel: Attempt | undefined;
+  #reachedModel: Attempt<Job> | undefined;
   #parent: Job | undefined;
   #phase: JobPhase;
   readonly #ctx: JobContext;
@@ -128,6 +94,8 @@ export class Job {
   #signalCleanup: (() => void) | undefined;
   /** Inside end(), before its ending is recorded: a re-entered end() is a no-op. */
   #ending = false;
+  /** Where a run from its start begins: a resumed job's kept conversation with its instruction, else its task (none). */
+  readonly #startFrom: ResumeState | undefined;
 
   constructor(init: JobInit, ctx: JobContext) {
     this.id = init.id;
@@ -137,6 +105,7 @@ export class Job {
     this.#parent = init.parent;
     this.dedupKey = init.dedupKey;
     this.#ctx = ctx;
+    this.#startFrom = init.spec.resume;
     init.parent?.children.push(this);
   }
 
@@ -170,6 +139,28 @@ export class Job {
     return this.#parent;
   }
 
+  get watchers(): ReadonlySet<Job> {
+    return this.#watchers ?? NO_JOBS;
+  }
+
+  get watching(): ReadonlySet<Job> {
+    return this.#watching ?? NO_JOBS;
+  }
+
+  /** It joined `child` (another job's child, an identical spawn): it waits for that child's result too. */
+  watch(child: Job): void {
+    (child.#watchers ??= new Set()).add(this);
+    (this.#watching ??= new Set()).add(child);
+  }
+
+  /** Its result goes to the jobs that joined it now: none watches it any more. Returns them. */
+  dropWatchers(): Job[] {
+    const watchers = [...this.watchers];
+    for (const watcher of watchers) watcher.#watching?.delete(this);
+    this.#watchers = undefined;
+    return watchers;
+  }
+
   /** Its record is gone: no link to or from it stays (see JobTable.forget). */
   unlink(): void {
     const siblings = this.#parent?.children;
@@ -178,14 +169,14 @@ export class Job {
     this.#parent = undefined;
     for (const child of this.children) child.#parent = undefined;
     this.children.length = 0;
-    for (const other of this.watchers) other.watching.delete(this);
-    for (const other of this.watching) other.watchers.delete(this);
-    this.watchers.clear();
-    this.watching.clear();
+    for (const other of this.watchers) other.#watching?.delete(this);
+    for (const other of this.watching) other.#watchers?.delete(this);
+    this.#watchers = undefined;
+    this.#watching = undefined;
   }
 
   /** queued → dispatched: handed to the executor as launch number `launches`. */
-  dispatch(attempt: Attempt): void {
+  dispatch(attempt: Attempt<Job>): void {
     this.attempt = attempt;
     this.launches++;
     // Durable ledger: recorded before the thread can begin, so a restart knows it may have run.
@@ -201,25 +192,34 @@ export class Job {
   }
 
   /**
-   * dispatched or running → queued, to launch again; `fresh`: its launch count starts over. Its
-   * next run starts from its task or its saved conversation, neither of which holds what this
-   * run was handed: those results are held for it.
+   * dispatched or running → queued; `fresh` (a restart): from its start, launches counted anew.
+   * What this run was sent and did not read is held for the next; a restart's also gets what this
+   * run was handed at its launch (its record's `handedResults`): its conversation is dropped.
    */
   requeue(note: string, fresh: boolean): void {
     this.#detach();
     this.#holdUnread([]);
-    if (fresh) this.launches = 0;
+    if (fresh) {
+      this.results.held.unshift(...(this.record.handedResults ?? []));
+      this.#ctx.ledger.waits.handResults(this.id, []);
+      this.#toStart();
+      this.launches = 0;
+    }
     if (this.record.state === 'running') this.#ctx.ledger.requeue(this.id, note);
     this.#move('queued');
+  }
+
+  /** Its next run starts from its task (or a resumed job's instruction), never from a conversation a run saved. */
+  #toStart(): void {
+    const { resume: _saved, heldResults: _handed, ...spec } = this.spec as JobSpec;
+    this.spec = this.#startFrom ? { ...spec, resume: this.#startFrom } : spec;
   }
 
   /** running → suspended: it answered with children running; results it was sent and did not see are kept. */
   suspend(state: Suspension['state'], seenChildren: readonly string[]): void {
     this.#detach();
-    this.#ctx.ledger.suspend(this.id);
-    const seen = new Set(seenChildren);
-    this.suspension = { state, pending: [...this.sent].filter(([child]) => !seen.has(child)).map(([, text]) => text) };
-    this.sent.clear();
+    this.#ctx.ledger.waits.suspend(this.id);
+    this.suspension = { state, pending: this.results.takeUnread(seenChildren) };
     this.inbox.saved();
     this.#move('suspended');
   }
@@ -269,22 +269,18 @@ export class Job {
   }
 
   /**
-   * At launch: the results held for it join what its run goes on with, once (they stay in its spec
-   * if that launch is lost and it runs again). A run going on from its conversation reads them as
-   * a user message; one going on from an approval pause after the approved calls (the worker puts
-   * them before its next model call); a run from its task (a restart, a re-queue) in its first
-   * turn, after the task (`spec.heldResults`).
+   * At launch: the results held for it join what its run goes on with, once (kept in its spec if
+   * that launch is lost): a user message in a conversation it goes on from; after the approved
+   * calls of an approval pause; in the first turn of a run from its task (`spec.heldResults`).
    */
   takeHeldResults(): void {
     const spec = this.spec;
-    if (this.heldResults.length === 0 || !spec) return;
-    const texts = this.heldResults.splice(0);
+    const held = this.results.held;
+    if (held.length === 0 || !spec) return;
+    const texts = held.splice(0);
     // Durable until its run ends: a crash before then re-runs it from its task with them (recovery.ts).
-    this.#ctx.ledger.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
-    const held = texts.join('\n\n');
-    const joined = (before: string | undefined) => (before ? `${before}\n\n${held}` : held);
-    const resume = spec.resume;
-    this.spec = resume ? { ...spec, resume: { ...resume, childResults: joined(resume.childResults) } } : { ...spec, heldResults: joined(spec.heldResults) };
+    this.#ctx.ledger.waits.handResults(this.id, [...(this.record.handedResults ?? []), ...texts]);
+    this.spec = withHeldResults(spec, texts.join('\n\n'));
   }
 
   /** Its next run goes on from a conversation a run saved: that run read whatever its first turn was given. */
@@ -298,27 +294,35 @@ export class Job {
    * (`seen`) are held for the next run. `saved`: that run saved its conversation, which goes on
    * without its `resume` (replaced at the next wake or answer): held results an approval resume
    * carried and the run never read (it slept or paused again before a model call) are held again.
-   * A re-queued run keeps its `resume`, and with it those results.
+   * A run re-queued after its thread died keeps its `resume`, and with it those results; a
+   * restart's next run gets them from its record (see {@link requeue}).
    */
   #holdUnread(seen: readonly string[], saved = false): void {
     const resume = this.spec?.resume;
-    if (saved && resume?.approval && resume.childResults && !seen.includes(HELD_RESULTS_ID)) this.heldResults.push(resume.childResults);
-    for (const [child, text] of this.sent) if (!seen.includes(child)) this.heldResults.push(text);
-    this.sent.clear();
+    this.results.holdUnread(seen, saved && resume?.approval ? resume.childResults : undefined);
   }
 
-  /** ended → queued: a restart, same spec, same id. */
-  reopen(note: string): Readonly<JobRecord> {
-    const record = this.#ctx.ledger.reopen(this.id, note);
-    // Its ended run read what it was handed at its start: a restart after an ending runs without it.
-    if (this.spec?.heldResults !== undefined) {
-      const { heldResults: _read, ...spec } = this.spec;
-      this.spec = spec;
-    }
+  /**
+   * ended or suspended → queued: a restart from its start, same spec and id. A suspended job's
+   * record is reopened in one write (`refused`: its calls answered as void), what it waited on in
+   * memory is the caller's to drop (restarts.ts), and the results it held unread go to the new run.
+   */
+  reopen(note: string, refused: readonly ApprovalRecord[] = []): Readonly<JobRecord> {
+    const waiting = this.#phase === 'suspended';
+    const record = waiting ? this.#ctx.ledger.waits.restart(this.id, note, refused) : this.#ctx.ledger.reopen(this.id, note);
+    // Its old run read what it was handed at its start, and that run's conversation is dropped.
+    this.#toStart();
+    if (this.suspension) this.results.held.push(...this.suspension.pending);
+    this.suspension = undefined;
+    this.awaitingApproval = false;
+    this.asleep = false;
     this.#alerts = 0;
     this.ranMs = 0;
+    this.runningSince = undefined;
     this.launches = 0;
     this.#move('queued');
+    // No wait record holds them any more: handed to its next run now, on its record (recovery.ts reads them there).
+    if (waiting) this.takeHeldResults();
     return record;
   }
 
@@ -348,8 +352,7 @@ export class Job {
     this.suspension = undefined;
     this.awaitingApproval = false;
     this.asleep = false;
-    this.sent.clear();
-    this.heldResults.length = 0;
+    this.results.clear();
     this.stopping = false;
     this.restartPending = false;
     this.#signalCleanup?.();

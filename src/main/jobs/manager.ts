@@ -225,7 +225,9 @@ export class BackgroundManager extends TypedEmitter<ManagerEvents> {
   /**
    * Runs a job again with the same spec under the same id (and name): a running job is stopped
    * and re-queued, an ended one goes back to the queue and its undelivered result is superseded
-   * (never delivered). A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
+   * (never delivered). One asleep, paused for approvals or waiting for its children drops what it
+   * waits on (its pending calls answered as void, `approval-resolved`) and is re-queued to run from
+   * its task; its children go on. A queued job is left as it is. Throws `JOB_UNKNOWN`, `NAME_TAKEN` (its
    * name went to another live job meanwhile) or `MANAGER_CLOSED`.
    */
   restart(idOrName: string, reason?: string): JobHandle {

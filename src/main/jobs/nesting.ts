@@ -129,17 +129,12 @@ export class Nesting {
     this.#host.ledger.markHandedToParent(record.id, parent?.attempt?.iterations ?? parent?.record?.iterations ?? 0);
     if (parent) this.#deliverTo(parent, record);
     // Jobs that joined it get it too, once each (one that has ended since gets nothing).
-    for (const watcher of child.watchers) {
-      watcher.watching.delete(child);
-      if (!watcher.isOver) this.#deliverTo(watcher, record);
-    }
-    child.watchers.clear();
+    for (const watcher of child.dropWatchers()) if (!watcher.isOver) this.#deliverTo(watcher, record);
   }
 
   #watch(job: Job, child: Job): void {
     if (child.parent === job) return; // its own child, spawned twice: it gets it once anyway
-    child.watchers.add(job);
-    job.watching.add(child);
+    job.watch(child);
   }
 
   /**
@@ -153,10 +148,10 @@ export class Nesting {
       parent.suspension.pending.push(text);
       this.maybeResume(parent);
     } else if (parent.attempt?.post({ type: 'child-results', childIds: [record.id], text })) {
-      parent.sent.set(record.id, text);
+      parent.results.posted(record.id, text);
     } else if (!parent.isOver) {
-      parent.heldResults.push(text);
-      this.#host.ledger.holdChildResults(parent.id, parent.heldResults);
+      parent.results.held.push(text);
+      this.#host.ledger.waits.holdChildResults(parent.id, parent.results.held);
     }
   }
 }

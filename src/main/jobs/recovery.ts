@@ -156,8 +156,8 @@ export function recoverJobs(host: RecoveryHost, stored: { jobs: StoredJob[]; nex
       // A wait record whose conversation is gone, or a run cut before it ended, runs from its task:
       // its first turn reads what its children gave (held on the wait, or handed to the cut run).
       const held = record.sleepWait?.childResults ?? record.approvalWait?.childResults ?? record.handedResults ?? [];
-      if (Array.isArray(held)) job.heldResults.push(...held.filter((text) => typeof text === 'string'));
-      ledger.handResults(record.id, []);
+      if (Array.isArray(held)) job.results.held.push(...held.filter((text) => typeof text === 'string'));
+      ledger.waits.handResults(record.id, []);
       host.dispatcher.enqueue(job);
       report.rerun.push(record.id);
     } else {

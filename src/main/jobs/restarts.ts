@@ -1,9 +1,12 @@
+import type { ApprovalRecord } from '../../shared/approvals.js';
 import { JobError } from '../../shared/errors.js';
 import type { Job } from './job.js';
 import type { JobTable } from './job-table.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { JobRecord } from '../ledger/ledger.js';
 import type { JobHandle } from './manager-api.js';
+import type { JobApprovals } from './approvals.js';
+import type { JobSleeps } from './sleeps.js';
 
 /** Ended jobs whose spec is kept for restart_background_agent (and as many again that failed or timed out). */
 const RESTARTABLE_SPECS = 256;
@@ -18,13 +21,19 @@ export interface RestartHost {
   requeued(record: Readonly<JobRecord>): void;
   /** A reopened job leaves the wave it was spawned in (the wave may fire now without it). */
   leaveWave(wave: number, jobId: string): void;
+  /** A sleeping job's wake timer (dropped by a restart). */
+  readonly sleeps: Pick<JobSleeps, 'ended'>;
+  /** A paused job's calls (answered as void by a restart), its unused answers and job grants. */
+  readonly approvals: Pick<JobApprovals, 'voided' | 'dropVoided'>;
 }
 
 /**
  * Remy's restart: a job runs again with the same spec under the same id (and name). A running
  * job is stopped and re-queued when its attempt ends (Job.restartPending); an ended one goes
- * back to the queue and its undelivered result is superseded, never delivered. Only the newest
- * ended jobs keep their spec for it, so a long-lived session stays bounded.
+ * back to the queue and its undelivered result is superseded, never delivered; a suspended one
+ * (asleep, paused for approvals, waiting for its children) drops what it waits on, once, and
+ * goes back to the queue (see {@link #restartWaiting}). Only the newest ended jobs keep their
+ * spec for it, so a long-lived session stays bounded.
  */
 export class Restarts {
   readonly #host: RestartHost;
@@ -48,13 +57,7 @@ export class Restarts {
       attempt.requestStop('cancel');
       return { id, label: record.label, state: 'running' };
     }
-    // Its run is over but the job is not: running it from its task would drop where it waits (and a restart that changed nothing would be a lie).
-    if (job.phase === 'suspended')
-      throw new JobError(
-        'ATTEMPT_NOT_RUNNING',
-        id,
-        `job ${id} is ${suspendedAs(job)}; it cannot be restarted until it runs again or ends (cancel it first to run it again from its task)`,
-      );
+    if (job.phase === 'suspended') return this.#restartWaiting(job, reason);
     if (!job.isOver) return { id, label: record.label, state: 'queued' };
     if (!job.spec) throw new JobError('JOB_UNKNOWN', id, `job ${id} ended too long ago to be restarted (its spec is no longer kept); spawn it again`);
     if (job.name !== undefined) {
@@ -72,6 +75,26 @@ export class Restarts {
     this.#host.dispatcher.enqueue(job);
     this.#host.requeued(reopened);
     return { id, label: reopened.label, state: 'queued' };
+  }
+
+  /**
+   * A suspended job runs again from its start: its record is reopened in one write, with a note
+   * of what it waited on and its pending calls answered as void (in its approval history, each
+   * `approval-resolved`, so no one approves a call that will never run); then its wake timer, its
+   * approval wait, unused answers and job grants go, as an ended job's did. Its children go on:
+   * their results, and those it held unread, go to the new run (Job.reopen), as a running job's
+   * restart holds what its cut run had not read, since no one else receives them.
+   */
+  #restartWaiting(job: Job, reason: string): JobHandle {
+    const waiting = job.record;
+    const refused = job.awaitingApproval ? this.#host.approvals.voided(job, `void: job ${job.id} was restarted from its start (${reason})`) : [];
+    const reopened = job.reopen(`${reason} while ${waitNote(job, waiting, refused)}`, refused);
+    // Dropped once its record no longer says it waits: a throw before here leaves it waiting, whole.
+    this.#host.sleeps.ended(job.id);
+    this.#host.approvals.dropVoided(job, refused);
+    this.#host.dispatcher.enqueue(job);
+    this.#host.requeued(reopened);
+    return { id: job.id, label: reopened.label, state: 'queued' };
   }
 
   /** The job ended: it keeps its spec for a later restart, and the oldest past the bound lets go of theirs. */
@@ -92,9 +115,17 @@ export class Restarts {
   }
 }
 
-/** What a suspended job waits for, for a refusal. */
-function suspendedAs(job: Job): string {
-  if (job.asleep) return 'asleep until its scheduled turn';
-  if (job.awaitingApproval) return 'paused for approvals';
-  return 'waiting for its children';
+/** What a suspended job waited on and what its restart dropped, for its record's notes. */
+function waitNote(job: Job, record: Readonly<JobRecord>, refused: readonly ApprovalRecord[]): string {
+  if (job.asleep) {
+    const at = record.sleepWait ? new Date(record.sleepWait.at).toISOString() : 'its turn';
+    return `asleep until ${at} (${record.sleepWait?.reason ?? 'no reason'}): its wake was dropped`;
+  }
+  if (job.awaitingApproval) {
+    const calls = refused.map((call) => `${call.tool} (call ${call.callId})`).join(', ');
+    return `paused for approvals: ${calls || 'no call'} answered as void, never to run`;
+  }
+  const running = [...job.children, ...job.watching].filter((child) => !child.isOver).length;
+  const unread = job.suspension?.pending.length ?? 0;
+  return `waiting for its children: ${running} still running go on, and their results and the ${unread} it had not read go to its new run`;
 }

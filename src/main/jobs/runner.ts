@@ -5,9 +5,9 @@ import type { ToolCatalog } from '../tools/catalog.js';
 import type { Logger } from 'pino';
 import type { ForkpoolConfig } from '../../shared/config.js';
 import { JobError, serializeError } from '../../shared/errors.js';
-import type { AlertSeverity, JobSpec } from '../../shared/protocol.js';
+import type { AlertSeverity, HostToolAnswer, JobSpec } from '../../shared/protocol.js';
 import type { LoopEvent } from '../../shared/loop-events.js';
-import { Attempt, type AttemptEnd } from '../executors/attempt.js';
+import { Attempt, type AttemptEnd, type AttemptHost } from '../executors/attempt.js';
 import type { Executor } from '../executors/executor.js';
 import type { JobScheduler } from '../executors/scheduler.js';
 import type { JobBudgets } from '../limits/budgets.js';
@@ -67,10 +67,29 @@ export class JobRunner {
   readonly #processToken = randomUUID().slice(0, 8);
   /** Keys the config holds: a host tool's answer never shows them (the job's loop redacts again). */
   readonly #secrets: readonly string[];
+  /** What every attempt of this runner reports to: one object, not closures per launch (attempt-host.ts). */
+  readonly #attempts: AttemptHost<Job>;
 
   constructor(host: RunnerHost) {
     this.#host = host;
     this.#secrets = configuredSecrets(host.config);
+    this.#attempts = {
+      scheduler: host.scheduler,
+      rateGateBuffer: host.gating.rateGateBuffer,
+      logger: host.logger,
+      ...(host.owner !== undefined ? { owner: host.owner } : {}),
+      started: (job, attempt, threadId) => this.#started(job, attempt, threadId),
+      progress: (job, event) => {
+        const parentToolId = job.spec?.parentToolId;
+        host.progress({ jobId: job.id, event, ...(parentToolId !== undefined ? { parentToolId } : {}) });
+      },
+      alert: (job, alert) => host.alert(job, alert),
+      spawn: (job, _attempt, requestId, request) => host.nesting.spawnChild(job, requestId, request),
+      answerPermission: (job, tool, callId) => host.approvals.answer(job, tool, callId),
+      runHostTool: (job, call, signal) => this.#runHostTool(job, call, signal),
+      expired: (job, _attempt, kind) => this.stop(job, kind),
+      ended: (job, attempt, end) => this.#attemptEnded(job, attempt, end),
+    };
   }
 
   /** A remote spawn's executor, else the manager's (admission refused a remote spawn without one; a recovered one falls back). */
@@ -84,53 +103,16 @@ export class JobRunner {
     const spec = job.spec as JobSpec;
     const executor = this.#executorOf(spec);
     const id = job.id;
-    const gateLease = gating.leaseFor(spec);
-    const attempt: Attempt = new Attempt({
+    const attempt = new Attempt<Job>({
+      job,
       jobId: id,
       number: job.launches + 1,
       executor,
-      scheduler: this.#host.scheduler,
-      permissions: { isGranted: (tool) => this.#host.permissions.isGranted(tool) },
-      gate: gateLease.service,
-      rateGateBuffer: gating.rateGateBuffer,
-      ...(this.#host.owner !== undefined ? { owner: this.#host.owner } : {}),
+      host: this.#attempts,
+      gate: gating.leaseFor(spec),
       cancelGraceMs: config.background.cancelGraceMs,
-      logger: this.#host.logger,
-      onStarted: (threadId) => this.#started(job, attempt, threadId),
-      onProgress: (event) => this.#host.progress({ jobId: id, event, ...(spec.parentToolId !== undefined ? { parentToolId: spec.parentToolId } : {}) }),
-      onAlert: (alert) => this.#host.alert(job, alert),
-      onSpawn: (requestId, request) => this.#host.nesting.spawnChild(job, requestId, request),
-      answerPermission: (tool, callId) => this.#host.approvals.answer(job, tool, callId),
-      runHostTool: (call, signal) => {
-        if (isHookCall(call.name)) {
-          const hooks = this.#host.hooks;
-          return hooks
-            ? hooks.answerCall(id, call.name, call.args, signal)
-            : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
-        }
-        const def = this.#host.tools.hostTool(call.name);
-        // Only a tool this job was offered: a worker cannot make the host run another.
-        if (!def || !spec.hostTools?.some((stub) => stub.name === call.name)) {
-          return Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: `${call.name} is not a host tool of this job` });
-        }
-        const limits = { timeoutMs: config.toolLimits.toolTimeoutMs, outputMaxChars: config.toolLimits.outputMaxChars, secrets: this.#secrets };
-        return runHostCall(def, call.args, { jobId: id, callId: call.callId, agent: spec.agent ?? 'fork' }, signal, limits);
-      },
     });
     job.dispatch(attempt);
-    // A thread that died mid-request never gives its gate slot back itself.
-    void attempt.ended
-      .then(async (end) => {
-        gateLease.release();
-        // A restart runs it again in the same worktree; a suspended job's children may still write there.
-        // Only a worktree job waits: every other ending stays in the same tick as its attempt's end.
-        const paused = end.kind === 'suspended' || end.kind === 'awaiting-approval' || end.kind === 'sleeping';
-        const before = !paused && !job.restartPending && job.attempt === attempt ? this.#host.beforeEnding(job) : undefined;
-        if (before) await before;
-        this.#ended(job, attempt, end);
-      })
-      // A throw at a job's end must not become an unhandled rejection: that exits the host.
-      .catch((error: unknown) => this.#host.reportFault(`ending job ${id}`, error));
     attempt.launch({
       ...spec,
       attempt: attempt.number,
@@ -138,6 +120,45 @@ export class JobRunner {
       ...this.#host.steering.forLaunch(job, spec.resume !== undefined),
       ...this.#hookEvents(),
     });
+  }
+
+  /**
+   * An attempt's end (AttemptHost.ended: a microtask after it, as a reaction to its `ended`
+   * would be). A throw here must not escape: that exits the host.
+   */
+  #attemptEnded(job: Job, attempt: Attempt<Job>, end: AttemptEnd): void {
+    const fault = (error: unknown) => this.#host.reportFault(`ending job ${job.id}`, error);
+    try {
+      // A thread that died mid-request never gives its gate slot back itself.
+      attempt.gate?.release();
+      // A restart runs it again in the same worktree; a suspended job's children may still write there.
+      // Only a worktree job waits: every other ending stays in the same tick as its attempt's end.
+      const paused = end.kind === 'suspended' || end.kind === 'awaiting-approval' || end.kind === 'sleeping';
+      const before = !paused && !job.restartPending && job.attempt === attempt ? this.#host.beforeEnding(job) : undefined;
+      if (before) return void before.then(() => this.#ended(job, attempt, end)).catch(fault);
+      this.#ended(job, attempt, end);
+    } catch (error) {
+      fault(error);
+    }
+  }
+
+  /** A host tool call of `job`'s (a hook's, or a tool this job was offered), run on this thread. */
+  #runHostTool(job: Job, call: { name: string; callId: string; args: unknown }, signal: AbortSignal): Promise<HostToolAnswer> {
+    if (isHookCall(call.name)) {
+      const hooks = this.#host.hooks;
+      return hooks
+        ? hooks.answerCall(job.id, call.name, call.args, signal)
+        : Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: 'no hooks here' });
+    }
+    const spec = job.spec;
+    const def = this.#host.tools.hostTool(call.name);
+    // Only a tool this job was offered: a worker cannot make the host run another.
+    if (!def || !spec?.hostTools?.some((stub) => stub.name === call.name)) {
+      return Promise.resolve({ ok: false as const, code: 'TOOL_UNKNOWN', message: `${call.name} is not a host tool of this job` });
+    }
+    const { toolLimits } = this.#host.config;
+    const limits = { timeoutMs: toolLimits.toolTimeoutMs, outputMaxChars: toolLimits.outputMaxChars, secrets: this.#secrets };
+    return runHostCall(def, call.args, { jobId: job.id, callId: call.callId, agent: spec.agent ?? 'fork' }, signal, limits);
   }
 
   /** The job events with hooks here; none for a remote executor's job (its worker runs its own config's). */
@@ -184,7 +205,7 @@ export class JobRunner {
     }
   }
 
-  #started(job: Job, attempt: Attempt, threadId: number | undefined): void {
+  #started(job: Job, attempt: Attempt<Job>, threadId: number | undefined): void {
     const { config } = this.#host;
     const executor = this.#executorOf(job.spec as JobSpec);
     // A remote executor re-ran the job (its worker died or lost it): one more attempt, same clock.
@@ -196,15 +217,15 @@ export class JobRunner {
     // The wall clock starts now: time spent queued does not count, nor time spent waiting for approvals (ranMs ran before).
     if (!rerun) {
       job.runningSince = Date.now();
-      attempt.armTimeout(Math.max(1, config.background.timeoutMinutes * 60_000 - job.ranMs), () => this.stop(job, 'timeout'));
       // Its wall-clock budget, from its first start: cooperative stop, then the hard stop path.
+      // One timer for whichever comes first (Attempt.armDeadline).
       const wallMs = this.#host.budgets.wallclockMs(job.spec?.budget, job.record.startedAt ?? Date.now());
-      if (wallMs !== undefined) attempt.armTimeout(wallMs, () => this.stop(job, 'budget'), 'budget');
+      attempt.armDeadline(Math.max(1, config.background.timeoutMinutes * 60_000 - job.ranMs), wallMs);
     }
     this.#host.started(job.record);
   }
 
-  #ended(job: Job, attempt: Attempt, end: AttemptEnd): void {
+  #ended(job: Job, attempt: Attempt<Job>, end: AttemptEnd): void {
     // Identity: after a re-queue the same job is live again under a new attempt.
     if (job.attempt !== attempt) return;
     if (job.restartPending) {

@@ -69,7 +69,7 @@ export class JobSleeps {
     const store = this.#host.store;
     if (store)
       this.#host.ledger.writeAside(`job ${job.id}'s conversation`, () => store.putConversation(job.id, redactConversation(state.messages, this.#secrets)));
-    const record = this.#host.ledger.sleep(job.id, this.#waitRecord(job, state, turn));
+    const record = this.#host.ledger.waits.sleep(job.id, this.#waitRecord(job, state, turn));
     this.#host.note(job.id, `asleep until ${new Date(turn.at).toISOString()}: ${turn.reason}`);
     this.#sleep(job, state, turn, now);
     this.#host.emit('sleeping', record);
@@ -112,7 +112,7 @@ export class JobSleeps {
     const messages = wait && this.#host.store?.conversation(job.id);
     if (!wait || !messages) return false;
     job.ranMs = wait.ranMs;
-    job.heldResults.push(...(wait.childResults ?? []));
+    job.results.held.push(...(wait.childResults ?? []));
     const state: RunState = { messages, usage: wait.usage, iterations: wait.iterations, ...(wait.wrapUpSent ? { wrapUpSent: true } : {}) };
     const turn = { at: wait.at, reason: wait.reason };
     if (record.state === 'queued') {
@@ -136,7 +136,7 @@ export class JobSleeps {
     const { job } = sleep;
     if (this.#sleeps.get(job.id) !== sleep || job.isOver) return;
     this.#sleeps.delete(job.id);
-    this.#host.ledger.woke(job.id);
+    this.#host.ledger.waits.woke(job.id);
     this.#host.note(job.id, `woke: ${sleep.turn.reason}`);
     job.wake({ ...sleep.state, childResults: wakeMessage(sleep.turn) });
     this.#host.dispatcher.enqueue(job);
@@ -150,7 +150,7 @@ export class JobSleeps {
       iterations: state.iterations,
       ...(state.wrapUpSent ? { wrapUpSent: true as const } : {}),
       ranMs: job.ranMs,
-      ...(job.heldResults.length > 0 ? { childResults: [...job.heldResults] } : {}),
+      ...(job.results.held.length > 0 ? { childResults: [...job.results.held] } : {}),
     };
   }
 

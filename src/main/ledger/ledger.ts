@@ -2,21 +2,13 @@ import { ForkpoolError } from '../../shared/errors.js';
 import { DEFAULTS } from '../../shared/defaults.js';
 import type { JobStore, StoredJob } from './ledger-store.js';
 import type { LedgerHealth, StorageReport, WriteMode } from './ledger-writes.js';
-import type { ApprovalWait, JobEnding, SleepWait, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
-import type { ApprovalRecord, PendingApproval } from '../../shared/approvals.js';
+import type { JobEnding, JobRecord, JobState, LedgerStats, RetentionPolicy, SentMessage, Speculation } from './job-record.js';
 import { Retention } from './retention.js';
 import { copyRecordData, endedRecord, freeze, reopenedRecord, resultDroppedRecord } from './record-values.js';
 import { Deliveries } from './deliveries.js';
 import { RecordTable, type Entry } from './record-table.js';
-import {
-  approvalAnsweredRecord,
-  asleepRecord,
-  awaitingApprovalRecord,
-  handedResultsRecord,
-  heldResultsRecord,
-  runningRecord,
-  waitingForChildrenRecord,
-} from './wait-records.js';
+import { runningRecord } from './wait-records.js';
+import { LedgerWaits } from './ledger-waits.js';
 
 export type {
   ApprovalWait,
@@ -58,6 +50,8 @@ export class DeliveryLedger {
   #forgotten = 0;
   /** Closing (see keepUnfinishedOnClose). */
   #closing = false;
+  /** A job's pauses (waiting for its children, for approvals, asleep) and the results held meanwhile (ledger-waits.ts). */
+  readonly waits: LedgerWaits;
 
   readonly #onForget: (id: string) => void;
   readonly #onResultDropped: (id: string) => void;
@@ -85,6 +79,7 @@ export class DeliveryLedger {
     this.#onForget = onForget;
     this.#onResultDropped = onResultDropped;
     this.#table = new RecordTable(store, () => this.#nextId, onStorage);
+    this.waits = new LedgerWaits(this.#table);
     this.#deliveries = new Deliveries({
       entry: (id) => this.#table.get(id) as Entry,
       write: (batch, mode) => this.#table.writeDelivered(batch, mode),
@@ -242,56 +237,6 @@ export class DeliveryLedger {
     const { record } = this.#table.expect(id, 'queued', 'queued');
     const { dispatched: _dispatched, ...rest } = record;
     return this.#table.replace(id, { ...rest, notes: [...record.notes, note] });
-  }
-
-  /** It answered with children running: back to `queued`, its slot given back, until they end. */
-  suspend(id: string): Readonly<JobRecord> {
-    return this.#table.replace(id, waitingForChildrenRecord(this.#table.expect(id, 'running', 'queued').record));
-  }
-
-  /** A running job paused: these calls wait for approvals (its thread and slot are given back; it stays `running`). */
-  awaitApproval(id: string, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
-    return this.#table.replace(id, awaitingApprovalRecord(this.#table.expect(id, 'running', 'running').record, pending, wait));
-  }
-
-  /** One of its calls was answered: kept in its history; `wait` is what its next launch goes on with. */
-  answerApproval(id: string, answered: ApprovalRecord, pending: readonly PendingApproval[], wait: ApprovalWait): Readonly<JobRecord> {
-    return this.#table.replace(id, approvalAnsweredRecord(this.#table.expect(id, 'running', 'running').record, answered, pending, wait));
-  }
-
-  /** Every call answered: back to `queued` to take a slot again; it keeps its first start time (markRunning). */
-  approvalsAnswered(id: string): Readonly<JobRecord> {
-    const { record } = this.#table.expect(id, 'running', 'queued');
-    return this.#table.replace(id, { ...record, state: 'queued' });
-  }
-
-  /** A running job sleeps until `wait.at` (`sleep` scheduler): its thread and slot are given back; it stays `running`. */
-  sleep(id: string, wait: SleepWait): Readonly<JobRecord> {
-    return this.#table.replace(id, asleepRecord(this.#table.expect(id, 'running', 'running').record, wait));
-  }
-
-  /** Its time came: back to `queued` to take a slot again, its `sleepWait` kept until it runs (markRunning). */
-  woke(id: string): Readonly<JobRecord> {
-    const { record } = this.#table.expect(id, 'running', 'queued');
-    return this.#table.replace(id, { ...record, state: 'queued' });
-  }
-
-  /** Children's results handed to its next run (see {@link JobRecord.handedResults}): all it carries, not only the new ones. */
-  handResults(id: string, texts: readonly string[]): void {
-    const record = this.#table.get(id)?.record;
-    if (!record || record.state === 'ended') return;
-    this.#table.replace(id, handedResultsRecord(record, texts), 'lenient');
-  }
-
-  /**
-   * Children's results held for a job with no run now (asleep, or paused for approvals): kept on
-   * its wait record, so a restart hands them to its next run (nesting.ts). Lenient, as every
-   * hand-over to a parent: the result goes on in this process whatever the disk says.
-   */
-  holdChildResults(id: string, texts: readonly string[]): void {
-    const record = this.#table.get(id)?.record;
-    const held = record && heldResultsRecord(record, texts);
-    if (held) this.#table.replace(id, held, 'lenient');
   }
 
   /** The messages sent to a job so far, and which it has received (see steering.ts). */

@@ -61,3 +61,25 @@ export function heldResultsRecord(record: Readonly<JobRecord>, texts: readonly s
   if (record.approvalWait) return { ...record, approvalWait: { ...record.approvalWait, childResults: [...texts] } };
   return undefined;
 }
+
+/**
+ * Restarted while it waited (for its children, approvals, or its turn): queued to run from its
+ * start, its wait and its last run's traces gone, as an ended job's restart drops its ending;
+ * `refused`, its pending calls answered as void, stay in its approval history.
+ */
+export function restartedWaitRecord(record: Readonly<JobRecord>, note: string, refused: readonly ApprovalRecord[]): JobRecord {
+  const {
+    waitingForChildren: _children,
+    awaitingApproval: _pending,
+    approvalWait: _approval,
+    sleepWait: _sleep,
+    startedAt: _started,
+    threadId: _thread,
+    dispatched: _dispatched,
+    modelRuns: _modelRuns,
+    handedResults: _handed,
+    ...rest
+  } = record;
+  const approvals = refused.length > 0 ? { approvals: [...(record.approvals ?? []), ...refused] } : {};
+  return { ...rest, ...approvals, state: 'queued', usage: {}, iterations: 0, notes: [...record.notes, note] };
+}

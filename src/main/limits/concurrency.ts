@@ -36,7 +36,7 @@ export class RequestGating {
    * it), and what to call when the attempt ends. No gate in fixed mode.
    */
   leaseFor(spec: JobSpec): { service?: RequestGateService; release(): void } {
-    if (!this.gates) return { release: () => {} };
+    if (!this.gates) return NO_LEASE;
     return this.gates.leaseFor(endpointOf(this.#config, spec.agent), spec.id);
   }
 
@@ -44,6 +44,9 @@ export class RequestGating {
     this.gates?.close();
   }
 }
+
+/** Fixed mode's lease: nothing to give back (one object for every job, not one each). */
+const NO_LEASE: { service?: RequestGateService; release(): void } = Object.freeze({ release: () => {} });
 
 /** A job's endpoint: its agent's base URL, else the config's (the limit is per endpoint). */
 function endpointOf(config: ForkpoolConfig, agent: string | undefined): string {

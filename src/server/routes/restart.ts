@@ -22,7 +22,8 @@ export const restartJobRoute = {
  * `POST /v1/jobs/:id/restart`: the job runs again with the same spec under the same id
  * (BackgroundManager.restart, src/main/jobs/restarts.ts). 202 with its handle and what was
  * done (`restarted`: `stopping` a running one, `requeued` an ended one). 404 for an unknown job;
- * 409 when it cannot be restarted, naming its state: still queued (nothing to restart), already
+ * A job asleep, paused for approvals or waiting for its children is re-queued (what it waited on
+ * dropped). 409 when it cannot be restarted, naming its state: still queued (nothing to restart), already
  * being stopped, its spec no longer kept, or its name taken; 503 on a closing server.
  */
 export function restartRoutes(state: ServerState) {
@@ -32,20 +33,19 @@ export function restartRoutes(state: ServerState) {
       const found = state.findJob(id);
       const before = found?.record;
       if (!found || !before) return reply.code(404).send(refusal('JOB_UNKNOWN', `no job ${JSON.stringify(id)} (never started, or forgotten by retention)`));
-      // The library leaves a job that has not run yet as it is; over HTTP that is a refusal.
-      if (before.state === 'queued' || before.waitingForChildren)
-        return reply
-          .code(409)
-          .send(
-            refusal(
-              'JOB_NOT_RESTARTABLE',
-              `job ${before.id} is ${before.state === 'queued' ? 'queued' : 'waiting for its children'}: nothing to restart yet`,
-              before.state,
-            ),
-          );
+      // The library leaves a job that has not run yet as it is; over HTTP that is a refusal. One
+      // waiting for its children (queued in its record) has run: it is restarted (restarts.ts).
+      if (before.state === 'queued' && !before.waitingForChildren)
+        return reply.code(409).send(refusal('JOB_NOT_RESTARTABLE', `job ${before.id} is queued: nothing to restart yet`, before.state));
       try {
         const handle = found.manager.restart(before.id);
-        return reply.code(202).send({ ...handle, restarted: before.state === 'running' ? 'stopping' : 'requeued' });
+        // Its record unchanged: a job queued to go on where it waited (its children ended, its calls answered) is left as it is.
+        if (handle.state === 'queued' && found.manager.find(before.id) === before)
+          return reply
+            .code(409)
+            .send(refusal('JOB_NOT_RESTARTABLE', `job ${before.id} is queued to go on where it waited: nothing to restart yet`, before.state));
+        // A job asleep or paused for approvals is `running` in its record, but is re-queued at once.
+        return reply.code(202).send({ ...handle, restarted: handle.state === 'running' ? 'stopping' : 'requeued' });
       } catch (error) {
         const code = error instanceof ForkpoolError ? error.code : 'INTERNAL';
         const status = code === 'MANAGER_CLOSED' ? 503 : code === 'INTERNAL' ? 500 : 409;

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, ToolError } from '../errors.js';
 import { codeOf } from './sandbox.js';
 import type { ToolContext } from './types.js';
+import { threadBacklog } from '../thread-backlog.js';
 
 /** Waits between tries (ms, before jitter): about 3.3 s in all. */
 const RETRY_DELAYS_MS = [5, 10, 20, 40, 80, 160, 320, 640, 1_000, 1_000];
@@ -50,30 +51,44 @@ export function fdLimitError(toolName: string, shown: string, error: unknown): T
  */
 const MAX_SEARCHES_PER_THREAD = 256;
 let searchesRunning = 0;
-const searchesWaiting: Array<() => void> = [];
+/** FIFO of waiting searches; `searchesHead` is the next (no `shift()`, no `indexOf`: 37,000 waited at once). */
+let searchesWaiting: (SearchWaiter | undefined)[] = [];
+let searchesHead = 0;
+
+interface SearchWaiter {
+  cancelled: boolean;
+  admit(): void;
+}
 
 /**
  * Runs `search` when fewer than {@link MAX_SEARCHES_PER_THREAD} run; an abort while waiting
  * throws. The wait is outside the tool's timeout (`ctx.untimedWait`): with 10,000 jobs in
  * flight on one thread, a search queued behind 20,000 others waited over a minute and timed out
  * before it began (inline lost 791 jobs so). The search itself keeps its time limit and timeout.
+ * Its waiters count in the thread's backlog, which new jobs wait on to start (thread-backlog.ts).
  */
 export async function withSearchSlot<T>(ctx: Pick<ToolContext, 'signal' | 'untimedWait'>, search: () => Promise<T>): Promise<T> {
   const { signal } = ctx;
   const waitTurn = () =>
     new Promise<void>((resolve, reject) => {
+      if (signal.aborted) return reject(new AbortError(signal.reason));
+      const waiter: SearchWaiter = {
+        cancelled: false,
+        admit: () => {
+          signal.removeEventListener('abort', onAbort);
+          threadBacklog.queueLeft();
+          resolve();
+        },
+      };
+      // Left in the queue, marked: the next hand-over skips it.
       const onAbort = () => {
-        const at = searchesWaiting.indexOf(admit);
-        if (at >= 0) searchesWaiting.splice(at, 1);
+        waiter.cancelled = true;
+        threadBacklog.queueLeft();
         reject(new AbortError(signal.reason));
       };
-      const admit = () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
-      searchesWaiting.push(admit);
+      threadBacklog.queueJoined();
+      searchesWaiting.push(waiter);
     });
   if (searchesRunning >= MAX_SEARCHES_PER_THREAD) await (ctx.untimedWait ? ctx.untimedWait(waitTurn) : waitTurn());
   else searchesRunning++;
@@ -81,8 +96,22 @@ export async function withSearchSlot<T>(ctx: Pick<ToolContext, 'signal' | 'untim
     return await search();
   } finally {
     // Hand the slot straight to the next waiter (the count stays), or give it back.
-    const next = searchesWaiting.shift();
-    if (next) next();
+    const next = nextSearch();
+    if (next) next.admit();
     else searchesRunning--;
   }
+}
+
+function nextSearch(): SearchWaiter | undefined {
+  let next: SearchWaiter | undefined;
+  while (!next && searchesHead < searchesWaiting.length) {
+    const waiter = searchesWaiting[searchesHead];
+    searchesWaiting[searchesHead++] = undefined;
+    if (waiter && !waiter.cancelled) next = waiter;
+  }
+  if (searchesHead > 1_024 && searchesHead * 2 > searchesWaiting.length) {
+    searchesWaiting = searchesWaiting.slice(searchesHead);
+    searchesHead = 0;
+  }
+  return next;
 }

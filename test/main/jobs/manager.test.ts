@@ -82,7 +82,9 @@ describe.concurrent('BackgroundManager: cap and order', () => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
     const sim = await startSim(cleanups, { latencyMs: 50 });
-    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 3 }), cleanups);
+    // Twice as many threads as slots: the pool could run 6 at once, so only the dispatcher's cap
+    // keeps it at 3 (with threads = maxConcurrent an off-by-one there was hidden by the pool).
+    const manager = makeManager(makeConfig(sim, root, { maxConcurrent: 3, threads: 6 }), cleanups);
     const log = recordEvents(manager);
 
     const ids = Array.from({ length: 12 }, (_, i) => manager.spawn({ task: `${RESEARCH_TASK} (${i})`, label: `job ${i}` }).id);
@@ -220,11 +222,13 @@ describe.concurrent('BackgroundManager: cancel', () => {
 describe.concurrent('BackgroundManager: timeout counts from start', () => {
   // The timeout timer is held in the test's hand (cancel grace and the port fallback run for
   // real): what is checked is when it is armed and what firing it does, never how long a job took.
+  // A run arms one deadline, the earlier of its timeout and its wall-clock budget (Attempt.armDeadline):
+  // the budget here is past the timeout.
 
   it('times out a running job that outlives the timeout (hard stop when it ignores the cancel)', async (context) => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
-    const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100 });
+    const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100, budget: { maxWallclockMinutes: 60 } });
     const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups), scheduler);
     const { id } = manager.spawn({ task: 'FAULT:ignore_cancel', label: 'too slow' });
@@ -238,10 +242,31 @@ describe.concurrent('BackgroundManager: timeout counts from start', () => {
     expect(record.error?.code).toBe('JOB_TIMEOUT');
   });
 
+  it('a run arms one deadline timer: the earlier of its timeout and its wall-clock budget, which stops it with its own reason', async (context) => {
+    const cleanups = cleanupOf(context);
+    const root = await makeWorkspace(cleanups);
+    const cases = [
+      { background: { timeoutMinutes: 20, budget: { maxWallclockMinutes: 10 } }, kind: 'budget' },
+      { background: { timeoutMinutes: 5, budget: { maxWallclockMinutes: 10 } }, kind: 'timeout' },
+    ] as const;
+    for (const { background, kind } of cases) {
+      const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100, ...background });
+      const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
+      const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups), scheduler);
+      // The fixture answers the cooperative stop with a final result naming the stop's reason.
+      const { id } = manager.spawn({ task: 'FAULT:finish_on_cancel', label: kind });
+      await startedJob(manager, id);
+      expect(scheduler.log.filter((tag) => tag.jobId === id && (tag.kind === 'timeout' || tag.kind === 'budget'))).toEqual([{ jobId: id, kind }]);
+      scheduler.fire(scheduler.find(kind, id)[0] as number);
+      const record = await ended(manager, id);
+      expect(record.resultText).toBe(`fixture finished on ${kind}`);
+    }
+  });
+
   it("does not count queue time: a queued job's timeout is armed only once it has started", async (context) => {
     const cleanups = cleanupOf(context);
     const root = await makeWorkspace(cleanups);
-    const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100 });
+    const config = makeConfig(undefined, root, { maxConcurrent: 1, cancelGraceMs: 100, budget: { maxWallclockMinutes: 60 } });
     const scheduler = new ManualScheduler(['cancel-grace', 'port-close']);
     const manager = makeManager(config, cleanups, fixtureExecutor(config, cleanups), scheduler);
     // What each job's state was when its timeout was armed, in the order they were armed.
