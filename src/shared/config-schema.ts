@@ -278,7 +278,10 @@ export const configSchema = z.strictObject({
    * HTTP connections a thread (a worker, or the main thread for inline jobs) keeps to one model
    * endpoint, shared by every job it runs; requests past it wait in FIFO order. The wait does not
    * count toward `requestTimeoutMs` (that clock starts when the request is sent), but it does
-   * count toward `turnTimeoutMs` and a job's wall-clock budget. Default 256.
+   * count toward `turnTimeoutMs` and a job's wall-clock budget. It also bounds how many jobs a
+   * thread lets build their loop while its queues are full: a new job waits to start (holding only
+   * its spec) while this many of the thread's jobs wait for a connection or a search slot
+   * (src/shared/thread-backlog.ts). Default 256.
    */
   modelConnectionsPerThread: z.number().int().min(1).max(100_000).default(DEFAULTS.modelConnectionsPerThread),
   maxRetries: z.number().int().min(0).max(10).default(DEFAULTS.maxRetries),

@@ -12,7 +12,18 @@ import { ThreadBacklog, threadBacklog } from '../../../src/shared/thread-backlog
 import { withSearchSlot } from '../../../src/shared/tools/fd-limit.js';
 import { AbortError } from '../../../src/shared/errors.js';
 import type { JobRecord } from '../../../src/main/ledger/ledger.js';
-import { ended, makeConfig, makeManager, makeWorkspace, messagesOf, RESEARCH_TASK, startSim, useCleanup, waitFor } from '../../helpers/index.js';
+import {
+  ended,
+  makeConfig,
+  makeManager,
+  makeWorkspace,
+  messagesOf,
+  RESEARCH_TASK,
+  startHoldingProxy,
+  startSim,
+  useCleanup,
+  waitFor,
+} from '../../helpers/index.js';
 
 const cleanups = useCleanup();
 const live = () => new AbortController().signal;
@@ -126,16 +137,18 @@ describe('jobs waiting to start in a shared thread', () => {
     expect(sim.peakConnections).toBeLessThanOrEqual(bound);
   }, 60_000);
 
-  it('a job waiting to start is in flight: a cancel ends it before any model call, and a message sent to it reaches its first request', async () => {
-    // One connection, 150 ms a call: the later jobs wait to start while the first ones run.
-    const sim = await startSim(cleanups, { latencyMs: 150 });
+  it('a job waiting to start is in flight: a cancel ends it where it waits, and a message sent to it reaches its first request', async () => {
+    // One connection, and the first response held until the end of the scenario: job 0 holds the
+    // slot, job 1 waits for it, jobs 2-5 cannot start until it is released.
+    const sim = await startSim(cleanups);
+    const proxy = await startHoldingProxy(cleanups, sim.url, () => true);
     const workspace = await makeWorkspace(cleanups);
     const jobs = 6;
     const config = makeConfig(
-      sim,
+      undefined,
       workspace,
       { isolation: 'shared', threads: 1, tasksPerThread: jobs, maxConcurrent: jobs, queueLimit: jobs },
-      { modelConnectionsPerThread: 1, maxRetries: 0, stream: false },
+      { baseUrl: proxy.url, modelConnectionsPerThread: 1, maxRetries: 0, stream: false },
     );
     const manager = makeManager(config, cleanups);
     const started = new Set<string>();
@@ -144,24 +157,21 @@ describe('jobs waiting to start in a shared thread', () => {
     manager.on('progress', ({ jobId, event }) => {
       if (event.type === 'model_request') requested.add(jobId);
     });
-    // The cancel ends the job where it waits, not once its turn comes (after the steered job's).
-    let steeredRequestedFirst: boolean | undefined;
-    manager.on('done', (record) => {
-      if (record.id === ids[5]) steeredRequestedFirst = requested.has(ids[4] as string);
-    });
     const ids = Array.from({ length: jobs }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `job ${i}` }).id);
     const [steered, cancelled] = [ids[4] as string, ids[5] as string];
-    await waitFor(() => started.has(steered) && started.has(cancelled), 'the last two jobs started in their thread');
-    // Started, and still waiting for their turn: neither has sent a model request.
+    await waitFor(() => proxy.held() === 1 && ids.every((id) => started.has(id)), 'the first response held, every job started in its thread');
+    // Started, and waiting for their turn: neither has sent a model request.
     expect(requested.has(steered) || requested.has(cancelled)).toBe(false);
     manager.cancel(cancelled);
     const receipt = manager.parentControls.send(steered, 'Look at the README first.');
     expect(receipt).toMatchObject({ jobId: steered, delivery: 'posted' });
-
+    // It ends where it waits, hearing the cancel itself (not hard-stopped after the grace): the queue ahead of it has not moved.
     const cancelledRecord = await ended(manager, cancelled);
-    expect(cancelledRecord.status).toBe('cancelled');
+    expect(cancelledRecord).toMatchObject({ status: 'cancelled', endedBy: 'cooperative' });
+    expect(proxy.held()).toBe(1);
     expect(requested.has(cancelled)).toBe(false);
-    expect(steeredRequestedFirst).toBe(false);
+
+    proxy.release();
     const records = await Promise.all(ids.filter((id) => id !== cancelled).map((id) => ended(manager, id)));
     // Each answered (the sim's answer to a job told something mid-task is tagged `partial`).
     expect(records.map((r) => r.stopReason)).toEqual(Array.from({ length: jobs - 1 }, () => 'final'));
