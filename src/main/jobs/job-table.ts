@@ -247,7 +247,7 @@ export class JobTable {
     const name = job.name;
     if (name !== undefined && this.#holders.get(name) === job) this.#holders.delete(name);
     if (name !== undefined && this.#lastHolders.get(name) === job) this.#lastHolders.delete(name);
-    job.unlink();
+    job.links.unlink();
   }
 
   get size(): number {

@@ -5,11 +5,9 @@ import type { DeliveryLedger, JobEnding, JobRecord, Speculation } from '../ledge
 import type { JobPhase, JobState, Suspension } from './job-phases.js';
 import { JobInbox } from './inbox.js';
 import { ChildResults, withHeldResults } from './job-results.js';
+import { JobLinks } from './job-links.js';
 
 export type { JobPhase, JobState, Suspension } from './job-phases.js';
-
-/** What a job that watches, or is watched by, no other job reads (its sets are made at the first). */
-const NO_JOBS: ReadonlySet<Job> = new Set();
 
 /** What a job needs of the manager around it. */
 export interface JobContext {
@@ -61,12 +59,8 @@ export class Job {
   speculation: Speculation | undefined;
   /** Why it was dropped as a guess (its ending's error says so). */
   dropReason: string | undefined;
-  /** Its children, in spawn order; a forgotten child leaves the list (see JobTable.forget). */
-  readonly children: Job[] = [];
-  /** Jobs that joined it (an identical spawn of another job's) and wait for its result too; made at the first. */
-  #watchers: Set<Job> | undefined;
-  /** Other jobs' children this one joined and waits for; made at the first. */
-  #watching: Set<Job> | undefined;
+  /** Its place in the job tree: parent, children, and the joins of identical spawns (job-links.ts). */
+  readonly links: JobLinks<Job>;
   /** While suspended: what it resumes with. */
   suspension: Suspension | undefined;
   /** Paused for approvals (suspended with no {@link suspension}): see approvals.ts. */
@@ -85,7 +79,6 @@ export class Job {
   worktreeReady: Promise<void> | undefined;
   /** The latest attempt that sent a model request (each attempt counts once in its record's modelRuns). */
   #reachedModel: Attempt<Job> | undefined;
-  #parent: Job | undefined;
   #phase: JobPhase;
   readonly #ctx: JobContext;
   /** Alerts sent (bounded by `maxAlertsPerJob`; a restart while running does not reset it). */
@@ -102,11 +95,10 @@ export class Job {
     this.name = init.name;
     this.spec = init.spec;
     this.#phase = init.phase;
-    this.#parent = init.parent;
     this.dedupKey = init.dedupKey;
     this.#ctx = ctx;
     this.#startFrom = init.spec.resume;
-    init.parent?.children.push(this);
+    this.links = new JobLinks<Job>(this, init.parent);
   }
 
   /** Its current attempt sent a model request: true the first time for each attempt, then false. */
@@ -132,47 +124,6 @@ export class Job {
   /** Ended, or ending now (its record being written): nothing may launch, resume or post to it. */
   get isOver(): boolean {
     return this.#phase === 'ended' || this.#ending;
-  }
-
-  /** The job that spawned it; undefined for a top-level job, or once its parent was forgotten. */
-  get parent(): Job | undefined {
-    return this.#parent;
-  }
-
-  get watchers(): ReadonlySet<Job> {
-    return this.#watchers ?? NO_JOBS;
-  }
-
-  get watching(): ReadonlySet<Job> {
-    return this.#watching ?? NO_JOBS;
-  }
-
-  /** It joined `child` (another job's child, an identical spawn): it waits for that child's result too. */
-  watch(child: Job): void {
-    (child.#watchers ??= new Set()).add(this);
-    (this.#watching ??= new Set()).add(child);
-  }
-
-  /** Its result goes to the jobs that joined it now: none watches it any more. Returns them. */
-  dropWatchers(): Job[] {
-    const watchers = [...this.watchers];
-    for (const watcher of watchers) watcher.#watching?.delete(this);
-    this.#watchers = undefined;
-    return watchers;
-  }
-
-  /** Its record is gone: no link to or from it stays (see JobTable.forget). */
-  unlink(): void {
-    const siblings = this.#parent?.children;
-    const at = siblings?.indexOf(this) ?? -1;
-    if (siblings && at >= 0) siblings.splice(at, 1);
-    this.#parent = undefined;
-    for (const child of this.children) child.#parent = undefined;
-    this.children.length = 0;
-    for (const other of this.watchers) other.#watching?.delete(this);
-    for (const other of this.watching) other.#watchers?.delete(this);
-    this.#watchers = undefined;
-    this.#watching = undefined;
   }
 
   /** queued → dispatched: handed to the executor as launch number `launches`. */

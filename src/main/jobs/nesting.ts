@@ -29,7 +29,7 @@ export interface NestingHost {
  * manager under its depth, cap and queue; a child's result goes to the job that spawned it; a
  * job that answers with children running is suspended (its slot and thread given back, so
  * parents waiting on children can never hold every slot) and resumed once they have all ended.
- * The tree itself is the jobs' links (Job.parent, children, watchers, watching).
+ * The tree itself is the jobs' links (Job.links: parent, children, watchers, watching; job-links.ts).
  */
 export class Nesting {
   readonly #host: NestingHost;
@@ -98,14 +98,14 @@ export class Nesting {
   maybeResume(job: Job): void {
     // A job paused for approvals runs again when they are answered (approvals.ts), a sleeping one at its time (sleeps.ts), not before.
     if (job.phase !== 'suspended' || job.awaitingApproval || job.asleep || job.stopping || job.isOver) return;
-    if ([...job.children, ...job.watching].some((child) => !child.isOver)) return;
+    if ([...job.links.children, ...job.links.watching].some((child) => !child.isOver)) return;
     job.resume();
     this.#host.dispatcher.enqueueFirst(job);
   }
 
   /** Which children it had and what became of them; its usage with theirs. */
   childrenAtEnd(job: Job, ending: JobEnding): Partial<JobEnding> {
-    const children = [...job.children];
+    const children = [...job.links.children];
     if (children.length === 0) return {};
     const live = children.filter((child) => !child.isOver);
     for (const child of live) this.#host.stop(child, 'cancel');
@@ -124,17 +124,17 @@ export class Nesting {
    */
   deliverToParent(child: Job, record: Readonly<JobRecord>): void {
     if (record.parentJobId === undefined) return;
-    const parent = child.parent;
+    const parent = child.links.parent;
     // Lenient: a disk that refuses the record must not keep the result from its parent (see markHandedToParent).
     this.#host.ledger.markHandedToParent(record.id, parent?.attempt?.iterations ?? parent?.record?.iterations ?? 0);
     if (parent) this.#deliverTo(parent, record);
     // Jobs that joined it get it too, once each (one that has ended since gets nothing).
-    for (const watcher of child.dropWatchers()) if (!watcher.isOver) this.#deliverTo(watcher, record);
+    for (const watcher of child.links.dropWatchers()) if (!watcher.isOver) this.#deliverTo(watcher, record);
   }
 
   #watch(job: Job, child: Job): void {
-    if (child.parent === job) return; // its own child, spawned twice: it gets it once anyway
-    job.watch(child);
+    if (child.links.parent === job) return; // its own child, spawned twice: it gets it once anyway
+    job.links.watch(child);
   }
 
   /**
@@ -177,11 +177,11 @@ function checkAllowedAgent(config: ForkpoolConfig, agent: string | undefined): v
  */
 function checkTreeBounds(background: ForkpoolConfig['background'], parent: Job, waiting: number): void {
   const { maxChildrenPerJob, nestedQueueLimit } = background;
-  if (parent.children.length >= maxChildrenPerJob) {
+  if (parent.links.children.length >= maxChildrenPerJob) {
     throw new JobError(
       'CHILDREN_LIMIT',
       parent.id,
-      `job ${parent.id} has spawned ${parent.children.length} children, the most one job may (background.maxChildrenPerJob ${maxChildrenPerJob}): wait for their results or do the work yourself`,
+      `job ${parent.id} has spawned ${parent.links.children.length} children, the most one job may (background.maxChildrenPerJob ${maxChildrenPerJob}): wait for their results or do the work yourself`,
     );
   }
   if (nestedQueueLimit > 0 && waiting >= nestedQueueLimit) {

@@ -125,7 +125,7 @@ function waitNote(job: Job, record: Readonly<JobRecord>, refused: readonly Appro
     const calls = refused.map((call) => `${call.tool} (call ${call.callId})`).join(', ');
     return `paused for approvals: ${calls || 'no call'} answered as void, never to run`;
   }
-  const running = [...job.children, ...job.watching].filter((child) => !child.isOver).length;
+  const running = [...job.links.children, ...job.links.watching].filter((child) => !child.isOver).length;
   const unread = job.suspension?.pending.length ?? 0;
   return `waiting for its children: ${running} still running go on, and their results and the ${unread} it had not read go to its new run`;
 }

@@ -176,7 +176,7 @@ export class JobRunner {
   stop(job: Job, reason: StopRequest): void {
     if (job.isOver) return;
     job.stopping = true;
-    for (const child of [...job.children]) if (!child.isOver) this.stop(child, reason === 'close' ? 'close' : 'cancel');
+    for (const child of [...job.links.children]) if (!child.isOver) this.stop(child, reason === 'close' ? 'close' : 'cancel');
     // Paused for approvals: it ends now, with what it last said (approvals.ts).
     if (this.#host.approvals.stop(job, reason)) return;
     // Asleep: it ends now, with what it last said (sleeps.ts).

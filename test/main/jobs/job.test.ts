@@ -104,7 +104,7 @@ describe('JobTable', () => {
     const parent = add('bg-1');
     const child = add('bg-2', { parent, name: 'kid' });
     const other = add('bg-3', { parent });
-    expect(parent.children).toEqual([child, other]);
+    expect(parent.links.children).toEqual([child, other]);
     child.end(ending);
     table.releaseName(child);
     ledger.markDelivered('bg-2', 1);
@@ -114,7 +114,7 @@ describe('JobTable', () => {
     expect(ledger.get('bg-2')).toBeUndefined();
     expect(table.get('bg-2')).toBeUndefined();
     expect(table.find('kid')).toBeUndefined();
-    expect(parent.children).toEqual([other]);
-    expect(child.parent).toBeUndefined();
+    expect(parent.links.children).toEqual([other]);
+    expect(child.links.parent).toBeUndefined();
   });
 });
