@@ -99,10 +99,10 @@ describe('ThreadBacklog', () => {
 });
 
 describe('jobs waiting to start in a shared thread', () => {
-  it('300 jobs on one thread with 4 connections: at most a few built their loop at once, and all end ok', async () => {
+  it('150 jobs on one thread with 4 connections: at most a few built their loop at once, and all end ok', async () => {
     const sim = await startSim(cleanups, { latencyMs: 20, recordBodies: false });
     const workspace = await makeWorkspace(cleanups);
-    const jobs = 300;
+    const jobs = 150;
     const bound = 4;
     const config = makeConfig(
       sim,
@@ -131,7 +131,7 @@ describe('jobs waiting to start in a shared thread', () => {
     await allEnded;
     expect(ends.filter((r) => r.stopReason === 'final')).toHaveLength(jobs);
     // In a call (≤ bound), waiting for one (< bound when the last job started), between two calls,
-    // or ended with its `done` not yet read here. Every job started at once, as before, held a loop each: ~300.
+    // or ended with its `done` not yet read here. Every job started at once, as before, held a loop each: ~150.
     expect(mostLoops).toBeGreaterThan(0);
     expect(mostLoops).toBeLessThanOrEqual(8 * bound);
     expect(sim.peakConnections).toBeLessThanOrEqual(bound);
