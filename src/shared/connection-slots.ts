@@ -1,5 +1,6 @@
 import { AbortError } from './errors.js';
 import { threadBacklog, type ThreadBacklog } from './thread-backlog.js';
+import { WaitQueue } from './wait-queue.js';
 
 /**
  * One thread's connections to one model endpoint: at most `limit` requests hold a slot at a
@@ -20,9 +21,7 @@ export class ConnectionSlots implements SlotSource {
   readonly #backlog: ThreadBacklog;
   #inUse = 0;
   #peak = 0;
-  /** FIFO of waiters; `#head` is the next to serve (no `shift()`: O(n) at 50,000 waiters). */
-  #queue: (Waiter | undefined)[] = [];
-  #head = 0;
+  readonly #queue = new WaitQueue<Waiter>();
   /** Waiters in `#queue` not cancelled. */
   #waiting = 0;
 
@@ -64,7 +63,7 @@ export class ConnectionSlots implements SlotSource {
           resolve(this.#handle());
         },
       };
-      // Left in the queue, marked: `#next` skips it.
+      // Left in the queue, marked: it is skipped when its turn comes.
       const onAbort = () => {
         waiter.cancelled = true;
         this.#leftQueue();
@@ -99,32 +98,11 @@ export class ConnectionSlots implements SlotSource {
       // later); the next request sent at once finds every socket busy and opens another. Seen
       // with 8 slots: 15 sockets handed on at once, 8 one macrotask later.
       setImmediate(() => {
-        const next = this.#next();
+        const next = this.#queue.next();
         if (next) next.grant();
         else this.#inUse--;
       });
     };
-  }
-
-  #next(): Waiter | undefined {
-    while (this.#head < this.#queue.length) {
-      const waiter = this.#queue[this.#head];
-      this.#queue[this.#head++] = undefined;
-      if (waiter && !waiter.cancelled) {
-        this.#compact();
-        return waiter;
-      }
-    }
-    this.#compact();
-    return undefined;
-  }
-
-  /** Drops the served prefix once it is most of the array, so a long-lived thread's queue stays small. */
-  #compact(): void {
-    if (this.#head > 1_024 && this.#head * 2 > this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
-    }
   }
 }
 

@@ -1,4 +1,5 @@
 import { AbortError } from './errors.js';
+import { WaitQueue } from './wait-queue.js';
 
 /**
  * The jobs of one thread that wait in its own bounded queues: for a model connection
@@ -19,9 +20,8 @@ export class ThreadBacklog {
   #queued = 0;
   /** Jobs let in that have not yet waited for or taken a slot: they will, so they count as queued. */
   #entering = 0;
-  /** Jobs waiting to start, FIFO; `#head` is the next (no `shift()`: O(n) at 50,000 waiters). */
-  #entrants: (Entrant | undefined)[] = [];
-  #head = 0;
+  /** Jobs waiting to start, in order. */
+  readonly #entrants = new WaitQueue<Entrant>();
 
   /** Jobs waiting in this thread's queues. */
   get queued(): number {
@@ -30,9 +30,7 @@ export class ThreadBacklog {
 
   /** Jobs waiting to start. */
   get waitingToStart(): number {
-    let n = 0;
-    for (let i = this.#head; i < this.#entrants.length; i++) if (this.#entrants[i]?.cancelled === false) n++;
-    return n;
+    return this.#entrants.waiting;
   }
 
   /** A job begins to wait in one of the thread's queues. */
@@ -54,7 +52,7 @@ export class ThreadBacklog {
    */
   enter(limit: number, signal: AbortSignal): Promise<() => void> {
     if (signal.aborted) return Promise.reject(new AbortError(signal.reason));
-    if (this.#head === this.#entrants.length && this.#hasRoom(limit)) return Promise.resolve(this.#admit());
+    if (this.#entrants.isEmpty && this.#hasRoom(limit)) return Promise.resolve(this.#admit());
     return new Promise((resolve, reject) => {
       const entrant: Entrant = {
         limit,
@@ -64,7 +62,7 @@ export class ThreadBacklog {
           resolve(this.#admit());
         },
       };
-      // Left in the queue, marked: `#letIn` skips it.
+      // Left in the queue, marked: it is skipped when its turn comes.
       const onAbort = () => {
         entrant.cancelled = true;
         reject(new AbortError(signal.reason));
@@ -91,16 +89,9 @@ export class ThreadBacklog {
 
   /** Lets waiting jobs start, in order, while there is room for the next. */
   #letIn(): void {
-    for (;;) {
-      while (this.#head < this.#entrants.length && this.#entrants[this.#head]?.cancelled !== false) this.#entrants[this.#head++] = undefined;
-      const next = this.#entrants[this.#head];
-      if (!next || !this.#hasRoom(next.limit)) break;
-      this.#entrants[this.#head++] = undefined;
+    for (let next = this.#entrants.peek(); next && this.#hasRoom(next.limit); next = this.#entrants.peek()) {
+      this.#entrants.next();
       next.admit();
-    }
-    if (this.#head > 1_024 && this.#head * 2 > this.#entrants.length) {
-      this.#entrants = this.#entrants.slice(this.#head);
-      this.#head = 0;
     }
   }
 }

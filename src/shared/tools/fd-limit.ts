@@ -10,6 +10,7 @@ import { AbortError, ToolError } from '../errors.js';
 import { codeOf } from './sandbox.js';
 import type { ToolContext } from './types.js';
 import { threadBacklog } from '../thread-backlog.js';
+import { WaitQueue } from '../wait-queue.js';
 
 /** Waits between tries (ms, before jitter): about 3.3 s in all. */
 const RETRY_DELAYS_MS = [5, 10, 20, 40, 80, 160, 320, 640, 1_000, 1_000];
@@ -51,9 +52,7 @@ export function fdLimitError(toolName: string, shown: string, error: unknown): T
  */
 const MAX_SEARCHES_PER_THREAD = 256;
 let searchesRunning = 0;
-/** FIFO of waiting searches; `searchesHead` is the next (no `shift()`, no `indexOf`: 37,000 waited at once). */
-let searchesWaiting: (SearchWaiter | undefined)[] = [];
-let searchesHead = 0;
+const searchesWaiting = new WaitQueue<SearchWaiter>();
 
 interface SearchWaiter {
   cancelled: boolean;
@@ -96,22 +95,8 @@ export async function withSearchSlot<T>(ctx: Pick<ToolContext, 'signal' | 'untim
     return await search();
   } finally {
     // Hand the slot straight to the next waiter (the count stays), or give it back.
-    const next = nextSearch();
+    const next = searchesWaiting.next();
     if (next) next.admit();
     else searchesRunning--;
   }
-}
-
-function nextSearch(): SearchWaiter | undefined {
-  let next: SearchWaiter | undefined;
-  while (!next && searchesHead < searchesWaiting.length) {
-    const waiter = searchesWaiting[searchesHead];
-    searchesWaiting[searchesHead++] = undefined;
-    if (waiter && !waiter.cancelled) next = waiter;
-  }
-  if (searchesHead > 1_024 && searchesHead * 2 > searchesWaiting.length) {
-    searchesWaiting = searchesWaiting.slice(searchesHead);
-    searchesHead = 0;
-  }
-  return next;
 }
