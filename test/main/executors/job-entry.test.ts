@@ -11,7 +11,6 @@ import { ConnectionSlots } from '../../../src/shared/connection-slots.js';
 import { ThreadBacklog, threadBacklog } from '../../../src/shared/thread-backlog.js';
 import { withSearchSlot } from '../../../src/shared/tools/fd-limit.js';
 import { AbortError } from '../../../src/shared/errors.js';
-import type { JobRecord } from '../../../src/main/ledger/ledger.js';
 import {
   ended,
   makeConfig,
@@ -99,41 +98,39 @@ describe('ThreadBacklog', () => {
 });
 
 describe('jobs waiting to start in a shared thread', () => {
-  it('150 jobs on one thread with 4 connections: at most a few built their loop at once, and all end ok', async () => {
+  it('60 jobs on one thread with 4 connections, every response held: only 2 × 4 built their loop, and all end ok once released', async () => {
+    // Every response held until the scenario says so: nothing a job does moves, so what it built is
+    // fixed. 4 jobs hold the 4 connections; 4 more were let in while fewer than 4 waited and now
+    // wait for one; the other 52 wait to start, holding only their spec. (Every job started at
+    // once, as before: 60 loops. Once responses flow, how many loops a thread holds also counts
+    // the jobs running their tools between two calls, which depends on the host's speed.)
     const sim = await startSim(cleanups, { latencyMs: 20, recordBodies: false });
+    const proxy = await startHoldingProxy(cleanups, sim.url, () => true);
     const workspace = await makeWorkspace(cleanups);
-    const jobs = 150;
+    const jobs = 60;
     const bound = 4;
     const config = makeConfig(
-      sim,
+      undefined,
       workspace,
       { isolation: 'shared', threads: 1, tasksPerThread: jobs, maxConcurrent: jobs, queueLimit: jobs },
-      { modelConnectionsPerThread: bound, maxRetries: 0, stream: false },
+      { baseUrl: proxy.url, modelConnectionsPerThread: bound, maxRetries: 0, stream: false },
     );
     const manager = makeManager(config, cleanups);
-    // A job's first model request comes after it built its loop: those not yet ended are the loops held.
-    const loops = new Set<string>();
-    let mostLoops = 0;
+    // A job's first model request comes after it built its loop.
+    const started = new Set<string>();
+    const requested = new Set<string>();
+    manager.on('started', (record) => started.add(record.id));
     manager.on('progress', ({ jobId, event }) => {
-      if (event.type !== 'model_request' || loops.has(jobId)) return;
-      loops.add(jobId);
-      mostLoops = Math.max(mostLoops, loops.size);
+      if (event.type === 'model_request') requested.add(jobId);
     });
-    const ends: JobRecord[] = [];
-    const allEnded = new Promise<void>((resolve) =>
-      manager.on('done', (record) => {
-        loops.delete(record.id);
-        ends.push(record);
-        if (ends.length === jobs) resolve();
-      }),
-    );
-    for (let i = 0; i < jobs; i++) manager.spawn({ task: RESEARCH_TASK, label: `job ${i}` });
-    await allEnded;
-    expect(ends.filter((r) => r.stopReason === 'final')).toHaveLength(jobs);
-    // In a call (≤ bound), waiting for one (< bound when the last job started), between two calls,
-    // or ended with its `done` not yet read here. Every job started at once, as before, held a loop each: ~150.
-    expect(mostLoops).toBeGreaterThan(0);
-    expect(mostLoops).toBeLessThanOrEqual(8 * bound);
+    const ids = Array.from({ length: jobs }, (_, i) => manager.spawn({ task: RESEARCH_TASK, label: `job ${i}` }).id);
+    await waitFor(() => proxy.held() === bound && started.size === jobs && requested.size >= 2 * bound, 'every job started, 4 responses held, 8 requests');
+    // Nothing moves now: a ninth loop would have asked by now. (This wait can only miss a fault, never make one.)
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(requested.size).toBe(2 * bound);
+    proxy.release();
+    const records = await Promise.all(ids.map((id) => ended(manager, id)));
+    expect(records.filter((r) => r.stopReason === 'final')).toHaveLength(jobs);
     expect(sim.peakConnections).toBeLessThanOrEqual(bound);
   }, 60_000);
 
