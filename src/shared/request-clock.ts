@@ -30,13 +30,13 @@ export class RequestClock {
   constructor(controller: AbortController, config: { requestTimeoutMs: number; firstByteTimeoutMs?: number | undefined }) {
     this.#controller = controller;
     this.#requestTimeoutMs = config.requestTimeoutMs;
-    this.#timer = this.#arm(firstByteError(config.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs));
+    this.#timer = this.#arm(config.firstByteTimeoutMs ?? DEFAULTS.firstByteTimeoutMs, firstByteError);
   }
 
   /** The headers came: from now on the whole-response deadline runs. */
   firstByte(): void {
     clearTimeout(this.#timer);
-    this.#timer = this.#arm(deadlineError(this.#requestTimeoutMs));
+    this.#timer = this.#arm(this.#requestTimeoutMs, deadlineError);
   }
 
   /** The clock that ran out, if one did. */
@@ -48,10 +48,12 @@ export class RequestClock {
     clearTimeout(this.#timer);
   }
 
-  #arm(error: TimeoutError): NodeJS.Timeout {
+  // The error is made when the clock runs out: made up front, its stack cost ~25 µs on every request (issue 40).
+  #arm(timeoutMs: number, expiry: (timeoutMs: number) => TimeoutError): NodeJS.Timeout {
     return setTimeout(() => {
+      const error = expiry(timeoutMs);
       this.#expired = error;
       this.#controller.abort(error);
-    }, error.timeoutMs);
+    }, timeoutMs);
   }
 }

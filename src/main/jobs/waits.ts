@@ -93,6 +93,8 @@ export async function waitForJobs(host: WaitHost, jobs: readonly string[], optio
     ended: records.filter((r) => r.state === 'ended'),
     running: records.filter((r) => r.state !== 'ended'),
     timedOut,
-    waitedMs: Math.round(performance.now() - startedAt),
+    // A timer can fire up to a millisecond before its delay by this clock (libuv's loop time is
+    // whole milliseconds): a wait the timeout ended says it waited the timeout, never less.
+    waitedMs: Math.round(timedOut ? Math.max(performance.now() - startedAt, parsed.data.timeoutMs) : performance.now() - startedAt),
   };
 }
