@@ -1,4 +1,5 @@
 import { APIError } from 'openai/error';
+import { asHeaders, type HeaderReader } from './wires/http.js';
 
 /** How long the end of a body may lag its `[DONE]` before the connection is given up. */
 const DRAIN_AFTER_DONE_MS = 1_000;
@@ -15,7 +16,12 @@ const DRAIN_AFTER_DONE_MS = 1_000;
  * `error` event or a payload with `error` is an {@link APIError} (the `openai` client's); a payload that is not
  * JSON is a SyntaxError (a transport error, retried). A read that fails (an abort) rejects.
  */
-export async function readEventStream(body: ReadableStream<Uint8Array>, headers: Headers, onData: (data: unknown) => void, eventCap?: EventCap): Promise<void> {
+export async function readEventStream(
+  body: ReadableStream<Uint8Array>,
+  headers: HeaderReader,
+  onData: (data: unknown) => void,
+  eventCap?: EventCap,
+): Promise<void> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let pending = '';
@@ -44,8 +50,8 @@ export async function readEventStream(body: ReadableStream<Uint8Array>, headers:
       throw new SyntaxError('Error reading response: malformed server-sent event JSON.');
     }
     const error = (data as { error?: unknown } | null)?.error;
-    if (name === 'error') throw new APIError(undefined, (error ?? data) as object | undefined, undefined, headers);
-    if (error) throw new APIError(undefined, error, undefined, headers);
+    if (name === 'error') throw new APIError(undefined, (error ?? data) as object | undefined, undefined, asHeaders(headers));
+    if (error) throw new APIError(undefined, error, undefined, asHeaders(headers));
     onData(data);
   };
 

@@ -16,8 +16,11 @@ const cleanup = useCleanup();
 const KEY = 'sk-test-chat-wire-1234';
 /** What the `openai` client reads from the environment for every request. */
 const ENV = { OPENAI_ORG_ID: 'org-chat-wire', OPENAI_PROJECT_ID: 'proj-chat-wire', OPENAI_CUSTOM_HEADERS: 'X-Gateway-Team: search\nX-Trace-Sample: 1' };
-/** Headers that only say who sent a request (the SDK's name, version, platform, retry count). */
-const SENDER_ONLY = /^(user-agent|x-stainless-.*)$/;
+/**
+ * Headers that only say who sent a request (the SDK's name, version, platform, retry count), and
+ * those fetch adds to every request the SDK sends (ours go out with `node:http`: wires/http.ts).
+ */
+const SENDER_ONLY = /^(user-agent|x-stainless-.*|accept-encoding|accept-language|sec-fetch-mode)$/;
 
 /** Both clients for `baseUrl`, built with {@link ENV} set (as the SDK reads it when it is built). */
 function bothClients(baseUrl: string): Array<[string, ModelClient]> {

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ParentAgent } from '../../src/main/session/parent-agent.js';
 import { createModelClient } from '../../src/shared/model-call.js';
@@ -135,9 +136,16 @@ describe('a failed request names its cause, its URL and what to check', () => {
     );
   }, 20_000);
 
-  it('a port fetch refuses to use (9, the issue\'s example) says so, not "Connection error."', async () => {
-    const result = await loopAgainst('http://127.0.0.1:9/v1');
-    expect(result.error?.message).toBe(
+  it('port 9 (the issue\'s example): our client connects like anywhere else and is refused, named; a caller\'s own openai client (fetch) says the port is blocked, not "Connection error."', async () => {
+    const url = 'http://127.0.0.1:9/v1';
+    const ours = await loopAgainst(url);
+    expect(ours.error?.message).toBe(
+      'model request failed after 1 attempt(s): connection error: ECONNREFUSED 127.0.0.1:9 (POST http://127.0.0.1:9/v1/chat/completions) — check --base-url / baseUrl',
+    );
+    const cfg = testConfig({ baseUrl: url, workspaceRoot: tempWorkspace(undefined, cleanup), maxRetries: 0 });
+    const sdk = new OpenAI({ apiKey: 'sk-test', baseURL: url, maxRetries: 0, logLevel: 'off' });
+    const theirs = await runToolLoop({ client: sdk, config: cfg, messages: [{ role: 'user', content: 'hi' }], tools: [], toolContext: toolContextFor(cfg) });
+    expect(theirs.error?.message).toBe(
       'model request failed after 1 attempt(s): connection error: port 9 is one fetch never connects to (a blocked port): use another (POST http://127.0.0.1:9/v1/chat/completions) — check --base-url / baseUrl',
     );
   }, 20_000);

@@ -13,7 +13,7 @@ import type { ModelCallOptions, ModelReply } from '../model-types.js';
 import { AttemptClocks } from './clocks.js';
 import { anthropicRequest, anthropicUsage, finishReasonOf, replyFromMessage, type AnthropicUsage, type ThinkingBlock } from './anthropic-messages.js';
 import { temperatureField } from './sampling.js';
-import { postJson } from './http.js';
+import { asHeaders, postJson, type HttpReply } from './http.js';
 
 /** The API version every request names (the Messages API's stable one). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -67,13 +67,13 @@ export async function anthropicOnce(options: ModelCallOptions, apiKey: string | 
   }
 }
 
-function send(url: string, apiKey: string | undefined, body: unknown, signal: AbortSignal): Promise<Response> {
+function send(url: string, apiKey: string | undefined, body: unknown, signal: AbortSignal): Promise<HttpReply> {
   const headers = { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey !== undefined ? { 'x-api-key': apiKey } : {}) };
   return postJson(url, headers, body, signal);
 }
 
 /** A non-2xx answer as the client's typed error (status, body's `error`, headers for Retry-After). */
-async function httpError(response: Response): Promise<Error> {
+async function httpError(response: HttpReply): Promise<Error> {
   const text = await response.text().catch(() => '');
   let parsed: unknown;
   try {
@@ -81,7 +81,7 @@ async function httpError(response: Response): Promise<Error> {
   } catch {
     parsed = text ? { error: { message: text.slice(0, 500) } } : undefined;
   }
-  return APIError.generate(response.status, parsed as object | undefined, undefined, response.headers);
+  return APIError.generate(response.status, parsed as object | undefined, undefined, asHeaders(response.headers));
 }
 
 function parseJson(text: string): unknown {

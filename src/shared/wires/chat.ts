@@ -1,6 +1,6 @@
 /**
  * The Chat Completions wire (`POST {baseUrl}/chat/completions`), streamed or not. With the
- * client forkpool builds the request goes out with fetch (wires/http.ts), with the headers the
+ * client forkpool builds the request goes out with `node:http` (wires/http.ts), with the headers the
  * `openai` client sent; a caller's own `openai` client sends it itself. Either way the raw
  * response is read here, under the request's clocks. Retries, gates and connection slots are
  * model-call.ts's, around one attempt of this.
@@ -18,7 +18,7 @@ import { isSdkClient, type ModelClient } from '../model-client.js';
 import type { ModelReply, ModelCallOptions, ModelCallConfig } from '../model-types.js';
 import { chatMessages } from './history.js';
 import { isReasoningModel, temperatureField } from './sampling.js';
-import { postJson, statusError } from './http.js';
+import { postJson, statusError, type HttpReply } from './http.js';
 
 /** One attempt on the Chat Completions wire. */
 export function chatOnce(options: ModelCallOptions): Promise<ModelReply> {
@@ -30,7 +30,7 @@ export function chatOnce(options: ModelCallOptions): Promise<ModelReply> {
  * Sends the request; the response once its headers came. A non-2xx is the `openai` client's
  * error for its status, as that client raises it.
  */
-async function send(client: ModelClient, body: ChatCompletionCreateParams, signal: AbortSignal): Promise<Response> {
+async function send(client: ModelClient, body: ChatCompletionCreateParams, signal: AbortSignal): Promise<HttpReply> {
   if (isSdkClient(client)) return client.chat.completions.create(body, { signal }).asResponse();
   const response = await postJson(`${client.baseURL.replace(/\/+$/, '')}/chat/completions`, { accept: 'application/json', ...client.headers }, body, signal);
   if (!response.ok) throw await statusError(response);

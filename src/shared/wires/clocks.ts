@@ -8,6 +8,7 @@
 import { linkedAbort } from '../abort.js';
 import { AbortError, ForkpoolError, TimeoutError } from '../errors.js';
 import { readEventStream } from '../sse-reader.js';
+import type { HttpReply } from './http.js';
 import { maxEventChars, responseTooLarge } from '../stream-assembler.js';
 
 export function deadlineError(timeoutMs: number): TimeoutError {
@@ -49,7 +50,7 @@ export class AttemptClocks {
    * the watchdog back; an event longer than `limit` allows fails the attempt as too large). Ends by
    * throwing the clock that fired, or the caller's abort, since the read itself may end quietly.
    */
-  async readStream(response: Response, limit: number, add: (event: unknown) => void): Promise<void> {
+  async readStream(response: HttpReply, limit: number, add: (event: unknown) => void): Promise<void> {
     this.armWatchdog();
     if (!response.body) throw new ForkpoolError('MODEL_REQUEST_FAILED', 'streamed response has no body');
     await readEventStream(
