@@ -6,11 +6,11 @@ import { WaitQueue } from './wait-queue.js';
  * One thread's connections to one model endpoint: at most `limit` requests hold a slot at a
  * time, the rest wait in FIFO order.
  *
- * Why: Node's `fetch` (undici) keeps-alive its sockets but opens a new one whenever every open
- * one is busy, with no bound. With `shared` isolation one thread holds thousands of jobs, each
+ * Why: Node's HTTP agent (and `fetch`, for a caller's own `openai` client) keeps its sockets alive
+ * but opens a new one whenever every open one is busy, with no bound. With `shared` isolation one thread holds thousands of jobs, each
  * with a model call in flight: a socket each, until the process runs out of file descriptors
  * (issue 23: 15,558 sockets at 20,000 jobs, EMFILE). With at most `limit` requests in flight,
- * undici never needs more than `limit` sockets and reuses them.
+ * the agent never needs more than `limit` sockets and reuses them.
  *
  * A request takes its slot before its timers start (see `callModel`): waiting here is the
  * thread's own queue, not the endpoint being slow, so it never counts toward `requestTimeoutMs`.
@@ -94,7 +94,7 @@ export class ConnectionSlots implements SlotSource {
       if (released) return;
       released = true;
       // Handed on in the next macrotask, still counted meanwhile. Why: a request's body ends
-      // (and its caller releases) a little before undici marks the socket free (a microtask
+      // (and its caller releases) a little before the agent marks the socket free (a microtask
       // later); the next request sent at once finds every socket busy and opens another. Seen
       // with 8 slots: 15 sockets handed on at once, 8 one macrotask later.
       setImmediate(() => {

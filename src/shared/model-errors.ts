@@ -21,7 +21,7 @@ export function endpointHost(baseUrl: string): string {
   }
 }
 
-/** The system error under a fetch failure (undici wraps it, sometimes in an AggregateError of one per address). */
+/** The system error under a connection failure (`node:http` gives it as the cause; fetch wraps it, sometimes in an AggregateError of one per address). */
 interface SystemCause {
   code: string;
   message: string;

@@ -80,7 +80,7 @@ export interface ModelCallOptions {
   rateGate?: RateGate | undefined;
   /**
    * The thread's connections to this endpoint (`modelConnectionsPerThread`): each attempt holds
-   * a slot from before it is sent to its last byte. Undefined: no bound (undici's own pool).
+   * a slot from before it is sent to its last byte. Undefined: no bound (the HTTP agent's own pool).
    */
   connections?: SlotSource | undefined;
   onRetry?: ((event: RetryEvent) => void) | undefined;

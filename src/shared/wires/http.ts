@@ -9,9 +9,9 @@
  * `Headers`, and an llhttp WebAssembly instance): 6.9 MB of RSS per worker thread, against 1.6 MB
  * for `node:http` (whose parser is Node's own) and a web stream over its body. In `thread`
  * isolation that is every job's thread (issue 40: ≤ 25 MB per thread). It is also less CPU on the
- * thread per request. The sockets are the module's global agent's (keep-alive, as fetch's),
- * which honours `NODE_USE_ENV_PROXY` as fetch does; redirects are not followed (fetch turned a
- * redirected POST into a GET), and no compressed encoding is asked for.
+ * thread per request. The sockets are Node's global agent's (keep-alive, as fetch's); redirects
+ * are not followed (fetch turned a redirected POST into a GET), and no compressed encoding is
+ * asked for.
  */
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import { Readable } from 'node:stream';
