@@ -220,7 +220,7 @@ export const DEFAULTS = {
     heapMb: 0,
     /**
      * Young-generation cap of a worker thread, in MiB; 0 picks by isolation: 4 in `thread`
-     * (THREAD_YOUNG_HEAP_MB in piscina-executor.ts), V8's own in `shared`.
+     * (THREAD_YOUNG_HEAP_MB in piscina-executor.ts), 16 in `shared` (SHARED_YOUNG_HEAP_MB).
      */
     youngHeapMb: 0,
     /**

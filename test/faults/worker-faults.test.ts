@@ -24,7 +24,7 @@ import {
 } from '../helpers/index.js';
 import type { JobRecord } from '../../src/main/ledger/ledger.js';
 import type { BackgroundManager } from '../../src/main/jobs/manager.js';
-import { PiscinaExecutor, THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
+import { PiscinaExecutor, SHARED_YOUNG_HEAP_MB, THREAD_YOUNG_HEAP_MB } from '../../src/main/executors/piscina-executor.js';
 import type { ForkpoolConfig } from '../../src/shared/config.js';
 import { MANY_JOBS_HEAP_MB, MANY_JOBS_PER_THREAD, SHARED_HEAP_MB, THREAD_HEAP_MB } from '../../src/shared/defaults.js';
 
@@ -121,11 +121,13 @@ describe.concurrent('a faulty worker fails only its own job', () => {
     expect(MANY_JOBS_HEAP_MB).toBeLessThan(2_048);
   });
 
-  it("a shared thread's young generation is V8's own, larger than thread isolation's cap", async (context) => {
+  // V8's own (96 MiB for a worker) cost a third more CPU per job in a busy shared thread (piscina-executor.ts).
+  it("a shared thread's young generation is capped at shared isolation's own, larger than thread isolation's", async (context) => {
     const cleanups = cleanupOf(context);
     const { manager } = await setup(cleanups, { isolation: 'shared', heapMb: 96 });
     const [limits] = await faultThenNormal(manager, 'FAULT:limits');
-    expect(threadLimits(limits).maxYoungGenerationSizeMb).toBeGreaterThan(THREAD_YOUNG_HEAP_MB);
+    expect(threadLimits(limits).maxYoungGenerationSizeMb).toBe(SHARED_YOUNG_HEAP_MB);
+    expect(SHARED_YOUNG_HEAP_MB).toBeGreaterThan(THREAD_YOUNG_HEAP_MB);
   });
 
   it('an endless synchronous loop ends by timeout through a hard stop; the next job ends ok', async (context) => {

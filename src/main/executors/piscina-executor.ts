@@ -37,9 +37,19 @@ export interface PiscinaExecutorOptions {
  * grows to 16 MiB (its semi-spaces) and stays, though under 3 MiB of it survives a scavenge: in
  * the bench's I/O cell (200 jobs, 50 threads, 3 alternated rounds, medians) peak RSS 1,942 MB →
  * 1,475 MB at 4 (about 9 MB a thread) for the same CPU per job (42.7 → 42.5 ms); at 2, 1,413 MB
- * but 50.5 ms (more scavenges). `shared` keeps V8's default: its threads hold many jobs' garbage.
+ * but 50.5 ms (more scavenges).
  */
 export const THREAD_YOUNG_HEAP_MB = 4;
+
+/**
+ * The young generation of a `shared`-isolation worker, MiB. V8 gives a worker 96 (32 MiB
+ * semi-spaces); a scavenge copies what survives, and a busy thread's in-flight jobs fill that
+ * much with objects that outlive it. In the bench's 1,000-job I/O cell (2 threads, quiet, two
+ * alternated rounds) CPU per job was 13.7 and 14.1 ms at V8's 96, 12.4 and 10.5 at 48, 9.4 and
+ * 9.3 at 16, 9.5 and 9.8 at 8; wall 21.05 / 21.00 s → 20.62 / 20.75 s; peak RSS 363 / 368 MB →
+ * 331 / 300 MB (issue 40).
+ */
+export const SHARED_YOUNG_HEAP_MB = 16;
 
 /**
  * Piscina behind the {@link Executor} interface. A task given an AbortSignal never shares its
@@ -195,6 +205,5 @@ export class PiscinaExecutor implements Executor {
 }
 
 function youngGeneration({ isolation, youngHeapMb }: PiscinaExecutorOptions): { maxYoungGenerationSizeMb?: number } {
-  const mb = youngHeapMb || (isolation === 'thread' ? THREAD_YOUNG_HEAP_MB : 0);
-  return mb > 0 ? { maxYoungGenerationSizeMb: mb } : {};
+  return { maxYoungGenerationSizeMb: youngHeapMb || (isolation === 'thread' ? THREAD_YOUNG_HEAP_MB : SHARED_YOUNG_HEAP_MB) };
 }
