@@ -31,14 +31,17 @@ export class WorkerWatch {
 
   check(): void {
     if (this.#checking) return;
-    if (this.#options.jobsOut() === 0) {
+    // After a warning, counted even with no job out: a worker that came and served every job
+    // between two checks still gets its all-clear, and the next unserved wait warns again.
+    const idle = this.#options.jobsOut() === 0;
+    if (idle && !this.#warned) {
       this.#idleSince = undefined;
       return;
     }
     this.#checking = true;
     this.#options
       .countWorkers()
-      .then((count) => this.#record(count))
+      .then((count) => this.#record(count, idle))
       .catch((error: unknown) => this.#options.logger?.debug({ err: error }, 'could not count the bullmq workers'))
       .finally(() => (this.#checking = false));
   }
@@ -48,11 +51,12 @@ export class WorkerWatch {
     return { ok: false, problem: this.#problem(), since: this.#idleSince };
   }
 
-  #record(count: number): void {
+  #record(count: number, idle: boolean): void {
     const now = (this.#options.now ?? Date.now)();
     this.#workers = count;
-    if (count > 0) {
-      if (this.#warned) this.#options.logger?.warn({ queue: this.#options.queue, workers: count }, 'a forkpool worker connected; jobs run again');
+    if (count > 0 || idle) {
+      if (this.#warned && count > 0) this.#options.logger?.warn({ queue: this.#options.queue, workers: count }, 'a forkpool worker connected; jobs run again');
+      // No worker, and nothing waits any more (its jobs were cancelled): nothing to warn of now.
       this.#warned = false;
       this.#idleSince = undefined;
       return;
