@@ -95,10 +95,14 @@ function authorizations(proxy: RecordingProxy, jobTag: string): string[] {
 }
 
 /** A queue of its own on `url`, for adding jobs straight to it as anyone with Redis access can. */
-function rawQueue(cleanup: Cleanup, url: string, name: string): { queue: Queue; events: QueueEvents } {
+async function rawQueue(cleanup: Cleanup, url: string, name: string): Promise<{ queue: Queue; events: QueueEvents }> {
   const queue = new Queue(name, { connection: client(cleanup, url) });
   const events = new QueueEvents(name, { connection: client(cleanup, url) });
   cleanup.add(() => Promise.allSettled([queue.close(), events.close()]));
+  // Reading the event stream before a job is added: QueueEvents reads from its connection on, so a
+  // job a worker refuses at once could end before it listens, and waitUntilFinished waited out its
+  // 60 s (CI, Dec 6).
+  await events.waitUntilReady();
   return { queue, events };
 }
 
@@ -314,7 +318,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
       concurrency: 1,
       config: { baseUrl: ownProxy.url, apiKey: workerKey, workspaceRoot: workspace },
     });
-    const { queue, events } = rawQueue(cleanup, redis.url, redis.queue);
+    const { queue, events } = await rawQueue(cleanup, redis.url, redis.queue);
 
     // The stranger here is a simulator of this process, so the job would say so (and run on the
     // worker's own simulator): a forger names an endpoint without that mark.
@@ -363,7 +367,7 @@ describe.skipIf(skipWithoutRedis())('bullmq: secrets and trust', { timeout: 180_
       concurrency: 1,
       config: { baseUrl: proxy.url, apiKey: workerKey, workspaceRoot: workspace, tools: ['list_dir', 'read_file', 'grep', 'bash'] },
     });
-    const { queue, events } = rawQueue(cleanup, redis.url, redis.queue);
+    const { queue, events } = await rawQueue(cleanup, redis.url, redis.queue);
     const wide: ForkpoolConfigInput = {
       baseUrl: proxy.url,
       workspaceRoot: elsewhere,
