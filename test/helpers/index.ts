@@ -27,6 +27,7 @@
  * - git-repo.ts  git (test identity), tempDir (real path, removed after), gitRepo (a committed
  *               repository), commitBase, pruneWorktreesAfter
  * - host-faults.ts  the suite-wide host-fault check's book: allowHostFaults (a test's opt-out), noteHostOutput
+ * - logs.ts     capturedLogger: a real pino logger whose JSON lines are kept in memory
  * - server.ts   NOT re-exported here (it loads fastify): import '../helpers/server.js' for
  *               startTestServer, TOKEN, readEvents, parsePrometheus
  * - tracing.ts  NOT re-exported here (it loads the OpenTelemetry SDK): useInMemoryTracer
@@ -37,6 +38,7 @@
  * One cleanup list: `const cleanup = useCleanup()` at the top of a file (or in a test).
  */
 export * from './cleanup.js';
+export * from './logs.js';
 export * from './config.js';
 export * from './sim.js';
 export * from './cli.js';

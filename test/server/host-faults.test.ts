@@ -2,23 +2,10 @@
  * Issue 18, "the host must not die", the server's part: requests and storage faults that
  * must neither take the server down nor turn into a 500 with a stack in the log.
  */
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/main/setup/logger.js';
 import { useCleanup } from '../helpers/cleanup.js';
+import { capturedLogger } from '../helpers/logs.js';
 import { startTestServer } from '../helpers/server.js';
-
-/** A real pino logger whose JSON lines are kept in memory. */
-function capturedLogger(): { logger: ReturnType<typeof createLogger>; lines: string[] } {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { logger: createLogger({ level: 'info', secrets: [], pretty: false, destination }), lines };
-}
 
 describe('server: unauthenticated input', () => {
   const cleanup = useCleanup();

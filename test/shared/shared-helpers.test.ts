@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/main/setup/logger.js';
+import { capturedLogger } from '../helpers/logs.js';
 import {
   AbortError,
   ForkpoolError,
@@ -140,17 +141,7 @@ describe('LoopDetector', () => {
 describe('secret redaction in logs', () => {
   const KEY = 'sk-secret-0123456789abcdef';
 
-  /** A logger writing JSON lines into an array. */
-  function captureLogger(secrets: string[]) {
-    const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer | string, _encoding, callback) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        callback();
-      },
-    });
-    return { logger: createLogger({ level: 'debug', secrets, pretty: false, destination }), lines };
-  }
+  const captureLogger = (secrets: string[]) => capturedLogger({ level: 'debug', secrets });
 
   it('redactSecrets replaces every occurrence and ignores secrets shorter than 4', () => {
     expect(redactSecrets(`a ${KEY} b ${KEY}`, [KEY])).toBe('a [REDACTED] b [REDACTED]');

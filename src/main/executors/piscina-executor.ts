@@ -43,8 +43,8 @@ export const THREAD_YOUNG_HEAP_MB = 4;
 
 /**
  * The young generation of a `shared`-isolation worker, MiB. V8 gives a worker 96 (32 MiB
- * semi-spaces); a scavenge copies what survives, and a busy thread's in-flight jobs fill that
- * much with objects that outlive it. In the bench's 1,000-job I/O cell (2 threads, quiet, two
+ * semi-spaces). Why less is cheaper was not measured apart; likely a scavenge copies what
+ * survives, and a busy thread's in-flight jobs fill that much with objects that outlive it. In the bench's 1,000-job I/O cell (2 threads, quiet, two
  * alternated rounds) CPU per job was 13.7 and 14.1 ms at V8's 96, 12.4 and 10.5 at 48, 9.4 and
  * 9.3 at 16, 9.5 and 9.8 at 8; wall 21.05 / 21.00 s → 20.62 / 20.75 s; peak RSS 363 / 368 MB →
  * 331 / 300 MB (issue 40).

@@ -89,12 +89,13 @@ export async function waitForJobs(host: WaitHost, jobs: readonly string[], optio
     }
   }
   const records = ids.flatMap((id) => host.get(id) ?? []);
+  const elapsedMs = performance.now() - startedAt;
   return {
     ended: records.filter((r) => r.state === 'ended'),
     running: records.filter((r) => r.state !== 'ended'),
     timedOut,
     // A timer can fire up to a millisecond before its delay by this clock (libuv's loop time is
     // whole milliseconds): a wait the timeout ended says it waited the timeout, never less.
-    waitedMs: Math.round(timedOut ? Math.max(performance.now() - startedAt, parsed.data.timeoutMs) : performance.now() - startedAt),
+    waitedMs: Math.round(timedOut ? Math.max(elapsedMs, parsed.data.timeoutMs) : elapsedMs),
   };
 }

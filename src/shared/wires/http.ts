@@ -67,7 +67,9 @@ export async function postJson(url: string, headers: Readonly<Record<string, str
         },
         (response) => resolve(new NodeReply(response)),
       );
-      request.once('error', reject);
+      // `on`, not `once`: an error after the headers (a reset mid-body) reaches the body's reader
+      // too, and must not be an unhandled 'error' event here (rejecting a settled promise is a no-op).
+      request.on('error', reject);
       request.end(payload);
     });
   } catch (error) {

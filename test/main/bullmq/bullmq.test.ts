@@ -11,6 +11,7 @@ import type { SimServer } from '../../../src/sim/index.js';
 import {
   bullManager,
   bullmqOf,
+  capturedLogger,
   skipWithoutRedis,
   RESEARCH_TASK,
   ended,
@@ -28,9 +29,7 @@ import {
 } from '../../helpers/index.js';
 import { Deliveries } from '../../../src/main/delivery/deliveries.js';
 import { BullmqExecutor } from '../../../src/main/bullmq/executor.js';
-import { createLogger } from '../../../src/main/setup/logger.js';
 import { makeManager } from '../../helpers/pool.js';
-import { PassThrough } from 'node:stream';
 
 /** The BullMQ job id of a job's launch under a manager's bullmq executor. */
 function bullIdOf(manager: BackgroundManager, id: string, launch: number): string {
@@ -98,32 +97,21 @@ describe.skipIf(skipWithoutRedis())('bullmq executor', { timeout: 180_000, concu
     const redis = await testRedis(cleanup);
     const sim = await startSim(cleanup);
     const workspace = await makeWorkspace(cleanup);
-    const lines: Array<{ msg: string }> = [];
-    const destination = new PassThrough();
-    destination.on('data', (chunk: Buffer) =>
-      lines.push(
-        ...chunk
-          .toString()
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as { msg: string }),
-      ),
-    );
-    const logger = createLogger({ level: 'warn', secrets: [], pretty: false, destination });
+    const { logger, messages } = capturedLogger({ level: 'warn' });
     const config = bullConfig(sim, workspace, redis);
     const executor = new BullmqExecutor({ redisUrl: redis.url, bullmq: { ...config.bullmq, pollMs: 200, noWorkerWarnMs: 500 }, logger });
     await executor.ready();
     const manager = makeManager(config, cleanup, executor);
     expect(executor.health()).toEqual({ ok: true });
     const { id } = manager.spawn({ task: RESEARCH_TASK, label: 'nobody serves it' });
-    const warning = await waitFor(() => lines.find((l) => l.msg.startsWith('no forkpool worker')), 'the no-worker warning');
-    expect(warning.msg).toContain(`"${redis.queue}"`);
-    expect(warning.msg).toContain('1 job(s) wait');
+    const warning = await waitFor(() => messages().find((m) => m.startsWith('no forkpool worker')), 'the no-worker warning');
+    expect(warning).toContain(`"${redis.queue}"`);
+    expect(warning).toContain('1 job(s) wait');
     expect(executor.health()).toMatchObject({ ok: false, problem: expect.stringContaining('no forkpool worker') as unknown });
     await startWorker(cleanup, redis.url, { queue: redis.queue, config: { baseUrl: sim.url, workspaceRoot: workspace } });
     expect(await ended(manager, id)).toMatchObject({ status: 'ok' });
-    await waitFor(() => lines.find((l) => l.msg.startsWith('a forkpool worker connected')), 'the all-clear');
-    expect(lines.filter((l) => l.msg.startsWith('no forkpool worker'))).toHaveLength(1);
+    await waitFor(() => messages().find((m) => m.startsWith('a forkpool worker connected')), 'the all-clear');
+    expect(messages().filter((m) => m.startsWith('no forkpool worker'))).toHaveLength(1);
     expect(executor.health()).toEqual({ ok: true });
   });
 
